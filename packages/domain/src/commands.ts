@@ -1,0 +1,38 @@
+import type { EventData, EventMetadata, EventType } from './events.ts';
+
+/**
+ * Commands are requests to change a task, named in the imperative. `decide` turns a command
+ * and the current state into events, or refuses with a typed error. Time and ids arrive in
+ * the command (no clock inside the domain).
+ */
+export type Command =
+  | ({ type: 'SubmitTask' } & EventData<'TaskSubmitted'>)
+  | ({ type: 'StartTask' } & EventData<'TaskStarted'>)
+  | ({ type: 'RecordModelTurn' } & EventData<'ModelTurnRecorded'>)
+  | ({ type: 'RecordToolResults' } & EventData<'ToolResultsRecorded'>)
+  | ({ type: 'DispatchSubagent' } & EventData<'SubagentDispatched'>)
+  | ({ type: 'StartSubagent' } & EventData<'SubagentStarted'>)
+  | ({ type: 'CompleteSubagent' } & EventData<'SubagentCompleted'>)
+  | ({ type: 'FailSubagent' } & EventData<'SubagentFailed'>)
+  | ({ type: 'StoreArtifact' } & EventData<'ArtifactStored'>)
+  | ({ type: 'CompleteTask' } & EventData<'TaskCompleted'>)
+  | ({ type: 'FailTask' } & EventData<'TaskFailed'>)
+  | ({ type: 'CancelTask' } & EventData<'TaskCancelled'>)
+  | ({ type: 'RequestApproval' } & EventData<'ApprovalRequested'>)
+  | {
+      type: 'DecideApproval';
+      requestId: string;
+      decision: 'approve' | 'reject';
+      /** The edited tool input, already validated against the tool's schema by the caller. */
+      input?: Record<string, unknown> | undefined;
+      reason?: string | undefined;
+      decidedBy: string;
+    }
+  | ({ type: 'TimeOutApproval' } & EventData<'ApprovalTimedOut'>)
+  | ({ type: 'RequestClarification' } & EventData<'ClarificationRequested'>)
+  | ({ type: 'AnswerClarification' } & EventData<'ClarificationAnswered'>);
+
+export type CommandType = Command['type'];
+
+/** An event decided by `decide`, before the command handler gives it an id. */
+export type DecidedEvent = { [T in EventType]: { type: T; data: EventData<T>; metadata?: EventMetadata } }[EventType];

@@ -1,0 +1,47 @@
+import { z } from 'zod';
+
+/** Content blocks exchanged with a model; the shape follows the Anthropic Messages API. */
+export const TextBlock = z.object({ type: z.literal('text'), text: z.string() });
+export const ToolUseBlock = z.object({
+  type: z.literal('tool_use'),
+  id: z.string().min(1),
+  name: z.string().min(1),
+  input: z.record(z.string(), z.unknown()),
+});
+/** Server-side blocks (e.g. web search results) are kept verbatim so a conversation can be replayed. */
+export const OtherBlock = z.looseObject({ type: z.string().min(1) });
+export const ContentBlock = z.union([TextBlock, ToolUseBlock, OtherBlock]);
+export type TextBlock = z.infer<typeof TextBlock>;
+export type ToolUseBlock = z.infer<typeof ToolUseBlock>;
+export type ContentBlock = z.infer<typeof ContentBlock>;
+
+export const ToolResult = z.object({
+  toolUseId: z.string().min(1),
+  toolName: z.string().min(1),
+  content: z.string(),
+  isError: z.boolean().default(false),
+});
+export type ToolResult = z.infer<typeof ToolResult>;
+
+export const Usage = z.object({
+  inputTokens: z.number().int().nonnegative(),
+  outputTokens: z.number().int().nonnegative(),
+  cacheReadTokens: z.number().int().nonnegative().default(0),
+  cacheWriteTokens: z.number().int().nonnegative().default(0),
+  costUsd: z.number().nonnegative().default(0),
+});
+export type Usage = z.infer<typeof Usage>;
+
+export const StopReason = z.enum(['end_turn', 'tool_use', 'max_tokens', 'stop_sequence', 'pause_turn', 'refusal']);
+export type StopReason = z.infer<typeof StopReason>;
+
+export function isToolUse(block: ContentBlock): block is ToolUseBlock {
+  return block.type === 'tool_use' && typeof (block as { id?: unknown }).id === 'string';
+}
+
+export function textOf(content: readonly ContentBlock[]): string {
+  return content
+    .filter((b): b is TextBlock => b.type === 'text' && typeof (b as { text?: unknown }).text === 'string')
+    .map((b) => b.text)
+    .join('\n');
+}

@@ -1,0 +1,63 @@
+/**
+ * Domain errors: a few classes, each with a stable `code` that the gateway maps to an HTTP
+ * status in exactly one place. They are user faults (the command does not fit the state);
+ * system faults are plain errors.
+ */
+export type DomainErrorCode =
+  | 'illegal_transition'
+  | 'task_final'
+  | 'request_not_found'
+  | 'request_already_decided'
+  | 'invalid_command'
+  | 'stale_attempt';
+
+export class DomainError extends Error {
+  readonly code: DomainErrorCode;
+  readonly details: Record<string, unknown> | undefined;
+  constructor(code: DomainErrorCode, message: string, details?: Record<string, unknown>, options?: ErrorOptions) {
+    super(message, options);
+    this.name = new.target.name;
+    this.code = code;
+    this.details = details;
+  }
+}
+
+/** The command is not allowed in the task's current status. */
+export class IllegalTransitionError extends DomainError {
+  constructor(command: string, status: string, why?: string) {
+    super('illegal_transition', `${command} is not allowed while the task is ${status}${why ? `: ${why}` : ''}`, { command, status });
+  }
+}
+
+/** The task has completed, failed or been cancelled. */
+export class TaskFinalError extends DomainError {
+  constructor(command: string, status: string) {
+    super('task_final', `${command} is not allowed: the task is already ${status}`, { command, status });
+  }
+}
+
+export class RequestNotFoundError extends DomainError {
+  constructor(requestId: string) {
+    super('request_not_found', `no request '${requestId}' was opened on this task`, { requestId });
+  }
+}
+
+/** A request was decided already (two clicks, two replicas, a retry): the first decision stands. */
+export class RequestAlreadyDecidedError extends DomainError {
+  constructor(requestId: string, decision: string) {
+    super('request_already_decided', `request '${requestId}' was already decided: ${decision}`, { requestId, decision });
+  }
+}
+
+export class InvalidCommandError extends DomainError {
+  constructor(message: string, details?: Record<string, unknown>) {
+    super('invalid_command', message, details);
+  }
+}
+
+/** A runner's attempt was superseded by a newer one (its job was taken over). */
+export class StaleAttemptError extends DomainError {
+  constructor(agentId: string, attempt: number, current: number) {
+    super('stale_attempt', `attempt ${attempt} of agent '${agentId}' was superseded by attempt ${current}`, { agentId, attempt, current });
+  }
+}

@@ -1,0 +1,152 @@
+import { z } from 'zod';
+import { ContentBlock, StopReason, ToolResult, Usage } from './content.ts';
+
+/**
+ * Every event Baton records. One zod schema per event type validates what is appended
+ * (from HTTP, NATS or a service) and documents the log's shape. Events are facts, named
+ * in the past tense; each failure mode has its own event.
+ *
+ * Streams: `task-<taskId>` holds every fact that changes the task's status or the lead's
+ * conversation (including subagent start/finish, so the `tasks` read model stays exact);
+ * `agent-<taskId>-<agentId>` holds one subagent's own turns and tool results.
+ */
+
+export const CURRENT_SCHEMA_VERSION = 1;
+
+const AgentId = z.string().min(1).max(100).regex(/^[a-z0-9][a-z0-9_-]*$/, 'lowercase letters, digits, - and _');
+const RequestId = z.string().min(1).max(100);
+
+export const WebhookConfig = z.object({
+  url: z.url({ protocol: /^https?$/ }),
+  events: z.array(z.string().min(1)).min(1).default(['task.completed', 'task.failed', 'task.cancelled', 'task.awaiting_input']),
+});
+export type WebhookConfig = z.infer<typeof WebhookConfig>;
+
+export const eventDataSchemas = {
+  TaskSubmitted: z.object({
+    prompt: z.string().min(1),
+    team: z.string().min(1),
+    requirePlanApproval: z.boolean(),
+    approvalTimeoutSeconds: z.number().int().positive(),
+    webhook: WebhookConfig.nullable(),
+    metadata: z.record(z.string(), z.unknown()),
+    tenantId: z.string().min(1),
+    requestHash: z.string().nullable(),
+    forkedFrom: z.object({ taskId: z.uuid(), atVersion: z.number().int().positive() }).nullable().default(null),
+  }),
+  TaskStarted: z.object({ leadAgentId: AgentId, leadAgentType: z.string().min(1), configVersion: z.string().min(1) }),
+  ModelTurnRecorded: z.object({
+    agentId: AgentId,
+    turn: z.number().int().positive(),
+    model: z.string().min(1),
+    content: z.array(ContentBlock),
+    stopReason: StopReason,
+    usage: Usage,
+    offline: z.boolean(),
+    durationMs: z.number().nonnegative(),
+  }),
+  ToolResultsRecorded: z.object({ agentId: AgentId, results: z.array(ToolResult).min(1) }),
+  ApprovalRequested: z.object({
+    requestId: RequestId,
+    agentId: AgentId,
+    toolUseId: z.string().min(1),
+    toolName: z.string().min(1),
+    input: z.record(z.string(), z.unknown()),
+    inputDigest: z.string().min(1),
+    plan: z.string(),
+    deadline: z.iso.datetime(),
+  }),
+  ApprovalGranted: z.object({ requestId: RequestId, input: z.record(z.string(), z.unknown()), edited: z.boolean(), decidedBy: z.string() }),
+  ApprovalRejected: z.object({ requestId: RequestId, reason: z.string(), decidedBy: z.string() }),
+  ApprovalTimedOut: z.object({ requestId: RequestId, action: z.enum(['reject', 'approve']) }),
+  ClarificationRequested: z.object({
+    requestId: RequestId,
+    agentId: AgentId,
+    toolUseId: z.string().min(1),
+    questions: z.array(z.string().min(1)).min(1),
+    context: z.string(),
+    options: z.array(z.string()).optional(),
+    deadline: z.iso.datetime().optional(),
+  }),
+  ClarificationAnswered: z.object({ requestId: RequestId, answers: z.array(z.string()).min(1), answeredBy: z.string() }),
+  SubagentDispatched: z.object({ agentId: AgentId, agentType: z.string().min(1), toolUseId: z.string().min(1), prompt: z.string().min(1) }),
+  SubagentStarted: z.object({ agentId: AgentId, attempt: z.number().int().positive(), runnerId: z.string().min(1) }),
+  SubagentCompleted: z.object({
+    agentId: AgentId,
+    attempt: z.number().int().positive(),
+    summary: z.string(),
+    filesCreated: z.array(z.string()),
+    filesModified: z.array(z.string()),
+    success: z.boolean(),
+    iterationCapReached: z.boolean().default(false),
+  }),
+  SubagentFailed: z.object({ agentId: AgentId, code: z.string().min(1), message: z.string() }),
+  ArtifactStored: z.object({
+    agentId: AgentId.nullable(),
+    path: z.string().min(1),
+    bytes: z.number().int().nonnegative(),
+    sha256: z.string().regex(/^[0-9a-f]{64}$/),
+    mediaType: z.string().min(1),
+  }),
+  TaskCancelled: z.object({ reason: z.string(), requestedBy: z.string() }),
+  TaskCompleted: z.object({ summary: z.string(), reportPath: z.string().nullable() }),
+  TaskFailed: z.object({ code: z.string().min(1), message: z.string() }),
+} as const;
+
+export type EventType = keyof typeof eventDataSchemas;
+export const EVENT_TYPES = Object.keys(eventDataSchemas) as EventType[];
+export type EventData<T extends EventType> = z.infer<(typeof eventDataSchemas)[T]>;
+
+export const EventMetadata = z.looseObject({
+  causationId: z.string().optional(),
+  correlationId: z.string().optional(),
+  actor: z.string().optional(),
+  schemaVersion: z.number().int().positive().optional(),
+  /** Wall-clock time at which the step that produced the event began (ISO string). */
+  startedAt: z.string().optional(),
+});
+export type EventMetadata = z.infer<typeof EventMetadata>;
+
+/** An event as decided, before it has a place in the log. */
+export type NewEvent = { [T in EventType]: { id: string; type: T; data: EventData<T>; metadata?: EventMetadata } }[EventType];
+export type NewEventOf<T extends EventType> = Extract<NewEvent, { type: T }>;
+
+/** An event as read from the log. */
+export type RecordedEvent = {
+  [T in EventType]: {
+    id: string;
+    type: T;
+    taskId: string;
+    streamId: string;
+    version: number;
+    position: bigint;
+    recordedAt: Date;
+    data: EventData<T>;
+    metadata: EventMetadata;
+    schemaVersion: number;
+  };
+}[EventType];
+export type RecordedEventOf<T extends EventType> = Extract<RecordedEvent, { type: T }>;
+
+export const NewEventSchema = z.discriminatedUnion(
+  'type',
+  EVENT_TYPES.map((type) =>
+    z.object({ id: z.uuid(), type: z.literal(type), data: eventDataSchemas[type], metadata: EventMetadata.optional() }),
+  ) as unknown as [z.ZodObject, ...z.ZodObject[]],
+);
+
+/** Validate an event before it is appended; the error names the offending field. */
+export function parseNewEvent(input: unknown): NewEvent {
+  return NewEventSchema.parse(input) as NewEvent;
+}
+
+export function isEventType(type: string): type is EventType {
+  return Object.hasOwn(eventDataSchemas, type);
+}
+
+export const taskStreamId = (taskId: string): string => `task-${taskId}`;
+export const agentStreamId = (taskId: string, agentId: string): string => `agent-${taskId}-${agentId}`;
+export const isTaskStream = (streamId: string): boolean => streamId.startsWith('task-');
+
+/** Events after which the task is final: nothing may follow them on the task stream. */
+export const TERMINAL_EVENT_TYPES: ReadonlySet<EventType> = new Set(['TaskCompleted', 'TaskFailed', 'TaskCancelled']);

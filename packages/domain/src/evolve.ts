@@ -1,0 +1,251 @@
+import { isToolUse, textOf, type ToolResult } from './content.ts';
+import { isTaskStream, type RecordedEvent } from './events.ts';
+import {
+  addUsage,
+  deriveStatus,
+  emptyUsage,
+  type AgentState,
+  type LeadState,
+  type OpenToolUse,
+  type PendingRequest,
+  type TaskState,
+} from './state.ts';
+
+/**
+ * The task's state is the fold of its events: `events.reduce(evolve, initialState())`.
+ * Pure: no clock, no ids, no I/O. Each call returns a new state and shares what did not change.
+ */
+export function evolve(state: TaskState, event: RecordedEvent): TaskState {
+  const at = event.recordedAt.toISOString();
+  let s: TaskState = { ...state, updatedAt: at, lastPosition: event.position };
+  if (isTaskStream(event.streamId)) s.version = event.version;
+
+  switch (event.type) {
+    case 'TaskSubmitted': {
+      const d = event.data;
+      s = {
+        ...s,
+        status: 'pending',
+        id: event.taskId,
+        tenantId: d.tenantId,
+        prompt: d.prompt,
+        team: d.team,
+        requirePlanApproval: d.requirePlanApproval,
+        approvalTimeoutSeconds: d.approvalTimeoutSeconds,
+        webhook: d.webhook,
+        metadata: d.metadata,
+        forkedFrom: d.forkedFrom ?? null,
+        createdAt: at,
+      };
+      break;
+    }
+    case 'TaskStarted':
+      s.lead = {
+        agentId: event.data.leadAgentId,
+        type: event.data.leadAgentType,
+        configVersion: event.data.configVersion,
+        turns: 0,
+        phase: 'model',
+        openToolUses: [],
+        finalText: null,
+      };
+      break;
+    case 'ModelTurnRecorded': {
+      const d = event.data;
+      s.usage = addUsage(s.usage, d.usage);
+      if (s.lead && d.agentId === s.lead.agentId) {
+        const toolUses = d.content.filter(isToolUse);
+        const lead: LeadState = { ...s.lead, turns: d.turn };
+        if (d.stopReason === 'tool_use' && toolUses.length > 0) {
+          lead.phase = 'tools';
+          lead.openToolUses = toolUses.map((t) => ({ toolUseId: t.id, name: t.name, input: t.input, state: 'pending', result: null, approvedInput: null }));
+        } else {
+          lead.phase = 'done';
+          lead.openToolUses = [];
+          lead.finalText = textOf(d.content);
+        }
+        s.lead = lead;
+      } else {
+        s = updateAgent(s, d.agentId, (a) => ({ ...a, turns: d.turn, usage: addUsage(a.usage, d.usage) }));
+      }
+      break;
+    }
+    case 'ToolResultsRecorded':
+      if (s.lead && event.data.agentId === s.lead.agentId) {
+        const done = new Set(event.data.results.map((r) => r.toolUseId));
+        const open = s.lead.openToolUses.filter((t) => !done.has(t.toolUseId));
+        s.lead = { ...s.lead, openToolUses: open, phase: open.length === 0 ? 'model' : 'tools' };
+      }
+      break;
+    case 'SubagentDispatched': {
+      const d = event.data;
+      const agent: AgentState = {
+        id: d.agentId,
+        type: d.agentType,
+        status: 'dispatched',
+        toolUseId: d.toolUseId,
+        prompt: d.prompt,
+        attempt: 0,
+        turns: 0,
+        streamVersion: 0,
+        filesCreated: [],
+        filesModified: [],
+        summary: null,
+        error: null,
+        usage: emptyUsage(),
+      };
+      s.agents = { ...s.agents, [d.agentId]: agent };
+      s = updateToolUse(s, d.toolUseId, (t) => ({ ...t, state: 'dispatched' }));
+      break;
+    }
+    case 'SubagentStarted':
+      s = updateAgent(s, event.data.agentId, (a) => ({ ...a, status: 'running', attempt: event.data.attempt }));
+      break;
+    case 'SubagentCompleted': {
+      const d = event.data;
+      s = updateAgent(s, d.agentId, (a) => ({
+        ...a,
+        status: 'completed',
+        summary: d.summary,
+        filesCreated: d.filesCreated,
+        filesModified: d.filesModified,
+      }));
+      const agent = s.agents[d.agentId];
+      if (agent) {
+        const content = JSON.stringify({ summary: d.summary, filesCreated: d.filesCreated, filesModified: d.filesModified, success: d.success });
+        s = resolveToolUse(s, agent.toolUseId, { content, isError: !d.success });
+      }
+      break;
+    }
+    case 'SubagentFailed': {
+      const d = event.data;
+      s = updateAgent(s, d.agentId, (a) => ({ ...a, status: 'failed', error: { code: d.code, message: d.message } }));
+      const agent = s.agents[d.agentId];
+      if (agent) s = resolveToolUse(s, agent.toolUseId, { content: `subagent ${d.agentId} failed (${d.code}): ${d.message}`, isError: true });
+      break;
+    }
+    case 'ApprovalRequested': {
+      const d = event.data;
+      s = openRequest(s, { kind: 'approval', ...d, openedAt: at });
+      s = updateToolUse(s, d.toolUseId, (t) => ({ ...t, state: 'awaiting_approval' }));
+      break;
+    }
+    case 'ApprovalGranted': {
+      const req = s.pendingRequests[event.data.requestId];
+      s = closeRequest(s, event.data.requestId, event.data.edited ? 'approved with edits' : 'approved', at);
+      if (req) s = updateToolUse(s, req.toolUseId, (t) => ({ ...t, state: 'pending', approvedInput: event.data.input }));
+      break;
+    }
+    case 'ApprovalRejected':
+    case 'ApprovalTimedOut': {
+      const req = s.pendingRequests[event.data.requestId];
+      const approveOnTimeout = event.type === 'ApprovalTimedOut' && event.data.action === 'approve';
+      const decision = event.type === 'ApprovalRejected' ? `rejected: ${event.data.reason}` : `timed out (${event.data.action})`;
+      s = closeRequest(s, event.data.requestId, decision, at);
+      if (req && req.kind === 'approval') {
+        if (approveOnTimeout) {
+          s = updateToolUse(s, req.toolUseId, (t) => ({ ...t, state: 'pending', approvedInput: req.input }));
+        } else {
+          const reason = event.type === 'ApprovalRejected' ? event.data.reason : 'no decision before the deadline';
+          s = resolveToolUse(s, req.toolUseId, { content: `The user rejected the plan: ${reason}`, isError: false });
+        }
+      }
+      break;
+    }
+    case 'ClarificationRequested': {
+      const d = event.data;
+      s = openRequest(s, { kind: 'clarification', ...d, openedAt: at });
+      if (s.lead && d.agentId === s.lead.agentId) s = updateToolUse(s, d.toolUseId, (t) => ({ ...t, state: 'awaiting_answer' }));
+      else s = updateAgent(s, d.agentId, (a) => ({ ...a, status: 'paused' }));
+      break;
+    }
+    case 'ClarificationAnswered': {
+      const req = s.pendingRequests[event.data.requestId];
+      s = closeRequest(s, event.data.requestId, 'answered', at);
+      if (req) {
+        if (s.lead && req.agentId === s.lead.agentId) {
+          s = resolveToolUse(s, req.toolUseId, { content: event.data.answers.join('\n'), isError: false });
+        } else {
+          s = updateAgent(s, req.agentId, (a) => ({ ...a, status: 'dispatched' }));
+        }
+      }
+      break;
+    }
+    case 'ArtifactStored': {
+      const d = event.data;
+      s.artifacts = [...s.artifacts.filter((a) => a.path !== d.path), { path: d.path, bytes: d.bytes, sha256: d.sha256, mediaType: d.mediaType, agentId: d.agentId }];
+      break;
+    }
+    case 'TaskCompleted':
+      s.status = 'completed';
+      s.result = { summary: event.data.summary, reportPath: event.data.reportPath };
+      break;
+    case 'TaskFailed':
+      s.status = 'failed';
+      s.error = { code: event.data.code, message: event.data.message };
+      s = stopEverything(s, at);
+      break;
+    case 'TaskCancelled':
+      s.status = 'cancelled';
+      s = stopEverything(s, at);
+      break;
+    default: {
+      const never: never = event;
+      return never;
+    }
+  }
+  // Agent-stream events move the agent's own stream version.
+  if (!isTaskStream(event.streamId)) {
+    const agentId = (event.data as { agentId?: string }).agentId;
+    if (agentId) s = updateAgent(s, agentId, (a) => ({ ...a, streamVersion: event.version }));
+  }
+  s.status = deriveStatus(s);
+  return s;
+}
+
+export function fold(events: Iterable<RecordedEvent>, from: TaskState): TaskState {
+  let s = from;
+  for (const e of events) s = evolve(s, e);
+  return s;
+}
+
+function updateAgent(s: TaskState, agentId: string, f: (a: AgentState) => AgentState): TaskState {
+  const a = s.agents[agentId];
+  return a ? { ...s, agents: { ...s.agents, [agentId]: f(a) } } : s;
+}
+
+function updateToolUse(s: TaskState, toolUseId: string, f: (t: OpenToolUse) => OpenToolUse): TaskState {
+  if (!s.lead) return s;
+  const i = s.lead.openToolUses.findIndex((t) => t.toolUseId === toolUseId);
+  if (i < 0) return s;
+  const open = s.lead.openToolUses.slice();
+  open[i] = f(open[i] as OpenToolUse);
+  return { ...s, lead: { ...s.lead, openToolUses: open } };
+}
+
+function resolveToolUse(s: TaskState, toolUseId: string, r: { content: string; isError: boolean }): TaskState {
+  return updateToolUse(s, toolUseId, (t) => {
+    const result: ToolResult = { toolUseId, toolName: t.name, content: r.content, isError: r.isError };
+    return { ...t, state: 'resolved', result };
+  });
+}
+
+function openRequest(s: TaskState, req: PendingRequest): TaskState {
+  return { ...s, pendingRequests: { ...s.pendingRequests, [req.requestId]: req } };
+}
+
+function closeRequest(s: TaskState, requestId: string, decision: string, at: string): TaskState {
+  const { [requestId]: _closed, ...rest } = s.pendingRequests;
+  return { ...s, pendingRequests: rest, decidedRequests: { ...s.decidedRequests, [requestId]: { decision, at } } };
+}
+
+/** A final task holds nothing open: requests are closed and active agents stop. */
+function stopEverything(s: TaskState, at: string): TaskState {
+  const decided = { ...s.decidedRequests };
+  for (const id of Object.keys(s.pendingRequests)) decided[id] = { decision: `closed: task ${s.status}`, at };
+  const agents: Record<string, AgentState> = {};
+  for (const [id, a] of Object.entries(s.agents)) {
+    agents[id] = a.status === 'dispatched' || a.status === 'running' || a.status === 'paused' ? { ...a, status: 'cancelled' } : a;
+  }
+  return { ...s, pendingRequests: {}, decidedRequests: decided, agents };
+}

@@ -1,0 +1,17 @@
+export * from './content.ts';
+export * from './events.ts';
+export * from './state.ts';
+export * from './errors.ts';
+export * from './commands.ts';
+export { evolve, fold } from './evolve.ts';
+export { decide } from './decide.ts';
+export { upcast, UnknownSchemaVersionError } from './upcast.ts';
+export * from './view.ts';
+export * from './replay.ts';
+export * from './ids.ts';
+
+import { decide } from './decide.ts';
+import { evolve } from './evolve.ts';
+import { initialState } from './state.ts';
+/** The task decider: `{ decide, evolve, initialState }`. */
+export const taskDecider = { decide, evolve, initialState } as const;

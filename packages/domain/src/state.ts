@@ -1,0 +1,177 @@
+import type { ToolResult, Usage } from './content.ts';
+import type { WebhookConfig } from './events.ts';
+
+export type TaskStatus = 'pending' | 'running' | 'awaiting_input' | 'completed' | 'failed' | 'cancelled';
+export type FinalStatus = Extract<TaskStatus, 'completed' | 'failed' | 'cancelled'>;
+
+/** paused: the subagent asked a person and holds nothing while it waits. */
+export type AgentStatus = 'dispatched' | 'running' | 'paused' | 'completed' | 'failed' | 'cancelled';
+
+export interface UsageTotals {
+  inputTokens: number;
+  outputTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+  costUsd: number;
+}
+
+export interface AgentState {
+  id: string;
+  type: string;
+  status: AgentStatus;
+  toolUseId: string;
+  prompt: string;
+  /** Runner attempts so far; a newer attempt fences off older ones. */
+  attempt: number;
+  turns: number;
+  /** Version of the agent's own stream `agent-<taskId>-<agentId>`. */
+  streamVersion: number;
+  filesCreated: string[];
+  filesModified: string[];
+  summary: string | null;
+  error: { code: string; message: string } | null;
+  usage: UsageTotals;
+}
+
+/** A tool call of the lead that the lead is waiting on. */
+export interface OpenToolUse {
+  toolUseId: string;
+  name: string;
+  input: Record<string, unknown>;
+  /** pending: nothing decided yet; waiting: on a person or a subagent; resolved: result known. */
+  state: 'pending' | 'awaiting_approval' | 'awaiting_answer' | 'dispatched' | 'resolved';
+  result: ToolResult | null;
+  /** Set once an approval granted the call (with the possibly edited input). */
+  approvedInput: Record<string, unknown> | null;
+}
+
+export interface LeadState {
+  agentId: string;
+  type: string;
+  configVersion: string;
+  turns: number;
+  /** model: the lead's next model turn is due; tools: waiting on open tool uses; done: it gave its final answer. */
+  phase: 'model' | 'tools' | 'done';
+  openToolUses: OpenToolUse[];
+  finalText: string | null;
+}
+
+export type PendingRequest =
+  | {
+      kind: 'approval';
+      requestId: string;
+      agentId: string;
+      toolUseId: string;
+      toolName: string;
+      input: Record<string, unknown>;
+      inputDigest: string;
+      plan: string;
+      deadline: string;
+      openedAt: string;
+    }
+  | {
+      kind: 'clarification';
+      requestId: string;
+      agentId: string;
+      toolUseId: string;
+      questions: string[];
+      context: string;
+      options?: string[] | undefined;
+      deadline?: string | undefined;
+      openedAt: string;
+    };
+
+export interface Artifact {
+  path: string;
+  bytes: number;
+  sha256: string;
+  mediaType: string;
+  agentId: string | null;
+}
+
+export interface TaskState {
+  /** `none` until TaskSubmitted has been folded. */
+  status: TaskStatus | 'none';
+  id: string;
+  tenantId: string;
+  prompt: string;
+  team: string;
+  requirePlanApproval: boolean;
+  approvalTimeoutSeconds: number;
+  webhook: WebhookConfig | null;
+  metadata: Record<string, unknown>;
+  forkedFrom: { taskId: string; atVersion: number } | null;
+  createdAt: string;
+  updatedAt: string;
+  /** Version of the task stream `task-<taskId>`. */
+  version: number;
+  /** Global position of the last folded event. */
+  lastPosition: bigint;
+  lead: LeadState | null;
+  agents: Record<string, AgentState>;
+  pendingRequests: Record<string, PendingRequest>;
+  decidedRequests: Record<string, { decision: string; at: string }>;
+  usage: UsageTotals;
+  artifacts: Artifact[];
+  result: { summary: string; reportPath: string | null } | null;
+  error: { code: string; message: string } | null;
+}
+
+export const emptyUsage = (): UsageTotals => ({ inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 });
+
+export const initialState = (): TaskState => ({
+  status: 'none',
+  id: '',
+  tenantId: '',
+  prompt: '',
+  team: '',
+  requirePlanApproval: true,
+  approvalTimeoutSeconds: 600,
+  webhook: null,
+  metadata: {},
+  forkedFrom: null,
+  createdAt: '',
+  updatedAt: '',
+  version: 0,
+  lastPosition: 0n,
+  lead: null,
+  agents: {},
+  pendingRequests: {},
+  decidedRequests: {},
+  usage: emptyUsage(),
+  artifacts: [],
+  result: null,
+  error: null,
+});
+
+export function addUsage(total: UsageTotals, u: Usage): UsageTotals {
+  return {
+    inputTokens: total.inputTokens + u.inputTokens,
+    outputTokens: total.outputTokens + u.outputTokens,
+    cacheReadTokens: total.cacheReadTokens + u.cacheReadTokens,
+    cacheWriteTokens: total.cacheWriteTokens + u.cacheWriteTokens,
+    costUsd: total.costUsd + u.costUsd,
+  };
+}
+
+// Named status predicates — ask these rather than comparing strings.
+export const isFinal = (s: TaskState): boolean => s.status === 'completed' || s.status === 'failed' || s.status === 'cancelled';
+export const exists = (s: TaskState): boolean => s.status !== 'none';
+export const hasOpenRequests = (s: TaskState): boolean => Object.keys(s.pendingRequests).length > 0;
+export const isAgentActive = (a: AgentState): boolean => a.status === 'dispatched' || a.status === 'running';
+export const activeAgents = (s: TaskState): AgentState[] => Object.values(s.agents).filter(isAgentActive);
+/** The lead is ready for a model turn (every tool use it made has a result). */
+export const leadNeedsTurn = (s: TaskState): boolean =>
+  !isFinal(s) && s.lead !== null && (s.lead.phase === 'model' || (s.lead.phase === 'tools' && s.lead.openToolUses.every((t) => t.state === 'resolved')));
+export const canAcceptInput = (s: TaskState): boolean => exists(s) && !isFinal(s) && hasOpenRequests(s);
+
+/**
+ * Status while not final: `pending` before the lead starts; `awaiting_input` while requests
+ * are open and nothing can run; `running` otherwise.
+ */
+export function deriveStatus(s: TaskState): TaskStatus {
+  if (s.status === 'completed' || s.status === 'failed' || s.status === 'cancelled') return s.status;
+  if (s.lead === null) return 'pending';
+  if (hasOpenRequests(s) && activeAgents(s).length === 0 && !leadNeedsTurn(s)) return 'awaiting_input';
+  return 'running';
+}

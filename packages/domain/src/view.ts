@@ -1,0 +1,129 @@
+import type { RecordedEvent } from './events.ts';
+import type { PendingRequest, TaskState, TaskStatus } from './state.ts';
+
+/** The task object of API.md, built from the folded state. */
+export interface TaskView {
+  id: string;
+  status: TaskStatus;
+  prompt: string;
+  team: string;
+  createdAt: string;
+  updatedAt: string;
+  version: number;
+  requirePlanApproval: boolean;
+  approvalTimeoutSeconds: number;
+  metadata: Record<string, unknown>;
+  forkedFrom: { taskId: string; atVersion: number } | null;
+  pendingRequests: PendingRequestView[];
+  agents: { id: string; type: string; status: string; turns: number; filesCreated: string[]; filesModified: string[]; summary?: string; error?: { code: string; message: string } }[];
+  usage: { inputTokens: number; outputTokens: number; cacheReadTokens: number; cacheWriteTokens: number; costUsd: number };
+  artifacts: { path: string; bytes: number; sha256: string; mediaType: string }[];
+  result: { summary: string; reportPath?: string } | null;
+  error: { code: string; message: string } | null;
+}
+
+export type PendingRequestView =
+  | { kind: 'approval'; requestId: string; agentId: string; toolName: string; input: Record<string, unknown>; plan: string; deadline: string }
+  | { kind: 'clarification'; requestId: string; agentId: string; questions: string[]; context: string; options?: string[]; deadline?: string };
+
+export function toPendingRequestView(r: PendingRequest): PendingRequestView {
+  if (r.kind === 'approval') {
+    return { kind: 'approval', requestId: r.requestId, agentId: r.agentId, toolName: r.toolName, input: r.input, plan: r.plan, deadline: r.deadline };
+  }
+  return {
+    kind: 'clarification',
+    requestId: r.requestId,
+    agentId: r.agentId,
+    questions: r.questions,
+    context: r.context,
+    ...(r.options ? { options: r.options } : {}),
+    ...(r.deadline ? { deadline: r.deadline } : {}),
+  };
+}
+
+export function toTaskView(s: TaskState): TaskView {
+  if (s.status === 'none') throw new Error('toTaskView: the task does not exist');
+  return {
+    id: s.id,
+    status: s.status,
+    prompt: s.prompt,
+    team: s.team,
+    createdAt: s.createdAt,
+    updatedAt: s.updatedAt,
+    version: s.version,
+    requirePlanApproval: s.requirePlanApproval,
+    approvalTimeoutSeconds: s.approvalTimeoutSeconds,
+    metadata: s.metadata,
+    forkedFrom: s.forkedFrom,
+    pendingRequests: Object.values(s.pendingRequests).map(toPendingRequestView),
+    agents: Object.values(s.agents).map((a) => ({
+      id: a.id,
+      type: a.type,
+      status: a.status,
+      turns: a.turns,
+      filesCreated: a.filesCreated,
+      filesModified: a.filesModified,
+      ...(a.summary !== null ? { summary: a.summary } : {}),
+      ...(a.error ? { error: a.error } : {}),
+    })),
+    usage: { ...s.usage, costUsd: Math.round(s.usage.costUsd * 1e6) / 1e6 },
+    artifacts: s.artifacts.map(({ path, bytes, sha256, mediaType }) => ({ path, bytes, sha256, mediaType })),
+    result: s.result ? { summary: s.result.summary, ...(s.result.reportPath ? { reportPath: s.result.reportPath } : {}) } : null,
+    error: s.error,
+  };
+}
+
+/** A row of the `tasks` read model: what lists and filters need, rebuilt from the log at will. */
+export interface TaskRow {
+  id: string;
+  tenant_id: string;
+  status: TaskStatus;
+  team: string;
+  title: string;
+  created_at: string;
+  updated_at: string;
+  version: number;
+  pending_requests: PendingRequestView[];
+}
+
+export function toTaskRow(s: TaskState): TaskRow {
+  if (s.status === 'none') throw new Error('toTaskRow: the task does not exist');
+  return {
+    id: s.id,
+    tenant_id: s.tenantId,
+    status: s.status,
+    team: s.team,
+    title: s.prompt.length > 200 ? `${s.prompt.slice(0, 199)}…` : s.prompt,
+    created_at: s.createdAt,
+    updated_at: s.updatedAt,
+    version: s.version,
+    pending_requests: Object.values(s.pendingRequests).map(toPendingRequestView),
+  };
+}
+
+/** The event object of API.md. */
+export interface EventView {
+  id: string;
+  type: string;
+  taskId: string;
+  streamId: string;
+  version: number;
+  position: number;
+  recordedAt: string;
+  data: unknown;
+  metadata: unknown;
+}
+
+export function toEventView(e: RecordedEvent): EventView {
+  return {
+    id: e.id,
+    type: e.type,
+    taskId: e.taskId,
+    streamId: e.streamId,
+    version: e.version,
+    position: Number(e.position),
+    recordedAt: e.recordedAt.toISOString(),
+    data: e.data,
+    metadata: e.metadata,
+  };
+}

@@ -1,0 +1,24 @@
+import pg from 'pg';
+
+/** Create the database named in `url` if it does not exist (connects to the `postgres` database). */
+export async function ensureDatabase(url: string): Promise<boolean> {
+  const u = new URL(url);
+  const name = decodeURIComponent(u.pathname.replace(/^\//, ''));
+  if (!/^[A-Za-z0-9_-]+$/.test(name)) throw new Error(`unsupported database name '${name}'`);
+  const admin = new URL(url);
+  admin.pathname = '/postgres';
+  const client = new pg.Client({ connectionString: admin.toString() });
+  await client.connect();
+  try {
+    const exists = await client.query('select 1 from pg_database where datname = $1', [name]);
+    if (exists.rowCount) return false;
+    try {
+      await client.query(`create database "${name}"`);
+    } catch (err) {
+      if ((err as { code?: string }).code !== '42P04') throw err; // created concurrently
+    }
+    return true;
+  } finally {
+    await client.end();
+  }
+}

@@ -1,0 +1,7 @@
+export * from './store.ts';
+export * from './errors.ts';
+export * from './tasks.ts';
+export * from './read-models.ts';
+export { createDb, migrateToLatest, type Db } from './db.ts';
+export { ensureDatabase } from './admin.ts';
+export type { Database } from './schema.ts';

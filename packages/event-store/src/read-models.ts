@@ -1,0 +1,82 @@
+import { foldAll, toTaskRow } from '@baton/domain';
+import { sql, type Kysely } from 'kysely';
+import type { Database } from './schema.ts';
+import type { EventStore } from './store.ts';
+
+export interface TaskListItem {
+  id: string;
+  status: string;
+  prompt: string;
+  team: string;
+  createdAt: string;
+  updatedAt: string;
+  version: number;
+  pendingRequests: unknown[];
+}
+
+export interface TaskPage {
+  items: TaskListItem[];
+  nextCursor: string | null;
+}
+
+/** Keyset pagination over the tasks read model, newest first. */
+export async function listTasks(db: Kysely<Database>, q: { tenantId: string; status?: string | undefined; limit: number; cursor?: string | undefined }): Promise<TaskPage> {
+  let query = db.selectFrom('tasks').selectAll().where('tenant_id', '=', q.tenantId);
+  if (q.status) query = query.where('status', '=', q.status);
+  if (q.cursor) {
+    const { createdAt, id } = decodeCursor(q.cursor);
+    query = query.where(sql<boolean>`(created_at, id) < (${createdAt}::timestamptz, ${id}::uuid)`);
+  }
+  const rows = await query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(q.limit + 1).execute();
+  const page = rows.slice(0, q.limit);
+  const last = page[page.length - 1];
+  return {
+    items: page.map((r) => ({
+      id: r.id,
+      status: r.status,
+      prompt: r.title,
+      team: r.team,
+      createdAt: r.created_at.toISOString(),
+      updatedAt: r.updated_at.toISOString(),
+      version: r.version,
+      pendingRequests: r.pending_requests as unknown[],
+    })),
+    nextCursor: rows.length > q.limit && last ? encodeCursor(last.created_at.toISOString(), last.id) : null,
+  };
+}
+
+export class InvalidCursorError extends Error {
+  constructor() {
+    super('cursor is not one this API returned');
+    this.name = new.target.name;
+  }
+}
+
+function encodeCursor(createdAt: string, id: string): string {
+  return Buffer.from(JSON.stringify([createdAt, id])).toString('base64url');
+}
+
+function decodeCursor(cursor: string): { createdAt: string; id: string } {
+  try {
+    const [createdAt, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString()) as [string, string];
+    if (typeof createdAt !== 'string' || typeof id !== 'string' || Number.isNaN(Date.parse(createdAt)) || !/^[0-9a-f-]{36}$/i.test(id)) throw new Error();
+    return { createdAt, id };
+  } catch {
+    throw new InvalidCursorError();
+  }
+}
+
+/** Rebuild the `tasks` read model from the log (e.g. after changing its shape). Returns the number of tasks. */
+export async function rebuildTasksReadModel(db: Kysely<Database>, store: EventStore): Promise<number> {
+  const ids = await db.selectFrom('events').select('task_id').distinct().execute();
+  await db.deleteFrom('tasks').execute();
+  let n = 0;
+  for (const { task_id } of ids) {
+    const state = foldAll(await store.readTask(task_id));
+    if (state.status === 'none') continue;
+    const row = toTaskRow(state);
+    await db.insertInto('tasks').values({ ...row, pending_requests: JSON.stringify(row.pending_requests) }).execute();
+    n++;
+  }
+  return n;
+}

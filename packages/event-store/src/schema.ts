@@ -1,0 +1,69 @@
+import type { ColumnType, Generated } from 'kysely';
+
+/** Kysely table types, kept in one place. */
+export interface EventsTable {
+  global_position: ColumnType<string, never, never>;
+  stream_id: string;
+  stream_version: number;
+  task_id: string;
+  event_id: string;
+  type: string;
+  schema_version: number;
+  data: ColumnType<unknown, string, never>;
+  metadata: ColumnType<unknown, string, never>;
+  recorded_at: ColumnType<Date, never, never>;
+  transaction_id: ColumnType<string, never, never>;
+}
+
+export interface TasksTable {
+  id: string;
+  tenant_id: string;
+  status: string;
+  team: string;
+  title: string;
+  created_at: ColumnType<Date, string, string>;
+  updated_at: ColumnType<Date, string, string>;
+  version: number;
+  pending_requests: ColumnType<unknown, string, string>;
+}
+
+export interface ProcessorCheckpointsTable {
+  processor_id: string;
+  transaction_id: string;
+  global_position: string;
+  updated_at: Generated<Date>;
+}
+
+export interface DeadLettersTable {
+  id: Generated<string>;
+  consumer: string;
+  subject: string;
+  stream_sequence: string;
+  deliveries: number;
+  payload: string;
+  error: string;
+  recorded_at: Generated<Date>;
+}
+
+export interface WebhookDeliveriesTable {
+  id: Generated<string>;
+  task_id: string;
+  event_id: string;
+  webhook_id: string;
+  type: string;
+  url: string;
+  attempt: number;
+  status_code: number | null;
+  ok: boolean;
+  error: string | null;
+  duration_ms: number;
+  attempted_at: Generated<Date>;
+}
+
+export interface Database {
+  events: EventsTable;
+  tasks: TasksTable;
+  processor_checkpoints: ProcessorCheckpointsTable;
+  dead_letters: DeadLettersTable;
+  webhook_deliveries: WebhookDeliveriesTable;
+}

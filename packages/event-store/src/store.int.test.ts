@@ -1,0 +1,161 @@
+import { randomUUID } from 'node:crypto';
+import { taskStreamId, type NewEvent } from '@baton/domain';
+import { pgTest as test } from '@baton/testing';
+import pg from 'pg';
+import { describe, expect } from 'vitest';
+import { ConcurrencyError } from './errors.ts';
+import { START, type LogCursor } from './store.ts';
+import { loadTask, handleCommand } from './tasks.ts';
+import { listTasks, rebuildTasksReadModel } from './read-models.ts';
+
+const submitted = (prompt = 'hello'): NewEvent => ({
+  id: randomUUID(),
+  type: 'TaskSubmitted',
+  data: { prompt, team: 'research', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 'default', requestHash: null, forkedFrom: null },
+});
+const failed = (): NewEvent => ({ id: randomUUID(), type: 'TaskFailed', data: { code: 'x', message: 'y' } });
+
+describe('EventStore.append', () => {
+  test('appends, reads back in order, and reports the next version', async ({ pg: { store } }) => {
+    const taskId = randomUUID();
+    const s = taskStreamId(taskId);
+    const r1 = await store.append({ streamId: s, taskId, expectedVersion: 0, events: [submitted()] });
+    expect(r1).toMatchObject({ nextVersion: 1, duplicate: false });
+    const r2 = await store.append({ streamId: s, taskId, expectedVersion: 1, events: [failed(), failed()] });
+    expect(r2.nextVersion).toBe(3);
+    expect(r2.positions[1]! > r2.positions[0]!).toBe(true);
+    const events = await store.readStream(s);
+    expect(events.map((e) => [e.version, e.type])).toEqual([[1, 'TaskSubmitted'], [2, 'TaskFailed'], [3, 'TaskFailed']]);
+    expect(await store.readTask(taskId)).toHaveLength(3);
+  });
+
+  test('a wrong expected version is a ConcurrencyError naming both versions, and writes nothing', async ({ pg: { store } }) => {
+    const taskId = randomUUID();
+    const s = taskStreamId(taskId);
+    await store.append({ streamId: s, taskId, expectedVersion: 0, events: [submitted()] });
+    await expect(store.append({ streamId: s, taskId, expectedVersion: 0, events: [failed()] })).rejects.toThrow(/expected version 0, but it is at 1/);
+    await expect(store.append({ streamId: s, taskId, expectedVersion: 5, events: [failed()] })).rejects.toBeInstanceOf(ConcurrencyError);
+    expect(await store.readStream(s)).toHaveLength(1);
+  });
+
+  test('re-appending the same event ids is an idempotent no-op', async ({ pg: { store } }) => {
+    const taskId = randomUUID();
+    const s = taskStreamId(taskId);
+    const events = [submitted(), failed()];
+    await store.append({ streamId: s, taskId, expectedVersion: 0, events });
+    const again = await store.append({ streamId: s, taskId, expectedVersion: 0, events });
+    expect(again).toMatchObject({ duplicate: true, nextVersion: 2 });
+    expect(await store.readStream(s)).toHaveLength(2);
+  });
+
+  test('N concurrent appenders with the same expected version: exactly one wins per version', async ({ pg: { store } }) => {
+    const taskId = randomUUID();
+    const s = taskStreamId(taskId);
+    await store.append({ streamId: s, taskId, expectedVersion: 0, events: [submitted()] });
+    const N = 12;
+    for (let version = 1; version <= 5; version++) {
+      const results = await Promise.allSettled(Array.from({ length: N }, () => store.append({ streamId: s, taskId, expectedVersion: version, events: [failed()] })));
+      const won = results.filter((r) => r.status === 'fulfilled');
+      const lost = results.filter((r) => r.status === 'rejected');
+      expect(won).toHaveLength(1);
+      expect(lost.every((r) => (r as PromiseRejectedResult).reason instanceof ConcurrencyError)).toBe(true);
+    }
+    const versions = (await store.readStream(s)).map((e) => e.version);
+    expect(versions).toEqual([1, 2, 3, 4, 5, 6]);
+  });
+
+  test('the log is append-only: UPDATE, DELETE and TRUNCATE are rejected', async ({ pg: { db, store } }) => {
+    const taskId = randomUUID();
+    await store.append({ streamId: taskStreamId(taskId), taskId, expectedVersion: 0, events: [submitted()] });
+    await expect(db.pool.query(`update events set type = 'X'`)).rejects.toThrow(/append-only/);
+    await expect(db.pool.query('delete from events')).rejects.toThrow(/append-only/);
+    await expect(db.pool.query('truncate events')).rejects.toThrow(/append-only/);
+  });
+
+  test('appending sends NOTIFY on commit, with the task id', async ({ pg: { url, store } }) => {
+    const listener = new pg.Client({ connectionString: url });
+    await listener.connect();
+    const got: string[] = [];
+    listener.on('notification', (n) => got.push(n.payload ?? ''));
+    await listener.query('listen baton_events');
+    const taskId = randomUUID();
+    await store.append({ streamId: taskStreamId(taskId), taskId, expectedVersion: 0, events: [submitted()] });
+    await expect.poll(() => got, { timeout: 5000 }).toContain(taskId);
+    await listener.end();
+  });
+});
+
+describe('readAll (gap-safe tail)', () => {
+  test('a transaction that commits late is still read by a tailing reader', async ({ pg: { url, store } }) => {
+    // Transaction A takes a lower position but commits after B; a position-only cursor would skip A.
+    const a = new pg.Client({ connectionString: url });
+    await a.connect();
+    const taskA = randomUUID();
+    const taskB = randomUUID();
+    await a.query('begin');
+    await a.query(`insert into events (stream_id, stream_version, task_id, event_id, type, data) values ($1, 1, $2, $3, 'TaskSubmitted', $4)`, [
+      taskStreamId(taskA), taskA, randomUUID(), JSON.stringify(submitted('A').data),
+    ]);
+    await store.append({ streamId: taskStreamId(taskB), taskId: taskB, expectedVersion: 0, events: [submitted('B')] });
+
+    let cursor: LogCursor = START;
+    const seen: string[] = [];
+    const drain = async () => {
+      for (const { event, cursor: c } of await store.readAll(cursor, 100)) {
+        seen.push(event.taskId);
+        cursor = c;
+      }
+    };
+    await drain();
+    expect(seen).toEqual([]); // B is hidden while A (older transaction) is in flight
+    expect(await store.hasHiddenAfter(cursor)).toBe(true);
+    await a.query('commit');
+    await a.end();
+    await drain();
+    expect(seen).toEqual([taskA, taskB]);
+    expect(await store.hasHiddenAfter(cursor)).toBe(false);
+  });
+
+  test('checkpoints round-trip', async ({ pg: { store } }) => {
+    expect(await store.loadCheckpoint('p1')).toEqual(START);
+    await store.saveCheckpoint('p1', { txid: 42n, position: 7n });
+    expect(await store.loadCheckpoint('p1')).toEqual({ txid: 42n, position: 7n });
+  });
+});
+
+describe('task commands and the tasks read model', () => {
+  test('handleCommand folds, decides, appends and keeps the read model in the same transaction', async ({ pg: { db, store } }) => {
+    const taskId = randomUUID();
+    const base = { prompt: 'p', team: 'research', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 't1', requestHash: null, forkedFrom: null };
+    await handleCommand(store, taskId, { type: 'SubmitTask', ...base });
+    await handleCommand(store, taskId, { type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'lead', configVersion: 'v1' });
+    const page = await listTasks(db.kysely, { tenantId: 't1', limit: 10 });
+    expect(page.items).toMatchObject([{ id: taskId, status: 'running', version: 2 }]);
+    await handleCommand(store, taskId, { type: 'CancelTask', reason: 'r', requestedBy: 'u' });
+    expect((await loadTask(store, taskId)).state.status).toBe('cancelled');
+    expect((await listTasks(db.kysely, { tenantId: 't1', status: 'cancelled', limit: 10 })).items).toHaveLength(1);
+    expect((await listTasks(db.kysely, { tenantId: 'other', limit: 10 })).items).toHaveLength(0);
+    await db.pool.query('delete from tasks');
+    expect(await rebuildTasksReadModel(db.kysely, store)).toBe(1);
+    expect((await listTasks(db.kysely, { tenantId: 't1', limit: 10 })).items).toMatchObject([{ id: taskId, status: 'cancelled', version: 3 }]);
+  });
+
+  test('list pagination walks every task once', async ({ pg: { db, store } }) => {
+    const base = { prompt: 'p', team: 'research', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 't', requestHash: null, forkedFrom: null };
+    const ids = new Set<string>();
+    for (let i = 0; i < 7; i++) {
+      const id = randomUUID();
+      ids.add(id);
+      await handleCommand(store, id, { type: 'SubmitTask', ...base });
+    }
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await listTasks(db.kysely, { tenantId: 't', limit: 3, cursor });
+      seen.push(...page.items.map((i) => i.id));
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor);
+    expect(new Set(seen)).toEqual(ids);
+    expect(seen).toHaveLength(7);
+  });
+});

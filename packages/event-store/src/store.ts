@@ -1,0 +1,269 @@
+import {
+  CURRENT_SCHEMA_VERSION,
+  isEventType,
+  upcast,
+  type NewEvent,
+  type RecordedEvent,
+  type TaskRow,
+} from '@baton/domain';
+import type pg from 'pg';
+import { ConcurrencyError, DuplicateEventError } from './errors.ts';
+
+/** A position in the log for readers that tail it: commit-safe order is (transaction_id, global_position). */
+export interface LogCursor {
+  txid: bigint;
+  position: bigint;
+}
+export const START: LogCursor = { txid: 0n, position: 0n };
+export const cursorToString = (c: LogCursor): string => `${c.txid}:${c.position}`;
+
+export interface AppendInput {
+  streamId: string;
+  taskId: string;
+  /** The version the caller read; 0 for a new stream. */
+  expectedVersion: number;
+  events: readonly NewEvent[];
+  /** The `tasks` read-model row after these events, written in the same transaction. */
+  readModel?: TaskRow | undefined;
+}
+
+export interface AppendResult {
+  nextVersion: number;
+  positions: bigint[];
+  /** True when every event was already recorded (a retried append): nothing was written. */
+  duplicate: boolean;
+}
+
+export const NOTIFY_CHANNEL = 'baton_events';
+
+const EVENT_COLUMNS = `global_position::text as gp, transaction_id::text as tx, stream_id, stream_version, task_id, event_id, type, schema_version, data, metadata, recorded_at`;
+
+// One statement = one round trip and one implicit transaction: version guard, insert,
+// read-model upsert and NOTIFY commit together or not at all.
+const APPEND_SQL = `
+with guard as (
+  select coalesce((select stream_version from events where stream_id = $1 order by stream_version desc limit 1), 0) as v,
+         exists (select 1 from events where event_id = any($4::uuid[])) as dup
+), ins as (
+  insert into events (stream_id, stream_version, task_id, event_id, type, schema_version, data, metadata)
+  select $1, $3 + i.ord, $2, i.event_id, i.type, i.schema_version, i.data, i.metadata
+  from unnest($4::uuid[], $5::text[], $6::int[], $7::jsonb[], $8::jsonb[]) with ordinality as i(event_id, type, schema_version, data, metadata, ord), guard g
+  where g.v = $3 and not g.dup
+  order by i.ord
+  on conflict (event_id) do nothing
+  returning global_position, stream_version
+), proj as (
+  insert into tasks
+  select r.* from jsonb_populate_record(null::tasks, $9::jsonb) r
+  where $9::jsonb is not null and exists (select 1 from ins)
+  on conflict (id) do update set
+    status = excluded.status, team = excluded.team, title = excluded.title, updated_at = excluded.updated_at,
+    version = excluded.version, pending_requests = excluded.pending_requests
+  where tasks.version <= excluded.version
+  returning 1
+), notified as (
+  select pg_notify('${NOTIFY_CHANNEL}', $2::text) from ins limit 1
+)
+select (select v from guard) as current_version,
+       (select count(*) from notified)::int as notified,
+       (select count(*) from proj)::int as projected,
+       array(select global_position::text from ins order by stream_version) as positions`;
+
+interface EventRow {
+  gp: string;
+  tx: string;
+  stream_id: string;
+  stream_version: number;
+  task_id: string;
+  event_id: string;
+  type: string;
+  schema_version: number;
+  data: Record<string, unknown>;
+  metadata: Record<string, unknown>;
+  recorded_at: Date;
+}
+
+function toRecorded(r: EventRow): RecordedEvent {
+  if (!isEventType(r.type)) throw new Error(`unknown event type '${r.type}' at position ${r.gp}`);
+  const data = r.schema_version === CURRENT_SCHEMA_VERSION ? r.data : upcast(r.type, r.schema_version, r.data);
+  return {
+    id: r.event_id,
+    type: r.type,
+    taskId: r.task_id,
+    streamId: r.stream_id,
+    version: r.stream_version,
+    position: BigInt(r.gp),
+    recordedAt: r.recorded_at,
+    data,
+    metadata: r.metadata,
+    schemaVersion: r.schema_version,
+  } as RecordedEvent;
+}
+
+export interface TailedEvent {
+  event: RecordedEvent;
+  cursor: LogCursor;
+}
+
+/** Queryable: a pg.Pool or a checked-out client (for readers that hold one session). */
+type Queryable = Pick<pg.Pool, 'query'> | Pick<pg.PoolClient, 'query'>;
+
+export class EventStore {
+  readonly pool: pg.Pool;
+  constructor(pool: pg.Pool) {
+    this.pool = pool;
+  }
+
+  /**
+   * Append events to one stream if it is at `expectedVersion`. A retried append (same event
+   * ids) is a no-op that reports `duplicate`. A conflict throws ConcurrencyError.
+   */
+  async append(input: AppendInput): Promise<AppendResult> {
+    const { streamId, taskId, expectedVersion, events } = input;
+    if (events.length === 0) return { nextVersion: expectedVersion, positions: [], duplicate: false };
+    const ids = events.map((e) => e.id);
+    let row: { current_version: number; positions: string[] };
+    try {
+      const res = await this.pool.query<{ current_version: number; positions: string[] }>({
+        name: 'baton_append',
+        text: APPEND_SQL,
+        values: [
+          streamId,
+          taskId,
+          expectedVersion,
+          ids,
+          events.map((e) => e.type),
+          events.map(() => CURRENT_SCHEMA_VERSION),
+          events.map((e) => JSON.stringify(e.data)),
+          events.map((e) => JSON.stringify({ ...e.metadata, schemaVersion: CURRENT_SCHEMA_VERSION })),
+          input.readModel ? JSON.stringify(input.readModel) : null,
+        ],
+      });
+      row = res.rows[0] as { current_version: number; positions: string[] };
+    } catch (err) {
+      if (isUniqueViolation(err, 'events_stream_version_uq')) throw new ConcurrencyError(streamId, expectedVersion, null);
+      if (isUniqueViolation(err, 'events_event_id_uq')) return this.resolveDuplicate(streamId, expectedVersion, ids);
+      throw err;
+    }
+    if (row.positions.length === events.length) {
+      return { nextVersion: expectedVersion + events.length, positions: row.positions.map(BigInt), duplicate: false };
+    }
+    if (row.positions.length === 0) return this.resolveDuplicate(streamId, expectedVersion, ids, row.current_version);
+    throw new Error(`append to ${streamId}: ${row.positions.length} of ${events.length} events written (ids partly recorded before)`);
+  }
+
+  private async resolveDuplicate(streamId: string, expectedVersion: number, ids: string[], currentVersion?: number): Promise<AppendResult> {
+    const res = await this.pool.query<{ event_id: string; stream_id: string; stream_version: number; gp: string }>(
+      'select event_id, stream_id, stream_version, global_position::text as gp from events where event_id = any($1::uuid[]) order by stream_version',
+      [ids],
+    );
+    if (res.rows.length === ids.length && res.rows.every((r) => r.stream_id === streamId)) {
+      const last = res.rows[res.rows.length - 1] as { stream_version: number };
+      return { nextVersion: last.stream_version, positions: res.rows.map((r) => BigInt(r.gp)), duplicate: true };
+    }
+    if (res.rows.length > 0) throw new DuplicateEventError(res.rows.map((r) => r.event_id));
+    throw new ConcurrencyError(streamId, expectedVersion, currentVersion ?? null);
+  }
+
+  async streamVersion(streamId: string): Promise<number> {
+    const res = await this.pool.query<{ v: number }>(
+      'select coalesce((select stream_version from events where stream_id = $1 order by stream_version desc limit 1), 0) as v',
+      [streamId],
+    );
+    return res.rows[0]?.v ?? 0;
+  }
+
+  async readStream(streamId: string, afterVersion = 0): Promise<RecordedEvent[]> {
+    const res = await this.pool.query<EventRow>({
+      name: 'baton_read_stream',
+      text: `select ${EVENT_COLUMNS} from events where stream_id = $1 and stream_version > $2 order by stream_version`,
+      values: [streamId, afterVersion],
+    });
+    return res.rows.map(toRecorded);
+  }
+
+  /** Every event of a task (all its streams) in log order: what its state is folded from. */
+  async readTask(taskId: string): Promise<RecordedEvent[]> {
+    const res = await this.pool.query<EventRow>({
+      name: 'baton_read_task',
+      text: `select ${EVENT_COLUMNS} from events where task_id = $1 order by global_position`,
+      values: [taskId],
+    });
+    return res.rows.map(toRecorded);
+  }
+
+  /**
+   * Tail the whole log after `cursor`, never skipping a row that a concurrent transaction
+   * commits late: only rows whose transaction is older than every transaction still running
+   * are visible, in (transaction_id, global_position) order.
+   */
+  async readAll(cursor: LogCursor, limit: number, db: Queryable = this.pool): Promise<TailedEvent[]> {
+    const res = await db.query<EventRow>({
+      name: 'baton_read_all',
+      text: `select ${EVENT_COLUMNS} from events
+             where (transaction_id, global_position) > ($1::text::xid8, $2::bigint)
+               and transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+             order by transaction_id, global_position limit $3`,
+      values: [cursor.txid.toString(), cursor.position.toString(), limit],
+    });
+    return res.rows.map((r) => ({ event: toRecorded(r), cursor: { txid: BigInt(r.tx), position: BigInt(r.gp) } }));
+  }
+
+  /** The same gap-safe tail, for one task (SSE and the JSON event list). */
+  async readTaskAfter(taskId: string, cursor: LogCursor, limit: number): Promise<TailedEvent[]> {
+    const res = await this.pool.query<EventRow>({
+      name: 'baton_read_task_after',
+      text: `select ${EVENT_COLUMNS} from events
+             where task_id = $1 and (transaction_id, global_position) > ($2::text::xid8, $3::bigint)
+               and transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+             order by transaction_id, global_position limit $4`,
+      values: [taskId, cursor.txid.toString(), cursor.position.toString(), limit],
+    });
+    return res.rows.map((r) => ({ event: toRecorded(r), cursor: { txid: BigInt(r.tx), position: BigInt(r.gp) } }));
+  }
+
+  /** Are there rows after `cursor` that the xmin horizon still hides (an older transaction is open)? */
+  async hasHiddenAfter(cursor: LogCursor, db: Queryable = this.pool): Promise<boolean> {
+    const res = await db.query<{ hidden: boolean }>({
+      name: 'baton_hidden_after',
+      text: `select exists (select 1 from events where (transaction_id, global_position) > ($1::text::xid8, $2::bigint)) as hidden`,
+      values: [cursor.txid.toString(), cursor.position.toString()],
+    });
+    return res.rows[0]?.hidden ?? false;
+  }
+
+  /** The tail cursor of a given event (for resuming from an SSE Last-Event-ID). */
+  async cursorOf(taskId: string, position: bigint): Promise<LogCursor | null> {
+    const res = await this.pool.query<{ tx: string }>(
+      'select transaction_id::text as tx from events where task_id = $1 and global_position = $2',
+      [taskId, position.toString()],
+    );
+    const tx = res.rows[0]?.tx;
+    return tx === undefined ? null : { txid: BigInt(tx), position };
+  }
+
+  async loadCheckpoint(processorId: string, db: Queryable = this.pool): Promise<LogCursor> {
+    const res = await db.query<{ tx: string; gp: string }>(
+      'select transaction_id::text as tx, global_position::text as gp from processor_checkpoints where processor_id = $1',
+      [processorId],
+    );
+    const r = res.rows[0];
+    return r ? { txid: BigInt(r.tx), position: BigInt(r.gp) } : START;
+  }
+
+  async saveCheckpoint(processorId: string, cursor: LogCursor, db: Queryable = this.pool): Promise<void> {
+    await db.query({
+      name: 'baton_save_checkpoint',
+      text: `insert into processor_checkpoints (processor_id, transaction_id, global_position, updated_at)
+             values ($1, $2::text::xid8, $3, now())
+             on conflict (processor_id) do update set transaction_id = excluded.transaction_id,
+               global_position = excluded.global_position, updated_at = now()`,
+      values: [processorId, cursor.txid.toString(), cursor.position.toString()],
+    });
+  }
+}
+
+function isUniqueViolation(err: unknown, constraint: string): boolean {
+  const e = err as { code?: string; constraint?: string };
+  return e?.code === '23505' && e.constraint === constraint;
+}

@@ -1,0 +1,4 @@
+export * from './wait.ts';
+export * from './fixtures.ts';
+export * from './given.ts';
+export { resolveInfra, withDatabase } from './infra.ts';

@@ -1,0 +1,30 @@
+import { defineConfig } from 'vitest/config';
+
+// Unit tests (*.test.ts) need nothing; integration (*.int.test.ts) and end-to-end
+// (*.e2e.test.ts) tests talk to real Postgres and NATS found by packages/testing's global setup.
+export default defineConfig({
+  test: {
+    reporters: ['default', './packages/testing/src/reporter.ts'],
+    hookTimeout: 60_000,
+    testTimeout: 60_000,
+    projects: [
+      {
+        test: {
+          name: 'unit',
+          include: ['packages/*/src/**/*.test.ts', 'services/*/src/**/*.test.ts'],
+          exclude: ['**/*.int.test.ts', '**/*.e2e.test.ts', '**/node_modules/**'],
+        },
+      },
+      {
+        test: {
+          name: 'int',
+          include: ['packages/*/src/**/*.int.test.ts', 'services/*/src/**/*.int.test.ts', 'services/*/src/**/*.e2e.test.ts'],
+          globalSetup: ['./packages/testing/src/global-setup.ts'],
+          hookTimeout: 60_000,
+          testTimeout: 120_000,
+          maxWorkers: 4,
+        },
+      },
+    ],
+  },
+});
