@@ -1,0 +1,71 @@
+import { stackTest as test, waitFor } from '@baton/testing';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import pino from 'pino';
+import { describe, expect } from 'vitest';
+import { z } from 'zod';
+import { startConsumer, retry, type DeadLetter } from './consumer.ts';
+import { deadLetterRecorder } from './dead-letters.ts';
+import { busNames } from './subjects.ts';
+import { ensureTopology } from './topology.ts';
+
+const log = pino({ level: 'silent' });
+const Job = z.object({ n: z.number() });
+
+describe('startConsumer', () => {
+  test('acks, retries with backoff, and dead-letters a message once its attempts are exhausted', async ({ pg, nats }) => {
+    const names = busNames(nats.namespace);
+    await ensureTopology(await jetstreamManager(nats.nc), names);
+    const js = jetstream(nats.nc);
+    const attempts = new Map<number, number>();
+    const dead: DeadLetter[] = [];
+    const record = deadLetterRecorder(pg.db.pool);
+    const c = await startConsumer({
+      js, stream: names.jobsStream, consumer: names.consumers.runner, schema: Job, log,
+      maxAttempts: 3, backoffMs: [50, 100],
+      onDeadLetter: async (d) => { dead.push(d); await record(d); },
+      handle: async ({ n }) => {
+        attempts.set(n, (attempts.get(n) ?? 0) + 1);
+        if (n === 1) return; // ok
+        if (n === 2 && attempts.get(n)! < 2) return retry('transient'); // ok on 2nd attempt
+        if (n === 3) throw new Error('always fails');
+      },
+    });
+    for (const n of [1, 2, 3]) await js.publish(names.jobSubject('run', '00000000-0000-4000-8000-000000000001', `a${n}`), JSON.stringify({ n }));
+    await js.publish(names.jobSubject('run', '00000000-0000-4000-8000-000000000001', 'bad'), 'not json at all');
+    await waitFor(() => dead.length === 2, { what: 'two dead letters' });
+    await waitFor(async () => (await (await jetstreamManager(nats.nc)).streams.info(names.jobsStream)).state.messages === 0, { what: 'work queue empty' });
+    await c.stop();
+    expect(attempts.get(1)).toBe(1);
+    expect(attempts.get(2)).toBe(2);
+    expect(attempts.get(3)).toBe(3);
+    expect(dead.map((d) => d.error).sort()).toEqual([expect.stringMatching(/gave up after 3 attempts: always fails/), expect.stringMatching(/invalid payload/)].sort());
+    const { rows } = await pg.db.pool.query('select consumer, deliveries from dead_letters order by id');
+    expect(rows).toHaveLength(2);
+    expect(rows[0].consumer).toBe('runner-jobs');
+  });
+
+  test('a message whose handler never settles it (crash) is dead-lettered after maxAttempts deliveries', async ({ pg, nats }) => {
+    const names = busNames(nats.namespace);
+    const jsm = await jetstreamManager(nats.nc);
+    await ensureTopology(jsm, names, { ackWaitMs: { runner: 1000 } });
+    const js = jetstream(nats.nc);
+    await js.publish(names.jobSubject('run', '00000000-0000-4000-8000-000000000001', 'x'), JSON.stringify({ n: 9 }));
+    // Simulate crashing workers: take the message and never settle it, twice.
+    const raw = await js.consumers.get(names.jobsStream, names.consumers.runner);
+    for (let i = 0; i < 2; i++) {
+      const m = await raw.next({ expires: 5000 });
+      expect(m?.info.deliveryCount).toBe(i + 1);
+    }
+    const dead: DeadLetter[] = [];
+    let handled = 0;
+    const c = await startConsumer({
+      js, stream: names.jobsStream, consumer: names.consumers.runner, schema: Job, log, maxAttempts: 2,
+      onDeadLetter: async (d) => { dead.push(d); },
+      handle: async () => { handled++; },
+    });
+    await waitFor(() => dead.length === 1, { what: 'dead letter after crashes' });
+    await c.stop();
+    expect(handled).toBe(0);
+    expect(dead[0]?.error).toMatch(/delivered 3 times without being settled/);
+  });
+});

@@ -1,0 +1,160 @@
+import type { JetStreamClient, JsMsg } from '@nats-io/jetstream';
+import type { Logger } from 'pino';
+import type { ZodType } from 'zod';
+
+/** What a handler decides about a message. Returning nothing means ack. */
+export type Outcome = { kind: 'ack' } | { kind: 'retry'; delayMs?: number; reason?: string } | { kind: 'term'; reason: string };
+export const ack: Outcome = { kind: 'ack' };
+export const retry = (reason: string, delayMs?: number): Outcome => ({ kind: 'retry', reason, ...(delayMs !== undefined ? { delayMs } : {}) });
+
+export interface HandlerContext {
+  subject: string;
+  deliveryCount: number;
+  streamSequence: number;
+  /** Extend ack_wait (the helper also does this on a timer while the handler runs). */
+  working(): void;
+  /** Aborted when the consumer stops; long handlers should give up and let the message be redelivered. */
+  signal: AbortSignal;
+}
+
+export interface DeadLetter {
+  consumer: string;
+  subject: string;
+  streamSequence: number;
+  deliveries: number;
+  payload: string;
+  error: string;
+}
+
+export interface ConsumerOptions<T> {
+  js: JetStreamClient;
+  stream: string;
+  consumer: string;
+  schema: ZodType<T>;
+  handle: (payload: T, ctx: HandlerContext) => Promise<Outcome | void>;
+  /** Messages handled at once. */
+  concurrency?: number;
+  /** Deliveries before a message is dead-lettered (counting crashed attempts too). */
+  maxAttempts?: number;
+  /** Delay before the n-th redelivery (last value repeats). */
+  backoffMs?: readonly number[];
+  /** Interval of `working()` heartbeats while a handler runs; keep below the consumer's ack_wait. */
+  heartbeatMs?: number;
+  onDeadLetter: (d: DeadLetter) => Promise<void>;
+  log: Logger;
+}
+
+export interface RunningConsumer {
+  stop(): Promise<void>;
+  readonly inFlight: number;
+}
+
+/**
+ * Pull-consume a durable consumer with explicit acks: a handler's outcome acks, naks with a
+ * delay (backoff), or terms; a thrown error is retried with backoff; a message that has been
+ * delivered `maxAttempts` times (crashes included) is recorded as a dead letter and termed.
+ * A payload that fails its schema is a poison message: dead-lettered at once.
+ */
+export async function startConsumer<T>(o: ConsumerOptions<T>): Promise<RunningConsumer> {
+  const concurrency = o.concurrency ?? 16;
+  const maxAttempts = o.maxAttempts ?? 8;
+  const backoff = o.backoffMs ?? [250, 1000, 5000, 15_000, 60_000];
+  const heartbeatMs = o.heartbeatMs ?? 10_000;
+  const consumer = await o.js.consumers.get(o.stream, o.consumer);
+  const messages = await consumer.consume({ max_messages: Math.max(concurrency, 1) * 2 });
+  const abort = new AbortController();
+  const inFlight = new Set<Promise<void>>();
+  let slotFree: (() => void) | null = null;
+
+  void (async () => {
+    for await (const s of messages.status()) {
+      if (s.type === 'heartbeats_missed' || s.type === 'consumer_not_found' || s.type === 'consumer_deleted' || s.type === 'stream_not_found') {
+        o.log.warn({ status: s }, 'consumer status');
+      }
+    }
+  })().catch(() => {});
+
+  const delayFor = (deliveryCount: number): number => backoff[Math.min(deliveryCount - 1, backoff.length - 1)] ?? 1000;
+
+  const deadLetter = async (m: JsMsg, error: string): Promise<void> => {
+    try {
+      await o.onDeadLetter({ consumer: o.consumer, subject: m.subject, streamSequence: m.info.streamSequence, deliveries: m.info.deliveryCount, payload: m.string(), error });
+      m.term();
+      o.log.error({ subject: m.subject, deliveries: m.info.deliveryCount, error }, 'message dead-lettered');
+    } catch (err) {
+      // Could not record it: leave it to be redelivered rather than lose it.
+      o.log.error({ err, subject: m.subject }, 'failed to record dead letter; will retry');
+      m.nak(delayFor(m.info.deliveryCount));
+    }
+  };
+
+  const handleOne = async (m: JsMsg): Promise<void> => {
+    const deliveryCount = m.info.deliveryCount;
+    if (deliveryCount > maxAttempts) return deadLetter(m, `delivered ${deliveryCount} times without being settled (handler crashed or timed out)`);
+    let payload: T;
+    try {
+      payload = o.schema.parse(m.json());
+    } catch (err) {
+      return deadLetter(m, `invalid payload: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    const timer = setInterval(() => m.working(), heartbeatMs);
+    try {
+      const outcome = (await o.handle(payload, {
+        subject: m.subject,
+        deliveryCount,
+        streamSequence: m.info.streamSequence,
+        working: () => m.working(),
+        signal: abort.signal,
+      })) ?? ack;
+      if (outcome.kind === 'ack') m.ack();
+      else if (outcome.kind === 'term') await deadLetter(m, outcome.reason);
+      else if (deliveryCount >= maxAttempts) await deadLetter(m, `gave up after ${deliveryCount} attempts: ${outcome.reason ?? 'retry requested'}`);
+      else m.nak(outcome.delayMs ?? delayFor(deliveryCount));
+    } catch (err) {
+      if (abort.signal.aborted) {
+        m.nak(0);
+        return;
+      }
+      const error = err instanceof Error ? err.message : String(err);
+      if (deliveryCount >= maxAttempts) await deadLetter(m, `gave up after ${deliveryCount} attempts: ${error}`);
+      else {
+        o.log.warn({ err, subject: m.subject, deliveryCount }, 'handler failed; will retry');
+        m.nak(delayFor(deliveryCount));
+      }
+    } finally {
+      clearInterval(timer);
+    }
+  };
+
+  const loop = (async () => {
+    for await (const m of messages) {
+      while (inFlight.size >= concurrency) {
+        await new Promise<void>((r) => (slotFree = r));
+      }
+      const p: Promise<void> = handleOne(m)
+        .catch((err: unknown) => o.log.error({ err }, 'unexpected consumer error'))
+        .finally(() => {
+          inFlight.delete(p);
+          const f = slotFree;
+          slotFree = null;
+          f?.();
+        });
+      inFlight.add(p);
+    }
+  })();
+
+  return {
+    get inFlight() {
+      return inFlight.size;
+    },
+    async stop() {
+      messages.stop();
+      await loop.catch(() => {});
+      // Let in-flight work finish (graceful drain); handlers see the signal only if they are still running after that.
+      const grace = new Promise((r) => setTimeout(r, 10_000).unref());
+      await Promise.race([Promise.allSettled([...inFlight]), grace]);
+      abort.abort();
+      await Promise.allSettled([...inFlight]);
+    },
+  };
+}

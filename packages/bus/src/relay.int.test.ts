@@ -1,0 +1,134 @@
+import { randomUUID } from 'node:crypto';
+import { taskStreamId, type NewEvent } from '@baton/domain';
+import type { EventStore } from '@baton/event-store';
+import { stackTest as test, waitFor } from '@baton/testing';
+import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
+import pino from 'pino';
+import { describe, expect } from 'vitest';
+import { busNames, type BusNames } from './subjects.ts';
+import { ensureTopology } from './topology.ts';
+import { Relay } from './relay.ts';
+
+const log = pino({ level: 'silent' });
+
+async function appendTasks(store: EventStore, n: number, eventsPerTask = 1): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const taskId = randomUUID();
+    const events: NewEvent[] = [
+      {
+        id: randomUUID(),
+        type: 'TaskSubmitted',
+        data: { prompt: `p${i}`, team: 'research', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 'd', requestHash: null, forkedFrom: null },
+      },
+      ...Array.from({ length: eventsPerTask - 1 }, (): NewEvent => ({ id: randomUUID(), type: 'TaskFailed', data: { code: 'c', message: 'm' } })),
+    ];
+    await store.append({ streamId: taskStreamId(taskId), taskId, expectedVersion: 0, events });
+    ids.push(...events.map((e) => e.id));
+  }
+  return ids;
+}
+
+async function publishedIds(jsm: JetStreamManager, js: JetStreamClient, names: BusNames): Promise<string[]> {
+  const info = await jsm.streams.info(names.eventsStream);
+  const ids: string[] = [];
+  if (info.state.messages === 0) return ids;
+  const c = await js.consumers.get(names.eventsStream); // ordered consumer, reads everything
+  const msgs = await c.fetch({ max_messages: info.state.messages, expires: 2000 });
+  for await (const m of msgs) ids.push((m.json() as { id: string }).id);
+  return ids;
+}
+
+async function setup(nc: Parameters<typeof jetstreamManager>[0], namespace: string) {
+  const names = busNames(namespace);
+  const jsm = await jetstreamManager(nc);
+  await ensureTopology(jsm, names);
+  await ensureTopology(jsm, names); // idempotent
+  return { names, jsm, js: jetstream(nc) };
+}
+
+describe('Relay', () => {
+  test('publishes every event once, in log order, and checkpoints', async ({ pg, nats }) => {
+    const { names, jsm, js } = await setup(nats.nc, nats.namespace);
+    const ids = await appendTasks(pg.store, 20, 3);
+    const relay = new Relay({ pool: pg.db.pool, store: pg.store, js, names, log, batchSize: 7 });
+    relay.start();
+    await waitFor(async () => (await jsm.streams.info(names.eventsStream)).state.messages === ids.length, { what: 'all events published' });
+    // live: events appended after start are woken by NOTIFY
+    const more = await appendTasks(pg.store, 5);
+    await waitFor(async () => (await jsm.streams.info(names.eventsStream)).state.messages === ids.length + more.length, { what: 'live events published' });
+    await relay.stop();
+    expect(await publishedIds(jsm, js, names)).toEqual([...ids, ...more]);
+    const cp = await pg.store.loadCheckpoint('relay');
+    expect(cp.position).toBeGreaterThan(0n);
+  });
+
+  test('killed mid-batch: nothing is lost and re-published duplicates are dropped', async ({ pg, nats }) => {
+    const { names, jsm, js } = await setup(nats.nc, nats.namespace);
+    const ids = await appendTasks(pg.store, 30);
+    // The first relay "crashes" after 12 PubAcks of a 30-event batch, before its checkpoint.
+    const crashing = new Relay({
+      pool: pg.db.pool, store: pg.store, js, names, log, batchSize: 30,
+      afterPublish: (n) => {
+        if (n === 12) throw new Error('simulated crash');
+      },
+    });
+    crashing.start();
+    await waitFor(() => crashing.crashed !== null, { what: 'simulated crash' });
+    await crashing.stop();
+    expect((await pg.store.loadCheckpoint('relay')).position).toBe(0n); // no checkpoint was saved
+    const published = (await jsm.streams.info(names.eventsStream)).state.messages;
+    expect(published).toBeGreaterThanOrEqual(12);
+
+    const successor = new Relay({ pool: pg.db.pool, store: pg.store, js, names, log });
+    successor.start();
+    await waitFor(async () => (await pg.store.loadCheckpoint('relay')).position > 0n, { what: 'successor checkpoint' });
+    await successor.stop();
+    expect(successor.published).toBe(30); // it re-sent the whole batch...
+    const seen = await publishedIds(jsm, js, names);
+    expect(seen).toHaveLength(30); // ...but JetStream kept each event once
+    expect(new Set(seen)).toEqual(new Set(ids));
+  });
+
+  test('two relays: exactly one leads and publishes; the other takes over when it stops', async ({ pg, nats }) => {
+    const { names, jsm, js } = await setup(nats.nc, nats.namespace);
+    const a = new Relay({ pool: pg.db.pool, store: pg.store, js, names, log });
+    const b = new Relay({ pool: pg.db.pool, store: pg.store, js, names, log });
+    a.start();
+    await waitFor(() => a.leader, { what: 'a leads' });
+    b.start();
+    const first = await appendTasks(pg.store, 10);
+    await waitFor(async () => (await jsm.streams.info(names.eventsStream)).state.messages === 10, { what: 'first batch' });
+    expect(a.published).toBe(10);
+    expect(b.published).toBe(0);
+    expect(b.leader).toBe(false);
+
+    await a.stop();
+    await waitFor(() => b.leader, { what: 'b takes over' });
+    const second = await appendTasks(pg.store, 10);
+    await waitFor(async () => (await jsm.streams.info(names.eventsStream)).state.messages === 20, { what: 'second batch' });
+    await b.stop();
+    expect(b.published).toBe(10);
+    expect(await publishedIds(jsm, js, names)).toEqual([...first, ...second]);
+  });
+
+  test('runner jobs are derived from SubagentDispatched and deduplicated by event id', async ({ pg, nats }) => {
+    const { names, jsm, js } = await setup(nats.nc, nats.namespace);
+    const taskId = randomUUID();
+    await pg.store.append({
+      streamId: taskStreamId(taskId), taskId, expectedVersion: 0,
+      events: [{ id: randomUUID(), type: 'SubagentDispatched', data: { agentId: 'researcher-1', agentType: 'researcher', toolUseId: 'tu1', prompt: 'p' } }],
+    });
+    const relay = new Relay({ pool: pg.db.pool, store: pg.store, js, names, log });
+    relay.start();
+    await waitFor(async () => (await jsm.streams.info(names.jobsStream)).state.messages === 1, { what: 'job published' });
+    await relay.stop();
+    await pg.store.saveCheckpoint('relay', { txid: 0n, position: 0n }); // force a full re-publish
+    const again = new Relay({ pool: pg.db.pool, store: pg.store, js, names, log });
+    again.start();
+    await waitFor(() => again.published === 2, { what: 're-published' });
+    await again.stop();
+    expect((await jsm.streams.info(names.jobsStream)).state.messages).toBe(1);
+    expect((await jsm.streams.info(names.eventsStream)).state.messages).toBe(1);
+  });
+});

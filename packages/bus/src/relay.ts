@@ -1,0 +1,165 @@
+import { START, NOTIFY_CHANNEL, type EventStore, type LogCursor } from '@baton/event-store';
+import type { JetStreamClient } from '@nats-io/jetstream';
+import type pg from 'pg';
+import type { Logger } from 'pino';
+import { encodeEvent, jobsFor } from './messages.ts';
+import type { BusNames } from './subjects.ts';
+
+export interface RelayOptions {
+  pool: pg.Pool;
+  store: EventStore;
+  js: JetStreamClient;
+  names: BusNames;
+  log: Logger;
+  processorId?: string;
+  batchSize?: number;
+  /** Safety poll while idle; NOTIFY does the real waking. */
+  backstopMs?: number;
+  /** Test hook, called after each PubAck; throwing simulates a crash mid-batch. */
+  afterPublish?: (published: number) => void;
+}
+
+/**
+ * The relay is the only path from the log to NATS. It tails the log by (transaction_id,
+ * global_position) — never skipping a late commit — publishes each event with
+ * `msgID = eventId` (JetStream drops duplicates) plus any runner jobs it implies, and saves
+ * its checkpoint only after every PubAck of a batch. Replicas compete for a Postgres
+ * advisory lock held by a dedicated session: standbys block inside Postgres (no polling) and
+ * take over the moment the leader's session ends.
+ */
+export class Relay {
+  private readonly o: Required<Omit<RelayOptions, 'afterPublish'>> & Pick<RelayOptions, 'afterPublish'>;
+  private running = false;
+  private client: pg.PoolClient | null = null;
+  private wake: (() => void) | null = null;
+  private loop: Promise<void> | null = null;
+  leader = false;
+  published = 0;
+  crashed: Error | null = null;
+
+  constructor(o: RelayOptions) {
+    this.o = { processorId: 'relay', batchSize: 500, backstopMs: 30_000, ...o };
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.loop = this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    this.wake?.();
+    // A standby blocked in pg_advisory_lock is released by ending its session.
+    if (this.client && !this.leader) this.destroyClient(new Error('relay stopping'));
+    await this.loop;
+  }
+
+  private destroyClient(err?: Error): void {
+    const c = this.client;
+    this.client = null;
+    this.leader = false;
+    if (c) {
+      try {
+        c.release(err ?? true);
+      } catch {
+        /* already released */
+      }
+    }
+  }
+
+  private async run(): Promise<void> {
+    let failures = 0;
+    while (this.running) {
+      try {
+        await this.lead();
+        failures = 0;
+      } catch (err) {
+        if (this.crashed) {
+          this.running = false;
+          this.destroyClient(this.crashed);
+          return;
+        }
+        if (!this.running) break;
+        failures++;
+        this.o.log.warn({ err, failures }, 'relay interrupted; retrying');
+        this.destroyClient(err instanceof Error ? err : new Error(String(err)));
+        await sleep(Math.min(5000, 100 * 2 ** failures));
+      }
+    }
+    this.destroyClient();
+  }
+
+  private async lead(): Promise<void> {
+    const client = await this.o.pool.connect();
+    this.client = client;
+    client.on('error', () => {});
+    // Lock key: per database, so one relay leads per Baton deployment.
+    await client.query(`select pg_advisory_lock(hashtext('baton-relay:' || $1))`, [this.o.processorId]);
+    if (!this.running) return;
+    this.leader = true;
+    this.o.log.info('relay: leading');
+    client.on('notification', (n) => {
+      if (n.channel === NOTIFY_CHANNEL) this.wake?.();
+    });
+    await client.query(`listen ${NOTIFY_CHANNEL}`);
+    let cursor = await this.o.store.loadCheckpoint(this.o.processorId, client);
+    let hiddenDelay = 2;
+    while (this.running) {
+      const wakeup = this.nextWake();
+      const batch = await this.o.store.readAll(cursor, this.o.batchSize, client);
+      if (batch.length > 0) {
+        cursor = await this.publishBatch(batch, client);
+        hiddenDelay = 2;
+        continue;
+      }
+      // Rows after the cursor that an older open transaction still hides: look again soon.
+      const hidden = await this.o.store.hasHiddenAfter(cursor, client);
+      await Promise.race([wakeup, sleep(hidden ? hiddenDelay : this.o.backstopMs)]);
+      hiddenDelay = hidden ? Math.min(hiddenDelay * 2, 250) : 2;
+    }
+    await client.query(`unlisten ${NOTIFY_CHANNEL}`).catch(() => {});
+    await client.query(`select pg_advisory_unlock(hashtext('baton-relay:' || $1))`, [this.o.processorId]).catch(() => {});
+  }
+
+  private nextWake(): Promise<void> {
+    return new Promise((r) => {
+      this.wake = r;
+    });
+  }
+
+  private async publishBatch(batch: Awaited<ReturnType<EventStore['readAll']>>, client: pg.PoolClient): Promise<LogCursor> {
+    const { js, names } = this.o;
+    const acks: Promise<unknown>[] = [];
+    for (const { event } of batch) {
+      acks.push(
+        js.publish(names.eventSubject(event.taskId, event.type), encodeEvent(event), { msgID: event.id }).then(() => this.countPublished()),
+      );
+      for (const j of jobsFor(event)) {
+        acks.push(js.publish(names.jobSubject(j.kind, event.taskId, j.agentId), JSON.stringify(j.job), { msgID: j.msgId }).then(() => this.countPublished()));
+      }
+    }
+    await Promise.all(acks);
+    const last = (batch[batch.length - 1] as { cursor: LogCursor }).cursor;
+    await this.o.store.saveCheckpoint(this.o.processorId, last, client);
+    return last;
+  }
+
+  private countPublished(): void {
+    this.published++;
+    if (this.o.afterPublish) {
+      try {
+        this.o.afterPublish(this.published);
+      } catch (err) {
+        this.crashed = err instanceof Error ? err : new Error(String(err));
+        throw this.crashed;
+      }
+    }
+  }
+}
+
+export { START };
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}

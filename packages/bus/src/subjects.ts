@@ -1,0 +1,42 @@
+/**
+ * Every NATS name Baton uses, defined once. Services never concatenate subjects.
+ * A namespace (BATON_NAMESPACE) prefixes everything so several systems — or tests — can
+ * share one NATS server without their streams' subjects overlapping.
+ */
+export interface BusNames {
+  namespace: string;
+  eventsStream: string;
+  jobsStream: string;
+  /** `baton.events.<taskId>.<EventType>` */
+  eventSubject(taskId: string, type: string): string;
+  /** `baton.events.<taskId>.>`: every event of one task. */
+  taskEvents(taskId: string): string;
+  /** `baton.events.>` */
+  allEvents: string;
+  /** `baton.jobs.<kind>.<taskId>.<agentId>` */
+  jobSubject(kind: JobKind, taskId: string, agentId: string): string;
+  allJobs: string;
+  consumers: { orchestrator: string; notifier: string; runner: string };
+  /** Token index of the task id in an event subject (for cheap routing without parsing the body). */
+  taskIdToken: number;
+}
+
+export type JobKind = 'run';
+
+export function busNames(namespace = ''): BusNames {
+  if (namespace && !/^[a-z0-9]{1,20}$/.test(namespace)) throw new Error(`namespace '${namespace}' must be 1-20 lowercase letters or digits`);
+  const root = namespace ? `${namespace}.baton` : 'baton';
+  const suffix = namespace ? `_${namespace.toUpperCase()}` : '';
+  return {
+    namespace,
+    eventsStream: `BATON_EVENTS${suffix}`,
+    jobsStream: `BATON_JOBS${suffix}`,
+    eventSubject: (taskId, type) => `${root}.events.${taskId}.${type}`,
+    taskEvents: (taskId) => `${root}.events.${taskId}.>`,
+    allEvents: `${root}.events.>`,
+    jobSubject: (kind, taskId, agentId) => `${root}.jobs.${kind}.${taskId}.${agentId}`,
+    allJobs: `${root}.jobs.>`,
+    consumers: { orchestrator: 'orchestrator-task-events', notifier: 'notifier-webhooks', runner: 'runner-jobs' },
+    taskIdToken: namespace ? 3 : 2,
+  };
+}

@@ -1,0 +1,32 @@
+import { z } from 'zod';
+
+export class ConfigError extends Error {
+  readonly issues: string[];
+  constructor(service: string, issues: string[]) {
+    super(`${service}: invalid configuration:\n${issues.map((i) => `  - ${i}`).join('\n')}`);
+    this.name = new.target.name;
+    this.issues = issues;
+  }
+}
+
+/** Parse an environment with a zod schema; on failure every problem is listed, by variable name. */
+export function loadConfig<S extends z.ZodType>(service: string, schema: S, env: Record<string, string | undefined>): z.infer<S> {
+  const res = schema.safeParse(env);
+  if (res.success) return res.data;
+  throw new ConfigError(
+    service,
+    res.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`),
+  );
+}
+
+/** Pieces every service's config shares. */
+export const commonEnv = {
+  DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL').default('postgres://postgres@127.0.0.1:5432/baton'),
+  NATS_URL: z.string().regex(/^(nats|tls|ws|wss):\/\//, 'must be a nats:// URL').default('nats://127.0.0.1:4222'),
+  BATON_NAMESPACE: z.string().regex(/^[a-z0-9]{0,20}$/, '0-20 lowercase letters or digits').default(''),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  LOG_PRETTY: z.stringbool().default(false),
+  PG_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
+};
+
+export const durationMs = (def: number) => z.coerce.number().int().nonnegative().default(def);

@@ -1,0 +1,3 @@
+export * from './config.ts';
+export * from './logger.ts';
+export * from './shutdown.ts';

@@ -1,0 +1,48 @@
+import type { Logger } from 'pino';
+
+/**
+ * Graceful shutdown: on SIGTERM/SIGINT run the steps in order (stop taking work, finish
+ * in-flight work, drain NATS, close pools), each bounded by a timeout; a second signal exits at once.
+ */
+export function installShutdown(log: Logger, steps: { name: string; run: () => Promise<unknown> }[], timeoutMs = 20_000): () => Promise<void> {
+  let stopping: Promise<void> | null = null;
+  const shutdown = (reason: string): Promise<void> => {
+    if (stopping) return stopping;
+    log.info({ reason }, 'shutting down');
+    stopping = (async () => {
+      for (const step of steps) {
+        const t = setTimeout(() => log.warn({ step: step.name }, 'shutdown step is slow'), timeoutMs).unref();
+        try {
+          await Promise.race([step.run(), new Promise((r) => setTimeout(r, timeoutMs).unref())]);
+        } catch (err) {
+          log.error({ err, step: step.name }, 'shutdown step failed');
+        } finally {
+          clearTimeout(t);
+        }
+      }
+      log.info('stopped');
+    })();
+    return stopping;
+  };
+  for (const sig of ['SIGTERM', 'SIGINT'] as const) {
+    process.once(sig, () => {
+      process.once(sig, () => process.exit(130));
+      void shutdown(sig).then(() => process.exit(0));
+    });
+  }
+  return () => shutdown('requested');
+}
+
+/** Retry an async step with exponential backoff, logging each failure clearly. */
+export async function retryForever<T>(what: string, log: Logger, fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (signal?.aborted) throw err;
+      const delay = Math.min(10_000, 250 * 2 ** Math.min(attempt, 6));
+      log.error({ attempt, retryInMs: delay, err: (err as Error).message }, `${what} failed; retrying`);
+      await new Promise((r) => setTimeout(r, delay));
+    }
+  }
+}
