@@ -20,6 +20,8 @@ export const ToolResult = z.object({
   toolName: z.string().min(1),
   content: z.string(),
   isError: z.boolean().default(false),
+  /** Files the call created or modified in the agent's workspace (so a takeover runner knows them too). */
+  files: z.object({ created: z.array(z.string()), modified: z.array(z.string()) }).optional(),
 });
 export type ToolResult = z.infer<typeof ToolResult>;
 

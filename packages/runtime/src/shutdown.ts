@@ -24,12 +24,20 @@ export function installShutdown(log: Logger, steps: { name: string; run: () => P
     })();
     return stopping;
   };
-  for (const sig of ['SIGTERM', 'SIGINT'] as const) {
-    process.once(sig, () => {
-      process.once(sig, () => process.exit(130));
+  // Ctrl-C in a terminal signals the whole process group and the launcher forwards SIGTERM
+  // too: only a repeat signal a second or more after the first forces an immediate exit.
+  let firstAt = 0;
+  const onSignal = (sig: NodeJS.Signals): void => {
+    if (firstAt === 0) {
+      firstAt = Date.now();
       void shutdown(sig).then(() => process.exit(0));
-    });
-  }
+    } else if (Date.now() - firstAt >= 1000) {
+      log.warn({ signal: sig }, 'second signal: exiting now');
+      process.exit(130);
+    }
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
   return () => shutdown('requested');
 }
 

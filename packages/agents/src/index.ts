@@ -1,0 +1,6 @@
+export * from './model.ts';
+export * from './tools.ts';
+export * from './teams.ts';
+export * from './conversation.ts';
+export { OfflineModel, OFFLINE_LABEL } from './offline.ts';
+export { needsApproval } from './policy.ts';

@@ -1,0 +1,40 @@
+import type { ContentBlock, StopReason, Usage } from '@baton/domain';
+
+/** A tool as the model sees it (Anthropic Messages API shape). */
+export interface ToolSpec {
+  name: string;
+  description: string;
+  input_schema: Record<string, unknown>;
+}
+
+export type ModelMessage =
+  | { role: 'user'; content: string | UserBlock[] }
+  | { role: 'assistant'; content: ContentBlock[] };
+
+export type UserBlock = { type: 'text'; text: string } | { type: 'tool_result'; tool_use_id: string; content: string; is_error?: boolean };
+
+export interface ModelRequest {
+  /** The agent's type (e.g. `research-lead`), so the offline model can play its role. */
+  agentType: string;
+  model: string;
+  system: string;
+  messages: ModelMessage[];
+  tools: ToolSpec[];
+  maxTokens: number;
+  signal?: AbortSignal;
+}
+
+export interface ModelResponse {
+  content: ContentBlock[];
+  stopReason: StopReason;
+  usage: Usage;
+  model: string;
+  /** True for the offline model: everything it writes is labelled as offline. */
+  offline: boolean;
+}
+
+/** The one interface the orchestrator and the runner call models through. */
+export interface ModelClient {
+  readonly name: string;
+  complete(req: ModelRequest): Promise<ModelResponse>;
+}

@@ -1,0 +1,109 @@
+/** A small client for the Baton HTTP API (what the CLI and the benchmarks use). */
+export class ApiError extends Error {
+  readonly status: number;
+  readonly body: unknown;
+  constructor(status: number, body: unknown) {
+    const e = (body as { error?: { code?: string; message?: string } })?.error;
+    super(`HTTP ${status}${e ? ` ${e.code}: ${e.message}` : ''}`);
+    this.name = new.target.name;
+    this.status = status;
+    this.body = body;
+  }
+}
+
+export class BatonClient {
+  readonly baseUrl: string;
+  private readonly headers: Record<string, string>;
+  constructor(baseUrl: string, apiKey?: string) {
+    this.baseUrl = baseUrl.replace(/\/$/, '');
+    this.headers = { 'content-type': 'application/json', ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}) };
+  }
+
+  async request<T>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<T> {
+    const res = await fetch(`${this.baseUrl}${path}`, { method, headers: { ...this.headers, ...headers }, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+    const text = await res.text();
+    const parsed: unknown = text ? JSON.parse(text) : null;
+    if (!res.ok) throw new ApiError(res.status, parsed);
+    return parsed as T;
+  }
+
+  /** Every event of a task, paging through the JSON list. */
+  async allEvents(taskId: string): Promise<ApiEvent[]> {
+    const out: ApiEvent[] = [];
+    let after = 0;
+    for (;;) {
+      const page = await this.request<{ items: ApiEvent[] }>('GET', `/v1/tasks/${taskId}/events?after=${after}&limit=5000`);
+      out.push(...page.items);
+      if (page.items.length < 5000) return out;
+      after = (page.items[page.items.length - 1] as ApiEvent).position;
+    }
+  }
+
+  /**
+   * Follow a task's SSE stream, calling `onEvent` for each event, until the stream ends (the
+   * task reached a final state) or `signal` aborts. Reconnects with Last-Event-ID.
+   */
+  async follow(taskId: string, onEvent: (e: ApiEvent) => void, signal?: AbortSignal): Promise<void> {
+    let lastId: string | undefined;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const res = await fetch(`${this.baseUrl}/v1/tasks/${taskId}/events`, {
+          headers: { ...this.headers, accept: 'text/event-stream', ...(lastId ? { 'last-event-id': lastId } : {}) },
+          ...(signal ? { signal } : {}),
+        });
+        if (!res.ok || !res.body) throw new ApiError(res.status, await res.json().catch(() => null));
+        let buf = '';
+        let ended = false;
+        const decoder = new TextDecoder();
+        for await (const chunk of res.body) {
+          buf += decoder.decode(chunk as Uint8Array, { stream: true });
+          let i: number;
+          while ((i = buf.indexOf('\n\n')) >= 0) {
+            const frame = buf.slice(0, i);
+            buf = buf.slice(i + 2);
+            const fields = parseFrame(frame);
+            if (fields.event === 'shutdown') ended = false;
+            if (fields.data && fields.id) {
+              lastId = fields.id;
+              const ev = JSON.parse(fields.data) as ApiEvent;
+              onEvent(ev);
+              if (FINAL.has(ev.type)) ended = true;
+            }
+          }
+        }
+        if (ended) return;
+      } catch (err) {
+        if (signal?.aborted) return;
+        if (err instanceof ApiError && err.status < 500) throw err;
+        if (attempt > 50) throw err;
+      }
+      await new Promise((r) => setTimeout(r, Math.min(2000, 100 * 2 ** Math.min(attempt, 5))));
+    }
+  }
+}
+
+const FINAL = new Set(['TaskCompleted', 'TaskFailed', 'TaskCancelled']);
+
+export function parseFrame(frame: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const line of frame.split('\n')) {
+    if (line.startsWith(':') || !line.includes(':')) continue;
+    const i = line.indexOf(':');
+    const k = line.slice(0, i);
+    const v = line.slice(i + 1).replace(/^ /, '');
+    out[k] = out[k] !== undefined && k === 'data' ? `${out[k]}\n${v}` : v;
+  }
+  return out;
+}
+
+export interface ApiEvent {
+  id: string;
+  type: string;
+  taskId: string;
+  streamId: string;
+  version: number;
+  position: number;
+  recordedAt: string;
+  data: Record<string, unknown>;
+  metadata: Record<string, unknown>;
+}

@@ -1,0 +1,84 @@
+import { Command } from 'commander';
+import { replay, stateAt, toTaskView, type RecordedEvent } from '@baton/domain';
+import { BatonClient, type ApiEvent } from './client.ts';
+import { launch, prepareDatabase, redact } from './launcher.ts';
+
+const program = new Command('baton').description('Baton: durable, human-in-the-loop runtime for multi-agent tasks');
+const client = () => new BatonClient(process.env.BATON_URL ?? 'http://127.0.0.1:8080', process.env.BATON_API_KEY);
+
+program
+  .command('up')
+  .description('create/migrate the database and run all four services (Ctrl-C stops them)')
+  .option('--port <port>', 'gateway port', process.env.PORT ?? '8080')
+  .action(async (opts: { port: string }) => {
+    const env: NodeJS.ProcessEnv & { DATABASE_URL: string; NATS_URL: string } = {
+      ...process.env,
+      DATABASE_URL: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/baton',
+      NATS_URL: process.env.NATS_URL ?? 'nats://127.0.0.1:4222',
+      PORT: opts.port,
+    };
+    const say = (m: string) => console.log(`\x1b[1;34m[baton]\x1b[0m ${m}`);
+    say(`Postgres ${redact(env.DATABASE_URL)} · NATS ${env.NATS_URL} · model: ${env.ANTHROPIC_API_KEY ? 'Claude (key set)' : 'offline'}`);
+    await prepareDatabase(env.DATABASE_URL, say);
+    const running = launch({ env });
+    say(`starting services; the API will be at http://${env.HOST ?? '127.0.0.1'}:${opts.port} (docs at /docs). Ctrl-C to stop.`);
+    let stopping = false;
+    const stop = (sig: NodeJS.Signals) => {
+      if (stopping) return;
+      stopping = true;
+      say(`${sig}: stopping services…`);
+      void running.stop('SIGTERM').then(() => {
+        say('all services stopped');
+        process.exit(0);
+      });
+    };
+    process.on('SIGINT', () => stop('SIGINT'));
+    process.on('SIGTERM', () => stop('SIGTERM'));
+    for (const [name, child] of running.children) {
+      child.once('exit', (code) => {
+        if (stopping) return;
+        say(`${name} exited unexpectedly (code ${code}); stopping the others`);
+        stopping = true;
+        void running.stop('SIGTERM').then(() => process.exit(1));
+      });
+    }
+  });
+
+program
+  .command('events <taskId>')
+  .description('print every event of a task')
+  .option('--json', 'one JSON object per line')
+  .action(async (taskId: string, opts: { json?: boolean }) => {
+    for (const e of await client().allEvents(taskId)) {
+      console.log(opts.json ? JSON.stringify(e) : `#${e.position}  ${e.streamId}@${e.version}  ${e.recordedAt}  ${e.type}  ${JSON.stringify(e.data)}`);
+    }
+  });
+
+program
+  .command('replay <taskId>')
+  .description('fold a task event by event, printing the state after each (or the state at --at N)')
+  .option('--at <version>', 'print the task as it was after this version of its stream')
+  .action(async (taskId: string, opts: { at?: string }) => {
+    const events = (await client().allEvents(taskId)).map(toRecorded);
+    if (opts.at !== undefined) {
+      const at = Number(opts.at);
+      const s = Number.isInteger(at) && at > 0 ? stateAt(events, at) : null;
+      if (!s) throw new Error(`the task stream has no version ${opts.at}`);
+      console.log(JSON.stringify(toTaskView(s), null, 2));
+      return;
+    }
+    for (const { event, state } of replay(events)) {
+      const agents = Object.values(state.agents).map((a) => `${a.id}:${a.status}`).join(',') || '-';
+      const requests = Object.keys(state.pendingRequests).join(',') || '-';
+      console.log(`#${event.position} ${event.streamId}@${event.version} ${event.type.padEnd(22)} → ${state.status.padEnd(14)} v${state.version} lead:${state.lead?.phase ?? '-'}/${state.lead?.turns ?? 0} agents:${agents} open:${requests}`);
+    }
+  });
+
+function toRecorded(e: ApiEvent): RecordedEvent {
+  return { ...e, position: BigInt(e.position), recordedAt: new Date(e.recordedAt), schemaVersion: 1 } as unknown as RecordedEvent;
+}
+
+program.parseAsync(process.argv).catch((err: Error) => {
+  console.error(`baton: ${err.message}`);
+  process.exit(1);
+});

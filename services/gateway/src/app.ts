@@ -1,0 +1,62 @@
+import { timingSafeEqual } from 'node:crypto';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from '@fastify/type-provider-zod';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { GatewayDeps } from './deps.ts';
+import { errorHandler, HttpError } from './errors.ts';
+import { eventRoutes } from './routes/events.ts';
+import { systemRoutes } from './routes/system.ts';
+import { taskRoutes } from './routes/tasks.ts';
+
+/** Build the gateway's Fastify app from its dependencies (tests call this directly). */
+export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
+  // Per-request access logs are off (they would dominate at load); /metrics counts requests.
+  const httpLog = deps.log.child({ component: 'http' }, { level: deps.log.level === 'debug' || deps.log.level === 'trace' ? deps.log.level : 'warn' });
+  const app = Fastify({ loggerInstance: httpLog as FastifyBaseLogger, bodyLimit: deps.bodyLimit, return503OnClosing: true });
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  app.setErrorHandler(errorHandler);
+  app.setNotFoundHandler((req, reply) => {
+    void reply.status(404).send({ error: { code: 'not_found', message: `no route ${req.method} ${req.url.split('?')[0]}` } });
+  });
+
+  await app.register(swagger, {
+    openapi: {
+      info: { title: 'Baton API', version: '1.0.0', description: 'Durable, human-in-the-loop runtime for multi-agent tasks. See API.md.' },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+    },
+    transform: jsonSchemaTransform,
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+
+  const requests = deps.metrics.counter('baton_http_requests_total', 'HTTP requests by route and status');
+  app.addHook('onResponse', async (req, reply) => {
+    requests({ method: req.method, route: req.routeOptions.url ?? 'unknown', status: String(reply.statusCode) });
+  });
+
+  const keys = [...deps.apiKeys.entries()].map(([k, tenant]) => ({ key: Buffer.from(k), tenant }));
+  app.decorateRequest('tenant', '');
+  app.decorateRequest('actor', '');
+  app.addHook('onRequest', async (req) => {
+    if (!req.url.startsWith('/v1/')) return;
+    if (keys.length === 0) {
+      req.tenant = 'default';
+      req.actor = 'anonymous';
+      return;
+    }
+    const header = req.headers.authorization ?? '';
+    const m = /^Bearer\s+(.+)$/i.exec(header);
+    if (!m) throw new HttpError(401, 'unauthorized', 'missing Authorization: Bearer <api key>');
+    const given = Buffer.from((m[1] as string).trim());
+    const match = keys.find((k) => k.key.length === given.length && timingSafeEqual(k.key, given));
+    if (!match) throw new HttpError(401, 'unauthorized', 'invalid API key');
+    req.tenant = match.tenant;
+    req.actor = `key:${match.key.subarray(0, 6).toString()}…@${match.tenant}`;
+  });
+
+  await app.register(systemRoutes(deps));
+  await app.register(taskRoutes(deps));
+  await app.register(eventRoutes(deps));
+  return app;
+}

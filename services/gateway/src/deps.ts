@@ -1,0 +1,34 @@
+import type { TeamDefinition } from '@baton/agents';
+import type { BusNames } from '@baton/bus';
+import type { Database, EventStore } from '@baton/event-store';
+import type { Logger } from '@baton/runtime';
+import type { NatsConnection } from '@nats-io/transport-node';
+import type { Kysely } from 'kysely';
+import type pg from 'pg';
+import type { Metrics } from './metrics.ts';
+import type { SseHub } from './sse-hub.ts';
+
+export interface GatewayDeps {
+  pool: pg.Pool;
+  kysely: Kysely<Database>;
+  store: EventStore;
+  names: BusNames;
+  /** Null until NATS is reachable; the gateway serves (and /readyz says 503) meanwhile. */
+  nats: () => NatsConnection | null;
+  hub: SseHub;
+  teams: Readonly<Record<string, TeamDefinition>>;
+  apiKeys: Map<string, string>;
+  log: Logger;
+  metrics: Metrics;
+  now: () => Date;
+  newId: () => string;
+  sseHeartbeatMs: number;
+  bodyLimit: number;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    tenant: string;
+    actor: string;
+  }
+}

@@ -1,0 +1,67 @@
+import { DomainError } from '@baton/domain';
+import { ConcurrencyError, InvalidCursorError } from '@baton/event-store';
+import { hasZodFastifySchemaValidationErrors } from '@fastify/type-provider-zod';
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+
+/** An HTTP error with an API.md error code. */
+export class HttpError extends Error {
+  readonly status: number;
+  readonly code: string;
+  readonly details: unknown;
+  constructor(status: number, code: string, message: string, details?: unknown) {
+    super(message);
+    this.name = new.target.name;
+    this.status = status;
+    this.code = code;
+    this.details = details;
+  }
+}
+
+export const notFound = (what: string): HttpError => new HttpError(404, 'not_found', `${what} not found`);
+
+/** Domain error codes → HTTP status, in exactly one place. */
+const DOMAIN_STATUS: Record<DomainError['code'], number> = {
+  illegal_transition: 422,
+  task_final: 409,
+  request_not_found: 404,
+  request_already_decided: 409,
+  invalid_command: 422,
+  stale_attempt: 409,
+};
+
+/**
+ * The one error handler: `{ error: { code, message, details? } }` (API.md). 4xx messages pass
+ * through; 5xx answer a generic message and log the full error.
+ */
+export function errorHandler(err: FastifyError, req: FastifyRequest, reply: FastifyReply): void {
+  const send = (status: number, code: string, message: string, details?: unknown): void => {
+    void reply.status(status).send({ error: { code, message, ...(details !== undefined ? { details } : {}) } });
+  };
+  if (hasZodFastifySchemaValidationErrors(err)) {
+    const where = (err as { validationContext?: string }).validationContext ?? 'request';
+    const details = err.validation.map((v) => ({ field: `${where}${v.instancePath}`.replace(/\//g, '.'), message: v.message }));
+    send(400, 'validation_error', details.map((d) => `${d.field}: ${d.message}`).join('; '), details);
+    return;
+  }
+  if (err instanceof HttpError) return send(err.status, err.code, err.message, err.details);
+  if (err instanceof DomainError) return send(DOMAIN_STATUS[err.code], err.code, err.message, err.details);
+  if (err instanceof ConcurrencyError) return send(409, 'conflict', 'the task changed concurrently; retry the request');
+  if (err instanceof InvalidCursorError) return send(400, 'validation_error', `query.cursor: ${err.message}`);
+  if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return send(413, 'payload_too_large', err.message);
+  if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return send(415, 'unsupported_media_type', err.message);
+  if (err.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || err.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || err instanceof SyntaxError) {
+    return send(400, 'invalid_json', `body: ${err.message}`);
+  }
+  if (typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500) return send(err.statusCode, 'bad_request', err.message);
+  if (isUnavailable(err)) {
+    req.log.error({ err }, 'dependency unavailable');
+    return send(503, 'unavailable', 'a backing service is unavailable; nothing was recorded — retry later');
+  }
+  req.log.error({ err }, 'unhandled error');
+  send(500, 'internal', 'internal error');
+}
+
+function isUnavailable(err: unknown): boolean {
+  const e = err as { code?: string; message?: string };
+  return ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', '57P01', '57P03', '08006', '08001'].includes(e?.code ?? '') || /timeout exceeded when trying to connect|Connection terminated/i.test(e?.message ?? '');
+}

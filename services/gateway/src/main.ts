@@ -1,0 +1,52 @@
+import { randomUUID } from 'node:crypto';
+import { builtinTeams } from '@baton/agents';
+import { busNames, connectNats } from '@baton/bus';
+import { createDb, EventStore } from '@baton/event-store';
+import { createLogger, installShutdown } from '@baton/runtime';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { buildApp } from './app.ts';
+import { loadGatewayConfig, parseApiKeys } from './config.ts';
+import { Metrics } from './metrics.ts';
+import { SseHub } from './sse-hub.ts';
+
+// Composition root. The HTTP server starts even while Postgres or NATS are down: /readyz
+// answers 503 and writes fail with 503 (nothing is half-accepted) until they are back.
+const config = loadGatewayConfig(process.env);
+const log = createLogger('gateway', { level: config.LOG_LEVEL, pretty: config.LOG_PRETTY });
+const db = createDb(config.DATABASE_URL, { max: config.PG_POOL_MAX, applicationName: 'baton-gateway' });
+const names = busNames(config.BATON_NAMESPACE);
+const hub = new SseHub(names, log);
+let nc: NatsConnection | null = null;
+const apiKeys = parseApiKeys(config.BATON_API_KEYS);
+if (apiKeys.size === 0) log.warn('no BATON_API_KEYS configured: the API is OPEN (single tenant "default"); set keys before exposing it');
+
+const app = await buildApp({
+  pool: db.pool,
+  kysely: db.kysely,
+  store: new EventStore(db.pool),
+  names,
+  nats: () => nc,
+  hub,
+  teams: builtinTeams,
+  apiKeys,
+  log,
+  metrics: new Metrics(),
+  now: () => new Date(),
+  newId: randomUUID,
+  sseHeartbeatMs: config.SSE_HEARTBEAT_MS,
+  bodyLimit: config.BODY_LIMIT_BYTES,
+});
+await app.listen({ port: config.PORT, host: config.HOST });
+const address = app.server.address();
+log.info({ url: `http://${config.HOST}:${typeof address === 'object' && address ? address.port : config.PORT}` }, 'gateway listening');
+db.pool.query('select 1').catch((err: Error) => log.error({ err: err.message }, 'Postgres is unreachable; /readyz reports 503 until it is back'));
+void connectNats(config.NATS_URL, 'baton-gateway', log).then((c) => {
+  nc = c;
+  hub.attach(c);
+});
+
+installShutdown(log, [
+  { name: 'close HTTP (ends SSE streams)', run: () => app.close() },
+  { name: 'drain NATS', run: async () => { hub.close(); await nc?.drain(); } },
+  { name: 'close Postgres', run: () => db.close() },
+]);

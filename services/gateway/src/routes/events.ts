@@ -1,0 +1,111 @@
+import { stateAt, TERMINAL_EVENT_TYPES, toEventView, toTaskView } from '@baton/domain';
+import { START, type LogCursor } from '@baton/event-store';
+import type { ZodTypeProvider } from '@fastify/type-provider-zod';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { GatewayDeps } from '../deps.ts';
+import { HttpError, notFound } from '../errors.ts';
+import { EventsQuery, StateQuery, TaskIdParams } from './schemas.ts';
+import { loadVisibleTask } from './tasks.ts';
+
+const BATCH = 500;
+
+export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
+  const r = app.withTypeProvider<ZodTypeProvider>();
+  const streams = new Set<{ end: (reason: string) => void }>();
+  d.metrics.gauge('baton_sse_connections', 'Open SSE streams', () => streams.size);
+
+  // End every SSE stream before the server closes, so clients reconnect elsewhere at once.
+  app.addHook('preClose', async () => {
+    for (const s of streams) s.end('shutdown');
+  });
+
+  /** Where to resume: the event with this position (Last-Event-ID / ?after=) in commit order. */
+  const resumeCursor = async (taskId: string, after: number | undefined): Promise<LogCursor> => {
+    if (after === undefined || after === 0) return START;
+    const c = await d.store.cursorOf(taskId, BigInt(after));
+    if (!c) throw new HttpError(400, 'validation_error', `after: no event at position ${after} in this task`, [{ field: 'query.after', message: 'unknown position' }]);
+    return c;
+  };
+
+  r.get('/v1/tasks/:id/events', { schema: { params: TaskIdParams, querystring: EventsQuery, tags: ['events'], summary: 'Events of a task (JSON, or SSE with Accept: text/event-stream)' } }, async (req, reply) => {
+    const taskId = req.params.id;
+    const visible = await d.kysely.selectFrom('tasks').select('tenant_id').where('id', '=', taskId).executeTakeFirst();
+    if (!visible || visible.tenant_id !== req.tenant) throw notFound(`task ${taskId}`);
+    const wantsSse = (req.headers.accept ?? '').includes('text/event-stream');
+    const lastEventId = req.headers['last-event-id'];
+    const after = wantsSse && typeof lastEventId === 'string' && /^\d+$/.test(lastEventId) ? Number(lastEventId) : req.query.after;
+    const cursor = await resumeCursor(taskId, after);
+    if (!wantsSse) {
+      const items = await d.store.readTaskAfter(taskId, cursor, req.query.limit);
+      return { items: items.map((t) => toEventView(t.event)) };
+    }
+    return streamEvents(req, reply.hijack() ?? reply, taskId, cursor);
+  });
+
+  function streamEvents(req: FastifyRequest, reply: { raw: import('node:http').ServerResponse }, taskId: string, start: LogCursor): void {
+    const res = reply.raw;
+    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'x-accel-buffering': 'no' });
+    res.write('retry: 2000\n\n');
+    let cursor = start;
+    let closed = false;
+    let wake: (() => void) | null = null;
+    let dirty = true; // a wake-up arrived while we were reading
+    const conn = {
+      end: (reason: string) => {
+        if (closed) return;
+        closed = true;
+        if (reason === 'shutdown') res.write('event: shutdown\ndata: {}\n\n');
+        res.end();
+        wake?.();
+      },
+    };
+    streams.add(conn);
+    const unregister = d.hub.register(taskId, () => {
+      dirty = true;
+      wake?.();
+    });
+    const heartbeat = setInterval(() => res.write(': heartbeat\n\n'), d.sseHeartbeatMs);
+    req.raw.on('close', () => conn.end('client'));
+
+    const loop = async (): Promise<void> => {
+      let finalSeen = false;
+      while (!closed) {
+        dirty = false;
+        const batch = await d.store.readTaskAfter(taskId, cursor, BATCH);
+        for (const { event, cursor: c } of batch) {
+          if (closed) return;
+          res.write(`id: ${event.position}\nevent: ${event.type}\ndata: ${JSON.stringify(toEventView(event))}\n\n`);
+          cursor = c;
+          if (TERMINAL_EVENT_TYPES.has(event.type)) finalSeen = true;
+        }
+        if (batch.length === BATCH) continue;
+        if (finalSeen) return conn.end('final');
+        if (dirty) continue;
+        // Wait for a wake-up from NATS; poll slowly as a safety net (and faster while NATS is away).
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+          setTimeout(resolve, d.hub.connected ? d.sseHeartbeatMs : 1000).unref();
+        });
+        wake = null;
+      }
+    };
+    loop()
+      .catch((err: unknown) => {
+        req.log.warn({ err, taskId }, 'SSE stream failed');
+        conn.end('error');
+      })
+      .finally(() => {
+        clearInterval(heartbeat);
+        unregister();
+        streams.delete(conn);
+      });
+  }
+
+  r.get('/v1/tasks/:id/state', { schema: { params: TaskIdParams, querystring: StateQuery, tags: ['events'], summary: 'The task as it was after a version of its stream' } }, async (req) => {
+    const { state, events } = await loadVisibleTask(d, req, req.params.id);
+    if (req.query.at === undefined) return toTaskView(state);
+    const at = stateAt(events, req.query.at);
+    if (!at) throw new HttpError(404, 'not_found', `the task stream has no version ${req.query.at} (it is at version ${state.version})`);
+    return toTaskView(at);
+  });
+};

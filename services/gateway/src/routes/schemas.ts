@@ -1,0 +1,46 @@
+import { z } from 'zod';
+
+export const TaskIdParams = z.object({ id: z.uuid('must be a task id (UUID)') });
+export const RequestParams = TaskIdParams.extend({ requestId: z.string().min(1).max(100) });
+
+const webhookType = z.string().regex(/^(task\.(completed|failed|cancelled|awaiting_input)|event\.[A-Za-z]+)$/, 'one of task.completed, task.failed, task.cancelled, task.awaiting_input or event.<EventType>');
+
+export const SubmitTaskBody = z.strictObject({
+  prompt: z.string().trim().min(1, 'must not be empty').max(20_000, 'must be at most 20000 characters'),
+  team: z.string().min(1).max(100).default('research'),
+  requirePlanApproval: z.boolean().default(true),
+  approvalTimeoutSeconds: z.number().int().min(1).max(30 * 24 * 3600).default(600),
+  webhook: z
+    .strictObject({
+      url: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }),
+      events: z.array(webhookType).min(1).max(50).default(['task.completed', 'task.failed', 'task.cancelled', 'task.awaiting_input']),
+    })
+    .optional(),
+  metadata: z.record(z.string(), z.unknown()).default({}).refine((m) => JSON.stringify(m).length <= 16_384, 'must serialise to at most 16 KiB'),
+});
+export type SubmitTaskBody = z.infer<typeof SubmitTaskBody>;
+
+export const ListTasksQuery = z.object({
+  status: z.enum(['pending', 'running', 'awaiting_input', 'completed', 'failed', 'cancelled']).optional(),
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+  cursor: z.string().max(200).optional(),
+});
+
+export const ApprovalBody = z.strictObject({
+  decision: z.enum(['approve', 'reject']),
+  input: z.record(z.string(), z.unknown()).optional(),
+  reason: z.string().max(4000).optional(),
+});
+
+export const AnswerBody = z.strictObject({
+  answers: z.union([z.string().min(1).max(20_000), z.array(z.string().max(20_000)).min(1).max(50)]),
+});
+
+export const CancelBody = z.strictObject({ reason: z.string().max(4000).optional() }).optional();
+
+export const EventsQuery = z.object({
+  after: z.coerce.number().int().min(0).optional(),
+  limit: z.coerce.number().int().min(1).max(5000).default(1000),
+});
+
+export const StateQuery = z.object({ at: z.coerce.number().int().min(1).optional() });

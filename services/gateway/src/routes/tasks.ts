@@ -1,0 +1,132 @@
+import { allTools, parseToolInput } from '@baton/agents';
+import { decide, digestJson, exists, initialState, toTaskView, uuidV5, type Command, type TaskState } from '@baton/domain';
+import { appendToTask, handleCommand, isConcurrencyError, listTasks, loadTask } from '@baton/event-store';
+import type { ZodTypeProvider } from '@fastify/type-provider-zod';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { GatewayDeps } from '../deps.ts';
+import { HttpError, notFound } from '../errors.ts';
+import { AnswerBody, ApprovalBody, CancelBody, ListTasksQuery, RequestParams, SubmitTaskBody, TaskIdParams } from './schemas.ts';
+
+/** Load a task the caller's tenant may see; another tenant's task is a plain 404. */
+export async function loadVisibleTask(d: GatewayDeps, req: FastifyRequest, taskId: string) {
+  const loaded = await loadTask(d.store, taskId);
+  if (!exists(loaded.state) || loaded.state.tenantId !== req.tenant) throw notFound(`task ${taskId}`);
+  return loaded;
+}
+
+export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
+  const r = app.withTypeProvider<ZodTypeProvider>();
+  const submitted = d.metrics.counter('baton_tasks_submitted_total', 'Tasks accepted by the API');
+
+  r.post('/v1/tasks', { schema: { body: SubmitTaskBody, tags: ['tasks'], summary: 'Submit a task' } }, async (req, reply) => {
+    const body = req.body;
+    if (!d.teams[body.team]) {
+      throw new HttpError(400, 'validation_error', `body.team: unknown team '${body.team}'; configured: ${Object.keys(d.teams).join(', ')}`, [{ field: 'body.team', message: 'unknown team' }]);
+    }
+    const keyHeader = req.headers['idempotency-key'];
+    const key = typeof keyHeader === 'string' ? keyHeader.trim() : undefined;
+    if (key !== undefined && (key.length === 0 || key.length > 255)) throw new HttpError(400, 'validation_error', 'headers.idempotency-key: must be 1..255 characters');
+    const requestHash = key ? digestJson(body) : null;
+    const taskId = key ? uuidV5(`${req.tenant}\n${key}`) : d.newId();
+    const command: Command = {
+      type: 'SubmitTask',
+      prompt: body.prompt,
+      team: body.team,
+      requirePlanApproval: body.requirePlanApproval,
+      approvalTimeoutSeconds: body.approvalTimeoutSeconds,
+      webhook: body.webhook ?? null,
+      metadata: body.metadata,
+      tenantId: req.tenant,
+      requestHash,
+      forkedFrom: null,
+    };
+    if (key) {
+      const existing = await loadTask(d.store, taskId);
+      if (exists(existing.state)) return replay(existing, requestHash, reply);
+    }
+    try {
+      const res = await appendToTask(d.store, initialState(), taskId, decide(command, initialState()), {
+        eventIds: key ? [uuidV5(`${taskId}:submitted`)] : undefined,
+        metadata: { actor: req.actor, ...(key ? { idempotencyKey: key } : {}) },
+        now: d.now,
+      });
+      submitted();
+      return reply.status(201).send(toTaskView(res.state));
+    } catch (err) {
+      // Two requests with one key raced: the other one created it.
+      if (key && isConcurrencyError(err)) return replay(await loadTask(d.store, taskId), requestHash, reply);
+      throw err;
+    }
+  });
+
+  /** The same Idempotency-Key again: the same task if the body matches, 422 if it does not. */
+  function replay(loaded: Awaited<ReturnType<typeof loadTask>>, requestHash: string | null, reply: FastifyReply) {
+    const first = loaded.events[0];
+    const originalHash = first?.type === 'TaskSubmitted' ? first.data.requestHash : null;
+    if (originalHash !== requestHash) throw new HttpError(422, 'idempotency_key_reused', 'this Idempotency-Key was already used with a different request body');
+    return reply.header('idempotent-replayed', 'true').status(201).send(toTaskView(loaded.state));
+  }
+
+  r.get('/v1/tasks', { schema: { querystring: ListTasksQuery, tags: ['tasks'], summary: 'List tasks' } }, async (req) => {
+    return listTasks(d.kysely, { tenantId: req.tenant, status: req.query.status, limit: req.query.limit, cursor: req.query.cursor });
+  });
+
+  r.get('/v1/tasks/:id', { schema: { params: TaskIdParams, tags: ['tasks'], summary: 'Get a task' } }, async (req) => {
+    const { state } = await loadVisibleTask(d, req, req.params.id);
+    return toTaskView(state);
+  });
+
+  /** Run a user command against a visible task (retried on version conflicts) and answer with the task. */
+  const command = async (req: FastifyRequest, taskId: string, make: (s: TaskState) => Command) => {
+    await loadVisibleTask(d, req, taskId);
+    const res = await handleCommand(d.store, taskId, make, { metadata: { actor: req.actor }, now: d.now });
+    return toTaskView(res.state);
+  };
+
+  r.post('/v1/tasks/:id/approvals/:requestId', { schema: { params: RequestParams, body: ApprovalBody, tags: ['requests'], summary: 'Approve (optionally with edited input) or reject a request' } }, async (req) => {
+    const { id, requestId } = req.params;
+    const body = req.body;
+    return command(req, id, (s) => {
+      const open = s.pendingRequests[requestId];
+      let input = body.input;
+      if (body.decision === 'approve' && input !== undefined && open?.kind === 'approval') {
+        const tool = allTools[open.toolName];
+        if (tool) {
+          const parsed = parseToolInput(tool, input);
+          if (!parsed.ok) throw new HttpError(400, 'validation_error', parsed.issues.map((i) => `body.input.${i.path}: ${i.message}`).join('; '), parsed.issues.map((i) => ({ field: `body.input.${i.path}`, message: i.message })));
+          input = parsed.value;
+        }
+      }
+      return { type: 'DecideApproval', requestId, decision: body.decision, input, reason: body.reason, decidedBy: req.actor };
+    });
+  });
+
+  r.post('/v1/tasks/:id/answers/:requestId', { schema: { params: RequestParams, body: AnswerBody, tags: ['requests'], summary: 'Answer a clarification request' } }, async (req) => {
+    const answers = typeof req.body.answers === 'string' ? [req.body.answers] : req.body.answers;
+    return command(req, req.params.id, () => ({ type: 'AnswerClarification', requestId: req.params.requestId, answers, answeredBy: req.actor }));
+  });
+
+  r.post('/v1/tasks/:id/cancel', { schema: { params: TaskIdParams, body: CancelBody, tags: ['tasks'], summary: 'Cancel a task' } }, async (req) => {
+    return command(req, req.params.id, () => ({ type: 'CancelTask', reason: req.body?.reason ?? 'cancelled by user', requestedBy: req.actor }));
+  });
+
+  r.get('/v1/tasks/:id/deliveries', { schema: { params: TaskIdParams, tags: ['webhooks'], summary: 'Webhook delivery attempts' } }, async (req) => {
+    await loadVisibleTask(d, req, req.params.id);
+    const rows = await d.kysely.selectFrom('webhook_deliveries').selectAll().where('task_id', '=', req.params.id).orderBy('id').execute();
+    return {
+      items: rows.map((r) => ({
+        webhookId: r.webhook_id,
+        eventId: r.event_id,
+        type: r.type,
+        url: r.url,
+        attempt: r.attempt,
+        statusCode: r.status_code,
+        ok: r.ok,
+        error: r.error,
+        durationMs: r.duration_ms,
+        attemptedAt: r.attempted_at.toISOString(),
+      })),
+    };
+  });
+};
+

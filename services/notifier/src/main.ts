@@ -1,0 +1,34 @@
+import { busNames, connectNats, ensureTopology } from '@baton/bus';
+import { createDb, EventStore } from '@baton/event-store';
+import { createLogger, installShutdown, retryForever } from '@baton/runtime';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { DEV_WEBHOOK_SECRET, loadNotifierConfig } from './config.ts';
+import { startNotifier } from './worker.ts';
+
+const config = loadNotifierConfig(process.env);
+const log = createLogger('notifier', { level: config.LOG_LEVEL, pretty: config.LOG_PRETTY });
+const db = createDb(config.DATABASE_URL, { max: config.PG_POOL_MAX, applicationName: 'baton-notifier' });
+await retryForever('connecting to Postgres', log, () => db.pool.query('select 1'));
+const nc = await connectNats(config.NATS_URL, 'baton-notifier', log);
+const names = busNames(config.BATON_NAMESPACE);
+await retryForever('setting up JetStream streams', log, async () => ensureTopology(await jetstreamManager(nc), names));
+if (!config.WEBHOOK_SECRET) log.warn('WEBHOOK_SECRET is not set: webhooks are signed with a public development secret');
+const notifier = await startNotifier({
+  store: new EventStore(db.pool),
+  pool: db.pool,
+  js: jetstream(nc),
+  names,
+  log,
+  secret: config.WEBHOOK_SECRET ?? DEV_WEBHOOK_SECRET,
+  timeoutMs: config.WEBHOOK_TIMEOUT_MS,
+  maxAttempts: config.WEBHOOK_MAX_ATTEMPTS,
+  backoffMs: config.WEBHOOK_BACKOFF_MS.split(',').map(Number),
+  concurrency: config.NOTIFIER_CONCURRENCY,
+  now: () => new Date(),
+});
+log.info('notifier started');
+installShutdown(log, [
+  { name: 'stop deliveries and finish in-flight ones', run: () => notifier.stop() },
+  { name: 'drain NATS', run: () => nc.drain() },
+  { name: 'close Postgres', run: () => db.close() },
+]);

@@ -1,0 +1,73 @@
+import { BusEvent, deadLetterRecorder, retry, startConsumer, type BusNames, type RunningConsumer } from '@baton/bus';
+import { foldAll, taskStreamId, toTaskView, type WebhookConfig } from '@baton/domain';
+import type { EventStore } from '@baton/event-store';
+import type { Logger } from '@baton/runtime';
+import type { JetStreamClient } from '@nats-io/jetstream';
+import type pg from 'pg';
+import { deliver, sign, webhookTypesFor } from './webhook.ts';
+
+export interface NotifierDeps {
+  store: EventStore;
+  pool: pg.Pool;
+  js: JetStreamClient;
+  names: BusNames;
+  log: Logger;
+  secret: string;
+  timeoutMs: number;
+  maxAttempts: number;
+  backoffMs: number[];
+  concurrency: number;
+  now: () => Date;
+}
+
+/**
+ * Delivers per-task webhooks. One NATS message = one event = at most one delivery, retried
+ * with backoff (the consumer's nak delay) until it succeeds or attempts run out; every
+ * attempt is a row in webhook_deliveries. The notifier never writes task state.
+ */
+export async function startNotifier(d: NotifierDeps): Promise<RunningConsumer> {
+  // A task's webhook never changes after submission: cache it (bounded) so most events cost no query.
+  const cache = new Map<string, WebhookConfig | null>();
+  const webhookOf = async (taskId: string): Promise<WebhookConfig | null> => {
+    if (cache.has(taskId)) return cache.get(taskId) ?? null;
+    const first = (await d.store.readStream(taskStreamId(taskId), 0))[0];
+    const hook = first?.type === 'TaskSubmitted' ? first.data.webhook : null;
+    if (cache.size > 10_000) cache.delete(cache.keys().next().value as string);
+    cache.set(taskId, hook);
+    return hook;
+  };
+
+  return startConsumer({
+    js: d.js,
+    stream: d.names.eventsStream,
+    consumer: d.names.consumers.notifier,
+    schema: BusEvent,
+    log: d.log.child({ component: 'webhooks' }),
+    concurrency: d.concurrency,
+    maxAttempts: d.maxAttempts,
+    backoffMs: d.backoffMs,
+    onDeadLetter: deadLetterRecorder(d.pool),
+    handle: async (event, ctx) => {
+      const hook = await webhookOf(event.taskId);
+      if (!hook) return;
+      const type = webhookTypesFor(event.type).find((t) => hook.events.includes(t));
+      if (!type) return;
+      const events = await d.store.readTask(event.taskId);
+      const upTo = events.filter((e) => e.position <= BigInt(event.position));
+      const task = toTaskView(foldAll(upTo));
+      const webhookId = `msg_${event.id}`;
+      const timestamp = Math.floor(d.now().getTime() / 1000);
+      const body = JSON.stringify({ type, timestamp: new Date(timestamp * 1000).toISOString(), data: { task } });
+      const headers = { 'webhook-id': webhookId, 'webhook-timestamp': String(timestamp), 'webhook-signature': sign(d.secret, webhookId, timestamp, body) };
+      const r = await deliver(hook.url, headers, body, d.timeoutMs);
+      await d.pool.query(
+        `insert into webhook_deliveries (task_id, event_id, webhook_id, type, url, attempt, status_code, ok, error, duration_ms)
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+        [event.taskId, event.id, webhookId, type, hook.url, ctx.deliveryCount, r.status, r.ok, r.error, r.durationMs],
+      );
+      if (r.ok || r.gone) return;
+      d.log.warn({ taskId: event.taskId, url: hook.url, attempt: ctx.deliveryCount, error: r.error }, 'webhook delivery failed');
+      return retry(r.error ?? 'failed', r.retryAfterMs ?? undefined);
+    },
+  });
+}

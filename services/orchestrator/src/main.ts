@@ -1,0 +1,36 @@
+import { OfflineModel } from '@baton/agents';
+import { busNames, connectNats, ensureTopology } from '@baton/bus';
+import { createDb, EventStore } from '@baton/event-store';
+import { createLogger, installShutdown, retryForever } from '@baton/runtime';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { loadOrchestratorConfig } from './config.ts';
+import { startOrchestrator } from './worker.ts';
+
+// Composition root: config → clients → worker → shutdown.
+const config = loadOrchestratorConfig(process.env);
+const log = createLogger('orchestrator', { level: config.LOG_LEVEL, pretty: config.LOG_PRETTY });
+const db = createDb(config.DATABASE_URL, { max: config.PG_POOL_MAX, applicationName: 'baton-orchestrator' });
+await retryForever(`connecting to Postgres`, log, () => db.pool.query('select 1'));
+const nc = await connectNats(config.NATS_URL, 'baton-orchestrator', log);
+const names = busNames(config.BATON_NAMESPACE);
+await retryForever('setting up JetStream streams', log, async () => ensureTopology(await jetstreamManager(nc), names));
+if (config.ANTHROPIC_API_KEY) log.warn('ANTHROPIC_API_KEY is set, but this build drives the lead with the offline model only (Claude arrives with the agents issue)');
+const model = new OfflineModel({ latencyMs: config.OFFLINE_MODEL_LATENCY_MS });
+const orchestrator = await startOrchestrator({
+  store: new EventStore(db.pool),
+  pool: db.pool,
+  js: jetstream(nc),
+  names,
+  log,
+  model,
+  now: () => new Date(),
+  concurrency: config.ORCHESTRATOR_CONCURRENCY,
+  maxAttempts: config.CONSUMER_MAX_ATTEMPTS,
+  relay: { enabled: config.RELAY_ENABLED, batchSize: config.RELAY_BATCH_SIZE, backstopMs: config.RELAY_BACKSTOP_MS },
+});
+log.info({ namespace: names.namespace || '(default)', model: model.name, relay: config.RELAY_ENABLED }, 'orchestrator started');
+installShutdown(log, [
+  { name: 'stop consuming and finish in-flight work', run: () => orchestrator.stop() },
+  { name: 'drain NATS', run: () => nc.drain() },
+  { name: 'close Postgres', run: () => db.close() },
+]);

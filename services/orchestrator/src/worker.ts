@@ -1,0 +1,81 @@
+import { BusEvent, deadLetterRecorder, Relay, startConsumer, type BusNames, type RunningConsumer } from '@baton/bus';
+import type { EventType } from '@baton/domain';
+import type { EventStore } from '@baton/event-store';
+import type { Logger } from '@baton/runtime';
+import type { JetStreamClient } from '@nats-io/jetstream';
+import type pg from 'pg';
+import { advanceTask, type LeadDeps } from './lead.ts';
+
+/** Events after which the lead may have something to do. Every other event is acked unread. */
+export const ORCHESTRATOR_TRIGGERS: ReadonlySet<EventType> = new Set<EventType>([
+  'TaskSubmitted',
+  'ApprovalGranted',
+  'ApprovalRejected',
+  'ApprovalTimedOut',
+  'ClarificationAnswered',
+  'SubagentCompleted',
+  'SubagentFailed',
+]);
+
+export interface OrchestratorDeps extends LeadDeps {
+  pool: pg.Pool;
+  js: JetStreamClient;
+  names: BusNames;
+  log: Logger;
+  concurrency: number;
+  maxAttempts: number;
+  relay: { enabled: boolean; batchSize: number; backstopMs: number };
+}
+
+export interface Orchestrator {
+  relay: Relay | null;
+  consumer: RunningConsumer;
+  stop(): Promise<void>;
+}
+
+/**
+ * The orchestrator: a relay (one leader across replicas) and a consumer of task events that
+ * re-reads each task from Postgres and advances it (level-triggered). Within one process,
+ * work on one task is serialised to avoid needless version conflicts; across processes the
+ * event store's expected-version check keeps it correct.
+ */
+export async function startOrchestrator(d: OrchestratorDeps): Promise<Orchestrator> {
+  const relay = d.relay.enabled
+    ? new Relay({ pool: d.pool, store: d.store as EventStore, js: d.js, names: d.names, log: d.log.child({ component: 'relay' }), batchSize: d.relay.batchSize, backstopMs: d.relay.backstopMs })
+    : null;
+  relay?.start();
+  const perTask = new Map<string, Promise<unknown>>();
+  const serialised = <T>(taskId: string, fn: () => Promise<T>): Promise<T> => {
+    const prev = perTask.get(taskId) ?? Promise.resolve();
+    const next = prev.then(fn, fn);
+    const tail = next.catch(() => {});
+    perTask.set(taskId, tail);
+    void tail.then(() => {
+      if (perTask.get(taskId) === tail) perTask.delete(taskId);
+    });
+    return next;
+  };
+  const consumer = await startConsumer({
+    js: d.js,
+    stream: d.names.eventsStream,
+    consumer: d.names.consumers.orchestrator,
+    schema: BusEvent,
+    log: d.log.child({ component: 'consumer' }),
+    concurrency: d.concurrency,
+    maxAttempts: d.maxAttempts,
+    onDeadLetter: deadLetterRecorder(d.pool),
+    handle: async (event) => {
+      if (!ORCHESTRATOR_TRIGGERS.has(event.type as EventType)) return;
+      const { appended } = await serialised(event.taskId, () => advanceTask(d, event.taskId));
+      d.log.debug({ taskId: event.taskId, trigger: event.type, appended }, 'advanced task');
+    },
+  });
+  return {
+    relay,
+    consumer,
+    async stop() {
+      await consumer.stop();
+      await relay?.stop();
+    },
+  };
+}

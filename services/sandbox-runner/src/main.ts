@@ -1,0 +1,37 @@
+import { hostname } from 'node:os';
+import { OfflineModel } from '@baton/agents';
+import { busNames, connectNats, ensureTopology } from '@baton/bus';
+import { createDb, EventStore } from '@baton/event-store';
+import { createLogger, installShutdown, retryForever } from '@baton/runtime';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { loadRunnerConfig } from './config.ts';
+import { startRunner } from './worker.ts';
+
+const config = loadRunnerConfig(process.env);
+const log = createLogger('sandbox-runner', { level: config.LOG_LEVEL, pretty: config.LOG_PRETTY });
+const db = createDb(config.DATABASE_URL, { max: config.PG_POOL_MAX, applicationName: 'baton-runner' });
+await retryForever('connecting to Postgres', log, () => db.pool.query('select 1'));
+const nc = await connectNats(config.NATS_URL, 'baton-sandbox-runner', log);
+const names = busNames(config.BATON_NAMESPACE);
+await retryForever('setting up JetStream streams', log, async () => ensureTopology(await jetstreamManager(nc), names));
+if (config.ANTHROPIC_API_KEY) log.warn('ANTHROPIC_API_KEY is set, but this build runs subagents with the offline model only');
+const runnerId = config.RUNNER_ID ?? `${hostname()}-${process.pid}`;
+const runner = await startRunner({
+  store: new EventStore(db.pool),
+  pool: db.pool,
+  js: jetstream(nc),
+  names,
+  log,
+  model: new OfflineModel({ latencyMs: config.OFFLINE_MODEL_LATENCY_MS }),
+  workspaceRoot: config.WORKSPACE_ROOT,
+  runnerId,
+  now: () => new Date(),
+  concurrency: config.RUNNER_CONCURRENCY,
+  maxAttempts: config.CONSUMER_MAX_ATTEMPTS,
+});
+log.info({ runnerId, workspaceRoot: config.WORKSPACE_ROOT }, 'sandbox-runner started');
+installShutdown(log, [
+  { name: 'stop taking jobs and finish in-flight ones', run: () => runner.stop() },
+  { name: 'drain NATS', run: () => nc.drain() },
+  { name: 'close Postgres', run: () => db.close() },
+]);

@@ -1,0 +1,142 @@
+import path from 'node:path';
+import { agentStreamId, isFinal, isToolUse, textOf, type RecordedEvent, type ToolResult } from '@baton/domain';
+import { buildConversation, builtinTeams, findAgent, allTools, toolSpec, type ModelClient, type TeamDefinition } from '@baton/agents';
+import { appendToAgent, handleCommand, isConcurrencyError, loadTask, type EventStore } from '@baton/event-store';
+import type { Logger } from '@baton/runtime';
+import { runTool } from './tools.ts';
+import { Workspace } from './workspace.ts';
+
+export interface RunnerDeps {
+  store: EventStore;
+  model: ModelClient;
+  teams?: Readonly<Record<string, TeamDefinition>>;
+  workspaceRoot: string;
+  runnerId: string;
+  now: () => Date;
+  log: Logger;
+}
+
+export type JobOutcome = 'completed' | 'failed' | 'superseded' | 'nothing-to-do';
+
+/**
+ * Run (or resume) one subagent. Ownership is fenced in Postgres, not by NATS acks: the
+ * runner records `SubagentStarted` with the next attempt number, writes each turn to the
+ * agent's own stream at the version it read (a concurrent writer makes it conflict), and
+ * completes only if its attempt is still the current one. A job redelivered after a crash
+ * resumes from the last recorded turn; a tool whose result was recorded never runs again.
+ */
+export async function runSubagentJob(d: RunnerDeps, taskId: string, agentId: string, heartbeat: () => void, signal?: AbortSignal): Promise<JobOutcome> {
+  const teams = d.teams ?? builtinTeams;
+  let { state, events } = await loadTask(d.store, taskId);
+  const agent0 = state.agents[agentId];
+  if (!agent0 || isFinal(state) || (agent0.status !== 'dispatched' && agent0.status !== 'running')) return 'nothing-to-do';
+  const team = teams[state.team];
+  const def = team ? findAgent(team, agent0.type) : undefined;
+  if (!def) {
+    await handleCommand(d.store, taskId, { type: 'FailSubagent', agentId, code: 'unknown_agent', message: `agent type '${agent0.type}' is not configured in team '${state.team}'` });
+    return 'failed';
+  }
+  const attempt = agent0.attempt + 1;
+  try {
+    ({ state } = await handleCommand(d.store, taskId, { type: 'StartSubagent', agentId, attempt, runnerId: d.runnerId }));
+  } catch (err) {
+    if ((err as { code?: string }).code === 'stale_attempt') return 'superseded';
+    throw err;
+  }
+  const ws = new Workspace(path.join(d.workspaceRoot, taskId, agentId));
+  await ws.ensure();
+  const streamId = agentStreamId(taskId, agentId);
+  let agentEvents: RecordedEvent[] = events.filter((e) => e.streamId === streamId);
+  const tools = def.tools.map((n) => allTools[n]).filter((t) => t !== undefined).map(toolSpec);
+
+  for (;;) {
+    signal?.throwIfAborted();
+    heartbeat();
+    const agent = state.agents[agentId];
+    if (!agent || agent.attempt !== attempt || agent.status !== 'running') return 'superseded';
+    const last = agentEvents[agentEvents.length - 1];
+    const finished = last?.type === 'ModelTurnRecorded' && last.data.stopReason !== 'tool_use';
+    if (finished || agent.turns >= def.maxTurns) {
+      const capped = !finished;
+      const files = collectFiles(agentEvents);
+      const summary = capped
+        ? `stopped after reaching the iteration cap of ${def.maxTurns} turns. ${last?.type === 'ModelTurnRecorded' ? textOf(last.data.content) : ''}`.trim()
+        : last?.type === 'ModelTurnRecorded' ? textOf(last.data.content) : '';
+      try {
+        await handleCommand(d.store, taskId, (s) => {
+          const a = s.agents[agentId];
+          return a && a.status === 'running' && a.attempt === attempt
+            ? { type: 'CompleteSubagent', agentId, attempt, summary, filesCreated: files.created, filesModified: files.modified, success: !capped, iterationCapReached: capped }
+            : null;
+        });
+      } catch (err) {
+        if ((err as { code?: string }).code === 'stale_attempt') return 'superseded';
+        throw err;
+      }
+      return 'completed';
+    }
+
+    const startedAt = d.now();
+    const res = await d.model.complete({
+      agentType: def.id,
+      model: def.model,
+      system: def.prompt,
+      messages: buildConversation(agent.prompt, agentId, agentEvents),
+      tools,
+      maxTokens: def.maxTokens,
+      ...(signal ? { signal } : {}),
+    });
+    const results: ToolResult[] = [];
+    if (res.stopReason === 'tool_use') {
+      for (const call of res.content.filter(isToolUse)) {
+        heartbeat();
+        results.push(await runTool(call, def.tools, ws));
+      }
+    }
+    const turn = {
+      type: 'RecordModelTurn' as const,
+      agentId,
+      turn: agent.turns + 1,
+      model: res.model,
+      content: res.content,
+      stopReason: res.stopReason,
+      usage: res.usage,
+      offline: res.offline,
+      durationMs: d.now().getTime() - startedAt.getTime(),
+    };
+    const decided = [
+      { type: 'ModelTurnRecorded' as const, data: stripType(turn), metadata: { startedAt: startedAt.toISOString(), actor: d.runnerId } },
+      ...(results.length ? [{ type: 'ToolResultsRecorded' as const, data: { agentId, results } }] : []),
+    ];
+    try {
+      const w = await appendToAgent(d.store, state, taskId, agentId, decided, { now: d.now });
+      state = w.state;
+      agentEvents = agentEvents.concat(w.events);
+    } catch (err) {
+      if (!isConcurrencyError(err)) throw err;
+      // Someone else wrote this agent's stream: re-read, and go on only if we still own it.
+      ({ state, events } = await loadTask(d.store, taskId));
+      agentEvents = events.filter((e) => e.streamId === streamId);
+      d.log.warn({ taskId, agentId, attempt }, 'agent stream moved under us; re-read');
+    }
+  }
+}
+
+function stripType<T extends { type: string }>(c: T): Omit<T, 'type'> {
+  const { type: _t, ...rest } = c;
+  return rest;
+}
+
+/** Files created/modified, from the recorded tool results (so a takeover runner reports them too). */
+export function collectFiles(events: readonly RecordedEvent[]): { created: string[]; modified: string[] } {
+  const created = new Set<string>();
+  const modified = new Set<string>();
+  for (const e of events) {
+    if (e.type !== 'ToolResultsRecorded') continue;
+    for (const r of e.data.results) {
+      for (const p of r.files?.created ?? []) created.add(p);
+      for (const p of r.files?.modified ?? []) if (!created.has(p)) modified.add(p);
+    }
+  }
+  return { created: [...created].sort(), modified: [...modified].sort() };
+}
