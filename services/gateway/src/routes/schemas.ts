@@ -36,7 +36,7 @@ export const AnswerBody = z.strictObject({
   answers: z.union([z.string().min(1).max(20_000), z.array(z.string().max(20_000)).min(1).max(50)]),
 });
 
-export const CancelBody = z.strictObject({ reason: z.string().max(4000).optional() }).optional();
+export const CancelBody = z.strictObject({ reason: z.string().max(4000).optional() }).nullish();
 
 export const EventsQuery = z.object({
   after: z.coerce.number().int().min(0).optional(),

@@ -1,0 +1,258 @@
+import { given, recorded, stateOf } from '@baton/testing';
+import { describe, expect, it } from 'vitest';
+import type { DecidedEvent } from './commands.ts';
+import { agentStreamId } from './events.ts';
+import {
+  IllegalTransitionError,
+  InvalidCommandError,
+  RequestAlreadyDecidedError,
+  RequestNotFoundError,
+  StaleAttemptError,
+  TaskFinalError,
+} from './errors.ts';
+import { toTaskView } from './view.ts';
+
+const TASK = '00000000-0000-4000-8000-000000000001';
+const usage = { inputTokens: 10, outputTokens: 5, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0.01 };
+const submitted: DecidedEvent = {
+  type: 'TaskSubmitted',
+  data: { prompt: 'research X', team: 'research', requirePlanApproval: true, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 't', requestHash: null, forkedFrom: null },
+};
+const started: DecidedEvent = { type: 'TaskStarted', data: { leadAgentId: 'lead', leadAgentType: 'research-lead', configVersion: 'v1' } };
+const leadTurn = (turn: number, toolUses: { id: string; name?: string; input?: Record<string, unknown> }[] = []): DecidedEvent => ({
+  type: 'ModelTurnRecorded',
+  data: {
+    agentId: 'lead',
+    turn,
+    model: 'm',
+    content: [{ type: 'text', text: `turn ${turn}` }, ...toolUses.map((t) => ({ type: 'tool_use' as const, id: t.id, name: t.name ?? 'Task', input: t.input ?? { agent: 'researcher', prompt: 'p' } }))],
+    stopReason: toolUses.length ? 'tool_use' : 'end_turn',
+    usage,
+    offline: true,
+    durationMs: 1,
+  },
+});
+const dispatched = (agentId = 'researcher-1', toolUseId = 'tu1'): DecidedEvent => ({ type: 'SubagentDispatched', data: { agentId, agentType: 'researcher', toolUseId, prompt: 'p' } });
+const agentStarted = (agentId = 'researcher-1', attempt = 1): DecidedEvent => ({ type: 'SubagentStarted', data: { agentId, attempt, runnerId: 'r1' } });
+const agentCompleted = (agentId = 'researcher-1', attempt = 1): DecidedEvent => ({
+  type: 'SubagentCompleted',
+  data: { agentId, attempt, summary: 'found things', filesCreated: ['notes.md'], filesModified: [], success: true, iterationCapReached: false },
+});
+const approvalRequested: DecidedEvent = {
+  type: 'ApprovalRequested',
+  data: { requestId: 'apr-1', agentId: 'lead', toolUseId: 'tu1', toolName: 'Task', input: { agent: 'researcher', prompt: 'p' }, inputDigest: 'd', plan: 'plan', deadline: '2026-01-01T01:00:00.000Z' },
+};
+const clarificationRequested: DecidedEvent = {
+  type: 'ClarificationRequested',
+  data: { requestId: 'clr-1', agentId: 'lead', toolUseId: 'tu1', questions: ['What?'], context: 'vague' },
+};
+const running = [submitted, started];
+const leadWaitingOnTool = [...running, leadTurn(1, [{ id: 'tu1' }])];
+
+describe('SubmitTask', () => {
+  it('records TaskSubmitted on a new task → pending', () => {
+    const { type: _t, ...data } = { type: 'SubmitTask' as const, ...submitted.data };
+    const s = given([]).when({ type: 'SubmitTask', ...data }).then([submitted]);
+    expect(s.status).toBe('pending');
+  });
+  it('is illegal once the task exists', () => {
+    given([submitted]).when({ type: 'SubmitTask', ...(submitted.data as never) }).thenThrows(IllegalTransitionError, /already exists/);
+  });
+});
+
+describe('StartTask', () => {
+  it('pending → running', () => {
+    expect(given([submitted]).when({ type: 'StartTask', ...(started.data as never) }).then([started]).status).toBe('running');
+  });
+  it('is illegal before submission, twice, or after the end', () => {
+    given([]).when({ type: 'StartTask', ...(started.data as never) }).thenThrows(IllegalTransitionError, /not submitted/);
+    given(running).when({ type: 'StartTask', ...(started.data as never) }).thenThrows(IllegalTransitionError, /already started/);
+    given([...running, { type: 'TaskCancelled', data: { reason: 'r', requestedBy: 'u' } }]).when({ type: 'StartTask', ...(started.data as never) }).thenThrows(TaskFinalError);
+  });
+});
+
+describe('RecordModelTurn', () => {
+  it('a lead turn with tool uses opens them; usage adds up', () => {
+    const s = given(running).when({ type: 'RecordModelTurn', ...(leadTurn(1, [{ id: 'tu1' }]).data as never) }).then([leadTurn(1, [{ id: 'tu1' }])]);
+    expect(s.lead?.phase).toBe('tools');
+    expect(s.lead?.openToolUses.map((t) => t.toolUseId)).toEqual(['tu1']);
+    expect(s.usage.inputTokens).toBe(10);
+  });
+  it('a lead turn without tool uses gives the final answer', () => {
+    const s = given(running).when({ type: 'RecordModelTurn', ...(leadTurn(1).data as never) }).then([leadTurn(1)]);
+    expect(s.lead?.phase).toBe('done');
+    expect(s.lead?.finalText).toBe('turn 1');
+  });
+  it('is illegal while the lead waits on tools, out of order, or for an agent that is not running', () => {
+    given(leadWaitingOnTool).when({ type: 'RecordModelTurn', ...(leadTurn(2).data as never) }).thenThrows(IllegalTransitionError, /not due a model turn/);
+    given(running).when({ type: 'RecordModelTurn', ...(leadTurn(3).data as never) }).thenThrows(InvalidCommandError, /does not follow/);
+    const sub = { ...(leadTurn(1).data as object), agentId: 'researcher-1' };
+    given([...leadWaitingOnTool, dispatched()]).when({ type: 'RecordModelTurn', ...(sub as never) }).thenThrows(IllegalTransitionError, /dispatched/);
+    given(running).when({ type: 'RecordModelTurn', ...(sub as never) }).thenThrows(InvalidCommandError, /no agent/);
+  });
+  it('a subagent turn counts on the agent and on the task usage', () => {
+    const hist = [...leadWaitingOnTool, dispatched(), agentStarted()];
+    const turn = { ...(leadTurn(1).data as object), agentId: 'researcher-1' };
+    const s = given(hist).when({ type: 'RecordModelTurn', ...(turn as never) }).then([{ type: 'ModelTurnRecorded', data: turn as never }]);
+    expect(s.usage.inputTokens).toBe(20);
+  });
+});
+
+describe('RecordToolResults', () => {
+  it('resolving every open tool use makes the lead due a turn', () => {
+    const results = [{ toolUseId: 'tu1', toolName: 'bench_step', content: 'ok', isError: false }];
+    const s = given(leadWaitingOnTool).when({ type: 'RecordToolResults', agentId: 'lead', results }).then([{ type: 'ToolResultsRecorded', data: { agentId: 'lead', results } }]);
+    expect(s.lead?.phase).toBe('model');
+    expect(s.lead?.openToolUses).toEqual([]);
+  });
+  it('rejects results for tool uses that are not open, and empty results', () => {
+    given(leadWaitingOnTool).when({ type: 'RecordToolResults', agentId: 'lead', results: [{ toolUseId: 'nope', toolName: 'x', content: '', isError: false }] }).thenThrows(InvalidCommandError, /not open/);
+    given(leadWaitingOnTool).when({ type: 'RecordToolResults', agentId: 'lead', results: [] }).thenThrows(InvalidCommandError, /no tool results/);
+  });
+});
+
+describe('subagents', () => {
+  it('dispatch → start → complete resolves the lead tool use with the summary', () => {
+    let s = given(leadWaitingOnTool).when({ type: 'DispatchSubagent', ...(dispatched().data as never) }).then([dispatched()]);
+    expect(s.agents['researcher-1']?.status).toBe('dispatched');
+    expect(s.lead?.openToolUses[0]?.state).toBe('dispatched');
+    s = given([...leadWaitingOnTool, dispatched()]).when({ type: 'StartSubagent', ...(agentStarted().data as never) }).then([agentStarted()]);
+    expect(s.agents['researcher-1']?.status).toBe('running');
+    s = given([...leadWaitingOnTool, dispatched(), agentStarted()]).when({ type: 'CompleteSubagent', ...(agentCompleted().data as never) }).then([agentCompleted()]);
+    expect(s.agents['researcher-1']).toMatchObject({ status: 'completed', filesCreated: ['notes.md'], summary: 'found things' });
+    expect(s.lead?.openToolUses[0]).toMatchObject({ state: 'resolved', result: { isError: false } });
+    expect(JSON.parse(s.lead?.openToolUses[0]?.result?.content ?? '{}')).toMatchObject({ summary: 'found things', filesCreated: ['notes.md'] });
+  });
+  it('a takeover is a new attempt; the superseded attempt can no longer complete', () => {
+    const hist = [...leadWaitingOnTool, dispatched(), agentStarted('researcher-1', 1)];
+    const s = given(hist).when({ type: 'StartSubagent', agentId: 'researcher-1', attempt: 2, runnerId: 'r2' }).then([{ type: 'SubagentStarted', data: { agentId: 'researcher-1', attempt: 2, runnerId: 'r2' } }]);
+    expect(s.agents['researcher-1']?.attempt).toBe(2);
+    given([...hist, agentStarted('researcher-1', 2)]).when({ type: 'CompleteSubagent', ...(agentCompleted('researcher-1', 1).data as never) }).thenThrows(StaleAttemptError, /superseded by attempt 2/);
+    given(hist).when({ type: 'StartSubagent', agentId: 'researcher-1', attempt: 1, runnerId: 'r2' }).thenThrows(StaleAttemptError);
+  });
+  it('illegal: dispatching a tool use twice, an unknown tool use, a duplicate agent id, completing a dispatched agent', () => {
+    const hist = [...leadWaitingOnTool, dispatched()];
+    given(hist).when({ type: 'DispatchSubagent', ...(dispatched('researcher-2').data as never) }).thenThrows(IllegalTransitionError, /is dispatched/);
+    given(leadWaitingOnTool).when({ type: 'DispatchSubagent', ...(dispatched('researcher-1', 'zz').data as never) }).thenThrows(InvalidCommandError, /not open/);
+    given(hist).when({ type: 'CompleteSubagent', ...(agentCompleted().data as never) }).thenThrows(IllegalTransitionError, /is dispatched/);
+  });
+  it('a failed subagent resolves its tool use as an error result', () => {
+    const hist = [...leadWaitingOnTool, dispatched(), agentStarted()];
+    const s = given(hist).when({ type: 'FailSubagent', agentId: 'researcher-1', code: 'job_failed', message: 'boom' }).then([{ type: 'SubagentFailed', data: { agentId: 'researcher-1', code: 'job_failed', message: 'boom' } }]);
+    expect(s.agents['researcher-1']?.status).toBe('failed');
+    expect(s.lead?.openToolUses[0]?.result).toMatchObject({ isError: true });
+    given([...hist, { type: 'SubagentFailed', data: { agentId: 'researcher-1', code: 'x', message: 'y' } }]).when({ type: 'FailSubagent', agentId: 'researcher-1', code: 'x', message: 'y' }).thenThrows(IllegalTransitionError, /is failed/);
+  });
+});
+
+describe('approvals', () => {
+  const waiting = [...leadWaitingOnTool, approvalRequested];
+  it('a request opens → awaiting_input; approve closes it and clears the tool use to run', () => {
+    const s0 = given(leadWaitingOnTool).when({ type: 'RequestApproval', ...(approvalRequested.data as never) }).then([approvalRequested]);
+    expect(s0.status).toBe('awaiting_input');
+    expect(toTaskView(s0).pendingRequests).toEqual([expect.objectContaining({ kind: 'approval', requestId: 'apr-1', toolName: 'Task', plan: 'plan' })]);
+    const s = given(waiting).when({ type: 'DecideApproval', requestId: 'apr-1', decision: 'approve', decidedBy: 'u' }).then([
+      { type: 'ApprovalGranted', data: { requestId: 'apr-1', input: approvalRequested.data.input as never, edited: false, decidedBy: 'u' } },
+    ]);
+    expect(s.status).toBe('running');
+    expect(s.lead?.openToolUses[0]).toMatchObject({ state: 'pending', approvedInput: { agent: 'researcher', prompt: 'p' } });
+  });
+  it('approve with edited input records the edit', () => {
+    const edited = { agent: 'researcher', prompt: 'narrower' };
+    const s = given(waiting).when({ type: 'DecideApproval', requestId: 'apr-1', decision: 'approve', input: edited, decidedBy: 'u' }).then([
+      { type: 'ApprovalGranted', data: { requestId: 'apr-1', input: edited, edited: true, decidedBy: 'u' } },
+    ]);
+    expect(s.lead?.openToolUses[0]?.approvedInput).toEqual(edited);
+  });
+  it('reject resolves the tool use with a result the model sees', () => {
+    const s = given(waiting).when({ type: 'DecideApproval', requestId: 'apr-1', decision: 'reject', reason: 'too broad', decidedBy: 'u' }).then([
+      { type: 'ApprovalRejected', data: { requestId: 'apr-1', reason: 'too broad', decidedBy: 'u' } },
+    ]);
+    expect(s.lead?.openToolUses[0]?.result?.content).toBe('The user rejected the plan: too broad');
+  });
+  it('deciding twice: the second decision is refused, naming the first', () => {
+    const decided = [...waiting, { type: 'ApprovalRejected', data: { requestId: 'apr-1', reason: 'no', decidedBy: 'u' } } as DecidedEvent];
+    given(decided).when({ type: 'DecideApproval', requestId: 'apr-1', decision: 'approve', decidedBy: 'v' }).thenThrows(RequestAlreadyDecidedError, /already decided: rejected: no/);
+  });
+  it('unknown request, a clarification answered as an approval, or a final task are refused', () => {
+    given(waiting).when({ type: 'DecideApproval', requestId: 'nope', decision: 'approve', decidedBy: 'u' }).thenThrows(RequestNotFoundError);
+    given([...leadWaitingOnTool, clarificationRequested]).when({ type: 'DecideApproval', requestId: 'clr-1', decision: 'approve', decidedBy: 'u' }).thenThrows(InvalidCommandError, /not an approval/);
+    given([...leadWaitingOnTool, { type: 'TaskFailed', data: { code: 'x', message: 'y' } }]).when({ type: 'DecideApproval', requestId: 'apr-1', decision: 'approve', decidedBy: 'u' }).thenThrows(TaskFinalError);
+  });
+  it('a timeout rejects (default) and is a no-op once decided', () => {
+    const s = given(waiting).when({ type: 'TimeOutApproval', requestId: 'apr-1', action: 'reject' }).then([{ type: 'ApprovalTimedOut', data: { requestId: 'apr-1', action: 'reject' } }]);
+    expect(s.lead?.openToolUses[0]?.result?.content).toMatch(/rejected the plan: no decision before the deadline/);
+    given([...waiting, { type: 'ApprovalTimedOut', data: { requestId: 'apr-1', action: 'reject' } }]).when({ type: 'TimeOutApproval', requestId: 'apr-1', action: 'reject' }).then([]);
+  });
+  it('requesting approval twice for one request id is refused', () => {
+    given(waiting).when({ type: 'RequestApproval', ...(approvalRequested.data as never) }).thenThrows(InvalidCommandError, /already exists/);
+  });
+});
+
+describe('clarifications', () => {
+  it('the lead asks → awaiting_input; the answer becomes the tool result', () => {
+    const s0 = given(leadWaitingOnTool).when({ type: 'RequestClarification', ...(clarificationRequested.data as never) }).then([clarificationRequested]);
+    expect(s0.status).toBe('awaiting_input');
+    const s = given([...leadWaitingOnTool, clarificationRequested]).when({ type: 'AnswerClarification', requestId: 'clr-1', answers: ['AI safety', 'for execs'], answeredBy: 'u' }).then([
+      { type: 'ClarificationAnswered', data: { requestId: 'clr-1', answers: ['AI safety', 'for execs'], answeredBy: 'u' } },
+    ]);
+    expect(s.status).toBe('running');
+    expect(s.lead?.openToolUses[0]?.result?.content).toBe('AI safety\nfor execs');
+  });
+  it('a subagent that asks is paused until the answer, then dispatched again', () => {
+    const hist = [...leadWaitingOnTool, dispatched(), agentStarted()];
+    const ask: DecidedEvent = { type: 'ClarificationRequested', data: { requestId: 'clr-2', agentId: 'researcher-1', toolUseId: 'a-tu', questions: ['Which?'], context: '' } };
+    const s = given(hist).when({ type: 'RequestClarification', ...(ask.data as never) }).then([ask]);
+    expect(s.agents['researcher-1']?.status).toBe('paused');
+    expect(s.status).toBe('awaiting_input');
+    const s2 = given([...hist, ask]).when({ type: 'AnswerClarification', requestId: 'clr-2', answers: ['this one'], answeredBy: 'u' }).then([
+      { type: 'ClarificationAnswered', data: { requestId: 'clr-2', answers: ['this one'], answeredBy: 'u' } },
+    ]);
+    expect(s2.agents['researcher-1']?.status).toBe('dispatched');
+  });
+  it('answering twice or answering an approval is refused', () => {
+    const answered = [...leadWaitingOnTool, clarificationRequested, { type: 'ClarificationAnswered', data: { requestId: 'clr-1', answers: ['a'], answeredBy: 'u' } } as DecidedEvent];
+    given(answered).when({ type: 'AnswerClarification', requestId: 'clr-1', answers: ['b'], answeredBy: 'u' }).thenThrows(RequestAlreadyDecidedError, /answered/);
+    given([...leadWaitingOnTool, approvalRequested]).when({ type: 'AnswerClarification', requestId: 'apr-1', answers: ['b'], answeredBy: 'u' }).thenThrows(InvalidCommandError, /not a clarification/);
+  });
+});
+
+describe('completion, failure, cancellation', () => {
+  it('CompleteTask after the final answer → completed', () => {
+    const s = given([...running, leadTurn(1)]).when({ type: 'CompleteTask', summary: 's', reportPath: null }).then([{ type: 'TaskCompleted', data: { summary: 's', reportPath: null } }]);
+    expect(s.status).toBe('completed');
+    expect(toTaskView(s).result).toEqual({ summary: 's' });
+  });
+  it('CompleteTask is illegal before the final answer or while subagents run', () => {
+    given(leadWaitingOnTool).when({ type: 'CompleteTask', summary: 's', reportPath: null }).thenThrows(IllegalTransitionError, /final answer/);
+  });
+  it('FailTask from any live state; not twice', () => {
+    const s = given(leadWaitingOnTool).when({ type: 'FailTask', code: 'x', message: 'y' }).then([{ type: 'TaskFailed', data: { code: 'x', message: 'y' } }]);
+    expect(s.status).toBe('failed');
+    given([...running, { type: 'TaskFailed', data: { code: 'x', message: 'y' } }]).when({ type: 'FailTask', code: 'x', message: 'y' }).thenThrows(TaskFinalError, /already failed/);
+  });
+  it('CancelTask closes open requests and stops active agents; a final task cannot be cancelled', () => {
+    const hist = [...leadWaitingOnTool, dispatched(), agentStarted(), { ...approvalRequested, data: { ...approvalRequested.data, toolUseId: 'tu1' } } as DecidedEvent];
+    const s = given(hist).when({ type: 'CancelTask', reason: 'stop', requestedBy: 'u' }).then([{ type: 'TaskCancelled', data: { reason: 'stop', requestedBy: 'u' } }]);
+    expect(s.status).toBe('cancelled');
+    expect(s.pendingRequests).toEqual({});
+    expect(s.decidedRequests['apr-1']?.decision).toMatch(/closed/);
+    expect(s.agents['researcher-1']?.status).toBe('cancelled');
+    given([...running, leadTurn(1), { type: 'TaskCompleted', data: { summary: '', reportPath: null } }]).when({ type: 'CancelTask', reason: 'r', requestedBy: 'u' }).thenThrows(TaskFinalError, /already completed/);
+  });
+});
+
+describe('state derivation', () => {
+  it('status is running while a subagent runs even with a request open (something can run)', () => {
+    const hist = recorded([...leadWaitingOnTool, dispatched(), agentStarted()]);
+    const s = stateOf([...hist, ...recorded([{ type: 'ClarificationRequested', data: { requestId: 'c', agentId: 'lead', toolUseId: 'tu1', questions: ['q'], context: '' } }], { from: 5 })]);
+    expect(s.status).toBe('running');
+  });
+  it('agent-stream events move the agent stream version, not the task version', () => {
+    const task = recorded([...leadWaitingOnTool, dispatched(), agentStarted()]);
+    const agentTurn = recorded([{ type: 'ModelTurnRecorded', data: { ...(leadTurn(1).data as object), agentId: 'researcher-1' } as never }], { streamId: agentStreamId(TASK, 'researcher-1') });
+    const s = stateOf([...task, ...agentTurn]);
+    expect(s.version).toBe(5);
+    expect(s.agents['researcher-1']).toMatchObject({ streamVersion: 1, turns: 1 });
+  });
+});

@@ -1,0 +1,263 @@
+import { randomUUID } from 'node:crypto';
+import { builtinTeams } from '@baton/agents';
+import { busNames, ensureTopology, Relay } from '@baton/bus';
+import { handleCommand } from '@baton/event-store';
+import { silentLogger } from '@baton/runtime';
+import { stackTest, waitFor, type NatsFixture, type PgFixture } from '@baton/testing';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import type { FastifyInstance } from 'fastify';
+import { describe, expect } from 'vitest';
+import { buildApp } from './app.ts';
+import { Metrics } from './metrics.ts';
+import { SseHub } from './sse-hub.ts';
+
+const log = silentLogger();
+
+async function gateway(pg: PgFixture, nats: NatsFixture | null, opts: { apiKeys?: Map<string, string>; namespace?: string } = {}): Promise<FastifyInstance> {
+  const names = busNames(opts.namespace ?? nats?.namespace ?? '');
+  const hub = new SseHub(names, log);
+  if (nats) hub.attach(nats.nc);
+  return buildApp({
+    pool: pg.db.pool,
+    kysely: pg.db.kysely,
+    store: pg.store,
+    names,
+    nats: () => nats?.nc ?? null,
+    hub,
+    teams: builtinTeams,
+    apiKeys: opts.apiKeys ?? new Map(),
+    log,
+    metrics: new Metrics(),
+    now: () => new Date(),
+    newId: randomUUID,
+    sseHeartbeatMs: 15_000,
+    bodyLimit: 64 * 1024,
+  });
+}
+
+const test = stackTest;
+
+describe('POST /v1/tasks', () => {
+  test('creates a pending task with defaults', async ({ pg, nats }) => {
+    const app = await gateway(pg, nats);
+    const res = await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'Research X' } });
+    expect(res.statusCode).toBe(201);
+    expect(res.json()).toMatchObject({ status: 'pending', prompt: 'Research X', team: 'research', requirePlanApproval: true, approvalTimeoutSeconds: 600, version: 1, pendingRequests: [], agents: [], result: null, error: null });
+    const got = await app.inject({ method: 'GET', url: `/v1/tasks/${res.json().id}` });
+    expect(got.json()).toMatchObject({ id: res.json().id, status: 'pending' });
+    const list = await app.inject({ method: 'GET', url: '/v1/tasks?status=pending' });
+    expect(list.json().items.map((t: { id: string }) => t.id)).toEqual([res.json().id]);
+  });
+
+  test('bad input is rejected with 400 naming the field, and nothing is recorded', async ({ pg, nats }) => {
+    const app = await gateway(pg, nats);
+    const cases: [unknown, RegExp][] = [
+      [{}, /body\.prompt/],
+      [{ prompt: '' }, /body\.prompt/],
+      [{ prompt: 'x'.repeat(20_001) }, /body\.prompt: must be at most 20000/],
+      [{ prompt: 'x', requirePlanApproval: 'yes' }, /body\.requirePlanApproval/],
+      [{ prompt: 'x', approvalTimeoutSeconds: -1 }, /body\.approvalTimeoutSeconds/],
+      [{ prompt: 'x', webhook: { url: 'ftp://x' } }, /body\.webhook\.url/],
+      [{ prompt: 'x', webhook: { url: 'http://x', events: ['task.exploded'] } }, /body\.webhook\.events\.0/],
+      [{ prompt: 'x', team: 'nope' }, /body\.team: unknown team 'nope'/],
+      [{ prompt: 'x', surprise: 1 }, /surprise/],
+    ];
+    for (const [payload, message] of cases) {
+      const res = await app.inject({ method: 'POST', url: '/v1/tasks', payload: payload as object });
+      expect(res.statusCode, JSON.stringify(payload).slice(0, 80)).toBe(400);
+      expect(res.json().error.code).toBe('validation_error');
+      expect(res.json().error.message).toMatch(message);
+    }
+    const malformed = await app.inject({ method: 'POST', url: '/v1/tasks', headers: { 'content-type': 'application/json' }, payload: '{"prompt": ' });
+    expect(malformed.statusCode).toBe(400);
+    expect(malformed.json().error.code).toBe('invalid_json');
+    const huge = await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x', metadata: { blob: 'y'.repeat(70_000) } } });
+    expect(huge.statusCode).toBe(413);
+    expect((await pg.db.pool.query('select count(*)::int as n from events')).rows[0].n).toBe(0);
+  });
+
+  test('Idempotency-Key: same key and body → the same task; a different body → 422', async ({ pg, nats }) => {
+    const app = await gateway(pg, nats);
+    const send = (prompt: string) => app.inject({ method: 'POST', url: '/v1/tasks', headers: { 'idempotency-key': 'k-123' }, payload: { prompt } });
+    const [a, b] = await Promise.all([send('Research X'), send('Research X')]);
+    expect(a.statusCode).toBe(201);
+    expect(b.statusCode).toBe(201);
+    expect(a.json().id).toBe(b.json().id);
+    const c = await send('Research X');
+    expect(c.json().id).toBe(a.json().id);
+    expect(c.headers['idempotent-replayed']).toBe('true');
+    const d = await send('Something else');
+    expect(d.statusCode).toBe(422);
+    expect(d.json().error.code).toBe('idempotency_key_reused');
+    expect((await pg.db.pool.query(`select count(*)::int as n from events where type = 'TaskSubmitted'`)).rows[0].n).toBe(1);
+  });
+});
+
+describe('reads, tenancy, errors', () => {
+  test('unknown task → 404; malformed id → 400 naming id; unknown route → 404', async ({ pg, nats }) => {
+    const app = await gateway(pg, nats);
+    const r404 = await app.inject({ method: 'GET', url: `/v1/tasks/${randomUUID()}` });
+    expect(r404.statusCode).toBe(404);
+    expect(r404.json().error.code).toBe('not_found');
+    const r400 = await app.inject({ method: 'GET', url: '/v1/tasks/not-a-uuid' });
+    expect(r400.statusCode).toBe(400);
+    expect(r400.json().error.message).toMatch(/params\.id/);
+    expect((await app.inject({ method: 'GET', url: '/v1/nothing' })).statusCode).toBe(404);
+    const badCursor = await app.inject({ method: 'GET', url: '/v1/tasks?cursor=garbage' });
+    expect(badCursor.statusCode).toBe(400);
+  });
+
+  test('API keys: 401 without a key; a tenant never sees another tenant\'s task', async ({ pg, nats }) => {
+    const app = await gateway(pg, nats, { apiKeys: new Map([['key-of-tenant-a-0001', 'a'], ['key-of-tenant-b-0001', 'b']]) });
+    expect((await app.inject({ method: 'GET', url: '/v1/tasks' })).statusCode).toBe(401);
+    expect((await app.inject({ method: 'GET', url: '/v1/tasks', headers: { authorization: 'Bearer wrong-key-wrong-key' } })).statusCode).toBe(401);
+    const a = { authorization: 'Bearer key-of-tenant-a-0001' };
+    const b = { authorization: 'Bearer key-of-tenant-b-0001' };
+    const created = await app.inject({ method: 'POST', url: '/v1/tasks', headers: a, payload: { prompt: 'mine' } });
+    const id = created.json().id;
+    expect((await app.inject({ method: 'GET', url: `/v1/tasks/${id}`, headers: a })).statusCode).toBe(200);
+    expect((await app.inject({ method: 'GET', url: `/v1/tasks/${id}`, headers: b })).statusCode).toBe(404);
+    expect((await app.inject({ method: 'GET', url: `/v1/tasks/${id}/events`, headers: b })).statusCode).toBe(404);
+    expect((await app.inject({ method: 'POST', url: `/v1/tasks/${id}/cancel`, headers: b })).statusCode).toBe(404);
+    expect((await app.inject({ method: 'GET', url: '/v1/tasks', headers: b })).json().items).toEqual([]);
+    expect((await app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
+  });
+
+  test('cancel → cancelled; cancelling again → 409', async ({ pg, nats }) => {
+    const app = await gateway(pg, nats);
+    const id = (await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x' } })).json().id;
+    const c1 = await app.inject({ method: 'POST', url: `/v1/tasks/${id}/cancel`, payload: { reason: 'changed my mind' } });
+    expect(c1.statusCode).toBe(200);
+    expect(c1.json().status).toBe('cancelled');
+    const c2 = await app.inject({ method: 'POST', url: `/v1/tasks/${id}/cancel` });
+    expect(c2.statusCode).toBe(409);
+    expect(c2.json().error).toMatchObject({ code: 'task_final', message: expect.stringMatching(/already cancelled/) });
+  });
+
+  test('approvals: invalid edit → 400 naming the field (request stays open); approve once → 200, twice → 409', async ({ pg, nats }) => {
+    const app = await gateway(pg, nats);
+    const id = (await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x' } })).json().id as string;
+    await handleCommand(pg.store, id, { type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'research-lead', configVersion: 'v' });
+    const input = { agent: 'researcher', prompt: 'p' };
+    await handleCommand(pg.store, id, {
+      type: 'RecordModelTurn', agentId: 'lead', turn: 1, model: 'm', content: [{ type: 'tool_use', id: 'tu1', name: 'Task', input }], stopReason: 'tool_use',
+      usage: { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 }, offline: true, durationMs: 0,
+    });
+    await handleCommand(pg.store, id, { type: 'RequestApproval', requestId: 'apr-1', agentId: 'lead', toolUseId: 'tu1', toolName: 'Task', input, inputDigest: 'd', plan: 'the plan', deadline: new Date(Date.now() + 60_000).toISOString() });
+    const task = (await app.inject({ method: 'GET', url: `/v1/tasks/${id}` })).json();
+    expect(task.status).toBe('awaiting_input');
+    expect(task.pendingRequests).toEqual([expect.objectContaining({ kind: 'approval', requestId: 'apr-1', toolName: 'Task', input, plan: 'the plan' })]);
+    const bad = await app.inject({ method: 'POST', url: `/v1/tasks/${id}/approvals/apr-1`, payload: { decision: 'approve', input: { agent: 'researcher', prompt: '' } } });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json().error.message).toMatch(/body\.input\.prompt/);
+    const ok = await app.inject({ method: 'POST', url: `/v1/tasks/${id}/approvals/apr-1`, payload: { decision: 'approve', input: { agent: 'researcher', prompt: 'narrower' } } });
+    expect(ok.statusCode).toBe(200);
+    expect(ok.json()).toMatchObject({ status: 'running', pendingRequests: [] });
+    const again = await app.inject({ method: 'POST', url: `/v1/tasks/${id}/approvals/apr-1`, payload: { decision: 'reject' } });
+    expect(again.statusCode).toBe(409);
+    expect(again.json().error.message).toMatch(/already decided: approved with edits/);
+    const unknown = await app.inject({ method: 'POST', url: `/v1/tasks/${id}/answers/nope`, payload: { answers: 'x' } });
+    expect(unknown.statusCode).toBe(404);
+    const at1 = await app.inject({ method: 'GET', url: `/v1/tasks/${id}/state?at=1` });
+    expect(at1.json()).toMatchObject({ status: 'pending', version: 1 });
+    const at4 = await app.inject({ method: 'GET', url: `/v1/tasks/${id}/state?at=4` });
+    expect(at4.json()).toMatchObject({ status: 'awaiting_input', version: 4 });
+    expect((await app.inject({ method: 'GET', url: `/v1/tasks/${id}/state?at=99` })).statusCode).toBe(404);
+  });
+
+  test('readyz is 200 with Postgres and NATS up, 503 without NATS', async ({ pg, nats }) => {
+    expect((await (await gateway(pg, nats)).inject({ method: 'GET', url: '/readyz' })).statusCode).toBe(200);
+    const noNats = await (await gateway(pg, null, { namespace: nats.namespace })).inject({ method: 'GET', url: '/readyz' });
+    expect(noNats.statusCode).toBe(503);
+    expect(noNats.json().checks.nats).toBe('unreachable');
+    expect((await (await gateway(pg, nats)).inject({ method: 'GET', url: '/docs/json' })).json().paths).toHaveProperty('/v1/tasks');
+  });
+});
+
+describe('SSE', () => {
+  test('reconnecting with Last-Event-ID: every event once, no gap, no duplicate; the stream ends after the final event', async ({ pg, nats }) => {
+    const names = busNames(nats.namespace);
+    await ensureTopology(await jetstreamManager(nats.nc), names);
+    const relay = new Relay({ pool: pg.db.pool, store: pg.store, js: jetstream(nats.nc), names, log });
+    relay.start();
+    const app = await gateway(pg, nats);
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
+    const id = (await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x', team: 'bench' } })).json().id as string;
+
+    // Produce events while the client reads: start, 30 model turns, completion.
+    const produce = (async () => {
+      await handleCommand(pg.store, id, { type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'bench-lead', configVersion: 'v' });
+      for (let turn = 1; turn <= 30; turn++) {
+        await handleCommand(pg.store, id, (s) => {
+          if (s.lead?.phase === 'tools') return { type: 'RecordToolResults', agentId: 'lead', results: [{ toolUseId: `t${turn - 1}`, toolName: 'bench_step', content: 'ok', isError: false }] };
+          return null;
+        });
+        await handleCommand(pg.store, id, {
+          type: 'RecordModelTurn', agentId: 'lead', turn, model: 'm', stopReason: turn < 30 ? 'tool_use' : 'end_turn',
+          content: turn < 30 ? [{ type: 'tool_use', id: `t${turn}`, name: 'bench_step', input: { step: turn } }] : [{ type: 'text', text: 'done' }],
+          usage: { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 }, offline: true, durationMs: 0,
+        });
+      }
+      await handleCommand(pg.store, id, { type: 'CompleteTask', summary: 'done', reportPath: null });
+    })();
+
+    const seen: number[] = [];
+    const types: string[] = [];
+    let lastId: string | undefined;
+    let connections = 0;
+    for (;;) {
+      connections++;
+      const ctrl = new AbortController();
+      const res = await fetch(`${base}/v1/tasks/${id}/events`, { headers: { accept: 'text/event-stream', ...(lastId ? { 'last-event-id': lastId } : {}) }, signal: ctrl.signal });
+      expect(res.headers.get('content-type')).toMatch(/text\/event-stream/);
+      let buf = '';
+      let ended = true;
+      try {
+        for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+          buf += Buffer.from(chunk).toString();
+          let i: number;
+          while ((i = buf.indexOf('\n\n')) >= 0) {
+            const frame = buf.slice(0, i);
+            buf = buf.slice(i + 2);
+            const idLine = /^id: (\d+)$/m.exec(frame);
+            const data = /^data: (.*)$/m.exec(frame);
+            if (!idLine || !data) continue;
+            lastId = idLine[1];
+            const ev = JSON.parse(data[1] as string);
+            seen.push(ev.position);
+            types.push(ev.type);
+            // Drop the connection every 7 events to force reconnects mid-stream.
+            if (seen.length % 7 === 0) {
+              ended = false;
+              ctrl.abort();
+            }
+          }
+        }
+      } catch (err) {
+        if (!ctrl.signal.aborted) throw err;
+      }
+      if (ended) break;
+    }
+    await produce;
+    await relay.stop();
+    await app.close();
+    const all = (await pg.store.readTask(id)).map((e) => Number(e.position));
+    expect(connections).toBeGreaterThan(3);
+    expect(seen).toEqual(all); // every event, in order, exactly once
+    expect(types[types.length - 1]).toBe('TaskCompleted');
+  });
+
+  test('JSON event list pages with after=', async ({ pg, nats }) => {
+    const app = await gateway(pg, nats);
+    const id = (await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x' } })).json().id;
+    await app.inject({ method: 'POST', url: `/v1/tasks/${id}/cancel` });
+    const all = (await app.inject({ method: 'GET', url: `/v1/tasks/${id}/events` })).json().items;
+    expect(all.map((e: { type: string }) => e.type)).toEqual(['TaskSubmitted', 'TaskCancelled']);
+    expect(all[0]).toMatchObject({ taskId: id, streamId: `task-${id}`, version: 1, data: { prompt: 'x' } });
+    const after = (await app.inject({ method: 'GET', url: `/v1/tasks/${id}/events?after=${all[0].position}` })).json().items;
+    expect(after.map((e: { type: string }) => e.type)).toEqual(['TaskCancelled']);
+    expect((await app.inject({ method: 'GET', url: `/v1/tasks/${id}/events?after=999999` })).statusCode).toBe(400);
+    await waitFor(() => true);
+  });
+});
