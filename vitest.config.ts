@@ -18,7 +18,7 @@ export default defineConfig({
       {
         test: {
           name: 'int',
-          include: ['packages/*/src/**/*.int.test.ts', 'services/*/src/**/*.int.test.ts', 'services/*/src/**/*.e2e.test.ts'],
+          include: ['packages/*/src/**/*.int.test.ts', 'services/*/src/**/*.int.test.ts', 'packages/*/src/**/*.e2e.test.ts', 'services/*/src/**/*.e2e.test.ts'],
           globalSetup: ['./packages/testing/src/global-setup.ts'],
           hookTimeout: 60_000,
           testTimeout: 120_000,

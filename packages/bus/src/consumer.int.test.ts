@@ -44,7 +44,7 @@ describe('startConsumer', () => {
     expect(rows[0].consumer).toBe('runner-jobs');
   });
 
-  test('a message whose handler never settles it (crash) is dead-lettered after maxAttempts deliveries', async ({ pg, nats }) => {
+  test('a message whose handler never settles it (crash) is dead-lettered after maxAttempts deliveries', async ({ nats }) => {
     const names = busNames(nats.namespace);
     const jsm = await jetstreamManager(nats.nc);
     await ensureTopology(jsm, names, { ackWaitMs: { runner: 1000 } });

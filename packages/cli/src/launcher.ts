@@ -40,7 +40,7 @@ export async function prepareDatabase(url: string, log: (m: string) => void): Pr
       }
       return;
     } catch (err) {
-      if (Date.now() > deadline) throw new Error(`Postgres at ${redact(url)} is not usable: ${(err as Error).message}`);
+      if (Date.now() > deadline) throw new Error(`Postgres at ${redact(url)} is not usable: ${(err as Error).message}`, { cause: err });
       log(`waiting for Postgres at ${redact(url)} (${(err as Error).message}); attempt ${attempt}`);
       await new Promise((r) => setTimeout(r, Math.min(5000, 250 * 2 ** attempt)));
     }

@@ -1,6 +1,6 @@
 import { given, recorded, stateOf } from '@baton/testing';
 import { describe, expect, it } from 'vitest';
-import type { DecidedEvent } from './commands.ts';
+import type { Command, DecidedEvent } from './commands.ts';
 import { agentStreamId } from './events.ts';
 import {
   IllegalTransitionError,
@@ -12,6 +12,8 @@ import {
 } from './errors.ts';
 import { toTaskView } from './view.ts';
 
+/** Build a command from event data (tests reuse the event fixtures as command payloads). */
+const cmd = (type: Command['type'], data: unknown): Command => ({ type, ...(data as object) }) as Command;
 const TASK = '00000000-0000-4000-8000-000000000001';
 const usage = { inputTokens: 10, outputTokens: 5, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0.01 };
 const submitted: DecidedEvent = {
@@ -51,49 +53,48 @@ const leadWaitingOnTool = [...running, leadTurn(1, [{ id: 'tu1' }])];
 
 describe('SubmitTask', () => {
   it('records TaskSubmitted on a new task → pending', () => {
-    const { type: _t, ...data } = { type: 'SubmitTask' as const, ...submitted.data };
-    const s = given([]).when({ type: 'SubmitTask', ...data }).then([submitted]);
+    const s = given([]).when(cmd('SubmitTask', submitted.data)).then([submitted]);
     expect(s.status).toBe('pending');
   });
   it('is illegal once the task exists', () => {
-    given([submitted]).when({ type: 'SubmitTask', ...(submitted.data as never) }).thenThrows(IllegalTransitionError, /already exists/);
+    given([submitted]).when(cmd('SubmitTask', submitted.data)).thenThrows(IllegalTransitionError, /already exists/);
   });
 });
 
 describe('StartTask', () => {
   it('pending → running', () => {
-    expect(given([submitted]).when({ type: 'StartTask', ...(started.data as never) }).then([started]).status).toBe('running');
+    expect(given([submitted]).when(cmd('StartTask', started.data)).then([started]).status).toBe('running');
   });
   it('is illegal before submission, twice, or after the end', () => {
-    given([]).when({ type: 'StartTask', ...(started.data as never) }).thenThrows(IllegalTransitionError, /not submitted/);
-    given(running).when({ type: 'StartTask', ...(started.data as never) }).thenThrows(IllegalTransitionError, /already started/);
-    given([...running, { type: 'TaskCancelled', data: { reason: 'r', requestedBy: 'u' } }]).when({ type: 'StartTask', ...(started.data as never) }).thenThrows(TaskFinalError);
+    given([]).when(cmd('StartTask', started.data)).thenThrows(IllegalTransitionError, /not submitted/);
+    given(running).when(cmd('StartTask', started.data)).thenThrows(IllegalTransitionError, /already started/);
+    given([...running, { type: 'TaskCancelled', data: { reason: 'r', requestedBy: 'u' } }]).when(cmd('StartTask', started.data)).thenThrows(TaskFinalError);
   });
 });
 
 describe('RecordModelTurn', () => {
   it('a lead turn with tool uses opens them; usage adds up', () => {
-    const s = given(running).when({ type: 'RecordModelTurn', ...(leadTurn(1, [{ id: 'tu1' }]).data as never) }).then([leadTurn(1, [{ id: 'tu1' }])]);
+    const s = given(running).when(cmd('RecordModelTurn', leadTurn(1, [{ id: 'tu1' }]).data)).then([leadTurn(1, [{ id: 'tu1' }])]);
     expect(s.lead?.phase).toBe('tools');
     expect(s.lead?.openToolUses.map((t) => t.toolUseId)).toEqual(['tu1']);
     expect(s.usage.inputTokens).toBe(10);
   });
   it('a lead turn without tool uses gives the final answer', () => {
-    const s = given(running).when({ type: 'RecordModelTurn', ...(leadTurn(1).data as never) }).then([leadTurn(1)]);
+    const s = given(running).when(cmd('RecordModelTurn', leadTurn(1).data)).then([leadTurn(1)]);
     expect(s.lead?.phase).toBe('done');
     expect(s.lead?.finalText).toBe('turn 1');
   });
   it('is illegal while the lead waits on tools, out of order, or for an agent that is not running', () => {
-    given(leadWaitingOnTool).when({ type: 'RecordModelTurn', ...(leadTurn(2).data as never) }).thenThrows(IllegalTransitionError, /not due a model turn/);
-    given(running).when({ type: 'RecordModelTurn', ...(leadTurn(3).data as never) }).thenThrows(InvalidCommandError, /does not follow/);
+    given(leadWaitingOnTool).when(cmd('RecordModelTurn', leadTurn(2).data)).thenThrows(IllegalTransitionError, /not due a model turn/);
+    given(running).when(cmd('RecordModelTurn', leadTurn(3).data)).thenThrows(InvalidCommandError, /does not follow/);
     const sub = { ...(leadTurn(1).data as object), agentId: 'researcher-1' };
-    given([...leadWaitingOnTool, dispatched()]).when({ type: 'RecordModelTurn', ...(sub as never) }).thenThrows(IllegalTransitionError, /dispatched/);
-    given(running).when({ type: 'RecordModelTurn', ...(sub as never) }).thenThrows(InvalidCommandError, /no agent/);
+    given([...leadWaitingOnTool, dispatched()]).when(cmd('RecordModelTurn', sub)).thenThrows(IllegalTransitionError, /dispatched/);
+    given(running).when(cmd('RecordModelTurn', sub)).thenThrows(InvalidCommandError, /no agent/);
   });
   it('a subagent turn counts on the agent and on the task usage', () => {
     const hist = [...leadWaitingOnTool, dispatched(), agentStarted()];
     const turn = { ...(leadTurn(1).data as object), agentId: 'researcher-1' };
-    const s = given(hist).when({ type: 'RecordModelTurn', ...(turn as never) }).then([{ type: 'ModelTurnRecorded', data: turn as never }]);
+    const s = given(hist).when(cmd('RecordModelTurn', turn)).then([{ type: 'ModelTurnRecorded', data: turn as never }]);
     expect(s.usage.inputTokens).toBe(20);
   });
 });
@@ -113,12 +114,12 @@ describe('RecordToolResults', () => {
 
 describe('subagents', () => {
   it('dispatch → start → complete resolves the lead tool use with the summary', () => {
-    let s = given(leadWaitingOnTool).when({ type: 'DispatchSubagent', ...(dispatched().data as never) }).then([dispatched()]);
+    let s = given(leadWaitingOnTool).when(cmd('DispatchSubagent', dispatched().data)).then([dispatched()]);
     expect(s.agents['researcher-1']?.status).toBe('dispatched');
     expect(s.lead?.openToolUses[0]?.state).toBe('dispatched');
-    s = given([...leadWaitingOnTool, dispatched()]).when({ type: 'StartSubagent', ...(agentStarted().data as never) }).then([agentStarted()]);
+    s = given([...leadWaitingOnTool, dispatched()]).when(cmd('StartSubagent', agentStarted().data)).then([agentStarted()]);
     expect(s.agents['researcher-1']?.status).toBe('running');
-    s = given([...leadWaitingOnTool, dispatched(), agentStarted()]).when({ type: 'CompleteSubagent', ...(agentCompleted().data as never) }).then([agentCompleted()]);
+    s = given([...leadWaitingOnTool, dispatched(), agentStarted()]).when(cmd('CompleteSubagent', agentCompleted().data)).then([agentCompleted()]);
     expect(s.agents['researcher-1']).toMatchObject({ status: 'completed', filesCreated: ['notes.md'], summary: 'found things' });
     expect(s.lead?.openToolUses[0]).toMatchObject({ state: 'resolved', result: { isError: false } });
     expect(JSON.parse(s.lead?.openToolUses[0]?.result?.content ?? '{}')).toMatchObject({ summary: 'found things', filesCreated: ['notes.md'] });
@@ -127,14 +128,14 @@ describe('subagents', () => {
     const hist = [...leadWaitingOnTool, dispatched(), agentStarted('researcher-1', 1)];
     const s = given(hist).when({ type: 'StartSubagent', agentId: 'researcher-1', attempt: 2, runnerId: 'r2' }).then([{ type: 'SubagentStarted', data: { agentId: 'researcher-1', attempt: 2, runnerId: 'r2' } }]);
     expect(s.agents['researcher-1']?.attempt).toBe(2);
-    given([...hist, agentStarted('researcher-1', 2)]).when({ type: 'CompleteSubagent', ...(agentCompleted('researcher-1', 1).data as never) }).thenThrows(StaleAttemptError, /superseded by attempt 2/);
+    given([...hist, agentStarted('researcher-1', 2)]).when(cmd('CompleteSubagent', agentCompleted('researcher-1', 1).data)).thenThrows(StaleAttemptError, /superseded by attempt 2/);
     given(hist).when({ type: 'StartSubagent', agentId: 'researcher-1', attempt: 1, runnerId: 'r2' }).thenThrows(StaleAttemptError);
   });
   it('illegal: dispatching a tool use twice, an unknown tool use, a duplicate agent id, completing a dispatched agent', () => {
     const hist = [...leadWaitingOnTool, dispatched()];
-    given(hist).when({ type: 'DispatchSubagent', ...(dispatched('researcher-2').data as never) }).thenThrows(IllegalTransitionError, /is dispatched/);
-    given(leadWaitingOnTool).when({ type: 'DispatchSubagent', ...(dispatched('researcher-1', 'zz').data as never) }).thenThrows(InvalidCommandError, /not open/);
-    given(hist).when({ type: 'CompleteSubagent', ...(agentCompleted().data as never) }).thenThrows(IllegalTransitionError, /is dispatched/);
+    given(hist).when(cmd('DispatchSubagent', dispatched('researcher-2').data)).thenThrows(IllegalTransitionError, /is dispatched/);
+    given(leadWaitingOnTool).when(cmd('DispatchSubagent', dispatched('researcher-1', 'zz').data)).thenThrows(InvalidCommandError, /not open/);
+    given(hist).when(cmd('CompleteSubagent', agentCompleted().data)).thenThrows(IllegalTransitionError, /is dispatched/);
   });
   it('a failed subagent resolves its tool use as an error result', () => {
     const hist = [...leadWaitingOnTool, dispatched(), agentStarted()];
@@ -148,7 +149,7 @@ describe('subagents', () => {
 describe('approvals', () => {
   const waiting = [...leadWaitingOnTool, approvalRequested];
   it('a request opens → awaiting_input; approve closes it and clears the tool use to run', () => {
-    const s0 = given(leadWaitingOnTool).when({ type: 'RequestApproval', ...(approvalRequested.data as never) }).then([approvalRequested]);
+    const s0 = given(leadWaitingOnTool).when(cmd('RequestApproval', approvalRequested.data)).then([approvalRequested]);
     expect(s0.status).toBe('awaiting_input');
     expect(toTaskView(s0).pendingRequests).toEqual([expect.objectContaining({ kind: 'approval', requestId: 'apr-1', toolName: 'Task', plan: 'plan' })]);
     const s = given(waiting).when({ type: 'DecideApproval', requestId: 'apr-1', decision: 'approve', decidedBy: 'u' }).then([
@@ -185,13 +186,13 @@ describe('approvals', () => {
     given([...waiting, { type: 'ApprovalTimedOut', data: { requestId: 'apr-1', action: 'reject' } }]).when({ type: 'TimeOutApproval', requestId: 'apr-1', action: 'reject' }).then([]);
   });
   it('requesting approval twice for one request id is refused', () => {
-    given(waiting).when({ type: 'RequestApproval', ...(approvalRequested.data as never) }).thenThrows(InvalidCommandError, /already exists/);
+    given(waiting).when(cmd('RequestApproval', approvalRequested.data)).thenThrows(InvalidCommandError, /already exists/);
   });
 });
 
 describe('clarifications', () => {
   it('the lead asks → awaiting_input; the answer becomes the tool result', () => {
-    const s0 = given(leadWaitingOnTool).when({ type: 'RequestClarification', ...(clarificationRequested.data as never) }).then([clarificationRequested]);
+    const s0 = given(leadWaitingOnTool).when(cmd('RequestClarification', clarificationRequested.data)).then([clarificationRequested]);
     expect(s0.status).toBe('awaiting_input');
     const s = given([...leadWaitingOnTool, clarificationRequested]).when({ type: 'AnswerClarification', requestId: 'clr-1', answers: ['AI safety', 'for execs'], answeredBy: 'u' }).then([
       { type: 'ClarificationAnswered', data: { requestId: 'clr-1', answers: ['AI safety', 'for execs'], answeredBy: 'u' } },
@@ -202,7 +203,7 @@ describe('clarifications', () => {
   it('a subagent that asks is paused until the answer, then dispatched again', () => {
     const hist = [...leadWaitingOnTool, dispatched(), agentStarted()];
     const ask: DecidedEvent = { type: 'ClarificationRequested', data: { requestId: 'clr-2', agentId: 'researcher-1', toolUseId: 'a-tu', questions: ['Which?'], context: '' } };
-    const s = given(hist).when({ type: 'RequestClarification', ...(ask.data as never) }).then([ask]);
+    const s = given(hist).when(cmd('RequestClarification', ask.data)).then([ask]);
     expect(s.agents['researcher-1']?.status).toBe('paused');
     expect(s.status).toBe('awaiting_input');
     const s2 = given([...hist, ask]).when({ type: 'AnswerClarification', requestId: 'clr-2', answers: ['this one'], answeredBy: 'u' }).then([

@@ -65,7 +65,7 @@ async function assertPostgres(url: string): Promise<void> {
     await c.connect();
     await c.query('select 1');
   } catch (err) {
-    throw new Error(`Postgres is not reachable at ${url} (${(err as Error).message}). Start it (see README) or set DATABASE_URL.`);
+    throw new Error(`Postgres is not reachable at ${url} (${(err as Error).message}). Start it (see README) or set DATABASE_URL.`, { cause: err });
   } finally {
     await c.end().catch(() => {});
   }
@@ -77,7 +77,7 @@ async function assertNats(url: string): Promise<void> {
     const nc = await connect({ servers: url, timeout: 5000 });
     await nc.close();
   } catch (err) {
-    throw new Error(`NATS is not reachable at ${url} (${(err as Error).message}). Start nats-server -js (see README) or set NATS_URL.`);
+    throw new Error(`NATS is not reachable at ${url} (${(err as Error).message}). Start nats-server -js (see README) or set NATS_URL.`, { cause: err });
   }
 }
 

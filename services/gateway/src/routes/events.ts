@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http';
 import { stateAt, TERMINAL_EVENT_TYPES, toEventView, toTaskView } from '@baton/domain';
 import { START, type LogCursor } from '@baton/event-store';
 import type { ZodTypeProvider } from '@fastify/type-provider-zod';
@@ -42,7 +43,7 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     return streamEvents(req, reply.hijack() ?? reply, taskId, cursor);
   });
 
-  function streamEvents(req: FastifyRequest, reply: { raw: import('node:http').ServerResponse }, taskId: string, start: LogCursor): void {
+  function streamEvents(req: FastifyRequest, reply: { raw: ServerResponse }, taskId: string, start: LogCursor): void {
     const res = reply.raw;
     res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'x-accel-buffering': 'no' });
     res.write('retry: 2000\n\n');
