@@ -11,6 +11,7 @@ export default defineConfig({
       {
         test: {
           name: 'unit',
+          sequence: { groupOrder: 0 },
           include: ['packages/*/src/**/*.test.ts', 'services/*/src/**/*.test.ts'],
           exclude: ['**/*.int.test.ts', '**/*.e2e.test.ts', '**/node_modules/**'],
         },
@@ -18,6 +19,7 @@ export default defineConfig({
       {
         test: {
           name: 'int',
+          sequence: { groupOrder: 1 },
           include: ['packages/*/src/**/*.int.test.ts', 'services/*/src/**/*.int.test.ts', 'packages/*/src/**/*.e2e.test.ts', 'services/*/src/**/*.e2e.test.ts'],
           globalSetup: ['./packages/testing/src/global-setup.ts'],
           hookTimeout: 60_000,

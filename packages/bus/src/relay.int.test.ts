@@ -66,6 +66,8 @@ describe('Relay', () => {
   test('killed mid-batch: nothing is lost and re-published duplicates are dropped', async ({ pg, nats }) => {
     const { names, jsm, js } = await setup(nats.nc, nats.namespace);
     const ids = await appendTasks(pg.store, 30);
+    // Wait until all 30 are below the (cluster-wide) horizon, so they form one batch.
+    await waitFor(async () => (await pg.store.readAll({ txid: 0n, position: 0n }, 100)).length === 30, { what: 'all events visible' });
     // The first relay "crashes" after 12 PubAcks of a 30-event batch, before its checkpoint.
     const crashing = new Relay({
       pool: pg.db.pool, store: pg.store, js, names, log, batchSize: 30,

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { taskStreamId, type NewEvent } from '@baton/domain';
-import { pgTest as test } from '@baton/testing';
+import { pgTest as test, waitFor } from '@baton/testing';
 import pg from 'pg';
 import { describe, expect } from 'vitest';
 import { ConcurrencyError } from './errors.ts';
@@ -111,7 +111,11 @@ describe('readAll (gap-safe tail)', () => {
     expect(await store.hasHiddenAfter(cursor)).toBe(true);
     await a.query('commit');
     await a.end();
-    await drain();
+    // The horizon is cluster-wide: other tests' open transactions can hold it back a moment.
+    await waitFor(async () => {
+      await drain();
+      return seen.length === 2;
+    }, { what: 'both events visible to the tailer' });
     expect(seen).toEqual([taskA, taskB]);
     expect(await store.hasHiddenAfter(cursor)).toBe(false);
   });

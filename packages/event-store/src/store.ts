@@ -209,7 +209,20 @@ export class EventStore {
     return res.rows.map((r) => ({ event: toRecorded(r), cursor: { txid: BigInt(r.tx), position: BigInt(r.gp) } }));
   }
 
-  /** The same gap-safe tail, for one task (SSE and the JSON event list). */
+  /**
+   * A snapshot page of a task's committed events by position (read-your-writes; no horizon).
+   * Use `readTaskAfter` to tail without ever skipping a late commit.
+   */
+  async readTaskPage(taskId: string, afterPosition: bigint, limit: number): Promise<RecordedEvent[]> {
+    const res = await this.pool.query<EventRow>({
+      name: 'baton_read_task_page',
+      text: `select ${EVENT_COLUMNS} from events where task_id = $1 and global_position > $2 order by global_position limit $3`,
+      values: [taskId, afterPosition.toString(), limit],
+    });
+    return res.rows.map(toRecorded);
+  }
+
+  /** The same gap-safe tail, for one task (SSE). */
   async readTaskAfter(taskId: string, cursor: LogCursor, limit: number): Promise<TailedEvent[]> {
     const res = await this.pool.query<EventRow>({
       name: 'baton_read_task_after',

@@ -2,9 +2,9 @@ import type { Reporter, TestModule } from 'vitest/node';
 
 /** Prints the plain closing line CI reads: "vitest: N passed, N failed, N skipped". */
 export default class SummaryReporter implements Reporter {
-  onTestRunEnd(modules: ReadonlyArray<TestModule>): void {
+  onTestRunEnd(modules: ReadonlyArray<TestModule>, unhandledErrors: ReadonlyArray<unknown> = []): void {
     let passed = 0;
-    let failed = 0;
+    let failed = unhandledErrors.length;
     let skipped = 0;
     for (const m of modules) {
       for (const t of m.children.allTests()) {

@@ -240,12 +240,16 @@ describe('SSE', () => {
       if (ended) break;
     }
     await produce;
-    await relay.stop();
-    await app.close();
     const all = (await pg.store.readTask(id)).map((e) => Number(e.position));
+    await relay.stop();
     expect(connections).toBeGreaterThan(3);
     expect(seen).toEqual(all); // every event, in order, exactly once
     expect(types[types.length - 1]).toBe('TaskCompleted');
+
+    // Reconnecting with the final event's id: the stream ends at once with nothing new.
+    const again = await fetch(`${base}/v1/tasks/${id}/events`, { headers: { accept: 'text/event-stream', 'last-event-id': String(all[all.length - 1]) }, signal: AbortSignal.timeout(10_000) });
+    expect(await again.text()).not.toMatch(/^id:/m);
+    await app.close();
   });
 
   test('JSON event list pages with after=', async ({ pg, nats }) => {

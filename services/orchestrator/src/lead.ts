@@ -41,7 +41,8 @@ export interface LeadDeps {
  * execute its local tools, open approvals, dispatch subagents, complete the task. Everything
  * is decided from the state folded from the log, so running it twice, or on two replicas at
  * once, is harmless: the second append conflicts and the loser re-reads.
- * Each model turn is one durable append (with the tool results that led to it).
+ * Each step is one durable append: a model turn together with what it led to (tool results,
+ * dispatches, approval requests, completion).
  */
 export async function advanceTask(deps: LeadDeps, taskId: string): Promise<{ appended: number }> {
   let appended = 0;
@@ -127,6 +128,9 @@ async function runLead(deps: LeadDeps, initial: TaskState, history: RecordedEven
       apply({ type: 'FailTask', code: 'max_turns', message: `the lead reached its limit of ${team.lead.maxTurns} turns` });
       break;
     }
+    // A recorded turn is paid for: make it durable before asking the model again. Everything
+    // else (start, tool results) rides along with the next turn, so each step is one commit.
+    if (pending.some((e) => e.type === 'ModelTurnRecorded')) await flush();
     const startedAt = deps.now();
     const messages = buildConversation(s.prompt, lead.agentId, [...events, ...pending.map((e) => preview(e, s, taskId))]);
     const res = await deps.model.complete({
@@ -151,7 +155,6 @@ async function runLead(deps: LeadDeps, initial: TaskState, history: RecordedEven
       },
       { startedAt: startedAt.toISOString() },
     );
-    await flush();
   }
   await flush();
   return appended;

@@ -37,12 +37,9 @@ export async function runSubagentJob(d: RunnerDeps, taskId: string, agentId: str
     return 'failed';
   }
   const attempt = agent0.attempt + 1;
-  try {
-    ({ state } = await handleCommand(d.store, taskId, { type: 'StartSubagent', agentId, attempt, runnerId: d.runnerId }));
-  } catch (err) {
-    if ((err as { code?: string }).code === 'stale_attempt') return 'superseded';
-    throw err;
-  }
+  const claimed = await claimAttempt(d, taskId, agentId, attempt);
+  if (!claimed) return 'superseded';
+  ({ state, events } = claimed);
   const ws = new Workspace(path.join(d.workspaceRoot, taskId, agentId));
   await ws.ensure();
   const streamId = agentStreamId(taskId, agentId);
@@ -114,10 +111,37 @@ export async function runSubagentJob(d: RunnerDeps, taskId: string, agentId: str
       agentEvents = agentEvents.concat(w.events);
     } catch (err) {
       if (!isConcurrencyError(err)) throw err;
-      // Someone else wrote this agent's stream: re-read, and go on only if we still own it.
+      // Someone else wrote this agent's stream (a newer attempt fenced it): re-read; the loop
+      // goes on only if this attempt is still the current one.
       ({ state, events } = await loadTask(d.store, taskId));
       agentEvents = events.filter((e) => e.streamId === streamId);
       d.log.warn({ taskId, agentId, attempt }, 'agent stream moved under us; re-read');
+    }
+  }
+}
+
+/**
+ * Claim the next attempt: first on the task stream (decide admits exactly attempt n+1, so
+ * competing runners serialise there), then as a fencing token on the agent's own stream — its
+ * version moves, so an older attempt still running conflicts on its next append and stops.
+ * Returns the fresh task, or null when another runner claimed a newer attempt first.
+ */
+export async function claimAttempt(d: Pick<RunnerDeps, 'store' | 'runnerId' | 'now'>, taskId: string, agentId: string, attempt: number) {
+  try {
+    await handleCommand(d.store, taskId, { type: 'StartSubagent', agentId, attempt, runnerId: d.runnerId });
+  } catch (err) {
+    if ((err as { code?: string }).code === 'stale_attempt') return null;
+    throw err;
+  }
+  for (;;) {
+    const loaded = await loadTask(d.store, taskId);
+    const agent = loaded.state.agents[agentId];
+    if (!agent || agent.attempt !== attempt) return null;
+    try {
+      const w = await appendToAgent(d.store, loaded.state, taskId, agentId, [{ type: 'SubagentStarted', data: { agentId, attempt, runnerId: d.runnerId } }], { now: d.now });
+      return { state: w.state, events: loaded.events.concat(w.events) };
+    } catch (err) {
+      if (!isConcurrencyError(err)) throw err;
     }
   }
 }

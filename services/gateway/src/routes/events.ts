@@ -37,10 +37,12 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     const after = wantsSse && typeof lastEventId === 'string' && /^\d+$/.test(lastEventId) ? Number(lastEventId) : req.query.after;
     const cursor = await resumeCursor(taskId, after);
     if (!wantsSse) {
-      const items = await d.store.readTaskAfter(taskId, cursor, req.query.limit);
-      return { items: items.map((t) => toEventView(t.event)) };
+      // A snapshot of what is committed now, by position. Tailing without gaps is SSE's job.
+      const items = await d.store.readTaskPage(taskId, BigInt(after ?? 0), req.query.limit);
+      return { items: items.map(toEventView) };
     }
-    return streamEvents(req, reply.hijack() ?? reply, taskId, cursor);
+    reply.hijack();
+    return streamEvents(req, reply, taskId, cursor);
   });
 
   function streamEvents(req: FastifyRequest, reply: { raw: ServerResponse }, taskId: string, start: LogCursor): void {
@@ -70,6 +72,7 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
 
     const loop = async (): Promise<void> => {
       let finalSeen = false;
+      let finalChecked = false;
       while (!closed) {
         dirty = false;
         const batch = await d.store.readTaskAfter(taskId, cursor, BATCH);
@@ -82,6 +85,11 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
         if (batch.length === BATCH) continue;
         if (finalSeen) return conn.end('final');
         if (dirty) continue;
+        // Reconnected after the final event (Last-Event-ID at or past it): nothing more will come.
+        if (!finalChecked) {
+          finalChecked = true;
+          if (await finalEventBefore(taskId, cursor)) return conn.end('final');
+        }
         // Wait for a wake-up from NATS; poll slowly as a safety net (and faster while NATS is away).
         await new Promise<void>((resolve) => {
           wake = resolve;
@@ -100,6 +108,16 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
         unregister();
         streams.delete(conn);
       });
+  }
+
+  /** Is the task's final event at or before `cursor` in commit order (already sent)? */
+  async function finalEventBefore(taskId: string, cursor: LogCursor): Promise<boolean> {
+    const res = await d.pool.query<{ sent: boolean }>(
+      `select (transaction_id, global_position) <= ($2::text::xid8, $3::bigint) as sent
+         from events where task_id = $1 and stream_id = 'task-' || $1::text and type = any($4::text[])`,
+      [taskId, cursor.txid.toString(), cursor.position.toString(), [...TERMINAL_EVENT_TYPES]],
+    );
+    return res.rows[0]?.sent === true;
   }
 
   r.get('/v1/tasks/:id/state', { schema: { params: TaskIdParams, querystring: StateQuery, tags: ['events'], summary: 'The task as it was after a version of its stream' } }, async (req) => {

@@ -1,0 +1,129 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { OfflineModel, type ModelClient, type ModelRequest } from '@baton/agents';
+import { agentStreamId } from '@baton/domain';
+import { appendToAgent, handleCommand, loadTask, type EventStore } from '@baton/event-store';
+import { silentLogger } from '@baton/runtime';
+import { pgTest as test } from '@baton/testing';
+import { afterEach, beforeEach, describe, expect } from 'vitest';
+import { claimAttempt, runSubagentJob, type RunnerDeps } from './subagent.ts';
+
+const log = silentLogger();
+let root: string;
+beforeEach(async () => {
+  root = await mkdtemp(path.join(tmpdir(), 'baton-runner-'));
+});
+afterEach(async () => rm(root, { recursive: true, force: true }));
+
+const deps = (store: EventStore, model: ModelClient = new OfflineModel(), runnerId = 'runner-a'): RunnerDeps => ({ store, model, workspaceRoot: root, runnerId, now: () => new Date(), log });
+
+/** A research task whose lead has delegated to `researcher-1` (no runner has taken it yet). */
+async function dispatchedTask(store: EventStore, agentType = 'researcher'): Promise<string> {
+  const id = randomUUID();
+  await handleCommand(store, id, { type: 'SubmitTask', prompt: 'topic', team: 'research', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 'd', requestHash: null, forkedFrom: null });
+  await handleCommand(store, id, { type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'research-lead', configVersion: 'v' });
+  await handleCommand(store, id, {
+    type: 'RecordModelTurn', agentId: 'lead', turn: 1, model: 'm', stopReason: 'tool_use', offline: true, durationMs: 0,
+    content: [{ type: 'tool_use', id: 'tu1', name: 'Task', input: { agent: agentType, prompt: 'Research the topic' } }],
+    usage: { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 },
+  });
+  await handleCommand(store, id, { type: 'DispatchSubagent', agentId: `${agentType}-1`, agentType, toolUseId: 'tu1', prompt: 'Research the topic' });
+  return id;
+}
+
+describe('runSubagentJob', () => {
+  test('runs the subagent in its workspace, records its turns in its own stream, and reports completion', async ({ pg }) => {
+    const id = await dispatchedTask(pg.store);
+    expect(await runSubagentJob(deps(pg.store), id, 'researcher-1', () => {})).toBe('completed');
+    const { state, events } = await loadTask(pg.store, id);
+    expect(state.agents['researcher-1']).toMatchObject({ status: 'completed', attempt: 1, turns: 2, filesCreated: ['notes.md'] });
+    expect(state.lead?.openToolUses[0]?.state).toBe('resolved');
+    const own = events.filter((e) => e.streamId === agentStreamId(id, 'researcher-1')).map((e) => e.type);
+    expect(own).toEqual(['SubagentStarted', 'ModelTurnRecorded', 'ToolResultsRecorded', 'ModelTurnRecorded']);
+    expect(await readFile(path.join(root, id, 'researcher-1', 'notes.md'), 'utf8')).toMatch(/offline model/);
+    // The job delivered again: nothing to do, nothing appended.
+    expect(await runSubagentJob(deps(pg.store), id, 'researcher-1', () => {})).toBe('nothing-to-do');
+    expect((await loadTask(pg.store, id)).events).toHaveLength(events.length);
+  });
+
+  test('a takeover resumes from the last recorded turn: a tool whose result was recorded never runs again', async ({ pg }) => {
+    const id = await dispatchedTask(pg.store);
+    // Runner A started, recorded turn 1 with its tool result, then died.
+    let { state } = await handleCommand(pg.store, id, { type: 'StartSubagent', agentId: 'researcher-1', attempt: 1, runnerId: 'runner-a' });
+    const calls: ModelRequest[] = [];
+    const model = new OfflineModel();
+    const counting: ModelClient = { name: 'counting', complete: async (r) => { calls.push(r); return model.complete(r); } };
+    const first = await model.complete({ agentType: 'researcher', model: 'm', system: '', messages: [{ role: 'user', content: 'Research the topic' }], tools: [], maxTokens: 100 });
+    const toolUse = first.content.find((b) => b.type === 'tool_use') as { id: string };
+    ({ state } = await appendToAgent(pg.store, state, id, 'researcher-1', [
+      { type: 'ModelTurnRecorded', data: { agentId: 'researcher-1', turn: 1, model: 'offline', content: first.content, stopReason: 'tool_use', usage: first.usage, offline: true, durationMs: 0 } },
+      { type: 'ToolResultsRecorded', data: { agentId: 'researcher-1', results: [{ toolUseId: toolUse.id, toolName: 'write_file', content: 'created notes.md', isError: false, files: { created: ['notes.md'], modified: [] } }] } },
+    ]));
+    // Runner B takes the redelivered job.
+    expect(await runSubagentJob(deps(pg.store, counting, 'runner-b'), id, 'researcher-1', () => {})).toBe('completed');
+    expect(calls).toHaveLength(1); // only turn 2 was asked of the model
+    expect(calls[0]?.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'user']); // tool_use paired with its result
+    const after = await loadTask(pg.store, id);
+    expect(after.state.agents['researcher-1']).toMatchObject({ status: 'completed', attempt: 2, turns: 2, filesCreated: ['notes.md'] });
+    const turns = after.events.filter((e) => e.type === 'ModelTurnRecorded' && e.streamId.startsWith('agent-')).map((e) => (e.data as { turn: number }).turn);
+    expect(turns).toEqual([1, 2]);
+    // The tool did not run again: runner B's workspace has no notes.md (runner A's "crash" never wrote one).
+    await expect(readFile(path.join(root, id, 'researcher-1', 'notes.md'), 'utf8')).rejects.toThrow(/ENOENT/);
+  });
+
+  test('a superseded runner stops instead of completing', async ({ pg }) => {
+    const id = await dispatchedTask(pg.store);
+    await handleCommand(pg.store, id, { type: 'StartSubagent', agentId: 'researcher-1', attempt: 1, runnerId: 'runner-a' });
+    // Runner B takes over (attempt 2); while B's model call is in flight runner C claims attempt 3.
+    // B's turn must not be recorded, and B must stop rather than complete.
+    let claimed: Awaited<ReturnType<typeof claimAttempt>> = null;
+    const slow: ModelClient = {
+      name: 'slow',
+      complete: async (r) => {
+        if (!claimed) claimed = await claimAttempt({ store: pg.store, runnerId: 'runner-c', now: () => new Date() }, id, 'researcher-1', 3);
+        return new OfflineModel().complete(r);
+      },
+    };
+    expect(await runSubagentJob(deps(pg.store, slow, 'runner-b'), id, 'researcher-1', () => {})).toBe('superseded');
+    const after = await loadTask(pg.store, id);
+    expect(after.state.agents['researcher-1']).toMatchObject({ status: 'running', attempt: 3, turns: 0 });
+    expect(after.events.filter((e) => e.streamId.startsWith('agent-')).map((e) => [e.type, (e.data as { attempt?: number }).attempt])).toEqual([
+      ['SubagentStarted', 2],
+      ['SubagentStarted', 3],
+    ]);
+  });
+
+  test('a call to a tool the agent may not use becomes an error result and the loop goes on', async ({ pg }) => {
+    const id = await dispatchedTask(pg.store);
+    let turn = 0;
+    const rogue: ModelClient = {
+      name: 'rogue',
+      complete: async () => {
+        turn++;
+        const usage = { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
+        if (turn === 1) return { content: [{ type: 'tool_use', id: 'x1', name: 'Task', input: { agent: 'a', prompt: 'p' } }, { type: 'tool_use', id: 'x2', name: 'write_file', input: { path: '../../etc/evil', content: 'x' } }], stopReason: 'tool_use', usage, model: 'r', offline: true };
+        return { content: [{ type: 'text', text: 'ok' }], stopReason: 'end_turn', usage, model: 'r', offline: true };
+      },
+    };
+    expect(await runSubagentJob(deps(pg.store, rogue), id, 'researcher-1', () => {})).toBe('completed');
+    const results = (await loadTask(pg.store, id)).events.find((e) => e.type === 'ToolResultsRecorded' && e.streamId.startsWith('agent-'));
+    expect(results?.data).toMatchObject({ results: [
+      { toolUseId: 'x1', isError: true, content: expect.stringMatching(/not available to this agent/) },
+      { toolUseId: 'x2', isError: true, content: expect.stringMatching(/'\.\.' is not allowed/) },
+    ] });
+  });
+
+  test('the iteration cap completes the subagent with that fact recorded', async ({ pg }) => {
+    const id = await dispatchedTask(pg.store);
+    const looping: ModelClient = {
+      name: 'loop',
+      complete: async (r) => ({ content: [{ type: 'tool_use', id: `l${r.messages.length}`, name: 'list_directory', input: {} }], stopReason: 'tool_use', usage: { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 }, model: 'l', offline: true }),
+    };
+    expect(await runSubagentJob(deps(pg.store, looping), id, 'researcher-1', () => {})).toBe('completed');
+    const { events, state } = await loadTask(pg.store, id);
+    expect(state.agents['researcher-1']?.turns).toBe(10);
+    expect(events.find((e) => e.type === 'SubagentCompleted')?.data).toMatchObject({ success: false, iterationCapReached: true, summary: expect.stringMatching(/iteration cap of 10/) });
+  });
+});
