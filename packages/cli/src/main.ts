@@ -1,6 +1,7 @@
 import { Command } from 'commander';
 import { replay, stateAt, toTaskView, type RecordedEvent } from '@baton/domain';
 import { BatonClient, type ApiEvent } from './client.ts';
+import { runBench } from './bench.ts';
 import { launch, prepareDatabase, redact } from './launcher.ts';
 
 const program = new Command('baton').description('Baton: durable, human-in-the-loop runtime for multi-agent tasks');
@@ -72,6 +73,27 @@ program
       const requests = Object.keys(state.pendingRequests).join(',') || '-';
       console.log(`#${event.position} ${event.streamId}@${event.version} ${event.type.padEnd(22)} → ${state.status.padEnd(14)} v${state.version} lead:${state.lead?.phase ?? '-'}/${state.lead?.turns ?? 0} agents:${agents} open:${requests}`);
     }
+  });
+
+program
+  .command('bench')
+  .description('run ../shared/BENCHMARKS.md workloads (M1, M3, M5) against the services as processes')
+  .option('--m1-runs <n>', 'sequential runs for M1', '200')
+  .option('--m3-runs <n>', 'runs started at once for M3', '200')
+  .option('--rounds <n>', 'rounds of each metric', '2')
+  .option('--only <metrics>', 'comma-separated subset, e.g. M1,M5')
+  .option('--out <file>', 'JSON results', '.bench/results.json')
+  .action(async (opts: { m1Runs: string; m3Runs: string; rounds: string; only?: string; out: string }) => {
+    await runBench({
+      databaseUrl: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',
+      natsUrl: process.env.NATS_URL ?? 'nats://127.0.0.1:4222',
+      m1Runs: Number(opts.m1Runs),
+      m3Runs: Number(opts.m3Runs),
+      rounds: Number(opts.rounds),
+      out: opts.out,
+      ...(opts.only ? { only: opts.only.split(',').map((m) => m.trim().toUpperCase()) } : {}),
+    });
+    process.exit(0);
   });
 
 function toRecorded(e: ApiEvent): RecordedEvent {

@@ -51,16 +51,16 @@ describe('runSubagentJob', () => {
   test('a takeover resumes from the last recorded turn: a tool whose result was recorded never runs again', async ({ pg }) => {
     const id = await dispatchedTask(pg.store);
     // Runner A started, recorded turn 1 with its tool result, then died.
-    let { state } = await handleCommand(pg.store, id, { type: 'StartSubagent', agentId: 'researcher-1', attempt: 1, runnerId: 'runner-a' });
+    const { state } = await handleCommand(pg.store, id, { type: 'StartSubagent', agentId: 'researcher-1', attempt: 1, runnerId: 'runner-a' });
     const calls: ModelRequest[] = [];
     const model = new OfflineModel();
     const counting: ModelClient = { name: 'counting', complete: async (r) => { calls.push(r); return model.complete(r); } };
     const first = await model.complete({ agentType: 'researcher', model: 'm', system: '', messages: [{ role: 'user', content: 'Research the topic' }], tools: [], maxTokens: 100 });
     const toolUse = first.content.find((b) => b.type === 'tool_use') as { id: string };
-    ({ state } = await appendToAgent(pg.store, state, id, 'researcher-1', [
+    await appendToAgent(pg.store, state, id, 'researcher-1', [
       { type: 'ModelTurnRecorded', data: { agentId: 'researcher-1', turn: 1, model: 'offline', content: first.content, stopReason: 'tool_use', usage: first.usage, offline: true, durationMs: 0 } },
       { type: 'ToolResultsRecorded', data: { agentId: 'researcher-1', results: [{ toolUseId: toolUse.id, toolName: 'write_file', content: 'created notes.md', isError: false, files: { created: ['notes.md'], modified: [] } }] } },
-    ]));
+    ]);
     // Runner B takes the redelivered job.
     expect(await runSubagentJob(deps(pg.store, counting, 'runner-b'), id, 'researcher-1', () => {})).toBe('completed');
     expect(calls).toHaveLength(1); // only turn 2 was asked of the model

@@ -27,19 +27,19 @@ export type JobOutcome = 'completed' | 'failed' | 'superseded' | 'nothing-to-do'
  */
 export async function runSubagentJob(d: RunnerDeps, taskId: string, agentId: string, heartbeat: () => void, signal?: AbortSignal): Promise<JobOutcome> {
   const teams = d.teams ?? builtinTeams;
-  let { state, events } = await loadTask(d.store, taskId);
-  const agent0 = state.agents[agentId];
-  if (!agent0 || isFinal(state) || (agent0.status !== 'dispatched' && agent0.status !== 'running')) return 'nothing-to-do';
-  const team = teams[state.team];
+  const initial = await loadTask(d.store, taskId);
+  const agent0 = initial.state.agents[agentId];
+  if (!agent0 || isFinal(initial.state) || (agent0.status !== 'dispatched' && agent0.status !== 'running')) return 'nothing-to-do';
+  const team = teams[initial.state.team];
   const def = team ? findAgent(team, agent0.type) : undefined;
   if (!def) {
-    await handleCommand(d.store, taskId, { type: 'FailSubagent', agentId, code: 'unknown_agent', message: `agent type '${agent0.type}' is not configured in team '${state.team}'` });
+    await handleCommand(d.store, taskId, { type: 'FailSubagent', agentId, code: 'unknown_agent', message: `agent type '${agent0.type}' is not configured in team '${initial.state.team}'` });
     return 'failed';
   }
   const attempt = agent0.attempt + 1;
   const claimed = await claimAttempt(d, taskId, agentId, attempt);
   if (!claimed) return 'superseded';
-  ({ state, events } = claimed);
+  let { state, events } = claimed;
   const ws = new Workspace(path.join(d.workspaceRoot, taskId, agentId));
   await ws.ensure();
   const streamId = agentStreamId(taskId, agentId);
