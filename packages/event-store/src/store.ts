@@ -173,11 +173,11 @@ export class EventStore {
     return res.rows[0]?.v ?? 0;
   }
 
-  async readStream(streamId: string, afterVersion = 0): Promise<RecordedEvent[]> {
+  async readStream(streamId: string, afterVersion = 0, limit = 2_147_483_647): Promise<RecordedEvent[]> {
     const res = await this.pool.query<EventRow>({
       name: 'baton_read_stream',
-      text: `select ${EVENT_COLUMNS} from events where stream_id = $1 and stream_version > $2 order by stream_version`,
-      values: [streamId, afterVersion],
+      text: `select ${EVENT_COLUMNS} from events where stream_id = $1 and stream_version > $2 order by stream_version limit $3`,
+      values: [streamId, afterVersion, limit],
     });
     return res.rows.map(toRecorded);
   }

@@ -265,3 +265,25 @@ describe('SSE', () => {
     await waitFor(() => true);
   });
 });
+
+describe('faults', () => {
+  stackTest('Postgres unreachable: writes answer 503 and record nothing; /readyz is 503; the gateway stays up', async ({ pg, nats }) => {
+    const { createDb, EventStore } = await import('@baton/event-store');
+    const dead = createDb('postgres://postgres@127.0.0.1:1/nowhere', { max: 1 });
+    const names = busNames(nats.namespace);
+    const app = await buildApp({
+      pool: dead.pool, kysely: dead.kysely, store: new EventStore(dead.pool), names, nats: () => nats.nc, hub: new SseHub(names, log),
+      teams: builtinTeams, apiKeys: new Map(), log, metrics: new Metrics(), now: () => new Date(), newId: randomUUID, sseHeartbeatMs: 15_000, bodyLimit: 65_536,
+    });
+    const post = await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x' } });
+    expect(post.statusCode).toBe(503);
+    expect(post.json().error).toEqual({ code: 'unavailable', message: expect.stringMatching(/nothing was recorded/) });
+    const ready = await app.inject({ method: 'GET', url: '/readyz' });
+    expect(ready.statusCode).toBe(503);
+    expect(ready.json().checks.postgres).toMatch(/unreachable/);
+    expect((await app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
+    await app.close();
+    await dead.close();
+    expect((await pg.db.pool.query('select count(*)::int as n from events')).rows[0].n).toBe(0);
+  });
+});

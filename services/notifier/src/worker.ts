@@ -30,7 +30,7 @@ export async function startNotifier(d: NotifierDeps): Promise<RunningConsumer> {
   const cache = new Map<string, WebhookConfig | null>();
   const webhookOf = async (taskId: string): Promise<WebhookConfig | null> => {
     if (cache.has(taskId)) return cache.get(taskId) ?? null;
-    const first = (await d.store.readStream(taskStreamId(taskId), 0))[0];
+    const first = (await d.store.readStream(taskStreamId(taskId), 0, 1))[0];
     const hook = first?.type === 'TaskSubmitted' ? first.data.webhook : null;
     if (cache.size > 10_000) cache.delete(cache.keys().next().value as string);
     cache.set(taskId, hook);

@@ -1,0 +1,23 @@
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { commonEnv, ConfigError, loadConfig } from './config.ts';
+
+describe('loadConfig', () => {
+  const schema = z.object({ ...commonEnv, PORT: z.coerce.number().int().min(1).max(65535).default(8080) });
+  it('applies defaults', () => {
+    expect(loadConfig('svc', schema, {})).toMatchObject({ PORT: 8080, NATS_URL: 'nats://127.0.0.1:4222', BATON_NAMESPACE: '', LOG_PRETTY: false });
+  });
+  it('lists every problem, by variable, in one error', () => {
+    let err: unknown;
+    try {
+      loadConfig('gateway', schema, { PORT: 'eighty', DATABASE_URL: 'mysql://x', BATON_NAMESPACE: 'Has Spaces', LOG_LEVEL: 'loud' });
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(ConfigError);
+    const e = err as ConfigError;
+    expect(e.issues.map((i) => i.split(':')[0]).sort()).toEqual(['BATON_NAMESPACE', 'DATABASE_URL', 'LOG_LEVEL', 'PORT']);
+    expect(e.message).toMatch(/^gateway: invalid configuration:\n {2}- /);
+    expect(e.message).toMatch(/DATABASE_URL: must be a postgres:\/\/ URL/);
+  });
+});
