@@ -17,10 +17,17 @@ export function defineTool<I extends z.ZodObject>(t: ToolDefinition<I>): ToolDef
   return t;
 }
 
+const specs = new WeakMap<ToolDefinition, ToolSpec>();
+
+/** The model-facing spec of a tool (computed once per definition). */
 export function toolSpec(t: ToolDefinition): ToolSpec {
+  const cached = specs.get(t);
+  if (cached) return cached;
   const schema = z.toJSONSchema(t.input, { target: 'draft-07', io: 'input' }) as Record<string, unknown>;
   delete schema.$schema;
-  return { name: t.name, description: t.description, input_schema: schema };
+  const spec = { name: t.name, description: t.description, input_schema: schema };
+  specs.set(t, spec);
+  return spec;
 }
 
 export type ParseResult<T> = { ok: true; value: T } | { ok: false; error: string; issues: { path: string; message: string }[] };

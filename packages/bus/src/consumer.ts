@@ -32,6 +32,8 @@ export interface ConsumerOptions<T> {
   consumer: string;
   schema: ZodType<T>;
   handle: (payload: T, ctx: HandlerContext) => Promise<Outcome | void>;
+  /** Cheap decision on the subject alone: false acks the message without parsing it. */
+  prefilter?: (subject: string) => boolean;
   /** Messages handled at once. */
   concurrency?: number;
   /** Deliveries before a message is dead-lettered (counting crashed attempts too). */
@@ -91,6 +93,10 @@ export async function startConsumer<T>(o: ConsumerOptions<T>): Promise<RunningCo
   const handleOne = async (m: JsMsg): Promise<void> => {
     const deliveryCount = m.info.deliveryCount;
     if (deliveryCount > maxAttempts) return deadLetter(m, `delivered ${deliveryCount} times without being settled (handler crashed or timed out)`);
+    if (o.prefilter && !o.prefilter(m.subject)) {
+      m.ack();
+      return;
+    }
     let payload: T;
     try {
       payload = o.schema.parse(m.json());

@@ -5,3 +5,4 @@ export * from './consumer.ts';
 export { Relay, type RelayOptions } from './relay.ts';
 export { connectNats } from './connect.ts';
 export { deadLetterRecorder } from './dead-letters.ts';
+export { BatchPublisher, type OutMessage } from './publisher.ts';

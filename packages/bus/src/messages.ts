@@ -1,6 +1,7 @@
-import { toEventView, type EventView, type RecordedEvent } from '@baton/domain';
+import { LEAD_TRIGGER_TYPES, toEventView, type EventView, type RecordedEvent } from '@baton/domain';
 import { z } from 'zod';
-import type { JobKind } from './subjects.ts';
+import type { BusNames, JobKind } from './subjects.ts';
+import type { OutMessage } from './publisher.ts';
 
 /** What the relay publishes for each event: the API's event object. Consumers re-read Postgres. */
 export const BusEvent = z.object({
@@ -36,4 +37,13 @@ export function jobsFor(e: RecordedEvent): { kind: JobKind; agentId: string; msg
     return [{ kind: 'run', agentId: e.data.agentId, msgId: `job-${e.id}`, job: { kind: 'run', taskId: e.taskId, agentId: e.data.agentId, causeEventId: e.id } }];
   }
   return [];
+}
+
+/** Everything the relay publishes for one event: the event, a lead trigger if it is one, and any runner jobs. */
+export function messagesFor(e: RecordedEvent, names: BusNames): OutMessage[] {
+  const data = encodeEvent(e);
+  const out: OutMessage[] = [{ subject: names.eventSubject(e.taskId, e.type), data, msgId: e.id }];
+  if (LEAD_TRIGGER_TYPES.has(e.type)) out.push({ subject: names.triggerSubject(e.taskId, e.type), data, msgId: `trigger-${e.id}` });
+  for (const j of jobsFor(e)) out.push({ subject: names.jobSubject(j.kind, e.taskId, j.agentId), data: JSON.stringify(j.job), msgId: j.msgId });
+  return out;
 }

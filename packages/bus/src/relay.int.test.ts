@@ -16,11 +16,8 @@ async function appendTasks(store: EventStore, n: number, eventsPerTask = 1): Pro
   for (let i = 0; i < n; i++) {
     const taskId = randomUUID();
     const events: NewEvent[] = [
-      {
-        id: randomUUID(),
-        type: 'TaskSubmitted',
-        data: { prompt: `p${i}`, team: 'research', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 'd', requestHash: null, forkedFrom: null },
-      },
+      // Not a lead trigger, so each event is exactly one message (triggers are tested below).
+      { id: randomUUID(), type: 'TaskStarted', data: { leadAgentId: 'lead', leadAgentType: `t${i}`, configVersion: 'v' } },
       ...Array.from({ length: eventsPerTask - 1 }, (): NewEvent => ({ id: randomUUID(), type: 'TaskFailed', data: { code: 'c', message: 'm' } })),
     ];
     await store.append({ streamId: taskStreamId(taskId), taskId, expectedVersion: 0, events });
@@ -51,7 +48,7 @@ describe('Relay', () => {
   test('publishes every event once, in log order, and checkpoints', async ({ pg, nats }) => {
     const { names, jsm, js } = await setup(nats.nc, nats.namespace);
     const ids = await appendTasks(pg.store, 20, 3);
-    const relay = new Relay({ pool: pg.db.pool, store: pg.store, js, names, log, batchSize: 7 });
+    const relay = new Relay({ pool: pg.db.pool, store: pg.store, nc: nats.nc, names, log, batchSize: 7 });
     relay.start();
     await waitFor(async () => (await jsm.streams.info(names.eventsStream)).state.messages === ids.length, { what: 'all events published' });
     // live: events appended after start are woken by NOTIFY
@@ -70,7 +67,7 @@ describe('Relay', () => {
     await waitFor(async () => (await pg.store.readAll({ txid: 0n, position: 0n }, 100)).length === 30, { what: 'all events visible' });
     // The first relay "crashes" after 12 PubAcks of a 30-event batch, before its checkpoint.
     const crashing = new Relay({
-      pool: pg.db.pool, store: pg.store, js, names, log, batchSize: 30,
+      pool: pg.db.pool, store: pg.store, nc: nats.nc, names, log, batchSize: 30,
       afterPublish: (n) => {
         if (n === 12) throw new Error('simulated crash');
       },
@@ -82,7 +79,7 @@ describe('Relay', () => {
     const published = (await jsm.streams.info(names.eventsStream)).state.messages;
     expect(published).toBeGreaterThanOrEqual(12);
 
-    const successor = new Relay({ pool: pg.db.pool, store: pg.store, js, names, log });
+    const successor = new Relay({ pool: pg.db.pool, store: pg.store, nc: nats.nc, names, log });
     successor.start();
     await waitFor(async () => (await pg.store.loadCheckpoint('relay')).position > 0n, { what: 'successor checkpoint' });
     await successor.stop();
@@ -94,8 +91,8 @@ describe('Relay', () => {
 
   test('two relays: exactly one leads and publishes; the other takes over when it stops', async ({ pg, nats }) => {
     const { names, jsm, js } = await setup(nats.nc, nats.namespace);
-    const a = new Relay({ pool: pg.db.pool, store: pg.store, js, names, log });
-    const b = new Relay({ pool: pg.db.pool, store: pg.store, js, names, log });
+    const a = new Relay({ pool: pg.db.pool, store: pg.store, nc: nats.nc, names, log });
+    const b = new Relay({ pool: pg.db.pool, store: pg.store, nc: nats.nc, names, log });
     a.start();
     await waitFor(() => a.leader, { what: 'a leads' });
     b.start();
@@ -114,21 +111,43 @@ describe('Relay', () => {
     expect(await publishedIds(jsm, js, names)).toEqual([...first, ...second]);
   });
 
+  test('lead-trigger events are also published on the triggers subject (the orchestrator filters on it)', async ({ pg, nats }) => {
+    const { names, jsm } = await setup(nats.nc, nats.namespace);
+    const taskId = randomUUID();
+    await pg.store.append({
+      streamId: taskStreamId(taskId), taskId, expectedVersion: 0,
+      events: [
+        { id: randomUUID(), type: 'TaskSubmitted', data: { prompt: 'p', team: 'research', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 'd', requestHash: null, forkedFrom: null } },
+        { id: randomUUID(), type: 'TaskStarted', data: { leadAgentId: 'lead', leadAgentType: 'x', configVersion: 'v' } },
+      ],
+    });
+    const relay = new Relay({ pool: pg.db.pool, store: pg.store, nc: nats.nc, names, log });
+    relay.start();
+    await waitFor(() => relay.published === 3, { what: 'two events and one trigger' });
+    await relay.stop();
+    const info = await jsm.streams.info(names.eventsStream, { subjects_filter: '>' });
+    expect(info.state.subjects).toEqual({
+      [names.eventSubject(taskId, 'TaskSubmitted')]: 1,
+      [names.eventSubject(taskId, 'TaskStarted')]: 1,
+      [names.triggerSubject(taskId, 'TaskSubmitted')]: 1,
+    });
+  });
+
   test('runner jobs are derived from SubagentDispatched and deduplicated by event id', async ({ pg, nats }) => {
-    const { names, jsm, js } = await setup(nats.nc, nats.namespace);
+    const { names, jsm } = await setup(nats.nc, nats.namespace);
     const taskId = randomUUID();
     await pg.store.append({
       streamId: taskStreamId(taskId), taskId, expectedVersion: 0,
       events: [{ id: randomUUID(), type: 'SubagentDispatched', data: { agentId: 'researcher-1', agentType: 'researcher', toolUseId: 'tu1', prompt: 'p' } }],
     });
-    const relay = new Relay({ pool: pg.db.pool, store: pg.store, js, names, log });
+    const relay = new Relay({ pool: pg.db.pool, store: pg.store, nc: nats.nc, names, log });
     relay.start();
     await waitFor(async () => (await jsm.streams.info(names.jobsStream)).state.messages === 1, { what: 'job published' });
     await relay.stop();
     await pg.store.saveCheckpoint('relay', { txid: 0n, position: 0n }); // force a full re-publish
-    const again = new Relay({ pool: pg.db.pool, store: pg.store, js, names, log });
+    const again = new Relay({ pool: pg.db.pool, store: pg.store, nc: nats.nc, names, log });
     again.start();
-    await waitFor(() => again.published === 2, { what: 're-published' });
+    await waitFor(() => again.published === 2, { what: 're-published' }); // the event and its job
     await again.stop();
     expect((await jsm.streams.info(names.jobsStream)).state.messages).toBe(1);
     expect((await jsm.streams.info(names.eventsStream)).state.messages).toBe(1);

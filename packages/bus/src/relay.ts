@@ -1,14 +1,15 @@
 import { START, NOTIFY_CHANNEL, type EventStore, type LogCursor } from '@baton/event-store';
-import type { JetStreamClient } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/nats-core';
 import type pg from 'pg';
 import type { Logger } from 'pino';
-import { encodeEvent, jobsFor } from './messages.ts';
+import { messagesFor } from './messages.ts';
+import { BatchPublisher } from './publisher.ts';
 import type { BusNames } from './subjects.ts';
 
 export interface RelayOptions {
   pool: pg.Pool;
   store: EventStore;
-  js: JetStreamClient;
+  nc: NatsConnection;
   names: BusNames;
   log: Logger;
   processorId?: string;
@@ -33,6 +34,7 @@ export class Relay {
   private client: pg.PoolClient | null = null;
   private wake: (() => void) | null = null;
   private loop: Promise<void> | null = null;
+  private publisher: BatchPublisher | null = null;
   leader = false;
   published = 0;
   crashed: Error | null = null;
@@ -44,6 +46,7 @@ export class Relay {
   start(): void {
     if (this.running) return;
     this.running = true;
+    this.publisher = new BatchPublisher(this.o.nc);
     this.loop = this.run();
   }
 
@@ -53,6 +56,8 @@ export class Relay {
     // A standby blocked in pg_advisory_lock is released by ending its session.
     if (this.client && !this.leader) this.destroyClient(new Error('relay stopping'));
     await this.loop;
+    this.publisher?.close();
+    this.publisher = null;
   }
 
   private destroyClient(err?: Error): void {
@@ -129,17 +134,8 @@ export class Relay {
   }
 
   private async publishBatch(batch: Awaited<ReturnType<EventStore['readAll']>>, client: pg.PoolClient): Promise<LogCursor> {
-    const { js, names } = this.o;
-    const acks: Promise<unknown>[] = [];
-    for (const { event } of batch) {
-      acks.push(
-        js.publish(names.eventSubject(event.taskId, event.type), encodeEvent(event), { msgID: event.id }).then(() => this.countPublished()),
-      );
-      for (const j of jobsFor(event)) {
-        acks.push(js.publish(names.jobSubject(j.kind, event.taskId, j.agentId), JSON.stringify(j.job), { msgID: j.msgId }).then(() => this.countPublished()));
-      }
-    }
-    await Promise.all(acks);
+    const messages = batch.flatMap(({ event }) => messagesFor(event, this.o.names));
+    await (this.publisher as BatchPublisher).publishAll(messages, { onAck: () => this.countPublished() });
     const last = (batch[batch.length - 1] as { cursor: LogCursor }).cursor;
     await this.o.store.saveCheckpoint(this.o.processorId, last, client);
     return last;

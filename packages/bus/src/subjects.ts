@@ -13,6 +13,9 @@ export interface BusNames {
   taskEvents(taskId: string): string;
   /** `baton.events.>` */
   allEvents: string;
+  /** `baton.triggers.<taskId>.<EventType>`: the subset of events that can wake the lead (same stream). */
+  triggerSubject(taskId: string, type: string): string;
+  allTriggers: string;
   /** `baton.jobs.<kind>.<taskId>.<agentId>` */
   jobSubject(kind: JobKind, taskId: string, agentId: string): string;
   allJobs: string;
@@ -34,6 +37,8 @@ export function busNames(namespace = ''): BusNames {
     eventSubject: (taskId, type) => `${root}.events.${taskId}.${type}`,
     taskEvents: (taskId) => `${root}.events.${taskId}.>`,
     allEvents: `${root}.events.>`,
+    triggerSubject: (taskId, type) => `${root}.triggers.${taskId}.${type}`,
+    allTriggers: `${root}.triggers.>`,
     jobSubject: (kind, taskId, agentId) => `${root}.jobs.${kind}.${taskId}.${agentId}`,
     allJobs: `${root}.jobs.>`,
     consumers: { orchestrator: 'orchestrator-task-events', notifier: 'notifier-webhooks', runner: 'runner-jobs' },

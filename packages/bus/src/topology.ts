@@ -26,7 +26,7 @@ export function streamConfigs(names: BusNames, o: TopologyOptions = {}): (Partia
   return [
     {
       name: names.eventsStream,
-      subjects: [names.allEvents],
+      subjects: [names.allEvents, names.allTriggers],
       retention: RetentionPolicy.Limits,
       storage: StorageType.File,
       max_age: nanos(o.eventsMaxAgeMs ?? 7 * 24 * 3600_000),
@@ -56,7 +56,7 @@ export function consumerConfigs(names: BusNames, o: TopologyOptions = {}): { str
   return [
     {
       stream: names.eventsStream,
-      config: { ...base, durable_name: names.consumers.orchestrator, filter_subject: names.allEvents, ack_wait: nanos(o.ackWaitMs?.orchestrator ?? 30_000), max_ack_pending: o.maxAckPending?.orchestrator ?? 1000 },
+      config: { ...base, durable_name: names.consumers.orchestrator, filter_subject: names.allTriggers, ack_wait: nanos(o.ackWaitMs?.orchestrator ?? 30_000), max_ack_pending: o.maxAckPending?.orchestrator ?? 1000 },
     },
     {
       stream: names.eventsStream,
@@ -81,8 +81,8 @@ export async function ensureTopology(jsm: JetStreamManager, names: BusNames, o: 
     const name = config.durable_name as string;
     const existing = await jsm.consumers.info(stream, name).catch((err: unknown) => (isNotFound(err) ? null : Promise.reject(err)));
     if (existing) {
-      const { ack_wait, max_ack_pending } = config;
-      await jsm.consumers.update(stream, name, { ack_wait, max_ack_pending, max_deliver: -1 });
+      const { ack_wait, max_ack_pending, filter_subject } = config;
+      await jsm.consumers.update(stream, name, { ack_wait, max_ack_pending, max_deliver: -1, ...(filter_subject ? { filter_subject } : {}) });
     } else {
       await jsm.consumers.add(stream, config);
     }

@@ -41,7 +41,9 @@ export async function runBench(o: BenchOptions): Promise<Line[]> {
     const dbUrl = await freshDatabase(o.databaseUrl, 'baton_bench');
     await prepareDatabase(dbUrl, () => {});
     const port = await freePort();
-    const env = { ...process.env, DATABASE_URL: dbUrl, NATS_URL: o.natsUrl, BATON_NAMESPACE: `bench${randomUUID().slice(0, 6)}`, PORT: String(port), LOG_LEVEL: 'warn', PG_POOL_MAX: '20' };
+    const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: dbUrl, NATS_URL: o.natsUrl, BATON_NAMESPACE: `bench${randomUUID().slice(0, 6)}`, PORT: String(port), LOG_LEVEL: 'warn', PG_POOL_MAX: '20' };
+    // e.g. BENCH_SERVICE_NODE_OPTIONS="--cpu-prof --cpu-prof-dir=/tmp/prof" profiles the services (not the client).
+    if (process.env.BENCH_SERVICE_NODE_OPTIONS) env.NODE_OPTIONS = process.env.BENCH_SERVICE_NODE_OPTIONS;
     const services = launch({ env, write: (l) => (/ERROR|FATAL|exited/.test(l) ? console.error(l) : undefined), color: false });
     try {
       const api = new BatonClient(`http://127.0.0.1:${port}`);

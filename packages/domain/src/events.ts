@@ -150,3 +150,17 @@ export const isTaskStream = (streamId: string): boolean => streamId.startsWith('
 
 /** Events after which the task is final: nothing may follow them on the task stream. */
 export const TERMINAL_EVENT_TYPES: ReadonlySet<EventType> = new Set(['TaskCompleted', 'TaskFailed', 'TaskCancelled']);
+
+/**
+ * Events after which the lead may have work to do (the orchestrator is woken only by these;
+ * every other event is for observers).
+ */
+export const LEAD_TRIGGER_TYPES: ReadonlySet<EventType> = new Set<EventType>([
+  'TaskSubmitted',
+  'ApprovalGranted',
+  'ApprovalRejected',
+  'ApprovalTimedOut',
+  'ClarificationAnswered',
+  'SubagentCompleted',
+  'SubagentFailed',
+]);

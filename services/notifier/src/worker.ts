@@ -1,5 +1,5 @@
 import { BusEvent, deadLetterRecorder, retry, startConsumer, type BusNames, type RunningConsumer } from '@baton/bus';
-import { foldAll, taskStreamId, toTaskView, type WebhookConfig } from '@baton/domain';
+import { foldAll, taskStreamId, toTaskView, WebhookConfig } from '@baton/domain';
 import type { EventStore } from '@baton/event-store';
 import type { Logger } from '@baton/runtime';
 import type { JetStreamClient } from '@nats-io/jetstream';
@@ -32,10 +32,13 @@ export async function startNotifier(d: NotifierDeps): Promise<RunningConsumer> {
     if (cache.has(taskId)) return cache.get(taskId) ?? null;
     const first = (await d.store.readStream(taskStreamId(taskId), 0, 1))[0];
     const hook = first?.type === 'TaskSubmitted' ? first.data.webhook : null;
-    if (cache.size > 10_000) cache.delete(cache.keys().next().value as string);
-    cache.set(taskId, hook);
+    remember(taskId, hook);
     return hook;
   };
+  function remember(taskId: string, hook: WebhookConfig | null): void {
+    if (cache.size > 10_000) cache.delete(cache.keys().next().value as string);
+    cache.set(taskId, hook);
+  }
 
   return startConsumer({
     js: d.js,
@@ -47,7 +50,17 @@ export async function startNotifier(d: NotifierDeps): Promise<RunningConsumer> {
     maxAttempts: d.maxAttempts,
     backoffMs: d.backoffMs,
     onDeadLetter: deadLetterRecorder(d.pool),
+    // Tasks known to have no webhook: ack without even parsing the message.
+    prefilter: (subject) => {
+      const taskId = subject.split('.')[d.names.taskIdToken];
+      return !(taskId && cache.has(taskId) && cache.get(taskId) === null);
+    },
     handle: async (event, ctx) => {
+      if (event.type === 'TaskSubmitted' && !cache.has(event.taskId)) {
+        // The webhook travels in TaskSubmitted itself: no query needed.
+        const hook = WebhookConfig.nullable().safeParse((event.data as { webhook?: unknown } | null)?.webhook ?? null);
+        if (hook.success) remember(event.taskId, hook.data);
+      }
       const hook = await webhookOf(event.taskId);
       if (!hook) return;
       const type = webhookTypesFor(event.type).find((t) => hook.events.includes(t));

@@ -84,7 +84,7 @@ describe('startOrchestrator', () => {
     const names = busNames(nats.namespace);
     await ensureTopology(await jetstreamManager(nats.nc), names);
     const orch = await startOrchestrator({
-      ...deps(pg.store), pool: pg.db.pool, js: jetstream(nats.nc), names, concurrency: 8, maxAttempts: 5,
+      ...deps(pg.store), pool: pg.db.pool, nc: nats.nc, js: jetstream(nats.nc), names, concurrency: 8, maxAttempts: 5,
       relay: { enabled: true, batchSize: 100, backstopMs: 30_000 },
     });
     const ids = await Promise.all(Array.from({ length: 20 }, () => submit(pg.store, { team: 'bench' })));
@@ -94,7 +94,7 @@ describe('startOrchestrator', () => {
     }, { timeoutMs: 30_000, what: '20 completed tasks' });
     // Re-publish every TaskSubmitted as if JetStream redelivered it long after the dedupe window.
     const js = jetstream(nats.nc);
-    for (const id of ids) await js.publish(names.eventSubject(id, 'TaskSubmitted'), JSON.stringify({ id: randomUUID(), type: 'TaskSubmitted', taskId: id, streamId: `task-${id}`, version: 1, position: 1, recordedAt: new Date().toISOString(), data: {}, metadata: {} }));
+    for (const id of ids) await js.publish(names.triggerSubject(id, 'TaskSubmitted'), JSON.stringify({ id: randomUUID(), type: 'TaskSubmitted', taskId: id, streamId: `task-${id}`, version: 1, position: 1, recordedAt: new Date().toISOString(), data: {}, metadata: {} }));
     await waitFor(async () => (await (await jetstreamManager(nats.nc)).consumers.info(names.eventsStream, names.consumers.orchestrator)).num_ack_pending === 0 && orch.consumer.inFlight === 0, { what: 'redeliveries handled' });
     await orch.stop();
     for (const id of ids) {

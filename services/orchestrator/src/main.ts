@@ -19,6 +19,7 @@ const model = new OfflineModel({ latencyMs: config.OFFLINE_MODEL_LATENCY_MS });
 const orchestrator = await startOrchestrator({
   store: new EventStore(db.pool),
   pool: db.pool,
+  nc,
   js: jetstream(nc),
   names,
   log,

@@ -1,24 +1,14 @@
 import { BusEvent, deadLetterRecorder, Relay, startConsumer, type BusNames, type RunningConsumer } from '@baton/bus';
-import type { EventType } from '@baton/domain';
 import type { EventStore } from '@baton/event-store';
 import type { Logger } from '@baton/runtime';
 import type { JetStreamClient } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
 import type pg from 'pg';
 import { advanceTask, type LeadDeps } from './lead.ts';
 
-/** Events after which the lead may have something to do. Every other event is acked unread. */
-export const ORCHESTRATOR_TRIGGERS: ReadonlySet<EventType> = new Set<EventType>([
-  'TaskSubmitted',
-  'ApprovalGranted',
-  'ApprovalRejected',
-  'ApprovalTimedOut',
-  'ClarificationAnswered',
-  'SubagentCompleted',
-  'SubagentFailed',
-]);
-
 export interface OrchestratorDeps extends LeadDeps {
   pool: pg.Pool;
+  nc: NatsConnection;
   js: JetStreamClient;
   names: BusNames;
   log: Logger;
@@ -41,7 +31,7 @@ export interface Orchestrator {
  */
 export async function startOrchestrator(d: OrchestratorDeps): Promise<Orchestrator> {
   const relay = d.relay.enabled
-    ? new Relay({ pool: d.pool, store: d.store as EventStore, js: d.js, names: d.names, log: d.log.child({ component: 'relay' }), batchSize: d.relay.batchSize, backstopMs: d.relay.backstopMs })
+    ? new Relay({ pool: d.pool, store: d.store as EventStore, nc: d.nc, names: d.names, log: d.log.child({ component: 'relay' }), batchSize: d.relay.batchSize, backstopMs: d.relay.backstopMs })
     : null;
   relay?.start();
   const perTask = new Map<string, Promise<unknown>>();
@@ -64,8 +54,8 @@ export async function startOrchestrator(d: OrchestratorDeps): Promise<Orchestrat
     concurrency: d.concurrency,
     maxAttempts: d.maxAttempts,
     onDeadLetter: deadLetterRecorder(d.pool),
+    // The consumer's filter (baton.triggers.>) delivers only events that can wake the lead.
     handle: async (event) => {
-      if (!ORCHESTRATOR_TRIGGERS.has(event.type as EventType)) return;
       const { appended } = await serialised(event.taskId, () => advanceTask(d, event.taskId));
       d.log.debug({ taskId: event.taskId, trigger: event.type, appended }, 'advanced task');
     },
