@@ -16,6 +16,11 @@ export interface RelayOptions {
   batchSize?: number;
   /** Safety poll while idle; NOTIFY does the real waking. */
   backstopMs?: number;
+  /**
+   * Save the checkpoint at most this often while busy (and always when idle or stopping). A
+   * crash re-publishes at most this much, which JetStream's dedupe window drops.
+   */
+  checkpointEveryMs?: number;
   /** Test hook, called after each PubAck; throwing simulates a crash mid-batch. */
   afterPublish?: (published: number) => void;
 }
@@ -23,8 +28,9 @@ export interface RelayOptions {
 /**
  * The relay is the only path from the log to NATS. It tails the log by (transaction_id,
  * global_position) — never skipping a late commit — publishes each event with
- * `msgID = eventId` (JetStream drops duplicates) plus any runner jobs it implies, and saves
- * its checkpoint only after every PubAck of a batch. Replicas compete for a Postgres
+ * `msgID = eventId` (JetStream drops duplicates) plus any runner jobs it implies, and advances
+ * its checkpoint only past batches whose every PubAck came back (saved at most every 250 ms
+ * while busy, and whenever it goes idle). Replicas compete for a Postgres
  * advisory lock held by a dedicated session: standbys block inside Postgres (no polling) and
  * take over the moment the leader's session ends.
  */
@@ -40,7 +46,7 @@ export class Relay {
   crashed: Error | null = null;
 
   constructor(o: RelayOptions) {
-    this.o = { processorId: 'relay', batchSize: 500, backstopMs: 30_000, ...o };
+    this.o = { processorId: 'relay', batchSize: 500, backstopMs: 30_000, checkpointEveryMs: 250, ...o };
   }
 
   start(): void {
@@ -109,20 +115,31 @@ export class Relay {
     });
     await client.query(`listen ${NOTIFY_CHANNEL}`);
     let cursor = await this.o.store.loadCheckpoint(this.o.processorId, client);
+    let saved = cursor;
+    let savedAt = Date.now();
+    const save = async (): Promise<void> => {
+      if (saved === cursor) return;
+      await this.o.store.saveCheckpoint(this.o.processorId, cursor, client);
+      saved = cursor;
+      savedAt = Date.now();
+    };
     let hiddenDelay = 2;
     while (this.running) {
       const wakeup = this.nextWake();
       const batch = await this.o.store.readAll(cursor, this.o.batchSize, client);
       if (batch.length > 0) {
-        cursor = await this.publishBatch(batch, client);
+        cursor = await this.publishBatch(batch);
+        if (Date.now() - savedAt >= this.o.checkpointEveryMs) await save();
         hiddenDelay = 2;
         continue;
       }
+      await save(); // idle: persist where we are
       // Rows after the cursor that an older open transaction still hides: look again soon.
       const hidden = await this.o.store.hasHiddenAfter(cursor, client);
       await Promise.race([wakeup, sleep(hidden ? hiddenDelay : this.o.backstopMs)]);
       hiddenDelay = hidden ? Math.min(hiddenDelay * 2, 250) : 2;
     }
+    await save();
     await client.query(`unlisten ${NOTIFY_CHANNEL}`).catch(() => {});
     await client.query(`select pg_advisory_unlock(hashtext('baton-relay:' || $1))`, [this.o.processorId]).catch(() => {});
   }
@@ -133,12 +150,11 @@ export class Relay {
     });
   }
 
-  private async publishBatch(batch: Awaited<ReturnType<EventStore['readAll']>>, client: pg.PoolClient): Promise<LogCursor> {
+  /** Publish a batch; returns the cursor after it once every PubAck is in. */
+  private async publishBatch(batch: Awaited<ReturnType<EventStore['readAll']>>): Promise<LogCursor> {
     const messages = batch.flatMap(({ event }) => messagesFor(event, this.o.names));
     await (this.publisher as BatchPublisher).publishAll(messages, { onAck: () => this.countPublished() });
-    const last = (batch[batch.length - 1] as { cursor: LogCursor }).cursor;
-    await this.o.store.saveCheckpoint(this.o.processorId, last, client);
-    return last;
+    return (batch[batch.length - 1] as { cursor: LogCursor }).cursor;
   }
 
   private countPublished(): void {

@@ -5,3 +5,4 @@ export * from './read-models.ts';
 export { createDb, migrateToLatest, type Db } from './db.ts';
 export { ensureDatabase } from './admin.ts';
 export type { Database } from './schema.ts';
+export { TaskCache } from './task-cache.ts';

@@ -21,6 +21,9 @@ export interface LoadedTask {
   events: RecordedEvent[];
 }
 
+/** How a task is loaded: a full re-read (`loadTask`) or an incremental `TaskCache.load`. */
+export type TaskLoader = (taskId: string) => Promise<LoadedTask>;
+
 export interface WriteOptions {
   /** Event ids to use, in order (deterministic ids make a retried write a no-op). */
   eventIds?: readonly string[];
@@ -117,11 +120,12 @@ export async function handleCommand(
   store: EventStore,
   taskId: string,
   command: Command | ((state: TaskState) => Command | null),
-  opts: WriteOptions & { maxAttempts?: number } = {},
+  opts: WriteOptions & { maxAttempts?: number; load?: TaskLoader } = {},
 ): Promise<WriteResult> {
   const maxAttempts = opts.maxAttempts ?? 8;
+  const load = opts.load ?? ((id: string) => loadTask(store, id));
   for (let attempt = 1; ; attempt++) {
-    const { state } = await loadTask(store, taskId);
+    const { state } = await load(taskId);
     const cmd = typeof command === 'function' ? command(state) : command;
     if (cmd === null) return { state, events: [], append: { nextVersion: state.version, positions: [], duplicate: false } };
     const decided = decide(cmd, state);

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { builtinTeams } from '@baton/agents';
 import { busNames, ensureTopology, Relay } from '@baton/bus';
-import { handleCommand } from '@baton/event-store';
+import { handleCommand, TaskCache } from '@baton/event-store';
 import { silentLogger } from '@baton/runtime';
 import { stackTest, waitFor, type NatsFixture, type PgFixture } from '@baton/testing';
 import { jetstreamManager } from '@nats-io/jetstream';
@@ -21,6 +21,7 @@ async function gateway(pg: PgFixture, nats: NatsFixture | null, opts: { apiKeys?
     pool: pg.db.pool,
     kysely: pg.db.kysely,
     store: pg.store,
+    load: new TaskCache(pg.db.pool).load,
     names,
     nats: () => nats?.nc ?? null,
     hub,
@@ -274,7 +275,7 @@ describe('faults', () => {
     const dead = createDb('postgres://postgres@127.0.0.1:1/nowhere', { max: 1 });
     const names = busNames(nats.namespace);
     const app = await buildApp({
-      pool: dead.pool, kysely: dead.kysely, store: new EventStore(dead.pool), names, nats: () => nats.nc, hub: new SseHub(names, log),
+      pool: dead.pool, kysely: dead.kysely, store: new EventStore(dead.pool), load: new TaskCache(dead.pool).load, names, nats: () => nats.nc, hub: new SseHub(names, log),
       teams: builtinTeams, apiKeys: new Map(), log, metrics: new Metrics(), now: () => new Date(), newId: randomUUID, sseHeartbeatMs: 15_000, bodyLimit: 65_536,
     });
     const post = await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x' } });

@@ -1,6 +1,6 @@
 import type { TeamDefinition } from '@baton/agents';
 import type { BusNames } from '@baton/bus';
-import type { Database, EventStore } from '@baton/event-store';
+import type { Database, EventStore, TaskLoader } from '@baton/event-store';
 import type { Logger } from '@baton/runtime';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Kysely } from 'kysely';
@@ -12,6 +12,8 @@ export interface GatewayDeps {
   pool: pg.Pool;
   kysely: Kysely<Database>;
   store: EventStore;
+  /** Loads a task (a TaskCache's incremental load in the service). */
+  load: TaskLoader;
   names: BusNames;
   /** Null until NATS is reachable; the gateway serves (and /readyz says 503) meanwhile. */
   nats: () => NatsConnection | null;

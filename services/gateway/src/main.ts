@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { builtinTeams } from '@baton/agents';
 import { busNames, connectNats } from '@baton/bus';
-import { createDb, EventStore } from '@baton/event-store';
+import { createDb, EventStore, TaskCache } from '@baton/event-store';
 import { createLogger, installShutdown } from '@baton/runtime';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { buildApp } from './app.ts';
@@ -24,6 +24,7 @@ const app = await buildApp({
   pool: db.pool,
   kysely: db.kysely,
   store: new EventStore(db.pool),
+  load: new TaskCache(db.pool).load,
   names,
   nats: () => nc,
   hub,

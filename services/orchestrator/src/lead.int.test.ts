@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { OfflineModel } from '@baton/agents';
 import { busNames, ensureTopology } from '@baton/bus';
-import { handleCommand, loadTask, type EventStore } from '@baton/event-store';
+import { handleCommand, loadTask, TaskCache, type EventStore } from '@baton/event-store';
 import { silentLogger } from '@baton/runtime';
 import { pgTest, stackTest, waitFor } from '@baton/testing';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
@@ -36,9 +36,10 @@ describe('advanceTask (the lead loop)', () => {
     expect(turn4?.metadata.startedAt).toMatch(/^\d{4}-/);
   });
 
-  pgTest('running it concurrently five times records each step exactly once', async ({ pg }) => {
+  pgTest('running it concurrently five times records each step exactly once (with and without the cache)', async ({ pg }) => {
     const id = await submit(pg.store, { team: 'bench' });
-    await Promise.all(Array.from({ length: 5 }, () => advanceTask(deps(pg.store), id)));
+    const cache = new TaskCache(pg.db.pool);
+    await Promise.all(Array.from({ length: 5 }, (_, i) => advanceTask(i % 2 ? { ...deps(pg.store), load: cache.load } : deps(pg.store), id)));
     const { state, events } = await loadTask(pg.store, id);
     expect(state.status).toBe('completed');
     expect(events.filter((e) => e.type === 'ModelTurnRecorded').map((e) => (e.data as { turn: number }).turn)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
@@ -84,7 +85,7 @@ describe('startOrchestrator', () => {
     const names = busNames(nats.namespace);
     await ensureTopology(await jetstreamManager(nats.nc), names);
     const orch = await startOrchestrator({
-      ...deps(pg.store), pool: pg.db.pool, nc: nats.nc, js: jetstream(nats.nc), names, concurrency: 8, maxAttempts: 5,
+      ...deps(pg.store), load: new TaskCache(pg.db.pool).load, pool: pg.db.pool, nc: nats.nc, js: jetstream(nats.nc), names, concurrency: 8, maxAttempts: 5,
       relay: { enabled: true, batchSize: 100, backstopMs: 30_000 },
     });
     const ids = await Promise.all(Array.from({ length: 20 }, () => submit(pg.store, { team: 'bench' })));

@@ -23,7 +23,7 @@ import {
   type ModelClient,
   type TeamDefinition,
 } from '@baton/agents';
-import { appendToTask, isConcurrencyError, loadTask, type EventStore } from '@baton/event-store';
+import { appendToTask, isConcurrencyError, loadTask, type EventStore, type TaskLoader } from '@baton/event-store';
 import type { Logger } from '@baton/runtime';
 
 export const LEAD_AGENT_ID = 'lead';
@@ -34,6 +34,8 @@ export interface LeadDeps {
   teams?: Readonly<Record<string, TeamDefinition>>;
   now: () => Date;
   log: Logger;
+  /** How tasks are loaded (default: a full re-read); services pass a TaskCache's incremental load. */
+  load?: TaskLoader;
 }
 
 /**
@@ -47,7 +49,7 @@ export interface LeadDeps {
 export async function advanceTask(deps: LeadDeps, taskId: string): Promise<{ appended: number }> {
   let appended = 0;
   for (let attempt = 1; ; attempt++) {
-    const loaded = await loadTask(deps.store, taskId);
+    const loaded = await (deps.load ?? ((id: string) => loadTask(deps.store, id)))(taskId);
     if (loaded.state.status === 'none' || isFinal(loaded.state)) return { appended };
     try {
       appended += await runLead(deps, loaded.state, loaded.events);

@@ -1,6 +1,6 @@
 import { OfflineModel } from '@baton/agents';
 import { busNames, connectNats, ensureTopology } from '@baton/bus';
-import { createDb, EventStore } from '@baton/event-store';
+import { createDb, EventStore, TaskCache } from '@baton/event-store';
 import { createLogger, installShutdown, retryForever } from '@baton/runtime';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { loadOrchestratorConfig } from './config.ts';
@@ -18,6 +18,7 @@ if (config.ANTHROPIC_API_KEY) log.warn('ANTHROPIC_API_KEY is set, but this build
 const model = new OfflineModel({ latencyMs: config.OFFLINE_MODEL_LATENCY_MS });
 const orchestrator = await startOrchestrator({
   store: new EventStore(db.pool),
+  load: new TaskCache(db.pool).load,
   pool: db.pool,
   nc,
   js: jetstream(nc),

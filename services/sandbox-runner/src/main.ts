@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import { OfflineModel } from '@baton/agents';
 import { busNames, connectNats, ensureTopology } from '@baton/bus';
-import { createDb, EventStore } from '@baton/event-store';
+import { createDb, EventStore, TaskCache } from '@baton/event-store';
 import { createLogger, installShutdown, retryForever } from '@baton/runtime';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { loadRunnerConfig } from './config.ts';
@@ -18,6 +18,7 @@ if (config.ANTHROPIC_API_KEY) log.warn('ANTHROPIC_API_KEY is set, but this build
 const runnerId = config.RUNNER_ID ?? `${hostname()}-${process.pid}`;
 const runner = await startRunner({
   store: new EventStore(db.pool),
+  load: new TaskCache(db.pool).load,
   pool: db.pool,
   js: jetstream(nc),
   names,

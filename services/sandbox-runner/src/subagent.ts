@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { agentStreamId, isFinal, isToolUse, textOf, type RecordedEvent, type ToolResult } from '@baton/domain';
 import { buildConversation, builtinTeams, findAgent, allTools, toolSpec, type ModelClient, type TeamDefinition } from '@baton/agents';
-import { appendToAgent, handleCommand, isConcurrencyError, loadTask, type EventStore } from '@baton/event-store';
+import { appendToAgent, handleCommand, isConcurrencyError, loadTask, type EventStore, type TaskLoader } from '@baton/event-store';
 import type { Logger } from '@baton/runtime';
 import { runTool } from './tools.ts';
 import { Workspace } from './workspace.ts';
@@ -14,6 +14,8 @@ export interface RunnerDeps {
   runnerId: string;
   now: () => Date;
   log: Logger;
+  /** How tasks are loaded (default: a full re-read); the service passes a TaskCache's load. */
+  load?: TaskLoader;
 }
 
 export type JobOutcome = 'completed' | 'failed' | 'superseded' | 'nothing-to-do';
@@ -27,13 +29,14 @@ export type JobOutcome = 'completed' | 'failed' | 'superseded' | 'nothing-to-do'
  */
 export async function runSubagentJob(d: RunnerDeps, taskId: string, agentId: string, heartbeat: () => void, signal?: AbortSignal): Promise<JobOutcome> {
   const teams = d.teams ?? builtinTeams;
-  const initial = await loadTask(d.store, taskId);
+  const load = d.load ?? ((id: string) => loadTask(d.store, id));
+  const initial = await load(taskId);
   const agent0 = initial.state.agents[agentId];
   if (!agent0 || isFinal(initial.state) || (agent0.status !== 'dispatched' && agent0.status !== 'running')) return 'nothing-to-do';
   const team = teams[initial.state.team];
   const def = team ? findAgent(team, agent0.type) : undefined;
   if (!def) {
-    await handleCommand(d.store, taskId, { type: 'FailSubagent', agentId, code: 'unknown_agent', message: `agent type '${agent0.type}' is not configured in team '${initial.state.team}'` });
+    await handleCommand(d.store, taskId, { type: 'FailSubagent', agentId, code: 'unknown_agent', message: `agent type '${agent0.type}' is not configured in team '${initial.state.team}'` }, { load });
     return 'failed';
   }
   const attempt = agent0.attempt + 1;
@@ -65,7 +68,7 @@ export async function runSubagentJob(d: RunnerDeps, taskId: string, agentId: str
           return a && a.status === 'running' && a.attempt === attempt
             ? { type: 'CompleteSubagent', agentId, attempt, summary, filesCreated: files.created, filesModified: files.modified, success: !capped, iterationCapReached: capped }
             : null;
-        });
+        }, { load });
       } catch (err) {
         if ((err as { code?: string }).code === 'stale_attempt') return 'superseded';
         throw err;
@@ -113,7 +116,7 @@ export async function runSubagentJob(d: RunnerDeps, taskId: string, agentId: str
       if (!isConcurrencyError(err)) throw err;
       // Someone else wrote this agent's stream (a newer attempt fenced it): re-read; the loop
       // goes on only if this attempt is still the current one.
-      ({ state, events } = await loadTask(d.store, taskId));
+      ({ state, events } = await load(taskId));
       agentEvents = events.filter((e) => e.streamId === streamId);
       d.log.warn({ taskId, agentId, attempt }, 'agent stream moved under us; re-read');
     }
@@ -126,15 +129,16 @@ export async function runSubagentJob(d: RunnerDeps, taskId: string, agentId: str
  * version moves, so an older attempt still running conflicts on its next append and stops.
  * Returns the fresh task, or null when another runner claimed a newer attempt first.
  */
-export async function claimAttempt(d: Pick<RunnerDeps, 'store' | 'runnerId' | 'now'>, taskId: string, agentId: string, attempt: number) {
+export async function claimAttempt(d: Pick<RunnerDeps, 'store' | 'runnerId' | 'now' | 'load'>, taskId: string, agentId: string, attempt: number) {
+  const load = d.load ?? ((id: string) => loadTask(d.store, id));
   try {
-    await handleCommand(d.store, taskId, { type: 'StartSubagent', agentId, attempt, runnerId: d.runnerId });
+    await handleCommand(d.store, taskId, { type: 'StartSubagent', agentId, attempt, runnerId: d.runnerId }, { load });
   } catch (err) {
     if ((err as { code?: string }).code === 'stale_attempt') return null;
     throw err;
   }
   for (;;) {
-    const loaded = await loadTask(d.store, taskId);
+    const loaded = await load(taskId);
     const agent = loaded.state.agents[agentId];
     if (!agent || agent.attempt !== attempt) return null;
     try {

@@ -9,7 +9,7 @@ import { AnswerBody, ApprovalBody, CancelBody, ListTasksQuery, RequestParams, Su
 
 /** Load a task the caller's tenant may see; another tenant's task is a plain 404. */
 export async function loadVisibleTask(d: GatewayDeps, req: FastifyRequest, taskId: string) {
-  const loaded = await loadTask(d.store, taskId);
+  const loaded = await d.load(taskId);
   if (!exists(loaded.state) || loaded.state.tenantId !== req.tenant) throw notFound(`task ${taskId}`);
   return loaded;
 }
@@ -79,7 +79,7 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
   /** Run a user command against a visible task (retried on version conflicts) and answer with the task. */
   const command = async (req: FastifyRequest, taskId: string, make: (s: TaskState) => Command) => {
     await loadVisibleTask(d, req, taskId);
-    const res = await handleCommand(d.store, taskId, make, { metadata: { actor: req.actor }, now: d.now });
+    const res = await handleCommand(d.store, taskId, make, { metadata: { actor: req.actor }, now: d.now, load: d.load });
     return toTaskView(res.state);
   };
 

@@ -1,0 +1,66 @@
+import { randomUUID } from 'node:crypto';
+import { agentStreamId, taskStreamId, toTaskView, type NewEvent } from '@baton/domain';
+import { pgTest as test } from '@baton/testing';
+import pg from 'pg';
+import { describe, expect } from 'vitest';
+import { TaskCache } from './task-cache.ts';
+import { loadTask } from './tasks.ts';
+
+const submitted = (): NewEvent => ({
+  id: randomUUID(),
+  type: 'TaskSubmitted',
+  data: { prompt: 'p', team: 'research', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 'd', requestHash: null, forkedFrom: null },
+});
+const turn = (agentId: string, n: number): NewEvent => ({
+  id: randomUUID(),
+  type: 'ModelTurnRecorded',
+  data: { agentId, turn: n, model: 'm', content: [{ type: 'text', text: `t${n}` }], stopReason: 'end_turn', usage: { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 }, offline: true, durationMs: 0 },
+});
+
+describe('TaskCache', () => {
+  test('loads incrementally and always equals a full re-read', async ({ pg: { db, store } }) => {
+    const cache = new TaskCache(db.pool);
+    const taskId = randomUUID();
+    await store.append({ streamId: taskStreamId(taskId), taskId, expectedVersion: 0, events: [submitted()] });
+    expect((await cache.load(taskId)).state.version).toBe(1);
+    await store.append({ streamId: taskStreamId(taskId), taskId, expectedVersion: 1, events: [{ id: randomUUID(), type: 'TaskStarted', data: { leadAgentId: 'lead', leadAgentType: 'x', configVersion: 'v' } }] });
+    const second = await cache.load(taskId);
+    const full = await loadTask(store, taskId);
+    expect(toTaskView(second.state)).toEqual(toTaskView(full.state));
+    expect(second.events.map((e) => e.id)).toEqual(full.events.map((e) => e.id));
+    expect(cache.hits).toBe(1);
+    expect(cache.misses).toBe(1);
+  });
+
+  test('an event that commits late with a lower position is not skipped', async ({ pg: { url, db, store } }) => {
+    const cache = new TaskCache(db.pool);
+    const taskId = randomUUID();
+    await store.append({ streamId: taskStreamId(taskId), taskId, expectedVersion: 0, events: [submitted()] });
+    // An agent-stream append takes a position, but its transaction stays open…
+    const slow = new pg.Client({ connectionString: url });
+    await slow.connect();
+    await slow.query('begin');
+    const late = turn('researcher-1', 1);
+    await slow.query(`insert into events (stream_id, stream_version, task_id, event_id, type, data) values ($1, 1, $2, $3, 'ModelTurnRecorded', $4)`, [agentStreamId(taskId, 'researcher-1'), taskId, late.id, JSON.stringify(late.data)]);
+    // …while a later task-stream event commits and the cache loads past it.
+    await store.append({ streamId: taskStreamId(taskId), taskId, expectedVersion: 1, events: [{ id: randomUUID(), type: 'TaskFailed', data: { code: 'c', message: 'm' } }] });
+    expect((await cache.load(taskId)).events).toHaveLength(2);
+    await slow.query('commit');
+    await slow.end();
+    const after = await cache.load(taskId);
+    expect(after.events.map((e) => e.id)).toContain(late.id);
+    expect(after.events).toHaveLength(3);
+  });
+
+  test('stays within its event budget (least recently used tasks are dropped)', async ({ pg: { db, store } }) => {
+    const cache = new TaskCache(db.pool, { maxEvents: 2, maxTasks: 2 });
+    const ids = [randomUUID(), randomUUID(), randomUUID()];
+    for (const id of ids) {
+      await store.append({ streamId: taskStreamId(id), taskId: id, expectedVersion: 0, events: [submitted(), { id: randomUUID(), type: 'TaskFailed', data: { code: 'c', message: 'm' } }] });
+      await cache.load(id);
+      expect(cache.size).toBeLessThanOrEqual(2);
+      expect(cache.eventCount).toBeLessThanOrEqual(2);
+    }
+    expect((await cache.load(ids[0] as string)).state.status).toBe('failed');
+  });
+});

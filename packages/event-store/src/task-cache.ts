@@ -1,0 +1,143 @@
+import { evolve, initialState, isEventType, upcast, CURRENT_SCHEMA_VERSION, type RecordedEvent, type TaskState } from '@baton/domain';
+import type pg from 'pg';
+import type { LoadedTask } from './tasks.ts';
+
+interface Entry {
+  /** State folded from `events`, the cached part of the task. */
+  state: TaskState;
+  events: RecordedEvent[];
+  /** Every event of the task that is not in `events` has transaction_id ≥ horizon. */
+  horizon: bigint;
+  /** Positions in `events` whose transaction_id is ≥ horizon (skipped when re-read). */
+  skip: Set<string>;
+}
+
+// One statement: the current horizon, and every event of the task at or above the cached one.
+const TAIL_SQL = `
+with s as (select pg_snapshot_xmin(pg_current_snapshot())::text as xmin)
+select s.xmin, e.* from s left join lateral (
+  select global_position::text as gp, transaction_id::text as tx, stream_id, stream_version, task_id, event_id, type, schema_version, data, metadata, recorded_at
+  from events where task_id = $1 and transaction_id >= $2::text::xid8 order by global_position
+) e on true`;
+
+interface TailRow {
+  xmin: string;
+  gp: string | null;
+  tx: string;
+  stream_id: string;
+  stream_version: number;
+  task_id: string;
+  event_id: string;
+  type: string;
+  schema_version: number;
+  data: Record<string, unknown>;
+  metadata: Record<string, unknown>;
+  recorded_at: Date;
+}
+
+/**
+ * Incremental task loading: a process keeps each task's folded state and reads only the
+ * events it has not seen — usually none — instead of re-reading and re-folding the whole
+ * task on every message. Gap-safe: the cached part holds exactly the events whose
+ * transaction is older than the xmin horizon of the read that produced it, so every later
+ * event (even one that commits late with a lower position) has transaction_id ≥ that horizon
+ * and is in the next tail. The tail itself is read without a horizon, so a process always
+ * sees its own writes. Bounded: least recently used tasks are dropped past `maxEvents`.
+ */
+export class TaskCache {
+  private readonly entries = new Map<string, Entry>();
+  private cachedEvents = 0;
+  private readonly pool: Pick<pg.Pool, 'query'>;
+  private readonly maxEvents: number;
+  private readonly maxTasks: number;
+  hits = 0;
+  misses = 0;
+
+  constructor(pool: Pick<pg.Pool, 'query'>, opts: { maxEvents?: number; maxTasks?: number } = {}) {
+    this.pool = pool;
+    this.maxEvents = opts.maxEvents ?? 200_000;
+    this.maxTasks = opts.maxTasks ?? 20_000;
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  get eventCount(): number {
+    return this.cachedEvents;
+  }
+
+  readonly load = async (taskId: string): Promise<LoadedTask> => {
+    const entry = this.entries.get(taskId);
+    if (entry) this.hits++;
+    else this.misses++;
+    const res = await this.pool.query<TailRow>({ name: 'baton_task_tail', text: TAIL_SQL, values: [taskId, (entry?.horizon ?? 0n).toString()] });
+    const xmin = BigInt((res.rows[0] as TailRow).xmin);
+    let state = entry?.state ?? initialState();
+    const events = entry ? entry.events.slice() : [];
+    // The cached part grows by the longest run of the tail (in log order) whose transactions
+    // are all older than the new horizon: nothing can still commit before those.
+    let absorbedState = state;
+    let absorbed = events.length;
+    let open = false;
+    let lowestOpenTx = xmin;
+    const skip = new Set<string>();
+    for (const r of res.rows) {
+      if (r.gp === null || entry?.skip.has(r.gp)) continue;
+      const e = toRecorded(r);
+      const tx = BigInt(r.tx);
+      events.push(e);
+      state = evolve(state, e);
+      if (!open && tx < xmin) {
+        absorbedState = state;
+        absorbed = events.length;
+      } else {
+        open = true;
+        if (tx < lowestOpenTx) lowestOpenTx = tx;
+      }
+    }
+    const kept = events.slice(0, absorbed);
+    // Rows already absorbed at or above the new horizon are skipped when the next tail re-reads them.
+    for (const e of kept) if (e.position > 0n && txOf.get(e) !== undefined && (txOf.get(e) as bigint) >= lowestOpenTx) skip.add(e.position.toString());
+    this.remember(taskId, { state: absorbedState, events: kept, horizon: lowestOpenTx, skip });
+    return { state, events };
+  };
+
+  forget(taskId: string): void {
+    const e = this.entries.get(taskId);
+    if (!e) return;
+    this.cachedEvents -= e.events.length;
+    this.entries.delete(taskId);
+  }
+
+  private remember(taskId: string, e: Entry): void {
+    this.forget(taskId);
+    this.entries.set(taskId, e);
+    this.cachedEvents += e.events.length;
+    for (const [id] of this.entries) {
+      if ((this.cachedEvents <= this.maxEvents && this.entries.size <= this.maxTasks) || id === taskId) break;
+      this.forget(id);
+    }
+  }
+}
+
+/** Transaction ids of cached events (kept beside them, not in the domain's event shape). */
+const txOf = new WeakMap<RecordedEvent, bigint>();
+
+function toRecorded(r: TailRow): RecordedEvent {
+  if (!isEventType(r.type)) throw new Error(`unknown event type '${r.type}' at position ${r.gp}`);
+  const e = {
+    id: r.event_id,
+    type: r.type,
+    taskId: r.task_id,
+    streamId: r.stream_id,
+    version: r.stream_version,
+    position: BigInt(r.gp as string),
+    recordedAt: r.recorded_at,
+    data: r.schema_version === CURRENT_SCHEMA_VERSION ? r.data : upcast(r.type, r.schema_version, r.data),
+    metadata: r.metadata,
+    schemaVersion: r.schema_version,
+  } as RecordedEvent;
+  txOf.set(e, BigInt(r.tx));
+  return e;
+}
