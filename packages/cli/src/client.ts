@@ -1,3 +1,5 @@
+import type { EventView } from '@baton/domain';
+
 /** A small client for the Baton HTTP API (what the CLI and the benchmarks use). */
 export class ApiError extends Error {
   readonly status: number;
@@ -96,14 +98,5 @@ export function parseFrame(frame: string): Record<string, string> {
   return out;
 }
 
-export interface ApiEvent {
-  id: string;
-  type: string;
-  taskId: string;
-  streamId: string;
-  version: number;
-  position: number;
-  recordedAt: string;
-  data: Record<string, unknown>;
-  metadata: Record<string, unknown>;
-}
+/** An event as the API returns it (the domain's EventView), with its data as an object. */
+export type ApiEvent = EventView & { data: Record<string, unknown>; metadata: Record<string, unknown> };

@@ -36,7 +36,7 @@ export interface AppendResult {
 
 export const NOTIFY_CHANNEL = 'baton_events';
 
-const EVENT_COLUMNS = `global_position::text as gp, transaction_id::text as tx, stream_id, stream_version, task_id, event_id, type, schema_version, data, metadata, recorded_at`;
+export const EVENT_COLUMNS = `global_position::text as gp, transaction_id::text as tx, stream_id, stream_version, task_id, event_id, type, schema_version, data, metadata, recorded_at`;
 
 // One statement = one round trip and one implicit transaction: version guard, insert,
 // read-model upsert and NOTIFY commit together or not at all.
@@ -69,7 +69,8 @@ select (select v from guard) as current_version,
        (select count(*) from proj)::int as projected,
        array(select global_position::text from ins order by stream_version) as positions`;
 
-interface EventRow {
+/** An `events` row as selected with EVENT_COLUMNS. */
+export interface EventRow {
   gp: string;
   tx: string;
   stream_id: string;
@@ -83,7 +84,7 @@ interface EventRow {
   recorded_at: Date;
 }
 
-function toRecorded(r: EventRow): RecordedEvent {
+export function toRecorded(r: EventRow): RecordedEvent {
   if (!isEventType(r.type)) throw new Error(`unknown event type '${r.type}' at position ${r.gp}`);
   const data = r.schema_version === CURRENT_SCHEMA_VERSION ? r.data : upcast(r.type, r.schema_version, r.data);
   return {

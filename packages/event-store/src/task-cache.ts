@@ -1,5 +1,6 @@
-import { evolve, initialState, isEventType, upcast, CURRENT_SCHEMA_VERSION, type RecordedEvent, type TaskState } from '@baton/domain';
+import { evolve, initialState, type RecordedEvent, type TaskState } from '@baton/domain';
 import type pg from 'pg';
+import { EVENT_COLUMNS, toRecorded, type EventRow } from './store.ts';
 import type { LoadedTask } from './tasks.ts';
 
 interface Entry {
@@ -16,24 +17,12 @@ interface Entry {
 const TAIL_SQL = `
 with s as (select pg_snapshot_xmin(pg_current_snapshot())::text as xmin)
 select s.xmin, e.* from s left join lateral (
-  select global_position::text as gp, transaction_id::text as tx, stream_id, stream_version, task_id, event_id, type, schema_version, data, metadata, recorded_at
+  select ${EVENT_COLUMNS}
   from events where task_id = $1 and transaction_id >= $2::text::xid8 order by global_position
 ) e on true`;
 
-interface TailRow {
-  xmin: string;
-  gp: string | null;
-  tx: string;
-  stream_id: string;
-  stream_version: number;
-  task_id: string;
-  event_id: string;
-  type: string;
-  schema_version: number;
-  data: Record<string, unknown>;
-  metadata: Record<string, unknown>;
-  recorded_at: Date;
-}
+/** The horizon, and an event row — or nulls when the tail is empty. */
+type TailRow = { xmin: string } & (EventRow | { [K in keyof EventRow]: null });
 
 /**
  * Incremental task loading: a process keeps each task's folded state and reads only the
@@ -86,6 +75,7 @@ export class TaskCache {
       if (r.gp === null || entry?.skip.has(r.gp)) continue;
       const e = toRecorded(r);
       const tx = BigInt(r.tx);
+      txOf.set(e, tx);
       events.push(e);
       state = evolve(state, e);
       if (!open && tx < xmin) {
@@ -98,7 +88,10 @@ export class TaskCache {
     }
     const kept = events.slice(0, absorbed);
     // Rows already absorbed at or above the new horizon are skipped when the next tail re-reads them.
-    for (const e of kept) if (e.position > 0n && txOf.get(e) !== undefined && (txOf.get(e) as bigint) >= lowestOpenTx) skip.add(e.position.toString());
+    for (const e of kept) {
+      const tx = txOf.get(e);
+      if (tx !== undefined && tx >= lowestOpenTx) skip.add(e.position.toString());
+    }
     this.remember(taskId, { state: absorbedState, events: kept, horizon: lowestOpenTx, skip });
     return { state, events };
   };
@@ -123,21 +116,3 @@ export class TaskCache {
 
 /** Transaction ids of cached events (kept beside them, not in the domain's event shape). */
 const txOf = new WeakMap<RecordedEvent, bigint>();
-
-function toRecorded(r: TailRow): RecordedEvent {
-  if (!isEventType(r.type)) throw new Error(`unknown event type '${r.type}' at position ${r.gp}`);
-  const e = {
-    id: r.event_id,
-    type: r.type,
-    taskId: r.task_id,
-    streamId: r.stream_id,
-    version: r.stream_version,
-    position: BigInt(r.gp as string),
-    recordedAt: r.recorded_at,
-    data: r.schema_version === CURRENT_SCHEMA_VERSION ? r.data : upcast(r.type, r.schema_version, r.data),
-    metadata: r.metadata,
-    schemaVersion: r.schema_version,
-  } as RecordedEvent;
-  txOf.set(e, BigInt(r.tx));
-  return e;
-}
