@@ -1,0 +1,68 @@
+import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
+import { busNames, ensureTopology, Relay } from '@baton/bus';
+import { handleCommand } from '@baton/event-store';
+import { silentLogger } from '@baton/runtime';
+import { stackTest as test, waitFor } from '@baton/testing';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { describe, expect } from 'vitest';
+import { verify } from './webhook.ts';
+import { startNotifier } from './worker.ts';
+
+const log = silentLogger();
+const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+
+describe('notifier', () => {
+  test('a failing endpoint is retried with backoff until it accepts; every attempt is recorded; tasks without a webhook cost nothing', async ({ pg, nats }) => {
+    const received: { status: number; id: string; body: string; ok: boolean }[] = [];
+    const server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c) => (body += c));
+      req.on('end', () => {
+        const n = received.length;
+        const status = n === 0 ? 500 : n === 1 ? 503 : 204;
+        const ok = verify(SECRET, { id: String(req.headers['webhook-id']), timestamp: String(req.headers['webhook-timestamp']), signature: String(req.headers['webhook-signature']) }, body);
+        received.push({ status, id: String(req.headers['webhook-id']), body, ok });
+        res.writeHead(status, status === 503 ? { 'retry-after': '0' } : {}).end();
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/hook`;
+
+    const names = busNames(nats.namespace);
+    await ensureTopology(await jetstreamManager(nats.nc), names);
+    const relay = new Relay({ pool: pg.db.pool, store: pg.store, nc: nats.nc, names, log });
+    relay.start();
+    const notifier = await startNotifier({
+      store: pg.store, pool: pg.db.pool, js: jetstream(nats.nc), names, log, secret: SECRET,
+      timeoutMs: 2000, maxAttempts: 5, backoffMs: [50, 100], concurrency: 4, now: () => new Date(),
+    });
+    const submit = (webhook: { url: string; events: string[] } | null) => {
+      const id = randomUUID();
+      return handleCommand(pg.store, id, {
+        type: 'SubmitTask', prompt: 'p', team: 'research', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook,
+        metadata: {}, tenantId: 'd', requestHash: null, forkedFrom: null,
+      }).then(() => id);
+    };
+    const quiet = await submit(null);
+    const id = await submit({ url, events: ['task.cancelled'] });
+    await handleCommand(pg.store, quiet, { type: 'CancelTask', reason: 'r', requestedBy: 'u' });
+    await handleCommand(pg.store, id, { type: 'CancelTask', reason: 'because', requestedBy: 'u' });
+
+    await waitFor(async () => (await pg.db.pool.query('select count(*)::int as n from webhook_deliveries where ok')).rows[0].n === 1, { what: 'a successful delivery' });
+    await notifier.stop();
+    await relay.stop();
+    server.close();
+
+    expect(received.map((r) => r.status)).toEqual([500, 503, 204]);
+    expect(new Set(received.map((r) => r.id))).toEqual(new Set([received[0]?.id])); // one webhook-id across retries
+    expect(received.every((r) => r.ok)).toBe(true);
+    expect(JSON.parse(received[2]?.body ?? '{}')).toMatchObject({ type: 'task.cancelled', data: { task: { id, status: 'cancelled' } } });
+    const rows = (await pg.db.pool.query('select task_id, attempt, status_code, ok, error from webhook_deliveries order by id')).rows;
+    expect(rows).toEqual([
+      { task_id: id, attempt: 1, status_code: 500, ok: false, error: 'HTTP 500' },
+      { task_id: id, attempt: 2, status_code: 503, ok: false, error: 'HTTP 503' },
+      { task_id: id, attempt: 3, status_code: 204, ok: true, error: null },
+    ]);
+  });
+});
