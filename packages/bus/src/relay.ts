@@ -1,4 +1,4 @@
-import { START, NOTIFY_CHANNEL, type EventStore, type LogCursor } from '@baton/event-store';
+import { START, NOTIFY_CHANNEL, type EventStore, type LogCursor, type TailedEvent } from '@baton/event-store';
 import type { NatsConnection } from '@nats-io/nats-core';
 import type pg from 'pg';
 import type { Logger } from 'pino';
@@ -126,16 +126,14 @@ export class Relay {
     let hiddenDelay = 2;
     while (this.running) {
       const wakeup = this.nextWake();
-      const batch = await this.o.store.readAll(cursor, this.o.batchSize, client);
+      const { events: batch, hidden } = await this.o.store.tail(cursor, this.o.batchSize, client);
       if (batch.length > 0) {
         cursor = await this.publishBatch(batch);
         if (Date.now() - savedAt >= this.o.checkpointEveryMs) await save();
-        hiddenDelay = 2;
-        continue;
+        if (batch.length === this.o.batchSize) continue; // more may be waiting
       }
-      await save(); // idle: persist where we are
-      // Rows after the cursor that an older open transaction still hides: look again soon.
-      const hidden = await this.o.store.hasHiddenAfter(cursor, client);
+      if (!hidden) await save(); // caught up: persist where we are
+      // Rows that an older open transaction still hides: look again soon; else wait for NOTIFY.
       await Promise.race([wakeup, sleep(hidden ? hiddenDelay : this.o.backstopMs)]);
       hiddenDelay = hidden ? Math.min(hiddenDelay * 2, 250) : 2;
     }
@@ -151,7 +149,7 @@ export class Relay {
   }
 
   /** Publish a batch; returns the cursor after it once every PubAck is in. */
-  private async publishBatch(batch: Awaited<ReturnType<EventStore['readAll']>>): Promise<LogCursor> {
+  private async publishBatch(batch: TailedEvent[]): Promise<LogCursor> {
     const messages = batch.flatMap(({ event }) => messagesFor(event, this.o.names));
     await (this.publisher as BatchPublisher).publishAll(messages, { onAck: () => this.countPublished() });
     return (batch[batch.length - 1] as { cursor: LogCursor }).cursor;

@@ -109,6 +109,7 @@ describe('readAll (gap-safe tail)', () => {
     await drain();
     expect(seen).toEqual([]); // B is hidden while A (older transaction) is in flight
     expect(await store.hasHiddenAfter(cursor)).toBe(true);
+    expect((await store.tail(cursor, 10)).hidden).toBe(true);
     await a.query('commit');
     await a.end();
     // The horizon is cluster-wide: other tests' open transactions can hold it back a moment.
@@ -118,6 +119,7 @@ describe('readAll (gap-safe tail)', () => {
     }, { what: 'both events visible to the tailer' });
     expect(seen).toEqual([taskA, taskB]);
     expect(await store.hasHiddenAfter(cursor)).toBe(false);
+    expect(await store.tail(cursor, 10)).toEqual({ events: [], hidden: false });
   });
 
   test('checkpoints round-trip', async ({ pg: { store } }) => {

@@ -199,15 +199,29 @@ export class EventStore {
    * are visible, in (transaction_id, global_position) order.
    */
   async readAll(cursor: LogCursor, limit: number, db: Queryable = this.pool): Promise<TailedEvent[]> {
-    const res = await db.query<EventRow>({
-      name: 'baton_read_all',
-      text: `select ${EVENT_COLUMNS} from events
-             where (transaction_id, global_position) > ($1::text::xid8, $2::bigint)
-               and transaction_id < pg_snapshot_xmin(pg_current_snapshot())
-             order by transaction_id, global_position limit $3`,
+    return (await this.tail(cursor, limit, db)).events;
+  }
+
+  /**
+   * `readAll` plus, in the same statement, whether rows after the cursor exist that the
+   * horizon still hides (an older transaction is open): a tailer that got fewer than `limit`
+   * rows and nothing hidden is caught up, with one query.
+   */
+  async tail(cursor: LogCursor, limit: number, db: Queryable = this.pool): Promise<{ events: TailedEvent[]; hidden: boolean }> {
+    const res = await db.query<EventRow & { hidden: boolean; gp: string | null }>({
+      name: 'baton_tail_all',
+      text: `with c as (select $1::text::xid8 as tx, $2::bigint as gp, pg_snapshot_xmin(pg_current_snapshot()) as xmin)
+             select exists (select 1 from events e, c where (e.transaction_id, e.global_position) > (c.tx, c.gp) and e.transaction_id >= c.xmin) as hidden, r.*
+             from c left join lateral (
+               select ${EVENT_COLUMNS} from events e
+               where (e.transaction_id, e.global_position) > (c.tx, c.gp) and e.transaction_id < c.xmin
+               order by e.transaction_id, e.global_position limit $3
+             ) r on true`,
       values: [cursor.txid.toString(), cursor.position.toString(), limit],
     });
-    return res.rows.map((r) => ({ event: toRecorded(r), cursor: { txid: BigInt(r.tx), position: BigInt(r.gp) } }));
+    const hidden = res.rows[0]?.hidden ?? false;
+    const events = res.rows.filter((r) => r.gp !== null).map((r) => ({ event: toRecorded(r), cursor: { txid: BigInt(r.tx), position: BigInt(r.gp as string) } }));
+    return { events, hidden };
   }
 
   /**
