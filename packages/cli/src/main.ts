@@ -16,6 +16,8 @@ program
       ...process.env,
       DATABASE_URL: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/baton',
       NATS_URL: process.env.NATS_URL ?? 'nats://127.0.0.1:4222',
+      // Local development: webhooks to localhost are expected. Production (compose) leaves this off.
+      WEBHOOK_ALLOW_PRIVATE_NETWORKS: process.env.WEBHOOK_ALLOW_PRIVATE_NETWORKS ?? 'true',
       PORT: opts.port,
     };
     const say = (m: string) => console.log(`\x1b[1;34m[baton]\x1b[0m ${m}`);

@@ -9,6 +9,8 @@ const schema = z.object({
   WEBHOOK_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(50).default(12),
   WEBHOOK_BACKOFF_MS: z.string().regex(/^\d+(,\d+)*$/, 'comma-separated milliseconds').default('1000,5000,30000,120000,600000,1800000,3600000'),
   NOTIFIER_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(16),
+  /** SSRF guard: webhooks may not reach loopback/private/link-local addresses unless this is true. */
+  WEBHOOK_ALLOW_PRIVATE_NETWORKS: z.stringbool().default(false),
 });
 export type NotifierConfig = z.infer<typeof schema>;
 export const loadNotifierConfig = (env: Record<string, string | undefined>): NotifierConfig => loadConfig('notifier', schema, env);

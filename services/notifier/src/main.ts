@@ -25,7 +25,9 @@ const notifier = await startNotifier({
   backoffMs: config.WEBHOOK_BACKOFF_MS.split(',').map(Number),
   concurrency: config.NOTIFIER_CONCURRENCY,
   now: () => new Date(),
+  allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
 });
+if (config.WEBHOOK_ALLOW_PRIVATE_NETWORKS) log.warn('WEBHOOK_ALLOW_PRIVATE_NETWORKS=true: webhooks may reach loopback and private addresses (development only)');
 log.info('notifier started');
 installShutdown(log, [
   { name: 'stop deliveries and finish in-flight ones', run: () => notifier.stop() },

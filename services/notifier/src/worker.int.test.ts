@@ -35,7 +35,7 @@ describe('notifier', () => {
     relay.start();
     const notifier = await startNotifier({
       store: pg.store, pool: pg.db.pool, js: jetstream(nats.nc), names, log, secret: SECRET,
-      timeoutMs: 2000, maxAttempts: 5, backoffMs: [50, 100], concurrency: 4, now: () => new Date(),
+      timeoutMs: 2000, maxAttempts: 5, backoffMs: [50, 100], concurrency: 4, now: () => new Date(), allowPrivateNetworks: true,
     });
     const submit = (webhook: { url: string; events: string[] } | null) => {
       const id = randomUUID();
@@ -64,5 +64,30 @@ describe('notifier', () => {
       { task_id: id, attempt: 2, status_code: 503, ok: false, error: 'HTTP 503' },
       { task_id: id, attempt: 3, status_code: 204, ok: true, error: null },
     ]);
+  });
+});
+
+describe('notifier egress guard', () => {
+  test('a webhook to a private address is refused and the refusal recorded, unless allowed', async ({ pg, nats }) => {
+    const names = busNames(nats.namespace);
+    await ensureTopology(await jetstreamManager(nats.nc), names);
+    const relay = new Relay({ pool: pg.db.pool, store: pg.store, nc: nats.nc, names, log });
+    relay.start();
+    const notifier = await startNotifier({
+      store: pg.store, pool: pg.db.pool, js: jetstream(nats.nc), names, log, secret: SECRET,
+      timeoutMs: 2000, maxAttempts: 2, backoffMs: [20], concurrency: 4, now: () => new Date(), allowPrivateNetworks: false,
+    });
+    const id = randomUUID();
+    await handleCommand(pg.store, id, {
+      type: 'SubmitTask', prompt: 'p', team: 'research', requirePlanApproval: false, approvalTimeoutSeconds: 600,
+      webhook: { url: 'http://169.254.169.254/latest/meta-data', events: ['task.cancelled'] }, metadata: {}, tenantId: 'd', requestHash: null, forkedFrom: null,
+    });
+    await handleCommand(pg.store, id, { type: 'CancelTask', reason: 'r', requestedBy: 'u' });
+    await waitFor(async () => (await pg.db.pool.query('select count(*)::int as n from dead_letters')).rows[0].n === 1, { what: 'the delivery given up' });
+    await notifier.stop();
+    await relay.stop();
+    const rows = (await pg.db.pool.query('select ok, status_code, error from webhook_deliveries')).rows;
+    expect(rows).toHaveLength(2);
+    expect(rows.every((r) => !r.ok && r.status_code === null && /non-public address/.test(r.error))).toBe(true);
   });
 });

@@ -4,7 +4,8 @@ import type { EventStore } from '@baton/event-store';
 import type { Logger } from '@baton/runtime';
 import type { JetStreamClient } from '@nats-io/jetstream';
 import type pg from 'pg';
-import { deliver, sign, webhookTypesFor } from './webhook.ts';
+import { assertPublicUrl } from './egress.ts';
+import { deliver, sign, webhookTypesFor, type DeliveryResult } from './webhook.ts';
 
 export interface NotifierDeps {
   store: EventStore;
@@ -18,6 +19,8 @@ export interface NotifierDeps {
   backoffMs: number[];
   concurrency: number;
   now: () => Date;
+  /** Allow webhook URLs on loopback/private networks (development only). */
+  allowPrivateNetworks: boolean;
 }
 
 /**
@@ -72,7 +75,14 @@ export async function startNotifier(d: NotifierDeps): Promise<RunningConsumer> {
       const timestamp = Math.floor(d.now().getTime() / 1000);
       const body = JSON.stringify({ type, timestamp: new Date(timestamp * 1000).toISOString(), data: { task } });
       const headers = { 'webhook-id': webhookId, 'webhook-timestamp': String(timestamp), 'webhook-signature': sign(d.secret, webhookId, timestamp, body) };
-      const r = await deliver(hook.url, headers, body, d.timeoutMs);
+      let r: DeliveryResult;
+      try {
+        if (!d.allowPrivateNetworks) await assertPublicUrl(hook.url);
+        r = await deliver(hook.url, headers, body, d.timeoutMs);
+      } catch (err) {
+        // Refused (non-public address) or unresolvable: recorded like any failed attempt.
+        r = { ok: false, status: null, error: (err as Error).message, durationMs: 0, gone: false, retryAfterMs: null };
+      }
       await d.pool.query(
         `insert into webhook_deliveries (task_id, event_id, webhook_id, type, url, attempt, status_code, ok, error, duration_ms)
          values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
