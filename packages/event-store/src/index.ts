@@ -6,3 +6,4 @@ export { createDb, migrateToLatest, type Db } from './db.ts';
 export { ensureDatabase } from './admin.ts';
 export type { Database } from './schema.ts';
 export { TaskCache } from './task-cache.ts';
+export { GroupCommitter, appendBatch } from './group-commit.ts';

@@ -8,6 +8,7 @@ import {
 } from '@baton/domain';
 import type pg from 'pg';
 import { ConcurrencyError, DuplicateEventError } from './errors.ts';
+import { GroupCommitter, type BatchItemResult } from './group-commit.ts';
 
 /** A position in the log for readers that tail it: commit-safe order is (transaction_id, global_position). */
 export interface LogCursor {
@@ -34,7 +35,9 @@ export interface AppendResult {
   duplicate: boolean;
 }
 
-export const NOTIFY_CHANNEL = 'baton_events';
+import { NOTIFY_CHANNEL } from './channel.ts';
+
+export { NOTIFY_CHANNEL };
 
 export const EVENT_COLUMNS = `global_position::text as gp, transaction_id::text as tx, stream_id, stream_version, task_id, event_id, type, schema_version, data, metadata, recorded_at`;
 
@@ -109,10 +112,17 @@ export interface TailedEvent {
 /** Queryable: a pg.Pool or a checked-out client (for readers that hold one session). */
 type Queryable = Pick<pg.Pool, 'query'> | Pick<pg.PoolClient, 'query'>;
 
+export interface EventStoreOptions {
+  /** Write concurrent appends together (one statement, one commit). Default off; services turn it on. */
+  groupCommit?: boolean | { maxBatch?: number; maxInFlight?: number };
+}
+
 export class EventStore {
   readonly pool: pg.Pool;
-  constructor(pool: pg.Pool) {
+  readonly committer: GroupCommitter | null;
+  constructor(pool: pg.Pool, opts: EventStoreOptions = {}) {
     this.pool = pool;
+    this.committer = opts.groupCommit ? new GroupCommitter(pool, (i) => this.appendOne(i), opts.groupCommit === true ? {} : opts.groupCommit) : null;
   }
 
   /**
@@ -120,8 +130,20 @@ export class EventStore {
    * ids) is a no-op that reports `duplicate`. A conflict throws ConcurrencyError.
    */
   async append(input: AppendInput): Promise<AppendResult> {
-    const { streamId, taskId, expectedVersion, events } = input;
+    const { streamId, expectedVersion, events } = input;
     if (events.length === 0) return { nextVersion: expectedVersion, positions: [], duplicate: false };
+    const row = this.committer ? await this.committer.submit(input) : await this.appendOne(input);
+    if (row.positions.length === events.length) {
+      return { nextVersion: expectedVersion + events.length, positions: row.positions, duplicate: false };
+    }
+    const ids = events.map((e) => e.id);
+    if (row.positions.length === 0) return this.resolveDuplicate(streamId, expectedVersion, ids, row.currentVersion);
+    throw new Error(`append to ${streamId}: ${row.positions.length} of ${events.length} events written (ids partly recorded before)`);
+  }
+
+  /** One append as one statement. Throws only on errors other than "nothing written". */
+  private async appendOne(input: AppendInput): Promise<BatchItemResult> {
+    const { streamId, taskId, expectedVersion, events } = input;
     const ids = events.map((e) => e.id);
     let row: { current_version: number; positions: string[] };
     try {
@@ -143,17 +165,14 @@ export class EventStore {
       row = res.rows[0] as { current_version: number; positions: string[] };
     } catch (err) {
       if (isUniqueViolation(err, 'events_stream_version_uq')) throw new ConcurrencyError(streamId, expectedVersion, null);
-      if (isUniqueViolation(err, 'events_event_id_uq')) return this.resolveDuplicate(streamId, expectedVersion, ids);
+      // A concurrent identical append won the race: report "nothing written" and let the caller resolve it.
+      if (isUniqueViolation(err, 'events_event_id_uq')) return { currentVersion: -1, positions: [] };
       throw err;
     }
-    if (row.positions.length === events.length) {
-      return { nextVersion: expectedVersion + events.length, positions: row.positions.map(BigInt), duplicate: false };
-    }
-    if (row.positions.length === 0) return this.resolveDuplicate(streamId, expectedVersion, ids, row.current_version);
-    throw new Error(`append to ${streamId}: ${row.positions.length} of ${events.length} events written (ids partly recorded before)`);
+    return { currentVersion: row.current_version, positions: row.positions.map(BigInt) };
   }
 
-  private async resolveDuplicate(streamId: string, expectedVersion: number, ids: string[], currentVersion?: number): Promise<AppendResult> {
+  private async resolveDuplicate(streamId: string, expectedVersion: number, ids: string[], currentVersion: number): Promise<AppendResult> {
     const res = await this.pool.query<{ event_id: string; stream_id: string; stream_version: number; gp: string }>(
       'select event_id, stream_id, stream_version, global_position::text as gp from events where event_id = any($1::uuid[]) order by stream_version',
       [ids],
@@ -163,7 +182,7 @@ export class EventStore {
       return { nextVersion: last.stream_version, positions: res.rows.map((r) => BigInt(r.gp)), duplicate: true };
     }
     if (res.rows.length > 0) throw new DuplicateEventError(res.rows.map((r) => r.event_id));
-    throw new ConcurrencyError(streamId, expectedVersion, currentVersion ?? null);
+    throw new ConcurrencyError(streamId, expectedVersion, currentVersion >= 0 ? currentVersion : null);
   }
 
   async streamVersion(streamId: string): Promise<number> {

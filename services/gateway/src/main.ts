@@ -23,7 +23,7 @@ if (apiKeys.size === 0) log.warn('no BATON_API_KEYS configured: the API is OPEN 
 const app = await buildApp({
   pool: db.pool,
   kysely: db.kysely,
-  store: new EventStore(db.pool),
+  store: new EventStore(db.pool, { groupCommit: true }),
   load: new TaskCache(db.pool).load,
   names,
   nats: () => nc,

@@ -17,7 +17,7 @@ await retryForever('setting up JetStream streams', log, async () => ensureTopolo
 if (config.ANTHROPIC_API_KEY) log.warn('ANTHROPIC_API_KEY is set, but this build drives the lead with the offline model only (Claude arrives with the agents issue)');
 const model = new OfflineModel({ latencyMs: config.OFFLINE_MODEL_LATENCY_MS });
 const orchestrator = await startOrchestrator({
-  store: new EventStore(db.pool),
+  store: new EventStore(db.pool, { groupCommit: true }),
   load: new TaskCache(db.pool).load,
   pool: db.pool,
   nc,

@@ -17,7 +17,7 @@ await retryForever('setting up JetStream streams', log, async () => ensureTopolo
 if (config.ANTHROPIC_API_KEY) log.warn('ANTHROPIC_API_KEY is set, but this build runs subagents with the offline model only');
 const runnerId = config.RUNNER_ID ?? `${hostname()}-${process.pid}`;
 const runner = await startRunner({
-  store: new EventStore(db.pool),
+  store: new EventStore(db.pool, { groupCommit: true }),
   load: new TaskCache(db.pool).load,
   pool: db.pool,
   js: jetstream(nc),
