@@ -1,6 +1,6 @@
 import { CURRENT_SCHEMA_VERSION } from '@baton/domain';
 import type pg from 'pg';
-import { NOTIFY_CHANNEL } from './channel.ts';
+import { NOTIFY_CHANNEL, TASKS_UPSERT_CONFLICT } from './sql.ts';
 import type { AppendInput } from './store.ts';
 
 /** The outcome of one append inside a batch: its positions, or the stream's current version when nothing was written. */
@@ -35,10 +35,7 @@ with input as (
   insert into tasks
   select r.* from jsonb_populate_recordset(null::tasks, $11::jsonb) r
   where exists (select 1 from ins where ins.stream_id = 'task-' || r.id::text)
-  on conflict (id) do update set
-    status = excluded.status, team = excluded.team, title = excluded.title, updated_at = excluded.updated_at,
-    version = excluded.version, pending_requests = excluded.pending_requests
-  where tasks.version <= excluded.version
+  ${TASKS_UPSERT_CONFLICT}
   returning 1
 ), notified as (
   select pg_notify('${NOTIFY_CHANNEL}', '') from (select 1 from ins limit 1) x

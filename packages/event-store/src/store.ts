@@ -35,7 +35,7 @@ export interface AppendResult {
   duplicate: boolean;
 }
 
-import { NOTIFY_CHANNEL } from './channel.ts';
+import { NOTIFY_CHANNEL, TASKS_UPSERT_CONFLICT } from './sql.ts';
 
 export { NOTIFY_CHANNEL };
 
@@ -59,10 +59,7 @@ with guard as (
   insert into tasks
   select r.* from jsonb_populate_record(null::tasks, $9::jsonb) r
   where $9::jsonb is not null and exists (select 1 from ins)
-  on conflict (id) do update set
-    status = excluded.status, team = excluded.team, title = excluded.title, updated_at = excluded.updated_at,
-    version = excluded.version, pending_requests = excluded.pending_requests
-  where tasks.version <= excluded.version
+  ${TASKS_UPSERT_CONFLICT}
   returning 1
 ), notified as (
   select pg_notify('${NOTIFY_CHANNEL}', $2::text) from ins limit 1

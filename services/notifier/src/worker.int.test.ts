@@ -3,7 +3,7 @@ import { createServer } from 'node:http';
 import { busNames, ensureTopology, Relay } from '@baton/bus';
 import { handleCommand } from '@baton/event-store';
 import { silentLogger } from '@baton/runtime';
-import { stackTest as test, waitFor } from '@baton/testing';
+import { stackTest as test, waitFor, type NatsFixture, type PgFixture } from '@baton/testing';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { describe, expect } from 'vitest';
 import { verify } from './webhook.ts';
@@ -11,6 +11,26 @@ import { startNotifier } from './worker.ts';
 
 const log = silentLogger();
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+
+/** A relay and a notifier on the test's database and NATS namespace. */
+async function startStack(pg: PgFixture, nats: NatsFixture, o: { maxAttempts: number; backoffMs: number[]; allowPrivateNetworks: boolean }) {
+  const names = busNames(nats.namespace);
+  await ensureTopology(await jetstreamManager(nats.nc), names);
+  const relay = new Relay({ pool: pg.db.pool, store: pg.store, nc: nats.nc, names, log });
+  relay.start();
+  const notifier = await startNotifier({
+    store: pg.store, pool: pg.db.pool, js: jetstream(nats.nc), names, log, secret: SECRET, timeoutMs: 2000, concurrency: 4, now: () => new Date(), ...o,
+  });
+  return { stop: async () => { await notifier.stop(); await relay.stop(); } };
+}
+
+function submit(pg: PgFixture, webhook: { url: string; events: string[] } | null): Promise<string> {
+  const id = randomUUID();
+  return handleCommand(pg.store, id, {
+    type: 'SubmitTask', prompt: 'p', team: 'research', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook,
+    metadata: {}, tenantId: 'd', requestHash: null, forkedFrom: null,
+  }).then(() => id);
+}
 
 describe('notifier', () => {
   test('a failing endpoint is retried with backoff until it accepts; every attempt is recorded; tasks without a webhook cost nothing', async ({ pg, nats }) => {
@@ -29,29 +49,14 @@ describe('notifier', () => {
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/hook`;
 
-    const names = busNames(nats.namespace);
-    await ensureTopology(await jetstreamManager(nats.nc), names);
-    const relay = new Relay({ pool: pg.db.pool, store: pg.store, nc: nats.nc, names, log });
-    relay.start();
-    const notifier = await startNotifier({
-      store: pg.store, pool: pg.db.pool, js: jetstream(nats.nc), names, log, secret: SECRET,
-      timeoutMs: 2000, maxAttempts: 5, backoffMs: [50, 100], concurrency: 4, now: () => new Date(), allowPrivateNetworks: true,
-    });
-    const submit = (webhook: { url: string; events: string[] } | null) => {
-      const id = randomUUID();
-      return handleCommand(pg.store, id, {
-        type: 'SubmitTask', prompt: 'p', team: 'research', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook,
-        metadata: {}, tenantId: 'd', requestHash: null, forkedFrom: null,
-      }).then(() => id);
-    };
-    const quiet = await submit(null);
-    const id = await submit({ url, events: ['task.cancelled'] });
+    const stack = await startStack(pg, nats, { maxAttempts: 5, backoffMs: [50, 100], allowPrivateNetworks: true });
+    const quiet = await submit(pg, null);
+    const id = await submit(pg, { url, events: ['task.cancelled'] });
     await handleCommand(pg.store, quiet, { type: 'CancelTask', reason: 'r', requestedBy: 'u' });
     await handleCommand(pg.store, id, { type: 'CancelTask', reason: 'because', requestedBy: 'u' });
 
     await waitFor(async () => (await pg.db.pool.query('select count(*)::int as n from webhook_deliveries where ok')).rows[0].n === 1, { what: 'a successful delivery' });
-    await notifier.stop();
-    await relay.stop();
+    await stack.stop();
     server.close();
 
     expect(received.map((r) => r.status)).toEqual([500, 503, 204]);
@@ -69,23 +74,11 @@ describe('notifier', () => {
 
 describe('notifier egress guard', () => {
   test('a webhook to a private address is refused and the refusal recorded, unless allowed', async ({ pg, nats }) => {
-    const names = busNames(nats.namespace);
-    await ensureTopology(await jetstreamManager(nats.nc), names);
-    const relay = new Relay({ pool: pg.db.pool, store: pg.store, nc: nats.nc, names, log });
-    relay.start();
-    const notifier = await startNotifier({
-      store: pg.store, pool: pg.db.pool, js: jetstream(nats.nc), names, log, secret: SECRET,
-      timeoutMs: 2000, maxAttempts: 2, backoffMs: [20], concurrency: 4, now: () => new Date(), allowPrivateNetworks: false,
-    });
-    const id = randomUUID();
-    await handleCommand(pg.store, id, {
-      type: 'SubmitTask', prompt: 'p', team: 'research', requirePlanApproval: false, approvalTimeoutSeconds: 600,
-      webhook: { url: 'http://169.254.169.254/latest/meta-data', events: ['task.cancelled'] }, metadata: {}, tenantId: 'd', requestHash: null, forkedFrom: null,
-    });
+    const stack = await startStack(pg, nats, { maxAttempts: 2, backoffMs: [20], allowPrivateNetworks: false });
+    const id = await submit(pg, { url: 'http://169.254.169.254/latest/meta-data', events: ['task.cancelled'] });
     await handleCommand(pg.store, id, { type: 'CancelTask', reason: 'r', requestedBy: 'u' });
     await waitFor(async () => (await pg.db.pool.query('select count(*)::int as n from dead_letters')).rows[0].n === 1, { what: 'the delivery given up' });
-    await notifier.stop();
-    await relay.stop();
+    await stack.stop();
     const rows = (await pg.db.pool.query('select ok, status_code, error from webhook_deliveries')).rows;
     expect(rows).toHaveLength(2);
     expect(rows.every((r) => !r.ok && r.status_code === null && /non-public address/.test(r.error))).toBe(true);

@@ -1,0 +1,11 @@
+/** The NOTIFY channel an append signals on commit (the relay LISTENs). */
+export const NOTIFY_CHANNEL = 'baton_events';
+
+/**
+ * How an append upserts the `tasks` read model: never moving it back to an older version.
+ * Shared by single and batched appends.
+ */
+export const TASKS_UPSERT_CONFLICT = `on conflict (id) do update set
+    status = excluded.status, team = excluded.team, title = excluded.title, updated_at = excluded.updated_at,
+    version = excluded.version, pending_requests = excluded.pending_requests
+  where tasks.version <= excluded.version`;
