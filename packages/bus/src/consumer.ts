@@ -32,6 +32,8 @@ export interface ConsumerOptions<T> {
   consumer: string;
   schema: ZodType<T>;
   handle: (payload: T, ctx: HandlerContext) => Promise<Outcome | void>;
+  /** How long each pull request waits on the server (default 5 s). */
+  pullExpiresMs?: number;
   /** Cheap decision on the subject alone: false acks the message without parsing it. */
   prefilter?: (subject: string) => boolean;
   /** Messages handled at once. */
@@ -63,7 +65,9 @@ export async function startConsumer<T>(o: ConsumerOptions<T>): Promise<RunningCo
   const backoff = o.backoffMs ?? [250, 1000, 5000, 15_000, 60_000];
   const heartbeatMs = o.heartbeatMs ?? 10_000;
   const consumer = await o.js.consumers.get(o.stream, o.consumer);
-  const messages = await consumer.consume({ max_messages: Math.max(concurrency, 1) * 2 });
+  // Short pull expiry: a pull the server lost (it happens on NATS 2.9 around consumer updates)
+  // is replaced within seconds rather than after the 30 s default.
+  const messages = await consumer.consume({ max_messages: Math.max(concurrency, 1) * 2, expires: o.pullExpiresMs ?? 5000 });
   const abort = new AbortController();
   const inFlight = new Set<Promise<void>>();
   let slotFree: (() => void) | null = null;

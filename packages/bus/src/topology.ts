@@ -69,24 +69,36 @@ export function consumerConfigs(names: BusNames, o: TopologyOptions = {}): { str
   ];
 }
 
-/** Create or update every stream and consumer. Safe to call from every replica at every start. */
+/**
+ * Create every stream and consumer, and update one only where its configuration differs.
+ * Safe to call from every replica at every start. (Updating a consumer needlessly is not
+ * harmless: on NATS 2.9 an update loses the pull requests in flight around it, and the
+ * consumers then wait for their next pull.)
+ */
 export async function ensureTopology(jsm: JetStreamManager, names: BusNames, o: TopologyOptions = {}): Promise<void> {
   for (const cfg of streamConfigs(names, o)) {
     const name = cfg.name;
     const existing = await jsm.streams.info(name).catch((err: unknown) => (isNotFound(err) ? null : Promise.reject(err)));
-    if (existing) await jsm.streams.update(name, { ...existing.config, ...cfg });
-    else await jsm.streams.add(cfg);
+    if (!existing) await jsm.streams.add(cfg);
+    else if (differs(existing.config, cfg)) await jsm.streams.update(name, { ...existing.config, ...cfg });
   }
   for (const { stream, config } of consumerConfigs(names, o)) {
     const name = config.durable_name as string;
     const existing = await jsm.consumers.info(stream, name).catch((err: unknown) => (isNotFound(err) ? null : Promise.reject(err)));
-    if (existing) {
-      const { ack_wait, max_ack_pending, filter_subject } = config;
-      await jsm.consumers.update(stream, name, { ack_wait, max_ack_pending, max_deliver: -1, ...(filter_subject ? { filter_subject } : {}) });
-    } else {
+    if (!existing) {
       await jsm.consumers.add(stream, config);
+      continue;
     }
+    const { ack_wait, max_ack_pending, filter_subject } = config;
+    const wanted = { ack_wait, max_ack_pending, max_deliver: -1, ...(filter_subject ? { filter_subject } : {}) };
+    if (differs(existing.config, wanted)) await jsm.consumers.update(stream, name, wanted);
   }
+}
+
+/** Does `actual` differ from `wanted` in any field `wanted` sets? */
+export function differs(actual: object, wanted: object): boolean {
+  const a = actual as Record<string, unknown>;
+  return Object.entries(wanted).some(([k, v]) => v !== undefined && JSON.stringify(a[k]) !== JSON.stringify(v));
 }
 
 function isNotFound(err: unknown): boolean {
