@@ -13,7 +13,7 @@ import { SseHub } from './sse-hub.ts';
 
 const log = silentLogger();
 
-async function gateway(pg: PgFixture, nats: NatsFixture | null, opts: { apiKeys?: Map<string, string>; namespace?: string } = {}): Promise<FastifyInstance> {
+async function gateway(pg: PgFixture, nats: NatsFixture | null, opts: { apiKeys?: Map<string, string>; namespace?: string; sseHeartbeatMs?: number } = {}): Promise<FastifyInstance> {
   const names = busNames(opts.namespace ?? nats?.namespace ?? '');
   const hub = new SseHub(names, log);
   if (nats) hub.attach(nats.nc);
@@ -31,7 +31,7 @@ async function gateway(pg: PgFixture, nats: NatsFixture | null, opts: { apiKeys?
     metrics: new Metrics(),
     now: () => new Date(),
     newId: randomUUID,
-    sseHeartbeatMs: 15_000,
+    sseHeartbeatMs: opts.sseHeartbeatMs ?? 15_000,
     bodyLimit: 64 * 1024,
   });
 }
@@ -171,7 +171,16 @@ describe('reads, tenancy, errors', () => {
     const noNats = await (await gateway(pg, null, { namespace: nats.namespace })).inject({ method: 'GET', url: '/readyz' });
     expect(noNats.statusCode).toBe(503);
     expect(noNats.json().checks.nats).toBe('unreachable');
-    expect((await (await gateway(pg, nats)).inject({ method: 'GET', url: '/docs/json' })).json().paths).toHaveProperty('/v1/tasks');
+    const app = await gateway(pg, nats);
+    expect((await app.inject({ method: 'GET', url: '/docs/json' })).json().paths).toHaveProperty('/v1/tasks');
+    const teams = (await app.inject({ method: 'GET', url: '/v1/teams' })).json();
+    expect(teams.items.map((t: { id: string }) => t.id)).toEqual(['research', 'bench']);
+    expect(teams.items[0].agents.map((a: { id: string }) => a.id)).toEqual(['researcher', 'report-writer']);
+    const page = await app.inject({ method: 'GET', url: '/' });
+    expect(page.headers['content-type']).toMatch(/text\/html/);
+    expect(page.body).toMatch(/<title>Baton<\/title>/);
+    await app.inject({ method: 'GET', url: '/v1/tasks' });
+    expect((await app.inject({ method: 'GET', url: '/metrics' })).body).toMatch(/baton_http_requests_total\{method="GET",route="\/v1\/tasks",status="200"\} 1/);
   });
 });
 
@@ -252,6 +261,26 @@ describe('SSE', () => {
     // Reconnecting with the final event's id: the stream ends at once with nothing new.
     const again = await fetch(`${base}/v1/tasks/${id}/events`, { headers: { accept: 'text/event-stream', 'last-event-id': String(all[all.length - 1]) }, signal: AbortSignal.timeout(10_000) });
     expect(await again.text()).not.toMatch(/^id:/m);
+    await app.close();
+  });
+
+  test('an idle stream sends comment heartbeats', async ({ pg, nats }) => {
+    const app = await gateway(pg, nats, { sseHeartbeatMs: 50 });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const id = (await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x' } })).json().id;
+    const ctrl = new AbortController();
+    const res = await fetch(`http://127.0.0.1:${(app.server.address() as { port: number }).port}/v1/tasks/${id}/events`, { headers: { accept: 'text/event-stream' }, signal: ctrl.signal });
+    let text = '';
+    try {
+      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+        text += Buffer.from(chunk).toString();
+        if ((text.match(/^: heartbeat$/gm) ?? []).length >= 2) break;
+      }
+    } finally {
+      ctrl.abort();
+    }
+    expect(text).toMatch(/^id: \d+\nevent: TaskSubmitted\n/m);
+    expect((text.match(/^: heartbeat$/gm) ?? []).length).toBeGreaterThanOrEqual(2);
     await app.close();
   });
 
