@@ -269,14 +269,19 @@ describe('SSE', () => {
     await app.listen({ port: 0, host: '127.0.0.1' });
     const id = (await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x' } })).json().id;
     const ctrl = new AbortController();
+    const timeout = setTimeout(() => ctrl.abort(), 15_000);
     const res = await fetch(`http://127.0.0.1:${(app.server.address() as { port: number }).port}/v1/tasks/${id}/events`, { headers: { accept: 'text/event-stream' }, signal: ctrl.signal });
     let text = '';
+    const done = () => /^event: TaskSubmitted$/m.test(text) && (text.match(/^: heartbeat$/gm) ?? []).length >= 2;
     try {
       for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
         text += Buffer.from(chunk).toString();
-        if ((text.match(/^: heartbeat$/gm) ?? []).length >= 2) break;
+        if (done()) break;
       }
+    } catch (err) {
+      if (!ctrl.signal.aborted) throw err;
     } finally {
+      clearTimeout(timeout);
       ctrl.abort();
     }
     expect(text).toMatch(/^id: \d+\nevent: TaskSubmitted\n/m);
