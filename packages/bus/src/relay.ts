@@ -1,4 +1,4 @@
-import { START, NOTIFY_CHANNEL, type EventStore, type LogCursor, type TailedEvent } from '@baton/event-store';
+import { NOTIFY_CHANNEL, type EventStore, type LogCursor, type TailedEvent } from '@baton/event-store';
 import type { NatsConnection } from '@nats-io/nats-core';
 import type pg from 'pg';
 import type { Logger } from 'pino';
@@ -168,7 +168,6 @@ export class Relay {
   }
 }
 
-export { START };
 
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));

@@ -9,6 +9,7 @@ import {
 import type pg from 'pg';
 import { ConcurrencyError, DuplicateEventError } from './errors.ts';
 import { GroupCommitter, type BatchItemResult } from './group-commit.ts';
+import { NOTIFY_CHANNEL, TASKS_UPSERT_CONFLICT } from './sql.ts';
 
 /** A position in the log for readers that tail it: commit-safe order is (transaction_id, global_position). */
 export interface LogCursor {
@@ -34,8 +35,6 @@ export interface AppendResult {
   /** True when every event was already recorded (a retried append): nothing was written. */
   duplicate: boolean;
 }
-
-import { NOTIFY_CHANNEL, TASKS_UPSERT_CONFLICT } from './sql.ts';
 
 export { NOTIFY_CHANNEL };
 
@@ -182,14 +181,6 @@ export class EventStore {
     throw new ConcurrencyError(streamId, expectedVersion, currentVersion >= 0 ? currentVersion : null);
   }
 
-  async streamVersion(streamId: string): Promise<number> {
-    const res = await this.pool.query<{ v: number }>(
-      'select coalesce((select stream_version from events where stream_id = $1 order by stream_version desc limit 1), 0) as v',
-      [streamId],
-    );
-    return res.rows[0]?.v ?? 0;
-  }
-
   async readStream(streamId: string, afterVersion = 0, limit = 2_147_483_647): Promise<RecordedEvent[]> {
     const res = await this.pool.query<EventRow>({
       name: 'baton_read_stream',
@@ -266,14 +257,15 @@ export class EventStore {
     return res.rows.map((r) => ({ event: toRecorded(r), cursor: { txid: BigInt(r.tx), position: BigInt(r.gp) } }));
   }
 
-  /** Are there rows after `cursor` that the xmin horizon still hides (an older transaction is open)? */
-  async hasHiddenAfter(cursor: LogCursor, db: Queryable = this.pool): Promise<boolean> {
-    const res = await db.query<{ hidden: boolean }>({
-      name: 'baton_hidden_after',
-      text: `select exists (select 1 from events where (transaction_id, global_position) > ($1::text::xid8, $2::bigint)) as hidden`,
-      values: [cursor.txid.toString(), cursor.position.toString()],
+  /** Has the task's final event already been read by a tailer at `cursor` (commit order)? */
+  async finalEventSent(taskId: string, cursor: LogCursor, finalTypes: readonly string[]): Promise<boolean> {
+    const res = await this.pool.query<{ sent: boolean }>({
+      name: 'baton_final_event_sent',
+      text: `select (transaction_id, global_position) <= ($2::text::xid8, $3::bigint) as sent
+               from events where task_id = $1 and stream_id = 'task-' || $1::text and type = any($4::text[])`,
+      values: [taskId, cursor.txid.toString(), cursor.position.toString(), finalTypes],
     });
-    return res.rows[0]?.hidden ?? false;
+    return res.rows[0]?.sent === true;
   }
 
   /** The tail cursor of a given event (for resuming from an SSE Last-Event-ID). */

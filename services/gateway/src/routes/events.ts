@@ -88,7 +88,7 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
         // Reconnected after the final event (Last-Event-ID at or past it): nothing more will come.
         if (!finalChecked) {
           finalChecked = true;
-          if (await finalEventBefore(taskId, cursor)) return conn.end('final');
+          if (await d.store.finalEventSent(taskId, cursor, [...TERMINAL_EVENT_TYPES])) return conn.end('final');
         }
         // Wait for a wake-up from NATS; poll slowly as a safety net (and faster while NATS is away).
         await new Promise<void>((resolve) => {
@@ -108,16 +108,6 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
         unregister();
         streams.delete(conn);
       });
-  }
-
-  /** Is the task's final event at or before `cursor` in commit order (already sent)? */
-  async function finalEventBefore(taskId: string, cursor: LogCursor): Promise<boolean> {
-    const res = await d.pool.query<{ sent: boolean }>(
-      `select (transaction_id, global_position) <= ($2::text::xid8, $3::bigint) as sent
-         from events where task_id = $1 and stream_id = 'task-' || $1::text and type = any($4::text[])`,
-      [taskId, cursor.txid.toString(), cursor.position.toString(), [...TERMINAL_EVENT_TYPES]],
-    );
-    return res.rows[0]?.sent === true;
   }
 
   r.get('/v1/tasks/:id/state', { schema: { params: TaskIdParams, querystring: StateQuery, tags: ['events'], summary: 'The task as it was after a version of its stream' } }, async (req) => {
