@@ -3,4 +3,4 @@ export * from './tools.ts';
 export * from './teams.ts';
 export * from './conversation.ts';
 export { OfflineModel, OFFLINE_LABEL } from './offline.ts';
-export { needsApproval } from './policy.ts';
+export { approvalFor, ApprovalPolicy, ApprovalRule, type ApprovalDecision } from './policy.ts';

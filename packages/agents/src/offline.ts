@@ -1,4 +1,4 @@
-import type { ContentBlock, StopReason } from '@baton/domain';
+import { isToolUse, type ContentBlock, type StopReason } from '@baton/domain';
 import type { ModelClient, ModelMessage, ModelRequest, ModelResponse } from './model.ts';
 
 /**
@@ -44,17 +44,6 @@ function firstPrompt(messages: ModelMessage[]): string {
   return typeof first.content === 'string' ? first.content : first.content.map((b) => (b.type === 'text' ? b.text : '')).join('\n');
 }
 
-/** Tool results the agent has received, in order. */
-function toolResults(messages: ModelMessage[]): { content: string; isError: boolean }[] {
-  const out: { content: string; isError: boolean }[] = [];
-  for (const m of messages) {
-    if (m.role === 'user' && Array.isArray(m.content)) {
-      for (const b of m.content) if (b.type === 'tool_result') out.push({ content: b.content, isError: b.is_error === true });
-    }
-  }
-  return out;
-}
-
 function summaryOf(result: string | undefined): string {
   if (!result) return '';
   try {
@@ -67,63 +56,142 @@ function summaryOf(result: string | undefined): string {
 
 const topicOf = (prompt: string): string => prompt.replace(/\s+/g, ' ').trim().slice(0, 300);
 
-const researchLead: Play = (req, turn) => {
-  const topic = topicOf(firstPrompt(req.messages));
-  const results = toolResults(req.messages);
-  const last = results[results.length - 1];
-  if (last && /^The user rejected the plan/.test(last.content)) {
-    return { content: [text(`The plan was rejected (${last.content}). I will stop here rather than guess.`)], stopReason: 'end_turn' };
+/** The agent's tool calls paired with their results, in order (from the rebuilt conversation). */
+function calls(messages: ModelMessage[]): { name: string; input: Record<string, unknown>; result: string | null; isError: boolean }[] {
+  const out: { id: string; name: string; input: Record<string, unknown>; result: string | null; isError: boolean }[] = [];
+  for (const m of messages) {
+    if (m.role === 'assistant') {
+      for (const b of m.content) if (isToolUse(b)) out.push({ id: b.id, name: b.name, input: b.input, result: null, isError: false });
+    } else if (Array.isArray(m.content)) {
+      for (const b of m.content) {
+        const c = b.type === 'tool_result' ? out.find((x) => x.id === b.tool_use_id) : undefined;
+        if (c && b.type === 'tool_result') {
+          c.result = b.content;
+          c.isError = b.is_error === true;
+        }
+      }
+    }
   }
-  const delegations = results.length;
-  if (delegations === 0) {
+  return out;
+}
+
+const GENERIC = /\b(stuff|things?|something|anything|whatever|topics?|misc)\b/i;
+/** Too vague to research: very short, or short and generic ("AI stuff"). */
+export function isVague(text: string): boolean {
+  const words = text.trim().split(/\s+/).filter(Boolean);
+  return words.length < 3 || (words.length < 8 && GENERIC.test(text));
+}
+
+/** The answers part of an ask_user result ("Q: …\nA: …" pairs, or plain lines). */
+function answersOf(result: string): string {
+  const answers = [...result.matchAll(/^A: (.*)$/gm)].map((m) => m[1] ?? '');
+  return (answers.length > 0 ? answers : [result]).join('; ').trim();
+}
+
+const MAX_CLARIFICATION_ROUNDS = 2;
+
+/** "Compare A and B" / "A vs B": two subjects, researched in parallel (one researcher each). */
+export function subjectsOf(topic: string): string[] {
+  const m = /\bcompare\s+(.+?)\s+(?:and|with|to|vs\.?|versus)\s+(.+?)(?:[.;:!?]|$)/i.exec(topic) ?? /^(.+?)\s+(?:vs\.?|versus)\s+(.+?)(?:[.;:!?]|$)/i.exec(topic);
+  return m ? [m[1]!.trim(), m[2]!.trim()] : [topic];
+}
+
+const researchLead: Play = (req, turn) => {
+  const prompt = topicOf(firstPrompt(req.messages));
+  const history = calls(req.messages);
+  const asked = history.filter((c) => c.name === 'ask_user' && c.result !== null);
+  const clarified = asked.map((c) => answersOf(c.result ?? '')).filter((a) => !/did not answer before the deadline/.test(a));
+  const topic = clarified.length > 0 ? `${prompt} (clarified: ${clarified.join('; ')})` : prompt;
+  const delegations = history.filter((c) => c.name === 'Task');
+  const rejected = delegations.find((c) => c.result && /^The user rejected the plan/.test(c.result));
+  if (rejected) {
+    return { content: [text(`The plan was rejected (${rejected.result}). I will stop here rather than guess.`)], stopReason: 'end_turn' };
+  }
+  const research = delegations.filter((c) => c.input.agent === 'researcher');
+  const writing = delegations.filter((c) => c.input.agent === 'report-writer');
+  if (research.length === 0) {
+    // Vague request: ask what, for whom and how deep; ask again if the answer is still vague.
+    const needsAsking = asked.length === 0 ? isVague(prompt) : asked.length < MAX_CLARIFICATION_ROUNDS && isVague(clarified.join(' ')) && clarified.length === asked.length;
+    if (needsAsking) {
+      const questions =
+        asked.length === 0
+          ? ['What exactly should the research cover?', 'Who is the report for?', 'How deep should it go: a one-page brief or a detailed report?']
+          : ['Could you be more specific about the subject (a field, a product, a question)?'];
+      return {
+        content: [
+          text(asked.length === 0 ? `"${prompt}" is too broad to research well; I need a few details first.` : 'The answer is still too broad to plan from.'),
+          { type: 'tool_use', id: toolUseId(req.agentType, turn), name: 'ask_user', input: { questions, context: `The request was: "${prompt}"` } },
+        ],
+        stopReason: 'tool_use',
+      };
+    }
+    const subjects = subjectsOf(topic);
+    const plan =
+      subjects.length > 1
+        ? `Plan for "${topic}": 1) two researchers work in parallel, one on ${subjects.map((x) => `"${x}"`).join(', one on ')} (notes.md each); 2) the report writer compares them in report.md.`
+        : `Plan for "${topic}": 1) the researcher gathers notes (notes.md); 2) the report writer turns them into report.md.`;
+    const brief = (subject: string): string => (subjects.length > 1 ? `Research "${subject}" (one side of: ${topic}) and write notes.md.` : `Research this topic and write notes.md: ${topic}`);
     return {
       content: [
-        text(`Plan for "${topic}": 1) the researcher gathers notes (notes.md); 2) the report writer turns them into report.md.`),
-        { type: 'tool_use', id: toolUseId(req.agentType, turn), name: 'Task', input: { agent: 'researcher', description: 'Gather notes', prompt: `Research this topic and write notes.md: ${topic}` } },
+        text(plan),
+        ...subjects.map((subject, i) => ({ type: 'tool_use' as const, id: toolUseId(req.agentType, turn, i), name: 'Task', input: { agent: 'researcher', description: `Gather notes${subjects.length > 1 ? ` on ${subject.slice(0, 80)}` : ''}`, prompt: brief(subject) } })),
       ],
       stopReason: 'tool_use',
     };
   }
-  if (delegations === 1) {
+  if (writing.length === 0) {
+    const summaries = research.map((c) => summaryOf(c.result ?? undefined)).join('\n\n');
     return {
       content: [
         text('The research is done. Next, the report writer writes the report.'),
-        {
-          type: 'tool_use',
-          id: toolUseId(req.agentType, turn),
-          name: 'Task',
-          input: { agent: 'report-writer', description: 'Write the report', prompt: `Write report.md about: ${topic}\n\nResearch summary: ${summaryOf(last?.content)}` },
-        },
+        { type: 'tool_use', id: toolUseId(req.agentType, turn), name: 'Task', input: { agent: 'report-writer', description: 'Write the report', prompt: `Write report.md about: ${topic}\n\nResearch summary: ${summaries}` } },
       ],
       stopReason: 'tool_use',
     };
   }
-  return { content: [text(`The report on "${topic}" is written (report.md). ${summaryOf(last?.content)}`)], stopReason: 'end_turn' };
+  const last = writing[writing.length - 1];
+  return { content: [text(`The report on "${topic}" is written (report.md). ${summaryOf(last?.result ?? undefined)}`)], stopReason: 'end_turn' };
 };
+
+/** A brief that asks the agent to check with the user ("ask me which sources …"). */
+const CHECK_WITH_USER = /\b(ask me|check with me)\b/i;
 
 const writerRole =
   (file: 'notes.md' | 'report.md'): Play =>
   (req, turn) => {
     const brief = topicOf(firstPrompt(req.messages));
-    if (turn === 1) {
+    const history = calls(req.messages);
+    const asks = history.filter((c) => c.name === 'ask_user');
+    if (file === 'notes.md' && turn === 1 && CHECK_WITH_USER.test(brief)) {
+      return {
+        content: [
+          text('The brief asks me to check a choice with you before I write.'),
+          { type: 'tool_use', id: toolUseId(req.agentType, turn), name: 'ask_user', input: { questions: ['Which sources should the notes rely on?'], context: brief.slice(0, 500), options: ['peer-reviewed papers', 'news and blogs', 'both'] } },
+        ],
+        stopReason: 'tool_use',
+      };
+    }
+    const writeTurn = asks.length + 1;
+    if (turn === writeTurn) {
+      const guidance = asks.map((c) => (c.result ? answersOf(c.result) : '')).filter(Boolean);
       const body =
         file === 'notes.md'
-          ? `# Research notes\n\n> Written by Baton's ${OFFLINE_LABEL}: it cannot search the web, so these notes only restate the brief.\n\n## Brief\n\n${brief}\n\n## Findings\n\n- No sources consulted (offline).\n`
+          ? `# Research notes\n\n> Written by Baton's ${OFFLINE_LABEL}: it cannot search the web, so these notes only restate the brief.\n\n## Brief\n\n${brief}\n${guidance.length ? `\n## Guidance from the user\n\n${guidance.map((g) => `- ${g}`).join('\n')}\n` : ''}\n## Findings\n\n- No sources consulted (offline).\n`
           : `# Report\n\n> Written by Baton's ${OFFLINE_LABEL}; set ANTHROPIC_API_KEY for a real report.\n\n## Subject\n\n${brief}\n\n## Summary\n\nThis report was assembled offline from the research summary it was given.\n`;
       return {
         content: [text(`Writing ${file}.`), { type: 'tool_use', id: toolUseId(req.agentType, turn), name: 'write_file', input: { path: file, content: body } }],
         stopReason: 'tool_use',
       };
     }
-    const results = toolResults(req.messages);
+    const results = history.filter((c) => c.name === 'write_file');
     const failed = results.some((r) => r.isError);
-    return { content: [text(failed ? `Could not write ${file}: ${results.map((r) => r.content).join('; ')}` : `Wrote ${file} about: ${brief.slice(0, 120)}`)], stopReason: 'end_turn' };
+    return { content: [text(failed ? `Could not write ${file}: ${results.map((r) => r.result ?? '').join('; ')}` : `Wrote ${file} about: ${brief.slice(0, 120)}`)], stopReason: 'end_turn' };
   };
 
-/** Bench lead: steps 1..9 call bench_step; turn 10 finishes. */
+/** Bench lead: turns 1..9 call bench_step (turn 3 calls bench_gate, which may need approval); turn 10 finishes. */
 const benchLead: Play = (req, turn) =>
   turn < 10
-    ? { content: [{ type: 'tool_use', id: toolUseId(req.agentType, turn), name: 'bench_step', input: { step: turn } }], stopReason: 'tool_use' }
+    ? { content: [{ type: 'tool_use', id: toolUseId(req.agentType, turn), name: turn === 3 ? 'bench_gate' : 'bench_step', input: { step: turn } }], stopReason: 'tool_use' }
     : { content: [text('bench done')], stopReason: 'end_turn' };
 
 const genericRole: Play = (req) => ({ content: [text(`I have no offline script for agent type '${req.agentType}'.`)], stopReason: 'end_turn' });

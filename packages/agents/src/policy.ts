@@ -1,11 +1,47 @@
 import type { TaskState } from '@baton/domain';
+import { z } from 'zod';
 import type { ToolDefinition } from './tools.ts';
 
 /**
- * Approval policy: does this tool call need a person before it runs?
- * Default: delegating to a subagent needs approval when the task's requirePlanApproval is true.
- * (Per-team/agent/tool overrides come with the human-in-the-loop issue.)
+ * Approval policy: which tool calls need a person before they run, per team, agent and tool.
+ *
+ * A team lists rules; the most specific matching rule wins (agent and tool > tool > agent).
+ * With no matching rule, delegating to a subagent needs approval when the task's
+ * `requirePlanApproval` is true, and nothing else does. `ask_user` never needs approval.
  */
-export function needsApproval(task: Pick<TaskState, 'requirePlanApproval'>, tool: Pick<ToolDefinition, 'runsIn' | 'name'>): boolean {
-  return tool.runsIn === 'delegation' && task.requirePlanApproval;
+export const ApprovalRule = z.strictObject({
+  /** Agent type (e.g. `researcher`, or the lead's type); absent = any agent. */
+  agent: z.string().min(1).optional(),
+  /** Tool name; absent = any tool. */
+  tool: z.string().min(1).optional(),
+  /** always | never | when the task asks for plan approval (`requirePlanApproval`). */
+  require: z.enum(['always', 'never', 'when_plan_approval']),
+  /** What the deadline does when nobody decides. */
+  onTimeout: z.enum(['reject', 'approve']).default('reject'),
+});
+export type ApprovalRule = z.infer<typeof ApprovalRule>;
+export const ApprovalPolicy = z.array(ApprovalRule);
+
+export interface ApprovalDecision {
+  required: boolean;
+  onTimeout: 'reject' | 'approve';
+}
+
+const specificity = (r: ApprovalRule): number => (r.agent && r.tool ? 3 : r.tool ? 2 : r.agent ? 1 : 0);
+
+export function approvalFor(
+  rules: readonly ApprovalRule[] | undefined,
+  task: Pick<TaskState, 'requirePlanApproval'>,
+  agentType: string,
+  tool: Pick<ToolDefinition, 'runsIn' | 'name'>,
+): ApprovalDecision {
+  if (tool.runsIn === 'person') return { required: false, onTimeout: 'reject' };
+  let best: ApprovalRule | undefined;
+  for (const r of rules ?? []) {
+    if ((r.agent && r.agent !== agentType) || (r.tool && r.tool !== tool.name)) continue;
+    if (!best || specificity(r) > specificity(best)) best = r;
+  }
+  const require = best?.require ?? (tool.runsIn === 'delegation' ? 'when_plan_approval' : 'never');
+  const required = require === 'always' || (require === 'when_plan_approval' && task.requirePlanApproval);
+  return { required, onTimeout: best?.onTimeout ?? 'reject' };
 }

@@ -1,4 +1,5 @@
 import { digestJson } from '@baton/domain';
+import type { ApprovalRule } from './policy.ts';
 
 export interface AgentDefinition {
   /** The agent type, e.g. `researcher`. */
@@ -18,6 +19,8 @@ export interface TeamDefinition {
   description: string;
   lead: AgentDefinition;
   agents: Record<string, AgentDefinition>;
+  /** Which tool calls need a person (see policy.ts); default: delegation when the task asks for plan approval. */
+  approvals?: ApprovalRule[];
 }
 
 export const DEFAULT_MODEL = 'claude-sonnet-4-5';
@@ -30,8 +33,8 @@ const researchTeam: TeamDefinition = {
     name: 'Research coordinator',
     model: DEFAULT_MODEL,
     prompt:
-      'You coordinate a research task. Plan the work, then delegate with the Task tool: first to `researcher` to gather notes, then to `report-writer` to write report.md. When the report exists, answer with a short summary.',
-    tools: ['Task'],
+      'You coordinate a research task. If the request is too vague to research well (no clear subject, audience or depth), ask the user with ask_user first. Plan the work, then delegate with the Task tool: first to `researcher` to gather notes, then to `report-writer` to write report.md. When the report exists, answer with a short summary.',
+    tools: ['Task', 'ask_user'],
     maxTurns: 20,
     maxTokens: 4096,
     delegatesTo: ['researcher', 'report-writer'],
@@ -41,8 +44,8 @@ const researchTeam: TeamDefinition = {
       id: 'researcher',
       name: 'Web researcher',
       model: DEFAULT_MODEL,
-      prompt: 'You research a topic and write your findings as notes.md in your workspace, with sources. Finish with a one-paragraph summary.',
-      tools: ['write_file', 'read_file', 'list_directory'],
+      prompt: 'You research a topic and write your findings as notes.md in your workspace, with sources. If the brief asks you to check a choice with the user, use ask_user. Finish with a one-paragraph summary.',
+      tools: ['write_file', 'read_file', 'list_directory', 'ask_user'],
       maxTurns: 10,
       maxTokens: 4096,
     },
@@ -66,12 +69,13 @@ const benchTeam: TeamDefinition = {
     id: 'bench-lead',
     name: 'Benchmark lead',
     model: 'offline-instant',
-    prompt: 'Call bench_step for steps 1 to 9, then finish.',
-    tools: ['bench_step'],
+    prompt: 'Call bench_step for steps 1 to 9 (step 3 through bench_gate, which a person approves), then finish.',
+    tools: ['bench_step', 'bench_gate'],
     maxTurns: 12,
     maxTokens: 256,
   },
   agents: {},
+  approvals: [{ tool: 'bench_gate', require: 'when_plan_approval', onTimeout: 'reject' }],
 };
 
 export const builtinTeams: Readonly<Record<string, TeamDefinition>> = { research: researchTeam, bench: benchTeam };

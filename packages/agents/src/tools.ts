@@ -9,8 +9,11 @@ export interface ToolDefinition<I extends z.ZodObject = z.ZodObject> {
   name: string;
   description: string;
   input: I;
-  /** Where the tool runs: the orchestrator (lead tools), the runner (workspace tools), or it delegates. */
-  runsIn: 'orchestrator' | 'runner' | 'delegation';
+  /**
+   * Where the tool runs: the orchestrator (lead tools), the runner (workspace tools), a
+   * subagent (delegation), or a person (ask_user: the answer is the result).
+   */
+  runsIn: 'orchestrator' | 'runner' | 'delegation' | 'person';
 }
 
 export function defineTool<I extends z.ZodObject>(t: ToolDefinition<I>): ToolDefinition<I> {
@@ -58,6 +61,26 @@ export const benchStepTool = defineTool({
   input: z.object({ step: z.number().int().positive() }),
 });
 
+/** The gate of the benchmark workload: a no-op whose call needs approval (BENCHMARKS.md: after turn 3). */
+export const benchGateTool = defineTool({
+  name: 'bench_gate',
+  description: 'A benchmark checkpoint that a person approves (does nothing else).',
+  runsIn: 'orchestrator',
+  input: z.object({ step: z.number().int().positive() }),
+});
+
+export const askUserTool = defineTool({
+  name: 'ask_user',
+  description:
+    'Ask the person who gave you this task one or more questions and wait for the answers. Use it when the request is too vague to do well, or a choice is theirs to make. The answers come back as this tool\'s result.',
+  runsIn: 'person',
+  input: z.object({
+    questions: z.array(z.string().min(1).max(1000)).min(1).max(10).describe('The questions, each one self-contained'),
+    context: z.string().max(4000).default('').describe('Why you are asking: what is unclear'),
+    options: z.array(z.string().min(1).max(200)).max(20).optional().describe('Suggested answers the person may pick from'),
+  }),
+});
+
 const relPath = z.string().min(1).max(1024).describe('Path relative to the workspace root');
 
 export const writeFileTool = defineTool({
@@ -82,5 +105,5 @@ export const listDirectoryTool = defineTool({
 });
 
 export const allTools: Record<string, ToolDefinition> = Object.fromEntries(
-  [taskTool, benchStepTool, writeFileTool, readFileTool, listDirectoryTool].map((t) => [t.name, t as unknown as ToolDefinition]),
+  [taskTool, benchStepTool, benchGateTool, askUserTool, writeFileTool, readFileTool, listDirectoryTool].map((t) => [t.name, t as unknown as ToolDefinition]),
 );

@@ -1,4 +1,4 @@
-import { LEAD_TRIGGER_TYPES, toEventView, type EventView, type RecordedEvent } from '@baton/domain';
+import { toEventView, wakes, type EventView, type RecordedEvent } from '@baton/domain';
 import { z } from 'zod';
 import type { BusNames, JobKind } from './subjects.ts';
 import type { OutMessage } from './publisher.ts';
@@ -17,13 +17,22 @@ export const BusEvent = z.object({
 });
 export type BusEvent = z.infer<typeof BusEvent>;
 
-export const RunnerJob = z.object({
-  kind: z.literal('run'),
-  taskId: z.uuid(),
-  agentId: z.string().min(1),
-  /** The event that caused the job (dispatch or answer): the job's idempotency key. */
-  causeEventId: z.uuid(),
-});
+export const RunnerJob = z.discriminatedUnion('kind', [
+  z.object({
+    /** Run (or resume) one subagent. */
+    kind: z.literal('run'),
+    taskId: z.uuid(),
+    agentId: z.string().min(1),
+    /** The event that caused the job (dispatch or decision): the job's idempotency key. */
+    causeEventId: z.uuid(),
+  }),
+  z.object({
+    /** The task was cancelled or failed: release its agents' workspaces. */
+    kind: z.literal('release'),
+    taskId: z.uuid(),
+    causeEventId: z.uuid(),
+  }),
+]);
 export type RunnerJob = z.infer<typeof RunnerJob>;
 
 export function encodeEvent(e: RecordedEvent): Uint8Array {
@@ -31,19 +40,25 @@ export function encodeEvent(e: RecordedEvent): Uint8Array {
   return new TextEncoder().encode(JSON.stringify(view));
 }
 
-/** Runner jobs derived from an event (the relay publishes them next to the event itself). */
+/**
+ * Runner jobs derived from an event (the relay publishes them next to the event itself): a
+ * dispatch starts a subagent, a decision on a subagent's request resumes it. The message id
+ * is the cause's, so a republished event never makes a second job.
+ */
 export function jobsFor(e: RecordedEvent): { kind: JobKind; agentId: string; msgId: string; job: RunnerJob }[] {
-  if (e.type === 'SubagentDispatched') {
-    return [{ kind: 'run', agentId: e.data.agentId, msgId: `job-${e.id}`, job: { kind: 'run', taskId: e.taskId, agentId: e.data.agentId, causeEventId: e.id } }];
+  if (e.type === 'TaskCancelled' || e.type === 'TaskFailed') {
+    return [{ kind: 'release', agentId: 'all', msgId: `job-${e.id}`, job: { kind: 'release', taskId: e.taskId, causeEventId: e.id } }];
   }
-  return [];
+  const agentId = wakes(e).subagent;
+  if (!agentId) return [];
+  return [{ kind: 'run', agentId, msgId: `job-${e.id}`, job: { kind: 'run', taskId: e.taskId, agentId, causeEventId: e.id } }];
 }
 
 /** Everything the relay publishes for one event: the event, a lead trigger if it is one, and any runner jobs. */
 export function messagesFor(e: RecordedEvent, names: BusNames): OutMessage[] {
   const data = encodeEvent(e);
   const out: OutMessage[] = [{ subject: names.eventSubject(e.taskId, e.type), data, msgId: e.id }];
-  if (LEAD_TRIGGER_TYPES.has(e.type)) out.push({ subject: names.triggerSubject(e.taskId, e.type), data, msgId: `trigger-${e.id}` });
+  if (wakes(e).lead) out.push({ subject: names.triggerSubject(e.taskId, e.type), data, msgId: `trigger-${e.id}` });
   for (const j of jobsFor(e)) out.push({ subject: names.jobSubject(j.kind, e.taskId, j.agentId), data: JSON.stringify(j.job), msgId: j.msgId });
   return out;
 }

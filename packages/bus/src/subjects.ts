@@ -24,7 +24,7 @@ export interface BusNames {
   taskIdToken: number;
 }
 
-export type JobKind = 'run';
+export type JobKind = 'run' | 'release';
 
 export function busNames(namespace = ''): BusNames {
   if (namespace && !/^[a-z0-9]{1,20}$/.test(namespace)) throw new Error(`namespace '${namespace}' must be 1-20 lowercase letters or digits`);

@@ -28,9 +28,10 @@ export type Command =
       reason?: string | undefined;
       decidedBy: string;
     }
-  | ({ type: 'TimeOutApproval' } & EventData<'ApprovalTimedOut'>)
+  | { type: 'TimeOutApproval'; requestId: string }
+  | { type: 'TimeOutClarification'; requestId: string }
   | ({ type: 'RequestClarification' } & EventData<'ClarificationRequested'>)
-  | ({ type: 'AnswerClarification' } & EventData<'ClarificationAnswered'>);
+  | { type: 'AnswerClarification'; requestId: string; answers: string[]; answeredBy: string };
 
 export type CommandType = Command['type'];
 

@@ -2,6 +2,7 @@ import { given, recorded, stateOf } from '@baton/testing';
 import { describe, expect, it } from 'vitest';
 import type { Command, DecidedEvent } from './commands.ts';
 import { agentStreamId } from './events.ts';
+import { nextDeadline } from './state.ts';
 import {
   IllegalTransitionError,
   InvalidCommandError,
@@ -42,7 +43,7 @@ const agentCompleted = (agentId = 'researcher-1', attempt = 1): DecidedEvent => 
 });
 const approvalRequested: DecidedEvent = {
   type: 'ApprovalRequested',
-  data: { requestId: 'apr-1', agentId: 'lead', toolUseId: 'tu1', toolName: 'Task', input: { agent: 'researcher', prompt: 'p' }, inputDigest: 'd', plan: 'plan', deadline: '2026-01-01T01:00:00.000Z' },
+  data: { requestId: 'apr-1', agentId: 'lead', toolUseId: 'tu1', toolName: 'Task', input: { agent: 'researcher', prompt: 'p' }, inputDigest: 'd', plan: 'plan', deadline: '2026-01-01T01:00:00.000Z', onTimeout: 'reject' },
 };
 const clarificationRequested: DecidedEvent = {
   type: 'ClarificationRequested',
@@ -153,7 +154,7 @@ describe('approvals', () => {
     expect(s0.status).toBe('awaiting_input');
     expect(toTaskView(s0).pendingRequests).toEqual([expect.objectContaining({ kind: 'approval', requestId: 'apr-1', toolName: 'Task', plan: 'plan' })]);
     const s = given(waiting).when({ type: 'DecideApproval', requestId: 'apr-1', decision: 'approve', decidedBy: 'u' }).then([
-      { type: 'ApprovalGranted', data: { requestId: 'apr-1', input: approvalRequested.data.input as never, edited: false, decidedBy: 'u' } },
+      { type: 'ApprovalGranted', data: { requestId: 'apr-1', input: { agent: 'researcher', prompt: 'p' }, edited: false, decidedBy: 'u', agentId: 'lead' } },
     ]);
     expect(s.status).toBe('running');
     expect(s.lead?.openToolUses[0]).toMatchObject({ state: 'pending', approvedInput: { agent: 'researcher', prompt: 'p' } });
@@ -161,13 +162,13 @@ describe('approvals', () => {
   it('approve with edited input records the edit', () => {
     const edited = { agent: 'researcher', prompt: 'narrower' };
     const s = given(waiting).when({ type: 'DecideApproval', requestId: 'apr-1', decision: 'approve', input: edited, decidedBy: 'u' }).then([
-      { type: 'ApprovalGranted', data: { requestId: 'apr-1', input: edited, edited: true, decidedBy: 'u' } },
+      { type: 'ApprovalGranted', data: { requestId: 'apr-1', input: edited, edited: true, decidedBy: 'u', agentId: 'lead' } },
     ]);
     expect(s.lead?.openToolUses[0]?.approvedInput).toEqual(edited);
   });
   it('reject resolves the tool use with a result the model sees', () => {
     const s = given(waiting).when({ type: 'DecideApproval', requestId: 'apr-1', decision: 'reject', reason: 'too broad', decidedBy: 'u' }).then([
-      { type: 'ApprovalRejected', data: { requestId: 'apr-1', reason: 'too broad', decidedBy: 'u' } },
+      { type: 'ApprovalRejected', data: { requestId: 'apr-1', reason: 'too broad', decidedBy: 'u', agentId: 'lead' } },
     ]);
     expect(s.lead?.openToolUses[0]?.result?.content).toBe('The user rejected the plan: too broad');
   });
@@ -181,9 +182,21 @@ describe('approvals', () => {
     given([...leadWaitingOnTool, { type: 'TaskFailed', data: { code: 'x', message: 'y' } }]).when({ type: 'DecideApproval', requestId: 'apr-1', decision: 'approve', decidedBy: 'u' }).thenThrows(TaskFinalError);
   });
   it('a timeout rejects (default) and is a no-op once decided', () => {
-    const s = given(waiting).when({ type: 'TimeOutApproval', requestId: 'apr-1', action: 'reject' }).then([{ type: 'ApprovalTimedOut', data: { requestId: 'apr-1', action: 'reject' } }]);
+    const s = given(waiting).when({ type: 'TimeOutApproval', requestId: 'apr-1' }).then([{ type: 'ApprovalTimedOut', data: { requestId: 'apr-1', action: 'reject', agentId: 'lead' } }]);
     expect(s.lead?.openToolUses[0]?.result?.content).toMatch(/rejected the plan: no decision before the deadline/);
-    given([...waiting, { type: 'ApprovalTimedOut', data: { requestId: 'apr-1', action: 'reject' } }]).when({ type: 'TimeOutApproval', requestId: 'apr-1', action: 'reject' }).then([]);
+    given([...waiting, { type: 'ApprovalTimedOut', data: { requestId: 'apr-1', action: 'reject' } }]).when({ type: 'TimeOutApproval', requestId: 'apr-1' }).then([]);
+    given([...waiting, { type: 'TaskCancelled', data: { reason: 'r', requestedBy: 'u' } }]).when({ type: 'TimeOutApproval', requestId: 'apr-1' }).then([]);
+  });
+  it('a timeout whose policy says approve runs the tool with the requested input', () => {
+    const approveOnTimeout = { ...approvalRequested, data: { ...approvalRequested.data, onTimeout: 'approve' } } as DecidedEvent;
+    const s = given([...leadWaitingOnTool, approveOnTimeout]).when({ type: 'TimeOutApproval', requestId: 'apr-1' }).then([{ type: 'ApprovalTimedOut', data: { requestId: 'apr-1', action: 'approve', agentId: 'lead' } }]);
+    expect(s.lead?.openToolUses[0]).toMatchObject({ state: 'pending', approvedInput: { agent: 'researcher', prompt: 'p' } });
+  });
+  it('nextDeadline is the earliest open deadline, and none once the task is final', () => {
+    const other = { type: 'ClarificationRequested', data: { requestId: 'clr-9', agentId: 'lead', toolUseId: 'tu2', questions: ['q'], context: '', deadline: '2026-01-01T00:30:00.000Z' } } as DecidedEvent;
+    const two = [...running, leadTurn(1, [{ id: 'tu1' }, { id: 'tu2', name: 'ask_user', input: {} }]), approvalRequested, other];
+    expect(nextDeadline(stateOf(recorded(two)))).toBe('2026-01-01T00:30:00.000Z');
+    expect(nextDeadline(stateOf(recorded([...two, { type: 'TaskCancelled', data: { reason: 'r', requestedBy: 'u' } }])))).toBeNull();
   });
   it('requesting approval twice for one request id is refused', () => {
     given(waiting).when(cmd('RequestApproval', approvalRequested.data)).thenThrows(InvalidCommandError, /already exists/);
@@ -195,10 +208,12 @@ describe('clarifications', () => {
     const s0 = given(leadWaitingOnTool).when(cmd('RequestClarification', clarificationRequested.data)).then([clarificationRequested]);
     expect(s0.status).toBe('awaiting_input');
     const s = given([...leadWaitingOnTool, clarificationRequested]).when({ type: 'AnswerClarification', requestId: 'clr-1', answers: ['AI safety', 'for execs'], answeredBy: 'u' }).then([
-      { type: 'ClarificationAnswered', data: { requestId: 'clr-1', answers: ['AI safety', 'for execs'], answeredBy: 'u' } },
+      { type: 'ClarificationAnswered', data: { requestId: 'clr-1', answers: ['AI safety', 'for execs'], answeredBy: 'u', agentId: 'lead' } },
     ]);
     expect(s.status).toBe('running');
     expect(s.lead?.openToolUses[0]?.result?.content).toBe('AI safety\nfor execs');
+    const one = given([...leadWaitingOnTool, clarificationRequested]).when({ type: 'AnswerClarification', requestId: 'clr-1', answers: ['AI safety'], answeredBy: 'u' });
+    expect(one.state().lead?.openToolUses[0]?.result?.content).toBe('Q: What?\nA: AI safety');
   });
   it('a subagent that asks is paused until the answer, then dispatched again', () => {
     const hist = [...leadWaitingOnTool, dispatched(), agentStarted()];
@@ -207,9 +222,40 @@ describe('clarifications', () => {
     expect(s.agents['researcher-1']?.status).toBe('paused');
     expect(s.status).toBe('awaiting_input');
     const s2 = given([...hist, ask]).when({ type: 'AnswerClarification', requestId: 'clr-2', answers: ['this one'], answeredBy: 'u' }).then([
-      { type: 'ClarificationAnswered', data: { requestId: 'clr-2', answers: ['this one'], answeredBy: 'u' } },
+      { type: 'ClarificationAnswered', data: { requestId: 'clr-2', answers: ['this one'], answeredBy: 'u', agentId: 'researcher-1' } },
     ]);
     expect(s2.agents['researcher-1']?.status).toBe('dispatched');
+    expect(s2.decidedRequests['clr-2']).toMatchObject({ agentId: 'researcher-1', toolUseId: 'a-tu', result: { content: 'Q: Which?\nA: this one' } });
+  });
+  it('a subagent tool call that needs approval pauses it; the decision carries the approved input for the runner', () => {
+    const hist = [...leadWaitingOnTool, dispatched(), agentStarted()];
+    const ask: DecidedEvent = {
+      type: 'ApprovalRequested',
+      data: { requestId: 'apr-w', agentId: 'researcher-1', toolUseId: 'w-tu', toolName: 'write_file', input: { path: 'a.md', content: 'x' }, inputDigest: 'd', plan: 'p', deadline: '2026-01-01T01:00:00.000Z', onTimeout: 'reject' },
+    };
+    const s = given(hist).when(cmd('RequestApproval', ask.data)).then([ask]);
+    expect(s.agents['researcher-1']?.status).toBe('paused');
+    const granted = given([...hist, ask]).when({ type: 'DecideApproval', requestId: 'apr-w', decision: 'approve', input: { path: 'b.md', content: 'x' }, decidedBy: 'u' });
+    expect(granted.state().agents['researcher-1']?.status).toBe('dispatched');
+    expect(granted.state().decidedRequests['apr-w']).toMatchObject({ toolUseId: 'w-tu', approvedInput: { path: 'b.md', content: 'x' } });
+    const rejected = given([...hist, ask]).when({ type: 'DecideApproval', requestId: 'apr-w', decision: 'reject', reason: 'no', decidedBy: 'u' });
+    expect(rejected.state().decidedRequests['apr-w']?.result?.content).toBe('The user rejected the plan: no');
+  });
+  it('an unanswered clarification times out into a result that tells the agent to go on', () => {
+    const s = given([...leadWaitingOnTool, clarificationRequested]).when({ type: 'TimeOutClarification', requestId: 'clr-1' }).then([{ type: 'ClarificationTimedOut', data: { requestId: 'clr-1', agentId: 'lead' } }]);
+    expect(s.lead?.openToolUses[0]?.result?.content).toMatch(/did not answer before the deadline/);
+    expect(s.status).toBe('running');
+  });
+  it('two subagents ask at once: each answer resumes only its own agent', () => {
+    const hist = [...running, leadTurn(1, [{ id: 'tu1' }, { id: 'tu2' }]), dispatched('researcher-1', 'tu1'), dispatched('researcher-2', 'tu2'), agentStarted('researcher-1'), agentStarted('researcher-2')];
+    const ask = (agentId: string, requestId: string): DecidedEvent => ({ type: 'ClarificationRequested', data: { requestId, agentId, toolUseId: `${agentId}-ask`, questions: ['q'], context: '' } });
+    const both = [...hist, ask('researcher-1', 'c1'), ask('researcher-2', 'c2')];
+    expect(stateOf(recorded(both)).status).toBe('awaiting_input');
+    const s = given(both).when({ type: 'AnswerClarification', requestId: 'c2', answers: ['a'], answeredBy: 'u' }).state();
+    expect(s.agents['researcher-1']?.status).toBe('paused');
+    expect(s.agents['researcher-2']?.status).toBe('dispatched');
+    expect(s.status).toBe('running');
+    expect(Object.keys(s.pendingRequests)).toEqual(['c1']);
   });
   it('answering twice or answering an approval is refused', () => {
     const answered = [...leadWaitingOnTool, clarificationRequested, { type: 'ClarificationAnswered', data: { requestId: 'clr-1', answers: ['a'], answeredBy: 'u' } } as DecidedEvent];

@@ -116,11 +116,10 @@ export function decide(command: Command, state: TaskState): DecidedEvent[] {
 
     case 'RequestApproval': {
       mustBeLive();
-      if (state.pendingRequests[command.requestId] || state.decidedRequests[command.requestId]) {
-        throw new InvalidCommandError(`request '${command.requestId}' already exists`, { requestId: command.requestId });
-      }
-      const use = requireOpenToolUse(state, command.toolUseId, command.type);
-      if (use.state !== 'pending' || use.approvedInput) throw new IllegalTransitionError(command.type, status, `tool use '${use.toolUseId}' is ${use.state}`);
+      requireNewRequest(state, command.requestId);
+      requireAsker(state, command.agentId, command.toolUseId, command.type, (use) => {
+        if (use.state !== 'pending' || use.approvedInput) throw new IllegalTransitionError(command.type, status, `tool use '${use.toolUseId}' is ${use.state}`);
+      });
       return [{ type: 'ApprovalRequested', data: rest as DecidedData<'ApprovalRequested'> }];
     }
 
@@ -129,35 +128,33 @@ export function decide(command: Command, state: TaskState): DecidedEvent[] {
       if (req.kind !== 'approval') throw new InvalidCommandError(`request '${req.requestId}' is a ${req.kind}, not an approval`, { requestId: req.requestId });
       if (command.decision === 'approve') {
         const edited = command.input !== undefined;
-        return [{ type: 'ApprovalGranted', data: { requestId: req.requestId, input: command.input ?? req.input, edited, decidedBy: command.decidedBy } }];
+        return [{ type: 'ApprovalGranted', data: { requestId: req.requestId, input: command.input ?? req.input, edited, decidedBy: command.decidedBy, agentId: req.agentId } }];
       }
-      return [{ type: 'ApprovalRejected', data: { requestId: req.requestId, reason: command.reason ?? 'no reason given', decidedBy: command.decidedBy } }];
+      return [{ type: 'ApprovalRejected', data: { requestId: req.requestId, reason: command.reason ?? 'no reason given', decidedBy: command.decidedBy, agentId: req.agentId } }];
     }
 
-    case 'TimeOutApproval': {
+    case 'TimeOutApproval':
+    case 'TimeOutClarification': {
       // A deadline that fires after a decision is a no-op, not an error: the poller just moves on.
-      if (!exists(state) || isFinal(state) || !state.pendingRequests[command.requestId]) return [];
-      return [{ type: 'ApprovalTimedOut', data: rest as DecidedData<'ApprovalTimedOut'> }];
+      const req = exists(state) && !isFinal(state) ? state.pendingRequests[command.requestId] : undefined;
+      if (!req) return [];
+      if (req.kind === 'approval') return [{ type: 'ApprovalTimedOut', data: { requestId: req.requestId, action: req.onTimeout, agentId: req.agentId } }];
+      return [{ type: 'ClarificationTimedOut', data: { requestId: req.requestId, agentId: req.agentId } }];
     }
 
     case 'RequestClarification': {
       mustBeLive();
-      if (state.pendingRequests[command.requestId] || state.decidedRequests[command.requestId]) {
-        throw new InvalidCommandError(`request '${command.requestId}' already exists`, { requestId: command.requestId });
-      }
-      const lead = requireLead(state, command.type);
-      if (command.agentId === lead.agentId) requireOpenToolUse(state, command.toolUseId, command.type);
-      else {
-        const agent = requireAgent(state, command.agentId);
-        if (agent.status !== 'running') throw new IllegalTransitionError(command.type, status, `agent '${agent.id}' is ${agent.status}`);
-      }
+      requireNewRequest(state, command.requestId);
+      requireAsker(state, command.agentId, command.toolUseId, command.type, (use) => {
+        if (use.state !== 'pending') throw new IllegalTransitionError(command.type, status, `tool use '${use.toolUseId}' is ${use.state}`);
+      });
       return [{ type: 'ClarificationRequested', data: rest as DecidedData<'ClarificationRequested'> }];
     }
 
     case 'AnswerClarification': {
       const req = requireOpenRequest(state, command.requestId, command.type);
       if (req.kind !== 'clarification') throw new InvalidCommandError(`request '${req.requestId}' is an ${req.kind}, not a clarification`, { requestId: req.requestId });
-      return [{ type: 'ClarificationAnswered', data: rest as DecidedData<'ClarificationAnswered'> }];
+      return [{ type: 'ClarificationAnswered', data: { requestId: req.requestId, answers: command.answers, answeredBy: command.answeredBy, agentId: req.agentId } }];
     }
 
     default: {
@@ -185,6 +182,24 @@ function requireOpenToolUse(state: TaskState, toolUseId: string, command: string
   const use = lead.openToolUses.find((t) => t.toolUseId === toolUseId);
   if (!use) throw new InvalidCommandError(`tool use '${toolUseId}' is not open on the lead`, { toolUseId });
   return use;
+}
+
+function requireNewRequest(state: TaskState, requestId: string): void {
+  if (state.pendingRequests[requestId] || state.decidedRequests[requestId]) {
+    throw new InvalidCommandError(`request '${requestId}' already exists`, { requestId });
+  }
+}
+
+/** The lead asks about one of its open tool uses; a subagent asks while it runs. */
+function requireAsker(state: TaskState, agentId: string, toolUseId: string, command: string, checkLeadUse: (use: OpenToolUse) => void): void {
+  const lead = requireLead(state, command);
+  if (agentId === lead.agentId) {
+    checkLeadUse(requireOpenToolUse(state, toolUseId, command));
+    return;
+  }
+  const agent = requireAgent(state, agentId);
+  // paused: the agent already asked something else in the same turn.
+  if (agent.status !== 'running' && agent.status !== 'paused') throw new IllegalTransitionError(command, state.status, `agent '${agent.id}' is ${agent.status}`);
 }
 
 function requireOpenRequest(state: TaskState, requestId: string, command: string) {

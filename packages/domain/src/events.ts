@@ -15,6 +15,10 @@ export const CURRENT_SCHEMA_VERSION = 1;
 
 const AgentId = z.string().min(1).max(100).regex(/^[a-z0-9][a-z0-9_-]*$/, 'lowercase letters, digits, - and _');
 const RequestId = z.string().min(1).max(100);
+const TimeoutAction = z.enum(['reject', 'approve']);
+
+/** The lead's agent id on every task (subagents are `<type>-<n>`). */
+export const LEAD_AGENT_ID = 'lead';
 
 export const WebhookConfig = z.object({
   url: z.url({ protocol: /^https?$/ }),
@@ -55,10 +59,14 @@ export const eventDataSchemas = {
     inputDigest: z.string().min(1),
     plan: z.string(),
     deadline: z.iso.datetime(),
+    /** What the deadline does if nobody decides (from the approval policy). */
+    onTimeout: TimeoutAction.default('reject'),
   }),
-  ApprovalGranted: z.object({ requestId: RequestId, input: z.record(z.string(), z.unknown()), edited: z.boolean(), decidedBy: z.string() }),
-  ApprovalRejected: z.object({ requestId: RequestId, reason: z.string(), decidedBy: z.string() }),
-  ApprovalTimedOut: z.object({ requestId: RequestId, action: z.enum(['reject', 'approve']) }),
+  // Decisions name the agent they resume (absent in events recorded before it was added),
+  // so the relay can route a runner job without reading the task.
+  ApprovalGranted: z.object({ requestId: RequestId, input: z.record(z.string(), z.unknown()), edited: z.boolean(), decidedBy: z.string(), agentId: AgentId.optional() }),
+  ApprovalRejected: z.object({ requestId: RequestId, reason: z.string(), decidedBy: z.string(), agentId: AgentId.optional() }),
+  ApprovalTimedOut: z.object({ requestId: RequestId, action: TimeoutAction, agentId: AgentId.optional() }),
   ClarificationRequested: z.object({
     requestId: RequestId,
     agentId: AgentId,
@@ -68,7 +76,9 @@ export const eventDataSchemas = {
     options: z.array(z.string()).optional(),
     deadline: z.iso.datetime().optional(),
   }),
-  ClarificationAnswered: z.object({ requestId: RequestId, answers: z.array(z.string()).min(1), answeredBy: z.string() }),
+  ClarificationAnswered: z.object({ requestId: RequestId, answers: z.array(z.string()).min(1), answeredBy: z.string(), agentId: AgentId.optional() }),
+  /** Nobody answered before the deadline: the agent is told so and goes on with its best judgement. */
+  ClarificationTimedOut: z.object({ requestId: RequestId, agentId: AgentId.optional() }),
   SubagentDispatched: z.object({ agentId: AgentId, agentType: z.string().min(1), toolUseId: z.string().min(1), prompt: z.string().min(1) }),
   SubagentStarted: z.object({ agentId: AgentId, attempt: z.number().int().positive(), runnerId: z.string().min(1) }),
   SubagentCompleted: z.object({
@@ -152,15 +162,35 @@ export const isTaskStream = (streamId: string): boolean => streamId.startsWith('
 export const TERMINAL_EVENT_TYPES: ReadonlySet<EventType> = new Set(['TaskCompleted', 'TaskFailed', 'TaskCancelled']);
 
 /**
- * Events after which the lead may have work to do (the orchestrator is woken only by these;
- * every other event is for observers).
+ * Events the orchestrator is woken by: the lead may have work to do, or a deadline was set.
+ * Every other event is for observers.
  */
+const DECISION_TYPES: ReadonlySet<EventType> = new Set<EventType>(['ApprovalGranted', 'ApprovalRejected', 'ApprovalTimedOut', 'ClarificationAnswered', 'ClarificationTimedOut']);
+
+/**
+ * Who an event wakes: the lead (the orchestrator advances the task) and/or a paused subagent
+ * (a runner job resumes it). A decision wakes only the agent that asked.
+ */
+export function wakes(e: { type: EventType; data: unknown }): { lead: boolean; subagent: string | null } {
+  if (DECISION_TYPES.has(e.type)) {
+    const agentId = (e.data as { agentId?: string }).agentId;
+    if (agentId && agentId !== LEAD_AGENT_ID) return { lead: false, subagent: agentId };
+    return { lead: true, subagent: null };
+  }
+  if (e.type === 'SubagentDispatched') return { lead: false, subagent: (e.data as { agentId: string }).agentId };
+  return { lead: LEAD_TRIGGER_TYPES.has(e.type), subagent: null };
+}
+
 export const LEAD_TRIGGER_TYPES: ReadonlySet<EventType> = new Set<EventType>([
   'TaskSubmitted',
+  // A request opened (by the lead or a subagent): the orchestrator arms its deadline timer.
+  'ApprovalRequested',
+  'ClarificationRequested',
   'ApprovalGranted',
   'ApprovalRejected',
   'ApprovalTimedOut',
   'ClarificationAnswered',
+  'ClarificationTimedOut',
   'SubagentCompleted',
   'SubagentFailed',
 ]);

@@ -5,6 +5,7 @@ import {
   deriveStatus,
   emptyUsage,
   type AgentState,
+  type DecidedRequest,
   type LeadState,
   type OpenToolUse,
   type PendingRequest,
@@ -126,49 +127,47 @@ export function evolve(state: TaskState, event: RecordedEvent): TaskState {
     }
     case 'ApprovalRequested': {
       const d = event.data;
-      s = openRequest(s, { kind: 'approval', ...d, openedAt: at });
-      s = updateToolUse(s, d.toolUseId, (t) => ({ ...t, state: 'awaiting_approval' }));
+      s = openRequest(s, { kind: 'approval', ...d, onTimeout: d.onTimeout ?? 'reject', openedAt: at });
+      s = waitOn(s, d.agentId, d.toolUseId, 'awaiting_approval');
       break;
     }
     case 'ApprovalGranted': {
       const req = s.pendingRequests[event.data.requestId];
-      s = closeRequest(s, event.data.requestId, event.data.edited ? 'approved with edits' : 'approved', at);
-      if (req) s = updateToolUse(s, req.toolUseId, (t) => ({ ...t, state: 'pending', approvedInput: event.data.input }));
+      const decision = event.data.edited ? 'approved with edits' : 'approved';
+      s = closeRequest(s, event.data.requestId, { decision, at, approvedInput: event.data.input });
+      if (req) s = resumeWith(s, req.agentId, req.toolUseId, { approvedInput: event.data.input });
       break;
     }
     case 'ApprovalRejected':
     case 'ApprovalTimedOut': {
       const req = s.pendingRequests[event.data.requestId];
-      const approveOnTimeout = event.type === 'ApprovalTimedOut' && event.data.action === 'approve';
-      const decision = event.type === 'ApprovalRejected' ? `rejected: ${event.data.reason}` : `timed out (${event.data.action})`;
-      s = closeRequest(s, event.data.requestId, decision, at);
-      if (req && req.kind === 'approval') {
-        if (approveOnTimeout) {
-          s = updateToolUse(s, req.toolUseId, (t) => ({ ...t, state: 'pending', approvedInput: req.input }));
-        } else {
-          const reason = event.type === 'ApprovalRejected' ? event.data.reason : 'no decision before the deadline';
-          s = resolveToolUse(s, req.toolUseId, { content: `The user rejected the plan: ${reason}`, isError: false });
-        }
+      if (event.type === 'ApprovalTimedOut' && event.data.action === 'approve' && req?.kind === 'approval') {
+        s = closeRequest(s, event.data.requestId, { decision: 'timed out (approved)', at, approvedInput: req.input });
+        s = resumeWith(s, req.agentId, req.toolUseId, { approvedInput: req.input });
+        break;
       }
+      const reason = event.type === 'ApprovalRejected' ? event.data.reason : 'no decision before the deadline';
+      const result = { content: `The user rejected the plan: ${reason}`, isError: false };
+      const decision = event.type === 'ApprovalRejected' ? `rejected: ${event.data.reason}` : 'timed out (rejected)';
+      s = closeRequest(s, event.data.requestId, { decision, at, result });
+      if (req) s = resumeWith(s, req.agentId, req.toolUseId, { result });
       break;
     }
     case 'ClarificationRequested': {
       const d = event.data;
       s = openRequest(s, { kind: 'clarification', ...d, openedAt: at });
-      if (s.lead && d.agentId === s.lead.agentId) s = updateToolUse(s, d.toolUseId, (t) => ({ ...t, state: 'awaiting_answer' }));
-      else s = updateAgent(s, d.agentId, (a) => ({ ...a, status: 'paused' }));
+      s = waitOn(s, d.agentId, d.toolUseId, 'awaiting_answer');
       break;
     }
-    case 'ClarificationAnswered': {
+    case 'ClarificationAnswered':
+    case 'ClarificationTimedOut': {
       const req = s.pendingRequests[event.data.requestId];
-      s = closeRequest(s, event.data.requestId, 'answered', at);
-      if (req) {
-        if (s.lead && req.agentId === s.lead.agentId) {
-          s = resolveToolUse(s, req.toolUseId, { content: event.data.answers.join('\n'), isError: false });
-        } else {
-          s = updateAgent(s, req.agentId, (a) => ({ ...a, status: 'dispatched' }));
-        }
-      }
+      const result =
+        event.type === 'ClarificationAnswered'
+          ? { content: formatAnswers(req?.kind === 'clarification' ? req.questions : [], event.data.answers), isError: false }
+          : { content: 'The user did not answer before the deadline. Proceed with your best judgement and state the assumptions you make.', isError: false };
+      s = closeRequest(s, event.data.requestId, { decision: event.type === 'ClarificationAnswered' ? 'answered' : 'timed out (unanswered)', at, result });
+      if (req) s = resumeWith(s, req.agentId, req.toolUseId, { result });
       break;
     }
     case 'ArtifactStored': {
@@ -234,15 +233,46 @@ function openRequest(s: TaskState, req: PendingRequest): TaskState {
   return { ...s, pendingRequests: { ...s.pendingRequests, [req.requestId]: req } };
 }
 
-function closeRequest(s: TaskState, requestId: string, decision: string, at: string): TaskState {
+const isLead = (s: TaskState, agentId: string): boolean => s.lead !== null && s.lead.agentId === agentId;
+
+/** A request opened: the lead's tool use waits on it, or the subagent pauses (holding nothing). */
+function waitOn(s: TaskState, agentId: string, toolUseId: string, state: 'awaiting_approval' | 'awaiting_answer'): TaskState {
+  if (isLead(s, agentId)) return updateToolUse(s, toolUseId, (t) => ({ ...t, state }));
+  return updateAgent(s, agentId, (a) => (a.status === 'running' || a.status === 'dispatched' ? { ...a, status: 'paused' } : a));
+}
+
+/**
+ * A request resolved: the lead's tool use becomes runnable (approved) or gets its result;
+ * a paused subagent is due a new job (the runner reads the outcome from decidedRequests).
+ */
+function resumeWith(s: TaskState, agentId: string, toolUseId: string, outcome: { approvedInput: Record<string, unknown> } | { result: { content: string; isError: boolean } }): TaskState {
+  if (isLead(s, agentId)) {
+    return 'approvedInput' in outcome
+      ? updateToolUse(s, toolUseId, (t) => ({ ...t, state: 'pending', approvedInput: outcome.approvedInput }))
+      : resolveToolUse(s, toolUseId, outcome.result);
+  }
+  // A subagent that asked several things at once resumes when the last of them is resolved.
+  if (Object.values(s.pendingRequests).some((r) => r.agentId === agentId)) return s;
+  return updateAgent(s, agentId, (a) => (a.status === 'paused' ? { ...a, status: 'dispatched' } : a));
+}
+
+function closeRequest(s: TaskState, requestId: string, outcome: Omit<DecidedRequest, 'agentId' | 'toolUseId'>): TaskState {
+  const req = s.pendingRequests[requestId];
   const { [requestId]: _closed, ...rest } = s.pendingRequests;
-  return { ...s, pendingRequests: rest, decidedRequests: { ...s.decidedRequests, [requestId]: { decision, at } } };
+  const decided: DecidedRequest = { ...outcome, agentId: req?.agentId, toolUseId: req?.toolUseId };
+  return { ...s, pendingRequests: rest, decidedRequests: { ...s.decidedRequests, [requestId]: decided } };
+}
+
+/** The tool result an agent sees for answered questions: each question with its answer. */
+export function formatAnswers(questions: readonly string[], answers: readonly string[]): string {
+  if (questions.length === answers.length && questions.length > 0) return questions.map((q, i) => `Q: ${q}\nA: ${answers[i] ?? ''}`).join('\n\n');
+  return answers.join('\n');
 }
 
 /** A final task holds nothing open: requests are closed and active agents stop. */
 function stopEverything(s: TaskState, at: string): TaskState {
   const decided = { ...s.decidedRequests };
-  for (const id of Object.keys(s.pendingRequests)) decided[id] = { decision: `closed: task ${s.status}`, at };
+  for (const [id, r] of Object.entries(s.pendingRequests)) decided[id] = { decision: `closed: task ${s.status}`, at, agentId: r.agentId, toolUseId: r.toolUseId };
   const agents: Record<string, AgentState> = {};
   for (const [id, a] of Object.entries(s.agents)) {
     agents[id] = a.status === 'dispatched' || a.status === 'running' || a.status === 'paused' ? { ...a, status: 'cancelled' } : a;

@@ -67,6 +67,7 @@ export type PendingRequest =
       inputDigest: string;
       plan: string;
       deadline: string;
+      onTimeout: 'reject' | 'approve';
       openedAt: string;
     }
   | {
@@ -80,6 +81,20 @@ export type PendingRequest =
       deadline?: string | undefined;
       openedAt: string;
     };
+
+/**
+ * A request that is no longer open, with what it resolved to, so that the agent that asked
+ * can resume from the state alone: run the tool with `approvedInput`, or take `result` as
+ * the tool result.
+ */
+export interface DecidedRequest {
+  decision: string;
+  at: string;
+  agentId?: string | undefined;
+  toolUseId?: string | undefined;
+  approvedInput?: Record<string, unknown> | undefined;
+  result?: { content: string; isError: boolean } | undefined;
+}
 
 export interface Artifact {
   path: string;
@@ -110,7 +125,7 @@ export interface TaskState {
   lead: LeadState | null;
   agents: Record<string, AgentState>;
   pendingRequests: Record<string, PendingRequest>;
-  decidedRequests: Record<string, { decision: string; at: string }>;
+  decidedRequests: Record<string, DecidedRequest>;
   usage: UsageTotals;
   artifacts: Artifact[];
   result: { summary: string; reportPath: string | null } | null;
@@ -163,6 +178,14 @@ export const activeAgents = (s: TaskState): AgentState[] => Object.values(s.agen
 /** The lead is ready for a model turn (every tool use it made has a result). */
 export const leadNeedsTurn = (s: TaskState): boolean =>
   !isFinal(s) && s.lead !== null && (s.lead.phase === 'model' || (s.lead.phase === 'tools' && s.lead.openToolUses.every((t) => t.state === 'resolved')));
+/** The earliest deadline among open requests (what the orchestrator's deadline poller looks for). */
+export function nextDeadline(s: TaskState): string | null {
+  let min: string | null = null;
+  for (const r of Object.values(s.pendingRequests)) {
+    if (r.deadline && (min === null || Date.parse(r.deadline) < Date.parse(min))) min = r.deadline;
+  }
+  return min;
+}
 export const canAcceptInput = (s: TaskState): boolean => exists(s) && !isFinal(s) && hasOpenRequests(s);
 
 /**

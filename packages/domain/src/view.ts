@@ -1,5 +1,5 @@
 import type { RecordedEvent } from './events.ts';
-import type { PendingRequest, TaskState, TaskStatus } from './state.ts';
+import { isFinal, nextDeadline, type PendingRequest, type TaskState, type TaskStatus } from './state.ts';
 
 /** The task object of API.md, built from the folded state. */
 export interface TaskView {
@@ -23,21 +23,38 @@ export interface TaskView {
 }
 
 export type PendingRequestView =
-  | { kind: 'approval'; requestId: string; agentId: string; toolName: string; input: Record<string, unknown>; plan: string; deadline: string }
-  | { kind: 'clarification'; requestId: string; agentId: string; questions: string[]; context: string; options?: string[]; deadline?: string };
+  | {
+      kind: 'approval';
+      requestId: string;
+      agentId: string;
+      toolUseId: string;
+      toolName: string;
+      input: Record<string, unknown>;
+      /** sha256 of the canonical input: what an approver signs off on. */
+      inputDigest: string;
+      plan: string;
+      deadline: string;
+      /** What happens at the deadline if nobody decides. */
+      onTimeout: 'reject' | 'approve';
+      openedAt: string;
+    }
+  | { kind: 'clarification'; requestId: string; agentId: string; toolUseId: string; questions: string[]; context: string; options?: string[]; deadline?: string; openedAt: string };
 
 export function toPendingRequestView(r: PendingRequest): PendingRequestView {
   if (r.kind === 'approval') {
-    return { kind: 'approval', requestId: r.requestId, agentId: r.agentId, toolName: r.toolName, input: r.input, plan: r.plan, deadline: r.deadline };
+    const { kind, requestId, agentId, toolUseId, toolName, input, inputDigest, plan, deadline, onTimeout, openedAt } = r;
+    return { kind, requestId, agentId, toolUseId, toolName, input, inputDigest, plan, deadline, onTimeout, openedAt };
   }
   return {
     kind: 'clarification',
     requestId: r.requestId,
     agentId: r.agentId,
+    toolUseId: r.toolUseId,
     questions: r.questions,
     context: r.context,
     ...(r.options ? { options: r.options } : {}),
     ...(r.deadline ? { deadline: r.deadline } : {}),
+    openedAt: r.openedAt,
   };
 }
 
@@ -84,6 +101,8 @@ export interface TaskRow {
   updated_at: string;
   version: number;
   pending_requests: PendingRequestView[];
+  /** The earliest deadline among open requests (the deadline poller's index). */
+  next_deadline: string | null;
 }
 
 export function toTaskRow(s: TaskState): TaskRow {
@@ -98,6 +117,7 @@ export function toTaskRow(s: TaskState): TaskRow {
     updated_at: s.updatedAt,
     version: s.version,
     pending_requests: Object.values(s.pendingRequests).map(toPendingRequestView),
+    next_deadline: isFinal(s) ? null : nextDeadline(s),
   };
 }
 

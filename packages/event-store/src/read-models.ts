@@ -2,6 +2,7 @@ import { foldAll, toTaskRow } from '@baton/domain';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from './schema.ts';
 import type { EventStore } from './store.ts';
+import type pg from 'pg';
 
 export interface TaskListItem {
   id: string;
@@ -75,8 +76,20 @@ export async function rebuildTasksReadModel(db: Kysely<Database>, store: EventSt
     const state = foldAll(await store.readTask(task_id));
     if (state.status === 'none') continue;
     const row = toTaskRow(state);
-    await db.insertInto('tasks').values({ ...row, pending_requests: JSON.stringify(row.pending_requests) }).execute();
+    await db.insertInto('tasks').values({ ...row, pending_requests: JSON.stringify(row.pending_requests), next_deadline: row.next_deadline }).execute();
     n++;
   }
   return n;
+}
+
+/** Live tasks with an open request whose deadline is at or before `now`, earliest first. */
+export async function dueTasks(pool: Pick<pg.Pool, 'query'>, now: Date, limit = 100): Promise<string[]> {
+  const r = await pool.query<{ id: string }>('select id from tasks where next_deadline <= $1 order by next_deadline limit $2', [now, limit]);
+  return r.rows.map((row) => row.id);
+}
+
+/** The earliest open-request deadline of any live task (null when nothing waits on a deadline). */
+export async function earliestDeadline(pool: Pick<pg.Pool, 'query'>): Promise<Date | null> {
+  const r = await pool.query<{ at: Date | null }>('select min(next_deadline) as at from tasks where next_deadline is not null');
+  return r.rows[0]?.at ?? null;
 }

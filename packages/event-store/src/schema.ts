@@ -25,6 +25,7 @@ export interface TasksTable {
   updated_at: ColumnType<Date, string, string>;
   version: number;
   pending_requests: ColumnType<unknown, string, string>;
+  next_deadline: ColumnType<Date | null, string | null, string | null>;
 }
 
 export interface ProcessorCheckpointsTable {

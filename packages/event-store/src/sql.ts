@@ -7,5 +7,5 @@ export const NOTIFY_CHANNEL = 'baton_events';
  */
 export const TASKS_UPSERT_CONFLICT = `on conflict (id) do update set
     status = excluded.status, team = excluded.team, title = excluded.title, updated_at = excluded.updated_at,
-    version = excluded.version, pending_requests = excluded.pending_requests
+    version = excluded.version, pending_requests = excluded.pending_requests, next_deadline = excluded.next_deadline
   where tasks.version <= excluded.version`;

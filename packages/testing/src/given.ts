@@ -54,6 +54,10 @@ export function given(history: readonly DecidedEvent[] | readonly RecordedEvent[
           expect(out).toEqual(expected);
           return stateOf([...events, ...recorded(out, { from: state.version })]);
         },
+        /** The state after whatever the command decides (no expectation on the events). */
+        state(): TaskState {
+          return stateOf([...events, ...recorded(run(), { from: state.version })]);
+        },
         thenThrows(errorClass: new (...args: never[]) => Error, message?: RegExp): void {
           expect(run).toThrow(errorClass);
           if (message) expect(run).toThrow(message);

@@ -144,7 +144,7 @@ describe('reads, tenancy, errors', () => {
       type: 'RecordModelTurn', agentId: 'lead', turn: 1, model: 'm', content: [{ type: 'tool_use', id: 'tu1', name: 'Task', input }], stopReason: 'tool_use',
       usage: { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 }, offline: true, durationMs: 0,
     });
-    await handleCommand(pg.store, id, { type: 'RequestApproval', requestId: 'apr-1', agentId: 'lead', toolUseId: 'tu1', toolName: 'Task', input, inputDigest: 'd', plan: 'the plan', deadline: new Date(Date.now() + 60_000).toISOString() });
+    await handleCommand(pg.store, id, { type: 'RequestApproval', requestId: 'apr-1', agentId: 'lead', toolUseId: 'tu1', toolName: 'Task', input, inputDigest: 'd', plan: 'the plan', deadline: new Date(Date.now() + 60_000).toISOString(), onTimeout: 'reject' });
     const task = (await app.inject({ method: 'GET', url: `/v1/tasks/${id}` })).json();
     expect(task.status).toBe('awaiting_input');
     expect(task.pendingRequests).toEqual([expect.objectContaining({ kind: 'approval', requestId: 'apr-1', toolName: 'Task', input, plan: 'the plan' })]);

@@ -7,6 +7,8 @@ const schema = z.object({
   RELAY_ENABLED: z.stringbool().default(true),
   RELAY_BATCH_SIZE: z.coerce.number().int().min(1).max(10_000).default(500),
   RELAY_BACKSTOP_MS: durationMs(30_000),
+  /** Longest sleep between looks at the deadline table (requests opened by another replica are seen within it). */
+  DEADLINE_BACKSTOP_MS: durationMs(60_000),
   CONSUMER_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(8),
   /** Offline model latency per turn (0 = instant); lets a demo look like real work. */
   OFFLINE_MODEL_LATENCY_MS: durationMs(0),

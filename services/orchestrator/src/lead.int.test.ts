@@ -6,17 +6,19 @@ import { silentLogger } from '@baton/runtime';
 import { pgTest, stackTest, waitFor } from '@baton/testing';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { describe, expect } from 'vitest';
+import { fireDueDeadlines } from './deadlines.ts';
 import { advanceTask, type LeadDeps } from './lead.ts';
 import { startOrchestrator } from './worker.ts';
 
 const log = silentLogger();
 const deps = (store: EventStore): LeadDeps => ({ store, model: new OfflineModel(), now: () => new Date(), log });
 
-async function submit(store: EventStore, opts: { team?: string; requirePlanApproval?: boolean } = {}): Promise<string> {
+async function submit(store: EventStore, opts: { team?: string; requirePlanApproval?: boolean; prompt?: string; approvalTimeoutSeconds?: number } = {}): Promise<string> {
   const id = randomUUID();
   await handleCommand(store, id, {
-    type: 'SubmitTask', prompt: 'Research the history of event sourcing', team: opts.team ?? 'research', requirePlanApproval: opts.requirePlanApproval ?? true,
-    approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 'default', requestHash: null, forkedFrom: null,
+    type: 'SubmitTask', prompt: opts.prompt ?? 'Research the history of event sourcing', team: opts.team ?? 'research',
+    requirePlanApproval: opts.requirePlanApproval ?? opts.team !== 'bench',
+    approvalTimeoutSeconds: opts.approvalTimeoutSeconds ?? 600, webhook: null, metadata: {}, tenantId: 'default', requestHash: null, forkedFrom: null,
   });
   return id;
 }
@@ -73,6 +75,80 @@ describe('advanceTask (the lead loop)', () => {
     expect(done.agents).toEqual({});
   });
 
+  pgTest('bench team with plan approval: turn 3\'s bench_gate waits for a person; approval resumes at turn 4', async ({ pg }) => {
+    const id = await submit(pg.store, { team: 'bench', requirePlanApproval: true });
+    await advanceTask(deps(pg.store), id);
+    let { state } = await loadTask(pg.store, id);
+    expect(state.status).toBe('awaiting_input');
+    expect(state.lead?.turns).toBe(3);
+    const [req] = Object.values(state.pendingRequests);
+    expect(req).toMatchObject({ kind: 'approval', toolName: 'bench_gate', onTimeout: 'reject' });
+    await handleCommand(pg.store, id, { type: 'DecideApproval', requestId: req!.requestId, decision: 'approve', decidedBy: 'u' });
+    await advanceTask(deps(pg.store), id);
+    ({ state } = await loadTask(pg.store, id));
+    expect(state).toMatchObject({ status: 'completed', lead: { turns: 10 } });
+  });
+
+  pgTest('a vague prompt: the lead asks (awaiting_input); the answer is the result of that exact tool_use, then it plans', async ({ pg }) => {
+    const id = await submit(pg.store, { prompt: 'AI stuff' });
+    await advanceTask(deps(pg.store), id);
+    let loaded = await loadTask(pg.store, id);
+    expect(loaded.state.status).toBe('awaiting_input');
+    const [ask] = Object.values(loaded.state.pendingRequests);
+    expect(ask).toMatchObject({ kind: 'clarification', agentId: 'lead', questions: expect.arrayContaining([expect.stringMatching(/Who is the report for/)]) });
+    expect(ask?.deadline).toBeDefined();
+    // Another answer first: still too vague → the lead asks again (multi-round).
+    await handleCommand(pg.store, id, { type: 'AnswerClarification', requestId: ask!.requestId, answers: ['dunno'], answeredBy: 'u' });
+    await advanceTask(deps(pg.store), id);
+    loaded = await loadTask(pg.store, id);
+    const [again] = Object.values(loaded.state.pendingRequests);
+    expect(again).toMatchObject({ kind: 'clarification', questions: [expect.stringMatching(/more specific/)] });
+    await handleCommand(pg.store, id, { type: 'AnswerClarification', requestId: again!.requestId, answers: ['vector databases for a CTO, two pages'], answeredBy: 'u' });
+    await advanceTask(deps(pg.store), id);
+    loaded = await loadTask(pg.store, id);
+    const [plan] = Object.values(loaded.state.pendingRequests);
+    expect(plan).toMatchObject({ kind: 'approval', toolName: 'Task', input: { prompt: expect.stringMatching(/vector databases for a CTO/) } });
+    // Every tool_use of the lead is followed by exactly its tool_result.
+    const results = loaded.events.filter((e) => e.type === 'ToolResultsRecorded').flatMap((e) => (e.data as { results: { toolUseId: string }[] }).results.map((r) => r.toolUseId));
+    expect(results).toEqual([ask!.toolUseId, again!.toolUseId]);
+  });
+
+  pgTest('a clear prompt proceeds with no question', async ({ pg }) => {
+    const id = await submit(pg.store);
+    await advanceTask(deps(pg.store), id);
+    const { events } = await loadTask(pg.store, id);
+    expect(events.some((e) => e.type === 'ClarificationRequested')).toBe(false);
+  });
+
+  pgTest('deadlines: the poller records ApprovalTimedOut (reject) from the deadline table; the lead sees the rejection', async ({ pg }) => {
+    const id = await submit(pg.store, { approvalTimeoutSeconds: 600 });
+    const other = await submit(pg.store, { approvalTimeoutSeconds: 3600 });
+    await advanceTask(deps(pg.store), id);
+    await advanceTask(deps(pg.store), other);
+    const row = await pg.db.pool.query('select next_deadline from tasks where id = $1', [id]);
+    const deadline = row.rows[0].next_deadline as Date;
+    expect(deadline.getTime()).toBe(Date.parse(Object.values((await loadTask(pg.store, id)).state.pendingRequests)[0]!.deadline as string));
+    const dl = { pool: pg.db.pool, store: pg.store, load: (t: string) => loadTask(pg.store, t), log };
+    expect(await fireDueDeadlines({ ...dl, now: () => new Date(deadline.getTime() - 1000) })).toBe(0);
+    const later = () => new Date(deadline.getTime() + 1000);
+    expect(await fireDueDeadlines({ ...dl, now: later })).toBe(1); // only the task whose deadline passed
+    expect(await fireDueDeadlines({ ...dl, now: later })).toBe(0); // fired once
+    const timedOut = (await loadTask(pg.store, id)).events.filter((e) => e.type === 'ApprovalTimedOut');
+    expect(timedOut).toHaveLength(1);
+    expect(timedOut[0]?.metadata.actor).toBe('baton:deadline');
+    expect((await pg.db.pool.query('select next_deadline from tasks where id = $1', [id])).rows[0].next_deadline).toBeNull();
+    await advanceTask(deps(pg.store), id);
+    expect((await loadTask(pg.store, id)).state).toMatchObject({ status: 'completed', result: { summary: expect.stringMatching(/no decision before the deadline/) } });
+    expect((await loadTask(pg.store, other)).state.status).toBe('awaiting_input');
+  });
+
+  pgTest('a cancelled task drops its deadline', async ({ pg }) => {
+    const id = await submit(pg.store);
+    await advanceTask(deps(pg.store), id);
+    await handleCommand(pg.store, id, { type: 'CancelTask', reason: 'no longer needed', requestedBy: 'u' });
+    expect((await pg.db.pool.query('select next_deadline from tasks where id = $1', [id])).rows[0].next_deadline).toBeNull();
+  });
+
   pgTest('an unknown team fails the task visibly', async ({ pg }) => {
     const id = await submit(pg.store, { team: 'ghosts' });
     await advanceTask(deps(pg.store), id);
@@ -81,6 +157,24 @@ describe('advanceTask (the lead loop)', () => {
 });
 
 describe('startOrchestrator', () => {
+  stackTest('the deadline timer fires a 1 s approval timeout with no per-task timer (one timer, woken by the request)', async ({ pg, nats }) => {
+    const names = busNames(nats.namespace);
+    await ensureTopology(await jetstreamManager(nats.nc), names);
+    const orch = await startOrchestrator({
+      ...deps(pg.store), load: new TaskCache(pg.db.pool).load, pool: pg.db.pool, nc: nats.nc, js: jetstream(nats.nc), names, concurrency: 8, maxAttempts: 5,
+      relay: { enabled: true, batchSize: 100, backstopMs: 30_000 }, deadlineBackstopMs: 60_000,
+    });
+    try {
+      const id = await submit(pg.store, { approvalTimeoutSeconds: 1 });
+      // The backstop is a minute: only the hint from the opened request can make this fire in time.
+      await waitFor(async () => (await loadTask(pg.store, id)).state.status === 'completed', { timeoutMs: 20_000, what: 'the approval to time out and the lead to finish' });
+      const { events } = await loadTask(pg.store, id);
+      expect(events.map((e) => e.type)).toContain('ApprovalTimedOut');
+    } finally {
+      await orch.stop();
+    }
+  });
+
   stackTest('relay + consumer drive submitted bench tasks to completion; redelivered triggers are harmless', async ({ pg, nats }) => {
     const names = busNames(nats.namespace);
     await ensureTopology(await jetstreamManager(nats.nc), names);

@@ -4,6 +4,7 @@ import {
   digestJson,
   evolve,
   isFinal,
+  LEAD_AGENT_ID,
   textOf,
   type Command,
   type DecidedEvent,
@@ -13,12 +14,11 @@ import {
 } from '@baton/domain';
 import {
   allTools,
+  approvalFor,
   buildConversation,
   builtinTeams,
   configVersion,
-  needsApproval,
   parseToolInput,
-  taskTool,
   toolSpec,
   type ModelClient,
   type TeamDefinition,
@@ -26,7 +26,7 @@ import {
 import { appendToTask, isConcurrencyError, loadTask, type EventStore, type TaskLoader } from '@baton/event-store';
 import type { Logger } from '@baton/runtime';
 
-export const LEAD_AGENT_ID = 'lead';
+export { LEAD_AGENT_ID };
 
 export interface LeadDeps {
   store: EventStore;
@@ -46,14 +46,15 @@ export interface LeadDeps {
  * Each step is one durable append: a model turn together with what it led to (tool results,
  * dispatches, approval requests, completion).
  */
-export async function advanceTask(deps: LeadDeps, taskId: string): Promise<{ appended: number }> {
+export async function advanceTask(deps: LeadDeps, taskId: string): Promise<{ appended: number; state: TaskState }> {
   let appended = 0;
   for (let attempt = 1; ; attempt++) {
     const loaded = await (deps.load ?? ((id: string) => loadTask(deps.store, id)))(taskId);
-    if (loaded.state.status === 'none' || isFinal(loaded.state)) return { appended };
+    if (loaded.state.status === 'none' || isFinal(loaded.state)) return { appended, state: loaded.state };
     try {
-      appended += await runLead(deps, loaded.state, loaded.events);
-      return { appended };
+      const res = await runLead(deps, loaded.state, loaded.events);
+      appended += res.appended;
+      return { appended, state: res.state };
     } catch (err) {
       if (!isConcurrencyError(err) || attempt >= 10) throw err;
       deps.log.debug({ taskId, attempt }, 'lead: version conflict, re-reading');
@@ -61,7 +62,7 @@ export async function advanceTask(deps: LeadDeps, taskId: string): Promise<{ app
   }
 }
 
-async function runLead(deps: LeadDeps, initial: TaskState, history: RecordedEvent[]): Promise<number> {
+async function runLead(deps: LeadDeps, initial: TaskState, history: RecordedEvent[]): Promise<{ appended: number; state: TaskState }> {
   const teams = deps.teams ?? builtinTeams;
   const taskId = initial.id;
   let committed = initial;
@@ -91,7 +92,7 @@ async function runLead(deps: LeadDeps, initial: TaskState, history: RecordedEven
   if (!team) {
     apply({ type: 'FailTask', code: 'unknown_team', message: `team '${s.team}' is not configured` });
     await flush();
-    return appended;
+    return { appended, state: committed };
   }
 
   for (let guard = 0; guard < 10_000; guard++) {
@@ -159,12 +160,13 @@ async function runLead(deps: LeadDeps, initial: TaskState, history: RecordedEven
     );
   }
   await flush();
-  return appended;
+  return { appended, state: committed };
 }
 
 /**
- * Decide what happens to each of the lead's pending tool uses: run it here (local tools),
- * ask a person (approval policy), or dispatch a subagent. Returns results known right away.
+ * Decide what happens to each of the lead's pending tool uses: ask a person first (approval
+ * policy), ask the person a question (ask_user), run it here (local tools) or dispatch a
+ * subagent. Returns the results known right away.
  */
 function handleToolUses(s: TaskState, team: TeamDefinition, apply: (c: Command) => void, now: Date, planText: string): ToolResult[] {
   const lead = s.lead;
@@ -172,6 +174,7 @@ function handleToolUses(s: TaskState, team: TeamDefinition, apply: (c: Command) 
   const results: ToolResult[] = [];
   const dispatchedTypes = new Map<string, number>();
   for (const a of Object.values(s.agents)) dispatchedTypes.set(a.type, (dispatchedTypes.get(a.type) ?? 0) + 1);
+  const deadline = new Date(now.getTime() + s.approvalTimeoutSeconds * 1000).toISOString();
 
   for (const t of lead.openToolUses) {
     if (t.state !== 'pending') continue;
@@ -186,41 +189,45 @@ function handleToolUses(s: TaskState, team: TeamDefinition, apply: (c: Command) 
       error(parsed.error);
       continue;
     }
+    if (def.runsIn === 'person') {
+      const q = parsed.value as { questions: string[]; context: string; options?: string[] };
+      apply({ type: 'RequestClarification', requestId: `clr-${t.toolUseId}`, agentId: lead.agentId, toolUseId: t.toolUseId, questions: q.questions, context: q.context, ...(q.options ? { options: q.options } : {}), deadline });
+      continue;
+    }
     if (def.runsIn === 'delegation') {
       const input = parsed.value as { agent: string; prompt: string };
-      const parsedTask = parseToolInput(taskTool, input);
-      if (!parsedTask.ok) {
-        error(parsedTask.error);
-        continue;
-      }
       if (!(team.lead.delegatesTo ?? []).includes(input.agent) || !team.agents[input.agent]) {
         error(`unknown agent '${input.agent}'; this team delegates to: ${(team.lead.delegatesTo ?? []).join(', ')}`);
         continue;
       }
-      if (needsApproval(s, def) && !t.approvedInput) {
-        apply({
-          type: 'RequestApproval',
-          requestId: `apr-${t.toolUseId}`,
-          agentId: lead.agentId,
-          toolUseId: t.toolUseId,
-          toolName: t.name,
-          input: t.input,
-          inputDigest: digestJson(t.input),
-          plan: planText,
-          deadline: new Date(now.getTime() + s.approvalTimeoutSeconds * 1000).toISOString(),
-        });
-        continue;
-      }
+    } else if (def.runsIn !== 'orchestrator') {
+      error(`tool '${t.name}' runs in a sandbox and is not available to the lead`);
+      continue;
+    }
+    const policy = approvalFor(team.approvals, s, team.lead.id, def);
+    if (policy.required && !t.approvedInput) {
+      apply({
+        type: 'RequestApproval',
+        requestId: `apr-${t.toolUseId}`,
+        agentId: lead.agentId,
+        toolUseId: t.toolUseId,
+        toolName: t.name,
+        input: t.input,
+        inputDigest: digestJson(t.input),
+        plan: planText,
+        deadline,
+        onTimeout: policy.onTimeout,
+      });
+      continue;
+    }
+    if (def.runsIn === 'delegation') {
+      const input = parsed.value as { agent: string; prompt: string };
       const n = (dispatchedTypes.get(input.agent) ?? 0) + 1;
       dispatchedTypes.set(input.agent, n);
       apply({ type: 'DispatchSubagent', agentId: `${input.agent}-${n}`, agentType: input.agent, toolUseId: t.toolUseId, prompt: input.prompt });
       continue;
     }
-    if (def.runsIn === 'orchestrator') {
-      results.push({ toolUseId: t.toolUseId, toolName: t.name, content: runLocalTool(t.name, parsed.value), isError: false });
-      continue;
-    }
-    error(`tool '${t.name}' runs in a sandbox and is not available to the lead`);
+    results.push({ toolUseId: t.toolUseId, toolName: t.name, content: runLocalTool(t.name, parsed.value), isError: false });
   }
   return results;
 }
@@ -228,6 +235,7 @@ function handleToolUses(s: TaskState, team: TeamDefinition, apply: (c: Command) 
 function runLocalTool(name: string, input: Record<string, unknown>): string {
   switch (name) {
     case 'bench_step':
+    case 'bench_gate':
       return `step ${String(input.step)} recorded`;
     default:
       throw new Error(`no local implementation for tool '${name}'`);

@@ -28,6 +28,7 @@ const orchestrator = await startOrchestrator({
   now: () => new Date(),
   concurrency: config.ORCHESTRATOR_CONCURRENCY,
   maxAttempts: config.CONSUMER_MAX_ATTEMPTS,
+  deadlineBackstopMs: config.DEADLINE_BACKSTOP_MS,
   relay: { enabled: config.RELAY_ENABLED, batchSize: config.RELAY_BATCH_SIZE, backstopMs: config.RELAY_BACKSTOP_MS },
 });
 log.info({ namespace: names.namespace || '(default)', model: model.name, relay: config.RELAY_ENABLED }, 'orchestrator started');

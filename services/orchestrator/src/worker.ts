@@ -1,9 +1,11 @@
 import { BusEvent, deadLetterRecorder, Relay, startConsumer, type BusNames, type RunningConsumer } from '@baton/bus';
-import type { EventStore } from '@baton/event-store';
+import { nextDeadline } from '@baton/domain';
+import { loadTask, type EventStore } from '@baton/event-store';
 import type { Logger } from '@baton/runtime';
 import type { JetStreamClient } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type pg from 'pg';
+import { DeadlinePoller } from './deadlines.ts';
 import { advanceTask, type LeadDeps } from './lead.ts';
 
 export interface OrchestratorDeps extends LeadDeps {
@@ -15,11 +17,14 @@ export interface OrchestratorDeps extends LeadDeps {
   concurrency: number;
   maxAttempts: number;
   relay: { enabled: boolean; batchSize: number; backstopMs: number };
+  /** Longest sleep of the deadline timer between looks at the deadline table. */
+  deadlineBackstopMs?: number;
 }
 
 export interface Orchestrator {
   relay: Relay | null;
   consumer: RunningConsumer;
+  deadlines: DeadlinePoller;
   stop(): Promise<void>;
 }
 
@@ -34,6 +39,15 @@ export async function startOrchestrator(d: OrchestratorDeps): Promise<Orchestrat
     ? new Relay({ pool: d.pool, store: d.store as EventStore, nc: d.nc, names: d.names, log: d.log.child({ component: 'relay' }), batchSize: d.relay.batchSize, backstopMs: d.relay.backstopMs })
     : null;
   relay?.start();
+  const deadlines = new DeadlinePoller({
+    pool: d.pool,
+    store: d.store,
+    load: d.load ?? ((id: string) => loadTask(d.store, id)),
+    now: d.now,
+    log: d.log.child({ component: 'deadlines' }),
+    backstopMs: d.deadlineBackstopMs ?? 60_000,
+  });
+  deadlines.start();
   const perTask = new Map<string, Promise<unknown>>();
   const serialised = <T>(taskId: string, fn: () => Promise<T>): Promise<T> => {
     const prev = perTask.get(taskId) ?? Promise.resolve();
@@ -56,15 +70,18 @@ export async function startOrchestrator(d: OrchestratorDeps): Promise<Orchestrat
     onDeadLetter: deadLetterRecorder(d.pool),
     // The consumer's filter (baton.triggers.>) delivers only events that can wake the lead.
     handle: async (event) => {
-      const { appended } = await serialised(event.taskId, () => advanceTask(d, event.taskId));
+      const { appended, state } = await serialised(event.taskId, () => advanceTask(d, event.taskId));
+      deadlines.hint(nextDeadline(state));
       d.log.debug({ taskId: event.taskId, trigger: event.type, appended }, 'advanced task');
     },
   });
   return {
     relay,
     consumer,
+    deadlines,
     async stop() {
       await consumer.stop();
+      await deadlines.stop();
       await relay?.stop();
     },
   };

@@ -11,6 +11,8 @@ const schema = z.object({
   CONSUMER_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(5),
   OFFLINE_MODEL_LATENCY_MS: durationMs(0),
   ANTHROPIC_API_KEY: z.string().optional(),
+  /** Test hook: append one JSON line per tool execution (crash tests check nothing ran twice). */
+  BATON_TOOL_AUDIT_FILE: z.string().min(1).optional(),
 });
 export type RunnerConfig = z.infer<typeof schema>;
 export const loadRunnerConfig = (env: Record<string, string | undefined>): RunnerConfig => loadConfig('sandbox-runner', schema, env);

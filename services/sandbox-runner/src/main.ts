@@ -1,3 +1,4 @@
+import { appendFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { OfflineModel } from '@baton/agents';
 import { busNames, connectNats, ensureTopology } from '@baton/bus';
@@ -27,6 +28,7 @@ const runner = await startRunner({
   workspaceRoot: config.WORKSPACE_ROOT,
   runnerId,
   now: () => new Date(),
+  ...(config.BATON_TOOL_AUDIT_FILE ? { audit: auditTo(config.BATON_TOOL_AUDIT_FILE) } : {}),
   concurrency: config.RUNNER_CONCURRENCY,
   maxAttempts: config.CONSUMER_MAX_ATTEMPTS,
 });
@@ -36,3 +38,8 @@ installShutdown(log, [
   { name: 'drain NATS', run: () => nc.drain() },
   { name: 'close Postgres', run: () => db.close() },
 ]);
+
+/** Synchronous on purpose: the line must be on disk before the tool runs, even if we are killed right after. */
+function auditTo(file: string) {
+  return (entry: object): void => appendFileSync(file, `${JSON.stringify({ ...entry, runnerId, at: new Date().toISOString() })}\n`);
+}

@@ -1,6 +1,6 @@
 import path from 'node:path';
-import { agentStreamId, isFinal, isToolUse, textOf, type RecordedEvent, type ToolResult } from '@baton/domain';
-import { buildConversation, builtinTeams, findAgent, allTools, toolSpec, type ModelClient, type TeamDefinition } from '@baton/agents';
+import { agentStreamId, digestJson, isFinal, isToolUse, textOf, type Command, type RecordedEvent, type TaskState, type ToolResult, type ToolUseBlock } from '@baton/domain';
+import { allTools, approvalFor, buildConversation, builtinTeams, findAgent, parseToolInput, toolSpec, type AgentDefinition, type ModelClient, type TeamDefinition } from '@baton/agents';
 import { appendToAgent, handleCommand, isConcurrencyError, loadTask, type EventStore, type TaskLoader } from '@baton/event-store';
 import type { Logger } from '@baton/runtime';
 import { runTool } from './tools.ts';
@@ -16,9 +16,11 @@ export interface RunnerDeps {
   log: Logger;
   /** How tasks are loaded (default: a full re-read); the service passes a TaskCache's load. */
   load?: TaskLoader;
+  /** Called just before a tool runs, with the agent stream version the runner had seen (crash tests audit this). */
+  audit?: (entry: { taskId: string; agentId: string; toolUseId: string; tool: string; seenVersion: number }) => void;
 }
 
-export type JobOutcome = 'completed' | 'failed' | 'superseded' | 'nothing-to-do';
+export type JobOutcome = 'completed' | 'failed' | 'paused' | 'cancelled' | 'superseded' | 'nothing-to-do';
 
 /**
  * Run (or resume) one subagent. Ownership is fenced in Postgres, not by NATS acks: the
@@ -26,6 +28,11 @@ export type JobOutcome = 'completed' | 'failed' | 'superseded' | 'nothing-to-do'
  * agent's own stream at the version it read (a concurrent writer makes it conflict), and
  * completes only if its attempt is still the current one. A job redelivered after a crash
  * resumes from the last recorded turn; a tool whose result was recorded never runs again.
+ *
+ * A tool call that needs a person (ask_user, or a tool the approval policy gates) opens a
+ * request on the task stream; the agent is then paused and the job ends, holding nothing.
+ * The decision makes a new job, which resumes here: the decided outcome becomes the tool
+ * result (or the approved input is run), and the loop goes on.
  */
 export async function runSubagentJob(d: RunnerDeps, taskId: string, agentId: string, heartbeat: () => void, signal?: AbortSignal): Promise<JobOutcome> {
   const teams = d.teams ?? builtinTeams;
@@ -35,7 +42,7 @@ export async function runSubagentJob(d: RunnerDeps, taskId: string, agentId: str
   if (!agent0 || isFinal(initial.state) || (agent0.status !== 'dispatched' && agent0.status !== 'running')) return 'nothing-to-do';
   const team = teams[initial.state.team];
   const def = team ? findAgent(team, agent0.type) : undefined;
-  if (!def) {
+  if (!team || !def) {
     await handleCommand(d.store, taskId, { type: 'FailSubagent', agentId, code: 'unknown_agent', message: `agent type '${agent0.type}' is not configured in team '${initial.state.team}'` }, { load });
     return 'failed';
   }
@@ -48,12 +55,43 @@ export async function runSubagentJob(d: RunnerDeps, taskId: string, agentId: str
   const streamId = agentStreamId(taskId, agentId);
   let agentEvents: RecordedEvent[] = events.filter((e) => e.streamId === streamId);
   const tools = def.tools.map((n) => allTools[n]).filter((t) => t !== undefined).map(toolSpec);
+  const ctx: TurnContext = { d, team, def, ws, taskId, agentId };
+
+  /** Append to the agent's stream; false if a newer attempt moved it (then re-read). */
+  const record = async (decided: Parameters<typeof appendToAgent>[4]): Promise<boolean> => {
+    try {
+      const w = await appendToAgent(d.store, state, taskId, agentId, decided, { now: d.now });
+      state = w.state;
+      agentEvents = agentEvents.concat(w.events);
+      return true;
+    } catch (err) {
+      if (!isConcurrencyError(err)) throw err;
+      ({ state, events } = await load(taskId));
+      agentEvents = events.filter((e) => e.streamId === streamId);
+      d.log.warn({ taskId, agentId, attempt }, 'agent stream moved under us; re-read');
+      return false;
+    }
+  };
 
   for (;;) {
     signal?.throwIfAborted();
     heartbeat();
+    // The task as others see it: cancelled, or this attempt superseded, stops the job here.
+    const fresh = (await load(taskId)).state;
+    const current = fresh.agents[agentId];
+    if (isFinal(fresh) || current?.status === 'cancelled') return 'cancelled';
     const agent = state.agents[agentId];
-    if (!agent || agent.attempt !== attempt || agent.status !== 'running') return 'superseded';
+    if (!agent || !current || current.attempt !== attempt || agent.attempt !== attempt || agent.status !== 'running') return 'superseded';
+
+    // Resume: tool calls of the last turn that have no result yet.
+    const open = unresolvedToolUses(agentEvents);
+    if (open.length > 0) {
+      const step = await resolveToolUses(ctx, fresh, open, agent.streamVersion);
+      if (step.results.length > 0 && !(await record([{ type: 'ToolResultsRecorded', data: { agentId, results: step.results } }]))) continue;
+      if (step.requests.length > 0 || step.waiting) return openRequests(ctx, step.requests, attempt, load);
+      continue;
+    }
+
     const last = agentEvents[agentEvents.length - 1];
     const finished = last?.type === 'ModelTurnRecorded' && last.data.stopReason !== 'tool_use';
     if (finished || agent.turns >= def.maxTurns) {
@@ -70,7 +108,9 @@ export async function runSubagentJob(d: RunnerDeps, taskId: string, agentId: str
             : null;
         }, { load });
       } catch (err) {
-        if ((err as { code?: string }).code === 'stale_attempt') return 'superseded';
+        const code = (err as { code?: string }).code;
+        if (code === 'stale_attempt') return 'superseded';
+        if (code === 'task_final') return 'cancelled';
         throw err;
       }
       return 'completed';
@@ -86,15 +126,9 @@ export async function runSubagentJob(d: RunnerDeps, taskId: string, agentId: str
       maxTokens: def.maxTokens,
       ...(signal ? { signal } : {}),
     });
-    const results: ToolResult[] = [];
-    if (res.stopReason === 'tool_use') {
-      for (const call of res.content.filter(isToolUse)) {
-        heartbeat();
-        results.push(await runTool(call, def.tools, ws));
-      }
-    }
+    // Run what can run now; the turn and those results are recorded together (one append).
+    const step = res.stopReason === 'tool_use' ? await resolveToolUses(ctx, fresh, res.content.filter(isToolUse), agent.streamVersion) : { results: [], requests: [], waiting: false };
     const turn = {
-      type: 'RecordModelTurn' as const,
       agentId,
       turn: agent.turns + 1,
       model: res.model,
@@ -104,23 +138,116 @@ export async function runSubagentJob(d: RunnerDeps, taskId: string, agentId: str
       offline: res.offline,
       durationMs: d.now().getTime() - startedAt.getTime(),
     };
-    const decided = [
-      { type: 'ModelTurnRecorded' as const, data: stripType(turn), metadata: { startedAt: startedAt.toISOString(), actor: d.runnerId } },
-      ...(results.length ? [{ type: 'ToolResultsRecorded' as const, data: { agentId, results } }] : []),
-    ];
-    try {
-      const w = await appendToAgent(d.store, state, taskId, agentId, decided, { now: d.now });
-      state = w.state;
-      agentEvents = agentEvents.concat(w.events);
-    } catch (err) {
-      if (!isConcurrencyError(err)) throw err;
-      // Someone else wrote this agent's stream (a newer attempt fenced it): re-read; the loop
-      // goes on only if this attempt is still the current one.
-      ({ state, events } = await load(taskId));
-      agentEvents = events.filter((e) => e.streamId === streamId);
-      d.log.warn({ taskId, agentId, attempt }, 'agent stream moved under us; re-read');
+    const recorded = await record([
+      { type: 'ModelTurnRecorded', data: turn, metadata: { startedAt: startedAt.toISOString(), actor: d.runnerId } },
+      ...(step.results.length ? [{ type: 'ToolResultsRecorded' as const, data: { agentId, results: step.results } }] : []),
+    ]);
+    if (recorded && step.requests.length > 0) return openRequests(ctx, step.requests, attempt, load);
+  }
+}
+
+interface TurnContext {
+  d: RunnerDeps;
+  team: TeamDefinition;
+  def: AgentDefinition;
+  ws: Workspace;
+  taskId: string;
+  agentId: string;
+}
+
+/** The tool_use blocks of the agent's last turn that have no recorded result. */
+export function unresolvedToolUses(agentEvents: readonly RecordedEvent[]): ToolUseBlock[] {
+  let i = agentEvents.length - 1;
+  const answered = new Set<string>();
+  for (; i >= 0; i--) {
+    const e = agentEvents[i] as RecordedEvent;
+    if (e.type === 'ToolResultsRecorded') for (const r of e.data.results) answered.add(r.toolUseId);
+    if (e.type === 'ModelTurnRecorded') break;
+  }
+  const turn = agentEvents[i];
+  if (!turn || turn.type !== 'ModelTurnRecorded' || turn.data.stopReason !== 'tool_use') return [];
+  return turn.data.content.filter(isToolUse).filter((u) => !answered.has(u.id));
+}
+
+/**
+ * For each tool call: run it, or take the outcome of a person's decision, or say which request
+ * must be opened first. A request that is open already means the agent must wait.
+ */
+async function resolveToolUses(ctx: TurnContext, task: TaskState, uses: readonly ToolUseBlock[], seenVersion: number): Promise<{ results: ToolResult[]; requests: Command[]; waiting: boolean }> {
+  const { d, team, def, ws, taskId, agentId } = ctx;
+  const results: ToolResult[] = [];
+  const requests: Command[] = [];
+  let waiting = false;
+  const deadline = new Date(d.now().getTime() + task.approvalTimeoutSeconds * 1000).toISOString();
+  const exec = async (call: ToolUseBlock): Promise<void> => {
+    d.audit?.({ taskId, agentId, toolUseId: call.id, tool: call.name, seenVersion });
+    results.push(await runTool(call, def.tools, ws));
+  };
+  for (const call of uses) {
+    const tool = allTools[call.name];
+    if (!tool || !def.tools.includes(call.name)) {
+      await exec(call); // runTool turns it into an error result naming the allowed tools
+      continue;
+    }
+    const person = tool.runsIn === 'person';
+    const policy = approvalFor(team.approvals, task, def.id, tool);
+    if (!person && !policy.required) {
+      await exec(call);
+      continue;
+    }
+    const requestId = `${person ? 'clr' : 'apr'}-${call.id}`;
+    const decided = task.decidedRequests[requestId];
+    if (decided?.result) {
+      results.push({ toolUseId: call.id, toolName: call.name, content: decided.result.content, isError: decided.result.isError });
+    } else if (decided?.approvedInput) {
+      await exec({ ...call, input: decided.approvedInput });
+    } else if (task.pendingRequests[requestId]) {
+      waiting = true;
+    } else {
+      const parsed = parseToolInput(tool, call.input);
+      if (!parsed.ok) {
+        results.push({ toolUseId: call.id, toolName: call.name, content: parsed.error, isError: true });
+        continue;
+      }
+      if (person) {
+        const q = parsed.value as { questions: string[]; context: string; options?: string[] };
+        requests.push({ type: 'RequestClarification', requestId, agentId, toolUseId: call.id, questions: q.questions, context: q.context, ...(q.options ? { options: q.options } : {}), deadline });
+      } else {
+        requests.push({
+          type: 'RequestApproval',
+          requestId,
+          agentId,
+          toolUseId: call.id,
+          toolName: call.name,
+          input: call.input,
+          inputDigest: digestJson(call.input),
+          plan: `${def.name} (${agentId}) wants to call ${call.name}.`,
+          deadline,
+          onTimeout: policy.onTimeout,
+        });
+      }
     }
   }
+  return { results, requests, waiting };
+}
+
+/** Open the agent's requests on the task stream (it pauses with the first); the job then ends. */
+async function openRequests(ctx: TurnContext, requests: readonly Command[], attempt: number, load: TaskLoader): Promise<JobOutcome> {
+  for (const cmd of requests) {
+    const requestId = (cmd as { requestId: string }).requestId;
+    try {
+      await handleCommand(ctx.d.store, ctx.taskId, (s) => {
+        const a = s.agents[ctx.agentId];
+        if (s.pendingRequests[requestId] || s.decidedRequests[requestId]) return null; // opened already (a retried job)
+        return a && a.attempt === attempt && (a.status === 'running' || a.status === 'paused') ? cmd : null;
+      }, { load });
+    } catch (err) {
+      const code = (err as { code?: string }).code;
+      if (code === 'task_final') return 'cancelled';
+      throw err;
+    }
+  }
+  return 'paused';
 }
 
 /**
@@ -148,11 +275,6 @@ export async function claimAttempt(d: Pick<RunnerDeps, 'store' | 'runnerId' | 'n
       if (!isConcurrencyError(err)) throw err;
     }
   }
-}
-
-function stripType<T extends { type: string }>(c: T): Omit<T, 'type'> {
-  const { type: _t, ...rest } = c;
-  return rest;
 }
 
 /** Files created/modified, from the recorded tool results (so a takeover runner reports them too). */

@@ -1,3 +1,5 @@
+import { rm } from 'node:fs/promises';
+import path from 'node:path';
 import { deadLetterRecorder, RunnerJob, startConsumer, type BusNames, type RunningConsumer } from '@baton/bus';
 import { handleCommand, loadTask } from '@baton/event-store';
 import type { JetStreamClient } from '@nats-io/jetstream';
@@ -12,12 +14,16 @@ export interface RunnerWorkerDeps extends RunnerDeps {
   maxAttempts: number;
 }
 
+/** The job's cause is not readable yet (never expected: the relay publishes only committed events). */
+class CauseNotVisibleError extends Error {}
+
 /**
  * Competing consumers on the runner work queue. A job whose attempts are exhausted is
  * recorded as a dead letter and the subagent fails visibly (SubagentFailed), never silently.
  */
 export async function startRunner(d: RunnerWorkerDeps): Promise<RunningConsumer> {
   const recordDeadLetter = deadLetterRecorder(d.pool);
+  const load = d.load ?? ((id: string) => loadTask(d.store, id));
   return startConsumer({
     js: d.js,
     stream: d.names.jobsStream,
@@ -30,15 +36,25 @@ export async function startRunner(d: RunnerWorkerDeps): Promise<RunningConsumer>
     onDeadLetter: async (dl) => {
       await recordDeadLetter(dl);
       const job = RunnerJob.safeParse(safeJson(dl.payload));
-      if (!job.success) return;
-      const { state } = await loadTask(d.store, job.data.taskId);
-      const agent = state.agents[job.data.agentId];
+      if (!job.success || job.data.kind !== 'run') return;
+      const { taskId, agentId } = job.data;
+      const { state } = await loadTask(d.store, taskId);
+      const agent = state.agents[agentId];
       if (agent && ['dispatched', 'running'].includes(agent.status)) {
-        await handleCommand(d.store, job.data.taskId, { type: 'FailSubagent', agentId: job.data.agentId, code: 'job_failed', message: dl.error });
+        await handleCommand(d.store, taskId, { type: 'FailSubagent', agentId, code: 'job_failed', message: dl.error });
       }
     },
     handle: async (job, ctx) => {
-      const outcome = await runSubagentJob(d, job.taskId, job.agentId, ctx.working, ctx.signal);
+      if (job.kind === 'release') {
+        // Every agent of the task has stopped: its workspaces go (the log keeps what they did).
+        await rm(path.join(d.workspaceRoot, job.taskId), { recursive: true, force: true });
+        d.log.info({ taskId: job.taskId }, 'workspaces released');
+        return;
+      }
+      // Never act on a state older than the job's cause (it would look like nothing to do).
+      const loaded = await load(job.taskId);
+      if (!loaded.events.some((e) => e.id === job.causeEventId)) throw new CauseNotVisibleError(`event ${job.causeEventId} is not readable yet`);
+      const outcome = await runSubagentJob({ ...d, load }, job.taskId, job.agentId, ctx.working, ctx.signal);
       d.log.info({ taskId: job.taskId, agentId: job.agentId, outcome, delivery: ctx.deliveryCount }, 'job done');
     },
   });

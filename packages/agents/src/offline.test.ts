@@ -1,0 +1,74 @@
+import type { ContentBlock } from '@baton/domain';
+import { describe, expect, it } from 'vitest';
+import type { ModelMessage } from './model.ts';
+import { isVague, OfflineModel, subjectsOf } from './offline.ts';
+
+const model = new OfflineModel();
+const lead = (messages: ModelMessage[]) => model.complete({ agentType: 'research-lead', model: 'm', system: '', messages, tools: [], maxTokens: 100 });
+const toolUses = (content: ContentBlock[]) => content.filter((b): b is Extract<ContentBlock, { type: 'tool_use' }> => b.type === 'tool_use' && 'id' in b);
+/** The conversation after the lead's turn, with `result` as the answer to its one tool call. */
+const answered = (history: ModelMessage[], content: ContentBlock[], result: string): ModelMessage[] => [
+  ...history,
+  { role: 'assistant', content },
+  { role: 'user', content: toolUses(content).map((t) => ({ type: 'tool_result' as const, tool_use_id: t.id, content: result })) },
+];
+
+describe('offline research lead', () => {
+  it('a vague prompt: it asks what, for whom and how deep; after a clear answer it plans with it', async () => {
+    const start: ModelMessage[] = [{ role: 'user', content: 'AI stuff' }];
+    const t1 = await lead(start);
+    expect(toolUses(t1.content)).toEqual([expect.objectContaining({ name: 'ask_user', input: expect.objectContaining({ questions: expect.arrayContaining([expect.stringMatching(/cover/), expect.stringMatching(/for\?/), expect.stringMatching(/deep/)]) }) })]);
+    const t2 = await lead(answered(start, t1.content, 'Q: What exactly should the research cover?\nA: safety evaluations of large language models\n\nQ: Who is the report for?\nA: engineering managers'));
+    const [task] = toolUses(t2.content);
+    expect(task).toMatchObject({ name: 'Task', input: { agent: 'researcher' } });
+    expect(String(task?.input.prompt)).toMatch(/safety evaluations of large language models/);
+  });
+
+  it('multi-round: a still-vague answer makes it ask again, at most twice in all', async () => {
+    const start: ModelMessage[] = [{ role: 'user', content: 'stuff' }];
+    const t1 = await lead(start);
+    const h1 = answered(start, t1.content, 'A: things');
+    const t2 = await lead(h1);
+    expect(toolUses(t2.content)[0]).toMatchObject({ name: 'ask_user', input: { questions: [expect.stringMatching(/more specific/)] } });
+    const t3 = await lead(answered(h1, t2.content, 'A: whatever'));
+    expect(toolUses(t3.content)[0]).toMatchObject({ name: 'Task' });
+  });
+
+  it('a clear prompt proceeds with no question; "compare A and B" delegates to two researchers at once', async () => {
+    expect(toolUses((await lead([{ role: 'user', content: 'Research the history of event sourcing in banking systems' }])).content).map((t) => t.name)).toEqual(['Task']);
+    const both = toolUses((await lead([{ role: 'user', content: 'Compare PostgreSQL and MySQL for analytics workloads' }])).content);
+    expect(both.map((t) => t.input.prompt)).toEqual([expect.stringMatching(/"PostgreSQL"/), expect.stringMatching(/"MySQL for analytics workloads"/)]);
+  });
+
+  it('a rejected plan ends the run with the reason', async () => {
+    const start: ModelMessage[] = [{ role: 'user', content: 'Research the history of event sourcing' }];
+    const t1 = await lead(start);
+    const t2 = await lead(answered(start, t1.content, 'The user rejected the plan: too broad'));
+    expect(t2.stopReason).toBe('end_turn');
+    expect(JSON.stringify(t2.content)).toMatch(/too broad/);
+  });
+});
+
+describe('offline researcher', () => {
+  it('asks first when the brief says to check with the user, then writes notes with the answer', async () => {
+    const researcher = (messages: ModelMessage[]) => model.complete({ agentType: 'researcher', model: 'm', system: '', messages, tools: [], maxTokens: 100 });
+    const start: ModelMessage[] = [{ role: 'user', content: 'Research Rust async runtimes; ask me which sources to use' }];
+    const t1 = await researcher(start);
+    expect(toolUses(t1.content)[0]).toMatchObject({ name: 'ask_user' });
+    const t2 = await researcher(answered(start, t1.content, 'Q: Which sources should the notes rely on?\nA: peer-reviewed papers'));
+    expect(toolUses(t2.content)[0]).toMatchObject({ name: 'write_file', input: { path: 'notes.md', content: expect.stringMatching(/peer-reviewed papers/) } });
+  });
+});
+
+describe('heuristics', () => {
+  it('isVague', () => {
+    expect(isVague('AI stuff')).toBe(true);
+    expect(isVague('databases')).toBe(true);
+    expect(isVague('The history of the Rust borrow checker')).toBe(false);
+  });
+  it('subjectsOf', () => {
+    expect(subjectsOf('Compare Go and Rust.')).toEqual(['Go', 'Rust']);
+    expect(subjectsOf('Kafka vs NATS')).toEqual(['Kafka', 'NATS']);
+    expect(subjectsOf('The history of SQL')).toEqual(['The history of SQL']);
+  });
+});

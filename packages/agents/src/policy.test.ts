@@ -1,0 +1,32 @@
+import { describe, expect, it } from 'vitest';
+import { approvalFor, ApprovalPolicy } from './policy.ts';
+import { allTools } from './tools.ts';
+
+const task = (requirePlanApproval: boolean) => ({ requirePlanApproval });
+const Task = allTools.Task!;
+const write = allTools.write_file!;
+const ask = allTools.ask_user!;
+
+describe('approval policy', () => {
+  it('default: delegation needs approval when the task asks for plan approval; nothing else does', () => {
+    expect(approvalFor(undefined, task(true), 'research-lead', Task)).toEqual({ required: true, onTimeout: 'reject' });
+    expect(approvalFor(undefined, task(false), 'research-lead', Task).required).toBe(false);
+    expect(approvalFor(undefined, task(true), 'researcher', write).required).toBe(false);
+  });
+  it('rules per tool, per agent and per agent+tool; the most specific wins', () => {
+    const rules = ApprovalPolicy.parse([
+      { tool: 'write_file', require: 'always' },
+      { agent: 'report-writer', tool: 'write_file', require: 'never' },
+      { agent: 'research-lead', require: 'never' },
+      { tool: 'Task', require: 'always', onTimeout: 'approve' },
+    ]);
+    expect(approvalFor(rules, task(false), 'researcher', write)).toEqual({ required: true, onTimeout: 'reject' });
+    expect(approvalFor(rules, task(false), 'report-writer', write).required).toBe(false);
+    expect(approvalFor(rules, task(false), 'research-lead', Task)).toEqual({ required: true, onTimeout: 'approve' }); // tool rule beats agent rule
+  });
+  it('ask_user never needs approval; a bad rule is rejected naming the field', () => {
+    expect(approvalFor([{ require: 'always', onTimeout: 'reject' }], task(true), 'researcher', ask).required).toBe(false);
+    expect(() => ApprovalPolicy.parse([{ tool: 'x', require: 'sometimes' }])).toThrow(/require/);
+    expect(() => ApprovalPolicy.parse([{ tool: 'x', require: 'always', typo: 1 }])).toThrow(/typo/);
+  });
+});
