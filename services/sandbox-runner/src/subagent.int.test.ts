@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { OfflineModel, type ModelClient, type ModelRequest } from '@baton/agents';
+import { builtinTeams, OfflineModel, type ModelClient, type ModelRequest } from '@baton/agents';
 import { agentStreamId } from '@baton/domain';
 import { appendToAgent, handleCommand, loadTask, type EventStore } from '@baton/event-store';
 import { silentLogger } from '@baton/runtime';
@@ -20,16 +20,16 @@ afterEach(async () => rm(root, { recursive: true, force: true }));
 const deps = (store: EventStore, model: ModelClient = new OfflineModel(), runnerId = 'runner-a'): RunnerDeps => ({ store, model, workspaceRoot: root, runnerId, now: () => new Date(), log });
 
 /** A research task whose lead has delegated to `researcher-1` (no runner has taken it yet). */
-async function dispatchedTask(store: EventStore, agentType = 'researcher'): Promise<string> {
+async function dispatchedTask(store: EventStore, agentType = 'researcher', prompt = 'Research the topic'): Promise<string> {
   const id = randomUUID();
   await handleCommand(store, id, { type: 'SubmitTask', prompt: 'topic', team: 'research', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 'd', requestHash: null, forkedFrom: null });
   await handleCommand(store, id, { type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'research-lead', configVersion: 'v' });
   await handleCommand(store, id, {
     type: 'RecordModelTurn', agentId: 'lead', turn: 1, model: 'm', stopReason: 'tool_use', offline: true, durationMs: 0,
-    content: [{ type: 'tool_use', id: 'tu1', name: 'Task', input: { agent: agentType, prompt: 'Research the topic' } }],
+    content: [{ type: 'tool_use', id: 'tu1', name: 'Task', input: { agent: agentType, prompt } }],
     usage: { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 },
   });
-  await handleCommand(store, id, { type: 'DispatchSubagent', agentId: `${agentType}-1`, agentType, toolUseId: 'tu1', prompt: 'Research the topic' });
+  await handleCommand(store, id, { type: 'DispatchSubagent', agentId: `${agentType}-1`, agentType, toolUseId: 'tu1', prompt });
   return id;
 }
 
@@ -125,5 +125,76 @@ describe('runSubagentJob', () => {
     const { events, state } = await loadTask(pg.store, id);
     expect(state.agents['researcher-1']?.turns).toBe(10);
     expect(events.find((e) => e.type === 'SubagentCompleted')?.data).toMatchObject({ success: false, iterationCapReached: true, summary: expect.stringMatching(/iteration cap of 10/) });
+  });
+
+  test('a subagent that asks pauses (the job ends, holding nothing); the answer resumes it with the answer as that tool_use\'s result', async ({ pg }) => {
+    const id = await dispatchedTask(pg.store, 'researcher', 'Research Rust async runtimes; ask me which sources to use');
+    const calls: ModelRequest[] = [];
+    const offline = new OfflineModel();
+    const model: ModelClient = { name: 'c', complete: async (r) => { calls.push(r); return offline.complete(r); } };
+    expect(await runSubagentJob(deps(pg.store, model), id, 'researcher-1', () => {})).toBe('paused');
+    let { state } = await loadTask(pg.store, id);
+    expect(state.status).toBe('awaiting_input');
+    expect(state.agents['researcher-1']).toMatchObject({ status: 'paused', attempt: 1, turns: 1 });
+    const [req] = Object.values(state.pendingRequests);
+    expect(req).toMatchObject({ kind: 'clarification', agentId: 'researcher-1', questions: ['Which sources should the notes rely on?'], options: ['peer-reviewed papers', 'news and blogs', 'both'] });
+    // A redelivered job while paused: nothing to do.
+    expect(await runSubagentJob(deps(pg.store, model), id, 'researcher-1', () => {})).toBe('nothing-to-do');
+
+    await handleCommand(pg.store, id, { type: 'AnswerClarification', requestId: req!.requestId, answers: ['peer-reviewed papers'], answeredBy: 'u' });
+    expect((await loadTask(pg.store, id)).state.agents['researcher-1']?.status).toBe('dispatched');
+    expect(await runSubagentJob(deps(pg.store, model, 'runner-b'), id, 'researcher-1', () => {})).toBe('completed');
+    ({ state } = await loadTask(pg.store, id));
+    expect(state.agents['researcher-1']).toMatchObject({ status: 'completed', attempt: 2, turns: 3, filesCreated: ['notes.md'] });
+    expect(await readFile(path.join(root, id, 'researcher-1', 'notes.md'), 'utf8')).toMatch(/Guidance from the user\n\n- peer-reviewed papers/);
+    // The second model call saw the question paired with exactly its answer.
+    const second = calls[1]!.messages;
+    expect(second[2]).toEqual({ role: 'user', content: [{ type: 'tool_result', tool_use_id: (req as { toolUseId: string }).toolUseId, content: 'Q: Which sources should the notes rely on?\nA: peer-reviewed papers' }] });
+    expect(calls).toHaveLength(3); // ask, write, finish: the asking turn was not repeated
+  });
+
+  test('a subagent tool gated by the team\'s approval policy: approve with an edit runs the edited input; reject gives the model the reason', async ({ pg }) => {
+    const team = { ...builtinTeams.research!, approvals: [{ agent: 'researcher', tool: 'write_file', require: 'always' as const, onTimeout: 'reject' as const }] };
+    const teams = { research: team };
+    const id = await dispatchedTask(pg.store);
+    const d = { ...deps(pg.store), teams };
+    expect(await runSubagentJob(d, id, 'researcher-1', () => {})).toBe('paused');
+    let { state } = await loadTask(pg.store, id);
+    const [req] = Object.values(state.pendingRequests);
+    expect(req).toMatchObject({ kind: 'approval', agentId: 'researcher-1', toolName: 'write_file', input: { path: 'notes.md' } });
+    const edited = { path: 'approved-notes.md', content: 'edited by a person' };
+    await handleCommand(pg.store, id, { type: 'DecideApproval', requestId: req!.requestId, decision: 'approve', input: edited, decidedBy: 'u' });
+    expect(await runSubagentJob(d, id, 'researcher-1', () => {})).toBe('completed');
+    ({ state } = await loadTask(pg.store, id));
+    expect(state.agents['researcher-1']?.filesCreated).toEqual(['approved-notes.md']);
+    expect(await readFile(path.join(root, id, 'researcher-1', 'approved-notes.md'), 'utf8')).toBe('edited by a person');
+
+    const id2 = await dispatchedTask(pg.store);
+    expect(await runSubagentJob(d, id2, 'researcher-1', () => {})).toBe('paused');
+    const req2 = Object.values((await loadTask(pg.store, id2)).state.pendingRequests)[0]!;
+    await handleCommand(pg.store, id2, { type: 'DecideApproval', requestId: req2.requestId, decision: 'reject', reason: 'no files today', decidedBy: 'u' });
+    expect(await runSubagentJob(d, id2, 'researcher-1', () => {})).toBe('completed');
+    const results = (await loadTask(pg.store, id2)).events.filter((e) => e.type === 'ToolResultsRecorded').flatMap((e) => (e.data as { results: { content: string }[] }).results);
+    expect(results.map((r) => r.content)).toEqual(['The user rejected the plan: no files today']);
+    await expect(readFile(path.join(root, id2, 'researcher-1', 'notes.md'), 'utf8')).rejects.toThrow(/ENOENT/);
+  });
+
+  test('cancelling the task stops a running subagent at its next step (no further turn, no completion)', async ({ pg }) => {
+    const id = await dispatchedTask(pg.store);
+    const offline = new OfflineModel();
+    const cancelling: ModelClient = {
+      name: 'cancel-during-call',
+      complete: async (r) => {
+        const res = await offline.complete(r);
+        if (r.messages.length === 1) await handleCommand(pg.store, id, { type: 'CancelTask', reason: 'stop', requestedBy: 'u' });
+        return res;
+      },
+    };
+    expect(await runSubagentJob(deps(pg.store, cancelling), id, 'researcher-1', () => {})).toBe('cancelled');
+    const { state, events } = await loadTask(pg.store, id);
+    expect(state.status).toBe('cancelled');
+    expect(state.agents['researcher-1']?.status).toBe('cancelled');
+    expect(events.some((e) => e.type === 'SubagentCompleted')).toBe(false);
+    expect(events.filter((e) => e.type === 'ModelTurnRecorded')).toHaveLength(2); // the lead's, and the one in flight at the cancel
   });
 });
