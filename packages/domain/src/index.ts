@@ -8,6 +8,7 @@ export { decide } from './decide.ts';
 export { upcast, UnknownSchemaVersionError } from './upcast.ts';
 export * from './view.ts';
 export * from './replay.ts';
+export * from './fork.ts';
 export * from './ids.ts';
 
 import { decide } from './decide.ts';

@@ -68,6 +68,30 @@ select (select v from guard) as current_version,
        (select count(*) from proj)::int as projected,
        array(select global_position::text from ins order by stream_version) as positions`;
 
+const IMPORT_SQL = `
+with guard as (
+  select count(*)::int as existing from events where task_id = $1
+), ins as (
+  insert into events (stream_id, stream_version, task_id, event_id, type, schema_version, data, metadata)
+  select i.stream_id, i.version, $1, i.event_id, i.type, i.schema_version, i.data, i.metadata
+  from unnest($2::text[], $3::int[], $4::uuid[], $5::text[], $6::int[], $7::jsonb[], $8::jsonb[]) with ordinality
+       as i(stream_id, version, event_id, type, schema_version, data, metadata, ord), guard g
+  where g.existing = 0
+  order by i.ord
+  returning global_position
+), proj as (
+  insert into tasks select r.* from jsonb_populate_record(null::tasks, $9::jsonb) r
+  where exists (select 1 from ins)
+  ${TASKS_UPSERT_CONFLICT}
+  returning 1
+), notified as (
+  select pg_notify('${NOTIFY_CHANNEL}', $1::text) from ins limit 1
+)
+select (select existing from guard) as existing,
+       (select count(*) from proj)::int as projected,
+       (select count(*) from notified)::int as notified,
+       array(select global_position::text from ins order by global_position) as positions`;
+
 /** An `events` row as selected with EVENT_COLUMNS. */
 export interface EventRow {
   gp: string;
@@ -179,6 +203,32 @@ export class EventStore {
     }
     if (res.rows.length > 0) throw new DuplicateEventError(res.rows.map((r) => r.event_id));
     throw new ConcurrencyError(streamId, expectedVersion, currentVersion >= 0 ? currentVersion : null);
+  }
+
+  /**
+   * Write a whole new task at once (a fork): events of several streams, in the given order,
+   * with the read model and NOTIFY, in one statement. Refused if the task already has events,
+   * unless they are exactly these (a retried import is a no-op).
+   */
+  async importTask(input: { taskId: string; events: readonly { streamId: string; version: number; event: NewEvent }[]; readModel: TaskRow }): Promise<{ positions: bigint[]; duplicate: boolean }> {
+    const { taskId, events } = input;
+    const res = await this.pool.query<{ existing: number; positions: string[] }>(IMPORT_SQL, [
+      taskId,
+      events.map((e) => e.streamId),
+      events.map((e) => e.version),
+      events.map((e) => e.event.id),
+      events.map((e) => e.event.type),
+      events.map(() => CURRENT_SCHEMA_VERSION),
+      events.map((e) => JSON.stringify(e.event.data)),
+      events.map((e) => JSON.stringify({ ...e.event.metadata, schemaVersion: CURRENT_SCHEMA_VERSION })),
+      JSON.stringify(input.readModel),
+    ]);
+    const row = res.rows[0] as { existing: number; positions: string[] };
+    if (row.positions.length === events.length) return { positions: row.positions.map(BigInt), duplicate: false };
+    const first = events[0]?.event.id;
+    const dup = first ? await this.pool.query('select 1 from events where event_id = $1 and task_id = $2', [first, taskId]) : { rowCount: 0 };
+    if (dup.rowCount) return { positions: [], duplicate: true };
+    throw new ConcurrencyError(`task-${taskId}`, 0, row.existing);
   }
 
   async readStream(streamId: string, afterVersion = 0, limit = 2_147_483_647): Promise<RecordedEvent[]> {

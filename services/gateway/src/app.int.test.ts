@@ -324,3 +324,94 @@ describe('faults', () => {
     expect((await pg.db.pool.query('select count(*)::int as n from events')).rows[0].n).toBe(0);
   });
 });
+
+describe('human in the loop over HTTP', () => {
+  const usage = { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
+  /** A task whose lead asked a question (clr-1) and whose delegation waits for approval (apr-1). */
+  async function waitingTask(app: FastifyInstance, pg: PgFixture): Promise<string> {
+    const id = (await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'AI stuff', approvalTimeoutSeconds: 60 } })).json().id as string;
+    await handleCommand(pg.store, id, { type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'research-lead', configVersion: 'v' });
+    await handleCommand(pg.store, id, {
+      type: 'RecordModelTurn', agentId: 'lead', turn: 1, model: 'm', stopReason: 'tool_use', usage, offline: true, durationMs: 0,
+      content: [{ type: 'tool_use', id: 'tu-ask', name: 'ask_user', input: { questions: ['What?'] } }, { type: 'tool_use', id: 'tu-plan', name: 'Task', input: { agent: 'researcher', prompt: 'p' } }],
+    });
+    await handleCommand(pg.store, id, { type: 'RequestClarification', requestId: 'clr-1', agentId: 'lead', toolUseId: 'tu-ask', questions: ['What?'], context: 'vague', deadline: new Date(Date.now() - 1000).toISOString() });
+    await handleCommand(pg.store, id, { type: 'RequestApproval', requestId: 'apr-1', agentId: 'lead', toolUseId: 'tu-plan', toolName: 'Task', input: { agent: 'researcher', prompt: 'p' }, inputDigest: 'd', plan: 'plan', deadline: new Date(Date.now() + 60_000).toISOString(), onTimeout: 'reject' });
+    return id;
+  }
+
+  test('two gateway replicas decide one request at once: exactly one decision is recorded, the other gets 409 naming it', async ({ pg, nats }) => {
+    const a = await gateway(pg, nats);
+    const b = await gateway(pg, nats);
+    const id = await waitingTask(a, pg);
+    const [r1, r2] = await Promise.all([
+      a.inject({ method: 'POST', url: `/v1/tasks/${id}/approvals/apr-1`, payload: { decision: 'approve' } }),
+      b.inject({ method: 'POST', url: `/v1/tasks/${id}/approvals/apr-1`, payload: { decision: 'reject', reason: 'no' } }),
+    ]);
+    const codes = [r1.statusCode, r2.statusCode].sort();
+    expect(codes).toEqual([200, 409]);
+    const loser = r1.statusCode === 409 ? r1 : r2;
+    expect(loser.json().error).toMatchObject({ code: 'request_already_decided', message: expect.stringMatching(/already decided: (approved|rejected: no)/) });
+    const events = (await a.inject({ method: 'GET', url: `/v1/tasks/${id}/events` })).json().items as { type: string }[];
+    expect(events.filter((e) => e.type === 'ApprovalGranted' || e.type === 'ApprovalRejected')).toHaveLength(1);
+  });
+
+  test('answers: each request on its own; an empty answer is 400; twice is 409; a final task is 409', async ({ pg, nats }) => {
+    const app = await gateway(pg, nats);
+    const id = await waitingTask(app, pg);
+    const view = (await app.inject({ method: 'GET', url: `/v1/tasks/${id}` })).json();
+    expect(view.status).toBe('awaiting_input');
+    expect(view.pendingRequests).toEqual([
+      expect.objectContaining({ kind: 'clarification', requestId: 'clr-1', toolUseId: 'tu-ask', questions: ['What?'], context: 'vague', openedAt: expect.any(String) }),
+      expect.objectContaining({ kind: 'approval', requestId: 'apr-1', toolName: 'Task', inputDigest: 'd', onTimeout: 'reject', deadline: expect.any(String) }),
+    ]);
+    const empty = await app.inject({ method: 'POST', url: `/v1/tasks/${id}/answers/clr-1`, payload: { answers: ['  '] } });
+    expect(empty.statusCode).toBe(400);
+    expect(empty.json().error.message).toMatch(/body\.answers/);
+    const ok = await app.inject({ method: 'POST', url: `/v1/tasks/${id}/answers/clr-1`, payload: { answers: 'LLM evaluation' } });
+    expect(ok.statusCode).toBe(200);
+    expect(ok.json().pendingRequests.map((r: { requestId: string }) => r.requestId)).toEqual(['apr-1']); // the other request is untouched
+    const twice = await app.inject({ method: 'POST', url: `/v1/tasks/${id}/answers/clr-1`, payload: { answers: 'again' } });
+    expect(twice.statusCode).toBe(409);
+    expect(twice.json().error.message).toMatch(/already decided: answered/);
+    const asApproval = await app.inject({ method: 'POST', url: `/v1/tasks/${id}/answers/apr-1`, payload: { answers: 'x' } });
+    expect(asApproval.statusCode).toBe(422);
+    expect((await app.inject({ method: 'POST', url: `/v1/tasks/${id}/cancel`, payload: { reason: 'done here' } })).json()).toMatchObject({ status: 'cancelled', pendingRequests: [] });
+    const afterCancel = await app.inject({ method: 'POST', url: `/v1/tasks/${id}/approvals/apr-1`, payload: { decision: 'approve' } });
+    expect(afterCancel.statusCode).toBe(409);
+    expect(afterCancel.json().error.message).toMatch(/closed: task cancelled/);
+  });
+
+  test('fork at a version: a new task with the history up to there (open requests get a fresh deadline), answered differently; the source is untouched', async ({ pg, nats }) => {
+    const app = await gateway(pg, nats);
+    const id = await waitingTask(app, pg);
+    await app.inject({ method: 'POST', url: `/v1/tasks/${id}/answers/clr-1`, payload: { answers: 'first answer' } });
+    const source = (await app.inject({ method: 'GET', url: `/v1/tasks/${id}` })).json();
+    const forkAt = source.version - 1; // just before the answer
+    const res = await app.inject({ method: 'POST', url: `/v1/tasks/${id}/fork`, payload: { atVersion: forkAt } });
+    expect(res.statusCode).toBe(201);
+    const fork = res.json();
+    expect(fork).toMatchObject({ status: 'awaiting_input', version: forkAt, forkedFrom: { taskId: id, atVersion: forkAt }, prompt: 'AI stuff' });
+    expect(fork.id).not.toBe(id);
+    const clr = fork.pendingRequests.find((r: { requestId: string }) => r.requestId === 'clr-1');
+    expect(Date.parse(clr.deadline)).toBeGreaterThan(Date.now()); // it had passed on the source
+    const answered = await app.inject({ method: 'POST', url: `/v1/tasks/${fork.id}/answers/clr-1`, payload: { answers: 'a different answer' } });
+    expect(answered.statusCode).toBe(200);
+    const forkEventsList = (await app.inject({ method: 'GET', url: `/v1/tasks/${fork.id}/events` })).json().items as { streamId: string; version: number; type: string; data: { answers?: string[] } }[];
+    expect(forkEventsList.map((e) => e.version)).toEqual(forkEventsList.map((_, i) => i + 1));
+    expect(forkEventsList.every((e) => e.streamId === `task-${fork.id}`)).toBe(true);
+    expect(forkEventsList.at(-1)).toMatchObject({ type: 'ClarificationAnswered', data: { answers: ['a different answer'] } });
+    expect((await app.inject({ method: 'GET', url: `/v1/tasks/${id}` })).json()).toMatchObject({ version: source.version, status: source.status });
+    const list = (await app.inject({ method: 'GET', url: '/v1/tasks?status=awaiting_input' })).json().items.map((t: { id: string }) => t.id);
+    expect(list).toContain(fork.id);
+
+    expect((await app.inject({ method: 'POST', url: `/v1/tasks/${id}/fork`, payload: { atVersion: 99 } })).json().error.message).toMatch(/body\.atVersion: the task is at version/);
+    expect((await app.inject({ method: 'POST', url: `/v1/tasks/${id}/fork`, payload: { atVersion: 0 } })).statusCode).toBe(400);
+    expect((await app.inject({ method: 'POST', url: `/v1/tasks/${randomUUID()}/fork`, payload: { atVersion: 1 } })).statusCode).toBe(404);
+    await app.inject({ method: 'POST', url: `/v1/tasks/${id}/cancel` });
+    const ended = (await app.inject({ method: 'GET', url: `/v1/tasks/${id}` })).json().version as number;
+    const atEnd = await app.inject({ method: 'POST', url: `/v1/tasks/${id}/fork`, payload: { atVersion: ended } });
+    expect(atEnd.statusCode).toBe(422);
+    expect(atEnd.json().error.message).toMatch(/fork at an earlier version/);
+  });
+});

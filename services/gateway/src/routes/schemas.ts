@@ -33,7 +33,11 @@ export const ApprovalBody = z.strictObject({
 });
 
 export const AnswerBody = z.strictObject({
-  answers: z.union([z.string().min(1).max(20_000), z.array(z.string().max(20_000)).min(1).max(50)]),
+  answers: z.union([z.string().trim().min(1, 'must not be empty').max(20_000), z.array(z.string().trim().min(1, 'must not be empty').max(20_000)).min(1).max(50)]),
+});
+
+export const ForkBody = z.strictObject({
+  atVersion: z.number().int().min(1, 'must be a version of the task stream (1 or more)'),
 });
 
 export const CancelBody = z.strictObject({ reason: z.string().max(4000).optional() }).nullish();

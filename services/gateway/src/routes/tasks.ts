@@ -1,11 +1,11 @@
 import { allTools, parseToolInput } from '@baton/agents';
-import { decide, digestJson, exists, initialState, toTaskView, uuidV5, type Command, type TaskState } from '@baton/domain';
+import { decide, digestJson, exists, foldAll, forkEvents, initialState, toTaskRow, toTaskView, uuidV5, type Command, type RecordedEvent, type TaskState } from '@baton/domain';
 import { appendToTask, handleCommand, isConcurrencyError, listTasks, loadTask } from '@baton/event-store';
 import type { ZodTypeProvider } from '@fastify/type-provider-zod';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { GatewayDeps } from '../deps.ts';
 import { HttpError, notFound } from '../errors.ts';
-import { AnswerBody, ApprovalBody, CancelBody, ListTasksQuery, RequestParams, SubmitTaskBody, TaskIdParams } from './schemas.ts';
+import { AnswerBody, ApprovalBody, CancelBody, ForkBody, ListTasksQuery, RequestParams, SubmitTaskBody, TaskIdParams } from './schemas.ts';
 
 /** Load a task the caller's tenant may see; another tenant's task is a plain 404. */
 export async function loadVisibleTask(d: GatewayDeps, req: FastifyRequest, taskId: string) {
@@ -108,6 +108,20 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
 
   r.post('/v1/tasks/:id/cancel', { schema: { params: TaskIdParams, body: CancelBody, tags: ['tasks'], summary: 'Cancel a task' } }, async (req) => {
     return command(req, req.params.id, () => ({ type: 'CancelTask', reason: req.body?.reason ?? 'cancelled by user', requestedBy: req.actor }));
+  });
+
+  r.post('/v1/tasks/:id/fork', { schema: { params: TaskIdParams, body: ForkBody, tags: ['tasks'], summary: 'Fork a task: a new task whose history is a copy up to a version, which then continues' } }, async (req, reply) => {
+    const source = await loadVisibleTask(d, req, req.params.id);
+    const { atVersion } = req.body;
+    if (atVersion > source.state.version) throw new HttpError(422, 'invalid_version', `body.atVersion: the task is at version ${source.state.version}; fork at 1..${source.state.version}`, [{ field: 'body.atVersion', message: `at most ${source.state.version}` }]);
+    const newId = d.newId();
+    const copied = forkEvents(source.events, atVersion, newId, { now: d.now(), requestedBy: req.actor });
+    // Fold the copy as it will be recorded, for the read model written in the same statement.
+    const at = d.now();
+    const preview: RecordedEvent[] = copied.map((c, i) => ({ ...c.event, taskId: newId, streamId: c.streamId, version: c.version, position: BigInt(i + 1), recordedAt: at, metadata: c.event.metadata ?? {}, schemaVersion: 1 }) as RecordedEvent);
+    await d.store.importTask({ taskId: newId, events: copied, readModel: toTaskRow(foldAll(preview)) });
+    const { state } = await d.load(newId);
+    return reply.status(201).send(toTaskView(state));
   });
 
   r.get('/v1/tasks/:id/deliveries', { schema: { params: TaskIdParams, tags: ['webhooks'], summary: 'Webhook delivery attempts' } }, async (req) => {

@@ -1,0 +1,26 @@
+import type { DecidedEvent } from '@baton/domain';
+import { recorded } from '@baton/testing';
+import { describe, expect, it } from 'vitest';
+import { messagesFor } from './messages.ts';
+import { busNames } from './subjects.ts';
+
+const names = busNames('');
+const subjects = (e: DecidedEvent): string[] => messagesFor(recorded([e])[0]!, names).map((m) => m.subject.split('.').slice(0, 2).join('.') + (m.subject.includes('.jobs.') ? `.${m.subject.split('.')[2]}.${m.subject.split('.').at(-1)}` : ''));
+
+describe('what the relay publishes for an event', () => {
+  it('a decision on a subagent\'s request makes a runner job for that agent, not a lead trigger', () => {
+    expect(subjects({ type: 'ClarificationAnswered', data: { requestId: 'c', answers: ['a'], answeredBy: 'u', agentId: 'researcher-2' } })).toEqual(['baton.events', 'baton.jobs.run.researcher-2']);
+    expect(subjects({ type: 'ApprovalGranted', data: { requestId: 'a', input: {}, edited: false, decidedBy: 'u', agentId: 'researcher-1' } })).toEqual(['baton.events', 'baton.jobs.run.researcher-1']);
+    expect(subjects({ type: 'ClarificationTimedOut', data: { requestId: 'c', agentId: 'writer-1' } })).toEqual(['baton.events', 'baton.jobs.run.writer-1']);
+  });
+  it('a decision for the lead (or from before decisions named their agent) wakes the lead', () => {
+    expect(subjects({ type: 'ApprovalRejected', data: { requestId: 'a', reason: 'r', decidedBy: 'u', agentId: 'lead' } })).toEqual(['baton.events', 'baton.triggers']);
+    expect(subjects({ type: 'ApprovalRejected', data: { requestId: 'a', reason: 'r', decidedBy: 'u' } })).toEqual(['baton.events', 'baton.triggers']);
+  });
+  it('an opened request wakes the orchestrator (its deadline timer); cancel and failure release workspaces; a turn is only an event', () => {
+    expect(subjects({ type: 'ClarificationRequested', data: { requestId: 'c', agentId: 'researcher-1', toolUseId: 't', questions: ['q'], context: '' } })).toEqual(['baton.events', 'baton.triggers']);
+    expect(subjects({ type: 'TaskCancelled', data: { reason: 'r', requestedBy: 'u' } })).toEqual(['baton.events', 'baton.jobs.release.all']);
+    expect(subjects({ type: 'TaskFailed', data: { code: 'c', message: 'm' } })).toEqual(['baton.events', 'baton.jobs.release.all']);
+    expect(subjects({ type: 'SubagentDispatched', data: { agentId: 'researcher-1', agentType: 'researcher', toolUseId: 't', prompt: 'p' } })).toEqual(['baton.events', 'baton.jobs.run.researcher-1']);
+  });
+});

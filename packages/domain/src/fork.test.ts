@@ -1,0 +1,54 @@
+import { recorded, stateOf, TASK_ID } from '@baton/testing';
+import { describe, expect, it } from 'vitest';
+import type { DecidedEvent } from './commands.ts';
+import { InvalidCommandError } from './errors.ts';
+import { agentStreamId, type RecordedEvent } from './events.ts';
+import { forkEvents } from './fork.ts';
+
+const NEW = '00000000-0000-4000-8000-00000000f0f0';
+const usage = { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
+const task: DecidedEvent[] = [
+  { type: 'TaskSubmitted', data: { prompt: 'p', team: 'research', requirePlanApproval: false, approvalTimeoutSeconds: 60, webhook: null, metadata: {}, tenantId: 't', requestHash: 'h', forkedFrom: null } },
+  { type: 'TaskStarted', data: { leadAgentId: 'lead', leadAgentType: 'research-lead', configVersion: 'v' } },
+  { type: 'ModelTurnRecorded', data: { agentId: 'lead', turn: 1, model: 'm', content: [{ type: 'tool_use', id: 'tu1', name: 'Task', input: { agent: 'researcher', prompt: 'p' } }], stopReason: 'tool_use', usage, offline: true, durationMs: 0 } },
+  { type: 'SubagentDispatched', data: { agentId: 'researcher-1', agentType: 'researcher', toolUseId: 'tu1', prompt: 'p' } },
+  { type: 'SubagentStarted', data: { agentId: 'researcher-1', attempt: 1, runnerId: 'r' } },
+  { type: 'ClarificationRequested', data: { requestId: 'clr-a', agentId: 'researcher-1', toolUseId: 'a1', questions: ['q'], context: '', deadline: '2020-01-01T00:00:00.000Z' } },
+  { type: 'ClarificationAnswered', data: { requestId: 'clr-a', answers: ['x'], answeredBy: 'u', agentId: 'researcher-1' } },
+];
+
+/** Task-stream events 1..5, then two agent-stream events, then task-stream 6 and 7 (positions in log order). */
+function history(): RecordedEvent[] {
+  const t = recorded(task);
+  const agent = recorded([
+    { type: 'SubagentStarted', data: { agentId: 'researcher-1', attempt: 1, runnerId: 'r' } },
+    { type: 'ModelTurnRecorded', data: { agentId: 'researcher-1', turn: 1, model: 'm', content: [{ type: 'tool_use', id: 'a1', name: 'ask_user', input: { questions: ['q'] } }], stopReason: 'tool_use', usage, offline: true, durationMs: 0 } },
+  ], { streamId: agentStreamId(TASK_ID, 'researcher-1') }).map((e, i) => ({ ...e, id: `00000000-0000-4000-9000-00000000000${i}`, position: BigInt(50 + i) }));
+  return [...t.slice(0, 5).map((e) => ({ ...e, position: BigInt(e.version * 10) })), ...agent.map((e, i) => ({ ...e, position: BigInt(51 + i) })), ...t.slice(5).map((e) => ({ ...e, position: BigInt(60 + e.version) }))];
+}
+
+describe('forkEvents', () => {
+  it('copies everything up to the task version (agent streams included) onto the new streams, with new ids and a renewed deadline for open requests', () => {
+    const now = new Date('2026-06-01T00:00:00.000Z');
+    const out = forkEvents(history(), 6, NEW, { now, requestedBy: 'u2' });
+    expect(out.map((e) => [e.streamId, e.version, e.event.type])).toEqual([
+      [`task-${NEW}`, 1, 'TaskSubmitted'],
+      [`task-${NEW}`, 2, 'TaskStarted'],
+      [`task-${NEW}`, 3, 'ModelTurnRecorded'],
+      [`task-${NEW}`, 4, 'SubagentDispatched'],
+      [`task-${NEW}`, 5, 'SubagentStarted'],
+      [`agent-${NEW}-researcher-1`, 1, 'SubagentStarted'],
+      [`agent-${NEW}-researcher-1`, 2, 'ModelTurnRecorded'],
+      [`task-${NEW}`, 6, 'ClarificationRequested'],
+    ]);
+    expect(out[0]?.event.data).toMatchObject({ forkedFrom: { taskId: TASK_ID, atVersion: 6 }, requestHash: null });
+    expect(out.at(-1)?.event.data).toMatchObject({ deadline: '2026-06-01T00:01:00.000Z' });
+    expect(new Set(out.map((e) => e.event.id)).size).toBe(out.length);
+    expect(forkEvents(history(), 6, NEW, { now, requestedBy: 'u2' }).map((e) => e.event.id)).toEqual(out.map((e) => e.event.id)); // deterministic
+    const s = stateOf(out.map((e, i) => ({ ...e.event, taskId: NEW, streamId: e.streamId, version: e.version, position: BigInt(i + 1), recordedAt: now, metadata: {}, schemaVersion: 1 }) as RecordedEvent));
+    expect(s).toMatchObject({ status: 'awaiting_input', id: NEW, agents: { 'researcher-1': { status: 'paused', turns: 1, streamVersion: 2 } } });
+  });
+  it('a version the task never reached is refused', () => {
+    expect(() => forkEvents(history(), 42, NEW, { now: new Date(), requestedBy: 'u' })).toThrow(InvalidCommandError);
+  });
+});

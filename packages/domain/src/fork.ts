@@ -1,0 +1,41 @@
+import { IllegalTransitionError, InvalidCommandError } from './errors.ts';
+import { agentStreamId, isTaskStream, taskStreamId, type NewEvent, type RecordedEvent } from './events.ts';
+import { uuidV5 } from './ids.ts';
+import { stateAt } from './replay.ts';
+import { isFinal } from './state.ts';
+
+export interface ForkedEvent {
+  streamId: string;
+  version: number;
+  event: NewEvent;
+}
+
+/**
+ * The history of a fork: every event of the source task up to version `atVersion` of its task
+ * stream (agent-stream events recorded before that point included), copied onto the new
+ * task's streams with new, deterministic ids. The copy of TaskSubmitted names its origin;
+ * requests still open at the fork point get a fresh deadline, counted from `now`, so the
+ * fork can be answered differently rather than time out at once. Pure.
+ */
+export function forkEvents(source: readonly RecordedEvent[], atVersion: number, newTaskId: string, opts: { now: Date; requestedBy: string }): ForkedEvent[] {
+  const at = stateAt(source, atVersion);
+  if (!at) throw new InvalidCommandError(`the task has no version ${atVersion}`, { atVersion });
+  if (isFinal(at)) throw new IllegalTransitionError('ForkTask', at.status, `version ${atVersion} is the end of the task; fork at an earlier version`);
+  const sourceId = at.id;
+  const deadline = new Date(opts.now.getTime() + at.approvalTimeoutSeconds * 1000).toISOString();
+  const out: ForkedEvent[] = [];
+  for (const e of source) {
+    const agentPrefix = `agent-${sourceId}-`;
+    const streamId = isTaskStream(e.streamId) ? taskStreamId(newTaskId) : agentStreamId(newTaskId, e.streamId.slice(agentPrefix.length));
+    let data: unknown = e.data;
+    if (e.type === 'TaskSubmitted') data = { ...e.data, requestHash: null, forkedFrom: { taskId: sourceId, atVersion } };
+    if ((e.type === 'ApprovalRequested' || e.type === 'ClarificationRequested') && at.pendingRequests[e.data.requestId]) data = { ...e.data, deadline };
+    out.push({
+      streamId,
+      version: e.version,
+      event: { id: uuidV5(`${newTaskId}:${e.id}`), type: e.type, data, metadata: { ...e.metadata, copiedFrom: e.id, ...(e.type === 'TaskSubmitted' ? { actor: opts.requestedBy } : {}) } } as NewEvent,
+    });
+    if (isTaskStream(e.streamId) && e.version === atVersion) break;
+  }
+  return out;
+}
