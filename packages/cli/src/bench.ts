@@ -1,12 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import path from 'node:path';
 import { taskStreamId, type NewEvent } from '@baton/domain';
-import { createDb, ensureDatabase, EventStore, loadTask, TaskCache } from '@baton/event-store';
-import pg from 'pg';
+import { createDb, EventStore, loadTask, TaskCache } from '@baton/event-store';
 import { BatonClient } from './client.ts';
 import { launch, prepareDatabase } from './launcher.ts';
+import { freePort, freshDatabase, waitReady } from './procs.ts';
 import { fmt, summarize } from './stats.ts';
 
 /**
@@ -139,40 +138,4 @@ async function benchM5(baseUrl: string, round: number): Promise<Line[]> {
     { metric: 'M5', round, unit: 'ms', n: 1, p50: cachedCold, p99: cachedCold, max: cachedCold, note: 'TaskCache first load (reads + folds all 1,000)' },
     { metric: 'M5', round, unit: 'ms', ...summarize(cached), note: 'TaskCache warm load (reads only new events: one query, no re-fold)' },
   ];
-}
-
-async function freshDatabase(baseUrl: string, name: string): Promise<string> {
-  const u = new URL(baseUrl);
-  u.pathname = `/${name}`;
-  const admin = new URL(baseUrl);
-  admin.pathname = '/postgres';
-  const c = new pg.Client({ connectionString: admin.toString() });
-  await c.connect();
-  await c.query(`drop database if exists ${name} with (force)`).finally(() => c.end());
-  await ensureDatabase(u.toString());
-  return u.toString();
-}
-
-async function waitReady(api: BatonClient): Promise<void> {
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    try {
-      await api.request('GET', '/readyz');
-      return;
-    } catch {
-      if (Date.now() > deadline) throw new Error('services did not become ready within 60 s');
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
 }

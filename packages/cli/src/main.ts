@@ -1,7 +1,9 @@
 import { Command } from 'commander';
-import { replay, stateAt, toTaskView, type RecordedEvent } from '@baton/domain';
+import { replay, stateAt, toTaskView, type RecordedEvent, type TaskView } from '@baton/domain';
+import { answer, decide, describeEvent, describeTask } from './people.ts';
 import { BatonClient, type ApiEvent } from './client.ts';
 import { runBench } from './bench.ts';
+import { runChaos } from './chaos.ts';
 import { launch, prepareDatabase, redact } from './launcher.ts';
 
 const program = new Command('baton').description('Baton: durable, human-in-the-loop runtime for multi-agent tasks');
@@ -46,6 +48,73 @@ program
       });
     }
   });
+
+program
+  .command('submit <prompt...>')
+  .description('submit a task and print it')
+  .option('--team <team>', 'team', 'research')
+  .option('--no-approval', 'do not ask for plan approval')
+  .option('--timeout <seconds>', 'approval timeout in seconds', '600')
+  .option('--watch', 'then follow it live')
+  .action(async (prompt: string[], opts: { team: string; approval: boolean; timeout: string; watch?: boolean }) => {
+    const t = await client().request<TaskView>('POST', '/v1/tasks', { prompt: prompt.join(' '), team: opts.team, requirePlanApproval: opts.approval, approvalTimeoutSeconds: Number(opts.timeout) });
+    console.log(describeTask(t));
+    if (opts.watch) await watch(t.id);
+  });
+
+program
+  .command('status <taskId>')
+  .description('print a task: status, agents, open requests (with the command that decides each), result')
+  .action(async (taskId: string) => console.log(describeTask(await client().request<TaskView>('GET', `/v1/tasks/${taskId}`))));
+
+program
+  .command('watch <taskId>')
+  .description('follow a task live over SSE; requests are printed in full as they open')
+  .action(async (taskId: string) => watch(taskId));
+
+program
+  .command('approve <taskId> [requestId]')
+  .description('approve an approval request (the only open one if no id is given)')
+  .option('--input <json>', 'approve with this edited tool input')
+  .action(async (taskId: string, requestId: string | undefined, opts: { input?: string }) => {
+    console.log(describeTask(await decide(client(), taskId, { approve: true, ...(opts.input !== undefined ? { input: opts.input } : {}), ...(requestId ? { requestId } : {}) })));
+  });
+
+program
+  .command('reject <taskId> [requestId]')
+  .description('reject an approval request; the agent sees the reason and can re-plan')
+  .option('--reason <text>', 'why')
+  .action(async (taskId: string, requestId: string | undefined, opts: { reason?: string }) => {
+    console.log(describeTask(await decide(client(), taskId, { approve: false, ...(opts.reason ? { reason: opts.reason } : {}), ...(requestId ? { requestId } : {}) })));
+  });
+
+program
+  .command('answer <taskId> <answers...>')
+  .description('answer a question (the only open one unless --request names it); one argument per answer')
+  .option('--request <requestId>', 'the clarification request to answer')
+  .action(async (taskId: string, answers: string[], opts: { request?: string }) => {
+    console.log(describeTask(await answer(client(), taskId, answers, opts.request)));
+  });
+
+program
+  .command('cancel <taskId>')
+  .description('cancel a task: open requests close, running subagents stop')
+  .option('--reason <text>', 'why')
+  .action(async (taskId: string, opts: { reason?: string }) => {
+    console.log(describeTask(await client().request<TaskView>('POST', `/v1/tasks/${taskId}/cancel`, opts.reason ? { reason: opts.reason } : {})));
+  });
+
+program
+  .command('fork <taskId>')
+  .description('start a new task whose history is a copy of this one up to --at <version>')
+  .requiredOption('--at <version>', 'version of the task stream to fork at')
+  .action(async (taskId: string, opts: { at: string }) => {
+    console.log(describeTask(await client().request<TaskView>('POST', `/v1/tasks/${taskId}/fork`, { atVersion: Number(opts.at) })));
+  });
+
+async function watch(taskId: string): Promise<void> {
+  await client().follow(taskId, (e) => console.log(describeEvent(e)));
+}
 
 program
   .command('events <taskId>')
@@ -96,6 +165,29 @@ program
       ...(opts.only ? { only: opts.only.split(',').map((m) => m.trim().toUpperCase()) } : {}),
     });
     process.exit(0);
+  });
+
+program
+  .command('chaos')
+  .description('crash test: tasks through approvals and clarifications while the orchestrator and runner are SIGKILLed and restarted; then check the log')
+  .option('--tasks <n>', 'tasks to run', '50')
+  .option('--kills <n>', 'SIGKILLs (orchestrator or runner, at random)', '10')
+  .option('--seed <n>', 'random seed (printed; repeat a run with it)', String(Date.now() % 1_000_000))
+  .option('--timeout <seconds>', 'give up after', '600')
+  .option('--verbose', 'print service logs')
+  .action(async (opts: { tasks: string; kills: string; seed: string; timeout: string; verbose?: boolean }) => {
+    const report = await runChaos({
+      databaseUrl: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',
+      natsUrl: process.env.NATS_URL ?? 'nats://127.0.0.1:4222',
+      tasks: Number(opts.tasks),
+      kills: Number(opts.kills),
+      seed: Number(opts.seed),
+      timeoutMs: Number(opts.timeout) * 1000,
+      log: (l) => console.log(l),
+      ...(opts.verbose ? { serviceLog: (l: string) => console.log(l) } : {}),
+    });
+    console.log(JSON.stringify(report, null, 2));
+    process.exit(report.violations.length === 0 && report.completed === report.tasks ? 0 : 1);
   });
 
 function toRecorded(e: ApiEvent): RecordedEvent {

@@ -27,6 +27,17 @@ export const commonEnv = {
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   LOG_PRETTY: z.stringbool().default(false),
   PG_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
+  /**
+   * How long JetStream waits for an ack before redelivering (the takeover delay after a crash).
+   * Part of the shared topology: every service must be given the same values.
+   */
+  EVENTS_ACK_WAIT_MS: z.coerce.number().int().min(1000).max(3_600_000).default(30_000),
+  JOBS_ACK_WAIT_MS: z.coerce.number().int().min(1000).max(3_600_000).default(60_000),
 };
+
+/** The JetStream consumer settings every service agrees on (from EVENTS_/JOBS_ACK_WAIT_MS). */
+export const topologyFromEnv = (c: { EVENTS_ACK_WAIT_MS: number; JOBS_ACK_WAIT_MS: number }) => ({
+  ackWaitMs: { orchestrator: c.EVENTS_ACK_WAIT_MS, notifier: c.EVENTS_ACK_WAIT_MS, runner: c.JOBS_ACK_WAIT_MS },
+});
 
 export const durationMs = (def: number) => z.coerce.number().int().nonnegative().default(def);

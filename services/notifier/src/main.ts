@@ -1,6 +1,6 @@
 import { busNames, connectNats, ensureTopology } from '@baton/bus';
 import { createDb, EventStore } from '@baton/event-store';
-import { createLogger, installShutdown, retryForever } from '@baton/runtime';
+import { createLogger, installShutdown, retryForever, topologyFromEnv } from '@baton/runtime';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { DEV_WEBHOOK_SECRET, loadNotifierConfig } from './config.ts';
 import { startNotifier } from './worker.ts';
@@ -11,7 +11,7 @@ const db = createDb(config.DATABASE_URL, { max: config.PG_POOL_MAX, applicationN
 await retryForever('connecting to Postgres', log, () => db.pool.query('select 1'));
 const nc = await connectNats(config.NATS_URL, 'baton-notifier', log);
 const names = busNames(config.BATON_NAMESPACE);
-await retryForever('setting up JetStream streams', log, async () => ensureTopology(await jetstreamManager(nc), names));
+await retryForever('setting up JetStream streams', log, async () => ensureTopology(await jetstreamManager(nc), names, topologyFromEnv(config)));
 if (!config.WEBHOOK_SECRET) log.warn('WEBHOOK_SECRET is not set: webhooks are signed with a public development secret');
 const notifier = await startNotifier({
   store: new EventStore(db.pool),
@@ -24,6 +24,7 @@ const notifier = await startNotifier({
   maxAttempts: config.WEBHOOK_MAX_ATTEMPTS,
   backoffMs: config.WEBHOOK_BACKOFF_MS.split(',').map(Number),
   concurrency: config.NOTIFIER_CONCURRENCY,
+  heartbeatMs: Math.min(5000, Math.floor(config.EVENTS_ACK_WAIT_MS / 3)),
   now: () => new Date(),
   allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
 });

@@ -18,6 +18,8 @@ export interface NotifierDeps {
   maxAttempts: number;
   backoffMs: number[];
   concurrency: number;
+  /** `working()` interval while a delivery runs; below the consumer's ack_wait. */
+  heartbeatMs?: number;
   now: () => Date;
   /** Allow webhook URLs on loopback/private networks (development only). */
   allowPrivateNetworks: boolean;
@@ -52,6 +54,7 @@ export async function startNotifier(d: NotifierDeps): Promise<RunningConsumer> {
     concurrency: d.concurrency,
     maxAttempts: d.maxAttempts,
     backoffMs: d.backoffMs,
+    ...(d.heartbeatMs ? { heartbeatMs: d.heartbeatMs } : {}),
     onDeadLetter: deadLetterRecorder(d.pool),
     // Tasks known to have no webhook: ack without even parsing the message.
     prefilter: (subject) => {

@@ -1,7 +1,7 @@
 import { OfflineModel } from '@baton/agents';
 import { busNames, connectNats, ensureTopology } from '@baton/bus';
 import { createDb, EventStore, TaskCache } from '@baton/event-store';
-import { createLogger, installShutdown, retryForever } from '@baton/runtime';
+import { createLogger, installShutdown, retryForever, topologyFromEnv } from '@baton/runtime';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { loadOrchestratorConfig } from './config.ts';
 import { startOrchestrator } from './worker.ts';
@@ -13,7 +13,7 @@ const db = createDb(config.DATABASE_URL, { max: config.PG_POOL_MAX, applicationN
 await retryForever(`connecting to Postgres`, log, () => db.pool.query('select 1'));
 const nc = await connectNats(config.NATS_URL, 'baton-orchestrator', log);
 const names = busNames(config.BATON_NAMESPACE);
-await retryForever('setting up JetStream streams', log, async () => ensureTopology(await jetstreamManager(nc), names));
+await retryForever('setting up JetStream streams', log, async () => ensureTopology(await jetstreamManager(nc), names, topologyFromEnv(config)));
 if (config.ANTHROPIC_API_KEY) log.warn('ANTHROPIC_API_KEY is set, but this build drives the lead with the offline model only (Claude arrives with the agents issue)');
 const model = new OfflineModel({ latencyMs: config.OFFLINE_MODEL_LATENCY_MS });
 const orchestrator = await startOrchestrator({
@@ -27,6 +27,7 @@ const orchestrator = await startOrchestrator({
   model,
   now: () => new Date(),
   concurrency: config.ORCHESTRATOR_CONCURRENCY,
+  heartbeatMs: Math.min(5000, Math.floor(config.EVENTS_ACK_WAIT_MS / 3)),
   maxAttempts: config.CONSUMER_MAX_ATTEMPTS,
   deadlineBackstopMs: config.DEADLINE_BACKSTOP_MS,
   relay: { enabled: config.RELAY_ENABLED, batchSize: config.RELAY_BATCH_SIZE, backstopMs: config.RELAY_BACKSTOP_MS },

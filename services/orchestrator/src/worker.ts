@@ -16,6 +16,8 @@ export interface OrchestratorDeps extends LeadDeps {
   log: Logger;
   concurrency: number;
   maxAttempts: number;
+  /** `working()` interval while a trigger is handled; below the consumer's ack_wait. */
+  heartbeatMs?: number;
   relay: { enabled: boolean; batchSize: number; backstopMs: number };
   /** Longest sleep of the deadline timer between looks at the deadline table. */
   deadlineBackstopMs?: number;
@@ -67,6 +69,7 @@ export async function startOrchestrator(d: OrchestratorDeps): Promise<Orchestrat
     log: d.log.child({ component: 'consumer' }),
     concurrency: d.concurrency,
     maxAttempts: d.maxAttempts,
+    ...(d.heartbeatMs ? { heartbeatMs: d.heartbeatMs } : {}),
     onDeadLetter: deadLetterRecorder(d.pool),
     // The consumer's filter (baton.triggers.>) delivers only events that can wake the lead.
     handle: async (event) => {

@@ -3,7 +3,7 @@ import { hostname } from 'node:os';
 import { OfflineModel } from '@baton/agents';
 import { busNames, connectNats, ensureTopology } from '@baton/bus';
 import { createDb, EventStore, TaskCache } from '@baton/event-store';
-import { createLogger, installShutdown, retryForever } from '@baton/runtime';
+import { createLogger, installShutdown, retryForever, topologyFromEnv } from '@baton/runtime';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { loadRunnerConfig } from './config.ts';
 import { startRunner } from './worker.ts';
@@ -14,7 +14,7 @@ const db = createDb(config.DATABASE_URL, { max: config.PG_POOL_MAX, applicationN
 await retryForever('connecting to Postgres', log, () => db.pool.query('select 1'));
 const nc = await connectNats(config.NATS_URL, 'baton-sandbox-runner', log);
 const names = busNames(config.BATON_NAMESPACE);
-await retryForever('setting up JetStream streams', log, async () => ensureTopology(await jetstreamManager(nc), names));
+await retryForever('setting up JetStream streams', log, async () => ensureTopology(await jetstreamManager(nc), names, topologyFromEnv(config)));
 if (config.ANTHROPIC_API_KEY) log.warn('ANTHROPIC_API_KEY is set, but this build runs subagents with the offline model only');
 const runnerId = config.RUNNER_ID ?? `${hostname()}-${process.pid}`;
 const runner = await startRunner({
@@ -30,6 +30,7 @@ const runner = await startRunner({
   now: () => new Date(),
   ...(config.BATON_TOOL_AUDIT_FILE ? { audit: auditTo(config.BATON_TOOL_AUDIT_FILE) } : {}),
   concurrency: config.RUNNER_CONCURRENCY,
+  heartbeatMs: Math.min(5000, Math.floor(config.JOBS_ACK_WAIT_MS / 3)),
   maxAttempts: config.CONSUMER_MAX_ATTEMPTS,
 });
 log.info({ runnerId, workspaceRoot: config.WORKSPACE_ROOT }, 'sandbox-runner started');

@@ -195,7 +195,8 @@ async function resolveToolUses(ctx: TurnContext, task: TaskState, uses: readonly
       await exec(call);
       continue;
     }
-    const requestId = `${person ? 'clr' : 'apr'}-${call.id}`;
+    // Tool-use ids are unique per agent, not per task: the request id names the agent too.
+    const requestId = `${person ? 'clr' : 'apr'}-${agentId}-${call.id}`;
     const decided = task.decidedRequests[requestId];
     if (decided?.result) {
       results.push({ toolUseId: call.id, toolName: call.name, content: decided.result.content, isError: decided.result.isError });

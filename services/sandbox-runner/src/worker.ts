@@ -12,6 +12,8 @@ export interface RunnerWorkerDeps extends RunnerDeps {
   names: BusNames;
   concurrency: number;
   maxAttempts: number;
+  /** `working()` interval while a job runs; below the consumer's ack_wait. */
+  heartbeatMs?: number;
 }
 
 /** The job's cause is not readable yet (never expected: the relay publishes only committed events). */
@@ -32,7 +34,7 @@ export async function startRunner(d: RunnerWorkerDeps): Promise<RunningConsumer>
     log: d.log.child({ component: 'runner' }),
     concurrency: d.concurrency,
     maxAttempts: d.maxAttempts,
-    heartbeatMs: 5000,
+    heartbeatMs: d.heartbeatMs ?? 5000,
     onDeadLetter: async (dl) => {
       await recordDeadLetter(dl);
       const job = RunnerJob.safeParse(safeJson(dl.payload));

@@ -1,0 +1,252 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { PendingRequestView, TaskView } from '@baton/domain';
+import pg from 'pg';
+import { ApiError, BatonClient } from './client.ts';
+import { launch, prepareDatabase, type Launched, type ServiceName } from './launcher.ts';
+import { dropDatabase, freePort, freshDatabase, waitReady } from './procs.ts';
+
+/**
+ * The crash test of the human-in-the-loop issue, as a script: N research tasks go through plan
+ * approvals, clarifications (vague prompts; parallel researchers that each ask) while the
+ * orchestrator and the runner are killed with SIGKILL at random moments and restarted. Then the
+ * log is checked: every task completed, no stream has a version gap, no step was recorded
+ * twice, every tool_use has exactly one tool_result, and no tool ran again after its result was
+ * recorded (from the runner's audit file, written before each tool runs).
+ */
+export interface ChaosOptions {
+  databaseUrl: string;
+  natsUrl: string;
+  tasks: number;
+  kills: number;
+  seed: number;
+  timeoutMs: number;
+  log: (line: string) => void;
+  /** Service log lines (default: dropped, except errors). */
+  serviceLog?: (line: string) => void;
+}
+
+export interface ChaosReport {
+  seed: number;
+  tasks: number;
+  completed: number;
+  kills: { orchestrator: number; 'sandbox-runner': number };
+  events: number;
+  toolExecutions: number;
+  /** Tool executions repeated before their result was recorded (a crash between run and record). */
+  reexecutedBeforeRecord: number;
+  decisions: number;
+  seconds: number;
+  violations: string[];
+}
+
+const PROMPTS = [
+  (i: number) => `Research the history of consensus algorithms, part ${i}`,
+  () => 'AI stuff',
+  (i: number) => `Compare Kafka and NATS for workload ${i}; ask me which sources to use`,
+  (i: number) => `Research write-ahead logging in databases, case ${i}`,
+];
+
+/** Deterministic random numbers (mulberry32), so a failing run can be repeated with its seed. */
+export function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
+  const random = rng(o.seed);
+  const t0 = performance.now();
+  const dbUrl = await freshDatabase(o.databaseUrl, `baton_chaos_${randomBytes(3).toString('hex')}`);
+  await prepareDatabase(dbUrl, () => {});
+  const dir = await mkdtemp(path.join(tmpdir(), 'baton-chaos-'));
+  const auditFile = path.join(dir, 'tool-audit.jsonl');
+  const port = await freePort();
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    DATABASE_URL: dbUrl,
+    NATS_URL: o.natsUrl,
+    BATON_NAMESPACE: `chaos${randomBytes(3).toString('hex')}`,
+    PORT: String(port),
+    LOG_LEVEL: 'warn',
+    WORKSPACE_ROOT: path.join(dir, 'workspaces'),
+    BATON_TOOL_AUDIT_FILE: auditFile,
+    // A killed process's in-flight messages come back after this; short, so the run is quick.
+    EVENTS_ACK_WAIT_MS: '3000',
+    JOBS_ACK_WAIT_MS: '3000',
+  };
+  const write = o.serviceLog ?? ((l: string) => (/ERROR|FATAL/.test(l) ? o.log(l) : undefined));
+  const stable = launch({ env, services: ['gateway', 'notifier'], write, color: false });
+  const victims = new Map<ServiceName, Launched>();
+  const start = (name: ServiceName) => victims.set(name, launch({ env, services: [name], write, color: false }));
+  start('orchestrator');
+  start('sandbox-runner');
+  const api = new BatonClient(`http://127.0.0.1:${port}`);
+  const kills = { orchestrator: 0, 'sandbox-runner': 0 };
+  let decisions = 0;
+  let done = false;
+  let ok = false;
+  try {
+    await waitReady(api);
+    const ids: string[] = [];
+    for (let i = 0; i < o.tasks; i++) {
+      const prompt = (PROMPTS[i % PROMPTS.length] as (i: number) => string)(i);
+      ids.push((await api.request<TaskView>('POST', '/v1/tasks', { prompt, approvalTimeoutSeconds: 3600 })).id);
+    }
+    o.log(`chaos: ${o.tasks} tasks submitted; killing the orchestrator and the runner ${o.kills} times (seed ${o.seed})`);
+
+    // The person: decides whatever is open, as soon as it is seen (a task with a request open
+    // may still be running: another of its agents works meanwhile).
+    const person = (async () => {
+      while (!done) {
+        for (const status of ['awaiting_input', 'running']) {
+          const page = await api.request<{ items: { id: string; pendingRequests: PendingRequestView[] }[] }>('GET', `/v1/tasks?status=${status}&limit=200`).catch(() => ({ items: [] }));
+          for (const { id, pendingRequests } of page.items) {
+            for (const r of pendingRequests) {
+              const body =
+                r.kind === 'approval'
+                  ? { path: `approvals/${r.requestId}`, body: { decision: 'approve' } }
+                  : { path: `answers/${r.requestId}`, body: { answers: r.agentId === 'lead' ? ['Consensus protocols for a platform team, two pages'] : ['both'] } };
+              try {
+                await api.request('POST', `/v1/tasks/${id}/${body.path}`, body.body);
+                decisions++;
+              } catch (err) {
+                if (!(err instanceof ApiError && (err.status === 409 || err.status === 404))) throw err;
+              }
+            }
+          }
+        }
+        await sleep(50);
+      }
+    })();
+
+    // The killer: SIGKILL one of the two at random moments, restart it after a random pause.
+    const killer = (async () => {
+      for (let k = 0; k < o.kills && !done; k++) {
+        await sleep(200 + random() * 900);
+        const name: ServiceName = random() < 0.5 ? 'orchestrator' : 'sandbox-runner';
+        const victim = victims.get(name) as Launched;
+        await victim.stop('SIGKILL', 0);
+        kills[name as keyof typeof kills]++;
+        await sleep(random() * 400);
+        start(name);
+      }
+    })();
+
+    const deadline = Date.now() + o.timeoutMs;
+    for (;;) {
+      const r = await countByStatus(dbUrl, ids);
+      if (r.final === ids.length) break;
+      if (Date.now() > deadline) throw new Error(`chaos: ${ids.length - r.final} of ${ids.length} tasks not final after ${o.timeoutMs} ms (${JSON.stringify(r.byStatus)})`);
+      await sleep(250);
+    }
+    done = true;
+    await killer;
+    await person;
+    const report = await verify(dbUrl, ids, auditFile);
+    ok = report.violations.length === 0;
+    return { seed: o.seed, tasks: ids.length, kills, decisions, seconds: (performance.now() - t0) / 1000, ...report };
+  } finally {
+    done = true;
+    await Promise.all([stable.stop('SIGTERM'), ...[...victims.values()].map((v) => v.stop('SIGTERM'))]);
+    await rm(dir, { recursive: true, force: true });
+    if (ok) await dropDatabase(dbUrl);
+    else o.log(`chaos: the database is kept for inspection: ${dbUrl}`);
+  }
+}
+
+async function countByStatus(dbUrl: string, ids: string[]): Promise<{ final: number; byStatus: Record<string, number> }> {
+  const c = new pg.Client({ connectionString: dbUrl });
+  await c.connect();
+  try {
+    const r = await c.query<{ status: string; n: number }>('select status, count(*)::int as n from tasks where id = any($1::uuid[]) group by status', [ids]);
+    const byStatus = Object.fromEntries(r.rows.map((x) => [x.status, x.n]));
+    return { final: (byStatus.completed ?? 0) + (byStatus.failed ?? 0) + (byStatus.cancelled ?? 0), byStatus };
+  } finally {
+    await c.end();
+  }
+}
+
+interface Row {
+  task_id: string;
+  stream_id: string;
+  stream_version: number;
+  type: string;
+  data: Record<string, unknown>;
+}
+
+/** Check the log against the crash-safety promises; every broken promise is one line. */
+export async function verify(dbUrl: string, ids: string[], auditFile: string): Promise<Omit<ChaosReport, 'seed' | 'tasks' | 'kills' | 'decisions' | 'seconds'>> {
+  const c = new pg.Client({ connectionString: dbUrl });
+  await c.connect();
+  const violations: string[] = [];
+  try {
+    const statuses = await c.query<{ id: string; status: string }>('select id, status from tasks where id = any($1::uuid[])', [ids]);
+    const completed = statuses.rows.filter((r) => r.status === 'completed').length;
+    for (const r of statuses.rows) if (r.status !== 'completed') violations.push(`task ${r.id} ended ${r.status}`);
+    const gaps = await c.query<{ stream_id: string; n: number; max: number }>(
+      'select stream_id, count(*)::int as n, max(stream_version) as max from events where task_id = any($1::uuid[]) group by stream_id having count(*) <> max(stream_version) or min(stream_version) <> 1',
+      [ids],
+    );
+    for (const g of gaps.rows) violations.push(`stream ${g.stream_id}: ${g.n} events but versions up to ${g.max} (a gap)`);
+    const rows = (await c.query<Row>('select task_id, stream_id, stream_version, type, data from events where task_id = any($1::uuid[]) order by global_position', [ids])).rows;
+
+    // Logical duplicates and pairing, per stream.
+    const resultVersion = new Map<string, number>(); // `${stream}|${toolUseId}` → version where its result was recorded
+    const byStream = new Map<string, Row[]>();
+    for (const r of rows) byStream.set(r.stream_id, [...(byStream.get(r.stream_id) ?? []), r]);
+    for (const [stream, evs] of byStream) {
+      const seen = new Set<string>();
+      const once = (key: string, what: string) => {
+        if (seen.has(key)) violations.push(`${stream}: ${what} recorded twice`);
+        seen.add(key);
+      };
+      const uses = new Set<string>();
+      for (const e of evs) {
+        const d = e.data;
+        if (e.type === 'ModelTurnRecorded') {
+          once(`turn:${String(d.agentId)}:${String(d.turn)}`, `turn ${String(d.turn)} of ${String(d.agentId)}`);
+          for (const b of d.content as { type: string; id?: string }[]) if (b.type === 'tool_use' && b.id) uses.add(b.id);
+        }
+        if (e.type === 'ToolResultsRecorded') {
+          for (const r of d.results as { toolUseId: string }[]) {
+            once(`result:${r.toolUseId}`, `the result of ${r.toolUseId}`);
+            resultVersion.set(`${stream}|${r.toolUseId}`, e.stream_version);
+          }
+        }
+        if (e.type === 'SubagentDispatched') once(`dispatch:${String(d.toolUseId)}`, `the dispatch for ${String(d.toolUseId)}`);
+        if (['ApprovalRequested', 'ClarificationRequested'].includes(e.type)) once(`open:${String(d.requestId)}`, `request ${String(d.requestId)}`);
+        if (['ApprovalGranted', 'ApprovalRejected', 'ApprovalTimedOut', 'ClarificationAnswered', 'ClarificationTimedOut'].includes(e.type)) once(`decide:${String(d.requestId)}`, `a decision on ${String(d.requestId)}`);
+        if (['TaskCompleted', 'TaskFailed', 'TaskCancelled'].includes(e.type)) once('final', 'a final event');
+        if (e.type === 'SubagentCompleted') once(`completed:${String(d.agentId)}`, `the completion of ${String(d.agentId)}`);
+      }
+      // Every tool_use of this stream's agent(s) has its result (the tasks are all complete).
+      for (const id of uses) if (!resultVersion.has(`${stream}|${id}`)) violations.push(`${stream}: tool_use ${id} has no tool_result`);
+    }
+
+    // No tool ran after its result was recorded.
+    const audit = (await readFile(auditFile, 'utf8').catch(() => '')).split('\n').filter(Boolean).map((l) => JSON.parse(l) as { taskId: string; agentId: string; toolUseId: string; seenVersion: number });
+    const runs = new Map<string, number>();
+    let reexecutedBeforeRecord = 0;
+    for (const a of audit) {
+      const stream = `agent-${a.taskId}-${a.agentId}`;
+      const recordedAt = resultVersion.get(`${stream}|${a.toolUseId}`);
+      if (recordedAt !== undefined && a.seenVersion >= recordedAt) violations.push(`${stream}: tool ${a.toolUseId} ran again after its result was recorded (at v${recordedAt}; the runner had seen v${a.seenVersion})`);
+      const key = `${stream}|${a.toolUseId}`;
+      runs.set(key, (runs.get(key) ?? 0) + 1);
+    }
+    for (const n of runs.values()) if (n > 1) reexecutedBeforeRecord += n - 1;
+    return { completed, events: rows.length, toolExecutions: audit.length, reexecutedBeforeRecord, violations };
+  } finally {
+    await c.end();
+  }
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -1,0 +1,105 @@
+import { eventDataSchemas, type PendingRequestView, type TaskView } from '@baton/domain';
+import type { ApiEvent, BatonClient } from './client.ts';
+
+/**
+ * The CLI's human-in-the-loop commands: find the request a person means, decide it through the
+ * public API, and print requests so that a person can decide without opening anything else.
+ */
+
+/** The open request a command refers to: the one named, or the only one of that kind. */
+export function pickRequest(task: TaskView, kind: PendingRequestView['kind'], requestId?: string): PendingRequestView {
+  const open = task.pendingRequests.filter((r) => r.kind === kind);
+  if (requestId) {
+    const r = task.pendingRequests.find((x) => x.requestId === requestId);
+    if (!r) throw new Error(`task ${task.id} has no open request '${requestId}'${task.pendingRequests.length ? `; open: ${task.pendingRequests.map((x) => x.requestId).join(', ')}` : ''}`);
+    return r;
+  }
+  if (open.length === 1) return open[0] as PendingRequestView;
+  if (open.length === 0) throw new Error(`task ${task.id} has no open ${kind} request (status ${task.status})`);
+  throw new Error(`task ${task.id} has ${open.length} open ${kind} requests; name one: ${open.map((r) => r.requestId).join(', ')}`);
+}
+
+/** A request, as a person reads it, with the command that decides it. */
+export function describeRequest(taskId: string, r: PendingRequestView): string {
+  const lines: string[] = [];
+  if (r.kind === 'approval') {
+    lines.push(`⏸  approval ${r.requestId} — ${r.agentId} wants to call ${r.toolName}`);
+    if (r.plan) lines.push(...r.plan.split('\n').map((l) => `   plan: ${l}`));
+    lines.push(`   input: ${JSON.stringify(r.input)}`);
+    lines.push(`   deadline: ${r.deadline} (then: ${r.onTimeout})`);
+    lines.push(`   → baton approve ${taskId} ${r.requestId} [--input '<json>']   |   baton reject ${taskId} ${r.requestId} --reason '…'`);
+  } else {
+    lines.push(`?  question ${r.requestId} from ${r.agentId}${r.context ? ` — ${r.context}` : ''}`);
+    r.questions.forEach((q, i) => lines.push(`   ${i + 1}. ${q}`));
+    if (r.options?.length) lines.push(`   options: ${r.options.join(' | ')}`);
+    if (r.deadline) lines.push(`   deadline: ${r.deadline}`);
+    lines.push(`   → baton answer ${taskId} '<answer>' [more answers…] [--request ${r.requestId}]`);
+  }
+  return lines.join('\n');
+}
+
+export function describeTask(t: TaskView): string {
+  const lines = [`task ${t.id}  ${t.status}  v${t.version}  team ${t.team}${t.forkedFrom ? `  (fork of ${t.forkedFrom.taskId} at v${t.forkedFrom.atVersion})` : ''}`, `  prompt: ${t.prompt.slice(0, 200)}`];
+  for (const a of t.agents) lines.push(`  agent ${a.id} (${a.type}): ${a.status}, ${a.turns} turns${a.filesCreated.length ? `, files ${a.filesCreated.join(', ')}` : ''}`);
+  for (const r of t.pendingRequests) lines.push(describeRequest(t.id, r).replace(/^/gm, '  '));
+  if (t.result) lines.push(`  result: ${t.result.summary}`);
+  if (t.error) lines.push(`  error: ${t.error.code}: ${t.error.message}`);
+  return lines.join('\n');
+}
+
+/** One line per event for `baton watch`; requests are printed in full as they open. */
+export function describeEvent(e: ApiEvent): string {
+  const d = e.data;
+  const head = `#${e.position} ${e.type}`;
+  switch (e.type) {
+    case 'ApprovalRequested':
+    case 'ClarificationRequested':
+      return `${head}\n${describeRequest(e.taskId, requestFromEvent(e))}`;
+    case 'ModelTurnRecorded': {
+      const content = d.content as { type: string; text?: string; name?: string }[];
+      const text = content.filter((b) => b.type === 'text').map((b) => b.text).join(' ').slice(0, 160);
+      const tools = content.filter((b) => b.type === 'tool_use').map((b) => b.name);
+      return `${head} ${String(d.agentId)} turn ${String(d.turn)}${text ? `: ${text}` : ''}${tools.length ? ` → ${tools.join(', ')}` : ''}`;
+    }
+    case 'SubagentDispatched':
+      return `${head} ${String(d.agentId)}: ${String(d.prompt).slice(0, 120)}`;
+    case 'SubagentCompleted':
+      return `${head} ${String(d.agentId)}: ${String(d.summary).slice(0, 160)}`;
+    case 'TaskCompleted':
+      return `${head}: ${String(d.summary).slice(0, 300)}`;
+    case 'TaskFailed':
+      return `${head}: ${String(d.code)}: ${String(d.message)}`;
+    default:
+      return `${head}${'requestId' in d ? ` ${String(d.requestId)}` : ''}${'agentId' in d ? ` ${String(d.agentId)}` : ''}`;
+  }
+}
+
+function requestFromEvent(e: ApiEvent): PendingRequestView {
+  if (e.type === 'ApprovalRequested') {
+    const d = eventDataSchemas.ApprovalRequested.parse(e.data);
+    return { kind: 'approval', ...d, openedAt: e.recordedAt };
+  }
+  const { deadline, options, ...d } = eventDataSchemas.ClarificationRequested.parse(e.data);
+  return { kind: 'clarification', ...d, ...(options ? { options } : {}), ...(deadline ? { deadline } : {}), openedAt: e.recordedAt };
+}
+
+export async function decide(api: BatonClient, taskId: string, how: { approve: true; input?: string; requestId?: string } | { approve: false; reason?: string; requestId?: string }): Promise<TaskView> {
+  const task = await api.request<TaskView>('GET', `/v1/tasks/${taskId}`);
+  const r = pickRequest(task, 'approval', how.requestId);
+  let input: unknown;
+  if (how.approve && how.input !== undefined) {
+    try {
+      input = JSON.parse(how.input);
+    } catch (err) {
+      throw new Error(`--input must be JSON: ${(err as Error).message}`);
+    }
+  }
+  const body = how.approve ? { decision: 'approve', ...(input !== undefined ? { input } : {}) } : { decision: 'reject', ...(how.reason ? { reason: how.reason } : {}) };
+  return api.request<TaskView>('POST', `/v1/tasks/${taskId}/approvals/${encodeURIComponent(r.requestId)}`, body);
+}
+
+export async function answer(api: BatonClient, taskId: string, answers: string[], requestId?: string): Promise<TaskView> {
+  const task = await api.request<TaskView>('GET', `/v1/tasks/${taskId}`);
+  const r = pickRequest(task, 'clarification', requestId);
+  return api.request<TaskView>('POST', `/v1/tasks/${taskId}/answers/${encodeURIComponent(r.requestId)}`, { answers });
+}

@@ -1,0 +1,52 @@
+import { createServer } from 'node:net';
+import { ensureDatabase } from '@baton/event-store';
+import pg from 'pg';
+import type { BatonClient } from './client.ts';
+
+/** Helpers for scripts that run the services as processes (bench, chaos). */
+
+/** Drop and re-create database `name` next to `baseUrl`'s; returns its URL. */
+export async function freshDatabase(baseUrl: string, name: string): Promise<string> {
+  const u = new URL(baseUrl);
+  u.pathname = `/${name}`;
+  const admin = new URL(baseUrl);
+  admin.pathname = '/postgres';
+  const c = new pg.Client({ connectionString: admin.toString() });
+  await c.connect();
+  await c.query(`drop database if exists ${name} with (force)`).finally(() => c.end());
+  await ensureDatabase(u.toString());
+  return u.toString();
+}
+
+export async function waitReady(api: BatonClient): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    try {
+      await api.request('GET', '/readyz');
+      return;
+    } catch {
+      if (Date.now() > deadline) throw new Error('services did not become ready within 60 s');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export async function dropDatabase(url: string): Promise<void> {
+  const name = new URL(url).pathname.slice(1);
+  const admin = new URL(url);
+  admin.pathname = '/postgres';
+  const c = new pg.Client({ connectionString: admin.toString() });
+  await c.connect();
+  await c.query(`drop database if exists ${name} with (force)`).finally(() => c.end());
+}
