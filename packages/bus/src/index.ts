@@ -6,3 +6,4 @@ export { Relay, type RelayOptions } from './relay.ts';
 export { connectNats } from './connect.ts';
 export { deadLetterRecorder } from './dead-letters.ts';
 export { BatchPublisher, type OutMessage } from './publisher.ts';
+export { Diagnostics, diagnostics, requestDiagnostics, serveDiagnostics } from './diagnostics.ts';

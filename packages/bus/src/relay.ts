@@ -134,7 +134,7 @@ export class Relay {
       }
       if (!hidden) await save(); // caught up: persist where we are
       // Rows that an older open transaction still hides: look again soon; else wait for NOTIFY.
-      await Promise.race([wakeup, sleep(hidden ? hiddenDelay : this.o.backstopMs)]);
+      await untilWokenOr(wakeup, hidden ? hiddenDelay : this.o.backstopMs);
       hiddenDelay = hidden ? Math.min(hiddenDelay * 2, 250) : 2;
     }
     await save();
@@ -171,4 +171,14 @@ export class Relay {
 
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
+}
+
+/** Wait for a wake-up or `ms`, whichever comes first, leaving no timer behind (one per wake adds up). */
+async function untilWokenOr(wakeup: Promise<void>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([wakeup, new Promise<void>((r) => (timer = setTimeout(r, ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
 }

@@ -20,6 +20,8 @@ export interface BusNames {
   jobSubject(kind: JobKind, taskId: string, agentId: string): string;
   allJobs: string;
   consumers: { orchestrator: string; notifier: string; runner: string };
+  /** `baton.diag.<service>`: request/reply vital signs of a service (core NATS, not JetStream). */
+  diagSubject(service: string): string;
   /** Token index of the task id in an event subject (for cheap routing without parsing the body). */
   taskIdToken: number;
 }
@@ -42,6 +44,7 @@ export function busNames(namespace = ''): BusNames {
     jobSubject: (kind, taskId, agentId) => `${root}.jobs.${kind}.${taskId}.${agentId}`,
     allJobs: `${root}.jobs.>`,
     consumers: { orchestrator: 'orchestrator-task-events', notifier: 'notifier-webhooks', runner: 'runner-jobs' },
+    diagSubject: (service) => `${root}.diag.${service}`,
     taskIdToken: namespace ? 3 : 2,
   };
 }

@@ -3,8 +3,11 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { taskStreamId, type NewEvent } from '@baton/domain';
 import { createDb, EventStore, loadTask, TaskCache } from '@baton/event-store';
+import { busNames, requestDiagnostics, type BusNames, type Diagnostics } from '@baton/bus';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { BatonClient } from './client.ts';
-import { launch, prepareDatabase } from './launcher.ts';
+import { launch, prepareDatabase, SERVICES } from './launcher.ts';
 import { freePort, freshDatabase, waitReady } from './procs.ts';
 import { fmt, summarize } from './stats.ts';
 
@@ -16,7 +19,10 @@ export interface BenchOptions {
   databaseUrl: string;
   natsUrl: string;
   m1Runs: number;
+  m2Runs: number;
   m3Runs: number;
+  m4Runs: number;
+  m4IdleSeconds: number;
   rounds: number;
   out: string;
   only?: string[];
@@ -36,7 +42,7 @@ export async function runBench(o: BenchOptions): Promise<Line[]> {
   if (want('M5')) {
     for (let round = 1; round <= o.rounds; round++) for (const l of await benchM5(o.databaseUrl, round)) print(l);
   }
-  if (want('M1') || want('M3')) {
+  if (want('M1') || want('M2') || want('M3') || want('M4')) {
     const dbUrl = await freshDatabase(o.databaseUrl, 'baton_bench');
     await prepareDatabase(dbUrl, () => {});
     const port = await freePort();
@@ -50,7 +56,16 @@ export async function runBench(o: BenchOptions): Promise<Line[]> {
       await runOne(api); // warm-up: connections, JIT, prepared statements
       for (let round = 1; round <= o.rounds; round++) {
         if (want('M1')) print(await benchM1(api, o.m1Runs, round));
+        if (want('M2')) print(await benchM2(api, o.m2Runs, round));
         if (want('M3')) print(await benchM3(api, o.m3Runs, round));
+      }
+      if (want('M4')) {
+        const nc = await connect({ servers: o.natsUrl });
+        try {
+          for (let round = 1; round <= o.rounds; round++) for (const l of await benchM4(api, nc, busNames(env.BATON_NAMESPACE), o.m4Runs, o.m4IdleSeconds, round)) print(l);
+        } finally {
+          await nc.close();
+        }
       }
     } finally {
       await services.stop('SIGTERM');
@@ -79,6 +94,125 @@ async function benchM1(api: BatonClient, runs: number, round: number): Promise<L
   const perStep: number[] = [];
   for (let i = 0; i < runs; i++) perStep.push((await runOne(api)) / 10);
   return { metric: 'M1', round, unit: 'ms/step', ...summarize(perStep), note: 'wall time of a 10-turn run ÷ 10, HTTP submit → SSE TaskCompleted' };
+}
+
+/** Epoch milliseconds with a fractional part; the orchestrator stamps `startedAtMs` the same way. */
+const hrNow = (): number => performance.timeOrigin + performance.now();
+
+/**
+ * M2: bench-team runs with plan approval; the lead parks at turn 3 (bench_gate). The client
+ * approves as soon as SSE shows the request; the sample is approve-sent → turn 4's start.
+ */
+async function benchM2(api: BatonClient, runs: number, round: number): Promise<Line> {
+  const samples: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const task = await api.request<{ id: string }>('POST', '/v1/tasks', { prompt: 'bench', team: 'bench', requirePlanApproval: true });
+    let sentAt = 0;
+    let approving: Promise<unknown> = Promise.resolve();
+    await api.follow(task.id, (e) => {
+      if (e.type === 'ApprovalRequested') {
+        sentAt = hrNow();
+        approving = api.request('POST', `/v1/tasks/${task.id}/approvals/${String(e.data.requestId)}`, { decision: 'approve' });
+      }
+      if (e.type === 'ModelTurnRecorded' && e.data.turn === 4) samples.push((e.metadata.startedAtMs as number) - sentAt);
+    });
+    await approving;
+  }
+  if (samples.length !== runs) throw new Error(`M2: ${samples.length} samples from ${runs} runs`);
+  return { metric: 'M2', round, unit: 'ms', ...summarize(samples), note: 'approve request sent (client) → turn 4 starts (orchestrator metadata); HTTP → gateway → PG → relay → NATS → orchestrator' };
+}
+
+/**
+ * M4: park `runs` bench runs at their approval, stay idle, and read each service's RSS and
+ * active handles (over NATS) and the database's transactions per second meanwhile. M4b:
+ * approve them all at once; completed runs per second.
+ */
+async function benchM4(api: BatonClient, nc: NatsConnection, names: BusNames, runs: number, idleSeconds: number, round: number): Promise<Line[]> {
+  const before = await Promise.all(SERVICES.map((s) => requestDiagnostics(nc, names, s)));
+  const ids: string[] = [];
+  for (let i = 0; i < runs; i += 50) {
+    const batch = Math.min(50, runs - i);
+    ids.push(...(await Promise.all(Array.from({ length: batch }, () => api.request<{ id: string }>('POST', '/v1/tasks', { prompt: 'bench', team: 'bench', requirePlanApproval: true }).then((t) => t.id)))));
+  }
+  const idSet = new Set(ids);
+  const parked = async (): Promise<number> => {
+    let n = 0;
+    let cursor: string | null = null;
+    do {
+      const page: { items: { id: string }[]; nextCursor: string | null } = await api.request('GET', `/v1/tasks?status=awaiting_input&limit=200${cursor ? `&cursor=${cursor}` : ''}`);
+      n += page.items.filter((t) => idSet.has(t.id)).length;
+      cursor = page.nextCursor;
+    } while (cursor);
+    return n;
+  };
+  const parkDeadline = Date.now() + 300_000;
+  while ((await parked()) < runs) {
+    if (Date.now() > parkDeadline) throw new Error('M4: runs did not all park within 300 s');
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  // Wait until every consumer has drained its backlog (the notifier sees every event), then
+  // let checkpoints and pool connections settle, and watch an idle window.
+  const jsm = await jetstreamManager(nc);
+  const quietDeadline = Date.now() + 300_000;
+  for (;;) {
+    const infos = await Promise.all([
+      jsm.consumers.info(names.eventsStream, names.consumers.orchestrator),
+      jsm.consumers.info(names.eventsStream, names.consumers.notifier),
+      jsm.consumers.info(names.jobsStream, names.consumers.runner),
+    ]);
+    if (infos.every((i) => i.num_pending === 0 && i.num_ack_pending === 0)) break;
+    if (Date.now() > quietDeadline) throw new Error('M4: consumers did not drain within 300 s');
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  await new Promise((r) => setTimeout(r, 2000));
+  const sumQueries = (ds: Diagnostics[]): number => ds.reduce((n, d) => n + (d.pgQueries ?? 0), 0);
+  const q0 = sumQueries(await Promise.all(SERVICES.map((s) => requestDiagnostics(nc, names, s))));
+  await new Promise((r) => setTimeout(r, idleSeconds * 1000));
+  const after = await Promise.all(SERVICES.map((s) => requestDiagnostics(nc, names, s)));
+  const idleQps = (sumQueries(after) - q0) / idleSeconds;
+  const lines: Line[] = after.map((d, i) => {
+    const b = before[i] as Diagnostics;
+    const timers = d.activeResources.Timeout ?? 0;
+    const sockets = (d.activeResources.TCPSocketWrap ?? 0) + (d.activeResources.TCPServerWrap ?? 0);
+    const total = Object.values(d.activeResources).reduce((a, n) => a + n, 0);
+    return {
+      metric: 'M4',
+      round,
+      unit: 'MiB RSS',
+      n: runs,
+      p50: d.rssBytes / 2 ** 20,
+      p99: d.rssBytes / 2 ** 20,
+      max: d.rssBytes / 2 ** 20,
+      value: d.rssBytes / 2 ** 20,
+      note: `${d.service}: ${runs} runs parked; active resources ${total} (timers ${timers}, sockets ${sockets}) vs ${Object.values(b.activeResources).reduce((a, n) => a + n, 0)} before parking; RSS was ${(b.rssBytes / 2 ** 20).toFixed(1)} MiB`,
+    };
+  });
+  lines.push({ metric: 'M4', round, unit: 'queries/s', n: idleSeconds, p50: idleQps, p99: idleQps, max: idleQps, value: idleQps, note: `statements sent to Postgres by the four services over a ${idleSeconds} s idle window with ${runs} runs parked (${after.map((d) => `${d.service} ${d.pgQueries ?? '?'}`).join(', ')} in all since start)` });
+
+  // M4b: approve every parked run at once (32 requests in flight), then wait for completion.
+  const t0 = performance.now();
+  const queue = ids.slice();
+  await Promise.all(Array.from({ length: 32 }, async () => {
+    for (let id = queue.shift(); id; id = queue.shift()) {
+      const task = await api.request<{ pendingRequests: { requestId: string }[] }>('GET', `/v1/tasks/${id}`);
+      for (const r of task.pendingRequests) await api.request('POST', `/v1/tasks/${id}/approvals/${r.requestId}`, { decision: 'approve' });
+    }
+  }));
+  const approvedIn = performance.now() - t0;
+  const pending = new Set(ids);
+  while (pending.size > 0) {
+    let cursor: string | null = null;
+    do {
+      const page: { items: { id: string }[]; nextCursor: string | null } = await api.request('GET', `/v1/tasks?status=completed&limit=200${cursor ? `&cursor=${cursor}` : ''}`);
+      for (const t of page.items) pending.delete(t.id);
+      cursor = page.nextCursor;
+    } while (cursor && pending.size > 0);
+    if (performance.now() - t0 > 300_000) throw new Error(`M4b: ${pending.size} runs not completed after 300 s`);
+    if (pending.size > 0) await new Promise((r) => setTimeout(r, 100));
+  }
+  const elapsed = (performance.now() - t0) / 1000;
+  lines.push({ metric: 'M4b', round, unit: 'runs/s', n: runs, p50: elapsed, p99: elapsed, max: elapsed, value: runs / elapsed, note: `${runs} parked runs approved (all sent in ${(approvedIn / 1000).toFixed(2)} s) and completed in ${elapsed.toFixed(2)} s` });
+  return lines;
 }
 
 async function benchM3(api: BatonClient, runs: number, round: number): Promise<Line> {

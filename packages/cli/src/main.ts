@@ -148,18 +148,24 @@ program
 
 program
   .command('bench')
-  .description('run ../shared/BENCHMARKS.md workloads (M1, M3, M5) against the services as processes')
+  .description('run ../shared/BENCHMARKS.md workloads (M1–M5) against the services as processes')
   .option('--m1-runs <n>', 'sequential runs for M1', '200')
+  .option('--m2-runs <n>', 'sequential approve → resume samples for M2', '200')
   .option('--m3-runs <n>', 'runs started at once for M3', '200')
+  .option('--m4-runs <n>', 'runs parked at once for M4/M4b', '1000')
+  .option('--m4-idle <seconds>', 'idle window for M4', '15')
   .option('--rounds <n>', 'rounds of each metric', '2')
   .option('--only <metrics>', 'comma-separated subset, e.g. M1,M5')
   .option('--out <file>', 'JSON results', '.bench/results.json')
-  .action(async (opts: { m1Runs: string; m3Runs: string; rounds: string; only?: string; out: string }) => {
+  .action(async (opts: { m1Runs: string; m2Runs: string; m3Runs: string; m4Runs: string; m4Idle: string; rounds: string; only?: string; out: string }) => {
     await runBench({
       databaseUrl: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',
       natsUrl: process.env.NATS_URL ?? 'nats://127.0.0.1:4222',
       m1Runs: Number(opts.m1Runs),
+      m2Runs: Number(opts.m2Runs),
       m3Runs: Number(opts.m3Runs),
+      m4Runs: Number(opts.m4Runs),
+      m4IdleSeconds: Number(opts.m4Idle),
       rounds: Number(opts.rounds),
       out: opts.out,
       ...(opts.only ? { only: opts.only.split(',').map((m) => m.trim().toUpperCase()) } : {}),

@@ -114,6 +114,8 @@ export const EventMetadata = z.looseObject({
   schemaVersion: z.number().int().positive().optional(),
   /** Wall-clock time at which the step that produced the event began (ISO string). */
   startedAt: z.string().optional(),
+  /** The same instant as epoch milliseconds with a fractional part (for sub-millisecond latency figures). */
+  startedAtMs: z.number().optional(),
 });
 export type EventMetadata = z.infer<typeof EventMetadata>;
 

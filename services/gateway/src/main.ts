@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { builtinTeams } from '@baton/agents';
-import { busNames, connectNats } from '@baton/bus';
-import { createDb, EventStore, TaskCache } from '@baton/event-store';
+import { busNames, connectNats, serveDiagnostics } from '@baton/bus';
+import { createDb, EventStore, queriesIssued, TaskCache } from '@baton/event-store';
 import { createLogger, installShutdown } from '@baton/runtime';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { buildApp } from './app.ts';
@@ -44,6 +44,7 @@ db.pool.query('select 1').catch((err: Error) => log.error({ err: err.message }, 
 void connectNats(config.NATS_URL, 'baton-gateway', log).then((c) => {
   nc = c;
   hub.attach(c);
+  serveDiagnostics(c, names, 'gateway', () => ({ pgQueries: queriesIssued() }));
 });
 
 installShutdown(log, [

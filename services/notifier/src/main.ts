@@ -1,5 +1,5 @@
-import { busNames, connectNats, ensureTopology } from '@baton/bus';
-import { createDb, EventStore } from '@baton/event-store';
+import { busNames, connectNats, ensureTopology, serveDiagnostics } from '@baton/bus';
+import { createDb, EventStore, queriesIssued } from '@baton/event-store';
 import { createLogger, installShutdown, retryForever, topologyFromEnv } from '@baton/runtime';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { DEV_WEBHOOK_SECRET, loadNotifierConfig } from './config.ts';
@@ -30,6 +30,7 @@ const notifier = await startNotifier({
 });
 if (config.WEBHOOK_ALLOW_PRIVATE_NETWORKS) log.warn('WEBHOOK_ALLOW_PRIVATE_NETWORKS=true: webhooks may reach loopback and private addresses (development only)');
 log.info('notifier started');
+serveDiagnostics(nc, names, 'notifier', () => ({ pgQueries: queriesIssued() }));
 installShutdown(log, [
   { name: 'stop deliveries and finish in-flight ones', run: () => notifier.stop() },
   { name: 'drain NATS', run: () => nc.drain() },

@@ -135,6 +135,7 @@ async function runLead(deps: LeadDeps, initial: TaskState, history: RecordedEven
     // else (start, tool results) rides along with the next turn, so each step is one commit.
     if (pending.some((e) => e.type === 'ModelTurnRecorded')) await flush();
     const startedAt = deps.now();
+    const startedHr = performance.now();
     const messages = buildConversation(s.prompt, lead.agentId, [...events, ...pending.map((e) => preview(e, s, taskId))]);
     const res = await deps.model.complete({
       agentType: team.lead.id,
@@ -156,7 +157,8 @@ async function runLead(deps: LeadDeps, initial: TaskState, history: RecordedEven
         offline: res.offline,
         durationMs: deps.now().getTime() - startedAt.getTime(),
       },
-      { startedAt: startedAt.toISOString() },
+      // startedAtMs: sub-millisecond epoch time (performance clock), for latency measurements across processes.
+      { startedAt: startedAt.toISOString(), startedAtMs: performance.timeOrigin + startedHr },
     );
   }
   await flush();

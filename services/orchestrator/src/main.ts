@@ -1,6 +1,6 @@
 import { OfflineModel } from '@baton/agents';
-import { busNames, connectNats, ensureTopology } from '@baton/bus';
-import { createDb, EventStore, TaskCache } from '@baton/event-store';
+import { busNames, connectNats, ensureTopology, serveDiagnostics } from '@baton/bus';
+import { createDb, EventStore, queriesIssued, TaskCache } from '@baton/event-store';
 import { createLogger, installShutdown, retryForever, topologyFromEnv } from '@baton/runtime';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { loadOrchestratorConfig } from './config.ts';
@@ -33,6 +33,7 @@ const orchestrator = await startOrchestrator({
   relay: { enabled: config.RELAY_ENABLED, batchSize: config.RELAY_BATCH_SIZE, backstopMs: config.RELAY_BACKSTOP_MS },
 });
 log.info({ namespace: names.namespace || '(default)', model: model.name, relay: config.RELAY_ENABLED }, 'orchestrator started');
+serveDiagnostics(nc, names, 'orchestrator', () => ({ pgQueries: queriesIssued() }));
 installShutdown(log, [
   { name: 'stop consuming and finish in-flight work', run: () => orchestrator.stop() },
   { name: 'drain NATS', run: () => nc.drain() },

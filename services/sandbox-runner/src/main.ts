@@ -1,8 +1,8 @@
 import { appendFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { OfflineModel } from '@baton/agents';
-import { busNames, connectNats, ensureTopology } from '@baton/bus';
-import { createDb, EventStore, TaskCache } from '@baton/event-store';
+import { busNames, connectNats, ensureTopology, serveDiagnostics } from '@baton/bus';
+import { createDb, EventStore, queriesIssued, TaskCache } from '@baton/event-store';
 import { createLogger, installShutdown, retryForever, topologyFromEnv } from '@baton/runtime';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { loadRunnerConfig } from './config.ts';
@@ -34,6 +34,7 @@ const runner = await startRunner({
   maxAttempts: config.CONSUMER_MAX_ATTEMPTS,
 });
 log.info({ runnerId, workspaceRoot: config.WORKSPACE_ROOT }, 'sandbox-runner started');
+serveDiagnostics(nc, names, 'sandbox-runner', () => ({ pgQueries: queriesIssued() }));
 installShutdown(log, [
   { name: 'stop taking jobs and finish in-flight ones', run: () => runner.stop() },
   { name: 'drain NATS', run: () => nc.drain() },
