@@ -1,0 +1,143 @@
+import { execFile, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { access, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import type { TaskView } from '@baton/domain';
+import { newNamespace, waitFor } from '@baton/testing';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { BatonClient, type ApiEvent } from './client.ts';
+import { launch, prepareDatabase, type Launched } from './launcher.ts';
+import { dropDatabase, freePort, freshDatabase, waitReady } from './procs.ts';
+
+const ROOT = path.resolve(import.meta.dirname, '../../..');
+const run = promisify(execFile);
+
+/**
+ * Parallel waits, cancel and fork through the four services as processes, decided with the
+ * CLI (`baton answer`, `baton cancel`) and followed with `baton watch`.
+ */
+describe('human in the loop, end to end', () => {
+  let services: Launched;
+  let api: BatonClient;
+  let url: string;
+  let dbUrl: string;
+  let workspaces: string;
+  const hooks: { type: string; requestIds: string[] }[] = [];
+  const receiver = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => (body += c));
+    req.on('end', () => {
+      const parsed = JSON.parse(body) as { type: string; data: { task: TaskView } };
+      hooks.push({ type: parsed.type, requestIds: parsed.data.task.pendingRequests.map((r) => r.requestId) });
+      res.writeHead(204).end();
+    });
+  });
+
+  beforeAll(async () => {
+    dbUrl = await freshDatabase(inject('databaseUrl'), `baton_t_${inject('runId')}_hitl${randomBytes(3).toString('hex')}`);
+    await prepareDatabase(dbUrl, () => {});
+    workspaces = await mkdtemp(path.join(tmpdir(), 'baton-hitl-'));
+    const port = await freePort();
+    url = `http://127.0.0.1:${port}`;
+    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+    services = launch({
+      env: { ...process.env, DATABASE_URL: dbUrl, NATS_URL: inject('natsUrl'), BATON_NAMESPACE: newNamespace(), PORT: String(port), WORKSPACE_ROOT: workspaces, LOG_LEVEL: 'warn', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' },
+      write: (l) => (/ERROR|FATAL/.test(l) ? console.error(l) : undefined),
+      color: false,
+    });
+    api = new BatonClient(url);
+    await waitReady(api);
+  }, 90_000);
+
+  afterAll(async () => {
+    await services?.stop('SIGTERM');
+    receiver.close();
+    await rm(workspaces, { recursive: true, force: true });
+    await dropDatabase(dbUrl);
+  });
+
+  const cli = async (...args: string[]): Promise<string> => (await run(process.execPath, ['packages/cli/src/main.ts', ...args], { cwd: ROOT, env: { ...process.env, BATON_URL: url } })).stdout;
+  const task = (id: string) => api.request<TaskView>('GET', `/v1/tasks/${id}`);
+  const submitComparison = async (): Promise<string> => {
+    const t = await api.request<TaskView>('POST', '/v1/tasks', {
+      prompt: 'Compare PostgreSQL and SQLite for embedded analytics; ask me which sources to use',
+      requirePlanApproval: false,
+      webhook: { url: `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook`, events: ['task.awaiting_input'] },
+    });
+    // Two researchers in parallel, each asking its own question.
+    await waitFor(async () => (await task(t.id)).pendingRequests.length === 2, { timeoutMs: 30_000, what: 'both researchers to ask' });
+    return t.id;
+  };
+
+  it('two subagents ask at once: each answer resumes only its own agent; nothing done runs again; `baton watch` prints the questions', async () => {
+    const id = await submitComparison();
+    const watchOut: string[] = [];
+    const watcher = spawn(process.execPath, ['packages/cli/src/main.ts', 'watch', id], { cwd: ROOT, env: { ...process.env, BATON_URL: url }, stdio: ['ignore', 'pipe', 'inherit'] });
+    watcher.stdout.on('data', (d) => watchOut.push(String(d)));
+    const watchExit = new Promise<number | null>((r) => watcher.once('exit', r));
+
+    let t = await task(id);
+    expect(t.status).toBe('awaiting_input');
+    const byAgent = Object.fromEntries(t.pendingRequests.map((r) => [r.agentId, r]));
+    expect(Object.keys(byAgent).sort()).toEqual(['researcher-1', 'researcher-2']);
+
+    expect(await cli('answer', id, 'news and blogs', '--request', byAgent['researcher-2']!.requestId)).toMatch(/researcher-1/);
+    await waitFor(async () => (await task(id)).agents.find((a) => a.id === 'researcher-2')?.status === 'completed', { timeoutMs: 30_000, what: 'researcher-2 to finish' });
+    t = await task(id);
+    expect(t.status).toBe('awaiting_input');
+    expect(t.agents.find((a) => a.id === 'researcher-1')).toMatchObject({ status: 'paused', turns: 1 });
+    expect(t.pendingRequests.map((r) => r.requestId)).toEqual([byAgent['researcher-1']!.requestId]);
+
+    await cli('answer', id, 'peer-reviewed papers'); // the only open question now
+    await waitFor(async () => (await task(id)).status === 'completed', { timeoutMs: 30_000, what: 'the task to complete' });
+
+    const events = await api.allEvents(id);
+    const turns = (agentId: string) => events.filter((e) => e.type === 'ModelTurnRecorded' && e.data.agentId === agentId).map((e) => e.data.turn);
+    expect(turns('researcher-1')).toEqual([1, 2, 3]);
+    expect(turns('researcher-2')).toEqual([1, 2, 3]);
+    expect(turns('report-writer-1')).toEqual([1, 2]);
+    expect(await readFile(path.join(workspaces, id, 'researcher-1', 'notes.md'), 'utf8')).toMatch(/- peer-reviewed papers/);
+    expect(await readFile(path.join(workspaces, id, 'researcher-2', 'notes.md'), 'utf8')).toMatch(/- news and blogs/);
+
+    expect(await watchExit).toBe(0);
+    const printed = watchOut.join('');
+    expect(printed).toMatch(/\? {2}question clr-researcher-1-\S+ from researcher-1/);
+    expect(printed).toMatch(/options: peer-reviewed papers \| news and blogs \| both/);
+    expect(printed).toMatch(/→ baton answer /);
+    expect(printed).toMatch(/TaskCompleted/);
+    // A task.awaiting_input webhook as each request opened.
+    await waitFor(() => hooks.filter((h) => h.type === 'task.awaiting_input').length >= 2, { what: 'awaiting_input webhooks' });
+    expect(hooks.flatMap((h) => h.requestIds)).toEqual(expect.arrayContaining([byAgent['researcher-1']!.requestId, byAgent['researcher-2']!.requestId]));
+  });
+
+  it('cancel while both subagents wait: requests close, agents stop, workspaces are released; `baton cancel` again is refused', async () => {
+    const id = await submitComparison();
+    await waitFor(async () => access(path.join(workspaces, id)).then(() => true, () => false), { what: 'workspaces to exist' });
+    expect(await cli('cancel', id, '--reason', 'changed my mind')).toMatch(/cancelled/);
+    const t = await task(id);
+    expect(t).toMatchObject({ status: 'cancelled', pendingRequests: [] });
+    expect(t.agents.map((a) => a.status)).toEqual(['cancelled', 'cancelled']);
+    await waitFor(async () => access(path.join(workspaces, id)).then(() => false, () => true), { timeoutMs: 20_000, what: 'the workspaces to be released' });
+    await expect(cli('cancel', id)).rejects.toThrow(/409 task_final/);
+  });
+
+  it('fork where both subagents wait, answer differently: the fork runs to completion on its own; the source is untouched', async () => {
+    const id = await submitComparison();
+    const source = await task(id);
+    const out = await cli('fork', id, '--at', String(source.version));
+    const forkId = /task ([0-9a-f-]{36})/.exec(out)?.[1] as string;
+    expect(out).toMatch(new RegExp(`fork of ${id} at v${source.version}`));
+    const fork = await task(forkId);
+    expect(fork.pendingRequests).toHaveLength(2);
+    for (const r of fork.pendingRequests) await api.request('POST', `/v1/tasks/${forkId}/answers/${r.requestId}`, { answers: 'both' });
+    await waitFor(async () => (await task(forkId)).status === 'completed', { timeoutMs: 30_000, what: 'the fork to complete' });
+    expect(await readFile(path.join(workspaces, forkId, 'researcher-1', 'notes.md'), 'utf8')).toMatch(/- both/);
+    const after = await task(id);
+    expect(after).toMatchObject({ status: 'awaiting_input', version: source.version });
+    const forkEvents: ApiEvent[] = await api.allEvents(forkId);
+    expect(forkEvents[0]).toMatchObject({ type: 'TaskSubmitted', data: { forkedFrom: { taskId: id, atVersion: source.version } } });
+  });
+});
