@@ -91,7 +91,7 @@ export async function decide(api: BatonClient, taskId: string, how: { approve: t
     try {
       input = JSON.parse(how.input);
     } catch (err) {
-      throw new Error(`--input must be JSON: ${(err as Error).message}`);
+      throw new Error(`--input must be JSON: ${(err as Error).message}`, { cause: err });
     }
   }
   const body = how.approve ? { decision: 'approve', ...(input !== undefined ? { input } : {}) } : { decision: 'reject', ...(how.reason ? { reason: how.reason } : {}) };
