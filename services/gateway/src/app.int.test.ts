@@ -179,6 +179,9 @@ describe('reads, tenancy, errors', () => {
     const page = await app.inject({ method: 'GET', url: '/' });
     expect(page.headers['content-type']).toMatch(/text\/html/);
     expect(page.body).toMatch(/<title>Baton<\/title>/);
+    // Each open question has its own answer box (several can be open at once), and every event type is followed.
+    expect(page.body).toContain(`'<input id="ans-'+esc(r.requestId)+'">`);
+    expect(page.body).toContain('"ClarificationTimedOut"');
     await app.inject({ method: 'GET', url: '/v1/tasks' });
     expect((await app.inject({ method: 'GET', url: '/metrics' })).body).toMatch(/baton_http_requests_total\{method="GET",route="\/v1\/tasks",status="200"\} 1/);
   });

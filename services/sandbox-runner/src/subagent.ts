@@ -186,7 +186,7 @@ async function resolveToolUses(ctx: TurnContext, task: TaskState, uses: readonly
   for (const call of uses) {
     const tool = allTools[call.name];
     if (!tool || !def.tools.includes(call.name)) {
-      await exec(call); // runTool turns it into an error result naming the allowed tools
+      results.push(await runTool(call, def.tools, ws)); // an error result naming the allowed tools; nothing runs
       continue;
     }
     const person = tool.runsIn === 'person';

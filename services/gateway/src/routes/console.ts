@@ -1,4 +1,6 @@
 /** A minimal web console: list tasks, submit one, watch its events live, approve or answer requests. */
+import { EVENT_TYPES } from '@baton/domain';
+
 export const CONSOLE_HTML = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Baton</title>
 <style>
@@ -29,13 +31,13 @@ async function open(id){ if (es) es.close(); $('events').textContent=''; $('titl
   es.onmessage = es.onerror = null;
   es.addEventListener('error', () => {});
   const on = (e) => { const ev = JSON.parse(e.data); $('events').textContent += ev.position+'  '+ev.type+'\\n'; showTask(id); list(); };
-  for (const t of ${JSON.stringify(['TaskSubmitted','TaskStarted','ModelTurnRecorded','ToolResultsRecorded','ApprovalRequested','ApprovalGranted','ApprovalRejected','ApprovalTimedOut','ClarificationRequested','ClarificationAnswered','SubagentDispatched','SubagentStarted','SubagentCompleted','SubagentFailed','ArtifactStored','TaskCancelled','TaskCompleted','TaskFailed'])}) es.addEventListener(t, on); }
+  for (const t of ${JSON.stringify(EVENT_TYPES)}) es.addEventListener(t, on); }
 async function showTask(id){ const t = await (await fetch('/v1/tasks/'+id,{headers:H})).json();
-  $('reqs').innerHTML = '<b>'+esc(t.status)+'</b> '+(t.result? esc(t.result.summary):'')+(t.pendingRequests||[]).map(r => '<div class="req"><b>'+r.kind+'</b> '+esc(r.plan||r.questions?.join(' ')||'')+'<br>'+
+  $('reqs').innerHTML = '<b>'+esc(t.status)+'</b> '+(t.result? esc(t.result.summary):'')+(t.pendingRequests||[]).map(r => '<div class="req"><b>'+r.kind+'</b> from '+esc(r.agentId)+': '+esc(r.plan||r.questions?.join(' ')||'')+(r.options? ' <i>('+esc(r.options.join(' | '))+')</i>':'')+'<br>'+
    (r.kind==='approval' ? '<button onclick="decide(\\''+id+'\\',\\''+r.requestId+'\\',\\'approve\\')">Approve</button><button onclick="decide(\\''+id+'\\',\\''+r.requestId+'\\',\\'reject\\')">Reject</button>'
-    : '<input id="ans"><button onclick="answer(\\''+id+'\\',\\''+r.requestId+'\\')">Answer</button>')+'</div>').join(''); }
+    : '<input id="ans-'+esc(r.requestId)+'"><button onclick="answer(\\''+id+'\\',\\''+r.requestId+'\\')">Answer</button>')+'</div>').join(''); }
 async function decide(id, rid, decision){ await fetch('/v1/tasks/'+id+'/approvals/'+rid,{method:'POST',headers:H,body:JSON.stringify({decision})}); showTask(id); }
-async function answer(id, rid){ await fetch('/v1/tasks/'+id+'/answers/'+rid,{method:'POST',headers:H,body:JSON.stringify({answers:$('ans').value})}); showTask(id); }
+async function answer(id, rid){ await fetch('/v1/tasks/'+id+'/answers/'+rid,{method:'POST',headers:H,body:JSON.stringify({answers:$('ans-'+rid).value})}); showTask(id); }
 $('f').onsubmit = async (e) => { e.preventDefault(); const r = await fetch('/v1/tasks',{method:'POST',headers:H,body:JSON.stringify({prompt:$('prompt').value, requirePlanApproval:$('approve').checked})});
   const t = await r.json(); if (t.id) { list(); open(t.id); } else alert(JSON.stringify(t)); };
 list(); setInterval(list, 5000);
