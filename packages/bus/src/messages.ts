@@ -1,4 +1,5 @@
 import { toEventView, wakes, type EventView, type RecordedEvent } from '@baton/domain';
+import { headers, type NatsConnection } from '@nats-io/nats-core';
 import { z } from 'zod';
 import type { BusNames, JobKind } from './subjects.ts';
 import type { OutMessage } from './publisher.ts';
@@ -61,4 +62,27 @@ export function messagesFor(e: RecordedEvent, names: BusNames): OutMessage[] {
   if (wakes(e).lead) out.push({ subject: names.triggerSubject(e.taskId, e.type), data, msgId: `trigger-${e.id}` });
   for (const j of jobsFor(e)) out.push({ subject: names.jobSubject(j.kind, e.taskId, j.agentId), data: JSON.stringify(j.job), msgId: j.msgId });
   return out;
+}
+
+/**
+ * The fast path: a writer that has just committed events publishes their wake-ups (lead
+ * triggers and runner jobs, not the events themselves) at once, with the same message ids the
+ * relay will use, so JetStream keeps one copy. The relay still publishes everything, so a
+ * writer that dies before this costs latency, never a lost wake-up. Events proper stay
+ * relay-only: observers rely on their commit order. Fire-and-forget (no PubAck wait).
+ */
+export function publishWakeUps(nc: Pick<NatsConnection, 'publish'> | null, names: BusNames, events: readonly RecordedEvent[]): void {
+  if (!nc) return;
+  for (const e of events) {
+    for (const m of messagesFor(e, names)) {
+      if (m.msgId === e.id) continue; // the event itself: relay only
+      const h = headers();
+      h.set('Nats-Msg-Id', m.msgId);
+      try {
+        nc.publish(m.subject, m.data, { headers: h });
+      } catch {
+        // closed or draining connection: the relay publishes it anyway
+      }
+    }
+  }
 }

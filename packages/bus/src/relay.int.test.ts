@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { taskStreamId, type NewEvent } from '@baton/domain';
+import { taskStreamId, type NewEvent, type RecordedEvent } from '@baton/domain';
 import type { EventStore } from '@baton/event-store';
 import { stackTest as test, waitFor } from '@baton/testing';
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
@@ -8,6 +8,7 @@ import { describe, expect } from 'vitest';
 import { busNames, type BusNames } from './subjects.ts';
 import { ensureTopology } from './topology.ts';
 import { Relay } from './relay.ts';
+import { publishWakeUps } from './messages.ts';
 
 const log = pino({ level: 'silent' });
 
@@ -131,6 +132,30 @@ describe('Relay', () => {
       [names.eventSubject(taskId, 'TaskStarted')]: 1,
       [names.triggerSubject(taskId, 'TaskSubmitted')]: 1,
     });
+  });
+
+  test('fast path: a writer publishes wake-ups right after its commit; the relay\'s copies are dropped as duplicates', async ({ pg, nats }) => {
+    const { names, jsm } = await setup(nats.nc, nats.namespace);
+    const taskId = randomUUID();
+    const submitted = { id: randomUUID(), type: 'TaskSubmitted' as const, data: { prompt: 'p', team: 'research', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 'd', requestHash: null, forkedFrom: null } };
+    const dispatched = { id: randomUUID(), type: 'SubagentDispatched' as const, data: { agentId: 'researcher-1', agentType: 'researcher', toolUseId: 't', prompt: 'p' } };
+    const res = await pg.store.append({ streamId: taskStreamId(taskId), taskId, expectedVersion: 0, events: [submitted, dispatched] });
+    const recorded = [submitted, dispatched].map((e, i) => ({ ...e, taskId, streamId: taskStreamId(taskId), version: i + 1, position: res.positions[i]!, recordedAt: new Date(), metadata: {}, schemaVersion: 1 }) as RecordedEvent);
+    publishWakeUps(nats.nc, names, recorded);
+    await nats.nc.flush();
+    // Before any relay: the trigger and the job are there, the events themselves are not.
+    await waitFor(async () => (await jsm.streams.info(names.jobsStream)).state.messages === 1, { what: 'the job from the fast path' });
+    expect((await jsm.streams.info(names.eventsStream, { subjects_filter: '>' })).state.subjects).toEqual({ [names.triggerSubject(taskId, 'TaskSubmitted')]: 1 });
+    const relay = new Relay({ pool: pg.db.pool, store: pg.store, nc: nats.nc, names, log });
+    relay.start();
+    await waitFor(() => relay.published === 4, { what: 'two events, one trigger and one job acknowledged' });
+    await relay.stop();
+    expect((await jsm.streams.info(names.eventsStream, { subjects_filter: '>' })).state.subjects).toEqual({
+      [names.eventSubject(taskId, 'TaskSubmitted')]: 1,
+      [names.eventSubject(taskId, 'SubagentDispatched')]: 1,
+      [names.triggerSubject(taskId, 'TaskSubmitted')]: 1,
+    });
+    expect((await jsm.streams.info(names.jobsStream)).state.messages).toBe(1);
   });
 
   test('runner jobs are derived from SubagentDispatched and deduplicated by event id', async ({ pg, nats }) => {

@@ -36,6 +36,8 @@ export interface LeadDeps {
   log: Logger;
   /** How tasks are loaded (default: a full re-read); services pass a TaskCache's incremental load. */
   load?: TaskLoader;
+  /** Called with each committed batch (the service publishes its wake-ups at once: runner jobs). */
+  committed?: (events: RecordedEvent[]) => void;
 }
 
 /**
@@ -83,6 +85,7 @@ async function runLead(deps: LeadDeps, initial: TaskState, history: RecordedEven
     const res = await appendToTask(deps.store, committed, taskId, pending, { now: deps.now });
     appended += res.events.length;
     events.push(...res.events);
+    deps.committed?.(res.events);
     committed = res.state;
     s = committed;
     pending = [];

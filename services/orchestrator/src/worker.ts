@@ -1,4 +1,4 @@
-import { BusEvent, deadLetterRecorder, Relay, startConsumer, type BusNames, type RunningConsumer } from '@baton/bus';
+import { BusEvent, deadLetterRecorder, publishWakeUps, Relay, startConsumer, type BusNames, type RunningConsumer } from '@baton/bus';
 import { nextDeadline } from '@baton/domain';
 import { loadTask, type EventStore } from '@baton/event-store';
 import type { Logger } from '@baton/runtime';
@@ -41,6 +41,8 @@ export async function startOrchestrator(d: OrchestratorDeps): Promise<Orchestrat
     ? new Relay({ pool: d.pool, store: d.store as EventStore, nc: d.nc, names: d.names, log: d.log.child({ component: 'relay' }), batchSize: d.relay.batchSize, backstopMs: d.relay.backstopMs })
     : null;
   relay?.start();
+  // Runner jobs for dispatches go out as soon as they are committed (the relay sends them too).
+  const lead: LeadDeps = { ...d, committed: (events) => publishWakeUps(d.nc, d.names, events) };
   const deadlines = new DeadlinePoller({
     pool: d.pool,
     store: d.store,
@@ -73,7 +75,7 @@ export async function startOrchestrator(d: OrchestratorDeps): Promise<Orchestrat
     onDeadLetter: deadLetterRecorder(d.pool),
     // The consumer's filter (baton.triggers.>) delivers only events that can wake the lead.
     handle: async (event) => {
-      const { appended, state } = await serialised(event.taskId, () => advanceTask(d, event.taskId));
+      const { appended, state } = await serialised(event.taskId, () => advanceTask(lead, event.taskId));
       deadlines.hint(nextDeadline(state));
       d.log.debug({ taskId: event.taskId, trigger: event.type, appended }, 'advanced task');
     },

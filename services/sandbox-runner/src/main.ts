@@ -22,6 +22,7 @@ const runner = await startRunner({
   load: new TaskCache(db.pool).load,
   pool: db.pool,
   js: jetstream(nc),
+  nc,
   names,
   log,
   model: new OfflineModel({ latencyMs: config.OFFLINE_MODEL_LATENCY_MS }),

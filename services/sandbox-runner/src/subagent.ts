@@ -16,6 +16,8 @@ export interface RunnerDeps {
   log: Logger;
   /** How tasks are loaded (default: a full re-read); the service passes a TaskCache's load. */
   load?: TaskLoader;
+  /** Called with events committed on the task stream (the service publishes their wake-ups at once). */
+  committed?: (events: RecordedEvent[]) => void;
   /** Called just before a tool runs, with the agent stream version the runner had seen (crash tests audit this). */
   audit?: (entry: { taskId: string; agentId: string; toolUseId: string; tool: string; seenVersion: number }) => void;
 }
@@ -101,12 +103,13 @@ export async function runSubagentJob(d: RunnerDeps, taskId: string, agentId: str
         ? `stopped after reaching the iteration cap of ${def.maxTurns} turns. ${last?.type === 'ModelTurnRecorded' ? textOf(last.data.content) : ''}`.trim()
         : last?.type === 'ModelTurnRecorded' ? textOf(last.data.content) : '';
       try {
-        await handleCommand(d.store, taskId, (s) => {
+        const done = await handleCommand(d.store, taskId, (s) => {
           const a = s.agents[agentId];
           return a && a.status === 'running' && a.attempt === attempt
             ? { type: 'CompleteSubagent', agentId, attempt, summary, filesCreated: files.created, filesModified: files.modified, success: !capped, iterationCapReached: capped }
             : null;
         }, { load });
+        d.committed?.(done.events);
       } catch (err) {
         const code = (err as { code?: string }).code;
         if (code === 'stale_attempt') return 'superseded';

@@ -1,14 +1,17 @@
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
-import { deadLetterRecorder, RunnerJob, startConsumer, type BusNames, type RunningConsumer } from '@baton/bus';
+import { deadLetterRecorder, publishWakeUps, RunnerJob, startConsumer, type BusNames, type RunningConsumer } from '@baton/bus';
 import { handleCommand, loadTask } from '@baton/event-store';
 import type { JetStreamClient } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
 import type pg from 'pg';
 import { runSubagentJob, type RunnerDeps } from './subagent.ts';
 
 export interface RunnerWorkerDeps extends RunnerDeps {
   pool: pg.Pool;
   js: JetStreamClient;
+  /** For the fast path (wake-ups published right after a commit); the relay covers its absence. */
+  nc?: NatsConnection;
   names: BusNames;
   concurrency: number;
   maxAttempts: number;
@@ -56,7 +59,7 @@ export async function startRunner(d: RunnerWorkerDeps): Promise<RunningConsumer>
       // Never act on a state older than the job's cause (it would look like nothing to do).
       const loaded = await load(job.taskId);
       if (!loaded.events.some((e) => e.id === job.causeEventId)) throw new CauseNotVisibleError(`event ${job.causeEventId} is not readable yet`);
-      const outcome = await runSubagentJob({ ...d, load }, job.taskId, job.agentId, ctx.working, ctx.signal);
+      const outcome = await runSubagentJob({ ...d, load, committed: (events) => publishWakeUps(d.nc ?? null, d.names, events) }, job.taskId, job.agentId, ctx.working, ctx.signal);
       d.log.info({ taskId: job.taskId, agentId: job.agentId, outcome, delivery: ctx.deliveryCount }, 'job done');
     },
   });

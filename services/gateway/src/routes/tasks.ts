@@ -1,5 +1,6 @@
 import { allTools, parseToolInput } from '@baton/agents';
 import { decide, digestJson, exists, foldAll, forkEvents, initialState, toTaskRow, toTaskView, uuidV5, type Command, type RecordedEvent, type TaskState } from '@baton/domain';
+import { publishWakeUps } from '@baton/bus';
 import { appendToTask, handleCommand, isConcurrencyError, listTasks, loadTask } from '@baton/event-store';
 import type { ZodTypeProvider } from '@fastify/type-provider-zod';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -78,8 +79,12 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
 
   /** Run a user command against a visible task (retried on version conflicts) and answer with the task. */
   const command = async (req: FastifyRequest, taskId: string, make: (s: TaskState) => Command) => {
-    await loadVisibleTask(d, req, taskId);
-    const res = await handleCommand(d.store, taskId, make, { metadata: { actor: req.actor }, now: d.now, load: d.load });
+    const visible = await loadVisibleTask(d, req, taskId);
+    // The first attempt decides on the state just loaded; a retry after a conflict re-reads.
+    let fresh = true;
+    const load = (id: string) => (fresh ? ((fresh = false), Promise.resolve(visible)) : d.load(id));
+    const res = await handleCommand(d.store, taskId, make, { metadata: { actor: req.actor }, now: d.now, load });
+    publishWakeUps(d.nats(), d.names, res.events);
     return toTaskView(res.state);
   };
 
