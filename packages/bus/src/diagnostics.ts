@@ -16,6 +16,8 @@ export const Diagnostics = z.object({
   activeResources: z.record(z.string(), z.number()),
   /** Statements sent to Postgres since start (when the service reports it). */
   pgQueries: z.number().optional(),
+  /** Tasks held in the service's TaskCache (a waiting or finished task is not kept). */
+  cachedTasks: z.number().optional(),
 });
 export type Diagnostics = z.infer<typeof Diagnostics>;
 
@@ -27,10 +29,16 @@ export function diagnostics(service: string, extra: () => Partial<Diagnostics> =
 }
 
 export function serveDiagnostics(nc: NatsConnection, names: BusNames, service: string, extra?: () => Partial<Diagnostics>): Subscription {
-  return nc.subscribe(names.diagSubject(service), { callback: (_err, msg) => void msg.respond(JSON.stringify(diagnostics(service, extra))) });
+  return nc.subscribe(names.diagSubject(service), {
+    callback: (_err, msg) => {
+      // "gc": collect garbage first (only when the process runs with --expose-gc), so the heap figure is what is retained.
+      if (msg.string() === 'gc') (globalThis as { gc?: () => void }).gc?.();
+      void msg.respond(JSON.stringify(diagnostics(service, extra)));
+    },
+  });
 }
 
-export async function requestDiagnostics(nc: NatsConnection, names: BusNames, service: string, timeoutMs = 2000): Promise<Diagnostics> {
-  const reply = await nc.request(names.diagSubject(service), '', { timeout: timeoutMs });
+export async function requestDiagnostics(nc: NatsConnection, names: BusNames, service: string, opts: { gc?: boolean; timeoutMs?: number } = {}): Promise<Diagnostics> {
+  const reply = await nc.request(names.diagSubject(service), opts.gc ? 'gc' : '', { timeout: opts.timeoutMs ?? 5000 });
   return Diagnostics.parse(reply.json());
 }

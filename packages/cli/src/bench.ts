@@ -48,7 +48,8 @@ export async function runBench(o: BenchOptions): Promise<Line[]> {
     const port = await freePort();
     const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: dbUrl, NATS_URL: o.natsUrl, BATON_NAMESPACE: `bench${randomUUID().slice(0, 6)}`, PORT: String(port), LOG_LEVEL: 'warn', PG_POOL_MAX: '20' };
     // e.g. BENCH_SERVICE_NODE_OPTIONS="--cpu-prof --cpu-prof-dir=/tmp/prof" profiles the services (not the client).
-    if (process.env.BENCH_SERVICE_NODE_OPTIONS) env.NODE_OPTIONS = process.env.BENCH_SERVICE_NODE_OPTIONS;
+    // --expose-gc lets M4 collect garbage before reading each service's heap (what is retained).
+    env.NODE_OPTIONS = process.env.BENCH_SERVICE_NODE_OPTIONS ?? '--expose-gc';
     const services = launch({ env, write: (l) => (/ERROR|FATAL|exited/.test(l) ? console.error(l) : undefined), color: false });
     try {
       const api = new BatonClient(`http://127.0.0.1:${port}`);
@@ -128,7 +129,7 @@ async function benchM2(api: BatonClient, runs: number, round: number): Promise<L
  * approve them all at once; completed runs per second.
  */
 async function benchM4(api: BatonClient, nc: NatsConnection, names: BusNames, runs: number, idleSeconds: number, round: number): Promise<Line[]> {
-  const before = await Promise.all(SERVICES.map((s) => requestDiagnostics(nc, names, s)));
+  const before = await Promise.all(SERVICES.map((s) => requestDiagnostics(nc, names, s, { gc: true })));
   const ids: string[] = [];
   for (let i = 0; i < runs; i += 50) {
     const batch = Math.min(50, runs - i);
@@ -168,7 +169,7 @@ async function benchM4(api: BatonClient, nc: NatsConnection, names: BusNames, ru
   const sumQueries = (ds: Diagnostics[]): number => ds.reduce((n, d) => n + (d.pgQueries ?? 0), 0);
   const q0 = sumQueries(await Promise.all(SERVICES.map((s) => requestDiagnostics(nc, names, s))));
   await new Promise((r) => setTimeout(r, idleSeconds * 1000));
-  const after = await Promise.all(SERVICES.map((s) => requestDiagnostics(nc, names, s)));
+  const after = await Promise.all(SERVICES.map((s) => requestDiagnostics(nc, names, s, { gc: true })));
   const idleQps = (sumQueries(after) - q0) / idleSeconds;
   const lines: Line[] = after.map((d, i) => {
     const b = before[i] as Diagnostics;
@@ -184,7 +185,7 @@ async function benchM4(api: BatonClient, nc: NatsConnection, names: BusNames, ru
       p99: d.rssBytes / 2 ** 20,
       max: d.rssBytes / 2 ** 20,
       value: d.rssBytes / 2 ** 20,
-      note: `${d.service}: ${runs} runs parked; active resources ${total} (timers ${timers}, sockets ${sockets}) vs ${Object.values(b.activeResources).reduce((a, n) => a + n, 0)} before parking; RSS was ${(b.rssBytes / 2 ** 20).toFixed(1)} MiB`,
+      note: `${d.service}: ${runs} runs parked; active resources ${total} (timers ${timers}, sockets ${sockets}) vs ${Object.values(b.activeResources).reduce((a, n) => a + n, 0)} before parking; RSS was ${(b.rssBytes / 2 ** 20).toFixed(1)} MiB; heap used after GC ${(d.heapUsedBytes / 2 ** 20).toFixed(1)} MiB (was ${(b.heapUsedBytes / 2 ** 20).toFixed(1)})${d.cachedTasks !== undefined ? `; tasks cached ${d.cachedTasks}` : ''}`,
     };
   });
   lines.push({ metric: 'M4', round, unit: 'queries/s', n: idleSeconds, p50: idleQps, p99: idleQps, max: idleQps, value: idleQps, note: `statements sent to Postgres by the four services over a ${idleSeconds} s idle window with ${runs} runs parked (${after.map((d) => `${d.service} ${d.pgQueries ?? '?'}`).join(', ')} in all since start)` });

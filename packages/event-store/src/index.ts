@@ -5,5 +5,5 @@ export * from './read-models.ts';
 export { createDb, migrateToLatest, queriesIssued, type Db } from './db.ts';
 export { ensureDatabase } from './admin.ts';
 export type { Database } from './schema.ts';
-export { TaskCache } from './task-cache.ts';
+export { keepActive, TaskCache } from './task-cache.ts';
 export { GroupCommitter, appendBatch } from './group-commit.ts';

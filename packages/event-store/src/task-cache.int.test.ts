@@ -3,7 +3,7 @@ import { agentStreamId, taskStreamId, toTaskView, type NewEvent } from '@baton/d
 import { pgTest as test } from '@baton/testing';
 import pg from 'pg';
 import { describe, expect } from 'vitest';
-import { TaskCache } from './task-cache.ts';
+import { keepActive, TaskCache } from './task-cache.ts';
 import { loadTask } from './tasks.ts';
 
 const submitted = (): NewEvent => ({
@@ -18,6 +18,27 @@ const turn = (agentId: string, n: number): NewEvent => ({
 });
 
 describe('TaskCache', () => {
+  test('with keepActive, a task waiting for a person (or finished) holds no memory; a running one stays cached', async ({ pg: { db, store } }) => {
+    const cache = new TaskCache(db.pool, { keep: keepActive });
+    const taskId = randomUUID();
+    await store.append({ streamId: taskStreamId(taskId), taskId, expectedVersion: 0, events: [submitted(), { id: randomUUID(), type: 'TaskStarted', data: { leadAgentId: 'lead', leadAgentType: 'x', configVersion: 'v' } }] });
+    expect((await cache.load(taskId)).state.status).toBe('running');
+    expect(cache.size).toBe(1);
+    await store.append({
+      streamId: taskStreamId(taskId), taskId, expectedVersion: 2,
+      events: [
+        { id: randomUUID(), type: 'ModelTurnRecorded', data: { agentId: 'lead', turn: 1, model: 'm', content: [{ type: 'tool_use', id: 'a', name: 'ask_user', input: {} }], stopReason: 'tool_use', usage: { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 }, offline: true, durationMs: 0 } },
+        { id: randomUUID(), type: 'ClarificationRequested', data: { requestId: 'c', agentId: 'lead', toolUseId: 'a', questions: ['q'], context: '' } },
+      ],
+    });
+    const parked = await cache.load(taskId);
+    expect(parked.state.status).toBe('awaiting_input');
+    expect(parked.events).toHaveLength(4);
+    expect([cache.size, cache.eventCount]).toEqual([0, 0]);
+    expect(toTaskView((await cache.load(taskId)).state)).toEqual(toTaskView((await loadTask(store, taskId)).state)); // read again in full
+  });
+
+
   test('loads incrementally and always equals a full re-read', async ({ pg: { db, store } }) => {
     const cache = new TaskCache(db.pool);
     const taskId = randomUUID();

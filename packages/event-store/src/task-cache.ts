@@ -39,13 +39,20 @@ export class TaskCache {
   private readonly pool: Pick<pg.Pool, 'query'>;
   private readonly maxEvents: number;
   private readonly maxTasks: number;
+  private readonly keep: (state: TaskState) => boolean;
   hits = 0;
   misses = 0;
 
-  constructor(pool: Pick<pg.Pool, 'query'>, opts: { maxEvents?: number; maxTasks?: number } = {}) {
+  /**
+   * `keep(state)` decides which tasks stay cached after a load (default: all). Services keep
+   * only tasks that can run (`keepActive`): a task waiting for a person, or finished, holds no
+   * memory in any process; its next load reads it again.
+   */
+  constructor(pool: Pick<pg.Pool, 'query'>, opts: { maxEvents?: number; maxTasks?: number; keep?: (state: TaskState) => boolean } = {}) {
     this.pool = pool;
     this.maxEvents = opts.maxEvents ?? 200_000;
     this.maxTasks = opts.maxTasks ?? 20_000;
+    this.keep = opts.keep ?? (() => true);
   }
 
   get size(): number {
@@ -86,6 +93,10 @@ export class TaskCache {
         if (tx < lowestOpenTx) lowestOpenTx = tx;
       }
     }
+    if (!this.keep(state)) {
+      this.forget(taskId);
+      return { state, events };
+    }
     const kept = events.slice(0, absorbed);
     // Rows already absorbed at or above the new horizon are skipped when the next tail re-reads them.
     for (const e of kept) {
@@ -113,6 +124,9 @@ export class TaskCache {
     }
   }
 }
+
+/** The services' cache policy: keep tasks that can run; drop those waiting for a person or finished. */
+export const keepActive = (s: TaskState): boolean => s.status === 'pending' || s.status === 'running';
 
 /** Transaction ids of cached events (kept beside them, not in the domain's event shape). */
 const txOf = new WeakMap<RecordedEvent, bigint>();

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { builtinTeams } from '@baton/agents';
 import { busNames, connectNats, serveDiagnostics } from '@baton/bus';
-import { createDb, EventStore, queriesIssued, TaskCache } from '@baton/event-store';
+import { createDb, EventStore, keepActive, queriesIssued, TaskCache } from '@baton/event-store';
 import { createLogger, installShutdown } from '@baton/runtime';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { buildApp } from './app.ts';
@@ -14,6 +14,7 @@ import { SseHub } from './sse-hub.ts';
 const config = loadGatewayConfig(process.env);
 const log = createLogger('gateway', { level: config.LOG_LEVEL, pretty: config.LOG_PRETTY });
 const db = createDb(config.DATABASE_URL, { max: config.PG_POOL_MAX, applicationName: 'baton-gateway' });
+const cache = new TaskCache(db.pool, { keep: keepActive });
 const names = busNames(config.BATON_NAMESPACE);
 const hub = new SseHub(names, log);
 let nc: NatsConnection | null = null;
@@ -24,7 +25,7 @@ const app = await buildApp({
   pool: db.pool,
   kysely: db.kysely,
   store: new EventStore(db.pool, { groupCommit: true }),
-  load: new TaskCache(db.pool).load,
+  load: cache.load,
   names,
   nats: () => nc,
   hub,
@@ -44,7 +45,7 @@ db.pool.query('select 1').catch((err: Error) => log.error({ err: err.message }, 
 void connectNats(config.NATS_URL, 'baton-gateway', log).then((c) => {
   nc = c;
   hub.attach(c);
-  serveDiagnostics(c, names, 'gateway', () => ({ pgQueries: queriesIssued() }));
+  serveDiagnostics(c, names, 'gateway', () => ({ pgQueries: queriesIssued(), cachedTasks: cache.size }));
 });
 
 installShutdown(log, [

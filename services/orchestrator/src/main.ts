@@ -1,6 +1,6 @@
 import { OfflineModel } from '@baton/agents';
 import { busNames, connectNats, ensureTopology, serveDiagnostics } from '@baton/bus';
-import { createDb, EventStore, queriesIssued, TaskCache } from '@baton/event-store';
+import { createDb, EventStore, keepActive, queriesIssued, TaskCache } from '@baton/event-store';
 import { createLogger, installShutdown, retryForever, topologyFromEnv } from '@baton/runtime';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { loadOrchestratorConfig } from './config.ts';
@@ -10,6 +10,7 @@ import { startOrchestrator } from './worker.ts';
 const config = loadOrchestratorConfig(process.env);
 const log = createLogger('orchestrator', { level: config.LOG_LEVEL, pretty: config.LOG_PRETTY });
 const db = createDb(config.DATABASE_URL, { max: config.PG_POOL_MAX, applicationName: 'baton-orchestrator' });
+const cache = new TaskCache(db.pool, { keep: keepActive });
 await retryForever(`connecting to Postgres`, log, () => db.pool.query('select 1'));
 const nc = await connectNats(config.NATS_URL, 'baton-orchestrator', log);
 const names = busNames(config.BATON_NAMESPACE);
@@ -18,7 +19,7 @@ if (config.ANTHROPIC_API_KEY) log.warn('ANTHROPIC_API_KEY is set, but this build
 const model = new OfflineModel({ latencyMs: config.OFFLINE_MODEL_LATENCY_MS });
 const orchestrator = await startOrchestrator({
   store: new EventStore(db.pool, { groupCommit: true }),
-  load: new TaskCache(db.pool).load,
+  load: cache.load,
   pool: db.pool,
   nc,
   js: jetstream(nc),
@@ -33,7 +34,7 @@ const orchestrator = await startOrchestrator({
   relay: { enabled: config.RELAY_ENABLED, batchSize: config.RELAY_BATCH_SIZE, backstopMs: config.RELAY_BACKSTOP_MS },
 });
 log.info({ namespace: names.namespace || '(default)', model: model.name, relay: config.RELAY_ENABLED }, 'orchestrator started');
-serveDiagnostics(nc, names, 'orchestrator', () => ({ pgQueries: queriesIssued() }));
+serveDiagnostics(nc, names, 'orchestrator', () => ({ pgQueries: queriesIssued(), cachedTasks: cache.size }));
 installShutdown(log, [
   { name: 'stop consuming and finish in-flight work', run: () => orchestrator.stop() },
   { name: 'drain NATS', run: () => nc.drain() },

@@ -2,7 +2,7 @@ import { appendFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { OfflineModel } from '@baton/agents';
 import { busNames, connectNats, ensureTopology, serveDiagnostics } from '@baton/bus';
-import { createDb, EventStore, queriesIssued, TaskCache } from '@baton/event-store';
+import { createDb, EventStore, keepActive, queriesIssued, TaskCache } from '@baton/event-store';
 import { createLogger, installShutdown, retryForever, topologyFromEnv } from '@baton/runtime';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { loadRunnerConfig } from './config.ts';
@@ -11,6 +11,7 @@ import { startRunner } from './worker.ts';
 const config = loadRunnerConfig(process.env);
 const log = createLogger('sandbox-runner', { level: config.LOG_LEVEL, pretty: config.LOG_PRETTY });
 const db = createDb(config.DATABASE_URL, { max: config.PG_POOL_MAX, applicationName: 'baton-runner' });
+const cache = new TaskCache(db.pool, { keep: keepActive });
 await retryForever('connecting to Postgres', log, () => db.pool.query('select 1'));
 const nc = await connectNats(config.NATS_URL, 'baton-sandbox-runner', log);
 const names = busNames(config.BATON_NAMESPACE);
@@ -19,7 +20,7 @@ if (config.ANTHROPIC_API_KEY) log.warn('ANTHROPIC_API_KEY is set, but this build
 const runnerId = config.RUNNER_ID ?? `${hostname()}-${process.pid}`;
 const runner = await startRunner({
   store: new EventStore(db.pool, { groupCommit: true }),
-  load: new TaskCache(db.pool).load,
+  load: cache.load,
   pool: db.pool,
   js: jetstream(nc),
   nc,
@@ -35,7 +36,7 @@ const runner = await startRunner({
   maxAttempts: config.CONSUMER_MAX_ATTEMPTS,
 });
 log.info({ runnerId, workspaceRoot: config.WORKSPACE_ROOT }, 'sandbox-runner started');
-serveDiagnostics(nc, names, 'sandbox-runner', () => ({ pgQueries: queriesIssued() }));
+serveDiagnostics(nc, names, 'sandbox-runner', () => ({ pgQueries: queriesIssued(), cachedTasks: cache.size }));
 installShutdown(log, [
   { name: 'stop taking jobs and finish in-flight ones', run: () => runner.stop() },
   { name: 'drain NATS', run: () => nc.drain() },
