@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { OfflineModel } from '@baton/agents';
 import { busNames, ensureTopology } from '@baton/bus';
-import { handleCommand, loadTask, TaskCache, type EventStore } from '@baton/event-store';
+import { handleCommand, keepActive, loadTask, TaskCache, type EventStore } from '@baton/event-store';
 import { silentLogger } from '@baton/runtime';
 import { pgTest, stackTest, waitFor } from '@baton/testing';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
@@ -175,11 +175,12 @@ describe('startOrchestrator', () => {
     }
   });
 
-  stackTest('relay + consumer drive submitted bench tasks to completion; redelivered triggers are harmless', async ({ pg, nats }) => {
+  stackTest('relay + consumer drive submitted bench tasks to completion; redelivered triggers are harmless; finished tasks are not kept in memory', async ({ pg, nats }) => {
     const names = busNames(nats.namespace);
     await ensureTopology(await jetstreamManager(nats.nc), names);
+    const cache = new TaskCache(pg.db.pool, { keep: keepActive });
     const orch = await startOrchestrator({
-      ...deps(pg.store), load: new TaskCache(pg.db.pool).load, pool: pg.db.pool, nc: nats.nc, js: jetstream(nats.nc), names, concurrency: 8, maxAttempts: 5,
+      ...deps(pg.store), load: cache.load, forget: (id) => cache.forget(id), pool: pg.db.pool, nc: nats.nc, js: jetstream(nats.nc), names, concurrency: 8, maxAttempts: 5,
       relay: { enabled: true, batchSize: 100, backstopMs: 30_000 },
     });
     const ids = await Promise.all(Array.from({ length: 20 }, () => submit(pg.store, { team: 'bench' })));
@@ -187,6 +188,7 @@ describe('startOrchestrator', () => {
       const r = await pg.db.pool.query(`select count(*)::int as n from tasks where status = 'completed'`);
       return r.rows[0].n === 20;
     }, { timeoutMs: 30_000, what: '20 completed tasks' });
+    await waitFor(() => cache.size === 0, { what: 'finished tasks to leave the cache' });
     // Re-publish every TaskSubmitted as if JetStream redelivered it long after the dedupe window.
     const js = jetstream(nats.nc);
     for (const id of ids) await js.publish(names.triggerSubject(id, 'TaskSubmitted'), JSON.stringify({ id: randomUUID(), type: 'TaskSubmitted', taskId: id, streamId: `task-${id}`, version: 1, position: 1, recordedAt: new Date().toISOString(), data: {}, metadata: {} }));

@@ -20,6 +20,7 @@ const model = new OfflineModel({ latencyMs: config.OFFLINE_MODEL_LATENCY_MS });
 const orchestrator = await startOrchestrator({
   store: new EventStore(db.pool, { groupCommit: true }),
   load: cache.load,
+  forget: (taskId) => cache.forget(taskId),
   pool: db.pool,
   nc,
   js: jetstream(nc),

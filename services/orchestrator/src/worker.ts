@@ -19,6 +19,8 @@ export interface OrchestratorDeps extends LeadDeps {
   /** `working()` interval while a trigger is handled; below the consumer's ack_wait. */
   heartbeatMs?: number;
   relay: { enabled: boolean; batchSize: number; backstopMs: number };
+  /** Drop a task from the process's cache (called once it waits for a person or is finished). */
+  forget?: (taskId: string) => void;
   /** Longest sleep of the deadline timer between looks at the deadline table. */
   deadlineBackstopMs?: number;
 }
@@ -77,6 +79,8 @@ export async function startOrchestrator(d: OrchestratorDeps): Promise<Orchestrat
     handle: async (event) => {
       const { appended, state } = await serialised(event.taskId, () => advanceTask(lead, event.taskId));
       deadlines.hint(nextDeadline(state));
+      // The step that parked or finished the task was loaded while it ran: hold nothing for it now.
+      if (state.status !== 'running' && state.status !== 'pending') d.forget?.(event.taskId);
       d.log.debug({ taskId: event.taskId, trigger: event.type, appended }, 'advanced task');
     },
   });
