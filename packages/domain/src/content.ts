@@ -1,8 +1,10 @@
 import { z } from 'zod';
 
 /** Content blocks exchanged with a model; the shape follows the Anthropic Messages API. */
-export const TextBlock = z.object({ type: z.literal('text'), text: z.string() });
-export const ToolUseBlock = z.object({
+// Loose: fields the API adds (citations on text, caller on tool_use, …) are kept, so a
+// conversation replayed from the log is sent back exactly as the model produced it.
+export const TextBlock = z.looseObject({ type: z.literal('text'), text: z.string() });
+export const ToolUseBlock = z.looseObject({
   type: z.literal('tool_use'),
   id: z.string().min(1),
   name: z.string().min(1),

@@ -35,6 +35,14 @@ export const commonEnv = {
   JOBS_ACK_WAIT_MS: z.coerce.number().int().min(1000).max(3_600_000).default(60_000),
 };
 
+/** Claude (unset key → the offline model). Shared by the services that call models. */
+export const modelEnv = {
+  ANTHROPIC_API_KEY: z.string().min(1).optional(),
+  ANTHROPIC_BASE_URL: z.url().optional(),
+  ANTHROPIC_MAX_RETRIES: z.coerce.number().int().min(0).max(20).default(4),
+  ANTHROPIC_TIMEOUT_MS: z.coerce.number().int().min(1000).max(3_600_000).default(600_000),
+};
+
 /** The JetStream consumer settings every service agrees on (from EVENTS_/JOBS_ACK_WAIT_MS). */
 export const topologyFromEnv = (c: { EVENTS_ACK_WAIT_MS: number; JOBS_ACK_WAIT_MS: number }) => ({
   ackWaitMs: { orchestrator: c.EVENTS_ACK_WAIT_MS, notifier: c.EVENTS_ACK_WAIT_MS, runner: c.JOBS_ACK_WAIT_MS },

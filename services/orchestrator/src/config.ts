@@ -1,4 +1,4 @@
-import { commonEnv, durationMs, loadConfig } from '@baton/runtime';
+import { commonEnv, durationMs, loadConfig, modelEnv } from '@baton/runtime';
 import { z } from 'zod';
 
 const schema = z.object({
@@ -12,7 +12,7 @@ const schema = z.object({
   CONSUMER_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(8),
   /** Offline model latency per turn (0 = instant); lets a demo look like real work. */
   OFFLINE_MODEL_LATENCY_MS: durationMs(0),
-  ANTHROPIC_API_KEY: z.string().optional(),
+  ...modelEnv,
 });
 export type OrchestratorConfig = z.infer<typeof schema>;
 

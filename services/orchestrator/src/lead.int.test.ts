@@ -149,6 +149,15 @@ describe('advanceTask (the lead loop)', () => {
     expect((await pg.db.pool.query('select next_deadline from tasks where id = $1', [id])).rows[0].next_deadline).toBeNull();
   });
 
+  pgTest('with a real model (seconds per call) the start is committed first, so the task shows running during the first call', async ({ pg }) => {
+    const id = await submit(pg.store, { requirePlanApproval: false });
+    const seen: string[] = [];
+    const offline = new OfflineModel();
+    const watching = { name: 'claude-like', complete: async (r: Parameters<OfflineModel['complete']>[0]) => { seen.push((await loadTask(pg.store, id)).state.status); return offline.complete(r); } };
+    await advanceTask({ ...deps(pg.store), model: watching }, id);
+    expect(seen[0]).toBe('running');
+  });
+
   pgTest('an unknown team fails the task visibly', async ({ pg }) => {
     const id = await submit(pg.store, { team: 'ghosts' });
     await advanceTask(deps(pg.store), id);

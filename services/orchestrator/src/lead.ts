@@ -136,7 +136,9 @@ async function runLead(deps: LeadDeps, initial: TaskState, history: RecordedEven
     }
     // A recorded turn is paid for: make it durable before asking the model again. Everything
     // else (start, tool results) rides along with the next turn, so each step is one commit.
-    if (pending.some((e) => e.type === 'ModelTurnRecorded')) await flush();
+    // A real model call takes seconds: the task shows `running` (its start committed) meanwhile.
+    // The instant offline model keeps the start in the same commit as the first turn.
+    if (pending.some((e) => e.type === 'ModelTurnRecorded' || (e.type === 'TaskStarted' && !team.lead.model.startsWith('offline')))) await flush();
     const startedAt = deps.now();
     const startedHr = performance.now();
     const messages = buildConversation(s.prompt, lead.agentId, [...events, ...pending.map((e) => preview(e, s, taskId))]);

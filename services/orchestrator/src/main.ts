@@ -1,4 +1,4 @@
-import { OfflineModel } from '@baton/agents';
+import { modelFromConfig } from '@baton/agents';
 import { busNames, connectNats, ensureTopology, serveDiagnostics } from '@baton/bus';
 import { createDb, EventStore, keepActive, queriesIssued, TaskCache } from '@baton/event-store';
 import { createLogger, installShutdown, retryForever, topologyFromEnv } from '@baton/runtime';
@@ -15,8 +15,7 @@ await retryForever(`connecting to Postgres`, log, () => db.pool.query('select 1'
 const nc = await connectNats(config.NATS_URL, 'baton-orchestrator', log);
 const names = busNames(config.BATON_NAMESPACE);
 await retryForever('setting up JetStream streams', log, async () => ensureTopology(await jetstreamManager(nc), names, topologyFromEnv(config)));
-if (config.ANTHROPIC_API_KEY) log.warn('ANTHROPIC_API_KEY is set, but this build drives the lead with the offline model only (Claude arrives with the agents issue)');
-const model = new OfflineModel({ latencyMs: config.OFFLINE_MODEL_LATENCY_MS });
+const model = modelFromConfig(config);
 const orchestrator = await startOrchestrator({
   store: new EventStore(db.pool, { groupCommit: true }),
   load: cache.load,

@@ -1,6 +1,6 @@
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { commonEnv, durationMs, loadConfig } from '@baton/runtime';
+import { commonEnv, durationMs, loadConfig, modelEnv } from '@baton/runtime';
 import { z } from 'zod';
 
 const schema = z.object({
@@ -10,7 +10,7 @@ const schema = z.object({
   WORKSPACE_ROOT: z.string().min(1).default(path.join(tmpdir(), 'baton-workspaces')),
   CONSUMER_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(5),
   OFFLINE_MODEL_LATENCY_MS: durationMs(0),
-  ANTHROPIC_API_KEY: z.string().optional(),
+  ...modelEnv,
   /** Test hook: append one JSON line per tool execution (crash tests check nothing ran twice). */
   BATON_TOOL_AUDIT_FILE: z.string().min(1).optional(),
 });

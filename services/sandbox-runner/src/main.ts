@@ -1,6 +1,6 @@
 import { appendFileSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { OfflineModel } from '@baton/agents';
+import { modelFromConfig } from '@baton/agents';
 import { busNames, connectNats, ensureTopology, serveDiagnostics } from '@baton/bus';
 import { createDb, EventStore, keepActive, queriesIssued, TaskCache } from '@baton/event-store';
 import { createLogger, installShutdown, retryForever, topologyFromEnv } from '@baton/runtime';
@@ -16,7 +16,6 @@ await retryForever('connecting to Postgres', log, () => db.pool.query('select 1'
 const nc = await connectNats(config.NATS_URL, 'baton-sandbox-runner', log);
 const names = busNames(config.BATON_NAMESPACE);
 await retryForever('setting up JetStream streams', log, async () => ensureTopology(await jetstreamManager(nc), names, topologyFromEnv(config)));
-if (config.ANTHROPIC_API_KEY) log.warn('ANTHROPIC_API_KEY is set, but this build runs subagents with the offline model only');
 const runnerId = config.RUNNER_ID ?? `${hostname()}-${process.pid}`;
 const runner = await startRunner({
   store: new EventStore(db.pool, { groupCommit: true }),
@@ -26,7 +25,7 @@ const runner = await startRunner({
   nc,
   names,
   log,
-  model: new OfflineModel({ latencyMs: config.OFFLINE_MODEL_LATENCY_MS }),
+  model: modelFromConfig(config),
   workspaceRoot: config.WORKSPACE_ROOT,
   runnerId,
   now: () => new Date(),

@@ -1,0 +1,130 @@
+import Anthropic from '@anthropic-ai/sdk';
+import { ContentBlock, StopReason, type Usage } from '@baton/domain';
+import { z } from 'zod';
+import type { ModelClient, ModelMessage, ModelRequest, ModelResponse, ToolSpec } from './model.ts';
+import { OfflineModel } from './offline.ts';
+import { costUsd } from './prices.ts';
+
+export interface AnthropicModelOptions {
+  /** Default: ANTHROPIC_API_KEY (the SDK sends it as `authorization: Bearer …`). */
+  apiKey?: string;
+  /** Default: ANTHROPIC_BASE_URL, else Anthropic's API (tests point it at a local fake). */
+  baseURL?: string;
+  /** Retries on 408/409/429/5xx/529 and connection errors, with the SDK's exponential backoff (default 4). */
+  maxRetries?: number;
+  /** Per request (default 10 minutes; a slow turn is normal, a hung socket is not). */
+  timeoutMs?: number;
+  /** Server-side web search: how many searches one turn may make (default 5). */
+  webSearchMaxUses?: number;
+}
+
+/** The response fields Baton keeps, parsed (model output is input from outside). */
+const ResponseSchema = z.object({
+  model: z.string().min(1),
+  content: z.array(ContentBlock),
+  stop_reason: z.string().nullable(),
+  usage: z.object({
+    input_tokens: z.number().int().nonnegative(),
+    output_tokens: z.number().int().nonnegative(),
+    cache_read_input_tokens: z.number().int().nonnegative().nullish(),
+    cache_creation_input_tokens: z.number().int().nonnegative().nullish(),
+  }),
+});
+
+/** The name under which an agent's config asks for Anthropic's server-side web search. */
+export const WEB_SEARCH_TOOL = 'web_search';
+
+/**
+ * Claude through @anthropic-ai/sdk (Messages API with tools). The conversation is rebuilt from
+ * the log by the caller; this class only translates, calls and parses. Usage (input, output,
+ * cache read and cache write tokens) and its cost (prices.ts) are returned with every turn.
+ * Server tool blocks (web search calls and results) are kept verbatim, so a replayed
+ * conversation sends them back unchanged.
+ */
+export class AnthropicModel implements ModelClient {
+  readonly name = 'anthropic';
+  private readonly client: Anthropic;
+  private readonly webSearchMaxUses: number;
+
+  constructor(opts: AnthropicModelOptions = {}) {
+    this.client = new Anthropic({
+      ...(opts.apiKey !== undefined ? { apiKey: opts.apiKey } : {}),
+      ...(opts.baseURL !== undefined ? { baseURL: opts.baseURL } : {}),
+      maxRetries: opts.maxRetries ?? 4,
+      timeout: opts.timeoutMs ?? 600_000,
+    });
+    this.webSearchMaxUses = opts.webSearchMaxUses ?? 5;
+  }
+
+  async complete(req: ModelRequest): Promise<ModelResponse> {
+    const raw = await this.client.messages.create(
+      {
+        model: req.model,
+        max_tokens: req.maxTokens,
+        system: req.system,
+        messages: req.messages.map(toParam),
+        ...(req.tools.length ? { tools: req.tools.map((t) => this.toTool(t)) } : {}),
+      } as Anthropic.MessageCreateParamsNonStreaming,
+      req.signal ? { signal: req.signal } : {},
+    );
+    const res = ResponseSchema.parse(raw);
+    const usage: Usage = {
+      inputTokens: res.usage.input_tokens,
+      outputTokens: res.usage.output_tokens,
+      cacheReadTokens: res.usage.cache_read_input_tokens ?? 0,
+      cacheWriteTokens: res.usage.cache_creation_input_tokens ?? 0,
+      costUsd: 0,
+    };
+    usage.costUsd = costUsd(res.model, usage);
+    return { content: res.content, stopReason: stopReasonOf(res.stop_reason), usage, model: res.model, offline: false };
+  }
+
+  private toTool(t: ToolSpec): unknown {
+    if (t.name === WEB_SEARCH_TOOL) return { type: 'web_search_20250305', name: WEB_SEARCH_TOOL, max_uses: this.webSearchMaxUses };
+    return { name: t.name, description: t.description, input_schema: t.input_schema };
+  }
+}
+
+function toParam(m: ModelMessage): unknown {
+  if (m.role === 'assistant') return { role: 'assistant', content: m.content };
+  return { role: 'user', content: m.content };
+}
+
+/** The API's stop reasons, in Baton's vocabulary (a reason we do not know ends the turn). */
+export function stopReasonOf(r: string | null): StopReason {
+  if (r === 'model_context_window_exceeded') return 'max_tokens';
+  const parsed = StopReason.safeParse(r);
+  return parsed.success ? parsed.data : 'end_turn';
+}
+
+/**
+ * The model client services use: Claude when a key is configured, the offline model otherwise;
+ * an agent whose configured model is `offline…` (the benchmark team) always gets the offline one.
+ */
+export class RoutingModel implements ModelClient {
+  readonly name: string;
+  private readonly claude: ModelClient | null;
+  private readonly offline: ModelClient;
+  constructor(claude: ModelClient | null, offline: ModelClient) {
+    this.claude = claude;
+    this.offline = offline;
+    this.name = claude ? `${claude.name}+${offline.name}` : offline.name;
+  }
+
+  complete(req: ModelRequest): Promise<ModelResponse> {
+    return this.claude && !req.model.startsWith('offline') ? this.claude.complete(req) : this.offline.complete(req);
+  }
+}
+
+/** The services' model, from their (already validated) configuration. */
+export function modelFromConfig(c: { ANTHROPIC_API_KEY?: string | undefined; ANTHROPIC_BASE_URL?: string | undefined; ANTHROPIC_MAX_RETRIES: number; ANTHROPIC_TIMEOUT_MS: number; OFFLINE_MODEL_LATENCY_MS: number }): ModelClient {
+  const offline = new OfflineModel({ latencyMs: c.OFFLINE_MODEL_LATENCY_MS });
+  if (!c.ANTHROPIC_API_KEY) return new RoutingModel(null, offline);
+  const claude = new AnthropicModel({
+    apiKey: c.ANTHROPIC_API_KEY,
+    ...(c.ANTHROPIC_BASE_URL ? { baseURL: c.ANTHROPIC_BASE_URL } : {}),
+    maxRetries: c.ANTHROPIC_MAX_RETRIES,
+    timeoutMs: c.ANTHROPIC_TIMEOUT_MS,
+  });
+  return new RoutingModel(claude, offline);
+}
