@@ -64,9 +64,11 @@ export type PendingRequest =
       toolUseId: string;
       toolName: string;
       input: Record<string, unknown>;
+      /** sha256 of the canonical input: what an approver signs off on. */
       inputDigest: string;
       plan: string;
       deadline: string;
+      /** What happens at the deadline if nobody decides. */
       onTimeout: 'reject' | 'approve';
       openedAt: string;
     }

@@ -22,23 +22,8 @@ export interface TaskView {
   error: { code: string; message: string } | null;
 }
 
-export type PendingRequestView =
-  | {
-      kind: 'approval';
-      requestId: string;
-      agentId: string;
-      toolUseId: string;
-      toolName: string;
-      input: Record<string, unknown>;
-      /** sha256 of the canonical input: what an approver signs off on. */
-      inputDigest: string;
-      plan: string;
-      deadline: string;
-      /** What happens at the deadline if nobody decides. */
-      onTimeout: 'reject' | 'approve';
-      openedAt: string;
-    }
-  | { kind: 'clarification'; requestId: string; agentId: string; toolUseId: string; questions: string[]; context: string; options?: string[]; deadline?: string; openedAt: string };
+/** A request as the API shows it: the state's own record (absent optional fields left out). */
+export type PendingRequestView = PendingRequest;
 
 export function toPendingRequestView(r: PendingRequest): PendingRequestView {
   if (r.kind === 'approval') {
