@@ -1,6 +1,5 @@
-import { CURRENT_SCHEMA_VERSION } from '@baton/domain';
 import type pg from 'pg';
-import { NOTIFY_CHANNEL, TASKS_UPSERT_CONFLICT } from './sql.ts';
+import { NOTIFY_CHANNEL, storedColumns, TASKS_UPSERT_CONFLICT } from './sql.ts';
 import type { AppendInput } from './store.ts';
 
 /** The outcome of one append inside a batch: its positions, or the stream's current version when nothing was written. */
@@ -50,7 +49,8 @@ export async function appendBatch(pool: Pick<pg.Pool, 'query'>, inputs: readonly
   const cols: unknown[][] = Array.from({ length: 10 }, () => []);
   inputs.forEach((input, item) => {
     input.events.forEach((e, i) => {
-      const row = [item, input.streamId, input.taskId, input.expectedVersion, i + 1, e.id, e.type, CURRENT_SCHEMA_VERSION, JSON.stringify(e.data), JSON.stringify({ ...e.metadata, schemaVersion: CURRENT_SCHEMA_VERSION })];
+      const c = storedColumns(e);
+      const row = [item, input.streamId, input.taskId, input.expectedVersion, i + 1, e.id, c.type, c.schemaVersion, c.data, c.metadata];
       row.forEach((v, c) => (cols[c] as unknown[]).push(v));
     });
   });

@@ -2,6 +2,7 @@ import {
   CURRENT_SCHEMA_VERSION,
   isEventType,
   upcast,
+  type ForkedEvent,
   type NewEvent,
   type RecordedEvent,
   type TaskRow,
@@ -9,7 +10,7 @@ import {
 import type pg from 'pg';
 import { ConcurrencyError, DuplicateEventError } from './errors.ts';
 import { GroupCommitter, type BatchItemResult } from './group-commit.ts';
-import { NOTIFY_CHANNEL, TASKS_UPSERT_CONFLICT } from './sql.ts';
+import { NOTIFY_CHANNEL, storedColumns, TASKS_UPSERT_CONFLICT } from './sql.ts';
 
 /** A position in the log for readers that tail it: commit-safe order is (transaction_id, global_position). */
 export interface LogCursor {
@@ -165,6 +166,7 @@ export class EventStore {
   private async appendOne(input: AppendInput): Promise<BatchItemResult> {
     const { streamId, taskId, expectedVersion, events } = input;
     const ids = events.map((e) => e.id);
+    const cols = events.map(storedColumns);
     let row: { current_version: number; positions: string[] };
     try {
       const res = await this.pool.query<{ current_version: number; positions: string[] }>({
@@ -175,10 +177,10 @@ export class EventStore {
           taskId,
           expectedVersion,
           ids,
-          events.map((e) => e.type),
-          events.map(() => CURRENT_SCHEMA_VERSION),
-          events.map((e) => JSON.stringify(e.data)),
-          events.map((e) => JSON.stringify({ ...e.metadata, schemaVersion: CURRENT_SCHEMA_VERSION })),
+          cols.map((c) => c.type),
+          cols.map((c) => c.schemaVersion),
+          cols.map((c) => c.data),
+          cols.map((c) => c.metadata),
           input.readModel ? JSON.stringify(input.readModel) : null,
         ],
       });
@@ -210,17 +212,18 @@ export class EventStore {
    * with the read model and NOTIFY, in one statement. Refused if the task already has events,
    * unless they are exactly these (a retried import is a no-op).
    */
-  async importTask(input: { taskId: string; events: readonly { streamId: string; version: number; event: NewEvent }[]; readModel: TaskRow }): Promise<{ positions: bigint[]; duplicate: boolean }> {
+  async importTask(input: { taskId: string; events: readonly ForkedEvent[]; readModel: TaskRow }): Promise<{ positions: bigint[]; duplicate: boolean }> {
     const { taskId, events } = input;
+    const cols = events.map((e) => storedColumns(e.event));
     const res = await this.pool.query<{ existing: number; positions: string[] }>(IMPORT_SQL, [
       taskId,
       events.map((e) => e.streamId),
       events.map((e) => e.version),
       events.map((e) => e.event.id),
-      events.map((e) => e.event.type),
-      events.map(() => CURRENT_SCHEMA_VERSION),
-      events.map((e) => JSON.stringify(e.event.data)),
-      events.map((e) => JSON.stringify({ ...e.event.metadata, schemaVersion: CURRENT_SCHEMA_VERSION })),
+      cols.map((c) => c.type),
+      cols.map((c) => c.schemaVersion),
+      cols.map((c) => c.data),
+      cols.map((c) => c.metadata),
       JSON.stringify(input.readModel),
     ]);
     const row = res.rows[0] as { existing: number; positions: string[] };

@@ -9,6 +9,7 @@ import {
   type Command,
   type DecidedEvent,
   type EventMetadata,
+  type ForkedEvent,
   type NewEvent,
   type RecordedEvent,
   type TaskState,
@@ -110,6 +111,21 @@ export async function appendToAgent(store: EventStore, state: TaskState, taskId:
   const append = await store.append({ streamId, taskId, expectedVersion: agent.streamVersion, events });
   const after = foldNew(state, taskId, streamId, events, agent.streamVersion + 1, append.positions, at);
   return { state: after.state, events: after.recorded, append };
+}
+
+/**
+ * Write a whole new task (a fork's copied history, several streams in log order) in one
+ * statement, with its read model; returns the state folded from what was written.
+ */
+export async function importTask(store: EventStore, taskId: string, copied: readonly ForkedEvent[], opts: Pick<WriteOptions, 'now'> = {}): Promise<{ state: TaskState; events: RecordedEvent[] }> {
+  const at = (opts.now ?? (() => new Date()))();
+  const record = (positions: readonly bigint[]): RecordedEvent[] =>
+    copied.map((c, i) => ({ ...c.event, taskId, streamId: c.streamId, version: c.version, position: positions[i] ?? BigInt(i + 1), recordedAt: at, metadata: c.event.metadata ?? {}, schemaVersion: 1 }) as RecordedEvent);
+  const fold = (events: RecordedEvent[]): TaskState => events.reduce(evolve, initialState());
+  const res = await store.importTask({ taskId, events: copied, readModel: toTaskRow(fold(record([]))) });
+  if (res.duplicate) return loadTask(store, taskId);
+  const events = record(res.positions);
+  return { state: fold(events), events };
 }
 
 /**

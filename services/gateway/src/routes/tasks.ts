@@ -1,7 +1,7 @@
 import { allTools, parseToolInput } from '@baton/agents';
-import { decide, digestJson, exists, foldAll, forkEvents, initialState, toTaskRow, toTaskView, uuidV5, type Command, type RecordedEvent, type TaskState } from '@baton/domain';
+import { decide, digestJson, exists, forkEvents, initialState, toTaskView, uuidV5, type Command, type TaskState } from '@baton/domain';
 import { publishWakeUps } from '@baton/bus';
-import { appendToTask, handleCommand, isConcurrencyError, listTasks, loadTask } from '@baton/event-store';
+import { appendToTask, handleCommand, importTask, isConcurrencyError, listTasks, loadTask } from '@baton/event-store';
 import type { ZodTypeProvider } from '@fastify/type-provider-zod';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { GatewayDeps } from '../deps.ts';
@@ -120,12 +120,7 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     const { atVersion } = req.body;
     if (atVersion > source.state.version) throw new HttpError(422, 'invalid_version', `body.atVersion: the task is at version ${source.state.version}; fork at 1..${source.state.version}`, [{ field: 'body.atVersion', message: `at most ${source.state.version}` }]);
     const newId = d.newId();
-    const copied = forkEvents(source.events, atVersion, newId, { now: d.now(), requestedBy: req.actor });
-    // Fold the copy as it will be recorded, for the read model written in the same statement.
-    const at = d.now();
-    const preview: RecordedEvent[] = copied.map((c, i) => ({ ...c.event, taskId: newId, streamId: c.streamId, version: c.version, position: BigInt(i + 1), recordedAt: at, metadata: c.event.metadata ?? {}, schemaVersion: 1 }) as RecordedEvent);
-    await d.store.importTask({ taskId: newId, events: copied, readModel: toTaskRow(foldAll(preview)) });
-    const { state } = await d.load(newId);
+    const { state } = await importTask(d.store, newId, forkEvents(source.events, atVersion, newId, { now: d.now(), requestedBy: req.actor }), { now: d.now });
     return reply.status(201).send(toTaskView(state));
   });
 
