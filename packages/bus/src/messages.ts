@@ -58,7 +58,12 @@ export function jobsFor(e: RecordedEvent): { kind: JobKind; agentId: string; msg
 /** Everything the relay publishes for one event: the event, a lead trigger if it is one, and any runner jobs. */
 export function messagesFor(e: RecordedEvent, names: BusNames): OutMessage[] {
   const data = encodeEvent(e);
-  const out: OutMessage[] = [{ subject: names.eventSubject(e.taskId, e.type), data, msgId: e.id }];
+  return [{ subject: names.eventSubject(e.taskId, e.type), data, msgId: e.id }, ...wakeUpsFor(e, names, data)];
+}
+
+/** The wake-ups an event causes: a lead trigger if it is one, and any runner jobs. */
+function wakeUpsFor(e: RecordedEvent, names: BusNames, data: Uint8Array = encodeEvent(e)): OutMessage[] {
+  const out: OutMessage[] = [];
   if (wakes(e).lead) out.push({ subject: names.triggerSubject(e.taskId, e.type), data, msgId: `trigger-${e.id}` });
   for (const j of jobsFor(e)) out.push({ subject: names.jobSubject(j.kind, e.taskId, j.agentId), data: JSON.stringify(j.job), msgId: j.msgId });
   return out;
@@ -74,8 +79,7 @@ export function messagesFor(e: RecordedEvent, names: BusNames): OutMessage[] {
 export function publishWakeUps(nc: Pick<NatsConnection, 'publish'> | null, names: BusNames, events: readonly RecordedEvent[]): void {
   if (!nc) return;
   for (const e of events) {
-    for (const m of messagesFor(e, names)) {
-      if (m.msgId === e.id) continue; // the event itself: relay only
+    for (const m of wakeUpsFor(e, names)) {
       const h = headers();
       h.set('Nats-Msg-Id', m.msgId);
       try {
