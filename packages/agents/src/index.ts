@@ -3,6 +3,6 @@ export * from './tools.ts';
 export * from './teams.ts';
 export * from './conversation.ts';
 export { OfflineModel, OFFLINE_LABEL } from './offline.ts';
-export { approvalFor, ApprovalPolicy, ApprovalRule, type ApprovalDecision } from './policy.ts';
+export { approvalFor, askPerson, ApprovalPolicy, ApprovalRule, type ApprovalDecision } from './policy.ts';
 export { AnthropicModel, modelFromConfig, RoutingModel, stopReasonOf, WEB_SEARCH_TOOL, type AnthropicModelOptions } from './anthropic.ts';
 export { costUsd, PRICES, priceOf, type Price } from './prices.ts';

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { approvalFor, ApprovalPolicy } from './policy.ts';
+import { digestJson } from '@baton/domain';
+import { approvalFor, ApprovalPolicy, askPerson } from './policy.ts';
 import { allTools } from './tools.ts';
 
 const task = (requirePlanApproval: boolean) => ({ requirePlanApproval });
@@ -28,5 +29,15 @@ describe('approval policy', () => {
     expect(approvalFor([{ require: 'always', onTimeout: 'reject' }], task(true), 'researcher', ask).required).toBe(false);
     expect(() => ApprovalPolicy.parse([{ tool: 'x', require: 'sometimes' }])).toThrow(/require/);
     expect(() => ApprovalPolicy.parse([{ tool: 'x', require: 'always', typo: 1 }])).toThrow(/typo/);
+  });
+  it('askPerson: ask_user opens a clarification with its parsed questions; any other tool an approval of its exact input', () => {
+    const base = { requestId: 'r', agentId: 'a', deadline: '2026-01-01T00:00:00.000Z', plan: 'the plan', onTimeout: 'approve' as const };
+    expect(askPerson({ ...base, tool: ask, call: { id: 't1', name: 'ask_user', input: { questions: ['Q?'] } }, parsed: { questions: ['Q?'], context: '' } })).toEqual({
+      type: 'RequestClarification', requestId: 'r', agentId: 'a', toolUseId: 't1', questions: ['Q?'], context: '', deadline: base.deadline,
+    });
+    const input = { path: 'a.md', content: 'x' };
+    expect(askPerson({ ...base, tool: write, call: { id: 't2', name: 'write_file', input }, parsed: input })).toEqual({
+      type: 'RequestApproval', requestId: 'r', agentId: 'a', toolUseId: 't2', toolName: 'write_file', input, inputDigest: digestJson(input), plan: 'the plan', deadline: base.deadline, onTimeout: 'approve',
+    });
   });
 });

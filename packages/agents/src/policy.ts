@@ -1,4 +1,4 @@
-import type { TaskState } from '@baton/domain';
+import { digestJson, type Command, type TaskState } from '@baton/domain';
 import { z } from 'zod';
 import type { ToolDefinition } from './tools.ts';
 
@@ -44,4 +44,30 @@ export function approvalFor(
   const require = best?.require ?? (tool.runsIn === 'delegation' ? 'when_plan_approval' : 'never');
   const required = require === 'always' || (require === 'when_plan_approval' && task.requirePlanApproval);
   return { required, onTimeout: best?.onTimeout ?? 'reject' };
+}
+
+type AskCommand = Extract<Command, { type: 'RequestApproval' | 'RequestClarification' }>;
+
+/**
+ * The command that asks a person about one tool call, for the lead and subagents alike:
+ * `ask_user` opens a clarification with its (parsed) questions; any other tool an approval of
+ * its exact input, with the input's digest.
+ */
+export function askPerson(o: {
+  tool: Pick<ToolDefinition, 'runsIn'>;
+  call: { id: string; name: string; input: Record<string, unknown> };
+  /** The call's input as the tool's schema parsed it. */
+  parsed: Record<string, unknown>;
+  requestId: string;
+  agentId: string;
+  deadline: string;
+  plan: string;
+  onTimeout: ApprovalDecision['onTimeout'];
+}): AskCommand {
+  const { call, requestId, agentId, deadline } = o;
+  if (o.tool.runsIn === 'person') {
+    const q = o.parsed as { questions: string[]; context: string; options?: string[] };
+    return { type: 'RequestClarification', requestId, agentId, toolUseId: call.id, questions: q.questions, context: q.context, ...(q.options ? { options: q.options } : {}), deadline };
+  }
+  return { type: 'RequestApproval', requestId, agentId, toolUseId: call.id, toolName: call.name, input: call.input, inputDigest: digestJson(call.input), plan: o.plan, deadline, onTimeout: o.onTimeout };
 }

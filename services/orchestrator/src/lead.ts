@@ -1,7 +1,6 @@
 import {
   activeAgents,
   decide,
-  digestJson,
   evolve,
   isFinal,
   LEAD_AGENT_ID,
@@ -15,6 +14,7 @@ import {
 import {
   allTools,
   approvalFor,
+  askPerson,
   buildConversation,
   builtinTeams,
   configVersion,
@@ -196,9 +196,10 @@ function handleToolUses(s: TaskState, team: TeamDefinition, apply: (c: Command) 
       error(parsed.error);
       continue;
     }
+    const call = { id: t.toolUseId, name: t.name, input: t.input };
+    const ask = (requestId: string, onTimeout: 'reject' | 'approve') => askPerson({ tool: def, call, parsed: parsed.value, requestId, agentId: lead.agentId, deadline, plan: planText, onTimeout });
     if (def.runsIn === 'person') {
-      const q = parsed.value as { questions: string[]; context: string; options?: string[] };
-      apply({ type: 'RequestClarification', requestId: `clr-${t.toolUseId}`, agentId: lead.agentId, toolUseId: t.toolUseId, questions: q.questions, context: q.context, ...(q.options ? { options: q.options } : {}), deadline });
+      apply(ask(`clr-${t.toolUseId}`, 'reject'));
       continue;
     }
     if (def.runsIn === 'delegation') {
@@ -213,18 +214,7 @@ function handleToolUses(s: TaskState, team: TeamDefinition, apply: (c: Command) 
     }
     const policy = approvalFor(team.approvals, s, team.lead.id, def);
     if (policy.required && !t.approvedInput) {
-      apply({
-        type: 'RequestApproval',
-        requestId: `apr-${t.toolUseId}`,
-        agentId: lead.agentId,
-        toolUseId: t.toolUseId,
-        toolName: t.name,
-        input: t.input,
-        inputDigest: digestJson(t.input),
-        plan: planText,
-        deadline,
-        onTimeout: policy.onTimeout,
-      });
+      apply(ask(`apr-${t.toolUseId}`, policy.onTimeout));
       continue;
     }
     if (def.runsIn === 'delegation') {

@@ -1,6 +1,6 @@
 import { BusEvent, deadLetterRecorder, publishWakeUps, Relay, startConsumer, type BusNames, type RunningConsumer } from '@baton/bus';
 import { nextDeadline } from '@baton/domain';
-import { loadTask, type EventStore } from '@baton/event-store';
+import { keepActive, loadTask, type EventStore } from '@baton/event-store';
 import type { Logger } from '@baton/runtime';
 import type { JetStreamClient } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -80,7 +80,7 @@ export async function startOrchestrator(d: OrchestratorDeps): Promise<Orchestrat
       const { appended, state } = await serialised(event.taskId, () => advanceTask(lead, event.taskId));
       deadlines.hint(nextDeadline(state));
       // The step that parked or finished the task was loaded while it ran: hold nothing for it now.
-      if (state.status !== 'running' && state.status !== 'pending') d.forget?.(event.taskId);
+      if (!keepActive(state)) d.forget?.(event.taskId);
       d.log.debug({ taskId: event.taskId, trigger: event.type, appended }, 'advanced task');
     },
   });

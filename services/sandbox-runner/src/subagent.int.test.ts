@@ -8,7 +8,7 @@ import { appendToAgent, handleCommand, loadTask, type EventStore } from '@baton/
 import { silentLogger } from '@baton/runtime';
 import { pgTest as test } from '@baton/testing';
 import { afterEach, beforeEach, describe, expect } from 'vitest';
-import { claimAttempt, runSubagentJob, type RunnerDeps } from './subagent.ts';
+import { CauseNotVisibleError, claimAttempt, runSubagentJob, type RunnerDeps } from './subagent.ts';
 
 const log = silentLogger();
 let root: string;
@@ -196,5 +196,13 @@ describe('runSubagentJob', () => {
     expect(state.agents['researcher-1']?.status).toBe('cancelled');
     expect(events.some((e) => e.type === 'SubagentCompleted')).toBe(false);
     expect(events.filter((e) => e.type === 'ModelTurnRecorded')).toHaveLength(2); // the lead's, and the one in flight at the cancel
+  });
+
+  test('a job whose cause event is not readable yet is retried rather than taken for nothing to do', async ({ pg }) => {
+    const id = await dispatchedTask(pg.store);
+    await expect(runSubagentJob(deps(pg.store), id, 'researcher-1', () => {}, { causeEventId: randomUUID() })).rejects.toThrow(CauseNotVisibleError);
+    expect((await loadTask(pg.store, id)).state.agents['researcher-1']?.status).toBe('dispatched'); // nothing recorded
+    const dispatch = (await loadTask(pg.store, id)).events.find((e) => e.type === 'SubagentDispatched')!;
+    expect(await runSubagentJob(deps(pg.store), id, 'researcher-1', () => {}, { causeEventId: dispatch.id })).toBe('completed');
   });
 });

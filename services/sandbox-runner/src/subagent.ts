@@ -1,6 +1,6 @@
 import path from 'node:path';
-import { agentStreamId, digestJson, isFinal, isToolUse, textOf, type Command, type RecordedEvent, type TaskState, type ToolResult, type ToolUseBlock } from '@baton/domain';
-import { allTools, approvalFor, buildConversation, builtinTeams, findAgent, parseToolInput, toolSpec, type AgentDefinition, type ModelClient, type TeamDefinition } from '@baton/agents';
+import { agentStreamId, isFinal, isToolUse, textOf, type Command, type RecordedEvent, type TaskState, type ToolResult, type ToolUseBlock } from '@baton/domain';
+import { allTools, approvalFor, askPerson, buildConversation, builtinTeams, findAgent, parseToolInput, toolSpec, type AgentDefinition, type ModelClient, type TeamDefinition } from '@baton/agents';
 import { appendToAgent, handleCommand, isConcurrencyError, loadTask, type EventStore, type TaskLoader } from '@baton/event-store';
 import type { Logger } from '@baton/runtime';
 import { runTool } from './tools.ts';
@@ -22,6 +22,14 @@ export interface RunnerDeps {
   audit?: (entry: { taskId: string; agentId: string; toolUseId: string; tool: string; seenVersion: number }) => void;
 }
 
+/** A job's cause is not readable yet (not expected: the relay publishes only committed events); the job is retried. */
+export class CauseNotVisibleError extends Error {
+  constructor(eventId: string) {
+    super(`event ${eventId} is not readable yet`);
+    this.name = new.target.name;
+  }
+}
+
 export type JobOutcome = 'completed' | 'failed' | 'paused' | 'cancelled' | 'superseded' | 'nothing-to-do';
 
 /**
@@ -36,10 +44,19 @@ export type JobOutcome = 'completed' | 'failed' | 'paused' | 'cancelled' | 'supe
  * The decision makes a new job, which resumes here: the decided outcome becomes the tool
  * result (or the approved input is run), and the loop goes on.
  */
-export async function runSubagentJob(d: RunnerDeps, taskId: string, agentId: string, heartbeat: () => void, signal?: AbortSignal): Promise<JobOutcome> {
+export async function runSubagentJob(
+  d: RunnerDeps,
+  taskId: string,
+  agentId: string,
+  heartbeat: () => void,
+  opts: { signal?: AbortSignal; /** The event that made the job: it must be readable before the state is trusted. */ causeEventId?: string } = {},
+): Promise<JobOutcome> {
+  const { signal } = opts;
   const teams = d.teams ?? builtinTeams;
   const load = d.load ?? ((id: string) => loadTask(d.store, id));
   const initial = await load(taskId);
+  // Never act on a state older than the job's cause (it would look like nothing to do).
+  if (opts.causeEventId && !initial.events.some((e) => e.id === opts.causeEventId)) throw new CauseNotVisibleError(opts.causeEventId);
   const agent0 = initial.state.agents[agentId];
   if (!agent0 || isFinal(initial.state) || (agent0.status !== 'dispatched' && agent0.status !== 'running')) return 'nothing-to-do';
   const team = teams[initial.state.team];
@@ -149,6 +166,8 @@ export async function runSubagentJob(d: RunnerDeps, taskId: string, agentId: str
   }
 }
 
+type RequestCommand = Extract<Command, { type: 'RequestApproval' | 'RequestClarification' }>;
+
 interface TurnContext {
   d: RunnerDeps;
   team: TeamDefinition;
@@ -176,10 +195,10 @@ export function unresolvedToolUses(agentEvents: readonly RecordedEvent[]): ToolU
  * For each tool call: run it, or take the outcome of a person's decision, or say which request
  * must be opened first. A request that is open already means the agent must wait.
  */
-async function resolveToolUses(ctx: TurnContext, task: TaskState, uses: readonly ToolUseBlock[], seenVersion: number): Promise<{ results: ToolResult[]; requests: Command[]; waiting: boolean }> {
+async function resolveToolUses(ctx: TurnContext, task: TaskState, uses: readonly ToolUseBlock[], seenVersion: number): Promise<{ results: ToolResult[]; requests: RequestCommand[]; waiting: boolean }> {
   const { d, team, def, ws, taskId, agentId } = ctx;
   const results: ToolResult[] = [];
-  const requests: Command[] = [];
+  const requests: RequestCommand[] = [];
   let waiting = false;
   const deadline = new Date(d.now().getTime() + task.approvalTimeoutSeconds * 1000).toISOString();
   const exec = async (call: ToolUseBlock): Promise<void> => {
@@ -213,32 +232,16 @@ async function resolveToolUses(ctx: TurnContext, task: TaskState, uses: readonly
         results.push({ toolUseId: call.id, toolName: call.name, content: parsed.error, isError: true });
         continue;
       }
-      if (person) {
-        const q = parsed.value as { questions: string[]; context: string; options?: string[] };
-        requests.push({ type: 'RequestClarification', requestId, agentId, toolUseId: call.id, questions: q.questions, context: q.context, ...(q.options ? { options: q.options } : {}), deadline });
-      } else {
-        requests.push({
-          type: 'RequestApproval',
-          requestId,
-          agentId,
-          toolUseId: call.id,
-          toolName: call.name,
-          input: call.input,
-          inputDigest: digestJson(call.input),
-          plan: `${def.name} (${agentId}) wants to call ${call.name}.`,
-          deadline,
-          onTimeout: policy.onTimeout,
-        });
-      }
+      requests.push(askPerson({ tool, call, parsed: parsed.value, requestId, agentId, deadline, plan: `${def.name} (${agentId}) wants to call ${call.name}.`, onTimeout: policy.onTimeout }));
     }
   }
   return { results, requests, waiting };
 }
 
 /** Open the agent's requests on the task stream (it pauses with the first); the job then ends. */
-async function openRequests(ctx: TurnContext, requests: readonly Command[], attempt: number, load: TaskLoader): Promise<JobOutcome> {
+async function openRequests(ctx: TurnContext, requests: readonly RequestCommand[], attempt: number, load: TaskLoader): Promise<JobOutcome> {
   for (const cmd of requests) {
-    const requestId = (cmd as { requestId: string }).requestId;
+    const { requestId } = cmd;
     try {
       await handleCommand(ctx.d.store, ctx.taskId, (s) => {
         const a = s.agents[ctx.agentId];

@@ -19,9 +19,6 @@ export interface RunnerWorkerDeps extends RunnerDeps {
   heartbeatMs?: number;
 }
 
-/** The job's cause is not readable yet (never expected: the relay publishes only committed events). */
-class CauseNotVisibleError extends Error {}
-
 /**
  * Competing consumers on the runner work queue. A job whose attempts are exhausted is
  * recorded as a dead letter and the subagent fails visibly (SubagentFailed), never silently.
@@ -56,10 +53,7 @@ export async function startRunner(d: RunnerWorkerDeps): Promise<RunningConsumer>
         d.log.info({ taskId: job.taskId }, 'workspaces released');
         return;
       }
-      // Never act on a state older than the job's cause (it would look like nothing to do).
-      const loaded = await load(job.taskId);
-      if (!loaded.events.some((e) => e.id === job.causeEventId)) throw new CauseNotVisibleError(`event ${job.causeEventId} is not readable yet`);
-      const outcome = await runSubagentJob({ ...d, load, committed: (events) => publishWakeUps(d.nc ?? null, d.names, events) }, job.taskId, job.agentId, ctx.working, ctx.signal);
+      const outcome = await runSubagentJob({ ...d, load, committed: (events) => publishWakeUps(d.nc ?? null, d.names, events) }, job.taskId, job.agentId, ctx.working, { signal: ctx.signal, causeEventId: job.causeEventId });
       d.log.info({ taskId: job.taskId, agentId: job.agentId, outcome, delivery: ctx.deliveryCount }, 'job done');
     },
   });
