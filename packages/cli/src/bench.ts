@@ -138,12 +138,7 @@ async function benchM4(api: BatonClient, nc: NatsConnection, names: BusNames, ru
   const idSet = new Set(ids);
   const parked = async (): Promise<number> => {
     let n = 0;
-    let cursor: string | null = null;
-    do {
-      const page: { items: { id: string }[]; nextCursor: string | null } = await api.request('GET', `/v1/tasks?status=awaiting_input&limit=200${cursor ? `&cursor=${cursor}` : ''}`);
-      n += page.items.filter((t) => idSet.has(t.id)).length;
-      cursor = page.nextCursor;
-    } while (cursor);
+    for await (const t of api.tasks('awaiting_input')) if (idSet.has(t.id)) n++;
     return n;
   };
   const parkDeadline = Date.now() + 300_000;
@@ -202,12 +197,7 @@ async function benchM4(api: BatonClient, nc: NatsConnection, names: BusNames, ru
   const approvedIn = performance.now() - t0;
   const pending = new Set(ids);
   while (pending.size > 0) {
-    let cursor: string | null = null;
-    do {
-      const page: { items: { id: string }[]; nextCursor: string | null } = await api.request('GET', `/v1/tasks?status=completed&limit=200${cursor ? `&cursor=${cursor}` : ''}`);
-      for (const t of page.items) pending.delete(t.id);
-      cursor = page.nextCursor;
-    } while (cursor && pending.size > 0);
+    for await (const t of api.tasks('completed')) if (pending.delete(t.id) && pending.size === 0) break;
     if (performance.now() - t0 > 300_000) throw new Error(`M4b: ${pending.size} runs not completed after 300 s`);
     if (pending.size > 0) await new Promise((r) => setTimeout(r, 100));
   }

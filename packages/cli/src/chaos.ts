@@ -2,9 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { PendingRequestView, TaskView } from '@baton/domain';
+import type { TaskView } from '@baton/domain';
 import pg from 'pg';
-import { ApiError, BatonClient } from './client.ts';
+import { ApiError, BatonClient, type ApiTaskSummary } from './client.ts';
 import { launch, prepareDatabase, type Launched, type ServiceName } from './launcher.ts';
 import { dropDatabase, freePort, freshDatabase, waitReady } from './procs.ts';
 
@@ -107,8 +107,13 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     const person = (async () => {
       while (!done) {
         for (const status of ['awaiting_input', 'running']) {
-          const page = await api.request<{ items: { id: string; pendingRequests: PendingRequestView[] }[] }>('GET', `/v1/tasks?status=${status}&limit=200`).catch(() => ({ items: [] }));
-          for (const { id, pendingRequests } of page.items) {
+          const listed: ApiTaskSummary[] = [];
+          try {
+            for await (const t of api.tasks(status)) listed.push(t);
+          } catch {
+            // A listing that fails (a service restarting) is simply tried again on the next round.
+          }
+          for (const { id, pendingRequests } of listed) {
             for (const r of pendingRequests) {
               const body =
                 r.kind === 'approval'

@@ -1,4 +1,4 @@
-import type { EventView } from '@baton/domain';
+import type { EventView, PendingRequestView } from '@baton/domain';
 
 /** A small client for the Baton HTTP API (what the CLI and the benchmarks use). */
 export class ApiError extends Error {
@@ -27,6 +27,16 @@ export class BatonClient {
     const parsed: unknown = text ? JSON.parse(text) : null;
     if (!res.ok) throw new ApiError(res.status, parsed);
     return parsed as T;
+  }
+
+  /** Every task with this status (the list's summaries), paging through `nextCursor`. */
+  async *tasks(status: string): AsyncGenerator<ApiTaskSummary> {
+    let cursor: string | null = null;
+    do {
+      const page: { items: ApiTaskSummary[]; nextCursor: string | null } = await this.request('GET', `/v1/tasks?status=${status}&limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+      yield* page.items;
+      cursor = page.nextCursor;
+    } while (cursor);
   }
 
   /** Every event of a task, paging through the JSON list. */
@@ -100,3 +110,10 @@ export function parseFrame(frame: string): Record<string, string> {
 
 /** An event as the API returns it (the domain's EventView), with its data as an object. */
 export type ApiEvent = EventView & { data: Record<string, unknown>; metadata: Record<string, unknown> };
+
+/** A task as `GET /v1/tasks` lists it. */
+export interface ApiTaskSummary {
+  id: string;
+  status: string;
+  pendingRequests: PendingRequestView[];
+}
