@@ -1,7 +1,10 @@
 import type { ContentBlock } from '@baton/domain';
 import { describe, expect, it } from 'vitest';
 import type { ModelMessage } from './model.ts';
-import { isVague, OfflineModel, subjectsOf } from './offline.ts';
+import { isVague, OfflineModel, searchQueryOf, subjectsOf } from './offline.ts';
+import { allTools, toolSpec } from './tools.ts';
+
+const specs = (...names: string[]) => names.map((n) => toolSpec(allTools[n]!));
 
 const model = new OfflineModel();
 const lead = (messages: ModelMessage[]) => model.complete({ agentType: 'research-lead', model: 'm', system: '', messages, tools: [], maxTokens: 100 });
@@ -50,13 +53,38 @@ describe('offline research lead', () => {
 });
 
 describe('offline researcher', () => {
-  it('asks first when the brief says to check with the user, then writes notes with the answer', async () => {
-    const researcher = (messages: ModelMessage[]) => model.complete({ agentType: 'researcher', model: 'm', system: '', messages, tools: [], maxTokens: 100 });
+  const researcher = (messages: ModelMessage[]) => model.complete({ agentType: 'researcher', model: 'm', system: '', messages, tools: specs('web_search', 'write_file', 'ask_user'), maxTokens: 100 });
+  it('asks first when the brief says to check with the user, then searches, then writes notes with the answer and the sources', async () => {
     const start: ModelMessage[] = [{ role: 'user', content: 'Research Rust async runtimes; ask me which sources to use' }];
     const t1 = await researcher(start);
     expect(toolUses(t1.content)[0]).toMatchObject({ name: 'ask_user' });
-    const t2 = await researcher(answered(start, t1.content, 'Q: Which sources should the notes rely on?\nA: peer-reviewed papers'));
-    expect(toolUses(t2.content)[0]).toMatchObject({ name: 'write_file', input: { path: 'notes.md', content: expect.stringMatching(/peer-reviewed papers/) } });
+    const h1 = answered(start, t1.content, 'Q: Which sources should the notes rely on?\nA: peer-reviewed papers');
+    const t2 = await researcher(h1);
+    expect(toolUses(t2.content)[0]).toMatchObject({ name: 'web_search', input: { query: expect.stringMatching(/Rust async runtimes/) } });
+    const t3 = await researcher(answered(h1, t2.content, 'Results for "x" (offline corpus):\n\n1. Tokio guide\n   source: docs/tokio.md\n   Tokio is an **async** runtime'));
+    expect(toolUses(t3.content)[0]).toMatchObject({ name: 'write_file', input: { path: 'notes.md', content: expect.stringMatching(/peer-reviewed papers[\s\S]*\*\*Tokio guide\*\* — Tokio is an \*\*async\*\* runtime\n {2}Source: `docs\/tokio.md`/) } });
+  });
+  it('searchQueryOf keeps the subject of a brief', () => {
+    expect(searchQueryOf('Research this topic and write notes.md: durable execution (clarified: for engineers)')).toBe('durable execution');
+    expect(searchQueryOf('Research "NATS JetStream" (one side of: compare X and Y) and write notes.md.')).toBe('NATS JetStream');
+  });
+});
+
+describe('offline report writer', () => {
+  it('finds the notes, reads them, and writes report.md from their findings and sources', async () => {
+    const writer = (messages: ModelMessage[]) => model.complete({ agentType: 'report-writer', model: 'm', system: '', messages, tools: specs('glob', 'read_file', 'write_file'), maxTokens: 100 });
+    const start: ModelMessage[] = [{ role: 'user', content: 'Write report.md about: durable execution' }];
+    const t1 = await writer(start);
+    expect(toolUses(t1.content)).toEqual([expect.objectContaining({ name: 'glob', input: { pattern: '**/notes.md' } })]);
+    const h1 = answered(start, t1.content, 'notes.md\nresearcher-2/notes.md');
+    const t2 = await writer(h1);
+    expect(toolUses(t2.content).map((t) => t.input.path)).toEqual(['notes.md', 'researcher-2/notes.md']);
+    const notes = '## Findings\n\n- **Event log** — state is rebuilt from events\n  Source: `README.md`\n';
+    const h2 = [...h1, { role: 'assistant' as const, content: t2.content }, { role: 'user' as const, content: toolUses(t2.content).map((t) => ({ type: 'tool_result' as const, tool_use_id: t.id, content: notes })) }];
+    const t3 = await writer(h2);
+    const [write] = toolUses(t3.content);
+    expect(write).toMatchObject({ name: 'write_file', input: { path: 'report.md' } });
+    expect(String(write?.input.content)).toMatch(/- Event log: state is rebuilt from events \*\(from notes\.md\)\*[\s\S]*## Sources\n\n- README\.md/);
   });
 });
 

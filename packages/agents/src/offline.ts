@@ -156,37 +156,78 @@ const researchLead: Play = (req, turn) => {
 /** A brief that asks the agent to check with the user ("ask me which sources …"). */
 const CHECK_WITH_USER = /\b(ask me|check with me)\b/i;
 
-const writerRole =
-  (file: 'notes.md' | 'report.md'): Play =>
-  (req, turn) => {
-    const brief = topicOf(firstPrompt(req.messages));
-    const history = calls(req.messages);
-    const asks = history.filter((c) => c.name === 'ask_user');
-    if (file === 'notes.md' && turn === 1 && CHECK_WITH_USER.test(brief)) {
-      return {
-        content: [
-          text('The brief asks me to check a choice with you before I write.'),
-          { type: 'tool_use', id: toolUseId(req.agentType, turn), name: 'ask_user', input: { questions: ['Which sources should the notes rely on?'], context: brief.slice(0, 500), options: ['peer-reviewed papers', 'news and blogs', 'both'] } },
-        ],
-        stopReason: 'tool_use',
-      };
-    }
-    const writeTurn = asks.length + 1;
-    if (turn === writeTurn) {
-      const guidance = asks.map((c) => (c.result ? answersOf(c.result) : '')).filter(Boolean);
-      const body =
-        file === 'notes.md'
-          ? `# Research notes\n\n> Written by Baton's ${OFFLINE_LABEL}: it cannot search the web, so these notes only restate the brief.\n\n## Brief\n\n${brief}\n${guidance.length ? `\n## Guidance from the user\n\n${guidance.map((g) => `- ${g}`).join('\n')}\n` : ''}\n## Findings\n\n- No sources consulted (offline).\n`
-          : `# Report\n\n> Written by Baton's ${OFFLINE_LABEL}; set ANTHROPIC_API_KEY for a real report.\n\n## Subject\n\n${brief}\n\n## Summary\n\nThis report was assembled offline from the research summary it was given.\n`;
-      return {
-        content: [text(`Writing ${file}.`), { type: 'tool_use', id: toolUseId(req.agentType, turn), name: 'write_file', input: { path: file, content: body } }],
-        stopReason: 'tool_use',
-      };
-    }
-    const results = history.filter((c) => c.name === 'write_file');
-    const failed = results.some((r) => r.isError);
-    return { content: [text(failed ? `Could not write ${file}: ${results.map((r) => r.result ?? '').join('; ')}` : `Wrote ${file} about: ${brief.slice(0, 120)}`)], stopReason: 'end_turn' };
-  };
+const has = (req: ModelRequest, tool: string): boolean => req.tools.some((t) => t.name === tool);
+const call = (req: ModelRequest, turn: number, name: string, input: Record<string, unknown>, i = 0): ContentBlock => ({ type: 'tool_use', id: toolUseId(req.agentType, turn, i), name, input });
+
+/** The words of a brief worth searching for (the instructions around the subject dropped). */
+export function searchQueryOf(brief: string): string {
+  const subject = /"([^"]+)"/.exec(brief)?.[1] ?? brief.replace(/^.*?(?:write notes\.md|notes\.md)\s*:?\s*/i, '');
+  return subject.replace(/\(clarified:[^)]*\)/g, ' ').replace(/[^\p{L}\p{N}\s-]/gu, ' ').replace(/\s+/g, ' ').trim().slice(0, 200) || brief.slice(0, 200);
+}
+
+/** The search results of a web_search tool result, as (title, source, snippet). */
+function hitsOf(result: string | null): { title: string; source: string; snippet: string }[] {
+  if (!result) return [];
+  return [...result.matchAll(/^\d+\. (.+)\n\s+source: (.+)\n\s+(.+)$/gm)].map((m) => ({ title: m[1] ?? '', source: m[2] ?? '', snippet: m[3] ?? '' }));
+}
+
+/** The researcher: (asks if the brief says so,) searches, writes notes.md with its sources, and sums up. */
+const researcher: Play = (req, turn) => {
+  const brief = topicOf(firstPrompt(req.messages));
+  const history = calls(req.messages);
+  const asks = history.filter((c) => c.name === 'ask_user');
+  if (asks.length === 0 && CHECK_WITH_USER.test(brief) && has(req, 'ask_user')) {
+    return {
+      content: [
+        text('The brief asks me to check a choice with you before I write.'),
+        call(req, turn, 'ask_user', { questions: ['Which sources should the notes rely on?'], context: brief.slice(0, 500), options: ['peer-reviewed papers', 'news and blogs', 'both'] }),
+      ],
+      stopReason: 'tool_use',
+    };
+  }
+  const searches = history.filter((c) => c.name === 'web_search');
+  if (searches.length === 0 && has(req, 'web_search')) {
+    return { content: [text('Searching for sources first.'), call(req, turn, 'web_search', { query: searchQueryOf(brief), max_results: 5 })], stopReason: 'tool_use' };
+  }
+  const writes = history.filter((c) => c.name === 'write_file');
+  if (writes.length === 0) {
+    const guidance = asks.map((c) => (c.result ? answersOf(c.result) : '')).filter(Boolean);
+    const hits = searches.flatMap((c) => hitsOf(c.result));
+    const findings = hits.length
+      ? hits.map((h) => `- **${h.title}** — ${h.snippet}\n  Source: \`${h.source}\``).join('\n')
+      : '- Nothing relevant was found in the offline corpus.';
+    const body = `# Research notes\n\n> Written by Baton's ${OFFLINE_LABEL}: it searched only the local offline corpus (no web access), and it quotes rather than reasons.\n\n## Brief\n\n${brief}\n${guidance.length ? `\n## Guidance from the user\n\n${guidance.map((g) => `- ${g}`).join('\n')}\n` : ''}\n## Findings\n\n${findings}\n\n## Sources\n\n${hits.length ? hits.map((h) => `- ${h.source}`).join('\n') : '- none'}\n`;
+    return { content: [text('Writing notes.md.'), call(req, turn, 'write_file', { path: 'notes.md', content: body })], stopReason: 'tool_use' };
+  }
+  const failed = writes.some((r) => r.isError);
+  const found = searches.flatMap((c) => hitsOf(c.result)).length;
+  return { content: [text(failed ? `Could not write notes.md: ${writes.map((r) => r.result ?? '').join('; ')}` : `Wrote notes.md (${found} source${found === 1 ? '' : 's'} from the offline corpus) about: ${brief.slice(0, 120)}`)], stopReason: 'end_turn' };
+};
+
+/** The report writer: finds the notes it was given, reads them, writes report.md from them, and sums up. */
+const reportWriter: Play = (req, turn) => {
+  const brief = topicOf(firstPrompt(req.messages));
+  const history = calls(req.messages);
+  const globbed = history.filter((c) => c.name === 'glob');
+  if (globbed.length === 0 && has(req, 'glob')) {
+    return { content: [text('Looking for the research notes in my workspace.'), call(req, turn, 'glob', { pattern: '**/notes.md' })], stopReason: 'tool_use' };
+  }
+  const noteFiles = globbed.flatMap((c) => (c.isError || !c.result || /^no files match/.test(c.result) ? [] : c.result.split('\n').filter((l) => l.endsWith('.md'))));
+  const reads = history.filter((c) => c.name === 'read_file');
+  if (reads.length === 0 && noteFiles.length > 0) {
+    return { content: [text(`Reading ${noteFiles.join(', ')}.`), ...noteFiles.slice(0, 8).map((f, i) => call(req, turn, 'read_file', { path: f }, i))], stopReason: 'tool_use' };
+  }
+  const writes = history.filter((c) => c.name === 'write_file');
+  if (writes.length === 0) {
+    const notes = reads.filter((r) => !r.isError && r.result).map((r) => ({ file: String(r.input.path), text: r.result ?? '' }));
+    const findings = notes.flatMap((n) => [...n.text.matchAll(/^- \*\*(.+?)\*\* — (.+)$/gm)].map((m) => `- ${m[1]}: ${m[2]} *(from ${n.file})*`));
+    const sources = [...new Set(notes.flatMap((n) => [...n.text.matchAll(/^\s+Source: `(.+)`$/gm)].map((m) => m[1] ?? '')))];
+    const body = `# Report\n\n> Written by Baton's ${OFFLINE_LABEL} from the research notes it was given; set ANTHROPIC_API_KEY for a real report.\n\n## Subject\n\n${brief}\n\n## Key findings\n\n${findings.length ? findings.join('\n') : '- The notes held no findings.'}\n\n## Sources\n\n${sources.length ? sources.map((x) => `- ${x}`).join('\n') : '- none'}\n\n## Method\n\nBuilt from ${notes.length ? notes.map((n) => n.file).join(', ') : 'the research summary alone'}.\n`;
+    return { content: [text('Writing report.md.'), call(req, turn, 'write_file', { path: 'report.md', content: body })], stopReason: 'tool_use' };
+  }
+  const failed = writes.some((r) => r.isError);
+  return { content: [text(failed ? `Could not write report.md: ${writes.map((r) => r.result ?? '').join('; ')}` : `Wrote report.md about: ${brief.slice(0, 120)}`)], stopReason: 'end_turn' };
+};
 
 /** Bench lead: turns 1..9 call bench_step (turn 3 calls bench_gate, which may need approval); turn 10 finishes. */
 const benchLead: Play = (req, turn) =>
@@ -198,8 +239,8 @@ const genericRole: Play = (req) => ({ content: [text(`I have no offline script f
 
 const roles: Record<string, Play> = {
   'research-lead': researchLead,
-  researcher: writerRole('notes.md'),
-  'report-writer': writerRole('report.md'),
+  researcher,
+  'report-writer': reportWriter,
   'bench-lead': benchLead,
 };
 

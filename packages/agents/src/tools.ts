@@ -104,6 +104,60 @@ export const listDirectoryTool = defineTool({
   input: z.object({ path: relPath.default('.') }),
 });
 
+export const editFileTool = defineTool({
+  name: 'edit_file',
+  description: 'Replace an exact piece of text in a file of your workspace. old_string must occur exactly once unless replace_all is true.',
+  runsIn: 'runner',
+  input: z.object({
+    path: relPath,
+    old_string: z.string().min(1).max(200_000).describe('The exact text to replace'),
+    new_string: z.string().max(200_000).describe('The text to put in its place'),
+    replace_all: z.boolean().default(false).describe('Replace every occurrence'),
+  }),
+});
+
+export const globTool = defineTool({
+  name: 'glob',
+  description: 'Find files in your workspace whose path matches a glob pattern (e.g. "**/*.md", "src/*.ts").',
+  runsIn: 'runner',
+  input: z.object({ pattern: z.string().min(1).max(500), path: relPath.default('.').describe('Directory to search from') }),
+});
+
+export const searchFilesTool = defineTool({
+  name: 'search_files',
+  description: 'Search the text files of your workspace for a regular expression; returns path:line: text for each match.',
+  runsIn: 'runner',
+  input: z.object({
+    pattern: z.string().min(1).max(500).describe('A JavaScript regular expression'),
+    path: relPath.default('.').describe('Directory to search from'),
+    glob: z.string().min(1).max(500).optional().describe('Only files whose path matches this glob'),
+    ignore_case: z.boolean().default(false),
+  }),
+});
+
+const timeoutSeconds = z.number().int().min(1).max(600).default(60).describe('Wall-clock limit in seconds (default 60)');
+
+export const runCommandTool = defineTool({
+  name: 'run_command',
+  description: 'Run a shell command (bash) in your sandbox, with your workspace as the working directory. Returns the exit code and output (truncated to 4,000 characters).',
+  runsIn: 'runner',
+  input: z.object({ command: z.string().min(1).max(20_000), cwd: relPath.optional(), timeout_seconds: timeoutSeconds }),
+});
+
+export const runTestsTool = defineTool({
+  name: 'run_tests',
+  description: "Run the project's tests (your configured test command unless you give one). Returns the exit code, pass/fail counts when recognisable, and the output (truncated to 4,000 characters).",
+  runsIn: 'runner',
+  input: z.object({ command: z.string().min(1).max(20_000).optional().describe('Override the configured test command'), timeout_seconds: timeoutSeconds }),
+});
+
+export const webSearchTool = defineTool({
+  name: 'web_search',
+  description: 'Search the web (offline: a local full-text corpus) and return the best matching pages with a snippet and their source.',
+  runsIn: 'runner',
+  input: z.object({ query: z.string().min(1).max(500), max_results: z.number().int().min(1).max(20).default(5) }),
+});
+
 export const allTools: Record<string, ToolDefinition> = Object.fromEntries(
-  [taskTool, benchStepTool, benchGateTool, askUserTool, writeFileTool, readFileTool, listDirectoryTool].map((t) => [t.name, t as unknown as ToolDefinition]),
+  [taskTool, benchStepTool, benchGateTool, askUserTool, writeFileTool, readFileTool, listDirectoryTool, editFileTool, globTool, searchFilesTool, runCommandTool, runTestsTool, webSearchTool].map((t) => [t.name, t as unknown as ToolDefinition]),
 );

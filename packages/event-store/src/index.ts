@@ -7,3 +7,5 @@ export { ensureDatabase } from './admin.ts';
 export type { Database } from './schema.ts';
 export { keepActive, TaskCache } from './task-cache.ts';
 export { GroupCommitter, appendBatch } from './group-commit.ts';
+export { indexCorpus, searchCorpus, plainText, titleOf, type CorpusHit } from './corpus.ts';
+export { storeArtifact, listArtifacts, readArtifact, mediaTypeOf, type StoredArtifact } from './artifacts.ts';

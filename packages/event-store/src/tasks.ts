@@ -135,7 +135,7 @@ export async function importTask(store: EventStore, taskId: string, copied: read
 export async function handleCommand(
   store: EventStore,
   taskId: string,
-  command: Command | ((state: TaskState) => Command | null),
+  command: Command | readonly Command[] | ((state: TaskState) => Command | readonly Command[] | null),
   opts: WriteOptions & { maxAttempts?: number; load?: TaskLoader } = {},
 ): Promise<WriteResult> {
   const maxAttempts = opts.maxAttempts ?? 8;
@@ -144,7 +144,9 @@ export async function handleCommand(
     const { state } = await load(taskId);
     const cmd = typeof command === 'function' ? command(state) : command;
     if (cmd === null) return { state, events: [], append: { nextVersion: state.version, positions: [], duplicate: false } };
-    const decided = decide(cmd, state);
+    // Several commands are decided against the same state and appended together (one commit):
+    // for commands that do not depend on each other's effects, like artifacts and a completion.
+    const decided = (Array.isArray(cmd) ? cmd : [cmd as Command]).flatMap((c) => decide(c, state));
     if (decided.length === 0) return { state, events: [], append: { nextVersion: state.version, positions: [], duplicate: false } };
     try {
       return await appendToTask(store, state, taskId, decided, opts);

@@ -1,5 +1,6 @@
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { commonEnv, durationMs, loadConfig, modelEnv } from '@baton/runtime';
 import { z } from 'zod';
 
@@ -11,6 +12,18 @@ const schema = z.object({
   CONSUMER_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(5),
   OFFLINE_MODEL_LATENCY_MS: durationMs(0),
   ...modelEnv,
+  /** `auto`: E2B when E2B_API_KEY is set, else local (bubblewrap). */
+  SANDBOX_PROVIDER: z.enum(['auto', 'local', 'e2b']).default('auto'),
+  E2B_API_KEY: z.string().min(1).optional(),
+  E2B_TEMPLATE: z.string().min(1).default('baton-agent'),
+  /** Self-hosted E2B, or a fake in tests. */
+  E2B_API_URL: z.url().optional(),
+  E2B_SANDBOX_URL: z.url().optional(),
+  /** How often sandboxes left by dead tasks are swept. */
+  SANDBOX_SWEEP_INTERVAL_MS: durationMs(300_000),
+  /** The offline web_search corpus: a directory of text/markdown/HTML files (default: the project's own docs). */
+  BATON_CORPUS_DIR: z.string().min(1).default(fileURLToPath(new URL('../../..', import.meta.url))),
+  BATON_CORPUS: z.string().min(1).max(100).default('docs'),
   /** Test hook: append one JSON line per tool execution (crash tests check nothing ran twice). */
   BATON_TOOL_AUDIT_FILE: z.string().min(1).optional(),
 });

@@ -7,6 +7,7 @@ import { createLogger, installShutdown, retryForever, topologyFromEnv } from '@b
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { loadRunnerConfig } from './config.ts';
 import { startRunner } from './worker.ts';
+import { artifactStore, prepareSearch, sandboxProviderFromConfig, startSweeper } from './wiring.ts';
 
 const config = loadRunnerConfig(process.env);
 const log = createLogger('sandbox-runner', { level: config.LOG_LEVEL, pretty: config.LOG_PRETTY });
@@ -17,6 +18,9 @@ const nc = await connectNats(config.NATS_URL, 'baton-sandbox-runner', log);
 const names = busNames(config.BATON_NAMESPACE);
 await retryForever('setting up JetStream streams', log, async () => ensureTopology(await jetstreamManager(nc), names, topologyFromEnv(config)));
 const runnerId = config.RUNNER_ID ?? `${hostname()}-${process.pid}`;
+const sandboxes = sandboxProviderFromConfig(config, db.pool, log);
+const search = await retryForever('indexing the web_search corpus', log, () => prepareSearch(db.pool, config.BATON_CORPUS, config.BATON_CORPUS_DIR, log));
+const stopSweeper = startSweeper(sandboxes, db.pool, config.SANDBOX_SWEEP_INTERVAL_MS, log);
 const runner = await startRunner({
   store: new EventStore(db.pool, { groupCommit: true }),
   load: cache.load,
@@ -26,7 +30,10 @@ const runner = await startRunner({
   names,
   log,
   model: modelFromConfig(config),
-  workspaceRoot: config.WORKSPACE_ROOT,
+  sandboxes,
+  artifacts: artifactStore(db.pool),
+  search,
+  hostEnv: process.env,
   runnerId,
   now: () => new Date(),
   ...(config.BATON_TOOL_AUDIT_FILE ? { audit: auditTo(config.BATON_TOOL_AUDIT_FILE) } : {}),
@@ -34,10 +41,11 @@ const runner = await startRunner({
   heartbeatMs: Math.min(5000, Math.floor(config.JOBS_ACK_WAIT_MS / 3)),
   maxAttempts: config.CONSUMER_MAX_ATTEMPTS,
 });
-log.info({ runnerId, workspaceRoot: config.WORKSPACE_ROOT }, 'sandbox-runner started');
+log.info({ runnerId, sandboxes: sandboxes.name }, 'sandbox-runner started');
 serveDiagnostics(nc, names, 'sandbox-runner', () => ({ pgQueries: queriesIssued(), cachedTasks: cache.size }));
 installShutdown(log, [
   { name: 'stop taking jobs and finish in-flight ones', run: () => runner.stop() },
+  { name: 'stop the sandbox sweeper', run: async () => stopSweeper() },
   { name: 'drain NATS', run: () => nc.drain() },
   { name: 'close Postgres', run: () => db.close() },
 ]);

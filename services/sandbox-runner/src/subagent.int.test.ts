@@ -2,13 +2,15 @@ import { randomUUID } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { builtinTeams, OfflineModel, type ModelClient, type ModelRequest } from '@baton/agents';
+import { allTools, builtinTeams, OfflineModel, toolSpec, type ModelClient, type ModelRequest } from '@baton/agents';
 import { agentStreamId } from '@baton/domain';
-import { appendToAgent, handleCommand, loadTask, type EventStore } from '@baton/event-store';
+import { appendToAgent, handleCommand, loadTask, readArtifact, searchCorpus, type EventStore } from '@baton/event-store';
+import { LocalSandboxProvider } from '@baton/sandbox';
 import { silentLogger } from '@baton/runtime';
 import { pgTest as test } from '@baton/testing';
 import { afterEach, beforeEach, describe, expect } from 'vitest';
 import { CauseNotVisibleError, claimAttempt, runSubagentJob, type RunnerDeps } from './subagent.ts';
+import { artifactStore } from './wiring.ts';
 
 const log = silentLogger();
 let root: string;
@@ -17,7 +19,11 @@ beforeEach(async () => {
 });
 afterEach(async () => rm(root, { recursive: true, force: true }));
 
-const deps = (store: EventStore, model: ModelClient = new OfflineModel(), runnerId = 'runner-a'): RunnerDeps => ({ store, model, workspaceRoot: root, runnerId, now: () => new Date(), log });
+const deps = (store: EventStore, model: ModelClient = new OfflineModel(), runnerId = 'runner-a'): RunnerDeps => {
+  const { pool } = store;
+  return { store, model, sandboxes: new LocalSandboxProvider({ root, pool }), artifacts: artifactStore(pool), search: (q, n) => searchCorpus(pool, 'docs', q, n), runnerId, now: () => new Date(), log };
+};
+const artifact = async (store: EventStore, id: string, file: string): Promise<string | undefined> => (await readArtifact(store.pool, id, file))?.content.toString('utf8');
 
 /** A research task whose lead has delegated to `researcher-1` (no runner has taken it yet). */
 async function dispatchedTask(store: EventStore, agentType = 'researcher', prompt = 'Research the topic'): Promise<string> {
@@ -38,11 +44,16 @@ describe('runSubagentJob', () => {
     const id = await dispatchedTask(pg.store);
     expect(await runSubagentJob(deps(pg.store), id, 'researcher-1', () => {})).toBe('completed');
     const { state, events } = await loadTask(pg.store, id);
-    expect(state.agents['researcher-1']).toMatchObject({ status: 'completed', attempt: 1, turns: 2, filesCreated: ['notes.md'] });
+    expect(state.agents['researcher-1']).toMatchObject({ status: 'completed', attempt: 1, turns: 3, filesCreated: ['notes.md'] });
     expect(state.lead?.openToolUses[0]?.state).toBe('resolved');
     const own = events.filter((e) => e.streamId === agentStreamId(id, 'researcher-1')).map((e) => e.type);
-    expect(own).toEqual(['SubagentStarted', 'ModelTurnRecorded', 'ToolResultsRecorded', 'ModelTurnRecorded']);
-    expect(await readFile(path.join(root, id, 'researcher-1', 'notes.md'), 'utf8')).toMatch(/offline model/);
+    expect(own).toEqual(['SubagentStarted', 'ModelTurnRecorded', 'ToolResultsRecorded', 'ModelTurnRecorded', 'ToolResultsRecorded', 'ModelTurnRecorded']);
+    // The notes are an artifact of the task (ArtifactStored, committed with the completion); the sandbox is gone.
+    expect(await artifact(pg.store, id, 'notes.md')).toMatch(/offline model/);
+    expect(state.artifacts).toEqual([expect.objectContaining({ path: 'notes.md', agentId: 'researcher-1', mediaType: 'text/markdown; charset=utf-8' })]);
+    const completion = events.findIndex((e) => e.type === 'SubagentCompleted');
+    expect(events[completion - 1]?.type).toBe('ArtifactStored');
+    await expect(readFile(path.join(root, id, 'researcher-1', 'notes.md'), 'utf8')).rejects.toThrow(/ENOENT/);
     // The job delivered again: nothing to do, nothing appended.
     expect(await runSubagentJob(deps(pg.store), id, 'researcher-1', () => {})).toBe('nothing-to-do');
     expect((await loadTask(pg.store, id)).events).toHaveLength(events.length);
@@ -55,22 +66,25 @@ describe('runSubagentJob', () => {
     const calls: ModelRequest[] = [];
     const model = new OfflineModel();
     const counting: ModelClient = { name: 'counting', complete: async (r) => { calls.push(r); return model.complete(r); } };
-    const first = await model.complete({ agentType: 'researcher', model: 'm', system: '', messages: [{ role: 'user', content: 'Research the topic' }], tools: [], maxTokens: 100 });
+    const first = await model.complete({ agentType: 'researcher', model: 'm', system: '', messages: [{ role: 'user', content: 'Research the topic' }], tools: [toolSpec(allTools.web_search!)], maxTokens: 100 });
     const toolUse = first.content.find((b) => b.type === 'tool_use') as { id: string };
     await appendToAgent(pg.store, state, id, 'researcher-1', [
       { type: 'ModelTurnRecorded', data: { agentId: 'researcher-1', turn: 1, model: 'offline', content: first.content, stopReason: 'tool_use', usage: first.usage, offline: true, durationMs: 0 } },
-      { type: 'ToolResultsRecorded', data: { agentId: 'researcher-1', results: [{ toolUseId: toolUse.id, toolName: 'write_file', content: 'created notes.md', isError: false, files: { created: ['notes.md'], modified: [] } }] } },
+      { type: 'ToolResultsRecorded', data: { agentId: 'researcher-1', results: [{ toolUseId: toolUse.id, toolName: 'web_search', content: '1. Recorded hit\n   source: a.md\n   recorded by runner A', isError: false }] } },
     ]);
     // Runner B takes the redelivered job.
-    expect(await runSubagentJob(deps(pg.store, counting, 'runner-b'), id, 'researcher-1', () => {})).toBe('completed');
-    expect(calls).toHaveLength(1); // only turn 2 was asked of the model
+    const ran: string[] = [];
+    const d = { ...deps(pg.store, counting, 'runner-b'), audit: (e: { tool: string }) => ran.push(e.tool) };
+    expect(await runSubagentJob(d, id, 'researcher-1', () => {})).toBe('completed');
+    expect(calls).toHaveLength(2); // only turns 2 and 3 were asked of the model
     expect(calls[0]?.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'user']); // tool_use paired with its result
     const after = await loadTask(pg.store, id);
-    expect(after.state.agents['researcher-1']).toMatchObject({ status: 'completed', attempt: 2, turns: 2, filesCreated: ['notes.md'] });
+    expect(after.state.agents['researcher-1']).toMatchObject({ status: 'completed', attempt: 2, turns: 3, filesCreated: ['notes.md'] });
     const turns = after.events.filter((e) => e.type === 'ModelTurnRecorded' && e.streamId.startsWith('agent-')).map((e) => (e.data as { turn: number }).turn);
-    expect(turns).toEqual([1, 2]);
-    // The tool did not run again: runner B's workspace has no notes.md (runner A's "crash" never wrote one).
-    await expect(readFile(path.join(root, id, 'researcher-1', 'notes.md'), 'utf8')).rejects.toThrow(/ENOENT/);
+    expect(turns).toEqual([1, 2, 3]);
+    // The recorded search did not run again; the notes were built from runner A's recorded result.
+    expect(ran).toEqual(['write_file']);
+    expect(await artifact(pg.store, id, 'notes.md')).toMatch(/Recorded hit/);
   });
 
   test('a superseded runner stops instead of completing', async ({ pg }) => {
@@ -145,12 +159,12 @@ describe('runSubagentJob', () => {
     expect((await loadTask(pg.store, id)).state.agents['researcher-1']?.status).toBe('dispatched');
     expect(await runSubagentJob(deps(pg.store, model, 'runner-b'), id, 'researcher-1', () => {})).toBe('completed');
     ({ state } = await loadTask(pg.store, id));
-    expect(state.agents['researcher-1']).toMatchObject({ status: 'completed', attempt: 2, turns: 3, filesCreated: ['notes.md'] });
-    expect(await readFile(path.join(root, id, 'researcher-1', 'notes.md'), 'utf8')).toMatch(/Guidance from the user\n\n- peer-reviewed papers/);
+    expect(state.agents['researcher-1']).toMatchObject({ status: 'completed', attempt: 2, turns: 4, filesCreated: ['notes.md'] });
+    expect(await artifact(pg.store, id, 'notes.md')).toMatch(/Guidance from the user\n\n- peer-reviewed papers/);
     // The second model call saw the question paired with exactly its answer.
     const second = calls[1]!.messages;
     expect(second[2]).toEqual({ role: 'user', content: [{ type: 'tool_result', tool_use_id: (req as { toolUseId: string }).toolUseId, content: 'Q: Which sources should the notes rely on?\nA: peer-reviewed papers' }] });
-    expect(calls).toHaveLength(3); // ask, write, finish: the asking turn was not repeated
+    expect(calls).toHaveLength(4); // ask, search, write, finish: the asking turn was not repeated
   });
 
   test('a subagent tool gated by the team\'s approval policy: approve with an edit runs the edited input; reject gives the model the reason', async ({ pg }) => {
@@ -167,7 +181,7 @@ describe('runSubagentJob', () => {
     expect(await runSubagentJob(d, id, 'researcher-1', () => {})).toBe('completed');
     ({ state } = await loadTask(pg.store, id));
     expect(state.agents['researcher-1']?.filesCreated).toEqual(['approved-notes.md']);
-    expect(await readFile(path.join(root, id, 'researcher-1', 'approved-notes.md'), 'utf8')).toBe('edited by a person');
+    expect(await artifact(pg.store, id, 'approved-notes.md')).toBe('edited by a person');
 
     const id2 = await dispatchedTask(pg.store);
     expect(await runSubagentJob(d, id2, 'researcher-1', () => {})).toBe('paused');
@@ -175,8 +189,8 @@ describe('runSubagentJob', () => {
     await handleCommand(pg.store, id2, { type: 'DecideApproval', requestId: req2.requestId, decision: 'reject', reason: 'no files today', decidedBy: 'u' });
     expect(await runSubagentJob(d, id2, 'researcher-1', () => {})).toBe('completed');
     const results = (await loadTask(pg.store, id2)).events.filter((e) => e.type === 'ToolResultsRecorded').flatMap((e) => (e.data as { results: { content: string }[] }).results);
-    expect(results.map((r) => r.content)).toEqual(['The user rejected the plan: no files today']);
-    await expect(readFile(path.join(root, id2, 'researcher-1', 'notes.md'), 'utf8')).rejects.toThrow(/ENOENT/);
+    expect(results.map((r) => r.content)).toEqual([expect.stringMatching(/^no results for/), 'The user rejected the plan: no files today']);
+    expect(await artifact(pg.store, id2, 'notes.md')).toBeUndefined();
   });
 
   test('cancelling the task stops a running subagent at its next step (no further turn, no completion)', async ({ pg }) => {

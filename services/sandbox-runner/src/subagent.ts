@@ -1,16 +1,23 @@
-import path from 'node:path';
 import { agentStreamId, isFinal, isToolUse, textOf, type Command, type RecordedEvent, type TaskState, type ToolResult, type ToolUseBlock } from '@baton/domain';
 import { allTools, approvalFor, askPerson, buildConversation, builtinTeams, findAgent, parseToolInput, toolSpec, type AgentDefinition, type ModelClient, type TeamDefinition } from '@baton/agents';
-import { appendToAgent, handleCommand, isConcurrencyError, loadTask, type EventStore, type TaskLoader } from '@baton/event-store';
+import { appendToAgent, handleCommand, isConcurrencyError, loadTask, type CorpusHit, type EventStore, type StoredArtifact, type TaskLoader } from '@baton/event-store';
 import type { Logger } from '@baton/runtime';
-import { runTool } from './tools.ts';
-import { Workspace } from './workspace.ts';
+import { DEFAULT_LIMITS, SandboxFencedError, type Sandbox, type SandboxProvider, type SandboxSpec } from '@baton/sandbox';
+import { artifactPathFor, fileScopeViolation, MUTATING_TOOLS } from './files.ts';
+import { runTool, type ToolEnv } from './tools.ts';
 
 export interface RunnerDeps {
   store: EventStore;
   model: ModelClient;
   teams?: Readonly<Record<string, TeamDefinition>>;
-  workspaceRoot: string;
+  /** Where agents work (local bubblewrap or E2B). */
+  sandboxes: SandboxProvider;
+  /** Where produced files are kept (Postgres); absent → files stay in the sandbox only. */
+  artifacts?: ArtifactStore;
+  /** The offline web search (full-text corpus). */
+  search?: (query: string, limit: number) => Promise<CorpusHit[]>;
+  /** The host environment, from which an agent's config may pass named variables into its sandbox. */
+  hostEnv?: Readonly<Record<string, string | undefined>>;
   runnerId: string;
   now: () => Date;
   log: Logger;
@@ -69,27 +76,41 @@ export async function runSubagentJob(
   const claimed = await claimAttempt(d, taskId, agentId, attempt);
   if (!claimed) return 'superseded';
   let { state, events } = claimed;
-  const ws = new Workspace(path.join(d.workspaceRoot, taskId, agentId));
-  await ws.ensure();
+  let sandbox: Sandbox;
+  try {
+    sandbox = await d.sandboxes.open(sandboxSpec(d, def, taskId, agentId, attempt));
+  } catch (err) {
+    if (err instanceof SandboxFencedError) return 'superseded';
+    throw err;
+  }
+  if ((state.agents[agentId]?.turns ?? 0) === 0) await seedInputs(d, sandbox, state, taskId);
   const streamId = agentStreamId(taskId, agentId);
   let agentEvents: RecordedEvent[] = events.filter((e) => e.streamId === streamId);
   const tools = def.tools.map((n) => allTools[n]).filter((t) => t !== undefined).map(toolSpec);
-  const ctx: TurnContext = { d, team, def, ws, taskId, agentId };
+  const env: ToolEnv = { sandbox, testCommand: def.testCommand, search: d.search, signal };
+  const ctx: TurnContext = { d, team, def, env, taskId, agentId };
+  /** The agent waits for a person: its sandbox is paused (nothing held); a cancelled task's is killed. */
+  const pauseFor = async (outcome: JobOutcome): Promise<JobOutcome> => {
+    if (outcome === 'paused') await d.sandboxes.pause(sandbox);
+    else if (outcome === 'cancelled') await d.sandboxes.kill(taskId, agentId);
+    return outcome;
+  };
 
-  /** Append to the agent's stream; false if a newer attempt moved it (then re-read). */
-  const record = async (decided: Parameters<typeof appendToAgent>[4]): Promise<boolean> => {
-    try {
-      const w = await appendToAgent(d.store, state, taskId, agentId, decided, { now: d.now });
-      state = w.state;
-      agentEvents = agentEvents.concat(w.events);
-      return true;
-    } catch (err) {
-      if (!isConcurrencyError(err)) throw err;
-      ({ state, events } = await load(taskId));
-      agentEvents = events.filter((e) => e.streamId === streamId);
-      d.log.warn({ taskId, agentId, attempt }, 'agent stream moved under us; re-read');
-      return false;
-    }
+  const loop = async (): Promise<JobOutcome> => {
+    /** Append to the agent's stream; false if a newer attempt moved it (then re-read). */
+    const record = async (decided: Parameters<typeof appendToAgent>[4]): Promise<boolean> => {
+      try {
+        const w = await appendToAgent(d.store, state, taskId, agentId, decided, { now: d.now });
+        state = w.state;
+        agentEvents = agentEvents.concat(w.events);
+        return true;
+      } catch (err) {
+        if (!isConcurrencyError(err)) throw err;
+        ({ state, events } = await load(taskId));
+        agentEvents = events.filter((e) => e.streamId === streamId);
+        d.log.warn({ taskId, agentId, attempt }, 'agent stream moved under us; re-read');
+        return false;
+      }
   };
 
   for (;;) {
@@ -98,7 +119,10 @@ export async function runSubagentJob(
     // The task as others see it: cancelled, or this attempt superseded, stops the job here.
     const fresh = (await load(taskId)).state;
     const current = fresh.agents[agentId];
-    if (isFinal(fresh) || current?.status === 'cancelled') return 'cancelled';
+    if (isFinal(fresh) || current?.status === 'cancelled') {
+      await d.sandboxes.kill(taskId, agentId);
+      return 'cancelled';
+    }
     const agent = state.agents[agentId];
     if (!agent || !current || current.attempt !== attempt || agent.attempt !== attempt || agent.status !== 'running') return 'superseded';
 
@@ -107,7 +131,7 @@ export async function runSubagentJob(
     if (open.length > 0) {
       const step = await resolveToolUses(ctx, fresh, open, agent.streamVersion);
       if (step.results.length > 0 && !(await record([{ type: 'ToolResultsRecorded', data: { agentId, results: step.results } }]))) continue;
-      if (step.requests.length > 0 || step.waiting) return openRequests(ctx, step.requests, attempt, load);
+      if (step.requests.length > 0 || step.waiting) return pauseFor(await openRequests(ctx, step.requests, attempt, load));
       continue;
     }
 
@@ -116,15 +140,18 @@ export async function runSubagentJob(
     if (finished || agent.turns >= def.maxTurns) {
       const capped = !finished;
       const files = collectFiles(agentEvents);
+      const stored = await storeOutputs(d, sandbox, state, taskId, agentId, files);
       const summary = capped
         ? `stopped after reaching the iteration cap of ${def.maxTurns} turns. ${last?.type === 'ModelTurnRecorded' ? textOf(last.data.content) : ''}`.trim()
         : last?.type === 'ModelTurnRecorded' ? textOf(last.data.content) : '';
       try {
         const done = await handleCommand(d.store, taskId, (s) => {
           const a = s.agents[agentId];
-          return a && a.status === 'running' && a.attempt === attempt
-            ? { type: 'CompleteSubagent', agentId, attempt, summary, filesCreated: files.created, filesModified: files.modified, success: !capped, iterationCapReached: capped }
-            : null;
+          if (!a || a.status !== 'running' || a.attempt !== attempt) return null;
+          return [
+            ...stored.map((x): Command => ({ type: 'StoreArtifact', agentId, path: x.path, bytes: x.bytes, sha256: x.sha256, mediaType: x.mediaType })),
+            { type: 'CompleteSubagent', agentId, attempt, summary, filesCreated: files.created, filesModified: files.modified, success: !capped, iterationCapReached: capped },
+          ];
         }, { load });
         d.committed?.(done.events);
       } catch (err) {
@@ -133,6 +160,7 @@ export async function runSubagentJob(
         if (code === 'task_final') return 'cancelled';
         throw err;
       }
+      await d.sandboxes.kill(taskId, agentId);
       return 'completed';
     }
 
@@ -162,8 +190,56 @@ export async function runSubagentJob(
       { type: 'ModelTurnRecorded', data: turn, metadata: { startedAt: startedAt.toISOString(), actor: d.runnerId } },
       ...(step.results.length ? [{ type: 'ToolResultsRecorded' as const, data: { agentId, results: step.results } }] : []),
     ]);
-    if (recorded && step.requests.length > 0) return openRequests(ctx, step.requests, attempt, load);
+    if (recorded && step.requests.length > 0) return pauseFor(await openRequests(ctx, step.requests, attempt, load));
   }
+  };
+
+  try {
+    return await loop();
+  } catch (err) {
+    if (err instanceof SandboxFencedError) return 'superseded';
+    throw err;
+  }
+}
+
+/** Files kept as a task's artifacts (the bytes go to Postgres; ArtifactStored records them). */
+export interface ArtifactStore {
+  store(a: { taskId: string; path: string; agentId: string; content: Buffer }): Promise<StoredArtifact>;
+  read(taskId: string, path: string): Promise<Buffer | null>;
+}
+
+function sandboxSpec(d: RunnerDeps, def: AgentDefinition, taskId: string, agentId: string, attempt: number): SandboxSpec {
+  const env: Record<string, string> = {};
+  for (const name of def.sandbox?.env ?? []) {
+    const v = d.hostEnv?.[name];
+    if (v !== undefined) env[name] = v;
+  }
+  return { taskId, agentId, attempt, network: def.sandbox?.network ?? false, env, limits: { ...DEFAULT_LIMITS, ...def.sandbox?.limits } };
+}
+
+/** A new agent's workspace starts with the task's artifacts so far (the researcher's notes, for the writer). */
+async function seedInputs(d: RunnerDeps, sandbox: Sandbox, state: TaskState, taskId: string): Promise<void> {
+  if (!d.artifacts || state.artifacts.length === 0) return;
+  for (const a of state.artifacts) {
+    const content = await d.artifacts.read(taskId, a.path);
+    if (content) await sandbox.files.write(a.path, content);
+  }
+  await sandbox.sync();
+}
+
+/** Store the files an agent created or modified as artifacts (before it is recorded as complete). */
+async function storeOutputs(d: RunnerDeps, sandbox: Sandbox, state: TaskState, taskId: string, agentId: string, files: { created: string[]; modified: string[] }): Promise<StoredArtifact[]> {
+  if (!d.artifacts) return [];
+  const out: StoredArtifact[] = [];
+  for (const file of [...files.created, ...files.modified]) {
+    const { bytes, size } = await sandbox.files.readBytes(file).catch(() => ({ bytes: null, size: 0 }));
+    if (!bytes || size > bytes.length) {
+      d.log.warn({ taskId, agentId, file, size }, 'file not stored as an artifact (gone, or too large)');
+      continue;
+    }
+    out.push(await d.artifacts.store({ taskId, path: artifactPathFor(file, agentId, state.artifacts), agentId, content: bytes }));
+  }
+  return out;
 }
 
 type RequestCommand = Extract<Command, { type: 'RequestApproval' | 'RequestClarification' }>;
@@ -172,7 +248,7 @@ interface TurnContext {
   d: RunnerDeps;
   team: TeamDefinition;
   def: AgentDefinition;
-  ws: Workspace;
+  env: ToolEnv;
   taskId: string;
   agentId: string;
 }
@@ -196,19 +272,26 @@ export function unresolvedToolUses(agentEvents: readonly RecordedEvent[]): ToolU
  * must be opened first. A request that is open already means the agent must wait.
  */
 async function resolveToolUses(ctx: TurnContext, task: TaskState, uses: readonly ToolUseBlock[], seenVersion: number): Promise<{ results: ToolResult[]; requests: RequestCommand[]; waiting: boolean }> {
-  const { d, team, def, ws, taskId, agentId } = ctx;
+  const { d, team, def, env, taskId, agentId } = ctx;
   const results: ToolResult[] = [];
   const requests: RequestCommand[] = [];
   let waiting = false;
+  let changed = false;
   const deadline = new Date(d.now().getTime() + task.approvalTimeoutSeconds * 1000).toISOString();
   const exec = async (call: ToolUseBlock): Promise<void> => {
+    const violation = fileScopeViolation(def.fileScope, call.name, call.input);
+    if (violation) {
+      results.push({ toolUseId: call.id, toolName: call.name, content: violation, isError: true });
+      return;
+    }
     d.audit?.({ taskId, agentId, toolUseId: call.id, tool: call.name, seenVersion });
-    results.push(await runTool(call, def.tools, ws));
+    results.push(await runTool(call, def.tools, env));
+    if (MUTATING_TOOLS.has(call.name)) changed = true;
   };
   for (const call of uses) {
     const tool = allTools[call.name];
     if (!tool || !def.tools.includes(call.name)) {
-      results.push(await runTool(call, def.tools, ws)); // an error result naming the allowed tools; nothing runs
+      results.push(await runTool(call, def.tools, env)); // an error result naming the allowed tools; nothing runs
       continue;
     }
     const person = tool.runsIn === 'person';
@@ -235,6 +318,8 @@ async function resolveToolUses(ctx: TurnContext, task: TaskState, uses: readonly
       requests.push(askPerson({ tool, call, parsed: parsed.value, requestId, agentId, deadline, plan: `${def.name} (${agentId}) wants to call ${call.name}.`, onTimeout: policy.onTimeout }));
     }
   }
+  // The workspace is made durable before the results that describe it are recorded.
+  if (changed) await env.sandbox.sync();
   return { results, requests, waiting };
 }
 

@@ -1,40 +1,143 @@
+import path from 'node:path';
 import type { ToolResult, ToolUseBlock } from '@baton/domain';
 import { allTools, parseToolInput } from '@baton/agents';
-import type { Workspace } from './workspace.ts';
+import type { CorpusHit } from '@baton/event-store';
+import type { CommandResult, Sandbox } from '@baton/sandbox';
+import { parseTestCounts } from './test-counts.ts';
 
-const MAX_RESULT_CHARS = 4000;
+export const MAX_RESULT_CHARS = 4000;
+const MAX_MATCHES = 200;
+const MAX_SEARCHED_FILE_BYTES = 1_000_000;
+
+/** What a tool call may use besides its sandbox. */
+export interface ToolEnv {
+  sandbox: Sandbox;
+  /** The agent's configured test command (run_tests without a command). */
+  testCommand?: string | undefined;
+  /** The offline web search (a full-text corpus); absent → web_search returns an error result. */
+  search?: ((query: string, limit: number) => Promise<CorpusHit[]>) | undefined;
+  signal?: AbortSignal | undefined;
+}
+
+type Input = Record<string, unknown>;
+type Outcome = { content: string; isError?: boolean; files?: ToolResult['files'] };
 
 /**
  * Run one tool call of a subagent. Never throws: an unknown or disallowed tool, invalid input
  * or a failing tool becomes an error result the model sees, and the loop goes on.
  */
-export async function runTool(call: ToolUseBlock, allowed: readonly string[], ws: Workspace): Promise<ToolResult> {
+export async function runTool(call: ToolUseBlock, allowed: readonly string[], env: ToolEnv): Promise<ToolResult> {
   const base = { toolUseId: call.id, toolName: call.name };
   const fail = (content: string): ToolResult => ({ ...base, content, isError: true });
   const def = allTools[call.name];
   if (!def || !allowed.includes(call.name)) return fail(`tool '${call.name}' is not available to this agent; available: ${allowed.join(', ')}`);
   const parsed = parseToolInput(def, call.input);
   if (!parsed.ok) return fail(parsed.error);
-  const input = parsed.value as Record<string, string>;
+  const impl = impls[call.name];
+  if (!impl) return fail(`tool '${call.name}' cannot run in the sandbox runner`);
   try {
-    switch (call.name) {
-      case 'write_file': {
-        const effect = await ws.write(input.path as string, input.content as string);
-        const p = ws.resolve(input.path as string).slice(ws.root.length + 1);
-        return { ...base, content: `${effect} ${p} (${Buffer.byteLength(input.content as string)} bytes)`, isError: false, files: { created: effect === 'created' ? [p] : [], modified: effect === 'modified' ? [p] : [] } };
-      }
-      case 'read_file':
-        return { ...base, content: truncate(await ws.read(input.path as string)), isError: false };
-      case 'list_directory':
-        return { ...base, content: (await ws.list(input.path ?? '.')).join('\n') || '(empty)', isError: false };
-      default:
-        return fail(`tool '${call.name}' cannot run in the sandbox runner`);
-    }
+    const out = await impl(parsed.value as Input, env);
+    return { ...base, content: out.content, isError: out.isError ?? false, ...(out.files ? { files: out.files } : {}) };
   } catch (err) {
     return fail(err instanceof Error ? err.message : String(err));
   }
 }
 
-function truncate(s: string): string {
-  return s.length <= MAX_RESULT_CHARS ? s : `${s.slice(0, MAX_RESULT_CHARS)}\n[output truncated: ${s.length} characters, showing the first ${MAX_RESULT_CHARS}]`;
+const fileEffect = (effect: 'created' | 'modified', p: string): ToolResult['files'] => ({ created: effect === 'created' ? [p] : [], modified: effect === 'modified' ? [p] : [] });
+const normal = (p: string): string => path.posix.normalize(p.replace(/\\/g, '/')).replace(/^\.\//, '');
+
+const impls: Record<string, (input: Input, env: ToolEnv) => Promise<Outcome>> = {
+  write_file: async (i, { sandbox }) => {
+    const p = normal(i.path as string);
+    const content = i.content as string;
+    const effect = await sandbox.files.write(p, content);
+    return { content: `${effect} ${p} (${Buffer.byteLength(content)} bytes)`, files: fileEffect(effect, p) };
+  },
+  read_file: async (i, { sandbox }) => ({ content: truncate(await sandbox.files.read(i.path as string)) }),
+  list_directory: async (i, { sandbox }) => ({ content: (await sandbox.files.list(i.path as string)).join('\n') || '(empty)' }),
+  edit_file: async (i, { sandbox }) => {
+    const p = normal(i.path as string);
+    const { bytes, size } = await sandbox.files.readBytes(p);
+    if (size > bytes.length) throw new Error(`${p} is too large to edit (${size} bytes)`);
+    const text = bytes.toString('utf8');
+    const next = applyEdit(text, i.old_string as string, i.new_string as string, i.replace_all as boolean, p);
+    await sandbox.files.write(p, next.text);
+    return { content: `edited ${p}: replaced ${next.count} occurrence${next.count === 1 ? '' : 's'}`, files: fileEffect('modified', p) };
+  },
+  glob: async (i, { sandbox }) => {
+    const { files, truncated } = await sandbox.files.walk(i.path as string);
+    const pattern = i.pattern as string;
+    const hits = files.filter((f) => path.posix.matchesGlob(f.path, pattern) || path.posix.matchesGlob(path.posix.basename(f.path), pattern)).map((f) => f.path);
+    if (hits.length === 0) return { content: `no files match ${pattern}` };
+    return { content: truncate(`${hits.join('\n')}${truncated ? '\n[the workspace has more files than were searched]' : ''}`) };
+  },
+  search_files: async (i, { sandbox }) => {
+    let re: RegExp;
+    try {
+      re = new RegExp(i.pattern as string, i.ignore_case ? 'i' : '');
+    } catch (err) {
+      throw new Error(`invalid regular expression: ${(err as Error).message}`);
+    }
+    const { files } = await sandbox.files.walk(i.path as string);
+    const only = i.glob as string | undefined;
+    const lines: string[] = [];
+    for (const f of files) {
+      if (only && !path.posix.matchesGlob(f.path, only) && !path.posix.matchesGlob(path.posix.basename(f.path), only)) continue;
+      if (f.size > MAX_SEARCHED_FILE_BYTES) continue;
+      const { bytes } = await sandbox.files.readBytes(f.path, MAX_SEARCHED_FILE_BYTES);
+      if (bytes.subarray(0, 8000).includes(0)) continue; // binary
+      const text = bytes.toString('utf8').split('\n');
+      for (let n = 0; n < text.length && lines.length < MAX_MATCHES; n++) {
+        if (re.test(text[n] as string)) lines.push(`${f.path}:${n + 1}: ${(text[n] as string).slice(0, 300)}`);
+      }
+      if (lines.length >= MAX_MATCHES) break;
+    }
+    if (lines.length === 0) return { content: `no matches for /${i.pattern as string}/` };
+    return { content: truncate(`${lines.join('\n')}${lines.length >= MAX_MATCHES ? `\n[stopped at ${MAX_MATCHES} matches]` : ''}`) };
+  },
+  run_command: async (i, { sandbox, signal }) => {
+    const r = await sandbox.run(i.command as string, { timeoutMs: (i.timeout_seconds as number) * 1000, ...(i.cwd ? { cwd: i.cwd as string } : {}), ...(signal ? { signal } : {}) });
+    return { content: formatCommand(r, i.timeout_seconds as number), isError: r.exitCode !== 0 };
+  },
+  run_tests: async (i, { sandbox, testCommand, signal }) => {
+    const command = (i.command as string | undefined) ?? testCommand;
+    if (!command) throw new Error('no test command: this agent has no test_command configured; pass one as `command`');
+    const r = await sandbox.run(command, { timeoutMs: (i.timeout_seconds as number) * 1000, ...(signal ? { signal } : {}) });
+    const counts = parseTestCounts(`${r.stdout}\n${r.stderr}`);
+    const verdict = r.timedOut ? 'tests timed out' : r.exitCode === 0 ? 'tests passed' : 'tests failed';
+    const summary = counts ? `${verdict}: ${counts.passed} passed, ${counts.failed} failed${counts.skipped ? `, ${counts.skipped} skipped` : ''} (${counts.format})` : `${verdict} (no pass/fail counts recognised)`;
+    return { content: `${summary}\n$ ${command}\n${formatCommand(r, i.timeout_seconds as number)}`, isError: r.exitCode !== 0 };
+  },
+  web_search: async (i, { search }) => {
+    if (!search) throw new Error('web search is not available on this runner');
+    const hits = await search(i.query as string, i.max_results as number);
+    if (hits.length === 0) return { content: `no results for "${i.query as string}" in the offline corpus` };
+    const body = hits.map((h, n) => `${n + 1}. ${h.title}\n   source: ${h.source}\n   ${h.snippet}`).join('\n\n');
+    return { content: truncate(`Results for "${i.query as string}" (offline corpus):\n\n${body}`) };
+  },
+};
+
+/** Replace old with new: exactly one occurrence unless all are asked for; the error says what was found. */
+export function applyEdit(text: string, oldString: string, newString: string, all: boolean, file: string): { text: string; count: number } {
+  const count = text.split(oldString).length - 1;
+  if (count === 0) throw new Error(`old_string was not found in ${file}`);
+  if (count > 1 && !all) throw new Error(`old_string occurs ${count} times in ${file}; give more context to make it unique, or set replace_all`);
+  return { text: all ? text.split(oldString).join(newString) : text.replace(oldString, () => newString), count: all ? count : 1 };
+}
+
+/** A command's outcome as the model reads it: exit code (or timeout), then its output, truncated with the fact stated. */
+export function formatCommand(r: CommandResult, timeoutSeconds: number): string {
+  const head = r.timedOut ? `timed out after ${timeoutSeconds} s: the command was killed` : `exit code ${r.exitCode ?? 'none (killed by a signal)'}`;
+  const parts = [`${head} (${(r.durationMs / 1000).toFixed(1)} s)`];
+  if (r.stdout) parts.push(`--- stdout ---\n${r.stdout}${r.stdoutBytes > Buffer.byteLength(r.stdout) ? `\n[${r.stdoutBytes} bytes in all]` : ''}`);
+  if (r.stderr) parts.push(`--- stderr ---\n${r.stderr}${r.stderrBytes > Buffer.byteLength(r.stderr) ? `\n[${r.stderrBytes} bytes in all]` : ''}`);
+  return truncate(parts.join('\n'));
+}
+
+/** At most 4,000 characters: the start and the end (where errors usually are), and the fact stated. */
+export function truncate(s: string): string {
+  if (s.length <= MAX_RESULT_CHARS) return s;
+  const keepHead = 1000;
+  const note = `\n[output truncated: ${s.length} characters, showing the first ${keepHead} and the last ${MAX_RESULT_CHARS - keepHead}]\n`;
+  return `${s.slice(0, keepHead)}${note}${s.slice(s.length - (MAX_RESULT_CHARS - keepHead))}`;
 }

@@ -1,5 +1,3 @@
-import { rm } from 'node:fs/promises';
-import path from 'node:path';
 import { deadLetterRecorder, publishWakeUps, RunnerJob, startConsumer, type BusNames, type RunningConsumer } from '@baton/bus';
 import { handleCommand, loadTask } from '@baton/event-store';
 import type { JetStreamClient } from '@nats-io/jetstream';
@@ -45,12 +43,14 @@ export async function startRunner(d: RunnerWorkerDeps): Promise<RunningConsumer>
       if (agent && ['dispatched', 'running'].includes(agent.status)) {
         await handleCommand(d.store, taskId, { type: 'FailSubagent', agentId, code: 'job_failed', message: dl.error });
       }
+      await d.sandboxes.kill(taskId, agentId);
     },
     handle: async (job, ctx) => {
       if (job.kind === 'release') {
-        // Every agent of the task has stopped: its workspaces go (the log keeps what they did).
-        await rm(path.join(d.workspaceRoot, job.taskId), { recursive: true, force: true });
-        d.log.info({ taskId: job.taskId }, 'workspaces released');
+        // The task has ended: whatever sandboxes it still has go (the log and the artifacts keep what they did).
+        const { state } = await load(job.taskId);
+        for (const agentId of Object.keys(state.agents)) await d.sandboxes.kill(job.taskId, agentId);
+        d.log.info({ taskId: job.taskId }, 'sandboxes released');
         return;
       }
       const outcome = await runSubagentJob({ ...d, load, committed: (events) => publishWakeUps(d.nc ?? null, d.names, events) }, job.taskId, job.agentId, ctx.working, { signal: ctx.signal, causeEventId: job.causeEventId });

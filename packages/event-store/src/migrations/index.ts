@@ -2,12 +2,14 @@ import type { Migration, MigrationProvider } from 'kysely/migration';
 import * as m001 from './001_events.ts';
 import * as m002 from './002_read_models.ts';
 import * as m003 from './003_deadlines.ts';
+import * as m004 from './004_sandboxes_artifacts_corpus.ts';
 
 /** Numbered migrations, imported statically so they run the same from source and from a build. */
 export const migrations: Record<string, Migration> = {
   '001_events': m001,
   '002_read_models': m002,
   '003_deadlines': m003,
+  '004_sandboxes_artifacts_corpus': m004,
 };
 
 export const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

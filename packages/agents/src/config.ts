@@ -1,0 +1,162 @@
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
+import { ApprovalRule } from './policy.ts';
+import type { AgentDefinition, TeamDefinition } from './teams.ts';
+import { allTools } from './tools.ts';
+
+/** The teams shipped with Baton (`config/teams` at the repository root). */
+export const DEFAULT_TEAMS_DIR = fileURLToPath(new URL('../../../config/teams', import.meta.url));
+
+const Id = z.string().regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, 'lowercase letters, digits, - and _ (at most 63)');
+const Glob = z.string().min(1).max(300);
+
+const Limits = z.strictObject({
+  memoryMb: z.number().int().min(64).max(65_536).optional(),
+  cpuSeconds: z.number().int().min(1).max(3600).optional(),
+  processes: z.number().int().min(8).max(4096).optional(),
+  fileSizeMb: z.number().int().min(1).max(10_240).optional(),
+  openFiles: z.number().int().min(16).max(65_536).optional(),
+});
+
+/** One agent's JSON file (seed schema, snake_case). */
+export const AgentFile = z.strictObject({
+  id: Id,
+  name: z.string().min(1).max(200),
+  model: z.string().min(1).max(200),
+  prompt_file: z.string().min(1).max(300),
+  tools: z.array(z.string().min(1)).max(50),
+  file_scope: z.strictObject({ allowed: z.array(Glob).default([]), blocked: z.array(Glob).default([]) }).optional(),
+  test_command: z.string().min(1).max(2000).optional(),
+  max_turns: z.number().int().min(1).max(500).default(10),
+  max_tokens: z.number().int().min(16).max(128_000).default(4096),
+  delegates_to: z.array(Id).optional(),
+  review_agent: Id.optional(),
+  sandbox: z
+    .strictObject({
+      network: z.boolean().default(false),
+      env: z.array(z.string().regex(/^[A-Z_][A-Z0-9_]*$/, 'an environment variable name')).default([]),
+      limits: Limits.default({}),
+    })
+    .optional(),
+});
+
+/** A team's `team.json`. */
+export const TeamFile = z.strictObject({
+  id: Id,
+  description: z.string().max(2000).default(''),
+  lead: Id,
+  agents: z.array(Id).max(50),
+  approvals: z.array(ApprovalRule).default([]),
+});
+
+/** A bad team config: every problem, each naming its file and field. */
+export class TeamConfigError extends Error {
+  readonly problems: string[];
+  constructor(dir: string, problems: string[]) {
+    super(`invalid team config in ${dir}:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = new.target.name;
+    this.problems = problems;
+  }
+}
+
+const issues = (file: string, err: z.ZodError): string[] => err.issues.map((i) => `${file}: ${i.path.join('.') || '(file)'}: ${i.message}`);
+
+function readJson(file: string, problems: string[]): unknown {
+  try {
+    return JSON.parse(readFileSync(file, 'utf8'));
+  } catch (err) {
+    problems.push(`${file}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'missing' : `not valid JSON (${(err as Error).message})`}`);
+    return undefined;
+  }
+}
+
+function loadAgent(dir: string, id: string, rel: (f: string) => string, problems: string[]): AgentDefinition | null {
+  const file = path.join(dir, `${id}.json`);
+  const raw = readJson(file, problems);
+  if (raw === undefined) return null;
+  const parsed = AgentFile.safeParse(raw);
+  if (!parsed.success) {
+    problems.push(...issues(rel(file), parsed.error));
+    return null;
+  }
+  const a = parsed.data;
+  const before = problems.length;
+  if (a.id !== id) problems.push(`${rel(file)}: id: '${a.id}' does not match the file name ('${id}')`);
+  a.tools.forEach((t, i) => {
+    if (!allTools[t]) problems.push(`${rel(file)}: tools.${i}: unknown tool '${t}' (known: ${Object.keys(allTools).join(', ')})`);
+  });
+  const promptPath = path.resolve(dir, a.prompt_file);
+  let prompt = '';
+  if (!existsSync(promptPath)) problems.push(`${rel(file)}: prompt_file: '${a.prompt_file}' does not exist`);
+  else {
+    prompt = readFileSync(promptPath, 'utf8').trim();
+    if (!prompt) problems.push(`${rel(file)}: prompt_file: '${a.prompt_file}' is empty`);
+  }
+  if (problems.length > before) return null;
+  return {
+    id: a.id,
+    name: a.name,
+    model: a.model,
+    prompt,
+    tools: a.tools,
+    maxTurns: a.max_turns,
+    maxTokens: a.max_tokens,
+    ...(a.delegates_to ? { delegatesTo: a.delegates_to } : {}),
+    ...(a.review_agent ? { reviewAgent: a.review_agent } : {}),
+    ...(a.test_command ? { testCommand: a.test_command } : {}),
+    ...(a.file_scope ? { fileScope: a.file_scope } : {}),
+    ...(a.sandbox ? { sandbox: { network: a.sandbox.network, env: a.sandbox.env, limits: stripUndefined(a.sandbox.limits) } } : {}),
+  };
+}
+
+const stripUndefined = <T extends object>(o: T): Partial<T> => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+
+/**
+ * Load every team under a directory (`<team>/team.json`, `<team>/<agent>.json` + prompt files).
+ * Throws TeamConfigError listing every problem found, so one start-up shows them all.
+ */
+export function loadTeams(dir: string = DEFAULT_TEAMS_DIR): Record<string, TeamDefinition> {
+  const root = path.resolve(dir);
+  const rel = (f: string): string => path.relative(path.dirname(root), f);
+  const problems: string[] = [];
+  if (!existsSync(root) || !statSync(root).isDirectory()) throw new TeamConfigError(root, [`${root}: not a directory`]);
+  const teams: Record<string, TeamDefinition> = {};
+  for (const name of readdirSync(root).sort()) {
+    const teamDir = path.join(root, name);
+    if (!statSync(teamDir).isDirectory()) continue;
+    const file = path.join(teamDir, 'team.json');
+    const raw = readJson(file, problems);
+    if (raw === undefined) continue;
+    const parsed = TeamFile.safeParse(raw);
+    if (!parsed.success) {
+      problems.push(...issues(rel(file), parsed.error));
+      continue;
+    }
+    const t = parsed.data;
+    if (t.id !== name) problems.push(`${rel(file)}: id: '${t.id}' does not match the directory name ('${name}')`);
+    if (t.agents.includes(t.lead)) problems.push(`${rel(file)}: agents: the lead '${t.lead}' is listed among the agents`);
+    const lead = loadAgent(teamDir, t.lead, rel, problems);
+    const agents: Record<string, AgentDefinition> = {};
+    for (const id of t.agents) {
+      const a = loadAgent(teamDir, id, rel, problems);
+      if (a) agents[id] = a;
+    }
+    if (!lead) continue;
+    const leadFile = rel(path.join(teamDir, `${t.lead}.json`));
+    for (const [i, d] of (lead.delegatesTo ?? []).entries()) {
+      if (!t.agents.includes(d)) problems.push(`${leadFile}: delegates_to.${i}: '${d}' is not an agent of team '${t.id}' (agents: ${t.agents.join(', ') || 'none'})`);
+    }
+    if (lead.reviewAgent && !t.agents.includes(lead.reviewAgent)) problems.push(`${leadFile}: review_agent: '${lead.reviewAgent}' is not an agent of team '${t.id}'`);
+    if ((lead.delegatesTo?.length ?? 0) > 0 && !lead.tools.includes('Task')) problems.push(`${leadFile}: tools: a lead that delegates needs the 'Task' tool`);
+    t.approvals.forEach((r, i) => {
+      if (r.tool && !allTools[r.tool]) problems.push(`${rel(file)}: approvals.${i}.tool: unknown tool '${r.tool}'`);
+      if (r.agent && r.agent !== t.lead && !t.agents.includes(r.agent)) problems.push(`${rel(file)}: approvals.${i}.agent: '${r.agent}' is not in team '${t.id}'`);
+    });
+    teams[t.id] = { id: t.id, description: t.description, lead, agents, ...(t.approvals.length ? { approvals: t.approvals } : {}) };
+  }
+  if (problems.length > 0) throw new TeamConfigError(root, problems);
+  if (Object.keys(teams).length === 0) throw new TeamConfigError(root, [`${root}: no teams (expected <team>/team.json)`]);
+  return teams;
+}

@@ -1,0 +1,138 @@
+import { spawn } from 'node:child_process';
+import { accessSync, constants } from 'node:fs';
+import path from 'node:path';
+import type { CommandResult, SandboxLimits } from './provider.ts';
+
+export interface ConfineOptions {
+  /** Host directory mounted read-write at /workspace: the only writable place (with a private /tmp). */
+  workspace: string;
+  /** Working directory inside /workspace. */
+  cwd: string;
+  network: boolean;
+  env: Record<string, string>;
+  limits: SandboxLimits;
+  /** Run as this user (the runner must be root to switch); null keeps the runner's own user. */
+  user: { uid: number; gid: number } | null;
+  bwrap: string;
+}
+
+const MIB = 1024 * 1024;
+
+/**
+ * The command line that confines one command (pure, so it can be checked line by line):
+ * setpriv drops to the sandbox user, prlimit sets the per-process limits, and bubblewrap puts
+ * the command in fresh namespaces — its own session (no terminal injection), no network unless
+ * allowed, its own pid namespace (everything dies with it), a read-only view of the system and
+ * an environment holding only what is named.
+ */
+export function confinedArgv(command: string, o: ConfineOptions): string[] {
+  const l = o.limits;
+  const drop = o.user ? ['setpriv', `--reuid=${o.user.uid}`, `--regid=${o.user.gid}`, '--clear-groups', '--inh-caps=-all', '--'] : [];
+  const limits = ['prlimit', `--as=${l.memoryMb * MIB}`, `--cpu=${l.cpuSeconds}`, `--nproc=${l.processes}`, `--fsize=${l.fileSizeMb * MIB}`, `--nofile=${l.openFiles}`, `--core=0`, '--'];
+  const env = { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/workspace', LANG: 'C.UTF-8', TMPDIR: '/tmp', ...o.env };
+  const cwd = path.posix.join('/workspace', o.cwd);
+  if (!cwd.startsWith('/workspace')) throw new Error(`cwd '${o.cwd}' is outside the workspace`);
+  return [
+    ...drop,
+    ...limits,
+    o.bwrap,
+    '--new-session',
+    '--die-with-parent',
+    '--unshare-all',
+    ...(o.network ? ['--share-net', '--ro-bind-try', '/etc/resolv.conf', '/etc/resolv.conf', '--ro-bind-try', '/etc/hosts', '/etc/hosts'] : []),
+    '--hostname', 'sandbox',
+    '--ro-bind', '/usr', '/usr',
+    '--symlink', 'usr/bin', '/bin',
+    '--symlink', 'usr/sbin', '/sbin',
+    '--symlink', 'usr/lib', '/lib',
+    '--symlink', 'usr/lib64', '/lib64',
+    '--ro-bind-try', '/etc/alternatives', '/etc/alternatives',
+    '--ro-bind-try', '/etc/ld.so.cache', '/etc/ld.so.cache',
+    '--ro-bind-try', '/etc/ssl', '/etc/ssl',
+    '--proc', '/proc',
+    '--dev', '/dev',
+    '--tmpfs', '/tmp',
+    '--bind', o.workspace, '/workspace',
+    '--chdir', cwd,
+    '--clearenv',
+    ...Object.entries(env).flatMap(([k, v]) => ['--setenv', k, v]),
+    '--',
+    '/bin/bash', '-c', command,
+  ];
+}
+
+/** The bubblewrap binary on PATH, or null (then commands cannot run locally; file tools still work). */
+export function findBwrap(envPath = process.env.PATH ?? ''): string | null {
+  for (const dir of envPath.split(':').concat(['/usr/bin', '/usr/local/bin'])) {
+    if (!dir) continue;
+    const p = path.join(dir, 'bwrap');
+    try {
+      accessSync(p, constants.X_OK);
+      return p;
+    } catch {
+      // not here
+    }
+  }
+  return null;
+}
+
+const CAPTURE_BYTES = 1_000_000;
+
+/**
+ * Run a command line with a wall-clock timeout. At the timeout (or on abort) the whole process
+ * group is killed with SIGKILL; bubblewrap's pid namespace takes every descendant with it.
+ * Output beyond 1 MB per stream is counted, not kept.
+ */
+export function runArgv(argv: string[], opts: { timeoutMs: number; signal?: AbortSignal }): Promise<CommandResult> {
+  const started = Date.now();
+  return new Promise((resolve, reject) => {
+    const [file, ...args] = argv as [string, ...string[]];
+    const child = spawn(file, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true, env: {} });
+    const out = capture();
+    const err = capture();
+    child.stdout.on('data', out.push);
+    child.stderr.on('data', err.push);
+    let timedOut = false;
+    const kill = (): void => {
+      try {
+        if (child.pid) process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        child.kill('SIGKILL');
+      }
+    };
+    const timer = setTimeout(() => {
+      timedOut = true;
+      kill();
+    }, opts.timeoutMs);
+    const onAbort = (): void => kill();
+    opts.signal?.addEventListener('abort', onAbort, { once: true });
+    child.on('error', (e) => {
+      clearTimeout(timer);
+      opts.signal?.removeEventListener('abort', onAbort);
+      reject(e);
+    });
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      opts.signal?.removeEventListener('abort', onAbort);
+      resolve({ exitCode: timedOut ? null : code, stdout: out.text(), stderr: err.text(), timedOut, durationMs: Date.now() - started, stdoutBytes: out.total(), stderrBytes: err.total() });
+    });
+  });
+}
+
+function capture() {
+  const chunks: Buffer[] = [];
+  let kept = 0;
+  let total = 0;
+  return {
+    push: (b: Buffer): void => {
+      total += b.length;
+      if (kept < CAPTURE_BYTES) {
+        const part = b.subarray(0, CAPTURE_BYTES - kept);
+        chunks.push(part);
+        kept += part.length;
+      }
+    },
+    text: (): string => Buffer.concat(chunks).toString('utf8'),
+    total: (): number => total,
+  };
+}

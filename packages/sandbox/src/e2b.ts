@@ -1,0 +1,156 @@
+import path from 'node:path';
+import { CommandExitError, Sandbox as E2B, TimeoutError, type ConnectionOpts } from 'e2b';
+import type pg from 'pg';
+import { sandboxIdOf, type CommandResult, type RunOptions, type Sandbox, type SandboxFiles, type SandboxProvider, type SandboxSpec } from './provider.ts';
+import { SandboxRegistry } from './registry.ts';
+import { resolveRelative, type WalkedFile } from './workspace.ts';
+
+export interface E2BProviderOptions {
+  pool: pg.Pool;
+  /** Default: E2B_API_KEY (read by the SDK). */
+  apiKey?: string;
+  /** The template built by infra/e2b (default `baton-agent`). */
+  template?: string;
+  /** How long a running sandbox lives without activity before E2B pauses it (default 10 minutes). */
+  timeoutMs?: number;
+  /** Tests: a fake control plane and envd. */
+  apiUrl?: string;
+  sandboxUrl?: string;
+  domain?: string;
+}
+
+/** Where the agent's files live inside an E2B sandbox (the template creates it). */
+export const E2B_WORKSPACE = '/home/user/workspace';
+
+/**
+ * E2B sandboxes (`E2B_API_KEY` set): one microVM per agent from a prebuilt template, created
+ * with `lifecycle.onTimeout: 'pause'` so an idle one pauses instead of dying. The E2B sandbox
+ * id is kept in the `sandboxes` table, so any runner replica reconnects to it (`connect`
+ * resumes a paused one). Only the environment the agent's config names is passed in.
+ */
+export class E2BSandboxProvider implements SandboxProvider {
+  readonly name = 'e2b';
+  private readonly registry: SandboxRegistry;
+  private readonly template: string;
+  private readonly timeoutMs: number;
+  private readonly conn: ConnectionOpts;
+
+  constructor(opts: E2BProviderOptions) {
+    this.registry = new SandboxRegistry(opts.pool);
+    this.template = opts.template ?? 'baton-agent';
+    this.timeoutMs = opts.timeoutMs ?? 600_000;
+    this.conn = {
+      ...(opts.apiKey ? { apiKey: opts.apiKey } : {}),
+      ...(opts.apiUrl ? { apiUrl: opts.apiUrl } : {}),
+      ...(opts.sandboxUrl ? { sandboxUrl: opts.sandboxUrl } : {}),
+      ...(opts.domain ? { domain: opts.domain } : {}),
+    } as ConnectionOpts;
+  }
+
+  async open(spec: SandboxSpec): Promise<Sandbox> {
+    const id = sandboxIdOf(spec.taskId, spec.agentId);
+    const row = await this.registry.claim(id, spec.taskId, spec.agentId, this.name, spec.attempt);
+    let sbx: E2B | null = null;
+    if (row.externalId) {
+      // Resumes it if paused; a sandbox E2B no longer has is created afresh (its files are gone).
+      sbx = await E2B.connect(row.externalId, { ...this.conn, timeoutMs: this.timeoutMs }).catch(() => null);
+    }
+    if (!sbx) {
+      sbx = await E2B.create(this.template, {
+        ...this.conn,
+        lifecycle: { onTimeout: 'pause' },
+        timeoutMs: this.timeoutMs,
+        metadata: { taskId: spec.taskId, agentId: spec.agentId },
+        envs: spec.env,
+        allowInternetAccess: spec.network,
+      });
+      await this.registry.setExternalId(id, spec.attempt, sbx.sandboxId);
+      await sbx.files.makeDir(E2B_WORKSPACE);
+    }
+    return new E2BSandbox(id, sbx, spec);
+  }
+
+  async pause(sandbox: Sandbox): Promise<void> {
+    await (sandbox as E2BSandbox).sbx.pause();
+    await this.registry.setState(sandbox.id, 'paused');
+  }
+
+  async kill(taskId: string, agentId: string): Promise<void> {
+    const id = sandboxIdOf(taskId, agentId);
+    const row = await this.registry.get(id);
+    if (row?.externalId && row.state !== 'killed') await E2B.kill(row.externalId, this.conn);
+    if (row) await this.registry.killed(id);
+  }
+
+  async sweep(isLive: (taskIds: string[]) => Promise<Set<string>>): Promise<number> {
+    const rows = await this.registry.live(this.name);
+    if (rows.length === 0) return 0;
+    const live = await isLive([...new Set(rows.map((r) => r.taskId))]);
+    let swept = 0;
+    for (const r of rows) {
+      if (live.has(r.taskId)) continue;
+      await this.kill(r.taskId, r.agentId);
+      swept++;
+    }
+    return swept;
+  }
+}
+
+class E2BSandbox implements Sandbox {
+  readonly provider = 'e2b';
+  readonly files: SandboxFiles;
+  readonly id: string;
+  readonly sbx: E2B;
+  private readonly spec: SandboxSpec;
+  constructor(id: string, sbx: E2B, spec: SandboxSpec) {
+    this.id = id;
+    this.sbx = sbx;
+    this.spec = spec;
+    const abs = (rel: string): string => path.posix.join(E2B_WORKSPACE, ...resolveRelative(rel));
+    this.files = {
+      read: async (p, maxBytes = 1_000_000) => {
+        const bytes = Buffer.from(await sbx.files.read(abs(p), { format: 'bytes' }));
+        const text = bytes.subarray(0, maxBytes).toString('utf8');
+        return bytes.length > maxBytes ? `${text}\n[truncated: file is ${bytes.length} bytes, showing the first ${maxBytes}]` : text;
+      },
+      readBytes: async (p, maxBytes = 50_000_000) => {
+        const bytes = Buffer.from(await sbx.files.read(abs(p), { format: 'bytes' }));
+        return { bytes: bytes.subarray(0, maxBytes), size: bytes.length };
+      },
+      write: async (p, content) => {
+        const existed = await sbx.files.exists(abs(p));
+        const data = typeof content === 'string' ? content : (new Uint8Array(content).buffer as ArrayBuffer);
+        await sbx.files.write(abs(p), data);
+        return existed ? 'modified' : 'created';
+      },
+      list: async (p) => (await sbx.files.list(abs(p))).map((e) => (e.type === 'dir' ? `${e.name}/` : e.name)).sort(),
+      walk: async (p = '.', limit = 10_000) => {
+        const entries = await sbx.files.list(abs(p), { depth: 64 });
+        const files: WalkedFile[] = entries
+          .filter((e) => e.type === 'file')
+          .map((e) => ({ path: path.posix.relative(E2B_WORKSPACE, e.path), size: e.size, mode: e.mode & 0o777, mtimeMs: e.modifiedTime ? new Date(e.modifiedTime).getTime() : 0 }))
+          .sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+        return { files: files.slice(0, limit), truncated: files.length > limit };
+      },
+    };
+  }
+
+  async run(command: string, opts: RunOptions): Promise<CommandResult> {
+    const started = Date.now();
+    const cwd = path.posix.join(E2B_WORKSPACE, ...resolveRelative(opts.cwd ?? '.'));
+    const done = (exitCode: number | null, stdout: string, stderr: string, timedOut: boolean): CommandResult => ({
+      exitCode, stdout, stderr, timedOut, durationMs: Date.now() - started, stdoutBytes: Buffer.byteLength(stdout), stderrBytes: Buffer.byteLength(stderr),
+    });
+    try {
+      const r = await this.sbx.commands.run(command, { cwd, timeoutMs: opts.timeoutMs, envs: this.spec.env, ...(opts.signal ? { signal: opts.signal } : {}) });
+      return done(r.exitCode, r.stdout, r.stderr, false);
+    } catch (err) {
+      if (err instanceof CommandExitError) return done(err.exitCode, err.stdout, err.stderr, false);
+      if (err instanceof TimeoutError) return done(null, '', String(err.message), true);
+      throw err;
+    }
+  }
+
+  /** E2B keeps the VM's files itself; nothing to copy. */
+  async sync(): Promise<void> {}
+}

@@ -1,0 +1,177 @@
+import { createHash } from 'node:crypto';
+import { chmod, mkdir, readdir, rm } from 'node:fs/promises';
+import path from 'node:path';
+import type pg from 'pg';
+import { confinedArgv, findBwrap, runArgv } from './confine.ts';
+import { sandboxIdOf, type CommandResult, type RunOptions, type Sandbox, type SandboxFiles, type SandboxProvider, type SandboxSpec } from './provider.ts';
+import { SandboxRegistry, type StoredFile } from './registry.ts';
+import { Workspace, type WalkedFile } from './workspace.ts';
+
+export interface LocalProviderOptions {
+  /** Host directory holding `<taskId>/<agentId>` workspaces. */
+  root: string;
+  pool: pg.Pool;
+  /** Override the bubblewrap binary (default: found on PATH; absent → commands are refused with a clear error). */
+  bwrap?: string | null;
+  /** Largest workspace file synced to Postgres (bigger ones stay local and are reported). */
+  maxSyncFileBytes?: number;
+}
+
+/** Commands cannot run: bubblewrap is missing (the file tools still work). */
+export class SandboxUnavailableError extends Error {
+  readonly code = 'sandbox_unavailable';
+  constructor(why: string) {
+    super(why);
+    this.name = new.target.name;
+  }
+}
+
+/**
+ * The local provider: a per-agent workspace directory on the runner's host, commands confined
+ * with bubblewrap, and the workspace synced to Postgres after every step — so "pause" frees
+ * the host entirely and any replica resumes from the last synced generation.
+ */
+export class LocalSandboxProvider implements SandboxProvider {
+  readonly name = 'local';
+  private readonly root: string;
+  private readonly registry: SandboxRegistry;
+  private readonly bwrap: string | null;
+  private readonly maxSyncFileBytes: number;
+  /** The generation each local workspace directory holds (a restart forgets, and restores). */
+  private readonly localGeneration = new Map<string, number>();
+
+  constructor(opts: LocalProviderOptions) {
+    this.root = path.resolve(opts.root);
+    this.registry = new SandboxRegistry(opts.pool);
+    this.bwrap = opts.bwrap === undefined ? findBwrap() : opts.bwrap;
+    this.maxSyncFileBytes = opts.maxSyncFileBytes ?? 20_000_000;
+  }
+
+  /** Commands can run here (bubblewrap found). */
+  get canRunCommands(): boolean {
+    return this.bwrap !== null;
+  }
+
+  async open(spec: SandboxSpec): Promise<Sandbox> {
+    const id = sandboxIdOf(spec.taskId, spec.agentId);
+    const row = await this.registry.claim(id, spec.taskId, spec.agentId, this.name, spec.attempt);
+    const user = sandboxUser(id);
+    const dir = path.join(this.root, spec.taskId, spec.agentId);
+    await mkdir(dir, { recursive: true });
+    // The sandbox user must reach its workspace through the runner's directories.
+    for (const d of [this.root, path.join(this.root, spec.taskId)]) await chmod(d, 0o711);
+    const ws = new Workspace(dir, { owner: user });
+    await ws.ensure();
+    let manifest: Map<string, string>;
+    if (this.localGeneration.get(id) === row.generation) {
+      manifest = manifestOf((await ws.walk()).files);
+    } else {
+      // Another replica (or an earlier life of this one) moved it on: restore the synced copy.
+      await ws.clear();
+      const { generation, files } = await this.registry.loadFiles(id);
+      for (const f of files) await ws.write(f.path, f.content, f.mode);
+      manifest = manifestOf((await ws.walk()).files);
+      this.localGeneration.set(id, generation);
+    }
+    return new LocalSandbox(id, ws, {
+      run: (command, opts) => this.runIn(ws, spec, user, command, opts),
+      sync: async () => {
+        const { files } = await ws.walk();
+        const next = manifestOf(files);
+        const changed: StoredFile[] = [];
+        for (const f of files) {
+          if (manifest.get(f.path) === next.get(f.path) || f.size > this.maxSyncFileBytes) continue;
+          const { bytes, mode } = await ws.readBytes(f.path, this.maxSyncFileBytes);
+          changed.push({ path: f.path, mode, content: bytes });
+        }
+        const removed = [...manifest.keys()].filter((p) => !next.has(p));
+        if (changed.length === 0 && removed.length === 0) return;
+        const generation = await this.registry.saveFiles(id, spec.attempt, changed, removed);
+        this.localGeneration.set(id, generation);
+        manifest = next;
+      },
+    });
+  }
+
+  async pause(sandbox: Sandbox): Promise<void> {
+    await sandbox.sync();
+    await this.registry.setState(sandbox.id, 'paused');
+    // Hold nothing on this host while the agent waits: the synced copy is the workspace now.
+    this.localGeneration.delete(sandbox.id);
+    const [taskId, agentId] = sandbox.id.split('/') as [string, string];
+    await rm(path.join(this.root, taskId, agentId), { recursive: true, force: true });
+  }
+
+  async kill(taskId: string, agentId: string): Promise<void> {
+    const id = sandboxIdOf(taskId, agentId);
+    this.localGeneration.delete(id);
+    await rm(path.join(this.root, taskId, agentId), { recursive: true, force: true });
+    await rm(path.join(this.root, taskId), { recursive: false, force: true }).catch(() => {}); // only if empty
+    await this.registry.killed(id);
+  }
+
+  async sweep(isLive: (taskIds: string[]) => Promise<Set<string>>): Promise<number> {
+    const rows = await this.registry.live(this.name);
+    const localTasks = await readdir(this.root).catch(() => [] as string[]);
+    const taskIds = [...new Set([...rows.map((r) => r.taskId), ...localTasks.filter((t) => /^[0-9a-f-]{36}$/.test(t))])];
+    if (taskIds.length === 0) return 0;
+    const live = await isLive(taskIds);
+    let swept = 0;
+    for (const r of rows) {
+      if (live.has(r.taskId)) continue;
+      await this.kill(r.taskId, r.agentId);
+      swept++;
+    }
+    for (const t of localTasks) {
+      if (!taskIds.includes(t) || live.has(t)) continue;
+      await rm(path.join(this.root, t), { recursive: true, force: true });
+    }
+    return swept;
+  }
+
+  private async runIn(ws: Workspace, spec: SandboxSpec, user: { uid: number; gid: number } | null, command: string, opts: RunOptions): Promise<CommandResult> {
+    if (!this.bwrap) throw new SandboxUnavailableError('commands cannot run: bubblewrap (bwrap) is not installed on this runner (apt-get install bubblewrap)');
+    const cwd = opts.cwd ? path.relative(ws.root, ws.resolve(opts.cwd)) : '.';
+    const argv = confinedArgv(command, { workspace: ws.root, cwd, network: spec.network, env: spec.env, limits: spec.limits, user, bwrap: this.bwrap });
+    return runArgv(argv, { timeoutMs: opts.timeoutMs, ...(opts.signal ? { signal: opts.signal } : {}) });
+  }
+}
+
+class LocalSandbox implements Sandbox {
+  readonly provider = 'local';
+  readonly id: string;
+  readonly files: SandboxFiles;
+  private readonly ops: { run: (command: string, opts: RunOptions) => Promise<CommandResult>; sync: () => Promise<void> };
+  constructor(id: string, ws: Workspace, ops: LocalSandbox['ops']) {
+    this.id = id;
+    this.ops = ops;
+    this.files = {
+      read: (p, maxBytes) => ws.read(p, maxBytes),
+      readBytes: (p, maxBytes) => ws.readBytes(p, maxBytes),
+      write: (p, content) => ws.write(p, content),
+      list: (p) => ws.list(p),
+      walk: (p, limit) => ws.walk(p, limit),
+    };
+  }
+
+  run(command: string, opts: RunOptions): Promise<CommandResult> {
+    return this.ops.run(command, opts);
+  }
+
+  sync(): Promise<void> {
+    return this.ops.sync();
+  }
+}
+
+const manifestOf = (files: readonly WalkedFile[]): Map<string, string> => new Map(files.map((f) => [f.path, `${f.size}:${f.mtimeMs}:${f.mode}`]));
+
+/**
+ * The unprivileged user a sandbox's commands run as when the runner is root: one of 4,096 uids
+ * from 200000, by the sandbox id, so RLIMIT_NPROC counts (about) one sandbox's processes.
+ * Not root → the runner's own user (bubblewrap then maps it in a user namespace).
+ */
+export function sandboxUser(id: string): { uid: number; gid: number } | null {
+  if (process.getuid?.() !== 0) return null;
+  const n = createHash('sha256').update(id).digest().readUInt16BE(0) % 4096;
+  return { uid: 200_000 + n, gid: 200_000 + n };
+}

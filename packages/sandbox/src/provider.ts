@@ -1,0 +1,99 @@
+import { z } from 'zod';
+import type { WalkedFile } from './workspace.ts';
+
+/** Resource limits of one sandbox's commands (agent config `sandbox.limits`). */
+export const SandboxLimits = z.strictObject({
+  /** Address space per process, MiB (RLIMIT_AS locally; the template's memory on E2B). */
+  memoryMb: z.number().int().min(64).max(65_536).default(1024),
+  /** CPU seconds per process (RLIMIT_CPU). */
+  cpuSeconds: z.number().int().min(1).max(3600).default(120),
+  /** Processes of the sandbox user (RLIMIT_NPROC): a fork bomb stops here. */
+  processes: z.number().int().min(8).max(4096).default(128),
+  /** Largest file a command may write, MiB (RLIMIT_FSIZE). */
+  fileSizeMb: z.number().int().min(1).max(10_240).default(100),
+  /** Open files per process (RLIMIT_NOFILE). */
+  openFiles: z.number().int().min(16).max(65_536).default(1024),
+});
+export type SandboxLimits = z.infer<typeof SandboxLimits>;
+export const DEFAULT_LIMITS: SandboxLimits = SandboxLimits.parse({});
+
+/** What a sandbox is for: one agent of one task. Its id is stable, so any replica finds it again. */
+export interface SandboxSpec {
+  taskId: string;
+  agentId: string;
+  /** Outbound network for commands (default off). */
+  network: boolean;
+  /** Environment variables for commands: nothing from the host unless the agent's config names it. */
+  env: Record<string, string>;
+  limits: SandboxLimits;
+  /** The runner's attempt on this agent: a sandbox opened by a newer attempt fences older ones out. */
+  attempt: number;
+}
+
+export const sandboxIdOf = (taskId: string, agentId: string): string => `${taskId}/${agentId}`;
+
+export interface CommandResult {
+  exitCode: number | null;
+  stdout: string;
+  stderr: string;
+  /** Killed at the wall-clock timeout. */
+  timedOut: boolean;
+  durationMs: number;
+  /** Output beyond the capture limit was dropped (the counts say how much there was). */
+  stdoutBytes: number;
+  stderrBytes: number;
+}
+
+export interface RunOptions {
+  timeoutMs: number;
+  /** Working directory relative to the workspace root (default the root). */
+  cwd?: string;
+  signal?: AbortSignal;
+}
+
+/** The files of a sandbox's workspace. Paths are relative to the workspace root; escapes are refused. */
+export interface SandboxFiles {
+  read(path: string, maxBytes?: number): Promise<string>;
+  readBytes(path: string, maxBytes?: number): Promise<{ bytes: Buffer; size: number }>;
+  write(path: string, content: string | Uint8Array): Promise<'created' | 'modified'>;
+  list(path: string): Promise<string[]>;
+  walk(path?: string, limit?: number): Promise<{ files: WalkedFile[]; truncated: boolean }>;
+}
+
+export interface Sandbox {
+  readonly id: string;
+  readonly provider: string;
+  readonly files: SandboxFiles;
+  run(command: string, opts: RunOptions): Promise<CommandResult>;
+  /**
+   * Make the workspace durable centrally (Postgres for the local provider; E2B keeps its own):
+   * after it returns, a runner anywhere resumes from this state.
+   */
+  sync(): Promise<void>;
+}
+
+/**
+ * The one contract every sandbox provider implements. The runner opens a sandbox for each job
+ * (creating it, or reconnecting to the paused one), pauses it when the agent waits for a
+ * person, and kills it when the agent is done.
+ */
+export interface SandboxProvider {
+  readonly name: string;
+  /** Create the sandbox, or reconnect to it (restoring its last synced workspace). */
+  open(spec: SandboxSpec): Promise<Sandbox>;
+  /** The agent waits: hold no compute. The workspace survives and `open` resumes it anywhere. */
+  pause(sandbox: Sandbox): Promise<void>;
+  /** The agent is done: free everything. Idempotent; killing an unknown sandbox is fine. */
+  kill(taskId: string, agentId: string): Promise<void>;
+  /** Kill every sandbox whose task is no longer live (a crash left them); returns how many. */
+  sweep(isLive: (taskIds: string[]) => Promise<Set<string>>): Promise<number>;
+}
+
+/** A sandbox opened by a newer attempt: this runner must stop. */
+export class SandboxFencedError extends Error {
+  readonly code = 'sandbox_fenced';
+  constructor(id: string, attempt: number) {
+    super(`sandbox ${id} belongs to a newer attempt than ${attempt}`);
+    this.name = new.target.name;
+  }
+}

@@ -1,0 +1,127 @@
+import type pg from 'pg';
+import { SandboxFencedError } from './provider.ts';
+
+export interface SandboxRow {
+  id: string;
+  taskId: string;
+  agentId: string;
+  provider: string;
+  externalId: string | null;
+  state: 'running' | 'paused' | 'killed';
+  attempt: number;
+  generation: number;
+}
+
+export interface StoredFile {
+  path: string;
+  mode: number;
+  content: Buffer;
+}
+
+const rowOf = (r: Record<string, unknown>): SandboxRow => ({
+  id: r.id as string,
+  taskId: r.task_id as string,
+  agentId: r.agent_id as string,
+  provider: r.provider as string,
+  externalId: (r.external_id as string | null) ?? null,
+  state: r.state as SandboxRow['state'],
+  attempt: r.attempt as number,
+  generation: Number(r.generation),
+});
+
+/**
+ * Where sandboxes are known centrally (the `sandboxes` table): which provider holds each, its
+ * external id (E2B), its state and — for the local provider — the synced workspace files.
+ * Every write names the attempt that makes it; a newer attempt fences older ones out, so a
+ * runner that lost its job can never overwrite the workspace of the one that took it over.
+ */
+export class SandboxRegistry {
+  private readonly pool: pg.Pool;
+  constructor(pool: pg.Pool) {
+    this.pool = pool;
+  }
+
+  /** Register (or re-open) a sandbox for this attempt; throws SandboxFencedError if a newer attempt has it. */
+  async claim(id: string, taskId: string, agentId: string, provider: string, attempt: number): Promise<SandboxRow> {
+    const { rows } = await this.pool.query(
+      `insert into sandboxes (id, task_id, agent_id, provider, state, attempt) values ($1, $2, $3, $4, 'running', $5)
+       on conflict (id) do update set attempt = excluded.attempt, state = 'running', updated_at = now()
+         where sandboxes.attempt <= excluded.attempt
+       returning *`,
+      [id, taskId, agentId, provider, attempt],
+    );
+    if (rows.length === 0) throw new SandboxFencedError(id, attempt);
+    return rowOf(rows[0]);
+  }
+
+  async get(id: string): Promise<SandboxRow | null> {
+    const { rows } = await this.pool.query('select * from sandboxes where id = $1', [id]);
+    return rows[0] ? rowOf(rows[0]) : null;
+  }
+
+  async setExternalId(id: string, attempt: number, externalId: string): Promise<void> {
+    const r = await this.pool.query('update sandboxes set external_id = $3, updated_at = now() where id = $1 and attempt = $2', [id, attempt, externalId]);
+    if (r.rowCount === 0) throw new SandboxFencedError(id, attempt);
+  }
+
+  async setState(id: string, state: SandboxRow['state']): Promise<void> {
+    await this.pool.query('update sandboxes set state = $2, updated_at = now() where id = $1', [id, state]);
+  }
+
+  /** The synced files of a workspace and its generation. */
+  async loadFiles(id: string): Promise<{ generation: number; files: StoredFile[] }> {
+    const client = await this.pool.connect();
+    try {
+      await client.query('begin isolation level repeatable read read only');
+      const g = await client.query('select generation from sandboxes where id = $1', [id]);
+      const f = await client.query('select path, mode, content from sandbox_files where sandbox_id = $1 order by path', [id]);
+      await client.query('commit');
+      return { generation: Number(g.rows[0]?.generation ?? 0), files: f.rows.map((r) => ({ path: r.path as string, mode: r.mode as number, content: r.content as Buffer })) };
+    } catch (err) {
+      await client.query('rollback').catch(() => {});
+      throw err;
+    } finally {
+      client.release();
+    }
+  }
+
+  /**
+   * Write the changed and removed files of a workspace in one transaction, fenced by attempt;
+   * returns the new generation.
+   */
+  async saveFiles(id: string, attempt: number, changed: readonly StoredFile[], removed: readonly string[]): Promise<number> {
+    const client = await this.pool.connect();
+    try {
+      await client.query('begin');
+      const g = await client.query('update sandboxes set generation = generation + 1, updated_at = now() where id = $1 and attempt = $2 returning generation', [id, attempt]);
+      if (g.rowCount === 0) throw new SandboxFencedError(id, attempt);
+      if (removed.length > 0) await client.query('delete from sandbox_files where sandbox_id = $1 and path = any($2::text[])', [id, removed]);
+      if (changed.length > 0) {
+        await client.query(
+          `insert into sandbox_files (sandbox_id, path, mode, content)
+           select $1, p, m, c from unnest($2::text[], $3::int[], $4::bytea[]) as t(p, m, c)
+           on conflict (sandbox_id, path) do update set mode = excluded.mode, content = excluded.content`,
+          [id, changed.map((f) => f.path), changed.map((f) => f.mode), changed.map((f) => f.content)],
+        );
+      }
+      await client.query('commit');
+      return Number(g.rows[0].generation);
+    } catch (err) {
+      await client.query('rollback').catch(() => {});
+      throw err;
+    } finally {
+      client.release();
+    }
+  }
+
+  /** Forget a sandbox's files and mark it killed. */
+  async killed(id: string): Promise<void> {
+    await this.pool.query(`with f as (delete from sandbox_files where sandbox_id = $1) update sandboxes set state = 'killed', updated_at = now() where id = $1`, [id]);
+  }
+
+  /** Sandboxes not yet killed, of this provider. */
+  async live(provider: string): Promise<SandboxRow[]> {
+    const { rows } = await this.pool.query(`select * from sandboxes where provider = $1 and state <> 'killed'`, [provider]);
+    return rows.map(rowOf);
+  }
+}

@@ -1,0 +1,168 @@
+import { constants } from 'node:fs';
+import { chown, lstat, mkdir, open, readdir, rm } from 'node:fs/promises';
+import path from 'node:path';
+
+/** The components of a path relative to a workspace root; absolute paths, `..` and NUL are refused. */
+export function resolveRelative(rel: string): string[] {
+  if (rel.includes('\0')) throw new WorkspacePathError(rel, 'contains a NUL byte');
+  if (path.isAbsolute(rel)) throw new WorkspacePathError(rel, 'absolute paths are not allowed; use a path relative to the workspace');
+  const parts = rel.split(/[\\/]+/).filter((p) => p !== '' && p !== '.');
+  if (parts.some((p) => p === '..')) throw new WorkspacePathError(rel, "'..' is not allowed");
+  return parts;
+}
+
+export class WorkspacePathError extends Error {
+  constructor(p: string, why: string) {
+    super(`path '${p}' is not allowed: ${why}`);
+    this.name = new.target.name;
+  }
+}
+
+/**
+ * A per-agent workspace directory. Every path a tool names is resolved inside it: absolute
+ * paths, `..` and symlinks (anywhere on the path) are refused, and the final open uses
+ * O_NOFOLLOW, so a link planted by the agent is never followed by host-side code.
+ * Commands run confined (bubblewrap) with this directory as their only writable place; the
+ * host-side code here is what file tools use, and it never trusts what a command left behind.
+ */
+export class Workspace {
+  readonly root: string;
+  /** The sandbox user: files written host-side are handed to it, so commands can change them. */
+  private readonly owner: { uid: number; gid: number } | null;
+  constructor(root: string, opts: { owner?: { uid: number; gid: number } | null } = {}) {
+    this.root = path.resolve(root);
+    this.owner = opts.owner ?? null;
+  }
+
+  async ensure(): Promise<void> {
+    await mkdir(this.root, { recursive: true });
+    await this.own(this.root);
+  }
+
+  /** Remove everything in the workspace (the directory itself stays). */
+  async clear(): Promise<void> {
+    for (const e of await readdir(this.root)) await rm(path.join(this.root, e), { recursive: true, force: true });
+  }
+
+  private async own(abs: string): Promise<void> {
+    if (this.owner) await chown(abs, this.owner.uid, this.owner.gid);
+  }
+
+  /** Create the directories of a path one by one (each checked not to be a link), handing them to the owner. */
+  private async mkdirs(absDir: string): Promise<void> {
+    const rel = path.relative(this.root, absDir);
+    let cur = this.root;
+    for (const part of rel.split(path.sep).filter(Boolean)) {
+      cur = path.join(cur, part);
+      const st = await lstat(cur).catch((e: NodeJS.ErrnoException) => (e.code === 'ENOENT' ? null : Promise.reject(e)));
+      if (st?.isSymbolicLink()) throw new WorkspacePathError(rel, 'it goes through a symbolic link');
+      if (st && !st.isDirectory()) throw new WorkspacePathError(rel, `'${path.relative(this.root, cur)}' is a file, not a directory`);
+      if (!st) {
+        await mkdir(cur);
+        await this.own(cur);
+      }
+    }
+  }
+
+  /** Resolve a relative path inside the workspace, refusing escapes. Does not touch the disk. */
+  resolve(rel: string): string {
+    return path.join(this.root, ...resolveRelative(rel));
+  }
+
+  /** Refuse if any existing component of the path (below the root) is a symlink. */
+  private async assertNoLinks(abs: string): Promise<void> {
+    const rel = path.relative(this.root, abs);
+    let cur = this.root;
+    for (const part of rel.split(path.sep).filter(Boolean)) {
+      cur = path.join(cur, part);
+      const st = await lstat(cur).catch((e: NodeJS.ErrnoException) => (e.code === 'ENOENT' ? null : Promise.reject(e)));
+      if (!st) return;
+      if (st.isSymbolicLink()) throw new WorkspacePathError(rel, 'it goes through a symbolic link');
+    }
+  }
+
+  async write(rel: string, content: string | Uint8Array, mode = 0o644): Promise<'created' | 'modified'> {
+    const abs = this.resolve(rel);
+    await this.assertNoLinks(abs);
+    await this.mkdirs(path.dirname(abs));
+    const existed = await lstat(abs).then(() => true, () => false);
+    const fh = await open(abs, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW, mode & 0o777);
+    try {
+      await fh.writeFile(content);
+      if (this.owner) await fh.chown(this.owner.uid, this.owner.gid);
+    } finally {
+      await fh.close();
+    }
+    return existed ? 'modified' : 'created';
+  }
+
+  async read(rel: string, maxBytes = 1_000_000): Promise<string> {
+    const { bytes, size } = await this.readBytes(rel, maxBytes);
+    const text = bytes.toString('utf8');
+    return size > maxBytes ? `${text}\n[truncated: file is ${size} bytes, showing the first ${maxBytes}]` : text;
+  }
+
+  /** Up to maxBytes of a regular file (never through a link), with its full size and mode. */
+  async readBytes(rel: string, maxBytes = 50_000_000): Promise<{ bytes: Buffer; size: number; mode: number }> {
+    const abs = this.resolve(rel);
+    await this.assertNoLinks(abs);
+    const fh = await open(abs, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    try {
+      const st = await fh.stat();
+      if (!st.isFile()) throw new WorkspacePathError(rel, 'not a regular file');
+      const buf = Buffer.alloc(Math.min(st.size, maxBytes));
+      const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
+      return { bytes: buf.subarray(0, bytesRead), size: st.size, mode: st.mode & 0o777 };
+    } finally {
+      await fh.close();
+    }
+  }
+
+  /**
+   * Every regular file under a directory (relative paths, sorted), never descending through a
+   * link; at most `limit` entries (the walk says when it stopped early).
+   */
+  async walk(rel = '.', limit = 10_000): Promise<{ files: WalkedFile[]; truncated: boolean }> {
+    const start = this.resolve(rel);
+    await this.assertNoLinks(start);
+    const files: WalkedFile[] = [];
+    const stack = [start];
+    while (stack.length > 0) {
+      const dir = stack.pop() as string;
+      const entries = await readdir(dir, { withFileTypes: true }).catch((e: NodeJS.ErrnoException) => (e.code === 'ENOENT' || e.code === 'ENOTDIR' ? [] : Promise.reject(e)));
+      for (const e of entries) {
+        const abs = path.join(dir, e.name);
+        if (e.isDirectory()) stack.push(abs);
+        else if (e.isFile()) {
+          const st = await lstat(abs).catch(() => null);
+          if (!st?.isFile()) continue;
+          files.push({ path: path.relative(this.root, abs), size: st.size, mode: st.mode & 0o777, mtimeMs: st.mtimeMs });
+          if (files.length >= limit) return { files: files.sort(byPath), truncated: true };
+        }
+      }
+    }
+    return { files: files.sort(byPath), truncated: false };
+  }
+
+  async remove(rel: string): Promise<void> {
+    const abs = this.resolve(rel);
+    await this.assertNoLinks(path.dirname(abs));
+    await rm(abs, { force: true, recursive: true });
+  }
+
+  async list(rel = '.'): Promise<string[]> {
+    const abs = this.resolve(rel);
+    await this.assertNoLinks(abs);
+    const entries = await readdir(abs, { withFileTypes: true });
+    return entries.map((e) => (e.isDirectory() ? `${e.name}/` : e.isSymbolicLink() ? `${e.name}@` : e.name)).sort();
+  }
+}
+
+export interface WalkedFile {
+  path: string;
+  size: number;
+  mode: number;
+  mtimeMs: number;
+}
+
+const byPath = (a: WalkedFile, b: WalkedFile): number => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0);

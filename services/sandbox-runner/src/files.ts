@@ -1,0 +1,32 @@
+import path from 'node:path';
+
+/** Tools that may change the workspace: after them it is synced before their results are recorded. */
+export const MUTATING_TOOLS: ReadonlySet<string> = new Set(['write_file', 'edit_file', 'run_command', 'run_tests']);
+const WRITES: ReadonlySet<string> = new Set(['write_file', 'edit_file']);
+const PATH_TOOLS: ReadonlySet<string> = new Set(['write_file', 'edit_file', 'read_file', 'list_directory']);
+
+const matches = (p: string, globs: readonly string[]): boolean => globs.some((g) => path.posix.matchesGlob(p, g));
+
+/**
+ * An agent's file scope (config `file_scope`): no file tool may touch a path matching a
+ * blocked glob; writes must match an allowed glob when any is given. Returns the error the
+ * model sees, or null.
+ */
+export function fileScopeViolation(scope: { allowed: string[]; blocked: string[] } | undefined, tool: string, input: Record<string, unknown>): string | null {
+  if (!scope || !PATH_TOOLS.has(tool) || typeof input.path !== 'string') return null;
+  const p = path.posix.normalize(input.path.replace(/\\/g, '/')).replace(/^\.\//, '');
+  if (p.startsWith('..') || p.startsWith('/')) return null; // the file tools refuse these themselves, saying why
+  if (matches(p, scope.blocked)) return `'${p}' is outside this agent's file scope (blocked: ${scope.blocked.join(', ')})`;
+  if (WRITES.has(tool) && scope.allowed.length > 0 && !matches(p, scope.allowed)) return `'${p}' is outside this agent's file scope (writes allowed: ${scope.allowed.join(', ')})`;
+  return null;
+}
+
+/**
+ * Where an agent's file is kept among the task's artifacts: its own path, unless another
+ * agent's artifact holds that path already (two researchers' notes.md) — then under the
+ * agent's id (`researcher-2/notes.md`).
+ */
+export function artifactPathFor(file: string, agentId: string, existing: readonly { path: string; agentId: string | null }[]): string {
+  const taken = existing.find((a) => a.path === file);
+  return taken && taken.agentId !== agentId ? `${agentId}/${file}` : file;
+}

@@ -1,0 +1,20 @@
+import { describe, expect, it } from 'vitest';
+import { parseTestCounts } from './test-counts.ts';
+
+describe('parseTestCounts', () => {
+  it.each([
+    ['vitest', ' \x1b[32m✓\x1b[0m a.test.ts\n\n Test Files  1 failed | 2 passed (3)\n      Tests  2 failed | 5 passed | 1 skipped (8)\n', { passed: 5, failed: 2, skipped: 1 }],
+    ['jest', 'Test Suites: 1 failed, 1 total\nTests:       1 failed, 4 passed, 5 total\n', { passed: 4, failed: 1, skipped: 0 }],
+    ['tap', 'TAP version 13\n# tests 4\n# suites 0\n# pass 3\n# fail 1\n# cancelled 0\n# skipped 0\n# todo 0\n', { passed: 3, failed: 1, skipped: 0 }],
+    ['pytest', '============ 1 failed, 3 passed, 2 skipped in 0.12s ============\n', { passed: 3, failed: 1, skipped: 2 }],
+    ['mocha', '  3 passing (12ms)\n  1 pending\n  2 failing\n', { passed: 3, failed: 2, skipped: 1 }],
+    ['cargo', 'test result: FAILED. 3 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out\n', { passed: 3, failed: 1, skipped: 0 }],
+    ['go', '=== RUN   TestA\n--- PASS: TestA (0.00s)\n=== RUN   TestB\n--- FAIL: TestB (0.00s)\nFAIL\n', { passed: 1, failed: 1, skipped: 0 }],
+  ])('reads a %s summary', (format, output, counts) => {
+    expect(parseTestCounts(output)).toEqual({ ...counts, format });
+  });
+  it('takes the last summary and says null when there is none', () => {
+    expect(parseTestCounts('# pass 1\n# fail 0\n...\n# pass 2\n# fail 3\n')).toMatchObject({ passed: 2, failed: 3 });
+    expect(parseTestCounts('make: *** [test] Error 1')).toBeNull();
+  });
+});

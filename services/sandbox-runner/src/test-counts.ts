@@ -1,0 +1,56 @@
+/** Pass/fail counts read from a test runner's output, when its summary is recognisable. */
+export interface TestCounts {
+  passed: number;
+  failed: number;
+  skipped: number;
+  /** Which summary format matched. */
+  format: string;
+}
+
+const num = (m: RegExpExecArray | null, i = 1): number => (m ? Number(m[i]) : 0);
+
+/**
+ * Recognises the summaries of vitest/jest, node --test (TAP), pytest, mocha, go test and cargo
+ * test. The last summary in the output wins (watch-like output repeats them). Null when none
+ * is recognisable — the exit code still says pass or fail.
+ */
+export function parseTestCounts(output: string): TestCounts | null {
+  const text = output.replace(/\x1b\[[0-9;]*m/g, '');
+  const last = (re: RegExp): RegExpExecArray | null => {
+    let m: RegExpExecArray | null = null;
+    for (const x of text.matchAll(new RegExp(re.source, re.flags.includes('g') ? re.flags : `${re.flags}g`))) m = x as RegExpExecArray;
+    return m;
+  };
+  // vitest: " Tests  2 failed | 5 passed | 1 skipped (8)"
+  const vitest = last(/^\s*Tests\s+(.*\(\d+\))\s*$/m);
+  if (vitest) {
+    const s = vitest[1] ?? '';
+    return { passed: num(/(\d+) passed/.exec(s)), failed: num(/(\d+) failed/.exec(s)), skipped: num(/(\d+) skipped/.exec(s)) + num(/(\d+) todo/.exec(s)), format: 'vitest' };
+  }
+  // jest: "Tests:       1 failed, 4 passed, 5 total"
+  const jest = last(/^Tests:\s+(.*\d+ total)\s*$/m);
+  if (jest) {
+    const s = jest[1] ?? '';
+    return { passed: num(/(\d+) passed/.exec(s)), failed: num(/(\d+) failed/.exec(s)), skipped: num(/(\d+) skipped/.exec(s)) + num(/(\d+) todo/.exec(s)), format: 'jest' };
+  }
+  // node --test / TAP: "# pass 3", "# fail 1"
+  const tapPass = last(/^# pass (\d+)$/m);
+  if (tapPass) return { passed: num(tapPass), failed: num(last(/^# fail (\d+)$/m)), skipped: num(last(/^# skipped (\d+)$/m)) + num(last(/^# todo (\d+)$/m)), format: 'tap' };
+  // pytest: "==== 1 failed, 3 passed, 2 skipped in 0.12s ===="
+  const pytest = last(/^=+ (.*\d+ (?:passed|failed|error|errors|skipped).*) in [\d.]+s.*=+$/m);
+  if (pytest) {
+    const s = pytest[1] ?? '';
+    return { passed: num(/(\d+) passed/.exec(s)), failed: num(/(\d+) failed/.exec(s)) + num(/(\d+) errors?/.exec(s)), skipped: num(/(\d+) skipped/.exec(s)), format: 'pytest' };
+  }
+  // mocha: "  3 passing (12ms)", "  1 failing"
+  const mocha = last(/^\s+(\d+) passing \(/m);
+  if (mocha) return { passed: num(mocha), failed: num(last(/^\s+(\d+) failing$/m)), skipped: num(last(/^\s+(\d+) pending$/m)), format: 'mocha' };
+  // cargo: "test result: FAILED. 3 passed; 1 failed; 0 ignored"
+  const cargo = last(/^test result: \w+\. (\d+) passed; (\d+) failed; (\d+) ignored/m);
+  if (cargo) return { passed: num(cargo, 1), failed: num(cargo, 2), skipped: num(cargo, 3), format: 'cargo' };
+  // go test -v: "--- PASS: TestX", "--- FAIL: TestY"
+  const goPass = [...text.matchAll(/^\s*--- PASS: /gm)].length;
+  const goFail = [...text.matchAll(/^\s*--- FAIL: /gm)].length;
+  if (goPass + goFail > 0) return { passed: goPass, failed: goFail, skipped: [...text.matchAll(/^\s*--- SKIP: /gm)].length, format: 'go' };
+  return null;
+}

@@ -1,0 +1,59 @@
+import { indexCorpus, listArtifacts, readArtifact, searchCorpus, storeArtifact } from '@baton/event-store';
+import type { Logger } from '@baton/runtime';
+import { E2BSandboxProvider, LocalSandboxProvider, type SandboxProvider } from '@baton/sandbox';
+import type pg from 'pg';
+import type { RunnerConfig } from './config.ts';
+import type { ArtifactStore } from './subagent.ts';
+
+/** E2B when configured (or asked for), else the local bubblewrap provider. */
+export function sandboxProviderFromConfig(c: RunnerConfig, pool: pg.Pool, log: Logger): SandboxProvider {
+  const e2b = c.SANDBOX_PROVIDER === 'e2b' || (c.SANDBOX_PROVIDER === 'auto' && c.E2B_API_KEY);
+  if (e2b) {
+    if (!c.E2B_API_KEY) throw new Error('SANDBOX_PROVIDER=e2b needs E2B_API_KEY');
+    log.info({ template: c.E2B_TEMPLATE }, 'sandboxes: E2B');
+    return new E2BSandboxProvider({ pool, apiKey: c.E2B_API_KEY, template: c.E2B_TEMPLATE, ...(c.E2B_API_URL ? { apiUrl: c.E2B_API_URL } : {}), ...(c.E2B_SANDBOX_URL ? { sandboxUrl: c.E2B_SANDBOX_URL } : {}) });
+  }
+  const local = new LocalSandboxProvider({ root: c.WORKSPACE_ROOT, pool });
+  if (local.canRunCommands) log.info({ root: c.WORKSPACE_ROOT }, 'sandboxes: local (bubblewrap)');
+  else log.warn({ root: c.WORKSPACE_ROOT }, 'sandboxes: local WITHOUT bubblewrap: file tools work, run_command/run_tests are refused (apt-get install bubblewrap)');
+  return local;
+}
+
+export function artifactStore(pool: pg.Pool): ArtifactStore {
+  return {
+    store: (a) => storeArtifact(pool, a),
+    read: async (taskId, path) => (await readArtifact(pool, taskId, path))?.content ?? null,
+  };
+}
+
+/** Which of these tasks are still live (not completed, failed or cancelled; unknown ones are not). */
+export function liveTasks(pool: pg.Pool): (taskIds: string[]) => Promise<Set<string>> {
+  return async (taskIds) => {
+    const { rows } = await pool.query(`select id from tasks where id = any($1::uuid[]) and status not in ('completed', 'failed', 'cancelled')`, [taskIds]);
+    return new Set(rows.map((r) => r.id as string));
+  };
+}
+
+/** Sweep now and then every interval; returns a stop function. Errors are logged, never thrown. */
+export function startSweeper(provider: SandboxProvider, pool: pg.Pool, intervalMs: number, log: Logger): () => void {
+  const sweep = async (): Promise<void> => {
+    try {
+      const n = await provider.sweep(liveTasks(pool));
+      if (n > 0) log.info({ swept: n }, 'orphaned sandboxes killed');
+    } catch (err) {
+      log.warn({ err }, 'sandbox sweep failed');
+    }
+  };
+  void sweep();
+  if (intervalMs === 0) return () => {};
+  const t = setInterval(() => void sweep(), intervalMs);
+  t.unref();
+  return () => clearInterval(t);
+}
+
+/** Index the offline web_search corpus (only what changed); web_search then queries it. */
+export async function prepareSearch(pool: pg.Pool, corpus: string, dir: string, log: Logger) {
+  const r = await indexCorpus(pool, corpus, dir);
+  log.info({ corpus, dir, ...r }, 'web_search corpus indexed');
+  return (query: string, limit: number) => searchCorpus(pool, corpus, query, limit);
+}
