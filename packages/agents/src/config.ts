@@ -63,18 +63,18 @@ export class TeamConfigError extends Error {
 
 const issues = (file: string, err: z.ZodError): string[] => err.issues.map((i) => `${file}: ${i.path.join('.') || '(file)'}: ${i.message}`);
 
-function readJson(file: string, problems: string[]): unknown {
+function readJson(file: string, shown: string, problems: string[]): unknown {
   try {
     return JSON.parse(readFileSync(file, 'utf8'));
   } catch (err) {
-    problems.push(`${file}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'missing' : `not valid JSON (${(err as Error).message})`}`);
+    problems.push(`${shown}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'missing' : `not valid JSON (${(err as Error).message})`}`);
     return undefined;
   }
 }
 
 function loadAgent(dir: string, id: string, rel: (f: string) => string, problems: string[]): AgentDefinition | null {
   const file = path.join(dir, `${id}.json`);
-  const raw = readJson(file, problems);
+  const raw = readJson(file, rel(file), problems);
   if (raw === undefined) return null;
   const parsed = AgentFile.safeParse(raw);
   if (!parsed.success) {
@@ -115,11 +115,12 @@ const stripUndefined = <T extends object>(o: T): Partial<T> => Object.fromEntrie
 
 /**
  * Load every team under a directory (`<team>/team.json`, `<team>/<agent>.json` + prompt files).
- * Throws TeamConfigError listing every problem found, so one start-up shows them all.
+ * Throws TeamConfigError listing every problem found (paths relative to the directory), so one
+ * start-up shows them all.
  */
 export function loadTeams(dir: string = DEFAULT_TEAMS_DIR): Record<string, TeamDefinition> {
   const root = path.resolve(dir);
-  const rel = (f: string): string => path.relative(path.dirname(root), f);
+  const rel = (f: string): string => path.relative(root, f);
   const problems: string[] = [];
   if (!existsSync(root) || !statSync(root).isDirectory()) throw new TeamConfigError(root, [`${root}: not a directory`]);
   const teams: Record<string, TeamDefinition> = {};
@@ -127,7 +128,7 @@ export function loadTeams(dir: string = DEFAULT_TEAMS_DIR): Record<string, TeamD
     const teamDir = path.join(root, name);
     if (!statSync(teamDir).isDirectory()) continue;
     const file = path.join(teamDir, 'team.json');
-    const raw = readJson(file, problems);
+    const raw = readJson(file, rel(file), problems);
     if (raw === undefined) continue;
     const parsed = TeamFile.safeParse(raw);
     if (!parsed.success) {
@@ -159,4 +160,20 @@ export function loadTeams(dir: string = DEFAULT_TEAMS_DIR): Record<string, TeamD
   if (problems.length > 0) throw new TeamConfigError(root, problems);
   if (Object.keys(teams).length === 0) throw new TeamConfigError(root, [`${root}: no teams (expected <team>/team.json)`]);
   return teams;
+}
+
+/**
+ * A service's teams at start-up: loaded and validated, or the process stops with every problem
+ * logged (a service must not run with half a config).
+ */
+export function loadTeamsOrExit(dir: string | undefined, log: { info: (o: object, m: string) => void; fatal: (o: object, m: string) => void }): Record<string, TeamDefinition> {
+  try {
+    const teams = loadTeams(dir ?? DEFAULT_TEAMS_DIR);
+    log.info({ dir: dir ?? DEFAULT_TEAMS_DIR, teams: Object.keys(teams) }, 'teams loaded');
+    return teams;
+  } catch (err) {
+    if (!(err instanceof TeamConfigError)) throw err;
+    log.fatal({ problems: err.problems }, err.message);
+    process.exit(78); // EX_CONFIG
+  }
 }

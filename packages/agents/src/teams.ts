@@ -54,3 +54,37 @@ export function configVersion(team: TeamDefinition): string {
 export function findAgent(team: TeamDefinition, agentType: string): AgentDefinition | undefined {
   return team.lead.id === agentType ? team.lead : team.agents[agentType];
 }
+
+/**
+ * The team a run uses: the one its TaskStarted pinned. When the loaded config has moved on
+ * since (a deploy changed a prompt), the pinned version's definition is fetched (and cached)
+ * from where services record every version they load (Postgres `team_configs`).
+ */
+export class TeamCatalog {
+  readonly current: Readonly<Record<string, TeamDefinition>>;
+  private readonly fetch: (version: string) => Promise<unknown>;
+  private readonly pinned = new Map<string, TeamDefinition>();
+  constructor(current: Readonly<Record<string, TeamDefinition>>, fetch: (version: string) => Promise<unknown> = async () => null) {
+    this.current = current;
+    this.fetch = fetch;
+    for (const t of Object.values(current)) this.pinned.set(configVersion(t), t);
+  }
+
+  /** What to record so other replicas can resolve these versions. */
+  versions(): { version: string; teamId: string; definition: TeamDefinition }[] {
+    return Object.values(this.current).map((t) => ({ version: configVersion(t), teamId: t.id, definition: t }));
+  }
+
+  /** The team for a run: its pinned version if given and known, else the current one (undefined: no such team). */
+  async resolve(teamId: string, version?: string): Promise<TeamDefinition | undefined> {
+    if (!version) return this.current[teamId];
+    const hit = this.pinned.get(version);
+    if (hit) return hit;
+    const stored = (await this.fetch(version)) as TeamDefinition | null;
+    if (stored && stored.id === teamId && stored.lead) {
+      this.pinned.set(version, stored);
+      return stored;
+    }
+    return this.current[teamId]; // the version was never recorded (older data): the current config
+  }
+}

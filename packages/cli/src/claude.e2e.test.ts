@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -64,7 +64,8 @@ describe('end to end with Claude (a fake Messages API on loopback)', () => {
       expect(task.usage.costUsd).toBeCloseTo(7 * (1000 * 3 + 100 * 15) / 1e6, 6);
       expect(new Set(calls.map((c) => c.agent))).toEqual(new Set(['research-lead', 'researcher', 'report-writer']));
       expect(calls.every((c) => c.auth === 'Bearer sk-ant-test')).toBe(true);
-      expect(await readFile(path.join(workspaces, t.id, 'report-writer-1', 'report.md'), 'utf8')).toMatch(/# Report/);
+      expect(task.result?.reportPath).toBe('report.md');
+      expect(await api.artifact(t.id, 'report.md')).toMatch(/# Report/);
     } finally {
       await services.stop('SIGTERM');
       fake.close();

@@ -39,6 +39,26 @@ export class BatonClient {
     } while (cursor);
   }
 
+  /** A task's artifacts (path, size, digest, media type, the agent that made it). */
+  async artifacts(taskId: string): Promise<ApiArtifact[]> {
+    return (await this.request<{ items: ApiArtifact[] }>('GET', `/v1/tasks/${taskId}/artifacts`)).items;
+  }
+
+  /** One artifact's content, as text. */
+  async artifact(taskId: string, file: string): Promise<string> {
+    const res = await fetch(`${this.baseUrl}/v1/tasks/${taskId}/artifacts/${file.split('/').map(encodeURIComponent).join('/')}`, { headers: this.headers });
+    const text = await res.text();
+    if (!res.ok) throw new ApiError(res.status, text ? JSON.parse(text) : null);
+    return text;
+  }
+
+  /** The artifact an agent produced at a path (it may be stored under `<agentId>/<path>` when another agent's holds the path). */
+  async artifactOf(taskId: string, agentId: string, file: string): Promise<string> {
+    const a = (await this.artifacts(taskId)).find((x) => x.agentId === agentId && (x.path === file || x.path === `${agentId}/${file}`));
+    if (!a) throw new Error(`no artifact ${file} from ${agentId} on task ${taskId}`);
+    return this.artifact(taskId, a.path);
+  }
+
   /** Every event of a task, paging through the JSON list. */
   async allEvents(taskId: string): Promise<ApiEvent[]> {
     const out: ApiEvent[] = [];
@@ -116,4 +136,12 @@ export interface ApiTaskSummary {
   id: string;
   status: string;
   pendingRequests: PendingRequestView[];
+}
+
+export interface ApiArtifact {
+  path: string;
+  bytes: number;
+  sha256: string;
+  mediaType: string;
+  agentId: string | null;
 }

@@ -1,12 +1,13 @@
 import { execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { access, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { access, mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import type { TaskView } from '@baton/domain';
 import { newNamespace, waitFor } from '@baton/testing';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { BatonClient, type ApiEvent } from './client.ts';
 import { launch, prepareDatabase, type Launched } from './launcher.ts';
@@ -25,6 +26,7 @@ describe('human in the loop, end to end', () => {
   let url: string;
   let dbUrl: string;
   let workspaces: string;
+  let db: pg.Pool;
   const hooks: { type: string; requestIds: string[] }[] = [];
   const receiver = createServer((req, res) => {
     let body = '';
@@ -39,6 +41,7 @@ describe('human in the loop, end to end', () => {
   beforeAll(async () => {
     dbUrl = await freshDatabase(inject('databaseUrl'), `baton_t_${inject('runId')}_hitl${randomBytes(3).toString('hex')}`);
     await prepareDatabase(dbUrl, () => {});
+    db = new pg.Pool({ connectionString: dbUrl, max: 2 });
     workspaces = await mkdtemp(path.join(tmpdir(), 'baton-hitl-'));
     const port = await freePort();
     url = `http://127.0.0.1:${port}`;
@@ -54,6 +57,7 @@ describe('human in the loop, end to end', () => {
 
   afterAll(async () => {
     await services?.stop('SIGTERM');
+    await db?.end();
     receiver.close();
     await rm(workspaces, { recursive: true, force: true });
     await dropDatabase(dbUrl);
@@ -96,11 +100,15 @@ describe('human in the loop, end to end', () => {
 
     const events = await api.allEvents(id);
     const turns = (agentId: string) => events.filter((e) => e.type === 'ModelTurnRecorded' && e.data.agentId === agentId).map((e) => e.data.turn);
-    expect(turns('researcher-1')).toEqual([1, 2, 3]);
-    expect(turns('researcher-2')).toEqual([1, 2, 3]);
-    expect(turns('report-writer-1')).toEqual([1, 2]);
-    expect(await readFile(path.join(workspaces, id, 'researcher-1', 'notes.md'), 'utf8')).toMatch(/- peer-reviewed papers/);
-    expect(await readFile(path.join(workspaces, id, 'researcher-2', 'notes.md'), 'utf8')).toMatch(/- news and blogs/);
+    expect(turns('researcher-1')).toEqual([1, 2, 3, 4]); // ask, search, write, finish: the asking turn never repeated
+    expect(turns('researcher-2')).toEqual([1, 2, 3, 4]);
+    expect(turns('report-writer-1')).toEqual([1, 2, 3, 4]); // glob, read both notes, write, finish
+    expect(await api.artifactOf(id, 'researcher-1', 'notes.md')).toMatch(/- peer-reviewed papers/);
+    expect(await api.artifactOf(id, 'researcher-2', 'notes.md')).toMatch(/- news and blogs/);
+    // researcher-2 finished first and holds notes.md; researcher-1's is kept beside it, and the writer read both.
+    expect((await api.artifacts(id)).map((a) => `${a.agentId}:${a.path}`).sort()).toEqual(['report-writer-1:report.md', 'researcher-1:researcher-1/notes.md', 'researcher-2:notes.md']);
+    // Two researchers finishing at once both wrote notes.md: one holds the path, the other's is kept under its id.
+    expect(await api.artifact(id, 'report.md')).toMatch(/Built from notes\.md, researcher-1\/notes\.md\./);
 
     expect(await watchExit).toBe(0);
     const printed = watchOut.join('');
@@ -113,14 +121,17 @@ describe('human in the loop, end to end', () => {
     expect(hooks.flatMap((h) => h.requestIds)).toEqual(expect.arrayContaining([byAgent['researcher-1']!.requestId, byAgent['researcher-2']!.requestId]));
   });
 
-  it('cancel while both subagents wait: requests close, agents stop, workspaces are released; `baton cancel` again is refused', async () => {
+  it('cancel while both subagents wait: requests close, agents stop, sandboxes are killed; `baton cancel` again is refused', async () => {
     const id = await submitComparison();
-    await waitFor(async () => access(path.join(workspaces, id)).then(() => true, () => false), { what: 'workspaces to exist' });
+    // Both wait for a person: their sandboxes are paused (the workspaces live in Postgres, not on the runner's disk).
+    const sandboxes = async () => (await db.query('select agent_id, state from sandboxes where task_id = $1 order by agent_id', [id])).rows.map((r) => `${r.agent_id}:${r.state}`);
+    await waitFor(async () => (await sandboxes()).join() === 'researcher-1:paused,researcher-2:paused', { what: 'both sandboxes paused' });
     expect(await cli('cancel', id, '--reason', 'changed my mind')).toMatch(/cancelled/);
     const t = await task(id);
     expect(t).toMatchObject({ status: 'cancelled', pendingRequests: [] });
     expect(t.agents.map((a) => a.status)).toEqual(['cancelled', 'cancelled']);
-    await waitFor(async () => access(path.join(workspaces, id)).then(() => false, () => true), { timeoutMs: 20_000, what: 'the workspaces to be released' });
+    await waitFor(async () => (await sandboxes()).join() === 'researcher-1:killed,researcher-2:killed', { timeoutMs: 20_000, what: 'the sandboxes to be killed' });
+    await expect(access(path.join(workspaces, id, 'researcher-1'))).rejects.toThrow(/ENOENT/);
     await expect(cli('cancel', id)).rejects.toThrow(/409 task_final/);
   });
 
@@ -134,7 +145,7 @@ describe('human in the loop, end to end', () => {
     expect(fork.pendingRequests).toHaveLength(2);
     for (const r of fork.pendingRequests) await api.request('POST', `/v1/tasks/${forkId}/answers/${r.requestId}`, { answers: 'both' });
     await waitFor(async () => (await task(forkId)).status === 'completed', { timeoutMs: 30_000, what: 'the fork to complete' });
-    expect(await readFile(path.join(workspaces, forkId, 'researcher-1', 'notes.md'), 'utf8')).toMatch(/- both/);
+    expect(await api.artifactOf(forkId, 'researcher-1', 'notes.md')).toMatch(/- both/);
     const after = await task(id);
     expect(after).toMatchObject({ status: 'awaiting_input', version: source.version });
     const forkEvents: ApiEvent[] = await api.allEvents(forkId);

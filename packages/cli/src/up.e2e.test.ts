@@ -21,7 +21,7 @@ describe('end to end: the four services as processes, started the way the README
     await admin.query(`drop database if exists ${dbName} with (force)`).finally(() => admin.end());
   });
 
-  it('submit over HTTP → plan approval → researcher and writer in their workspaces → completed, followed live over SSE; Ctrl-C stops everything', async () => {
+  it('submit over HTTP → plan approval → researcher (searching the offline corpus) and writer in their sandboxes → report artifact → completed, followed live over SSE; Ctrl-C stops everything', async () => {
     // A webhook receiver that checks the Standard Webhooks signature.
     const deliveries: { headers: Record<string, string | string[] | undefined>; body: string }[] = [];
     const receiver = createServer((req, res) => {
@@ -77,9 +77,17 @@ describe('end to end: the four services as processes, started the way the README
         expect.objectContaining({ id: 'researcher-1', status: 'completed', filesCreated: ['notes.md'] }),
         expect.objectContaining({ id: 'report-writer-1', status: 'completed', filesCreated: ['report.md'] }),
       ]);
-      expect(final.result.summary).toMatch(/offline model/);
-      const report = await readFile(path.join(workspaces, task.id, 'report-writer-1', 'report.md'), 'utf8');
+      expect(final.result).toMatchObject({ summary: expect.stringMatching(/offline model/), reportPath: 'report.md' });
+      // The report is an artifact (Postgres), listed and downloadable; the sandboxes are gone.
+      const listed = await api.request<{ items: { path: string; bytes: number; sha256: string; mediaType: string }[] }>('GET', `/v1/tasks/${task.id}/artifacts`);
+      expect(listed.items.map((a) => a.path)).toEqual(['notes.md', 'report.md']);
+      const res = await fetch(`${url}/v1/tasks/${task.id}/artifacts/report.md`);
+      expect(res.headers.get('content-type')).toBe('text/markdown; charset=utf-8');
+      const report = await res.text();
       expect(report).toMatch(/offline model/);
+      // The researcher searched the offline corpus (the project's docs) and the writer cited what it found.
+      expect(report).toMatch(/## Sources\n\n- \S+\.md/);
+      await expect(readFile(path.join(workspaces, task.id, 'report-writer-1', 'report.md'), 'utf8')).rejects.toThrow(/ENOENT/);
 
       // Webhooks: awaiting_input twice, completed once, each signed.
       await waitFor(() => deliveries.some((d) => JSON.parse(d.body).type === 'task.completed'), { what: 'task.completed webhook' });

@@ -40,18 +40,31 @@ export function mediaTypeOf(file: string, content?: Uint8Array): string {
 }
 
 /**
- * Store a file's bytes as an artifact of a task (idempotent: the same path and bytes again
- * change nothing). Returns what `ArtifactStored` records; the bytes stay in this table.
+ * Store a file's bytes as an artifact of a task (idempotent: the same agent storing the same
+ * path again replaces its own row). A path already held by another agent's artifact (two
+ * researchers' notes.md, finishing at once) is kept under the agent's id instead
+ * (`researcher-2/notes.md`); the table's key settles the race. Returns what `ArtifactStored`
+ * records, with the path actually used; the bytes stay in this table.
  */
 export async function storeArtifact(pool: pg.Pool, a: { taskId: string; path: string; agentId: string | null; content: Buffer }): Promise<StoredArtifact> {
   const sha256 = createHash('sha256').update(a.content).digest('hex');
   const mediaType = mediaTypeOf(a.path, a.content);
-  await pool.query(
-    `insert into artifacts (task_id, path, agent_id, bytes, sha256, media_type, content) values ($1, $2, $3, $4, $5, $6, $7)
-     on conflict (task_id, path) do update set agent_id = excluded.agent_id, bytes = excluded.bytes, sha256 = excluded.sha256, media_type = excluded.media_type, content = excluded.content`,
-    [a.taskId, a.path, a.agentId, a.content.length, sha256, mediaType, a.content],
-  );
-  return { path: a.path, agentId: a.agentId, bytes: a.content.length, sha256, mediaType };
+  const put = async (file: string): Promise<boolean> => {
+    const r = await pool.query(
+      `insert into artifacts (task_id, path, agent_id, bytes, sha256, media_type, content) values ($1, $2, $3, $4, $5, $6, $7)
+       on conflict (task_id, path) do update set bytes = excluded.bytes, sha256 = excluded.sha256, media_type = excluded.media_type, content = excluded.content
+         where artifacts.agent_id is not distinct from excluded.agent_id
+       returning path`,
+      [a.taskId, file, a.agentId, a.content.length, sha256, mediaType, a.content],
+    );
+    return r.rowCount === 1;
+  };
+  let file = a.path;
+  if (!(await put(file))) {
+    file = `${a.agentId ?? 'task'}/${a.path}`;
+    if (!(await put(file))) throw new Error(`artifact path ${file} of task ${a.taskId} is held by another agent`);
+  }
+  return { path: file, agentId: a.agentId, bytes: a.content.length, sha256, mediaType };
 }
 
 export async function listArtifacts(pool: pg.Pool, taskId: string): Promise<StoredArtifact[]> {
@@ -63,4 +76,44 @@ export async function readArtifact(pool: pg.Pool, taskId: string, file: string):
   const { rows } = await pool.query('select path, agent_id, bytes, sha256, media_type, content from artifacts where task_id = $1 and path = $2', [taskId, file]);
   const r = rows[0];
   return r ? { path: r.path, agentId: r.agent_id, bytes: r.bytes, sha256: r.sha256, mediaType: r.media_type, content: r.content } : null;
+}
+
+/**
+ * A fork's files: the named artifacts, and the sandboxes still live on the source (paused
+ * ones above all, so a forked agent resumes with its workspace). Workspaces are not versioned
+ * with the log: the fork gets them as they are now. Run before the fork's events are written.
+ */
+export async function copyTaskFiles(pool: pg.Pool, from: string, to: string, artifactPaths: readonly string[]): Promise<void> {
+  const client = await pool.connect();
+  try {
+    await client.query('begin');
+    if (artifactPaths.length > 0) {
+      await client.query(
+        `insert into artifacts (task_id, path, agent_id, bytes, sha256, media_type, content)
+         select $2::uuid, path, agent_id, bytes, sha256, media_type, content from artifacts where task_id = $1::uuid and path = any($3::text[])
+         on conflict do nothing`,
+        [from, to, artifactPaths],
+      );
+    }
+    await client.query(
+      `insert into sandboxes (id, task_id, agent_id, provider, state, attempt, generation)
+       select $2::text || '/' || agent_id, $2::uuid, agent_id, provider, 'paused', attempt, generation from sandboxes
+        where task_id = $1::uuid and state <> 'killed' and provider = 'local'
+       on conflict do nothing`,
+      [from, to],
+    );
+    await client.query(
+      `insert into sandbox_files (sandbox_id, path, mode, content)
+       select $2::text || '/' || s.agent_id, f.path, f.mode, f.content from sandboxes s join sandbox_files f on f.sandbox_id = s.id
+        where s.task_id = $1::uuid and s.state <> 'killed' and s.provider = 'local'
+       on conflict do nothing`,
+      [from, to],
+    );
+    await client.query('commit');
+  } catch (err) {
+    await client.query('rollback').catch(() => {});
+    throw err;
+  } finally {
+    client.release();
+  }
 }

@@ -27,6 +27,8 @@ export const commonEnv = {
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   LOG_PRETTY: z.stringbool().default(false),
   PG_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
+  /** Team definitions (`<team>/team.json`, agent JSON + prompt files); default: the repository's config/teams. */
+  BATON_TEAMS_DIR: z.string().min(1).optional(),
   /**
    * How long JetStream waits for an ack before redelivering (the takeover delay after a crash).
    * Part of the shared topology: every service must be given the same values.

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { chmod, mkdir, readdir, rm } from 'node:fs/promises';
+import { chmod, mkdir, readdir, rm, rmdir } from 'node:fs/promises';
 import path from 'node:path';
 import type pg from 'pg';
 import { confinedArgv, findBwrap, runArgv } from './confine.ts';
@@ -106,7 +106,7 @@ export class LocalSandboxProvider implements SandboxProvider {
     const id = sandboxIdOf(taskId, agentId);
     this.localGeneration.delete(id);
     await rm(path.join(this.root, taskId, agentId), { recursive: true, force: true });
-    await rm(path.join(this.root, taskId), { recursive: false, force: true }).catch(() => {}); // only if empty
+    await rmdir(path.join(this.root, taskId)).catch(() => {}); // only once it is empty
     await this.registry.killed(id);
   }
 

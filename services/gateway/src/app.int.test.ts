@@ -174,8 +174,8 @@ describe('reads, tenancy, errors', () => {
     const app = await gateway(pg, nats);
     expect((await app.inject({ method: 'GET', url: '/docs/json' })).json().paths).toHaveProperty('/v1/tasks');
     const teams = (await app.inject({ method: 'GET', url: '/v1/teams' })).json();
-    expect(teams.items.map((t: { id: string }) => t.id)).toEqual(['research', 'bench']);
-    expect(teams.items[0].agents.map((a: { id: string }) => a.id)).toEqual(['researcher', 'report-writer']);
+    expect(teams.items.map((t: { id: string }) => t.id)).toEqual(['bench', 'research']);
+    expect(teams.items[1].agents.map((a: { id: string }) => a.id)).toEqual(['researcher', 'report-writer']);
     const page = await app.inject({ method: 'GET', url: '/' });
     expect(page.headers['content-type']).toMatch(/text\/html/);
     expect(page.body).toMatch(/<title>Baton<\/title>/);

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { builtinTeams } from '@baton/agents';
+import { loadTeamsOrExit } from '@baton/agents';
 import { busNames, connectNats, serveDiagnostics } from '@baton/bus';
 import { createDb, EventStore, keepActive, queriesIssued, TaskCache } from '@baton/event-store';
 import { createLogger, installShutdown } from '@baton/runtime';
@@ -29,7 +29,7 @@ const app = await buildApp({
   names,
   nats: () => nc,
   hub,
-  teams: builtinTeams,
+  teams: loadTeamsOrExit(config.BATON_TEAMS_DIR, log),
   apiKeys,
   log,
   metrics: new Metrics(),

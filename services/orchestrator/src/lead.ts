@@ -17,6 +17,7 @@ import {
   askPerson,
   buildConversation,
   builtinTeams,
+  type TeamCatalog,
   configVersion,
   parseToolInput,
   toolSpec,
@@ -32,6 +33,8 @@ export interface LeadDeps {
   store: EventStore;
   model: ModelClient;
   teams?: Readonly<Record<string, TeamDefinition>>;
+  /** Resolves a run's pinned config version (default: the current `teams`, versions ignored). */
+  catalog?: TeamCatalog;
   now: () => Date;
   log: Logger;
   /** How tasks are loaded (default: a full re-read); services pass a TaskCache's incremental load. */
@@ -91,7 +94,7 @@ async function runLead(deps: LeadDeps, initial: TaskState, history: RecordedEven
     pending = [];
   };
 
-  const team = teams[s.team];
+  const team = deps.catalog ? await deps.catalog.resolve(s.team, s.lead?.configVersion) : teams[s.team];
   if (!team) {
     apply({ type: 'FailTask', code: 'unknown_team', message: `team '${s.team}' is not configured` });
     await flush();

@@ -1,6 +1,6 @@
-import { modelFromConfig } from '@baton/agents';
+import { loadTeamsOrExit, modelFromConfig, TeamCatalog } from '@baton/agents';
 import { busNames, connectNats, ensureTopology, serveDiagnostics } from '@baton/bus';
-import { createDb, EventStore, keepActive, queriesIssued, TaskCache } from '@baton/event-store';
+import { createDb, EventStore, keepActive, loadTeamConfig, queriesIssued, saveTeamConfigs, TaskCache } from '@baton/event-store';
 import { createLogger, installShutdown, retryForever, topologyFromEnv } from '@baton/runtime';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { loadOrchestratorConfig } from './config.ts';
@@ -16,6 +16,9 @@ const nc = await connectNats(config.NATS_URL, 'baton-orchestrator', log);
 const names = busNames(config.BATON_NAMESPACE);
 await retryForever('setting up JetStream streams', log, async () => ensureTopology(await jetstreamManager(nc), names, topologyFromEnv(config)));
 const model = modelFromConfig(config);
+const teams = loadTeamsOrExit(config.BATON_TEAMS_DIR, log);
+const catalog = new TeamCatalog(teams, (v) => loadTeamConfig(db.pool, v));
+await retryForever('recording team config versions', log, () => saveTeamConfigs(db.pool, catalog.versions()));
 const orchestrator = await startOrchestrator({
   store: new EventStore(db.pool, { groupCommit: true }),
   load: cache.load,
@@ -26,6 +29,8 @@ const orchestrator = await startOrchestrator({
   names,
   log,
   model,
+  teams,
+  catalog,
   now: () => new Date(),
   concurrency: config.ORCHESTRATOR_CONCURRENCY,
   heartbeatMs: Math.min(5000, Math.floor(config.EVENTS_ACK_WAIT_MS / 3)),

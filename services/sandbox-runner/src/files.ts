@@ -20,13 +20,3 @@ export function fileScopeViolation(scope: { allowed: string[]; blocked: string[]
   if (WRITES.has(tool) && scope.allowed.length > 0 && !matches(p, scope.allowed)) return `'${p}' is outside this agent's file scope (writes allowed: ${scope.allowed.join(', ')})`;
   return null;
 }
-
-/**
- * Where an agent's file is kept among the task's artifacts: its own path, unless another
- * agent's artifact holds that path already (two researchers' notes.md) — then under the
- * agent's id (`researcher-2/notes.md`).
- */
-export function artifactPathFor(file: string, agentId: string, existing: readonly { path: string; agentId: string | null }[]): string {
-  const taken = existing.find((a) => a.path === file);
-  return taken && taken.agentId !== agentId ? `${agentId}/${file}` : file;
-}

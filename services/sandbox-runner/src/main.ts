@@ -1,8 +1,8 @@
 import { appendFileSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { modelFromConfig } from '@baton/agents';
+import { loadTeamsOrExit, modelFromConfig, TeamCatalog } from '@baton/agents';
 import { busNames, connectNats, ensureTopology, serveDiagnostics } from '@baton/bus';
-import { createDb, EventStore, keepActive, queriesIssued, TaskCache } from '@baton/event-store';
+import { createDb, EventStore, keepActive, loadTeamConfig, queriesIssued, saveTeamConfigs, TaskCache } from '@baton/event-store';
 import { createLogger, installShutdown, retryForever, topologyFromEnv } from '@baton/runtime';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { loadRunnerConfig } from './config.ts';
@@ -19,6 +19,9 @@ const names = busNames(config.BATON_NAMESPACE);
 await retryForever('setting up JetStream streams', log, async () => ensureTopology(await jetstreamManager(nc), names, topologyFromEnv(config)));
 const runnerId = config.RUNNER_ID ?? `${hostname()}-${process.pid}`;
 const sandboxes = sandboxProviderFromConfig(config, db.pool, log);
+const teams = loadTeamsOrExit(config.BATON_TEAMS_DIR, log);
+const catalog = new TeamCatalog(teams, (v) => loadTeamConfig(db.pool, v));
+await retryForever('recording team config versions', log, () => saveTeamConfigs(db.pool, catalog.versions()));
 const search = await retryForever('indexing the web_search corpus', log, () => prepareSearch(db.pool, config.BATON_CORPUS, config.BATON_CORPUS_DIR, log));
 const stopSweeper = startSweeper(sandboxes, db.pool, config.SANDBOX_SWEEP_INTERVAL_MS, log);
 const runner = await startRunner({
@@ -30,6 +33,8 @@ const runner = await startRunner({
   names,
   log,
   model: modelFromConfig(config),
+  teams,
+  catalog,
   sandboxes,
   artifacts: artifactStore(db.pool),
   search,

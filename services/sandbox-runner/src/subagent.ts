@@ -1,15 +1,17 @@
 import { agentStreamId, isFinal, isToolUse, textOf, type Command, type RecordedEvent, type TaskState, type ToolResult, type ToolUseBlock } from '@baton/domain';
-import { allTools, approvalFor, askPerson, buildConversation, builtinTeams, findAgent, parseToolInput, toolSpec, type AgentDefinition, type ModelClient, type TeamDefinition } from '@baton/agents';
+import { allTools, approvalFor, askPerson, buildConversation, builtinTeams, findAgent, parseToolInput, toolSpec, type AgentDefinition, type ModelClient, type TeamCatalog, type TeamDefinition } from '@baton/agents';
 import { appendToAgent, handleCommand, isConcurrencyError, loadTask, type CorpusHit, type EventStore, type StoredArtifact, type TaskLoader } from '@baton/event-store';
 import type { Logger } from '@baton/runtime';
 import { DEFAULT_LIMITS, SandboxFencedError, type Sandbox, type SandboxProvider, type SandboxSpec } from '@baton/sandbox';
-import { artifactPathFor, fileScopeViolation, MUTATING_TOOLS } from './files.ts';
+import { fileScopeViolation, MUTATING_TOOLS } from './files.ts';
 import { runTool, type ToolEnv } from './tools.ts';
 
 export interface RunnerDeps {
   store: EventStore;
   model: ModelClient;
   teams?: Readonly<Record<string, TeamDefinition>>;
+  /** Resolves a run's pinned config version (default: the current `teams`, versions ignored). */
+  catalog?: TeamCatalog;
   /** Where agents work (local bubblewrap or E2B). */
   sandboxes: SandboxProvider;
   /** Where produced files are kept (Postgres); absent → files stay in the sandbox only. */
@@ -66,7 +68,7 @@ export async function runSubagentJob(
   if (opts.causeEventId && !initial.events.some((e) => e.id === opts.causeEventId)) throw new CauseNotVisibleError(opts.causeEventId);
   const agent0 = initial.state.agents[agentId];
   if (!agent0 || isFinal(initial.state) || (agent0.status !== 'dispatched' && agent0.status !== 'running')) return 'nothing-to-do';
-  const team = teams[initial.state.team];
+  const team = d.catalog ? await d.catalog.resolve(initial.state.team, initial.state.lead?.configVersion) : teams[initial.state.team];
   const def = team ? findAgent(team, agent0.type) : undefined;
   if (!team || !def) {
     await handleCommand(d.store, taskId, { type: 'FailSubagent', agentId, code: 'unknown_agent', message: `agent type '${agent0.type}' is not configured in team '${initial.state.team}'` }, { load });
@@ -140,7 +142,7 @@ export async function runSubagentJob(
     if (finished || agent.turns >= def.maxTurns) {
       const capped = !finished;
       const files = collectFiles(agentEvents);
-      const stored = await storeOutputs(d, sandbox, state, taskId, agentId, files);
+      const stored = await storeOutputs(d, sandbox, taskId, agentId, files);
       const summary = capped
         ? `stopped after reaching the iteration cap of ${def.maxTurns} turns. ${last?.type === 'ModelTurnRecorded' ? textOf(last.data.content) : ''}`.trim()
         : last?.type === 'ModelTurnRecorded' ? textOf(last.data.content) : '';
@@ -228,7 +230,7 @@ async function seedInputs(d: RunnerDeps, sandbox: Sandbox, state: TaskState, tas
 }
 
 /** Store the files an agent created or modified as artifacts (before it is recorded as complete). */
-async function storeOutputs(d: RunnerDeps, sandbox: Sandbox, state: TaskState, taskId: string, agentId: string, files: { created: string[]; modified: string[] }): Promise<StoredArtifact[]> {
+async function storeOutputs(d: RunnerDeps, sandbox: Sandbox, taskId: string, agentId: string, files: { created: string[]; modified: string[] }): Promise<StoredArtifact[]> {
   if (!d.artifacts) return [];
   const out: StoredArtifact[] = [];
   for (const file of [...files.created, ...files.modified]) {
@@ -237,7 +239,7 @@ async function storeOutputs(d: RunnerDeps, sandbox: Sandbox, state: TaskState, t
       d.log.warn({ taskId, agentId, file, size }, 'file not stored as an artifact (gone, or too large)');
       continue;
     }
-    out.push(await d.artifacts.store({ taskId, path: artifactPathFor(file, agentId, state.artifacts), agentId, content: bytes }));
+    out.push(await d.artifacts.store({ taskId, path: file, agentId, content: bytes }));
   }
   return out;
 }

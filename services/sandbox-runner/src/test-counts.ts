@@ -15,7 +15,7 @@ const num = (m: RegExpExecArray | null, i = 1): number => (m ? Number(m[i]) : 0)
  * is recognisable — the exit code still says pass or fail.
  */
 export function parseTestCounts(output: string): TestCounts | null {
-  const text = output.replace(/\x1b\[[0-9;]*m/g, '');
+  const text = output.replace(new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, 'g'), ''); // colours off
   const last = (re: RegExp): RegExpExecArray | null => {
     let m: RegExpExecArray | null = null;
     for (const x of text.matchAll(new RegExp(re.source, re.flags.includes('g') ? re.flags : `${re.flags}g`))) m = x as RegExpExecArray;

@@ -76,7 +76,7 @@ const impls: Record<string, (input: Input, env: ToolEnv) => Promise<Outcome>> = 
     try {
       re = new RegExp(i.pattern as string, i.ignore_case ? 'i' : '');
     } catch (err) {
-      throw new Error(`invalid regular expression: ${(err as Error).message}`);
+      throw new Error(`invalid regular expression: ${(err as Error).message}`, { cause: err });
     }
     const { files } = await sandbox.files.walk(i.path as string);
     const only = i.glob as string | undefined;

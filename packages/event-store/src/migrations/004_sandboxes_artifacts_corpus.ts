@@ -7,6 +7,8 @@ import { sql, type Kysely } from 'kysely';
  * - `sandboxes` + `sandbox_files`: each agent's sandbox, with its workspace synced after
  *   every step (`generation` counts syncs; `attempt` fences an older runner out).
  * - `corpus_documents`: the offline web_search corpus, full-text indexed.
+ * - `team_configs`: every team definition a service has loaded, by config version, so a run
+ *   finishes with the config it started with (pinned in TaskStarted).
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`
@@ -54,4 +56,11 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       primary key (corpus, path)
     )`.execute(db);
   await sql`create index corpus_documents_tsv_idx on corpus_documents using gin (tsv)`.execute(db);
+  await sql`
+    create table team_configs (
+      version    text        primary key,
+      team_id    text        not null,
+      definition jsonb       not null,
+      created_at timestamptz not null default now()
+    )`.execute(db);
 }

@@ -1,12 +1,12 @@
 import { allTools, parseToolInput } from '@baton/agents';
 import { decide, digestJson, exists, forkEvents, initialState, toTaskView, uuidV5, type Command, type TaskState } from '@baton/domain';
 import { publishWakeUps } from '@baton/bus';
-import { appendToTask, handleCommand, importTask, isConcurrencyError, listTasks, loadTask } from '@baton/event-store';
+import { appendToTask, copyTaskFiles, handleCommand, importTask, isConcurrencyError, listTasks, loadTask, readArtifact } from '@baton/event-store';
 import type { ZodTypeProvider } from '@fastify/type-provider-zod';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { GatewayDeps } from '../deps.ts';
 import { HttpError, notFound } from '../errors.ts';
-import { AnswerBody, ApprovalBody, CancelBody, ForkBody, ListTasksQuery, RequestParams, SubmitTaskBody, TaskIdParams } from './schemas.ts';
+import { AnswerBody, ApprovalBody, ArtifactParams, CancelBody, ForkBody, ListTasksQuery, RequestParams, SubmitTaskBody, TaskIdParams } from './schemas.ts';
 
 /** Load a task the caller's tenant may see; another tenant's task is a plain 404. */
 export async function loadVisibleTask(d: GatewayDeps, req: FastifyRequest, taskId: string) {
@@ -120,7 +120,11 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     const { atVersion } = req.body;
     if (atVersion > source.state.version) throw new HttpError(422, 'invalid_version', `body.atVersion: the task is at version ${source.state.version}; fork at 1..${source.state.version}`, [{ field: 'body.atVersion', message: `at most ${source.state.version}` }]);
     const newId = d.newId();
-    const { state } = await importTask(d.store, newId, forkEvents(source.events, atVersion, newId, { now: d.now(), requestedBy: req.actor }), { now: d.now });
+    const copied = forkEvents(source.events, atVersion, newId, { now: d.now(), requestedBy: req.actor });
+    // Files first (artifacts the copied history names, workspaces of live sandboxes): the fork's agents resume with them.
+    const artifactPaths = copied.flatMap((c) => (c.event.type === 'ArtifactStored' ? [c.event.data.path] : []));
+    await copyTaskFiles(d.pool, source.state.id, newId, artifactPaths);
+    const { state } = await importTask(d.store, newId, copied, { now: d.now });
     return reply.status(201).send(toTaskView(state));
   });
 
@@ -142,5 +146,25 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
       })),
     };
   });
-};
 
+  // Artifacts: the log says which exist (ArtifactStored); the bytes are in the artifacts table.
+  r.get('/v1/tasks/:id/artifacts', { schema: { params: TaskIdParams, tags: ['artifacts'], summary: 'Files the agents produced' } }, async (req) => {
+    const { state } = await loadVisibleTask(d, req, req.params.id);
+    return { items: state.artifacts.map((a) => ({ path: a.path, bytes: a.bytes, sha256: a.sha256, mediaType: a.mediaType, agentId: a.agentId })) };
+  });
+
+  r.get('/v1/tasks/:id/artifacts/*', { schema: { params: ArtifactParams, tags: ['artifacts'], summary: 'Download one artifact, with its media type' } }, async (req, reply) => {
+    const { state } = await loadVisibleTask(d, req, req.params.id);
+    const file = req.params['*'];
+    const listed = state.artifacts.find((a) => a.path === file);
+    const stored = listed ? await readArtifact(d.pool, req.params.id, file) : null;
+    if (!listed || !stored) throw notFound(`artifact '${file}' of task ${req.params.id}`);
+    return reply
+      .header('content-type', stored.mediaType)
+      .header('etag', `"${stored.sha256}"`)
+      .header('content-disposition', `inline; filename="${encodeURIComponent(file.split('/').pop() ?? file)}"`)
+      .header('x-content-type-options', 'nosniff')
+      .header('content-security-policy', "default-src 'none'; sandbox")
+      .send(stored.content);
+  });
+};

@@ -1,0 +1,76 @@
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { DEFAULT_TEAMS_DIR, loadTeams, TeamConfigError } from './config.ts';
+import { configVersion, TeamCatalog } from './teams.ts';
+
+let dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  dirs = [];
+});
+const copyOfShipped = (): string => {
+  const d = mkdtempSync(path.join(tmpdir(), 'baton-teams-'));
+  dirs.push(d);
+  cpSync(DEFAULT_TEAMS_DIR, d, { recursive: true });
+  return d;
+};
+const problemsOf = (dir: string): string[] => {
+  try {
+    loadTeams(dir);
+  } catch (err) {
+    if (err instanceof TeamConfigError) return err.problems;
+    throw err;
+  }
+  return [];
+};
+
+describe('teams from config files', () => {
+  it('the shipped research team: a lead whose only delegation tool is Task, a researcher and a report writer, prompts from markdown', () => {
+    const { research, bench } = loadTeams();
+    expect(research?.lead).toMatchObject({ id: 'research-lead', tools: ['Task', 'ask_user'], delegatesTo: ['researcher', 'report-writer'] });
+    expect(research?.lead.prompt).toMatch(/delegate with the `Task` tool/);
+    expect(research?.agents.researcher?.tools).toEqual(['web_search', 'write_file', 'read_file', 'list_directory', 'ask_user']);
+    expect(research?.agents['report-writer']?.tools).toEqual(['read_file', 'write_file', 'glob', 'list_directory']);
+    expect(bench?.approvals).toEqual([{ tool: 'bench_gate', require: 'when_plan_approval', onTimeout: 'reject' }]);
+  });
+
+  it('a bad config stops loading with every problem named (file, field, what)', () => {
+    const dir = copyOfShipped();
+    const agent = path.join(dir, 'research', 'researcher.json');
+    writeFileSync(agent, JSON.stringify({ id: 'researcher', name: 'R', model: 'm', prompt_file: 'missing.md', tools: ['web_search', 'teleport'], max_turns: 0 }));
+    writeFileSync(path.join(dir, 'research', 'research-lead.json'), JSON.stringify({ id: 'research-lead', name: 'L', model: 'm', prompt_file: 'research-lead.md', tools: ['ask_user'], delegates_to: ['researcher', 'ghost'], colour: 'red' }));
+    writeFileSync(path.join(dir, 'bench', 'team.json'), '{ not json');
+    const problems = problemsOf(dir);
+    expect(problems).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/research\/researcher\.json: max_turns: .*>=1/),
+        expect.stringMatching(/research\/research-lead\.json: \(file\): Unrecognized key.*colour/),
+        expect.stringMatching(/bench\/team\.json: not valid JSON/),
+      ]),
+    );
+    // Once the shape is right, the cross-checks name what is wrong.
+    writeFileSync(agent, JSON.stringify({ id: 'researcher', name: 'R', model: 'm', prompt_file: 'missing.md', tools: ['web_search', 'teleport'] }));
+    writeFileSync(path.join(dir, 'research', 'research-lead.json'), JSON.stringify({ id: 'research-lead', name: 'L', model: 'm', prompt_file: 'research-lead.md', tools: ['ask_user'], delegates_to: ['researcher', 'ghost'] }));
+    expect(problemsOf(dir)).toEqual(
+      expect.arrayContaining([
+        "research/researcher.json: tools.1: unknown tool 'teleport' (known: Task, bench_step, bench_gate, ask_user, write_file, read_file, list_directory, edit_file, glob, search_files, run_command, run_tests, web_search)",
+        "research/researcher.json: prompt_file: 'missing.md' does not exist",
+        "research/research-lead.json: delegates_to.1: 'ghost' is not an agent of team 'research' (agents: researcher, report-writer)",
+        "research/research-lead.json: tools: a lead that delegates needs the 'Task' tool",
+      ]),
+    );
+  });
+
+  it('a run pinned to an older config version gets that version, not the current one', async () => {
+    const { research } = loadTeams();
+    const old = { ...research!, lead: { ...research!.lead, prompt: 'the old prompt' } };
+    const stored = new Map([[configVersion(old), old as unknown]]);
+    const catalog = new TeamCatalog({ research: research! }, async (v) => stored.get(v) ?? null);
+    expect((await catalog.resolve('research', configVersion(old)))?.lead.prompt).toBe('the old prompt');
+    expect(await catalog.resolve('research', configVersion(research!))).toBe(research);
+    expect(await catalog.resolve('research')).toBe(research);
+    expect(catalog.versions()).toEqual([{ version: configVersion(research!), teamId: 'research', definition: research }]);
+  });
+});

@@ -1,0 +1,135 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { pgTest as test } from '@baton/testing';
+import { afterEach, beforeEach, describe, expect } from 'vitest';
+import { findBwrap } from './confine.ts';
+import { LocalSandboxProvider } from './local.ts';
+import { DEFAULT_LIMITS, SandboxFencedError, type SandboxSpec } from './provider.ts';
+
+let root: string;
+let outside: string;
+beforeEach(async () => {
+  root = await mkdtemp(path.join(tmpdir(), 'baton-sbx-'));
+  outside = await mkdtemp(path.join(tmpdir(), 'baton-host-'));
+  await writeFile(path.join(outside, 'secret.txt'), 'host secret');
+});
+afterEach(async () => {
+  await rm(root, { recursive: true, force: true });
+  await rm(outside, { recursive: true, force: true });
+});
+
+const spec = (over: Partial<SandboxSpec> = {}): SandboxSpec => ({ taskId: randomUUID(), agentId: 'engineer-1', network: false, env: {}, limits: { ...DEFAULT_LIMITS, memoryMb: 512, processes: 64 }, attempt: 1, ...over });
+const hasBwrap = findBwrap() !== null;
+
+describe('local sandbox provider', () => {
+  test('files and commands share the workspace; a pause frees the host and any replica resumes from Postgres', async ({ pg }) => {
+    const a = new LocalSandboxProvider({ root: path.join(root, 'a'), pool: pg.db.pool });
+    const s = spec();
+    const sbx = await a.open(s);
+    expect(await sbx.files.write('src/app.txt', 'v1')).toBe('created');
+    await sbx.sync();
+    await a.pause(sbx);
+    await expect(readFile(path.join(root, 'a', s.taskId, s.agentId, 'src/app.txt'))).rejects.toThrow(/ENOENT/); // nothing held locally
+    // Another replica (its own directory) resumes the paused sandbox with attempt 2.
+    const b = new LocalSandboxProvider({ root: path.join(root, 'b'), pool: pg.db.pool });
+    const resumed = await b.open({ ...s, attempt: 2 });
+    expect(await resumed.files.read('src/app.txt')).toBe('v1');
+    expect((await resumed.files.walk()).files.map((f) => f.path)).toEqual(['src/app.txt']);
+    // The older attempt is fenced out: it can no longer sync over the newer one's workspace.
+    await expect(a.open(s)).rejects.toThrow(SandboxFencedError);
+    await a.kill(s.taskId, s.agentId);
+    expect((await pg.db.pool.query('select state from sandboxes where id = $1', [`${s.taskId}/${s.agentId}`])).rows[0]?.state).toBe('killed');
+  });
+
+  test('sweep kills the sandboxes of tasks that are no longer live', async ({ pg }) => {
+    const p = new LocalSandboxProvider({ root, pool: pg.db.pool });
+    const live = spec();
+    const dead = spec();
+    await (await p.open(live)).files.write('a.txt', 'x');
+    await (await p.open(dead)).files.write('a.txt', 'x');
+    expect(await p.sweep(async () => new Set([live.taskId]))).toBe(1);
+    await expect(readFile(path.join(root, dead.taskId, dead.agentId, 'a.txt'))).rejects.toThrow(/ENOENT/);
+    expect(await readFile(path.join(root, live.taskId, live.agentId, 'a.txt'), 'utf8')).toBe('x');
+  });
+
+  describe.runIf(hasBwrap)('confinement (bubblewrap)', () => {
+    test('a command runs in the workspace with a cleared environment, and its changes sync', async ({ pg }) => {
+      process.env.BATON_TEST_SECRET = 'do-not-leak';
+      const p = new LocalSandboxProvider({ root, pool: pg.db.pool });
+      const sbx = await p.open(spec({ env: { GREETING: 'hello' } }));
+      await sbx.files.write('in.txt', 'input');
+      const r = await sbx.run('cat in.txt > out.txt; echo "$GREETING ${BATON_TEST_SECRET:-unset} $(pwd)"; exit 3', { timeoutMs: 20_000 });
+      expect(r).toMatchObject({ exitCode: 3, timedOut: false, stdout: 'hello unset /workspace\n' });
+      expect(await sbx.files.read('out.txt')).toBe('input');
+      await sbx.sync();
+      const rows = await pg.db.pool.query('select path from sandbox_files where sandbox_id = $1 order by path', [sbx.id]);
+      expect(rows.rows.map((x) => x.path)).toEqual(['in.txt', 'out.txt']);
+    });
+
+    test('escapes: no write outside the workspace, no host files, no network', async ({ pg }) => {
+      const p = new LocalSandboxProvider({ root, pool: pg.db.pool });
+      const sbx = await p.open(spec());
+      const r = await sbx.run(
+        [
+          `cat ${outside}/secret.txt 2>&1 || echo no-host-file`,
+          `echo pwned > ${outside}/pwned.txt 2>&1 || echo no-host-write`,
+          'echo x > /usr/pwned 2>&1 || echo no-system-write',
+          'cat ../../../../etc/passwd 2>&1 || echo no-etc',
+          '(exec 3<>/dev/tcp/127.0.0.1/5432) 2>/dev/null && echo NET-OPEN || echo no-network',
+        ].join('; '),
+        { timeoutMs: 20_000 },
+      );
+      expect(r.stdout).toMatch(/no-host-file/);
+      expect(r.stdout).toMatch(/no-host-write/);
+      expect(r.stdout).toMatch(/no-system-write/);
+      expect(r.stdout).toMatch(/no-etc/);
+      expect(r.stdout).toMatch(/no-network/);
+      expect(r.stdout).not.toMatch(/host secret|NET-OPEN/);
+      await expect(readFile(path.join(outside, 'pwned.txt'))).rejects.toThrow(/ENOENT/);
+    });
+
+    test('escapes: a symlink made inside the sandbox is never followed by host-side file code', async ({ pg }) => {
+      const p = new LocalSandboxProvider({ root, pool: pg.db.pool });
+      const sbx = await p.open(spec());
+      await sbx.run(`ln -s ${outside}/secret.txt leak; ln -s ${outside} dir`, { timeoutMs: 20_000 });
+      await expect(sbx.files.read('leak')).rejects.toThrow(/symbolic link/);
+      await expect(sbx.files.write('dir/new.txt', 'x')).rejects.toThrow(/symbolic link/);
+      await expect(sbx.files.read('/etc/passwd')).rejects.toThrow(/absolute paths/);
+      await expect(sbx.files.read('../x')).rejects.toThrow(/'\.\.' is not allowed/);
+      await sbx.sync(); // links are not regular files: nothing of the host is copied to Postgres
+      const rows = await pg.db.pool.query('select path from sandbox_files where sandbox_id = $1', [sbx.id]);
+      expect(rows.rows).toEqual([]);
+      await expect(readFile(path.join(outside, 'new.txt'))).rejects.toThrow(/ENOENT/);
+    });
+
+    test('exhaustion: a fork bomb, a memory hog and a runaway command are stopped, and the host is fine', async ({ pg }) => {
+      const p = new LocalSandboxProvider({ root, pool: pg.db.pool });
+      const sbx = await p.open(spec());
+      const bomb = await sbx.run(':(){ :|:& };: ; sleep 2; echo survived', { timeoutMs: 8_000 });
+      expect(bomb.stderr + bomb.stdout).toMatch(/fork|Resource temporarily unavailable|retry/i);
+      const hog = await sbx.run(`node -e "const a = []; for (;;) a.push(Buffer.alloc(64 * 1024 * 1024, 1))"`, { timeoutMs: 20_000 });
+      expect(hog.exitCode).not.toBe(0);
+      expect(hog.timedOut).toBe(false);
+      const started = Date.now();
+      const runaway = await sbx.run('while :; do :; done', { timeoutMs: 1_500 });
+      expect(runaway).toMatchObject({ timedOut: true, exitCode: null });
+      expect(Date.now() - started).toBeLessThan(10_000);
+      const orphan = await sbx.run('(sleep 300 &) ; echo started', { timeoutMs: 5_000 });
+      expect(orphan.stdout).toBe('started\n');
+      // Everything the sandbox started died with it: no sandbox process is left on the host.
+      const ps = await import('node:child_process').then((cp) => cp.execFileSync('ps', ['-eo', 'args']).toString());
+      expect(ps).not.toMatch(/sleep 300/);
+      expect((await sbx.run('echo alive', { timeoutMs: 5_000 })).stdout).toBe('alive\n');
+    });
+
+    test('output is capped and counted', async ({ pg }) => {
+      const p = new LocalSandboxProvider({ root, pool: pg.db.pool });
+      const sbx = await p.open(spec());
+      const r = await sbx.run('head -c 3000000 /dev/zero | tr "\\0" a', { timeoutMs: 20_000 });
+      expect(r.stdout.length).toBe(1_000_000);
+      expect(r.stdoutBytes).toBe(3_000_000);
+    });
+  });
+});

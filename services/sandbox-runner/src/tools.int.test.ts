@@ -1,0 +1,77 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { indexCorpus, searchCorpus } from '@baton/event-store';
+import { DEFAULT_LIMITS, findBwrap, LocalSandboxProvider, type Sandbox } from '@baton/sandbox';
+import { pgTest as test } from '@baton/testing';
+import { afterEach, beforeEach, describe, expect } from 'vitest';
+import { applyEdit, MAX_RESULT_CHARS, runTool, truncate, type ToolEnv } from './tools.ts';
+
+let root: string;
+beforeEach(async () => {
+  root = await mkdtemp(path.join(tmpdir(), 'baton-tools-'));
+});
+afterEach(async () => rm(root, { recursive: true, force: true }));
+
+const ALL = ['write_file', 'read_file', 'list_directory', 'edit_file', 'glob', 'search_files', 'run_command', 'run_tests', 'web_search'];
+let n = 0;
+const call = (name: string, input: Record<string, unknown>) => ({ type: 'tool_use' as const, id: `t${++n}`, name, input });
+async function sandbox(pool: import('pg').Pool): Promise<Sandbox> {
+  return new LocalSandboxProvider({ root, pool }).open({ taskId: randomUUID(), agentId: 'engineer-1', network: false, env: {}, limits: DEFAULT_LIMITS, attempt: 1 });
+}
+
+describe('runner tools', () => {
+  test('edit_file replaces exactly one occurrence (or all when asked) and says what is wrong otherwise', async ({ pg }) => {
+    const env: ToolEnv = { sandbox: await sandbox(pg.db.pool) };
+    await runTool(call('write_file', { path: 'src/a.ts', content: 'let x = 1;\nlet y = 1;\n' }), ALL, env);
+    expect(await runTool(call('edit_file', { path: 'src/a.ts', old_string: '= 1', new_string: '= 2' }), ALL, env)).toMatchObject({ isError: true, content: expect.stringMatching(/occurs 2 times/) });
+    expect(await runTool(call('edit_file', { path: 'src/a.ts', old_string: 'let y = 1', new_string: 'let y = 3' }), ALL, env)).toMatchObject({ isError: false, files: { created: [], modified: ['src/a.ts'] } });
+    expect(await runTool(call('edit_file', { path: 'src/a.ts', old_string: '= ', new_string: '== ', replace_all: true }), ALL, env)).toMatchObject({ content: 'edited src/a.ts: replaced 2 occurrences' });
+    expect(await env.sandbox.files.read('src/a.ts')).toBe('let x == 1;\nlet y == 3;\n');
+    expect(await runTool(call('edit_file', { path: 'src/a.ts', old_string: 'nope', new_string: '' }), ALL, env)).toMatchObject({ isError: true, content: 'old_string was not found in src/a.ts' });
+    expect(applyEdit('a$b', '$', '$$&', false, 'f').text).toBe('a$$&b'); // replacement patterns are not interpreted
+  });
+
+  test('glob and search_files find files and lines; invalid input is an error result naming the field', async ({ pg }) => {
+    const env: ToolEnv = { sandbox: await sandbox(pg.db.pool) };
+    await runTool(call('write_file', { path: 'docs/guide.md', content: '# Guide\nDurable runs resume.\n' }), ALL, env);
+    await runTool(call('write_file', { path: 'src/run.ts', content: 'export const durable = true;\n' }), ALL, env);
+    expect((await runTool(call('glob', { pattern: '**/*.md' }), ALL, env)).content).toBe('docs/guide.md');
+    expect((await runTool(call('search_files', { pattern: 'durable', ignore_case: true }), ALL, env)).content).toBe('docs/guide.md:2: Durable runs resume.\nsrc/run.ts:1: export const durable = true;');
+    expect((await runTool(call('search_files', { pattern: 'durable', glob: '*.ts' }), ALL, env)).content).toBe('src/run.ts:1: export const durable = true;');
+    expect(await runTool(call('search_files', { pattern: '(' }), ALL, env)).toMatchObject({ isError: true, content: expect.stringMatching(/invalid regular expression/) });
+    expect(await runTool(call('glob', { patern: '*' }), ALL, env)).toMatchObject({ isError: true, content: expect.stringMatching(/invalid input for glob: pattern: /) });
+  });
+
+  test('web_search queries the offline corpus and cites each source', async ({ pg }) => {
+    await indexCorpus(pg.db.pool, 'docs', path.resolve(import.meta.dirname, '../../..'));
+    const env: ToolEnv = { sandbox: await sandbox(pg.db.pool), search: (q, k) => searchCorpus(pg.db.pool, 'docs', q, k) };
+    const r = await runTool(call('web_search', { query: 'bubblewrap sandbox escape', max_results: 3 }), ALL, env);
+    expect(r.isError).toBe(false);
+    expect(r.content).toMatch(/^Results for "bubblewrap sandbox escape" \(offline corpus\):\n\n1\. .+\n {3}source: \S+\.md\n/);
+    expect((await runTool(call('web_search', { query: 'zzyzx qqxq' }), ALL, env)).content).toMatch(/no results/);
+  });
+
+  test('truncation keeps 4,000 characters of the start and the end and says so', () => {
+    const long = `${'a'.repeat(3000)}${'b'.repeat(3000)}`;
+    const t = truncate(long);
+    expect(t).toMatch(/^a{1000}\n\[output truncated: 6000 characters, showing the first 1000 and the last 3000\]\nb{3000}$/);
+    expect(t.replace(/\n\[.*\]\n/, '').length).toBe(MAX_RESULT_CHARS);
+  });
+
+  describe.runIf(findBwrap() !== null)('commands (bubblewrap)', () => {
+    test('run_command gives the exit code and output; run_tests adds pass/fail counts; a runaway command times out', async ({ pg }) => {
+      const env: ToolEnv = { sandbox: await sandbox(pg.db.pool), testCommand: 'node --test' };
+      await runTool(call('write_file', { path: 'math.test.mjs', content: "import test from 'node:test';\nimport assert from 'node:assert';\ntest('adds', () => assert.equal(1 + 1, 2));\ntest('fails', () => assert.equal(1 + 1, 3));\n" }), ALL, env);
+      const ok = await runTool(call('run_command', { command: 'echo hi; echo oops >&2' }), ALL, env);
+      expect(ok).toMatchObject({ isError: false, content: expect.stringMatching(/^exit code 0 \([\d.]+ s\)\n--- stdout ---\nhi\n\n--- stderr ---\noops\n$/) });
+      const tests = await runTool(call('run_tests', {}), ALL, env);
+      expect(tests).toMatchObject({ isError: true, content: expect.stringMatching(/^tests failed: 1 passed, 1 failed \(tap\)\n\$ node --test\nexit code 1/) });
+      const slow = await runTool(call('run_command', { command: 'sleep 30', timeout_seconds: 1 }), ALL, env);
+      expect(slow).toMatchObject({ isError: true, content: expect.stringMatching(/^timed out after 1 s: the command was killed/) });
+      const loud = await runTool(call('run_command', { command: 'seq 1 100000' }), ALL, env);
+      expect(loud.content).toMatch(/\[output truncated: \d+ characters, showing the first 1000 and the last 3000\]\n[\s\S]*100000\n$/);
+    });
+  });
+});
