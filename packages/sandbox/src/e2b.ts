@@ -64,8 +64,7 @@ export class E2BSandboxProvider implements SandboxProvider {
         envs: spec.env,
         allowInternetAccess: spec.network,
       });
-      await this.registry.setExternalId(id, spec.attempt, sbx.sandboxId);
-      await sbx.files.makeDir(E2B_WORKSPACE);
+      await this.registry.setExternalId(id, spec.attempt, sbx.sandboxId); // the template (infra/e2b) makes the workspace
     }
     return new E2BSandbox(id, sbx, spec);
   }

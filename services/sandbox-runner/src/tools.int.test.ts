@@ -5,6 +5,7 @@ import path from 'node:path';
 import { indexCorpus, searchCorpus } from '@baton/event-store';
 import { DEFAULT_LIMITS, findBwrap, LocalSandboxProvider, type Sandbox } from '@baton/sandbox';
 import { pgTest as test } from '@baton/testing';
+import type pg from 'pg';
 import { afterEach, beforeEach, describe, expect } from 'vitest';
 import { applyEdit, MAX_RESULT_CHARS, runTool, truncate, type ToolEnv } from './tools.ts';
 
@@ -17,7 +18,7 @@ afterEach(async () => rm(root, { recursive: true, force: true }));
 const ALL = ['write_file', 'read_file', 'list_directory', 'edit_file', 'glob', 'search_files', 'run_command', 'run_tests', 'web_search'];
 let n = 0;
 const call = (name: string, input: Record<string, unknown>) => ({ type: 'tool_use' as const, id: `t${++n}`, name, input });
-async function sandbox(pool: import('pg').Pool): Promise<Sandbox> {
+async function sandbox(pool: pg.Pool): Promise<Sandbox> {
   return new LocalSandboxProvider({ root, pool }).open({ taskId: randomUUID(), agentId: 'engineer-1', network: false, env: {}, limits: DEFAULT_LIMITS, attempt: 1 });
 }
 

@@ -1,0 +1,26 @@
+import { Template } from 'e2b';
+
+/**
+ * The E2B template Baton's agents run in (`baton-agent`): Node 24 with what the built-in tools
+ * use (bash, git, ripgrep, python3 for tests), a non-root `user` and the workspace directory.
+ * No keys are baked in; an agent gets only the variables its config names.
+ */
+export function batonTemplate() {
+  return Template()
+    .fromNodeImage('24')
+    .aptInstall(['git', 'ripgrep', 'python3', 'python3-pip', 'curl', 'ca-certificates'])
+    .runCmd('mkdir -p /home/user/workspace && chown -R 1000:1000 /home/user/workspace || true')
+    .setWorkdir('/home/user/workspace')
+    .npmInstall(['pnpm@10', 'typescript', 'vitest'], { g: true })
+    .setEnvs({ NODE_ENV: 'development' });
+}
+
+/** Build and publish the template with E2B (needs E2B_API_KEY and network): `infra/e2b/build`. */
+export async function buildTemplate(name = 'baton-agent'): Promise<void> {
+  await Template.build(batonTemplate(), name, { cpuCount: 2, memoryMB: 2048, onBuildLogs: (log) => console.log(String(log)) });
+}
+
+if (import.meta.main) {
+  if (process.argv.includes('--dockerfile')) console.log(Template.toDockerfile(batonTemplate()));
+  else await buildTemplate(process.argv[2]);
+}
