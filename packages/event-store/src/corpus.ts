@@ -88,7 +88,7 @@ export async function searchCorpus(pool: pg.Pool, corpus: string, query: string,
   const { rows } = await pool.query(
     `with q as (select nullif(replace(plainto_tsquery('english', $2)::text, '&', '|'), '')::tsquery as q)
      select path, title, ts_rank_cd(tsv, q.q) as rank,
-            ts_headline('english', body, q.q, 'MaxWords=45, MinWords=20, MaxFragments=2, FragmentDelimiter=" … ", StartSel=**, StopSel=**') as snippet
+            ts_headline('english', body, q.q, 'MaxWords=45, MinWords=20, MaxFragments=2, FragmentDelimiter=" … ", StartSel=«, StopSel=»') as snippet
        from corpus_documents, q
       where corpus = $1 and q.q is not null and tsv @@ q.q
       order by rank desc, path
