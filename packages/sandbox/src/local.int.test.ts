@@ -90,6 +90,13 @@ describe('local sandbox provider', () => {
       await expect(readFile(path.join(outside, 'pwned.txt'))).rejects.toThrow(/ENOENT/);
     });
 
+    test('network only when the agent is allowed it', async ({ pg }) => {
+      const p = new LocalSandboxProvider({ root, pool: pg.db.pool });
+      const probe = '(exec 3<>/dev/tcp/127.0.0.1/5432) 2>/dev/null && echo open || echo closed';
+      expect((await (await p.open(spec())).run(probe, { timeoutMs: 20_000 })).stdout).toBe('closed\n');
+      expect((await (await p.open(spec({ network: true }))).run(probe, { timeoutMs: 20_000 })).stdout).toBe('open\n');
+    });
+
     test('escapes: a symlink made inside the sandbox is never followed by host-side file code', async ({ pg }) => {
       const p = new LocalSandboxProvider({ root, pool: pg.db.pool });
       const sbx = await p.open(spec());

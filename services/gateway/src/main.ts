@@ -13,6 +13,8 @@ import { SseHub } from './sse-hub.ts';
 // answers 503 and writes fail with 503 (nothing is half-accepted) until they are back.
 const config = loadGatewayConfig(process.env);
 const log = createLogger('gateway', { level: config.LOG_LEVEL, pretty: config.LOG_PRETTY });
+// A bad team config stops start-up at once, naming every problem.
+const teams = loadTeamsOrExit(config.BATON_TEAMS_DIR, log);
 const db = createDb(config.DATABASE_URL, { max: config.PG_POOL_MAX, applicationName: 'baton-gateway' });
 const cache = new TaskCache(db.pool, { keep: keepActive });
 const names = busNames(config.BATON_NAMESPACE);
@@ -29,7 +31,7 @@ const app = await buildApp({
   names,
   nats: () => nc,
   hub,
-  teams: loadTeamsOrExit(config.BATON_TEAMS_DIR, log),
+  teams,
   apiKeys,
   log,
   metrics: new Metrics(),

@@ -9,6 +9,8 @@ import { startOrchestrator } from './worker.ts';
 // Composition root: config → clients → worker → shutdown.
 const config = loadOrchestratorConfig(process.env);
 const log = createLogger('orchestrator', { level: config.LOG_LEVEL, pretty: config.LOG_PRETTY });
+// A bad team config stops start-up at once, naming every problem.
+const teams = loadTeamsOrExit(config.BATON_TEAMS_DIR, log);
 const db = createDb(config.DATABASE_URL, { max: config.PG_POOL_MAX, applicationName: 'baton-orchestrator' });
 const cache = new TaskCache(db.pool, { keep: keepActive });
 await retryForever(`connecting to Postgres`, log, () => db.pool.query('select 1'));
@@ -16,7 +18,6 @@ const nc = await connectNats(config.NATS_URL, 'baton-orchestrator', log);
 const names = busNames(config.BATON_NAMESPACE);
 await retryForever('setting up JetStream streams', log, async () => ensureTopology(await jetstreamManager(nc), names, topologyFromEnv(config)));
 const model = modelFromConfig(config);
-const teams = loadTeamsOrExit(config.BATON_TEAMS_DIR, log);
 const catalog = new TeamCatalog(teams, (v) => loadTeamConfig(db.pool, v));
 await retryForever('recording team config versions', log, () => saveTeamConfigs(db.pool, catalog.versions()));
 const orchestrator = await startOrchestrator({

@@ -11,6 +11,8 @@ import { artifactStore, prepareSearch, sandboxProviderFromConfig, startSweeper }
 
 const config = loadRunnerConfig(process.env);
 const log = createLogger('sandbox-runner', { level: config.LOG_LEVEL, pretty: config.LOG_PRETTY });
+// A bad team config stops start-up at once, naming every problem.
+const teams = loadTeamsOrExit(config.BATON_TEAMS_DIR, log);
 const db = createDb(config.DATABASE_URL, { max: config.PG_POOL_MAX, applicationName: 'baton-runner' });
 const cache = new TaskCache(db.pool, { keep: keepActive });
 await retryForever('connecting to Postgres', log, () => db.pool.query('select 1'));
@@ -19,7 +21,6 @@ const names = busNames(config.BATON_NAMESPACE);
 await retryForever('setting up JetStream streams', log, async () => ensureTopology(await jetstreamManager(nc), names, topologyFromEnv(config)));
 const runnerId = config.RUNNER_ID ?? `${hostname()}-${process.pid}`;
 const sandboxes = sandboxProviderFromConfig(config, db.pool, log);
-const teams = loadTeamsOrExit(config.BATON_TEAMS_DIR, log);
 const catalog = new TeamCatalog(teams, (v) => loadTeamConfig(db.pool, v));
 await retryForever('recording team config versions', log, () => saveTeamConfigs(db.pool, catalog.versions()));
 const search = await retryForever('indexing the web_search corpus', log, () => prepareSearch(db.pool, config.BATON_CORPUS, config.BATON_CORPUS_DIR, log));

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { allTools, builtinTeams, OfflineModel, toolSpec, type ModelClient, type ModelRequest } from '@baton/agents';
 import { agentStreamId } from '@baton/domain';
 import { appendToAgent, handleCommand, loadTask, readArtifact, searchCorpus, type EventStore } from '@baton/event-store';
-import { LocalSandboxProvider } from '@baton/sandbox';
+import { findBwrap, LocalSandboxProvider } from '@baton/sandbox';
 import { silentLogger } from '@baton/runtime';
 import { pgTest as test } from '@baton/testing';
 import { afterEach, beforeEach, describe, expect } from 'vitest';
@@ -218,5 +218,34 @@ describe('runSubagentJob', () => {
     expect((await loadTask(pg.store, id)).state.agents['researcher-1']?.status).toBe('dispatched'); // nothing recorded
     const dispatch = (await loadTask(pg.store, id)).events.find((e) => e.type === 'SubagentDispatched')!;
     expect(await runSubagentJob(deps(pg.store), id, 'researcher-1', () => {}, { causeEventId: dispatch.id })).toBe('completed');
+  });
+
+  test.runIf(findBwrap() !== null)('a configured engineer: its tools, test command and named env run in its sandbox; the sandbox is killed when it completes', async ({ pg }) => {
+    const engineer = { id: 'engineer', name: 'Engineer', model: 'm', prompt: 'p', tools: ['write_file', 'run_command', 'run_tests'], maxTurns: 5, maxTokens: 100, testCommand: 'node --test', sandbox: { network: false, env: ['BATON_PASSED_IN'], limits: { processes: 64 } } };
+    const team = { ...builtinTeams.research!, agents: { ...builtinTeams.research!.agents, engineer } };
+    const usage = { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
+    const script: ModelClient = {
+      name: 'script',
+      complete: async (r) => {
+        const turn = r.messages.filter((m) => m.role === 'assistant').length + 1;
+        if (turn === 1) {
+          return { content: [
+            { type: 'tool_use', id: 'e1', name: 'write_file', input: { path: 'sum.test.mjs', content: "import test from 'node:test';\nimport assert from 'node:assert';\ntest('sum', () => assert.equal(1 + 2, 3));\n" } },
+            { type: 'tool_use', id: 'e2', name: 'run_command', input: { command: 'echo "in=${BATON_PASSED_IN:-none} out=${BATON_NOT_PASSED:-none}"' } },
+            { type: 'tool_use', id: 'e3', name: 'run_tests', input: {} },
+          ], stopReason: 'tool_use', usage, model: 'm', offline: true };
+        }
+        return { content: [{ type: 'text', text: 'done' }], stopReason: 'end_turn', usage, model: 'm', offline: true };
+      },
+    };
+    const id = await dispatchedTask(pg.store, 'engineer', 'make the tests pass');
+    const d = { ...deps(pg.store, script), teams: { research: team }, hostEnv: { BATON_PASSED_IN: 'yes', BATON_NOT_PASSED: 'secret' } };
+    expect(await runSubagentJob(d, id, 'engineer-1', () => {})).toBe('completed');
+    const { events, state } = await loadTask(pg.store, id);
+    const results = events.filter((e) => e.type === 'ToolResultsRecorded' && e.streamId.startsWith('agent-')).flatMap((e) => (e.data as { results: { content: string; isError: boolean }[] }).results);
+    expect(results[1]).toMatchObject({ isError: false, content: expect.stringMatching(/in=yes out=none/) });
+    expect(results[2]).toMatchObject({ isError: false, content: expect.stringMatching(/^tests passed: 1 passed, 0 failed \(tap\)\n\$ node --test/) });
+    expect(state.agents['engineer-1']?.filesCreated).toEqual(['sum.test.mjs']);
+    expect((await pg.db.pool.query('select state from sandboxes where task_id = $1', [id])).rows).toEqual([{ state: 'killed' }]);
   });
 });
