@@ -60,12 +60,12 @@ describe('local sandbox provider', () => {
       const p = new LocalSandboxProvider({ root, pool: pg.db.pool });
       const sbx = await p.open(spec({ env: { GREETING: 'hello' } }));
       await sbx.files.write('in.txt', 'input');
-      const r = await sbx.run('cat in.txt > out.txt; echo "$GREETING ${BATON_TEST_SECRET:-unset} $(pwd)"; exit 3', { timeoutMs: 20_000 });
+      const r = await sbx.run('cat in.txt > out.txt; mkdir -p node_modules/x && echo 1 > node_modules/x/i.js; echo "$GREETING ${BATON_TEST_SECRET:-unset} $(pwd)"; exit 3', { timeoutMs: 20_000 });
       expect(r).toMatchObject({ exitCode: 3, timedOut: false, stdout: 'hello unset /workspace\n' });
       expect(await sbx.files.read('out.txt')).toBe('input');
       await sbx.sync();
       const rows = await pg.db.pool.query('select path from sandbox_files where sandbox_id = $1 order by path', [sbx.id]);
-      expect(rows.rows.map((x) => x.path)).toEqual(['in.txt', 'out.txt']);
+      expect(rows.rows.map((x) => x.path)).toEqual(['in.txt', 'out.txt']); // node_modules is not synced (re-creatable)
     });
 
     test('escapes: no write outside the workspace, no host files, no network', async ({ pg }) => {

@@ -64,19 +64,19 @@ export class LocalSandboxProvider implements SandboxProvider {
     await ws.ensure();
     let manifest: Map<string, string>;
     if (this.localGeneration.get(id) === row.generation) {
-      manifest = manifestOf((await ws.walk()).files);
+      manifest = manifestOf((await ws.walk('.', MAX_SYNCED_FILES, { skipDirs: UNSYNCED_DIRS })).files);
     } else {
       // Another replica (or an earlier life of this one) moved it on: restore the synced copy.
       await ws.clear();
       const { generation, files } = await this.registry.loadFiles(id);
       for (const f of files) await ws.write(f.path, f.content, f.mode);
-      manifest = manifestOf((await ws.walk()).files);
+      manifest = manifestOf((await ws.walk('.', MAX_SYNCED_FILES, { skipDirs: UNSYNCED_DIRS })).files);
       this.localGeneration.set(id, generation);
     }
     return new LocalSandbox(id, ws, {
       run: (command, opts) => this.runIn(ws, spec, user, command, opts),
       sync: async () => {
-        const { files } = await ws.walk();
+        const { files, truncated } = await ws.walk('.', MAX_SYNCED_FILES, { skipDirs: UNSYNCED_DIRS });
         const next = manifestOf(files);
         const changed: StoredFile[] = [];
         for (const f of files) {
@@ -84,7 +84,8 @@ export class LocalSandboxProvider implements SandboxProvider {
           const { bytes, mode } = await ws.readBytes(f.path, this.maxSyncFileBytes);
           changed.push({ path: f.path, mode, content: bytes });
         }
-        const removed = [...manifest.keys()].filter((p) => !next.has(p));
+        // A walk cut short says nothing about the files it did not reach: remove nothing then.
+        const removed = truncated ? [] : [...manifest.keys()].filter((p) => !next.has(p));
         if (changed.length === 0 && removed.length === 0) return;
         const generation = await this.registry.saveFiles(id, spec.attempt, changed, removed);
         this.localGeneration.set(id, generation);
@@ -162,6 +163,10 @@ class LocalSandbox implements Sandbox {
     return this.ops.sync();
   }
 }
+
+/** Directories a command can re-create (dependency installs) are not copied to Postgres. */
+const UNSYNCED_DIRS: ReadonlySet<string> = new Set(['node_modules']);
+const MAX_SYNCED_FILES = 100_000;
 
 const manifestOf = (files: readonly WalkedFile[]): Map<string, string> => new Map(files.map((f) => [f.path, `${f.size}:${f.mtimeMs}:${f.mode}`]));
 

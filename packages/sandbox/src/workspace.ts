@@ -122,7 +122,7 @@ export class Workspace {
    * Every regular file under a directory (relative paths, sorted), never descending through a
    * link; at most `limit` entries (the walk says when it stopped early).
    */
-  async walk(rel = '.', limit = 10_000): Promise<{ files: WalkedFile[]; truncated: boolean }> {
+  async walk(rel = '.', limit = 10_000, opts: { skipDirs?: ReadonlySet<string> } = {}): Promise<{ files: WalkedFile[]; truncated: boolean }> {
     const start = this.resolve(rel);
     await this.assertNoLinks(start);
     const files: WalkedFile[] = [];
@@ -132,7 +132,9 @@ export class Workspace {
       const entries = await readdir(dir, { withFileTypes: true }).catch((e: NodeJS.ErrnoException) => (e.code === 'ENOENT' || e.code === 'ENOTDIR' ? [] : Promise.reject(e)));
       for (const e of entries) {
         const abs = path.join(dir, e.name);
-        if (e.isDirectory()) stack.push(abs);
+        if (e.isDirectory()) {
+          if (!opts.skipDirs?.has(e.name)) stack.push(abs);
+        }
         else if (e.isFile()) {
           const st = await lstat(abs).catch(() => null);
           if (!st?.isFile()) continue;
