@@ -61,6 +61,8 @@ describe('end to end with Claude (a fake Messages API on loopback)', () => {
       expect(turns.length).toBe(7); // lead 3, researcher 2, writer 2
       expect(turns.every((e) => e.data.offline === false && e.data.model === 'claude-sonnet-4-5-20250929')).toBe(true);
       expect(task.usage).toMatchObject({ inputTokens: 7000, outputTokens: 700 });
+      // Summed per agent too (the lead's 3 turns are the rest).
+      expect(task.agents.map((a) => [a.type, a.usage.inputTokens, a.usage.outputTokens])).toEqual([['researcher', 2000, 200], ['report-writer', 2000, 200]]);
       expect(task.usage.costUsd).toBeCloseTo(7 * (1000 * 3 + 100 * 15) / 1e6, 6);
       expect(new Set(calls.map((c) => c.agent))).toEqual(new Set(['research-lead', 'researcher', 'report-writer']));
       expect(calls.every((c) => c.auth === 'Bearer sk-ant-test')).toBe(true);

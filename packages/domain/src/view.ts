@@ -15,9 +15,9 @@ export interface TaskView {
   metadata: Record<string, unknown>;
   forkedFrom: { taskId: string; atVersion: number } | null;
   pendingRequests: PendingRequestView[];
-  agents: { id: string; type: string; status: string; turns: number; filesCreated: string[]; filesModified: string[]; summary?: string; error?: { code: string; message: string } }[];
+  agents: { id: string; type: string; status: string; turns: number; filesCreated: string[]; filesModified: string[]; usage: TaskView['usage']; summary?: string; error?: { code: string; message: string } }[];
   usage: { inputTokens: number; outputTokens: number; cacheReadTokens: number; cacheWriteTokens: number; costUsd: number };
-  artifacts: { path: string; bytes: number; sha256: string; mediaType: string }[];
+  artifacts: { path: string; bytes: number; sha256: string; mediaType: string; agentId: string | null }[];
   result: { summary: string; reportPath?: string } | null;
   error: { code: string; message: string } | null;
 }
@@ -65,11 +65,12 @@ export function toTaskView(s: TaskState): TaskView {
       turns: a.turns,
       filesCreated: a.filesCreated,
       filesModified: a.filesModified,
+      usage: { ...a.usage, costUsd: Math.round(a.usage.costUsd * 1e6) / 1e6 },
       ...(a.summary !== null ? { summary: a.summary } : {}),
       ...(a.error ? { error: a.error } : {}),
     })),
     usage: { ...s.usage, costUsd: Math.round(s.usage.costUsd * 1e6) / 1e6 },
-    artifacts: s.artifacts.map(({ path, bytes, sha256, mediaType }) => ({ path, bytes, sha256, mediaType })),
+    artifacts: s.artifacts.map(({ path, bytes, sha256, mediaType, agentId }) => ({ path, bytes, sha256, mediaType, agentId })),
     result: s.result ? { summary: s.result.summary, ...(s.result.reportPath ? { reportPath: s.result.reportPath } : {}) } : null,
     error: s.error,
   };
