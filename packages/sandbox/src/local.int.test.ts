@@ -5,6 +5,7 @@ import path from 'node:path';
 import { pgTest as test } from '@baton/testing';
 import { afterEach, beforeEach, describe, expect } from 'vitest';
 import { findBwrap } from './confine.ts';
+import { sandboxContract } from './contract.ts';
 import { LocalSandboxProvider } from './local.ts';
 import { DEFAULT_LIMITS, SandboxFencedError, type SandboxSpec } from './provider.ts';
 
@@ -22,6 +23,8 @@ afterEach(async () => {
 
 const spec = (over: Partial<SandboxSpec> = {}): SandboxSpec => ({ taskId: randomUUID(), agentId: 'engineer-1', network: false, env: {}, limits: { ...DEFAULT_LIMITS, memoryMb: 512, processes: 64 }, attempt: 1, ...over });
 const hasBwrap = findBwrap() !== null;
+
+sandboxContract('local', (pool) => new LocalSandboxProvider({ root, pool }), { commands: hasBwrap });
 
 describe('local sandbox provider', () => {
   test('files and commands share the workspace; a pause frees the host and any replica resumes from Postgres', async ({ pg }) => {

@@ -1,0 +1,57 @@
+import { randomUUID } from 'node:crypto';
+import { pgTest as test } from '@baton/testing';
+import type pg from 'pg';
+import { describe, expect } from 'vitest';
+import { DEFAULT_LIMITS, type SandboxProvider, type SandboxSpec } from './provider.ts';
+
+/**
+ * The SandboxProvider contract, shared by every provider's tests: each provider must behave
+ * the same to the runner. `make` gives a provider as one runner replica would have it (called
+ * twice for the "another replica resumes" case).
+ */
+export function sandboxContract(name: string, make: (pool: pg.Pool) => Promise<SandboxProvider> | SandboxProvider, opts: { commands: boolean }): void {
+  const spec = (over: Partial<SandboxSpec> = {}): SandboxSpec => ({ taskId: randomUUID(), agentId: 'agent-1', network: false, env: { GIVEN: 'given' }, limits: DEFAULT_LIMITS, attempt: 1, ...over });
+
+  describe(`SandboxProvider contract: ${name}`, () => {
+    test('files: write (created, then modified), read, list, walk; escapes refused', async ({ pg }) => {
+      const sbx = await (await make(pg.db.pool)).open(spec());
+      expect(await sbx.files.write('a/b.txt', 'one')).toBe('created');
+      expect(await sbx.files.write('a/b.txt', 'two')).toBe('modified');
+      await sbx.files.write('top.md', new TextEncoder().encode('bytes'));
+      expect(await sbx.files.read('a/b.txt')).toBe('two');
+      expect((await sbx.files.readBytes('top.md')).bytes.toString()).toBe('bytes');
+      expect(await sbx.files.list('.')).toEqual(['a/', 'top.md']);
+      expect((await sbx.files.walk()).files.map((f) => [f.path, f.size])).toEqual([['a/b.txt', 3], ['top.md', 5]]);
+      await expect(sbx.files.read('../x')).rejects.toThrow(/'\.\.' is not allowed/);
+      await expect(sbx.files.write('/etc/x', 'x')).rejects.toThrow(/absolute paths/);
+    });
+
+    test('pause, then another replica resumes it with its files; kill frees it, and a new one starts empty', async ({ pg }) => {
+      const s = spec();
+      const a = await make(pg.db.pool);
+      const sbx = await a.open(s);
+      await sbx.files.write('notes.md', 'kept');
+      await sbx.sync();
+      await a.pause(sbx);
+      const b = await make(pg.db.pool);
+      const resumed = await b.open({ ...s, attempt: 2 });
+      expect(await resumed.files.read('notes.md')).toBe('kept');
+      await b.kill(s.taskId, s.agentId);
+      const fresh = await b.open({ ...s, attempt: 3 });
+      expect((await fresh.files.walk()).files).toEqual([]);
+    });
+
+    test.runIf(opts.commands)('commands: exit code, output, the named env only, cwd, and a wall-clock timeout', async ({ pg }) => {
+      process.env.CONTRACT_HOST_ONLY = 'leak';
+      const sbx = await (await make(pg.db.pool)).open(spec());
+      await sbx.files.write('dir/in.txt', 'input');
+      const r = await sbx.run('cat in.txt; echo " $GIVEN ${CONTRACT_HOST_ONLY:-none}"; echo err >&2; exit 4', { timeoutMs: 20_000, cwd: 'dir' });
+      expect(r).toMatchObject({ exitCode: 4, timedOut: false, stdout: 'input given none\n', stderr: 'err\n' });
+      await sbx.run('echo made > made.txt', { timeoutMs: 20_000 });
+      expect(await sbx.files.read('made.txt')).toBe('made\n');
+      const slow = await sbx.run('sleep 30', { timeoutMs: 1000 });
+      expect(slow).toMatchObject({ timedOut: true, exitCode: null });
+      expect(slow.durationMs).toBeLessThan(15_000);
+    });
+  });
+}
