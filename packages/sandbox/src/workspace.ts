@@ -1,4 +1,4 @@
-import { constants } from 'node:fs';
+import { constants, type Stats } from 'node:fs';
 import { chown, lstat, mkdir, open, readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 
@@ -51,16 +51,28 @@ export class Workspace {
   /** Create the directories of a path one by one (each checked not to be a link), handing them to the owner. */
   private async mkdirs(absDir: string): Promise<void> {
     const rel = path.relative(this.root, absDir);
-    let cur = this.root;
-    for (const part of rel.split(path.sep).filter(Boolean)) {
-      cur = path.join(cur, part);
-      const st = await lstat(cur).catch((e: NodeJS.ErrnoException) => (e.code === 'ENOENT' ? null : Promise.reject(e)));
-      if (st?.isSymbolicLink()) throw new WorkspacePathError(rel, 'it goes through a symbolic link');
+    for await (const { cur, st } of this.components(absDir, false)) {
       if (st && !st.isDirectory()) throw new WorkspacePathError(rel, `'${path.relative(this.root, cur)}' is a file, not a directory`);
       if (!st) {
         await mkdir(cur);
         await this.own(cur);
       }
+    }
+  }
+
+  /**
+   * Each component of a path below the root, with what is on disk there (null: nothing);
+   * a symbolic link anywhere is refused. Stops at the first missing component if asked.
+   */
+  private async *components(abs: string, stopAtMissing: boolean): AsyncGenerator<{ cur: string; st: Stats | null }> {
+    const rel = path.relative(this.root, abs);
+    let cur = this.root;
+    for (const part of rel.split(path.sep).filter(Boolean)) {
+      cur = path.join(cur, part);
+      const st = await lstat(cur).catch((e: NodeJS.ErrnoException) => (e.code === 'ENOENT' ? null : Promise.reject(e)));
+      if (st?.isSymbolicLink()) throw new WorkspacePathError(rel, 'it goes through a symbolic link');
+      if (!st && stopAtMissing) return;
+      yield { cur, st };
     }
   }
 
@@ -71,13 +83,8 @@ export class Workspace {
 
   /** Refuse if any existing component of the path (below the root) is a symlink. */
   private async assertNoLinks(abs: string): Promise<void> {
-    const rel = path.relative(this.root, abs);
-    let cur = this.root;
-    for (const part of rel.split(path.sep).filter(Boolean)) {
-      cur = path.join(cur, part);
-      const st = await lstat(cur).catch((e: NodeJS.ErrnoException) => (e.code === 'ENOENT' ? null : Promise.reject(e)));
-      if (!st) return;
-      if (st.isSymbolicLink()) throw new WorkspacePathError(rel, 'it goes through a symbolic link');
+    for await (const _ of this.components(abs, true)) {
+      // components() throws on a link; nothing else to check
     }
   }
 
