@@ -28,7 +28,10 @@ export const RunnerJob = z.discriminatedUnion('kind', [
     causeEventId: z.uuid(),
   }),
   z.object({
-    /** The task ended (cancelled, failed or completed): kill its agents' sandboxes that are left. */
+    /**
+     * The task was cancelled or failed: kill its agents' sandboxes that are left. (On completion
+     * every agent has killed its own already; the sweeper covers a crash in between.)
+     */
     kind: z.literal('release'),
     taskId: z.uuid(),
     causeEventId: z.uuid(),
@@ -47,7 +50,7 @@ export function encodeEvent(e: RecordedEvent): Uint8Array {
  * is the cause's, so a republished event never makes a second job.
  */
 export function jobsFor(e: RecordedEvent): { kind: JobKind; agentId: string; msgId: string; job: RunnerJob }[] {
-  if (e.type === 'TaskCancelled' || e.type === 'TaskFailed' || e.type === 'TaskCompleted') {
+  if (e.type === 'TaskCancelled' || e.type === 'TaskFailed') {
     return [{ kind: 'release', agentId: 'all', msgId: `job-${e.id}`, job: { kind: 'release', taskId: e.taskId, causeEventId: e.id } }];
   }
   const agentId = wakes(e).subagent;
