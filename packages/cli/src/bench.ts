@@ -1,14 +1,17 @@
 import { randomUUID } from 'node:crypto';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { taskStreamId, type NewEvent } from '@baton/domain';
 import { createDb, EventStore, loadTask, TaskCache } from '@baton/event-store';
 import { busNames, requestDiagnostics, type BusNames, type Diagnostics } from '@baton/bus';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { DEFAULT_LIMITS, findBwrap, LocalSandboxProvider } from '@baton/sandbox';
 import { BatonClient } from './client.ts';
 import { launch, prepareDatabase, SERVICES } from './launcher.ts';
-import { freePort, freshDatabase, waitReady } from './procs.ts';
+import { dropDatabase, freePort, freshDatabase, waitReady } from './procs.ts';
+import pg from 'pg';
 import { fmt, summarize } from './stats.ts';
 
 /**
@@ -42,7 +45,10 @@ export async function runBench(o: BenchOptions): Promise<Line[]> {
   if (want('M5')) {
     for (let round = 1; round <= o.rounds; round++) for (const l of await benchM5(o.databaseUrl, round)) print(l);
   }
-  if (want('M1') || want('M2') || want('M3') || want('M4')) {
+  if (want('S1')) {
+    for (let round = 1; round <= o.rounds; round++) for (const l of await benchS1(o.databaseUrl, round)) print(l);
+  }
+  if (want('M1') || want('M2') || want('M3') || want('M4') || want('R1')) {
     const dbUrl = await freshDatabase(o.databaseUrl, 'baton_bench');
     await prepareDatabase(dbUrl, () => {});
     const port = await freePort();
@@ -59,6 +65,7 @@ export async function runBench(o: BenchOptions): Promise<Line[]> {
         if (want('M1')) print(await benchM1(api, o.m1Runs, round));
         if (want('M2')) print(await benchM2(api, o.m2Runs, round));
         if (want('M3')) print(await benchM3(api, o.m3Runs, round));
+        if (want('R1')) print(await benchR1(api, 20, round));
       }
       if (want('M4')) {
         const nc = await connect({ servers: o.natsUrl });
@@ -263,4 +270,76 @@ async function benchM5(baseUrl: string, round: number): Promise<Line[]> {
     { metric: 'M5', round, unit: 'ms', n: 1, p50: cachedCold, p99: cachedCold, max: cachedCold, note: 'TaskCache first load (reads + folds all 1,000)' },
     { metric: 'M5', round, unit: 'ms', ...summarize(cached), note: 'TaskCache warm load (reads only new events: one query, no re-fold)' },
   ];
+}
+
+/**
+ * R1: the research flow end to end (offline model, no approval): lead → researcher (web_search
+ * over the corpus, notes in its sandbox) → report writer (glob, read, write) → report artifact.
+ * Shows what sandboxes, workspace sync and artifacts add per run (about 15 model turns).
+ */
+async function benchR1(api: BatonClient, runs: number, round: number): Promise<Line> {
+  const samples: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const t0 = performance.now();
+    const task = await api.request<{ id: string }>('POST', '/v1/tasks', { prompt: `Research durable execution for agents, run ${i}`, requirePlanApproval: false });
+    let done = 0;
+    await api.follow(task.id, (e) => {
+      if (e.type === 'TaskCompleted') done = performance.now();
+      if (e.type === 'TaskFailed' || e.type === 'TaskCancelled') throw new Error(`research run ended ${e.type}`);
+    });
+    if (!done) throw new Error('research run did not complete');
+    samples.push(done - t0);
+  }
+  return { metric: 'R1', round, unit: 'ms', ...summarize(samples), note: 'research run (lead + researcher + writer, 12 turns, 2 sandboxes, 2 artifacts), submit → TaskCompleted' };
+}
+
+/**
+ * S1: the local sandbox's own costs — a confined command (setpriv + prlimit + bwrap start),
+ * syncing a 200-file workspace after one change, and pause → resume on another replica.
+ */
+async function benchS1(baseUrl: string, round: number): Promise<Line[]> {
+    const dbUrl = await freshDatabase(baseUrl, 'baton_bench_s1');
+  await prepareDatabase(dbUrl, () => {});
+  const pool = new pg.Pool({ connectionString: dbUrl, max: 4 });
+  const root = await mkdtemp(path.join(tmpdir(), 'baton-bench-s1-'));
+  try {
+    const a = new LocalSandboxProvider({ root: path.join(root, 'a'), pool });
+    const b = new LocalSandboxProvider({ root: path.join(root, 'b'), pool });
+    const lines: Line[] = [];
+    const spec = { taskId: randomUUID(), agentId: 'bench-1', network: false, env: {}, limits: DEFAULT_LIMITS, attempt: 1 };
+    const sbx = await a.open(spec);
+    for (let i = 0; i < 200; i++) await sbx.files.write(`src/f${i}.ts`, `export const v${i} = ${i};\n`.repeat(20));
+    await sbx.sync();
+    if (findBwrap()) {
+      const runs: number[] = [];
+      for (let i = 0; i < 50; i++) {
+        const t = performance.now();
+        await sbx.run('true', { timeoutMs: 10_000 });
+        runs.push(performance.now() - t);
+      }
+      lines.push({ metric: 'S1', round, unit: 'ms', ...summarize(runs), note: 'confined command `true` (setpriv + prlimit + bwrap, new namespaces)' });
+    }
+    const syncs: number[] = [];
+    for (let i = 0; i < 50; i++) {
+      await sbx.files.write('src/f0.ts', `export const v0 = ${i};\n`);
+      const t = performance.now();
+      await sbx.sync();
+      syncs.push(performance.now() - t);
+    }
+    lines.push({ metric: 'S1', round, unit: 'ms', ...summarize(syncs), note: 'sync after one changed file in a 200-file workspace (walk + one upsert)' });
+    const moves: number[] = [];
+    let current = sbx;
+    for (let i = 0; i < 20; i++) {
+      const t = performance.now();
+      await (i % 2 === 0 ? a : b).pause(current);
+      current = await (i % 2 === 0 ? b : a).open({ ...spec, attempt: i + 2 });
+      moves.push(performance.now() - t);
+    }
+    lines.push({ metric: 'S1', round, unit: 'ms', ...summarize(moves), note: 'pause on one replica → resume on another (200 files restored from Postgres)' });
+    return lines;
+  } finally {
+    await pool.end();
+    await rm(root, { recursive: true, force: true });
+    await dropDatabase(dbUrl);
+  }
 }

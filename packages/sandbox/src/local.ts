@@ -69,7 +69,7 @@ export class LocalSandboxProvider implements SandboxProvider {
       // Another replica (or an earlier life of this one) moved it on: restore the synced copy.
       await ws.clear();
       const { generation, files } = await this.registry.loadFiles(id);
-      for (const f of files) await ws.write(f.path, f.content, f.mode);
+      await ws.restore(files);
       manifest = manifestOf((await ws.walk('.', MAX_SYNCED_FILES, { skipDirs: UNSYNCED_DIRS })).files);
       this.localGeneration.set(id, generation);
     }

@@ -86,32 +86,22 @@ export class SandboxRegistry {
   }
 
   /**
-   * Write the changed and removed files of a workspace in one transaction, fenced by attempt;
+   * Write the changed and removed files of a workspace in one statement, fenced by attempt;
    * returns the new generation.
    */
   async saveFiles(id: string, attempt: number, changed: readonly StoredFile[], removed: readonly string[]): Promise<number> {
-    const client = await this.pool.connect();
-    try {
-      await client.query('begin');
-      const g = await client.query('update sandboxes set generation = generation + 1, updated_at = now() where id = $1 and attempt = $2 returning generation', [id, attempt]);
-      if (g.rowCount === 0) throw new SandboxFencedError(id, attempt);
-      if (removed.length > 0) await client.query('delete from sandbox_files where sandbox_id = $1 and path = any($2::text[])', [id, removed]);
-      if (changed.length > 0) {
-        await client.query(
-          `insert into sandbox_files (sandbox_id, path, mode, content)
-           select $1, p, m, c from unnest($2::text[], $3::int[], $4::bytea[]) as t(p, m, c)
-           on conflict (sandbox_id, path) do update set mode = excluded.mode, content = excluded.content`,
-          [id, changed.map((f) => f.path), changed.map((f) => f.mode), changed.map((f) => f.content)],
-        );
-      }
-      await client.query('commit');
-      return Number(g.rows[0].generation);
-    } catch (err) {
-      await client.query('rollback').catch(() => {});
-      throw err;
-    } finally {
-      client.release();
-    }
+    // One statement (one round trip): the fenced generation bump gates the delete and the upsert.
+    const { rows } = await this.pool.query(
+      `with g as (update sandboxes set generation = generation + 1, updated_at = now() where id = $1 and attempt = $2 returning generation),
+            d as (delete from sandbox_files where sandbox_id = $1 and path = any($3::text[]) and exists (select 1 from g)),
+            i as (insert into sandbox_files (sandbox_id, path, mode, content)
+                  select $1, p, m, c from unnest($4::text[], $5::int[], $6::bytea[]) as t(p, m, c) where exists (select 1 from g)
+                  on conflict (sandbox_id, path) do update set mode = excluded.mode, content = excluded.content)
+       select generation from g`,
+      [id, attempt, removed, changed.map((f) => f.path), changed.map((f) => f.mode), changed.map((f) => f.content)],
+    );
+    if (rows.length === 0) throw new SandboxFencedError(id, attempt);
+    return Number(rows[0].generation);
   }
 
   /** Forget a sandbox's files and mark it killed. */
