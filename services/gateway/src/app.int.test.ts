@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { builtinTeams } from '@baton/agents';
 import { busNames, ensureTopology, Relay } from '@baton/bus';
-import { handleCommand, TaskCache } from '@baton/event-store';
+import { handleCommand, storeArtifact, TaskCache } from '@baton/event-store';
 import { silentLogger } from '@baton/runtime';
 import { stackTest, waitFor, type NatsFixture, type PgFixture } from '@baton/testing';
 import { jetstreamManager } from '@nats-io/jetstream';
@@ -182,6 +182,7 @@ describe('reads, tenancy, errors', () => {
     // Each open question has its own answer box (several can be open at once), and every event type is followed.
     expect(page.body).toContain(`'<input id="ans-'+esc(r.requestId)+'">`);
     expect(page.body).toContain('"ClarificationTimedOut"');
+    expect(page.body).toContain("'/artifacts/'"); // the console links a task's artifacts
     await app.inject({ method: 'GET', url: '/v1/tasks' });
     expect((await app.inject({ method: 'GET', url: '/metrics' })).body).toMatch(/baton_http_requests_total\{method="GET",route="\/v1\/tasks",status="200"\} 1/);
   });
@@ -342,6 +343,27 @@ describe('human in the loop over HTTP', () => {
     await handleCommand(pg.store, id, { type: 'RequestApproval', requestId: 'apr-1', agentId: 'lead', toolUseId: 'tu-plan', toolName: 'Task', input: { agent: 'researcher', prompt: 'p' }, inputDigest: 'd', plan: 'plan', deadline: new Date(Date.now() + 60_000).toISOString(), onTimeout: 'reject' });
     return id;
   }
+
+  test('artifacts: listed from the log, downloaded with their media type; unknown or unrecorded paths are 404; a fork carries them', async ({ pg, nats }) => {
+    const app = await gateway(pg, nats);
+    const id = await waitingTask(app, pg);
+    const stored = await storeArtifact(pg.db.pool, { taskId: id, path: 'out/report.md', agentId: null, content: Buffer.from('# Report\n') });
+    await handleCommand(pg.store, id, { type: 'StoreArtifact', agentId: null, path: stored.path, bytes: stored.bytes, sha256: stored.sha256, mediaType: stored.mediaType });
+    await storeArtifact(pg.db.pool, { taskId: id, path: 'unrecorded.txt', agentId: null, content: Buffer.from('not in the log') });
+    const list = (await app.inject({ method: 'GET', url: `/v1/tasks/${id}/artifacts` })).json();
+    expect(list).toEqual({ items: [{ path: 'out/report.md', bytes: 9, sha256: stored.sha256, mediaType: 'text/markdown; charset=utf-8', agentId: null }] });
+    const file = await app.inject({ method: 'GET', url: `/v1/tasks/${id}/artifacts/out/report.md` });
+    expect(file.statusCode).toBe(200);
+    expect(file.headers['content-type']).toBe('text/markdown; charset=utf-8');
+    expect(file.headers.etag).toBe(`"${stored.sha256}"`);
+    expect(file.body).toBe('# Report\n');
+    expect((await app.inject({ method: 'GET', url: `/v1/tasks/${id}/artifacts/nope.md` })).statusCode).toBe(404);
+    expect((await app.inject({ method: 'GET', url: `/v1/tasks/${id}/artifacts/unrecorded.txt` })).statusCode).toBe(404); // the log decides what exists
+    expect((await app.inject({ method: 'GET', url: `/v1/tasks/${randomUUID()}/artifacts` })).statusCode).toBe(404);
+    const version = (await app.inject({ method: 'GET', url: `/v1/tasks/${id}` })).json().version as number;
+    const fork = (await app.inject({ method: 'POST', url: `/v1/tasks/${id}/fork`, payload: { atVersion: version } })).json();
+    expect((await app.inject({ method: 'GET', url: `/v1/tasks/${fork.id}/artifacts/out/report.md` })).body).toBe('# Report\n');
+  });
 
   test('two gateway replicas decide one request at once: exactly one decision is recorded, the other gets 409 naming it', async ({ pg, nats }) => {
     const a = await gateway(pg, nats);

@@ -33,7 +33,7 @@ async function open(id){ if (es) es.close(); $('events').textContent=''; $('titl
   const on = (e) => { const ev = JSON.parse(e.data); $('events').textContent += ev.position+'  '+ev.type+'\\n'; showTask(id); list(); };
   for (const t of ${JSON.stringify(EVENT_TYPES)}) es.addEventListener(t, on); }
 async function showTask(id){ const t = await (await fetch('/v1/tasks/'+id,{headers:H})).json();
-  $('reqs').innerHTML = '<b>'+esc(t.status)+'</b> '+(t.result? esc(t.result.summary):'')+(t.pendingRequests||[]).map(r => '<div class="req"><b>'+r.kind+'</b> from '+esc(r.agentId)+': '+esc(r.plan||r.questions?.join(' ')||'')+(r.options? ' <i>('+esc(r.options.join(' | '))+')</i>':'')+'<br>'+
+  $('reqs').innerHTML = '<b>'+esc(t.status)+'</b> '+(t.result? esc(t.result.summary):'')+((t.artifacts||[]).length? '<div>artifacts: '+t.artifacts.map(a => '<a target="_blank" href="/v1/tasks/'+id+'/artifacts/'+a.path.split('/').map(encodeURIComponent).join('/')+'">'+esc(a.path)+'</a>').join(' · ')+'</div>':'')+(t.pendingRequests||[]).map(r => '<div class="req"><b>'+r.kind+'</b> from '+esc(r.agentId)+': '+esc(r.plan||r.questions?.join(' ')||'')+(r.options? ' <i>('+esc(r.options.join(' | '))+')</i>':'')+'<br>'+
    (r.kind==='approval' ? '<button onclick="decide(\\''+id+'\\',\\''+r.requestId+'\\',\\'approve\\')">Approve</button><button onclick="decide(\\''+id+'\\',\\''+r.requestId+'\\',\\'reject\\')">Reject</button>'
     : '<input id="ans-'+esc(r.requestId)+'"><button onclick="answer(\\''+id+'\\',\\''+r.requestId+'\\')">Answer</button>')+'</div>').join(''); }
 async function decide(id, rid, decision){ await fetch('/v1/tasks/'+id+'/approvals/'+rid,{method:'POST',headers:H,body:JSON.stringify({decision})}); showTask(id); }
