@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DEFAULT_TEAMS_DIR, loadTeams, TeamConfigError } from './config.ts';
-import { configVersion, TeamCatalog } from './teams.ts';
+import { configVersion, delegationTargets, leadSystemPrompt, TeamCatalog } from './teams.ts';
 
 let dirs: string[] = [];
 afterEach(() => {
@@ -61,6 +61,18 @@ describe('teams from config files', () => {
         "research/research-lead.json: tools: a lead that delegates needs the 'Task' tool",
       ]),
     );
+  });
+
+  it('a review agent can be delegated to, and the lead is told the agents it can delegate to and to have the work reviewed', () => {
+    const { research } = loadTeams();
+    const reviewer = { ...research!.agents.researcher!, id: 'reviewer', name: 'Reviewer', tools: ['read_file', 'glob'] };
+    const team = { ...research!, lead: { ...research!.lead, reviewAgent: 'reviewer' }, agents: { ...research!.agents, reviewer } };
+    expect(delegationTargets(team.lead)).toEqual(['researcher', 'report-writer', 'reviewer']);
+    const prompt = leadSystemPrompt(team);
+    expect(prompt).toMatch(/- `researcher`: Web researcher \(tools: web_search, write_file, read_file, list_directory, ask_user\)/);
+    expect(prompt).toMatch(/- `reviewer`: Reviewer \(tools: read_file, glob\)/);
+    expect(prompt).toMatch(/Before your final answer, delegate to `reviewer` to review/);
+    expect(leadSystemPrompt(research!)).not.toMatch(/review the other agents/);
   });
 
   it('a run pinned to an older config version gets that version, not the current one', async () => {

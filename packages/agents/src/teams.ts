@@ -88,3 +88,20 @@ export class TeamCatalog {
     return this.current[teamId]; // the version was never recorded (older data): the current config
   }
 }
+
+/** The agent types a lead may delegate to: its `delegatesTo`, and its review agent. */
+export function delegationTargets(lead: AgentDefinition): string[] {
+  return [...new Set([...(lead.delegatesTo ?? []), ...(lead.reviewAgent ? [lead.reviewAgent] : [])])];
+}
+
+/**
+ * The lead's system prompt: its own prompt file, then the agents it can delegate to (so the
+ * model knows the names the Task tool accepts), and the review step when a review agent is set.
+ */
+export function leadSystemPrompt(team: TeamDefinition): string {
+  const targets = delegationTargets(team.lead).map((id) => team.agents[id]).filter((a) => a !== undefined);
+  const parts = [team.lead.prompt];
+  if (targets.length > 0) parts.push(`Agents you can delegate to with the Task tool:\n${targets.map((a) => `- \`${a.id}\`: ${a.name} (tools: ${a.tools.join(', ')})`).join('\n')}`);
+  if (team.lead.reviewAgent) parts.push(`Before your final answer, delegate to \`${team.lead.reviewAgent}\` to review the other agents' work, and address what it finds.`);
+  return parts.join('\n\n');
+}

@@ -19,6 +19,8 @@ import {
   builtinTeams,
   type TeamCatalog,
   configVersion,
+  delegationTargets,
+  leadSystemPrompt,
   parseToolInput,
   toolSpec,
   type ModelClient,
@@ -148,7 +150,7 @@ async function runLead(deps: LeadDeps, initial: TaskState, history: RecordedEven
     const res = await deps.model.complete({
       agentType: team.lead.id,
       model: team.lead.model,
-      system: team.lead.prompt,
+      system: leadSystemPrompt(team),
       messages,
       tools: team.lead.tools.map((n) => allTools[n]).filter((t) => t !== undefined).map(toolSpec),
       maxTokens: team.lead.maxTokens,
@@ -207,8 +209,8 @@ function handleToolUses(s: TaskState, team: TeamDefinition, apply: (c: Command) 
     }
     if (def.runsIn === 'delegation') {
       const input = parsed.value as { agent: string; prompt: string };
-      if (!(team.lead.delegatesTo ?? []).includes(input.agent) || !team.agents[input.agent]) {
-        error(`unknown agent '${input.agent}'; this team delegates to: ${(team.lead.delegatesTo ?? []).join(', ')}`);
+      if (!delegationTargets(team.lead).includes(input.agent) || !team.agents[input.agent]) {
+        error(`unknown agent '${input.agent}'; this team delegates to: ${delegationTargets(team.lead).join(', ')}`);
         continue;
       }
     } else if (def.runsIn !== 'orchestrator') {

@@ -25,7 +25,7 @@ export const systemRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => 
     items: Object.values(d.teams).map((t) => ({
       id: t.id,
       description: t.description,
-      lead: { id: t.lead.id, name: t.lead.name, model: t.lead.model, tools: t.lead.tools, delegatesTo: t.lead.delegatesTo ?? [] },
+      lead: { id: t.lead.id, name: t.lead.name, model: t.lead.model, tools: t.lead.tools, delegatesTo: t.lead.delegatesTo ?? [], ...(t.lead.reviewAgent ? { reviewAgent: t.lead.reviewAgent } : {}) },
       agents: Object.values(t.agents).map((a) => ({ id: a.id, name: a.name, model: a.model, tools: a.tools })),
     })),
   }));
