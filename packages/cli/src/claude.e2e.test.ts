@@ -27,7 +27,7 @@ describe('end to end with Claude (a fake Messages API on loopback)', () => {
       req.on('end', () => {
         void (async () => {
           const body = JSON.parse(raw) as { model: string; system: string; messages: ModelMessage[]; max_tokens: number };
-          const agent = agents.find((a) => a.prompt === body.system);
+          const agent = agents.find((a) => body.system.startsWith(a.prompt)); // a lead's prompt is followed by its delegation targets
           calls.push({ auth: req.headers.authorization, agent: agent?.id ?? '?' });
           const out = await offline.complete({ agentType: agent?.id ?? '?', model: body.model, system: body.system, messages: body.messages, tools: [], maxTokens: body.max_tokens });
           res.writeHead(200, { 'content-type': 'application/json' });
