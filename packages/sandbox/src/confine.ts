@@ -14,6 +14,8 @@ export interface ConfineOptions {
   /** Run as this user (the runner must be root to switch); null keeps the runner's own user. */
   user: { uid: number; gid: number } | null;
   bwrap: string;
+  /** Cgroup directories the command joins first (the sandbox's total memory and processes). */
+  cgroups?: readonly string[];
 }
 
 const MIB = 1024 * 1024;
@@ -32,7 +34,10 @@ export function confinedArgv(command: string, o: ConfineOptions): string[] {
   const env = { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/workspace', LANG: 'C.UTF-8', TMPDIR: '/tmp', ...o.env };
   const cwd = path.posix.join('/workspace', o.cwd);
   if (!cwd.startsWith('/workspace')) throw new Error(`cwd '${o.cwd}' is outside the workspace`);
+  // Join the cgroups before anything else runs, so every descendant is counted.
+  const join = o.cgroups?.length ? ['/bin/sh', '-c', 'for g in "$@"; do [ "$g" = -- ] && break; echo $$ > "$g/cgroup.procs" || exit 126; shift; done; shift; exec "$@"', 'join-cgroups', ...o.cgroups, '--'] : [];
   return [
+    ...join,
     ...drop,
     ...limits,
     o.bwrap,

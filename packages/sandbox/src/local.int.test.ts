@@ -134,6 +134,17 @@ describe('local sandbox provider', () => {
       expect((await sbx.run('echo alive', { timeoutMs: 5_000 })).stdout).toBe('alive\n');
     });
 
+    test.runIf(new LocalSandboxProvider({ root: tmpdir(), pool: null as never }).cgroupControllers.includes('memory'))('exhaustion: processes together are held to the sandbox\'s memory (cgroup), not only each one', async ({ pg }) => {
+      const p = new LocalSandboxProvider({ root, pool: pg.db.pool });
+      const sbx = await p.open(spec());
+      // Four processes of 300 MiB each fit under the 512 MiB per-process limit, but not together.
+      const r = await sbx.run('for i in 1 2 3 4; do (python3 -c "import time; a = bytearray(300 * 1024 * 1024); time.sleep(2)"; echo "exit $?") & done; wait', { timeoutMs: 30_000 });
+      const exits = r.stdout.trim().split('\n');
+      expect(exits).toHaveLength(4);
+      expect(exits.some((e) => e !== 'exit 0')).toBe(true);
+      expect((await sbx.run('echo alive', { timeoutMs: 5_000 })).stdout).toBe('alive\n');
+    });
+
     test('output is capped and counted', async ({ pg }) => {
       const p = new LocalSandboxProvider({ root, pool: pg.db.pool });
       const sbx = await p.open(spec());

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { chmod, mkdir, readdir, rm, rmdir } from 'node:fs/promises';
 import path from 'node:path';
 import type pg from 'pg';
+import { Cgroups } from './cgroups.ts';
 import { confinedArgv, findBwrap, runArgv } from './confine.ts';
 import { sandboxIdOf, type CommandResult, type RunOptions, type Sandbox, type SandboxFiles, type SandboxProvider, type SandboxSpec } from './provider.ts';
 import { SandboxRegistry, type StoredFile } from './registry.ts';
@@ -15,6 +16,8 @@ export interface LocalProviderOptions {
   bwrap?: string | null;
   /** Largest workspace file synced to Postgres (bigger ones stay local and are reported). */
   maxSyncFileBytes?: number;
+  /** Per-sandbox cgroups (default: detected; null turns them off). */
+  cgroups?: Cgroups | null;
 }
 
 /** Commands cannot run: bubblewrap is missing (the file tools still work). */
@@ -39,12 +42,19 @@ export class LocalSandboxProvider implements SandboxProvider {
   private readonly maxSyncFileBytes: number;
   /** The generation each local workspace directory holds (a restart forgets, and restores). */
   private readonly localGeneration = new Map<string, number>();
+  private readonly cgroups: Cgroups | null;
 
   constructor(opts: LocalProviderOptions) {
     this.root = path.resolve(opts.root);
     this.registry = new SandboxRegistry(opts.pool);
     this.bwrap = opts.bwrap === undefined ? findBwrap() : opts.bwrap;
     this.maxSyncFileBytes = opts.maxSyncFileBytes ?? 20_000_000;
+    this.cgroups = opts.cgroups === undefined ? Cgroups.detect() : opts.cgroups;
+  }
+
+  /** The controllers (memory, pids) that hold a sandbox's processes together, if any. */
+  get cgroupControllers(): string[] {
+    return this.cgroups?.controllers ?? [];
   }
 
   /** Commands can run here (bubblewrap found). */
@@ -106,6 +116,7 @@ export class LocalSandboxProvider implements SandboxProvider {
   async kill(taskId: string, agentId: string): Promise<void> {
     const id = sandboxIdOf(taskId, agentId);
     this.localGeneration.delete(id);
+    await this.cgroups?.remove(cgroupName({ taskId, agentId }));
     await rm(path.join(this.root, taskId, agentId), { recursive: true, force: true });
     await rmdir(path.join(this.root, taskId)).catch(() => {}); // only once it is empty
     await this.registry.killed(id);
@@ -133,8 +144,14 @@ export class LocalSandboxProvider implements SandboxProvider {
   private async runIn(ws: Workspace, spec: SandboxSpec, user: { uid: number; gid: number } | null, command: string, opts: RunOptions): Promise<CommandResult> {
     if (!this.bwrap) throw new SandboxUnavailableError('commands cannot run: bubblewrap (bwrap) is not installed on this runner (apt-get install bubblewrap)');
     const cwd = opts.cwd ? path.relative(ws.root, ws.resolve(opts.cwd)) : '.';
-    const argv = confinedArgv(command, { workspace: ws.root, cwd, network: spec.network, env: spec.env, limits: spec.limits, user, bwrap: this.bwrap });
-    return runArgv(argv, { timeoutMs: opts.timeoutMs, ...(opts.signal ? { signal: opts.signal } : {}) });
+    const name = cgroupName(spec);
+    const cgroups = this.cgroups?.create(name, spec.limits) ?? [];
+    const argv = confinedArgv(command, { workspace: ws.root, cwd, network: spec.network, env: spec.env, limits: spec.limits, user, bwrap: this.bwrap, cgroups });
+    try {
+      return await runArgv(argv, { timeoutMs: opts.timeoutMs, ...(opts.signal ? { signal: opts.signal } : {}) });
+    } finally {
+      await this.cgroups?.remove(name);
+    }
   }
 }
 
@@ -169,6 +186,8 @@ const UNSYNCED_DIRS: ReadonlySet<string> = new Set(['node_modules']);
 const MAX_SYNCED_FILES = 100_000;
 
 const manifestOf = (files: readonly WalkedFile[]): Map<string, string> => new Map(files.map((f) => [f.path, `${f.size}:${f.mtimeMs}:${f.mode}`]));
+
+const cgroupName = (spec: Pick<SandboxSpec, 'taskId' | 'agentId'>): string => createHash('sha256').update(sandboxIdOf(spec.taskId, spec.agentId)).digest('hex').slice(0, 16);
 
 /**
  * The unprivileged user a sandbox's commands run as when the runner is root: one of 4,096 uids
