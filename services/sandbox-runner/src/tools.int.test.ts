@@ -71,6 +71,9 @@ describe('runner tools', () => {
       expect(tests).toMatchObject({ isError: true, content: expect.stringMatching(/^tests failed: 1 passed, 1 failed \(tap\)\n\$ node --test\nexit code 1/) });
       const slow = await runTool(call('run_command', { command: 'sleep 30', timeout_seconds: 1 }), ALL, env);
       expect(slow).toMatchObject({ isError: true, content: expect.stringMatching(/^timed out after 1 s: the command was killed/) });
+      // Files a command makes or changes are reported like written ones (and so become artifacts).
+      const made = await runTool(call('run_command', { command: 'echo report > out.md; mkdir -p node_modules/x && touch node_modules/x/i.js; echo more >> math.test.mjs' }), ALL, env);
+      expect(made.files).toEqual({ created: ['out.md'], modified: ['math.test.mjs'] });
       const loud = await runTool(call('run_command', { command: 'seq 1 100000' }), ALL, env);
       expect(loud.content).toMatch(/\[output truncated: \d+ characters, showing the first 1000 and the last 3000\]\n[\s\S]*100000\n$/);
     });

@@ -96,17 +96,20 @@ const impls: Record<string, (input: Input, env: ToolEnv) => Promise<Outcome>> = 
     return { content: truncate(`${lines.join('\n')}${lines.length >= MAX_MATCHES ? `\n[stopped at ${MAX_MATCHES} matches]` : ''}`) };
   },
   run_command: async (i, { sandbox, signal }) => {
+    const seen = await snapshot(sandbox);
     const r = await sandbox.run(i.command as string, { timeoutMs: (i.timeout_seconds as number) * 1000, ...(i.cwd ? { cwd: i.cwd as string } : {}), ...(signal ? { signal } : {}) });
-    return { content: formatCommand(r, i.timeout_seconds as number), isError: r.exitCode !== 0 };
+    return { content: formatCommand(r, i.timeout_seconds as number), isError: r.exitCode !== 0, files: await changedSince(sandbox, seen) };
   },
   run_tests: async (i, { sandbox, testCommand, signal }) => {
     const command = (i.command as string | undefined) ?? testCommand;
     if (!command) throw new Error('no test command: this agent has no test_command configured; pass one as `command`');
+    const seen = await snapshot(sandbox);
     const r = await sandbox.run(command, { timeoutMs: (i.timeout_seconds as number) * 1000, ...(signal ? { signal } : {}) });
+    const files = await changedSince(sandbox, seen);
     const counts = parseTestCounts(`${r.stdout}\n${r.stderr}`);
     const verdict = r.timedOut ? 'tests timed out' : r.exitCode === 0 ? 'tests passed' : 'tests failed';
     const summary = counts ? `${verdict}: ${counts.passed} passed, ${counts.failed} failed${counts.skipped ? `, ${counts.skipped} skipped` : ''} (${counts.format})` : `${verdict} (no pass/fail counts recognised)`;
-    return { content: `${summary}\n$ ${command}\n${formatCommand(r, i.timeout_seconds as number)}`, isError: r.exitCode !== 0 };
+    return { content: `${summary}\n$ ${command}\n${formatCommand(r, i.timeout_seconds as number)}`, isError: r.exitCode !== 0, files };
   },
   web_search: async (i, { search }) => {
     if (!search) throw new Error('web search is not available on this runner');
@@ -116,6 +119,30 @@ const impls: Record<string, (input: Input, env: ToolEnv) => Promise<Outcome>> = 
     return { content: truncate(`Results for "${i.query as string}" (offline corpus):\n\n${body}`) };
   },
 };
+
+/** Paths a command's file changes are not reported for (dependency installs, VCS internals). */
+const UNREPORTED = /(^|\/)(node_modules|\.git|__pycache__|\.cache)\//;
+const MAX_REPORTED_FILES = 200;
+
+/** The workspace's files before a command (path → size and mtime). */
+async function snapshot(sandbox: Sandbox): Promise<Map<string, string>> {
+  const { files } = await sandbox.files.walk('.', 50_000);
+  return new Map(files.map((f) => [f.path, `${f.size}:${f.mtimeMs}`]));
+}
+
+/** The files a command created or modified (so they are reported, and kept as artifacts like written ones). */
+async function changedSince(sandbox: Sandbox, before: Map<string, string>): Promise<NonNullable<ToolResult['files']>> {
+  const { files } = await sandbox.files.walk('.', 50_000);
+  const created: string[] = [];
+  const modified: string[] = [];
+  for (const f of files) {
+    if (UNREPORTED.test(f.path)) continue;
+    const was = before.get(f.path);
+    if (was === undefined) created.push(f.path);
+    else if (was !== `${f.size}:${f.mtimeMs}`) modified.push(f.path);
+  }
+  return { created: created.slice(0, MAX_REPORTED_FILES), modified: modified.slice(0, MAX_REPORTED_FILES) };
+}
 
 /** Replace old with new: exactly one occurrence unless all are asked for; the error says what was found. */
 export function applyEdit(text: string, oldString: string, newString: string, all: boolean, file: string): { text: string; count: number } {
