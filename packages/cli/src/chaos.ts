@@ -75,7 +75,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     NATS_URL: o.natsUrl,
     BATON_NAMESPACE: `chaos${randomBytes(3).toString('hex')}`,
     PORT: String(port),
-    LOG_LEVEL: 'warn',
+    LOG_LEVEL: process.env.CHAOS_LOG_LEVEL ?? 'warn',
     WORKSPACE_ROOT: path.join(dir, 'workspaces'),
     BATON_TOOL_AUDIT_FILE: auditFile,
     // A killed process's in-flight messages come back after this; short, so the run is quick.

@@ -1,7 +1,7 @@
 import { BusEvent, deadLetterRecorder, publishWakeUps, Relay, startConsumer, type BusNames, type RunningConsumer } from '@baton/bus';
 import { nextDeadline } from '@baton/domain';
 import { keepActive, loadTask, type EventStore } from '@baton/event-store';
-import type { Logger } from '@baton/runtime';
+import { keyedSerial, type Logger } from '@baton/runtime';
 import type { JetStreamClient } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type pg from 'pg';
@@ -54,17 +54,7 @@ export async function startOrchestrator(d: OrchestratorDeps): Promise<Orchestrat
     backstopMs: d.deadlineBackstopMs ?? 60_000,
   });
   deadlines.start();
-  const perTask = new Map<string, Promise<unknown>>();
-  const serialised = <T>(taskId: string, fn: () => Promise<T>): Promise<T> => {
-    const prev = perTask.get(taskId) ?? Promise.resolve();
-    const next = prev.then(fn, fn);
-    const tail = next.catch(() => {});
-    perTask.set(taskId, tail);
-    void tail.then(() => {
-      if (perTask.get(taskId) === tail) perTask.delete(taskId);
-    });
-    return next;
-  };
+  const serialised = keyedSerial();
   const consumer = await startConsumer({
     js: d.js,
     stream: d.names.eventsStream,

@@ -1,4 +1,5 @@
 import { deadLetterRecorder, publishWakeUps, RunnerJob, startConsumer, type BusNames, type RunningConsumer } from '@baton/bus';
+import { keyedSerial } from '@baton/runtime';
 import { handleCommand, loadTask } from '@baton/event-store';
 import type { JetStreamClient } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -24,6 +25,11 @@ export interface RunnerWorkerDeps extends RunnerDeps {
 export async function startRunner(d: RunnerWorkerDeps): Promise<RunningConsumer> {
   const recordDeadLetter = deadLetterRecorder(d.pool);
   const load = d.load ?? ((id: string) => loadTask(d.store, id));
+  // One agent's jobs run one at a time in this process. Two deliveries for one agent (a
+  // redelivery while the first still runs, or a dispatch and a decision) would otherwise race
+  // on the agent's sandbox directory, and the first to finish would ack a message the other
+  // still needed: a crash of the other then lost the agent (seen once under chaos).
+  const perAgent = keyedSerial();
   return startConsumer({
     js: d.js,
     stream: d.names.jobsStream,
@@ -53,7 +59,7 @@ export async function startRunner(d: RunnerWorkerDeps): Promise<RunningConsumer>
         d.log.info({ taskId: job.taskId }, 'sandboxes released');
         return;
       }
-      const outcome = await runSubagentJob({ ...d, load, committed: (events) => publishWakeUps(d.nc ?? null, d.names, events) }, job.taskId, job.agentId, ctx.working, { signal: ctx.signal, causeEventId: job.causeEventId });
+      const outcome = await perAgent(`${job.taskId}/${job.agentId}`, () => runSubagentJob({ ...d, load, committed: (events) => publishWakeUps(d.nc ?? null, d.names, events) }, job.taskId, job.agentId, ctx.working, { signal: ctx.signal, causeEventId: job.causeEventId }));
       d.log.info({ taskId: job.taskId, agentId: job.agentId, outcome, delivery: ctx.deliveryCount }, 'job done');
     },
   });
