@@ -149,7 +149,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     for (;;) {
       const r = await countByStatus(dbUrl, ids);
       if (r.final === ids.length) break;
-      if (Date.now() > deadline) throw new Error(`chaos: ${ids.length - r.final} of ${ids.length} tasks not final after ${o.timeoutMs} ms (${JSON.stringify(r.byStatus)})`);
+      if (Date.now() > deadline) throw new Error(`chaos: ${ids.length - r.final} of ${ids.length} tasks not final after ${o.timeoutMs} ms (${JSON.stringify(r.byStatus)})\n${await describeStuck(dbUrl, ids)}`);
       await sleep(250);
     }
     done = true;
@@ -166,6 +166,24 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     await rm(dir, { recursive: true, force: true });
     if (ok) await dropDatabase(dbUrl);
     else o.log(`chaos: the database is kept for inspection: ${dbUrl}`);
+  }
+}
+
+/** For a failure message: each task not final, with its agents' last recorded events. */
+async function describeStuck(dbUrl: string, ids: string[]): Promise<string> {
+  const c = new pg.Client({ connectionString: dbUrl });
+  await c.connect();
+  try {
+    const { rows } = await c.query(
+      `select t.id, t.status, e.stream_id, string_agg(e.type || coalesce(' ' || (e.data->>'attempt'), '') || coalesce(' by ' || (e.data->>'runnerId'), ''), ' → ' order by e.stream_version) as events
+         from tasks t join events e on e.task_id = t.id
+        where t.id = any($1::uuid[]) and t.status not in ('completed', 'failed', 'cancelled')
+        group by t.id, t.status, e.stream_id order by t.id, e.stream_id`,
+      [ids],
+    );
+    return rows.map((r) => `  ${r.id} (${r.status}) ${r.stream_id}: ${r.events}`).join('\n');
+  } finally {
+    await c.end();
   }
 }
 
