@@ -68,4 +68,27 @@ describe('startConsumer', () => {
     expect(handled).toBe(0);
     expect(dead[0]?.error).toMatch(/delivered 3 times without being settled/);
   });
+
+  test('a handler that hangs past maxHandlerMs is aborted and its message handed back for another delivery', async ({ nats }) => {
+    const names = busNames(nats.namespace);
+    await ensureTopology(await jetstreamManager(nats.nc), names);
+    const js = jetstream(nats.nc);
+    const deliveries: { count: number; aborted: () => boolean }[] = [];
+    const c = await startConsumer({
+      js, stream: names.jobsStream, consumer: names.consumers.runner, schema: Job, log,
+      maxHandlerMs: 300, heartbeatMs: 100,
+      onDeadLetter: async () => {},
+      handle: async (_job, ctx) => {
+        deliveries.push({ count: ctx.deliveryCount, aborted: () => ctx.signal.aborted });
+        // The first delivery hangs until well after its limit (it finishes late; nothing it says counts).
+        if (ctx.deliveryCount === 1) await new Promise((r) => ctx.signal.addEventListener('abort', () => setTimeout(r, 500)));
+      },
+    });
+    await js.publish(names.jobSubject('run', '00000000-0000-4000-8000-000000000001', 'a1'), JSON.stringify({ n: 1 }));
+    await waitFor(() => deliveries.length === 2, { what: 'the hung message delivered again' });
+    expect(deliveries.map((d) => d.count)).toEqual([1, 2]);
+    expect(deliveries[0]?.aborted()).toBe(true);
+    await waitFor(async () => (await (await jetstreamManager(nats.nc)).streams.info(names.jobsStream)).state.messages === 0, { what: 'work queue empty' });
+    await c.stop();
+  });
 });

@@ -44,6 +44,12 @@ export interface ConsumerOptions<T> {
   backoffMs?: readonly number[];
   /** Interval of `working()` heartbeats while a handler runs; keep below the consumer's ack_wait. */
   heartbeatMs?: number;
+  /**
+   * The longest a handler may hold a message (default: no limit). Past it the heartbeats stop,
+   * the handler's signal aborts and the message is handed back (nak) for another delivery: a
+   * handler that hangs can then never hold its work forever (its late writes are fenced).
+   */
+  maxHandlerMs?: number;
   onDeadLetter: (d: DeadLetter) => Promise<void>;
   log: Logger;
 }
@@ -108,20 +114,38 @@ export async function startConsumer<T>(o: ConsumerOptions<T>): Promise<RunningCo
       return deadLetter(m, `invalid payload: ${err instanceof Error ? err.message : String(err)}`);
     }
     const timer = setInterval(() => m.working(), heartbeatMs);
+    // The handler's own signal: the consumer stopping, or this message's time running out.
+    const own = new AbortController();
+    const onStop = (): void => own.abort(abort.signal.reason);
+    abort.signal.addEventListener('abort', onStop, { once: true });
+    let expired = false;
+    const limit = o.maxHandlerMs
+      ? setTimeout(() => {
+          expired = true;
+          clearInterval(timer);
+          o.log.error({ subject: m.subject, deliveryCount, maxHandlerMs: o.maxHandlerMs }, 'handler ran past its limit: aborted, message handed back');
+          own.abort(new Error(`handler ran past ${o.maxHandlerMs} ms`));
+          m.nak(0);
+        }, o.maxHandlerMs)
+      : null;
     try {
       const outcome = (await o.handle(payload, {
         subject: m.subject,
         deliveryCount,
         streamSequence: m.info.streamSequence,
-        working: () => m.working(),
-        signal: abort.signal,
+        working: () => {
+          if (!expired) m.working();
+        },
+        signal: own.signal,
       })) ?? ack;
+      if (expired) return; // handed back already
       if (outcome.kind === 'ack') m.ack();
       else if (outcome.kind === 'term') await deadLetter(m, outcome.reason);
       else if (deliveryCount >= maxAttempts) await deadLetter(m, `gave up after ${deliveryCount} attempts: ${outcome.reason ?? 'retry requested'}`);
       else m.nak(outcome.delayMs ?? delayFor(deliveryCount));
     } catch (err) {
-      if (abort.signal.aborted) {
+      if (expired) return;
+      if (own.signal.aborted) {
         m.nak(0);
         return;
       }
@@ -133,6 +157,8 @@ export async function startConsumer<T>(o: ConsumerOptions<T>): Promise<RunningCo
       }
     } finally {
       clearInterval(timer);
+      if (limit) clearTimeout(limit);
+      abort.signal.removeEventListener('abort', onStop);
     }
   };
 

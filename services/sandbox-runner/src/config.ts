@@ -19,6 +19,8 @@ const schema = z.object({
   /** Self-hosted E2B, or a fake in tests. */
   E2B_API_URL: z.url().optional(),
   E2B_SANDBOX_URL: z.url().optional(),
+  /** The longest one job may run before it is aborted and handed back (a hung job never holds an agent for ever). */
+  JOB_MAX_MS: durationMs(3_600_000),
   /** How often sandboxes left by dead tasks are swept. */
   SANDBOX_SWEEP_INTERVAL_MS: durationMs(300_000),
   /** The offline web_search corpus: a directory of text/markdown/HTML files (default: the project's own docs). */

@@ -45,6 +45,7 @@ const runner = await startRunner({
   ...(config.BATON_TOOL_AUDIT_FILE ? { audit: auditTo(config.BATON_TOOL_AUDIT_FILE) } : {}),
   concurrency: config.RUNNER_CONCURRENCY,
   heartbeatMs: Math.min(5000, Math.floor(config.JOBS_ACK_WAIT_MS / 3)),
+  maxJobMs: config.JOB_MAX_MS,
   maxAttempts: config.CONSUMER_MAX_ATTEMPTS,
 });
 log.info({ runnerId, sandboxes: sandboxes.name }, 'sandbox-runner started');

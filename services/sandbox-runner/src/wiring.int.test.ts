@@ -27,10 +27,10 @@ describe('the sandbox sweeper', () => {
       for (const taskId of [live, cancelled, unknown]) await (await provider.open({ taskId, agentId: 'researcher-1', network: false, env: {}, limits: DEFAULT_LIMITS, attempt: 1 })).files.write('a.txt', 'x');
       const stop = startSweeper(provider, pg.db.pool, 0, silentLogger());
       stop();
-      await waitFor(async () => (await readdir(root)).length === 1, { what: 'the sweep' });
+      // The sweep's last step is the registry: once both ended sandboxes say killed, it is done.
+      const states = async () => (await pg.db.pool.query('select task_id, state from sandboxes')).rows.map((r) => `${r.task_id === live ? 'live' : 'ended'}:${r.state}`).sort().join();
+      await waitFor(async () => (await states()) === 'ended:killed,ended:killed,live:running', { what: 'the sweep' });
       expect(await readdir(root)).toEqual([live]);
-      const states = (await pg.db.pool.query('select task_id, state from sandboxes')).rows.map((r) => `${r.task_id === live ? 'live' : 'ended'}:${r.state}`).sort();
-      expect(states).toEqual(['ended:killed', 'ended:killed', 'live:running']);
     } finally {
       await rm(root, { recursive: true, force: true });
     }

@@ -16,6 +16,8 @@ export interface RunnerWorkerDeps extends RunnerDeps {
   maxAttempts: number;
   /** `working()` interval while a job runs; below the consumer's ack_wait. */
   heartbeatMs?: number;
+  /** The longest a job may run before it is aborted and its message handed back. */
+  maxJobMs?: number;
 }
 
 /**
@@ -39,6 +41,7 @@ export async function startRunner(d: RunnerWorkerDeps): Promise<RunningConsumer>
     concurrency: d.concurrency,
     maxAttempts: d.maxAttempts,
     heartbeatMs: d.heartbeatMs ?? 5000,
+    ...(d.maxJobMs ? { maxHandlerMs: d.maxJobMs } : {}),
     onDeadLetter: async (dl) => {
       await recordDeadLetter(dl);
       const job = RunnerJob.safeParse(safeJson(dl.payload));
