@@ -74,19 +74,19 @@ export class LocalSandboxProvider implements SandboxProvider {
     await ws.ensure();
     let manifest: Map<string, string>;
     if (this.localGeneration.get(id) === row.generation) {
-      manifest = manifestOf((await ws.walk('.', MAX_SYNCED_FILES, { skipDirs: UNSYNCED_DIRS })).files);
+      manifest = manifestOf((await syncedFiles(ws)).files);
     } else {
       // Another replica (or an earlier life of this one) moved it on: restore the synced copy.
       await ws.clear();
       const { generation, files } = await this.registry.loadFiles(id);
       await ws.restore(files);
-      manifest = manifestOf((await ws.walk('.', MAX_SYNCED_FILES, { skipDirs: UNSYNCED_DIRS })).files);
+      manifest = manifestOf((await syncedFiles(ws)).files);
       this.localGeneration.set(id, generation);
     }
     return new LocalSandbox(id, ws, {
       run: (command, opts) => this.runIn(ws, spec, user, command, opts),
       sync: async () => {
-        const { files, truncated } = await ws.walk('.', MAX_SYNCED_FILES, { skipDirs: UNSYNCED_DIRS });
+        const { files, truncated } = await syncedFiles(ws);
         const next = manifestOf(files);
         const changed: StoredFile[] = [];
         for (const f of files) {
@@ -124,8 +124,8 @@ export class LocalSandboxProvider implements SandboxProvider {
 
   async sweep(isLive: (taskIds: string[]) => Promise<Set<string>>): Promise<number> {
     const rows = await this.registry.live(this.name);
-    const localTasks = await readdir(this.root).catch(() => [] as string[]);
-    const taskIds = [...new Set([...rows.map((r) => r.taskId), ...localTasks.filter((t) => /^[0-9a-f-]{36}$/.test(t))])];
+    const localTasks = (await readdir(this.root).catch(() => [] as string[])).filter((t) => /^[0-9a-f-]{36}$/.test(t));
+    const taskIds = [...new Set([...rows.map((r) => r.taskId), ...localTasks])];
     if (taskIds.length === 0) return 0;
     const live = await isLive(taskIds);
     let swept = 0;
@@ -134,10 +134,7 @@ export class LocalSandboxProvider implements SandboxProvider {
       await this.kill(r.taskId, r.agentId);
       swept++;
     }
-    for (const t of localTasks) {
-      if (!taskIds.includes(t) || live.has(t)) continue;
-      await rm(path.join(this.root, t), { recursive: true, force: true });
-    }
+    for (const t of localTasks) if (!live.has(t)) await rm(path.join(this.root, t), { recursive: true, force: true });
     return swept;
   }
 
@@ -184,6 +181,9 @@ class LocalSandbox implements Sandbox {
 /** Directories a command can re-create (dependency installs) are not copied to Postgres. */
 const UNSYNCED_DIRS: ReadonlySet<string> = new Set(['node_modules']);
 const MAX_SYNCED_FILES = 100_000;
+
+/** The files of a workspace that are kept in Postgres. */
+const syncedFiles = (ws: Workspace) => ws.walk('.', MAX_SYNCED_FILES, { skipDirs: UNSYNCED_DIRS });
 
 const manifestOf = (files: readonly WalkedFile[]): Map<string, string> => new Map(files.map((f) => [f.path, `${f.size}:${f.mtimeMs}:${f.mode}`]));
 

@@ -91,13 +91,6 @@ export async function runSubagentJob(
   const tools = def.tools.map((n) => allTools[n]).filter((t) => t !== undefined).map(toolSpec);
   const env: ToolEnv = { sandbox, testCommand: def.testCommand, search: d.search, signal };
   const ctx: TurnContext = { d, team, def, env, taskId, agentId };
-  /** The agent waits for a person: its sandbox is paused (nothing held); a cancelled task's is killed. */
-  const pauseFor = async (outcome: JobOutcome): Promise<JobOutcome> => {
-    if (outcome === 'paused') await d.sandboxes.pause(sandbox);
-    else if (outcome === 'cancelled') await d.sandboxes.kill(taskId, agentId);
-    return outcome;
-  };
-
   const loop = async (): Promise<JobOutcome> => {
     /** Append to the agent's stream; false if a newer attempt moved it (then re-read). */
     const record = async (decided: Parameters<typeof appendToAgent>[4]): Promise<boolean> => {
@@ -113,95 +106,97 @@ export async function runSubagentJob(
         d.log.warn({ taskId, agentId, attempt }, 'agent stream moved under us; re-read');
         return false;
       }
-  };
-
-  for (;;) {
-    signal?.throwIfAborted();
-    heartbeat();
-    // The task as others see it: cancelled, or this attempt superseded, stops the job here.
-    const fresh = (await load(taskId)).state;
-    const current = fresh.agents[agentId];
-    if (isFinal(fresh) || current?.status === 'cancelled') {
-      await d.sandboxes.kill(taskId, agentId);
-      return 'cancelled';
-    }
-    const agent = state.agents[agentId];
-    if (!agent || !current || current.attempt !== attempt || agent.attempt !== attempt || agent.status !== 'running') return 'superseded';
-
-    // Resume: tool calls of the last turn that have no result yet.
-    const open = unresolvedToolUses(agentEvents);
-    if (open.length > 0) {
-      const step = await resolveToolUses(ctx, fresh, open, agent.streamVersion);
-      if (step.results.length > 0 && !(await record([{ type: 'ToolResultsRecorded', data: { agentId, results: step.results } }]))) continue;
-      if (step.requests.length > 0 || step.waiting) return pauseFor(await openRequests(ctx, step.requests, attempt, load));
-      continue;
-    }
-
-    const last = agentEvents[agentEvents.length - 1];
-    const finished = last?.type === 'ModelTurnRecorded' && last.data.stopReason !== 'tool_use';
-    if (finished || agent.turns >= def.maxTurns) {
-      const capped = !finished;
-      const files = collectFiles(agentEvents);
-      const stored = await storeOutputs(d, sandbox, taskId, agentId, files);
-      const summary = capped
-        ? `stopped after reaching the iteration cap of ${def.maxTurns} turns. ${last?.type === 'ModelTurnRecorded' ? textOf(last.data.content) : ''}`.trim()
-        : last?.type === 'ModelTurnRecorded' ? textOf(last.data.content) : '';
-      try {
-        const done = await handleCommand(d.store, taskId, (s) => {
-          const a = s.agents[agentId];
-          if (!a || a.status !== 'running' || a.attempt !== attempt) return null;
-          return [
-            ...stored.map((x): Command => ({ type: 'StoreArtifact', agentId, path: x.path, bytes: x.bytes, sha256: x.sha256, mediaType: x.mediaType })),
-            { type: 'CompleteSubagent', agentId, attempt, summary, filesCreated: files.created, filesModified: files.modified, success: !capped, iterationCapReached: capped },
-          ];
-        }, { load });
-        d.committed?.(done.events);
-      } catch (err) {
-        const code = (err as { code?: string }).code;
-        if (code === 'stale_attempt') return 'superseded';
-        if (code === 'task_final') return 'cancelled';
-        throw err;
-      }
-      await d.sandboxes.kill(taskId, agentId);
-      return 'completed';
-    }
-
-    const startedAt = d.now();
-    const res = await d.model.complete({
-      agentType: def.id,
-      model: def.model,
-      system: def.prompt,
-      messages: buildConversation(agent.prompt, agentId, agentEvents),
-      tools,
-      maxTokens: def.maxTokens,
-      ...(signal ? { signal } : {}),
-    });
-    // Run what can run now; the turn and those results are recorded together (one append).
-    const step = res.stopReason === 'tool_use' ? await resolveToolUses(ctx, fresh, res.content.filter(isToolUse), agent.streamVersion) : { results: [], requests: [], waiting: false };
-    const turn = {
-      agentId,
-      turn: agent.turns + 1,
-      model: res.model,
-      content: res.content,
-      stopReason: res.stopReason,
-      usage: res.usage,
-      offline: res.offline,
-      durationMs: d.now().getTime() - startedAt.getTime(),
     };
-    const recorded = await record([
-      { type: 'ModelTurnRecorded', data: turn, metadata: { startedAt: startedAt.toISOString(), actor: d.runnerId } },
-      ...(step.results.length ? [{ type: 'ToolResultsRecorded' as const, data: { agentId, results: step.results } }] : []),
-    ]);
-    if (recorded && step.requests.length > 0) return pauseFor(await openRequests(ctx, step.requests, attempt, load));
-  }
+
+    for (;;) {
+      signal?.throwIfAborted();
+      heartbeat();
+      // The task as others see it: cancelled, or this attempt superseded, stops the job here.
+      const fresh = (await load(taskId)).state;
+      const current = fresh.agents[agentId];
+      if (isFinal(fresh) || current?.status === 'cancelled') return 'cancelled';
+      const agent = state.agents[agentId];
+      if (!agent || !current || current.attempt !== attempt || agent.attempt !== attempt || agent.status !== 'running') return 'superseded';
+
+      // Resume: tool calls of the last turn that have no result yet.
+      const open = unresolvedToolUses(agentEvents);
+      if (open.length > 0) {
+        const step = await resolveToolUses(ctx, fresh, open, agent.streamVersion);
+        if (step.results.length > 0 && !(await record([{ type: 'ToolResultsRecorded', data: { agentId, results: step.results } }]))) continue;
+        if (step.requests.length > 0 || step.waiting) return openRequests(ctx, step.requests, attempt, load);
+        continue;
+      }
+
+      const last = agentEvents[agentEvents.length - 1];
+      const finished = last?.type === 'ModelTurnRecorded' && last.data.stopReason !== 'tool_use';
+      if (finished || agent.turns >= def.maxTurns) {
+        const capped = !finished;
+        const files = collectFiles(agentEvents);
+        const stored = await storeOutputs(d, sandbox, taskId, agentId, files);
+        const summary = capped
+          ? `stopped after reaching the iteration cap of ${def.maxTurns} turns. ${last?.type === 'ModelTurnRecorded' ? textOf(last.data.content) : ''}`.trim()
+          : last?.type === 'ModelTurnRecorded' ? textOf(last.data.content) : '';
+        try {
+          const done = await handleCommand(d.store, taskId, (s) => {
+            const a = s.agents[agentId];
+            if (!a || a.status !== 'running' || a.attempt !== attempt) return null;
+            return [
+              ...stored.map((x): Command => ({ type: 'StoreArtifact', agentId, path: x.path, bytes: x.bytes, sha256: x.sha256, mediaType: x.mediaType })),
+              { type: 'CompleteSubagent', agentId, attempt, summary, filesCreated: files.created, filesModified: files.modified, success: !capped, iterationCapReached: capped },
+            ];
+          }, { load });
+          d.committed?.(done.events);
+        } catch (err) {
+          const code = (err as { code?: string }).code;
+          if (code === 'stale_attempt') return 'superseded';
+          if (code === 'task_final') return 'cancelled';
+          throw err;
+        }
+        return 'completed';
+      }
+
+      const startedAt = d.now();
+      const res = await d.model.complete({
+        agentType: def.id,
+        model: def.model,
+        system: def.prompt,
+        messages: buildConversation(agent.prompt, agentId, agentEvents),
+        tools,
+        maxTokens: def.maxTokens,
+        ...(signal ? { signal } : {}),
+      });
+      // Run what can run now; the turn and those results are recorded together (one append).
+      const step = res.stopReason === 'tool_use' ? await resolveToolUses(ctx, fresh, res.content.filter(isToolUse), agent.streamVersion) : { results: [], requests: [], waiting: false };
+      const turn = {
+        agentId,
+        turn: agent.turns + 1,
+        model: res.model,
+        content: res.content,
+        stopReason: res.stopReason,
+        usage: res.usage,
+        offline: res.offline,
+        durationMs: d.now().getTime() - startedAt.getTime(),
+      };
+      const recorded = await record([
+        { type: 'ModelTurnRecorded', data: turn, metadata: { startedAt: startedAt.toISOString(), actor: d.runnerId } },
+        ...(step.results.length ? [{ type: 'ToolResultsRecorded' as const, data: { agentId, results: step.results } }] : []),
+      ]);
+      if (recorded && step.requests.length > 0) return openRequests(ctx, step.requests, attempt, load);
+    }
   };
 
+  let outcome: JobOutcome;
   try {
-    return await loop();
+    outcome = await loop();
   } catch (err) {
     if (err instanceof SandboxFencedError) return 'superseded';
     throw err;
   }
+  // The sandbox follows the agent: paused (nothing held) while it waits for a person, gone once
+  // it is done or its task was cancelled; a superseded job leaves it to the newer attempt.
+  if (outcome === 'paused') await d.sandboxes.pause(sandbox);
+  else if (outcome === 'completed' || outcome === 'cancelled') await d.sandboxes.kill(taskId, agentId);
+  return outcome;
 }
 
 /** Files kept as a task's artifacts (the bytes go to Postgres; ArtifactStored records them). */
