@@ -3,7 +3,7 @@ import { CommandExitError, Sandbox as E2B, TimeoutError, type ConnectionOpts } f
 import type pg from 'pg';
 import { sandboxIdOf, type CommandResult, type RunOptions, type Sandbox, type SandboxFiles, type SandboxProvider, type SandboxSpec } from './provider.ts';
 import { SandboxRegistry } from './registry.ts';
-import { resolveRelative, type WalkedFile } from './workspace.ts';
+import { resolveRelative, textOf, type WalkedFile } from './workspace.ts';
 
 export interface E2BProviderOptions {
   pool: pg.Pool;
@@ -107,14 +107,13 @@ class E2BSandbox implements Sandbox {
     this.spec = spec;
     const abs = (rel: string): string => path.posix.join(E2B_WORKSPACE, ...resolveRelative(rel));
     this.files = {
-      read: async (p, maxBytes = 1_000_000) => {
-        const bytes = Buffer.from(await sbx.files.read(abs(p), { format: 'bytes' }));
-        const text = bytes.subarray(0, maxBytes).toString('utf8');
-        return bytes.length > maxBytes ? `${text}\n[truncated: file is ${bytes.length} bytes, showing the first ${maxBytes}]` : text;
-      },
       readBytes: async (p, maxBytes = 50_000_000) => {
         const bytes = Buffer.from(await sbx.files.read(abs(p), { format: 'bytes' }));
         return { bytes: bytes.subarray(0, maxBytes), size: bytes.length };
+      },
+      read: async (p, maxBytes = 1_000_000) => {
+        const { bytes, size } = await this.files.readBytes(p, maxBytes);
+        return textOf(bytes, size, maxBytes);
       },
       write: async (p, content) => {
         const existed = await sbx.files.exists(abs(p));

@@ -11,6 +11,12 @@ export function resolveRelative(rel: string): string[] {
   return parts;
 }
 
+/** A file's first maxBytes as text, saying so when the file is longer (every provider's `read`). */
+export function textOf(bytes: Buffer, size: number, maxBytes: number): string {
+  const text = bytes.subarray(0, maxBytes).toString('utf8');
+  return size > maxBytes ? `${text}\n[truncated: file is ${size} bytes, showing the first ${maxBytes}]` : text;
+}
+
 export class WorkspacePathError extends Error {
   constructor(p: string, why: string) {
     super(`path '${p}' is not allowed: ${why}`);
@@ -107,8 +113,7 @@ export class Workspace {
 
   async read(rel: string, maxBytes = 1_000_000): Promise<string> {
     const { bytes, size } = await this.readBytes(rel, maxBytes);
-    const text = bytes.toString('utf8');
-    return size > maxBytes ? `${text}\n[truncated: file is ${size} bytes, showing the first ${maxBytes}]` : text;
+    return textOf(bytes, size, maxBytes);
   }
 
   /** Up to maxBytes of a regular file (never through a link), with its full size and mode. */

@@ -3,6 +3,7 @@ import type { ToolResult, ToolUseBlock } from '@baton/domain';
 import { allTools, parseToolInput } from '@baton/agents';
 import type { CorpusHit } from '@baton/event-store';
 import type { CommandResult, Sandbox } from '@baton/sandbox';
+import { normalPath } from './files.ts';
 import { parseTestCounts } from './test-counts.ts';
 
 export const MAX_RESULT_CHARS = 4000;
@@ -44,11 +45,10 @@ export async function runTool(call: ToolUseBlock, allowed: readonly string[], en
 }
 
 const fileEffect = (effect: 'created' | 'modified', p: string): ToolResult['files'] => ({ created: effect === 'created' ? [p] : [], modified: effect === 'modified' ? [p] : [] });
-const normal = (p: string): string => path.posix.normalize(p.replace(/\\/g, '/')).replace(/^\.\//, '');
 
 const impls: Record<string, (input: Input, env: ToolEnv) => Promise<Outcome>> = {
   write_file: async (i, { sandbox }) => {
-    const p = normal(i.path as string);
+    const p = normalPath(i.path as string);
     const content = i.content as string;
     const effect = await sandbox.files.write(p, content);
     return { content: `${effect} ${p} (${Buffer.byteLength(content)} bytes)`, files: fileEffect(effect, p) };
@@ -56,7 +56,7 @@ const impls: Record<string, (input: Input, env: ToolEnv) => Promise<Outcome>> = 
   read_file: async (i, { sandbox }) => ({ content: truncate(await sandbox.files.read(i.path as string)) }),
   list_directory: async (i, { sandbox }) => ({ content: (await sandbox.files.list(i.path as string)).join('\n') || '(empty)' }),
   edit_file: async (i, { sandbox }) => {
-    const p = normal(i.path as string);
+    const p = normalPath(i.path as string);
     const { bytes, size } = await sandbox.files.readBytes(p);
     if (size > bytes.length) throw new Error(`${p} is too large to edit (${size} bytes)`);
     const text = bytes.toString('utf8');
