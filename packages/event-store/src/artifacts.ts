@@ -67,11 +67,6 @@ export async function storeArtifact(pool: pg.Pool, a: { taskId: string; path: st
   return { path: file, agentId: a.agentId, bytes: a.content.length, sha256, mediaType };
 }
 
-export async function listArtifacts(pool: pg.Pool, taskId: string): Promise<StoredArtifact[]> {
-  const { rows } = await pool.query('select path, agent_id, bytes, sha256, media_type from artifacts where task_id = $1 order by path', [taskId]);
-  return rows.map((r) => ({ path: r.path, agentId: r.agent_id, bytes: r.bytes, sha256: r.sha256, mediaType: r.media_type }));
-}
-
 export async function readArtifact(pool: pg.Pool, taskId: string, file: string): Promise<(StoredArtifact & { content: Buffer }) | null> {
   const { rows } = await pool.query('select path, agent_id, bytes, sha256, media_type, content from artifacts where task_id = $1 and path = $2', [taskId, file]);
   const r = rows[0];

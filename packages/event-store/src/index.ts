@@ -8,5 +8,5 @@ export type { Database } from './schema.ts';
 export { keepActive, TaskCache } from './task-cache.ts';
 export { GroupCommitter, appendBatch } from './group-commit.ts';
 export { indexCorpus, searchCorpus, plainText, titleOf, type CorpusHit } from './corpus.ts';
-export { copyTaskFiles, storeArtifact, listArtifacts, readArtifact, mediaTypeOf, type StoredArtifact } from './artifacts.ts';
+export { copyTaskFiles, storeArtifact, readArtifact, mediaTypeOf, type StoredArtifact } from './artifacts.ts';
 export { loadTeamConfig, saveTeamConfigs } from './team-configs.ts';
