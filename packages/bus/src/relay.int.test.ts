@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { taskStreamId, type NewEvent, type RecordedEvent } from '@baton/domain';
+import { recordAs, taskStreamId, type NewEvent } from '@baton/domain';
 import type { EventStore } from '@baton/event-store';
 import { stackTest as test, waitFor } from '@baton/testing';
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
@@ -140,7 +140,7 @@ describe('Relay', () => {
     const submitted = { id: randomUUID(), type: 'TaskSubmitted' as const, data: { prompt: 'p', team: 'research', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 'd', requestHash: null, forkedFrom: null } };
     const dispatched = { id: randomUUID(), type: 'SubagentDispatched' as const, data: { agentId: 'researcher-1', agentType: 'researcher', toolUseId: 't', prompt: 'p' } };
     const res = await pg.store.append({ streamId: taskStreamId(taskId), taskId, expectedVersion: 0, events: [submitted, dispatched] });
-    const recorded = [submitted, dispatched].map((e, i) => ({ ...e, taskId, streamId: taskStreamId(taskId), version: i + 1, position: res.positions[i]!, recordedAt: new Date(), metadata: {}, schemaVersion: 1 }) as RecordedEvent);
+    const recorded = [submitted, dispatched].map((e, i) => recordAs(e, { taskId, streamId: taskStreamId(taskId), version: i + 1, position: res.positions[i]!, recordedAt: new Date() }));
     publishWakeUps(nats.nc, names, recorded);
     await nats.nc.flush();
     // Before any relay: the trigger and the job are there, the events themselves are not.

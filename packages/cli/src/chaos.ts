@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { TaskView } from '@baton/domain';
+import { agentStreamId, type TaskView } from '@baton/domain';
 import pg from 'pg';
 import { ApiError, BatonClient, type ApiTaskSummary } from './client.ts';
 import { launch, prepareDatabase, type Launched, type ServiceName } from './launcher.ts';
@@ -261,7 +261,7 @@ export async function verify(dbUrl: string, ids: string[], auditFile: string): P
     const runs = new Map<string, number>();
     let reexecutedBeforeRecord = 0;
     for (const a of audit) {
-      const stream = `agent-${a.taskId}-${a.agentId}`;
+      const stream = agentStreamId(a.taskId, a.agentId);
       const recordedAt = resultVersion.get(`${stream}|${a.toolUseId}`);
       if (recordedAt !== undefined && a.seenVersion >= recordedAt) violations.push(`${stream}: tool ${a.toolUseId} ran again after its result was recorded (at v${recordedAt}; the runner had seen v${a.seenVersion})`);
       const key = `${stream}|${a.toolUseId}`;

@@ -1,5 +1,5 @@
 import { Command } from 'commander';
-import { replay, stateAt, toTaskView, type RecordedEvent, type TaskView } from '@baton/domain';
+import { recordAs, replay, stateAt, toTaskView, type RecordedEvent, type TaskView } from '@baton/domain';
 import { answer, decide, describeEvent, describeTask } from './people.ts';
 import { BatonClient, type ApiEvent } from './client.ts';
 import { runBench } from './bench.ts';
@@ -197,7 +197,7 @@ program
   });
 
 function toRecorded(e: ApiEvent): RecordedEvent {
-  return { ...e, position: BigInt(e.position), recordedAt: new Date(e.recordedAt), schemaVersion: 1 } as unknown as RecordedEvent;
+  return recordAs(e as Parameters<typeof recordAs>[0], { taskId: e.taskId, streamId: e.streamId, version: e.version, position: BigInt(e.position), recordedAt: new Date(e.recordedAt) });
 }
 
 program.parseAsync(process.argv).catch((err: Error) => {

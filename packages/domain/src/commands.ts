@@ -8,10 +8,13 @@ import type { EventData, EventMetadata, EventType } from './events.ts';
 export type Command =
   | ({ type: 'SubmitTask' } & EventData<'TaskSubmitted'>)
   | ({ type: 'StartTask' } & EventData<'TaskStarted'>)
-  | ({ type: 'RecordModelTurn' } & EventData<'ModelTurnRecorded'>)
-  | ({ type: 'RecordToolResults' } & EventData<'ToolResultsRecorded'>)
+  // A subagent's turns and results name the runner attempt that made them: a newer attempt fences them off.
+  | ({ type: 'RecordModelTurn' } & EventData<'ModelTurnRecorded'> & AttemptFence)
+  | ({ type: 'RecordToolResults' } & EventData<'ToolResultsRecorded'> & AttemptFence)
   | ({ type: 'DispatchSubagent' } & EventData<'SubagentDispatched'>)
   | ({ type: 'StartSubagent' } & EventData<'SubagentStarted'>)
+  /** The attempt just started takes the subagent's own stream (its version moves, so an older attempt's next write conflicts). */
+  | ({ type: 'ClaimAgentStream' } & EventData<'SubagentStarted'>)
   | ({ type: 'CompleteSubagent' } & EventData<'SubagentCompleted'>)
   | ({ type: 'FailSubagent' } & EventData<'SubagentFailed'>)
   | ({ type: 'StoreArtifact' } & EventData<'ArtifactStored'>)
@@ -34,6 +37,11 @@ export type Command =
   | { type: 'AnswerClarification'; requestId: string; answers: string[]; answeredBy: string };
 
 export type CommandType = Command['type'];
+
+interface AttemptFence {
+  /** The runner attempt writing (subagents); absent for the lead. */
+  attempt?: number | undefined;
+}
 
 /** An event decided by `decide`, before the command handler gives it an id. */
 export type DecidedEvent = { [T in EventType]: { type: T; data: EventData<T>; metadata?: EventMetadata } }[EventType];

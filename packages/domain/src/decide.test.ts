@@ -37,6 +37,11 @@ const leadTurn = (turn: number, toolUses: { id: string; name?: string; input?: R
 });
 const dispatched = (agentId = 'researcher-1', toolUseId = 'tu1'): DecidedEvent => ({ type: 'SubagentDispatched', data: { agentId, agentType: 'researcher', toolUseId, prompt: 'p' } });
 const agentStarted = (agentId = 'researcher-1', attempt = 1): DecidedEvent => ({ type: 'SubagentStarted', data: { agentId, attempt, runnerId: 'r1' } });
+/** A subagent's turn (on its own stream in the log; the fold does not mind where). */
+const agentTurn = (agentId: string, turn: number, toolUses: { id: string; name?: string; input?: Record<string, unknown> }[] = []): DecidedEvent => ({
+  type: 'ModelTurnRecorded',
+  data: { ...(leadTurn(turn, toolUses.map((t) => ({ name: 'write_file', input: { path: 'a.md', content: 'x' }, ...t }))).data as object), agentId } as never,
+});
 const agentCompleted = (agentId = 'researcher-1', attempt = 1): DecidedEvent => ({
   type: 'SubagentCompleted',
   data: { agentId, attempt, summary: 'found things', filesCreated: ['notes.md'], filesModified: [], success: true, iterationCapReached: false },
@@ -91,6 +96,31 @@ describe('RecordModelTurn', () => {
     const sub = { ...(leadTurn(1).data as object), agentId: 'researcher-1' };
     given([...leadWaitingOnTool, dispatched()]).when(cmd('RecordModelTurn', sub)).thenThrows(IllegalTransitionError, /dispatched/);
     given(running).when(cmd('RecordModelTurn', sub)).thenThrows(InvalidCommandError, /no agent/);
+  });
+  it('a subagent turn moves its own loop: tool uses open, then its final answer', () => {
+    const hist = [...leadWaitingOnTool, dispatched(), agentStarted()];
+    const s = given(hist).when(cmd('RecordModelTurn', agentTurn('researcher-1', 1, [{ id: 'w1' }]).data)).then([agentTurn('researcher-1', 1, [{ id: 'w1' }])]);
+    expect(s.agents['researcher-1']).toMatchObject({ phase: 'tools', turns: 1, openToolUses: [{ toolUseId: 'w1', state: 'pending' }] });
+    given([...hist, agentTurn('researcher-1', 1, [{ id: 'w1' }])]).when(cmd('RecordModelTurn', agentTurn('researcher-1', 2).data)).thenThrows(IllegalTransitionError, /not due a model turn \(phase tools\)/);
+    const results = [{ toolUseId: 'w1', toolName: 'write_file', content: 'created a.md', isError: false }];
+    const s2 = given([...hist, agentTurn('researcher-1', 1, [{ id: 'w1' }])]).when({ type: 'RecordToolResults', agentId: 'researcher-1', results, attempt: 1 }).then([{ type: 'ToolResultsRecorded', data: { agentId: 'researcher-1', results } }]);
+    expect(s2.agents['researcher-1']).toMatchObject({ phase: 'model', openToolUses: [] });
+    const s3 = given([...hist, agentTurn('researcher-1', 1, [{ id: 'w1' }]), { type: 'ToolResultsRecorded', data: { agentId: 'researcher-1', results } }]).when(cmd('RecordModelTurn', agentTurn('researcher-1', 2).data)).state();
+    expect(s3.agents['researcher-1']).toMatchObject({ phase: 'done', turns: 2, finalText: 'turn 2' });
+  });
+  it('a subagent write names its attempt: an older attempt is fenced off', () => {
+    const hist = [...leadWaitingOnTool, dispatched(), agentStarted('researcher-1', 1), agentStarted('researcher-1', 2)];
+    given(hist).when({ ...cmd('RecordModelTurn', agentTurn('researcher-1', 1).data), attempt: 1 } as Command).thenThrows(StaleAttemptError);
+    given(hist).when({ ...cmd('RecordModelTurn', agentTurn('researcher-1', 1).data), attempt: 2 } as Command).then([agentTurn('researcher-1', 1)]);
+    const withUse = [...hist, agentTurn('researcher-1', 1, [{ id: 'w1' }])];
+    given(withUse).when({ type: 'RecordToolResults', agentId: 'researcher-1', results: [{ toolUseId: 'w1', toolName: 'write_file', content: '', isError: false }], attempt: 1 }).thenThrows(StaleAttemptError);
+    given(withUse).when({ type: 'RecordToolResults', agentId: 'researcher-1', results: [{ toolUseId: 'zz', toolName: 'write_file', content: '', isError: false }], attempt: 2 }).thenThrows(InvalidCommandError, /not open on agent/);
+  });
+  it('the started attempt claims the agent stream; any other attempt cannot', () => {
+    const hist = [...leadWaitingOnTool, dispatched(), agentStarted('researcher-1', 1)];
+    given(hist).when({ type: 'ClaimAgentStream', agentId: 'researcher-1', attempt: 1, runnerId: 'r1' }).then([agentStarted('researcher-1', 1)]);
+    given(hist).when({ type: 'ClaimAgentStream', agentId: 'researcher-1', attempt: 2, runnerId: 'r1' }).thenThrows(StaleAttemptError);
+    given([...leadWaitingOnTool, dispatched()]).when({ type: 'ClaimAgentStream', agentId: 'researcher-1', attempt: 0, runnerId: 'r1' }).thenThrows(StaleAttemptError);
   });
   it('a subagent turn counts on the agent and on the task usage', () => {
     const hist = [...leadWaitingOnTool, dispatched(), agentStarted()];
@@ -216,7 +246,7 @@ describe('clarifications', () => {
     expect(one.state().lead?.openToolUses[0]?.result?.content).toBe('Q: What?\nA: AI safety');
   });
   it('a subagent that asks is paused until the answer, then dispatched again', () => {
-    const hist = [...leadWaitingOnTool, dispatched(), agentStarted()];
+    const hist = [...leadWaitingOnTool, dispatched(), agentStarted(), agentTurn('researcher-1', 1, [{ id: 'a-tu', name: 'ask_user', input: { questions: ['Which?'] } }])];
     const ask: DecidedEvent = { type: 'ClarificationRequested', data: { requestId: 'clr-2', agentId: 'researcher-1', toolUseId: 'a-tu', questions: ['Which?'], context: '' } };
     const s = given(hist).when(cmd('RequestClarification', ask.data)).then([ask]);
     expect(s.agents['researcher-1']?.status).toBe('paused');
@@ -226,9 +256,12 @@ describe('clarifications', () => {
     ]);
     expect(s2.agents['researcher-1']?.status).toBe('dispatched');
     expect(s2.decidedRequests['clr-2']).toMatchObject({ agentId: 'researcher-1', toolUseId: 'a-tu', result: { content: 'Q: Which?\nA: this one' } });
+    // The answer is the asking tool use's result, in the agent's own loop state.
+    expect(s.agents['researcher-1']?.openToolUses[0]?.state).toBe('awaiting_answer');
+    expect(s2.agents['researcher-1']?.openToolUses[0]).toMatchObject({ state: 'resolved', result: { toolUseId: 'a-tu', content: 'Q: Which?\nA: this one' } });
   });
   it('a subagent tool call that needs approval pauses it; the decision carries the approved input for the runner', () => {
-    const hist = [...leadWaitingOnTool, dispatched(), agentStarted()];
+    const hist = [...leadWaitingOnTool, dispatched(), agentStarted(), agentTurn('researcher-1', 1, [{ id: 'w-tu' }])];
     const ask: DecidedEvent = {
       type: 'ApprovalRequested',
       data: { requestId: 'apr-w', agentId: 'researcher-1', toolUseId: 'w-tu', toolName: 'write_file', input: { path: 'a.md', content: 'x' }, inputDigest: 'd', plan: 'p', deadline: '2026-01-01T01:00:00.000Z', onTimeout: 'reject' },
@@ -238,8 +271,15 @@ describe('clarifications', () => {
     const granted = given([...hist, ask]).when({ type: 'DecideApproval', requestId: 'apr-w', decision: 'approve', input: { path: 'b.md', content: 'x' }, decidedBy: 'u' });
     expect(granted.state().agents['researcher-1']?.status).toBe('dispatched');
     expect(granted.state().decidedRequests['apr-w']).toMatchObject({ toolUseId: 'w-tu', approvedInput: { path: 'b.md', content: 'x' } });
+    expect(granted.state().agents['researcher-1']?.openToolUses[0]).toMatchObject({ state: 'pending', approvedInput: { path: 'b.md', content: 'x' } });
     const rejected = given([...hist, ask]).when({ type: 'DecideApproval', requestId: 'apr-w', decision: 'reject', reason: 'no', decidedBy: 'u' });
     expect(rejected.state().decidedRequests['apr-w']?.result?.content).toBe('The user rejected the plan: no');
+    expect(rejected.state().agents['researcher-1']?.openToolUses[0]).toMatchObject({ state: 'resolved', result: { content: 'The user rejected the plan: no' } });
+  });
+  it('a subagent may only ask about a tool use of its own last turn', () => {
+    const hist = [...leadWaitingOnTool, dispatched(), agentStarted(), agentTurn('researcher-1', 1, [{ id: 'w-tu' }])];
+    const ask = { requestId: 'apr-x', agentId: 'researcher-1', toolUseId: 'other', toolName: 'write_file', input: {}, inputDigest: 'd', plan: 'p', deadline: '2026-01-01T01:00:00.000Z', onTimeout: 'reject' };
+    given(hist).when(cmd('RequestApproval', ask)).thenThrows(InvalidCommandError, /not open on agent 'researcher-1'/);
   });
   it('an unanswered clarification times out into a result that tells the agent to go on', () => {
     const s = given([...leadWaitingOnTool, clarificationRequested]).when({ type: 'TimeOutClarification', requestId: 'clr-1' }).then([{ type: 'ClarificationTimedOut', data: { requestId: 'clr-1', agentId: 'lead' } }]);

@@ -7,7 +7,7 @@ import {
   StaleAttemptError,
   TaskFinalError,
 } from './errors.ts';
-import { activeAgents, exists, isFinal, type AgentState, type OpenToolUse, type TaskState } from './state.ts';
+import { activeAgents, exists, isFinal, loopOf, type AgentLoopState, type AgentState, type OpenToolUse, type TaskState } from './state.ts';
 
 /**
  * decide(command, state) → the events that record it, or a typed error.
@@ -34,32 +34,23 @@ export function decide(command: Command, state: TaskState): DecidedEvent[] {
 
     case 'RecordModelTurn': {
       mustBeLive();
-      const lead = requireLead(state, command.type);
-      if (command.agentId === lead.agentId) {
-        if (lead.phase !== 'model') throw new IllegalTransitionError(command.type, status, `the lead is not due a model turn (phase ${lead.phase})`);
-        if (command.turn !== lead.turns + 1) throw new InvalidCommandError(`lead turn ${command.turn} does not follow turn ${lead.turns}`);
-      } else {
-        const agent = requireAgent(state, command.agentId);
-        if (agent.status !== 'running') throw new IllegalTransitionError(command.type, status, `agent '${agent.id}' is ${agent.status}`);
-        if (command.turn !== agent.turns + 1) throw new InvalidCommandError(`turn ${command.turn} of agent '${agent.id}' does not follow turn ${agent.turns}`);
-      }
-      return [{ type: 'ModelTurnRecorded', data: rest as DecidedData<'ModelTurnRecorded'> }];
+      const { attempt: _a, ...data } = rest as typeof rest & { attempt?: number };
+      const loop = requireWriter(state, command.agentId, command.attempt, command.type);
+      if (loop.phase !== 'model') throw new IllegalTransitionError(command.type, status, `agent '${command.agentId}' is not due a model turn (phase ${loop.phase})`);
+      if (command.turn !== loop.turns + 1) throw new InvalidCommandError(`turn ${command.turn} of agent '${command.agentId}' does not follow turn ${loop.turns}`);
+      return [{ type: 'ModelTurnRecorded', data: data as DecidedData<'ModelTurnRecorded'> }];
     }
 
     case 'RecordToolResults': {
       mustBeLive();
-      const lead = requireLead(state, command.type);
+      const { attempt: _a, ...data } = rest as typeof rest & { attempt?: number };
+      const loop = requireWriter(state, command.agentId, command.attempt, command.type);
       if (command.results.length === 0) throw new InvalidCommandError('no tool results to record');
-      if (command.agentId === lead.agentId) {
-        const open = new Map(lead.openToolUses.map((t) => [t.toolUseId, t]));
-        for (const r of command.results) {
-          if (!open.has(r.toolUseId)) throw new InvalidCommandError(`tool use '${r.toolUseId}' is not open on the lead`, { toolUseId: r.toolUseId });
-        }
-      } else {
-        const agent = requireAgent(state, command.agentId);
-        if (agent.status !== 'running') throw new IllegalTransitionError(command.type, status, `agent '${agent.id}' is ${agent.status}`);
+      const open = new Set(loop.openToolUses.map((t) => t.toolUseId));
+      for (const r of command.results) {
+        if (!open.has(r.toolUseId)) throw new InvalidCommandError(`tool use '${r.toolUseId}' is not open on agent '${command.agentId}'`, { toolUseId: r.toolUseId });
       }
-      return [{ type: 'ToolResultsRecorded', data: rest as DecidedData<'ToolResultsRecorded'> }];
+      return [{ type: 'ToolResultsRecorded', data: data as DecidedData<'ToolResultsRecorded'> }];
     }
 
     case 'DispatchSubagent': {
@@ -75,6 +66,13 @@ export function decide(command: Command, state: TaskState): DecidedEvent[] {
       const agent = requireAgent(state, command.agentId);
       if (agent.status !== 'dispatched' && agent.status !== 'running') throw new IllegalTransitionError(command.type, status, `agent '${agent.id}' is ${agent.status}`);
       if (command.attempt !== agent.attempt + 1) throw new StaleAttemptError(agent.id, command.attempt - 1, agent.attempt);
+      return [{ type: 'SubagentStarted', data: rest as DecidedData<'SubagentStarted'> }];
+    }
+
+    case 'ClaimAgentStream': {
+      mustBeLive();
+      const agent = requireAgent(state, command.agentId);
+      if (agent.status !== 'running' || command.attempt !== agent.attempt) throw new StaleAttemptError(agent.id, command.attempt, agent.attempt);
       return [{ type: 'SubagentStarted', data: rest as DecidedData<'SubagentStarted'> }];
     }
 
@@ -177,11 +175,24 @@ function requireAgent(state: TaskState, agentId: string): AgentState {
   return agent;
 }
 
-function requireOpenToolUse(state: TaskState, toolUseId: string, command: string): OpenToolUse {
-  const lead = requireLead(state, command);
-  const use = lead.openToolUses.find((t) => t.toolUseId === toolUseId);
-  if (!use) throw new InvalidCommandError(`tool use '${toolUseId}' is not open on the lead`, { toolUseId });
+function requireOpenToolUse(state: TaskState, toolUseId: string, command: string, agentId: string = requireLead(state, command).agentId): OpenToolUse {
+  const use = loopOf(state, agentId)?.openToolUses.find((t) => t.toolUseId === toolUseId);
+  const who = state.lead?.agentId === agentId ? 'the lead' : `agent '${agentId}'`;
+  if (!use) throw new InvalidCommandError(`tool use '${toolUseId}' is not open on ${who}`, { toolUseId });
   return use;
+}
+
+/**
+ * The agent whose turn or tool results are being recorded: the lead, or a running subagent
+ * (of the given attempt, when the writer names one).
+ */
+function requireWriter(state: TaskState, agentId: string, attempt: number | undefined, command: string): AgentLoopState {
+  const lead = requireLead(state, command);
+  if (agentId === lead.agentId) return lead;
+  const agent = requireAgent(state, agentId);
+  if (agent.status !== 'running') throw new IllegalTransitionError(command, state.status, `agent '${agent.id}' is ${agent.status}`);
+  if (attempt !== undefined && attempt !== agent.attempt) throw new StaleAttemptError(agent.id, attempt, agent.attempt);
+  return agent;
 }
 
 function requireNewRequest(state: TaskState, requestId: string): void {
@@ -190,16 +201,15 @@ function requireNewRequest(state: TaskState, requestId: string): void {
   }
 }
 
-/** The lead asks about one of its open tool uses; a subagent asks while it runs. */
-function requireAsker(state: TaskState, agentId: string, toolUseId: string, command: string, checkLeadUse: (use: OpenToolUse) => void): void {
+/** An agent asks about one of its open tool uses (a subagent while it runs). */
+function requireAsker(state: TaskState, agentId: string, toolUseId: string, command: string, checkUse: (use: OpenToolUse) => void): void {
   const lead = requireLead(state, command);
-  if (agentId === lead.agentId) {
-    checkLeadUse(requireOpenToolUse(state, toolUseId, command));
-    return;
+  if (agentId !== lead.agentId) {
+    const agent = requireAgent(state, agentId);
+    // paused: the agent already asked something else in the same turn.
+    if (agent.status !== 'running' && agent.status !== 'paused') throw new IllegalTransitionError(command, state.status, `agent '${agent.id}' is ${agent.status}`);
   }
-  const agent = requireAgent(state, agentId);
-  // paused: the agent already asked something else in the same turn.
-  if (agent.status !== 'running' && agent.status !== 'paused') throw new IllegalTransitionError(command, state.status, `agent '${agent.id}' is ${agent.status}`);
+  checkUse(requireOpenToolUse(state, toolUseId, command, agentId));
 }
 
 function requireOpenRequest(state: TaskState, requestId: string, command: string) {

@@ -156,9 +156,44 @@ export function isEventType(type: string): type is EventType {
   return Object.hasOwn(eventDataSchemas, type);
 }
 
-export const taskStreamId = (taskId: string): string => `task-${taskId}`;
-export const agentStreamId = (taskId: string, agentId: string): string => `agent-${taskId}-${agentId}`;
-export const isTaskStream = (streamId: string): boolean => streamId.startsWith('task-');
+// Stream ids, spelled here only.
+const TASK_STREAM_PREFIX = 'task-';
+const AGENT_STREAM_PREFIX = 'agent-';
+export const taskStreamId = (taskId: string): string => `${TASK_STREAM_PREFIX}${taskId}`;
+export const agentStreamId = (taskId: string, agentId: string): string => `${AGENT_STREAM_PREFIX}${taskId}-${agentId}`;
+export const isTaskStream = (streamId: string): boolean => streamId.startsWith(TASK_STREAM_PREFIX);
+/** The agent id of an agent stream of `taskId` (null for the task stream or another task's stream). */
+export function agentOfStream(taskId: string, streamId: string): string | null {
+  const prefix = agentStreamId(taskId, '');
+  return streamId.startsWith(prefix) ? streamId.slice(prefix.length) : null;
+}
+
+/**
+ * Which stream a decided event belongs to: a subagent's own turns and tool results, and the
+ * attempt that claims its stream (`claim`), go to `agent-<taskId>-<agentId>` (its isolated
+ * context); everything else to the task stream.
+ */
+export function streamOf(taskId: string, e: { type: EventType; data: unknown }, leadAgentId: string | null, claim = false): string {
+  if (claim || e.type === 'ModelTurnRecorded' || e.type === 'ToolResultsRecorded') {
+    const agentId = (e.data as { agentId: string }).agentId;
+    if (agentId !== leadAgentId) return agentStreamId(taskId, agentId);
+  }
+  return taskStreamId(taskId);
+}
+
+/** Where and when an event sits in the log. */
+export interface LogPlace {
+  taskId: string;
+  streamId: string;
+  version: number;
+  position: bigint;
+  recordedAt: Date;
+}
+
+/** An event as recorded at a place in the log: the one way a new (or decided) event becomes a RecordedEvent. */
+export function recordAs(e: { id: string; type: EventType; data: unknown; metadata?: EventMetadata | undefined }, at: LogPlace): RecordedEvent {
+  return { id: e.id, type: e.type, data: e.data, metadata: e.metadata ?? {}, schemaVersion: CURRENT_SCHEMA_VERSION, ...at } as RecordedEvent;
+}
 
 /** Events after which the task is final: nothing may follow them on the task stream. */
 export const TERMINAL_EVENT_TYPES: ReadonlySet<EventType> = new Set(['TaskCompleted', 'TaskFailed', 'TaskCancelled']);

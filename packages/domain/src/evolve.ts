@@ -1,9 +1,13 @@
-import { isToolUse, textOf, type ToolResult } from './content.ts';
+import { isToolUse, textOf, type ContentBlock, type ToolResult } from './content.ts';
 import { isTaskStream, type RecordedEvent } from './events.ts';
 import {
   addUsage,
   deriveStatus,
   emptyUsage,
+  initialState,
+  loopOf,
+  newLoop,
+  type AgentLoopState,
   type AgentState,
   type DecidedRequest,
   type LeadState,
@@ -41,53 +45,31 @@ export function evolve(state: TaskState, event: RecordedEvent): TaskState {
       break;
     }
     case 'TaskStarted':
-      s.lead = {
-        agentId: event.data.leadAgentId,
-        type: event.data.leadAgentType,
-        configVersion: event.data.configVersion,
-        turns: 0,
-        phase: 'model',
-        openToolUses: [],
-        finalText: null,
-      };
+      s.lead = { ...newLoop(), agentId: event.data.leadAgentId, type: event.data.leadAgentType, configVersion: event.data.configVersion };
       break;
     case 'ModelTurnRecorded': {
       const d = event.data;
       s.usage = addUsage(s.usage, d.usage);
-      if (s.lead && d.agentId === s.lead.agentId) {
-        const toolUses = d.content.filter(isToolUse);
-        const lead: LeadState = { ...s.lead, turns: d.turn };
-        if (d.stopReason === 'tool_use' && toolUses.length > 0) {
-          lead.phase = 'tools';
-          lead.openToolUses = toolUses.map((t) => ({ toolUseId: t.id, name: t.name, input: t.input, state: 'pending', result: null, approvedInput: null }));
-        } else {
-          lead.phase = 'done';
-          lead.openToolUses = [];
-          lead.finalText = textOf(d.content);
-        }
-        s.lead = lead;
-      } else {
-        s = updateAgent(s, d.agentId, (a) => ({ ...a, turns: d.turn, usage: addUsage(a.usage, d.usage) }));
-      }
+      if (s.lead && d.agentId === s.lead.agentId) s.lead = afterTurn(s.lead, d);
+      else s = updateAgent(s, d.agentId, (a) => ({ ...afterTurn(a, d), usage: addUsage(a.usage, d.usage) }));
       break;
     }
-    case 'ToolResultsRecorded':
-      if (s.lead && event.data.agentId === s.lead.agentId) {
-        const done = new Set(event.data.results.map((r) => r.toolUseId));
-        const open = s.lead.openToolUses.filter((t) => !done.has(t.toolUseId));
-        s.lead = { ...s.lead, openToolUses: open, phase: open.length === 0 ? 'model' : 'tools' };
-      }
+    case 'ToolResultsRecorded': {
+      const done = new Set(event.data.results.map((r) => r.toolUseId));
+      if (s.lead && event.data.agentId === s.lead.agentId) s.lead = afterResults(s.lead, done);
+      else s = updateAgent(s, event.data.agentId, (a) => afterResults(a, done));
       break;
+    }
     case 'SubagentDispatched': {
       const d = event.data;
       const agent: AgentState = {
+        ...newLoop(),
         id: d.agentId,
         type: d.agentType,
         status: 'dispatched',
         toolUseId: d.toolUseId,
         prompt: d.prompt,
         attempt: 0,
-        turns: 0,
         streamVersion: 0,
         filesCreated: [],
         filesModified: [],
@@ -96,7 +78,7 @@ export function evolve(state: TaskState, event: RecordedEvent): TaskState {
         usage: emptyUsage(),
       };
       s.agents = { ...s.agents, [d.agentId]: agent };
-      s = updateToolUse(s, d.toolUseId, (t) => ({ ...t, state: 'dispatched' }));
+      if (s.lead) s = updateToolUse(s, s.lead.agentId, d.toolUseId, (t) => ({ ...t, state: 'dispatched' }));
       break;
     }
     case 'SubagentStarted':
@@ -112,9 +94,9 @@ export function evolve(state: TaskState, event: RecordedEvent): TaskState {
         filesModified: d.filesModified,
       }));
       const agent = s.agents[d.agentId];
-      if (agent) {
+      if (agent && s.lead) {
         const content = JSON.stringify({ summary: d.summary, filesCreated: d.filesCreated, filesModified: d.filesModified, success: d.success });
-        s = resolveToolUse(s, agent.toolUseId, { content, isError: !d.success });
+        s = resolveToolUse(s, s.lead.agentId, agent.toolUseId, { content, isError: !d.success });
       }
       break;
     }
@@ -122,7 +104,7 @@ export function evolve(state: TaskState, event: RecordedEvent): TaskState {
       const d = event.data;
       s = updateAgent(s, d.agentId, (a) => ({ ...a, status: 'failed', error: { code: d.code, message: d.message } }));
       const agent = s.agents[d.agentId];
-      if (agent) s = resolveToolUse(s, agent.toolUseId, { content: `subagent ${d.agentId} failed (${d.code}): ${d.message}`, isError: true });
+      if (agent && s.lead) s = resolveToolUse(s, s.lead.agentId, agent.toolUseId, { content: `subagent ${d.agentId} failed (${d.code}): ${d.message}`, isError: true });
       break;
     }
     case 'ApprovalRequested': {
@@ -202,7 +184,8 @@ export function evolve(state: TaskState, event: RecordedEvent): TaskState {
   return s;
 }
 
-export function fold(events: Iterable<RecordedEvent>, from: TaskState): TaskState {
+/** The one fold: the state after `events`, from the start or on top of `from`. */
+export function fold(events: Iterable<RecordedEvent>, from: TaskState = initialState()): TaskState {
   let s = from;
   for (const e of events) s = evolve(s, e);
   return s;
@@ -213,17 +196,35 @@ function updateAgent(s: TaskState, agentId: string, f: (a: AgentState) => AgentS
   return a ? { ...s, agents: { ...s.agents, [agentId]: f(a) } } : s;
 }
 
-function updateToolUse(s: TaskState, toolUseId: string, f: (t: OpenToolUse) => OpenToolUse): TaskState {
-  if (!s.lead) return s;
-  const i = s.lead.openToolUses.findIndex((t) => t.toolUseId === toolUseId);
-  if (i < 0) return s;
-  const open = s.lead.openToolUses.slice();
-  open[i] = f(open[i] as OpenToolUse);
-  return { ...s, lead: { ...s.lead, openToolUses: open } };
+/** The loop after a model turn: its tool uses are open (phase tools), or it gave its final answer. */
+function afterTurn<L extends AgentLoopState>(l: L, d: { turn: number; content: ContentBlock[]; stopReason: string }): L {
+  const toolUses = d.content.filter(isToolUse);
+  if (d.stopReason === 'tool_use' && toolUses.length > 0) {
+    const openToolUses = toolUses.map((t): OpenToolUse => ({ toolUseId: t.id, name: t.name, input: t.input, state: 'pending', result: null, approvedInput: null }));
+    return { ...l, turns: d.turn, phase: 'tools', openToolUses };
+  }
+  return { ...l, turns: d.turn, phase: 'done', openToolUses: [], finalText: textOf(d.content) };
 }
 
-function resolveToolUse(s: TaskState, toolUseId: string, r: { content: string; isError: boolean }): TaskState {
-  return updateToolUse(s, toolUseId, (t) => {
+/** The loop after tool results were recorded: those uses close; with none left a model turn is due. */
+function afterResults<L extends AgentLoopState>(l: L, done: ReadonlySet<string>): L {
+  const open = l.openToolUses.filter((t) => !done.has(t.toolUseId));
+  return { ...l, openToolUses: open, phase: open.length === 0 && l.phase === 'tools' ? 'model' : l.phase };
+}
+
+function updateToolUse(s: TaskState, agentId: string, toolUseId: string, f: (t: OpenToolUse) => OpenToolUse): TaskState {
+  const loop = loopOf(s, agentId);
+  if (!loop) return s;
+  const i = loop.openToolUses.findIndex((t) => t.toolUseId === toolUseId);
+  if (i < 0) return s;
+  const open = loop.openToolUses.slice();
+  open[i] = f(open[i] as OpenToolUse);
+  if (isLead(s, agentId)) return { ...s, lead: { ...(s.lead as LeadState), openToolUses: open } };
+  return updateAgent(s, agentId, (a) => ({ ...a, openToolUses: open }));
+}
+
+function resolveToolUse(s: TaskState, agentId: string, toolUseId: string, r: { content: string; isError: boolean }): TaskState {
+  return updateToolUse(s, agentId, toolUseId, (t) => {
     const result: ToolResult = { toolUseId, toolName: t.name, content: r.content, isError: r.isError };
     return { ...t, state: 'resolved', result };
   });
@@ -235,22 +236,23 @@ function openRequest(s: TaskState, req: PendingRequest): TaskState {
 
 const isLead = (s: TaskState, agentId: string): boolean => s.lead !== null && s.lead.agentId === agentId;
 
-/** A request opened: the lead's tool use waits on it, or the subagent pauses (holding nothing). */
+/** A request opened: the asker's tool use waits on it; a subagent also pauses (holding nothing). */
 function waitOn(s: TaskState, agentId: string, toolUseId: string, state: 'awaiting_approval' | 'awaiting_answer'): TaskState {
-  if (isLead(s, agentId)) return updateToolUse(s, toolUseId, (t) => ({ ...t, state }));
+  s = updateToolUse(s, agentId, toolUseId, (t) => ({ ...t, state }));
+  if (isLead(s, agentId)) return s;
   return updateAgent(s, agentId, (a) => (a.status === 'running' || a.status === 'dispatched' ? { ...a, status: 'paused' } : a));
 }
 
 /**
- * A request resolved: the lead's tool use becomes runnable (approved) or gets its result;
- * a paused subagent is due a new job (the runner reads the outcome from decidedRequests).
+ * A request resolved: the asker's tool use becomes runnable (approved, with the approved input)
+ * or gets its result; a paused subagent is then due a new job.
  */
 function resumeWith(s: TaskState, agentId: string, toolUseId: string, outcome: { approvedInput: Record<string, unknown> } | { result: { content: string; isError: boolean } }): TaskState {
-  if (isLead(s, agentId)) {
-    return 'approvedInput' in outcome
-      ? updateToolUse(s, toolUseId, (t) => ({ ...t, state: 'pending', approvedInput: outcome.approvedInput }))
-      : resolveToolUse(s, toolUseId, outcome.result);
-  }
+  s =
+    'approvedInput' in outcome
+      ? updateToolUse(s, agentId, toolUseId, (t) => ({ ...t, state: 'pending', approvedInput: outcome.approvedInput }))
+      : resolveToolUse(s, agentId, toolUseId, outcome.result);
+  if (isLead(s, agentId)) return s;
   // A subagent that asked several things at once resumes when the last of them is resolved.
   if (Object.values(s.pendingRequests).some((r) => r.agentId === agentId)) return s;
   return updateAgent(s, agentId, (a) => (a.status === 'paused' ? { ...a, status: 'dispatched' } : a));

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseNewEvent, type RecordedEvent } from './events.ts';
-import { foldAll } from './replay.ts';
+import { fold } from './evolve.ts';
 import { toTaskView } from './view.ts';
 
 // Immutable fixtures of released (v1) event shapes: they must keep validating and folding.
@@ -14,7 +14,7 @@ describe('v1 event fixtures', () => {
   });
   it('fold with the current evolve to the expected task', () => {
     const events = raw.map((e, i) => ({ ...e, id: `e${i}`, taskId: '00000000-0000-4000-8000-000000000001', position: BigInt(i + 1), recordedAt: new Date(Date.UTC(2026, 10, 22, 4, 0, i)), metadata: {}, schemaVersion: 1 })) as RecordedEvent[];
-    const view = toTaskView(foldAll(events));
+    const view = toTaskView(fold(events));
     expect(view).toMatchObject({
       status: 'completed',
       version: 12,

@@ -2,7 +2,7 @@ import { recorded, stateOf, TASK_ID } from '@baton/testing';
 import { describe, expect, it } from 'vitest';
 import type { DecidedEvent } from './commands.ts';
 import { InvalidCommandError } from './errors.ts';
-import { agentStreamId, type RecordedEvent } from './events.ts';
+import { agentStreamId, recordAs, type RecordedEvent } from './events.ts';
 import { forkEvents } from './fork.ts';
 
 const NEW = '00000000-0000-4000-8000-00000000f0f0';
@@ -45,7 +45,7 @@ describe('forkEvents', () => {
     expect(out.at(-1)?.event.data).toMatchObject({ deadline: '2026-06-01T00:01:00.000Z' });
     expect(new Set(out.map((e) => e.event.id)).size).toBe(out.length);
     expect(forkEvents(history(), 6, NEW, { now, requestedBy: 'u2' }).map((e) => e.event.id)).toEqual(out.map((e) => e.event.id)); // deterministic
-    const s = stateOf(out.map((e, i) => ({ ...e.event, taskId: NEW, streamId: e.streamId, version: e.version, position: BigInt(i + 1), recordedAt: now, metadata: {}, schemaVersion: 1 }) as RecordedEvent));
+    const s = stateOf(out.map((e, i) => recordAs({ ...e.event, metadata: {} }, { taskId: NEW, streamId: e.streamId, version: e.version, position: BigInt(i + 1), recordedAt: now })));
     expect(s).toMatchObject({ status: 'awaiting_input', id: NEW, agents: { 'researcher-1': { status: 'paused', turns: 1, streamVersion: 2 } } });
   });
   it('a version the task never reached is refused', () => {

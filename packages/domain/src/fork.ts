@@ -1,5 +1,5 @@
 import { IllegalTransitionError, InvalidCommandError } from './errors.ts';
-import { agentStreamId, isTaskStream, taskStreamId, type NewEvent, type RecordedEvent } from './events.ts';
+import { agentOfStream, agentStreamId, isTaskStream, taskStreamId, type NewEvent, type RecordedEvent } from './events.ts';
 import { uuidV5 } from './ids.ts';
 import { stateAt } from './replay.ts';
 import { isFinal } from './state.ts';
@@ -25,8 +25,7 @@ export function forkEvents(source: readonly RecordedEvent[], atVersion: number, 
   const deadline = new Date(opts.now.getTime() + at.approvalTimeoutSeconds * 1000).toISOString();
   const out: ForkedEvent[] = [];
   for (const e of source) {
-    const agentPrefix = `agent-${sourceId}-`;
-    const streamId = isTaskStream(e.streamId) ? taskStreamId(newTaskId) : agentStreamId(newTaskId, e.streamId.slice(agentPrefix.length));
+    const streamId = isTaskStream(e.streamId) ? taskStreamId(newTaskId) : agentStreamId(newTaskId, agentOfStream(sourceId, e.streamId) ?? '');
     let data: unknown = e.data;
     if (e.type === 'TaskSubmitted') data = { ...e.data, requestHash: null, forkedFrom: { taskId: sourceId, atVersion } };
     if ((e.type === 'ApprovalRequested' || e.type === 'ClarificationRequested') && at.pendingRequests[e.data.requestId]) data = { ...e.data, deadline };

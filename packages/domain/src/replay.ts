@@ -24,9 +24,3 @@ export function stateAt(events: Iterable<RecordedEvent>, atVersion: number): Tas
   }
   return null;
 }
-
-export function foldAll(events: Iterable<RecordedEvent>): TaskState {
-  let s = initialState();
-  for (const e of events) s = evolve(s, e);
-  return s;
-}

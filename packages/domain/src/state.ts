@@ -15,7 +15,21 @@ export interface UsageTotals {
   costUsd: number;
 }
 
-export interface AgentState {
+/**
+ * Where an agent's loop stands — the same for the lead and every subagent, folded from its
+ * turns and tool results: `model` (its next model turn is due), `tools` (waiting on the tool
+ * uses of its last turn), `done` (it gave its final answer).
+ */
+export interface AgentLoopState {
+  turns: number;
+  phase: 'model' | 'tools' | 'done';
+  /** The tool uses of its last turn that have no recorded result yet. */
+  openToolUses: OpenToolUse[];
+  /** The text of its final turn. */
+  finalText: string | null;
+}
+
+export interface AgentState extends AgentLoopState {
   id: string;
   type: string;
   status: AgentStatus;
@@ -23,7 +37,6 @@ export interface AgentState {
   prompt: string;
   /** Runner attempts so far; a newer attempt fences off older ones. */
   attempt: number;
-  turns: number;
   /** Version of the agent's own stream `agent-<taskId>-<agentId>`. */
   streamVersion: number;
   filesCreated: string[];
@@ -33,7 +46,7 @@ export interface AgentState {
   usage: UsageTotals;
 }
 
-/** A tool call of the lead that the lead is waiting on. */
+/** A tool call of an agent that the agent is waiting on. */
 export interface OpenToolUse {
   toolUseId: string;
   name: string;
@@ -45,15 +58,17 @@ export interface OpenToolUse {
   approvedInput: Record<string, unknown> | null;
 }
 
-export interface LeadState {
+export interface LeadState extends AgentLoopState {
   agentId: string;
   type: string;
   configVersion: string;
-  turns: number;
-  /** model: the lead's next model turn is due; tools: waiting on open tool uses; done: it gave its final answer. */
-  phase: 'model' | 'tools' | 'done';
-  openToolUses: OpenToolUse[];
-  finalText: string | null;
+}
+
+export const newLoop = (): AgentLoopState => ({ turns: 0, phase: 'model', openToolUses: [], finalText: null });
+
+/** The loop state of any agent of the task: the lead's or a subagent's (undefined: no such agent). */
+export function loopOf(s: TaskState, agentId: string): AgentLoopState | undefined {
+  return s.lead && s.lead.agentId === agentId ? s.lead : s.agents[agentId];
 }
 
 export type PendingRequest =
@@ -177,9 +192,10 @@ export const exists = (s: TaskState): boolean => s.status !== 'none';
 export const hasOpenRequests = (s: TaskState): boolean => Object.keys(s.pendingRequests).length > 0;
 export const isAgentActive = (a: AgentState): boolean => a.status === 'dispatched' || a.status === 'running';
 export const activeAgents = (s: TaskState): AgentState[] => Object.values(s.agents).filter(isAgentActive);
+/** The agent's loop can move now: a model turn is due, or every tool use it made has a result. */
+export const loopCanMove = (l: AgentLoopState): boolean => l.phase === 'model' || (l.phase === 'tools' && l.openToolUses.every((t) => t.state === 'resolved'));
 /** The lead is ready for a model turn (every tool use it made has a result). */
-export const leadNeedsTurn = (s: TaskState): boolean =>
-  !isFinal(s) && s.lead !== null && (s.lead.phase === 'model' || (s.lead.phase === 'tools' && s.lead.openToolUses.every((t) => t.state === 'resolved')));
+export const leadNeedsTurn = (s: TaskState): boolean => !isFinal(s) && s.lead !== null && loopCanMove(s.lead);
 /** The earliest deadline among open requests (what the orchestrator's deadline poller looks for). */
 export function nextDeadline(s: TaskState): string | null {
   let min: string | null = null;

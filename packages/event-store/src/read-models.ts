@@ -1,4 +1,4 @@
-import { foldAll, toTaskRow } from '@baton/domain';
+import { fold, toTaskRow } from '@baton/domain';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from './schema.ts';
 import type { EventStore } from './store.ts';
@@ -73,7 +73,7 @@ export async function rebuildTasksReadModel(db: Kysely<Database>, store: EventSt
   await db.deleteFrom('tasks').execute();
   let n = 0;
   for (const { task_id } of ids) {
-    const state = foldAll(await store.readTask(task_id));
+    const state = fold(await store.readTask(task_id));
     if (state.status === 'none') continue;
     const row = toTaskRow(state);
     await db.insertInto('tasks').values({ ...row, pending_requests: JSON.stringify(row.pending_requests), next_deadline: row.next_deadline }).execute();

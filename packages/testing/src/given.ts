@@ -2,6 +2,7 @@ import {
   decide,
   evolve,
   initialState,
+  recordAs,
   taskStreamId,
   type Command,
   type DecidedEvent,
@@ -22,18 +23,8 @@ export function recorded(decided: readonly DecidedEvent[], opts: { taskId?: stri
   let version = opts.from ?? 0;
   return decided.map((d) => {
     version++;
-    return {
-      id: `00000000-0000-4000-8000-${String(version).padStart(12, '0')}`,
-      type: d.type,
-      taskId,
-      streamId: opts.streamId ?? taskStreamId(taskId),
-      version,
-      position: BigInt(version),
-      recordedAt: new Date(Date.UTC(2026, 0, 1, 0, 0, version)),
-      data: d.data,
-      metadata: d.metadata ?? {},
-      schemaVersion: 1,
-    } as RecordedEvent;
+    const id = `00000000-0000-4000-8000-${String(version).padStart(12, '0')}`;
+    return recordAs({ ...d, id }, { taskId, streamId: opts.streamId ?? taskStreamId(taskId), version, position: BigInt(version), recordedAt: new Date(Date.UTC(2026, 0, 1, 0, 0, version)) });
   });
 }
 

@@ -1,5 +1,5 @@
 import { BusEvent, deadLetterRecorder, retry, startConsumer, type BusNames, type RunningConsumer } from '@baton/bus';
-import { foldAll, taskStreamId, toTaskView, WebhookConfig } from '@baton/domain';
+import { fold, taskStreamId, toTaskView, WebhookConfig } from '@baton/domain';
 import type { EventStore } from '@baton/event-store';
 import type { Logger } from '@baton/runtime';
 import type { JetStreamClient } from '@nats-io/jetstream';
@@ -73,7 +73,7 @@ export async function startNotifier(d: NotifierDeps): Promise<RunningConsumer> {
       if (!type) return;
       const events = await d.store.readTask(event.taskId);
       const upTo = events.filter((e) => e.position <= BigInt(event.position));
-      const task = toTaskView(foldAll(upTo));
+      const task = toTaskView(fold(upTo));
       const webhookId = `msg_${event.id}`;
       const timestamp = Math.floor(d.now().getTime() / 1000);
       const body = JSON.stringify({ type, timestamp: new Date(timestamp * 1000).toISOString(), data: { task } });
