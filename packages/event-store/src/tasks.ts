@@ -1,13 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import {
-  agentStreamId,
   decide,
-  evolve,
-  initialState,
-  taskStreamId,
+  fold,
+  isTaskStream,
+  recordAs,
+  streamOf,
   toTaskRow,
   type Command,
-  type DecidedEvent,
   type EventMetadata,
   type ForkedEvent,
   type NewEvent,
@@ -15,7 +14,7 @@ import {
   type TaskState,
 } from '@baton/domain';
 import { isConcurrencyError } from './errors.ts';
-import type { AppendResult, EventStore } from './store.ts';
+import type { EventStore } from './store.ts';
 
 export interface LoadedTask {
   state: TaskState;
@@ -26,8 +25,7 @@ export interface LoadedTask {
 export type TaskLoader = (taskId: string) => Promise<LoadedTask>;
 
 export interface WriteOptions {
-  /** Event ids to use, in order (deterministic ids make a retried write a no-op). */
-  eventIds?: readonly string[];
+  /** Metadata on every event written (an `apply` may add its own). */
   metadata?: EventMetadata;
   now?: () => Date;
   newId?: () => string;
@@ -36,122 +34,164 @@ export interface WriteOptions {
 /** Load a task: every event of it, and the state folded from them. */
 export async function loadTask(store: EventStore, taskId: string): Promise<LoadedTask> {
   const events = await store.readTask(taskId);
-  let state = initialState();
-  for (const e of events) state = evolve(state, e);
-  return { state, events };
+  return { state: fold(events), events };
 }
 
-function materialise(decided: readonly DecidedEvent[], opts: WriteOptions): NewEvent[] {
-  const newId = opts.newId ?? randomUUID;
-  return decided.map((d, i) => ({
-    id: opts.eventIds?.[i] ?? newId(),
-    type: d.type,
-    data: d.data,
-    metadata: { ...opts.metadata, ...d.metadata },
-  })) as NewEvent[];
+/**
+ * Run `attempt` again while it fails on a version conflict, up to `maxAttempts` times: the one
+ * retry loop. Each attempt must re-read what it decides on (decide is pure, so re-deciding on
+ * fresh state is safe); any other error surfaces at once.
+ */
+export async function retryOnConflict<T>(attempt: (n: number) => Promise<T>, opts: { maxAttempts?: number; onConflict?: (n: number, err: unknown) => void } = {}): Promise<T> {
+  const max = opts.maxAttempts ?? 8;
+  for (let n = 1; ; n++) {
+    try {
+      return await attempt(n);
+    } catch (err) {
+      if (!isConcurrencyError(err) || n >= max) throw err;
+      opts.onConflict?.(n, err);
+    }
+  }
 }
 
-/** Fold events that are about to be (or were just) appended, to know the state after them. */
-function foldNew(state: TaskState, taskId: string, streamId: string, events: readonly NewEvent[], firstVersion: number, positions: readonly bigint[], at: Date): { state: TaskState; recorded: RecordedEvent[] } {
-  let s = state;
-  const recorded: RecordedEvent[] = [];
-  events.forEach((e, i) => {
-    const r = {
-      id: e.id,
-      type: e.type,
-      taskId,
-      streamId,
-      version: firstVersion + i,
-      position: positions[i] ?? s.lastPosition,
-      recordedAt: at,
-      data: e.data,
-      metadata: e.metadata ?? {},
-      schemaVersion: 1,
-    } as RecordedEvent;
-    recorded.push(r);
-    s = evolve(s, r);
-  });
-  return { state: s, recorded };
+interface PendingGroup {
+  streamId: string;
+  expectedVersion: number;
+  events: NewEvent[];
+  recorded: RecordedEvent[];
+}
+
+/**
+ * The one way events enter the log. A writer starts from a task's state; `apply` decides
+ * commands on the current state (decide, then evolve: each event is folded exactly once, when
+ * it is decided) and holds the events; `flush` appends them, one append per stream (a subagent's
+ * own turns and results go to its stream, everything else to the task stream), each at the
+ * version the writer read, with the `tasks` read model in the same statement. A version conflict
+ * throws ConcurrencyError: the caller re-reads (see `retryOnConflict`).
+ */
+export class TaskWriter {
+  private readonly store: EventStore;
+  readonly taskId: string;
+  private readonly opts: WriteOptions;
+  private groups: PendingGroup[] = [];
+  /** The state with everything applied (recorded or pending). */
+  state: TaskState;
+  /** The state as recorded in the log: without what is pending. */
+  committed: TaskState;
+
+  constructor(store: EventStore, taskId: string, state: TaskState, opts: WriteOptions = {}) {
+    this.store = store;
+    this.taskId = taskId;
+    this.state = state;
+    this.committed = state;
+    this.opts = opts;
+  }
+
+  /** Events applied and not yet flushed, in order. */
+  get pending(): RecordedEvent[] {
+    return this.groups.flatMap((g) => g.recorded);
+  }
+
+  /**
+   * Decide commands, one after the other, each on the state the previous ones left; returns the
+   * events as they will be recorded. A domain error leaves nothing of this call applied.
+   */
+  apply(commands: Command | readonly Command[], o: { metadata?: EventMetadata; eventIds?: readonly string[] } = {}): RecordedEvent[] {
+    const newId = this.opts.newId ?? randomUUID;
+    const at = (this.opts.now ?? (() => new Date()))();
+    let s = this.state;
+    const added: { group: string; expectedVersion: number; event: NewEvent; recorded: RecordedEvent }[] = [];
+    for (const command of Array.isArray(commands) ? commands : [commands as Command]) {
+      for (const d of decide(command, s)) {
+        const event = { id: o.eventIds?.[added.length] ?? newId(), type: d.type, data: d.data, metadata: { ...this.opts.metadata, ...o.metadata, ...d.metadata } } as NewEvent;
+        const streamId = streamOf(this.taskId, event, s.lead?.agentId ?? null, command.type === 'ClaimAgentStream');
+        const current = isTaskStream(streamId) ? s.version : (s.agents[(d.data as { agentId: string }).agentId]?.streamVersion ?? 0);
+        const recorded = recordAs(event, { taskId: this.taskId, streamId, version: current + 1, position: s.lastPosition, recordedAt: at });
+        s = fold([recorded], s);
+        added.push({ group: streamId, expectedVersion: current, event, recorded });
+      }
+    }
+    this.state = s;
+    for (const a of added) {
+      let g = this.groups.find((x) => x.streamId === a.group);
+      if (!g) this.groups.push((g = { streamId: a.group, expectedVersion: a.expectedVersion, events: [], recorded: [] }));
+      g.events.push(a.event);
+      g.recorded.push(a.recorded);
+    }
+    return added.map((a) => a.recorded);
+  }
+
+  /**
+   * Append what is pending (nothing to do: no statement). Returns the events as recorded, with
+   * their positions. A retried append of the same events (same ids) is a no-op; the state is
+   * then read again.
+   */
+  async flush(): Promise<RecordedEvent[]> {
+    const out: RecordedEvent[] = [];
+    while (this.groups.length > 0) {
+      const g = this.groups[0] as PendingGroup;
+      const append = await this.store.append({
+        streamId: g.streamId,
+        taskId: this.taskId,
+        expectedVersion: g.expectedVersion,
+        events: g.events,
+        readModel: isTaskStream(g.streamId) && this.state.status !== 'none' ? toTaskRow(this.state) : undefined,
+      });
+      this.groups.shift();
+      if (append.duplicate) {
+        this.groups = [];
+        this.state = this.committed = (await loadTask(this.store, this.taskId)).state;
+        return out;
+      }
+      g.recorded.forEach((e, i) => out.push({ ...e, position: append.positions[i] ?? e.position }));
+    }
+    const last = out[out.length - 1];
+    if (last && last.position > this.state.lastPosition) this.state = { ...this.state, lastPosition: last.position };
+    this.committed = this.state;
+    return out;
+  }
 }
 
 export interface WriteResult {
   state: TaskState;
   events: RecordedEvent[];
-  append: AppendResult;
 }
 
-/** Append decided events to the task stream at the state's version, with the read model in the same transaction. */
-export async function appendToTask(store: EventStore, state: TaskState, taskId: string, decided: readonly DecidedEvent[], opts: WriteOptions = {}): Promise<WriteResult> {
-  const streamId = taskStreamId(taskId);
-  const events = materialise(decided, opts);
-  const at = (opts.now ?? (() => new Date()))();
-  const preview = foldNew(state, taskId, streamId, events, state.version + 1, [], at);
-  const append = await store.append({
-    streamId,
-    taskId,
-    expectedVersion: state.version,
-    events,
-    readModel: preview.state.status === 'none' ? undefined : toTaskRow(preview.state),
-  });
-  if (append.duplicate) {
-    const reloaded = await loadTask(store, taskId);
-    return { state: reloaded.state, events: [], append };
-  }
-  const after = foldNew(state, taskId, streamId, events, state.version + 1, append.positions, at);
-  return { state: after.state, events: after.recorded, append };
-}
-
-/** Append decided events to one subagent's own stream, fenced by that stream's version. */
-export async function appendToAgent(store: EventStore, state: TaskState, taskId: string, agentId: string, decided: readonly DecidedEvent[], opts: WriteOptions = {}): Promise<WriteResult> {
-  const agent = state.agents[agentId];
-  if (!agent) throw new Error(`appendToAgent: no agent '${agentId}' on task ${taskId}`);
-  const streamId = agentStreamId(taskId, agentId);
-  const events = materialise(decided, opts);
-  const at = (opts.now ?? (() => new Date()))();
-  const append = await store.append({ streamId, taskId, expectedVersion: agent.streamVersion, events });
-  const after = foldNew(state, taskId, streamId, events, agent.streamVersion + 1, append.positions, at);
-  return { state: after.state, events: after.recorded, append };
+/**
+ * Load → decide → append, retried on a version conflict only. `command` may be a function of
+ * the state (null: nothing to do); several commands are decided in order and appended together.
+ */
+export async function handleCommand(
+  store: EventStore,
+  taskId: string,
+  command: Command | readonly Command[] | ((state: TaskState) => Command | readonly Command[] | null),
+  opts: WriteOptions & { maxAttempts?: number; load?: TaskLoader; /** Event ids to use, in order (deterministic ids make a retried write a no-op). */ eventIds?: readonly string[] } = {},
+): Promise<WriteResult> {
+  const load = opts.load ?? ((id: string) => loadTask(store, id));
+  return retryOnConflict(async () => {
+    const { state } = await load(taskId);
+    const cmd = typeof command === 'function' ? command(state) : command;
+    if (cmd === null) return { state, events: [] };
+    const w = new TaskWriter(store, taskId, state, opts);
+    w.apply(cmd, opts.eventIds ? { eventIds: opts.eventIds } : {});
+    const events = await w.flush();
+    return { state: w.state, events };
+  }, opts);
 }
 
 /**
  * Write a whole new task (a fork's copied history, several streams in log order) in one
  * statement, with its read model; returns the state folded from what was written.
  */
-export async function importTask(store: EventStore, taskId: string, copied: readonly ForkedEvent[], opts: Pick<WriteOptions, 'now'> = {}): Promise<{ state: TaskState; events: RecordedEvent[] }> {
-  const at = (opts.now ?? (() => new Date()))();
+export async function importTask(store: EventStore, taskId: string, copied: readonly ForkedEvent[], opts: Pick<WriteOptions, 'now'> = {}): Promise<LoadedTask> {
+  const recordedAt = (opts.now ?? (() => new Date()))();
   const record = (positions: readonly bigint[]): RecordedEvent[] =>
-    copied.map((c, i) => ({ ...c.event, taskId, streamId: c.streamId, version: c.version, position: positions[i] ?? BigInt(i + 1), recordedAt: at, metadata: c.event.metadata ?? {}, schemaVersion: 1 }) as RecordedEvent);
-  const fold = (events: RecordedEvent[]): TaskState => events.reduce(evolve, initialState());
-  const res = await store.importTask({ taskId, events: copied, readModel: toTaskRow(fold(record([]))) });
+    copied.map((c, i) => recordAs(c.event, { taskId, streamId: c.streamId, version: c.version, position: positions[i] ?? BigInt(i + 1), recordedAt }));
+  const preview = fold(record([]));
+  const res = await store.importTask({ taskId, events: copied, readModel: toTaskRow(preview) });
   if (res.duplicate) return loadTask(store, taskId);
   const events = record(res.positions);
-  return { state: fold(events), events };
+  const last = events[events.length - 1];
+  return { state: last ? { ...preview, lastPosition: last.position } : preview, events };
 }
 
-/**
- * Load → decide → append, retried on a version conflict only (decide is pure, so re-running
- * it on fresh state is safe). Domain errors and other failures surface at once.
- */
-export async function handleCommand(
-  store: EventStore,
-  taskId: string,
-  command: Command | readonly Command[] | ((state: TaskState) => Command | readonly Command[] | null),
-  opts: WriteOptions & { maxAttempts?: number; load?: TaskLoader } = {},
-): Promise<WriteResult> {
-  const maxAttempts = opts.maxAttempts ?? 8;
-  const load = opts.load ?? ((id: string) => loadTask(store, id));
-  for (let attempt = 1; ; attempt++) {
-    const { state } = await load(taskId);
-    const cmd = typeof command === 'function' ? command(state) : command;
-    if (cmd === null) return { state, events: [], append: { nextVersion: state.version, positions: [], duplicate: false } };
-    // Several commands are decided against the same state and appended together (one commit):
-    // for commands that do not depend on each other's effects, like artifacts and a completion.
-    const decided = (Array.isArray(cmd) ? cmd : [cmd as Command]).flatMap((c) => decide(c, state));
-    if (decided.length === 0) return { state, events: [], append: { nextVersion: state.version, positions: [], duplicate: false } };
-    try {
-      return await appendToTask(store, state, taskId, decided, opts);
-    } catch (err) {
-      if (!isConcurrencyError(err) || attempt >= maxAttempts) throw err;
-    }
-  }
-}

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { allTools, builtinTeams, OfflineModel, toolSpec, type ModelClient, type ModelRequest } from '@baton/agents';
 import { agentStreamId } from '@baton/domain';
-import { appendToAgent, handleCommand, loadTask, readArtifact, searchCorpus, type EventStore } from '@baton/event-store';
+import { handleCommand, loadTask, readArtifact, searchCorpus, TaskWriter, type EventStore } from '@baton/event-store';
 import { findBwrap, LocalSandboxProvider } from '@baton/sandbox';
 import { silentLogger } from '@baton/runtime';
 import { pgTest as test } from '@baton/testing';
@@ -68,10 +68,12 @@ describe('runSubagentJob', () => {
     const counting: ModelClient = { name: 'counting', complete: async (r) => { calls.push(r); return model.complete(r); } };
     const first = await model.complete({ agentType: 'researcher', model: 'm', system: '', messages: [{ role: 'user', content: 'Research the topic' }], tools: [toolSpec(allTools.web_search!)], maxTokens: 100 });
     const toolUse = first.content.find((b) => b.type === 'tool_use') as { id: string };
-    await appendToAgent(pg.store, state, id, 'researcher-1', [
-      { type: 'ModelTurnRecorded', data: { agentId: 'researcher-1', turn: 1, model: 'offline', content: first.content, stopReason: 'tool_use', usage: first.usage, offline: true, durationMs: 0 } },
-      { type: 'ToolResultsRecorded', data: { agentId: 'researcher-1', results: [{ toolUseId: toolUse.id, toolName: 'web_search', content: '1. Recorded hit\n   source: a.md\n   recorded by runner A', isError: false }] } },
+    const a = new TaskWriter(pg.store, id, state);
+    a.apply([
+      { type: 'RecordModelTurn', agentId: 'researcher-1', turn: 1, model: 'offline', content: first.content, stopReason: 'tool_use', usage: first.usage, offline: true, durationMs: 0, attempt: 1 },
+      { type: 'RecordToolResults', agentId: 'researcher-1', results: [{ toolUseId: toolUse.id, toolName: 'web_search', content: '1. Recorded hit\n   source: a.md\n   recorded by runner A', isError: false }], attempt: 1 },
     ]);
+    await a.flush();
     // Runner B takes the redelivered job.
     const ran: string[] = [];
     const d = { ...deps(pg.store, counting, 'runner-b'), audit: (e: { tool: string }) => ran.push(e.tool) };

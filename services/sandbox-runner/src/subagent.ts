@@ -1,6 +1,6 @@
-import { agentStreamId, isFinal, isToolUse, textOf, type Command, type RecordedEvent, type TaskState, type ToolResult, type ToolUseBlock } from '@baton/domain';
-import { allTools, approvalFor, askPerson, buildConversation, builtinTeams, findAgent, parseToolInput, toolSpec, type AgentDefinition, type ModelClient, type TeamCatalog, type TeamDefinition } from '@baton/agents';
-import { appendToAgent, handleCommand, isConcurrencyError, loadTask, type CorpusHit, type EventStore, type StoredArtifact, type TaskLoader } from '@baton/event-store';
+import { agentStreamId, isFinal, type Command, type RecordedEvent, type TaskState } from '@baton/domain';
+import { builtinTeams, findAgent, runAgentLoop, type AgentDefinition, type LoopHost, type ModelClient, type TeamCatalog, type TeamDefinition } from '@baton/agents';
+import { handleCommand, isConcurrencyError, loadTask, retryOnConflict, TaskWriter, type CorpusHit, type EventStore, type LoadedTask, type StoredArtifact, type TaskLoader } from '@baton/event-store';
 import type { Logger } from '@baton/runtime';
 import { DEFAULT_LIMITS, SandboxFencedError, type Sandbox, type SandboxProvider, type SandboxSpec } from '@baton/sandbox';
 import { fileScopeViolation, MUTATING_TOOLS } from './files.ts';
@@ -75,9 +75,8 @@ export async function runSubagentJob(
     return 'failed';
   }
   const attempt = agent0.attempt + 1;
-  const claimed = await claimAttempt(d, taskId, agentId, attempt);
+  const claimed = await claimAttempt(d, taskId, agentId, attempt, initial);
   if (!claimed) return 'superseded';
-  let { state, events } = claimed;
   let sandbox: Sandbox;
   try {
     sandbox = await d.sandboxes.open(sandboxSpec(d, def, taskId, agentId, attempt));
@@ -85,109 +84,100 @@ export async function runSubagentJob(
     if (err instanceof SandboxFencedError) return 'superseded';
     throw err;
   }
-  if ((state.agents[agentId]?.turns ?? 0) === 0) await seedInputs(d, sandbox, state, taskId);
-  const streamId = agentStreamId(taskId, agentId);
-  let agentEvents: RecordedEvent[] = events.filter((e) => e.streamId === streamId);
-  const tools = def.tools.map((n) => allTools[n]).filter((t) => t !== undefined).map(toolSpec);
+  if ((claimed.writer.state.agents[agentId]?.turns ?? 0) === 0) await seedInputs(d, sandbox, claimed.writer.state, taskId);
+
+  const { writer } = claimed;
+  const events = claimed.events;
   const env: ToolEnv = { sandbox, testCommand: def.testCommand, search: d.search, signal };
-  const ctx: TurnContext = { d, team, def, env, taskId, agentId };
-  const loop = async (): Promise<JobOutcome> => {
-    /** Append to the agent's stream; false if a newer attempt moved it (then re-read). */
-    const record = async (decided: Parameters<typeof appendToAgent>[4]): Promise<boolean> => {
+  /** Task-stream commands (requests, completion) wait for the agent's own writes, then go through handleCommand. */
+  let onTaskStream: Command[] = [];
+  let changed = false;
+  let outcome = null as JobOutcome | null;
+  const stop = (o: JobOutcome): false => ((outcome = o), false);
+  let first = true;
+
+  const host: LoopHost = {
+    agentId,
+    team,
+    def,
+    runsIn: 'runner',
+    model: d.model,
+    system: def.prompt,
+    prompt: agent0.prompt,
+    attempt,
+    actor: d.runnerId,
+    ...(signal ? { signal } : {}),
+    now: d.now,
+    state: () => writer.state,
+    events: () => events.concat(writer.pending),
+    pending: () => writer.pending,
+    record: (commands, metadata) => {
+      // The agent's own turns and results go to its stream now; the rest to the task stream at commit.
+      const own = (c: Command): boolean => c.type === 'RecordModelTurn' || c.type === 'RecordToolResults';
+      onTaskStream = onTaskStream.concat(commands.filter((c) => !own(c)));
+      if (commands.some(own)) writer.apply(commands.filter(own), metadata ? { metadata } : {});
+    },
+    commit: async () => {
+      // The workspace is made durable before the results that describe it are recorded.
+      if (changed && writer.pending.length > 0) await sandbox.sync();
+      changed = false;
       try {
-        const w = await appendToAgent(d.store, state, taskId, agentId, decided, { now: d.now });
-        state = w.state;
-        agentEvents = agentEvents.concat(w.events);
-        return true;
+        events.push(...(await writer.flush()));
       } catch (err) {
         if (!isConcurrencyError(err)) throw err;
-        ({ state, events } = await load(taskId));
-        agentEvents = events.filter((e) => e.streamId === streamId);
-        d.log.warn({ taskId, agentId, attempt }, 'agent stream moved under us; re-read');
-        return false;
+        d.log.warn({ taskId, agentId, attempt }, 'agent stream moved under us: a newer attempt took over');
+        return stop('superseded');
       }
-    };
-
-    for (;;) {
-      signal?.throwIfAborted();
+      const commands = onTaskStream;
+      onTaskStream = [];
+      if (commands.length === 0) return true;
+      try {
+        const done = await handleCommand(d.store, taskId, (s) => {
+          const a = s.agents[agentId];
+          return a && a.attempt === attempt && (a.status === 'running' || a.status === 'paused') ? commands : null;
+        }, { load });
+        d.committed?.(done.events);
+        return done.events.length > 0 || stop('superseded');
+      } catch (err) {
+        const code = (err as { code?: string }).code;
+        if (code === 'stale_attempt') return stop('superseded');
+        if (code === 'task_final') return stop('cancelled');
+        throw err;
+      }
+    },
+    proceed: async () => {
       heartbeat();
       // The task as others see it: cancelled, or this attempt superseded, stops the job here.
-      const fresh = (await load(taskId)).state;
+      const fresh = first ? writer.state : (await load(taskId)).state;
+      first = false;
       const current = fresh.agents[agentId];
-      if (isFinal(fresh) || current?.status === 'cancelled') return 'cancelled';
-      const agent = state.agents[agentId];
-      if (!agent || !current || current.attempt !== attempt || agent.attempt !== attempt || agent.status !== 'running') return 'superseded';
-
-      // Resume: tool calls of the last turn that have no result yet.
-      const open = unresolvedToolUses(agentEvents);
-      if (open.length > 0) {
-        const step = await resolveToolUses(ctx, fresh, open, agent.streamVersion);
-        if (step.results.length > 0 && !(await record([{ type: 'ToolResultsRecorded', data: { agentId, results: step.results } }]))) continue;
-        if (step.requests.length > 0 || step.waiting) return openRequests(ctx, step.requests, attempt, load);
-        continue;
-      }
-
-      const last = agentEvents[agentEvents.length - 1];
-      const finished = last?.type === 'ModelTurnRecorded' && last.data.stopReason !== 'tool_use';
-      if (finished || agent.turns >= def.maxTurns) {
-        const capped = !finished;
-        const files = collectFiles(agentEvents);
-        const stored = await storeOutputs(d, sandbox, taskId, agentId, files);
-        const summary = capped
-          ? `stopped after reaching the iteration cap of ${def.maxTurns} turns. ${last?.type === 'ModelTurnRecorded' ? textOf(last.data.content) : ''}`.trim()
-          : last?.type === 'ModelTurnRecorded' ? textOf(last.data.content) : '';
-        try {
-          const done = await handleCommand(d.store, taskId, (s) => {
-            const a = s.agents[agentId];
-            if (!a || a.status !== 'running' || a.attempt !== attempt) return null;
-            return [
-              ...stored.map((x): Command => ({ type: 'StoreArtifact', agentId, path: x.path, bytes: x.bytes, sha256: x.sha256, mediaType: x.mediaType })),
-              { type: 'CompleteSubagent', agentId, attempt, summary, filesCreated: files.created, filesModified: files.modified, success: !capped, iterationCapReached: capped },
-            ];
-          }, { load });
-          d.committed?.(done.events);
-        } catch (err) {
-          const code = (err as { code?: string }).code;
-          if (code === 'stale_attempt') return 'superseded';
-          if (code === 'task_final') return 'cancelled';
-          throw err;
-        }
-        return 'completed';
-      }
-
-      const startedAt = d.now();
-      const res = await d.model.complete({
-        agentType: def.id,
-        model: def.model,
-        system: def.prompt,
-        messages: buildConversation(agent.prompt, agentId, agentEvents),
-        tools,
-        maxTokens: def.maxTokens,
-        ...(signal ? { signal } : {}),
-      });
-      // Run what can run now; the turn and those results are recorded together (one append).
-      const step = res.stopReason === 'tool_use' ? await resolveToolUses(ctx, fresh, res.content.filter(isToolUse), agent.streamVersion) : { results: [], requests: [], waiting: false };
-      const turn = {
-        agentId,
-        turn: agent.turns + 1,
-        model: res.model,
-        content: res.content,
-        stopReason: res.stopReason,
-        usage: res.usage,
-        offline: res.offline,
-        durationMs: d.now().getTime() - startedAt.getTime(),
-      };
-      const recorded = await record([
-        { type: 'ModelTurnRecorded', data: turn, metadata: { startedAt: startedAt.toISOString(), actor: d.runnerId } },
-        ...(step.results.length ? [{ type: 'ToolResultsRecorded' as const, data: { agentId, results: step.results } }] : []),
-      ]);
-      if (recorded && step.requests.length > 0) return openRequests(ctx, step.requests, attempt, load);
-    }
+      if (isFinal(fresh) || current?.status === 'cancelled') return stop('cancelled');
+      if (!current || current.attempt !== attempt || current.status !== 'running') return stop('superseded');
+      return true;
+    },
+    execute: async (call) => {
+      const violation = fileScopeViolation(def.fileScope, call.name, call.input);
+      if (violation) return { toolUseId: call.id, toolName: call.name, content: violation, isError: true };
+      d.audit?.({ taskId, agentId, toolUseId: call.id, tool: call.name, seenVersion: writer.committed.agents[agentId]?.streamVersion ?? 0 });
+      if (MUTATING_TOOLS.has(call.name)) changed = true;
+      return runTool({ type: 'tool_use', ...call }, def.tools, env);
+    },
+    plan: (call) => `${def.name} (${agentId}) wants to call ${call.name}.`,
+    finish: async ({ capped, finalText }) => {
+      const files = collectFiles(events.concat(writer.pending).filter((e) => e.streamId === agentStreamId(taskId, agentId)));
+      if (changed) await sandbox.sync();
+      const stored = await storeOutputs(d, sandbox, taskId, agentId, files);
+      const summary = capped ? `stopped after reaching the iteration cap of ${def.maxTurns} turns. ${finalText}`.trim() : finalText;
+      return [
+        ...stored.map((x): Command => ({ type: 'StoreArtifact', agentId, path: x.path, bytes: x.bytes, sha256: x.sha256, mediaType: x.mediaType })),
+        { type: 'CompleteSubagent', agentId, attempt, summary, filesCreated: files.created, filesModified: files.modified, success: !capped, iterationCapReached: capped },
+      ];
+    },
   };
 
-  let outcome: JobOutcome;
   try {
-    outcome = await loop();
+    const exit = await runAgentLoop(host);
+    outcome ??= exit === 'finished' ? 'completed' : exit === 'waiting' ? 'paused' : 'superseded';
   } catch (err) {
     if (err instanceof SandboxFencedError) return 'superseded';
     throw err;
@@ -239,130 +229,33 @@ async function storeOutputs(d: RunnerDeps, sandbox: Sandbox, taskId: string, age
   return out;
 }
 
-type RequestCommand = Extract<Command, { type: 'RequestApproval' | 'RequestClarification' }>;
-
-interface TurnContext {
-  d: RunnerDeps;
-  team: TeamDefinition;
-  def: AgentDefinition;
-  env: ToolEnv;
-  taskId: string;
-  agentId: string;
-}
-
-/** The tool_use blocks of the agent's last turn that have no recorded result. */
-export function unresolvedToolUses(agentEvents: readonly RecordedEvent[]): ToolUseBlock[] {
-  let i = agentEvents.length - 1;
-  const answered = new Set<string>();
-  for (; i >= 0; i--) {
-    const e = agentEvents[i] as RecordedEvent;
-    if (e.type === 'ToolResultsRecorded') for (const r of e.data.results) answered.add(r.toolUseId);
-    if (e.type === 'ModelTurnRecorded') break;
-  }
-  const turn = agentEvents[i];
-  if (!turn || turn.type !== 'ModelTurnRecorded' || turn.data.stopReason !== 'tool_use') return [];
-  return turn.data.content.filter(isToolUse).filter((u) => !answered.has(u.id));
-}
-
-/**
- * For each tool call: run it, or take the outcome of a person's decision, or say which request
- * must be opened first. A request that is open already means the agent must wait.
- */
-async function resolveToolUses(ctx: TurnContext, task: TaskState, uses: readonly ToolUseBlock[], seenVersion: number): Promise<{ results: ToolResult[]; requests: RequestCommand[]; waiting: boolean }> {
-  const { d, team, def, env, taskId, agentId } = ctx;
-  const results: ToolResult[] = [];
-  const requests: RequestCommand[] = [];
-  let waiting = false;
-  let changed = false;
-  const deadline = new Date(d.now().getTime() + task.approvalTimeoutSeconds * 1000).toISOString();
-  const exec = async (call: ToolUseBlock): Promise<void> => {
-    const violation = fileScopeViolation(def.fileScope, call.name, call.input);
-    if (violation) {
-      results.push({ toolUseId: call.id, toolName: call.name, content: violation, isError: true });
-      return;
-    }
-    d.audit?.({ taskId, agentId, toolUseId: call.id, tool: call.name, seenVersion });
-    results.push(await runTool(call, def.tools, env));
-    if (MUTATING_TOOLS.has(call.name)) changed = true;
-  };
-  for (const call of uses) {
-    const tool = allTools[call.name];
-    if (!tool || !def.tools.includes(call.name)) {
-      results.push(await runTool(call, def.tools, env)); // an error result naming the allowed tools; nothing runs
-      continue;
-    }
-    const person = tool.runsIn === 'person';
-    const policy = approvalFor(team.approvals, task, def.id, tool);
-    if (!person && !policy.required) {
-      await exec(call);
-      continue;
-    }
-    // Tool-use ids are unique per agent, not per task: the request id names the agent too.
-    const requestId = `${person ? 'clr' : 'apr'}-${agentId}-${call.id}`;
-    const decided = task.decidedRequests[requestId];
-    if (decided?.result) {
-      results.push({ toolUseId: call.id, toolName: call.name, content: decided.result.content, isError: decided.result.isError });
-    } else if (decided?.approvedInput) {
-      await exec({ ...call, input: decided.approvedInput });
-    } else if (task.pendingRequests[requestId]) {
-      waiting = true;
-    } else {
-      const parsed = parseToolInput(tool, call.input);
-      if (!parsed.ok) {
-        results.push({ toolUseId: call.id, toolName: call.name, content: parsed.error, isError: true });
-        continue;
-      }
-      requests.push(askPerson({ tool, call, parsed: parsed.value, requestId, agentId, deadline, plan: `${def.name} (${agentId}) wants to call ${call.name}.`, onTimeout: policy.onTimeout }));
-    }
-  }
-  // The workspace is made durable before the results that describe it are recorded.
-  if (changed) await env.sandbox.sync();
-  return { results, requests, waiting };
-}
-
-/** Open the agent's requests on the task stream (it pauses with the first); the job then ends. */
-async function openRequests(ctx: TurnContext, requests: readonly RequestCommand[], attempt: number, load: TaskLoader): Promise<JobOutcome> {
-  for (const cmd of requests) {
-    const { requestId } = cmd;
-    try {
-      await handleCommand(ctx.d.store, ctx.taskId, (s) => {
-        const a = s.agents[ctx.agentId];
-        if (s.pendingRequests[requestId] || s.decidedRequests[requestId]) return null; // opened already (a retried job)
-        return a && a.attempt === attempt && (a.status === 'running' || a.status === 'paused') ? cmd : null;
-      }, { load });
-    } catch (err) {
-      const code = (err as { code?: string }).code;
-      if (code === 'task_final') return 'cancelled';
-      throw err;
-    }
-  }
-  return 'paused';
-}
-
 /**
  * Claim the next attempt: first on the task stream (decide admits exactly attempt n+1, so
- * competing runners serialise there), then as a fencing token on the agent's own stream — its
- * version moves, so an older attempt still running conflicts on its next append and stops.
- * Returns the fresh task, or null when another runner claimed a newer attempt first.
+ * competing runners serialise there), then on the agent's own stream — its version moves, so
+ * an older attempt still running conflicts on its next append and stops. One writer, one load
+ * (the caller's, if it has one) unless a conflict makes it read again. Returns the writer and
+ * the task's events, or null when another runner claimed a newer attempt first.
  */
-export async function claimAttempt(d: Pick<RunnerDeps, 'store' | 'runnerId' | 'now' | 'load'>, taskId: string, agentId: string, attempt: number) {
+export async function claimAttempt(d: Pick<RunnerDeps, 'store' | 'runnerId' | 'now' | 'load'>, taskId: string, agentId: string, attempt: number, loaded?: LoadedTask) {
   const load = d.load ?? ((id: string) => loadTask(d.store, id));
+  let given = loaded;
   try {
-    await handleCommand(d.store, taskId, { type: 'StartSubagent', agentId, attempt, runnerId: d.runnerId }, { load });
+    return await retryOnConflict(async () => {
+      const task = given ?? (await load(taskId));
+      given = undefined;
+      const writer = new TaskWriter(d.store, taskId, task.state, { now: d.now });
+      const events = task.events.slice();
+      if (task.state.agents[agentId]?.attempt !== attempt) {
+        writer.apply({ type: 'StartSubagent', agentId, attempt, runnerId: d.runnerId });
+        events.push(...(await writer.flush()));
+      }
+      writer.apply({ type: 'ClaimAgentStream', agentId, attempt, runnerId: d.runnerId });
+      events.push(...(await writer.flush()));
+      return { writer, events };
+    });
   } catch (err) {
     if ((err as { code?: string }).code === 'stale_attempt') return null;
     throw err;
-  }
-  for (;;) {
-    const loaded = await load(taskId);
-    const agent = loaded.state.agents[agentId];
-    if (!agent || agent.attempt !== attempt) return null;
-    try {
-      const w = await appendToAgent(d.store, loaded.state, taskId, agentId, [{ type: 'SubagentStarted', data: { agentId, attempt, runnerId: d.runnerId } }], { now: d.now });
-      return { state: w.state, events: loaded.events.concat(w.events) };
-    } catch (err) {
-      if (!isConcurrencyError(err)) throw err;
-    }
   }
 }
 

@@ -1,7 +1,7 @@
 import { allTools, parseToolInput } from '@baton/agents';
-import { decide, digestJson, exists, forkEvents, initialState, toTaskView, uuidV5, type Command, type TaskState } from '@baton/domain';
+import { digestJson, exists, forkEvents, initialState, toTaskView, uuidV5, type Command, type TaskState } from '@baton/domain';
 import { publishWakeUps } from '@baton/bus';
-import { appendToTask, copyTaskFiles, handleCommand, importTask, isConcurrencyError, listTasks, loadTask, readArtifact } from '@baton/event-store';
+import { copyTaskFiles, handleCommand, importTask, isConcurrencyError, listTasks, loadTask, readArtifact, TaskWriter } from '@baton/event-store';
 import type { ZodTypeProvider } from '@fastify/type-provider-zod';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { GatewayDeps } from '../deps.ts';
@@ -46,13 +46,11 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
       if (exists(existing.state)) return replay(existing, requestHash, reply);
     }
     try {
-      const res = await appendToTask(d.store, initialState(), taskId, decide(command, initialState()), {
-        eventIds: key ? [uuidV5(`${taskId}:submitted`)] : undefined,
-        metadata: { actor: req.actor, ...(key ? { idempotencyKey: key } : {}) },
-        now: d.now,
-      });
+      const writer = new TaskWriter(d.store, taskId, initialState(), { now: d.now });
+      writer.apply(command, { metadata: { actor: req.actor, ...(key ? { idempotencyKey: key } : {}) }, ...(key ? { eventIds: [uuidV5(`${taskId}:submitted`)] } : {}) });
+      publishWakeUps(d.nats(), d.names, await writer.flush());
       submitted();
-      return reply.status(201).send(toTaskView(res.state));
+      return reply.status(201).send(toTaskView(writer.state));
     } catch (err) {
       // Two requests with one key raced: the other one created it.
       if (key && isConcurrencyError(err)) return replay(await loadTask(d.store, taskId), requestHash, reply);

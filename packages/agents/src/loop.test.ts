@@ -1,0 +1,90 @@
+import { fold, recordAs, taskStreamId, type DecidedEvent, type TaskState } from '@baton/domain';
+import { describe, expect, it } from 'vitest';
+import { triageToolUses, type TriageInput } from './loop.ts';
+import { builtinTeams, type TeamDefinition } from './teams.ts';
+
+const TASK = '00000000-0000-4000-8000-000000000001';
+const usage = { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
+const research = builtinTeams.research as TeamDefinition;
+
+function stateOf(events: DecidedEvent[]): TaskState {
+  return fold(events.map((e, i) => recordAs({ ...e, id: `e${i}` }, { taskId: TASK, streamId: taskStreamId(TASK), version: i + 1, position: BigInt(i + 1), recordedAt: new Date(Date.UTC(2026, 0, 1)) })));
+}
+const submitted = (requirePlanApproval: boolean): DecidedEvent => ({
+  type: 'TaskSubmitted',
+  data: { prompt: 'p', team: 'research', requirePlanApproval, approvalTimeoutSeconds: 60, webhook: null, metadata: {}, tenantId: 't', requestHash: null, forkedFrom: null },
+});
+const started: DecidedEvent = { type: 'TaskStarted', data: { leadAgentId: 'lead', leadAgentType: research.lead.id, configVersion: 'v' } };
+const turn = (agentId: string, uses: { id: string; name: string; input: Record<string, unknown> }[]): DecidedEvent => ({
+  type: 'ModelTurnRecorded',
+  data: { agentId, turn: 1, model: 'm', content: uses.map((u) => ({ type: 'tool_use' as const, ...u })), stopReason: 'tool_use', usage, offline: true, durationMs: 0 },
+});
+const now = new Date(Date.UTC(2026, 0, 1));
+const leadInput = (state: TaskState): TriageInput => ({ state, agentId: 'lead', team: research, def: research.lead, runsIn: 'orchestrator', now, plan: () => 'the plan' });
+
+describe('triageToolUses (the one tool triage)', () => {
+  it('the lead: unknown tools, bad input, sandbox tools and unknown agents are error results; ask_user asks; a delegation needs approval when the task says so', () => {
+    const s = stateOf([submitted(true), started, turn('lead', [
+      { id: 'a', name: 'write_file', input: { path: 'x', content: '' } },
+      { id: 'b', name: 'nope', input: {} },
+      { id: 'c', name: 'Task', input: { agent: 'researcher' } },
+      { id: 'd', name: 'Task', input: { agent: 'ghost', prompt: 'p' } },
+      { id: 'e', name: 'ask_user', input: { questions: ['Which?'] } },
+      { id: 'f', name: 'Task', input: { agent: 'researcher', prompt: 'go' } },
+    ])]);
+    const t = triageToolUses(leadInput(s));
+    expect(t.results.map((r) => [r.toolUseId, r.isError])).toEqual([['a', true], ['b', true], ['c', true], ['d', true]]);
+    expect(t.results[0]?.content).toMatch(/not available to this agent/); // write_file is not one of the lead's tools
+    expect(t.results[2]?.content).toMatch(/invalid input for Task: prompt/);
+    expect(t.results[3]?.content).toMatch(/unknown agent 'ghost'; this team delegates to: researcher/);
+    expect(t.asks).toEqual([
+      expect.objectContaining({ type: 'RequestClarification', requestId: 'clr-lead-e', toolUseId: 'e', questions: ['Which?'], deadline: '2026-01-01T00:01:00.000Z' }),
+      expect.objectContaining({ type: 'RequestApproval', requestId: 'apr-lead-f', toolUseId: 'f', toolName: 'Task', plan: 'the plan', onTimeout: 'reject' }),
+    ]);
+    expect(t.dispatches).toEqual([]);
+    expect(t.runs).toEqual([]);
+  });
+
+  it('the lead: without plan approval a delegation dispatches the next agent of that type; an approved one uses the approved input', () => {
+    const s = stateOf([submitted(false), started, turn('lead', [{ id: 'a', name: 'Task', input: { agent: 'researcher', prompt: 'one' } }, { id: 'b', name: 'Task', input: { agent: 'researcher', prompt: 'two' } }])]);
+    expect(triageToolUses(leadInput(s)).dispatches).toEqual([
+      { type: 'DispatchSubagent', agentId: 'researcher-1', agentType: 'researcher', toolUseId: 'a', prompt: 'one' },
+      { type: 'DispatchSubagent', agentId: 'researcher-2', agentType: 'researcher', toolUseId: 'b', prompt: 'two' },
+    ]);
+    const asked = stateOf([submitted(true), started, turn('lead', [{ id: 'a', name: 'Task', input: { agent: 'researcher', prompt: 'one' } }]),
+      { type: 'ApprovalRequested', data: { requestId: 'apr-lead-a', agentId: 'lead', toolUseId: 'a', toolName: 'Task', input: {}, inputDigest: 'd', plan: '', deadline: now.toISOString(), onTimeout: 'reject' } }]);
+    expect(triageToolUses(leadInput(asked))).toMatchObject({ waiting: true, asks: [], dispatches: [], results: [] });
+    const approved = stateOf([submitted(true), started, turn('lead', [{ id: 'a', name: 'Task', input: { agent: 'researcher', prompt: 'one' } }]),
+      { type: 'ApprovalRequested', data: { requestId: 'apr-lead-a', agentId: 'lead', toolUseId: 'a', toolName: 'Task', input: {}, inputDigest: 'd', plan: '', deadline: now.toISOString(), onTimeout: 'reject' } },
+      { type: 'ApprovalGranted', data: { requestId: 'apr-lead-a', input: { agent: 'researcher', prompt: 'edited' }, edited: true, decidedBy: 'u', agentId: 'lead' } }]);
+    expect(triageToolUses(leadInput(approved)).dispatches).toEqual([{ type: 'DispatchSubagent', agentId: 'researcher-1', agentType: 'researcher', toolUseId: 'a', prompt: 'edited' }]);
+  });
+
+  it('a subagent: its sandbox tools run here, the policy gates them, delegation is the lead\'s alone, a decided result is not asked again', () => {
+    const team: TeamDefinition = { ...research, approvals: [{ agent: 'researcher', tool: 'write_file', require: 'always', onTimeout: 'approve' }] };
+    const def = { ...(research.agents.researcher as TeamDefinition['lead']), tools: ['write_file', 'read_file', 'Task', 'bench_step'] };
+    const base: DecidedEvent[] = [submitted(false), started, turn('lead', [{ id: 't', name: 'Task', input: { agent: 'researcher', prompt: 'p' } }]),
+      { type: 'SubagentDispatched', data: { agentId: 'researcher-1', agentType: 'researcher', toolUseId: 't', prompt: 'p' } },
+      { type: 'SubagentStarted', data: { agentId: 'researcher-1', attempt: 1, runnerId: 'r' } },
+      turn('researcher-1', [
+        { id: 'r1', name: 'read_file', input: { path: 'a.md' } },
+        { id: 'w1', name: 'write_file', input: { path: 'b.md', content: 'x' } },
+        { id: 'd1', name: 'Task', input: { agent: 'researcher', prompt: 'p' } },
+        { id: 'o1', name: 'bench_step', input: { step: 1 } },
+      ])];
+    const input = (state: TaskState): TriageInput => ({ state, agentId: 'researcher-1', team, def, runsIn: 'runner', now, plan: (c) => `wants ${c.name}` });
+    const t = triageToolUses(input(stateOf(base)));
+    expect(t.runs.map((r) => [r.call.id, r.input])).toEqual([['r1', { path: 'a.md' }]]);
+    expect(t.asks).toEqual([expect.objectContaining({ type: 'RequestApproval', requestId: 'apr-researcher-1-w1', agentId: 'researcher-1', plan: 'wants write_file', onTimeout: 'approve' })]);
+    expect(t.results.map((r) => [r.toolUseId, r.content])).toEqual([
+      ['d1', "tool 'Task' delegates to another agent; only the lead delegates"],
+      ['o1', "tool 'bench_step' runs in the orchestrator and is not available to this agent"],
+    ]);
+    const rejected = stateOf([...base,
+      { type: 'ApprovalRequested', data: { requestId: 'apr-researcher-1-w1', agentId: 'researcher-1', toolUseId: 'w1', toolName: 'write_file', input: {}, inputDigest: 'd', plan: '', deadline: now.toISOString(), onTimeout: 'reject' } },
+      { type: 'ApprovalRejected', data: { requestId: 'apr-researcher-1-w1', reason: 'no', decidedBy: 'u', agentId: 'researcher-1' } }]);
+    const after = triageToolUses(input(rejected));
+    expect(after.asks).toEqual([]);
+    expect(after.runs.map((r) => r.call.id)).toEqual(['r1']); // w1 has its result (the rejection) in the state
+  });
+});

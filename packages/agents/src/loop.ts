@@ -1,0 +1,248 @@
+import {
+  isFinal,
+  loopOf,
+  textOf,
+  type AgentLoopState,
+  type Command,
+  type EventMetadata,
+  type OpenToolUse,
+  type RecordedEvent,
+  type TaskState,
+  type ToolResult,
+} from '@baton/domain';
+import { buildConversation } from './conversation.ts';
+import type { ModelClient, ModelResponse } from './model.ts';
+import { approvalFor, askPerson } from './policy.ts';
+import { delegationTargets, type AgentDefinition, type TeamDefinition } from './teams.ts';
+import { allTools, parseToolInput, toolSpec, type ToolDefinition } from './tools.ts';
+
+/**
+ * The agent loop — one, for the lead and every subagent. It reads where the agent stands from
+ * the task's folded state (its phase and open tool uses), and moves it on: triage the open tool
+ * uses (run here, ask a person, delegate, or wait), record the results, call the model, record
+ * the turn, and finish. Everything it decides is a command, recorded through `decide` by the
+ * host. The orchestrator hosts the lead's loop (lead tools, delegation, task stream); the runner
+ * hosts a subagent's (its sandbox, its own stream, fencing by attempt).
+ */
+
+export type ToolCall = { id: string; name: string; input: Record<string, unknown> };
+
+type AskCommand = Extract<Command, { type: 'RequestApproval' | 'RequestClarification' }>;
+type DispatchCommand = Extract<Command, { type: 'DispatchSubagent' }>;
+
+export interface Triage {
+  /** Results known now: errors, and outcomes a person's decision or a subagent already gave. */
+  results: ToolResult[];
+  /** Calls to run here, with their parsed (or approved) input. */
+  runs: { call: ToolCall; tool: ToolDefinition; input: Record<string, unknown> }[];
+  /** Requests a person must decide before the calls can go on. */
+  asks: AskCommand[];
+  /** Subagents to start (the lead's delegations). */
+  dispatches: DispatchCommand[];
+  /** Some call already waits on a person or a subagent. */
+  waiting: boolean;
+}
+
+export interface TriageInput {
+  state: TaskState;
+  agentId: string;
+  team: TeamDefinition;
+  def: AgentDefinition;
+  /** Where the host runs tools: the orchestrator (the lead's local tools) or the runner (sandbox tools). */
+  runsIn: 'orchestrator' | 'runner';
+  now: Date;
+  /** What a person is shown for an approval of this call. */
+  plan: (call: ToolCall) => string;
+}
+
+/** Request ids name the asking agent and its tool use (tool-use ids are unique per agent, not per task). */
+export const requestIdFor = (kind: 'approval' | 'clarification', agentId: string, toolUseId: string): string => `${kind === 'approval' ? 'apr' : 'clr'}-${agentId}-${toolUseId}`;
+
+/**
+ * Decide, for each open tool use of an agent, what happens to it. Pure: the same state gives
+ * the same triage, so a step re-run after a crash or a conflict makes the same decisions.
+ */
+export function triageToolUses(o: TriageInput): Triage {
+  const loop = loopOf(o.state, o.agentId);
+  const out: Triage = { results: [], runs: [], asks: [], dispatches: [], waiting: false };
+  if (!loop) return out;
+  const dispatched = new Map<string, number>();
+  for (const a of Object.values(o.state.agents)) dispatched.set(a.type, (dispatched.get(a.type) ?? 0) + 1);
+  const deadline = new Date(o.now.getTime() + o.state.approvalTimeoutSeconds * 1000).toISOString();
+
+  for (const t of loop.openToolUses) {
+    if (t.state === 'resolved') continue; // its result is in the state already
+    if (t.state !== 'pending') {
+      out.waiting = true;
+      continue;
+    }
+    const error = (content: string): void => void out.results.push({ toolUseId: t.toolUseId, toolName: t.name, content, isError: true });
+    const tool = allTools[t.name];
+    if (!tool || !o.def.tools.includes(t.name)) {
+      error(`tool '${t.name}' is not available to this agent; available: ${o.def.tools.join(', ')}`);
+      continue;
+    }
+    const parsed = parseToolInput(tool, t.approvedInput ?? t.input);
+    if (!parsed.ok) {
+      error(parsed.error);
+      continue;
+    }
+    const call: ToolCall = { id: t.toolUseId, name: t.name, input: t.input };
+    const ask = (kind: 'approval' | 'clarification', onTimeout: 'reject' | 'approve'): void =>
+      void out.asks.push(askPerson({ tool, call, parsed: parsed.value, requestId: requestIdFor(kind, o.agentId, t.toolUseId), agentId: o.agentId, deadline, plan: o.plan(call), onTimeout }));
+    if (tool.runsIn === 'person') {
+      ask('clarification', 'reject');
+      continue;
+    }
+    const lead = o.state.lead?.agentId === o.agentId;
+    if (tool.runsIn === 'delegation') {
+      const { agent } = parsed.value as { agent: string };
+      if (!lead) {
+        error(`tool '${t.name}' delegates to another agent; only the lead delegates`);
+        continue;
+      }
+      if (!delegationTargets(o.def).includes(agent) || !o.team.agents[agent]) {
+        error(`unknown agent '${agent}'; this team delegates to: ${delegationTargets(o.def).join(', ')}`);
+        continue;
+      }
+    } else if (tool.runsIn !== o.runsIn) {
+      error(`tool '${t.name}' runs in ${tool.runsIn === 'runner' ? 'a sandbox' : `the ${tool.runsIn}`} and is not available to ${lead ? 'the lead' : 'this agent'}`);
+      continue;
+    }
+    const policy = approvalFor(o.team.approvals, o.state, o.def.id, tool);
+    if (policy.required && !t.approvedInput) {
+      ask('approval', policy.onTimeout);
+      continue;
+    }
+    if (tool.runsIn === 'delegation') {
+      const { agent, prompt } = parsed.value as { agent: string; prompt: string };
+      const n = (dispatched.get(agent) ?? 0) + 1;
+      dispatched.set(agent, n);
+      out.dispatches.push({ type: 'DispatchSubagent', agentId: `${agent}-${n}`, agentType: agent, toolUseId: t.toolUseId, prompt });
+      continue;
+    }
+    out.runs.push({ call: { ...call, input: t.approvedInput ?? t.input }, tool, input: parsed.value });
+  }
+  return out;
+}
+
+/** What the loop needs from the place it runs in. */
+export interface LoopHost {
+  readonly agentId: string;
+  readonly team: TeamDefinition;
+  readonly def: AgentDefinition;
+  readonly runsIn: 'orchestrator' | 'runner';
+  readonly model: ModelClient;
+  /** The agent's system prompt and opening user message. */
+  readonly system: string;
+  readonly prompt: string;
+  /** The runner attempt writing (subagents): a newer attempt fences this one off. */
+  readonly attempt?: number;
+  /** Who records (a runner id), kept in the turn's metadata. */
+  readonly actor?: string;
+  readonly signal?: AbortSignal;
+  now(): Date;
+  /** The state with everything recorded or pending applied. */
+  state(): TaskState;
+  /** Every event of the task so far, recorded or pending, in order (the conversation is built from them). */
+  events(): readonly RecordedEvent[];
+  /** The events recorded but not yet committed. */
+  pending(): readonly RecordedEvent[];
+  /** Decide commands now; what they record is pending until `commit`. */
+  record(commands: readonly Command[], metadata?: EventMetadata): void;
+  /** Make what is pending durable. False: the agent may not go on (superseded or cancelled). */
+  commit(): Promise<boolean>;
+  /** Run one call here (it was triaged as runnable). */
+  execute(call: ToolCall, tool: ToolDefinition, input: Record<string, unknown>): Promise<ToolResult>;
+  /** At the start and before each model call: false to stop (the task was cancelled, the attempt superseded). */
+  proceed?(): Promise<boolean>;
+  /** The agent gave its final answer, or reached its turn limit: what ends it (null: nothing yet, e.g. the lead waits for subagents). */
+  finish(o: { capped: boolean; finalText: string }): Promise<readonly Command[] | null>;
+  /** What a person is shown when a call of this agent needs approval. */
+  plan(call: ToolCall): string;
+}
+
+export type LoopExit = 'finished' | 'waiting' | 'stopped';
+
+/** Move the agent as far as it can go now. Returns why it stopped: finished, waiting (on a person or a subagent), or stopped by the host. */
+export async function runAgentLoop(h: LoopHost): Promise<LoopExit> {
+  // The host may stop the loop before it starts and before each model call (a step is a model
+  // call and the tools it asks for, so a turn that was paid for is recorded with its results).
+  if (h.proceed && !(await h.proceed())) return 'stopped';
+  for (let guard = 0; guard < 10_000; guard++) {
+    h.signal?.throwIfAborted();
+    const s = h.state();
+    const loop = loopOf(s, h.agentId);
+    if (isFinal(s) || !loop) return (await h.commit()) ? 'finished' : 'stopped';
+
+    if (loop.phase === 'tools') {
+      const t = triageToolUses({ state: s, agentId: h.agentId, team: h.team, def: h.def, runsIn: h.runsIn, now: h.now(), plan: (c) => h.plan(c) });
+      const results = t.results.slice();
+      for (const r of t.runs) results.push(await h.execute(r.call, r.tool, r.input));
+      if (t.asks.length === 0 && t.dispatches.length === 0 && !t.waiting) {
+        h.record([resultsCommand(h, loop, [...resolved(loop.openToolUses), ...results])]);
+        continue; // a model turn is due
+      }
+      // Waiting on a person or a subagent: record what is known already, so it never runs twice.
+      h.record([...(results.length > 0 ? [resultsCommand(h, loop, results)] : []), ...t.asks, ...t.dispatches]);
+      return (await h.commit()) ? 'waiting' : 'stopped';
+    }
+
+    const capped = loop.phase === 'model' && loop.turns >= h.def.maxTurns;
+    if (loop.phase === 'done' || capped) {
+      const end = await h.finish({ capped, finalText: loop.finalText ?? lastText(h.events(), h.agentId) });
+      if (end) h.record(end);
+      const ok = await h.commit();
+      return !ok ? 'stopped' : end ? 'finished' : 'waiting';
+    }
+
+    // A recorded turn is paid for: make it durable before asking the model again. With a real
+    // model (seconds per call) everything pending is committed first, so the task shows how far
+    // it got; the instant offline model lets the step before ride along with the next turn.
+    if (mustCommitBeforeModel(h) && !(await h.commit())) return 'stopped';
+    if (guard > 0 && h.proceed && !(await h.proceed())) return 'stopped';
+    const startedAt = h.now();
+    const startedHr = performance.now();
+    const res: ModelResponse = await h.model.complete({
+      agentType: h.def.id,
+      model: h.def.model,
+      system: h.system,
+      messages: buildConversation(h.prompt, h.agentId, h.events()),
+      tools: h.def.tools.map((n) => allTools[n]).filter((t) => t !== undefined).map(toolSpec),
+      maxTokens: h.def.maxTokens,
+      ...(h.signal ? { signal: h.signal } : {}),
+    });
+    h.record(
+      [{ type: 'RecordModelTurn', agentId: h.agentId, turn: loop.turns + 1, model: res.model, content: res.content, stopReason: res.stopReason, usage: res.usage, offline: res.offline, durationMs: h.now().getTime() - startedAt.getTime(), attempt: h.attempt }],
+      // startedAtMs: sub-millisecond epoch time (performance clock), for latency figures across processes.
+      { startedAt: startedAt.toISOString(), startedAtMs: performance.timeOrigin + startedHr, ...(h.actor ? { actor: h.actor } : {}) },
+    );
+  }
+  throw new Error(`agent ${h.agentId}: the loop did not settle`);
+}
+
+function mustCommitBeforeModel(h: LoopHost): boolean {
+  const pending = h.pending();
+  return pending.some((e) => e.type === 'ModelTurnRecorded') || (pending.length > 0 && !h.def.model.startsWith('offline'));
+}
+
+/** Results of the open tool uses that are resolved in the state (by a decision or a subagent). */
+function resolved(open: readonly OpenToolUse[]): ToolResult[] {
+  return open.flatMap((t) => (t.state === 'resolved' && t.result ? [t.result] : []));
+}
+
+/** One RecordToolResults, its results in the order of the turn's tool uses (so the conversation pairs them exactly). */
+function resultsCommand(h: LoopHost, loop: AgentLoopState, results: ToolResult[]): Command {
+  const order = new Map(loop.openToolUses.map((t, i) => [t.toolUseId, i]));
+  const sorted = results.slice().sort((a, b) => (order.get(a.toolUseId) ?? 0) - (order.get(b.toolUseId) ?? 0));
+  return { type: 'RecordToolResults', agentId: h.agentId, results: sorted, attempt: h.attempt };
+}
+
+/** The agent's text in its latest turn (what a lead's plan says, what a subagent's summary is). */
+export function lastText(events: readonly RecordedEvent[], agentId: string): string {
+  for (let i = events.length - 1; i >= 0; i--) {
+    const e = events[i] as RecordedEvent;
+    if (e.type === 'ModelTurnRecorded' && e.data.agentId === agentId) return textOf(e.data.content);
+  }
+  return '';
+}
