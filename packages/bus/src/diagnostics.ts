@@ -18,6 +18,10 @@ export const Diagnostics = z.object({
   pgQueries: z.number().optional(),
   /** Tasks held in the service's TaskCache (a waiting or finished task is not kept). */
   cachedTasks: z.number().optional(),
+  /** CPU time used since start (user + system), in microseconds. */
+  cpuUs: z.number().optional(),
+  /** Messages through the service's NATS connection since it opened (in = delivered to it, out = published). */
+  nats: z.object({ inMsgs: z.number(), outMsgs: z.number() }).optional(),
 });
 export type Diagnostics = z.infer<typeof Diagnostics>;
 
@@ -25,7 +29,8 @@ export function diagnostics(service: string, extra: () => Partial<Diagnostics> =
   const activeResources: Record<string, number> = {};
   for (const r of process.getActiveResourcesInfo()) activeResources[r] = (activeResources[r] ?? 0) + 1;
   const mem = process.memoryUsage();
-  return { service, pid: process.pid, uptimeS: process.uptime(), rssBytes: mem.rss, heapUsedBytes: mem.heapUsed, activeResources, ...extra() };
+  const cpu = process.cpuUsage();
+  return { service, pid: process.pid, uptimeS: process.uptime(), rssBytes: mem.rss, heapUsedBytes: mem.heapUsed, activeResources, cpuUs: cpu.user + cpu.system, ...extra() };
 }
 
 export function serveDiagnostics(nc: NatsConnection, names: BusNames, service: string, extra?: () => Partial<Diagnostics>): Subscription {
@@ -33,7 +38,8 @@ export function serveDiagnostics(nc: NatsConnection, names: BusNames, service: s
     callback: (_err, msg) => {
       // "gc": collect garbage first (only when the process runs with --expose-gc), so the heap figure is what is retained.
       if (msg.string() === 'gc') (globalThis as { gc?: () => void }).gc?.();
-      void msg.respond(JSON.stringify(diagnostics(service, extra)));
+      const { inMsgs, outMsgs } = nc.stats();
+      void msg.respond(JSON.stringify(diagnostics(service, () => ({ nats: { inMsgs, outMsgs }, ...extra?.() }))));
     },
   });
 }

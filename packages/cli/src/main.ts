@@ -2,6 +2,7 @@ import { Command } from 'commander';
 import { recordAs, replay, stateAt, toTaskView, type RecordedEvent, type TaskView } from '@baton/domain';
 import { answer, decide, describeEvent, describeTask } from './people.ts';
 import { BatonClient, type ApiEvent } from './client.ts';
+import { printProfiles } from './cpuprofile.ts';
 import { runBench } from './bench.ts';
 import { runChaos } from './chaos.ts';
 import { launch, prepareDatabase, redact } from './launcher.ts';
@@ -171,6 +172,16 @@ program
       ...(opts.only ? { only: opts.only.split(',').map((m) => m.trim().toUpperCase()) } : {}),
     });
     process.exit(0);
+  });
+
+program
+  .command('cpuprofile')
+  .description('summarise V8 CPU profiles (BENCH_SERVICE_NODE_OPTIONS="--cpu-prof --cpu-prof-dir=DIR" baton bench): self time by area and by function')
+  .argument('<files...>', '.cpuprofile files')
+  .option('--per-step <n>', 'divide times by this many steps (e.g. M1 runs × 10)')
+  .option('--top <n>', 'rows per list', '15')
+  .action(async (files: string[], opts: { perStep?: string; top: string }) => {
+    await printProfiles(files, { top: Number(opts.top), ...(opts.perStep ? { perStep: Number(opts.perStep) } : {}) });
   });
 
 program
