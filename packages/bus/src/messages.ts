@@ -1,4 +1,4 @@
-import { toEventView, wakes, type EventView, type RecordedEvent } from '@baton/domain';
+import { isStepEvent, toEventView, wakes, type EventView, type RecordedEvent } from '@baton/domain';
 import { headers, type NatsConnection } from '@nats-io/nats-core';
 import { z } from 'zod';
 import type { BusNames, JobKind } from './subjects.ts';
@@ -58,8 +58,12 @@ export function jobsFor(e: RecordedEvent): { kind: JobKind; agentId: string; msg
   return [{ kind: 'run', agentId, msgId: `job-${e.id}`, job: { kind: 'run', taskId: e.taskId, agentId, causeEventId: e.id } }];
 }
 
-/** Everything the relay publishes for one event: the event, a lead trigger if it is one, and any runner jobs. */
+/**
+ * Everything the relay publishes for one event: the event, a lead trigger if it is one, and any
+ * runner jobs. An agent's steps are not relayed (see STEP_EVENT_TYPES): nothing.
+ */
 export function messagesFor(e: RecordedEvent, names: BusNames): OutMessage[] {
+  if (isStepEvent(e.type)) return [];
   const data = encodeEvent(e);
   return [{ subject: names.eventSubject(e.taskId, e.type), data, msgId: e.id }, ...wakeUpsFor(e, names, data)];
 }
@@ -77,10 +81,19 @@ function wakeUpsFor(e: RecordedEvent, names: BusNames, data: Uint8Array = encode
  * triggers and runner jobs, not the events themselves) at once, with the same message ids the
  * relay will use, so JetStream keeps one copy. The relay still publishes everything, so a
  * writer that dies before this costs latency, never a lost wake-up. Events proper stay
- * relay-only: observers rely on their commit order. Fire-and-forget (no PubAck wait).
+ * relay-only: observers rely on their commit order. Steps (which the relay does not carry) get
+ * a live tick instead. Fire-and-forget (no PubAck wait).
  */
 export function publishWakeUps(nc: Pick<NatsConnection, 'publish'> | null, names: BusNames, events: readonly RecordedEvent[]): void {
   if (!nc) return;
+  // Steps were committed: one tick per task wakes its live views (SSE), which read Postgres.
+  for (const taskId of new Set(events.filter((e) => isStepEvent(e.type)).map((e) => e.taskId))) {
+    try {
+      nc.publish(names.liveSubject(taskId));
+    } catch {
+      // closed or draining: a live view polls as a backstop
+    }
+  }
   for (const e of events) {
     for (const m of wakeUpsFor(e, names)) {
       const h = headers();

@@ -30,7 +30,7 @@ export interface RelayOptions {
  * global_position) — never skipping a late commit — publishes each event with
  * `msgID = eventId` (JetStream drops duplicates) plus any runner jobs it implies, and advances
  * its checkpoint only past batches whose every PubAck came back (saved at most every 250 ms
- * while busy, and whenever it goes idle). Replicas compete for a Postgres
+ * while busy, and once things have been quiet for as long). Replicas compete for a Postgres
  * advisory lock held by a dedicated session: standbys block inside Postgres (no polling) and
  * take over the moment the leader's session ends.
  */
@@ -132,9 +132,13 @@ export class Relay {
         if (Date.now() - savedAt >= this.o.checkpointEveryMs) await save();
         if (batch.length === this.o.batchSize) continue; // more may be waiting
       }
-      if (!hidden) await save(); // caught up: persist where we are
-      // Rows that an older open transaction still hides: look again soon; else wait for NOTIFY.
-      await untilWokenOr(wakeup, hidden ? hiddenDelay : this.o.backstopMs);
+      // Rows that an older open transaction still hides: look again soon. Caught up with an
+      // unsaved cursor: save it once no wake-up came for checkpointEveryMs (one statement per
+      // quiet moment, not per event). Else wait for NOTIFY.
+      const unsaved = saved !== cursor;
+      const wait = hidden ? hiddenDelay : unsaved ? Math.max(0, this.o.checkpointEveryMs - (Date.now() - savedAt)) : this.o.backstopMs;
+      const woken = await untilWokenOr(wakeup, wait);
+      if (!woken && !hidden && unsaved) await save();
       hiddenDelay = hidden ? Math.min(hiddenDelay * 2, 250) : 2;
     }
     await save();
@@ -173,11 +177,11 @@ function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
 
-/** Wait for a wake-up or `ms`, whichever comes first, leaving no timer behind (one per wake adds up). */
-async function untilWokenOr(wakeup: Promise<void>, ms: number): Promise<void> {
+/** Wait for a wake-up (true) or `ms` (false), whichever comes first, leaving no timer behind (one per wake adds up). */
+async function untilWokenOr(wakeup: Promise<void>, ms: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
   try {
-    await Promise.race([wakeup, new Promise<void>((r) => (timer = setTimeout(r, ms)))]);
+    return await Promise.race([wakeup.then(() => true), new Promise<boolean>((r) => (timer = setTimeout(() => r(false), ms)))]);
   } finally {
     clearTimeout(timer);
   }

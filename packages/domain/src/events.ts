@@ -195,6 +195,15 @@ export function recordAs(e: { id: string; type: EventType; data: unknown; metada
   return { id: e.id, type: e.type, data: e.data, metadata: e.metadata ?? {}, schemaVersion: CURRENT_SCHEMA_VERSION, ...at } as RecordedEvent;
 }
 
+/**
+ * An agent's steps: its model turns and tool results, many per run. Nothing reacts to them but
+ * live views (they wake nobody and change no status), so they are not relayed to the bus: a
+ * live view is woken by a tick the writer sends after the commit, and reads Postgres.
+ * Every other event is a transition — of the task, an agent, a request — and is relayed.
+ */
+export const STEP_EVENT_TYPES: ReadonlySet<EventType> = new Set<EventType>(['ModelTurnRecorded', 'ToolResultsRecorded']);
+export const isStepEvent = (type: string): boolean => STEP_EVENT_TYPES.has(type as EventType);
+
 /** Events after which the task is final: nothing may follow them on the task stream. */
 export const TERMINAL_EVENT_TYPES: ReadonlySet<EventType> = new Set(['TaskCompleted', 'TaskFailed', 'TaskCancelled']);
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { builtinTeams } from '@baton/agents';
-import { busNames, ensureTopology, Relay } from '@baton/bus';
+import { busNames, ensureTopology, publishWakeUps, Relay } from '@baton/bus';
 import { handleCommand, storeArtifact, TaskCache } from '@baton/event-store';
 import { silentLogger } from '@baton/runtime';
 import { stackTest, waitFor, type NatsFixture, type PgFixture } from '@baton/testing';
@@ -199,21 +199,23 @@ describe('SSE', () => {
     const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
     const id = (await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x', team: 'bench' } })).json().id as string;
 
-    // Produce events while the client reads: start, 30 model turns, completion.
+    // Produce events while the client reads: start, 30 model turns, completion. Like the
+    // services' writers, each commit sends its wake-ups (the steps' live tick; the relay carries the rest).
+    const write = async (...args: Parameters<typeof handleCommand>): Promise<void> => publishWakeUps(nats.nc, names, (await handleCommand(...args)).events);
     const produce = (async () => {
-      await handleCommand(pg.store, id, { type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'bench-lead', configVersion: 'v' });
+      await write(pg.store, id, { type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'bench-lead', configVersion: 'v' });
       for (let turn = 1; turn <= 30; turn++) {
-        await handleCommand(pg.store, id, (s) => {
+        await write(pg.store, id, (s) => {
           if (s.lead?.phase === 'tools') return { type: 'RecordToolResults', agentId: 'lead', results: [{ toolUseId: `t${turn - 1}`, toolName: 'bench_step', content: 'ok', isError: false }] };
           return null;
         });
-        await handleCommand(pg.store, id, {
+        await write(pg.store, id, {
           type: 'RecordModelTurn', agentId: 'lead', turn, model: 'm', stopReason: turn < 30 ? 'tool_use' : 'end_turn',
           content: turn < 30 ? [{ type: 'tool_use', id: `t${turn}`, name: 'bench_step', input: { step: turn } }] : [{ type: 'text', text: 'done' }],
           usage: { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 }, offline: true, durationMs: 0,
         });
       }
-      await handleCommand(pg.store, id, { type: 'CompleteTask', summary: 'done', reportPath: null });
+      await write(pg.store, id, { type: 'CompleteTask', summary: 'done', reportPath: null });
     })();
 
     const seen: number[] = [];

@@ -3,13 +3,14 @@ import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { Logger } from '@baton/runtime';
 
 /**
- * Wakes SSE connections when their task has new events. One core NATS subscription for the
- * whole gateway; a message only says "task X moved" — the connection then reads Postgres from
- * its own cursor, so a lost wake-up delays an event, never loses it.
+ * Wakes SSE connections when their task has new events. Core NATS subscriptions for the whole
+ * gateway (relayed transitions, and the live ticks writers send for steps); a message only says
+ * "task X moved" — the connection then reads Postgres from its own cursor, so a lost wake-up
+ * delays an event, never loses it.
  */
 export class SseHub {
   private readonly conns = new Map<string, Set<() => void>>();
-  private sub: Subscription | null = null;
+  private subs: Subscription[] = [];
   private readonly names: BusNames;
   private readonly log: Logger;
   constructor(names: BusNames, log: Logger) {
@@ -18,17 +19,20 @@ export class SseHub {
   }
 
   attach(nc: NatsConnection): void {
-    this.sub = nc.subscribe(this.names.allEvents, {
-      callback: (err, msg) => {
-        if (err) return this.log.warn({ err }, 'sse hub subscription error');
-        const taskId = msg.subject.split('.')[this.names.taskIdToken];
-        if (taskId) for (const wake of this.conns.get(taskId) ?? []) wake();
-      },
-    });
+    // Transitions arrive as the relay publishes them; steps as the writers' live ticks.
+    this.subs = [this.names.allEvents, this.names.allLive].map((subject) =>
+      nc.subscribe(subject, {
+        callback: (err, msg) => {
+          if (err) return this.log.warn({ err }, 'sse hub subscription error');
+          const taskId = msg.subject.split('.')[this.names.taskIdToken];
+          if (taskId) for (const wake of this.conns.get(taskId) ?? []) wake();
+        },
+      }),
+    );
   }
 
   get connected(): boolean {
-    return this.sub !== null && !this.sub.isClosed();
+    return this.subs.length > 0 && this.subs.every((s) => !s.isClosed());
   }
 
   get size(): number {
@@ -48,7 +52,7 @@ export class SseHub {
   }
 
   close(): void {
-    this.sub?.unsubscribe();
-    this.sub = null;
+    for (const s of this.subs) s.unsubscribe();
+    this.subs = [];
   }
 }

@@ -25,7 +25,7 @@ export interface RunnerDeps {
   log: Logger;
   /** How tasks are loaded (default: a full re-read); the service passes a TaskCache's load. */
   load?: TaskLoader;
-  /** Called with events committed on the task stream (the service publishes their wake-ups at once). */
+  /** Called with each committed batch (the service publishes its wake-ups and live ticks at once). */
   committed?: (events: RecordedEvent[]) => void;
   /** Called just before a tool runs, with the agent stream version the runner had seen (crash tests audit this). */
   audit?: (entry: { taskId: string; agentId: string; toolUseId: string; tool: string; seenVersion: number }) => void;
@@ -122,7 +122,9 @@ export async function runSubagentJob(
       if (changed && writer.pending.length > 0) await sandbox.sync();
       changed = false;
       try {
-        events.push(...(await writer.flush()));
+        const own = await writer.flush();
+        events.push(...own);
+        d.committed?.(own);
       } catch (err) {
         if (!isConcurrencyError(err)) throw err;
         d.log.warn({ taskId, agentId, attempt }, 'agent stream moved under us: a newer attempt took over');
