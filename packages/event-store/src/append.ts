@@ -1,0 +1,167 @@
+import { CURRENT_SCHEMA_VERSION, type ForkedEvent, type NewEvent, type TaskRow } from '@baton/domain';
+import type pg from 'pg';
+import { ConcurrencyError } from './errors.ts';
+
+/**
+ * The one write path into the log. A single append is a batch of one; a group commit is a
+ * batch of many; a fork's import is a batch of one item that spans several streams. All send
+ * the same statement, so they share the version guard, the idempotency check, the column
+ * encoding, the read-model upsert and the NOTIFY.
+ */
+
+/** The NOTIFY channel an append signals on commit (the relay LISTENs). */
+export const NOTIFY_CHANNEL = 'baton_events';
+/**
+ * The NOTIFY payload: always empty. A notification only means "the log grew, tail it" (the
+ * relay, the one listener, reads what changed from the log itself); one payload per commit
+ * lets Postgres fold a batch's notifications into one.
+ */
+export const NOTIFY_PAYLOAD = '';
+
+export interface AppendInput {
+  streamId: string;
+  taskId: string;
+  /** The version the caller read; 0 for a new stream. */
+  expectedVersion: number;
+  events: readonly NewEvent[];
+  /** The `tasks` read-model row after these events, written in the same transaction. */
+  readModel?: TaskRow | undefined;
+}
+
+/** The outcome of one item: its positions, or the stream's current version when nothing was written. */
+export interface BatchItemResult {
+  currentVersion: number;
+  positions: bigint[];
+}
+
+/**
+ * How an append upserts the `tasks` read model: never moving it back to an older version.
+ */
+const TASKS_UPSERT_CONFLICT = `on conflict (id) do update set
+    status = excluded.status, team = excluded.team, title = excluded.title, updated_at = excluded.updated_at,
+    version = excluded.version, pending_requests = excluded.pending_requests, next_deadline = excluded.next_deadline
+  where tasks.version <= excluded.version`;
+
+// Many items, one statement (one round trip, one implicit transaction). Each input row is an
+// event with its item, stream, the stream's expected version and its own version. An item is
+// written whole or not at all: only if every stream it touches is at its expected version and
+// none of its event ids is recorded yet. Items that write nothing report their stream's current
+// version and are resolved by the caller. Rows are inserted in input order, so positions
+// follow it (a fork keeps its source's log order across streams).
+const APPEND_SQL = `
+with input as (
+  select * from unnest($1::int[], $2::text[], $3::uuid[], $4::int[], $5::int[], $6::uuid[], $7::text[], $8::int[], $9::jsonb[], $10::jsonb[])
+    with ordinality as i(item, stream_id, task_id, expected, version, event_id, type, schema_version, data, metadata, seq)
+), streams as (
+  select distinct item, stream_id, expected from input
+), items as (
+  select s.item,
+         bool_and(g.current = s.expected) and not exists (select 1 from events e where e.event_id in (select x.event_id from input x where x.item = s.item)) as ok,
+         max(g.current) as current
+  from streams s cross join lateral (
+    select coalesce((select e.stream_version from events e where e.stream_id = s.stream_id order by e.stream_version desc limit 1), 0) as current
+  ) g
+  group by s.item
+), ins as (
+  insert into events (stream_id, stream_version, task_id, event_id, type, schema_version, data, metadata)
+  select i.stream_id, i.version, i.task_id, i.event_id, i.type, i.schema_version, i.data, i.metadata
+  from input i join items it on it.item = i.item
+  where it.ok
+  order by i.seq
+  on conflict (event_id) do nothing
+  returning stream_id, global_position
+), proj as (
+  insert into tasks
+  select r.* from jsonb_populate_recordset(null::tasks, $11::jsonb) r
+  where exists (select 1 from ins where ins.stream_id = 'task-' || r.id::text)
+  ${TASKS_UPSERT_CONFLICT}
+  returning 1
+), notified as (
+  select pg_notify('${NOTIFY_CHANNEL}', '${NOTIFY_PAYLOAD}') from (select 1 from ins limit 1) x
+)
+select it.item, it.current,
+       (select count(*) from notified)::int as notified,
+       (select count(*) from proj)::int as projected,
+       array(select ins.global_position::text from ins join streams s on s.stream_id = ins.stream_id and s.item = it.item order by ins.global_position) as positions
+from items it order by it.item`;
+
+/** The statement's parameters, column by column (the first ten are one entry per event). */
+class Columns {
+  readonly cols: unknown[][] = Array.from({ length: 10 }, () => []);
+  readonly readModels: TaskRow[] = [];
+
+  add(item: number, streamId: string, taskId: string, expected: number, version: number, e: NewEvent): void {
+    const c = this.cols;
+    c[0]!.push(item);
+    c[1]!.push(streamId);
+    c[2]!.push(taskId);
+    c[3]!.push(expected);
+    c[4]!.push(version);
+    c[5]!.push(e.id);
+    c[6]!.push(e.type);
+    c[7]!.push(CURRENT_SCHEMA_VERSION);
+    c[8]!.push(JSON.stringify(e.data));
+    c[9]!.push(JSON.stringify({ ...e.metadata, schemaVersion: CURRENT_SCHEMA_VERSION }));
+  }
+
+  values(): unknown[] {
+    return [...this.cols, JSON.stringify(this.readModels)];
+  }
+}
+
+async function run(pool: Pick<pg.Pool, 'query'>, name: string, cols: Columns, items: number): Promise<BatchItemResult[]> {
+  const res = await pool.query<{ item: number; current: number; positions: string[] }>({ name, text: APPEND_SQL, values: cols.values() });
+  const out: BatchItemResult[] = Array.from({ length: items }, () => ({ currentVersion: 0, positions: [] }));
+  for (const r of res.rows) out[r.item] = { currentVersion: r.current, positions: r.positions.map(BigInt) };
+  return out;
+}
+
+function columnsOf(inputs: readonly AppendInput[]): Columns {
+  const cols = new Columns();
+  inputs.forEach((input, item) => {
+    input.events.forEach((e, i) => cols.add(item, input.streamId, input.taskId, input.expectedVersion, input.expectedVersion + i + 1, e));
+    if (input.readModel) cols.readModels.push(input.readModel);
+  });
+  return cols;
+}
+
+/** Several appends (to distinct streams) in one statement. A failure fails them all. */
+export function appendBatch(pool: Pick<pg.Pool, 'query'>, inputs: readonly AppendInput[]): Promise<BatchItemResult[]> {
+  return run(pool, 'baton_append_batch', columnsOf(inputs), inputs.length);
+}
+
+/**
+ * One statement for one item. A racing writer that took the version first is a
+ * ConcurrencyError on `conflictStream`; one that recorded the same ids first is "nothing
+ * written", for the caller to resolve.
+ */
+async function runOne(pool: Pick<pg.Pool, 'query'>, cols: Columns, conflictStream: string, expected: number): Promise<BatchItemResult> {
+  try {
+    return (await run(pool, 'baton_append', cols, 1))[0] as BatchItemResult;
+  } catch (err) {
+    if (isUniqueViolation(err, 'events_stream_version_uq')) throw new ConcurrencyError(conflictStream, expected, null);
+    if (isUniqueViolation(err, 'events_event_id_uq')) return { currentVersion: -1, positions: [] };
+    throw err;
+  }
+}
+
+/** One append: a batch of one. */
+export function appendOne(pool: Pick<pg.Pool, 'query'>, input: AppendInput): Promise<BatchItemResult> {
+  return runOne(pool, columnsOf([input]), input.streamId, input.expectedVersion);
+}
+
+/**
+ * A whole new task (a fork): one item spanning its streams, each expected empty, every event
+ * at its given version, inserted in the given (log) order.
+ */
+export function appendImport(pool: Pick<pg.Pool, 'query'>, taskId: string, events: readonly ForkedEvent[], readModel: TaskRow): Promise<BatchItemResult> {
+  const cols = new Columns();
+  for (const c of events) cols.add(0, c.streamId, taskId, 0, c.version, c.event);
+  cols.readModels.push(readModel);
+  return runOne(pool, cols, `task-${taskId}`, 0);
+}
+
+function isUniqueViolation(err: unknown, constraint: string): boolean {
+  const e = err as { code?: string; constraint?: string };
+  return e?.code === '23505' && e.constraint === constraint;
+}
