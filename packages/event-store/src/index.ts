@@ -2,7 +2,7 @@ export * from './store.ts';
 export * from './errors.ts';
 export * from './tasks.ts';
 export * from './read-models.ts';
-export { createDb, migrateToLatest, queriesIssued, type Db } from './db.ts';
+export { createDb, migrateToLatest, type Db, type DbOptions } from './db.ts';
 export { ensureDatabase } from './admin.ts';
 export type { Database } from './schema.ts';
 export { keepActive, TaskCache } from './task-cache.ts';
