@@ -1,6 +1,6 @@
 import { foldAll, toTaskRow } from '@baton/domain';
 import { sql, type Kysely } from 'kysely';
-import type { Database } from './schema.ts';
+import type { Database } from '@baton/db';
 import type { EventStore } from './store.ts';
 import type pg from 'pg';
 

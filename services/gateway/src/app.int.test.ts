@@ -309,7 +309,8 @@ describe('SSE', () => {
 
 describe('faults', () => {
   stackTest('Postgres unreachable: writes answer 503 and record nothing; /readyz is 503; the gateway stays up', async ({ pg, nats }) => {
-    const { createDb, EventStore } = await import('@baton/event-store');
+    const { createDb } = await import('@baton/db');
+    const { EventStore } = await import('@baton/event-store');
     const dead = createDb('postgres://postgres@127.0.0.1:1/nowhere', { max: 1 });
     const names = busNames(nats.namespace);
     const app = await buildApp({

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { loadTeamsOrExit } from '@baton/agents';
 import { busNames, connectNats, serveDiagnostics } from '@baton/bus';
-import { createDb, EventStore, keepActive, TaskCache } from '@baton/event-store';
+import { createDb } from '@baton/db';
+import { EventStore, keepActive, TaskCache } from '@baton/event-store';
 import { createLogger, installShutdown } from '@baton/runtime';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { buildApp } from './app.ts';

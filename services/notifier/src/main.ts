@@ -1,5 +1,6 @@
 import { busNames, connectNats, ensureTopology, serveDiagnostics } from '@baton/bus';
-import { createDb, EventStore } from '@baton/event-store';
+import { createDb } from '@baton/db';
+import { EventStore } from '@baton/event-store';
 import { createLogger, installShutdown, retryForever, topologyFromEnv } from '@baton/runtime';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { DEV_WEBHOOK_SECRET, loadNotifierConfig } from './config.ts';

@@ -1,6 +1,7 @@
 import { loadTeamsOrExit, modelFromConfig, TeamCatalog } from '@baton/agents';
 import { busNames, connectNats, ensureTopology, serveDiagnostics } from '@baton/bus';
-import { createDb, EventStore, keepActive, loadTeamConfig, saveTeamConfigs, TaskCache } from '@baton/event-store';
+import { createDb } from '@baton/db';
+import { EventStore, keepActive, loadTeamConfig, saveTeamConfigs, TaskCache } from '@baton/event-store';
 import { createLogger, installShutdown, retryForever, topologyFromEnv } from '@baton/runtime';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { loadOrchestratorConfig } from './config.ts';
