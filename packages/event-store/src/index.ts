@@ -5,6 +5,3 @@ export * from './read-models.ts';
 export { keepActive, TaskCache } from './task-cache.ts';
 export { GroupCommitter } from './group-commit.ts';
 export { appendBatch, type BatchItemResult } from './append.ts';
-export { indexCorpus, searchCorpus, plainText, titleOf, type CorpusHit } from './corpus.ts';
-export { copyTaskFiles, storeArtifact, readArtifact, mediaTypeOf, type StoredArtifact } from './artifacts.ts';
-export { loadTeamConfig, saveTeamConfigs } from './team-configs.ts';

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { builtinTeams } from '@baton/agents';
 import { busNames, ensureTopology, Relay } from '@baton/bus';
-import { handleCommand, storeArtifact, TaskCache } from '@baton/event-store';
+import { handleCommand, TaskCache } from '@baton/event-store';
+import { storeArtifact } from '@baton/storage';
 import { silentLogger } from '@baton/runtime';
 import { stackTest, waitFor, type NatsFixture, type PgFixture } from '@baton/testing';
 import { jetstreamManager } from '@nats-io/jetstream';

@@ -1,7 +1,8 @@
 import { loadTeamsOrExit, modelFromConfig, TeamCatalog } from '@baton/agents';
 import { busNames, connectNats, ensureTopology, serveDiagnostics } from '@baton/bus';
 import { createDb } from '@baton/db';
-import { EventStore, keepActive, loadTeamConfig, saveTeamConfigs, TaskCache } from '@baton/event-store';
+import { EventStore, keepActive, TaskCache } from '@baton/event-store';
+import { loadTeamConfig, saveTeamConfigs } from '@baton/storage';
 import { createLogger, installShutdown, retryForever, topologyFromEnv } from '@baton/runtime';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { loadOrchestratorConfig } from './config.ts';

@@ -1,6 +1,7 @@
 import { agentStreamId, isFinal, isToolUse, textOf, type Command, type RecordedEvent, type TaskState, type ToolResult, type ToolUseBlock } from '@baton/domain';
 import { allTools, approvalFor, askPerson, buildConversation, builtinTeams, findAgent, parseToolInput, toolSpec, type AgentDefinition, type ModelClient, type TeamCatalog, type TeamDefinition } from '@baton/agents';
-import { appendToAgent, handleCommand, isConcurrencyError, loadTask, type CorpusHit, type EventStore, type StoredArtifact, type TaskLoader } from '@baton/event-store';
+import { appendToAgent, handleCommand, isConcurrencyError, loadTask, type EventStore, type TaskLoader } from '@baton/event-store';
+import type { CorpusHit, StoredArtifact } from '@baton/storage';
 import type { Logger } from '@baton/runtime';
 import { DEFAULT_LIMITS, SandboxFencedError, type Sandbox, type SandboxProvider, type SandboxSpec } from '@baton/sandbox';
 import { fileScopeViolation, MUTATING_TOOLS } from './files.ts';
