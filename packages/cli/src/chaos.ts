@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { TaskView } from '@baton/domain';
+import type { TaskView } from '@baton/api';
 import pg from 'pg';
 import { ApiError, BatonClient, type ApiTaskSummary } from './client.ts';
 import { launch, prepareDatabase, type Launched, type ServiceName } from './launcher.ts';

@@ -1,6 +1,7 @@
-import { CURRENT_SCHEMA_VERSION, type ForkedEvent, type NewEvent, type TaskRow } from '@baton/domain';
+import { CURRENT_SCHEMA_VERSION, type ForkedEvent, type NewEvent } from '@baton/domain';
 import type pg from 'pg';
 import { ConcurrencyError } from './errors.ts';
+import type { TaskRow } from './task-row.ts';
 
 /**
  * The one write path into the log. A single append is a batch of one; a group commit is a

@@ -2,6 +2,7 @@ export * from './store.ts';
 export * from './errors.ts';
 export * from './tasks.ts';
 export * from './read-models.ts';
+export { toTaskRow, type TaskRow } from './task-row.ts';
 export { keepActive, TaskCache } from './task-cache.ts';
 export { GroupCommitter } from './group-commit.ts';
 export { appendBatch, type BatchItemResult } from './append.ts';

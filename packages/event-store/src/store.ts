@@ -4,8 +4,8 @@ import {
   upcast,
   type ForkedEvent,
   type RecordedEvent,
-  type TaskRow,
 } from '@baton/domain';
+import type { TaskRow } from './task-row.ts';
 import type pg from 'pg';
 import { ConcurrencyError, DuplicateEventError } from './errors.ts';
 import { appendImport, appendOne, type AppendInput } from './append.ts';

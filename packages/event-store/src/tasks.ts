@@ -5,7 +5,6 @@ import {
   evolve,
   initialState,
   taskStreamId,
-  toTaskRow,
   type Command,
   type DecidedEvent,
   type EventMetadata,
@@ -15,6 +14,7 @@ import {
   type TaskState,
 } from '@baton/domain';
 import { isConcurrencyError } from './errors.ts';
+import { toTaskRow } from './task-row.ts';
 import type { AppendResult, EventStore } from './store.ts';
 
 export interface LoadedTask {

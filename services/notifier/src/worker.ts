@@ -1,5 +1,6 @@
 import { BusEvent, deadLetterRecorder, retry, startConsumer, type BusNames, type RunningConsumer } from '@baton/bus';
-import { foldAll, taskStreamId, toTaskView, WebhookConfig } from '@baton/domain';
+import { foldAll, taskStreamId, WebhookConfig } from '@baton/domain';
+import { toTaskView } from '@baton/api';
 import type { EventStore } from '@baton/event-store';
 import type { Logger } from '@baton/runtime';
 import { recordDelivery } from '@baton/storage';

@@ -1,5 +1,6 @@
 import { allTools, parseToolInput } from '@baton/agents';
-import { decide, digestJson, exists, forkEvents, initialState, toTaskView, uuidV5, type Command, type TaskState } from '@baton/domain';
+import { decide, digestJson, exists, forkEvents, initialState, uuidV5, type Command, type TaskState } from '@baton/domain';
+import { toTaskView } from '@baton/api';
 import { publishWakeUps } from '@baton/bus';
 import { appendToTask, handleCommand, importTask, isConcurrencyError, listTasks, loadTask } from '@baton/event-store';
 import { copyTaskFiles, listDeliveries, readArtifact } from '@baton/storage';
