@@ -44,7 +44,8 @@ const TASKS_UPSERT_CONFLICT = `on conflict (id) do update set
   where tasks.version <= excluded.version`;
 
 // Many items, one statement (one round trip, one implicit transaction). Each input row is an
-// event with its item, stream, the stream's expected version and its own version. An item is
+// event with its item, stream and own version; the first row of each stream in an item also
+// carries the stream's expected version (null on the others: no DISTINCT needed). An item is
 // written whole or not at all: only if every stream it touches is at its expected version and
 // none of its event ids is recorded yet. Items that write nothing report their stream's current
 // version and are resolved by the caller. Rows are inserted in input order, so positions
@@ -62,15 +63,14 @@ with params as materialized (
     unnest(p.item, p.stream_id, p.task_id, p.expected, p.version, p.event_id, p.type, p.schema_version, p.data, p.metadata)
     with ordinality as i(item, stream_id, task_id, expected, version, event_id, type, schema_version, data, metadata, seq)
 ), streams as (
-  select distinct item, stream_id, expected from input
-), guard as (
-  select s.item, s.expected,
-         coalesce((select e.stream_version from events e where e.stream_id = s.stream_id order by e.stream_version desc limit 1), 0) as current
-  from streams s
+  select item, stream_id, expected from input where expected is not null
 ), items as (
-  select g.item, max(g.current) as current,
-         bool_and(g.current = g.expected) and not exists (select 1 from events e where e.event_id in (select x.event_id from input x where x.item = g.item)) as ok
-  from guard g group by g.item
+  select s.item, max(coalesce(g.v, 0)) as current,
+         bool_and(coalesce(g.v, 0) = s.expected)
+           and not exists (select 1 from input x join events e on e.event_id = x.event_id where x.item = s.item) as ok
+  from streams s
+  left join lateral (select e.stream_version as v from events e where e.stream_id = s.stream_id order by e.stream_version desc limit 1) g on true
+  group by s.item
 ), ins as (
   insert into events (stream_id, stream_version, task_id, event_id, type, schema_version, data, metadata)
   select i.stream_id, i.version, i.task_id, i.event_id, i.type, i.schema_version, i.data, i.metadata
@@ -99,7 +99,7 @@ class Columns {
   readonly cols: unknown[][] = Array.from({ length: 10 }, () => []);
   readonly readModels: TaskRow[] = [];
 
-  add(item: number, streamId: string, taskId: string, expected: number, version: number, e: NewEvent): void {
+  add(item: number, streamId: string, taskId: string, expected: number | null, version: number, e: NewEvent): void {
     const c = this.cols;
     c[0]!.push(item);
     c[1]!.push(streamId);
@@ -128,7 +128,7 @@ async function run(pool: Pick<pg.Pool, 'query'>, name: string, cols: Columns, it
 function columnsOf(inputs: readonly AppendInput[]): Columns {
   const cols = new Columns();
   inputs.forEach((input, item) => {
-    input.events.forEach((e, i) => cols.add(item, input.streamId, input.taskId, input.expectedVersion, input.expectedVersion + i + 1, e));
+    input.events.forEach((e, i) => cols.add(item, input.streamId, input.taskId, i === 0 ? input.expectedVersion : null, input.expectedVersion + i + 1, e));
     if (input.readModel) cols.readModels.push(input.readModel);
   });
   return cols;
@@ -165,7 +165,11 @@ export function appendOne(pool: Pick<pg.Pool, 'query'>, input: AppendInput): Pro
  */
 export function appendImport(pool: Pick<pg.Pool, 'query'>, taskId: string, events: readonly ForkedEvent[], readModel: TaskRow): Promise<BatchItemResult> {
   const cols = new Columns();
-  for (const c of events) cols.add(0, c.streamId, taskId, 0, c.version, c.event);
+  const seen = new Set<string>();
+  for (const c of events) {
+    cols.add(0, c.streamId, taskId, seen.has(c.streamId) ? null : 0, c.version, c.event);
+    seen.add(c.streamId);
+  }
   cols.readModels.push(readModel);
   return runOne(pool, cols, `task-${taskId}`, 0);
 }
