@@ -57,11 +57,11 @@ const TASKS_UPSERT_CONFLICT = `on conflict (id) do update set
 const APPEND_SQL = `
 with params as materialized (
   select $1::int[] as item, $2::text[] as stream_id, $3::uuid[] as task_id, $4::int[] as expected, $5::int[] as version,
-         $6::uuid[] as event_id, $7::text[] as type, $8::int[] as schema_version, $9::jsonb[] as data, $10::jsonb[] as metadata
+         $6::uuid[] as event_id, $7::text[] as type, $8::jsonb[] as data, $9::jsonb[] as metadata
 ), input as (
   select i.* from params p,
-    unnest(p.item, p.stream_id, p.task_id, p.expected, p.version, p.event_id, p.type, p.schema_version, p.data, p.metadata)
-    with ordinality as i(item, stream_id, task_id, expected, version, event_id, type, schema_version, data, metadata, seq)
+    unnest(p.item, p.stream_id, p.task_id, p.expected, p.version, p.event_id, p.type, p.data, p.metadata)
+    with ordinality as i(item, stream_id, task_id, expected, version, event_id, type, data, metadata, seq)
 ), streams as (
   select item, stream_id, expected from input where expected is not null
 ), items as (
@@ -73,7 +73,7 @@ with params as materialized (
   group by s.item
 ), ins as (
   insert into events (stream_id, stream_version, task_id, event_id, type, schema_version, data, metadata)
-  select i.stream_id, i.version, i.task_id, i.event_id, i.type, i.schema_version, i.data, i.metadata
+  select i.stream_id, i.version, i.task_id, i.event_id, i.type, $10::int, i.data, i.metadata
   from input i join items it on it.item = i.item
   where it.ok
   order by i.seq
@@ -92,11 +92,11 @@ select it.item, it.current,
        (select count(*) from notified)::int as notified,
        (select count(*) from proj)::int as projected,
        array(select ins.global_position::text from ins join streams s on s.stream_id = ins.stream_id and s.item = it.item order by ins.global_position) as positions
-from items it order by it.item`;
+from items it`;
 
-/** The statement's parameters, column by column (the first ten are one entry per event). */
+/** The statement's parameters: nine columns of one entry per event, then the schema version stamped on every row and the read models. */
 class Columns {
-  readonly cols: unknown[][] = Array.from({ length: 10 }, () => []);
+  readonly cols: unknown[][] = Array.from({ length: 9 }, () => []);
   readonly readModels: TaskRow[] = [];
 
   add(item: number, streamId: string, taskId: string, expected: number | null, version: number, e: NewEvent): void {
@@ -108,13 +108,12 @@ class Columns {
     c[4]!.push(version);
     c[5]!.push(e.id);
     c[6]!.push(e.type);
-    c[7]!.push(CURRENT_SCHEMA_VERSION);
-    c[8]!.push(JSON.stringify(e.data));
-    c[9]!.push(JSON.stringify({ ...e.metadata, schemaVersion: CURRENT_SCHEMA_VERSION }));
+    c[7]!.push(JSON.stringify(e.data));
+    c[8]!.push(JSON.stringify({ ...e.metadata, schemaVersion: CURRENT_SCHEMA_VERSION }));
   }
 
   values(): unknown[] {
-    return [...this.cols, JSON.stringify(this.readModels)];
+    return [...this.cols, CURRENT_SCHEMA_VERSION, JSON.stringify(this.readModels)];
   }
 }
 
