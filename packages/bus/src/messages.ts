@@ -1,4 +1,5 @@
-import { isStepEvent, toEventView, wakes, type EventView, type RecordedEvent } from '@baton/domain';
+import { isStepEvent, wakes, type RecordedEvent } from '@baton/domain';
+import { toEventView, type EventView } from '@baton/api';
 import { headers, type NatsConnection } from '@nats-io/nats-core';
 import { z } from 'zod';
 import type { BusNames, JobKind } from './subjects.ts';

@@ -4,7 +4,7 @@ import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { builtinTeams, OfflineModel, type ModelMessage } from '@baton/agents';
-import type { TaskView } from '@baton/domain';
+import type { TaskView } from '@baton/api';
 import { newNamespace, waitFor } from '@baton/testing';
 import { describe, expect, inject, it } from 'vitest';
 import { BatonClient } from './client.ts';

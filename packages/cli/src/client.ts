@@ -1,4 +1,4 @@
-import type { EventView, PendingRequestView } from '@baton/domain';
+import type { EventView, PendingRequestView } from '@baton/api';
 
 /** A small client for the Baton HTTP API (what the CLI and the benchmarks use). */
 export class ApiError extends Error {

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import { createDb, ensureDatabase, migrateToLatest } from '@baton/event-store';
+import { createDb, ensureDatabase, migrateToLatest } from '@baton/db';
 
 export const SERVICES = ['orchestrator', 'sandbox-runner', 'notifier', 'gateway'] as const;
 export type ServiceName = (typeof SERVICES)[number];

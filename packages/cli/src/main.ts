@@ -1,5 +1,6 @@
 import { Command } from 'commander';
-import { recordAs, replay, stateAt, toTaskView, type RecordedEvent, type TaskView } from '@baton/domain';
+import { recordAs, replay, stateAt, type RecordedEvent } from '@baton/domain';
+import { toTaskView, type TaskView } from '@baton/api';
 import { answer, decide, describeEvent, describeTask } from './people.ts';
 import { BatonClient, type ApiEvent } from './client.ts';
 import { printProfiles } from './cpuprofile.ts';

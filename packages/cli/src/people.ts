@@ -1,4 +1,5 @@
-import { eventDataSchemas, type PendingRequestView, type TaskView } from '@baton/domain';
+import { eventDataSchemas } from '@baton/domain';
+import type { PendingRequestView, TaskView } from '@baton/api';
 import type { ApiEvent, BatonClient } from './client.ts';
 
 /**

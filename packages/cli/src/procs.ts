@@ -1,5 +1,5 @@
 import { createServer } from 'node:net';
-import { ensureDatabase } from '@baton/event-store';
+import { ensureDatabase } from '@baton/db';
 import pg from 'pg';
 import type { BatonClient } from './client.ts';
 

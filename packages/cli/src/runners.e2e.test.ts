@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { TaskView } from '@baton/domain';
+import type { TaskView } from '@baton/api';
 import { newNamespace, waitFor } from '@baton/testing';
 import pg from 'pg';
 import { afterAll, describe, expect, inject, it } from 'vitest';

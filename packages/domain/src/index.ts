@@ -6,7 +6,6 @@ export * from './commands.ts';
 export { evolve, fold } from './evolve.ts';
 export { decide } from './decide.ts';
 export { upcast, UnknownSchemaVersionError } from './upcast.ts';
-export * from './view.ts';
 export * from './replay.ts';
 export * from './fork.ts';
 export * from './ids.ts';

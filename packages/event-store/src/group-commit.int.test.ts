@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { taskStreamId, type NewEvent, type TaskRow } from '@baton/domain';
+import { taskStreamId, type NewEvent } from '@baton/domain';
 import { pgTest as test } from '@baton/testing';
 import { describe, expect } from 'vitest';
 import { ConcurrencyError } from './errors.ts';
 import { EventStore } from './store.ts';
+import type { TaskRow } from './task-row.ts';
 
 const failed = (): NewEvent => ({ id: randomUUID(), type: 'TaskFailed', data: { code: 'c', message: 'm' } });
 const row = (id: string, version: number): TaskRow => ({ id, tenant_id: 't', status: 'running', team: 'bench', title: 'x', created_at: new Date().toISOString(), updated_at: new Date().toISOString(), version, pending_requests: [], next_deadline: null });

@@ -1,7 +1,8 @@
-import { fold, toTaskRow } from '@baton/domain';
+import { fold } from '@baton/domain';
 import { sql, type Kysely } from 'kysely';
-import type { Database } from './schema.ts';
+import type { Database } from '@baton/db';
 import type { EventStore } from './store.ts';
+import { toTaskRow } from './task-row.ts';
 import type pg from 'pg';
 
 export interface TaskListItem {

@@ -4,7 +4,8 @@ import { pgTest as test, waitFor } from '@baton/testing';
 import pg from 'pg';
 import { describe, expect } from 'vitest';
 import { ConcurrencyError } from './errors.ts';
-import { START, type LogCursor } from './store.ts';
+import { appendBatch } from './append.ts';
+import { NOTIFY_PAYLOAD, START, type LogCursor } from './store.ts';
 import { loadTask, handleCommand } from './tasks.ts';
 import { listTasks, rebuildTasksReadModel } from './read-models.ts';
 
@@ -72,16 +73,53 @@ describe('EventStore.append', () => {
     await expect(db.pool.query('truncate events')).rejects.toThrow(/append-only/);
   });
 
-  test('appending sends NOTIFY on commit, with the task id', async ({ pg: { url, store } }) => {
+  test('single, batched and imported appends all send one NOTIFY payload on commit', async ({ pg: { url, db, store } }) => {
     const listener = new pg.Client({ connectionString: url });
     await listener.connect();
     const got: string[] = [];
     listener.on('notification', (n) => got.push(n.payload ?? ''));
     await listener.query('listen baton_events');
-    const taskId = randomUUID();
-    await store.append({ streamId: taskStreamId(taskId), taskId, expectedVersion: 0, events: [submitted()] });
-    await expect.poll(() => got, { timeout: 5000 }).toContain(taskId);
+    const single = randomUUID();
+    await store.append({ streamId: taskStreamId(single), taskId: single, expectedVersion: 0, events: [submitted()] });
+    await expect.poll(() => got.length, { timeout: 5000 }).toBe(1);
+    const [a, b] = [randomUUID(), randomUUID()];
+    await appendBatch(db.pool, [a, b].map((id) => ({ streamId: taskStreamId(id), taskId: id, expectedVersion: 0, events: [submitted()] })));
+    await expect.poll(() => got.length, { timeout: 5000 }).toBe(2); // one per commit, not one per task
+    const forked = randomUUID();
+    const imported = await store.importTask({
+      taskId: forked,
+      events: [
+        { streamId: taskStreamId(forked), version: 1, event: submitted() },
+        { streamId: `agent-${forked}-r1`, version: 1, event: failed() },
+        { streamId: taskStreamId(forked), version: 2, event: failed() },
+      ],
+      readModel: { id: forked, tenant_id: 't', status: 'failed', team: 'research', title: 'p', created_at: new Date().toISOString(), updated_at: new Date().toISOString(), version: 2, pending_requests: [], next_deadline: null },
+    });
+    await expect.poll(() => got.length, { timeout: 5000 }).toBe(3);
+    expect(got).toEqual([NOTIFY_PAYLOAD, NOTIFY_PAYLOAD, NOTIFY_PAYLOAD]);
+    // The import keeps the given log order across streams, and the given versions.
+    expect((await store.readTask(forked)).map((e) => [e.streamId.startsWith('task-'), e.version, e.position])).toEqual([
+      [true, 1, imported.positions[0]],
+      [false, 1, imported.positions[1]],
+      [true, 2, imported.positions[2]],
+    ]);
     await listener.end();
+  });
+
+  test('an import is all or nothing: refused if any of its streams exists, a no-op if retried', async ({ pg: { store } }) => {
+    const forked = randomUUID();
+    const events = [
+      { streamId: taskStreamId(forked), version: 1, event: submitted() },
+      { streamId: `agent-${forked}-r1`, version: 1, event: failed() },
+    ];
+    const readModel = { id: forked, tenant_id: 't', status: 'running' as const, team: 'research', title: 'p', created_at: new Date().toISOString(), updated_at: new Date().toISOString(), version: 1, pending_requests: [], next_deadline: null };
+    await store.append({ streamId: `agent-${forked}-r1`, taskId: forked, expectedVersion: 0, events: [failed()] });
+    await expect(store.importTask({ taskId: forked, events, readModel })).rejects.toBeInstanceOf(ConcurrencyError);
+    expect(await store.readTask(forked)).toHaveLength(1);
+    const other = randomUUID();
+    const again = events.map((e) => ({ ...e, streamId: e.streamId.replace(forked, other) }));
+    expect((await store.importTask({ taskId: other, events: again, readModel: { ...readModel, id: other } })).duplicate).toBe(false);
+    expect(await store.importTask({ taskId: other, events: again, readModel: { ...readModel, id: other } })).toEqual({ positions: [], duplicate: true });
   });
 });
 

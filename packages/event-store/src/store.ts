@@ -3,14 +3,13 @@ import {
   isEventType,
   upcast,
   type ForkedEvent,
-  type NewEvent,
   type RecordedEvent,
-  type TaskRow,
 } from '@baton/domain';
+import type { TaskRow } from './task-row.ts';
 import type pg from 'pg';
 import { ConcurrencyError, DuplicateEventError } from './errors.ts';
-import { GroupCommitter, type BatchItemResult } from './group-commit.ts';
-import { NOTIFY_CHANNEL, storedColumns, TASKS_UPSERT_CONFLICT } from './sql.ts';
+import { appendImport, appendOne, type AppendInput } from './append.ts';
+import { GroupCommitter } from './group-commit.ts';
 
 /** A position in the log for readers that tail it: commit-safe order is (transaction_id, global_position). */
 export interface LogCursor {
@@ -20,16 +19,6 @@ export interface LogCursor {
 export const START: LogCursor = { txid: 0n, position: 0n };
 export const cursorToString = (c: LogCursor): string => `${c.txid}:${c.position}`;
 
-export interface AppendInput {
-  streamId: string;
-  taskId: string;
-  /** The version the caller read; 0 for a new stream. */
-  expectedVersion: number;
-  events: readonly NewEvent[];
-  /** The `tasks` read-model row after these events, written in the same transaction. */
-  readModel?: TaskRow | undefined;
-}
-
 export interface AppendResult {
   nextVersion: number;
   positions: bigint[];
@@ -37,61 +26,9 @@ export interface AppendResult {
   duplicate: boolean;
 }
 
-export { NOTIFY_CHANNEL };
+export { NOTIFY_CHANNEL, NOTIFY_PAYLOAD, type AppendInput } from './append.ts';
 
 export const EVENT_COLUMNS = `global_position::text as gp, transaction_id::text as tx, stream_id, stream_version, task_id, event_id, type, schema_version, data, metadata, recorded_at`;
-
-// One statement = one round trip and one implicit transaction: version guard, insert,
-// read-model upsert and NOTIFY commit together or not at all.
-const APPEND_SQL = `
-with guard as (
-  select coalesce((select stream_version from events where stream_id = $1 order by stream_version desc limit 1), 0) as v,
-         exists (select 1 from events where event_id = any($4::uuid[])) as dup
-), ins as (
-  insert into events (stream_id, stream_version, task_id, event_id, type, schema_version, data, metadata)
-  select $1, $3 + i.ord, $2, i.event_id, i.type, i.schema_version, i.data, i.metadata
-  from unnest($4::uuid[], $5::text[], $6::int[], $7::jsonb[], $8::jsonb[]) with ordinality as i(event_id, type, schema_version, data, metadata, ord), guard g
-  where g.v = $3 and not g.dup
-  order by i.ord
-  on conflict (event_id) do nothing
-  returning global_position, stream_version
-), proj as (
-  insert into tasks
-  select r.* from jsonb_populate_record(null::tasks, $9::jsonb) r
-  where $9::jsonb is not null and exists (select 1 from ins)
-  ${TASKS_UPSERT_CONFLICT}
-  returning 1
-), notified as (
-  select pg_notify('${NOTIFY_CHANNEL}', $2::text) from ins limit 1
-)
-select (select v from guard) as current_version,
-       (select count(*) from notified)::int as notified,
-       (select count(*) from proj)::int as projected,
-       array(select global_position::text from ins order by stream_version) as positions`;
-
-const IMPORT_SQL = `
-with guard as (
-  select count(*)::int as existing from events where task_id = $1
-), ins as (
-  insert into events (stream_id, stream_version, task_id, event_id, type, schema_version, data, metadata)
-  select i.stream_id, i.version, $1, i.event_id, i.type, i.schema_version, i.data, i.metadata
-  from unnest($2::text[], $3::int[], $4::uuid[], $5::text[], $6::int[], $7::jsonb[], $8::jsonb[]) with ordinality
-       as i(stream_id, version, event_id, type, schema_version, data, metadata, ord), guard g
-  where g.existing = 0
-  order by i.ord
-  returning global_position
-), proj as (
-  insert into tasks select r.* from jsonb_populate_record(null::tasks, $9::jsonb) r
-  where exists (select 1 from ins)
-  ${TASKS_UPSERT_CONFLICT}
-  returning 1
-), notified as (
-  select pg_notify('${NOTIFY_CHANNEL}', $1::text) from ins limit 1
-)
-select (select existing from guard) as existing,
-       (select count(*) from proj)::int as projected,
-       (select count(*) from notified)::int as notified,
-       array(select global_position::text from ins order by global_position) as positions`;
 
 /** An `events` row as selected with EVENT_COLUMNS. */
 export interface EventRow {
@@ -143,7 +80,7 @@ export class EventStore {
   readonly committer: GroupCommitter | null;
   constructor(pool: pg.Pool, opts: EventStoreOptions = {}) {
     this.pool = pool;
-    this.committer = opts.groupCommit ? new GroupCommitter(pool, (i) => this.appendOne(i), opts.groupCommit === true ? {} : opts.groupCommit) : null;
+    this.committer = opts.groupCommit ? new GroupCommitter(pool, opts.groupCommit === true ? {} : opts.groupCommit) : null;
   }
 
   /**
@@ -153,45 +90,13 @@ export class EventStore {
   async append(input: AppendInput): Promise<AppendResult> {
     const { streamId, expectedVersion, events } = input;
     if (events.length === 0) return { nextVersion: expectedVersion, positions: [], duplicate: false };
-    const row = this.committer ? await this.committer.submit(input) : await this.appendOne(input);
+    const row = this.committer ? await this.committer.submit(input) : await appendOne(this.pool, input);
     if (row.positions.length === events.length) {
       return { nextVersion: expectedVersion + events.length, positions: row.positions, duplicate: false };
     }
     const ids = events.map((e) => e.id);
     if (row.positions.length === 0) return this.resolveDuplicate(streamId, expectedVersion, ids, row.currentVersion);
     throw new Error(`append to ${streamId}: ${row.positions.length} of ${events.length} events written (ids partly recorded before)`);
-  }
-
-  /** One append as one statement. Throws only on errors other than "nothing written". */
-  private async appendOne(input: AppendInput): Promise<BatchItemResult> {
-    const { streamId, taskId, expectedVersion, events } = input;
-    const ids = events.map((e) => e.id);
-    const cols = events.map(storedColumns);
-    let row: { current_version: number; positions: string[] };
-    try {
-      const res = await this.pool.query<{ current_version: number; positions: string[] }>({
-        name: 'baton_append',
-        text: APPEND_SQL,
-        values: [
-          streamId,
-          taskId,
-          expectedVersion,
-          ids,
-          cols.map((c) => c.type),
-          cols.map((c) => c.schemaVersion),
-          cols.map((c) => c.data),
-          cols.map((c) => c.metadata),
-          input.readModel ? JSON.stringify(input.readModel) : null,
-        ],
-      });
-      row = res.rows[0] as { current_version: number; positions: string[] };
-    } catch (err) {
-      if (isUniqueViolation(err, 'events_stream_version_uq')) throw new ConcurrencyError(streamId, expectedVersion, null);
-      // A concurrent identical append won the race: report "nothing written" and let the caller resolve it.
-      if (isUniqueViolation(err, 'events_event_id_uq')) return { currentVersion: -1, positions: [] };
-      throw err;
-    }
-    return { currentVersion: row.current_version, positions: row.positions.map(BigInt) };
   }
 
   private async resolveDuplicate(streamId: string, expectedVersion: number, ids: string[], currentVersion: number): Promise<AppendResult> {
@@ -214,24 +119,12 @@ export class EventStore {
    */
   async importTask(input: { taskId: string; events: readonly ForkedEvent[]; readModel: TaskRow }): Promise<{ positions: bigint[]; duplicate: boolean }> {
     const { taskId, events } = input;
-    const cols = events.map((e) => storedColumns(e.event));
-    const res = await this.pool.query<{ existing: number; positions: string[] }>(IMPORT_SQL, [
-      taskId,
-      events.map((e) => e.streamId),
-      events.map((e) => e.version),
-      events.map((e) => e.event.id),
-      cols.map((c) => c.type),
-      cols.map((c) => c.schemaVersion),
-      cols.map((c) => c.data),
-      cols.map((c) => c.metadata),
-      JSON.stringify(input.readModel),
-    ]);
-    const row = res.rows[0] as { existing: number; positions: string[] };
-    if (row.positions.length === events.length) return { positions: row.positions.map(BigInt), duplicate: false };
+    const row = await appendImport(this.pool, taskId, events, input.readModel);
+    if (row.positions.length === events.length) return { positions: row.positions, duplicate: false };
     const first = events[0]?.event.id;
     const dup = first ? await this.pool.query('select 1 from events where event_id = $1 and task_id = $2', [first, taskId]) : { rowCount: 0 };
     if (dup.rowCount) return { positions: [], duplicate: true };
-    throw new ConcurrencyError(`task-${taskId}`, 0, row.existing);
+    throw new ConcurrencyError(`task-${taskId}`, 0, row.currentVersion >= 0 ? row.currentVersion : null);
   }
 
   async readStream(streamId: string, afterVersion = 0, limit = 2_147_483_647): Promise<RecordedEvent[]> {
@@ -350,9 +243,4 @@ export class EventStore {
       values: [processorId, cursor.txid.toString(), cursor.position.toString()],
     });
   }
-}
-
-function isUniqueViolation(err: unknown, constraint: string): boolean {
-  const e = err as { code?: string; constraint?: string };
-  return e?.code === '23505' && e.constraint === constraint;
 }

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { agentStreamId, taskStreamId, toTaskView, type NewEvent } from '@baton/domain';
+import { agentStreamId, taskStreamId, type NewEvent } from '@baton/domain';
+import { toTaskView } from '@baton/api';
 import { pgTest as test } from '@baton/testing';
 import pg from 'pg';
 import { describe, expect } from 'vitest';

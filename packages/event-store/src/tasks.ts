@@ -5,7 +5,6 @@ import {
   isTaskStream,
   recordAs,
   streamOf,
-  toTaskRow,
   type Command,
   type EventMetadata,
   type ForkedEvent,
@@ -14,6 +13,7 @@ import {
   type TaskState,
 } from '@baton/domain';
 import { isConcurrencyError } from './errors.ts';
+import { toTaskRow } from './task-row.ts';
 import type { EventStore } from './store.ts';
 
 export interface LoadedTask {

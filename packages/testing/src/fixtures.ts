@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { createDb, EventStore, type Db } from '@baton/event-store';
+import { createDb, type Db } from '@baton/db';
+import { EventStore } from '@baton/event-store';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import pg from 'pg';
 import { inject, test as base } from 'vitest';

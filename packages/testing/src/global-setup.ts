@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { createDb, migrateToLatest } from '@baton/event-store';
+import { createDb, migrateToLatest } from '@baton/db';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { resolveInfra, withDatabase } from './infra.ts';

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { builtinTeams } from '@baton/agents';
 import { busNames, ensureTopology, publishWakeUps, Relay } from '@baton/bus';
-import { handleCommand, storeArtifact, TaskCache } from '@baton/event-store';
+import { handleCommand, TaskCache } from '@baton/event-store';
+import { storeArtifact } from '@baton/storage';
 import { silentLogger } from '@baton/runtime';
 import { stackTest, waitFor, type NatsFixture, type PgFixture } from '@baton/testing';
 import { jetstreamManager } from '@nats-io/jetstream';
@@ -311,7 +312,8 @@ describe('SSE', () => {
 
 describe('faults', () => {
   stackTest('Postgres unreachable: writes answer 503 and record nothing; /readyz is 503; the gateway stays up', async ({ pg, nats }) => {
-    const { createDb, EventStore } = await import('@baton/event-store');
+    const { createDb } = await import('@baton/db');
+    const { EventStore } = await import('@baton/event-store');
     const dead = createDb('postgres://postgres@127.0.0.1:1/nowhere', { max: 1 });
     const names = busNames(nats.namespace);
     const app = await buildApp({

@@ -1,6 +1,7 @@
 import type { TeamDefinition } from '@baton/agents';
 import type { BusNames } from '@baton/bus';
-import type { Database, EventStore, TaskLoader } from '@baton/event-store';
+import type { Database } from '@baton/db';
+import type { EventStore, TaskLoader } from '@baton/event-store';
 import type { Logger } from '@baton/runtime';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Kysely } from 'kysely';

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { loadTeamsOrExit } from '@baton/agents';
 import { busNames, connectNats, serveDiagnostics } from '@baton/bus';
-import { createDb, EventStore, keepActive, queriesIssued, TaskCache } from '@baton/event-store';
+import { createDb } from '@baton/db';
+import { EventStore, keepActive, TaskCache } from '@baton/event-store';
 import { createLogger, installShutdown } from '@baton/runtime';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { buildApp } from './app.ts';
@@ -15,7 +16,7 @@ const config = loadGatewayConfig(process.env);
 const log = createLogger('gateway', { level: config.LOG_LEVEL, pretty: config.LOG_PRETTY });
 // A bad team config stops start-up at once, naming every problem.
 const teams = loadTeamsOrExit(config.BATON_TEAMS_DIR, log);
-const db = createDb(config.DATABASE_URL, { max: config.PG_POOL_MAX, applicationName: 'baton-gateway' });
+const db = createDb(config.DATABASE_URL, { max: config.PG_POOL_MAX, applicationName: 'baton-gateway', countQueries: true });
 const cache = new TaskCache(db.pool, { keep: keepActive });
 const names = busNames(config.BATON_NAMESPACE);
 const hub = new SseHub(names, log);
@@ -47,7 +48,7 @@ db.pool.query('select 1').catch((err: Error) => log.error({ err: err.message }, 
 void connectNats(config.NATS_URL, 'baton-gateway', log).then((c) => {
   nc = c;
   hub.attach(c);
-  serveDiagnostics(c, names, 'gateway', () => ({ pgQueries: queriesIssued(), cachedTasks: cache.size }));
+  serveDiagnostics(c, names, 'gateway', () => ({ pgQueries: db.queriesIssued(), cachedTasks: cache.size }));
 });
 
 installShutdown(log, [

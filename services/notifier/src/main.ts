@@ -1,5 +1,6 @@
 import { busNames, connectNats, ensureTopology, serveDiagnostics } from '@baton/bus';
-import { createDb, EventStore, queriesIssued } from '@baton/event-store';
+import { createDb } from '@baton/db';
+import { EventStore } from '@baton/event-store';
 import { createLogger, installShutdown, retryForever, topologyFromEnv } from '@baton/runtime';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { DEV_WEBHOOK_SECRET, loadNotifierConfig } from './config.ts';
@@ -7,7 +8,7 @@ import { startNotifier } from './worker.ts';
 
 const config = loadNotifierConfig(process.env);
 const log = createLogger('notifier', { level: config.LOG_LEVEL, pretty: config.LOG_PRETTY });
-const db = createDb(config.DATABASE_URL, { max: config.PG_POOL_MAX, applicationName: 'baton-notifier' });
+const db = createDb(config.DATABASE_URL, { max: config.PG_POOL_MAX, applicationName: 'baton-notifier', countQueries: true });
 await retryForever('connecting to Postgres', log, () => db.pool.query('select 1'));
 const nc = await connectNats(config.NATS_URL, 'baton-notifier', log);
 const names = busNames(config.BATON_NAMESPACE);
@@ -30,7 +31,7 @@ const notifier = await startNotifier({
 });
 if (config.WEBHOOK_ALLOW_PRIVATE_NETWORKS) log.warn('WEBHOOK_ALLOW_PRIVATE_NETWORKS=true: webhooks may reach loopback and private addresses (development only)');
 log.info('notifier started');
-serveDiagnostics(nc, names, 'notifier', () => ({ pgQueries: queriesIssued() }));
+serveDiagnostics(nc, names, 'notifier', () => ({ pgQueries: db.queriesIssued() }));
 installShutdown(log, [
   { name: 'stop deliveries and finish in-flight ones', run: () => notifier.stop() },
   { name: 'drain NATS', run: () => nc.drain() },

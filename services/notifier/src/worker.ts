@@ -1,7 +1,9 @@
 import { BusEvent, deadLetterRecorder, retry, startConsumer, type BusNames, type RunningConsumer } from '@baton/bus';
-import { fold, taskStreamId, toTaskView, WebhookConfig } from '@baton/domain';
+import { fold, taskStreamId, WebhookConfig } from '@baton/domain';
+import { toTaskView } from '@baton/api';
 import type { EventStore } from '@baton/event-store';
 import type { Logger } from '@baton/runtime';
+import { recordDelivery } from '@baton/storage';
 import type { JetStreamClient } from '@nats-io/jetstream';
 import type pg from 'pg';
 import { assertPublicUrl } from './egress.ts';
@@ -86,11 +88,7 @@ export async function startNotifier(d: NotifierDeps): Promise<RunningConsumer> {
         // Refused (non-public address) or unresolvable: recorded like any failed attempt.
         r = { ok: false, status: null, error: (err as Error).message, durationMs: 0, gone: false, retryAfterMs: null };
       }
-      await d.pool.query(
-        `insert into webhook_deliveries (task_id, event_id, webhook_id, type, url, attempt, status_code, ok, error, duration_ms)
-         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-        [event.taskId, event.id, webhookId, type, hook.url, ctx.deliveryCount, r.status, r.ok, r.error, r.durationMs],
-      );
+      await recordDelivery(d.pool, { taskId: event.taskId, eventId: event.id, webhookId, type, url: hook.url, attempt: ctx.deliveryCount, statusCode: r.status, ok: r.ok, error: r.error, durationMs: r.durationMs });
       if (r.ok || r.gone) return;
       d.log.warn({ taskId: event.taskId, url: hook.url, attempt: ctx.deliveryCount, error: r.error }, 'webhook delivery failed');
       return retry(r.error ?? 'failed', r.retryAfterMs ?? undefined);

@@ -1,6 +1,8 @@
 import { loadTeamsOrExit, modelFromConfig, TeamCatalog } from '@baton/agents';
 import { busNames, connectNats, ensureTopology, serveDiagnostics } from '@baton/bus';
-import { createDb, EventStore, keepActive, loadTeamConfig, queriesIssued, saveTeamConfigs, TaskCache } from '@baton/event-store';
+import { createDb } from '@baton/db';
+import { EventStore, keepActive, TaskCache } from '@baton/event-store';
+import { loadTeamConfig, saveTeamConfigs } from '@baton/storage';
 import { createLogger, installShutdown, retryForever, topologyFromEnv } from '@baton/runtime';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { loadOrchestratorConfig } from './config.ts';
@@ -11,7 +13,7 @@ const config = loadOrchestratorConfig(process.env);
 const log = createLogger('orchestrator', { level: config.LOG_LEVEL, pretty: config.LOG_PRETTY });
 // A bad team config stops start-up at once, naming every problem.
 const teams = loadTeamsOrExit(config.BATON_TEAMS_DIR, log);
-const db = createDb(config.DATABASE_URL, { max: config.PG_POOL_MAX, applicationName: 'baton-orchestrator' });
+const db = createDb(config.DATABASE_URL, { max: config.PG_POOL_MAX, applicationName: 'baton-orchestrator', countQueries: true });
 const cache = new TaskCache(db.pool, { keep: keepActive });
 await retryForever(`connecting to Postgres`, log, () => db.pool.query('select 1'));
 const nc = await connectNats(config.NATS_URL, 'baton-orchestrator', log);
@@ -40,7 +42,7 @@ const orchestrator = await startOrchestrator({
   relay: { enabled: config.RELAY_ENABLED, batchSize: config.RELAY_BATCH_SIZE, backstopMs: config.RELAY_BACKSTOP_MS },
 });
 log.info({ namespace: names.namespace || '(default)', model: model.name, relay: config.RELAY_ENABLED }, 'orchestrator started');
-serveDiagnostics(nc, names, 'orchestrator', () => ({ pgQueries: queriesIssued(), cachedTasks: cache.size }));
+serveDiagnostics(nc, names, 'orchestrator', () => ({ pgQueries: db.queriesIssued(), cachedTasks: cache.size }));
 installShutdown(log, [
   { name: 'stop consuming and finish in-flight work', run: () => orchestrator.stop() },
   { name: 'drain NATS', run: () => nc.drain() },

@@ -2,7 +2,9 @@ import { appendFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { loadTeamsOrExit, modelFromConfig, TeamCatalog } from '@baton/agents';
 import { busNames, connectNats, ensureTopology, serveDiagnostics } from '@baton/bus';
-import { createDb, EventStore, keepActive, loadTeamConfig, queriesIssued, saveTeamConfigs, TaskCache } from '@baton/event-store';
+import { createDb } from '@baton/db';
+import { EventStore, keepActive, TaskCache } from '@baton/event-store';
+import { loadTeamConfig, saveTeamConfigs } from '@baton/storage';
 import { createLogger, installShutdown, retryForever, topologyFromEnv } from '@baton/runtime';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { loadRunnerConfig } from './config.ts';
@@ -13,7 +15,7 @@ const config = loadRunnerConfig(process.env);
 const log = createLogger('sandbox-runner', { level: config.LOG_LEVEL, pretty: config.LOG_PRETTY });
 // A bad team config stops start-up at once, naming every problem.
 const teams = loadTeamsOrExit(config.BATON_TEAMS_DIR, log);
-const db = createDb(config.DATABASE_URL, { max: config.PG_POOL_MAX, applicationName: 'baton-runner' });
+const db = createDb(config.DATABASE_URL, { max: config.PG_POOL_MAX, applicationName: 'baton-runner', countQueries: true });
 const cache = new TaskCache(db.pool, { keep: keepActive });
 await retryForever('connecting to Postgres', log, () => db.pool.query('select 1'));
 const nc = await connectNats(config.NATS_URL, 'baton-sandbox-runner', log);
@@ -49,7 +51,7 @@ const runner = await startRunner({
   maxAttempts: config.CONSUMER_MAX_ATTEMPTS,
 });
 log.info({ runnerId, sandboxes: sandboxes.name }, 'sandbox-runner started');
-serveDiagnostics(nc, names, 'sandbox-runner', () => ({ pgQueries: queriesIssued(), cachedTasks: cache.size }));
+serveDiagnostics(nc, names, 'sandbox-runner', () => ({ pgQueries: db.queriesIssued(), cachedTasks: cache.size }));
 installShutdown(log, [
   { name: 'stop taking jobs and finish in-flight ones', run: () => runner.stop() },
   { name: 'stop the sandbox sweeper', run: async () => stopSweeper() },

@@ -1,6 +1,7 @@
 import { agentStreamId, isFinal, type Command, type RecordedEvent, type TaskState } from '@baton/domain';
 import { builtinTeams, findAgent, runAgentLoop, type AgentDefinition, type LoopHost, type ModelClient, type TeamCatalog, type TeamDefinition } from '@baton/agents';
-import { handleCommand, isConcurrencyError, loadTask, retryOnConflict, TaskWriter, type CorpusHit, type EventStore, type LoadedTask, type StoredArtifact, type TaskLoader } from '@baton/event-store';
+import { handleCommand, isConcurrencyError, loadTask, retryOnConflict, TaskWriter, type EventStore, type LoadedTask, type TaskLoader } from '@baton/event-store';
+import type { CorpusHit, StoredArtifact } from '@baton/storage';
 import type { Logger } from '@baton/runtime';
 import { DEFAULT_LIMITS, SandboxFencedError, type Sandbox, type SandboxProvider, type SandboxSpec } from '@baton/sandbox';
 import { fileScopeViolation, MUTATING_TOOLS } from './files.ts';

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { indexCorpus, searchCorpus } from '@baton/event-store';
+import { indexCorpus, searchCorpus } from '@baton/storage';
 import { DEFAULT_LIMITS, findBwrap, LocalSandboxProvider, type Sandbox } from '@baton/sandbox';
 import { pgTest as test } from '@baton/testing';
 import type pg from 'pg';

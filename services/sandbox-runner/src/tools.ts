@@ -1,7 +1,7 @@
 import path from 'node:path';
 import type { ToolResult, ToolUseBlock } from '@baton/domain';
 import { allTools, parseToolInput } from '@baton/agents';
-import type { CorpusHit } from '@baton/event-store';
+import type { CorpusHit } from '@baton/storage';
 import type { CommandResult, Sandbox } from '@baton/sandbox';
 import { normalPath } from './files.ts';
 import { parseTestCounts } from './test-counts.ts';

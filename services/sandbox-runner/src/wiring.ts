@@ -1,4 +1,4 @@
-import { indexCorpus, readArtifact, searchCorpus, storeArtifact } from '@baton/event-store';
+import { indexCorpus, readArtifact, searchCorpus, storeArtifact } from '@baton/storage';
 import type { Logger } from '@baton/runtime';
 import { E2BSandboxProvider, LocalSandboxProvider, type SandboxProvider } from '@baton/sandbox';
 import type pg from 'pg';

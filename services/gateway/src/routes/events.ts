@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
-import { stateAt, TERMINAL_EVENT_TYPES, toEventView, toTaskView } from '@baton/domain';
+import { stateAt, TERMINAL_EVENT_TYPES } from '@baton/domain';
+import { toEventView, toTaskView } from '@baton/api';
 import { START, type LogCursor } from '@baton/event-store';
 import type { ZodTypeProvider } from '@fastify/type-provider-zod';
 import type { FastifyInstance, FastifyRequest } from 'fastify';

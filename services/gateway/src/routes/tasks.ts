@@ -1,7 +1,9 @@
 import { allTools, parseToolInput } from '@baton/agents';
-import { digestJson, exists, forkEvents, initialState, toTaskView, uuidV5, type Command, type TaskState } from '@baton/domain';
+import { digestJson, exists, forkEvents, initialState, uuidV5, type Command, type TaskState } from '@baton/domain';
+import { toTaskView } from '@baton/api';
 import { publishWakeUps } from '@baton/bus';
-import { copyTaskFiles, handleCommand, importTask, isConcurrencyError, listTasks, loadTask, readArtifact, TaskWriter } from '@baton/event-store';
+import { handleCommand, importTask, isConcurrencyError, listTasks, loadTask, TaskWriter } from '@baton/event-store';
+import { copyTaskFiles, listDeliveries, readArtifact } from '@baton/storage';
 import type { ZodTypeProvider } from '@fastify/type-provider-zod';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { GatewayDeps } from '../deps.ts';
@@ -128,21 +130,8 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
 
   r.get('/v1/tasks/:id/deliveries', { schema: { params: TaskIdParams, tags: ['webhooks'], summary: 'Webhook delivery attempts' } }, async (req) => {
     await loadVisibleTask(d, req, req.params.id);
-    const rows = await d.kysely.selectFrom('webhook_deliveries').selectAll().where('task_id', '=', req.params.id).orderBy('id').execute();
-    return {
-      items: rows.map((r) => ({
-        webhookId: r.webhook_id,
-        eventId: r.event_id,
-        type: r.type,
-        url: r.url,
-        attempt: r.attempt,
-        statusCode: r.status_code,
-        ok: r.ok,
-        error: r.error,
-        durationMs: r.duration_ms,
-        attemptedAt: r.attempted_at.toISOString(),
-      })),
-    };
+    const items = await listDeliveries(d.pool, req.params.id);
+    return { items: items.map((r) => ({ ...r, attemptedAt: r.attemptedAt.toISOString() })) };
   });
 
   // Artifacts: the log says which exist (ArtifactStored); the bytes are in the artifacts table.

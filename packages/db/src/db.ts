@@ -7,31 +7,38 @@ import type { Database } from './schema.ts';
 export interface Db {
   pool: pg.Pool;
   kysely: Kysely<Database>;
+  /**
+   * Statements this Db has sent to Postgres (with `countQueries`; 0 otherwise): every client of
+   * its pool counts, so dedicated sessions taken from it (the relay's) are included. What
+   * `baton bench` M4 reads through a service's diagnostics.
+   */
+  queriesIssued(): number;
   close(): Promise<void>;
 }
 
-// Every statement this process sends to Postgres, counted where they all pass (pool queries,
-// and dedicated sessions like the relay's): the figure `baton bench` M4 reads while idle.
-let queries = 0;
-const clientProto = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown; batonCounted?: true };
-if (!clientProto.batonCounted) {
-  const query = clientProto.query;
-  clientProto.query = function (this: unknown, ...args: unknown[]) {
-    queries++;
-    return query.apply(this, args);
-  };
-  clientProto.batonCounted = true;
+export interface DbOptions {
+  max?: number;
+  applicationName?: string;
+  /** Count every statement sent through this pool (`queriesIssued()`). */
+  countQueries?: boolean;
 }
-/** Statements sent to Postgres by this process since it started. */
-export const queriesIssued = (): number => queries;
 
-export function createDb(connectionString: string, opts: { max?: number; applicationName?: string } = {}): Db {
+export function createDb(connectionString: string, opts: DbOptions = {}): Db {
+  let queries = 0;
+  // The pool makes its clients from this class: a pg.Client whose every query is counted.
+  class CountingClient extends pg.Client {
+    override query(...args: unknown[]): never {
+      queries++;
+      return (super.query as (...a: unknown[]) => never)(...args);
+    }
+  }
   const pool = new pg.Pool({
     connectionString,
     max: opts.max ?? 10,
     application_name: opts.applicationName ?? 'baton',
     connectionTimeoutMillis: 10_000,
     idleTimeoutMillis: 30_000,
+    ...(opts.countQueries ? { Client: CountingClient as unknown as new () => pg.ClientBase } : {}),
   });
   // An idle client that loses its server (restart, network) must not crash the process.
   pool.on('error', () => {});
@@ -39,6 +46,7 @@ export function createDb(connectionString: string, opts: { max?: number; applica
   return {
     pool,
     kysely,
+    queriesIssued: () => queries,
     async close() {
       await kysely.destroy();
     },

@@ -1,5 +1,4 @@
-import type { RecordedEvent } from './events.ts';
-import { isFinal, nextDeadline, type PendingRequest, type TaskState, type TaskStatus } from './state.ts';
+import type { PendingRequest, RecordedEvent, TaskState, TaskStatus } from '@baton/domain';
 
 /** The task object of API.md, built from the folded state. */
 export interface TaskView {
@@ -73,37 +72,6 @@ export function toTaskView(s: TaskState): TaskView {
     artifacts: s.artifacts.map(({ path, bytes, sha256, mediaType, agentId }) => ({ path, bytes, sha256, mediaType, agentId })),
     result: s.result ? { summary: s.result.summary, ...(s.result.reportPath ? { reportPath: s.result.reportPath } : {}) } : null,
     error: s.error,
-  };
-}
-
-/** A row of the `tasks` read model: what lists and filters need, rebuilt from the log at will. */
-export interface TaskRow {
-  id: string;
-  tenant_id: string;
-  status: TaskStatus;
-  team: string;
-  title: string;
-  created_at: string;
-  updated_at: string;
-  version: number;
-  pending_requests: PendingRequestView[];
-  /** The earliest deadline among open requests (the deadline poller's index). */
-  next_deadline: string | null;
-}
-
-export function toTaskRow(s: TaskState): TaskRow {
-  if (s.status === 'none') throw new Error('toTaskRow: the task does not exist');
-  return {
-    id: s.id,
-    tenant_id: s.tenantId,
-    status: s.status,
-    team: s.team,
-    title: s.prompt.length > 200 ? `${s.prompt.slice(0, 199)}…` : s.prompt,
-    created_at: s.createdAt,
-    updated_at: s.updatedAt,
-    version: s.version,
-    pending_requests: Object.values(s.pendingRequests).map(toPendingRequestView),
-    next_deadline: isFinal(s) ? null : nextDeadline(s),
   };
 }
 

@@ -1,0 +1,30 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fold, type RecordedEvent } from '@baton/domain';
+import { describe, expect, it } from 'vitest';
+import { toEventView, toTaskView } from './view.ts';
+
+// The domain's released (v1) event fixtures, folded and shown as the API shows them.
+const fixture = path.join(import.meta.dirname, '../../domain/src/fixtures/v1/research-run.json');
+const raw = JSON.parse(readFileSync(fixture, 'utf8')) as { type: string; streamId: string; version: number; data: unknown }[];
+const events = raw.map((e, i) => ({ ...e, id: `e${i}`, taskId: '00000000-0000-4000-8000-000000000001', position: BigInt(i + 1), recordedAt: new Date(Date.UTC(2026, 10, 22, 4, 0, i)), metadata: {}, schemaVersion: 1 })) as RecordedEvent[];
+
+describe('views', () => {
+  it('toTaskView: the API task of the v1 fixture run', () => {
+    expect(toTaskView(fold(events))).toMatchObject({
+      status: 'completed',
+      version: 12,
+      agents: [{ id: 'researcher-1', status: 'completed', turns: 1, filesCreated: ['notes.md'] }],
+      artifacts: [{ path: 'notes.md', bytes: 1 }],
+      result: { summary: 'done' },
+      pendingRequests: [],
+    });
+  });
+  it('toTaskView refuses a task that does not exist', () => {
+    expect(() => toTaskView(fold([]))).toThrow(/does not exist/);
+  });
+  it('toEventView: positions as numbers, times as ISO strings', () => {
+    const e = events[0] as RecordedEvent;
+    expect(toEventView(e)).toEqual({ id: 'e0', type: e.type, taskId: e.taskId, streamId: e.streamId, version: e.version, position: 1, recordedAt: '2026-11-22T04:00:00.000Z', data: e.data, metadata: {} });
+  });
+});

@@ -1,0 +1,3 @@
+export { createDb, migrateToLatest, type Db, type DbOptions } from './db.ts';
+export { ensureDatabase } from './admin.ts';
+export type { Database } from './schema.ts';

@@ -1,0 +1,34 @@
+import { toPendingRequestView, type PendingRequestView } from '@baton/api';
+import { isFinal, nextDeadline, type TaskState, type TaskStatus } from '@baton/domain';
+
+/** A row of the `tasks` read model: what lists and filters need, rebuilt from the log at will. */
+export interface TaskRow {
+  id: string;
+  tenant_id: string;
+  status: TaskStatus;
+  team: string;
+  title: string;
+  created_at: string;
+  updated_at: string;
+  version: number;
+  /** Open requests as the API shows them (the task list serves them as they are). */
+  pending_requests: PendingRequestView[];
+  /** The earliest deadline among open requests (the deadline poller's index). */
+  next_deadline: string | null;
+}
+
+export function toTaskRow(s: TaskState): TaskRow {
+  if (s.status === 'none') throw new Error('toTaskRow: the task does not exist');
+  return {
+    id: s.id,
+    tenant_id: s.tenantId,
+    status: s.status,
+    team: s.team,
+    title: s.prompt.length > 200 ? `${s.prompt.slice(0, 199)}…` : s.prompt,
+    created_at: s.createdAt,
+    updated_at: s.updatedAt,
+    version: s.version,
+    pending_requests: Object.values(s.pendingRequests).map(toPendingRequestView),
+    next_deadline: isFinal(s) ? null : nextDeadline(s),
+  };
+}

@@ -1,0 +1,22 @@
+import { randomUUID } from 'node:crypto';
+import { pgTest as test } from '@baton/testing';
+import { describe, expect } from 'vitest';
+import { listDeliveries, recordDelivery, type DeliveryAttempt } from './deliveries.ts';
+
+describe('webhook deliveries', () => {
+  test('recorded attempts are listed per task, in order', async ({ pg: { db } }) => {
+    const taskId = randomUUID();
+    const eventId = randomUUID();
+    const failed: DeliveryAttempt = { taskId, eventId, webhookId: `msg_${eventId}`, type: 'task.completed', url: 'https://example.com/h', attempt: 1, statusCode: 503, ok: false, error: 'HTTP 503', durationMs: 12 };
+    await recordDelivery(db.pool, failed);
+    await recordDelivery(db.pool, { ...failed, attempt: 2, statusCode: 200, ok: true, error: null, durationMs: 7 });
+    await recordDelivery(db.pool, { ...failed, taskId: randomUUID() });
+    const list = await listDeliveries(db.pool, taskId);
+    const { taskId: _, ...first } = failed;
+    expect(list).toEqual([
+      { ...first, attemptedAt: expect.any(Date) },
+      { ...first, attempt: 2, statusCode: 200, ok: true, error: null, durationMs: 7, attemptedAt: expect.any(Date) },
+    ]);
+    expect(await listDeliveries(db.pool, randomUUID())).toEqual([]);
+  });
+});

@@ -1,0 +1,47 @@
+import type pg from 'pg';
+
+/** One attempt to deliver a webhook (the notifier records every one, failed or not). */
+export interface DeliveryAttempt {
+  taskId: string;
+  eventId: string;
+  webhookId: string;
+  type: string;
+  url: string;
+  attempt: number;
+  statusCode: number | null;
+  ok: boolean;
+  error: string | null;
+  durationMs: number;
+}
+
+/** A recorded attempt, as a task's delivery list shows it. */
+export type RecordedDelivery = Omit<DeliveryAttempt, 'taskId'> & { attemptedAt: Date };
+
+export async function recordDelivery(pool: Pick<pg.Pool, 'query'>, a: DeliveryAttempt): Promise<void> {
+  await pool.query(
+    `insert into webhook_deliveries (task_id, event_id, webhook_id, type, url, attempt, status_code, ok, error, duration_ms)
+     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+    [a.taskId, a.eventId, a.webhookId, a.type, a.url, a.attempt, a.statusCode, a.ok, a.error, a.durationMs],
+  );
+}
+
+/** A task's delivery attempts, in the order they were recorded. */
+export async function listDeliveries(pool: Pick<pg.Pool, 'query'>, taskId: string): Promise<RecordedDelivery[]> {
+  const { rows } = await pool.query(
+    `select webhook_id, event_id, type, url, attempt, status_code, ok, error, duration_ms, attempted_at
+       from webhook_deliveries where task_id = $1 order by id`,
+    [taskId],
+  );
+  return rows.map((r) => ({
+    webhookId: r.webhook_id,
+    eventId: r.event_id,
+    type: r.type,
+    url: r.url,
+    attempt: r.attempt,
+    statusCode: r.status_code,
+    ok: r.ok,
+    error: r.error,
+    durationMs: r.duration_ms,
+    attemptedAt: r.attempted_at,
+  }));
+}
