@@ -2,9 +2,13 @@ import { NOTIFY_CHANNEL, type EventStore, type LogCursor, type TailedEvent } fro
 import type { NatsConnection } from '@nats-io/nats-core';
 import type pg from 'pg';
 import type { Logger } from 'pino';
+import { STEP_EVENT_TYPES } from '@baton/domain';
 import { messagesFor } from './messages.ts';
 import { BatchPublisher } from './publisher.ts';
 import type { BusNames } from './subjects.ts';
+
+/** An agent's steps are not relayed (nothing consumes them from the bus; live views get the writers' ticks). */
+const SKIPPED = [...STEP_EVENT_TYPES];
 
 export interface RelayOptions {
   pool: pg.Pool;
@@ -126,7 +130,7 @@ export class Relay {
     let hiddenDelay = 2;
     while (this.running) {
       const wakeup = this.nextWake();
-      const { events: batch, hidden } = await this.o.store.tail(cursor, this.o.batchSize, client);
+      const { events: batch, hidden } = await this.o.store.tail(cursor, this.o.batchSize, client, SKIPPED);
       if (batch.length > 0) {
         cursor = await this.publishBatch(batch);
         if (Date.now() - savedAt >= this.o.checkpointEveryMs) await save();

@@ -1,4 +1,4 @@
-import { CURRENT_SCHEMA_VERSION, type ForkedEvent, type NewEvent } from '@baton/domain';
+import { CURRENT_SCHEMA_VERSION, STEP_EVENT_TYPES, taskStreamId, type ForkedEvent, type NewEvent } from '@baton/domain';
 import type pg from 'pg';
 import { ConcurrencyError } from './errors.ts';
 import type { TaskRow } from './task-row.ts';
@@ -10,7 +10,10 @@ import type { TaskRow } from './task-row.ts';
  * encoding, the read-model upsert and the NOTIFY.
  */
 
-/** The NOTIFY channel an append signals on commit (the relay LISTENs). */
+/** Step event types as an SQL list (constant names from the domain). An append of steps alone sends no NOTIFY: the relay does not carry them. */
+const STEP_TYPES_SQL = [...STEP_EVENT_TYPES].map((t) => `'${t}'`).join(', ');
+
+/** The NOTIFY channel an append signals on commit (the relay LISTENs) when it wrote a transition (not only steps). */
 export const NOTIFY_CHANNEL = 'baton_events';
 /**
  * The NOTIFY payload: always empty. A notification only means "the log grew, tail it" (the
@@ -78,15 +81,15 @@ with params as materialized (
   where it.ok
   order by i.seq
   on conflict (event_id) do nothing
-  returning stream_id, global_position
+  returning stream_id, global_position, type
 ), proj as (
   insert into tasks
   select r.* from jsonb_populate_recordset(null::tasks, $11::jsonb) r
-  where exists (select 1 from ins where ins.stream_id = 'task-' || r.id::text)
+  where exists (select 1 from ins where ins.stream_id = '${taskStreamId('')}' || r.id::text)
   ${TASKS_UPSERT_CONFLICT}
   returning 1
 ), notified as (
-  select pg_notify('${NOTIFY_CHANNEL}', '${NOTIFY_PAYLOAD}') from (select 1 from ins limit 1) x
+  select pg_notify('${NOTIFY_CHANNEL}', '${NOTIFY_PAYLOAD}') from (select 1 from ins where ins.type not in (${STEP_TYPES_SQL}) limit 1) x
 )
 select it.item, it.current,
        (select count(*) from notified)::int as notified,
@@ -170,7 +173,7 @@ export function appendImport(pool: Pick<pg.Pool, 'query'>, taskId: string, event
     seen.add(c.streamId);
   }
   cols.readModels.push(readModel);
-  return runOne(pool, cols, `task-${taskId}`, 0);
+  return runOne(pool, cols, taskStreamId(taskId), 0);
 }
 
 function isUniqueViolation(err: unknown, constraint: string): boolean {

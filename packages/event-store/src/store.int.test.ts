@@ -73,6 +73,29 @@ describe('EventStore.append', () => {
     await expect(db.pool.query('truncate events')).rejects.toThrow(/append-only/);
   });
 
+  test("an append of an agent's steps alone sends no NOTIFY, and a tailer can read past steps", async ({ pg: { url, store } }) => {
+    const listener = new pg.Client({ connectionString: url });
+    await listener.connect();
+    const got: string[] = [];
+    listener.on('notification', (n) => got.push(n.channel));
+    await listener.query('listen baton_events');
+    // A round trip on the listening session delivers every notification committed before it.
+    const delivered = async (): Promise<number> => (await listener.query('select 1'), got.length);
+    const taskId = randomUUID();
+    await store.append({ streamId: taskStreamId(taskId), taskId, expectedVersion: 0, events: [submitted()] });
+    expect(await delivered()).toBe(1);
+    const usage = { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
+    const turn: NewEvent = { id: randomUUID(), type: 'ModelTurnRecorded', data: { agentId: 'r1', turn: 1, model: 'm', content: [{ type: 'text', text: 'hi' }], stopReason: 'end_turn', usage, offline: true, durationMs: 0 } };
+    await store.append({ streamId: `agent-${taskId}-r1`, taskId, expectedVersion: 0, events: [turn] });
+    expect(await delivered()).toBe(1); // steps alone: no NOTIFY
+    await store.append({ streamId: taskStreamId(taskId), taskId, expectedVersion: 1, events: [failed()] });
+    expect(await delivered()).toBe(2);
+    await listener.end();
+    // (The horizon is cluster-wide: another test's open transaction may hide the rows for a moment.)
+    await expect.poll(async () => (await store.tail(START, 10)).events.map((e) => e.event.type), { timeout: 10_000 }).toEqual(['TaskSubmitted', 'ModelTurnRecorded', 'TaskFailed']);
+    expect((await store.tail(START, 10, undefined, ['ModelTurnRecorded', 'ToolResultsRecorded'])).events.map((e) => e.event.type)).toEqual(['TaskSubmitted', 'TaskFailed']);
+  });
+
   test('single, batched and imported appends all send one NOTIFY payload on commit', async ({ pg: { url, db, store } }) => {
     const listener = new pg.Client({ connectionString: url });
     await listener.connect();

@@ -1,6 +1,7 @@
 import {
   CURRENT_SCHEMA_VERSION,
   isEventType,
+  taskStreamId,
   upcast,
   type ForkedEvent,
   type RecordedEvent,
@@ -124,7 +125,7 @@ export class EventStore {
     const first = events[0]?.event.id;
     const dup = first ? await this.pool.query('select 1 from events where event_id = $1 and task_id = $2', [first, taskId]) : { rowCount: 0 };
     if (dup.rowCount) return { positions: [], duplicate: true };
-    throw new ConcurrencyError(`task-${taskId}`, 0, row.currentVersion >= 0 ? row.currentVersion : null);
+    throw new ConcurrencyError(taskStreamId(taskId), 0, row.currentVersion >= 0 ? row.currentVersion : null);
   }
 
   async readStream(streamId: string, afterVersion = 0, limit = 2_147_483_647): Promise<RecordedEvent[]> {
@@ -158,19 +159,20 @@ export class EventStore {
   /**
    * `readAll` plus, in the same statement, whether rows after the cursor exist that the
    * horizon still hides (an older transaction is open): a tailer that got fewer than `limit`
-   * rows and nothing hidden is caught up, with one query.
+   * rows and nothing hidden is caught up, with one query. `skipTypes`: event types the tailer
+   * does not want (read past, never returned; the relay skips an agent's steps).
    */
-  async tail(cursor: LogCursor, limit: number, db: Queryable = this.pool): Promise<{ events: TailedEvent[]; hidden: boolean }> {
+  async tail(cursor: LogCursor, limit: number, db: Queryable = this.pool, skipTypes: readonly string[] = []): Promise<{ events: TailedEvent[]; hidden: boolean }> {
     const res = await db.query<EventRow & { hidden: boolean; gp: string | null }>({
       name: 'baton_tail_all',
       text: `with c as (select $1::text::xid8 as tx, $2::bigint as gp, pg_snapshot_xmin(pg_current_snapshot()) as xmin)
-             select exists (select 1 from events e, c where (e.transaction_id, e.global_position) > (c.tx, c.gp) and e.transaction_id >= c.xmin) as hidden, r.*
+             select exists (select 1 from events e, c where (e.transaction_id, e.global_position) > (c.tx, c.gp) and e.transaction_id >= c.xmin and e.type <> all($4::text[])) as hidden, r.*
              from c left join lateral (
                select ${EVENT_COLUMNS} from events e
-               where (e.transaction_id, e.global_position) > (c.tx, c.gp) and e.transaction_id < c.xmin
+               where (e.transaction_id, e.global_position) > (c.tx, c.gp) and e.transaction_id < c.xmin and e.type <> all($4::text[])
                order by e.transaction_id, e.global_position limit $3
              ) r on true`,
-      values: [cursor.txid.toString(), cursor.position.toString(), limit],
+      values: [cursor.txid.toString(), cursor.position.toString(), limit, skipTypes],
     });
     const hidden = res.rows[0]?.hidden ?? false;
     const events = res.rows.filter((r) => r.gp !== null).map((r) => ({ event: toRecorded(r), cursor: { txid: BigInt(r.tx), position: BigInt(r.gp as string) } }));
@@ -190,17 +192,25 @@ export class EventStore {
     return res.rows.map(toRecorded);
   }
 
-  /** The same gap-safe tail, for one task (SSE). */
-  async readTaskAfter(taskId: string, cursor: LogCursor, limit: number): Promise<TailedEvent[]> {
-    const res = await this.pool.query<EventRow>({
+  /**
+   * The same gap-safe tail, for one task (SSE), and whether rows of the task after the cursor
+   * are still hidden by the horizon (committed, but an older transaction is open): look again soon.
+   */
+  async readTaskAfter(taskId: string, cursor: LogCursor, limit: number): Promise<{ events: TailedEvent[]; hidden: boolean }> {
+    const res = await this.pool.query<EventRow & { hidden: boolean; gp: string | null }>({
       name: 'baton_read_task_after',
-      text: `select ${EVENT_COLUMNS} from events
-             where task_id = $1 and (transaction_id, global_position) > ($2::text::xid8, $3::bigint)
-               and transaction_id < pg_snapshot_xmin(pg_current_snapshot())
-             order by transaction_id, global_position limit $4`,
+      text: `with c as (select $2::text::xid8 as tx, $3::bigint as gp, pg_snapshot_xmin(pg_current_snapshot()) as xmin)
+             select exists (select 1 from events e, c where e.task_id = $1 and (e.transaction_id, e.global_position) > (c.tx, c.gp) and e.transaction_id >= c.xmin) as hidden, r.*
+             from c left join lateral (
+               select ${EVENT_COLUMNS} from events e
+               where e.task_id = $1 and (e.transaction_id, e.global_position) > (c.tx, c.gp) and e.transaction_id < c.xmin
+               order by e.transaction_id, e.global_position limit $4
+             ) r on true`,
       values: [taskId, cursor.txid.toString(), cursor.position.toString(), limit],
     });
-    return res.rows.map((r) => ({ event: toRecorded(r), cursor: { txid: BigInt(r.tx), position: BigInt(r.gp) } }));
+    const hidden = res.rows[0]?.hidden ?? false;
+    const events = res.rows.filter((r) => r.gp !== null).map((r) => ({ event: toRecorded(r), cursor: { txid: BigInt(r.tx), position: BigInt(r.gp as string) } }));
+    return { events, hidden };
   }
 
   /** Has the task's final event already been read by a tailer at `cursor` (commit order)? */
@@ -208,7 +218,7 @@ export class EventStore {
     const res = await this.pool.query<{ sent: boolean }>({
       name: 'baton_final_event_sent',
       text: `select (transaction_id, global_position) <= ($2::text::xid8, $3::bigint) as sent
-               from events where task_id = $1 and stream_id = 'task-' || $1::text and type = any($4::text[])`,
+               from events where task_id = $1 and stream_id = '${taskStreamId('')}' || $1::text and type = any($4::text[])`,
       values: [taskId, cursor.txid.toString(), cursor.position.toString(), finalTypes],
     });
     return res.rows[0]?.sent === true;

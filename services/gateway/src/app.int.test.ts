@@ -7,6 +7,7 @@ import { silentLogger } from '@baton/runtime';
 import { stackTest, waitFor, type NatsFixture, type PgFixture } from '@baton/testing';
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { FastifyInstance } from 'fastify';
+import pg_ from 'pg';
 import { describe, expect } from 'vitest';
 import { buildApp } from './app.ts';
 import { Metrics } from './metrics.ts';
@@ -268,6 +269,45 @@ describe('SSE', () => {
     // Reconnecting with the final event's id: the stream ends at once with nothing new.
     const again = await fetch(`${base}/v1/tasks/${id}/events`, { headers: { accept: 'text/event-stream', 'last-event-id': String(all[all.length - 1]) }, signal: AbortSignal.timeout(10_000) });
     expect(await again.text()).not.toMatch(/^id:/m);
+    await app.close();
+  });
+
+  test('a wake-up that comes while the new rows are still hidden (an older transaction is open) is not lost: the stream looks again', async ({ pg, nats }) => {
+    const names = busNames(nats.namespace);
+    const app = await gateway(pg, nats); // the safety poll is 15 s: only the stream's own retry can deliver in time
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
+    const id = (await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x', team: 'bench' } })).json().id as string;
+    const ctrl = new AbortController();
+    const res = await fetch(`${base}/v1/tasks/${id}/events`, { headers: { accept: 'text/event-stream' }, signal: ctrl.signal });
+    const types: string[] = [];
+    const reading = (async () => {
+      let buf = '';
+      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+        buf += Buffer.from(chunk).toString();
+        for (const m of buf.matchAll(/^event: (\w+)$/gm)) if (!types.includes(m[1] as string)) types.push(m[1] as string);
+      }
+    })().catch(() => {});
+    await waitFor(async () => types.includes('TaskSubmitted'), { what: 'the first event' });
+    // An older transaction holds the horizon while a writer commits a step and sends its tick.
+    const blocker = new pg_.Client({ connectionString: pg.url });
+    await blocker.connect();
+    await blocker.query('begin');
+    await blocker.query('select pg_current_xact_id()');
+    const w = await handleCommand(pg.store, id, [
+      { type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'bench-lead', configVersion: 'v' },
+      { type: 'RecordModelTurn', agentId: 'lead', turn: 1, model: 'm', content: [{ type: 'text', text: 'hi' }], stopReason: 'end_turn', usage: { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 }, offline: true, durationMs: 0 },
+    ]);
+    publishWakeUps(nats.nc, names, w.events);
+    // The stream woke and read while the rows were hidden…
+    await waitFor(async () => /^baton_sse_hidden_reads_total [1-9]/m.test((await app.inject({ method: 'GET', url: '/metrics' })).body), { what: 'a read that found hidden rows' });
+    expect(types).not.toContain('ModelTurnRecorded');
+    // …and once the older transaction ends, it delivers them without another wake-up.
+    await blocker.query('commit');
+    await blocker.end();
+    await waitFor(async () => types.includes('ModelTurnRecorded'), { what: 'the step, without another wake-up', timeoutMs: 5000 });
+    ctrl.abort();
+    await reading;
     await app.close();
   });
 

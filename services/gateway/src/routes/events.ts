@@ -15,6 +15,7 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
   const r = app.withTypeProvider<ZodTypeProvider>();
   const streams = new Set<{ end: (reason: string) => void }>();
   d.metrics.gauge('baton_sse_connections', 'Open SSE streams', () => streams.size);
+  const hiddenReads = d.metrics.counter('baton_sse_hidden_reads_total', 'SSE reads that found committed rows still hidden by the xmin horizon (an older transaction open): the stream looks again soon');
 
   // End every SSE stream before the server closes, so clients reconnect elsewhere at once.
   app.addHook('preClose', async () => {
@@ -74,9 +75,11 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     const loop = async (): Promise<void> => {
       let finalSeen = false;
       let finalChecked = false;
+      let hiddenDelay = 2;
       while (!closed) {
         dirty = false;
-        const batch = await d.store.readTaskAfter(taskId, cursor, BATCH);
+        const { events: batch, hidden } = await d.store.readTaskAfter(taskId, cursor, BATCH);
+        if (hidden) hiddenReads();
         for (const { event, cursor: c } of batch) {
           if (closed) return;
           res.write(`id: ${event.position}\nevent: ${event.type}\ndata: ${JSON.stringify(toEventView(event))}\n\n`);
@@ -91,11 +94,18 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
           finalChecked = true;
           if (await d.store.finalEventSent(taskId, cursor, [...TERMINAL_EVENT_TYPES])) return conn.end('final');
         }
-        // Wait for a wake-up from NATS; poll slowly as a safety net (and faster while NATS is away).
+        // Committed rows an older open transaction still hides: look again soon (a wake-up may
+        // have come before they became visible). Else wait for a wake-up from NATS; poll slowly
+        // as a safety net (and faster while NATS is away).
+        const wait = hidden ? hiddenDelay : d.hub.connected ? d.sseHeartbeatMs : 1000;
+        hiddenDelay = hidden ? Math.min(hiddenDelay * 2, 250) : 2;
+        let timer: NodeJS.Timeout | undefined;
         await new Promise<void>((resolve) => {
           wake = resolve;
-          setTimeout(resolve, d.hub.connected ? d.sseHeartbeatMs : 1000).unref();
+          timer = setTimeout(resolve, wait);
+          timer.unref();
         });
+        clearTimeout(timer);
         wake = null;
       }
     };
