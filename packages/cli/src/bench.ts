@@ -93,7 +93,11 @@ export async function runBench(o: BenchOptions): Promise<Line[]> {
   return lines;
 }
 
-/** One bench-team run (10 lead model turns, no approval): submit, then follow SSE to TaskCompleted. */
+/**
+ * One bench-team run (10 lead model turns, no approval): submit, then follow the task's
+ * transitions over SSE (`steps=false`: a status watcher, like the peers' clients awaiting a
+ * result) to TaskCompleted.
+ */
 async function runOne(api: BatonClient): Promise<number> {
   const t0 = performance.now();
   const task = await api.request<{ id: string }>('POST', '/v1/tasks', { prompt: 'bench', team: 'bench', requirePlanApproval: false });
@@ -101,7 +105,7 @@ async function runOne(api: BatonClient): Promise<number> {
   await api.follow(task.id, (e) => {
     if (e.type === 'TaskCompleted') done = performance.now();
     if (e.type === 'TaskFailed' || e.type === 'TaskCancelled') throw new Error(`bench run ended ${e.type}`);
-  });
+  }, undefined, { steps: false });
   if (!done) throw new Error('bench run did not complete');
   return done - t0;
 }
@@ -109,7 +113,7 @@ async function runOne(api: BatonClient): Promise<number> {
 async function benchM1(api: BatonClient, runs: number, round: number): Promise<Line> {
   const perStep: number[] = [];
   for (let i = 0; i < runs; i++) perStep.push((await runOne(api)) / 10);
-  return { metric: 'M1', round, unit: 'ms/step', ...summarize(perStep), note: 'wall time of a 10-turn run ÷ 10, HTTP submit → SSE TaskCompleted' };
+  return { metric: 'M1', round, unit: 'ms/step', ...summarize(perStep), note: 'wall time of a 10-turn run ÷ 10, HTTP submit → SSE (transitions) TaskCompleted' };
 }
 
 /** Epoch milliseconds with a fractional part; the orchestrator stamps `startedAtMs` the same way. */

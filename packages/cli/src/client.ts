@@ -75,11 +75,12 @@ export class BatonClient {
    * Follow a task's SSE stream, calling `onEvent` for each event, until the stream ends (the
    * task reached a final state) or `signal` aborts. Reconnects with Last-Event-ID.
    */
-  async follow(taskId: string, onEvent: (e: ApiEvent) => void, signal?: AbortSignal): Promise<void> {
+  /** Follow a task's SSE stream to its final event (resuming with Last-Event-ID); `steps: false` for transitions only. */
+  async follow(taskId: string, onEvent: (e: ApiEvent) => void, signal?: AbortSignal, opts: { steps?: boolean } = {}): Promise<void> {
     let lastId: string | undefined;
     for (let attempt = 0; ; attempt++) {
       try {
-        const res = await fetch(`${this.baseUrl}/v1/tasks/${taskId}/events`, {
+        const res = await fetch(`${this.baseUrl}/v1/tasks/${taskId}/events${opts.steps === false ? '?steps=false' : ''}`, {
           headers: { ...this.headers, accept: 'text/event-stream', ...(lastId ? { 'last-event-id': lastId } : {}) },
           ...(signal ? { signal } : {}),
         });

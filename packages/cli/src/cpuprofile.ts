@@ -37,10 +37,15 @@ export function areaOf(url: string, fn: string): string {
   return url;
 }
 
-export function summarizeProfile(p: Profile, top = 15): ProfileSummary {
+export function summarizeProfile(p: Profile, top = 15, skipMs = 0): ProfileSummary {
   const byId = new Map(p.nodes.map((n) => [n.id, n]));
   const self = new Map<number, number>();
-  p.samples.forEach((id, i) => self.set(id, (self.get(id) ?? 0) + (p.timeDeltas[i] ?? 0) / 1000));
+  let at = 0;
+  p.samples.forEach((id, i) => {
+    const dt = (p.timeDeltas[i] ?? 0) / 1000;
+    at += dt;
+    if (at >= skipMs) self.set(id, (self.get(id) ?? 0) + dt);
+  });
   const area = new Map<string, number>();
   const fns = new Map<string, number>();
   let total = 0;
@@ -63,9 +68,9 @@ export function summarizeProfile(p: Profile, top = 15): ProfileSummary {
   return { totalMs: total, idleMs: idle, byArea: sorted(area).map(([a, ms]) => ({ area: a, ms })), byFunction: sorted(fns).map(([fn, ms]) => ({ fn, ms })) };
 }
 
-export async function printProfiles(files: readonly string[], opts: { perStep?: number; top?: number } = {}): Promise<void> {
+export async function printProfiles(files: readonly string[], opts: { perStep?: number; top?: number; skipMs?: number } = {}): Promise<void> {
   for (const f of files) {
-    const s = summarizeProfile(JSON.parse(await readFile(f, 'utf8')) as Profile, opts.top);
+    const s = summarizeProfile(JSON.parse(await readFile(f, 'utf8')) as Profile, opts.top, opts.skipMs);
     const per = (ms: number): string => (opts.perStep ? `${(ms / opts.perStep).toFixed(3)} ms/step` : `${ms.toFixed(0)} ms`);
     console.log(`\n${f}: busy ${per(s.totalMs)} (idle ${s.idleMs.toFixed(0)} ms)`);
     for (const a of s.byArea) console.log(`  ${per(a.ms).padStart(16)}  ${((100 * a.ms) / s.totalMs).toFixed(1).padStart(5)}%  ${a.area}`);

@@ -181,8 +181,9 @@ program
   .argument('<files...>', '.cpuprofile files')
   .option('--per-step <n>', 'divide times by this many steps (e.g. M1 runs × 10)')
   .option('--top <n>', 'rows per list', '15')
-  .action(async (files: string[], opts: { perStep?: string; top: string }) => {
-    await printProfiles(files, { top: Number(opts.top), ...(opts.perStep ? { perStep: Number(opts.perStep) } : {}) });
+  .option('--skip-ms <ms>', 'leave out the first ms of each profile (start-up, warm-up)', '0')
+  .action(async (files: string[], opts: { perStep?: string; top: string; skipMs: string }) => {
+    await printProfiles(files, { top: Number(opts.top), skipMs: Number(opts.skipMs), ...(opts.perStep ? { perStep: Number(opts.perStep) } : {}) });
   });
 
 program

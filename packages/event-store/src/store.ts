@@ -183,11 +183,11 @@ export class EventStore {
    * A snapshot page of a task's committed events by position (read-your-writes; no horizon).
    * Use `readTaskAfter` to tail without ever skipping a late commit.
    */
-  async readTaskPage(taskId: string, afterPosition: bigint, limit: number): Promise<RecordedEvent[]> {
+  async readTaskPage(taskId: string, afterPosition: bigint, limit: number, skipTypes: readonly string[] = []): Promise<RecordedEvent[]> {
     const res = await this.pool.query<EventRow>({
       name: 'baton_read_task_page',
-      text: `select ${EVENT_COLUMNS} from events where task_id = $1 and global_position > $2 order by global_position limit $3`,
-      values: [taskId, afterPosition.toString(), limit],
+      text: `select ${EVENT_COLUMNS} from events where task_id = $1 and global_position > $2 and type <> all($4::text[]) order by global_position limit $3`,
+      values: [taskId, afterPosition.toString(), limit, skipTypes],
     });
     return res.rows.map(toRecorded);
   }
@@ -196,17 +196,17 @@ export class EventStore {
    * The same gap-safe tail, for one task (SSE), and whether rows of the task after the cursor
    * are still hidden by the horizon (committed, but an older transaction is open): look again soon.
    */
-  async readTaskAfter(taskId: string, cursor: LogCursor, limit: number): Promise<{ events: TailedEvent[]; hidden: boolean }> {
+  async readTaskAfter(taskId: string, cursor: LogCursor, limit: number, skipTypes: readonly string[] = []): Promise<{ events: TailedEvent[]; hidden: boolean }> {
     const res = await this.pool.query<EventRow & { hidden: boolean; gp: string | null }>({
       name: 'baton_read_task_after',
       text: `with c as (select $2::text::xid8 as tx, $3::bigint as gp, pg_snapshot_xmin(pg_current_snapshot()) as xmin)
-             select exists (select 1 from events e, c where e.task_id = $1 and (e.transaction_id, e.global_position) > (c.tx, c.gp) and e.transaction_id >= c.xmin) as hidden, r.*
+             select exists (select 1 from events e, c where e.task_id = $1 and (e.transaction_id, e.global_position) > (c.tx, c.gp) and e.transaction_id >= c.xmin and e.type <> all($5::text[])) as hidden, r.*
              from c left join lateral (
                select ${EVENT_COLUMNS} from events e
-               where e.task_id = $1 and (e.transaction_id, e.global_position) > (c.tx, c.gp) and e.transaction_id < c.xmin
+               where e.task_id = $1 and (e.transaction_id, e.global_position) > (c.tx, c.gp) and e.transaction_id < c.xmin and e.type <> all($5::text[])
                order by e.transaction_id, e.global_position limit $4
              ) r on true`,
-      values: [taskId, cursor.txid.toString(), cursor.position.toString(), limit],
+      values: [taskId, cursor.txid.toString(), cursor.position.toString(), limit, skipTypes],
     });
     const hidden = res.rows[0]?.hidden ?? false;
     const events = res.rows.filter((r) => r.gp !== null).map((r) => ({ event: toRecorded(r), cursor: { txid: BigInt(r.tx), position: BigInt(r.gp as string) } }));

@@ -311,6 +311,40 @@ describe('SSE', () => {
     await app.close();
   });
 
+  test('steps=false: only transitions, in SSE and in the JSON list; a stream of transitions is not woken by steps; a bad value is a 400 naming it', async ({ pg, nats }) => {
+    const names = busNames(nats.namespace);
+    await ensureTopology(await jetstreamManager(nats.nc), names);
+    const relay = new Relay({ pool: pg.db.pool, store: pg.store, nc: nats.nc, names, log });
+    relay.start();
+    const app = await gateway(pg, nats);
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
+    const id = (await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x', team: 'bench' } })).json().id as string;
+    const res = await fetch(`${base}/v1/tasks/${id}/events?steps=false`, { headers: { accept: 'text/event-stream' } });
+    const text = (async () => {
+      let buf = '';
+      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) buf += Buffer.from(chunk).toString();
+      return buf;
+    })();
+    const usage = { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
+    const write = async (...args: Parameters<typeof handleCommand>): Promise<void> => publishWakeUps(nats.nc, names, (await handleCommand(...args)).events);
+    await write(pg.store, id, [
+      { type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'bench-lead', configVersion: 'v' },
+      { type: 'RecordModelTurn', agentId: 'lead', turn: 1, model: 'm', content: [{ type: 'text', text: 'done' }], stopReason: 'end_turn', usage, offline: true, durationMs: 0 },
+    ]);
+    await write(pg.store, id, { type: 'CompleteTask', summary: 'done', reportPath: null });
+    const types = [...(await text).matchAll(/^event: (\w+)$/gm)].map((m) => m[1]);
+    expect(types).toEqual(['TaskSubmitted', 'TaskStarted', 'TaskCompleted']); // the stream ended after the final event
+    const page = (await app.inject({ method: 'GET', url: `/v1/tasks/${id}/events?steps=false` })).json() as { items: { type: string }[] };
+    expect(page.items.map((e) => e.type)).toEqual(['TaskSubmitted', 'TaskStarted', 'TaskCompleted']);
+    expect((await app.inject({ method: 'GET', url: `/v1/tasks/${id}/events` })).json().items).toHaveLength(4);
+    const bad = await app.inject({ method: 'GET', url: `/v1/tasks/${id}/events?steps=maybe` });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json().error.message).toMatch(/steps/);
+    await relay.stop();
+    await app.close();
+  });
+
   test('an idle stream sends comment heartbeats', async ({ pg, nats }) => {
     const app = await gateway(pg, nats, { sseHeartbeatMs: 50 });
     await app.listen({ port: 0, host: '127.0.0.1' });

@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import { stateAt, TERMINAL_EVENT_TYPES } from '@baton/domain';
+import { stateAt, STEP_EVENT_TYPES, TERMINAL_EVENT_TYPES } from '@baton/domain';
 import { toEventView, toTaskView } from '@baton/api';
 import { START, type LogCursor } from '@baton/event-store';
 import type { ZodTypeProvider } from '@fastify/type-provider-zod';
@@ -10,6 +10,7 @@ import { EventsQuery, StateQuery, TaskIdParams } from './schemas.ts';
 import { loadVisibleTask } from './tasks.ts';
 
 const BATCH = 500;
+const SKIPPED_STEPS = [...STEP_EVENT_TYPES];
 
 export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
   const r = app.withTypeProvider<ZodTypeProvider>();
@@ -40,14 +41,15 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     const cursor = await resumeCursor(taskId, after);
     if (!wantsSse) {
       // A snapshot of what is committed now, by position. Tailing without gaps is SSE's job.
-      const items = await d.store.readTaskPage(taskId, BigInt(after ?? 0), req.query.limit);
+      const items = await d.store.readTaskPage(taskId, BigInt(after ?? 0), req.query.limit, req.query.steps ? [] : SKIPPED_STEPS);
       return { items: items.map(toEventView) };
     }
     reply.hijack();
-    return streamEvents(req, reply, taskId, cursor);
+    return streamEvents(req, reply, taskId, cursor, req.query.steps);
   });
 
-  function streamEvents(req: FastifyRequest, reply: { raw: ServerResponse }, taskId: string, start: LogCursor): void {
+  /** A gap-free tail of the task in commit order; `steps` false leaves out model turns and tool results (and is not woken by them). */
+  function streamEvents(req: FastifyRequest, reply: { raw: ServerResponse }, taskId: string, start: LogCursor, steps: boolean): void {
     const res = reply.raw;
     res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'x-accel-buffering': 'no' });
     res.write('retry: 2000\n\n');
@@ -68,7 +70,8 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     const unregister = d.hub.register(taskId, () => {
       dirty = true;
       wake?.();
-    });
+    }, { steps });
+    const skipTypes = steps ? [] : SKIPPED_STEPS;
     const heartbeat = setInterval(() => res.write(': heartbeat\n\n'), d.sseHeartbeatMs);
     req.raw.on('close', () => conn.end('client'));
 
@@ -78,7 +81,7 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
       let hiddenDelay = 2;
       while (!closed) {
         dirty = false;
-        const { events: batch, hidden } = await d.store.readTaskAfter(taskId, cursor, BATCH);
+        const { events: batch, hidden } = await d.store.readTaskAfter(taskId, cursor, BATCH, skipTypes);
         if (hidden) hiddenReads();
         for (const { event, cursor: c } of batch) {
           if (closed) return;

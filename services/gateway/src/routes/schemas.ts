@@ -46,6 +46,8 @@ export const CancelBody = z.strictObject({ reason: z.string().max(4000).optional
 export const EventsQuery = z.object({
   after: z.coerce.number().int().min(0).optional(),
   limit: z.coerce.number().int().min(1).max(5000).default(1000),
+  /** false: transitions only (status changes, agents, requests, decisions, artifacts) — no model turns or tool results. */
+  steps: z.enum(['true', 'false'], { error: "must be 'true' or 'false'" }).default('true').transform((v) => v === 'true'),
 });
 
 export const StateQuery = z.object({ at: z.coerce.number().int().min(1).optional() });
