@@ -14,7 +14,7 @@ import { launch, prepareDatabase, SERVICES } from './launcher.ts';
 import { dropDatabase, freePort, freshDatabase, waitReady } from './procs.ts';
 import pg from 'pg';
 import { fmt, summarize } from './stats.ts';
-import { formatBreakdown, measureSteps } from './breakdown.ts';
+import { formatBreakdown, measureSteps, waitForDiagnostics } from './breakdown.ts';
 
 /**
  * ../shared/BENCHMARKS.md, measured against the four services running as separate processes
@@ -65,6 +65,8 @@ export async function runBench(o: BenchOptions): Promise<Line[]> {
       await runOne(api); // warm-up: connections, JIT, prepared statements
       const nc = await connect({ servers: o.natsUrl });
       const names = busNames(env.BATON_NAMESPACE);
+      // /readyz is the gateway's; the other services may still be starting (the runner indexes its corpus).
+      await waitForDiagnostics(nc, names);
       // Each metric that runs bench steps also says where a step's CPU, statements and messages went.
       const measured = async (metric: string, round: number, steps: number, work: () => Promise<Line>): Promise<void> => {
         const { result, breakdown } = await measureSteps(nc, names, steps, work);

@@ -49,6 +49,22 @@ async function serverCpuMs(): Promise<Map<string, number>> {
   return out;
 }
 
+/** Wait until every service answers its diagnostics (each subscribes once it has started). */
+export async function waitForDiagnostics(nc: NatsConnection, names: BusNames, timeoutMs = 120_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (const s of SERVICES) {
+    for (;;) {
+      try {
+        await requestDiagnostics(nc, names, s, { timeoutMs: 2000 });
+        break;
+      } catch (err) {
+        if (Date.now() > deadline) throw new Error(`${s} did not answer diagnostics within ${timeoutMs / 1000} s`, { cause: err });
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    }
+  }
+}
+
 async function snapshot(nc: NatsConnection, names: BusNames): Promise<Snapshot> {
   const [diags, servers] = await Promise.all([Promise.all(SERVICES.map((s) => requestDiagnostics(nc, names, s))), serverCpuMs()]);
   return { diags, servers };
