@@ -181,6 +181,29 @@ describe('readAll (gap-safe tail)', () => {
     expect(await store.tail(cursor, 10)).toEqual({ events: [], hidden: false });
   });
 
+  test('tailing reads by index, whatever the size of the log (no sequential scan of events, generic plan included)', async ({ pg: { url, db, store } }) => {
+    // Enough history that a scan would be the wrong plan.
+    for (let i = 0; i < 40; i++) {
+      const taskId = randomUUID();
+      await store.append({ streamId: taskStreamId(taskId), taskId, expectedVersion: 0, events: [submitted(), ...Array.from({ length: 49 }, failed)] });
+    }
+    await db.pool.query('analyze events');
+    const c = new pg.Client({ connectionString: url });
+    await c.connect();
+    const seqScans = async (): Promise<number> => Number((await db.pool.query(`select seq_scan from pg_stat_user_tables where relname = 'events'`)).rows[0].seq_scan);
+    const cursor = (await store.readAll(START, 1990, c)).at(-1)!.cursor; // near the end: a tail reads little
+    const before = await seqScans();
+    for (let i = 0; i < 8; i++) { // past the five custom plans, so the prepared statements go generic
+      await store.tail(cursor, 100, c, ['ModelTurnRecorded']);
+      await store.readAll(cursor, 100, c);
+    }
+    // Make the session publish its statistics now: flushed at the commit after this request.
+    await c.query('select pg_stat_force_next_flush()');
+    await c.query('select 1');
+    await c.end();
+    expect(await seqScans()).toBe(before);
+  });
+
   test('checkpoints round-trip', async ({ pg: { store } }) => {
     expect(await store.loadCheckpoint('p1')).toEqual(START);
     await store.saveCheckpoint('p1', { txid: 42n, position: 7n });
