@@ -8,15 +8,24 @@ interface Registration {
   steps: boolean;
 }
 
+interface Watched {
+  regs: Set<Registration>;
+  /** The task's relayed events (transitions): while anything watches the task. */
+  events: Subscription | null;
+  /** The task's live ticks (steps): while a stream that shows steps watches it. */
+  live: Subscription | null;
+}
+
 /**
- * Wakes SSE connections when their task has new events. Core NATS subscriptions for the whole
- * gateway (relayed transitions, and the live ticks writers send for steps); a message only says
- * "task X moved" — the connection then reads Postgres from its own cursor, so a lost wake-up
- * delays an event, never loses it.
+ * Wakes SSE connections when their task has new events. The gateway subscribes to a task's
+ * subjects only while a stream watches it — its relayed events, and the live ticks writers send
+ * for steps only while a stream wants steps — so NATS delivers nothing for tasks nobody watches.
+ * A message only says "task X moved": the connection then reads Postgres from its own cursor, so
+ * a lost wake-up delays an event, never loses it.
  */
 export class SseHub {
-  private readonly conns = new Map<string, Set<Registration>>();
-  private subs: Subscription[] = [];
+  private readonly tasks = new Map<string, Watched>();
+  private nc: NatsConnection | null = null;
   private readonly names: BusNames;
   private readonly log: Logger;
   constructor(names: BusNames, log: Logger) {
@@ -25,45 +34,64 @@ export class SseHub {
   }
 
   attach(nc: NatsConnection): void {
-    // Transitions arrive as the relay publishes them; steps as the writers' live ticks (which
-    // wake only the streams that show steps).
-    this.subs = [
-      { subject: this.names.allEvents, step: false },
-      { subject: this.names.allLive, step: true },
-    ].map(({ subject, step }) =>
-      nc.subscribe(subject, {
-        callback: (err, msg) => {
-          if (err) return this.log.warn({ err }, 'sse hub subscription error');
-          const taskId = msg.subject.split('.')[this.names.taskIdToken];
-          if (taskId) for (const r of this.conns.get(taskId) ?? []) if (!step || r.steps) r.wake();
-        },
-      }),
-    );
+    this.nc = nc;
+    for (const [taskId, w] of this.tasks) this.sync(taskId, w);
   }
 
   get connected(): boolean {
-    return this.subs.length > 0 && this.subs.every((s) => !s.isClosed());
+    return this.nc !== null && !this.nc.isClosed();
   }
 
   get size(): number {
     let n = 0;
-    for (const s of this.conns.values()) n += s.size;
+    for (const w of this.tasks.values()) n += w.regs.size;
     return n;
   }
 
   register(taskId: string, wake: () => void, opts: { steps?: boolean } = {}): () => void {
-    let set = this.conns.get(taskId);
-    if (!set) this.conns.set(taskId, (set = new Set()));
+    let w = this.tasks.get(taskId);
+    if (!w) this.tasks.set(taskId, (w = { regs: new Set(), events: null, live: null }));
     const r: Registration = { wake, steps: opts.steps ?? true };
-    set.add(r);
+    w.regs.add(r);
+    this.sync(taskId, w);
+    const watched = w;
     return () => {
-      set.delete(r);
-      if (set.size === 0) this.conns.delete(taskId);
+      watched.regs.delete(r);
+      this.sync(taskId, watched);
+      if (watched.regs.size === 0) this.tasks.delete(taskId);
     };
   }
 
+  /** Hold exactly the subscriptions the task's registrations need. */
+  private sync(taskId: string, w: Watched): void {
+    const nc = this.nc;
+    if (!nc || nc.isClosed()) return;
+    const wantSteps = [...w.regs].some((r) => r.steps);
+    const subscribe = (subject: string, steps: boolean): Subscription =>
+      nc.subscribe(subject, {
+        callback: (err) => {
+          if (err) return this.log.warn({ err, taskId }, 'sse hub subscription error');
+          for (const r of w.regs) if (!steps || r.steps) r.wake();
+        },
+      });
+    if (w.regs.size > 0 && !w.events) w.events = subscribe(this.names.taskEvents(taskId), false);
+    if (w.regs.size === 0 && w.events) {
+      w.events.unsubscribe();
+      w.events = null;
+    }
+    if (wantSteps && !w.live) w.live = subscribe(this.names.liveSubject(taskId), true);
+    if (!wantSteps && w.live) {
+      w.live.unsubscribe();
+      w.live = null;
+    }
+  }
+
   close(): void {
-    for (const s of this.subs) s.unsubscribe();
-    this.subs = [];
+    for (const w of this.tasks.values()) {
+      w.events?.unsubscribe();
+      w.live?.unsubscribe();
+      w.events = w.live = null;
+    }
+    this.nc = null;
   }
 }
