@@ -40,6 +40,19 @@ async function gateway(pg: PgFixture, nats: NatsFixture | null, opts: { apiKeys?
 
 const test = stackTest;
 
+/** A listening gateway with a relay, and a bench task submitted through it: for tests that follow SSE. */
+async function liveGateway(pg: PgFixture, nats: NatsFixture) {
+  const names = busNames(nats.namespace);
+  await ensureTopology(await jetstreamManager(nats.nc), names);
+  const relay = new Relay({ pool: pg.db.pool, store: pg.store, nc: nats.nc, names, log });
+  relay.start();
+  const app = await gateway(pg, nats);
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
+  const id = (await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x', team: 'bench' } })).json().id as string;
+  return { names, relay, app, base, id };
+}
+
 describe('POST /v1/tasks', () => {
   test('creates a pending task with defaults', async ({ pg, nats }) => {
     const app = await gateway(pg, nats);
@@ -192,14 +205,7 @@ describe('reads, tenancy, errors', () => {
 
 describe('SSE', () => {
   test('reconnecting with Last-Event-ID: every event once, no gap, no duplicate; the stream ends after the final event', async ({ pg, nats }) => {
-    const names = busNames(nats.namespace);
-    await ensureTopology(await jetstreamManager(nats.nc), names);
-    const relay = new Relay({ pool: pg.db.pool, store: pg.store, nc: nats.nc, names, log });
-    relay.start();
-    const app = await gateway(pg, nats);
-    await app.listen({ port: 0, host: '127.0.0.1' });
-    const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
-    const id = (await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x', team: 'bench' } })).json().id as string;
+    const { names, relay, app, base, id } = await liveGateway(pg, nats);
 
     // Produce events while the client reads: start, 30 model turns, completion. Like the
     // services' writers, each commit sends its wake-ups (the steps' live tick; the relay carries the rest).
@@ -312,14 +318,7 @@ describe('SSE', () => {
   });
 
   test('steps=false: only transitions, in SSE and in the JSON list; a stream of transitions is not woken by steps; a bad value is a 400 naming it', async ({ pg, nats }) => {
-    const names = busNames(nats.namespace);
-    await ensureTopology(await jetstreamManager(nats.nc), names);
-    const relay = new Relay({ pool: pg.db.pool, store: pg.store, nc: nats.nc, names, log });
-    relay.start();
-    const app = await gateway(pg, nats);
-    await app.listen({ port: 0, host: '127.0.0.1' });
-    const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
-    const id = (await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x', team: 'bench' } })).json().id as string;
+    const { names, relay, app, base, id } = await liveGateway(pg, nats);
     const res = await fetch(`${base}/v1/tasks/${id}/events?steps=false`, { headers: { accept: 'text/event-stream' } });
     const text = (async () => {
       let buf = '';
