@@ -14,7 +14,7 @@ import { buildConversation } from './conversation.ts';
 import type { ModelClient, ModelResponse } from './model.ts';
 import { approvalFor, askPerson } from './policy.ts';
 import { delegationTargets, type AgentDefinition, type TeamDefinition } from './teams.ts';
-import { allTools, parseToolInput, toolSpec, type ToolDefinition } from './tools.ts';
+import { allTools, parseToolInput, toolSpec } from './tools.ts';
 
 /**
  * The agent loop — one, for the lead and every subagent. It reads where the agent stands from
@@ -34,7 +34,7 @@ export interface Triage {
   /** Results known now: errors, and outcomes a person's decision or a subagent already gave. */
   results: ToolResult[];
   /** Calls to run here, with their parsed (or approved) input. */
-  runs: { call: ToolCall; tool: ToolDefinition; input: Record<string, unknown> }[];
+  runs: { call: ToolCall; input: Record<string, unknown> }[];
   /** Requests a person must decide before the calls can go on. */
   asks: AskCommand[];
   /** Subagents to start (the lead's delegations). */
@@ -121,7 +121,7 @@ export function triageToolUses(o: TriageInput): Triage {
       out.dispatches.push({ type: 'DispatchSubagent', agentId: `${agent}-${n}`, agentType: agent, toolUseId: t.toolUseId, prompt });
       continue;
     }
-    out.runs.push({ call: { ...call, input: t.approvedInput ?? t.input }, tool, input: parsed.value });
+    out.runs.push({ call: { ...call, input: t.approvedInput ?? t.input }, input: parsed.value });
   }
   return out;
 }
@@ -152,8 +152,8 @@ export interface LoopHost {
   record(commands: readonly Command[], metadata?: EventMetadata): void;
   /** Make what is pending durable. False: the agent may not go on (superseded or cancelled). */
   commit(): Promise<boolean>;
-  /** Run one call here (it was triaged as runnable). */
-  execute(call: ToolCall, tool: ToolDefinition, input: Record<string, unknown>): Promise<ToolResult>;
+  /** Run one call here (it was triaged as runnable); `input` is the call's input as the tool's schema parsed it. */
+  execute(call: ToolCall, input: Record<string, unknown>): Promise<ToolResult>;
   /** At the start and before each model call: false to stop (the task was cancelled, the attempt superseded). */
   proceed?(): Promise<boolean>;
   /** The agent gave its final answer, or reached its turn limit: what ends it (null: nothing yet, e.g. the lead waits for subagents). */
@@ -178,7 +178,7 @@ export async function runAgentLoop(h: LoopHost): Promise<LoopExit> {
     if (loop.phase === 'tools') {
       const t = triageToolUses({ state: s, agentId: h.agentId, team: h.team, def: h.def, runsIn: h.runsIn, now: h.now(), plan: (c) => h.plan(c) });
       const results = t.results.slice();
-      for (const r of t.runs) results.push(await h.execute(r.call, r.tool, r.input));
+      for (const r of t.runs) results.push(await h.execute(r.call, r.input));
       if (t.asks.length === 0 && t.dispatches.length === 0 && !t.waiting) {
         h.record([resultsCommand(h, loop, [...resolved(loop.openToolUses), ...results])]);
         continue; // a model turn is due

@@ -7,9 +7,6 @@ import { messagesFor } from './messages.ts';
 import { BatchPublisher } from './publisher.ts';
 import type { BusNames } from './subjects.ts';
 
-/** An agent's steps are not relayed (nothing consumes them from the bus; live views get the writers' ticks). */
-const SKIPPED = [...STEP_EVENT_TYPES];
-
 export interface RelayOptions {
   pool: pg.Pool;
   store: EventStore;
@@ -130,7 +127,7 @@ export class Relay {
     let hiddenDelay = 2;
     while (this.running) {
       const wakeup = this.nextWake();
-      const { events: batch, hidden } = await this.o.store.tail(cursor, this.o.batchSize, client, SKIPPED);
+      const { events: batch, hidden } = await this.o.store.tail(cursor, this.o.batchSize, client, STEP_EVENT_TYPES); // steps are not relayed
       if (batch.length > 0) {
         cursor = await this.publishBatch(batch);
         if (Date.now() - savedAt >= this.o.checkpointEveryMs) await save();

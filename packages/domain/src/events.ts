@@ -201,8 +201,8 @@ export function recordAs(e: { id: string; type: EventType; data: unknown; metada
  * live view is woken by a tick the writer sends after the commit, and reads Postgres.
  * Every other event is a transition — of the task, an agent, a request — and is relayed.
  */
-export const STEP_EVENT_TYPES: ReadonlySet<EventType> = new Set<EventType>(['ModelTurnRecorded', 'ToolResultsRecorded']);
-export const isStepEvent = (type: string): boolean => STEP_EVENT_TYPES.has(type as EventType);
+export const STEP_EVENT_TYPES: readonly EventType[] = ['ModelTurnRecorded', 'ToolResultsRecorded'];
+export const isStepEvent = (type: string): boolean => STEP_EVENT_TYPES.includes(type as EventType);
 
 /** Events after which the task is final: nothing may follow them on the task stream. */
 export const TERMINAL_EVENT_TYPES: ReadonlySet<EventType> = new Set(['TaskCompleted', 'TaskFailed', 'TaskCancelled']);

@@ -11,7 +11,7 @@ import type { TaskRow } from './task-row.ts';
  */
 
 /** Step event types as an SQL list (constant names from the domain). An append of steps alone sends no NOTIFY: the relay does not carry them. */
-const STEP_TYPES_SQL = [...STEP_EVENT_TYPES].map((t) => `'${t}'`).join(', ');
+const STEP_TYPES_SQL = STEP_EVENT_TYPES.map((t) => `'${t}'`).join(', ');
 
 /** The NOTIFY channel an append signals on commit (the relay LISTENs) when it wrote a transition (not only steps). */
 export const NOTIFY_CHANNEL = 'baton_events';

@@ -86,7 +86,7 @@ async function runLead(deps: LeadDeps, initial: TaskState, history: RecordedEven
     pending: () => writer.pending,
     record: (commands, metadata) => void writer.apply(commands, metadata ? { metadata } : {}),
     commit,
-    execute: async (call) => runLocalTool(call),
+    execute: async (call, input) => runLocalTool(call, input),
     plan: () => lastText(events.concat(writer.pending), LEAD_AGENT_ID),
     finish: async ({ capped }) => {
       const s = writer.state;
@@ -101,11 +101,11 @@ async function runLead(deps: LeadDeps, initial: TaskState, history: RecordedEven
 }
 
 /** The lead's own tools (the benchmark's no-ops); everything else it does is delegation or asking. */
-function runLocalTool(call: ToolCall): ToolResult {
+function runLocalTool(call: ToolCall, input: Record<string, unknown>): ToolResult {
   switch (call.name) {
     case 'bench_step':
     case 'bench_gate':
-      return { toolUseId: call.id, toolName: call.name, content: `step ${String(call.input.step)} recorded`, isError: false };
+      return { toolUseId: call.id, toolName: call.name, content: `step ${String(input.step)} recorded`, isError: false };
     default:
       throw new Error(`no local implementation for tool '${call.name}'`);
   }

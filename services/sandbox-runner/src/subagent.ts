@@ -93,6 +93,11 @@ export async function runSubagentJob(
   /** Task-stream commands (requests, completion) wait for the agent's own writes, then go through handleCommand. */
   let onTaskStream: Command[] = [];
   let changed = false;
+  /** After tools that can change files, the workspace is made durable (once) before anything describes it. */
+  const syncIfChanged = async (): Promise<void> => {
+    if (changed) await sandbox.sync();
+    changed = false;
+  };
   let outcome = null as JobOutcome | null;
   const stop = (o: JobOutcome): false => ((outcome = o), false);
   let first = true;
@@ -119,9 +124,7 @@ export async function runSubagentJob(
       if (commands.some(own)) writer.apply(commands.filter(own), metadata ? { metadata } : {});
     },
     commit: async () => {
-      // The workspace is made durable before the results that describe it are recorded.
-      if (changed && writer.pending.length > 0) await sandbox.sync();
-      changed = false;
+      await syncIfChanged();
       try {
         const own = await writer.flush();
         events.push(...own);
@@ -168,7 +171,7 @@ export async function runSubagentJob(
     plan: (call) => `${def.name} (${agentId}) wants to call ${call.name}.`,
     finish: async ({ capped, finalText }) => {
       const files = collectFiles(events.concat(writer.pending).filter((e) => e.streamId === agentStreamId(taskId, agentId)));
-      if (changed) await sandbox.sync();
+      await syncIfChanged();
       const stored = await storeOutputs(d, sandbox, taskId, agentId, files);
       const summary = capped ? `stopped after reaching the iteration cap of ${def.maxTurns} turns. ${finalText}`.trim() : finalText;
       return [

@@ -10,7 +10,6 @@ import { EventsQuery, StateQuery, TaskIdParams } from './schemas.ts';
 import { loadVisibleTask } from './tasks.ts';
 
 const BATCH = 500;
-const SKIPPED_STEPS = [...STEP_EVENT_TYPES];
 
 export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
   const r = app.withTypeProvider<ZodTypeProvider>();
@@ -41,7 +40,7 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     const cursor = await resumeCursor(taskId, after);
     if (!wantsSse) {
       // A snapshot of what is committed now, by position. Tailing without gaps is SSE's job.
-      const items = await d.store.readTaskPage(taskId, BigInt(after ?? 0), req.query.limit, req.query.steps ? [] : SKIPPED_STEPS);
+      const items = await d.store.readTaskPage(taskId, BigInt(after ?? 0), req.query.limit, req.query.steps ? [] : STEP_EVENT_TYPES);
       return { items: items.map(toEventView) };
     }
     reply.hijack();
@@ -71,7 +70,7 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
       dirty = true;
       wake?.();
     }, { steps });
-    const skipTypes = steps ? [] : SKIPPED_STEPS;
+    const skipTypes = steps ? [] : STEP_EVENT_TYPES;
     const heartbeat = setInterval(() => res.write(': heartbeat\n\n'), d.sseHeartbeatMs);
     req.raw.on('close', () => conn.end('client'));
 
