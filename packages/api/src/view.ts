@@ -1,4 +1,4 @@
-import type { PendingRequest, RecordedEvent, TaskState, TaskStatus } from '@baton/domain';
+import type { InputWorkspace, PendingRequest, RecordedEvent, TaskState, TaskStatus } from '@baton/domain';
 
 /** The task object of API.md, built from the folded state. */
 export interface TaskView {
@@ -13,6 +13,8 @@ export interface TaskView {
   approvalTimeoutSeconds: number;
   metadata: Record<string, unknown>;
   forkedFrom: { taskId: string; atVersion: number } | null;
+  /** The files the task started from (digest-pinned), or null. */
+  workspace: InputWorkspace | null;
   pendingRequests: PendingRequestView[];
   agents: { id: string; type: string; status: string; turns: number; filesCreated: string[]; filesModified: string[]; usage: TaskView['usage']; summary?: string; error?: { code: string; message: string } }[];
   usage: { inputTokens: number; outputTokens: number; cacheReadTokens: number; cacheWriteTokens: number; costUsd: number };
@@ -56,6 +58,7 @@ export function toTaskView(s: TaskState): TaskView {
     approvalTimeoutSeconds: s.approvalTimeoutSeconds,
     metadata: s.metadata,
     forkedFrom: s.forkedFrom,
+    workspace: s.workspace,
     pendingRequests: Object.values(s.pendingRequests).map(toPendingRequestView),
     agents: Object.values(s.agents).map((a) => ({
       id: a.id,

@@ -26,6 +26,22 @@ export const WebhookConfig = z.object({
 });
 export type WebhookConfig = z.infer<typeof WebhookConfig>;
 
+/**
+ * The files a task starts from (an upload or a configured example), pinned by content digest:
+ * every agent of the run, a fork and a resume on another replica see exactly these files.
+ * The bytes are in Postgres (`input_workspaces`), addressed by the digest.
+ */
+export const InputWorkspace = z.object({
+  /** sha256 over the sorted (path, mode, content digest) list: the same files give the same digest. */
+  digest: z.string().regex(/^[0-9a-f]{64}$/),
+  source: z.enum(['upload', 'example']),
+  /** The example's name, or the upload's file name if one was given. */
+  name: z.string().max(255).nullable(),
+  files: z.number().int().nonnegative(),
+  bytes: z.number().int().nonnegative(),
+});
+export type InputWorkspace = z.infer<typeof InputWorkspace>;
+
 export const eventDataSchemas = {
   TaskSubmitted: z.object({
     prompt: z.string().min(1),
@@ -37,6 +53,7 @@ export const eventDataSchemas = {
     tenantId: z.string().min(1),
     requestHash: z.string().nullable(),
     forkedFrom: z.object({ taskId: z.uuid(), atVersion: z.number().int().positive() }).nullable().default(null),
+    workspace: InputWorkspace.nullable().default(null),
   }),
   TaskStarted: z.object({ leadAgentId: AgentId, leadAgentType: z.string().min(1), configVersion: z.string().min(1) }),
   ModelTurnRecorded: z.object({

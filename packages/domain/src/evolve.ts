@@ -40,6 +40,7 @@ export function evolve(state: TaskState, event: RecordedEvent): TaskState {
         webhook: d.webhook,
         metadata: d.metadata,
         forkedFrom: d.forkedFrom ?? null,
+        workspace: d.workspace ?? null,
         createdAt: at,
       };
       break;

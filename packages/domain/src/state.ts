@@ -1,5 +1,5 @@
 import type { ToolResult, Usage } from './content.ts';
-import type { WebhookConfig } from './events.ts';
+import type { InputWorkspace, WebhookConfig } from './events.ts';
 
 export type TaskStatus = 'pending' | 'running' | 'awaiting_input' | 'completed' | 'failed' | 'cancelled';
 export type FinalStatus = Extract<TaskStatus, 'completed' | 'failed' | 'cancelled'>;
@@ -133,6 +133,8 @@ export interface TaskState {
   webhook: WebhookConfig | null;
   metadata: Record<string, unknown>;
   forkedFrom: { taskId: string; atVersion: number } | null;
+  /** The files the task started from (null: an empty workspace). */
+  workspace: InputWorkspace | null;
   createdAt: string;
   updatedAt: string;
   /** Version of the task stream `task-<taskId>`. */
@@ -162,6 +164,7 @@ export const initialState = (): TaskState => ({
   webhook: null,
   metadata: {},
   forkedFrom: null,
+  workspace: null,
   createdAt: '',
   updatedAt: '',
   version: 0,

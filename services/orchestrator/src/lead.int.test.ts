@@ -18,7 +18,7 @@ async function submit(store: EventStore, opts: { team?: string; requirePlanAppro
   await handleCommand(store, id, {
     type: 'SubmitTask', prompt: opts.prompt ?? 'Research the history of event sourcing', team: opts.team ?? 'research',
     requirePlanApproval: opts.requirePlanApproval ?? opts.team !== 'bench',
-    approvalTimeoutSeconds: opts.approvalTimeoutSeconds ?? 600, webhook: null, metadata: {}, tenantId: 'default', requestHash: null, forkedFrom: null,
+    approvalTimeoutSeconds: opts.approvalTimeoutSeconds ?? 600, webhook: null, metadata: {}, tenantId: 'default', requestHash: null, forkedFrom: null, workspace: null,
   });
   return id;
 }

@@ -42,6 +42,7 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
       tenantId: req.tenant,
       requestHash,
       forkedFrom: null,
+      workspace: null,
     };
     if (key) {
       const existing = await loadTask(d.store, taskId);
