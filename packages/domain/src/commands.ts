@@ -18,6 +18,8 @@ export type Command =
   | ({ type: 'CompleteSubagent' } & EventData<'SubagentCompleted'>)
   | ({ type: 'FailSubagent' } & EventData<'SubagentFailed'>)
   | ({ type: 'StoreArtifact' } & EventData<'ArtifactStored'>)
+  | ({ type: 'RecordPlan' } & EventData<'PlanRecorded'>)
+  | ({ type: 'RecordReview' } & EventData<'ReviewRecorded'>)
   | ({ type: 'CompleteTask' } & EventData<'TaskCompleted'>)
   | ({ type: 'FailTask' } & EventData<'TaskFailed'>)
   | ({ type: 'CancelTask' } & EventData<'TaskCancelled'>)

@@ -17,6 +17,10 @@ export type TextBlock = z.infer<typeof TextBlock>;
 export type ToolUseBlock = z.infer<typeof ToolUseBlock>;
 export type ContentBlock = z.infer<typeof ContentBlock>;
 
+/** Pass/fail counts of a test run, when the runner's summary was recognised. */
+export const TestCounts = z.object({ passed: z.number().int().nonnegative(), failed: z.number().int().nonnegative(), skipped: z.number().int().nonnegative().default(0) });
+export type TestCounts = z.infer<typeof TestCounts>;
+
 export const ToolResult = z.object({
   toolUseId: z.string().min(1),
   toolName: z.string().min(1),
@@ -24,6 +28,8 @@ export const ToolResult = z.object({
   isError: z.boolean().default(false),
   /** Files the call created or modified in the agent's workspace (so a takeover runner knows them too). */
   files: z.object({ created: z.array(z.string()), modified: z.array(z.string()) }).optional(),
+  /** A test run's counts (run_tests), so the agent's progress and completion can report them. */
+  tests: TestCounts.optional(),
 });
 export type ToolResult = z.infer<typeof ToolResult>;
 

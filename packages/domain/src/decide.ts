@@ -7,7 +7,8 @@ import {
   StaleAttemptError,
   TaskFinalError,
 } from './errors.ts';
-import { activeAgents, exists, isFinal, loopOf, type AgentLoopState, type AgentState, type OpenToolUse, type TaskState } from './state.ts';
+import { overlappingLocks, planProblems } from './plan.ts';
+import { activeAgents, exists, isFinal, loopOf, planIsRunning, type AgentLoopState, type AgentState, type OpenToolUse, type TaskState } from './state.ts';
 
 /**
  * decide(command, state) → the events that record it, or a typed error.
@@ -56,9 +57,35 @@ export function decide(command: Command, state: TaskState): DecidedEvent[] {
     case 'DispatchSubagent': {
       mustBeLive();
       const use = requireOpenToolUse(state, command.toolUseId, command.type);
-      if (use.state !== 'pending') throw new IllegalTransitionError(command.type, status, `tool use '${use.toolUseId}' is ${use.state}`);
       if (state.agents[command.agentId]) throw new InvalidCommandError(`agent '${command.agentId}' already exists`, { agentId: command.agentId });
+      const role = command.role ?? 'delegation';
+      if (role === 'delegation') {
+        if (use.state !== 'pending') throw new IllegalTransitionError(command.type, status, `tool use '${use.toolUseId}' is ${use.state}`);
+      } else requirePlanDispatch(state, command, role);
       return [{ type: 'SubagentDispatched', data: rest as DecidedData<'SubagentDispatched'> }];
+    }
+
+    case 'RecordPlan': {
+      mustBeLive();
+      const lead = requireLead(state, command.type);
+      if (command.agentId !== lead.agentId) throw new InvalidCommandError('only the lead records a plan', { agentId: command.agentId });
+      if (state.plan) throw new IllegalTransitionError(command.type, status, 'the task already has a plan');
+      const use = requireOpenToolUse(state, command.toolUseId, command.type);
+      if (use.state !== 'pending') throw new IllegalTransitionError(command.type, status, `tool use '${use.toolUseId}' is ${use.state}`);
+      const problems = planProblems(command.subtasks, null);
+      if (problems.length > 0) throw new InvalidCommandError(`invalid plan: ${problems.map((p) => `${p.path}: ${p.message}`).join('; ')}`, { problems });
+      return [{ type: 'PlanRecorded', data: rest as DecidedData<'PlanRecorded'> }];
+    }
+
+    case 'RecordReview': {
+      mustBeLive();
+      const agent = requireAgent(state, command.agentId);
+      if (agent.role !== 'review') throw new InvalidCommandError(`agent '${agent.id}' is not the plan's reviewer`, { agentId: agent.id });
+      if (agent.status !== 'running') throw new IllegalTransitionError(command.type, status, `agent '${agent.id}' is ${agent.status}`);
+      if (!state.plan || state.plan.reviews.some((r) => r.round === command.round)) throw new IllegalTransitionError(command.type, status, `round ${command.round} was already reviewed`);
+      if (command.round !== agent.round) throw new InvalidCommandError(`the reviewer of round ${agent.round} cannot record round ${command.round}`);
+      if (command.verdict === 'request_changes' && command.issues.length === 0) throw new InvalidCommandError('a review that requests changes names at least one issue');
+      return [{ type: 'ReviewRecorded', data: rest as DecidedData<'ReviewRecorded'> }];
     }
 
     case 'StartSubagent': {
@@ -193,6 +220,32 @@ function requireWriter(state: TaskState, agentId: string, attempt: number | unde
   if (agent.status !== 'running') throw new IllegalTransitionError(command, state.status, `agent '${agent.id}' is ${agent.status}`);
   if (attempt !== undefined && attempt !== agent.attempt) throw new StaleAttemptError(agent.id, attempt, agent.attempt);
   return agent;
+}
+
+/**
+ * A dispatch the plan calls for: its subtask is pending (and its dependencies done, on the first
+ * build), and no active agent holds a lock that overlaps its locks — or, for the review, every
+ * subtask is done and this round has no reviewer yet.
+ */
+function requirePlanDispatch(state: TaskState, c: Extract<Command, { type: 'DispatchSubagent' }>, role: 'subtask' | 'review'): void {
+  const plan = state.plan;
+  if (!plan || !planIsRunning(state) || c.toolUseId !== plan.toolUseId) throw new IllegalTransitionError(c.type, state.status, 'no plan is running for that tool use');
+  if ((c.round ?? 0) !== plan.round) throw new InvalidCommandError(`the plan is in round ${plan.round}, not ${c.round ?? 0}`);
+  if (role === 'review') {
+    if (plan.subtasks.some((t) => t.status !== 'done')) throw new IllegalTransitionError(c.type, state.status, 'the review waits until every subtask is done');
+    if (Object.values(state.agents).some((a) => a.role === 'review' && a.round === plan.round)) throw new InvalidCommandError(`round ${plan.round} already has a reviewer`);
+    return;
+  }
+  const t = plan.subtasks.find((x) => x.id === c.subtaskId);
+  if (!t) throw new InvalidCommandError(`no subtask '${c.subtaskId ?? ''}' in the plan`, { subtaskId: c.subtaskId });
+  if (t.status !== 'pending') throw new IllegalTransitionError(c.type, state.status, `subtask '${t.id}' is ${t.status}`);
+  const waiting = t.dependsOn.filter((d) => plan.subtasks.find((x) => x.id === d)?.status !== 'done');
+  if (waiting.length > 0) throw new IllegalTransitionError(c.type, state.status, `subtask '${t.id}' waits for ${waiting.join(', ')}`);
+  const locks = c.fileLocks ?? t.fileLocks;
+  for (const a of activeAgents(state)) {
+    const clash = a.fileLocks ? overlappingLocks(locks, a.fileLocks) : null;
+    if (clash) throw new IllegalTransitionError(c.type, state.status, `agent '${a.id}' holds '${clash[1]}', which overlaps '${clash[0]}'`);
+  }
 }
 
 function requireNewRequest(state: TaskState, requestId: string): void {

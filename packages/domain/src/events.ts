@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { ContentBlock, StopReason, ToolResult, Usage } from './content.ts';
+import { ContentBlock, StopReason, TestCounts, ToolResult, Usage } from './content.ts';
+import { PlanSubtask, ReviewIssue, ReviewVerdict } from './plan.ts';
 
 /**
  * Every event Baton records. One zod schema per event type validates what is appended
@@ -96,7 +97,20 @@ export const eventDataSchemas = {
   ClarificationAnswered: z.object({ requestId: RequestId, answers: z.array(z.string()).min(1), answeredBy: z.string(), agentId: AgentId.optional() }),
   /** Nobody answered before the deadline: the agent is told so and goes on with its best judgement. */
   ClarificationTimedOut: z.object({ requestId: RequestId, agentId: AgentId.optional() }),
-  SubagentDispatched: z.object({ agentId: AgentId, agentType: z.string().min(1), toolUseId: z.string().min(1), prompt: z.string().min(1) }),
+  SubagentDispatched: z.object({
+    agentId: AgentId,
+    agentType: z.string().min(1),
+    toolUseId: z.string().min(1),
+    prompt: z.string().min(1),
+    /** Why it runs: a Task delegation (default), a subtask of the lead's plan, or the plan's review. */
+    // (Absent: a Task delegation, as every dispatch was before plans.)
+    role: z.enum(['delegation', 'subtask', 'review']).optional(),
+    subtaskId: z.string().min(1).optional(),
+    /** The only paths the agent may create, change or delete (a subtask's locks); absent: its config's file scope alone. */
+    fileLocks: z.array(z.string().min(1)).optional(),
+    /** 0: the plan's first build; n: the n-th round of changes a review asked for. */
+    round: z.number().int().nonnegative().optional(),
+  }),
   SubagentStarted: z.object({ agentId: AgentId, attempt: z.number().int().positive(), runnerId: z.string().min(1) }),
   SubagentCompleted: z.object({
     agentId: AgentId,
@@ -106,8 +120,30 @@ export const eventDataSchemas = {
     filesModified: z.array(z.string()),
     success: z.boolean(),
     iterationCapReached: z.boolean().default(false),
+    /** The counts of its last test run (run_tests), if it ran tests. */
+    tests: TestCounts.optional(),
   }),
   SubagentFailed: z.object({ agentId: AgentId, code: z.string().min(1), message: z.string() }),
+  /** The lead's plan, as approved (possibly edited): the scheduler runs it. */
+  PlanRecorded: z.object({
+    agentId: AgentId,
+    /** The lead's tool use that submitted it: open until the plan has run (and been reviewed). */
+    toolUseId: z.string().min(1),
+    summary: z.string(),
+    subtasks: z.array(PlanSubtask).min(1),
+    /** The agent type that reviews the change once every subtask is done (null: no review). */
+    reviewAgent: z.string().min(1).nullable(),
+    /** How many rounds of changes a review may ask for before the plan completes with its verdict. */
+    maxReviewRounds: z.number().int().nonnegative(),
+  }),
+  /** A reviewer's structured verdict on the change. */
+  ReviewRecorded: z.object({
+    agentId: AgentId,
+    round: z.number().int().nonnegative(),
+    verdict: ReviewVerdict,
+    issues: z.array(ReviewIssue),
+    summary: z.string(),
+  }),
   ArtifactStored: z.object({
     agentId: AgentId.nullable(),
     path: z.string().min(1),
@@ -256,4 +292,6 @@ export const LEAD_TRIGGER_TYPES: ReadonlySet<EventType> = new Set<EventType>([
   'ClarificationTimedOut',
   'SubagentCompleted',
   'SubagentFailed',
+  // A plan was recorded: the scheduler dispatches its first subtasks.
+  'PlanRecorded',
 ]);

@@ -1,5 +1,6 @@
 import { isToolUse, textOf, type ContentBlock, type ToolResult } from './content.ts';
 import { isTaskStream, type RecordedEvent } from './events.ts';
+import { withinLocks, type ReviewIssue } from './plan.ts';
 import {
   addUsage,
   deriveStatus,
@@ -13,6 +14,8 @@ import {
   type LeadState,
   type OpenToolUse,
   type PendingRequest,
+  type PlanState,
+  type SubtaskState,
   type TaskState,
 } from './state.ts';
 
@@ -57,8 +60,9 @@ export function evolve(state: TaskState, event: RecordedEvent): TaskState {
     }
     case 'ToolResultsRecorded': {
       const done = new Set(event.data.results.map((r) => r.toolUseId));
+      const tests = event.data.results.findLast((r) => r.tests)?.tests;
       if (s.lead && event.data.agentId === s.lead.agentId) s.lead = afterResults(s.lead, done);
-      else s = updateAgent(s, event.data.agentId, (a) => afterResults(a, done));
+      else s = updateAgent(s, event.data.agentId, (a) => ({ ...afterResults(a, done), ...(tests ? { tests } : {}) }));
       break;
     }
     case 'SubagentDispatched': {
@@ -77,9 +81,16 @@ export function evolve(state: TaskState, event: RecordedEvent): TaskState {
         summary: null,
         error: null,
         usage: emptyUsage(),
+        role: d.role ?? 'delegation',
+        subtaskId: d.subtaskId ?? null,
+        fileLocks: d.fileLocks ?? null,
+        round: d.round ?? 0,
+        tests: null,
       };
       s.agents = { ...s.agents, [d.agentId]: agent };
       if (s.lead) s = updateToolUse(s, s.lead.agentId, d.toolUseId, (t) => ({ ...t, state: 'dispatched' }));
+      if (s.plan && agent.role === 'review') s.plan = { ...s.plan, status: 'reviewing' };
+      if (s.plan && agent.subtaskId) s = updateSubtask(s, agent.subtaskId, (t) => ({ ...t, status: 'running', agentIds: [...t.agentIds, agent.id] }));
       break;
     }
     case 'SubagentStarted':
@@ -93,9 +104,23 @@ export function evolve(state: TaskState, event: RecordedEvent): TaskState {
         summary: d.summary,
         filesCreated: d.filesCreated,
         filesModified: d.filesModified,
+        tests: d.tests ?? a.tests,
       }));
       const agent = s.agents[d.agentId];
-      if (agent && s.lead) {
+      if (agent?.subtaskId) {
+        s = updateSubtask(s, agent.subtaskId, (t) => ({
+          ...t,
+          status: d.success ? 'done' : 'failed',
+          summary: d.summary,
+          filesCreated: union(t.filesCreated, d.filesCreated),
+          filesModified: union(t.filesModified, d.filesModified).filter((f) => !t.filesCreated.includes(f) && !d.filesCreated.includes(f)),
+          tests: d.tests ?? agent.tests ?? t.tests,
+          rework: null,
+        }));
+        s = settlePlan(s);
+      } else if (agent?.role === 'review') {
+        s = settlePlan(s);
+      } else if (agent && s.lead) {
         const content = JSON.stringify({ summary: d.summary, filesCreated: d.filesCreated, filesModified: d.filesModified, success: d.success });
         s = resolveToolUse(s, s.lead.agentId, agent.toolUseId, { content, isError: !d.success });
       }
@@ -105,7 +130,11 @@ export function evolve(state: TaskState, event: RecordedEvent): TaskState {
       const d = event.data;
       s = updateAgent(s, d.agentId, (a) => ({ ...a, status: 'failed', error: { code: d.code, message: d.message } }));
       const agent = s.agents[d.agentId];
-      if (agent && s.lead) s = resolveToolUse(s, s.lead.agentId, agent.toolUseId, { content: `subagent ${d.agentId} failed (${d.code}): ${d.message}`, isError: true });
+      if (agent?.subtaskId) {
+        s = updateSubtask(s, agent.subtaskId, (t) => ({ ...t, status: 'failed', summary: `failed (${d.code}): ${d.message}` }));
+        s = settlePlan(s);
+      } else if (agent?.role === 'review') s = settlePlan(s);
+      else if (agent && s.lead) s = resolveToolUse(s, s.lead.agentId, agent.toolUseId, { content: `subagent ${d.agentId} failed (${d.code}): ${d.message}`, isError: true });
       break;
     }
     case 'ApprovalRequested': {
@@ -151,6 +180,30 @@ export function evolve(state: TaskState, event: RecordedEvent): TaskState {
           : { content: 'The user did not answer before the deadline. Proceed with your best judgement and state the assumptions you make.', isError: false };
       s = closeRequest(s, event.data.requestId, { decision: event.type === 'ClarificationAnswered' ? 'answered' : 'timed out (unanswered)', at, result });
       if (req) s = resumeWith(s, req.agentId, req.toolUseId, { result });
+      break;
+    }
+    case 'PlanRecorded': {
+      const d = event.data;
+      s.plan = {
+        toolUseId: d.toolUseId,
+        summary: d.summary,
+        subtasks: d.subtasks.map((t): SubtaskState => ({ ...t, status: 'pending', agentIds: [], summary: null, filesCreated: [], filesModified: [], tests: null, rework: null })),
+        reviewAgent: d.reviewAgent,
+        maxReviewRounds: d.maxReviewRounds,
+        round: 0,
+        reviews: [],
+        status: 'running',
+      };
+      s = updateToolUse(s, d.agentId, d.toolUseId, (t) => ({ ...t, state: 'dispatched' }));
+      break;
+    }
+    case 'ReviewRecorded': {
+      const d = event.data;
+      if (!s.plan) break;
+      const review = { agentId: d.agentId, round: d.round, verdict: d.verdict, issues: d.issues, summary: d.summary };
+      let plan: PlanState = { ...s.plan, reviews: [...s.plan.reviews, review], status: 'running' };
+      if (d.verdict === 'request_changes' && plan.round < plan.maxReviewRounds) plan = reworkRound(plan, d.issues);
+      s.plan = plan;
       break;
     }
     case 'ArtifactStored': {
@@ -272,6 +325,84 @@ export function formatAnswers(questions: readonly string[], answers: readonly st
   return answers.join('\n');
 }
 
+const union = (a: readonly string[], b: readonly string[]): string[] => [...new Set([...a, ...b])].sort();
+
+function updateSubtask(s: TaskState, id: string, f: (t: SubtaskState) => SubtaskState): TaskState {
+  if (!s.plan) return s;
+  return { ...s, plan: { ...s.plan, subtasks: s.plan.subtasks.map((t) => (t.id === id ? f(t) : t)) } };
+}
+
+/**
+ * A review asked for changes with rounds left: the subtasks that own the files it names (by
+ * their locks) go back to pending with their issues; issues about no file (or a file nobody
+ * owns) go to every subtask that changed files.
+ */
+function reworkRound(plan: PlanState, issues: readonly ReviewIssue[]): PlanState {
+  const changed = plan.subtasks.filter((t) => t.filesCreated.length + t.filesModified.length > 0);
+  const general = changed.length > 0 ? changed : plan.subtasks;
+  const assigned = new Map<string, ReviewIssue[]>();
+  for (const issue of issues) {
+    const owners = issue.file ? plan.subtasks.filter((t) => withinLocks(issue.file as string, t.fileLocks)) : [];
+    for (const t of owners.length > 0 ? owners : general) assigned.set(t.id, [...(assigned.get(t.id) ?? []), issue]);
+  }
+  return {
+    ...plan,
+    round: plan.round + 1,
+    subtasks: plan.subtasks.map((t) => (assigned.has(t.id) ? { ...t, status: 'pending', rework: assigned.get(t.id) ?? [] } : t)),
+  };
+}
+
+/**
+ * After a plan agent finished: skip what a failure blocks, and when nothing is left to run,
+ * close the plan — completed, or failed — and give the lead its result (the outcome of every
+ * subtask and the review), so its loop moves on. Whatever is still to dispatch (ready subtasks,
+ * the review) is the scheduler's.
+ */
+function settlePlan(s: TaskState): TaskState {
+  const plan = s.plan;
+  if (!plan || (plan.status !== 'running' && plan.status !== 'reviewing')) return s;
+  const failed = new Set(plan.subtasks.filter((t) => t.status === 'failed').map((t) => t.id));
+  const subtasks = plan.subtasks.slice();
+  for (let changedAny = true; changedAny; ) {
+    changedAny = false;
+    subtasks.forEach((t, i) => {
+      if (t.status === 'pending' && t.dependsOn.some((d) => failed.has(d))) {
+        subtasks[i] = { ...t, status: 'skipped', summary: `skipped: depends on ${t.dependsOn.filter((d) => failed.has(d)).join(', ')}, which did not finish` };
+        failed.add(t.id);
+        changedAny = true;
+      }
+    });
+  }
+  let next: PlanState = { ...plan, subtasks };
+  const planAgents = Object.values(s.agents).filter((a) => a.role !== 'delegation');
+  const busy = planAgents.some((a) => a.status === 'dispatched' || a.status === 'running' || a.status === 'paused');
+  const close = (status: 'completed' | 'failed', isError: boolean): TaskState => {
+    next = { ...next, status };
+    const outcome = planOutcome(next);
+    const closed: TaskState = { ...s, plan: next };
+    return s.lead ? resolveToolUse(closed, s.lead.agentId, plan.toolUseId, { content: JSON.stringify(outcome), isError }) : closed;
+  };
+  if (busy) return { ...s, plan: next };
+  if (failed.size > 0 && !subtasks.some((t) => t.status === 'pending' || t.status === 'running')) return close('failed', true);
+  if (subtasks.some((t) => t.status === 'pending')) return { ...s, plan: { ...next, status: 'running' } };
+  if (next.reviewAgent && next.reviews.length < next.round + 1) {
+    const reviewedThisRound = planAgents.some((a) => a.role === 'review' && a.round === next.round);
+    if (reviewedThisRound) return close('failed', true); // the reviewer ended without a verdict
+    return { ...s, plan: { ...next, status: 'running' } }; // the scheduler dispatches the review
+  }
+  return close('completed', false);
+}
+
+/** What the lead is told when its plan has run: each subtask's outcome and the final review. */
+export function planOutcome(plan: PlanState): Record<string, unknown> {
+  const review = plan.reviews.at(-1) ?? null;
+  return {
+    status: plan.status,
+    subtasks: plan.subtasks.map((t) => ({ id: t.id, agent: t.agent, status: t.status, summary: t.summary, filesCreated: t.filesCreated, filesModified: t.filesModified, tests: t.tests })),
+    review: review ? { verdict: review.verdict, summary: review.summary, issues: review.issues, rounds: plan.round } : null,
+  };
+}
+
 /** A final task holds nothing open: requests are closed and active agents stop. */
 function stopEverything(s: TaskState, at: string): TaskState {
   const decided = { ...s.decidedRequests };
@@ -280,5 +411,8 @@ function stopEverything(s: TaskState, at: string): TaskState {
   for (const [id, a] of Object.entries(s.agents)) {
     agents[id] = a.status === 'dispatched' || a.status === 'running' || a.status === 'paused' ? { ...a, status: 'cancelled' } : a;
   }
-  return { ...s, pendingRequests: {}, decidedRequests: decided, agents };
+  const plan: PlanState | null = s.plan && (s.plan.status === 'running' || s.plan.status === 'reviewing')
+    ? { ...s.plan, status: 'failed', subtasks: s.plan.subtasks.map((t) => (t.status === 'pending' || t.status === 'running' ? { ...t, status: 'cancelled' } : t)) }
+    : s.plan;
+  return { ...s, pendingRequests: {}, decidedRequests: decided, agents, plan };
 }

@@ -15,3 +15,6 @@ import { evolve } from './evolve.ts';
 import { initialState } from './state.ts';
 /** The task decider: `{ decide, evolve, initialState }`. */
 export const taskDecider = { decide, evolve, initialState } as const;
+export * from './plan.ts';
+export * from './schedule.ts';
+export { planOutcome } from './evolve.ts';

@@ -1,4 +1,5 @@
-import type { ToolResult, Usage } from './content.ts';
+import type { TestCounts, ToolResult, Usage } from './content.ts';
+import type { PlanSubtask, ReviewIssue, ReviewVerdict } from './plan.ts';
 import type { InputWorkspace, WebhookConfig } from './events.ts';
 
 export type TaskStatus = 'pending' | 'running' | 'awaiting_input' | 'completed' | 'failed' | 'cancelled';
@@ -44,6 +45,53 @@ export interface AgentState extends AgentLoopState {
   summary: string | null;
   error: { code: string; message: string } | null;
   usage: UsageTotals;
+  /** Why it runs: a Task delegation, a subtask of the plan, or the plan's review. */
+  role: 'delegation' | 'subtask' | 'review';
+  subtaskId: string | null;
+  /** The only paths it may change (its subtask's locks), held while it is active; null: no locks. */
+  fileLocks: string[] | null;
+  round: number;
+  /** Its latest test run's counts. */
+  tests: TestCounts | null;
+}
+
+export type SubtaskStatus = 'pending' | 'running' | 'done' | 'failed' | 'skipped' | 'cancelled';
+
+export interface SubtaskState extends PlanSubtask {
+  status: SubtaskStatus;
+  /** The agents that worked on it, in order (the first build, then each round of changes). */
+  agentIds: string[];
+  summary: string | null;
+  filesCreated: string[];
+  filesModified: string[];
+  tests: TestCounts | null;
+  /** The review issues its next round must address (set when a review asks for changes). */
+  rework: ReviewIssue[] | null;
+}
+
+export interface Review {
+  agentId: string;
+  round: number;
+  verdict: ReviewVerdict;
+  issues: ReviewIssue[];
+  summary: string;
+}
+
+/**
+ * The lead's plan as it runs: `running` while subtasks build (or rebuild), `reviewing` while the
+ * review agent works, then `completed` (every subtask done, the review settled) or `failed`
+ * (a subtask failed — its dependents are skipped — or the review could not be made).
+ */
+export interface PlanState {
+  toolUseId: string;
+  summary: string;
+  subtasks: SubtaskState[];
+  reviewAgent: string | null;
+  maxReviewRounds: number;
+  /** 0 while the first build runs; n once a review asked for changes n times. */
+  round: number;
+  reviews: Review[];
+  status: 'running' | 'reviewing' | 'completed' | 'failed';
 }
 
 /** A tool call of an agent that the agent is waiting on. */
@@ -147,6 +195,8 @@ export interface TaskState {
   decidedRequests: Record<string, DecidedRequest>;
   usage: UsageTotals;
   artifacts: Artifact[];
+  /** The lead's plan (engineering teams), once recorded. */
+  plan: PlanState | null;
   result: { summary: string; reportPath: string | null } | null;
   error: { code: string; message: string } | null;
 }
@@ -175,6 +225,7 @@ export const initialState = (): TaskState => ({
   decidedRequests: {},
   usage: emptyUsage(),
   artifacts: [],
+  plan: null,
   result: null,
   error: null,
 });
@@ -218,4 +269,20 @@ export function deriveStatus(s: TaskState): TaskStatus {
   if (s.lead === null) return 'pending';
   if (hasOpenRequests(s) && activeAgents(s).length === 0 && !leadNeedsTurn(s)) return 'awaiting_input';
   return 'running';
+}
+
+/** A plan still being carried out (subtasks or the review may run). */
+export const planIsRunning = (s: TaskState): boolean => s.plan !== null && (s.plan.status === 'running' || s.plan.status === 'reviewing');
+
+export type LeadPhase = 'planning' | 'awaiting_approval' | 'delegating' | 'reviewing' | 'done' | 'failed';
+
+/** Where the lead stands, as people see it: planning, awaiting approval, delegating, reviewing, done or failed. */
+export function leadPhase(s: TaskState): LeadPhase {
+  if (s.status === 'completed') return 'done';
+  if (s.status === 'failed' || s.status === 'cancelled') return 'failed';
+  const leadId = s.lead?.agentId;
+  if (leadId && Object.values(s.pendingRequests).some((r) => r.kind === 'approval' && r.agentId === leadId)) return 'awaiting_approval';
+  if (s.plan?.status === 'reviewing' || activeAgents(s).some((a) => a.role === 'review')) return 'reviewing';
+  if (planIsRunning(s) || activeAgents(s).length > 0 || Object.values(s.agents).some((a) => a.status === 'paused')) return 'delegating';
+  return 'planning';
 }

@@ -1,0 +1,181 @@
+import path from 'node:path';
+import { z } from 'zod';
+
+/**
+ * A lead's plan: subtasks that form a DAG (`dependsOn`), each owned by one agent type and
+ * bounded by file locks (globs: the only paths its agent may create, change or delete).
+ * Pure checks here; which agent types exist is the caller's knowledge (the team).
+ */
+
+const SUBTASK_ID_RE = /^[a-z0-9][a-z0-9_-]{0,39}$/;
+/** Agent ids the runtime gives to reviewers and rework rounds: a subtask may not take them. */
+const RESERVED_ID_RE = /^(lead|review-\d+)$|-fix\d+$/;
+
+export const ReviewSeverity = z.enum(['critical', 'major', 'minor', 'info']);
+export const ReviewIssue = z.object({
+  severity: ReviewSeverity,
+  /** The file the issue is in (null: about the change as a whole). */
+  file: z.string().min(1).max(1024).nullable(),
+  line: z.number().int().positive().nullable(),
+  message: z.string().min(1).max(4000),
+});
+export type ReviewIssue = z.infer<typeof ReviewIssue>;
+export const ReviewVerdict = z.enum(['approve', 'request_changes']);
+export type ReviewVerdict = z.infer<typeof ReviewVerdict>;
+
+export const PlanSubtask = z.object({
+  id: z.string().regex(SUBTASK_ID_RE, 'lowercase letters, digits, - and _ (at most 40)'),
+  agent: z.string().min(1).max(100),
+  description: z.string().min(1).max(8000),
+  fileLocks: z.array(z.string().min(1).max(300)).max(100),
+  dependsOn: z.array(z.string().min(1).max(40)).max(50),
+});
+export type PlanSubtask = z.infer<typeof PlanSubtask>;
+
+export interface PlanProblem {
+  /** Where in the plan, e.g. `subtasks.1.depends_on.0`. */
+  path: string;
+  message: string;
+}
+
+/**
+ * Everything wrong with a plan, each problem naming where: duplicate or reserved ids, unknown
+ * agents (when `agents` is given), unknown or self dependencies, cycles, and two subtasks that
+ * lock the same file while able to run at the same time (neither depends on the other).
+ * Field names in paths are the model-facing ones (snake_case).
+ */
+export function planProblems(subtasks: readonly PlanSubtask[], agents: readonly string[] | null): PlanProblem[] {
+  const problems: PlanProblem[] = [];
+  if (subtasks.length === 0) problems.push({ path: 'subtasks', message: 'a plan needs at least one subtask' });
+  const index = new Map<string, number>();
+  subtasks.forEach((t, i) => {
+    if (index.has(t.id)) problems.push({ path: `subtasks.${i}.id`, message: `duplicate subtask id '${t.id}' (also subtasks.${index.get(t.id)})` });
+    else index.set(t.id, i);
+    if (RESERVED_ID_RE.test(t.id)) problems.push({ path: `subtasks.${i}.id`, message: `'${t.id}' is reserved (lead, review-<n> and <id>-fix<n> name the runtime's own agents)` });
+    if (agents && !agents.includes(t.agent)) problems.push({ path: `subtasks.${i}.agent`, message: `unknown agent '${t.agent}'; this team's engineers: ${agents.join(', ') || 'none'}` });
+    if (t.fileLocks.length === 0) problems.push({ path: `subtasks.${i}.file_locks`, message: 'a subtask needs at least one file lock (the paths its agent may change)' });
+    t.fileLocks.forEach((g, j) => {
+      const bad = lockProblem(g);
+      if (bad) problems.push({ path: `subtasks.${i}.file_locks.${j}`, message: bad });
+    });
+  });
+  subtasks.forEach((t, i) =>
+    t.dependsOn.forEach((d, j) => {
+      if (d === t.id) problems.push({ path: `subtasks.${i}.depends_on.${j}`, message: `subtask '${t.id}' depends on itself` });
+      else if (!index.has(d)) problems.push({ path: `subtasks.${i}.depends_on.${j}`, message: `unknown subtask '${d}'; subtasks: ${[...index.keys()].join(', ')}` });
+    }),
+  );
+  const cycle = findCycle(subtasks);
+  if (cycle) problems.push({ path: 'subtasks', message: `dependency cycle: ${cycle.join(' → ')}` });
+  else {
+    const before = ancestors(subtasks);
+    for (let i = 0; i < subtasks.length; i++) {
+      for (let j = i + 1; j < subtasks.length; j++) {
+        const a = subtasks[i] as PlanSubtask;
+        const b = subtasks[j] as PlanSubtask;
+        if (before.get(a.id)?.has(b.id) || before.get(b.id)?.has(a.id)) continue; // ordered: never at the same time
+        const clash = overlappingLocks(a.fileLocks, b.fileLocks);
+        if (clash) {
+          problems.push({
+            path: `subtasks.${j}.file_locks`,
+            message: `'${b.id}' and '${a.id}' can run at the same time and both lock ${clash[0] === clash[1] ? `'${clash[0]}'` : `'${clash[1]}' / '${clash[0]}'`}; make one depend on the other or split the files`,
+          });
+        }
+      }
+    }
+  }
+  return problems;
+}
+
+function lockProblem(glob: string): string | null {
+  if (glob.includes('\0')) return 'contains a NUL byte';
+  if (glob.startsWith('/')) return `'${glob}' is absolute; locks are relative to the workspace`;
+  if (glob.split('/').some((p) => p === '..')) return `'${glob}' contains '..'`;
+  if (glob === '**' || glob === '**/*' || glob === '*') return `'${glob}' locks the whole workspace; lock the files this subtask changes`;
+  return null;
+}
+
+/** A cycle among the dependencies (ids in order, first repeated at the end), or null. */
+function findCycle(subtasks: readonly PlanSubtask[]): string[] | null {
+  const deps = new Map(subtasks.map((t) => [t.id, t.dependsOn]));
+  const state = new Map<string, 'visiting' | 'done'>();
+  const stack: string[] = [];
+  const visit = (id: string): string[] | null => {
+    if (state.get(id) === 'done' || !deps.has(id)) return null;
+    if (state.get(id) === 'visiting') return [...stack.slice(stack.indexOf(id)), id];
+    state.set(id, 'visiting');
+    stack.push(id);
+    for (const d of deps.get(id) ?? []) {
+      const c = visit(d);
+      if (c) return c;
+    }
+    stack.pop();
+    state.set(id, 'done');
+    return null;
+  };
+  for (const t of subtasks) {
+    const c = visit(t.id);
+    if (c) return c;
+  }
+  return null;
+}
+
+/** For each subtask, every subtask it (transitively) depends on. Assumes no cycle. */
+export function ancestors(subtasks: readonly Pick<PlanSubtask, 'id' | 'dependsOn'>[]): Map<string, Set<string>> {
+  const deps = new Map(subtasks.map((t) => [t.id, t.dependsOn]));
+  const memo = new Map<string, Set<string>>();
+  const of = (id: string): Set<string> => {
+    const hit = memo.get(id);
+    if (hit) return hit;
+    const out = new Set<string>();
+    memo.set(id, out);
+    for (const d of deps.get(id) ?? []) {
+      if (!deps.has(d)) continue;
+      out.add(d);
+      for (const x of of(d)) out.add(x);
+    }
+    return out;
+  };
+  for (const t of subtasks) of(t.id);
+  return memo;
+}
+
+const WILDCARD = /[*?[{]/;
+const staticPrefix = (g: string): string => {
+  const i = g.search(WILDCARD);
+  return i < 0 ? g : g.slice(0, i);
+};
+const staticSuffix = (g: string): string => {
+  const rest = g.slice(g.search(WILDCARD) + 1);
+  const m = /[^*?\]}]*$/.exec(rest);
+  return m ? m[0] : '';
+};
+
+/**
+ * Whether two lock globs may name a common path. Exact when either is a plain path; for two
+ * globs it is conservative (a shared static prefix and compatible fixed endings count as an
+ * overlap), so it may refuse a plan that would have been safe, never allow an unsafe one.
+ */
+export function globsOverlap(a: string, b: string): boolean {
+  if (a === b) return true;
+  const aw = WILDCARD.test(a);
+  const bw = WILDCARD.test(b);
+  if (!aw && !bw) return false;
+  if (!aw) return path.posix.matchesGlob(a, b);
+  if (!bw) return path.posix.matchesGlob(b, a);
+  const pa = staticPrefix(a);
+  const pb = staticPrefix(b);
+  if (!pa.startsWith(pb) && !pb.startsWith(pa)) return false;
+  const sa = staticSuffix(a);
+  const sb = staticSuffix(b);
+  return sa.endsWith(sb) || sb.endsWith(sa);
+}
+
+/** The first pair of overlapping locks of two subtasks, or null. */
+export function overlappingLocks(a: readonly string[], b: readonly string[]): [string, string] | null {
+  for (const x of a) for (const y of b) if (globsOverlap(x, y)) return [x, y];
+  return null;
+}
+
+/** Whether a workspace path is inside a set of locks. */
+export const withinLocks = (p: string, locks: readonly string[]): boolean => locks.some((g) => g === p || path.posix.matchesGlob(p, g));

@@ -1,0 +1,230 @@
+import { recorded, stateOf } from '@baton/testing';
+import { describe, expect, it } from 'vitest';
+import type { Command, DecidedEvent } from './commands.ts';
+import { decide } from './decide.ts';
+import { InvalidCommandError, IllegalTransitionError } from './errors.ts';
+import { planProblems, globsOverlap, type PlanSubtask } from './plan.ts';
+import { reviewAgentId, schedulePlan } from './schedule.ts';
+import { leadPhase, type TaskState } from './state.ts';
+
+const usage = { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
+const st = (id: string, dependsOn: string[] = [], fileLocks = [`${id}/**`], agent = 'backend-engineer'): PlanSubtask => ({ id, agent, description: `do ${id}`, fileLocks, dependsOn });
+
+/** A task whose lead called submit_plan (tool use `plan-1`) — the plan not yet recorded. */
+function leadWithPlanCall(): DecidedEvent[] {
+  return [
+    { type: 'TaskSubmitted', data: { prompt: 'change it', team: 'engineering', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 't', requestHash: null, forkedFrom: null, workspace: null } },
+    { type: 'TaskStarted', data: { leadAgentId: 'lead', leadAgentType: 'engineering-lead', configVersion: 'v' } },
+    { type: 'ModelTurnRecorded', data: { agentId: 'lead', turn: 1, model: 'm', content: [{ type: 'tool_use', id: 'plan-1', name: 'submit_plan', input: {} }], stopReason: 'tool_use', usage, offline: true, durationMs: 1 } },
+  ];
+}
+
+/** Drives the decider and the fold like the services do: commands through decide, events folded. */
+class Run {
+  events = recorded(leadWithPlanCall());
+  get state(): TaskState {
+    return stateOf(this.events);
+  }
+  apply(...commands: Command[]): void {
+    for (const c of commands) this.events = [...this.events, ...recorded(decide(c, this.state), { from: this.events.length })];
+  }
+  plan(subtasks: PlanSubtask[], review: { agent: string | null; rounds: number } = { agent: null, rounds: 1 }): this {
+    this.apply({ type: 'RecordPlan', agentId: 'lead', toolUseId: 'plan-1', summary: 'the plan', subtasks, reviewAgent: review.agent, maxReviewRounds: review.rounds });
+    return this;
+  }
+  /** Dispatch what the scheduler says; returns the agent ids. */
+  tick(): string[] {
+    const d = schedulePlan(this.state);
+    this.apply(...d);
+    return d.map((x) => x.agentId);
+  }
+  finish(agentId: string, o: { success?: boolean; files?: string[] } = {}): void {
+    this.apply({ type: 'StartSubagent', agentId, attempt: 1, runnerId: 'r' });
+    this.apply({ type: 'CompleteSubagent', agentId, attempt: 1, summary: `${agentId} done`, filesCreated: [], filesModified: o.files ?? [`${agentId}/x.ts`], success: o.success ?? true, iterationCapReached: false, tests: { passed: 2, failed: 0, skipped: 0 } });
+  }
+  fail(agentId: string): void {
+    this.apply({ type: 'FailSubagent', agentId, code: 'boom', message: 'it broke' });
+  }
+  review(agentId: string, verdict: 'approve' | 'request_changes', issues: { file: string | null; message: string }[] = []): void {
+    this.apply({ type: 'StartSubagent', agentId, attempt: 1, runnerId: 'r' });
+    const round = this.state.agents[agentId]?.round ?? 0;
+    this.apply({ type: 'RecordReview', agentId, round, verdict, issues: issues.map((i) => ({ severity: 'major', line: null, ...i })), summary: verdict });
+    this.apply({ type: 'CompleteSubagent', agentId, attempt: 1, summary: verdict, filesCreated: [], filesModified: [], success: true, iterationCapReached: false });
+  }
+  subtask(id: string) {
+    return this.state.plan?.subtasks.find((t) => t.id === id);
+  }
+  leadResult() {
+    const use = this.state.lead?.openToolUses.find((t) => t.toolUseId === 'plan-1');
+    return use?.state === 'resolved' ? { ...use.result, outcome: JSON.parse(use.result?.content ?? '{}') } : null;
+  }
+}
+
+describe('plan validation', () => {
+  const agents = ['backend-engineer', 'frontend-engineer'];
+  const problems = (subtasks: PlanSubtask[]) => planProblems(subtasks, agents).map((p) => `${p.path}: ${p.message}`);
+
+  it('accepts a valid DAG', () => {
+    expect(problems([st('a'), st('b', ['a'], ['a/**']), st('c', [], ['c/**'], 'frontend-engineer')])).toEqual([]);
+  });
+  it('names an unknown agent', () => {
+    expect(problems([st('a', [], ['a/x'], 'designer')])).toEqual([expect.stringMatching(/^subtasks\.0\.agent: unknown agent 'designer'; this team's engineers: backend-engineer, frontend-engineer/)]);
+  });
+  it('names an unknown dependency and a self-dependency', () => {
+    expect(problems([st('a', ['zzz']), st('b', ['b'])])).toEqual([
+      expect.stringMatching(/^subtasks\.0\.depends_on\.0: unknown subtask 'zzz'/),
+      expect.stringMatching(/^subtasks\.1\.depends_on\.0: subtask 'b' depends on itself/),
+      expect.stringMatching(/dependency cycle: b → b/),
+    ]);
+  });
+  it('names a cycle with its path', () => {
+    expect(problems([st('a', ['c']), st('b', ['a']), st('c', ['b'])])).toEqual([expect.stringMatching(/^subtasks: dependency cycle: a → c → b → a$/)]);
+  });
+  it('refuses two subtasks that lock the same file and can run at the same time', () => {
+    expect(problems([st('a', [], ['src/app.ts']), st('b', [], ['src/*.ts'])])).toEqual([expect.stringMatching(/^subtasks\.1\.file_locks: 'b' and 'a' can run at the same time and both lock 'src\/\*\.ts' \/ 'src\/app\.ts'/)]);
+    // Ordered by a dependency (even a transitive one), the same file is fine.
+    expect(problems([st('a', [], ['src/app.ts']), st('m', ['a'], ['m/**']), st('b', ['m'], ['src/app.ts'])])).toEqual([]);
+  });
+  it('names duplicate and reserved ids, missing and unsafe locks', () => {
+    expect(problems([st('a'), st('a', [], ['z/**']), st('review-1', [], ['r/**']), st('x-fix1', [], ['q/**']), st('n', [], []), st('p', [], ['../etc/passwd']), st('w', [], ['**'])])).toEqual(expect.arrayContaining([
+      expect.stringMatching(/^subtasks\.1\.id: duplicate subtask id 'a' \(also subtasks\.0\)/),
+      expect.stringMatching(/^subtasks\.2\.id: 'review-1' is reserved/),
+      expect.stringMatching(/^subtasks\.3\.id: 'x-fix1' is reserved/),
+      expect.stringMatching(/^subtasks\.4\.file_locks: a subtask needs at least one file lock/),
+      expect.stringMatching(/^subtasks\.5\.file_locks\.0: '\.\.\/etc\/passwd' contains '\.\.'/),
+      expect.stringMatching(/^subtasks\.6\.file_locks\.0: '\*\*' locks the whole workspace/),
+    ]));
+  });
+  it('lock overlap: exact for paths, conservative for two globs', () => {
+    expect(globsOverlap('api/a.ts', 'api/**')).toBe(true);
+    expect(globsOverlap('api/**', 'web/**')).toBe(false);
+    expect(globsOverlap('src/*.ts', 'src/*.css')).toBe(false);
+    expect(globsOverlap('src/**', 'src/lib/*.ts')).toBe(true);
+    expect(globsOverlap('a.ts', 'b.ts')).toBe(false);
+  });
+  it('decide refuses an invalid plan too (an edited plan cannot slip past the lead)', () => {
+    const r = new Run();
+    expect(() => r.plan([st('a', ['a'])])).toThrow(InvalidCommandError);
+    expect(() => r.plan([st('a', ['a'])])).toThrow(/invalid plan: subtasks\.0\.depends_on\.0: subtask 'a' depends on itself/);
+  });
+});
+
+describe('scheduling (pure: a function of the task state)', () => {
+  it('given a diamond, when it runs, then the top, the two sides in parallel, then the bottom', () => {
+    const r = new Run().plan([st('top'), st('left', ['top']), st('right', ['top']), st('bottom', ['left', 'right'])]);
+    expect(r.tick()).toEqual(['top']);
+    expect(r.tick()).toEqual([]); // nothing else is ready while top runs
+    r.finish('top');
+    expect(r.tick()).toEqual(['left', 'right']);
+    r.finish('left');
+    expect(r.tick()).toEqual([]); // bottom waits for right
+    r.finish('right');
+    expect(r.tick()).toEqual(['bottom']);
+    r.finish('bottom');
+    expect(r.state.plan?.status).toBe('completed');
+    expect(r.leadResult()).toMatchObject({ isError: false, outcome: { status: 'completed', subtasks: [{ id: 'top', status: 'done' }, { id: 'left' }, { id: 'right' }, { id: 'bottom' }] } });
+    expect(r.state.lead?.phase).toBe('tools');
+    expect(leadPhase(r.state)).toBe('planning'); // the lead's next turn writes the answer
+  });
+
+  it('given a chain, then one at a time, each brief naming what it builds on', () => {
+    const r = new Run().plan([st('a'), st('b', ['a']), st('c', ['b'])]);
+    expect(r.tick()).toEqual(['a']);
+    r.finish('a');
+    expect(r.tick()).toEqual(['b']);
+    expect(r.state.agents.b?.prompt).toMatch(/builds on work that is done[\s\S]*a \(backend-engineer\): a done — changed a\/x\.ts/);
+    r.finish('b');
+    expect(r.tick()).toEqual(['c']);
+  });
+
+  it('given a fan-out, then every independent subtask at once, with its locks held until it ends', () => {
+    const r = new Run().plan([st('a'), st('b'), st('c')]);
+    expect(r.tick()).toEqual(['a', 'b', 'c']);
+    expect(r.state.agents.b?.fileLocks).toEqual(['b/**']);
+    expect(leadPhase(r.state)).toBe('delegating');
+  });
+
+  it('given a failed dependency, then its dependents are skipped, the rest runs, and the plan fails', () => {
+    const r = new Run().plan([st('a'), st('b', ['a']), st('c', ['b']), st('d')]);
+    expect(r.tick()).toEqual(['a', 'd']);
+    r.fail('a');
+    expect(r.subtask('b')?.status).toBe('skipped');
+    expect(r.subtask('c')?.status).toBe('skipped');
+    expect(r.tick()).toEqual([]);
+    expect(r.state.plan?.status).toBe('running'); // d is still at work
+    r.finish('d');
+    expect(r.state.plan?.status).toBe('failed');
+    expect(r.leadResult()).toMatchObject({ isError: true, outcome: { subtasks: [{ id: 'a', status: 'failed' }, { id: 'b', status: 'skipped' }, { id: 'c', status: 'skipped' }, { id: 'd', status: 'done' }] } });
+  });
+
+  it('given a cancelled run, then nothing more is dispatched and open subtasks are cancelled', () => {
+    const r = new Run().plan([st('a'), st('b', ['a'])]);
+    r.tick();
+    r.apply({ type: 'CancelTask', reason: 'stop', requestedBy: 'u' });
+    expect(schedulePlan(r.state)).toEqual([]);
+    expect(r.state.plan?.subtasks.map((t) => t.status)).toEqual(['cancelled', 'cancelled']);
+    expect(leadPhase(r.state)).toBe('failed');
+  });
+
+  it('decide refuses a dispatch that jumps the DAG or takes a held lock', () => {
+    const r = new Run().plan([st('a', [], ['src/**']), st('b', ['a'], ['src/b.ts'])]);
+    const early: Command = { type: 'DispatchSubagent', agentId: 'b', agentType: 'backend-engineer', toolUseId: 'plan-1', prompt: 'p', role: 'subtask', subtaskId: 'b', fileLocks: ['src/b.ts'], round: 0 };
+    expect(() => decide(early, r.state)).toThrow(/subtask 'b' waits for a/);
+    r.tick();
+    expect(() => decide({ ...early, agentId: 'b2', subtaskId: 'a' }, r.state)).toThrow(IllegalTransitionError);
+  });
+});
+
+describe('review and the request-changes round', () => {
+  const subtasks = () => [st('api', [], ['api/**']), st('web', [], ['web/**'], 'frontend-engineer')];
+
+  it('the reviewer starts once every subtask is done; an approval completes the plan with the verdict', () => {
+    const r = new Run().plan(subtasks(), { agent: 'reviewer', rounds: 1 });
+    expect(r.tick()).toEqual(['api', 'web']);
+    r.finish('api');
+    expect(r.tick()).toEqual([]);
+    r.finish('web', { files: ['web/view.ts'] });
+    expect(r.tick()).toEqual([reviewAgentId(0)]);
+    expect(r.state.agents['review-1']?.prompt).toMatch(/Changed files \(read every one\): api\/x\.ts, web\/view\.ts/);
+    expect(leadPhase(r.state)).toBe('reviewing');
+    r.review('review-1', 'approve');
+    expect(r.state.plan?.status).toBe('completed');
+    expect(r.leadResult()?.outcome.review).toEqual({ verdict: 'approve', summary: 'approve', issues: [], rounds: 0 });
+  });
+
+  it('request_changes sends each issue to the subtask owning its file, re-reviews, and stops after the configured rounds', () => {
+    const r = new Run().plan(subtasks(), { agent: 'reviewer', rounds: 1 });
+    r.tick();
+    r.finish('api', { files: ['api/stock.ts'] });
+    r.finish('web', { files: ['web/view.ts'] });
+    r.tick();
+    r.review('review-1', 'request_changes', [{ file: 'web/view.ts', message: 'no doc comment' }]);
+    expect(r.state.plan?.round).toBe(1);
+    expect(r.subtask('api')?.status).toBe('done');
+    expect(r.subtask('web')).toMatchObject({ status: 'pending', rework: [{ file: 'web/view.ts', message: 'no doc comment' }] });
+    expect(r.tick()).toEqual(['web-fix1']);
+    expect(r.state.agents['web-fix1']?.prompt).toMatch(/asked for changes[\s\S]*\[major\] web\/view\.ts: no doc comment/);
+    r.finish('web-fix1', { files: ['web/view.ts'] });
+    expect(r.tick()).toEqual(['review-2']);
+    r.review('review-2', 'request_changes', [{ file: null, message: 'still not right' }]);
+    // No rounds left: the plan completes with the verdict as it stands.
+    expect(r.tick()).toEqual([]);
+    expect(r.state.plan?.status).toBe('completed');
+    expect(r.leadResult()?.outcome.review).toMatchObject({ verdict: 'request_changes', rounds: 1 });
+    expect(r.subtask('web')?.agentIds).toEqual(['web', 'web-fix1']);
+  });
+
+  it('a reviewer that ends without a verdict fails the plan; a verdict is validated', () => {
+    const r = new Run().plan(subtasks(), { agent: 'reviewer', rounds: 1 });
+    r.tick();
+    r.finish('api');
+    r.finish('web');
+    r.tick();
+    r.apply({ type: 'StartSubagent', agentId: 'review-1', attempt: 1, runnerId: 'r' });
+    expect(() => r.apply({ type: 'RecordReview', agentId: 'review-1', round: 0, verdict: 'request_changes', issues: [], summary: 's' })).toThrow(/names at least one issue/);
+    expect(() => r.apply({ type: 'RecordReview', agentId: 'api', round: 0, verdict: 'approve', issues: [], summary: 's' })).toThrow(/not the plan's reviewer/);
+    r.apply({ type: 'CompleteSubagent', agentId: 'review-1', attempt: 1, summary: 'hmm', filesCreated: [], filesModified: [], success: true, iterationCapReached: false });
+    expect(r.state.plan?.status).toBe('failed');
+    expect(r.leadResult()?.isError).toBe(true);
+  });
+});
