@@ -55,12 +55,24 @@ describe('teams from config files', () => {
     writeFileSync(path.join(dir, 'research', 'research-lead.json'), JSON.stringify({ id: 'research-lead', name: 'L', model: 'm', prompt_file: 'research-lead.md', tools: ['ask_user'], delegates_to: ['researcher', 'ghost'] }));
     expect(problemsOf(dir)).toEqual(
       expect.arrayContaining([
-        "research/researcher.json: tools.1: unknown tool 'teleport' (known: Task, bench_step, bench_gate, ask_user, write_file, read_file, list_directory, edit_file, glob, search_files, run_command, run_tests, web_search)",
+        "research/researcher.json: tools.1: unknown tool 'teleport' (known: Task, submit_plan, submit_review, bench_step, bench_gate, ask_user, write_file, read_file, list_directory, edit_file, glob, search_files, run_command, run_tests, web_search)",
         "research/researcher.json: prompt_file: 'missing.md' does not exist",
         "research/research-lead.json: delegates_to.1: 'ghost' is not an agent of team 'research' (agents: researcher, report-writer)",
-        "research/research-lead.json: tools: a lead that delegates needs the 'Task' tool",
+        "research/research-lead.json: tools: a lead that delegates needs the 'Task' or the 'submit_plan' tool",
       ]),
     );
+  });
+
+  it('the shipped engineering team: a planning lead with a reviewer and one round of changes, engineers with a test command; only a lead delegates', () => {
+    const { engineering } = loadTeams();
+    expect(engineering?.lead).toMatchObject({ id: 'engineering-lead', tools: ['submit_plan', 'ask_user'], delegatesTo: ['backend-engineer', 'frontend-engineer'], reviewAgent: 'reviewer', reviewRounds: 1 });
+    expect(engineering?.agents['backend-engineer']?.testCommand).toBeTruthy();
+    expect(engineering?.agents.reviewer?.tools).toContain('submit_review');
+    expect(engineering?.agents.reviewer?.tools).not.toContain('write_file');
+    const dir = copyOfShipped();
+    const file = path.join(dir, 'engineering', 'reviewer.json');
+    writeFileSync(file, JSON.stringify({ id: 'reviewer', name: 'R', model: 'm', prompt_file: 'reviewer.md', tools: ['submit_plan', 'read_file'] }));
+    expect(problemsOf(dir)).toContain("engineering/reviewer.json: tools: only the lead delegates ('Task', 'submit_plan')");
   });
 
   it('a review agent can be delegated to, and the lead is told the agents it can delegate to and to have the work reviewed', () => {

@@ -33,6 +33,8 @@ export const AgentFile = z.strictObject({
   max_tokens: z.number().int().min(16).max(128_000).default(4096),
   delegates_to: z.array(Id).optional(),
   review_agent: Id.optional(),
+  /** Lead only: how many rounds of changes its review agent may ask for (default 1). */
+  review_rounds: z.number().int().min(0).max(5).optional(),
   sandbox: z
     .strictObject({
       network: z.boolean().default(false),
@@ -105,6 +107,7 @@ function loadAgent(dir: string, id: string, rel: (f: string) => string, problems
     maxTokens: a.max_tokens,
     ...(a.delegates_to ? { delegatesTo: a.delegates_to } : {}),
     ...(a.review_agent ? { reviewAgent: a.review_agent } : {}),
+    ...(a.review_rounds !== undefined ? { reviewRounds: a.review_rounds } : {}),
     ...(a.test_command ? { testCommand: a.test_command } : {}),
     ...(a.file_scope ? { fileScope: a.file_scope } : {}),
     ...(a.sandbox ? { sandbox: { network: a.sandbox.network, env: a.sandbox.env, limits: stripUndefined(a.sandbox.limits) } } : {}),
@@ -150,7 +153,12 @@ export function loadTeams(dir: string = DEFAULT_TEAMS_DIR): Record<string, TeamD
       if (!t.agents.includes(d)) problems.push(`${leadFile}: delegates_to.${i}: '${d}' is not an agent of team '${t.id}' (agents: ${t.agents.join(', ') || 'none'})`);
     }
     if (lead.reviewAgent && !t.agents.includes(lead.reviewAgent)) problems.push(`${leadFile}: review_agent: '${lead.reviewAgent}' is not an agent of team '${t.id}'`);
-    if ((lead.delegatesTo?.length ?? 0) > 0 && !lead.tools.includes('Task')) problems.push(`${leadFile}: tools: a lead that delegates needs the 'Task' tool`);
+    if ((lead.delegatesTo?.length ?? 0) > 0 && !lead.tools.includes('Task') && !lead.tools.includes('submit_plan')) problems.push(`${leadFile}: tools: a lead that delegates needs the 'Task' or the 'submit_plan' tool`);
+    if (lead.tools.includes('submit_plan') && (lead.delegatesTo?.length ?? 0) === 0) problems.push(`${leadFile}: delegates_to: a lead with 'submit_plan' needs agents to assign subtasks to`);
+    if (lead.reviewRounds !== undefined && !lead.reviewAgent) problems.push(`${leadFile}: review_rounds: set without a review_agent`);
+    for (const [id, a] of Object.entries(agents)) {
+      if (a.tools.includes('submit_plan') || a.tools.includes('Task')) problems.push(`${rel(path.join(teamDir, `${id}.json`))}: tools: only the lead delegates ('Task', 'submit_plan')`);
+    }
     t.approvals.forEach((r, i) => {
       if (r.tool && !allTools[r.tool]) problems.push(`${rel(file)}: approvals.${i}.tool: unknown tool '${r.tool}'`);
       if (r.agent && r.agent !== t.lead && !t.agents.includes(r.agent)) problems.push(`${rel(file)}: approvals.${i}.agent: '${r.agent}' is not in team '${t.id}'`);

@@ -88,3 +88,48 @@ describe('triageToolUses (the one tool triage)', () => {
     expect(after.runs.map((r) => r.call.id)).toEqual(['r1']); // w1 has its result (the rejection) in the state
   });
 });
+
+describe('submit_plan (the engineering lead)', () => {
+  const engineering = builtinTeams.engineering as TeamDefinition;
+  const planInput = (subtasks: Record<string, unknown>[]) => ({ summary: 'add a report', subtasks });
+  const engStarted: DecidedEvent = { type: 'TaskStarted', data: { leadAgentId: 'lead', leadAgentType: engineering.lead.id, configVersion: 'v' } };
+  const triage = (approval: boolean, input: Record<string, unknown>) =>
+    triageToolUses({ state: stateOf([submitted(approval), engStarted, turn('lead', [{ id: 'p', name: 'submit_plan', input }])]), agentId: 'lead', team: engineering, def: engineering.lead, runsIn: 'orchestrator', now, plan: () => 'I will split it.' });
+
+  it('a valid plan is recorded (snake_case in, the domain\'s shape out) with the team\'s reviewer and rounds; with plan approval a person sees it first', () => {
+    const input = planInput([
+      { id: 'api', agent: 'backend-engineer', description: 'the API', file_locks: ['api/**'] },
+      { id: 'web', agent: 'frontend-engineer', description: 'the view', file_locks: ['web/**'], depends_on: ['api'] },
+    ]);
+    expect(triage(false, input).dispatches).toEqual([
+      {
+        type: 'RecordPlan', agentId: 'lead', toolUseId: 'p', summary: 'add a report', reviewAgent: 'reviewer', maxReviewRounds: 1,
+        subtasks: [
+          { id: 'api', agent: 'backend-engineer', description: 'the API', fileLocks: ['api/**'], dependsOn: [] },
+          { id: 'web', agent: 'frontend-engineer', description: 'the view', fileLocks: ['web/**'], dependsOn: ['api'] },
+        ],
+      },
+    ]);
+    const asked = triage(true, input);
+    expect(asked.dispatches).toEqual([]);
+    expect(asked.asks).toEqual([expect.objectContaining({ type: 'RequestApproval', toolName: 'submit_plan', plan: expect.stringMatching(/^I will split it\.\n\nPlan: add a report\n1\. api \[backend-engineer\] the API\n {3}locks: api\/\*\*\n2\. web .*after: api$/s) })]);
+  });
+
+  it('an invalid plan goes back to the model as an error result naming each problem', () => {
+    const t = triage(false, planInput([
+      { id: 'a', agent: 'reviewer', description: 'x', file_locks: ['a/**'], depends_on: ['b'] },
+      { id: 'b', agent: 'backend-engineer', description: 'y', file_locks: ['a/x.ts'], depends_on: ['a'] },
+      { id: 'c', agent: 'designer', description: 'z', file_locks: ['c/**'], depends_on: ['nope'] },
+    ]));
+    expect(t.dispatches).toEqual([]);
+    expect(t.results).toHaveLength(1);
+    const msg = t.results[0]?.content ?? '';
+    expect(t.results[0]?.isError).toBe(true);
+    expect(msg).toMatch(/^invalid input for submit_plan: /);
+    expect(msg).toMatch(/subtasks\.0\.agent: unknown agent 'reviewer'; this team's engineers: backend-engineer, frontend-engineer/);
+    expect(msg).toMatch(/subtasks\.2\.agent: unknown agent 'designer'/);
+    expect(msg).toMatch(/subtasks\.2\.depends_on\.0: unknown subtask 'nope'/);
+    expect(msg).toMatch(/dependency cycle: a → b → a/);
+    expect(triage(false, { summary: 'x', subtasks: [] }).results[0]?.content).toMatch(/subtasks: Too small/i);
+  });
+});

@@ -14,7 +14,7 @@ import { buildConversation } from './conversation.ts';
 import type { ModelClient, ModelResponse } from './model.ts';
 import { approvalFor, askPerson } from './policy.ts';
 import { delegationTargets, type AgentDefinition, type TeamDefinition } from './teams.ts';
-import { allTools, parseToolInput, toolSpec } from './tools.ts';
+import { allTools, parseToolInput, planSubtasksOf, submitPlanTool, toolSpec } from './tools.ts';
 
 /**
  * The agent loop — one, for the lead and every subagent. It reads where the agent stands from
@@ -28,7 +28,7 @@ import { allTools, parseToolInput, toolSpec } from './tools.ts';
 export type ToolCall = { id: string; name: string; input: Record<string, unknown> };
 
 type AskCommand = Extract<Command, { type: 'RequestApproval' | 'RequestClarification' }>;
-type DispatchCommand = Extract<Command, { type: 'DispatchSubagent' }>;
+type DispatchCommand = Extract<Command, { type: 'DispatchSubagent' | 'RecordPlan' }>;
 
 export interface Triage {
   /** Results known now: errors, and outcomes a person's decision or a subagent already gave. */
@@ -37,7 +37,7 @@ export interface Triage {
   runs: { call: ToolCall; input: Record<string, unknown> }[];
   /** Requests a person must decide before the calls can go on. */
   asks: AskCommand[];
-  /** Subagents to start (the lead's delegations). */
+  /** Subagents to start, or a plan to run (the lead's delegations). */
   dispatches: DispatchCommand[];
   /** Some call already waits on a person or a subagent. */
   waiting: boolean;
@@ -82,14 +82,15 @@ export function triageToolUses(o: TriageInput): Triage {
       error(`tool '${t.name}' is not available to this agent; available: ${o.def.tools.join(', ')}`);
       continue;
     }
-    const parsed = parseToolInput(tool, t.approvedInput ?? t.input);
+    const parsed = parseToolInput(tool, t.approvedInput ?? t.input, o.team);
     if (!parsed.ok) {
       error(parsed.error);
       continue;
     }
     const call: ToolCall = { id: t.toolUseId, name: t.name, input: t.input };
+    const plan = [o.plan(call), tool.describe?.(parsed.value)].filter(Boolean).join('\n\n');
     const ask = (kind: 'approval' | 'clarification', onTimeout: 'reject' | 'approve'): void =>
-      void out.asks.push(askPerson({ tool, call, parsed: parsed.value, requestId: requestIdFor(kind, o.agentId, t.toolUseId), agentId: o.agentId, deadline, plan: o.plan(call), onTimeout }));
+      void out.asks.push(askPerson({ tool, call, parsed: parsed.value, requestId: requestIdFor(kind, o.agentId, t.toolUseId), agentId: o.agentId, deadline, plan, onTimeout }));
     if (tool.runsIn === 'person') {
       ask('clarification', 'reject');
       continue;
@@ -101,7 +102,12 @@ export function triageToolUses(o: TriageInput): Triage {
         error(`tool '${t.name}' delegates to another agent; only the lead delegates`);
         continue;
       }
-      if (!delegationTargets(o.def).includes(agent) || !o.team.agents[agent]) {
+      if (tool.name === submitPlanTool.name) {
+        if (o.state.plan) {
+          error(`this task already has a plan (${o.state.plan.status}); its result is your plan's outcome`);
+          continue;
+        }
+      } else if (!delegationTargets(o.def).includes(agent) || !o.team.agents[agent]) {
         error(`unknown agent '${agent}'; this team delegates to: ${delegationTargets(o.def).join(', ')}`);
         continue;
       }
@@ -112,6 +118,12 @@ export function triageToolUses(o: TriageInput): Triage {
     const policy = approvalFor(o.team.approvals, o.state, o.def.id, tool);
     if (policy.required && !t.approvedInput) {
       ask('approval', policy.onTimeout);
+      continue;
+    }
+    if (tool.name === submitPlanTool.name) {
+      const input = parsed.value as Parameters<typeof planSubtasksOf>[0] & { summary: string };
+      const reviewAgent = o.def.reviewAgent && o.team.agents[o.def.reviewAgent] ? o.def.reviewAgent : null;
+      out.dispatches.push({ type: 'RecordPlan', agentId: o.agentId, toolUseId: t.toolUseId, summary: input.summary, subtasks: planSubtasksOf(input), reviewAgent, maxReviewRounds: o.def.reviewRounds ?? 1 });
       continue;
     }
     if (tool.runsIn === 'delegation') {

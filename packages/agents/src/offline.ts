@@ -1,12 +1,14 @@
-import { isToolUse, type ContentBlock, type StopReason } from '@baton/domain';
-import type { ModelClient, ModelMessage, ModelRequest, ModelResponse } from './model.ts';
+import type { ModelClient, ModelRequest, ModelResponse } from './model.ts';
+import { engineeringRoles } from './offline-engineering.ts';
+import { call, calls, firstPrompt, has, OFFLINE_LABEL, text, toolUseId, type Play } from './offline-script.ts';
+
+export { OFFLINE_LABEL };
 
 /**
  * The offline model: deterministic, no network, the same tool protocol as Claude. It plays
  * each built-in agent's role plausibly and labels everything it writes as offline. Used
  * whenever ANTHROPIC_API_KEY is unset, and by the benchmarks (where it answers instantly).
  */
-export const OFFLINE_LABEL = '[offline model]';
 
 export class OfflineModel implements ModelClient {
   readonly name = 'offline';
@@ -33,17 +35,6 @@ export class OfflineModel implements ModelClient {
   }
 }
 
-type Play = (req: ModelRequest, turn: number) => { content: ContentBlock[]; stopReason: StopReason };
-
-const toolUseId = (agentType: string, turn: number, i = 0): string => `toolu_offline_${agentType.replace(/[^a-z0-9]/gi, '')}_${turn}_${i}`;
-const text = (t: string): ContentBlock => ({ type: 'text', text: `${OFFLINE_LABEL} ${t}` });
-
-function firstPrompt(messages: ModelMessage[]): string {
-  const first = messages[0];
-  if (!first || first.role !== 'user') return '';
-  return typeof first.content === 'string' ? first.content : first.content.map((b) => (b.type === 'text' ? b.text : '')).join('\n');
-}
-
 function summaryOf(result: string | undefined): string {
   if (!result) return '';
   try {
@@ -56,24 +47,6 @@ function summaryOf(result: string | undefined): string {
 
 const topicOf = (prompt: string): string => prompt.replace(/\s+/g, ' ').trim().slice(0, 300);
 
-/** The agent's tool calls paired with their results, in order (from the rebuilt conversation). */
-function calls(messages: ModelMessage[]): { name: string; input: Record<string, unknown>; result: string | null; isError: boolean }[] {
-  const out: { id: string; name: string; input: Record<string, unknown>; result: string | null; isError: boolean }[] = [];
-  for (const m of messages) {
-    if (m.role === 'assistant') {
-      for (const b of m.content) if (isToolUse(b)) out.push({ id: b.id, name: b.name, input: b.input, result: null, isError: false });
-    } else if (Array.isArray(m.content)) {
-      for (const b of m.content) {
-        const c = b.type === 'tool_result' ? out.find((x) => x.id === b.tool_use_id) : undefined;
-        if (c && b.type === 'tool_result') {
-          c.result = b.content;
-          c.isError = b.is_error === true;
-        }
-      }
-    }
-  }
-  return out;
-}
 
 const GENERIC = /\b(stuff|things?|something|anything|whatever|topics?|misc)\b/i;
 /** Too vague to research: very short, or short and generic ("AI stuff"). */
@@ -156,8 +129,6 @@ const researchLead: Play = (req, turn) => {
 /** A brief that asks the agent to check with the user ("ask me which sources …"). */
 const CHECK_WITH_USER = /\b(ask me|check with me)\b/i;
 
-const has = (req: ModelRequest, tool: string): boolean => req.tools.some((t) => t.name === tool);
-const call = (req: ModelRequest, turn: number, name: string, input: Record<string, unknown>, i = 0): ContentBlock => ({ type: 'tool_use', id: toolUseId(req.agentType, turn, i), name, input });
 
 /** The words of a brief worth searching for (the instructions around the subject dropped). */
 export function searchQueryOf(brief: string): string {
@@ -242,6 +213,7 @@ const roles: Record<string, Play> = {
   researcher,
   'report-writer': reportWriter,
   'bench-lead': benchLead,
+  ...engineeringRoles,
 };
 
 function delay(ms: number, signal?: AbortSignal): Promise<void> {

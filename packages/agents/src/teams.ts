@@ -13,8 +13,10 @@ export interface AgentDefinition {
   maxTokens: number;
   /** Lead only: the agent types it may delegate to. */
   delegatesTo?: string[];
-  /** Lead only: an agent that reviews subagents' work (delegated to like any other). */
+  /** Lead only: an agent that reviews subagents' work (a plan's last step; otherwise delegated to like any other). */
   reviewAgent?: string;
+  /** Lead only: how many rounds of changes a plan's review may ask for (default 1). */
+  reviewRounds?: number;
   /** What run_tests runs when the model gives no command. */
   testCommand?: string;
   /** Which workspace paths file tools may touch (globs): writes must match `allowed` (if any); nothing may match `blocked`. */
@@ -101,7 +103,14 @@ export function delegationTargets(lead: AgentDefinition): string[] {
 export function leadSystemPrompt(team: TeamDefinition): string {
   const targets = delegationTargets(team.lead).map((id) => team.agents[id]).filter((a) => a !== undefined);
   const parts = [team.lead.prompt];
-  if (targets.length > 0) parts.push(`Agents you can delegate to with the Task tool:\n${targets.map((a) => `- \`${a.id}\`: ${a.name} (tools: ${a.tools.join(', ')})`).join('\n')}`);
-  if (team.lead.reviewAgent) parts.push(`Before your final answer, delegate to \`${team.lead.reviewAgent}\` to review the other agents' work, and address what it finds.`);
+  const list = (agents: AgentDefinition[]): string => agents.map((a) => `- \`${a.id}\`: ${a.name} (tools: ${a.tools.join(', ')})`).join('\n');
+  if (team.lead.tools.includes('submit_plan')) {
+    const engineers = targets.filter((a) => a.id !== team.lead.reviewAgent);
+    parts.push(`Agents you can assign subtasks to in your plan (submit_plan):\n${list(engineers)}`);
+    if (team.lead.reviewAgent) parts.push(`Once every subtask is done, \`${team.lead.reviewAgent}\` reviews the change; if it asks for changes, the engineers owning the files address them (at most ${team.lead.reviewRounds ?? 1} round${(team.lead.reviewRounds ?? 1) === 1 ? '' : 's'}). You get the verdict with your plan's result.`);
+  } else {
+    if (targets.length > 0) parts.push(`Agents you can delegate to with the Task tool:\n${list(targets)}`);
+    if (team.lead.reviewAgent) parts.push(`Before your final answer, delegate to \`${team.lead.reviewAgent}\` to review the other agents' work, and address what it finds.`);
+  }
   return parts.join('\n\n');
 }

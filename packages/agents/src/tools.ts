@@ -1,5 +1,7 @@
+import { planProblems, ReviewIssue, ReviewVerdict, type PlanSubtask } from '@baton/domain';
 import { z } from 'zod';
 import type { ToolSpec } from './model.ts';
+import type { TeamDefinition } from './teams.ts';
 
 /**
  * One zod schema per tool: it is both the JSON Schema the model sees and the parser of the
@@ -14,6 +16,10 @@ export interface ToolDefinition<I extends z.ZodObject = z.ZodObject> {
    * subagent (delegation), or a person (ask_user: the answer is the result).
    */
   runsIn: 'orchestrator' | 'runner' | 'delegation' | 'person';
+  /** Checks beyond the schema that need the team (a plan's agents): each problem with its path. */
+  check?: (input: z.infer<I>, team: TeamDefinition) => { path: string; message: string }[];
+  /** What a person approving a call of it is shown, besides the lead's own words. */
+  describe?: (input: z.infer<I>) => string;
 }
 
 export function defineTool<I extends z.ZodObject>(t: ToolDefinition<I>): ToolDefinition<I> {
@@ -35,11 +41,15 @@ export function toolSpec(t: ToolDefinition): ToolSpec {
 
 export type ParseResult<T> = { ok: true; value: T } | { ok: false; error: string; issues: { path: string; message: string }[] };
 
-/** Parse tool input; the error names each offending field. */
-export function parseToolInput<I extends z.ZodObject>(t: ToolDefinition<I>, input: unknown): ParseResult<z.infer<I>> {
+/**
+ * Parse tool input; the error names each offending field. With the team, the tool's own checks
+ * run too (a plan's agents and dependencies) — the model, and a person editing an approval,
+ * get the same answer.
+ */
+export function parseToolInput<I extends z.ZodObject>(t: ToolDefinition<I>, input: unknown, team?: TeamDefinition): ParseResult<z.infer<I>> {
   const r = t.input.safeParse(input);
-  if (r.success) return { ok: true, value: r.data };
-  const issues = r.error.issues.map((i) => ({ path: i.path.join('.') || '(input)', message: i.message }));
+  const issues = r.success ? (team && t.check ? t.check(r.data, team) : []) : r.error.issues.map((i) => ({ path: i.path.join('.') || '(input)', message: i.message }));
+  if (r.success && issues.length === 0) return { ok: true, value: r.data };
   return { ok: false, error: `invalid input for ${t.name}: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`, issues };
 }
 
@@ -52,6 +62,54 @@ export const taskTool = defineTool({
     prompt: z.string().min(1).max(20_000).describe('Complete instructions for the subagent; it cannot see your conversation'),
     description: z.string().max(200).optional().describe('A short label for this delegation'),
   }),
+});
+
+const PlanSubtaskInput = z.object({
+  id: z.string().min(1).max(40).describe('A short id, e.g. "api-report" (lowercase letters, digits, - and _)'),
+  agent: z.string().min(1).describe('The engineer agent type that does it'),
+  description: z.string().min(1).max(8000).describe('Complete instructions: the agent sees only this, its dependencies\' summaries and the files'),
+  file_locks: z.array(z.string().min(1).max(300)).min(1).max(100).describe('Paths or globs this subtask may create, change or delete (e.g. "api/**"); nothing else'),
+  depends_on: z.array(z.string().min(1).max(40)).max(50).default([]).describe('Ids of subtasks that must be done first'),
+});
+
+/** A plan's subtasks as the domain holds them (the tool's input is snake_case, as the model writes it). */
+export const planSubtasksOf = (input: { subtasks: z.infer<typeof PlanSubtaskInput>[] }): PlanSubtask[] =>
+  input.subtasks.map((t) => ({ id: t.id, agent: t.agent, description: t.description, fileLocks: t.file_locks, dependsOn: t.depends_on }));
+
+/** The agents a plan may assign: the lead's delegates, less its reviewer (the review is the plan's last step). */
+export const planAgents = (team: TeamDefinition): string[] => (team.lead.delegatesTo ?? []).filter((a) => a !== team.lead.reviewAgent && team.agents[a]);
+
+export const submitPlanTool = defineTool({
+  name: 'submit_plan',
+  description:
+    'Submit your plan: subtasks for your engineers, each with the files it may change (file_locks) and the subtasks it depends on. Subtasks whose dependencies are done run in parallel; two subtasks that can run at the same time may not lock the same file. Once every subtask is done the reviewer reviews the change. The result, when all of that is finished, is each subtask\'s outcome and the review\'s verdict.',
+  runsIn: 'delegation',
+  input: z.object({
+    summary: z.string().min(1).max(4000).describe('The plan in a few sentences: what changes and why this split'),
+    subtasks: z.array(PlanSubtaskInput).min(1).max(20),
+  }),
+  check: (input, team) => planProblems(planSubtasksOf(input), planAgents(team)),
+  describe: (input) =>
+    [
+      `Plan: ${input.summary}`,
+      ...input.subtasks.map((t, i) => `${i + 1}. ${t.id} [${t.agent}] ${t.description}\n   locks: ${t.file_locks.join(', ')}${t.depends_on.length ? `; after: ${t.depends_on.join(', ')}` : ''}`),
+    ].join('\n'),
+});
+
+export const submitReviewTool = defineTool({
+  name: 'submit_review',
+  description: 'Record your review of the change: the verdict, every issue (severity, file, line, message) and a summary. Call it once, after reading every changed file.',
+  runsIn: 'runner',
+  input: z
+    .object({
+      verdict: ReviewVerdict.describe('approve, or request_changes (the engineers then address the issues)'),
+      issues: z
+        .array(ReviewIssue.extend({ file: ReviewIssue.shape.file.default(null), line: ReviewIssue.shape.line.default(null) }))
+        .max(100)
+        .default([]),
+      summary: z.string().min(1).max(8000),
+    })
+    .refine((r) => r.verdict === 'approve' || r.issues.length > 0, { message: 'request_changes needs at least one issue', path: ['issues'] }),
 });
 
 export const benchStepTool = defineTool({
@@ -148,7 +206,11 @@ export const runTestsTool = defineTool({
   name: 'run_tests',
   description: "Run the project's tests (your configured test command unless you give one). Returns the exit code, pass/fail counts when recognisable, and the output (truncated to 4,000 characters).",
   runsIn: 'runner',
-  input: z.object({ command: z.string().min(1).max(20_000).optional().describe('Override the configured test command'), timeout_seconds: timeoutSeconds }),
+  input: z.object({
+    command: z.string().min(1).max(20_000).optional().describe('Override the configured test command'),
+    path: relPath.optional().describe('Only the tests under this path (appended to the command)'),
+    timeout_seconds: timeoutSeconds,
+  }),
 });
 
 export const webSearchTool = defineTool({
@@ -159,5 +221,5 @@ export const webSearchTool = defineTool({
 });
 
 export const allTools: Record<string, ToolDefinition> = Object.fromEntries(
-  [taskTool, benchStepTool, benchGateTool, askUserTool, writeFileTool, readFileTool, listDirectoryTool, editFileTool, globTool, searchFilesTool, runCommandTool, runTestsTool, webSearchTool].map((t) => [t.name, t as unknown as ToolDefinition]),
+  [taskTool, submitPlanTool, submitReviewTool, benchStepTool, benchGateTool, askUserTool, writeFileTool, readFileTool, listDirectoryTool, editFileTool, globTool, searchFilesTool, runCommandTool, runTestsTool, webSearchTool].map((t) => [t.name, t as unknown as ToolDefinition]),
 );

@@ -1,4 +1,4 @@
-import type { InputWorkspace, PendingRequest, RecordedEvent, TaskState, TaskStatus } from '@baton/domain';
+import { isAgentActive, leadPhase, loopOf, type AgentLoopState, type InputWorkspace, type LeadPhase, type PendingRequest, type PlanState, type RecordedEvent, type Review, type TaskState, type TaskStatus, type TestCounts } from '@baton/domain';
 
 /** The task object of API.md, built from the folded state. */
 export interface TaskView {
@@ -16,7 +16,25 @@ export interface TaskView {
   /** The files the task started from (digest-pinned), or null. */
   workspace: InputWorkspace | null;
   pendingRequests: PendingRequestView[];
-  agents: { id: string; type: string; status: string; turns: number; filesCreated: string[]; filesModified: string[]; usage: TaskView['usage']; summary?: string; error?: { code: string; message: string } }[];
+  /** The lead's phase: planning, awaiting_approval, delegating, reviewing, done or failed. */
+  lead: { phase: LeadPhase } | null;
+  /** The lead's plan and each subtask's state (engineering teams), once recorded. */
+  plan: PlanView | null;
+  agents: {
+    id: string;
+    type: string;
+    role: 'delegation' | 'subtask' | 'review';
+    status: string;
+    turns: number;
+    subtaskId: string | null;
+    fileLocks: string[] | null;
+    filesCreated: string[];
+    filesModified: string[];
+    tests: TestCounts | null;
+    usage: TaskView['usage'];
+    summary?: string;
+    error?: { code: string; message: string };
+  }[];
   usage: { inputTokens: number; outputTokens: number; cacheReadTokens: number; cacheWriteTokens: number; costUsd: number };
   artifacts: { path: string; bytes: number; sha256: string; mediaType: string; agentId: string | null }[];
   result: { summary: string; reportPath?: string } | null;
@@ -60,13 +78,19 @@ export function toTaskView(s: TaskState): TaskView {
     forkedFrom: s.forkedFrom,
     workspace: s.workspace,
     pendingRequests: Object.values(s.pendingRequests).map(toPendingRequestView),
+    lead: s.lead ? { phase: leadPhase(s) } : null,
+    plan: s.plan ? toPlanView(s.plan) : null,
     agents: Object.values(s.agents).map((a) => ({
       id: a.id,
       type: a.type,
+      role: a.role,
       status: a.status,
       turns: a.turns,
+      subtaskId: a.subtaskId,
+      fileLocks: a.fileLocks,
       filesCreated: a.filesCreated,
       filesModified: a.filesModified,
+      tests: a.tests,
       usage: { ...a.usage, costUsd: Math.round(a.usage.costUsd * 1e6) / 1e6 },
       ...(a.summary !== null ? { summary: a.summary } : {}),
       ...(a.error ? { error: a.error } : {}),
@@ -76,6 +100,145 @@ export function toTaskView(s: TaskState): TaskView {
     result: s.result ? { summary: s.result.summary, ...(s.result.reportPath ? { reportPath: s.result.reportPath } : {}) } : null,
     error: s.error,
   };
+}
+
+export interface PlanView {
+  summary: string;
+  status: PlanState['status'];
+  round: number;
+  maxReviewRounds: number;
+  reviewAgent: string | null;
+  subtasks: {
+    id: string;
+    agent: string;
+    description: string;
+    fileLocks: string[];
+    dependsOn: string[];
+    status: string;
+    agentIds: string[];
+    summary: string | null;
+    filesCreated: string[];
+    filesModified: string[];
+    tests: TestCounts | null;
+  }[];
+  /** Every review so far, in order; the last is the verdict that stands. */
+  reviews: Review[];
+}
+
+export function toPlanView(p: PlanState): PlanView {
+  return {
+    summary: p.summary,
+    status: p.status,
+    round: p.round,
+    maxReviewRounds: p.maxReviewRounds,
+    reviewAgent: p.reviewAgent,
+    subtasks: p.subtasks.map(({ id, agent, description, fileLocks, dependsOn, status, agentIds, summary, filesCreated, filesModified, tests }) => ({ id, agent, description, fileLocks, dependsOn, status, agentIds, summary, filesCreated, filesModified, tests })),
+    reviews: p.reviews,
+  };
+}
+
+/** One agent of a task (the lead included) as `GET /v1/tasks/:id/agents` shows it. */
+export interface AgentView {
+  id: string;
+  type: string;
+  role: 'lead' | 'delegation' | 'subtask' | 'review';
+  status: string;
+  /** The lead's phase (the lead only). */
+  phase?: LeadPhase;
+  subtask: { id: string; description: string; dependsOn: string[] } | null;
+  /** The paths it may change, and whether it holds them now (locks are released when it ends). */
+  fileLocks: string[] | null;
+  locksHeld: boolean;
+  turns: number;
+  /** What it is doing now, in words (null once it has ended). */
+  currentAction: string | null;
+  /** The lead: subtasks done of all; a subagent: its turns so far. */
+  progress: { done: number; total: number } | { turns: number };
+  filesCreated: string[];
+  filesModified: string[];
+  tests: TestCounts | null;
+  /** The question it waits on, if any. */
+  openQuestion: { requestId: string; questions: string[]; options?: string[] } | null;
+  summary: string | null;
+  error: { code: string; message: string } | null;
+  usage: TaskView['usage'];
+}
+
+/** Every agent of the task, the lead first. */
+export function toAgentViews(s: TaskState): AgentView[] {
+  const out: AgentView[] = [];
+  if (s.lead) {
+    const done = s.plan?.subtasks.filter((t) => t.status === 'done').length ?? 0;
+    const files = s.plan ? [...new Set(s.plan.subtasks.flatMap((t) => [...t.filesCreated, ...t.filesModified]))] : [];
+    const leadUsage = Object.values(s.agents).reduce((u, a) => ({ ...u, inputTokens: u.inputTokens - a.usage.inputTokens, outputTokens: u.outputTokens - a.usage.outputTokens, cacheReadTokens: u.cacheReadTokens - a.usage.cacheReadTokens, cacheWriteTokens: u.cacheWriteTokens - a.usage.cacheWriteTokens, costUsd: u.costUsd - a.usage.costUsd }), s.usage);
+    out.push({
+      id: s.lead.agentId,
+      type: s.lead.type,
+      role: 'lead',
+      status: s.status === 'completed' || s.status === 'failed' || s.status === 'cancelled' ? s.status : s.status === 'awaiting_input' ? 'waiting' : 'running',
+      phase: leadPhase(s),
+      subtask: null,
+      fileLocks: null,
+      locksHeld: false,
+      turns: s.lead.turns,
+      currentAction: currentAction(s, s.lead.agentId, s.lead, s.status !== 'completed' && s.status !== 'failed' && s.status !== 'cancelled'),
+      progress: { done, total: s.plan?.subtasks.length ?? 0 },
+      filesCreated: files.filter((f) => s.plan?.subtasks.some((t) => t.filesCreated.includes(f))),
+      filesModified: files.filter((f) => !s.plan?.subtasks.some((t) => t.filesCreated.includes(f))),
+      tests: null,
+      openQuestion: openQuestion(s, s.lead.agentId),
+      summary: s.lead.finalText,
+      error: s.status === 'failed' ? s.error : null,
+      usage: roundUsage(leadUsage),
+    });
+  }
+  for (const a of Object.values(s.agents)) {
+    const sub = a.subtaskId ? s.plan?.subtasks.find((t) => t.id === a.subtaskId) : undefined;
+    out.push({
+      id: a.id,
+      type: a.type,
+      role: a.role,
+      status: a.status,
+      subtask: sub ? { id: sub.id, description: sub.description, dependsOn: sub.dependsOn } : null,
+      fileLocks: a.fileLocks,
+      locksHeld: a.fileLocks !== null && (isAgentActive(a) || a.status === 'paused'),
+      turns: a.turns,
+      currentAction: currentAction(s, a.id, a, isAgentActive(a) || a.status === 'paused'),
+      progress: { turns: a.turns },
+      filesCreated: a.filesCreated,
+      filesModified: a.filesModified,
+      tests: a.tests,
+      openQuestion: openQuestion(s, a.id),
+      summary: a.summary,
+      error: a.error,
+      usage: roundUsage(a.usage),
+    });
+  }
+  return out;
+}
+
+const roundUsage = (u: TaskView['usage']): TaskView['usage'] => ({ ...u, costUsd: Math.max(0, Math.round(u.costUsd * 1e6) / 1e6) });
+
+function openQuestion(s: TaskState, agentId: string): AgentView['openQuestion'] {
+  const r = Object.values(s.pendingRequests).find((x) => x.kind === 'clarification' && x.agentId === agentId);
+  return r && r.kind === 'clarification' ? { requestId: r.requestId, questions: r.questions, ...(r.options ? { options: r.options } : {}) } : null;
+}
+
+/** What an agent is doing, from its loop: thinking (a model turn is due), running tools, or waiting — on whom. */
+function currentAction(s: TaskState, agentId: string, loop: AgentLoopState, live: boolean): string | null {
+  if (!live) return null;
+  const l = loopOf(s, agentId) ?? loop;
+  if (l.phase === 'model') return l.turns === 0 ? 'starting' : `thinking (turn ${l.turns + 1})`;
+  if (l.phase === 'done') return 'finishing';
+  const waiting = l.openToolUses.filter((t) => t.state !== 'resolved');
+  const on = (st: string): string[] => waiting.filter((t) => t.state === st).map((t) => t.name);
+  if (on('awaiting_approval').length) return `waiting for approval of ${on('awaiting_approval').join(', ')}`;
+  if (on('awaiting_answer').length) return 'waiting for an answer';
+  if (on('dispatched').length) {
+    if (s.plan && waiting.some((t) => t.toolUseId === s.plan?.toolUseId)) return s.plan.status === 'reviewing' ? 'waiting for the review' : `running the plan (${s.plan.subtasks.filter((t) => t.status === 'done').length}/${s.plan.subtasks.length} subtasks done)`;
+    return 'waiting for subagents';
+  }
+  return waiting.length ? `running ${[...new Set(waiting.map((t) => t.name))].join(', ')}` : 'recording results';
 }
 
 /** The event object of API.md. */

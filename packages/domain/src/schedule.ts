@@ -43,7 +43,7 @@ export function schedulePlan(s: TaskState): Dispatch[] {
   const allDone = plan.subtasks.every((t) => t.status === 'done');
   const reviewer = reviewAgentId(plan.round);
   if (allDone && plan.reviewAgent && plan.reviews.length < plan.round + 1 && !s.agents[reviewer]) {
-    out.push({ type: 'DispatchSubagent', agentId: reviewer, agentType: plan.reviewAgent, toolUseId: plan.toolUseId, prompt: reviewBrief(plan), role: 'review', round: plan.round });
+    out.push({ type: 'DispatchSubagent', agentId: reviewer, agentType: plan.reviewAgent, toolUseId: plan.toolUseId, prompt: reviewBrief(plan), role: 'review', round: plan.round, fileLocks: [] }); // a reviewer changes nothing
   }
   return out;
 }

@@ -1,4 +1,4 @@
-import { activeAgents, isFinal, LEAD_AGENT_ID, type RecordedEvent, type TaskState, type ToolResult } from '@baton/domain';
+import { activeAgents, isFinal, LEAD_AGENT_ID, schedulePlan, type Command, type RecordedEvent, type TaskState, type ToolResult } from '@baton/domain';
 import {
   builtinTeams,
   configVersion,
@@ -28,7 +28,12 @@ export interface LeadDeps {
   load?: TaskLoader;
   /** Called with each committed batch (the service publishes its wake-ups at once: runner jobs). */
   committed?: (events: RecordedEvent[]) => void;
+  /** The files of an input workspace (path and size), shown to the lead; absent: the lead is not shown them. */
+  workspaceFiles?: (digest: string) => Promise<{ path: string; bytes: number }[]>;
 }
+
+/** At most this many workspace paths are listed in the lead's prompt (the rest are counted). */
+const MAX_LISTED_FILES = 500;
 
 /**
  * Advance one task as far as it can go right now: start the lead, then run its loop (the one
@@ -71,6 +76,12 @@ async function runLead(deps: LeadDeps, initial: TaskState, history: RecordedEven
     return writer.state;
   }
   if (!initial.lead) writer.apply({ type: 'StartTask', leadAgentId: LEAD_AGENT_ID, leadAgentType: team.lead.id, configVersion: configVersion(team) });
+  // The plan's scheduler: whatever has become ready runs now (after every step of the lead too).
+  const schedule = (): void => {
+    const ready = schedulePlan(writer.state);
+    if (ready.length > 0) writer.apply(ready);
+  };
+  schedule();
 
   const host: LoopHost = {
     agentId: writer.state.lead?.agentId ?? LEAD_AGENT_ID,
@@ -79,12 +90,15 @@ async function runLead(deps: LeadDeps, initial: TaskState, history: RecordedEven
     runsIn: 'orchestrator',
     model: deps.model,
     system: leadSystemPrompt(team),
-    prompt: initial.prompt,
+    prompt: await leadPrompt(deps, initial),
     now: deps.now,
     state: () => writer.state,
     events: () => events.concat(writer.pending),
     pending: () => writer.pending,
-    record: (commands, metadata) => void writer.apply(commands, metadata ? { metadata } : {}),
+    record: (commands, metadata) => {
+      writer.apply(commands, metadata ? { metadata } : {});
+      schedule();
+    },
     commit,
     execute: async (call, input) => runLocalTool(call, input),
     plan: () => lastText(events.concat(writer.pending), LEAD_AGENT_ID),
@@ -92,12 +106,29 @@ async function runLead(deps: LeadDeps, initial: TaskState, history: RecordedEven
       const s = writer.state;
       if (capped) return [{ type: 'FailTask', code: 'max_turns', message: `the lead reached its limit of ${team.lead.maxTurns} turns` }];
       if (activeAgents(s).length > 0) return null; // the lead answered; its subagents are still at work
+      if (s.plan?.status === 'failed') return [failPlan(s)];
       const report = s.artifacts.find((a) => /(^|\/)report\.md$/.test(a.path));
       return [{ type: 'CompleteTask', summary: s.lead?.finalText ?? '', reportPath: report?.path ?? null }];
     },
   };
   await runAgentLoop(host);
   return writer.state;
+}
+
+/** The lead's opening message: the task, and the files of the codebase it starts from (if any). */
+async function leadPrompt(deps: LeadDeps, s: TaskState): Promise<string> {
+  if (!s.workspace || !deps.workspaceFiles) return s.prompt;
+  const files = await deps.workspaceFiles(s.workspace.digest);
+  const listed = files.slice(0, MAX_LISTED_FILES).map((f) => `- ${f.path} (${f.bytes} bytes)`);
+  const more = files.length > MAX_LISTED_FILES ? `\n… and ${files.length - MAX_LISTED_FILES} more files` : '';
+  return `${s.prompt}\n\nWorkspace files (${files.length}, the codebase this task starts from):\n${listed.join('\n')}${more}`;
+}
+
+/** A plan that failed (a subtask failed, or the review could not be made) fails the task, naming what failed. */
+function failPlan(s: TaskState): Command {
+  const failed = (s.plan?.subtasks ?? []).filter((t) => t.status === 'failed' || t.status === 'skipped').map((t) => `${t.id} ${t.status}`);
+  const why = failed.length > 0 ? failed.join(', ') : 'the review gave no verdict';
+  return { type: 'FailTask', code: 'plan_failed', message: `the plan did not complete: ${why}` };
 }
 
 /** The lead's own tools (the benchmark's no-ops); everything else it does is delegation or asking. */

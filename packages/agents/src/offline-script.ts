@@ -1,0 +1,38 @@
+import { isToolUse, type ContentBlock, type StopReason } from '@baton/domain';
+import type { ModelMessage, ModelRequest } from './model.ts';
+
+/** What every offline role is built from: the label, tool calls, and reading back the conversation. */
+export const OFFLINE_LABEL = '[offline model]';
+
+export type Play = (req: ModelRequest, turn: number) => { content: ContentBlock[]; stopReason: StopReason };
+
+export const toolUseId = (agentType: string, turn: number, i = 0): string => `toolu_offline_${agentType.replace(/[^a-z0-9]/gi, '')}_${turn}_${i}`;
+export const text = (t: string): ContentBlock => ({ type: 'text', text: `${OFFLINE_LABEL} ${t}` });
+
+export function firstPrompt(messages: ModelMessage[]): string {
+  const first = messages[0];
+  if (!first || first.role !== 'user') return '';
+  return typeof first.content === 'string' ? first.content : first.content.map((b) => (b.type === 'text' ? b.text : '')).join('\n');
+}
+
+/** The agent's tool calls paired with their results, in order (from the rebuilt conversation). */
+export function calls(messages: ModelMessage[]): { name: string; input: Record<string, unknown>; result: string | null; isError: boolean }[] {
+  const out: { id: string; name: string; input: Record<string, unknown>; result: string | null; isError: boolean }[] = [];
+  for (const m of messages) {
+    if (m.role === 'assistant') {
+      for (const b of m.content) if (isToolUse(b)) out.push({ id: b.id, name: b.name, input: b.input, result: null, isError: false });
+    } else if (Array.isArray(m.content)) {
+      for (const b of m.content) {
+        const c = b.type === 'tool_result' ? out.find((x) => x.id === b.tool_use_id) : undefined;
+        if (c && b.type === 'tool_result') {
+          c.result = b.content;
+          c.isError = b.is_error === true;
+        }
+      }
+    }
+  }
+  return out;
+}
+
+export const has = (req: ModelRequest, tool: string): boolean => req.tools.some((t) => t.name === tool);
+export const call = (req: ModelRequest, turn: number, name: string, input: Record<string, unknown>, i = 0): ContentBlock => ({ type: 'tool_use', id: toolUseId(req.agentType, turn, i), name, input });
