@@ -122,6 +122,12 @@ export class FakeE2B {
       if (!st) return rpcError(404, 'not_found', `${p} not found`);
       return json(200, { entry: entryOf(p, st) });
     }
+    if (url.pathname === '/filesystem.Filesystem/Remove') {
+      // envd: os.RemoveAll, so a missing path is fine.
+      const { path: p } = JSON.parse(raw.toString()) as { path: string };
+      await rm(host(p), { recursive: true, force: true });
+      return json(200, {});
+    }
     if (url.pathname === '/filesystem.Filesystem/ListDir') {
       const { path: p, depth = 1 } = JSON.parse(raw.toString()) as { path: string; depth?: number };
       const entries: unknown[] = [];

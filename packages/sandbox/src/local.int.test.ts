@@ -108,10 +108,16 @@ describe('local sandbox provider', () => {
       await expect(sbx.files.write('dir/new.txt', 'x')).rejects.toThrow(/symbolic link/);
       await expect(sbx.files.read('/etc/passwd')).rejects.toThrow(/absolute paths/);
       await expect(sbx.files.read('../x')).rejects.toThrow(/'\.\.' is not allowed/);
+      await expect(sbx.files.remove('dir/secret.txt')).rejects.toThrow(/symbolic link/);
       await sbx.sync(); // links are not regular files: nothing of the host is copied to Postgres
       const rows = await pg.db.pool.query('select path from sandbox_files where sandbox_id = $1', [sbx.id]);
       expect(rows.rows).toEqual([]);
       await expect(readFile(path.join(outside, 'new.txt'))).rejects.toThrow(/ENOENT/);
+      // Removing a link removes the link, never what it points to.
+      await sbx.files.remove('leak');
+      await sbx.files.remove('dir');
+      expect(await sbx.files.list('.')).toEqual([]);
+      expect(await readFile(path.join(outside, 'secret.txt'), 'utf8')).toBe('host secret');
     });
 
     test('exhaustion: a fork bomb, a memory hog and a runaway command are stopped, and the host is fine', async ({ pg }) => {

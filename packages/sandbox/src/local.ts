@@ -164,6 +164,7 @@ class LocalSandbox implements Sandbox {
       read: (p, maxBytes) => ws.read(p, maxBytes),
       readBytes: (p, maxBytes) => ws.readBytes(p, maxBytes),
       write: (p, content) => ws.write(p, content),
+      remove: (p) => ws.remove(p),
       list: (p) => ws.list(p),
       walk: (p, limit) => ws.walk(p, limit),
     };
