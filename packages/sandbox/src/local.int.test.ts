@@ -143,7 +143,7 @@ describe('local sandbox provider', () => {
     test.runIf(new LocalSandboxProvider({ root: tmpdir(), pool: null as never }).cgroupControllers.includes('memory'))('exhaustion: processes together are held to the sandbox\'s memory (cgroup), not only each one', async ({ pg }) => {
       const p = new LocalSandboxProvider({ root, pool: pg.db.pool });
       const sbx = await p.open(spec());
-      // Four processes of 300 MiB each fit under the 512 MiB per-process limit, but not together.
+      // Four processes of 300 MiB each fit under the per-process limit, but not under the 512 MiB of the sandbox together.
       const r = await sbx.run('for i in 1 2 3 4; do (python3 -c "import time; a = bytearray(300 * 1024 * 1024); time.sleep(2)"; echo "exit $?") & done; wait', { timeoutMs: 30_000 });
       const exits = r.stdout.trim().split('\n');
       expect(exits).toHaveLength(4);
