@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import path from 'node:path';
 import type { CommandResult, SandboxLimits } from './provider.ts';
+import { TOOLCHAIN_MOUNTS, toolchainPath, type SandboxToolchain } from './toolchain.ts';
 
 export interface ConfineOptions {
   /** Host directory mounted read-write at /workspace: the only writable place (with a private /tmp). */
@@ -16,9 +17,21 @@ export interface ConfineOptions {
   bwrap: string;
   /** Cgroup directories the command joins first (the sandbox's total memory and processes). */
   cgroups?: readonly string[];
+  /**
+   * Host directories lent read-only: a Node install at /opt/baton/node and a node_modules
+   * (vitest) at /opt/baton/node_modules, their bin directories first on PATH.
+   */
+  toolchain?: SandboxToolchain;
 }
 
 const MIB = 1024 * 1024;
+/**
+ * Address space a process may reserve beyond the sandbox's memory: runtimes reserve far more
+ * than they touch (Node 24 reserves ~1.3 GB at start with 40 MB resident, and a vitest worker
+ * ~1.9 GB), so RLIMIT_AS at the memory limit itself would stop Node from starting at all.
+ * What is really used is held by the sandbox's memory cgroup, where the runner can make one.
+ */
+export const ADDRESS_SPACE_HEADROOM_MB = 2048;
 
 /**
  * The command line that confines one command (pure, so it can be checked line by line):
@@ -30,8 +43,12 @@ const MIB = 1024 * 1024;
 export function confinedArgv(command: string, o: ConfineOptions): string[] {
   const l = o.limits;
   const drop = o.user ? ['setpriv', `--reuid=${o.user.uid}`, `--regid=${o.user.gid}`, '--clear-groups', '--inh-caps=-all', '--'] : [];
-  const limits = ['prlimit', `--as=${l.memoryMb * MIB}`, `--cpu=${l.cpuSeconds}`, `--nproc=${l.processes}`, `--fsize=${l.fileSizeMb * MIB}`, `--nofile=${l.openFiles}`, `--core=0`, '--'];
-  const env = { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/workspace', LANG: 'C.UTF-8', TMPDIR: '/tmp', ...o.env };
+  const limits = ['prlimit', `--as=${(l.memoryMb + ADDRESS_SPACE_HEADROOM_MB) * MIB}`, `--cpu=${l.cpuSeconds}`, `--nproc=${l.processes}`, `--fsize=${l.fileSizeMb * MIB}`, `--nofile=${l.openFiles}`, `--core=0`, '--'];
+  const t = o.toolchain ?? { node: null, nodeModules: null };
+  const mounted = { node: t.node && TOOLCHAIN_MOUNTS.node, nodeModules: t.nodeModules && TOOLCHAIN_MOUNTS.nodeModules };
+  const PATH = [...toolchainPath(mounted), '/usr/local/bin', '/usr/bin', '/bin'].join(':');
+  // npm's cache and logs go to the private /tmp, not HOME (the workspace, which is synced).
+  const env = { PATH, HOME: '/workspace', LANG: 'C.UTF-8', TMPDIR: '/tmp', npm_config_cache: '/tmp/.npm', npm_config_update_notifier: 'false', ...o.env };
   const cwd = path.posix.join('/workspace', o.cwd);
   if (!cwd.startsWith('/workspace')) throw new Error(`cwd '${o.cwd}' is outside the workspace`);
   // Join the cgroups before anything else runs, so every descendant is counted.
@@ -54,6 +71,8 @@ export function confinedArgv(command: string, o: ConfineOptions): string[] {
     '--ro-bind-try', '/etc/alternatives', '/etc/alternatives',
     '--ro-bind-try', '/etc/ld.so.cache', '/etc/ld.so.cache',
     '--ro-bind-try', '/etc/ssl', '/etc/ssl',
+    ...(t.node ? ['--ro-bind', t.node, TOOLCHAIN_MOUNTS.node] : []),
+    ...(t.nodeModules ? ['--ro-bind', t.nodeModules, TOOLCHAIN_MOUNTS.nodeModules] : []),
     '--proc', '/proc',
     '--dev', '/dev',
     '--tmpfs', '/tmp',

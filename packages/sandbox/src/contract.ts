@@ -26,6 +26,26 @@ export function sandboxContract(name: string, make: (pool: pg.Pool) => Promise<S
       await expect(sbx.files.write('/etc/x', 'x')).rejects.toThrow(/absolute paths/);
     });
 
+    test('files: remove a file or a whole directory, a missing one is fine, escapes and the root refused; it stays removed on resume', async ({ pg }) => {
+      const s = spec();
+      const p = await make(pg.db.pool);
+      const sbx = await p.open(s);
+      for (const f of ['keep.txt', 'gone.txt', 'dir/a/b.txt', 'dir/a/c/d.txt', 'dir/e.txt']) await sbx.files.write(f, f);
+      await sbx.sync();
+      await sbx.files.remove('gone.txt');
+      await sbx.files.remove('dir/a');
+      await sbx.files.remove('gone.txt'); // again: already gone
+      await sbx.files.remove('never/was.txt');
+      expect((await sbx.files.walk()).files.map((f) => f.path)).toEqual(['dir/e.txt', 'keep.txt']);
+      await expect(sbx.files.remove('../x')).rejects.toThrow(/'\.\.' is not allowed/);
+      await expect(sbx.files.remove('/etc/hostname')).rejects.toThrow(/absolute paths/);
+      await expect(sbx.files.remove('.')).rejects.toThrow(/workspace itself/);
+      await sbx.sync();
+      await p.pause(sbx);
+      const resumed = await (await make(pg.db.pool)).open({ ...s, attempt: 2 });
+      expect((await resumed.files.walk()).files.map((f) => f.path)).toEqual(['dir/e.txt', 'keep.txt']);
+    });
+
     test('pause, then another replica resumes it with its files; kill frees it, and a new one starts empty', async ({ pg }) => {
       const s = spec();
       const a = await make(pg.db.pool);

@@ -1,6 +1,11 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { Template } from 'e2b';
 import { describe, expect, it } from 'vitest';
 import { batonTemplate } from './e2b-template.ts';
+import { TOOLCHAIN_PACKAGES } from './toolchain.ts';
+
+const repo = path.resolve(import.meta.dirname, '../../..');
 
 describe('the E2B template', () => {
   it('has what the agents need, and the workspace the provider uses', () => {
@@ -9,5 +14,14 @@ describe('the E2B template', () => {
     expect(dockerfile).toMatch(/apt-get install -y .*git ripgrep python3/);
     expect(dockerfile).toMatch(/WORKDIR \/home\/user\/workspace/);
     expect(dockerfile).not.toMatch(/API_KEY/);
+  });
+
+  it('installs the toolchain local sandboxes lend, at the repository\'s versions — as does the runner\'s image', () => {
+    const { devDependencies: dev } = JSON.parse(readFileSync(path.join(repo, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> };
+    expect(TOOLCHAIN_PACKAGES).toEqual([`vitest@${dev.vitest}`, `typescript@${dev.typescript}`]);
+    expect(Template.toDockerfile(batonTemplate())).toContain(`RUN npm install -g pnpm@10 ${TOOLCHAIN_PACKAGES.join(' ')}`);
+    const image = readFileSync(path.join(repo, 'infra/docker/Dockerfile'), 'utf8');
+    expect(image).toContain(`npm install --prefix /opt/baton/toolchain --no-fund --no-audit ${TOOLCHAIN_PACKAGES.join(' ')}`);
+    expect(image).toContain('SANDBOX_TOOLCHAIN_NODE_MODULES=/opt/baton/toolchain/node_modules');
   });
 });

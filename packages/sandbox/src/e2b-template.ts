@@ -1,9 +1,13 @@
 import { Template } from 'e2b';
+import { TOOLCHAIN_PACKAGES } from './toolchain.ts';
 
 /**
  * The E2B template Baton's agents run in (`baton-agent`): Node 24 with what the built-in tools
  * use (bash, git, ripgrep, python3 for tests), a non-root `user` and the workspace directory.
- * No keys are baked in; an agent gets only the variables its config names.
+ * The toolchain local sandboxes lend read-only (vitest, TypeScript, at the repository's
+ * versions) is installed globally, so `node` and `vitest` are on PATH here too and a test
+ * command such as `vitest run` works the same. No keys are baked in; an agent gets only the
+ * variables its config names.
  */
 export function batonTemplate() {
   return Template()
@@ -11,7 +15,7 @@ export function batonTemplate() {
     .aptInstall(['git', 'ripgrep', 'python3', 'python3-pip', 'curl', 'ca-certificates'])
     .runCmd('mkdir -p /home/user/workspace && chown -R 1000:1000 /home/user/workspace || true')
     .setWorkdir('/home/user/workspace')
-    .npmInstall(['pnpm@10', 'typescript', 'vitest'], { g: true })
+    .npmInstall(['pnpm@10', ...TOOLCHAIN_PACKAGES], { g: true })
     .setEnvs({ NODE_ENV: 'development' });
 }
 

@@ -1,9 +1,9 @@
 import path from 'node:path';
-import { CommandExitError, Sandbox as E2B, TimeoutError, type ConnectionOpts } from 'e2b';
+import { CommandExitError, Sandbox as E2B, FileNotFoundError, TimeoutError, type ConnectionOpts } from 'e2b';
 import type pg from 'pg';
 import { sandboxIdOf, type CommandResult, type RunOptions, type Sandbox, type SandboxFiles, type SandboxProvider, type SandboxSpec } from './provider.ts';
 import { SandboxRegistry } from './registry.ts';
-import { resolveRelative, textOf, type WalkedFile } from './workspace.ts';
+import { resolveRelative, textOf, WorkspacePathError, type WalkedFile } from './workspace.ts';
 
 export interface E2BProviderOptions {
   pool: pg.Pool;
@@ -120,6 +120,15 @@ class E2BSandbox implements Sandbox {
         const data = typeof content === 'string' ? content : (new Uint8Array(content).buffer as ArrayBuffer);
         await sbx.files.write(abs(p), data);
         return existed ? 'modified' : 'created';
+      },
+      // envd removes with RemoveAll: a missing path is no error (older envds answering
+      // not-found are treated the same). envd may resolve links first, so a link the agent made
+      // can take its target with it — inside the agent's own VM, which is the sandbox here.
+      remove: async (p) => {
+        if (resolveRelative(p).length === 0) throw new WorkspacePathError(p, 'the workspace itself cannot be removed');
+        await sbx.files.remove(abs(p)).catch((err: unknown) => {
+          if (!(err instanceof FileNotFoundError)) throw err;
+        });
       },
       list: async (p) => (await sbx.files.list(abs(p))).map((e) => (e.type === 'dir' ? `${e.name}/` : e.name)).sort(),
       walk: async (p = '.', limit = 10_000) => {

@@ -5,12 +5,15 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { E2B_WORKSPACE } from './e2b.ts';
+import { resolveToolchain, toolchainPath, type SandboxToolchain, type ToolchainOption } from './toolchain.ts';
 
 /**
  * A fake of E2B for tests, on loopback: the control plane (create, connect, pause, kill) and
  * envd (files over HTTP, filesystem and process RPCs in the Connect protocol's JSON form), each
  * sandbox backed by a host directory. Commands run unconfined with bash — it is a fake of
- * E2B's API, not of its isolation. Every control-plane call is recorded.
+ * E2B's API, not of its isolation — with the toolchain first on PATH, as the template has
+ * Node and vitest on PATH (default: this runner's own, `detectToolchain`). Every
+ * control-plane call is recorded.
  */
 export class FakeE2B {
   readonly calls: { method: string; path: string; body: unknown; apiKey: string | undefined }[] = [];
@@ -19,6 +22,11 @@ export class FakeE2B {
   private server: Server | null = null;
   private root = '';
   private next = 1;
+  private readonly toolchain: SandboxToolchain;
+
+  constructor(opts: { toolchain?: ToolchainOption } = {}) {
+    this.toolchain = resolveToolchain(opts.toolchain);
+  }
 
   async start(): Promise<this> {
     this.root = await mkdtemp(path.join(tmpdir(), 'fake-e2b-'));
@@ -122,6 +130,12 @@ export class FakeE2B {
       if (!st) return rpcError(404, 'not_found', `${p} not found`);
       return json(200, { entry: entryOf(p, st) });
     }
+    if (url.pathname === '/filesystem.Filesystem/Remove') {
+      // envd: os.RemoveAll, so a missing path is fine.
+      const { path: p } = JSON.parse(raw.toString()) as { path: string };
+      await rm(host(p), { recursive: true, force: true });
+      return json(200, {});
+    }
     if (url.pathname === '/filesystem.Filesystem/ListDir') {
       const { path: p, depth = 1 } = JSON.parse(raw.toString()) as { path: string; depth?: number };
       const entries: unknown[] = [];
@@ -148,7 +162,7 @@ export class FakeE2B {
       };
       const child = spawn(body.process.cmd, body.process.args.filter((a) => a !== '-l'), {
         cwd: body.process.cwd ? host(body.process.cwd) : sbx.dir,
-        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: sbx.dir, ...sbx.envs, ...body.process.envs },
+        env: { PATH: [...toolchainPath(this.toolchain), process.env.PATH ?? '/usr/bin:/bin'].join(':'), HOME: sbx.dir, ...sbx.envs, ...body.process.envs },
       });
       frame(0, { event: { start: { pid: child.pid ?? 1 } } });
       child.stdout.on('data', (d: Buffer) => frame(0, { event: { data: { stdout: d.toString('base64') } } }));

@@ -108,10 +108,16 @@ describe('local sandbox provider', () => {
       await expect(sbx.files.write('dir/new.txt', 'x')).rejects.toThrow(/symbolic link/);
       await expect(sbx.files.read('/etc/passwd')).rejects.toThrow(/absolute paths/);
       await expect(sbx.files.read('../x')).rejects.toThrow(/'\.\.' is not allowed/);
+      await expect(sbx.files.remove('dir/secret.txt')).rejects.toThrow(/symbolic link/);
       await sbx.sync(); // links are not regular files: nothing of the host is copied to Postgres
       const rows = await pg.db.pool.query('select path from sandbox_files where sandbox_id = $1', [sbx.id]);
       expect(rows.rows).toEqual([]);
       await expect(readFile(path.join(outside, 'new.txt'))).rejects.toThrow(/ENOENT/);
+      // Removing a link removes the link, never what it points to.
+      await sbx.files.remove('leak');
+      await sbx.files.remove('dir');
+      expect(await sbx.files.list('.')).toEqual([]);
+      expect(await readFile(path.join(outside, 'secret.txt'), 'utf8')).toBe('host secret');
     });
 
     test('exhaustion: a fork bomb, a memory hog and a runaway command are stopped, and the host is fine', async ({ pg }) => {
@@ -137,7 +143,7 @@ describe('local sandbox provider', () => {
     test.runIf(new LocalSandboxProvider({ root: tmpdir(), pool: null as never }).cgroupControllers.includes('memory'))('exhaustion: processes together are held to the sandbox\'s memory (cgroup), not only each one', async ({ pg }) => {
       const p = new LocalSandboxProvider({ root, pool: pg.db.pool });
       const sbx = await p.open(spec());
-      // Four processes of 300 MiB each fit under the 512 MiB per-process limit, but not together.
+      // Four processes of 300 MiB each fit under the per-process limit, but not under the 512 MiB of the sandbox together.
       const r = await sbx.run('for i in 1 2 3 4; do (python3 -c "import time; a = bytearray(300 * 1024 * 1024); time.sleep(2)"; echo "exit $?") & done; wait', { timeoutMs: 30_000 });
       const exits = r.stdout.trim().split('\n');
       expect(exits).toHaveLength(4);

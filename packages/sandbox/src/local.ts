@@ -6,6 +6,7 @@ import { Cgroups } from './cgroups.ts';
 import { confinedArgv, findBwrap, runArgv } from './confine.ts';
 import { sandboxIdOf, type CommandResult, type RunOptions, type Sandbox, type SandboxFiles, type SandboxProvider, type SandboxSpec } from './provider.ts';
 import { SandboxRegistry, type StoredFile } from './registry.ts';
+import { resolveToolchain, type SandboxToolchain, type ToolchainOption } from './toolchain.ts';
 import { Workspace, type WalkedFile } from './workspace.ts';
 
 export interface LocalProviderOptions {
@@ -18,6 +19,12 @@ export interface LocalProviderOptions {
   maxSyncFileBytes?: number;
   /** Per-sandbox cgroups (default: detected; null turns them off). */
   cgroups?: Cgroups | null;
+  /**
+   * What commands get read-only at /opt/baton/node and /opt/baton/node_modules (on PATH):
+   * per field a host path, null for none, or left out to detect it — the runner's own Node
+   * and the repository's node_modules holding vitest (`detectToolchain`).
+   */
+  toolchain?: ToolchainOption;
 }
 
 /** Commands cannot run: bubblewrap is missing (the file tools still work). */
@@ -43,6 +50,8 @@ export class LocalSandboxProvider implements SandboxProvider {
   /** The generation each local workspace directory holds (a restart forgets, and restores). */
   private readonly localGeneration = new Map<string, number>();
   private readonly cgroups: Cgroups | null;
+  /** The host directories lent to commands (read-only). */
+  readonly toolchain: SandboxToolchain;
 
   constructor(opts: LocalProviderOptions) {
     this.root = path.resolve(opts.root);
@@ -50,6 +59,7 @@ export class LocalSandboxProvider implements SandboxProvider {
     this.bwrap = opts.bwrap === undefined ? findBwrap() : opts.bwrap;
     this.maxSyncFileBytes = opts.maxSyncFileBytes ?? 20_000_000;
     this.cgroups = opts.cgroups === undefined ? Cgroups.detect() : opts.cgroups;
+    this.toolchain = resolveToolchain(opts.toolchain);
   }
 
   /** The controllers (memory, pids) that hold a sandbox's processes together, if any. */
@@ -143,7 +153,7 @@ export class LocalSandboxProvider implements SandboxProvider {
     const cwd = opts.cwd ? path.relative(ws.root, ws.resolve(opts.cwd)) : '.';
     const name = cgroupName(spec);
     const cgroups = this.cgroups?.create(name, spec.limits) ?? [];
-    const argv = confinedArgv(command, { workspace: ws.root, cwd, network: spec.network, env: spec.env, limits: spec.limits, user, bwrap: this.bwrap, cgroups });
+    const argv = confinedArgv(command, { workspace: ws.root, cwd, network: spec.network, env: spec.env, limits: spec.limits, user, bwrap: this.bwrap, cgroups, toolchain: this.toolchain });
     try {
       return await runArgv(argv, { timeoutMs: opts.timeoutMs, ...(opts.signal ? { signal: opts.signal } : {}) });
     } finally {
@@ -164,6 +174,7 @@ class LocalSandbox implements Sandbox {
       read: (p, maxBytes) => ws.read(p, maxBytes),
       readBytes: (p, maxBytes) => ws.readBytes(p, maxBytes),
       write: (p, content) => ws.write(p, content),
+      remove: (p) => ws.remove(p),
       list: (p) => ws.list(p),
       walk: (p, limit) => ws.walk(p, limit),
     };

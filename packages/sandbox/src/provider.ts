@@ -56,6 +56,8 @@ export interface SandboxFiles {
   read(path: string, maxBytes?: number): Promise<string>;
   readBytes(path: string, maxBytes?: number): Promise<{ bytes: Buffer; size: number }>;
   write(path: string, content: string | Uint8Array): Promise<'created' | 'modified'>;
+  /** Remove a file, or a directory with everything in it. A missing one is not an error; the workspace root cannot be removed. */
+  remove(path: string): Promise<void>;
   list(path: string): Promise<string[]>;
   walk(path?: string, limit?: number): Promise<{ files: WalkedFile[]; truncated: boolean }>;
 }

@@ -206,7 +206,13 @@ export class Workspace {
     }
   }
 
+  /**
+   * Remove a file, or a directory with everything in it; a missing one is fine. A link on the
+   * way is refused; a link as the last component is removed itself, never what it points to
+   * (nor is any link inside a removed directory followed).
+   */
   async remove(rel: string): Promise<void> {
+    if (resolveRelative(rel).length === 0) throw new WorkspacePathError(rel, 'the workspace itself cannot be removed');
     const abs = this.resolve(rel);
     await this.assertNoLinks(path.dirname(abs));
     await rm(abs, { force: true, recursive: true });

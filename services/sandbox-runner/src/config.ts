@@ -19,6 +19,14 @@ const schema = z.object({
   /** Self-hosted E2B, or a fake in tests. */
   E2B_API_URL: z.url().optional(),
   E2B_SANDBOX_URL: z.url().optional(),
+  /**
+   * The toolchain local sandboxes' commands get read-only, on PATH: a Node install prefix (bound
+   * at /opt/baton/node) and a node_modules holding vitest (bound whole at /opt/baton/node_modules).
+   * Unset: detected — this runner's own Node, and the repository's node_modules if it holds
+   * vitest (development); the Docker image names its own (infra/docker/Dockerfile). `none`: lend none.
+   */
+  SANDBOX_TOOLCHAIN_NODE: z.string().min(1).optional(),
+  SANDBOX_TOOLCHAIN_NODE_MODULES: z.string().min(1).optional(),
   /** The longest one job may run before it is aborted and handed back (a hung job never holds an agent for ever). */
   JOB_MAX_MS: durationMs(3_600_000),
   /** How often sandboxes left by dead tasks are swept. */
