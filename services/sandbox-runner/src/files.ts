@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { withinLocks } from '@baton/domain';
 
 /** Tools that may change the workspace: after them it is synced before their results are recorded. */
 export const MUTATING_TOOLS: ReadonlySet<string> = new Set(['write_file', 'edit_file', 'run_command', 'run_tests']);
@@ -11,15 +12,36 @@ export const normalPath = (p: string): string => path.posix.normalize(p.replace(
 const matches = (p: string, globs: readonly string[]): boolean => globs.some((g) => path.posix.matchesGlob(p, g));
 
 /**
- * An agent's file scope (config `file_scope`): no file tool may touch a path matching a
- * blocked glob; writes must match an allowed glob when any is given. Returns the error the
- * model sees, or null.
+ * What an agent may change: its config's `file_scope` (nothing matching `blocked`; only what
+ * matches `allowed`, if given) and, for a subtask of a plan, its file locks (only what they
+ * match). Locks never widen the scope: a path must pass both.
  */
-export function fileScopeViolation(scope: { allowed: string[]; blocked: string[] } | undefined, tool: string, input: Record<string, unknown>): string | null {
-  if (!scope || !PATH_TOOLS.has(tool) || typeof input.path !== 'string') return null;
+export interface WritePolicy {
+  scope?: { allowed: string[]; blocked: string[] } | undefined;
+  /** null: no locks (the scope alone decides). */
+  locks: readonly string[] | null;
+}
+
+/** Why the agent may not create, change or delete `p` (a normalised workspace path), or null. */
+export function writeRefusal(policy: WritePolicy, p: string): string | null {
+  const { scope, locks } = policy;
+  if (scope && matches(p, scope.blocked)) return `'${p}' is outside this agent's file scope (blocked: ${scope.blocked.join(', ')})`;
+  if (scope && scope.allowed.length > 0 && !matches(p, scope.allowed)) return `'${p}' is outside this agent's file scope (writes allowed: ${scope.allowed.join(', ')})`;
+  if (locks && !withinLocks(p, locks)) return `'${p}' is outside this subtask's file locks (${locks.length > 0 ? locks.join(', ') : 'none: it may not change files'})`;
+  return null;
+}
+
+/** The policy restricts anything at all (else a command's side effects need no checking). */
+export const restricts = (policy: WritePolicy): boolean => policy.locks !== null || (policy.scope !== undefined && (policy.scope.allowed.length > 0 || policy.scope.blocked.length > 0));
+
+/**
+ * A file tool's path checked before it runs: no tool may touch a path the scope blocks; writes
+ * must pass the whole policy. Returns the error the model sees, or null.
+ */
+export function fileAccessViolation(policy: WritePolicy, tool: string, input: Record<string, unknown>): string | null {
+  if (!PATH_TOOLS.has(tool) || typeof input.path !== 'string') return null;
   const p = normalPath(input.path);
   if (p.startsWith('..') || p.startsWith('/')) return null; // the file tools refuse these themselves, saying why
-  if (matches(p, scope.blocked)) return `'${p}' is outside this agent's file scope (blocked: ${scope.blocked.join(', ')})`;
-  if (WRITES.has(tool) && scope.allowed.length > 0 && !matches(p, scope.allowed)) return `'${p}' is outside this agent's file scope (writes allowed: ${scope.allowed.join(', ')})`;
-  return null;
+  if (policy.scope && matches(p, policy.scope.blocked)) return `'${p}' is outside this agent's file scope (blocked: ${policy.scope.blocked.join(', ')})`;
+  return WRITES.has(tool) ? writeRefusal(policy, p) : null;
 }

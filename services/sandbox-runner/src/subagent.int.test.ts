@@ -247,7 +247,7 @@ describe('runSubagentJob', () => {
     const { events, state } = await loadTask(pg.store, id);
     const results = events.filter((e) => e.type === 'ToolResultsRecorded' && e.streamId.startsWith('agent-')).flatMap((e) => (e.data as { results: { content: string; isError: boolean }[] }).results);
     expect(results[1]).toMatchObject({ isError: false, content: expect.stringMatching(/in=yes out=none/) });
-    expect(results[2]).toMatchObject({ isError: false, content: expect.stringMatching(/^tests passed: 1 passed, 0 failed \(tap\)\n\$ node --test/) });
+    expect(results[2]).toMatchObject({ isError: false, content: expect.stringMatching(/^tests passed: 1 passed, 0 failed \(node-spec\)\n\$ node --test/) });
     expect(state.agents['engineer-1']?.filesCreated).toEqual(['sum.test.mjs']);
     expect((await pg.db.pool.query('select state from sandboxes where task_id = $1', [id])).rows).toEqual([{ state: 'killed' }]);
   });

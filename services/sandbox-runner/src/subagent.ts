@@ -1,10 +1,10 @@
-import { agentStreamId, isFinal, type Command, type RecordedEvent, type TaskState } from '@baton/domain';
-import { builtinTeams, findAgent, runAgentLoop, type AgentDefinition, type LoopHost, type ModelClient, type TeamCatalog, type TeamDefinition } from '@baton/agents';
+import { agentStreamId, isFinal, isToolUse, type Command, type RecordedEvent, type TaskState, type TestCounts } from '@baton/domain';
+import { builtinTeams, findAgent, runAgentLoop, submitReviewTool, type AgentDefinition, type LoopHost, type ModelClient, type TeamCatalog, type TeamDefinition } from '@baton/agents';
 import { handleCommand, isConcurrencyError, loadTask, retryOnConflict, TaskWriter, type EventStore, type LoadedTask, type TaskLoader } from '@baton/event-store';
 import type { CorpusHit, StoredArtifact } from '@baton/storage';
 import type { Logger } from '@baton/runtime';
 import { DEFAULT_LIMITS, SandboxFencedError, type Sandbox, type SandboxProvider, type SandboxSpec } from '@baton/sandbox';
-import { fileScopeViolation, MUTATING_TOOLS } from './files.ts';
+import { fileAccessViolation, MUTATING_TOOLS, type WritePolicy } from './files.ts';
 import { runTool, type ToolEnv } from './tools.ts';
 
 export interface RunnerDeps {
@@ -17,6 +17,8 @@ export interface RunnerDeps {
   sandboxes: SandboxProvider;
   /** Where produced files are kept (Postgres); absent → files stay in the sandbox only. */
   artifacts?: ArtifactStore;
+  /** The files of a task's input workspace, by digest (Postgres); absent → agents start without them. */
+  inputWorkspace?: (digest: string) => Promise<{ path: string; mode: number; content: Buffer }[]>;
   /** The offline web search (full-text corpus). */
   search?: (query: string, limit: number) => Promise<CorpusHit[]>;
   /** The host environment, from which an agent's config may pass named variables into its sandbox. */
@@ -89,7 +91,9 @@ export async function runSubagentJob(
 
   const { writer } = claimed;
   const events = claimed.events;
-  const env: ToolEnv = { sandbox, testCommand: def.testCommand, search: d.search, signal };
+  // What it may change: its config's file scope and, for a subtask of a plan, its locks.
+  const policy: WritePolicy = { scope: def.fileScope, locks: agent0.fileLocks };
+  const env: ToolEnv = { sandbox, testCommand: def.testCommand, search: d.search, signal, policy };
   /** Task-stream commands (requests, completion) wait for the agent's own writes, then go through handleCommand. */
   let onTaskStream: Command[] = [];
   let changed = false;
@@ -162,7 +166,7 @@ export async function runSubagentJob(
       return true;
     },
     execute: async (call) => {
-      const violation = fileScopeViolation(def.fileScope, call.name, call.input);
+      const violation = fileAccessViolation(policy, call.name, call.input);
       if (violation) return { toolUseId: call.id, toolName: call.name, content: violation, isError: true };
       d.audit?.({ taskId, agentId, toolUseId: call.id, tool: call.name, seenVersion: writer.committed.agents[agentId]?.streamVersion ?? 0 });
       if (MUTATING_TOOLS.has(call.name)) changed = true;
@@ -170,13 +174,17 @@ export async function runSubagentJob(
     },
     plan: (call) => `${def.name} (${agentId}) wants to call ${call.name}.`,
     finish: async ({ capped, finalText }) => {
-      const files = collectFiles(events.concat(writer.pending).filter((e) => e.streamId === agentStreamId(taskId, agentId)));
+      const own = events.concat(writer.pending).filter((e) => e.streamId === agentStreamId(taskId, agentId));
+      const files = collectFiles(own);
       await syncIfChanged();
       const stored = await storeOutputs(d, sandbox, taskId, agentId, files);
       const summary = capped ? `stopped after reaching the iteration cap of ${def.maxTurns} turns. ${finalText}`.trim() : finalText;
+      const tests = lastTestCounts(own);
+      const review = agent0.role === 'review' ? lastReview(own, agentId, agent0.round) : null;
       return [
         ...stored.map((x): Command => ({ type: 'StoreArtifact', agentId, path: x.path, bytes: x.bytes, sha256: x.sha256, mediaType: x.mediaType })),
-        { type: 'CompleteSubagent', agentId, attempt, summary, filesCreated: files.created, filesModified: files.modified, success: !capped, iterationCapReached: capped },
+        ...(review ? [review] : []),
+        { type: 'CompleteSubagent', agentId, attempt, summary, filesCreated: files.created, filesModified: files.modified, success: !capped, iterationCapReached: capped, ...(tests ? { tests } : {}) },
       ];
     },
   };
@@ -210,14 +218,45 @@ function sandboxSpec(d: RunnerDeps, def: AgentDefinition, taskId: string, agentI
   return { taskId, agentId, attempt, network: def.sandbox?.network ?? false, env, limits: { ...DEFAULT_LIMITS, ...def.sandbox?.limits } };
 }
 
-/** A new agent's workspace starts with the task's artifacts so far (the researcher's notes, for the writer). */
+/**
+ * A new agent's workspace: the task's input workspace (the codebase it started from), then the
+ * task's artifacts so far on top — the files earlier agents produced or changed (the
+ * researcher's notes for the writer; a dependency's changes for an engineer).
+ */
 async function seedInputs(d: RunnerDeps, sandbox: Sandbox, state: TaskState, taskId: string): Promise<void> {
-  if (!d.artifacts || state.artifacts.length === 0) return;
-  for (const a of state.artifacts) {
-    const content = await d.artifacts.read(taskId, a.path);
+  const inputs = state.workspace && d.inputWorkspace ? await d.inputWorkspace(state.workspace.digest) : [];
+  if (inputs.length === 0 && (!d.artifacts || state.artifacts.length === 0)) return;
+  for (const f of inputs) await sandbox.files.write(f.path, f.content);
+  for (const a of d.artifacts ? state.artifacts : []) {
+    const content = await d.artifacts?.read(taskId, a.path);
     if (content) await sandbox.files.write(a.path, content);
   }
   await sandbox.sync();
+}
+
+/** The counts of the agent's last test run (run_tests), from its recorded results. */
+export function lastTestCounts(events: readonly RecordedEvent[]): TestCounts | null {
+  for (let i = events.length - 1; i >= 0; i--) {
+    const e = events[i] as RecordedEvent;
+    const r = e.type === 'ToolResultsRecorded' ? e.data.results.findLast((x) => x.tests) : undefined;
+    if (r?.tests) return r.tests;
+  }
+  return null;
+}
+
+/** A reviewer's verdict: its last submit_review that was accepted (the tool validated it), as the command that records it. */
+export function lastReview(events: readonly RecordedEvent[], agentId: string, round: number): Command | null {
+  const accepted = new Set<string>();
+  for (const e of events) if (e.type === 'ToolResultsRecorded') for (const r of e.data.results) if (r.toolName === 'submit_review' && !r.isError) accepted.add(r.toolUseId);
+  for (let i = events.length - 1; i >= 0; i--) {
+    const e = events[i] as RecordedEvent;
+    if (e.type !== 'ModelTurnRecorded') continue;
+    const use = e.data.content.filter(isToolUse).findLast((b) => b.name === 'submit_review' && accepted.has(b.id));
+    if (!use) continue;
+    const parsed = submitReviewTool.input.parse(use.input);
+    return { type: 'RecordReview', agentId, round, verdict: parsed.verdict, issues: parsed.issues, summary: parsed.summary };
+  }
+  return null;
 }
 
 /** Store the files an agent created or modified as artifacts (before it is recorded as complete). */

@@ -6,6 +6,7 @@ describe('parseTestCounts', () => {
     ['vitest', ' \x1b[32m✓\x1b[0m a.test.ts\n\n Test Files  1 failed | 2 passed (3)\n      Tests  2 failed | 5 passed | 1 skipped (8)\n', { passed: 5, failed: 2, skipped: 1 }],
     ['jest', 'Test Suites: 1 failed, 1 total\nTests:       1 failed, 4 passed, 5 total\n', { passed: 4, failed: 1, skipped: 0 }],
     ['tap', 'TAP version 13\n# tests 4\n# suites 0\n# pass 3\n# fail 1\n# cancelled 0\n# skipped 0\n# todo 0\n', { passed: 3, failed: 1, skipped: 0 }],
+    ['node-spec', '✔ adds (0.5ms)\n✖ subtracts (0.7ms)\nℹ tests 4\nℹ suites 0\nℹ pass 3\nℹ fail 1\nℹ cancelled 0\nℹ skipped 0\nℹ todo 0\n', { passed: 3, failed: 1, skipped: 0 }],
     ['pytest', '============ 1 failed, 3 passed, 2 skipped in 0.12s ============\n', { passed: 3, failed: 1, skipped: 2 }],
     ['mocha', '  3 passing (12ms)\n  1 pending\n  2 failing\n', { passed: 3, failed: 2, skipped: 1 }],
     ['cargo', 'test result: FAILED. 3 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out\n', { passed: 3, failed: 1, skipped: 0 }],

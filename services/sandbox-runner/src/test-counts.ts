@@ -36,6 +36,9 @@ export function parseTestCounts(output: string): TestCounts | null {
   // node --test / TAP: "# pass 3", "# fail 1"
   const tapPass = last(/^# pass (\d+)$/m);
   if (tapPass) return { passed: num(tapPass), failed: num(last(/^# fail (\d+)$/m)), skipped: num(last(/^# skipped (\d+)$/m)) + num(last(/^# todo (\d+)$/m)), format: 'tap' };
+  // node --test's spec reporter (the default since Node 23): "ℹ pass 3", "ℹ fail 1"
+  const specPass = last(/^ℹ pass (\d+)$/m);
+  if (specPass) return { passed: num(specPass), failed: num(last(/^ℹ fail (\d+)$/m)), skipped: num(last(/^ℹ skipped (\d+)$/m)) + num(last(/^ℹ todo (\d+)$/m)), format: 'node-spec' };
   // pytest: "==== 1 failed, 3 passed, 2 skipped in 0.12s ===="
   const pytest = last(/^=+ (.*\d+ (?:passed|failed|error|errors|skipped).*) in [\d.]+s.*=+$/m);
   if (pytest) {

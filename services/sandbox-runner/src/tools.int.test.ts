@@ -68,7 +68,7 @@ describe('runner tools', () => {
       const ok = await runTool(call('run_command', { command: 'echo hi; echo oops >&2' }), ALL, env);
       expect(ok).toMatchObject({ isError: false, content: expect.stringMatching(/^exit code 0 \([\d.]+ s\)\n--- stdout ---\nhi\n\n--- stderr ---\noops\n$/) });
       const tests = await runTool(call('run_tests', {}), ALL, env);
-      expect(tests).toMatchObject({ isError: true, content: expect.stringMatching(/^tests failed: 1 passed, 1 failed \(tap\)\n\$ node --test\nexit code 1/) });
+      expect(tests).toMatchObject({ isError: true, content: expect.stringMatching(/^tests failed: 1 passed, 1 failed \(node-spec\)\n\$ node --test\nexit code 1/) });
       const slow = await runTool(call('run_command', { command: 'sleep 30', timeout_seconds: 1 }), ALL, env);
       expect(slow).toMatchObject({ isError: true, content: expect.stringMatching(/^timed out after 1 s: the command was killed/) });
       // Files a command makes or changes are reported like written ones (and so become artifacts).

@@ -3,7 +3,7 @@ import type { ToolResult, ToolUseBlock } from '@baton/domain';
 import { allTools, parseToolInput } from '@baton/agents';
 import type { CorpusHit } from '@baton/storage';
 import type { CommandResult, Sandbox } from '@baton/sandbox';
-import { normalPath } from './files.ts';
+import { normalPath, restricts, writeRefusal, type WritePolicy } from './files.ts';
 import { parseTestCounts } from './test-counts.ts';
 
 export const MAX_RESULT_CHARS = 4000;
@@ -18,10 +18,12 @@ export interface ToolEnv {
   /** The offline web search (a full-text corpus); absent → web_search returns an error result. */
   search?: ((query: string, limit: number) => Promise<CorpusHit[]>) | undefined;
   signal?: AbortSignal | undefined;
+  /** What the agent may change (scope and locks): a command's changes outside it are reverted. */
+  policy?: WritePolicy | undefined;
 }
 
 type Input = Record<string, unknown>;
-type Outcome = { content: string; isError?: boolean; files?: ToolResult['files'] };
+type Outcome = { content: string; isError?: boolean; files?: ToolResult['files']; tests?: ToolResult['tests'] };
 
 /**
  * Run one tool call of a subagent. Never throws: an unknown or disallowed tool, invalid input
@@ -38,7 +40,7 @@ export async function runTool(call: ToolUseBlock, allowed: readonly string[], en
   if (!impl) return fail(`tool '${call.name}' cannot run in the sandbox runner`);
   try {
     const out = await impl(parsed.value as Input, env);
-    return { ...base, content: out.content, isError: out.isError ?? false, ...(out.files ? { files: out.files } : {}) };
+    return { ...base, content: out.content, isError: out.isError ?? false, ...(out.files ? { files: out.files } : {}), ...(out.tests ? { tests: out.tests } : {}) };
   } catch (err) {
     return fail(err instanceof Error ? err.message : String(err));
   }
@@ -95,21 +97,29 @@ const impls: Record<string, (input: Input, env: ToolEnv) => Promise<Outcome>> = 
     if (lines.length === 0) return { content: `no matches for /${i.pattern as string}/` };
     return { content: truncate(`${lines.join('\n')}${lines.length >= MAX_MATCHES ? `\n[stopped at ${MAX_MATCHES} matches]` : ''}`) };
   },
-  run_command: async (i, { sandbox, signal }) => {
-    const seen = await snapshot(sandbox);
-    const r = await sandbox.run(i.command as string, { timeoutMs: (i.timeout_seconds as number) * 1000, ...(i.cwd ? { cwd: i.cwd as string } : {}), ...(signal ? { signal } : {}) });
-    return { content: formatCommand(r, i.timeout_seconds as number), isError: r.exitCode !== 0, files: await changedSince(sandbox, seen) };
+  run_command: async (i, env) => {
+    const guard = await guardWrites(env);
+    const r = await env.sandbox.run(i.command as string, { timeoutMs: (i.timeout_seconds as number) * 1000, ...(i.cwd ? { cwd: i.cwd as string } : {}), ...(env.signal ? { signal: env.signal } : {}) });
+    const { files, reverted } = await guard.settle();
+    return { content: `${formatCommand(r, i.timeout_seconds as number)}${reverted}`, isError: r.exitCode !== 0, files };
   },
-  run_tests: async (i, { sandbox, testCommand, signal }) => {
-    const command = (i.command as string | undefined) ?? testCommand;
-    if (!command) throw new Error('no test command: this agent has no test_command configured; pass one as `command`');
-    const seen = await snapshot(sandbox);
-    const r = await sandbox.run(command, { timeoutMs: (i.timeout_seconds as number) * 1000, ...(signal ? { signal } : {}) });
-    const files = await changedSince(sandbox, seen);
+  run_tests: async (i, env) => {
+    const configured = (i.command as string | undefined) ?? env.testCommand;
+    if (!configured) throw new Error('no test command: this agent has no test_command configured; pass one as `command`');
+    const command = i.path ? `${configured} ${shellQuote(normalPath(i.path as string))}` : configured;
+    const guard = await guardWrites(env);
+    const r = await env.sandbox.run(command, { timeoutMs: (i.timeout_seconds as number) * 1000, ...(env.signal ? { signal: env.signal } : {}) });
+    const { files, reverted } = await guard.settle();
     const counts = parseTestCounts(`${r.stdout}\n${r.stderr}`);
     const verdict = r.timedOut ? 'tests timed out' : r.exitCode === 0 ? 'tests passed' : 'tests failed';
     const summary = counts ? `${verdict}: ${counts.passed} passed, ${counts.failed} failed${counts.skipped ? `, ${counts.skipped} skipped` : ''} (${counts.format})` : `${verdict} (no pass/fail counts recognised)`;
-    return { content: `${summary}\n$ ${command}\n${formatCommand(r, i.timeout_seconds as number)}`, isError: r.exitCode !== 0, files };
+    // Without recognisable counts, a failed run still counts as one failure (the exit code says so).
+    const tests = counts ? { passed: counts.passed, failed: counts.failed, skipped: counts.skipped } : r.exitCode === 0 ? undefined : { passed: 0, failed: 1, skipped: 0 };
+    return { content: `${summary}\n$ ${command}\n${formatCommand(r, i.timeout_seconds as number)}${reverted}`, isError: r.exitCode !== 0, files, ...(tests ? { tests } : {}) };
+  },
+  submit_review: async (i) => {
+    const issues = i.issues as unknown[];
+    return { content: `review recorded: ${i.verdict as string} with ${issues.length} issue${issues.length === 1 ? '' : 's'}` };
   },
   web_search: async (i, { search }) => {
     if (!search) throw new Error('web search is not available on this runner');
@@ -124,24 +134,63 @@ const impls: Record<string, (input: Input, env: ToolEnv) => Promise<Outcome>> = 
 const UNREPORTED = /(^|\/)(node_modules|\.git|__pycache__|\.cache)\//;
 const MAX_REPORTED_FILES = 200;
 
-/** The workspace's files before a command (path → size and mtime). */
-async function snapshot(sandbox: Sandbox): Promise<Map<string, string>> {
-  const { files } = await sandbox.files.walk('.', 50_000);
-  return new Map(files.map((f) => [f.path, `${f.size}:${f.mtimeMs}`]));
-}
+/** Bytes of protected files kept before a command so its changes to them can be undone. */
+const MAX_GUARDED_BYTES = 64 * 1024 * 1024;
 
-/** The files a command created or modified (so they are reported, and kept as artifacts like written ones). */
-async function changedSince(sandbox: Sandbox, before: Map<string, string>): Promise<NonNullable<ToolResult['files']>> {
-  const { files } = await sandbox.files.walk('.', 50_000);
-  const created: string[] = [];
-  const modified: string[] = [];
-  for (const f of files) {
-    if (UNREPORTED.test(f.path)) continue;
-    const was = before.get(f.path);
-    if (was === undefined) created.push(f.path);
-    else if (was !== `${f.size}:${f.mtimeMs}`) modified.push(f.path);
+const shellQuote = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
+
+/**
+ * Watch a command's effect on the workspace: what it created or modified is reported (and kept
+ * as artifacts like written files); what it created, changed or deleted outside the agent's
+ * policy (file scope and locks) is undone — created files removed, changed or deleted ones put
+ * back — and the undoing is reported to the model.
+ */
+async function guardWrites(env: ToolEnv): Promise<{ settle(): Promise<{ files: NonNullable<ToolResult['files']>; reverted: string }> }> {
+  const { sandbox, policy } = env;
+  const before = await sandbox.files.walk('.', 50_000);
+  const seen = new Map(before.files.map((f) => [f.path, `${f.size}:${f.mtimeMs}`]));
+  const refusal = (p: string): string | null => (policy && restricts(policy) ? writeRefusal(policy, p) : null);
+  const saved = new Map<string, Buffer>();
+  let budget = MAX_GUARDED_BYTES;
+  for (const f of before.files) {
+    if (UNREPORTED.test(f.path) || !refusal(f.path) || f.size > budget) continue;
+    const { bytes } = await sandbox.files.readBytes(f.path, f.size + 1);
+    saved.set(f.path, bytes);
+    budget -= bytes.length;
   }
-  return { created: created.slice(0, MAX_REPORTED_FILES), modified: modified.slice(0, MAX_REPORTED_FILES) };
+  return {
+    async settle() {
+      const { files } = await sandbox.files.walk('.', 50_000);
+      const now = new Set(files.map((f) => f.path));
+      const created: string[] = [];
+      const modified: string[] = [];
+      const undone: string[] = [];
+      const restore = async (p: string, what: string): Promise<void> => {
+        const bytes = saved.get(p);
+        if (bytes) {
+          await sandbox.files.write(p, bytes);
+          undone.push(`${what} ${p} (restored)`);
+        } else undone.push(`${what} ${p} (could not be restored: too large to keep a copy)`);
+      };
+      for (const f of files) {
+        if (UNREPORTED.test(f.path)) continue;
+        const was = seen.get(f.path);
+        const changed = was === undefined ? 'created' : was !== `${f.size}:${f.mtimeMs}` ? 'modified' : null;
+        if (!changed) continue;
+        if (refusal(f.path)) {
+          if (changed === 'created') {
+            await sandbox.files.remove(f.path);
+            undone.push(`created ${f.path} (removed)`);
+          } else await restore(f.path, 'modified');
+          continue;
+        }
+        (changed === 'created' ? created : modified).push(f.path);
+      }
+      for (const p of seen.keys()) if (!now.has(p) && !UNREPORTED.test(p) && refusal(p)) await restore(p, 'deleted');
+      const reverted = undone.length > 0 ? `\n[reverted: the command changed files outside what this agent may change (${refusal(undone[0]?.split(' ')[1] ?? '') ?? ''}): ${undone.join('; ')}]` : '';
+      return { files: { created: created.slice(0, MAX_REPORTED_FILES), modified: modified.slice(0, MAX_REPORTED_FILES) }, reverted };
+    },
+  };
 }
 
 /** Replace old with new: exactly one occurrence unless all are asked for; the error says what was found. */
