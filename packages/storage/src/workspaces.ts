@@ -290,7 +290,7 @@ function onEntry(c: Collector, header: Header): { path: string; mode: number; ch
     c.problem(raw, messages.join('; '));
     return null;
   }
-  return { path: p, mode: header.mode & 0o777 || 0o644, chunks: [] };
+  return { path: p, mode: (header.mode & 0o777) || 0o644, chunks: [] };
 }
 
 const sha256 = (b: Buffer | string): string => createHash('sha256').update(b).digest('hex');
@@ -422,7 +422,7 @@ async function walkExample(root: string, lim: WorkspaceLimits): Promise<{ files:
       } else if (e.isFile()) {
         const st = await lstat(abs);
         c.countBytes(p, st.size);
-        files.push({ path: p, mode: st.mode & 0o777 || 0o644, size: st.size, abs });
+        files.push({ path: p, mode: (st.mode & 0o777) || 0o644, size: st.size, abs });
       } else {
         c.problem(p, 'not a regular file (a socket, fifo or device); only regular files and directories');
       }
