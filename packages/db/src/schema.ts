@@ -61,10 +61,29 @@ export interface WebhookDeliveriesTable {
   attempted_at: Generated<Date>;
 }
 
+/** An input workspace's header row: one per distinct set of files (content-addressed). */
+export interface InputWorkspacesTable {
+  digest: string;
+  files: number;
+  /** bigint: pg returns it as a string. */
+  bytes: ColumnType<string, number, never>;
+  created_at: Generated<Date>;
+}
+
+export interface InputWorkspaceFilesTable {
+  digest: string;
+  path: string;
+  /** Permission bits only (`& 0o777`). */
+  mode: number;
+  content: Buffer;
+}
+
 export interface Database {
   events: EventsTable;
   tasks: TasksTable;
   processor_checkpoints: ProcessorCheckpointsTable;
   dead_letters: DeadLettersTable;
   webhook_deliveries: WebhookDeliveriesTable;
+  input_workspaces: InputWorkspacesTable;
+  input_workspace_files: InputWorkspaceFilesTable;
 }

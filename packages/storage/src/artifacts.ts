@@ -112,3 +112,10 @@ export async function copyTaskFiles(pool: pg.Pool, from: string, to: string, art
     client.release();
   }
 }
+
+/** The bytes of a task's artifacts at the given paths (paths with no stored artifact are absent). */
+export async function readArtifacts(pool: pg.Pool, taskId: string, paths: readonly string[]): Promise<Map<string, Buffer>> {
+  if (paths.length === 0) return new Map();
+  const { rows } = await pool.query<{ path: string; content: Buffer }>('select path, content from artifacts where task_id = $1 and path = any($2::text[])', [taskId, paths]);
+  return new Map(rows.map((r) => [r.path, r.content]));
+}

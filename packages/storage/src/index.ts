@@ -1,4 +1,27 @@
-export { copyTaskFiles, storeArtifact, readArtifact, mediaTypeOf, type StoredArtifact } from './artifacts.ts';
+export { copyTaskFiles, storeArtifact, readArtifact, readArtifacts, mediaTypeOf, type StoredArtifact } from './artifacts.ts';
 export { indexCorpus, searchCorpus, plainText, titleOf, type CorpusHit } from './corpus.ts';
 export { loadTeamConfig, saveTeamConfigs } from './team-configs.ts';
 export { listDeliveries, recordDelivery, type DeliveryAttempt, type RecordedDelivery } from './deliveries.ts';
+export {
+  DEFAULT_WORKSPACE_LIMITS,
+  EXAMPLE_NAME,
+  MAX_WORKSPACE_PATH,
+  UnknownExampleError,
+  WorkspaceArchiveError,
+  listExamples,
+  loadExample,
+  parseWorkspaceArchive,
+  readWorkspace,
+  storeWorkspace,
+  taskChange,
+  workspaceDigest,
+  workspaceManifest,
+  type ExampleSummary,
+  type StoredWorkspace,
+  type TaskFiles,
+  type WorkspaceFile,
+  type WorkspaceLimits,
+  type WorkspaceManifestEntry,
+  type WorkspaceProblem,
+} from './workspaces.ts';
+export { diffWorkspaces, type FileChange, type WorkspaceDiff } from './diff.ts';

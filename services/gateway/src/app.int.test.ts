@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { builtinTeams } from '@baton/agents';
 import { busNames, ensureTopology, publishWakeUps, Relay } from '@baton/bus';
 import { handleCommand, TaskCache } from '@baton/event-store';
-import { storeArtifact } from '@baton/storage';
+import { DEFAULT_WORKSPACE_LIMITS, storeArtifact } from '@baton/storage';
 import { silentLogger } from '@baton/runtime';
 import { stackTest, waitFor, type NatsFixture, type PgFixture } from '@baton/testing';
 import { jetstreamManager } from '@nats-io/jetstream';
@@ -35,6 +37,8 @@ async function gateway(pg: PgFixture, nats: NatsFixture | null, opts: { apiKeys?
     newId: randomUUID,
     sseHeartbeatMs: opts.sseHeartbeatMs ?? 15_000,
     bodyLimit: 64 * 1024,
+    examplesDir: path.join(tmpdir(), 'baton-no-examples'),
+    workspaceLimits: { ...DEFAULT_WORKSPACE_LIMITS, maxArchiveBytes: 64 * 1024 },
   });
 }
 
@@ -87,7 +91,8 @@ describe('POST /v1/tasks', () => {
     const malformed = await app.inject({ method: 'POST', url: '/v1/tasks', headers: { 'content-type': 'application/json' }, payload: '{"prompt": ' });
     expect(malformed.statusCode).toBe(400);
     expect(malformed.json().error.code).toBe('invalid_json');
-    const huge = await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x', metadata: { blob: 'y'.repeat(70_000) } } });
+    // Over the submit route's limit: the body limit plus room for a base64 workspace archive.
+    const huge = await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x', metadata: { blob: 'y'.repeat(160_000) } } });
     expect(huge.statusCode).toBe(413);
     expect((await pg.db.pool.query('select count(*)::int as n from events')).rows[0].n).toBe(0);
   });
@@ -392,6 +397,7 @@ describe('faults', () => {
     const app = await buildApp({
       pool: dead.pool, kysely: dead.kysely, store: new EventStore(dead.pool), load: new TaskCache(dead.pool).load, names, nats: () => nats.nc, hub: new SseHub(names, log),
       teams: builtinTeams, apiKeys: new Map(), log, metrics: new Metrics(), now: () => new Date(), newId: randomUUID, sseHeartbeatMs: 15_000, bodyLimit: 65_536,
+      examplesDir: path.join(tmpdir(), 'baton-no-examples'), workspaceLimits: DEFAULT_WORKSPACE_LIMITS,
     });
     const post = await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x' } });
     expect(post.statusCode).toBe(503);

@@ -8,6 +8,7 @@ import { errorHandler, HttpError } from './errors.ts';
 import { eventRoutes } from './routes/events.ts';
 import { systemRoutes } from './routes/system.ts';
 import { taskRoutes } from './routes/tasks.ts';
+import { workspaceRoutes } from './routes/workspaces.ts';
 
 /** Build the gateway's Fastify app from its dependencies (tests call this directly). */
 export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
@@ -38,6 +39,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   const keys = [...deps.apiKeys.entries()].map(([k, tenant]) => ({ key: Buffer.from(k), tenant }));
   app.decorateRequest('tenant', '');
   app.decorateRequest('actor', '');
+  app.decorateRequest('workspaceUpload', null);
   app.addHook('onRequest', async (req) => {
     if (!req.url.startsWith('/v1/')) return;
     if (keys.length === 0) {
@@ -58,5 +60,6 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   await app.register(systemRoutes(deps));
   await app.register(taskRoutes(deps));
   await app.register(eventRoutes(deps));
+  await app.register(workspaceRoutes(deps));
   return app;
 }

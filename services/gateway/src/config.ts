@@ -1,5 +1,12 @@
+import { fileURLToPath } from 'node:url';
 import { commonEnv, durationMs, loadConfig } from '@baton/runtime';
+import { DEFAULT_WORKSPACE_LIMITS, type WorkspaceLimits } from '@baton/storage';
 import { z } from 'zod';
+
+/** The repository's examples/ (example projects a task can start from), found from this file. */
+export const DEFAULT_EXAMPLES_DIR = fileURLToPath(new URL('../../../examples', import.meta.url));
+
+const MiB = 1024 * 1024;
 
 const schema = z.object({
   ...commonEnv,
@@ -11,10 +18,22 @@ const schema = z.object({
     .default('')
     .refine((s) => s === '' || s.split(',').every((p) => /^[^:\s]{16,}:[A-Za-z0-9_-]{1,64}$/.test(p.trim())), 'must be comma-separated key:tenant pairs (keys ≥ 16 characters)'),
   SSE_HEARTBEAT_MS: durationMs(15_000),
-  BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(50 * 1024 * 1024).default(1024 * 1024),
+  BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(50 * MiB).default(MiB),
+  /** Example projects (`<dir>/<name>/`) a task can start from: `workspace: { example: name }`. */
+  BATON_EXAMPLES_DIR: z.string().min(1).default(DEFAULT_EXAMPLES_DIR),
+  /** An uploaded workspace: the .tar.gz itself, its files' bytes once unpacked, its number of files. */
+  WORKSPACE_MAX_ARCHIVE_BYTES: z.coerce.number().int().min(1024).max(1024 * MiB).default(DEFAULT_WORKSPACE_LIMITS.maxArchiveBytes),
+  WORKSPACE_MAX_BYTES: z.coerce.number().int().min(1024).max(4096 * MiB).default(DEFAULT_WORKSPACE_LIMITS.maxBytes),
+  WORKSPACE_MAX_FILES: z.coerce.number().int().min(1).max(1_000_000).default(DEFAULT_WORKSPACE_LIMITS.maxFiles),
 });
 export type GatewayConfig = z.infer<typeof schema>;
 export const loadGatewayConfig = (env: Record<string, string | undefined>): GatewayConfig => loadConfig('gateway', schema, env);
+
+export const workspaceLimits = (c: GatewayConfig): WorkspaceLimits => ({
+  maxArchiveBytes: c.WORKSPACE_MAX_ARCHIVE_BYTES,
+  maxBytes: c.WORKSPACE_MAX_BYTES,
+  maxFiles: c.WORKSPACE_MAX_FILES,
+});
 
 export function parseApiKeys(s: string): Map<string, string> {
   const m = new Map<string, string>();

@@ -3,6 +3,7 @@ import type { BusNames } from '@baton/bus';
 import type { Database } from '@baton/db';
 import type { EventStore, TaskLoader } from '@baton/event-store';
 import type { Logger } from '@baton/runtime';
+import type { WorkspaceLimits } from '@baton/storage';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Kysely } from 'kysely';
 import type pg from 'pg';
@@ -26,12 +27,25 @@ export interface GatewayDeps {
   now: () => Date;
   newId: () => string;
   sseHeartbeatMs: number;
+  /** Request bodies in general; POST /v1/tasks also allows a base64 archive of workspaceLimits.maxArchiveBytes. */
   bodyLimit: number;
+  /** Example projects (`<dir>/<name>/`) a task can start from. */
+  examplesDir: string;
+  workspaceLimits: WorkspaceLimits;
+}
+
+/** A workspace archive sent as the multipart form's `workspace` file part. */
+export interface WorkspaceUpload {
+  archive: Buffer;
+  /** The part's file name, if it had one. */
+  name: string | null;
 }
 
 declare module 'fastify' {
   interface FastifyRequest {
     tenant: string;
     actor: string;
+    /** POST /v1/tasks as multipart/form-data: the uploaded archive (null otherwise). */
+    workspaceUpload: WorkspaceUpload | null;
   }
 }

@@ -1,5 +1,6 @@
 import { DomainError } from '@baton/domain';
 import { ConcurrencyError, InvalidCursorError } from '@baton/event-store';
+import { WorkspaceArchiveError } from '@baton/storage';
 import { hasZodFastifySchemaValidationErrors } from '@fastify/type-provider-zod';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 
@@ -45,6 +46,8 @@ export function errorHandler(err: FastifyError, req: FastifyRequest, reply: Fast
   }
   if (err instanceof HttpError) return send(err.status, err.code, err.message, err.details);
   if (err instanceof DomainError) return send(DOMAIN_STATUS[err.code], err.code, err.message, err.details);
+  // A refused workspace names every offending entry in details: [{ entry, message }].
+  if (err instanceof WorkspaceArchiveError) return send(err.code === 'workspace_too_large' ? 413 : 400, err.code, err.message, err.problems.length > 0 ? err.problems : undefined);
   if (err instanceof ConcurrencyError) return send(409, 'conflict', 'the task changed concurrently; retry the request');
   if (err instanceof InvalidCursorError) return send(400, 'validation_error', `query.cursor: ${err.message}`);
   if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return send(413, 'payload_too_large', err.message);

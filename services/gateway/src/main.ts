@@ -4,9 +4,10 @@ import { busNames, connectNats, serveDiagnostics } from '@baton/bus';
 import { createDb } from '@baton/db';
 import { EventStore, keepActive, TaskCache } from '@baton/event-store';
 import { createLogger, installShutdown } from '@baton/runtime';
+import { listExamples } from '@baton/storage';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { buildApp } from './app.ts';
-import { loadGatewayConfig, parseApiKeys } from './config.ts';
+import { loadGatewayConfig, parseApiKeys, workspaceLimits } from './config.ts';
 import { Metrics } from './metrics.ts';
 import { SseHub } from './sse-hub.ts';
 
@@ -40,7 +41,17 @@ const app = await buildApp({
   newId: randomUUID,
   sseHeartbeatMs: config.SSE_HEARTBEAT_MS,
   bodyLimit: config.BODY_LIMIT_BYTES,
+  examplesDir: config.BATON_EXAMPLES_DIR,
+  workspaceLimits: workspaceLimits(config),
 });
+// Examples are read per request (they may change); say at start which there are and which cannot be used.
+void listExamples(config.BATON_EXAMPLES_DIR, workspaceLimits(config)).then(
+  (examples) => {
+    log.info({ dir: config.BATON_EXAMPLES_DIR, examples: examples.map((e) => e.name) }, 'examples');
+    for (const e of examples) if (e.error) log.warn({ example: e.name, error: e.error }, 'example cannot be used');
+  },
+  (err: Error) => log.warn({ dir: config.BATON_EXAMPLES_DIR, err: err.message }, 'examples directory unreadable'),
+);
 await app.listen({ port: config.PORT, host: config.HOST });
 const address = app.server.address();
 log.info({ url: `http://${config.HOST}:${typeof address === 'object' && address ? address.port : config.PORT}` }, 'gateway listening');

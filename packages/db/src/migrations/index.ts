@@ -3,6 +3,7 @@ import * as m001 from './001_events.ts';
 import * as m002 from './002_read_models.ts';
 import * as m003 from './003_deadlines.ts';
 import * as m004 from './004_sandboxes_artifacts_corpus.ts';
+import * as m005 from './005_input_workspaces.ts';
 
 /** Numbered migrations, imported statically so they run the same from source and from a build. */
 export const migrations: Record<string, Migration> = {
@@ -10,6 +11,7 @@ export const migrations: Record<string, Migration> = {
   '002_read_models': m002,
   '003_deadlines': m003,
   '004_sandboxes_artifacts_corpus': m004,
+  '005_input_workspaces': m005,
 };
 
 export const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

@@ -1,3 +1,4 @@
+import { EXAMPLE_NAME } from '@baton/storage';
 import { z } from 'zod';
 
 export const TaskIdParams = z.object({ id: z.uuid('must be a task id (UUID)') });
@@ -5,6 +6,19 @@ export const ArtifactParams = TaskIdParams.extend({ '*': z.string().min(1).max(1
 export const RequestParams = TaskIdParams.extend({ requestId: z.string().min(1).max(100) });
 
 const webhookType = z.string().regex(/^(task\.(completed|failed|cancelled|awaiting_input)|event\.[A-Za-z]+)$/, 'one of task.completed, task.failed, task.cancelled, task.awaiting_input or event.<EventType>');
+
+/** The files a task starts from: a configured example, or a .tar.gz upload (base64 in JSON; a file part in multipart). */
+export const WorkspaceInput = z
+  .strictObject({
+    example: z.string().regex(EXAMPLE_NAME, 'must be an example name (lowercase letters, digits, - and _)').max(100).optional().describe('A configured example project (GET /v1/examples)'),
+    archiveBase64: z.base64('must be base64 (of a .tar.gz)').min(1, 'must not be empty').optional().describe('A .tar.gz of the project, base64-encoded'),
+    name: z.string().trim().min(1).max(255).optional().describe('A name for the upload (e.g. its file name)'),
+  })
+  .superRefine((w, ctx) => {
+    if ((w.example === undefined) === (w.archiveBase64 === undefined)) ctx.addIssue({ code: 'custom', message: 'give exactly one of example or archiveBase64' });
+    if (w.example !== undefined && w.name !== undefined) ctx.addIssue({ code: 'custom', path: ['name'], message: 'goes with archiveBase64 only (an example is named by example)' });
+  });
+export type WorkspaceInput = z.infer<typeof WorkspaceInput>;
 
 export const SubmitTaskBody = z.strictObject({
   prompt: z.string().trim().min(1, 'must not be empty').max(20_000, 'must be at most 20000 characters'),
@@ -18,6 +32,7 @@ export const SubmitTaskBody = z.strictObject({
     })
     .optional(),
   metadata: z.record(z.string(), z.unknown()).default({}).refine((m) => JSON.stringify(m).length <= 16_384, 'must serialise to at most 16 KiB'),
+  workspace: WorkspaceInput.optional(),
 });
 export type SubmitTaskBody = z.infer<typeof SubmitTaskBody>;
 
@@ -49,5 +64,7 @@ export const EventsQuery = z.object({
   /** false: transitions only (status changes, agents, requests, decisions, artifacts) — no model turns or tool results. */
   steps: z.enum(['true', 'false'], { error: "must be 'true' or 'false'" }).default('true').transform((v) => v === 'true'),
 });
+
+export const DiffQuery = z.object({ format: z.enum(['text', 'json'], { error: "must be 'text' or 'json'" }).default('text') });
 
 export const StateQuery = z.object({ at: z.coerce.number().int().min(1).optional() });

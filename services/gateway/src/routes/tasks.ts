@@ -3,12 +3,14 @@ import { digestJson, exists, forkEvents, initialState, uuidV5, type Command, typ
 import { toTaskView } from '@baton/api';
 import { publishWakeUps } from '@baton/bus';
 import { handleCommand, importTask, isConcurrencyError, listTasks, loadTask, TaskWriter } from '@baton/event-store';
-import { copyTaskFiles, listDeliveries, readArtifact } from '@baton/storage';
+import { copyTaskFiles, listDeliveries, readArtifact, storeWorkspace } from '@baton/storage';
+import multipart from '@fastify/multipart';
 import type { ZodTypeProvider } from '@fastify/type-provider-zod';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { GatewayDeps } from '../deps.ts';
 import { HttpError, notFound } from '../errors.ts';
 import { AnswerBody, ApprovalBody, ArtifactParams, CancelBody, ForkBody, ListTasksQuery, RequestParams, SubmitTaskBody, TaskIdParams } from './schemas.ts';
+import { readMultipartSubmission, resolveWorkspace, submitBodyLimit } from './workspace-input.ts';
 
 /** Load a task the caller's tenant may see; another tenant's task is a plain 404. */
 export async function loadVisibleTask(d: GatewayDeps, req: FastifyRequest, taskId: string) {
@@ -21,44 +23,62 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
   const r = app.withTypeProvider<ZodTypeProvider>();
   const submitted = d.metrics.counter('baton_tasks_submitted_total', 'Tasks accepted by the API');
 
-  r.post('/v1/tasks', { schema: { body: SubmitTaskBody, tags: ['tasks'], summary: 'Submit a task' } }, async (req, reply) => {
-    const body = req.body;
-    if (!d.teams[body.team]) {
-      throw new HttpError(400, 'validation_error', `body.team: unknown team '${body.team}'; configured: ${Object.keys(d.teams).join(', ')}`, [{ field: 'body.team', message: 'unknown team' }]);
-    }
-    const keyHeader = req.headers['idempotency-key'];
-    const key = typeof keyHeader === 'string' ? keyHeader.trim() : undefined;
-    if (key !== undefined && (key.length === 0 || key.length > 255)) throw new HttpError(400, 'validation_error', 'headers.idempotency-key: must be 1..255 characters');
-    const requestHash = key ? digestJson(body) : null;
-    const taskId = key ? uuidV5(`${req.tenant}\n${key}`) : d.newId();
-    const command: Command = {
-      type: 'SubmitTask',
-      prompt: body.prompt,
-      team: body.team,
-      requirePlanApproval: body.requirePlanApproval,
-      approvalTimeoutSeconds: body.approvalTimeoutSeconds,
-      webhook: body.webhook ?? null,
-      metadata: body.metadata,
-      tenantId: req.tenant,
-      requestHash,
-      forkedFrom: null,
-      workspace: null,
-    };
-    if (key) {
-      const existing = await loadTask(d.store, taskId);
-      if (exists(existing.state)) return replay(existing, requestHash, reply);
-    }
-    try {
-      const writer = new TaskWriter(d.store, taskId, initialState(), { now: d.now });
-      writer.apply(command, { metadata: { actor: req.actor, ...(key ? { idempotencyKey: key } : {}) }, ...(key ? { eventIds: [uuidV5(`${taskId}:submitted`)] } : {}) });
-      publishWakeUps(d.nats(), d.names, await writer.flush());
-      submitted();
-      return reply.status(201).send(toTaskView(writer.state));
-    } catch (err) {
-      // Two requests with one key raced: the other one created it.
-      if (key && isConcurrencyError(err)) return replay(await loadTask(d.store, taskId), requestHash, reply);
-      throw err;
-    }
+  // multipart/form-data is parsed in a scope of its own: only POST /v1/tasks accepts it (every other route answers 415).
+  await app.register(async (scope) => {
+    await scope.register(multipart); // its limits are set where the parts are read (readMultipartSubmission)
+    scope.withTypeProvider<ZodTypeProvider>().post(
+      '/v1/tasks',
+      {
+        // JSON may carry a base64 workspace archive; every other route keeps the default limit.
+        bodyLimit: submitBodyLimit(d),
+        preValidation: async (req) => readMultipartSubmission(d, req),
+        schema: { body: SubmitTaskBody, tags: ['tasks'], summary: 'Submit a task (JSON, or multipart/form-data: a task field with the JSON body and a workspace file part with a .tar.gz)' },
+      },
+      async (req, reply) => {
+        const { workspace: workspaceInput, ...body } = req.body;
+        if (!d.teams[body.team]) {
+          throw new HttpError(400, 'validation_error', `body.team: unknown team '${body.team}'; configured: ${Object.keys(d.teams).join(', ')}`, [{ field: 'body.team', message: 'unknown team' }]);
+        }
+        const keyHeader = req.headers['idempotency-key'];
+        const key = typeof keyHeader === 'string' ? keyHeader.trim() : undefined;
+        if (key !== undefined && (key.length === 0 || key.length > 255)) throw new HttpError(400, 'validation_error', 'headers.idempotency-key: must be 1..255 characters');
+        // Checked and digested now; stored only if this request creates the task.
+        const workspace = await resolveWorkspace(d, workspaceInput, req.workspaceUpload);
+        // The request hash covers the workspace by its digest (the same files by JSON or multipart are the same request).
+        const requestHash = key ? digestJson(workspace ? { ...body, workspace: { digest: workspace.digest, source: workspace.source, name: workspace.name } } : body) : null;
+        const taskId = key ? uuidV5(`${req.tenant}\n${key}`) : d.newId();
+        if (key) {
+          const existing = await loadTask(d.store, taskId);
+          if (exists(existing.state)) return replay(existing, requestHash, reply);
+        }
+        // The files are in Postgres before the log names them.
+        const stored = workspace ? await storeWorkspace(d.pool, workspace.files) : null;
+        const command: Command = {
+          type: 'SubmitTask',
+          prompt: body.prompt,
+          team: body.team,
+          requirePlanApproval: body.requirePlanApproval,
+          approvalTimeoutSeconds: body.approvalTimeoutSeconds,
+          webhook: body.webhook ?? null,
+          metadata: body.metadata,
+          tenantId: req.tenant,
+          requestHash,
+          forkedFrom: null,
+          workspace: workspace && stored ? { digest: stored.digest, source: workspace.source, name: workspace.name, files: stored.files, bytes: stored.bytes } : null,
+        };
+        try {
+          const writer = new TaskWriter(d.store, taskId, initialState(), { now: d.now });
+          writer.apply(command, { metadata: { actor: req.actor, ...(key ? { idempotencyKey: key } : {}) }, ...(key ? { eventIds: [uuidV5(`${taskId}:submitted`)] } : {}) });
+          publishWakeUps(d.nats(), d.names, await writer.flush());
+          submitted();
+          return reply.status(201).send(toTaskView(writer.state));
+        } catch (err) {
+          // Two requests with one key raced: the other one created it.
+          if (key && isConcurrencyError(err)) return replay(await loadTask(d.store, taskId), requestHash, reply);
+          throw err;
+        }
+      },
+    );
   });
 
   /** The same Idempotency-Key again: the same task if the body matches, 422 if it does not. */

@@ -1,0 +1,102 @@
+import { parsePatch } from 'diff';
+import { describe, expect, test } from 'vitest';
+import { diffWorkspaces } from './diff.ts';
+
+const tree = (files: Record<string, string | Buffer>): Map<string, Buffer> => new Map(Object.entries(files).map(([p, c]) => [p, Buffer.isBuffer(c) ? c : Buffer.from(c)]));
+
+describe('diffWorkspaces', () => {
+  test('added, modified, deleted and unchanged files as a git-style unified diff', () => {
+    const before = tree({ 'src/app.ts': 'a\nb\nc\nd\ne\nf\ng\nh\n', 'old.txt': 'gone\nsoon\n', 'same.md': '# same\n' });
+    const after = tree({ 'src/app.ts': 'a\nb\nc\nD\ne\nf\ng\nh\n', 'new.txt': 'hello\n', 'same.md': '# same\n' });
+    const { files, patch } = diffWorkspaces(before, after);
+    expect(files).toEqual([
+      { path: 'new.txt', status: 'added', additions: 1, deletions: 0, binary: false },
+      { path: 'old.txt', status: 'deleted', additions: 0, deletions: 2, binary: false },
+      { path: 'src/app.ts', status: 'modified', additions: 1, deletions: 1, binary: false },
+    ]);
+    expect(patch).toBe(
+      [
+        'diff --git a/new.txt b/new.txt',
+        'new file mode 100644',
+        '--- /dev/null',
+        '+++ b/new.txt',
+        '@@ -0,0 +1,1 @@',
+        '+hello',
+        'diff --git a/old.txt b/old.txt',
+        'deleted file mode 100644',
+        '--- a/old.txt',
+        '+++ /dev/null',
+        '@@ -1,2 +0,0 @@',
+        '-gone',
+        '-soon',
+        'diff --git a/src/app.ts b/src/app.ts',
+        '--- a/src/app.ts',
+        '+++ b/src/app.ts',
+        '@@ -1,7 +1,7 @@',
+        ' a',
+        ' b',
+        ' c',
+        '-d',
+        '+D',
+        ' e',
+        ' f',
+        ' g',
+        '',
+      ].join('\n'),
+    );
+    // What we write, a unified-diff parser reads back as the same changes.
+    const parsed = parsePatch(patch);
+    expect(parsed.map((p) => [p.oldFileName, p.newFileName, p.isCreate ?? false, p.isDelete ?? false])).toEqual([
+      ['/dev/null', 'b/new.txt', true, false],
+      ['a/old.txt', '/dev/null', false, true],
+      ['a/src/app.ts', 'b/src/app.ts', false, false],
+    ]);
+  });
+
+  test('binary files (a NUL byte, or not UTF-8) say "Binary files … differ" and count no lines', () => {
+    const png = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00]);
+    const { files, patch } = diffWorkspaces(tree({ 'logo.png': png, 'latin1.txt': Buffer.from([0x63, 0x61, 0x66, 0xe9]) }), tree({ 'logo.png': Buffer.concat([png, Buffer.from([1])]), 'new.bin': Buffer.from([0, 1, 2]) }));
+    expect(files).toEqual([
+      { path: 'latin1.txt', status: 'deleted', additions: 0, deletions: 0, binary: true },
+      { path: 'logo.png', status: 'modified', additions: 0, deletions: 0, binary: true },
+      { path: 'new.bin', status: 'added', additions: 0, deletions: 0, binary: true },
+    ]);
+    expect(patch).toBe(
+      [
+        'diff --git a/latin1.txt b/latin1.txt',
+        'deleted file mode 100644',
+        'Binary files a/latin1.txt and /dev/null differ',
+        'diff --git a/logo.png b/logo.png',
+        'Binary files a/logo.png and b/logo.png differ',
+        'diff --git a/new.bin b/new.bin',
+        'new file mode 100644',
+        'Binary files /dev/null and b/new.bin differ',
+        '',
+      ].join('\n'),
+    );
+  });
+
+  test('nothing changed → no files and an empty patch; an empty file added has a header and no hunk', () => {
+    expect(diffWorkspaces(tree({ a: 'x' }), tree({ a: 'x' }))).toEqual({ files: [], patch: '' });
+    expect(diffWorkspaces(new Map(), new Map())).toEqual({ files: [], patch: '' });
+    expect(diffWorkspaces(new Map(), tree({ 'empty.txt': '' }))).toEqual({
+      files: [{ path: 'empty.txt', status: 'added', additions: 0, deletions: 0, binary: false }],
+      patch: 'diff --git a/empty.txt b/empty.txt\nnew file mode 100644\n',
+    });
+  });
+
+  test('a missing final newline is marked; a name with special characters is quoted', () => {
+    const { patch } = diffWorkspaces(tree({ 'a b\t.txt': 'one' }), tree({ 'a b\t.txt': 'two' }));
+    expect(patch).toBe(['diff --git "a/a b\\t.txt" "b/a b\\t.txt"', '--- "a/a b\\t.txt"', '+++ "b/a b\\t.txt"', '@@ -1,1 +1,1 @@', '-one', '\\ No newline at end of file', '+two', '\\ No newline at end of file', ''].join('\n'));
+  });
+
+  test('a file rewritten past the edit limit is shown as every old line removed and every new line added', () => {
+    const old = Array.from({ length: 3000 }, (_, i) => `old ${i}`).join('\n') + '\n';
+    const now = Array.from({ length: 3000 }, (_, i) => `new ${i}`).join('\n') + '\n';
+    const { files, patch } = diffWorkspaces(tree({ big: old }), tree({ big: now }));
+    expect(files).toEqual([{ path: 'big', status: 'modified', additions: 3000, deletions: 3000, binary: false }]);
+    const [p] = parsePatch(patch);
+    expect(p?.hunks).toHaveLength(1);
+    expect(p?.hunks[0]).toMatchObject({ oldStart: 1, oldLines: 3000, newStart: 1, newLines: 3000 });
+  });
+});

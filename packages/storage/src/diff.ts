@@ -1,0 +1,97 @@
+import { isUtf8 } from 'node:buffer';
+import { FILE_HEADERS_ONLY, formatPatch, structuredPatch, type StructuredPatch, type StructuredPatchHunk } from 'diff';
+
+export interface FileChange {
+  path: string;
+  status: 'added' | 'modified' | 'deleted';
+  /** Lines added / removed (0 for binary files). */
+  additions: number;
+  deletions: number;
+  binary: boolean;
+}
+
+export interface WorkspaceDiff {
+  /** Changed files, sorted by path. */
+  files: FileChange[];
+  /** A git-style unified diff of every change ('' when nothing changed). */
+  patch: string;
+}
+
+/** Lines of context around each change, as git's default. */
+const CONTEXT = 3;
+/**
+ * The line diff's cost is about (old lines + new lines) × edit distance. Past an edit distance
+ * of min(2000, EDIT_BUDGET / lines) a file is shown as rewritten whole instead: that bounds the
+ * time per file (a fraction of a second) and, unlike a timeout, gives the same patch on every
+ * machine.
+ */
+const MAX_EDIT_LENGTH = 2_000;
+const EDIT_BUDGET = 2_000_000;
+const lineCount = (s: string): number => {
+  let n = 1;
+  for (let i = s.indexOf('\n'); i !== -1; i = s.indexOf('\n', i + 1)) n++;
+  return n;
+};
+
+/** Text is UTF-8 with no NUL byte in its first 8000 bytes (git's test for binary, plus UTF-8). */
+const isText = (b: Buffer): boolean => !b.subarray(0, 8000).includes(0) && isUtf8(b);
+
+/**
+ * What changed from `before` to `after` (path → bytes), as a git-style unified diff: for each
+ * changed path a `diff --git a/<path> b/<path>` header, `new file mode` / `deleted file mode` for
+ * added and deleted files, `--- a/<path>` / `+++ b/<path>` (`/dev/null` for the missing side)
+ * and hunks with 3 lines of context; binary files (NUL bytes or not UTF-8) get a
+ * `Binary files … differ` line instead of hunks. File modes are not compared. Pure.
+ */
+export function diffWorkspaces(before: ReadonlyMap<string, Buffer>, after: ReadonlyMap<string, Buffer>): WorkspaceDiff {
+  const paths = [...new Set([...before.keys(), ...after.keys()])].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  const files: FileChange[] = [];
+  let patch = '';
+  for (const p of paths) {
+    const old = before.get(p);
+    const now = after.get(p);
+    if (old !== undefined && now !== undefined && old.equals(now)) continue;
+    const status: FileChange['status'] = old === undefined ? 'added' : now === undefined ? 'deleted' : 'modified';
+    const oldName = old === undefined ? '/dev/null' : `a/${p}`;
+    const newName = now === undefined ? '/dev/null' : `b/${p}`;
+    const git = { isGit: true, isCreate: status === 'added', isDelete: status === 'deleted' } as const;
+    const binary = (old !== undefined && !isText(old)) || (now !== undefined && !isText(now));
+    if (binary) {
+      const header = formatPatch({ oldFileName: oldName, newFileName: newName, oldHeader: undefined, newHeader: undefined, hunks: [], ...git });
+      patch += `${header}Binary files ${quoted(oldName)} and ${quoted(newName)} differ\n`;
+      files.push({ path: p, status, additions: 0, deletions: 0, binary: true });
+      continue;
+    }
+    const oldText = old?.toString('utf8') ?? '';
+    const newText = now?.toString('utf8') ?? '';
+    const hunks = lineHunks(oldName, newName, oldText, newText);
+    let additions = 0;
+    let deletions = 0;
+    for (const h of hunks) {
+      for (const line of h.lines) {
+        if (line.startsWith('+')) additions++;
+        else if (line.startsWith('-')) deletions++;
+      }
+    }
+    patch += formatPatch({ oldFileName: oldName, newFileName: newName, oldHeader: undefined, newHeader: undefined, hunks, ...git });
+    files.push({ path: p, status, additions, deletions, binary: false });
+  }
+  return { files, patch };
+}
+
+function lineHunks(oldName: string, newName: string, oldText: string, newText: string): StructuredPatchHunk[] {
+  const maxEditLength = Math.max(1, Math.min(MAX_EDIT_LENGTH, Math.floor(EDIT_BUDGET / (lineCount(oldText) + lineCount(newText)))));
+  const diffed: StructuredPatch | undefined = structuredPatch(oldName, newName, oldText, newText, undefined, undefined, { context: CONTEXT, maxEditLength });
+  if (diffed) return diffed.hunks;
+  // Too many edits: one hunk that removes every old line and adds every new one (each half is
+  // a diff against empty, which costs nothing to compute).
+  const removed = structuredPatch(oldName, newName, oldText, '', undefined, undefined, { context: 0 }).hunks[0];
+  const added = structuredPatch(oldName, newName, '', newText, undefined, undefined, { context: 0 }).hunks[0];
+  return [{ oldStart: 1, oldLines: removed?.oldLines ?? 0, newStart: 1, newLines: added?.newLines ?? 0, lines: [...(removed?.lines ?? []), ...(added?.lines ?? [])] }];
+}
+
+/** A file name as diff headers write it (C-quoted when it has special characters), by jsdiff's own rules. */
+function quoted(name: string): string {
+  const headers = formatPatch({ oldFileName: name, newFileName: name, oldHeader: undefined, newHeader: undefined, hunks: [] }, FILE_HEADERS_ONLY);
+  return (headers.split('\n')[0] ?? `--- ${name}`).slice(4);
+}

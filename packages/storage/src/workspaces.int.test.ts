@@ -1,0 +1,66 @@
+import { randomUUID } from 'node:crypto';
+import { pgTest as test } from '@baton/testing';
+import { describe, expect } from 'vitest';
+import { storeArtifact } from './artifacts.ts';
+import { readWorkspace, storeWorkspace, taskChange, workspaceDigest, workspaceManifest, type WorkspaceFile } from './workspaces.ts';
+
+const file = (path: string, content: string | Buffer, mode = 0o644): WorkspaceFile => ({ path, mode, content: Buffer.isBuffer(content) ? content : Buffer.from(content) });
+
+describe('input workspaces in Postgres', () => {
+  test('store → read round trip (bytes, modes, order); the manifest has no contents; unknown digests are null', async ({ pg: { db } }) => {
+    const files = [file('src/main.ts', 'export {};\n'), file('bin/run', '#!/bin/sh\n', 0o755), file('logo.png', Buffer.from([0, 1, 2, 255])), file('empty', '')];
+    const stored = await storeWorkspace(db.pool, files);
+    expect(stored).toEqual({ digest: workspaceDigest(files), files: 4, bytes: 11 + 10 + 4 });
+    expect(await readWorkspace(db.pool, stored.digest)).toEqual([file('bin/run', '#!/bin/sh\n', 0o755), file('empty', ''), file('logo.png', Buffer.from([0, 1, 2, 255])), file('src/main.ts', 'export {};\n')]);
+    expect(await workspaceManifest(db.pool, stored.digest)).toEqual([
+      { path: 'bin/run', mode: 0o755, bytes: 10 },
+      { path: 'empty', mode: 0o644, bytes: 0 },
+      { path: 'logo.png', mode: 0o644, bytes: 4 },
+      { path: 'src/main.ts', mode: 0o644, bytes: 11 },
+    ]);
+    const header = await db.pool.query('select files, bytes from input_workspaces where digest = $1', [stored.digest]);
+    expect(header.rows).toEqual([{ files: 4, bytes: '25' }]);
+    expect(await readWorkspace(db.pool, 'f'.repeat(64))).toBeNull();
+    expect(await workspaceManifest(db.pool, 'f'.repeat(64))).toBeNull();
+    // An empty workspace is a workspace too.
+    const none = await storeWorkspace(db.pool, []);
+    expect(await readWorkspace(db.pool, none.digest)).toEqual([]);
+  });
+
+  test('content-addressed: the same files again (in another order, or at once) are stored once', async ({ pg: { db } }) => {
+    const a = [file('a.txt', 'A'), file('b.txt', 'B')];
+    const [one, two] = await Promise.all([storeWorkspace(db.pool, a), storeWorkspace(db.pool, [...a].reverse())]);
+    const three = await storeWorkspace(db.pool, a);
+    expect(new Set([one.digest, two.digest, three.digest]).size).toBe(1);
+    const counts = await db.pool.query('select (select count(*)::int from input_workspaces) as w, (select count(*)::int from input_workspace_files) as f');
+    expect(counts.rows[0]).toEqual({ w: 1, f: 2 });
+    await expect(storeWorkspace(db.pool, [file('x', '1'), file('x', '2')])).rejects.toThrow(/duplicate path 'x'/);
+  });
+
+  test('many files go in batches, in one transaction', async ({ pg: { db } }) => {
+    const files = Array.from({ length: 1234 }, (_, i) => file(`f/${String(i).padStart(4, '0')}.txt`, `line ${i}\n`));
+    const stored = await storeWorkspace(db.pool, files);
+    expect((await readWorkspace(db.pool, stored.digest))?.length).toBe(1234);
+  });
+
+  test('taskChange: the input overlaid with the artifacts, diffed against the input; without a workspace, against empty', async ({ pg: { db } }) => {
+    const ws = await storeWorkspace(db.pool, [file('README.md', '# App\n'), file('src/app.ts', 'const a = 1;\n')]);
+    const taskId = randomUUID();
+    await storeArtifact(db.pool, { taskId, path: 'src/app.ts', agentId: 'coder-1', content: Buffer.from('const a = 2;\n') });
+    await storeArtifact(db.pool, { taskId, path: 'NOTES.md', agentId: null, content: Buffer.from('done\n') });
+    await storeArtifact(db.pool, { taskId, path: 'unrecorded.txt', agentId: null, content: Buffer.from('not in the log') });
+    const artifacts = [{ path: 'src/app.ts' }, { path: 'NOTES.md' }];
+    const change = await taskChange(db.pool, { id: taskId, workspace: { digest: ws.digest }, artifacts });
+    expect(change.files).toEqual([
+      { path: 'NOTES.md', status: 'added', additions: 1, deletions: 0, binary: false },
+      { path: 'src/app.ts', status: 'modified', additions: 1, deletions: 1, binary: false },
+    ]);
+    expect(change.patch).toContain('diff --git a/src/app.ts b/src/app.ts\n--- a/src/app.ts\n+++ b/src/app.ts\n@@ -1,1 +1,1 @@\n-const a = 1;\n+const a = 2;\n');
+    expect(change.patch).not.toContain('unrecorded');
+    const bare = await taskChange(db.pool, { id: taskId, workspace: null, artifacts: [{ path: 'NOTES.md' }] });
+    expect(bare.files).toEqual([{ path: 'NOTES.md', status: 'added', additions: 1, deletions: 0, binary: false }]);
+    expect(await taskChange(db.pool, { id: randomUUID(), workspace: { digest: ws.digest }, artifacts: [] })).toEqual({ files: [], patch: '' });
+    await expect(taskChange(db.pool, { id: taskId, workspace: { digest: 'e'.repeat(64) }, artifacts: [] })).rejects.toThrow(/is not stored/);
+    await expect(taskChange(db.pool, { id: taskId, workspace: null, artifacts: [{ path: 'missing.md' }] })).rejects.toThrow(/recorded but not stored/);
+  });
+});

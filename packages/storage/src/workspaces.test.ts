@@ -1,0 +1,237 @@
+import { mkdtemp, mkdir, rm, symlink, writeFile, chmod } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { pack, type Header } from 'tar-stream';
+import { afterAll, describe, expect, test } from 'vitest';
+import { listExamples, loadExample, parseWorkspaceArchive, UnknownExampleError, WorkspaceArchiveError, workspaceDigest, type WorkspaceFile } from './workspaces.ts';
+
+type Entry = Partial<Header> & { name: string; content?: string | Buffer };
+
+/** A .tar.gz made by tar-stream's packer, entries in the given order. */
+async function tarGz(entries: Entry[]): Promise<Buffer> {
+  return gzipSync(await tarOf(entries));
+}
+
+async function tarOf(entries: Entry[]): Promise<Buffer> {
+  const p = pack();
+  const out: Buffer[] = [];
+  p.on('data', (c: unknown) => void out.push(c as Buffer));
+  const ended = new Promise<void>((resolve, reject) => {
+    p.on('end', () => resolve());
+    p.on('error', reject);
+  });
+  for (const { content, ...header } of entries) {
+    await new Promise<void>((resolve, reject) => {
+      const cb = (err?: Error | null) => (err ? reject(err) : resolve());
+      if (content === undefined) p.entry(header, cb);
+      else p.entry(header, content, cb);
+    });
+  }
+  p.finalize();
+  await ended;
+  return Buffer.concat(out);
+}
+
+/** The archive's refusal (fails the test if it was accepted). */
+async function refusal(archive: Buffer, limits?: Parameters<typeof parseWorkspaceArchive>[1]): Promise<WorkspaceArchiveError> {
+  const err = await parseWorkspaceArchive(archive, limits).then(
+    () => null,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(WorkspaceArchiveError);
+  return err as WorkspaceArchiveError;
+}
+
+describe('parseWorkspaceArchive', () => {
+  test('reads files with their modes; a leading ./ goes, directories are implied, files come sorted by path', async () => {
+    const files = await parseWorkspaceArchive(
+      await tarGz([
+        { name: './', type: 'directory' },
+        { name: './src/', type: 'directory' },
+        { name: './src/main.ts', content: 'console.log(1);\n', mode: 0o100644 },
+        { name: './run.sh', content: '#!/bin/sh\n', mode: 0o4755 },
+        { name: 'README.md', content: '# x\n' },
+        { name: 'empty.txt', content: '' },
+        { name: 'zero-mode', content: 'z', mode: 0 },
+      ]),
+    );
+    expect(files.map((f) => [f.path, f.mode.toString(8), f.content.toString()])).toEqual([
+      ['README.md', '644', '# x\n'],
+      ['empty.txt', '644', ''],
+      ['run.sh', '755', '#!/bin/sh\n'], // setuid dropped: permission bits only
+      ['src/main.ts', '644', 'console.log(1);\n'],
+      ['zero-mode', '644', 'z'],
+    ]);
+  });
+
+  test('every unsafe entry is refused and named in the message and the problems; nothing is returned', async () => {
+    const err = await refusal(
+      await tarGz([
+        { name: 'ok.txt', content: 'fine' },
+        { name: '../x', content: 'zip slip' },
+        { name: 'a/../../x', content: 'zip slip, deeper' },
+        { name: '/etc/passwd', content: 'absolute' },
+        { name: 'out-link', type: 'symlink', linkname: '../../etc/passwd' },
+        { name: 'abs-link', type: 'symlink', linkname: '/etc/shadow' },
+        { name: 'dir/in-link', type: 'symlink', linkname: '../ok.txt' },
+        { name: 'hard', type: 'link', linkname: 'ok.txt' },
+        { name: 'hard-out', type: 'link', linkname: '../../outside' },
+        { name: 'tty', type: 'character-device', devmajor: 4, devminor: 1 },
+        { name: 'disk', type: 'block-device', devmajor: 8, devminor: 0 },
+        { name: 'pipe', type: 'fifo' },
+        { name: 'dup.txt', content: 'one' },
+        { name: './dup.txt', content: 'two' },
+        { name: `${'d/'.repeat(512)}long.txt`, content: 'too long' },
+      ]),
+    );
+    expect(err.code).toBe('invalid_workspace');
+    const by = Object.fromEntries(err.problems.map((p) => [p.entry, p.message]));
+    expect(Object.keys(by).sort()).toEqual(['../x', 'a/../../x', '/etc/passwd', 'out-link', 'abs-link', 'dir/in-link', 'hard', 'hard-out', 'tty', 'disk', 'pipe', './dup.txt', `${'d/'.repeat(512)}long.txt`].sort());
+    expect(by['../x']).toMatch(/'\.\.' component/);
+    expect(by['a/../../x']).toMatch(/'\.\.' component/);
+    expect(by['/etc/passwd']).toMatch(/absolute path/);
+    expect(by['out-link']).toMatch(/symbolic link to '\.\.\/\.\.\/etc\/passwd' — links out of the workspace; links are refused/);
+    expect(by['abs-link']).toMatch(/links out of the workspace/);
+    expect(by['dir/in-link']).toMatch(/symbolic link to '\.\.\/ok\.txt' — points inside the workspace; links are refused/);
+    expect(by.hard).toMatch(/hard link to 'ok\.txt' — points inside the workspace; links are refused/);
+    expect(by['hard-out']).toMatch(/hard link .* links out of the workspace/);
+    expect(by.tty).toMatch(/character-device entries are refused/);
+    expect(by.disk).toMatch(/block-device entries are refused/);
+    expect(by.pipe).toMatch(/fifo entries are refused/);
+    expect(by['./dup.txt']).toMatch(/duplicate path \(also given as 'dup\.txt'\)/);
+    expect(by[`${'d/'.repeat(512)}long.txt`]).toMatch(/longer than 1024 characters/);
+    expect(err.message).toMatch(/^invalid workspace archive: 13 entries refused — /);
+    for (const entry of ['../x', 'a/../../x', '/etc/passwd', 'out-link', 'hard', 'tty', 'pipe', './dup.txt']) expect(err.message).toContain(`'${entry}'`);
+  });
+
+  test('a NUL byte in a (pax) path is refused', async () => {
+    const err = await refusal(await tarGz([{ name: 'a\0b.txt', content: 'x', pax: {} }])); // pax: the name goes in a pax record, NUL and all
+    expect(err.problems).toEqual([{ entry: 'a\0b.txt', message: expect.stringMatching(/NUL byte/) }]);
+  });
+
+  test('a path that is both a file and a directory is refused', async () => {
+    const err = await refusal(await tarGz([{ name: 'a', content: 'file' }, { name: 'a/b', content: 'under a file' }, { name: 'c', content: 'x' }, { name: 'c/', type: 'directory' }]));
+    expect(err.problems).toEqual(
+      expect.arrayContaining([
+        { entry: 'a/b', message: "its parent 'a' is a file ('a'), not a directory" },
+        { entry: 'c', message: "'c' is also given as a directory ('c/')" },
+      ]),
+    );
+  });
+
+  test('not gzip, gzip of something that is not tar, and a truncated archive each get a clear error', async () => {
+    const plain = await refusal(await tarOf([{ name: 'a', content: 'x' }])); // an uncompressed tar
+    expect(plain.message).toMatch(/not a gzip file/);
+    expect((await refusal(Buffer.from('PK\x03\x04 a zip file'))).message).toMatch(/not a gzip file/);
+    expect((await refusal(gzipSync(Buffer.from('hello, not a tar archive\n'.repeat(40))))).message).toMatch(/not a valid tar archive/);
+    const whole = await tarGz([{ name: 'a', content: 'x'.repeat(10_000) }]);
+    expect((await refusal(whole.subarray(0, whole.length - 40))).message).toMatch(/not a valid gzip stream/);
+  });
+
+  test('an archive over the compressed limit is refused before unpacking', async () => {
+    const archive = await tarGz([{ name: 'noise.bin', content: Buffer.from(Array.from({ length: 4096 }, (_, i) => (i * 7919) % 251)) }]);
+    const err = await refusal(archive, { maxArchiveBytes: archive.length - 1 });
+    expect(err.code).toBe('workspace_too_large');
+    expect(err.message).toMatch(new RegExp(`the archive is ${archive.length} bytes`));
+  });
+
+  test('a gzip bomb (a few hundred KiB inflating to 1 GiB) stops at the uncompressed limit', async () => {
+    // The header of a 1 GiB file, then 1 GiB of zeros as 1024 concatenated gzip members of 1 MiB each.
+    const p = pack();
+    p.entry({ name: 'bomb.bin', size: 1024 * 1024 * 1024 });
+    const header: Buffer[] = [];
+    for await (const chunk of p) {
+      header.push(chunk as Buffer);
+      if (Buffer.concat(header).length >= 512) break;
+    }
+    const zeros = gzipSync(Buffer.alloc(1024 * 1024));
+    const bomb = Buffer.concat([gzipSync(Buffer.concat(header).subarray(0, 512)), ...Array.from({ length: 1024 }, () => zeros)]);
+    expect(bomb.length).toBeLessThan(2 * 1024 * 1024);
+    const err = await refusal(bomb, { maxBytes: 4 * 1024 * 1024 });
+    expect(err.code).toBe('workspace_too_large');
+    expect(err.problems).toEqual([{ entry: 'bomb.bin', message: "the workspace's files add up to more than 4 MiB" }]);
+  });
+
+  test('files past the count limit, and bytes past the size limit, are too large', async () => {
+    const many = await tarGz(Array.from({ length: 6 }, (_, i) => ({ name: `f${i}.txt`, content: 'x' })));
+    const err = await refusal(many, { maxFiles: 5 });
+    expect(err.code).toBe('workspace_too_large');
+    expect(err.message).toBe('the workspace has more than 5 files');
+    expect(await parseWorkspaceArchive(many, { maxFiles: 6 })).toHaveLength(6);
+    const big = await tarGz([{ name: 'a', content: 'x'.repeat(600) }, { name: 'b', content: 'y'.repeat(500) }]);
+    expect((await refusal(big, { maxBytes: 1000 })).problems).toEqual([{ entry: 'b', message: "the workspace's files add up to more than 1000 bytes" }]);
+  });
+});
+
+describe('workspaceDigest', () => {
+  const f = (p: string, content: string, mode = 0o644): WorkspaceFile => ({ path: p, mode, content: Buffer.from(content) });
+
+  test('the same files give the same digest in any archive order; content, path and mode each change it', async () => {
+    const a = await parseWorkspaceArchive(await tarGz([{ name: 'x.txt', content: '1' }, { name: 'd/y.txt', content: '2' }]));
+    const b = await parseWorkspaceArchive(await tarGz([{ name: './d/', type: 'directory' }, { name: './d/y.txt', content: '2' }, { name: './x.txt', content: '1' }]));
+    expect(workspaceDigest(a)).toBe(workspaceDigest(b));
+    expect(workspaceDigest([f('x.txt', '1'), f('d/y.txt', '2')])).toBe(workspaceDigest([f('d/y.txt', '2'), f('x.txt', '1')]));
+    const base = workspaceDigest([f('x.txt', '1')]);
+    expect(base).toMatch(/^[0-9a-f]{64}$/);
+    expect(workspaceDigest([f('x.txt', '2')])).not.toBe(base);
+    expect(workspaceDigest([f('y.txt', '1')])).not.toBe(base);
+    expect(workspaceDigest([f('x.txt', '1', 0o755)])).not.toBe(base);
+    expect(workspaceDigest([])).toMatch(/^[0-9a-f]{64}$/);
+  });
+});
+
+describe('examples', () => {
+  const dirs: string[] = [];
+  afterAll(async () => {
+    for (const d of dirs) await rm(d, { recursive: true, force: true });
+  });
+  async function examplesDir(): Promise<string> {
+    const dir = await mkdtemp(path.join(tmpdir(), 'baton-examples-'));
+    dirs.push(dir);
+    await mkdir(path.join(dir, 'todo-api/src'), { recursive: true });
+    await writeFile(path.join(dir, 'todo-api/src/app.ts'), 'export const app = 1;\n');
+    await writeFile(path.join(dir, 'todo-api/run.sh'), '#!/bin/sh\n');
+    await chmod(path.join(dir, 'todo-api/run.sh'), 0o755);
+    await mkdir(path.join(dir, 'todo-api/node_modules/dep'), { recursive: true });
+    await writeFile(path.join(dir, 'todo-api/node_modules/dep/index.js'), 'skipped');
+    await mkdir(path.join(dir, 'todo-api/.git'), { recursive: true });
+    await writeFile(path.join(dir, 'todo-api/.git/HEAD'), 'skipped');
+    await mkdir(path.join(dir, 'linked'), { recursive: true });
+    await writeFile(path.join(dir, 'linked/a.txt'), 'a');
+    await symlink('/etc/hostname', path.join(dir, 'linked/out'));
+    await symlink('a.txt', path.join(dir, 'linked/in'));
+    await mkdir(path.join(dir, 'Bad Name'), { recursive: true });
+    await writeFile(path.join(dir, 'README.md'), 'not an example');
+    return dir;
+  }
+
+  test('listExamples: directories with valid names; a broken example is listed with its error; a missing dir is empty', async () => {
+    const dir = await examplesDir();
+    const list = await listExamples(dir);
+    expect(list).toEqual([
+      { name: 'linked', files: 0, bytes: 0, error: expect.stringMatching(/'in': symbolic link to 'a\.txt' — points inside .*'out': symbolic link to '\/etc\/hostname' — links out/) },
+      { name: 'todo-api', files: 2, bytes: 32, error: null },
+    ]);
+    expect(await listExamples(path.join(dir, 'nope'))).toEqual([]);
+  });
+
+  test('loadExample: the files (node_modules and .git skipped, modes kept); links refused; unknown or invalid names name the examples', async () => {
+    const dir = await examplesDir();
+    const files = await loadExample(dir, 'todo-api');
+    expect(files.map((f) => [f.path, f.mode.toString(8), f.content.toString()])).toEqual([
+      ['run.sh', '755', '#!/bin/sh\n'],
+      ['src/app.ts', '644', 'export const app = 1;\n'],
+    ]);
+    const linked = await loadExample(dir, 'linked').catch((e: unknown) => e);
+    expect(linked).toBeInstanceOf(WorkspaceArchiveError);
+    expect((linked as WorkspaceArchiveError).problems.map((p) => p.entry)).toEqual(['in', 'out']);
+    for (const name of ['nope', 'Bad Name', '../todo-api', 'README.md']) {
+      const err = await loadExample(dir, name).catch((e: unknown) => e);
+      expect(err, name).toBeInstanceOf(UnknownExampleError);
+      expect((err as Error).message).toBe(`unknown example '${name}'; configured: linked, todo-api`);
+    }
+    expect((await loadExample(dir, 'todo-api', { maxFiles: 1 }).catch((e: unknown) => e)) as WorkspaceArchiveError).toMatchObject({ code: 'workspace_too_large' });
+    expect((await loadExample(dir, 'todo-api', { maxBytes: 10 }).catch((e: unknown) => e)) as WorkspaceArchiveError).toMatchObject({ code: 'workspace_too_large' });
+  });
+});

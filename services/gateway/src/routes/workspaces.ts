@@ -1,0 +1,23 @@
+import { listExamples, taskChange } from '@baton/storage';
+import type { ZodTypeProvider } from '@fastify/type-provider-zod';
+import type { FastifyInstance } from 'fastify';
+import type { GatewayDeps } from '../deps.ts';
+import { DiffQuery, TaskIdParams } from './schemas.ts';
+import { loadVisibleTask } from './tasks.ts';
+
+/** Workspaces: the examples a task can start from, and a task's change against its input. */
+export const workspaceRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
+  const r = app.withTypeProvider<ZodTypeProvider>();
+
+  r.get('/v1/examples', { schema: { tags: ['workspaces'], summary: 'Example projects a task can start from (workspace: { example })' } }, async () => {
+    return { items: await listExamples(d.examplesDir, d.workspaceLimits) };
+  });
+
+  // The task's change: its input workspace (empty without one) overlaid with its artifacts, against the input.
+  r.get('/v1/tasks/:id/diff', { schema: { params: TaskIdParams, querystring: DiffQuery, tags: ['workspaces'], summary: "The task's change against its input workspace, as a unified diff (?format=json: per-file summary and the patch)" } }, async (req, reply) => {
+    const { state } = await loadVisibleTask(d, req, req.params.id);
+    const change = await taskChange(d.pool, state);
+    if (req.query.format === 'json') return change;
+    return reply.type('text/x-diff; charset=utf-8').send(change.patch);
+  });
+};
