@@ -46,16 +46,18 @@ export function mediaTypeOf(file: string, content?: Uint8Array): string {
  * (`researcher-2/notes.md`); the table's key settles the race. Returns what `ArtifactStored`
  * records, with the path actually used; the bytes stay in this table.
  */
-export async function storeArtifact(pool: pg.Pool, a: { taskId: string; path: string; agentId: string | null; content: Buffer }): Promise<StoredArtifact> {
+export async function storeArtifact(pool: pg.Pool, a: { taskId: string; path: string; agentId: string | null; content: Buffer; owned?: boolean }): Promise<StoredArtifact> {
   const sha256 = createHash('sha256').update(a.content).digest('hex');
   const mediaType = mediaTypeOf(a.path, a.content);
+  // `owned`: the agent holds a lock on the path (a subtask of a plan), so its version is the
+  // task's version of the file, whoever wrote it before (an earlier round, a dependency).
   const put = async (file: string): Promise<boolean> => {
     const r = await pool.query(
       `insert into artifacts (task_id, path, agent_id, bytes, sha256, media_type, content) values ($1, $2, $3, $4, $5, $6, $7)
-       on conflict (task_id, path) do update set bytes = excluded.bytes, sha256 = excluded.sha256, media_type = excluded.media_type, content = excluded.content
-         where artifacts.agent_id is not distinct from excluded.agent_id
+       on conflict (task_id, path) do update set agent_id = excluded.agent_id, bytes = excluded.bytes, sha256 = excluded.sha256, media_type = excluded.media_type, content = excluded.content
+         where $8 or artifacts.agent_id is not distinct from excluded.agent_id
        returning path`,
-      [a.taskId, file, a.agentId, a.content.length, sha256, mediaType, a.content],
+      [a.taskId, file, a.agentId, a.content.length, sha256, mediaType, a.content, a.owned === true],
     );
     return r.rowCount === 1;
   };

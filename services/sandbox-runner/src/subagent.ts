@@ -177,7 +177,7 @@ export async function runSubagentJob(
       const own = events.concat(writer.pending).filter((e) => e.streamId === agentStreamId(taskId, agentId));
       const files = collectFiles(own);
       await syncIfChanged();
-      const stored = await storeOutputs(d, sandbox, taskId, agentId, files);
+      const stored = await storeOutputs(d, sandbox, taskId, agentId, files, agent0.fileLocks !== null);
       const summary = capped ? `stopped after reaching the iteration cap of ${def.maxTurns} turns. ${finalText}`.trim() : finalText;
       const tests = lastTestCounts(own);
       const review = agent0.role === 'review' ? lastReview(own, agentId, agent0.round) : null;
@@ -205,7 +205,8 @@ export async function runSubagentJob(
 
 /** Files kept as a task's artifacts (the bytes go to Postgres; ArtifactStored records them). */
 export interface ArtifactStore {
-  store(a: { taskId: string; path: string; agentId: string; content: Buffer }): Promise<StoredArtifact>;
+  /** `owned`: the agent holds a lock on the path, so it replaces the task's version of the file. */
+  store(a: { taskId: string; path: string; agentId: string; content: Buffer; owned?: boolean }): Promise<StoredArtifact>;
   read(taskId: string, path: string): Promise<Buffer | null>;
 }
 
@@ -260,7 +261,7 @@ export function lastReview(events: readonly RecordedEvent[], agentId: string, ro
 }
 
 /** Store the files an agent created or modified as artifacts (before it is recorded as complete). */
-async function storeOutputs(d: RunnerDeps, sandbox: Sandbox, taskId: string, agentId: string, files: { created: string[]; modified: string[] }): Promise<StoredArtifact[]> {
+async function storeOutputs(d: RunnerDeps, sandbox: Sandbox, taskId: string, agentId: string, files: { created: string[]; modified: string[] }, owned: boolean): Promise<StoredArtifact[]> {
   if (!d.artifacts) return [];
   const out: StoredArtifact[] = [];
   for (const file of [...files.created, ...files.modified]) {
@@ -269,7 +270,7 @@ async function storeOutputs(d: RunnerDeps, sandbox: Sandbox, taskId: string, age
       d.log.warn({ taskId, agentId, file, size }, 'file not stored as an artifact (gone, or too large)');
       continue;
     }
-    out.push(await d.artifacts.store({ taskId, path: file, agentId, content: bytes }));
+    out.push(await d.artifacts.store({ taskId, path: file, agentId, content: bytes, owned }));
   }
   return out;
 }
