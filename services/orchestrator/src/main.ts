@@ -2,7 +2,7 @@ import { loadTeamsOrExit, modelFromConfig, TeamCatalog } from '@baton/agents';
 import { busNames, connectNats, ensureTopology, serveDiagnostics } from '@baton/bus';
 import { createDb } from '@baton/db';
 import { EventStore, keepActive, TaskCache } from '@baton/event-store';
-import { loadTeamConfig, saveTeamConfigs } from '@baton/storage';
+import { loadTeamConfig, saveTeamConfigs, workspaceManifest } from '@baton/storage';
 import { createLogger, installShutdown, retryForever, topologyFromEnv } from '@baton/runtime';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { loadOrchestratorConfig } from './config.ts';
@@ -34,6 +34,7 @@ const orchestrator = await startOrchestrator({
   model,
   teams,
   catalog,
+  workspaceFiles: async (digest) => (await workspaceManifest(db.pool, digest)) ?? [],
   now: () => new Date(),
   concurrency: config.ORCHESTRATOR_CONCURRENCY,
   heartbeatMs: Math.min(5000, Math.floor(config.EVENTS_ACK_WAIT_MS / 3)),

@@ -4,7 +4,7 @@ import { loadTeamsOrExit, modelFromConfig, TeamCatalog } from '@baton/agents';
 import { busNames, connectNats, ensureTopology, serveDiagnostics } from '@baton/bus';
 import { createDb } from '@baton/db';
 import { EventStore, keepActive, TaskCache } from '@baton/event-store';
-import { loadTeamConfig, saveTeamConfigs } from '@baton/storage';
+import { loadTeamConfig, saveTeamConfigs, readWorkspace } from '@baton/storage';
 import { createLogger, installShutdown, retryForever, topologyFromEnv } from '@baton/runtime';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { loadRunnerConfig } from './config.ts';
@@ -40,6 +40,11 @@ const runner = await startRunner({
   catalog,
   sandboxes,
   artifacts: artifactStore(db.pool),
+  inputWorkspace: async (digest) => {
+    const files = await readWorkspace(db.pool, digest);
+    if (!files) throw new Error(`input workspace ${digest} is not stored`);
+    return files;
+  },
   search,
   hostEnv: process.env,
   runnerId,

@@ -3,6 +3,7 @@ import { z } from 'zod';
 
 export const TaskIdParams = z.object({ id: z.uuid('must be a task id (UUID)') });
 export const ArtifactParams = TaskIdParams.extend({ '*': z.string().min(1).max(1024).describe('The artifact path, e.g. report.md') });
+export const AgentParams = TaskIdParams.extend({ agentId: z.string().min(1).max(100).regex(/^[a-z0-9][a-z0-9_-]*$/, 'an agent id (lowercase letters, digits, - and _)') });
 export const RequestParams = TaskIdParams.extend({ requestId: z.string().min(1).max(100) });
 
 const webhookType = z.string().regex(/^(task\.(completed|failed|cancelled|awaiting_input)|event\.[A-Za-z]+)$/, 'one of task.completed, task.failed, task.cancelled, task.awaiting_input or event.<EventType>');

@@ -1,6 +1,6 @@
 import { allTools, parseToolInput } from '@baton/agents';
 import { digestJson, exists, forkEvents, initialState, uuidV5, type Command, type TaskState } from '@baton/domain';
-import { toTaskView } from '@baton/api';
+import { toAgentViews, toTaskView } from '@baton/api';
 import { publishWakeUps } from '@baton/bus';
 import { handleCommand, importTask, isConcurrencyError, listTasks, loadTask, TaskWriter } from '@baton/event-store';
 import { copyTaskFiles, listDeliveries, readArtifact, storeWorkspace } from '@baton/storage';
@@ -9,7 +9,7 @@ import type { ZodTypeProvider } from '@fastify/type-provider-zod';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { GatewayDeps } from '../deps.ts';
 import { HttpError, notFound } from '../errors.ts';
-import { AnswerBody, ApprovalBody, ArtifactParams, CancelBody, ForkBody, ListTasksQuery, RequestParams, SubmitTaskBody, TaskIdParams } from './schemas.ts';
+import { AgentParams, AnswerBody, ApprovalBody, ArtifactParams, CancelBody, ForkBody, ListTasksQuery, RequestParams, SubmitTaskBody, TaskIdParams } from './schemas.ts';
 import { readMultipartSubmission, resolveWorkspace, submitBodyLimit } from './workspace-input.ts';
 
 /** Load a task the caller's tenant may see; another tenant's task is a plain 404. */
@@ -118,7 +118,8 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
       if (body.decision === 'approve' && input !== undefined && open?.kind === 'approval') {
         const tool = allTools[open.toolName];
         if (tool) {
-          const parsed = parseToolInput(tool, input);
+          // The same checks the model's own call had (a plan's agents, dependencies and locks).
+          const parsed = parseToolInput(tool, input, d.teams[s.team]);
           if (!parsed.ok) throw new HttpError(400, 'validation_error', parsed.issues.map((i) => `body.input.${i.path}: ${i.message}`).join('; '), parsed.issues.map((i) => ({ field: `body.input.${i.path}`, message: i.message })));
           input = parsed.value;
         }
@@ -147,6 +148,18 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     await copyTaskFiles(d.pool, source.state.id, newId, artifactPaths);
     const { state } = await importTask(d.store, newId, copied, { now: d.now });
     return reply.status(201).send(toTaskView(state));
+  });
+
+  r.get('/v1/tasks/:id/agents', { schema: { params: TaskIdParams, tags: ['tasks'], summary: 'Every agent of the task (the lead first): status, subtask, file locks, turns, current action, progress, files, tests, open question' } }, async (req) => {
+    const { state } = await loadVisibleTask(d, req, req.params.id);
+    return { items: toAgentViews(state) };
+  });
+
+  r.get('/v1/tasks/:id/agents/:agentId', { schema: { params: AgentParams, tags: ['tasks'], summary: 'One agent of the task' } }, async (req) => {
+    const { state } = await loadVisibleTask(d, req, req.params.id);
+    const agent = toAgentViews(state).find((a) => a.id === req.params.agentId);
+    if (!agent) throw notFound(`agent '${req.params.agentId}' of task ${req.params.id}`);
+    return agent;
   });
 
   r.get('/v1/tasks/:id/deliveries', { schema: { params: TaskIdParams, tags: ['webhooks'], summary: 'Webhook delivery attempts' } }, async (req) => {

@@ -1,0 +1,123 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { AgentView, TaskView } from '@baton/api';
+import { newNamespace, waitFor } from '@baton/testing';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { BatonClient } from './client.ts';
+import { launch, prepareDatabase, type Launched } from './launcher.ts';
+import { dropDatabase, freePort, freshDatabase, waitReady } from './procs.ts';
+
+/**
+ * The engineering flow through the four services as processes, with no API key (the offline
+ * model) on the shipped example project: submit with the example workspace, see the plan and
+ * approve it (after an invalid edit is refused by name), two engineers run in parallel under
+ * their locks, the reviewer asks for a round of changes and then approves, and the change
+ * comes back as a diff.
+ */
+describe('engineering team, end to end', () => {
+  let services: Launched;
+  let api: BatonClient;
+  let url: string;
+  let dbUrl: string;
+  let workspaces: string;
+
+  beforeAll(async () => {
+    dbUrl = await freshDatabase(inject('databaseUrl'), `baton_t_${inject('runId')}_eng${randomBytes(3).toString('hex')}`);
+    await prepareDatabase(dbUrl, () => {});
+    workspaces = await mkdtemp(path.join(tmpdir(), 'baton-eng-'));
+    const port = await freePort();
+    url = `http://127.0.0.1:${port}`;
+    services = launch({
+      env: { ...withoutKey(), DATABASE_URL: dbUrl, NATS_URL: inject('natsUrl'), BATON_NAMESPACE: newNamespace(), PORT: String(port), WORKSPACE_ROOT: workspaces, LOG_LEVEL: 'warn' },
+      write: (l) => (/ERROR|FATAL/.test(l) ? console.error(l) : undefined),
+      color: false,
+    });
+    api = new BatonClient(url);
+    await waitReady(api);
+  }, 90_000);
+
+  afterAll(async () => {
+    await services?.stop('SIGTERM');
+    await rm(workspaces, { recursive: true, force: true });
+    await dropDatabase(dbUrl);
+  });
+
+  /** No API key: the offline model plays every role. */
+  function withoutKey(): NodeJS.ProcessEnv {
+    const { ANTHROPIC_API_KEY: _key, ...env } = process.env;
+    return env;
+  }
+  const task = (id: string) => api.request<TaskView>('GET', `/v1/tasks/${id}`);
+
+  it('plan → approve → two engineers in parallel (test-first) → review round → approve → diff', async () => {
+    const submitted = await api.request<TaskView>('POST', '/v1/tasks', { prompt: 'Add a low-stock report to the inventory app', team: 'engineering', workspace: { example: 'inventory' } });
+    expect(submitted.workspace).toMatchObject({ source: 'example', name: 'inventory' });
+
+    // The lead plans from the example's files and waits for approval of its plan.
+    await waitFor(async () => (await task(submitted.id)).pendingRequests.length === 1, { timeoutMs: 30_000, what: 'the plan to await approval' });
+    const waiting = await task(submitted.id);
+    expect(waiting.lead?.phase).toBe('awaiting_approval');
+    const request = waiting.pendingRequests[0]!;
+    expect(request).toMatchObject({ kind: 'approval', toolName: 'submit_plan' });
+    if (request.kind !== 'approval') throw new Error('expected an approval');
+    expect(request.plan).toMatch(/1\. backend \[backend-engineer\][\s\S]*locks: api\/\*\*[\s\S]*2\. frontend \[frontend-engineer\][\s\S]*locks: web\/\*\*/);
+    const input = request.input as { summary: string; subtasks: { id: string; file_locks: string[] }[] };
+
+    // An edit that makes the two subtasks lock the same files at once is refused, naming why.
+    const clash = { ...input, subtasks: input.subtasks.map((s) => ({ ...s, file_locks: ['api/**', 'web/**'] })) };
+    await expect(api.request('POST', `/v1/tasks/${submitted.id}/approvals/${request.requestId}`, { decision: 'approve', input: clash })).rejects.toMatchObject({
+      status: 400,
+      body: { error: { message: expect.stringMatching(/body\.input\.subtasks\.1\.file_locks: 'frontend' and 'backend' can run at the same time and both lock/) } },
+    });
+    await api.request('POST', `/v1/tasks/${submitted.id}/approvals/${request.requestId}`, { decision: 'approve' });
+
+    // Both engineers run at the same time, each holding its own locks.
+    let sawParallel = false;
+    await waitFor(async () => {
+      const agents = (await api.request<{ items: AgentView[] }>('GET', `/v1/tasks/${submitted.id}/agents`)).items;
+      const held = agents.filter((a) => a.locksHeld).map((a) => a.id).sort();
+      if (held.join() === 'backend,frontend') sawParallel = true;
+      return agents.some((a) => a.id === 'review-1');
+    }, { timeoutMs: 120_000, intervalMs: 50, what: 'the engineers to finish and the review to start' });
+    expect(sawParallel).toBe(true);
+
+    await waitFor(async () => ['completed', 'failed'].includes((await task(submitted.id)).status), { timeoutMs: 180_000, what: 'the task to finish' });
+    const done = await task(submitted.id);
+    expect(done.status).toBe('completed');
+    expect(done.lead?.phase).toBe('done');
+    expect(done.plan).toMatchObject({ status: 'completed', round: 1, reviews: [{ verdict: 'request_changes' }, { verdict: 'approve' }] });
+    expect(done.plan?.subtasks.map((t) => [t.id, t.status, t.agentIds])).toEqual([
+      ['backend', 'done', ['backend', 'backend-fix1']],
+      ['frontend', 'done', ['frontend', 'frontend-fix1']],
+    ]);
+
+    // Per-agent status: the lead first, each engineer with its subtask, locks (released), tests.
+    const agents = (await api.request<{ items: AgentView[] }>('GET', `/v1/tasks/${submitted.id}/agents`)).items;
+    expect(agents.map((a) => a.id)).toEqual(['lead', 'backend', 'frontend', 'review-1', 'backend-fix1', 'frontend-fix1', 'review-2']);
+    const backend = await api.request<AgentView>('GET', `/v1/tasks/${submitted.id}/agents/backend`);
+    expect(backend).toMatchObject({ role: 'subtask', status: 'completed', subtask: { id: 'backend' }, fileLocks: ['api/**'], locksHeld: false, currentAction: null, tests: { failed: 0 } });
+    expect(backend.filesCreated).toEqual(['api/inventory.backend.test.ts']);
+    await expect(api.request('GET', `/v1/tasks/${submitted.id}/agents/nobody`)).rejects.toMatchObject({ status: 404 });
+
+    // Test-first, as run_tests recorded it: the engineer's first run failed, its last passed.
+    const events = await api.allEvents(submitted.id);
+    const runs = events.filter((e) => e.type === 'ToolResultsRecorded' && e.data.agentId === 'frontend').flatMap((e) => e.data.results as { toolName: string; isError: boolean }[]).filter((r) => r.toolName === 'run_tests');
+    expect(runs.map((r) => r.isError)).toEqual([true, false]);
+
+    // The change against the input, as a unified diff (and per file as JSON).
+    const diff = await fetch(`${url}/v1/tasks/${submitted.id}/diff`);
+    expect(diff.headers.get('content-type')).toMatch(/^text\/x-diff/);
+    const patch = await diff.text();
+    expect(patch).toMatch(/^diff --git a\/api\/inventory\.backend\.test\.ts b\/api\/inventory\.backend\.test\.ts\nnew file mode/m);
+    expect(patch).toMatch(/^\+\/\*\* What subtask 'backend' added/m);
+    const json = await api.request<{ files: { path: string; status: string }[] }>('GET', `/v1/tasks/${submitted.id}/diff?format=json`);
+    expect(json.files.map((f) => [f.path, f.status])).toEqual([
+      ['api/inventory.backend.test.ts', 'added'],
+      ['api/inventory.ts', 'modified'],
+      ['web/format.frontend.test.ts', 'added'],
+      ['web/format.ts', 'modified'],
+    ]);
+  }, 300_000);
+});
