@@ -50,7 +50,7 @@ export async function runBench(o: BenchOptions): Promise<Line[]> {
   if (want('S1')) {
     for (let round = 1; round <= o.rounds; round++) for (const l of await benchS1(o.databaseUrl, round)) print(l);
   }
-  if (want('M1') || want('M2') || want('M3') || want('M4') || want('R1')) {
+  if (want('M1') || want('M2') || want('M3') || want('M4') || want('R1') || want('E1')) {
     const dbUrl = await freshDatabase(o.databaseUrl, 'baton_bench');
     await prepareDatabase(dbUrl, () => {});
     const port = await freePort();
@@ -80,6 +80,7 @@ export async function runBench(o: BenchOptions): Promise<Line[]> {
           if (want('M2')) print(await benchM2(api, o.m2Runs, round));
           if (want('M3')) await measured('M3', round, o.m3Runs * 10, () => benchM3(api, o.m3Runs, round));
           if (want('R1')) print(await benchR1(api, 20, round));
+          if (want('E1')) print(await benchE1(api, 10, round));
         }
         if (want('M4')) for (let round = 1; round <= o.rounds; round++) for (const l of await benchM4(api, nc, names, o.m4Runs, o.m4IdleSeconds, round)) print(l);
       } finally {
@@ -321,6 +322,27 @@ async function benchR1(api: BatonClient, runs: number, round: number): Promise<L
     samples.push(done - t0);
   }
   return { metric: 'R1', round, unit: 'ms', ...summarize(samples), note: 'research run (lead + researcher + writer, 12 turns, 2 sandboxes, 2 artifacts), submit → TaskCompleted' };
+}
+
+/**
+ * E1: the example engineering run end to end with the offline model — plan (no approval), two
+ * engineers in parallel test-first (vitest in the sandbox), the review's round of changes and
+ * the approving review — submit → TaskCompleted.
+ */
+async function benchE1(api: BatonClient, runs: number, round: number): Promise<Line> {
+  const samples: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const t0 = performance.now();
+    const task = await api.request<{ id: string }>('POST', '/v1/tasks', { prompt: `Add a low-stock report to the inventory app (run ${i})`, team: 'engineering', requirePlanApproval: false, workspace: { example: 'inventory' } });
+    let done = 0;
+    await api.follow(task.id, (e) => {
+      if (e.type === 'TaskCompleted') done = performance.now();
+      if (e.type === 'TaskFailed' || e.type === 'TaskCancelled') throw new Error(`engineering run ended ${e.type}: ${JSON.stringify(e.data)}`);
+    }, undefined, { steps: false });
+    if (!done) throw new Error('engineering run did not complete');
+    samples.push(done - t0);
+  }
+  return { metric: 'E1', round, unit: 'ms', ...summarize(samples), note: 'engineering run on examples/inventory (plan, 2 engineers in parallel test-first, review, 1 round of changes, re-review; 7 agents, 6 vitest runs), submit → TaskCompleted' };
 }
 
 /**
