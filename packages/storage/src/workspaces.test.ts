@@ -2,36 +2,12 @@ import { mkdtemp, mkdir, rm, symlink, writeFile, chmod } from 'node:fs/promises'
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { pack, type Header } from 'tar-stream';
+import { tarGz, tarOf } from '@baton/testing';
+import { pack } from 'tar-stream';
 import { afterAll, describe, expect, test } from 'vitest';
 import { listExamples, loadExample, parseWorkspaceArchive, UnknownExampleError, WorkspaceArchiveError, workspaceDigest, type WorkspaceFile } from './workspaces.ts';
 
-type Entry = Partial<Header> & { name: string; content?: string | Buffer };
 
-/** A .tar.gz made by tar-stream's packer, entries in the given order. */
-async function tarGz(entries: Entry[]): Promise<Buffer> {
-  return gzipSync(await tarOf(entries));
-}
-
-async function tarOf(entries: Entry[]): Promise<Buffer> {
-  const p = pack();
-  const out: Buffer[] = [];
-  p.on('data', (c: unknown) => void out.push(c as Buffer));
-  const ended = new Promise<void>((resolve, reject) => {
-    p.on('end', () => resolve());
-    p.on('error', reject);
-  });
-  for (const { content, ...header } of entries) {
-    await new Promise<void>((resolve, reject) => {
-      const cb = (err?: Error | null) => (err ? reject(err) : resolve());
-      if (content === undefined) p.entry(header, cb);
-      else p.entry(header, content, cb);
-    });
-  }
-  p.finalize();
-  await ended;
-  return Buffer.concat(out);
-}
 
 /** The archive's refusal (fails the test if it was accepted). */
 async function refusal(archive: Buffer, limits?: Parameters<typeof parseWorkspaceArchive>[1]): Promise<WorkspaceArchiveError> {

@@ -2,3 +2,4 @@ export * from './wait.ts';
 export * from './fixtures.ts';
 export * from './given.ts';
 export { resolveInfra, withDatabase } from './infra.ts';
+export * from './archives.ts';

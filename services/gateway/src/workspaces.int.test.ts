@@ -2,15 +2,13 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { gzipSync } from 'node:zlib';
 import { builtinTeams } from '@baton/agents';
 import { busNames } from '@baton/bus';
 import { handleCommand, TaskCache } from '@baton/event-store';
 import { silentLogger } from '@baton/runtime';
 import { parseWorkspaceArchive, readWorkspace, storeArtifact, workspaceDigest, type WorkspaceLimits } from '@baton/storage';
-import { pgTest as test, type PgFixture } from '@baton/testing';
+import { pgTest as test, tarGz, type PgFixture } from '@baton/testing';
 import type { FastifyInstance } from 'fastify';
-import { pack, type Header } from 'tar-stream';
 import { afterAll, describe, expect } from 'vitest';
 import { buildApp } from './app.ts';
 import { Metrics } from './metrics.ts';
@@ -59,28 +57,7 @@ async function gateway(pg: PgFixture, opts: { examples?: string; apiKeys?: Map<s
   });
 }
 
-type Entry = Partial<Header> & { name: string; content?: string | Buffer };
 
-/** A .tar.gz packed with tar-stream, entries in the given order. */
-async function tarGz(entries: Entry[]): Promise<Buffer> {
-  const p = pack();
-  const out: Buffer[] = [];
-  p.on('data', (c: unknown) => void out.push(c as Buffer));
-  const ended = new Promise<void>((resolve, reject) => {
-    p.on('end', () => resolve());
-    p.on('error', reject);
-  });
-  for (const { content, ...header } of entries) {
-    await new Promise<void>((resolve, reject) => {
-      const cb = (err?: Error | null) => (err ? reject(err) : resolve());
-      if (content === undefined) p.entry(header, cb);
-      else p.entry(header, content, cb);
-    });
-  }
-  p.finalize();
-  await ended;
-  return gzipSync(Buffer.concat(out));
-}
 
 const project = (): Promise<Buffer> => tarGz([{ name: './README.md', content: '# App\n' }, { name: './src/app.ts', content: 'export const a = 1;\n' }, { name: './bin/run', content: '#!/bin/sh\n', mode: 0o755 }]);
 
