@@ -1,3 +1,4 @@
+import { Script } from 'node:vm';
 import { randomUUID } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -203,6 +204,9 @@ describe('reads, tenancy, errors', () => {
     expect(page.body).toContain(`'<input id="ans-'+esc(r.requestId)+'">`);
     expect(page.body).toContain('"ClarificationTimedOut"');
     expect(page.body).toContain("'/artifacts/'"); // the console links a task's artifacts
+    expect(page.body).toContain('t.plan.reviews.map('); // a plan, its subtasks and each review's verdict are shown
+    // The page's script parses (it is written inline, so nothing else would catch a syntax slip).
+    for (const m of page.body.matchAll(/<script>([\s\S]*?)<\/script>/g)) expect(() => new Script(m[1] ?? '')).not.toThrow();
     await app.inject({ method: 'GET', url: '/v1/tasks' });
     expect((await app.inject({ method: 'GET', url: '/metrics' })).body).toMatch(/baton_http_requests_total\{method="GET",route="\/v1\/tasks",status="200"\} 1/);
   });
