@@ -1,5 +1,6 @@
 import path from 'node:path';
-import { call, calls, firstPrompt, text, type Play } from './offline-script.ts';
+import { call, calls, firstPrompt, oneLine, text, type Play } from './offline-script.ts';
+import { WORKSPACE_FILES_HEADING } from './teams.ts';
 
 /**
  * The offline model's engineering team. It makes a small but real change, test-first, on any
@@ -16,16 +17,14 @@ const FRONTEND_DIRS = ['web', 'ui', 'client', 'frontend', 'app'];
 
 /** The workspace's file paths, from the listing the orchestrator puts in the lead's prompt. */
 export function workspaceFilesOf(prompt: string): string[] {
-  const at = prompt.indexOf('Workspace files');
+  const at = prompt.indexOf(WORKSPACE_FILES_HEADING);
   if (at < 0) return [];
   return [...prompt.slice(at).matchAll(/^- (\S+)/gm)].map((m) => m[1] ?? '').filter(Boolean);
 }
 
-const firstLine = (s: string): string => s.replace(/\s+/g, ' ').trim().slice(0, 160);
-
 const engineeringLead: Play = (req, turn) => {
   const prompt = firstPrompt(req.messages);
-  const task = firstLine(prompt.split(/\n\s*Workspace files/)[0] ?? prompt);
+  const task = oneLine(prompt.split(`\n\n${WORKSPACE_FILES_HEADING}`)[0] ?? prompt, 160);
   const plans = calls(req.messages).filter((c) => c.name === 'submit_plan');
   const last = plans.at(-1);
   if (!last) {
@@ -63,7 +62,7 @@ function briefOf(brief: string): { id: string; dir: string; issues: { file: stri
   const lock = /the only paths you may create, change or delete: ([^\s,]+)/.exec(brief)?.[1] ?? 'src/**';
   const dir = lock.replace(/\/?\*.*$/, '') || '.';
   const issues = [...brief.matchAll(/^- \[\w+\] ([^:\s]+)(?::\d+)?: exported function `(\w+)` has no doc comment/gm)].map((m) => ({ file: m[1] ?? '', name: m[2] ?? '' }));
-  const description = firstLine(/Your subtask: (.*)/.exec(brief)?.[1] ?? brief).replace(/[^\p{L}\p{N} .,:;()/-]/gu, '').slice(0, 120);
+  const description = oneLine(/Your subtask: (.*)/.exec(brief)?.[1] ?? brief, 160).replace(/[^\p{L}\p{N} .,:;()/-]/gu, '').slice(0, 120);
   return { id, dir, issues, description };
 }
 

@@ -9,6 +9,9 @@ export type Play = (req: ModelRequest, turn: number) => { content: ContentBlock[
 export const toolUseId = (agentType: string, turn: number, i = 0): string => `toolu_offline_${agentType.replace(/[^a-z0-9]/gi, '')}_${turn}_${i}`;
 export const text = (t: string): ContentBlock => ({ type: 'text', text: `${OFFLINE_LABEL} ${t}` });
 
+/** Text on one line (whitespace runs collapsed), at most `max` characters. */
+export const oneLine = (text: string, max: number): string => text.replace(/\s+/g, ' ').trim().slice(0, max);
+
 export function firstPrompt(messages: ModelMessage[]): string {
   const first = messages[0];
   if (!first || first.role !== 'user') return '';

@@ -1,6 +1,6 @@
 import type { ModelClient, ModelRequest, ModelResponse } from './model.ts';
 import { engineeringRoles } from './offline-engineering.ts';
-import { call, calls, firstPrompt, has, OFFLINE_LABEL, text, toolUseId, type Play } from './offline-script.ts';
+import { call, calls, firstPrompt, has, OFFLINE_LABEL, oneLine, text, toolUseId, type Play } from './offline-script.ts';
 
 export { OFFLINE_LABEL };
 
@@ -45,7 +45,7 @@ function summaryOf(result: string | undefined): string {
   }
 }
 
-const topicOf = (prompt: string): string => prompt.replace(/\s+/g, ' ').trim().slice(0, 300);
+const topicOf = (prompt: string): string => oneLine(prompt, 300);
 
 
 const GENERIC = /\b(stuff|things?|something|anything|whatever|topics?|misc)\b/i;

@@ -114,3 +114,16 @@ export function leadSystemPrompt(team: TeamDefinition): string {
   }
   return parts.join('\n\n');
 }
+
+/** How the lead's opening message introduces the input workspace's files (the offline lead reads them back). */
+export const WORKSPACE_FILES_HEADING = 'Workspace files';
+/** At most this many workspace paths are listed in the lead's opening message (the rest are counted). */
+const MAX_LISTED_FILES = 500;
+
+/** The lead's opening message: the task, then the files of the codebase it starts from (if any). */
+export function leadOpening(prompt: string, files: readonly { path: string; bytes: number }[] | null): string {
+  if (!files) return prompt;
+  const listed = files.slice(0, MAX_LISTED_FILES).map((f) => `- ${f.path} (${f.bytes} bytes)`);
+  const more = files.length > MAX_LISTED_FILES ? `\n… and ${files.length - MAX_LISTED_FILES} more files` : '';
+  return `${prompt}\n\n${WORKSPACE_FILES_HEADING} (${files.length}, the codebase this task starts from):\n${listed.join('\n')}${more}`;
+}

@@ -3,6 +3,7 @@ import {
   builtinTeams,
   configVersion,
   lastText,
+  leadOpening,
   leadSystemPrompt,
   runAgentLoop,
   type LoopHost,
@@ -32,8 +33,6 @@ export interface LeadDeps {
   workspaceFiles?: (digest: string) => Promise<{ path: string; bytes: number }[]>;
 }
 
-/** At most this many workspace paths are listed in the lead's prompt (the rest are counted). */
-const MAX_LISTED_FILES = 500;
 
 /**
  * Advance one task as far as it can go right now: start the lead, then run its loop (the one
@@ -117,11 +116,7 @@ async function runLead(deps: LeadDeps, initial: TaskState, history: RecordedEven
 
 /** The lead's opening message: the task, and the files of the codebase it starts from (if any). */
 async function leadPrompt(deps: LeadDeps, s: TaskState): Promise<string> {
-  if (!s.workspace || !deps.workspaceFiles) return s.prompt;
-  const files = await deps.workspaceFiles(s.workspace.digest);
-  const listed = files.slice(0, MAX_LISTED_FILES).map((f) => `- ${f.path} (${f.bytes} bytes)`);
-  const more = files.length > MAX_LISTED_FILES ? `\n… and ${files.length - MAX_LISTED_FILES} more files` : '';
-  return `${s.prompt}\n\nWorkspace files (${files.length}, the codebase this task starts from):\n${listed.join('\n')}${more}`;
+  return leadOpening(s.prompt, s.workspace && deps.workspaceFiles ? await deps.workspaceFiles(s.workspace.digest) : null);
 }
 
 /** A plan that failed (a subtask failed, or the review could not be made) fails the task, naming what failed. */

@@ -25,7 +25,8 @@ export interface WritePolicy {
 /** Why the agent may not create, change or delete `p` (a normalised workspace path), or null. */
 export function writeRefusal(policy: WritePolicy, p: string): string | null {
   const { scope, locks } = policy;
-  if (scope && matches(p, scope.blocked)) return `'${p}' is outside this agent's file scope (blocked: ${scope.blocked.join(', ')})`;
+  const blocked = blockedRefusal(policy, p);
+  if (blocked) return blocked;
   if (scope && scope.allowed.length > 0 && !matches(p, scope.allowed)) return `'${p}' is outside this agent's file scope (writes allowed: ${scope.allowed.join(', ')})`;
   if (locks && !withinLocks(p, locks)) return `'${p}' is outside this subtask's file locks (${locks.length > 0 ? locks.join(', ') : 'none: it may not change files'})`;
   return null;
@@ -42,6 +43,11 @@ export function fileAccessViolation(policy: WritePolicy, tool: string, input: Re
   if (!PATH_TOOLS.has(tool) || typeof input.path !== 'string') return null;
   const p = normalPath(input.path);
   if (p.startsWith('..') || p.startsWith('/')) return null; // the file tools refuse these themselves, saying why
-  if (policy.scope && matches(p, policy.scope.blocked)) return `'${p}' is outside this agent's file scope (blocked: ${policy.scope.blocked.join(', ')})`;
-  return WRITES.has(tool) ? writeRefusal(policy, p) : null;
+  return WRITES.has(tool) ? writeRefusal(policy, p) : blockedRefusal(policy, p);
+}
+
+/** The scope's `blocked` globs: no file tool may touch such a path, not even to read it. */
+function blockedRefusal(policy: WritePolicy, p: string): string | null {
+  const blocked = policy.scope?.blocked ?? [];
+  return matches(p, blocked) ? `'${p}' is outside this agent's file scope (blocked: ${blocked.join(', ')})` : null;
 }

@@ -1,4 +1,4 @@
-import { agentStreamId, isFinal, isToolUse, type Command, type RecordedEvent, type TaskState, type TestCounts } from '@baton/domain';
+import { agentStreamId, isFinal, isToolUse, type Command, type RecordedEvent, type TaskState } from '@baton/domain';
 import { builtinTeams, findAgent, runAgentLoop, submitReviewTool, type AgentDefinition, type LoopHost, type ModelClient, type TeamCatalog, type TeamDefinition } from '@baton/agents';
 import { handleCommand, isConcurrencyError, loadTask, retryOnConflict, TaskWriter, type EventStore, type LoadedTask, type TaskLoader } from '@baton/event-store';
 import type { CorpusHit, StoredArtifact } from '@baton/storage';
@@ -179,7 +179,7 @@ export async function runSubagentJob(
       await syncIfChanged();
       const stored = await storeOutputs(d, sandbox, taskId, agentId, files, agent0.fileLocks !== null);
       const summary = capped ? `stopped after reaching the iteration cap of ${def.maxTurns} turns. ${finalText}`.trim() : finalText;
-      const tests = lastTestCounts(own);
+      const tests = writer.state.agents[agentId]?.tests; // its last test run's counts, as the fold keeps them
       const review = agent0.role === 'review' ? lastReview(own, agentId, agent0.round) : null;
       return [
         ...stored.map((x): Command => ({ type: 'StoreArtifact', agentId, path: x.path, bytes: x.bytes, sha256: x.sha256, mediaType: x.mediaType })),
@@ -233,16 +233,6 @@ async function seedInputs(d: RunnerDeps, sandbox: Sandbox, state: TaskState, tas
     if (content) await sandbox.files.write(a.path, content);
   }
   await sandbox.sync();
-}
-
-/** The counts of the agent's last test run (run_tests), from its recorded results. */
-export function lastTestCounts(events: readonly RecordedEvent[]): TestCounts | null {
-  for (let i = events.length - 1; i >= 0; i--) {
-    const e = events[i] as RecordedEvent;
-    const r = e.type === 'ToolResultsRecorded' ? e.data.results.findLast((x) => x.tests) : undefined;
-    if (r?.tests) return r.tests;
-  }
-  return null;
 }
 
 /** A reviewer's verdict: its last submit_review that was accepted (the tool validated it), as the command that records it. */

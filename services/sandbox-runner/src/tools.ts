@@ -165,7 +165,15 @@ async function guardWrites(env: ToolEnv): Promise<{ settle(): Promise<{ files: N
       const created: string[] = [];
       const modified: string[] = [];
       const undone: string[] = [];
-      const restore = async (p: string, what: string): Promise<void> => {
+      /** Why the first undone change was refused (the rest share the agent's policy). */
+      let reason: string | null = null;
+      const undo = async (what: 'created' | 'modified' | 'deleted', p: string, why: string): Promise<void> => {
+        reason ??= why;
+        if (what === 'created') {
+          await sandbox.files.remove(p);
+          undone.push(`created ${p} (removed)`);
+          return;
+        }
         const bytes = saved.get(p);
         if (bytes) {
           await sandbox.files.write(p, bytes);
@@ -177,17 +185,15 @@ async function guardWrites(env: ToolEnv): Promise<{ settle(): Promise<{ files: N
         const was = seen.get(f.path);
         const changed = was === undefined ? 'created' : was !== `${f.size}:${f.mtimeMs}` ? 'modified' : null;
         if (!changed) continue;
-        if (refusal(f.path)) {
-          if (changed === 'created') {
-            await sandbox.files.remove(f.path);
-            undone.push(`created ${f.path} (removed)`);
-          } else await restore(f.path, 'modified');
-          continue;
-        }
-        (changed === 'created' ? created : modified).push(f.path);
+        const why = refusal(f.path);
+        if (why) await undo(changed, f.path, why);
+        else (changed === 'created' ? created : modified).push(f.path);
       }
-      for (const p of seen.keys()) if (!now.has(p) && !UNREPORTED.test(p) && refusal(p)) await restore(p, 'deleted');
-      const reverted = undone.length > 0 ? `\n[reverted: the command changed files outside what this agent may change (${refusal(undone[0]?.split(' ')[1] ?? '') ?? ''}): ${undone.join('; ')}]` : '';
+      for (const p of seen.keys()) {
+        const why = now.has(p) || UNREPORTED.test(p) ? null : refusal(p);
+        if (why) await undo('deleted', p, why);
+      }
+      const reverted = reason ? `\n[reverted: the command changed files outside what this agent may change (${reason}): ${undone.join('; ')}]` : '';
       return { files: { created: created.slice(0, MAX_REPORTED_FILES), modified: modified.slice(0, MAX_REPORTED_FILES) }, reverted };
     },
   };
