@@ -1,3 +1,4 @@
+import { inTransaction } from '@baton/db';
 import type pg from 'pg';
 import { SandboxFencedError } from './provider.ts';
 
@@ -70,19 +71,15 @@ export class SandboxRegistry {
 
   /** The synced files of a workspace and its generation. */
   async loadFiles(id: string): Promise<{ generation: number; files: StoredFile[] }> {
-    const client = await this.pool.connect();
-    try {
-      await client.query('begin isolation level repeatable read read only');
-      const g = await client.query('select generation from sandboxes where id = $1', [id]);
-      const f = await client.query('select path, mode, content from sandbox_files where sandbox_id = $1 order by path', [id]);
-      await client.query('commit');
-      return { generation: Number(g.rows[0]?.generation ?? 0), files: f.rows.map((r) => ({ path: r.path as string, mode: r.mode as number, content: r.content as Buffer })) };
-    } catch (err) {
-      await client.query('rollback').catch(() => {});
-      throw err;
-    } finally {
-      client.release();
-    }
+    return inTransaction(
+      this.pool,
+      async (client) => {
+        const g = await client.query('select generation from sandboxes where id = $1', [id]);
+        const f = await client.query('select path, mode, content from sandbox_files where sandbox_id = $1 order by path', [id]);
+        return { generation: Number(g.rows[0]?.generation ?? 0), files: f.rows.map((r) => ({ path: r.path as string, mode: r.mode as number, content: r.content as Buffer })) };
+      },
+      'begin isolation level repeatable read read only',
+    );
   }
 
   /**

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import type pg from 'pg';
+import { inTransaction } from '@baton/db';
 
 export interface StoredArtifact {
   path: string;
@@ -81,9 +82,7 @@ export async function readArtifact(pool: pg.Pool, taskId: string, file: string):
  * with the log: the fork gets them as they are now. Run before the fork's events are written.
  */
 export async function copyTaskFiles(pool: pg.Pool, from: string, to: string, artifactPaths: readonly string[]): Promise<void> {
-  const client = await pool.connect();
-  try {
-    await client.query('begin');
+  await inTransaction(pool, async (client) => {
     if (artifactPaths.length > 0) {
       await client.query(
         `insert into artifacts (task_id, path, agent_id, bytes, sha256, media_type, content)
@@ -106,13 +105,7 @@ export async function copyTaskFiles(pool: pg.Pool, from: string, to: string, art
        on conflict do nothing`,
       [from, to],
     );
-    await client.query('commit');
-  } catch (err) {
-    await client.query('rollback').catch(() => {});
-    throw err;
-  } finally {
-    client.release();
-  }
+  });
 }
 
 /** The bytes of a task's artifacts at the given paths (paths with no stored artifact are absent). */

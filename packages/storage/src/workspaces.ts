@@ -6,6 +6,7 @@ import type pg from 'pg';
 import { extract, type Header } from 'tar-stream';
 import { readArtifacts } from './artifacts.ts';
 import { diffWorkspaces, type WorkspaceDiff } from './diff.ts';
+import { inTransaction } from '@baton/db';
 
 /**
  * Input workspaces: the files a task starts from. An upload (a .tar.gz) or a configured example
@@ -326,9 +327,7 @@ export async function storeWorkspace(pool: pg.Pool, files: readonly WorkspaceFil
   }
   const digest = workspaceDigest(files);
   const bytes = files.reduce((n, f) => n + f.content.length, 0);
-  const client = await pool.connect();
-  try {
-    await client.query('begin');
+  await inTransaction(pool, async (client) => {
     // A concurrent store of the same digest waits here for the other to commit, then does nothing.
     const created = await client.query('insert into input_workspaces (digest, files, bytes) values ($1, $2, $3) on conflict do nothing returning digest', [digest, files.length, bytes]);
     if (created.rowCount === 1) {
@@ -352,13 +351,7 @@ export async function storeWorkspace(pool: pg.Pool, files: readonly WorkspaceFil
       }
       await flush();
     }
-    await client.query('commit');
-  } catch (err) {
-    await client.query('rollback').catch(() => {});
-    throw err;
-  } finally {
-    client.release();
-  }
+  });
   return { digest, files: files.length, bytes };
 }
 

@@ -15,33 +15,12 @@ import { describe, expect } from 'vitest';
 import { buildApp } from './app.ts';
 import { Metrics } from './metrics.ts';
 import { SseHub } from './sse-hub.ts';
+import { testGateway } from './test-gateway.ts';
 
 const log = silentLogger();
 
-async function gateway(pg: PgFixture, nats: NatsFixture | null, opts: { apiKeys?: Map<string, string>; namespace?: string; sseHeartbeatMs?: number } = {}): Promise<FastifyInstance> {
-  const names = busNames(opts.namespace ?? nats?.namespace ?? '');
-  const hub = new SseHub(names, log);
-  if (nats) hub.attach(nats.nc);
-  return buildApp({
-    pool: pg.db.pool,
-    kysely: pg.db.kysely,
-    store: pg.store,
-    load: new TaskCache(pg.db.pool).load,
-    names,
-    nats: () => nats?.nc ?? null,
-    hub,
-    teams: builtinTeams,
-    apiKeys: opts.apiKeys ?? new Map(),
-    log,
-    metrics: new Metrics(),
-    now: () => new Date(),
-    newId: randomUUID,
-    sseHeartbeatMs: opts.sseHeartbeatMs ?? 15_000,
-    bodyLimit: 64 * 1024,
-    examplesDir: path.join(tmpdir(), 'baton-no-examples'),
-    workspaceLimits: { ...DEFAULT_WORKSPACE_LIMITS, maxArchiveBytes: 64 * 1024 },
-  });
-}
+/** The app under test (one set-up for every gateway test). */
+const gateway = testGateway;
 
 const test = stackTest;
 

@@ -2,19 +2,13 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { builtinTeams } from '@baton/agents';
-import { busNames } from '@baton/bus';
-import { handleCommand, TaskCache } from '@baton/event-store';
-import { silentLogger } from '@baton/runtime';
+import { handleCommand } from '@baton/event-store';
 import { parseWorkspaceArchive, readWorkspace, storeArtifact, workspaceDigest, type WorkspaceLimits } from '@baton/storage';
 import { pgTest as test, tarGz, type PgFixture } from '@baton/testing';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, describe, expect } from 'vitest';
-import { buildApp } from './app.ts';
-import { Metrics } from './metrics.ts';
-import { SseHub } from './sse-hub.ts';
+import { testGateway } from './test-gateway.ts';
 
-const log = silentLogger();
 const tempDirs: string[] = [];
 afterAll(async () => {
   for (const d of tempDirs) await rm(d, { recursive: true, force: true });
@@ -34,27 +28,8 @@ async function examplesDir(): Promise<string> {
 
 const LIMITS: WorkspaceLimits = { maxArchiveBytes: 64 * 1024, maxBytes: 256 * 1024, maxFiles: 50 };
 
-async function gateway(pg: PgFixture, opts: { examples?: string; apiKeys?: Map<string, string> } = {}): Promise<FastifyInstance> {
-  const names = busNames('');
-  return buildApp({
-    pool: pg.db.pool,
-    kysely: pg.db.kysely,
-    store: pg.store,
-    load: new TaskCache(pg.db.pool).load,
-    names,
-    nats: () => null,
-    hub: new SseHub(names, log),
-    teams: builtinTeams,
-    apiKeys: opts.apiKeys ?? new Map(),
-    log,
-    metrics: new Metrics(),
-    now: () => new Date(),
-    newId: randomUUID,
-    sseHeartbeatMs: 15_000,
-    bodyLimit: 64 * 1024,
-    examplesDir: opts.examples ?? path.join(tmpdir(), 'baton-no-examples'),
-    workspaceLimits: LIMITS,
-  });
+function gateway(pg: PgFixture, opts: { examples?: string; apiKeys?: Map<string, string> } = {}): Promise<FastifyInstance> {
+  return testGateway(pg, null, { ...(opts.apiKeys ? { apiKeys: opts.apiKeys } : {}), ...(opts.examples ? { examplesDir: opts.examples } : {}), workspaceLimits: LIMITS });
 }
 
 

@@ -1,0 +1,49 @@
+import { randomUUID } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { builtinTeams } from '@baton/agents';
+import { busNames } from '@baton/bus';
+import type { Db } from '@baton/db';
+import { TaskCache, type EventStore } from '@baton/event-store';
+import { silentLogger } from '@baton/runtime';
+import { DEFAULT_WORKSPACE_LIMITS, type WorkspaceLimits } from '@baton/storage';
+import type { NatsConnection } from '@nats-io/nats-core';
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from './app.ts';
+import { Metrics } from './metrics.ts';
+import { SseHub } from './sse-hub.ts';
+
+/**
+ * A gateway app for the gateway's tests (in process, `inject` or a real listen): the shipped
+ * teams, a small body limit, no examples unless a directory is given, and — with a NATS
+ * connection — an SSE hub attached to it.
+ */
+export async function testGateway(
+  pg: { db: Pick<Db, 'pool' | 'kysely'>; store: EventStore },
+  nats: { nc: NatsConnection; namespace: string } | null,
+  opts: { apiKeys?: Map<string, string>; namespace?: string; sseHeartbeatMs?: number; examplesDir?: string; workspaceLimits?: WorkspaceLimits } = {},
+): Promise<FastifyInstance> {
+  const log = silentLogger();
+  const names = busNames(opts.namespace ?? nats?.namespace ?? '');
+  const hub = new SseHub(names, log);
+  if (nats) hub.attach(nats.nc);
+  return buildApp({
+    pool: pg.db.pool,
+    kysely: pg.db.kysely,
+    store: pg.store,
+    load: new TaskCache(pg.db.pool).load,
+    names,
+    nats: () => nats?.nc ?? null,
+    hub,
+    teams: builtinTeams,
+    apiKeys: opts.apiKeys ?? new Map(),
+    log,
+    metrics: new Metrics(),
+    now: () => new Date(),
+    newId: randomUUID,
+    sseHeartbeatMs: opts.sseHeartbeatMs ?? 15_000,
+    bodyLimit: 64 * 1024,
+    examplesDir: opts.examplesDir ?? path.join(tmpdir(), 'baton-no-examples'),
+    workspaceLimits: opts.workspaceLimits ?? { ...DEFAULT_WORKSPACE_LIMITS, maxArchiveBytes: 64 * 1024 },
+  });
+}
