@@ -51,6 +51,8 @@ export interface ConsumerOptions<T> {
    */
   maxHandlerMs?: number;
   onDeadLetter: (d: DeadLetter) => Promise<void>;
+  /** The server said the stream or consumer is gone (a TopologyWatch re-creates it; pulls then resume). */
+  onMissing?: (status: string) => void;
   log: Logger;
 }
 
@@ -83,6 +85,7 @@ export async function startConsumer<T>(o: ConsumerOptions<T>): Promise<RunningCo
       if (s.type === 'heartbeats_missed' || s.type === 'consumer_not_found' || s.type === 'consumer_deleted' || s.type === 'stream_not_found') {
         o.log.warn({ status: s }, 'consumer status');
       }
+      if (s.type === 'consumer_not_found' || s.type === 'consumer_deleted' || s.type === 'stream_not_found') o.onMissing?.(s.type);
     }
   })().catch(() => {});
 

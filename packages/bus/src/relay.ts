@@ -44,6 +44,8 @@ export class Relay {
   private publisher: BatchPublisher | null = null;
   leader = false;
   published = 0;
+  /** Set by `rewind`: the leader moves its cursor back here before its next read. */
+  private rewindTo: LogCursor | null = null;
   crashed: Error | null = null;
 
   constructor(o: RelayOptions) {
@@ -65,6 +67,16 @@ export class Relay {
     await this.loop;
     this.publisher?.close();
     this.publisher = null;
+  }
+
+  /**
+   * Publish again from `cursor` (the bus lost what it held). Only the leader's cursor moves;
+   * a standby's is read from the checkpoint when it takes over. Messages keep their ids, so
+   * what the bus still has is dropped as a duplicate within the dedupe window.
+   */
+  rewind(cursor: LogCursor): void {
+    this.rewindTo = cursor;
+    this.wake?.();
   }
 
   private destroyClient(err?: Error): void {
@@ -127,6 +139,15 @@ export class Relay {
     let hiddenDelay = 2;
     while (this.running) {
       const wakeup = this.nextWake();
+      if (this.rewindTo) {
+        if (before(this.rewindTo, cursor)) {
+          this.o.log.warn({ from: `${cursor.txid}:${cursor.position}`, to: `${this.rewindTo.txid}:${this.rewindTo.position}` }, 'relay: re-publishing from the log');
+          cursor = this.rewindTo;
+          await this.o.store.saveCheckpoint(this.o.processorId, cursor, client);
+          saved = cursor;
+        }
+        this.rewindTo = null;
+      }
       const { events: batch, hidden } = await this.o.store.tail(cursor, this.o.batchSize, client, STEP_EVENT_TYPES); // steps are not relayed
       if (batch.length > 0) {
         cursor = await this.publishBatch(batch);
@@ -173,6 +194,8 @@ export class Relay {
   }
 }
 
+
+const before = (a: LogCursor, b: LogCursor): boolean => a.txid < b.txid || (a.txid === b.txid && a.position < b.position);
 
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));

@@ -9,6 +9,7 @@ import {
   type StreamConfig,
 } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/nats-core';
+import type { Logger } from 'pino';
 import type { BusNames } from './subjects.ts';
 
 export interface TopologyOptions {
@@ -76,22 +77,42 @@ export function consumerConfigs(names: BusNames, o: TopologyOptions = {}): { str
  * consumers then wait for their next pull.)
  */
 export async function ensureTopology(jsm: JetStreamManager, names: BusNames, o: TopologyOptions = {}): Promise<void> {
+  const kept = new Set<string>();
   for (const cfg of streamConfigs(names, o)) {
     const name = cfg.name;
     const existing = await jsm.streams.info(name).catch((err: unknown) => (isNotFound(err) ? null : Promise.reject(err)));
-    if (!existing) await jsm.streams.add(cfg);
-    else if (differs(existing.config, cfg)) await jsm.streams.update(name, { ...existing.config, ...cfg });
+    if (!existing) await addIfAbsent(() => jsm.streams.add(cfg));
+    else {
+      kept.add(name);
+      if (differs(existing.config, cfg)) await jsm.streams.update(name, { ...existing.config, ...cfg });
+    }
   }
   for (const { stream, config } of consumerConfigs(names, o)) {
     const name = config.durable_name as string;
     const existing = await jsm.consumers.info(stream, name).catch((err: unknown) => (isNotFound(err) ? null : Promise.reject(err)));
     if (!existing) {
-      await jsm.consumers.add(stream, config);
+      // A consumer lost from a stream that kept its messages starts at the stream's end: the
+      // events stream holds days of history, and what the consumer missed is re-fed from the
+      // log. (A work queue holds only unfinished jobs: its consumer takes them all.)
+      const fromNow = kept.has(stream) && stream === names.eventsStream;
+      await addIfAbsent(() => jsm.consumers.add(stream, fromNow ? { ...config, deliver_policy: DeliverPolicy.New } : config));
       continue;
     }
     const { ack_wait, max_ack_pending, filter_subject } = config;
     const wanted = { ack_wait, max_ack_pending, max_deliver: -1, ...(filter_subject ? { filter_subject } : {}) };
     if (differs(existing.config, wanted)) await jsm.consumers.update(stream, name, wanted);
+  }
+}
+
+/** Two services re-creating the same thing at once: the loser's "already in use" is success. */
+async function addIfAbsent(add: () => Promise<unknown>): Promise<void> {
+  try {
+    await add();
+  } catch (err) {
+    const e = err as { api_error?: { err_code?: number }; message?: string };
+    // 10058: stream name already in use; 10148: consumer already exists; 10013: consumer name already in use.
+    if ([10058, 10148, 10013].includes(e?.api_error?.err_code ?? 0) || /already in use|already exists/i.test(e?.message ?? '')) return;
+    throw err;
   }
 }
 
@@ -104,4 +125,124 @@ export function differs(actual: object, wanted: object): boolean {
 function isNotFound(err: unknown): boolean {
   const e = err as { code?: number | string; message?: string; api_error?: { err_code?: number } };
   return e?.api_error?.err_code === 10059 || e?.api_error?.err_code === 10014 || /not found/i.test(e?.message ?? '');
+}
+
+/** What the bus holds now: each stream's creation time (absent: missing) and the consumers that are missing. */
+export interface TopologyReport {
+  streams: Record<string, string | null>;
+  missingConsumers: string[];
+}
+
+export async function inspectTopology(jsm: JetStreamManager, names: BusNames): Promise<TopologyReport> {
+  const streams: Record<string, string | null> = {};
+  for (const name of [names.eventsStream, names.jobsStream]) {
+    const info = await jsm.streams.info(name).catch((err: unknown) => (isNotFound(err) ? null : Promise.reject(err)));
+    streams[name] = info ? info.created : null;
+  }
+  const missingConsumers: string[] = [];
+  for (const { stream, config } of consumerConfigs(names)) {
+    if (streams[stream] === null) {
+      missingConsumers.push(config.durable_name as string);
+      continue;
+    }
+    const info = await jsm.consumers.info(stream, config.durable_name as string).catch((err: unknown) => (isNotFound(err) ? null : Promise.reject(err)));
+    if (!info) missingConsumers.push(config.durable_name as string);
+  }
+  return { streams, missingConsumers };
+}
+
+/** The problems a report shows, in words (empty: all there). */
+export function topologyProblems(r: TopologyReport): string[] {
+  return [
+    ...Object.entries(r.streams).filter(([, c]) => c === null).map(([s]) => `stream ${s} is missing`),
+    ...r.missingConsumers.map((c) => `consumer ${c} is missing`),
+  ];
+}
+
+export interface TopologyWatchOptions {
+  jsm: () => Promise<JetStreamManager>;
+  names: BusNames;
+  topology?: TopologyOptions;
+  log: Logger;
+  /** How often to look (default 5 s); a consumer that reports a missing stream or consumer asks for a look at once. */
+  everyMs?: number;
+  /** Called after each look with what was found (and whether this look re-created anything). */
+  onReport?: (r: TopologyReport, recreated: boolean) => void | Promise<void>;
+}
+
+/**
+ * Every service watches the bus: when a stream or consumer is missing (deleted, or NATS came
+ * back with an empty store) it is re-created at once, so consumers resume pulling. What the
+ * lost streams held is re-fed from the log by the orchestrator's watchdog (it compares each
+ * stream's creation time with the one it relayed into).
+ */
+export class TopologyWatch {
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<void> | null = null;
+  private again = false;
+  private stopped = false;
+  last: { at: Date; problems: string[] } | null = null;
+  private readonly o: TopologyWatchOptions & { everyMs: number };
+
+  constructor(o: TopologyWatchOptions) {
+    this.o = { everyMs: 5000, ...o };
+  }
+
+  start(): void {
+    this.schedule(0);
+  }
+
+  /** Look now (a consumer saw a missing stream or consumer). */
+  poke(): void {
+    if (this.stopped) return;
+    if (this.running) this.again = true;
+    else this.schedule(0);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    await this.running;
+  }
+
+  /** One look: report, re-create what is missing, report again. */
+  async check(): Promise<TopologyReport> {
+    const jsm = await this.o.jsm();
+    let report = await inspectTopology(jsm, this.o.names);
+    let problems = topologyProblems(report);
+    let recreated = false;
+    if (problems.length > 0) {
+      this.o.log.warn({ problems }, 'bus topology incomplete; re-creating it');
+      await ensureTopology(jsm, this.o.names, this.o.topology);
+      recreated = true;
+      report = await inspectTopology(jsm, this.o.names);
+      problems = topologyProblems(report);
+    }
+    this.last = { at: new Date(), problems };
+    await this.o.onReport?.(report, recreated);
+    return report;
+  }
+
+  private schedule(ms: number): void {
+    if (this.stopped) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => void this.tick(), ms);
+    this.timer.unref();
+  }
+
+  private async tick(): Promise<void> {
+    this.timer = null;
+    this.running = this.check().then(
+      () => undefined,
+      (err: unknown) => {
+        this.last = { at: new Date(), problems: [`cannot inspect the bus: ${(err as Error).message}`] };
+        this.o.log.warn({ err }, 'bus topology check failed; will retry');
+      },
+    );
+    await this.running;
+    this.running = null;
+    const again = this.again;
+    this.again = false;
+    this.schedule(again ? 0 : this.o.everyMs);
+  }
 }

@@ -26,6 +26,8 @@ export interface TasksTable {
   version: number;
   pending_requests: ColumnType<unknown, string, string>;
   next_deadline: ColumnType<Date | null, string | null, string | null>;
+  /** Set while the task has work no person holds: the watchdog's index (migration 006). */
+  watch_since: ColumnType<Date | null, string | null | undefined, string | null>;
 }
 
 export interface ProcessorCheckpointsTable {

@@ -250,6 +250,12 @@ export const activeAgents = (s: TaskState): AgentState[] => Object.values(s.agen
 export const loopCanMove = (l: AgentLoopState): boolean => l.phase === 'model' || (l.phase === 'tools' && l.openToolUses.every((t) => t.state === 'resolved'));
 /** The lead is ready for a model turn (every tool use it made has a result). */
 export const leadNeedsTurn = (s: TaskState): boolean => !isFinal(s) && s.lead !== null && loopCanMove(s.lead);
+/**
+ * Work that no person holds: the lead has not started or must take a turn, or an agent is
+ * dispatched or running. Such a task must make progress by itself; the watchdog looks at it
+ * when it does not.
+ */
+export const hasMachineWork = (s: TaskState): boolean => exists(s) && !isFinal(s) && (s.lead === null || leadNeedsTurn(s) || activeAgents(s).length > 0);
 /** The earliest deadline among open requests (what the orchestrator's deadline poller looks for). */
 export function nextDeadline(s: TaskState): string | null {
   let min: string | null = null;

@@ -43,7 +43,8 @@ export interface BatchItemResult {
  */
 const TASKS_UPSERT_CONFLICT = `on conflict (id) do update set
     status = excluded.status, team = excluded.team, title = excluded.title, updated_at = excluded.updated_at,
-    version = excluded.version, pending_requests = excluded.pending_requests, next_deadline = excluded.next_deadline
+    version = excluded.version, pending_requests = excluded.pending_requests, next_deadline = excluded.next_deadline,
+    watch_since = excluded.watch_since
   where tasks.version <= excluded.version`;
 
 // Many items, one statement (one round trip, one implicit transaction). Each input row is an

@@ -243,6 +243,22 @@ export class EventStore {
     return tx === undefined ? null : { txid: BigInt(tx), position };
   }
 
+  /**
+   * A tail cursor just before the first event recorded at or after `since` (among the last
+   * `scan` positions, so the look stays an index range), or null when there is none: where a
+   * relay starts again to re-feed a bus that lost what it held.
+   */
+  async cursorBefore(since: Date, scan = 200_000): Promise<LogCursor | null> {
+    const res = await this.pool.query<{ tx: string; gp: string }>(
+      `select transaction_id::text as tx, global_position::text as gp from events
+       where global_position > (select coalesce(max(global_position), 0) - $2 from events) and recorded_at >= $1
+       order by transaction_id, global_position limit 1`,
+      [since, scan],
+    );
+    const r = res.rows[0];
+    return r ? { txid: BigInt(r.tx), position: BigInt(r.gp) - 1n } : null;
+  }
+
   async loadCheckpoint(processorId: string, db: Queryable = this.pool): Promise<LogCursor> {
     const res = await db.query<{ tx: string; gp: string }>(
       'select transaction_id::text as tx, global_position::text as gp from processor_checkpoints where processor_id = $1',

@@ -1,5 +1,5 @@
 import { toPendingRequestView, type PendingRequestView } from '@baton/api';
-import { isFinal, nextDeadline, type TaskState, type TaskStatus } from '@baton/domain';
+import { hasMachineWork, isFinal, nextDeadline, type TaskState, type TaskStatus } from '@baton/domain';
 
 /** A row of the `tasks` read model: what lists and filters need, rebuilt from the log at will. */
 export interface TaskRow {
@@ -15,6 +15,8 @@ export interface TaskRow {
   pending_requests: PendingRequestView[];
   /** The earliest deadline among open requests (the deadline poller's index). */
   next_deadline: string | null;
+  /** Since when the task has work no person holds (null: final, or only people can move it): the watchdog's index. */
+  watch_since: string | null;
 }
 
 export function toTaskRow(s: TaskState): TaskRow {
@@ -30,5 +32,6 @@ export function toTaskRow(s: TaskState): TaskRow {
     version: s.version,
     pending_requests: Object.values(s.pendingRequests).map(toPendingRequestView),
     next_deadline: isFinal(s) ? null : nextDeadline(s),
+    watch_since: hasMachineWork(s) ? s.updatedAt : null,
   };
 }

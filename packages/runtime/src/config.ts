@@ -35,6 +35,8 @@ export const commonEnv = {
    */
   EVENTS_ACK_WAIT_MS: z.coerce.number().int().min(1000).max(3_600_000).default(30_000),
   JOBS_ACK_WAIT_MS: z.coerce.number().int().min(1000).max(3_600_000).default(60_000),
+  /** How often each service checks that its JetStream streams and consumers exist (re-creating what is missing). */
+  BUS_CHECK_INTERVAL_MS: z.coerce.number().int().min(100).max(600_000).default(5000),
 };
 
 /** Claude (unset key → the offline model). Shared by the services that call models. */

@@ -25,6 +25,12 @@ export async function recordDelivery(pool: Pick<pg.Pool, 'query'>, a: DeliveryAt
   );
 }
 
+/** Was this event's webhook delivered already? (A re-published event — the bus was re-fed from the log — is not sent twice.) */
+export async function wasDelivered(pool: Pick<pg.Pool, 'query'>, taskId: string, webhookId: string): Promise<boolean> {
+  const r = await pool.query('select 1 from webhook_deliveries where task_id = $1 and webhook_id = $2 and ok limit 1', [taskId, webhookId]);
+  return (r.rowCount ?? 0) > 0;
+}
+
 /** A task's delivery attempts, in the order they were recorded. */
 export async function listDeliveries(pool: Pick<pg.Pool, 'query'>, taskId: string): Promise<RecordedDelivery[]> {
   const { rows } = await pool.query(

@@ -1,7 +1,7 @@
 export { copyTaskFiles, storeArtifact, readArtifact, readArtifacts, mediaTypeOf, type StoredArtifact } from './artifacts.ts';
 export { indexCorpus, searchCorpus, plainText, titleOf, type CorpusHit } from './corpus.ts';
 export { loadTeamConfig, saveTeamConfigs } from './team-configs.ts';
-export { listDeliveries, recordDelivery, type DeliveryAttempt, type RecordedDelivery } from './deliveries.ts';
+export { listDeliveries, recordDelivery, wasDelivered, type DeliveryAttempt, type RecordedDelivery } from './deliveries.ts';
 export {
   DEFAULT_WORKSPACE_LIMITS,
   EXAMPLE_NAME,
@@ -25,3 +25,18 @@ export {
   type WorkspaceProblem,
 } from './workspaces.ts';
 export { diffWorkspaces, type FileChange, type WorkspaceDiff } from './diff.ts';
+export {
+  WATCHDOG_HOLDER,
+  acquireLease,
+  dropLeases,
+  leaseOf,
+  leasesOfTask,
+  noteRedispatch,
+  recordStream,
+  recordedStreams,
+  releaseLease,
+  renewLease,
+  unfinishedTasks,
+  watchCandidates,
+  type Lease,
+} from './leases.ts';

@@ -28,6 +28,9 @@ const notifier = await startNotifier({
   heartbeatMs: Math.min(5000, Math.floor(config.EVENTS_ACK_WAIT_MS / 3)),
   now: () => new Date(),
   allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
+  nc,
+  busCheckMs: config.BUS_CHECK_INTERVAL_MS,
+  topology: topologyFromEnv(config),
 });
 if (config.WEBHOOK_ALLOW_PRIVATE_NETWORKS) log.warn('WEBHOOK_ALLOW_PRIVATE_NETWORKS=true: webhooks may reach loopback and private addresses (development only)');
 log.info('notifier started');

@@ -1,10 +1,11 @@
-import { BusEvent, deadLetterRecorder, retry, startConsumer, type BusNames, type RunningConsumer } from '@baton/bus';
+import { BusEvent, deadLetterRecorder, retry, startConsumer, TopologyWatch, type BusNames, type RunningConsumer, type TopologyOptions } from '@baton/bus';
 import { fold, taskStreamId, WebhookConfig } from '@baton/domain';
 import { toTaskView } from '@baton/api';
 import type { EventStore } from '@baton/event-store';
 import type { Logger } from '@baton/runtime';
-import { recordDelivery } from '@baton/storage';
-import type { JetStreamClient } from '@nats-io/jetstream';
+import { recordDelivery, wasDelivered } from '@baton/storage';
+import { jetstreamManager, type JetStreamClient } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
 import type pg from 'pg';
 import { assertPublicUrl } from './egress.ts';
 import { deliver, sign, webhookTypesFor, type DeliveryResult } from './webhook.ts';
@@ -25,6 +26,10 @@ export interface NotifierDeps {
   now: () => Date;
   /** Allow webhook URLs on loopback/private networks (development only). */
   allowPrivateNetworks: boolean;
+  /** For the bus topology watch (re-creates a missing stream or consumer); absent: no watch. */
+  nc?: NatsConnection;
+  busCheckMs?: number;
+  topology?: TopologyOptions;
 }
 
 /**
@@ -47,7 +52,13 @@ export async function startNotifier(d: NotifierDeps): Promise<RunningConsumer> {
     cache.set(taskId, hook);
   }
 
-  return startConsumer({
+  const nc = d.nc;
+  const topology = nc
+    ? new TopologyWatch({ jsm: () => jetstreamManager(nc), names: d.names, ...(d.topology ? { topology: d.topology } : {}), log: d.log.child({ component: 'topology' }), everyMs: d.busCheckMs ?? 5000 })
+    : null;
+  topology?.start();
+  const consumer = await startConsumer({
+    onMissing: () => topology?.poke(),
     js: d.js,
     stream: d.names.eventsStream,
     consumer: d.names.consumers.notifier,
@@ -77,6 +88,7 @@ export async function startNotifier(d: NotifierDeps): Promise<RunningConsumer> {
       const upTo = events.filter((e) => e.position <= BigInt(event.position));
       const task = toTaskView(fold(upTo));
       const webhookId = `msg_${event.id}`;
+      if (ctx.deliveryCount === 1 && (await wasDelivered(d.pool, event.taskId, webhookId))) return;
       const timestamp = Math.floor(d.now().getTime() / 1000);
       const body = JSON.stringify({ type, timestamp: new Date(timestamp * 1000).toISOString(), data: { task } });
       const headers = { 'webhook-id': webhookId, 'webhook-timestamp': String(timestamp), 'webhook-signature': sign(d.secret, webhookId, timestamp, body) };
@@ -94,4 +106,13 @@ export async function startNotifier(d: NotifierDeps): Promise<RunningConsumer> {
       return retry(r.error ?? 'failed', r.retryAfterMs ?? undefined);
     },
   });
+  return {
+    get inFlight() {
+      return consumer.inFlight;
+    },
+    async stop() {
+      await topology?.stop();
+      await consumer.stop();
+    },
+  };
 }

@@ -9,6 +9,14 @@ const schema = z.object({
   RELAY_BACKSTOP_MS: durationMs(30_000),
   /** Longest sleep between looks at the deadline table (requests opened by another replica are seen within it). */
   DEADLINE_BACKSTOP_MS: durationMs(60_000),
+  /** The watchdog (one per deployment, where the relay leads): how often it looks. */
+  WATCHDOG_INTERVAL_MS: z.coerce.number().int().min(100).max(600_000).default(5000),
+  /** A task with work no person holds and no transition for this long is looked at (its wake-ups re-sent). */
+  WATCHDOG_GRACE_MS: z.coerce.number().int().min(100).max(86_400_000).default(30_000),
+  /** Re-dispatches of one agent attempt before it fails `agent_lost`. */
+  WATCHDOG_MAX_REDISPATCHES: z.coerce.number().int().min(1).max(100).default(3),
+  /** After the bus lost its streams, the relay re-publishes the log of this last stretch (older work is woken task by task). */
+  BUS_REPLAY_WINDOW_MS: z.coerce.number().int().min(0).max(7 * 86_400_000).default(600_000),
   CONSUMER_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(8),
   /** Offline model latency per turn (0 = instant); lets a demo look like real work. */
   OFFLINE_MODEL_LATENCY_MS: durationMs(0),

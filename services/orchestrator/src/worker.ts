@@ -1,12 +1,13 @@
-import { BusEvent, deadLetterRecorder, publishWakeUps, Relay, startConsumer, type BusNames, type RunningConsumer } from '@baton/bus';
-import { nextDeadline } from '@baton/domain';
-import { keepActive, loadTask, type EventStore } from '@baton/event-store';
+import { BusEvent, deadLetterRecorder, publishWakeUps, Relay, startConsumer, TopologyWatch, type BusNames, type RunningConsumer, type TopologyOptions } from '@baton/bus';
+import { isFinal, nextDeadline } from '@baton/domain';
+import { handleCommand, keepActive, loadTask, type EventStore } from '@baton/event-store';
 import { keyedSerial, type Logger } from '@baton/runtime';
-import type { JetStreamClient } from '@nats-io/jetstream';
+import { jetstreamManager, type JetStreamClient } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type pg from 'pg';
 import { DeadlinePoller } from './deadlines.ts';
 import { advanceTask, type LeadDeps } from './lead.ts';
+import { Watchdog, type WatchdogOptions } from './watchdog.ts';
 
 export interface OrchestratorDeps extends LeadDeps {
   pool: pg.Pool;
@@ -23,12 +24,19 @@ export interface OrchestratorDeps extends LeadDeps {
   forget?: (taskId: string) => void;
   /** Longest sleep of the deadline timer between looks at the deadline table. */
   deadlineBackstopMs?: number;
+  /** The watchdog's policy and pace (see watchdog.ts). */
+  watchdog?: Partial<WatchdogOptions> & { everyMs?: number; replayWindowMs?: number };
+  /** How often the bus topology is checked (and re-created where missing), and its settings. */
+  busCheckMs?: number;
+  topology?: TopologyOptions;
 }
 
 export interface Orchestrator {
   relay: Relay | null;
   consumer: RunningConsumer;
   deadlines: DeadlinePoller;
+  watchdog: Watchdog;
+  topology: TopologyWatch;
   stop(): Promise<void>;
 }
 
@@ -54,7 +62,35 @@ export async function startOrchestrator(d: OrchestratorDeps): Promise<Orchestrat
     backstopMs: d.deadlineBackstopMs ?? 60_000,
   });
   deadlines.start();
+  const jsm = () => jetstreamManager(d.nc);
+  const watchdog = new Watchdog({
+    pool: d.pool,
+    store: d.store as EventStore,
+    load: d.load ?? ((id: string) => loadTask(d.store, id)),
+    nc: d.nc,
+    jsm,
+    names: d.names,
+    log: d.log.child({ component: 'watchdog' }),
+    now: d.now,
+    relay,
+    everyMs: d.watchdog?.everyMs ?? 5000,
+    ...(d.watchdog?.replayWindowMs !== undefined ? { replayWindowMs: d.watchdog.replayWindowMs } : {}),
+    options: { graceMs: d.watchdog?.graceMs ?? 30_000, maxRedispatches: d.watchdog?.maxRedispatches ?? 3 },
+  });
+  const topology = new TopologyWatch({
+    jsm,
+    names: d.names,
+    ...(d.topology ? { topology: d.topology } : {}),
+    log: d.log.child({ component: 'topology' }),
+    everyMs: d.busCheckMs ?? 5000,
+    onReport: (_r, recreated) => {
+      if (recreated) watchdog.poke();
+    },
+  });
+  topology.start();
+  watchdog.start();
   const serialised = keyedSerial();
+  const recordDeadLetter = deadLetterRecorder(d.pool);
   const consumer = await startConsumer({
     js: d.js,
     stream: d.names.eventsStream,
@@ -64,7 +100,16 @@ export async function startOrchestrator(d: OrchestratorDeps): Promise<Orchestrat
     concurrency: d.concurrency,
     maxAttempts: d.maxAttempts,
     ...(d.heartbeatMs ? { heartbeatMs: d.heartbeatMs } : {}),
-    onDeadLetter: deadLetterRecorder(d.pool),
+    onMissing: () => topology.poke(),
+    // A lead trigger that keeps failing (the model, a bug) ends the task visibly instead of leaving it running.
+    onDeadLetter: async (dl) => {
+      await recordDeadLetter(dl);
+      const event = BusEvent.safeParse(safeJson(dl.payload));
+      if (!event.success) return;
+      const taskId = event.data.taskId;
+      await handleCommand(d.store, taskId, (s) => (isFinal(s) || s.status === 'none' ? null : { type: 'FailTask', code: 'lead_failed', message: `the lead could not take its step after ${dl.deliveries} attempts: ${dl.error}` }), { load: d.load ?? ((id: string) => loadTask(d.store, id)), metadata: { actor: 'baton:orchestrator' }, now: d.now });
+      d.log.error({ taskId, error: dl.error }, 'lead failed for good: task failed');
+    },
     // The consumer's filter (baton.triggers.>) delivers only events that can wake the lead.
     handle: async (event) => {
       const { appended, state } = await serialised(event.taskId, () => advanceTask(lead, event.taskId));
@@ -78,10 +123,22 @@ export async function startOrchestrator(d: OrchestratorDeps): Promise<Orchestrat
     relay,
     consumer,
     deadlines,
+    watchdog,
+    topology,
     async stop() {
+      await topology.stop();
+      await watchdog.stop();
       await consumer.stop();
       await deadlines.stop();
       await relay?.stop();
     },
   };
+}
+
+function safeJson(s: string): unknown {
+  try {
+    return JSON.parse(s);
+  } catch {
+    return null;
+  }
 }

@@ -10,6 +10,8 @@ const schema = z.object({
   RUNNER_ID: z.string().min(1).optional(),
   WORKSPACE_ROOT: z.string().min(1).default(path.join(tmpdir(), 'baton-workspaces')),
   CONSUMER_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(5),
+  /** A runner holds a lease on each agent it runs, renewed every third of this; one not renewed for this long is taken over. */
+  LEASE_TTL_MS: z.coerce.number().int().min(300).max(3_600_000).default(20_000),
   OFFLINE_MODEL_LATENCY_MS: durationMs(0),
   ...modelEnv,
   /** `auto`: E2B when E2B_API_KEY is set, else local (bubblewrap). */

@@ -54,6 +54,9 @@ const runner = await startRunner({
   heartbeatMs: Math.min(5000, Math.floor(config.JOBS_ACK_WAIT_MS / 3)),
   maxJobMs: config.JOB_MAX_MS,
   maxAttempts: config.CONSUMER_MAX_ATTEMPTS,
+  lease: { db: db.pool, ttlMs: config.LEASE_TTL_MS },
+  busCheckMs: config.BUS_CHECK_INTERVAL_MS,
+  topology: topologyFromEnv(config),
 });
 log.info({ runnerId, sandboxes: sandboxes.name }, 'sandbox-runner started');
 serveDiagnostics(nc, names, 'sandbox-runner', () => ({ pgQueries: db.queriesIssued(), cachedTasks: cache.size }));

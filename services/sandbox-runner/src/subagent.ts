@@ -1,7 +1,8 @@
 import { agentStreamId, isFinal, isToolUse, type Command, type RecordedEvent, type TaskState } from '@baton/domain';
 import { builtinTeams, findAgent, runAgentLoop, submitReviewTool, type AgentDefinition, type LoopHost, type ModelClient, type TeamCatalog, type TeamDefinition } from '@baton/agents';
 import { handleCommand, isConcurrencyError, loadTask, retryOnConflict, TaskWriter, type EventStore, type LoadedTask, type TaskLoader } from '@baton/event-store';
-import type { CorpusHit, StoredArtifact } from '@baton/storage';
+import { acquireLease, releaseLease, renewLease, type CorpusHit, type StoredArtifact } from '@baton/storage';
+import type pg from 'pg';
 import type { Logger } from '@baton/runtime';
 import { DEFAULT_LIMITS, SandboxFencedError, type Sandbox, type SandboxProvider, type SandboxSpec } from '@baton/sandbox';
 import { fileAccessViolation, MUTATING_TOOLS, type WritePolicy } from './files.ts';
@@ -30,8 +31,45 @@ export interface RunnerDeps {
   load?: TaskLoader;
   /** Called with each committed batch (the service publishes its wake-ups and live ticks at once). */
   committed?: (events: RecordedEvent[]) => void;
+  /** Agent leases in Postgres (absent: none — tests that drive one runner by hand). */
+  lease?: LeaseConfig;
   /** Called just before a tool runs, with the agent stream version the runner had seen (crash tests audit this). */
   audit?: (entry: { taskId: string; agentId: string; toolUseId: string; tool: string; seenVersion: number }) => void;
+}
+
+export interface LeaseConfig {
+  db: Pick<pg.Pool, 'query'>;
+  /** A lease not renewed for this long is taken over (renewed every third of it). */
+  ttlMs: number;
+}
+
+/**
+ * Take the agent's lease for this attempt and keep renewing it until the job ends; 'held' when
+ * another runner holds a live one. A job that throws leaves its error on the (then expired)
+ * lease for the watchdog's report; one that ends gives the lease back.
+ */
+async function holdLease(d: Pick<RunnerDeps, 'runnerId' | 'log'>, c: LeaseConfig, taskId: string, agentId: string, attempt: number) {
+  const got = await acquireLease(c.db, { taskId, agentId, attempt, holder: d.runnerId, ttlMs: c.ttlMs });
+  if (!got.taken) {
+    d.log.info({ taskId, agentId, holder: got.heldBy.holder, until: got.heldBy.expiresAt }, 'job dropped: the agent is being run elsewhere');
+    return 'held' as const;
+  }
+  let error: string | undefined;
+  const timer = setInterval(() => {
+    renewLease(c.db, { taskId, agentId, holder: d.runnerId, ttlMs: c.ttlMs }).then(
+      (kept) => kept || d.log.warn({ taskId, agentId }, 'lease lost: another runner took the agent over'),
+      (err: unknown) => d.log.warn({ err, taskId, agentId }, 'could not renew the lease; will retry'),
+    );
+  }, Math.max(50, Math.floor(c.ttlMs / 3)));
+  return {
+    failed(err: unknown): void {
+      error = err instanceof Error ? err.message : String(err);
+    },
+    async release(): Promise<void> {
+      clearInterval(timer);
+      await releaseLease(c.db, { taskId, agentId, holder: d.runnerId, ...(error !== undefined ? { error } : {}) }).catch((err: unknown) => d.log.warn({ err, taskId, agentId }, 'could not release the lease (it expires by itself)'));
+    },
+  };
 }
 
 /** A job's cause is not readable yet (not expected: the relay publishes only committed events); the job is retried. */
@@ -42,7 +80,7 @@ export class CauseNotVisibleError extends Error {
   }
 }
 
-export type JobOutcome = 'completed' | 'failed' | 'paused' | 'cancelled' | 'superseded' | 'nothing-to-do';
+export type JobOutcome = 'completed' | 'failed' | 'paused' | 'cancelled' | 'superseded' | 'nothing-to-do' | 'held-elsewhere';
 
 /**
  * Run (or resume) one subagent. Ownership is fenced in Postgres, not by NATS acks: the
@@ -78,129 +116,141 @@ export async function runSubagentJob(
     return 'failed';
   }
   const attempt = agent0.attempt + 1;
-  const claimed = await claimAttempt(d, taskId, agentId, attempt, initial);
-  if (!claimed) return 'superseded';
-  let sandbox: Sandbox;
+  // The lease first: a live one held by another runner means the agent is being run — this
+  // delivery is a duplicate (an ack that came late, a re-dispatch) and is dropped; the lease's
+  // holder owns the agent, and the watchdog re-dispatches it if that holder goes quiet.
+  const lease = d.lease ? await holdLease(d, d.lease, taskId, agentId, attempt) : null;
+  if (lease === 'held') return 'held-elsewhere';
   try {
-    sandbox = await d.sandboxes.open(sandboxSpec(d, def, taskId, agentId, attempt));
+    const claimed = await claimAttempt(d, taskId, agentId, attempt, initial);
+    if (!claimed) return 'superseded';
+    let sandbox: Sandbox;
+    try {
+      sandbox = await d.sandboxes.open(sandboxSpec(d, def, taskId, agentId, attempt));
+    } catch (err) {
+      if (err instanceof SandboxFencedError) return 'superseded';
+      throw err;
+    }
+    if ((claimed.writer.state.agents[agentId]?.turns ?? 0) === 0) await seedInputs(d, sandbox, claimed.writer.state, taskId);
+
+    const { writer } = claimed;
+    const events = claimed.events;
+    // What it may change: its config's file scope and, for a subtask of a plan, its locks.
+    const policy: WritePolicy = { scope: def.fileScope, locks: agent0.fileLocks };
+    const env: ToolEnv = { sandbox, testCommand: def.testCommand, search: d.search, signal, policy };
+    /** Task-stream commands (requests, completion) wait for the agent's own writes, then go through handleCommand. */
+    let onTaskStream: Command[] = [];
+    let changed = false;
+    /** After tools that can change files, the workspace is made durable (once) before anything describes it. */
+    const syncIfChanged = async (): Promise<void> => {
+      if (changed) await sandbox.sync();
+      changed = false;
+    };
+    let outcome = null as JobOutcome | null;
+    const stop = (o: JobOutcome): false => ((outcome = o), false);
+    let first = true;
+
+    const host: LoopHost = {
+      agentId,
+      team,
+      def,
+      runsIn: 'runner',
+      model: d.model,
+      system: def.prompt,
+      prompt: agent0.prompt,
+      attempt,
+      actor: d.runnerId,
+      ...(signal ? { signal } : {}),
+      now: d.now,
+      state: () => writer.state,
+      events: () => events.concat(writer.pending),
+      pending: () => writer.pending,
+      record: (commands, metadata) => {
+        // The agent's own turns and results go to its stream now; the rest to the task stream at commit.
+        const own = (c: Command): boolean => c.type === 'RecordModelTurn' || c.type === 'RecordToolResults';
+        onTaskStream = onTaskStream.concat(commands.filter((c) => !own(c)));
+        if (commands.some(own)) writer.apply(commands.filter(own), metadata ? { metadata } : {});
+      },
+      commit: async () => {
+        await syncIfChanged();
+        try {
+          const own = await writer.flush();
+          events.push(...own);
+          d.committed?.(own);
+        } catch (err) {
+          if (!isConcurrencyError(err)) throw err;
+          d.log.warn({ taskId, agentId, attempt }, 'agent stream moved under us: a newer attempt took over');
+          return stop('superseded');
+        }
+        const commands = onTaskStream;
+        onTaskStream = [];
+        if (commands.length === 0) return true;
+        try {
+          const done = await handleCommand(d.store, taskId, (s) => {
+            const a = s.agents[agentId];
+            return a && a.attempt === attempt && (a.status === 'running' || a.status === 'paused') ? commands : null;
+          }, { load });
+          d.committed?.(done.events);
+          return done.events.length > 0 || stop('superseded');
+        } catch (err) {
+          const code = (err as { code?: string }).code;
+          if (code === 'stale_attempt') return stop('superseded');
+          if (code === 'task_final') return stop('cancelled');
+          throw err;
+        }
+      },
+      proceed: async () => {
+        heartbeat();
+        // The task as others see it: cancelled, or this attempt superseded, stops the job here.
+        const fresh = first ? writer.state : (await load(taskId)).state;
+        first = false;
+        const current = fresh.agents[agentId];
+        if (isFinal(fresh) || current?.status === 'cancelled') return stop('cancelled');
+        if (!current || current.attempt !== attempt || current.status !== 'running') return stop('superseded');
+        return true;
+      },
+      execute: async (call) => {
+        const violation = fileAccessViolation(policy, call.name, call.input);
+        if (violation) return { toolUseId: call.id, toolName: call.name, content: violation, isError: true };
+        d.audit?.({ taskId, agentId, toolUseId: call.id, tool: call.name, seenVersion: writer.committed.agents[agentId]?.streamVersion ?? 0 });
+        if (MUTATING_TOOLS.has(call.name)) changed = true;
+        return runTool({ type: 'tool_use', ...call }, def.tools, env);
+      },
+      plan: (call) => `${def.name} (${agentId}) wants to call ${call.name}.`,
+      finish: async ({ capped, finalText }) => {
+        const own = events.concat(writer.pending).filter((e) => e.streamId === agentStreamId(taskId, agentId));
+        const files = collectFiles(own);
+        await syncIfChanged();
+        const stored = await storeOutputs(d, sandbox, taskId, agentId, files, agent0.fileLocks !== null);
+        const summary = capped ? `stopped after reaching the iteration cap of ${def.maxTurns} turns. ${finalText}`.trim() : finalText;
+        const tests = writer.state.agents[agentId]?.tests; // its last test run's counts, as the fold keeps them
+        const review = agent0.role === 'review' ? lastReview(own, agentId, agent0.round) : null;
+        return [
+          ...stored.map((x): Command => ({ type: 'StoreArtifact', agentId, path: x.path, bytes: x.bytes, sha256: x.sha256, mediaType: x.mediaType })),
+          ...(review ? [review] : []),
+          { type: 'CompleteSubagent', agentId, attempt, summary, filesCreated: files.created, filesModified: files.modified, success: !capped, iterationCapReached: capped, ...(tests ? { tests } : {}) },
+        ];
+      },
+    };
+
+    try {
+      const exit = await runAgentLoop(host);
+      outcome ??= exit === 'finished' ? 'completed' : exit === 'waiting' ? 'paused' : 'superseded';
+    } catch (err) {
+      if (err instanceof SandboxFencedError) return 'superseded';
+      throw err;
+    }
+    // The sandbox follows the agent: paused (nothing held) while it waits for a person, gone once
+    // it is done or its task was cancelled; a superseded job leaves it to the newer attempt.
+    if (outcome === 'paused') await d.sandboxes.pause(sandbox);
+    else if (outcome === 'completed' || outcome === 'cancelled') await d.sandboxes.kill(taskId, agentId);
+    return outcome;
   } catch (err) {
-    if (err instanceof SandboxFencedError) return 'superseded';
+    lease?.failed(err);
     throw err;
+  } finally {
+    await lease?.release();
   }
-  if ((claimed.writer.state.agents[agentId]?.turns ?? 0) === 0) await seedInputs(d, sandbox, claimed.writer.state, taskId);
-
-  const { writer } = claimed;
-  const events = claimed.events;
-  // What it may change: its config's file scope and, for a subtask of a plan, its locks.
-  const policy: WritePolicy = { scope: def.fileScope, locks: agent0.fileLocks };
-  const env: ToolEnv = { sandbox, testCommand: def.testCommand, search: d.search, signal, policy };
-  /** Task-stream commands (requests, completion) wait for the agent's own writes, then go through handleCommand. */
-  let onTaskStream: Command[] = [];
-  let changed = false;
-  /** After tools that can change files, the workspace is made durable (once) before anything describes it. */
-  const syncIfChanged = async (): Promise<void> => {
-    if (changed) await sandbox.sync();
-    changed = false;
-  };
-  let outcome = null as JobOutcome | null;
-  const stop = (o: JobOutcome): false => ((outcome = o), false);
-  let first = true;
-
-  const host: LoopHost = {
-    agentId,
-    team,
-    def,
-    runsIn: 'runner',
-    model: d.model,
-    system: def.prompt,
-    prompt: agent0.prompt,
-    attempt,
-    actor: d.runnerId,
-    ...(signal ? { signal } : {}),
-    now: d.now,
-    state: () => writer.state,
-    events: () => events.concat(writer.pending),
-    pending: () => writer.pending,
-    record: (commands, metadata) => {
-      // The agent's own turns and results go to its stream now; the rest to the task stream at commit.
-      const own = (c: Command): boolean => c.type === 'RecordModelTurn' || c.type === 'RecordToolResults';
-      onTaskStream = onTaskStream.concat(commands.filter((c) => !own(c)));
-      if (commands.some(own)) writer.apply(commands.filter(own), metadata ? { metadata } : {});
-    },
-    commit: async () => {
-      await syncIfChanged();
-      try {
-        const own = await writer.flush();
-        events.push(...own);
-        d.committed?.(own);
-      } catch (err) {
-        if (!isConcurrencyError(err)) throw err;
-        d.log.warn({ taskId, agentId, attempt }, 'agent stream moved under us: a newer attempt took over');
-        return stop('superseded');
-      }
-      const commands = onTaskStream;
-      onTaskStream = [];
-      if (commands.length === 0) return true;
-      try {
-        const done = await handleCommand(d.store, taskId, (s) => {
-          const a = s.agents[agentId];
-          return a && a.attempt === attempt && (a.status === 'running' || a.status === 'paused') ? commands : null;
-        }, { load });
-        d.committed?.(done.events);
-        return done.events.length > 0 || stop('superseded');
-      } catch (err) {
-        const code = (err as { code?: string }).code;
-        if (code === 'stale_attempt') return stop('superseded');
-        if (code === 'task_final') return stop('cancelled');
-        throw err;
-      }
-    },
-    proceed: async () => {
-      heartbeat();
-      // The task as others see it: cancelled, or this attempt superseded, stops the job here.
-      const fresh = first ? writer.state : (await load(taskId)).state;
-      first = false;
-      const current = fresh.agents[agentId];
-      if (isFinal(fresh) || current?.status === 'cancelled') return stop('cancelled');
-      if (!current || current.attempt !== attempt || current.status !== 'running') return stop('superseded');
-      return true;
-    },
-    execute: async (call) => {
-      const violation = fileAccessViolation(policy, call.name, call.input);
-      if (violation) return { toolUseId: call.id, toolName: call.name, content: violation, isError: true };
-      d.audit?.({ taskId, agentId, toolUseId: call.id, tool: call.name, seenVersion: writer.committed.agents[agentId]?.streamVersion ?? 0 });
-      if (MUTATING_TOOLS.has(call.name)) changed = true;
-      return runTool({ type: 'tool_use', ...call }, def.tools, env);
-    },
-    plan: (call) => `${def.name} (${agentId}) wants to call ${call.name}.`,
-    finish: async ({ capped, finalText }) => {
-      const own = events.concat(writer.pending).filter((e) => e.streamId === agentStreamId(taskId, agentId));
-      const files = collectFiles(own);
-      await syncIfChanged();
-      const stored = await storeOutputs(d, sandbox, taskId, agentId, files, agent0.fileLocks !== null);
-      const summary = capped ? `stopped after reaching the iteration cap of ${def.maxTurns} turns. ${finalText}`.trim() : finalText;
-      const tests = writer.state.agents[agentId]?.tests; // its last test run's counts, as the fold keeps them
-      const review = agent0.role === 'review' ? lastReview(own, agentId, agent0.round) : null;
-      return [
-        ...stored.map((x): Command => ({ type: 'StoreArtifact', agentId, path: x.path, bytes: x.bytes, sha256: x.sha256, mediaType: x.mediaType })),
-        ...(review ? [review] : []),
-        { type: 'CompleteSubagent', agentId, attempt, summary, filesCreated: files.created, filesModified: files.modified, success: !capped, iterationCapReached: capped, ...(tests ? { tests } : {}) },
-      ];
-    },
-  };
-
-  try {
-    const exit = await runAgentLoop(host);
-    outcome ??= exit === 'finished' ? 'completed' : exit === 'waiting' ? 'paused' : 'superseded';
-  } catch (err) {
-    if (err instanceof SandboxFencedError) return 'superseded';
-    throw err;
-  }
-  // The sandbox follows the agent: paused (nothing held) while it waits for a person, gone once
-  // it is done or its task was cancelled; a superseded job leaves it to the newer attempt.
-  if (outcome === 'paused') await d.sandboxes.pause(sandbox);
-  else if (outcome === 'completed' || outcome === 'cancelled') await d.sandboxes.kill(taskId, agentId);
-  return outcome;
 }
 
 /** Files kept as a task's artifacts (the bytes go to Postgres; ArtifactStored records them). */

@@ -1,7 +1,7 @@
-import { deadLetterRecorder, publishWakeUps, RunnerJob, startConsumer, type BusNames, type RunningConsumer } from '@baton/bus';
+import { deadLetterRecorder, publishWakeUps, RunnerJob, startConsumer, TopologyWatch, type BusNames, type RunningConsumer, type TopologyOptions } from '@baton/bus';
 import { keyedSerial } from '@baton/runtime';
 import { handleCommand, loadTask } from '@baton/event-store';
-import type { JetStreamClient } from '@nats-io/jetstream';
+import { jetstreamManager, type JetStreamClient } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type pg from 'pg';
 import { runSubagentJob, type RunnerDeps } from './subagent.ts';
@@ -18,6 +18,9 @@ export interface RunnerWorkerDeps extends RunnerDeps {
   heartbeatMs?: number;
   /** The longest a job may run before it is aborted and its message handed back. */
   maxJobMs?: number;
+  /** How often the bus topology is checked (re-created where missing); needs `nc`. */
+  busCheckMs?: number;
+  topology?: TopologyOptions;
 }
 
 /**
@@ -32,7 +35,12 @@ export async function startRunner(d: RunnerWorkerDeps): Promise<RunningConsumer>
   // on the agent's sandbox directory, and the first to finish would ack a message the other
   // still needed: a crash of the other then lost the agent (seen once under chaos).
   const perAgent = keyedSerial();
-  return startConsumer({
+  const nc = d.nc;
+  const topology = nc
+    ? new TopologyWatch({ jsm: () => jetstreamManager(nc), names: d.names, ...(d.topology ? { topology: d.topology } : {}), log: d.log.child({ component: 'topology' }), everyMs: d.busCheckMs ?? 5000 })
+    : null;
+  topology?.start();
+  const consumer = await startConsumer({
     js: d.js,
     stream: d.names.jobsStream,
     consumer: d.names.consumers.runner,
@@ -42,6 +50,7 @@ export async function startRunner(d: RunnerWorkerDeps): Promise<RunningConsumer>
     maxAttempts: d.maxAttempts,
     heartbeatMs: d.heartbeatMs ?? 5000,
     ...(d.maxJobMs ? { maxHandlerMs: d.maxJobMs } : {}),
+    onMissing: () => topology?.poke(),
     onDeadLetter: async (dl) => {
       await recordDeadLetter(dl);
       const job = RunnerJob.safeParse(safeJson(dl.payload));
@@ -66,6 +75,15 @@ export async function startRunner(d: RunnerWorkerDeps): Promise<RunningConsumer>
       d.log.info({ taskId: job.taskId, agentId: job.agentId, outcome, delivery: ctx.deliveryCount }, 'job done');
     },
   });
+  return {
+    get inFlight() {
+      return consumer.inFlight;
+    },
+    async stop() {
+      await topology?.stop();
+      await consumer.stop();
+    },
+  };
 }
 
 function safeJson(s: string): unknown {

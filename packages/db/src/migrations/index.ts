@@ -4,6 +4,7 @@ import * as m002 from './002_read_models.ts';
 import * as m003 from './003_deadlines.ts';
 import * as m004 from './004_sandboxes_artifacts_corpus.ts';
 import * as m005 from './005_input_workspaces.ts';
+import * as m006 from './006_leases.ts';
 
 /** Numbered migrations, imported statically so they run the same from source and from a build. */
 export const migrations: Record<string, Migration> = {
@@ -12,6 +13,7 @@ export const migrations: Record<string, Migration> = {
   '003_deadlines': m003,
   '004_sandboxes_artifacts_corpus': m004,
   '005_input_workspaces': m005,
+  '006_leases': m006,
 };
 
 export const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

@@ -1,0 +1,115 @@
+import { randomUUID } from 'node:crypto';
+import { OfflineModel, type ModelClient } from '@baton/agents';
+import { busNames, ensureTopology } from '@baton/bus';
+import { handleCommand, loadTask, type EventStore } from '@baton/event-store';
+import { silentLogger } from '@baton/runtime';
+import { leaseOf } from '@baton/storage';
+import { stackTest, waitFor } from '@baton/testing';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { describe, expect } from 'vitest';
+import { startOrchestrator, type OrchestratorDeps } from './worker.ts';
+
+const log = silentLogger();
+
+async function dispatchedTask(store: EventStore): Promise<string> {
+  const id = randomUUID();
+  await handleCommand(store, id, { type: 'SubmitTask', prompt: 'topic', team: 'research', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 'd', requestHash: null, forkedFrom: null, workspace: null });
+  await handleCommand(store, id, { type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'research-lead', configVersion: 'v' });
+  await handleCommand(store, id, {
+    type: 'RecordModelTurn', agentId: 'lead', turn: 1, model: 'm', stopReason: 'tool_use', offline: true, durationMs: 0,
+    content: [{ type: 'tool_use', id: 'tu1', name: 'Task', input: { agent: 'researcher', prompt: 'Research the topic' } }],
+    usage: { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 },
+  });
+  await handleCommand(store, id, { type: 'DispatchSubagent', agentId: 'researcher-1', agentType: 'researcher', toolUseId: 'tu1', prompt: 'Research the topic' });
+  return id;
+}
+
+import type { NatsFixture, PgFixture } from '@baton/testing';
+type Fixture = { pg: PgFixture; nats: NatsFixture };
+
+async function orchestrator(f: Fixture, o: { model?: ModelClient; graceMs?: number; maxRedispatches?: number; maxAttempts?: number } = {}) {
+  const names = busNames(f.nats.namespace);
+  await ensureTopology(await jetstreamManager(f.nats.nc), names);
+  const deps: OrchestratorDeps = {
+    store: f.pg.store, model: o.model ?? new OfflineModel(), now: () => new Date(), log,
+    pool: f.pg.db.pool, nc: f.nats.nc, js: jetstream(f.nats.nc), names, concurrency: 4, maxAttempts: o.maxAttempts ?? 5,
+    relay: { enabled: true, batchSize: 100, backstopMs: 30_000 },
+    watchdog: { everyMs: 100, graceMs: o.graceMs ?? 300, maxRedispatches: o.maxRedispatches ?? 2 },
+    busCheckMs: 100,
+  };
+  return { names, orch: await startOrchestrator(deps) };
+}
+
+/** Run jobs messages for one agent: count them, ack them (a "runner" that takes the job and dies before claiming it). */
+async function jobsFor(f: Fixture, names: ReturnType<typeof busNames>, agentId: string): Promise<number> {
+  const jsm = await jetstreamManager(f.nats.nc);
+  const info = await jsm.streams.info(names.jobsStream).catch(() => null);
+  if (!info) return 0;
+  let n = 0;
+  const subjects = await jsm.streams.info(names.jobsStream, { subjects_filter: '>' });
+  for (const [subject, count] of Object.entries(subjects.state.subjects ?? {})) if (subject.endsWith(`.${agentId}`)) n += count;
+  return n;
+}
+
+describe('the watchdog', () => {
+  stackTest('a dispatched agent whose job is lost is re-dispatched; when no runner ever claims it (and no job waits in the queue) it fails agent_lost and the lead goes on', async ({ pg, nats }) => {
+    const f = { pg, nats };
+    const id = await dispatchedTask(f.pg.store);
+    const { names, orch } = await orchestrator(f);
+    try {
+      // Re-dispatched: more than the one job the dispatch made.
+      await waitFor(async () => (await jobsFor(f, names, 'researcher-1')) >= 2, { timeoutMs: 15_000, what: 'the watchdog to re-dispatch the agent' });
+      // A "runner" that takes every job and dies before it claims anything (it acks: no job waits in the queue).
+      const sink = await (await jetstream(f.nats.nc).consumers.get(names.jobsStream, names.consumers.runner)).consume();
+      void (async () => {
+        for await (const m of sink) m.ack();
+      })();
+      await waitFor(async () => (await loadTask(f.pg.store, id)).state.agents['researcher-1']?.status === 'failed', { timeoutMs: 20_000, what: 'the agent to fail' });
+      sink.stop();
+      const { state } = await loadTask(f.pg.store, id);
+      expect(state.agents['researcher-1']?.error).toMatchObject({ code: 'agent_lost', message: expect.stringMatching(/re-dispatched 2 times/) });
+      // The lead took the failure as its tool result and went on with its next turn.
+      await waitFor(async () => ((await loadTask(f.pg.store, id)).state.lead?.turns ?? 0) >= 2, { timeoutMs: 15_000, what: 'the lead to go on' });
+      expect(orch.watchdog.failed).toBe(1);
+      expect(await leaseOf(f.pg.db.pool, id, 'researcher-1')).toBeNull();
+    } finally {
+      await orch.stop();
+    }
+  });
+
+  stackTest('the bus loses its streams: they are re-created and the unfinished task gets its job again, from the log', async ({ pg, nats }) => {
+    const f = { pg, nats };
+    const id = await dispatchedTask(f.pg.store);
+    const { names, orch } = await orchestrator(f, { graceMs: 600_000 }); // only the heal may re-send it
+    try {
+      await waitFor(async () => (await jobsFor(f, names, 'researcher-1')) >= 1, { timeoutMs: 10_000, what: 'the dispatch job' });
+      await waitFor(async () => (await f.pg.db.pool.query('select count(*)::int as n from bus_streams')).rows[0].n === 2, { what: 'the streams to be recorded' });
+      const jsm = await jetstreamManager(f.nats.nc);
+      await jsm.streams.delete(names.jobsStream);
+      await jsm.streams.delete(names.eventsStream);
+      await waitFor(async () => (await jobsFor(f, names, 'researcher-1')) >= 1, { timeoutMs: 15_000, what: 'the job to be re-sent into the new stream' });
+      expect(orch.watchdog.heals).toBeGreaterThanOrEqual(1);
+      // The orchestrator's consumer was re-created too and works: a new task's trigger is handled.
+      const t2 = randomUUID();
+      await handleCommand(f.pg.store, t2, { type: 'SubmitTask', prompt: 'bench', team: 'bench', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 'd', requestHash: null, forkedFrom: null, workspace: null });
+      await waitFor(async () => (await loadTask(f.pg.store, t2)).state.status === 'completed', { timeoutMs: 20_000, what: 'a new task to complete after the loss' });
+    } finally {
+      await orch.stop();
+    }
+    expect((await loadTask(f.pg.store, id)).state.agents['researcher-1']?.status).toBe('dispatched');
+  });
+
+  stackTest('a lead whose trigger dead-letters (the model keeps failing) ends the task failed with the reason', async ({ pg, nats }) => {
+    const f = { pg, nats };
+    const broken: ModelClient = { name: 'broken', complete: async () => { throw new Error('model endpoint is down'); } };
+    const { orch } = await orchestrator(f, { model: broken, maxAttempts: 2 });
+    try {
+      const id = randomUUID();
+      await handleCommand(f.pg.store, id, { type: 'SubmitTask', prompt: 'bench', team: 'bench', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 'd', requestHash: null, forkedFrom: null, workspace: null });
+      await waitFor(async () => (await loadTask(f.pg.store, id)).state.status === 'failed', { timeoutMs: 20_000, what: 'the task to fail' });
+      expect((await loadTask(f.pg.store, id)).state.error).toMatchObject({ code: 'lead_failed', message: expect.stringMatching(/model endpoint is down/) });
+    } finally {
+      await orch.stop();
+    }
+  });
+});

@@ -1,0 +1,44 @@
+import { initialState, newLoop, type AgentState, type TaskState } from '@baton/domain';
+import { WATCHDOG_HOLDER, type Lease } from '@baton/storage';
+import { describe, expect, it } from 'vitest';
+import { watchdogActions } from './watchdog.ts';
+
+const now = new Date('2026-11-23T12:00:00Z');
+const agent = (id: string, status: AgentState['status'], attempt = 1): AgentState => ({ ...newLoop(), id, type: 'researcher', status, attempt } as AgentState);
+const task = (agents: AgentState[], leadWaits = true): TaskState => ({
+  ...initialState(),
+  status: 'running',
+  id: 't',
+  lead: { ...newLoop(), agentId: 'lead', type: 'lead', configVersion: 'v', phase: leadWaits ? 'tools' : 'model', openToolUses: leadWaits ? [{ toolUseId: 'tu', name: 'Task', input: {}, state: 'dispatched', result: null, approvedInput: null }] : [] },
+  agents: Object.fromEntries(agents.map((a) => [a.id, a])),
+});
+const lease = (agentId: string, o: Partial<Lease>): Lease => ({ taskId: 't', agentId, attempt: 1, holder: 'runner-a', expiresAt: new Date(now.getTime() + 10_000), fires: 0, lastError: null, ...o });
+const opts = { maxRedispatches: 3, jobsBacklog: false };
+
+describe('watchdogActions', () => {
+  it('leaves an agent with a live lease alone; re-dispatches one whose lease expired or that has none', () => {
+    const s = task([agent('a', 'running'), agent('b', 'running'), agent('c', 'dispatched', 0)]);
+    const a = watchdogActions(s, [lease('a', {}), lease('b', { expiresAt: new Date(now.getTime() - 1) })], now, opts);
+    expect(a).toEqual({ trigger: false, redispatch: ['b', 'c'], fail: [], dropLeases: [] });
+  });
+
+  it('wakes a lead that has a turn to take (or has not started)', () => {
+    expect(watchdogActions(task([], false), [], now, opts).trigger).toBe(true);
+    expect(watchdogActions({ ...task([]), lead: null }, [], now, opts).trigger).toBe(true);
+  });
+
+  it('gives up on an attempt re-dispatched maxRedispatches times — not while jobs wait in the queue — with the last error', () => {
+    const s = task([agent('a', 'running', 2)]);
+    const tired = [lease('a', { holder: WATCHDOG_HOLDER, attempt: 2, fires: 3, lastError: 'sandbox would not start', expiresAt: now })];
+    expect(watchdogActions(s, tired, now, opts).fail).toEqual([{ agentId: 'a', message: expect.stringMatching(/re-dispatched 3 times.*Last error: sandbox would not start/) }]);
+    expect(watchdogActions(s, tired, now, { ...opts, jobsBacklog: true })).toMatchObject({ redispatch: ['a'], fail: [] });
+    // Fires of an older attempt do not count against a newer one (a runner claimed it since).
+    expect(watchdogActions(s, [lease('a', { holder: WATCHDOG_HOLDER, attempt: 1, fires: 3, expiresAt: now })], now, opts)).toMatchObject({ redispatch: ['a'], fail: [] });
+  });
+
+  it('drops the leases of agents no longer active, and all of a finished task', () => {
+    const s = task([agent('a', 'completed'), agent('b', 'running')]);
+    expect(watchdogActions(s, [lease('a', {}), lease('b', {})], now, opts).dropLeases).toEqual(['a']);
+    expect(watchdogActions({ ...s, status: 'completed' }, [lease('a', {}), lease('b', {})], now, opts)).toEqual({ trigger: false, redispatch: [], fail: [], dropLeases: ['a', 'b'] });
+  });
+});

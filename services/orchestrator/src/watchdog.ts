@@ -1,0 +1,273 @@
+import { createHash } from 'node:crypto';
+import { BatchPublisher, encodeEvent, inspectTopology, type BusNames, type OutMessage, type Relay, type RunnerJob, type TopologyReport } from '@baton/bus';
+import { activeAgents, hasMachineWork, isFinal, leadNeedsTurn, type Command, type TaskState } from '@baton/domain';
+import { handleCommand, type EventStore, type TaskLoader } from '@baton/event-store';
+import type { Logger } from '@baton/runtime';
+import { dropLeases, leasesOfTask, noteRedispatch, recordedStreams, recordStream, unfinishedTasks, watchCandidates, WATCHDOG_HOLDER, type Lease } from '@baton/storage';
+import type { JetStreamManager } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
+import type pg from 'pg';
+
+export interface WatchdogOptions {
+  /** No transition for this long, with work no person holds: look at the task (default 30 s). */
+  graceMs: number;
+  /** Re-dispatches of one attempt before the agent fails `agent_lost` (default 3). */
+  maxRedispatches: number;
+}
+
+/** What the watchdog does for one task: wake its lead, re-dispatch agents, or fail those it gave up on. */
+export interface WatchdogActions {
+  trigger: boolean;
+  redispatch: string[];
+  fail: { agentId: string; message: string }[];
+  /** Leases of agents that are no longer active (or of a finished task): dropped. */
+  dropLeases: string[];
+}
+
+/**
+ * The watchdog's policy for one task (pure). The lead is woken when it has a turn to take (the
+ * orchestrator handles wake-ups idempotently). An active agent with a live lease is left
+ * alone; one without (never claimed, its runner gone) is re-dispatched — unless its attempt was
+ * re-dispatched `maxRedispatches` times already and no job is waiting in the queue (a busy
+ * queue explains a slow claim), then it fails visibly with what the lease knew.
+ */
+export function watchdogActions(s: TaskState, leases: readonly Lease[], now: Date, o: { maxRedispatches: number; jobsBacklog: boolean }): WatchdogActions {
+  const out: WatchdogActions = { trigger: false, redispatch: [], fail: [], dropLeases: [] };
+  const byAgent = new Map(leases.map((l) => [l.agentId, l]));
+  if (isFinal(s)) {
+    out.dropLeases = leases.map((l) => l.agentId);
+    return out;
+  }
+  out.trigger = s.lead === null || leadNeedsTurn(s);
+  const active = new Set(activeAgents(s).map((a) => a.id));
+  out.dropLeases = leases.filter((l) => !active.has(l.agentId)).map((l) => l.agentId);
+  for (const a of activeAgents(s)) {
+    const l = byAgent.get(a.id);
+    if (l && l.holder !== WATCHDOG_HOLDER && l.expiresAt > now) continue; // being worked on
+    const tried = l?.holder === WATCHDOG_HOLDER && l.attempt === a.attempt ? l.fires : 0;
+    if (tried >= o.maxRedispatches && !o.jobsBacklog) {
+      const last = l?.lastError ? ` Last error: ${l.lastError}` : '';
+      out.fail.push({ agentId: a.id, message: `no runner kept agent ${a.id} (attempt ${a.attempt}) alive: re-dispatched ${tried} times without progress.${last}` });
+    } else out.redispatch.push(a.id);
+  }
+  return out;
+}
+
+export interface WatchdogDeps {
+  pool: pg.Pool;
+  store: EventStore;
+  load: TaskLoader;
+  nc: NatsConnection;
+  jsm: () => Promise<JetStreamManager>;
+  names: BusNames;
+  log: Logger;
+  now: () => Date;
+  /** The relay of this process (the watchdog acts where the relay leads, so it can rewind it). */
+  relay: Relay | null;
+  everyMs: number;
+  /** How far back the relay re-publishes after the bus lost its streams (default 10 min). */
+  replayWindowMs?: number;
+  options: WatchdogOptions;
+}
+
+/**
+ * One per deployment, where the relay leads (a Postgres advisory lock when no relay runs
+ * here): no timer per task. Each look:
+ * 1. compares each JetStream stream's creation time with the one the log was relayed into —
+ *    a new stream lost what the old one held, so the relay re-publishes the recent log and every
+ *    unfinished task gets its due wake-ups again (message ids make repeats harmless);
+ * 2. looks at tasks with work no person holds and no transition for the grace period, or an
+ *    expired lease, and applies `watchdogActions`.
+ */
+export class Watchdog {
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<void> | null = null;
+  private stopped = false;
+  private again = false;
+  private lockClient: pg.PoolClient | null = null;
+  private publisher: BatchPublisher | null = null;
+  /** Tasks looked at recently (taskId → when): each is looked at most once per grace period. */
+  private readonly looked = new Map<string, number>();
+  heals = 0;
+  redispatched = 0;
+  failed = 0;
+  private readonly d: WatchdogDeps;
+
+  constructor(d: WatchdogDeps) {
+    this.d = d;
+  }
+
+  start(): void {
+    this.publisher = new BatchPublisher(this.d.nc);
+    this.schedule(0);
+  }
+
+  /** Look now (the topology watch re-created something). */
+  poke(): void {
+    if (this.stopped) return;
+    if (this.running) this.again = true;
+    else this.schedule(0);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    await this.running;
+    this.publisher?.close();
+    this.releaseLock();
+  }
+
+  private schedule(ms: number): void {
+    if (this.stopped) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => void this.tick(), ms);
+    this.timer.unref();
+  }
+
+  private async tick(): Promise<void> {
+    this.timer = null;
+    this.running = this.look().catch((err: unknown) => this.d.log.warn({ err }, 'watchdog: look failed; will retry'));
+    await this.running;
+    this.running = null;
+    const again = this.again;
+    this.again = false;
+    this.schedule(again ? 0 : this.d.everyMs);
+  }
+
+  /** Does this process lead? Where the relay runs, its leadership; else a lock of our own. */
+  private async leads(): Promise<boolean> {
+    if (this.d.relay) return this.d.relay.leader;
+    if (!this.lockClient) {
+      const c = await this.d.pool.connect();
+      c.on('error', () => this.releaseLock());
+      this.lockClient = c;
+    }
+    const r = await this.lockClient.query<{ ok: boolean }>(`select pg_try_advisory_lock(hashtext('baton-watchdog')) as ok`);
+    return r.rows[0]?.ok === true;
+  }
+
+  private releaseLock(): void {
+    const c = this.lockClient;
+    this.lockClient = null;
+    try {
+      c?.release(true);
+    } catch {
+      /* already gone */
+    }
+  }
+
+  /** One look (exported for tests through `lookNow`). */
+  private async look(): Promise<void> {
+    if (!(await this.leads())) return;
+    const jsm = await this.d.jsm();
+    const report = await inspectTopology(jsm, this.d.names);
+    if (await this.busWasReset(report)) {
+      await this.heal(report);
+      return;
+    }
+    const backlog = await this.jobsBacklog(jsm);
+    const now = this.d.now();
+    const cutoff = now.getTime() - this.d.options.graceMs;
+    for (const [id, at] of this.looked) if (at < cutoff) this.looked.delete(id);
+    const ids = (await watchCandidates(this.d.pool, this.d.options.graceMs)).filter((id) => !this.looked.has(id));
+    const messages: OutMessage[] = [];
+    for (const id of ids) {
+      this.looked.set(id, now.getTime());
+      messages.push(...(await this.visit(id, backlog, now, `w${now.getTime()}`)));
+    }
+    await this.publish(messages);
+  }
+
+  lookNow(): Promise<void> {
+    return this.look();
+  }
+
+  /** A stream whose creation time differs from the recorded one (or a missing one) lost what it held. */
+  private async busWasReset(report: TopologyReport): Promise<boolean> {
+    const recorded = await recordedStreams(this.d.pool);
+    return Object.entries(report.streams).some(([name, created]) => created === null || recorded.get(name) !== created);
+  }
+
+  private async heal(report: TopologyReport): Promise<void> {
+    const recorded = await recordedStreams(this.d.pool);
+    const first = recorded.size === 0;
+    if (Object.values(report.streams).some((c) => c === null)) return; // the topology watch re-creates them; next look heals
+    if (!first) {
+      this.heals++;
+      const since = new Date(this.d.now().getTime() - (this.d.replayWindowMs ?? 600_000));
+      this.d.log.warn({ streams: report.streams, since }, 'watchdog: the bus lost its streams; re-feeding them from the log');
+      const cursor = await this.d.store.cursorBefore(since);
+      if (cursor) this.d.relay?.rewind(cursor);
+    }
+    // Every unfinished task gets its due wake-ups (on first start too: the log may predate these streams).
+    const epoch = Object.values(report.streams).join('|');
+    let after: string | null = null;
+    const now = this.d.now();
+    for (;;) {
+      const ids = await unfinishedTasks(this.d.pool, after);
+      if (ids.length === 0) break;
+      const messages: OutMessage[] = [];
+      for (const id of ids) messages.push(...(await this.visit(id, false, now, `heal-${hashOf(epoch)}`)));
+      await this.publish(messages);
+      after = ids[ids.length - 1] as string;
+    }
+    for (const [name, created] of Object.entries(report.streams)) if (created) await recordStream(this.d.pool, name, created);
+  }
+
+  private async jobsBacklog(jsm: JetStreamManager): Promise<boolean> {
+    try {
+      const info = await jsm.consumers.info(this.d.names.jobsStream, this.d.names.consumers.runner);
+      return info.num_pending > 0;
+    } catch {
+      return true; // cannot tell: do not give up on anyone
+    }
+  }
+
+  /** Apply the policy to one task; returns the wake-ups to publish. */
+  private async visit(taskId: string, backlog: boolean, now: Date, tag: string): Promise<OutMessage[]> {
+    try {
+      const { state, events } = await this.d.load(taskId);
+      if (state.status === 'none') return [];
+      const leases = await leasesOfTask(this.d.pool, taskId);
+      const a = watchdogActions(state, leases, now, { maxRedispatches: this.d.options.maxRedispatches, jobsBacklog: backlog });
+      if (a.dropLeases.length > 0) await dropLeases(this.d.pool, taskId, a.dropLeases);
+      if (a.fail.length > 0) {
+        // Only agents still active at the attempt looked at (a runner may have moved on since).
+        const fails = (s: TaskState): Command[] | null => {
+          const cmds: Command[] = a.fail.filter((f) => s.agents[f.agentId]?.attempt === state.agents[f.agentId]?.attempt && activeAgents(s).some((x) => x.id === f.agentId)).map((f) => ({ type: 'FailSubagent', agentId: f.agentId, code: 'agent_lost', message: f.message }));
+          return cmds.length > 0 ? cmds : null;
+        };
+        await handleCommand(this.d.store, taskId, fails, { load: this.d.load, metadata: { actor: 'baton:watchdog' }, now: this.d.now }).catch((err: unknown) => this.d.log.warn({ err, taskId }, 'watchdog: could not fail the agent'));
+        await dropLeases(this.d.pool, taskId, a.fail.map((f) => f.agentId));
+        this.failed += a.fail.length;
+        this.d.log.error({ taskId, agents: a.fail }, 'watchdog: gave up on agents');
+      }
+      const last = events[events.length - 1];
+      if (!last) return [];
+      const out: OutMessage[] = [];
+      if (a.trigger && hasMachineWork(state)) {
+        out.push({ subject: this.d.names.triggerSubject(taskId, 'Watchdog'), data: encodeEvent(last), msgId: `${tag}-${taskId}-lead-${state.version}` });
+      }
+      for (const agentId of a.redispatch) {
+        const agent = state.agents[agentId];
+        await noteRedispatch(this.d.pool, taskId, agentId, agent?.attempt ?? 0);
+        const job: RunnerJob = { kind: 'run', taskId, agentId, causeEventId: last.id };
+        out.push({ subject: this.d.names.jobSubject('run', taskId, agentId), data: JSON.stringify(job), msgId: `${tag}-${taskId}-${agentId}-${agent?.attempt ?? 0}` });
+        this.redispatched++;
+      }
+      if (out.length > 0) this.d.log.warn({ taskId, lead: a.trigger, agents: a.redispatch, tag }, 'watchdog: waking a task that made no progress');
+      return out;
+    } catch (err) {
+      this.d.log.warn({ err, taskId }, 'watchdog: could not look at the task');
+      return [];
+    }
+  }
+
+  private async publish(messages: OutMessage[]): Promise<void> {
+    if (messages.length > 0) await this.publisher?.publishAll(messages);
+  }
+}
+
+function hashOf(s: string): string {
+  return createHash('sha256').update(s).digest('hex').slice(0, 12);
+}

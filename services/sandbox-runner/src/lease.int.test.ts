@@ -1,0 +1,89 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { OfflineModel } from '@baton/agents';
+import { handleCommand, loadTask, type EventStore } from '@baton/event-store';
+import { silentLogger } from '@baton/runtime';
+import { LocalSandboxProvider } from '@baton/sandbox';
+import { acquireLease, leaseOf, searchCorpus } from '@baton/storage';
+import { pgTest as test } from '@baton/testing';
+import { afterEach, beforeEach, describe, expect } from 'vitest';
+import { runSubagentJob, type RunnerDeps } from './subagent.ts';
+import { artifactStore } from './wiring.ts';
+
+const log = silentLogger();
+let root: string;
+beforeEach(async () => {
+  root = await mkdtemp(path.join(tmpdir(), 'baton-lease-'));
+});
+afterEach(async () => rm(root, { recursive: true, force: true }));
+
+const deps = (store: EventStore, runnerId: string, ttlMs = 30_000): RunnerDeps => {
+  const { pool } = store;
+  return { store, model: new OfflineModel(), sandboxes: new LocalSandboxProvider({ root, pool }), artifacts: artifactStore(pool), search: (q, n) => searchCorpus(pool, 'docs', q, n), runnerId, now: () => new Date(), log, lease: { db: pool, ttlMs } };
+};
+
+async function dispatchedTask(store: EventStore): Promise<string> {
+  const id = randomUUID();
+  await handleCommand(store, id, { type: 'SubmitTask', prompt: 'topic', team: 'research', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 'd', requestHash: null, forkedFrom: null, workspace: null });
+  await handleCommand(store, id, { type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'research-lead', configVersion: 'v' });
+  await handleCommand(store, id, {
+    type: 'RecordModelTurn', agentId: 'lead', turn: 1, model: 'm', stopReason: 'tool_use', offline: true, durationMs: 0,
+    content: [{ type: 'tool_use', id: 'tu1', name: 'Task', input: { agent: 'researcher', prompt: 'Research the topic' } }],
+    usage: { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 },
+  });
+  await handleCommand(store, id, { type: 'DispatchSubagent', agentId: 'researcher-1', agentType: 'researcher', toolUseId: 'tu1', prompt: 'Research the topic' });
+  return id;
+}
+
+describe('agent leases (the runner)', () => {
+  test('a job delivered to a second runner while the first holds a live lease is dropped: nothing written, the holder keeps the agent', async ({ pg }) => {
+    const id = await dispatchedTask(pg.store);
+    // Runner A claimed attempt 1 and is working (its lease is live).
+    await handleCommand(pg.store, id, { type: 'StartSubagent', agentId: 'researcher-1', attempt: 1, runnerId: 'runner-a' });
+    expect(await acquireLease(pg.db.pool, { taskId: id, agentId: 'researcher-1', attempt: 1, holder: 'runner-a', ttlMs: 60_000 })).toEqual({ taken: true });
+    const before = (await loadTask(pg.store, id)).events.length;
+    expect(await runSubagentJob(deps(pg.store, 'runner-b'), id, 'researcher-1', () => {})).toBe('held-elsewhere');
+    const after = await loadTask(pg.store, id);
+    expect(after.events).toHaveLength(before);
+    expect(after.state.agents['researcher-1']).toMatchObject({ status: 'running', attempt: 1 });
+    expect(await leaseOf(pg.db.pool, id, 'researcher-1')).toMatchObject({ holder: 'runner-a', attempt: 1 });
+  });
+
+  test('once the holder stops renewing, the lease expires and the next delivery takes the agent over and completes it; the lease is given back', async ({ pg }) => {
+    const id = await dispatchedTask(pg.store);
+    await handleCommand(pg.store, id, { type: 'StartSubagent', agentId: 'researcher-1', attempt: 1, runnerId: 'runner-a' });
+    await acquireLease(pg.db.pool, { taskId: id, agentId: 'researcher-1', attempt: 1, holder: 'runner-a', ttlMs: 60_000 });
+    // Runner A went quiet: its lease ran out.
+    await pg.db.pool.query(`update agent_leases set expires_at = now() - interval '1 second' where task_id = $1`, [id]);
+    expect(await runSubagentJob(deps(pg.store, 'runner-b'), id, 'researcher-1', () => {})).toBe('completed');
+    const { state } = await loadTask(pg.store, id);
+    expect(state.agents['researcher-1']).toMatchObject({ status: 'completed', attempt: 2 });
+    expect(await leaseOf(pg.db.pool, id, 'researcher-1')).toBeNull();
+  });
+
+  test('the lease is renewed while the job runs (a slow model) and another runner cannot take it meanwhile', async ({ pg }) => {
+    const id = await dispatchedTask(pg.store);
+    const model = new OfflineModel();
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let entered!: () => void;
+    const inside = new Promise<void>((r) => (entered = r));
+    const slow: RunnerDeps = { ...deps(pg.store, 'runner-a', 600), model: { name: 'slow', complete: async (r) => { entered(); await gate; return model.complete(r); } } };
+    const job = runSubagentJob(slow, id, 'researcher-1', () => {});
+    await inside;
+    const first = await leaseOf(pg.db.pool, id, 'researcher-1');
+    expect(first).toMatchObject({ holder: 'runner-a', attempt: 1 });
+    // Wait (for a condition, not a time) until the lease has been renewed past its first expiry.
+    for (;;) {
+      const l = await leaseOf(pg.db.pool, id, 'researcher-1');
+      if (l && first && l.expiresAt > first.expiresAt) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(await runSubagentJob(deps(pg.store, 'runner-b'), id, 'researcher-1', () => {})).toBe('held-elsewhere');
+    release();
+    expect(await job).toBe('completed');
+    expect(await leaseOf(pg.db.pool, id, 'researcher-1')).toBeNull();
+  });
+});
