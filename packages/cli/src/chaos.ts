@@ -6,7 +6,11 @@ import { agentStreamId } from '@baton/domain';
 import type { TaskView } from '@baton/api';
 import pg from 'pg';
 import { ApiError, BatonClient, type ApiTaskSummary } from './client.ts';
+import { busNames } from '@baton/bus';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
 import { launch, prepareDatabase, type Launched, type ServiceName } from './launcher.ts';
+import { startPrivateNats, startPrivatePostgres, type PrivateNats, type PrivatePostgres } from './private-servers.ts';
 import { dropDatabase, freePort, freshDatabase, waitReady } from './procs.ts';
 
 /**
@@ -27,13 +31,24 @@ export interface ChaosOptions {
   log: (line: string) => void;
   /** Service log lines (default: dropped, except errors). */
   serviceLog?: (line: string) => void;
+  /**
+   * Faults besides the kills, spread among them at random: the bus's streams deleted, NATS
+   * killed -9 and restarted (every other time with an empty store), Postgres crash-restarted.
+   * NATS restarts and Postgres crashes run against private servers this run starts (never the
+   * ones given in natsUrl / databaseUrl).
+   */
+  faults?: { busWipes: number; natsRestarts: number; postgresRestarts: number };
 }
+
+export type Fault = 'kill-orchestrator' | 'kill-sandbox-runner' | 'bus-wipe' | 'nats-restart' | 'postgres-restart';
 
 export interface ChaosReport {
   seed: number;
   tasks: number;
   completed: number;
   kills: { orchestrator: number; 'sandbox-runner': number };
+  /** Other faults injected (bus wipes, NATS restarts, Postgres crash-restarts). */
+  faults: { busWipes: number; natsRestarts: number; postgresRestarts: number };
   events: number;
   toolExecutions: number;
   /** Tool executions repeated before their result was recorded (a crash between run and record). */
@@ -62,19 +77,39 @@ export function rng(seed: number): () => number {
   };
 }
 
+/** The run's faults in a random order (the kills pick their victim at random). */
+export function faultPlan(random: () => number, kills: number, f: { busWipes: number; natsRestarts: number; postgresRestarts: number }): Fault[] {
+  const plan: Fault[] = [
+    ...Array.from({ length: kills }, (): Fault => (random() < 0.5 ? 'kill-orchestrator' : 'kill-sandbox-runner')),
+    ...Array.from({ length: f.busWipes }, (): Fault => 'bus-wipe'),
+    ...Array.from({ length: f.natsRestarts }, (): Fault => 'nats-restart'),
+    ...Array.from({ length: f.postgresRestarts }, (): Fault => 'postgres-restart'),
+  ];
+  for (let i = plan.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [plan[i], plan[j]] = [plan[j] as Fault, plan[i] as Fault];
+  }
+  return plan;
+}
+
 export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   const random = rng(o.seed);
   const t0 = performance.now();
-  const dbUrl = await freshDatabase(o.databaseUrl, `baton_chaos_${randomBytes(3).toString('hex')}`);
+  const wanted = o.faults ?? { busWipes: 0, natsRestarts: 0, postgresRestarts: 0 };
+  const ownNats = wanted.natsRestarts > 0 ? await startPrivateNats() : null;
+  const ownPg = wanted.postgresRestarts > 0 ? await startPrivatePostgres() : null;
+  const natsUrl = ownNats?.url ?? o.natsUrl;
+  const dbUrl = await freshDatabase(ownPg?.url ?? o.databaseUrl, `baton_chaos_${randomBytes(3).toString('hex')}`);
   await prepareDatabase(dbUrl, () => {});
   const dir = await mkdtemp(path.join(tmpdir(), 'baton-chaos-'));
   const auditFile = path.join(dir, 'tool-audit.jsonl');
   const port = await freePort();
+  const namespace = `chaos${randomBytes(3).toString('hex')}`;
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     DATABASE_URL: dbUrl,
-    NATS_URL: o.natsUrl,
-    BATON_NAMESPACE: `chaos${randomBytes(3).toString('hex')}`,
+    NATS_URL: natsUrl,
+    BATON_NAMESPACE: namespace,
     PORT: String(port),
     LOG_LEVEL: process.env.CHAOS_LOG_LEVEL ?? 'warn',
     WORKSPACE_ROOT: path.join(dir, 'workspaces'),
@@ -82,6 +117,12 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     // A killed process's in-flight messages come back after this; short, so the run is quick.
     EVENTS_ACK_WAIT_MS: '3000',
     JOBS_ACK_WAIT_MS: '3000',
+    // Healing at a test's pace: the bus checked twice a second, leases that expire in 3 s, the
+    // watchdog looking twice a second at tasks idle for 5 s.
+    BUS_CHECK_INTERVAL_MS: '500',
+    LEASE_TTL_MS: '3000',
+    WATCHDOG_INTERVAL_MS: '500',
+    WATCHDOG_GRACE_MS: '5000',
   };
   const write = o.serviceLog ?? ((l: string) => (/ERROR|FATAL/.test(l) ? o.log(l) : undefined));
   const stable = launch({ env, services: ['gateway', 'notifier'], write, color: false });
@@ -91,6 +132,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   start('sandbox-runner');
   const api = new BatonClient(`http://127.0.0.1:${port}`);
   const kills = { orchestrator: 0, 'sandbox-runner': 0 };
+  const faults = { busWipes: 0, natsRestarts: 0, postgresRestarts: 0 };
+  const plan = faultPlan(random, o.kills, wanted);
   let decisions = 0;
   let done = false;
   let ok = false;
@@ -124,7 +167,10 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
                 await api.request('POST', `/v1/tasks/${id}/${body.path}`, body.body);
                 decisions++;
               } catch (err) {
-                if (!(err instanceof ApiError && (err.status === 409 || err.status === 404))) throw err;
+                // Decided already, or a dependency down for a moment (the next round tries again).
+                if (err instanceof ApiError && (err.status === 409 || err.status === 404 || err.status >= 500)) continue;
+                if (!(err instanceof ApiError)) continue; // the gateway restarting or unreachable
+                throw err;
               }
             }
           }
@@ -133,22 +179,46 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       }
     })();
 
-    // The killer: SIGKILL one of the two at random moments, restart it after a random pause.
+    // The killer: at random moments, SIGKILL the orchestrator or the runner (restarted after a
+    // random pause), delete the bus's streams, restart NATS, or crash-restart Postgres.
+    let natsRestarts = 0;
     const killer = (async () => {
-      for (let k = 0; k < o.kills && !done; k++) {
+      for (const fault of plan) {
+        if (done) break;
         await sleep(200 + random() * 900);
-        const name: ServiceName = random() < 0.5 ? 'orchestrator' : 'sandbox-runner';
-        const victim = victims.get(name) as Launched;
-        await victim.stop('SIGKILL', 0);
-        kills[name as keyof typeof kills]++;
-        await sleep(random() * 400);
-        start(name);
+        if (fault === 'kill-orchestrator' || fault === 'kill-sandbox-runner') {
+          const name: ServiceName = fault === 'kill-orchestrator' ? 'orchestrator' : 'sandbox-runner';
+          await (victims.get(name) as Launched).stop('SIGKILL', 0);
+          kills[name as keyof typeof kills]++;
+          await sleep(random() * 400);
+          start(name);
+        } else if (fault === 'bus-wipe') {
+          const nc = await connect({ servers: natsUrl });
+          try {
+            const jsm = await jetstreamManager(nc);
+            const names = busNames(namespace);
+            for (const stream of [names.eventsStream, names.jobsStream]) await jsm.streams.delete(stream).catch(() => {});
+          } finally {
+            await nc.close();
+          }
+          faults.busWipes++;
+        } else if (fault === 'nats-restart') {
+          await (ownNats as PrivateNats).restart({ empty: natsRestarts++ % 2 === 0 });
+          faults.natsRestarts++;
+        } else {
+          await (ownPg as PrivatePostgres).crashRestart(500 + random() * 2000);
+          faults.postgresRestarts++;
+        }
       }
     })();
 
     const deadline = Date.now() + o.timeoutMs;
     for (;;) {
-      const r = await countByStatus(dbUrl, ids);
+      const r = await countByStatus(dbUrl, ids).catch(() => null); // Postgres may be down for a moment
+      if (!r) {
+        await sleep(250);
+        continue;
+      }
       if (r.final === ids.length) break;
       if (Date.now() > deadline) throw new Error(`chaos: ${ids.length - r.final} of ${ids.length} tasks not final after ${o.timeoutMs} ms (${JSON.stringify(r.byStatus)})\n${await describeStuck(dbUrl, ids)}`);
       await sleep(250);
@@ -160,13 +230,27 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     if (killed < o.kills) o.log(`chaos: the tasks finished after ${killed} of the ${o.kills} kills asked for (more tasks give the killer more time)`);
     const report = await verify(dbUrl, ids, auditFile);
     ok = report.violations.length === 0;
-    return { seed: o.seed, tasks: ids.length, kills, decisions, seconds: (performance.now() - t0) / 1000, ...report };
+    return { seed: o.seed, tasks: ids.length, kills, faults, decisions, seconds: (performance.now() - t0) / 1000, ...report };
   } finally {
     done = true;
     await Promise.all([stable.stop('SIGTERM'), ...[...victims.values()].map((v) => v.stop('SIGTERM'))]);
     await rm(dir, { recursive: true, force: true });
-    if (ok) await dropDatabase(dbUrl);
+    if (!ownNats) await deleteNamespaceStreams(natsUrl, namespace).catch(() => {});
+    await ownNats?.stop();
+    if (ownPg) await ownPg.stop();
+    else if (ok) await dropDatabase(dbUrl);
     else o.log(`chaos: the database is kept for inspection: ${dbUrl}`);
+  }
+}
+
+async function deleteNamespaceStreams(url: string, namespace: string): Promise<void> {
+  const nc = await connect({ servers: url });
+  try {
+    const jsm = await jetstreamManager(nc);
+    const names = busNames(namespace);
+    for (const stream of [names.eventsStream, names.jobsStream]) await jsm.streams.delete(stream).catch(() => {});
+  } finally {
+    await nc.close();
   }
 }
 
@@ -209,7 +293,7 @@ interface Row {
 }
 
 /** Check the log against the crash-safety promises; every broken promise is one line. */
-export async function verify(dbUrl: string, ids: string[], auditFile: string): Promise<Omit<ChaosReport, 'seed' | 'tasks' | 'kills' | 'decisions' | 'seconds'>> {
+export async function verify(dbUrl: string, ids: string[], auditFile: string): Promise<Omit<ChaosReport, 'seed' | 'tasks' | 'kills' | 'faults' | 'decisions' | 'seconds'>> {
   const c = new pg.Client({ connectionString: dbUrl });
   await c.connect();
   const violations: string[] = [];

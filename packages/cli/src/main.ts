@@ -194,7 +194,8 @@ program
   .option('--seed <n>', 'random seed (printed; repeat a run with it)', String(Date.now() % 1_000_000))
   .option('--timeout <seconds>', 'give up after', '600')
   .option('--verbose', 'print service logs')
-  .action(async (opts: { tasks: string; kills: string; seed: string; timeout: string; verbose?: boolean }) => {
+  .option('--faults <list>', 'more faults among the kills: bus-wipes=N,nats-restarts=N,postgres-restarts=N (NATS and Postgres faults run on private servers this run starts)', '')
+  .action(async (opts: { tasks: string; kills: string; seed: string; timeout: string; verbose?: boolean; faults: string }) => {
     const report = await runChaos({
       databaseUrl: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',
       natsUrl: process.env.NATS_URL ?? 'nats://127.0.0.1:4222',
@@ -204,10 +205,25 @@ program
       timeoutMs: Number(opts.timeout) * 1000,
       log: (l) => console.log(l),
       ...(opts.verbose ? { serviceLog: (l: string) => console.log(l) } : {}),
+      faults: parseFaults(opts.faults),
     });
     console.log(JSON.stringify(report, null, 2));
     process.exit(report.violations.length === 0 && report.completed === report.tasks ? 0 : 1);
   });
+
+/** `bus-wipes=2,nats-restarts=1,postgres-restarts=3` (each optional). */
+export function parseFaults(spec: string): { busWipes: number; natsRestarts: number; postgresRestarts: number } {
+  const out = { busWipes: 0, natsRestarts: 0, postgresRestarts: 0 };
+  const keys: Record<string, keyof typeof out> = { 'bus-wipes': 'busWipes', 'nats-restarts': 'natsRestarts', 'postgres-restarts': 'postgresRestarts' };
+  for (const part of spec.split(',').map((p) => p.trim()).filter(Boolean)) {
+    const [k, v] = part.split('=');
+    const key = keys[k ?? ''];
+    const n = Number(v);
+    if (!key || !Number.isInteger(n) || n < 0) throw new Error(`--faults: '${part}' is not one of bus-wipes=N, nats-restarts=N, postgres-restarts=N`);
+    out[key] = n;
+  }
+  return out;
+}
 
 function toRecorded(e: ApiEvent): RecordedEvent {
   return recordAs(e as Parameters<typeof recordAs>[0], { taskId: e.taskId, streamId: e.streamId, version: e.version, position: BigInt(e.position), recordedAt: new Date(e.recordedAt) });
