@@ -31,7 +31,7 @@ export async function acquireLease(db: Db, l: { taskId: string; agentId: string;
     `insert into agent_leases as l (task_id, agent_id, attempt, holder, expires_at)
      values ($1, $2, $3, $4, now() + make_interval(secs => $5::double precision / 1000))
      on conflict (task_id, agent_id) do update set attempt = excluded.attempt, holder = excluded.holder, expires_at = excluded.expires_at,
-       fires = case when l.holder = '${WATCHDOG_HOLDER}' then l.fires else 0 end, updated_at = now()
+       fires = 0, last_error = null, updated_at = now()
      where l.expires_at <= now() or l.holder = excluded.holder
      returning 1`,
     [l.taskId, l.agentId, l.attempt, l.holder, l.ttlMs],

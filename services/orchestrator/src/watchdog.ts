@@ -53,6 +53,12 @@ export function watchdogActions(s: TaskState, leases: readonly Lease[], now: Dat
   return out;
 }
 
+interface Redispatch {
+  taskId: string;
+  agentId: string;
+  attempt: number;
+}
+
 export interface WatchdogDeps {
   pool: pg.Pool;
   store: EventStore;
@@ -171,11 +177,16 @@ export class Watchdog {
     for (const [id, at] of this.looked) if (at < cutoff) this.looked.delete(id);
     const ids = (await watchCandidates(this.d.pool, this.d.options.graceMs)).filter((id) => !this.looked.has(id));
     const messages: OutMessage[] = [];
+    const sent: Redispatch[] = [];
     for (const id of ids) {
       this.looked.set(id, now.getTime());
-      messages.push(...(await this.visit(id, backlog, now, `w${now.getTime()}`)));
+      const v = await this.visit(id, backlog, now, `w${now.getTime()}`);
+      messages.push(...v.messages);
+      sent.push(...v.redispatched);
     }
     await this.publish(messages);
+    // Counted once the jobs are on the bus (a publish that failed re-sends next look, uncounted).
+    for (const r of sent) await noteRedispatch(this.d.pool, r.taskId, r.agentId, r.attempt);
   }
 
   lookNow(): Promise<void> {
@@ -207,7 +218,7 @@ export class Watchdog {
       const ids = await unfinishedTasks(this.d.pool, after);
       if (ids.length === 0) break;
       const messages: OutMessage[] = [];
-      for (const id of ids) messages.push(...(await this.visit(id, false, now, `heal-${hashOf(epoch)}`)));
+      for (const id of ids) messages.push(...(await this.visit(id, true, now, `heal-${hashOf(epoch)}`)).messages);
       await this.publish(messages);
       after = ids[ids.length - 1] as string;
     }
@@ -223,11 +234,15 @@ export class Watchdog {
     }
   }
 
-  /** Apply the policy to one task; returns the wake-ups to publish. */
-  private async visit(taskId: string, backlog: boolean, now: Date, tag: string): Promise<OutMessage[]> {
+  /**
+   * Apply the policy to one task; returns the wake-ups to publish and the re-dispatches among
+   * them (the regular look counts those against the attempt; a heal re-sends what the bus lost,
+   * which is no sign the agent is unrunnable, so it does not count them).
+   */
+  private async visit(taskId: string, backlog: boolean, now: Date, tag: string): Promise<{ messages: OutMessage[]; redispatched: Redispatch[] }> {
     try {
       const { state, events } = await this.d.load(taskId);
-      if (state.status === 'none') return [];
+      if (state.status === 'none') return { messages: [], redispatched: [] };
       const leases = await leasesOfTask(this.d.pool, taskId);
       const a = watchdogActions(state, leases, now, { maxRedispatches: this.d.options.maxRedispatches, jobsBacklog: backlog });
       if (a.dropLeases.length > 0) await dropLeases(this.d.pool, taskId, a.dropLeases);
@@ -243,23 +258,24 @@ export class Watchdog {
         this.d.log.error({ taskId, agents: a.fail }, 'watchdog: gave up on agents');
       }
       const last = events[events.length - 1];
-      if (!last) return [];
+      if (!last) return { messages: [], redispatched: [] };
       const out: OutMessage[] = [];
+      const redispatched: Redispatch[] = [];
       if (a.trigger && hasMachineWork(state)) {
         out.push({ subject: this.d.names.triggerSubject(taskId, 'Watchdog'), data: encodeEvent(last), msgId: `${tag}-${taskId}-lead-${state.version}` });
       }
       for (const agentId of a.redispatch) {
         const agent = state.agents[agentId];
-        await noteRedispatch(this.d.pool, taskId, agentId, agent?.attempt ?? 0);
+        redispatched.push({ taskId, agentId, attempt: agent?.attempt ?? 0 });
         const job: RunnerJob = { kind: 'run', taskId, agentId, causeEventId: last.id };
         out.push({ subject: this.d.names.jobSubject('run', taskId, agentId), data: JSON.stringify(job), msgId: `${tag}-${taskId}-${agentId}-${agent?.attempt ?? 0}` });
         this.redispatched++;
       }
       if (out.length > 0) this.d.log.warn({ taskId, lead: a.trigger, agents: a.redispatch, tag }, 'watchdog: waking a task that made no progress');
-      return out;
+      return { messages: out, redispatched };
     } catch (err) {
       this.d.log.warn({ err, taskId }, 'watchdog: could not look at the task');
-      return [];
+      return { messages: [], redispatched: [] };
     }
   }
 
