@@ -2,9 +2,10 @@ import { timingSafeEqual } from 'node:crypto';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from '@fastify/type-provider-zod';
+import { textProblems } from '@baton/domain';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { GatewayDeps } from './deps.ts';
-import { errorHandler, HttpError } from './errors.ts';
+import { errorHandler, HttpError, textError } from './errors.ts';
 import { eventRoutes } from './routes/events.ts';
 import { systemRoutes } from './routes/system.ts';
 import { taskRoutes } from './routes/tasks.ts';
@@ -55,6 +56,14 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     if (!match) throw new HttpError(401, 'unauthorized', 'invalid API key');
     req.tenant = match.tenant;
     req.actor = `key:${match.key.subarray(0, 6).toString()}…@${match.tenant}`;
+  });
+
+  // The text rule (@baton/domain): nothing a request brings may hold a NUL or a lone surrogate.
+  // Checked once for every route, on what validation passed (a multipart form's task field too).
+  app.addHook('preHandler', async (req) => {
+    const body = (req.headers['content-type'] ?? '').startsWith('multipart/') ? 'task' : 'body';
+    const problems = [...textProblems(req.params, 'params'), ...textProblems(req.query, 'query'), ...textProblems(req.body, body)];
+    if (problems.length > 0) throw textError(problems);
   });
 
   await app.register(systemRoutes(deps));

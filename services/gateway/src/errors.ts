@@ -1,4 +1,4 @@
-import { DomainError } from '@baton/domain';
+import { DomainError, type TextProblem } from '@baton/domain';
 import { ConcurrencyError, InvalidCursorError } from '@baton/event-store';
 import { WorkspaceArchiveError } from '@baton/storage';
 import { hasZodFastifySchemaValidationErrors } from '@fastify/type-provider-zod';
@@ -16,6 +16,15 @@ export class HttpError extends Error {
     this.code = code;
     this.details = details;
   }
+}
+
+/** The text rule (@baton/domain): a 400 naming every field with a NUL or a lone surrogate. */
+export function textError(problems: TextProblem[]): HttpError {
+  const details = problems.map(({ path, problem }) => ({
+    field: path,
+    message: problem === 'nul' ? 'contains a NUL character (\\u0000), which cannot be stored' : 'contains a lone UTF-16 surrogate (half of a pair, \\ud800-\\udfff), which is not valid text',
+  }));
+  return new HttpError(400, 'validation_error', details.map((d) => `${d.field}: ${d.message}`).join('; '), details);
 }
 
 export const notFound = (what: string): HttpError => new HttpError(404, 'not_found', `${what} not found`);
@@ -68,3 +77,4 @@ function isUnavailable(err: unknown): boolean {
   const e = err as { code?: string; message?: string };
   return ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', '57P01', '57P03', '08006', '08001'].includes(e?.code ?? '') || /timeout exceeded when trying to connect|Connection terminated/i.test(e?.message ?? '');
 }
+

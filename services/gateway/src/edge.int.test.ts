@@ -1,0 +1,71 @@
+import { handleCommand } from '@baton/event-store';
+import { pgTest, type PgFixture } from '@baton/testing';
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import { describe, expect } from 'vitest';
+import { testGateway as gateway } from './test-gateway.ts';
+
+// The HTTP edge: what any request may bring and what every refusal looks like.
+
+/** The API's error shape, exactly: `{ error: { code, message, details? } }`. */
+function expectError(res: { statusCode: number; json: () => unknown } | LightMyRequestResponse, status: number, code: string, message?: RegExp): void {
+  expect(res.statusCode).toBe(status);
+  const body = res.json() as { error: Record<string, unknown> };
+  expect(Object.keys(body)).toEqual(['error']);
+  expect(Object.keys(body.error).filter((k) => !['code', 'message', 'details'].includes(k))).toEqual([]);
+  expect(body.error).toMatchObject({ code, message: expect.any(String) });
+  if (message) expect(body.error.message).toMatch(message);
+}
+
+const json = { 'content-type': 'application/json' };
+const count = async (pg: PgFixture): Promise<number> => (await pg.db.pool.query('select count(*)::int as n from events')).rows[0].n;
+
+/** A task whose lead waits for approval of a Task delegation (apr-1) and an answer (clr-1). */
+async function waitingTask(app: FastifyInstance, pg: PgFixture): Promise<string> {
+  const id = (await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x' } })).json().id as string;
+  const usage = { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
+  await handleCommand(pg.store, id, { type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'research-lead', configVersion: 'v' });
+  await handleCommand(pg.store, id, {
+    type: 'RecordModelTurn', agentId: 'lead', turn: 1, model: 'm', stopReason: 'tool_use', usage, offline: true, durationMs: 0,
+    content: [{ type: 'tool_use', id: 'tu-ask', name: 'ask_user', input: { questions: ['What?'] } }, { type: 'tool_use', id: 'tu1', name: 'Task', input: { agent: 'researcher', prompt: 'p' } }],
+  });
+  await handleCommand(pg.store, id, { type: 'RequestClarification', requestId: 'clr-1', agentId: 'lead', toolUseId: 'tu-ask', questions: ['What?'], context: 'c', deadline: new Date(Date.now() + 60_000).toISOString() });
+  await handleCommand(pg.store, id, { type: 'RequestApproval', requestId: 'apr-1', agentId: 'lead', toolUseId: 'tu1', toolName: 'Task', input: { agent: 'researcher', prompt: 'p' }, inputDigest: 'd', plan: 'plan', deadline: new Date(Date.now() + 60_000).toISOString(), onTimeout: 'reject' });
+  return id;
+}
+
+
+describe('the text rule: no NUL, no lone surrogate in anything a request brings', () => {
+  pgTest('400 naming the field, for a task, an edited decision, an answer, a query and a path; nothing recorded', async ({ pg }) => {
+    const app = await gateway(pg, null);
+    const post = (url: string, body: string) => app.inject({ method: 'POST', url, headers: json, payload: body });
+    // Sent as JSON text with the escape sequences, as a client would.
+    expectError(await post('/v1/tasks', String.raw`{"prompt":"a\u0000b"}`), 400, 'validation_error', /^body\.prompt: contains a NUL character \(\\u0000\), which cannot be stored$/);
+    expectError(await post('/v1/tasks', String.raw`{"prompt":"\ud800"}`), 400, 'validation_error', /^body\.prompt: contains a lone UTF-16 surrogate/);
+    const key = await post('/v1/tasks', String.raw`{"prompt":"ok","metadata":{"a":{"b\u0000":1}}}`);
+    expectError(key, 400, 'validation_error', /^body\.metadata\.a\.b␀: contains a NUL/);
+    expect(key.json().error.details).toEqual([{ field: 'body.metadata.a.b␀', message: expect.stringMatching(/NUL/) }]);
+    expect(await count(pg)).toBe(0);
+    // A pair is text: accepted.
+    expect((await post('/v1/tasks', String.raw`{"prompt":"\ud83d\ude00 fine"}`)).statusCode).toBe(201);
+
+    const id = await waitingTask(app, pg);
+    const before = await count(pg);
+    const edit = await post(`/v1/tasks/${id}/approvals/apr-1`, String.raw`{"decision":"approve","input":{"agent":"researcher","prompt":"narrower\udc00"}}`);
+    expectError(edit, 400, 'validation_error', /^body\.input\.prompt: contains a lone UTF-16 surrogate/);
+    expectError(await post(`/v1/tasks/${id}/answers/clr-1`, String.raw`{"answers":["fine","no\u0000"]}`), 400, 'validation_error', /^body\.answers\.1: contains a NUL/);
+    expectError(await post(`/v1/tasks/${id}/cancel`, String.raw`{"reason":"\u0000\ud800"}`), 400, 'validation_error', /^body\.reason: contains a NUL.*; body\.reason: contains a lone/);
+    expectError(await app.inject({ method: 'GET', url: '/v1/tasks?cursor=%00' }), 400, 'validation_error', /^query\.cursor: contains a NUL/);
+    expectError(await app.inject({ method: 'POST', url: `/v1/tasks/${id}/answers/a%00b`, headers: json, payload: '{"answers":"x"}' }), 400, 'validation_error', /^params\.requestId: contains a NUL/);
+    expect(await count(pg)).toBe(before);
+    expect((await app.inject({ method: 'GET', url: `/v1/tasks/${id}` })).json().pendingRequests).toHaveLength(2);
+  });
+
+  pgTest('a multipart form: the task field is checked the same way', async ({ pg }) => {
+    const app = await gateway(pg, null);
+    const form = new FormData();
+    form.append('task', String.raw`{"prompt":"a\u0000"}`);
+    const req = new Request('http://x/', { method: 'POST', body: form });
+    const res = await app.inject({ method: 'POST', url: '/v1/tasks', headers: Object.fromEntries(req.headers), payload: Buffer.from(await req.arrayBuffer()) });
+    expectError(res, 400, 'validation_error', /^task\.prompt: contains a NUL/);
+  });
+});
