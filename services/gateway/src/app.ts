@@ -5,20 +5,35 @@ import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from '@fas
 import { textProblems } from '@baton/domain';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { GatewayDeps } from './deps.ts';
-import { errorHandler, HttpError, textError } from './errors.ts';
+import { clientErrorHandler, errorHandler, HttpError, MAX_PATH_PARAM, textError } from './errors.ts';
 import { eventRoutes } from './routes/events.ts';
 import { systemRoutes } from './routes/system.ts';
 import { taskRoutes } from './routes/tasks.ts';
 import { workspaceRoutes } from './routes/workspaces.ts';
 
+/** How long a request's headers and body may take to arrive (node checks every 30 s): 408 after. */
+export const REQUEST_TIMEOUT_MS = 120_000;
+
 /** Build the gateway's Fastify app from its dependencies (tests call this directly). */
 export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   // Per-request access logs are off (they would dominate at load); /metrics counts requests.
   const httpLog = deps.log.child({ component: 'http' }, { level: deps.log.level === 'debug' || deps.log.level === 'trace' ? deps.log.level : 'warn' });
-  const app = Fastify({ loggerInstance: httpLog as FastifyBaseLogger, bodyLimit: deps.bodyLimit, return503OnClosing: true });
+  const app = Fastify({
+    loggerInstance: httpLog as FastifyBaseLogger,
+    bodyLimit: deps.bodyLimit,
+    return503OnClosing: true,
+    // A request (its headers and body; not an SSE stream's response) must arrive within this.
+    requestTimeout: REQUEST_TIMEOUT_MS,
+    routerOptions: { maxParamLength: MAX_PATH_PARAM },
+    // What the router and node's HTTP parser refuse answers the API's error shape too.
+    frameworkErrors: errorHandler,
+    clientErrorHandler,
+  });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   app.setErrorHandler(errorHandler);
+  // Bodies are JSON (and multipart on POST /v1/tasks): text/plain is a 415 like any other type.
+  app.removeContentTypeParser('text/plain');
   app.setNotFoundHandler((req, reply) => {
     void reply.status(404).send({ error: { code: 'not_found', message: `no route ${req.method} ${req.url.split('?')[0]}` } });
   });

@@ -1,7 +1,9 @@
+import { connect } from 'node:net';
 import { handleCommand } from '@baton/event-store';
 import { pgTest, type PgFixture } from '@baton/testing';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { describe, expect } from 'vitest';
+import { REQUEST_TIMEOUT_MS } from './app.ts';
 import { testGateway as gateway } from './test-gateway.ts';
 
 // The HTTP edge: what any request may bring and what every refusal looks like.
@@ -33,6 +35,16 @@ async function waitingTask(app: FastifyInstance, pg: PgFixture): Promise<string>
   return id;
 }
 
+/** Raw bytes to a listening app; the whole answer back (node's parser answers some requests before Fastify). */
+function raw(app: FastifyInstance, request: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect((app.server.address() as { port: number }).port, '127.0.0.1', () => socket.end(request));
+    let text = '';
+    socket.on('data', (c) => (text += c.toString()));
+    socket.on('close', () => resolve(text));
+    socket.on('error', reject);
+  });
+}
 
 describe('the text rule: no NUL, no lone surrogate in anything a request brings', () => {
   pgTest('400 naming the field, for a task, an edited decision, an answer, a query and a path; nothing recorded', async ({ pg }) => {
@@ -67,5 +79,41 @@ describe('the text rule: no NUL, no lone surrogate in anything a request brings'
     const req = new Request('http://x/', { method: 'POST', body: form });
     const res = await app.inject({ method: 'POST', url: '/v1/tasks', headers: Object.fromEntries(req.headers), payload: Buffer.from(await req.arrayBuffer()) });
     expectError(res, 400, 'validation_error', /^task\.prompt: contains a NUL/);
+  });
+});
+
+describe('every refusal has the API error shape, the framework\'s own too', () => {
+  pgTest('404, 414, 400 bad URL, 415, 413, invalid and empty JSON (inject)', async ({ pg }) => {
+    const app = await gateway(pg, null);
+    expectError(await app.inject({ method: 'GET', url: '/v1/nothing' }), 404, 'not_found', /no route GET \/v1\/nothing/);
+    expectError(await app.inject({ method: 'DELETE', url: '/v1/tasks' }), 404, 'not_found');
+    // A path segment over the router's limit (a 10,000-character task id).
+    expectError(await app.inject({ method: 'GET', url: `/v1/tasks/${'a'.repeat(10_000)}` }), 414, 'uri_too_long', /longer than 100 characters/);
+    expectError(await app.inject({ method: 'GET', url: '/v1/tasks/%E0%A4%A' }), 400, 'invalid_url');
+    expectError(await app.inject({ method: 'POST', url: '/v1/tasks', headers: { 'content-type': 'application/xml' }, payload: '<task/>' }), 415, 'unsupported_media_type');
+    expectError(await app.inject({ method: 'POST', url: '/v1/tasks', headers: { 'content-type': 'text/plain' }, payload: 'Research X' }), 415, 'unsupported_media_type');
+    expectError(await app.inject({ method: 'POST', url: '/v1/tasks/00000000-0000-4000-8000-000000000000/cancel', headers: json, payload: JSON.stringify({ reason: 'x'.repeat(70_000) }) }), 413, 'payload_too_large');
+    expectError(await app.inject({ method: 'POST', url: '/v1/tasks', headers: json, payload: '{"prompt": ' }), 400, 'invalid_json');
+    expectError(await app.inject({ method: 'POST', url: '/v1/tasks', headers: json, payload: '' }), 400, 'invalid_json');
+    expectError(await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 7 } }), 400, 'validation_error', /body\.prompt/);
+  });
+
+  pgTest('over real HTTP: an over-long URL (431 from node\'s parser), a 10,000-character path (414), bytes that are not HTTP (400); requests must arrive in time', async ({ pg }) => {
+    const app = await gateway(pg, null);
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
+    const long = await fetch(`${base}/v1/tasks/${'a'.repeat(10_000)}`);
+    const longBody = await long.json();
+    expectError({ statusCode: long.status, json: () => longBody }, 414, 'uri_too_long');
+    const huge = await fetch(`${base}/v1/tasks?cursor=${'a'.repeat(20_000)}`);
+    expect(huge.status).toBe(431);
+    expect(await huge.json()).toEqual({ error: { code: 'headers_too_large', message: expect.stringMatching(/16 KiB/) } });
+    const garbage = await raw(app, 'NOT HTTP AT ALL\r\n\r\n');
+    expect(garbage).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
+    expect(JSON.parse(garbage.slice(garbage.indexOf('\r\n\r\n') + 4))).toEqual({ error: { code: 'bad_request', message: 'not a valid HTTP request' } });
+    // A NUL in a header value: node's parser refuses it (no header reaches a route with one).
+    expect(await raw(app, 'GET /v1/tasks HTTP/1.1\r\nhost: x\r\nidempotency-key: a\0b\r\n\r\n')).toMatch(/^HTTP\/1\.1 400 .*\r\n[\s\S]*"code":"bad_request"/);
+    expect(app.server.requestTimeout).toBe(REQUEST_TIMEOUT_MS);
+    await app.close();
   });
 });
