@@ -117,3 +117,25 @@ describe('every refusal has the API error shape, the framework\'s own too', () =
     await app.close();
   });
 });
+
+describe('resuming events: Last-Event-ID and ?after= are positions, digits only', () => {
+  pgTest('garbage, -1, 1e3, empty, 1.5 → 400 naming the header or parameter; a valid id still resumes', async ({ pg }) => {
+    const app = await gateway(pg, null);
+    const id = (await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x' } })).json().id as string;
+    await app.inject({ method: 'POST', url: `/v1/tasks/${id}/cancel` });
+    const sse = (lastEventId: string) => app.inject({ method: 'GET', url: `/v1/tasks/${id}/events`, headers: { accept: 'text/event-stream', 'last-event-id': lastEventId } });
+    for (const bad of ['garbage', '-1', '1e3', '', '1.5', ' 1', '0x10', '9'.repeat(16)]) {
+      expectError(await sse(bad), 400, 'validation_error', /^headers\.last-event-id: must be a non-negative integer/);
+      expectError(await app.inject({ method: 'GET', url: `/v1/tasks/${id}/events?after=${encodeURIComponent(bad)}` }), 400, 'validation_error', /^querystring\.after: must be a non-negative integer/);
+    }
+    expectError(await app.inject({ method: 'GET', url: `/v1/tasks/${id}/state?at=1e0` }), 400, 'validation_error', /^querystring\.at/);
+    expectError(await app.inject({ method: 'GET', url: '/v1/tasks?limit=1e1' }), 400, 'validation_error', /^querystring\.limit/);
+    expectError(await sse('999999'), 400, 'validation_error', /^headers\.last-event-id: no event at position 999999/);
+    // The task has ended: a stream resumed after its first event sends the rest, then ends.
+    const [first, second] = (await app.inject({ method: 'GET', url: `/v1/tasks/${id}/events?after=0&limit=10` })).json().items as { position: number }[];
+    const resumed = await sse(String(first?.position));
+    expect(resumed.statusCode).toBe(200);
+    expect([...resumed.body.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]))).toEqual([second?.position]);
+    expect((await app.inject({ method: 'GET', url: `/v1/tasks/${id}/events?after=${first?.position}` })).json().items).toHaveLength(1);
+  });
+});

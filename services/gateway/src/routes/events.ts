@@ -6,7 +6,7 @@ import type { ZodTypeProvider } from '@fastify/type-provider-zod';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { GatewayDeps } from '../deps.ts';
 import { HttpError, notFound } from '../errors.ts';
-import { EventsQuery, StateQuery, TaskIdParams } from './schemas.ts';
+import { EventsHeaders, EventsQuery, StateQuery, TaskIdParams } from './schemas.ts';
 import { loadVisibleTask } from './tasks.ts';
 
 const BATCH = 500;
@@ -23,21 +23,22 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
   });
 
   /** Where to resume: the event with this position (Last-Event-ID / ?after=) in commit order. */
-  const resumeCursor = async (taskId: string, after: number | undefined): Promise<LogCursor> => {
+  const resumeCursor = async (taskId: string, after: number | undefined, field: string): Promise<LogCursor> => {
     if (after === undefined || after === 0) return START;
     const c = await d.store.cursorOf(taskId, BigInt(after));
-    if (!c) throw new HttpError(400, 'validation_error', `after: no event at position ${after} in this task`, [{ field: 'query.after', message: 'unknown position' }]);
+    if (!c) throw new HttpError(400, 'validation_error', `${field}: no event at position ${after} in this task`, [{ field, message: 'unknown position' }]);
     return c;
   };
 
-  r.get('/v1/tasks/:id/events', { schema: { params: TaskIdParams, querystring: EventsQuery, tags: ['events'], summary: 'Events of a task (JSON, or SSE with Accept: text/event-stream)' } }, async (req, reply) => {
+  r.get('/v1/tasks/:id/events', { schema: { params: TaskIdParams, querystring: EventsQuery, headers: EventsHeaders, tags: ['events'], summary: 'Events of a task (JSON, or SSE with Accept: text/event-stream)' } }, async (req, reply) => {
     const taskId = req.params.id;
     const visible = await d.kysely.selectFrom('tasks').select('tenant_id').where('id', '=', taskId).executeTakeFirst();
     if (!visible || visible.tenant_id !== req.tenant) throw notFound(`task ${taskId}`);
     const wantsSse = (req.headers.accept ?? '').includes('text/event-stream');
-    const lastEventId = req.headers['last-event-id'];
-    const after = wantsSse && typeof lastEventId === 'string' && /^\d+$/.test(lastEventId) ? Number(lastEventId) : req.query.after;
-    const cursor = await resumeCursor(taskId, after);
+    // SSE resumes after Last-Event-ID (what EventSource sends on reconnecting), else after ?after=.
+    const lastEventId = wantsSse ? req.headers['last-event-id'] : undefined;
+    const after = lastEventId ?? req.query.after;
+    const cursor = await resumeCursor(taskId, after, lastEventId !== undefined ? 'headers.last-event-id' : 'query.after');
     if (!wantsSse) {
       // A snapshot of what is committed now, by position. Tailing without gaps is SSE's job.
       const items = await d.store.readTaskPage(taskId, BigInt(after ?? 0), req.query.limit, req.query.steps ? [] : STEP_EVENT_TYPES);
