@@ -5,11 +5,14 @@ import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from '@fas
 import { textProblems } from '@baton/domain';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { GatewayDeps } from './deps.ts';
+import { takeToken, type Bucket } from './rate-limit.ts';
 import { clientErrorHandler, errorHandler, HttpError, MAX_PATH_PARAM, textError } from './errors.ts';
 import { eventRoutes } from './routes/events.ts';
 import { systemRoutes } from './routes/system.ts';
 import { taskRoutes } from './routes/tasks.ts';
 import { workspaceRoutes } from './routes/workspaces.ts';
+
+const WRITES = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 /** How long a request's headers and body may take to arrive (node checks every 30 s): 408 after. */
 export const REQUEST_TIMEOUT_MS = 120_000;
@@ -71,6 +74,19 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     if (!match) throw new HttpError(401, 'unauthorized', 'invalid API key');
     req.tenant = match.tenant;
     req.actor = `key:${match.key.subarray(0, 6).toString()}…@${match.tenant}`;
+  });
+
+  // Writes per tenant: a token bucket each, in this process (so the limit is per replica).
+  // Counted before the body is read; tenants are the configured keys' (or `default`), so few.
+  const buckets = new Map<string, Bucket>();
+  const { writesPerS, burst } = deps.limits;
+  app.addHook('onRequest', async (req) => {
+    if (writesPerS === 0 || !req.url.startsWith('/v1/') || !WRITES.has(req.method)) return;
+    const { bucket, retryAfterS } = takeToken(buckets.get(req.tenant), performance.now(), writesPerS, burst);
+    buckets.set(req.tenant, bucket);
+    if (retryAfterS !== null) {
+      throw new HttpError(429, 'rate_limited', `more than ${writesPerS} writes per second (bursts of ${burst}) for this tenant; retry in ${retryAfterS} s`, undefined, { 'retry-after': String(retryAfterS) });
+    }
   });
 
   // The text rule (@baton/domain): nothing a request brings may hold a NUL or a lone surrogate.

@@ -139,3 +139,25 @@ describe('resuming events: Last-Event-ID and ?after= are positions, digits only'
     expect((await app.inject({ method: 'GET', url: `/v1/tasks/${id}/events?after=${first?.position}` })).json().items).toHaveLength(1);
   });
 });
+
+describe('writes are rate limited per tenant', () => {
+  pgTest('over the bucket: 429 rate_limited with Retry-After; reads and other tenants go on; 0 turns it off', async ({ pg }) => {
+    const keys = new Map([['key-of-tenant-a-0001', 'a'], ['key-of-tenant-b-0001', 'b']]);
+    const app = await gateway(pg, null, { apiKeys: keys, limits: { writesPerS: 0.01, burst: 2 } });
+    const as = (tenant: 'a' | 'b') => ({ authorization: `Bearer key-of-tenant-${tenant}-0001` });
+    const submit = (tenant: 'a' | 'b') => app.inject({ method: 'POST', url: '/v1/tasks', headers: as(tenant), payload: { prompt: 'x' } });
+    expect((await submit('a')).statusCode).toBe(201);
+    expect((await submit('a')).statusCode).toBe(201);
+    const limited = await submit('a');
+    expectError(limited, 429, 'rate_limited', /more than 0\.01 writes per second \(bursts of 2\) for this tenant/);
+    expect(limited.headers['retry-after']).toBe('100'); // one token at 0.01/s
+    // Every write counts, whatever the route or the outcome.
+    expectError(await app.inject({ method: 'POST', url: '/v1/tasks/00000000-0000-4000-8000-000000000000/cancel', headers: as('a') }), 429, 'rate_limited');
+    expect((await app.inject({ method: 'GET', url: '/v1/tasks', headers: as('a') })).statusCode).toBe(200);
+    expect((await submit('b')).statusCode).toBe(201);
+    expect(await count(pg)).toBe(3);
+
+    const open = await gateway(pg, null, { limits: { writesPerS: 0, burst: 1 } });
+    for (let i = 0; i < 5; i++) expect((await open.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x' } })).statusCode).toBe(201);
+  });
+});

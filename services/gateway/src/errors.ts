@@ -11,12 +11,15 @@ export class HttpError extends Error {
   readonly status: number;
   readonly code: string;
   readonly details: unknown;
-  constructor(status: number, code: string, message: string, details?: unknown) {
+  /** Response headers that go with the error (e.g. Retry-After). */
+  readonly headers: Record<string, string>;
+  constructor(status: number, code: string, message: string, details?: unknown, headers: Record<string, string> = {}) {
     super(message);
     this.name = new.target.name;
     this.status = status;
     this.code = code;
     this.details = details;
+    this.headers = headers;
   }
 }
 
@@ -58,7 +61,10 @@ export function errorHandler(err: FastifyError, req: FastifyRequest, reply: Fast
     send(400, 'validation_error', details.map((d) => `${d.field}: ${d.message}`).join('; '), details);
     return;
   }
-  if (err instanceof HttpError) return send(err.status, err.code, err.message, err.details);
+  if (err instanceof HttpError) {
+    void reply.headers(err.headers);
+    return send(err.status, err.code, err.message, err.details);
+  }
   if (err instanceof DomainError) return send(DOMAIN_STATUS[err.code], err.code, err.message, err.details);
   // A refused workspace names every offending entry in details: [{ entry, message }].
   if (err instanceof WorkspaceArchiveError) return send(err.code === 'workspace_too_large' ? 413 : 400, err.code, err.message, err.problems.length > 0 ? err.problems : undefined);
