@@ -1,6 +1,6 @@
 import { connect } from 'node:net';
 import { handleCommand } from '@baton/event-store';
-import { pgTest, type PgFixture } from '@baton/testing';
+import { pgTest, stackTest as test, waitFor, type PgFixture } from '@baton/testing';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { describe, expect } from 'vitest';
 import { REQUEST_TIMEOUT_MS } from './app.ts';
@@ -159,5 +159,46 @@ describe('writes are rate limited per tenant', () => {
 
     const open = await gateway(pg, null, { limits: { writesPerS: 0, burst: 1 } });
     for (let i = 0; i < 5; i++) expect((await open.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x' } })).statusCode).toBe(201);
+  });
+});
+
+describe('SSE connection caps', () => {
+  test('per tenant and per gateway: 429 too_many_streams with Retry-After before the stream starts; a closed stream frees its slot', async ({ pg, nats }) => {
+    const keys = new Map([['key-of-tenant-a-0001', 'a'], ['key-of-tenant-b-0001', 'b'], ['key-of-tenant-c-0001', 'c']]);
+    const app = await gateway(pg, nats, { apiKeys: keys, limits: { ssePerTenant: 1, sseConnections: 2 } });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
+    const as = (tenant: string) => ({ authorization: `Bearer key-of-tenant-${tenant}-0001` });
+    const task = async (tenant: string) => (await app.inject({ method: 'POST', url: '/v1/tasks', headers: as(tenant), payload: { prompt: 'x' } })).json().id as string;
+    const ids = { a: await task('a'), b: await task('b'), c: await task('c') };
+    const streams: AbortController[] = [];
+    const open = async (tenant: keyof typeof ids) => {
+      const ctrl = new AbortController();
+      const res = await fetch(`${base}/v1/tasks/${ids[tenant]}/events`, { headers: { accept: 'text/event-stream', ...as(tenant) }, signal: ctrl.signal });
+      if (res.ok) streams.push(ctrl);
+      return { status: res.status, retryAfter: res.headers.get('retry-after'), type: res.headers.get('content-type'), body: res.ok ? null : ((await res.json()) as { error: { code: string; message: string } }) };
+    };
+    const sse = async () => Number(/^baton_sse_connections (\d+)$/m.exec((await app.inject({ method: 'GET', url: '/metrics' })).body)?.[1]);
+
+    expect((await open('a')).status).toBe(200);
+    const tenantCap = await open('a');
+    expect(tenantCap).toMatchObject({ status: 429, retryAfter: '5', type: expect.stringMatching(/application\/json/) });
+    expect(tenantCap.body).toEqual({ error: { code: 'too_many_streams', message: expect.stringMatching(/at most 1 open event streams per tenant/) } });
+    expect((await open('b')).status).toBe(200);
+    const gatewayCap = await open('c');
+    expect(gatewayCap).toMatchObject({ status: 429, retryAfter: '5' });
+    expect(gatewayCap.body?.error.message).toMatch(/this gateway serves at most 2 event streams/);
+    // The JSON list is not a stream: not counted.
+    expect((await app.inject({ method: 'GET', url: `/v1/tasks/${ids.c}/events`, headers: as('c') })).statusCode).toBe(200);
+
+    streams[0]?.abort(); // tenant a's stream closes…
+    await waitFor(async () => (await sse()) === 1, { what: 'the closed stream to free its slot' });
+    expect((await open('c')).status).toBe(200); // …and its slot is free
+    expect((await open('a')).status).toBe(429); // the gateway is full again
+    for (const s of streams) s.abort();
+    await waitFor(async () => (await sse()) === 0, { what: 'every stream closed' });
+    expect((await open('a')).status).toBe(200);
+    for (const s of streams) s.abort();
+    await app.close();
   });
 });

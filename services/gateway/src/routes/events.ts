@@ -11,9 +11,13 @@ import { loadVisibleTask } from './tasks.ts';
 
 const BATCH = 500;
 
+/** Retry-After of a stream refused for a cap (a slot frees when any stream ends). */
+const STREAM_RETRY_AFTER_S = 5;
+
 export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
   const r = app.withTypeProvider<ZodTypeProvider>();
-  const streams = new Set<{ end: (reason: string) => void }>();
+  const streams = new Set<{ tenant: string; end: (reason: string) => void }>();
+  const { ssePerTenant, sseConnections } = d.limits;
   d.metrics.gauge('baton_sse_connections', 'Open SSE streams', () => streams.size);
   const hiddenReads = d.metrics.counter('baton_sse_hidden_reads_total', 'SSE reads that found committed rows still hidden by the xmin horizon (an older transaction open): the stream looks again soon');
 
@@ -30,6 +34,15 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     return c;
   };
 
+  /** A new stream for this tenant would go over a cap: 429 before it starts. */
+  const checkStreamCaps = (tenant: string): void => {
+    const refuse = (message: string) => new HttpError(429, 'too_many_streams', `${message}; close one or retry later`, undefined, { 'retry-after': String(STREAM_RETRY_AFTER_S) });
+    if (streams.size >= sseConnections) throw refuse(`this gateway serves at most ${sseConnections} event streams`);
+    let mine = 0;
+    for (const s of streams) if (s.tenant === tenant) mine++;
+    if (mine >= ssePerTenant) throw refuse(`at most ${ssePerTenant} open event streams per tenant`);
+  };
+
   r.get('/v1/tasks/:id/events', { schema: { params: TaskIdParams, querystring: EventsQuery, headers: EventsHeaders, tags: ['events'], summary: 'Events of a task (JSON, or SSE with Accept: text/event-stream)' } }, async (req, reply) => {
     const taskId = req.params.id;
     const visible = await d.kysely.selectFrom('tasks').select('tenant_id').where('id', '=', taskId).executeTakeFirst();
@@ -44,6 +57,7 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
       const items = await d.store.readTaskPage(taskId, BigInt(after ?? 0), req.query.limit, req.query.steps ? [] : STEP_EVENT_TYPES);
       return { items: items.map(toEventView) };
     }
+    checkStreamCaps(req.tenant); // and at once (nothing awaited) the stream takes its slot
     reply.hijack();
     return streamEvents(req, reply, taskId, cursor, req.query.steps);
   });
@@ -58,6 +72,7 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     let wake: (() => void) | null = null;
     let dirty = true; // a wake-up arrived while we were reading
     const conn = {
+      tenant: req.tenant,
       end: (reason: string) => {
         if (closed) return;
         closed = true;
