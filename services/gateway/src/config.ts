@@ -33,6 +33,8 @@ const schema = z.object({
   /** Open SSE streams per tenant, and in all, per gateway replica. */
   SSE_MAX_PER_TENANT: z.coerce.number().int().min(1).max(1_000_000).default(DEFAULT_LIMITS.ssePerTenant),
   SSE_MAX_CONNECTIONS: z.coerce.number().int().min(1).max(1_000_000).default(DEFAULT_LIMITS.sseConnections),
+  /** Webhook URLs naming loopback/private/link-local addresses are accepted (development); the notifier reads the same variable. */
+  WEBHOOK_ALLOW_PRIVATE_NETWORKS: z.stringbool().default(false),
 });
 export type GatewayConfig = z.infer<typeof schema>;
 export const loadGatewayConfig = (env: Record<string, string | undefined>): GatewayConfig => loadConfig('gateway', schema, env);

@@ -33,6 +33,8 @@ export interface GatewayDeps {
   examplesDir: string;
   workspaceLimits: WorkspaceLimits;
   limits: GatewayLimits;
+  /** Webhook URLs may name loopback/private/link-local addresses (development). */
+  allowPrivateWebhooks: boolean;
 }
 
 /** Per gateway replica: writes per tenant (a token bucket), open SSE streams per tenant and in all. */

@@ -1,5 +1,6 @@
 import { connect } from 'node:net';
 import { handleCommand } from '@baton/event-store';
+import { recordDelivery } from '@baton/storage';
 import { pgTest, stackTest as test, waitFor, type PgFixture } from '@baton/testing';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { describe, expect } from 'vitest';
@@ -200,5 +201,42 @@ describe('SSE connection caps', () => {
     expect((await open('a')).status).toBe(200);
     for (const s of streams) s.abort();
     await app.close();
+  });
+});
+
+describe('webhook URLs at registration', () => {
+  pgTest('what can never be delivered is a 400 naming body.webhook.url; the private-network escape hatch applies the same way', async ({ pg }) => {
+    const app = await gateway(pg, null);
+    const submit = (url: string, a = app) => a.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x', webhook: { url } } });
+    for (const url of ['http://127.0.0.1:9/hook', 'http://2130706433/', 'http://0x7f.1/', 'http://0177.0.0.1/', 'http://127.1/', 'http://[::1]/', 'http://[::ffff:127.0.0.1]/', 'http://[fe80::1]/', 'http://[fc00::]/', 'http://localhost:3000/', 'http://hooks.localhost/', 'http://169.254.169.254/', 'http://0.0.0.0/', 'http://224.0.0.1/']) {
+      expectError(await submit(url), 400, 'validation_error', /^body\.webhook\.url: names .*which a webhook may not reach/);
+    }
+    expectError(await submit('http://user:pass@hooks.example.com/x'), 400, 'validation_error', /^body\.webhook\.url: must not carry credentials/);
+    expectError(await submit('ftp://hooks.example.com/x'), 400, 'validation_error', /^body\.webhook\.url/);
+    expect(await count(pg)).toBe(0);
+    expect((await submit('https://hooks.example.com/x')).statusCode).toBe(201);
+
+    const dev = await gateway(pg, null, { allowPrivateWebhooks: true });
+    expect((await submit('http://127.0.0.1:9/hook', dev)).statusCode).toBe(201);
+    expectError(await submit('http://user:pass@127.0.0.1:9/hook', dev), 400, 'validation_error', /credentials/);
+  });
+
+  test('credentials stored before they were refused are never shown: deliveries and events (JSON and SSE)', async ({ pg, nats }) => {
+    const app = await gateway(pg, nats);
+    const id = crypto.randomUUID();
+    await handleCommand(pg.store, id, {
+      type: 'SubmitTask', prompt: 'p', team: 'research', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: { url: 'https://user:s3cret@hooks.example.com/x', events: ['task.cancelled'] },
+      metadata: {}, tenantId: 'default', requestHash: null, forkedFrom: null, workspace: null,
+    });
+    await handleCommand(pg.store, id, { type: 'CancelTask', reason: 'r', requestedBy: 'u' });
+    const eventId = crypto.randomUUID();
+    await recordDelivery(pg.db.pool, { taskId: id, eventId, webhookId: `msg_${eventId}`, type: 'task.cancelled', url: 'https://user:s3cret@hooks.example.com/x', attempt: 1, statusCode: null, ok: false, error: 'Request cannot be constructed from a URL that includes credentials: https://user:s3cret@hooks.example.com/x', durationMs: 0 });
+    const deliveries = await app.inject({ method: 'GET', url: `/v1/tasks/${id}/deliveries` });
+    expect(deliveries.json().items).toEqual([expect.objectContaining({ url: 'https://hooks.example.com/x', error: expect.stringMatching(/credentials: https:\/\/hooks\.example\.com\/x$/) })]);
+    const events = await app.inject({ method: 'GET', url: `/v1/tasks/${id}/events` });
+    expect(events.json().items[0].data.webhook).toEqual({ url: 'https://hooks.example.com/x', events: ['task.cancelled'] });
+    const stream = await app.inject({ method: 'GET', url: `/v1/tasks/${id}/events`, headers: { accept: 'text/event-stream' } });
+    expect(stream.body).toMatch(/hooks\.example\.com/);
+    for (const body of [deliveries.body, events.body, stream.body]) expect(body).not.toMatch(/s3cret/);
   });
 });

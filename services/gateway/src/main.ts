@@ -44,7 +44,9 @@ const app = await buildApp({
   examplesDir: config.BATON_EXAMPLES_DIR,
   workspaceLimits: workspaceLimits(config),
   limits: gatewayLimits(config),
+  allowPrivateWebhooks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
 });
+if (config.WEBHOOK_ALLOW_PRIVATE_NETWORKS) log.warn('WEBHOOK_ALLOW_PRIVATE_NETWORKS=true: webhook URLs may name loopback and private addresses (development only)');
 // Examples are read per request (they may change); say at start which there are and which cannot be used.
 void listExamples(config.BATON_EXAMPLES_DIR, workspaceLimits(config)).then(
   (examples) => {

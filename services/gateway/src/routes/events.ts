@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
-import { stateAt, STEP_EVENT_TYPES, TERMINAL_EVENT_TYPES } from '@baton/domain';
-import { toEventView, toTaskView } from '@baton/api';
+import { stateAt, STEP_EVENT_TYPES, TERMINAL_EVENT_TYPES, type RecordedEvent } from '@baton/domain';
+import { redactCredentials, toEventView, toTaskView, type EventView } from '@baton/api';
 import { START, type LogCursor } from '@baton/event-store';
 import type { ZodTypeProvider } from '@fastify/type-provider-zod';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
@@ -10,6 +10,13 @@ import { EventsHeaders, EventsQuery, StateQuery, TaskIdParams } from './schemas.
 import { loadVisibleTask } from './tasks.ts';
 
 const BATCH = 500;
+
+/** An event as the API shows it; a webhook URL registered with credentials (before they were refused) is shown without them. */
+function eventView(e: RecordedEvent): EventView {
+  const view = toEventView(e);
+  if (e.type !== 'TaskSubmitted' || !e.data.webhook) return view;
+  return { ...view, data: { ...e.data, webhook: { ...e.data.webhook, url: redactCredentials(e.data.webhook.url) } } };
+}
 
 /** Retry-After of a stream refused for a cap (a slot frees when any stream ends). */
 const STREAM_RETRY_AFTER_S = 5;
@@ -55,7 +62,7 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     if (!wantsSse) {
       // A snapshot of what is committed now, by position. Tailing without gaps is SSE's job.
       const items = await d.store.readTaskPage(taskId, BigInt(after ?? 0), req.query.limit, req.query.steps ? [] : STEP_EVENT_TYPES);
-      return { items: items.map(toEventView) };
+      return { items: items.map(eventView) };
     }
     checkStreamCaps(req.tenant); // and at once (nothing awaited) the stream takes its slot
     reply.hijack();
@@ -100,7 +107,7 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
         if (hidden) hiddenReads();
         for (const { event, cursor: c } of batch) {
           if (closed) return;
-          res.write(`id: ${event.position}\nevent: ${event.type}\ndata: ${JSON.stringify(toEventView(event))}\n\n`);
+          res.write(`id: ${event.position}\nevent: ${event.type}\ndata: ${JSON.stringify(eventView(event))}\n\n`);
           cursor = c;
           if (TERMINAL_EVENT_TYPES.has(event.type)) finalSeen = true;
         }
