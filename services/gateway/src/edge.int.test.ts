@@ -127,11 +127,12 @@ describe('resuming events: Last-Event-ID and ?after= are positions, digits only'
     const sse = (lastEventId: string) => app.inject({ method: 'GET', url: `/v1/tasks/${id}/events`, headers: { accept: 'text/event-stream', 'last-event-id': lastEventId } });
     for (const bad of ['garbage', '-1', '1e3', '', '1.5', ' 1', '0x10', '9'.repeat(16)]) {
       expectError(await sse(bad), 400, 'validation_error', /^headers\.last-event-id: must be a non-negative integer/);
-      expectError(await app.inject({ method: 'GET', url: `/v1/tasks/${id}/events?after=${encodeURIComponent(bad)}` }), 400, 'validation_error', /^querystring\.after: must be a non-negative integer/);
+      expectError(await app.inject({ method: 'GET', url: `/v1/tasks/${id}/events?after=${encodeURIComponent(bad)}` }), 400, 'validation_error', /^query\.after: must be a non-negative integer/);
     }
-    expectError(await app.inject({ method: 'GET', url: `/v1/tasks/${id}/state?at=1e0` }), 400, 'validation_error', /^querystring\.at/);
-    expectError(await app.inject({ method: 'GET', url: '/v1/tasks?limit=1e1' }), 400, 'validation_error', /^querystring\.limit/);
+    expectError(await app.inject({ method: 'GET', url: `/v1/tasks/${id}/state?at=1e0` }), 400, 'validation_error', /^query\.at/);
+    expectError(await app.inject({ method: 'GET', url: '/v1/tasks?limit=1e1' }), 400, 'validation_error', /^query\.limit/);
     expectError(await sse('999999'), 400, 'validation_error', /^headers\.last-event-id: no event at position 999999/);
+    expectError(await app.inject({ method: 'GET', url: `/v1/tasks/${id}/events?after=999999` }), 400, 'validation_error', /^query\.after: no event at position 999999/); // named as the schema names it
     // The task has ended: a stream resumed after its first event sends the rest, then ends.
     const [first, second] = (await app.inject({ method: 'GET', url: `/v1/tasks/${id}/events?after=0&limit=10` })).json().items as { position: number }[];
     const resumed = await sse(String(first?.position));

@@ -56,7 +56,9 @@ export function errorHandler(err: FastifyError, req: FastifyRequest, reply: Fast
     void reply.status(status).send({ error: { code, message, ...(details !== undefined ? { details } : {}) } });
   };
   if (hasZodFastifySchemaValidationErrors(err)) {
-    const where = (err as { validationContext?: string }).validationContext ?? 'request';
+    // Fields are named as everywhere else: params., query., headers., body.
+    const context = (err as { validationContext?: string }).validationContext ?? 'request';
+    const where = context === 'querystring' ? 'query' : context;
     const details = err.validation.map((v) => ({ field: `${where}${v.instancePath}`.replace(/\//g, '.'), message: v.message }));
     send(400, 'validation_error', details.map((d) => `${d.field}: ${d.message}`).join('; '), details);
     return;
