@@ -5,6 +5,7 @@ import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from '@fas
 import { textProblems } from '@baton/domain';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { GatewayDeps } from './deps.ts';
+import { jsonDepthError } from './json-depth.ts';
 import { takeToken, type Bucket } from './rate-limit.ts';
 import { clientErrorHandler, errorHandler, HttpError, MAX_PATH_PARAM, textError } from './errors.ts';
 import { eventRoutes } from './routes/events.ts';
@@ -36,7 +37,12 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   app.setSerializerCompiler(serializerCompiler);
   app.setErrorHandler(errorHandler);
   // Bodies are JSON (and multipart on POST /v1/tasks): text/plain is a 415 like any other type.
-  app.removeContentTypeParser('text/plain');
+  // JSON is Fastify's own parser (prototype poisoning refused), then a nesting limit.
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser(['text/plain', 'application/json']);
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
+    parseJson(req, body as string, (err, value) => (err ? done(err, undefined) : done(jsonDepthError(value, 'body'), value)));
+  });
   app.setNotFoundHandler((req, reply) => {
     void reply.status(404).send({ error: { code: 'not_found', message: `no route ${req.method} ${req.url.split('?')[0]}` } });
   });

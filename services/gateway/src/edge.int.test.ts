@@ -83,6 +83,24 @@ describe('the text rule: no NUL, no lone surrogate in anything a request brings'
   });
 });
 
+describe('nesting: a JSON body nested deeper than JSON.stringify can take is a 400, not a 500', () => {
+  pgTest('a body, an approval\'s edited input and a multipart task field over 64 levels name where; 64 are fine', async ({ pg }) => {
+    const app = await gateway(pg, null);
+    const nest = (depth: number) => `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`;
+    const post = (url: string, body: string) => app.inject({ method: 'POST', url, headers: json, payload: body });
+    expectError(await post('/v1/tasks', `{"prompt":"x","metadata":${nest(10_000)}}`), 400, 'validation_error', /^body\.metadata(\.a){63}: nested more than 64 levels deep$/);
+    expect((await post('/v1/tasks', `{"prompt":"x","metadata":${nest(63)}}`)).statusCode).toBe(201);
+    const id = await waitingTask(app, pg);
+    expectError(await post(`/v1/tasks/${id}/approvals/apr-1`, `{"decision":"approve","input":{"agent":"researcher","prompt":"p","x":${nest(10_000)}}}`), 400, 'validation_error', /^body\.input\.x(\.a){62}: nested more than 64/);
+    // The prototype-poisoning guard of Fastify's JSON parser is kept.
+    expectError(await post('/v1/tasks', '{"prompt":"x","metadata":{"__proto__":{"admin":true}}}'), 400, 'invalid_json');
+    const form = new FormData();
+    form.append('task', `{"prompt":"x","metadata":${nest(10_000)}}`);
+    const req = new Request('http://x/', { method: 'POST', body: form });
+    expectError(await app.inject({ method: 'POST', url: '/v1/tasks', headers: Object.fromEntries(req.headers), payload: Buffer.from(await req.arrayBuffer()) }), 400, 'validation_error', /^task\.metadata(\.a){63}: nested more than 64/);
+  });
+});
+
 describe('every refusal has the API error shape, the framework\'s own too', () => {
   pgTest('404, 414, 400 bad URL, 415, 413, invalid and empty JSON (inject)', async ({ pg }) => {
     const app = await gateway(pg, null);
