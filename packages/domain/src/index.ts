@@ -9,6 +9,7 @@ export { upcast, UnknownSchemaVersionError } from './upcast.ts';
 export * from './replay.ts';
 export * from './fork.ts';
 export * from './ids.ts';
+export * from './text.ts';
 
 import { decide } from './decide.ts';
 import { evolve } from './evolve.ts';

@@ -13,6 +13,7 @@ import type { FastifyInstance } from 'fastify';
 import pg_ from 'pg';
 import { describe, expect } from 'vitest';
 import { buildApp } from './app.ts';
+import { DEFAULT_LIMITS } from './deps.ts';
 import { Metrics } from './metrics.ts';
 import { SseHub } from './sse-hub.ts';
 import { testGateway } from './test-gateway.ts';
@@ -380,7 +381,7 @@ describe('faults', () => {
     const app = await buildApp({
       pool: dead.pool, kysely: dead.kysely, store: new EventStore(dead.pool), load: new TaskCache(dead.pool).load, names, nats: () => nats.nc, hub: new SseHub(names, log),
       teams: builtinTeams, apiKeys: new Map(), log, metrics: new Metrics(), now: () => new Date(), newId: randomUUID, sseHeartbeatMs: 15_000, bodyLimit: 65_536,
-      examplesDir: path.join(tmpdir(), 'baton-no-examples'), workspaceLimits: DEFAULT_WORKSPACE_LIMITS,
+      examplesDir: path.join(tmpdir(), 'baton-no-examples'), workspaceLimits: DEFAULT_WORKSPACE_LIMITS, limits: DEFAULT_LIMITS, allowPrivateWebhooks: false,
     });
     const post = await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x' } });
     expect(post.statusCode).toBe(503);

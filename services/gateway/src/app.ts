@@ -2,22 +2,47 @@ import { timingSafeEqual } from 'node:crypto';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from '@fastify/type-provider-zod';
+import { textProblems } from '@baton/domain';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { GatewayDeps } from './deps.ts';
-import { errorHandler, HttpError } from './errors.ts';
+import { jsonDepthError } from './json-depth.ts';
+import { takeToken, type Bucket } from './rate-limit.ts';
+import { clientErrorHandler, errorHandler, HttpError, MAX_PATH_PARAM, textError } from './errors.ts';
 import { eventRoutes } from './routes/events.ts';
 import { systemRoutes } from './routes/system.ts';
 import { taskRoutes } from './routes/tasks.ts';
 import { workspaceRoutes } from './routes/workspaces.ts';
 
+const WRITES = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/** How long a request's headers and body may take to arrive (node checks every 30 s): 408 after. */
+export const REQUEST_TIMEOUT_MS = 120_000;
+
 /** Build the gateway's Fastify app from its dependencies (tests call this directly). */
 export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   // Per-request access logs are off (they would dominate at load); /metrics counts requests.
   const httpLog = deps.log.child({ component: 'http' }, { level: deps.log.level === 'debug' || deps.log.level === 'trace' ? deps.log.level : 'warn' });
-  const app = Fastify({ loggerInstance: httpLog as FastifyBaseLogger, bodyLimit: deps.bodyLimit, return503OnClosing: true });
+  const app = Fastify({
+    loggerInstance: httpLog as FastifyBaseLogger,
+    bodyLimit: deps.bodyLimit,
+    return503OnClosing: true,
+    // A request (its headers and body; not an SSE stream's response) must arrive within this.
+    requestTimeout: REQUEST_TIMEOUT_MS,
+    routerOptions: { maxParamLength: MAX_PATH_PARAM },
+    // What the router and node's HTTP parser refuse answers the API's error shape too.
+    frameworkErrors: errorHandler,
+    clientErrorHandler,
+  });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   app.setErrorHandler(errorHandler);
+  // Bodies are JSON (and multipart on POST /v1/tasks): text/plain is a 415 like any other type.
+  // JSON is Fastify's own parser (prototype poisoning refused), then a nesting limit.
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser(['text/plain', 'application/json']);
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
+    parseJson(req, body as string, (err, value) => (err ? done(err, undefined) : done(jsonDepthError(value, 'body'), value)));
+  });
   app.setNotFoundHandler((req, reply) => {
     void reply.status(404).send({ error: { code: 'not_found', message: `no route ${req.method} ${req.url.split('?')[0]}` } });
   });
@@ -55,6 +80,27 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     if (!match) throw new HttpError(401, 'unauthorized', 'invalid API key');
     req.tenant = match.tenant;
     req.actor = `key:${match.key.subarray(0, 6).toString()}…@${match.tenant}`;
+  });
+
+  // Writes per tenant: a token bucket each, in this process (so the limit is per replica).
+  // Counted before the body is read; tenants are the configured keys' (or `default`), so few.
+  const buckets = new Map<string, Bucket>();
+  const { writesPerS, burst } = deps.limits;
+  app.addHook('onRequest', async (req) => {
+    if (writesPerS === 0 || !req.url.startsWith('/v1/') || !WRITES.has(req.method)) return;
+    const { bucket, retryAfterS } = takeToken(buckets.get(req.tenant), performance.now(), writesPerS, burst);
+    buckets.set(req.tenant, bucket);
+    if (retryAfterS !== null) {
+      throw new HttpError(429, 'rate_limited', `more than ${writesPerS} writes per second (bursts of ${burst}) for this tenant; retry in ${retryAfterS} s`, undefined, { 'retry-after': String(retryAfterS) });
+    }
+  });
+
+  // The text rule (@baton/domain): nothing a request brings may hold a NUL or a lone surrogate.
+  // Checked once for every route, on what validation passed (a multipart form's task field too).
+  app.addHook('preHandler', async (req) => {
+    const body = (req.headers['content-type'] ?? '').startsWith('multipart/') ? 'task' : 'body';
+    const problems = [...textProblems(req.params, 'params'), ...textProblems(req.query, 'query'), ...textProblems(req.body, body)];
+    if (problems.length > 0) throw textError(problems);
   });
 
   await app.register(systemRoutes(deps));

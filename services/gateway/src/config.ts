@@ -2,6 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { commonEnv, durationMs, loadConfig } from '@baton/runtime';
 import { DEFAULT_WORKSPACE_LIMITS, type WorkspaceLimits } from '@baton/storage';
 import { z } from 'zod';
+import { DEFAULT_LIMITS, type GatewayLimits } from './deps.ts';
 
 /** The repository's examples/ (example projects a task can start from), found from this file. */
 export const DEFAULT_EXAMPLES_DIR = fileURLToPath(new URL('../../../examples', import.meta.url));
@@ -25,9 +26,25 @@ const schema = z.object({
   WORKSPACE_MAX_ARCHIVE_BYTES: z.coerce.number().int().min(1024).max(1024 * MiB).default(DEFAULT_WORKSPACE_LIMITS.maxArchiveBytes),
   WORKSPACE_MAX_BYTES: z.coerce.number().int().min(1024).max(4096 * MiB).default(DEFAULT_WORKSPACE_LIMITS.maxBytes),
   WORKSPACE_MAX_FILES: z.coerce.number().int().min(1).max(1_000_000).default(DEFAULT_WORKSPACE_LIMITS.maxFiles),
+  /** Writes (POST/PUT/PATCH/DELETE under /v1) per tenant per second, a token bucket per gateway replica; 0: no limit. */
+  RATE_LIMIT_WRITES_PER_S: z.coerce.number().min(0).max(100_000).default(DEFAULT_LIMITS.writesPerS),
+  /** Writes a tenant may make at once (the bucket's size). */
+  RATE_LIMIT_BURST: z.coerce.number().int().min(1).max(1_000_000).default(DEFAULT_LIMITS.burst),
+  /** Open SSE streams per tenant, and in all, per gateway replica. */
+  SSE_MAX_PER_TENANT: z.coerce.number().int().min(1).max(1_000_000).default(DEFAULT_LIMITS.ssePerTenant),
+  SSE_MAX_CONNECTIONS: z.coerce.number().int().min(1).max(1_000_000).default(DEFAULT_LIMITS.sseConnections),
+  /** Webhook URLs naming loopback/private/link-local addresses are accepted (development); the notifier reads the same variable. */
+  WEBHOOK_ALLOW_PRIVATE_NETWORKS: z.stringbool().default(false),
 });
 export type GatewayConfig = z.infer<typeof schema>;
 export const loadGatewayConfig = (env: Record<string, string | undefined>): GatewayConfig => loadConfig('gateway', schema, env);
+
+export const gatewayLimits = (c: GatewayConfig): GatewayLimits => ({
+  writesPerS: c.RATE_LIMIT_WRITES_PER_S,
+  burst: c.RATE_LIMIT_BURST,
+  ssePerTenant: c.SSE_MAX_PER_TENANT,
+  sseConnections: c.SSE_MAX_CONNECTIONS,
+});
 
 export const workspaceLimits = (c: GatewayConfig): WorkspaceLimits => ({
   maxArchiveBytes: c.WORKSPACE_MAX_ARCHIVE_BYTES,

@@ -32,7 +32,21 @@ export interface GatewayDeps {
   /** Example projects (`<dir>/<name>/`) a task can start from. */
   examplesDir: string;
   workspaceLimits: WorkspaceLimits;
+  limits: GatewayLimits;
+  /** Webhook URLs may name loopback/private/link-local addresses (development). */
+  allowPrivateWebhooks: boolean;
 }
+
+/** Per gateway replica: writes per tenant (a token bucket), open SSE streams per tenant and in all. */
+export interface GatewayLimits {
+  /** Tokens added per second; 0: writes are not limited. */
+  writesPerS: number;
+  burst: number;
+  ssePerTenant: number;
+  sseConnections: number;
+}
+
+export const DEFAULT_LIMITS: GatewayLimits = { writesPerS: 50, burst: 100, ssePerTenant: 100, sseConnections: 1000 };
 
 /** A workspace archive sent as the multipart form's `workspace` file part. */
 export interface WorkspaceUpload {

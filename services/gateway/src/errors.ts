@@ -1,4 +1,6 @@
-import { DomainError } from '@baton/domain';
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { DomainError, type TextProblem } from '@baton/domain';
 import { ConcurrencyError, InvalidCursorError } from '@baton/event-store';
 import { WorkspaceArchiveError } from '@baton/storage';
 import { hasZodFastifySchemaValidationErrors } from '@fastify/type-provider-zod';
@@ -9,13 +11,28 @@ export class HttpError extends Error {
   readonly status: number;
   readonly code: string;
   readonly details: unknown;
-  constructor(status: number, code: string, message: string, details?: unknown) {
+  /** Response headers that go with the error (e.g. Retry-After). */
+  readonly headers: Record<string, string>;
+  constructor(status: number, code: string, message: string, details?: unknown, headers: Record<string, string> = {}) {
     super(message);
     this.name = new.target.name;
     this.status = status;
     this.code = code;
     this.details = details;
+    this.headers = headers;
   }
+}
+
+/** The router's longest path parameter (a task id is 36); a longer one is a 414. */
+export const MAX_PATH_PARAM = 100;
+
+/** The text rule (@baton/domain): a 400 naming every field with a NUL or a lone surrogate. */
+export function textError(problems: TextProblem[]): HttpError {
+  const details = problems.map(({ path, problem }) => ({
+    field: path,
+    message: problem === 'nul' ? 'contains a NUL character (\\u0000), which cannot be stored' : 'contains a lone UTF-16 surrogate (half of a pair, \\ud800-\\udfff), which is not valid text',
+  }));
+  return new HttpError(400, 'validation_error', details.map((d) => `${d.field}: ${d.message}`).join('; '), details);
 }
 
 export const notFound = (what: string): HttpError => new HttpError(404, 'not_found', `${what} not found`);
@@ -39,17 +56,24 @@ export function errorHandler(err: FastifyError, req: FastifyRequest, reply: Fast
     void reply.status(status).send({ error: { code, message, ...(details !== undefined ? { details } : {}) } });
   };
   if (hasZodFastifySchemaValidationErrors(err)) {
-    const where = (err as { validationContext?: string }).validationContext ?? 'request';
+    // Fields are named as everywhere else: params., query., headers., body.
+    const context = (err as { validationContext?: string }).validationContext ?? 'request';
+    const where = context === 'querystring' ? 'query' : context;
     const details = err.validation.map((v) => ({ field: `${where}${v.instancePath}`.replace(/\//g, '.'), message: v.message }));
     send(400, 'validation_error', details.map((d) => `${d.field}: ${d.message}`).join('; '), details);
     return;
   }
-  if (err instanceof HttpError) return send(err.status, err.code, err.message, err.details);
+  if (err instanceof HttpError) {
+    void reply.headers(err.headers);
+    return send(err.status, err.code, err.message, err.details);
+  }
   if (err instanceof DomainError) return send(DOMAIN_STATUS[err.code], err.code, err.message, err.details);
   // A refused workspace names every offending entry in details: [{ entry, message }].
   if (err instanceof WorkspaceArchiveError) return send(err.code === 'workspace_too_large' ? 413 : 400, err.code, err.message, err.problems.length > 0 ? err.problems : undefined);
   if (err instanceof ConcurrencyError) return send(409, 'conflict', 'the task changed concurrently; retry the request');
   if (err instanceof InvalidCursorError) return send(400, 'validation_error', `query.cursor: ${err.message}`);
+  if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') return send(414, 'uri_too_long', `a path segment is longer than ${MAX_PATH_PARAM} characters`);
+  if (err.code === 'FST_ERR_BAD_URL') return send(400, 'invalid_url', 'the path is not valid percent-encoded UTF-8');
   if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return send(413, 'payload_too_large', err.message);
   if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return send(415, 'unsupported_media_type', err.message);
   if (err.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || err.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || err instanceof SyntaxError) {
@@ -67,4 +91,22 @@ export function errorHandler(err: FastifyError, req: FastifyRequest, reply: Fast
 function isUnavailable(err: unknown): boolean {
   const e = err as { code?: string; message?: string };
   return ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', '57P01', '57P03', '08006', '08001'].includes(e?.code ?? '') || /timeout exceeded when trying to connect|Connection terminated/i.test(e?.message ?? '');
+}
+
+/**
+ * Requests node's HTTP parser refuses before Fastify sees them (the server's clientError): request
+ * line and headers over node's 16 KiB (431), a request not fully received in time (408), bytes
+ * that are not HTTP (400) — answered in the same error shape, then the connection is closed.
+ */
+export function clientErrorHandler(err: Error & { code?: string }, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, code, message] =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'headers_too_large', 'the request line and headers are larger than 16 KiB']
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'request_timeout', 'the request was not received in time']
+        : [400, 'bad_request', 'not a valid HTTP request'];
+  const body = JSON.stringify({ error: { code, message } });
+  if (socket.writable) socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+  socket.destroy(err);
 }

@@ -7,7 +7,7 @@ import { createLogger, installShutdown } from '@baton/runtime';
 import { listExamples } from '@baton/storage';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { buildApp } from './app.ts';
-import { loadGatewayConfig, parseApiKeys, workspaceLimits } from './config.ts';
+import { gatewayLimits, loadGatewayConfig, parseApiKeys, workspaceLimits } from './config.ts';
 import { Metrics } from './metrics.ts';
 import { SseHub } from './sse-hub.ts';
 
@@ -43,7 +43,10 @@ const app = await buildApp({
   bodyLimit: config.BODY_LIMIT_BYTES,
   examplesDir: config.BATON_EXAMPLES_DIR,
   workspaceLimits: workspaceLimits(config),
+  limits: gatewayLimits(config),
+  allowPrivateWebhooks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
 });
+if (config.WEBHOOK_ALLOW_PRIVATE_NETWORKS) log.warn('WEBHOOK_ALLOW_PRIVATE_NETWORKS=true: webhook URLs may name loopback and private addresses (development only)');
 // Examples are read per request (they may change); say at start which there are and which cannot be used.
 void listExamples(config.BATON_EXAMPLES_DIR, workspaceLimits(config)).then(
   (examples) => {

@@ -10,18 +10,19 @@ import { DEFAULT_WORKSPACE_LIMITS, type WorkspaceLimits } from '@baton/storage';
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.ts';
+import { DEFAULT_LIMITS, type GatewayLimits } from './deps.ts';
 import { Metrics } from './metrics.ts';
 import { SseHub } from './sse-hub.ts';
 
 /**
  * A gateway app for the gateway's tests (in process, `inject` or a real listen): the shipped
- * teams, a small body limit, no examples unless a directory is given, and — with a NATS
- * connection — an SSE hub attached to it.
+ * teams, a small body limit, the default rate and stream limits, no examples unless a directory
+ * is given, and — with a NATS connection — an SSE hub attached to it.
  */
 export async function testGateway(
   pg: { db: Pick<Db, 'pool' | 'kysely'>; store: EventStore },
   nats: { nc: NatsConnection; namespace: string } | null,
-  opts: { apiKeys?: Map<string, string>; namespace?: string; sseHeartbeatMs?: number; examplesDir?: string; workspaceLimits?: WorkspaceLimits } = {},
+  opts: { apiKeys?: Map<string, string>; namespace?: string; sseHeartbeatMs?: number; examplesDir?: string; workspaceLimits?: WorkspaceLimits; limits?: Partial<GatewayLimits>; allowPrivateWebhooks?: boolean } = {},
 ): Promise<FastifyInstance> {
   const log = silentLogger();
   const names = busNames(opts.namespace ?? nats?.namespace ?? '');
@@ -45,5 +46,7 @@ export async function testGateway(
     bodyLimit: 64 * 1024,
     examplesDir: opts.examplesDir ?? path.join(tmpdir(), 'baton-no-examples'),
     workspaceLimits: opts.workspaceLimits ?? { ...DEFAULT_WORKSPACE_LIMITS, maxArchiveBytes: 64 * 1024 },
+    limits: { ...DEFAULT_LIMITS, ...opts.limits },
+    allowPrivateWebhooks: opts.allowPrivateWebhooks ?? false,
   });
 }

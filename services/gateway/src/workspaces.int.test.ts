@@ -270,7 +270,7 @@ describe('GET /v1/tasks/:id/diff and forks', () => {
       ],
       patch: text.body,
     });
-    expect((await app.inject({ method: 'GET', url: `/v1/tasks/${task.id}/diff?format=xml`, headers: auth })).json().error.message).toMatch(/querystring\.format/);
+    expect((await app.inject({ method: 'GET', url: `/v1/tasks/${task.id}/diff?format=xml`, headers: auth })).json().error.message).toMatch(/query\.format/);
     expect((await app.inject({ method: 'GET', url: `/v1/tasks/${task.id}/diff`, headers: { authorization: 'Bearer key-tenant-b-0123456789' } })).statusCode).toBe(404);
     expect((await app.inject({ method: 'GET', url: `/v1/tasks/${randomUUID()}/diff`, headers: auth })).statusCode).toBe(404);
 

@@ -84,3 +84,15 @@ describe('notifier egress guard', () => {
     expect(rows.every((r) => !r.ok && r.status_code === null && /non-public address/.test(r.error))).toBe(true);
   });
 });
+
+describe('notifier and credentials in a webhook URL', () => {
+  test('a URL with user:pass@ (registered before the gateway refused them) is never stored or logged with them', async ({ pg, nats }) => {
+    const stack = await startStack(pg, nats, { maxAttempts: 1, backoffMs: [20], allowPrivateNetworks: false });
+    const id = await submit(pg, { url: 'http://user:s3cret@10.0.0.7/hook', events: ['task.cancelled'] });
+    await handleCommand(pg.store, id, { type: 'CancelTask', reason: 'r', requestedBy: 'u' });
+    await waitFor(async () => (await pg.db.pool.query('select count(*)::int as n from webhook_deliveries')).rows[0].n === 1, { what: 'the refused delivery recorded' });
+    await stack.stop();
+    const [row] = (await pg.db.pool.query('select url, error from webhook_deliveries')).rows;
+    expect(row).toEqual({ url: 'http://10.0.0.7/hook', error: expect.stringMatching(/^webhook URL http:\/\/10\.0\.0\.7\/hook resolves to 10\.0\.0\.7/) });
+  });
+});

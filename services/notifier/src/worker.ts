@@ -1,6 +1,6 @@
 import { BusEvent, deadLetterRecorder, retry, startConsumer, TopologyWatch, type BusNames, type RunningConsumer, type TopologyOptions } from '@baton/bus';
 import { fold, taskStreamId, WebhookConfig } from '@baton/domain';
-import { toTaskView } from '@baton/api';
+import { redactCredentials, toTaskView } from '@baton/api';
 import type { EventStore } from '@baton/event-store';
 import type { Logger } from '@baton/runtime';
 import { recordDelivery, wasDelivered } from '@baton/storage';
@@ -100,9 +100,12 @@ export async function startNotifier(d: NotifierDeps): Promise<RunningConsumer> {
         // Refused (non-public address) or unresolvable: recorded like any failed attempt.
         r = { ok: false, status: null, error: (err as Error).message, durationMs: 0, gone: false, retryAfterMs: null };
       }
-      await recordDelivery(d.pool, { taskId: event.taskId, eventId: event.id, webhookId, type, url: hook.url, attempt: ctx.deliveryCount, statusCode: r.status, ok: r.ok, error: r.error, durationMs: r.durationMs });
+      // Credentials in a URL (registered before the gateway refused them) are never stored or logged.
+      const url = redactCredentials(hook.url);
+      const error = r.error === null ? null : redactCredentials(r.error);
+      await recordDelivery(d.pool, { taskId: event.taskId, eventId: event.id, webhookId, type, url, attempt: ctx.deliveryCount, statusCode: r.status, ok: r.ok, error, durationMs: r.durationMs });
       if (r.ok || r.gone) return;
-      d.log.warn({ taskId: event.taskId, url: hook.url, attempt: ctx.deliveryCount, error: r.error }, 'webhook delivery failed');
+      d.log.warn({ taskId: event.taskId, url, attempt: ctx.deliveryCount, error }, 'webhook delivery failed');
       return retry(r.error ?? 'failed', r.retryAfterMs ?? undefined);
     },
   });

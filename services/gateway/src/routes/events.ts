@@ -1,19 +1,30 @@
 import type { ServerResponse } from 'node:http';
-import { stateAt, STEP_EVENT_TYPES, TERMINAL_EVENT_TYPES } from '@baton/domain';
-import { toEventView, toTaskView } from '@baton/api';
+import { stateAt, STEP_EVENT_TYPES, TERMINAL_EVENT_TYPES, type RecordedEvent } from '@baton/domain';
+import { redactCredentials, toEventView, toTaskView, type EventView } from '@baton/api';
 import { START, type LogCursor } from '@baton/event-store';
 import type { ZodTypeProvider } from '@fastify/type-provider-zod';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { GatewayDeps } from '../deps.ts';
 import { HttpError, notFound } from '../errors.ts';
-import { EventsQuery, StateQuery, TaskIdParams } from './schemas.ts';
+import { EventsHeaders, EventsQuery, StateQuery, TaskIdParams } from './schemas.ts';
 import { loadVisibleTask } from './tasks.ts';
 
 const BATCH = 500;
 
+/** An event as the API shows it; a webhook URL registered with credentials (before they were refused) is shown without them. */
+function eventView(e: RecordedEvent): EventView {
+  const view = toEventView(e);
+  if (e.type !== 'TaskSubmitted' || !e.data.webhook) return view;
+  return { ...view, data: { ...e.data, webhook: { ...e.data.webhook, url: redactCredentials(e.data.webhook.url) } } };
+}
+
+/** Retry-After of a stream refused for a cap (a slot frees when any stream ends). */
+const STREAM_RETRY_AFTER_S = 5;
+
 export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
   const r = app.withTypeProvider<ZodTypeProvider>();
-  const streams = new Set<{ end: (reason: string) => void }>();
+  const streams = new Set<{ tenant: string; end: (reason: string) => void }>();
+  const { ssePerTenant, sseConnections } = d.limits;
   d.metrics.gauge('baton_sse_connections', 'Open SSE streams', () => streams.size);
   const hiddenReads = d.metrics.counter('baton_sse_hidden_reads_total', 'SSE reads that found committed rows still hidden by the xmin horizon (an older transaction open): the stream looks again soon');
 
@@ -23,26 +34,37 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
   });
 
   /** Where to resume: the event with this position (Last-Event-ID / ?after=) in commit order. */
-  const resumeCursor = async (taskId: string, after: number | undefined): Promise<LogCursor> => {
+  const resumeCursor = async (taskId: string, after: number | undefined, field: string): Promise<LogCursor> => {
     if (after === undefined || after === 0) return START;
     const c = await d.store.cursorOf(taskId, BigInt(after));
-    if (!c) throw new HttpError(400, 'validation_error', `after: no event at position ${after} in this task`, [{ field: 'query.after', message: 'unknown position' }]);
+    if (!c) throw new HttpError(400, 'validation_error', `${field}: no event at position ${after} in this task`, [{ field, message: 'unknown position' }]);
     return c;
   };
 
-  r.get('/v1/tasks/:id/events', { schema: { params: TaskIdParams, querystring: EventsQuery, tags: ['events'], summary: 'Events of a task (JSON, or SSE with Accept: text/event-stream)' } }, async (req, reply) => {
+  /** A new stream for this tenant would go over a cap: 429 before it starts. */
+  const checkStreamCaps = (tenant: string): void => {
+    const refuse = (message: string) => new HttpError(429, 'too_many_streams', `${message}; close one or retry later`, undefined, { 'retry-after': String(STREAM_RETRY_AFTER_S) });
+    if (streams.size >= sseConnections) throw refuse(`this gateway serves at most ${sseConnections} event streams`);
+    let mine = 0;
+    for (const s of streams) if (s.tenant === tenant) mine++;
+    if (mine >= ssePerTenant) throw refuse(`at most ${ssePerTenant} open event streams per tenant`);
+  };
+
+  r.get('/v1/tasks/:id/events', { schema: { params: TaskIdParams, querystring: EventsQuery, headers: EventsHeaders, tags: ['events'], summary: 'Events of a task (JSON, or SSE with Accept: text/event-stream)' } }, async (req, reply) => {
     const taskId = req.params.id;
     const visible = await d.kysely.selectFrom('tasks').select('tenant_id').where('id', '=', taskId).executeTakeFirst();
     if (!visible || visible.tenant_id !== req.tenant) throw notFound(`task ${taskId}`);
     const wantsSse = (req.headers.accept ?? '').includes('text/event-stream');
-    const lastEventId = req.headers['last-event-id'];
-    const after = wantsSse && typeof lastEventId === 'string' && /^\d+$/.test(lastEventId) ? Number(lastEventId) : req.query.after;
-    const cursor = await resumeCursor(taskId, after);
+    // SSE resumes after Last-Event-ID (what EventSource sends on reconnecting), else after ?after=.
+    const lastEventId = wantsSse ? req.headers['last-event-id'] : undefined;
+    const after = lastEventId ?? req.query.after;
+    const cursor = await resumeCursor(taskId, after, lastEventId !== undefined ? 'headers.last-event-id' : 'query.after');
     if (!wantsSse) {
       // A snapshot of what is committed now, by position. Tailing without gaps is SSE's job.
       const items = await d.store.readTaskPage(taskId, BigInt(after ?? 0), req.query.limit, req.query.steps ? [] : STEP_EVENT_TYPES);
-      return { items: items.map(toEventView) };
+      return { items: items.map(eventView) };
     }
+    checkStreamCaps(req.tenant); // and at once (nothing awaited) the stream takes its slot
     reply.hijack();
     return streamEvents(req, reply, taskId, cursor, req.query.steps);
   });
@@ -57,6 +79,7 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     let wake: (() => void) | null = null;
     let dirty = true; // a wake-up arrived while we were reading
     const conn = {
+      tenant: req.tenant,
       end: (reason: string) => {
         if (closed) return;
         closed = true;
@@ -84,7 +107,7 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
         if (hidden) hiddenReads();
         for (const { event, cursor: c } of batch) {
           if (closed) return;
-          res.write(`id: ${event.position}\nevent: ${event.type}\ndata: ${JSON.stringify(toEventView(event))}\n\n`);
+          res.write(`id: ${event.position}\nevent: ${event.type}\ndata: ${JSON.stringify(eventView(event))}\n\n`);
           cursor = c;
           if (TERMINAL_EVENT_TYPES.has(event.type)) finalSeen = true;
         }

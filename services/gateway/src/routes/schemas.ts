@@ -1,6 +1,15 @@
 import { EXAMPLE_NAME } from '@baton/storage';
 import { z } from 'zod';
 
+/**
+ * A non-negative integer from a query string or header: digits only — no sign, exponent,
+ * fraction, spaces or empty value (what z.coerce.number would let through as 1000, 0, …).
+ */
+const digits = z.string().regex(/^\d{1,15}$/, 'must be a non-negative integer (digits only)');
+const queryInt = (min: number, max: number) => digits.transform(Number).pipe(z.number().int().min(min).max(max));
+/** An event's position in a task (its SSE id): where to resume after. */
+const Position = digits.describe('An event position (its SSE id)').transform(Number);
+
 export const TaskIdParams = z.object({ id: z.uuid('must be a task id (UUID)') });
 export const ArtifactParams = TaskIdParams.extend({ '*': z.string().min(1).max(1024).describe('The artifact path, e.g. report.md') });
 export const AgentParams = TaskIdParams.extend({ agentId: z.string().min(1).max(100).regex(/^[a-z0-9][a-z0-9_-]*$/, 'an agent id (lowercase letters, digits, - and _)') });
@@ -39,7 +48,7 @@ export type SubmitTaskBody = z.infer<typeof SubmitTaskBody>;
 
 export const ListTasksQuery = z.object({
   status: z.enum(['pending', 'running', 'awaiting_input', 'completed', 'failed', 'cancelled']).optional(),
-  limit: z.coerce.number().int().min(1).max(200).default(50),
+  limit: queryInt(1, 200).default(50),
   cursor: z.string().max(200).optional(),
 });
 
@@ -60,12 +69,15 @@ export const ForkBody = z.strictObject({
 export const CancelBody = z.strictObject({ reason: z.string().max(4000).optional() }).nullish();
 
 export const EventsQuery = z.object({
-  after: z.coerce.number().int().min(0).optional(),
-  limit: z.coerce.number().int().min(1).max(5000).default(1000),
+  after: Position.optional(),
+  limit: queryInt(1, 5000).default(1000),
   /** false: transitions only (status changes, agents, requests, decisions, artifacts) — no model turns or tool results. */
   steps: z.enum(['true', 'false'], { error: "must be 'true' or 'false'" }).default('true').transform((v) => v === 'true'),
 });
 
 export const DiffQuery = z.object({ format: z.enum(['text', 'json'], { error: "must be 'text' or 'json'" }).default('text') });
 
-export const StateQuery = z.object({ at: z.coerce.number().int().min(1).optional() });
+/** SSE resumes after `Last-Event-ID` (an event's position); any other header is left alone. */
+export const EventsHeaders = z.looseObject({ 'last-event-id': Position.optional() });
+
+export const StateQuery = z.object({ at: queryInt(1, Number.MAX_SAFE_INTEGER).optional() });

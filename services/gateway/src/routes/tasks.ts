@@ -1,6 +1,6 @@
 import { allTools, parseToolInput } from '@baton/agents';
 import { digestJson, exists, forkEvents, initialState, uuidV5, type Command, type TaskState } from '@baton/domain';
-import { toAgentViews, toTaskView } from '@baton/api';
+import { redactCredentials, toAgentViews, toTaskView, webhookUrlProblem } from '@baton/api';
 import { publishWakeUps } from '@baton/bus';
 import { handleCommand, importTask, isConcurrencyError, listTasks, loadTask, TaskWriter } from '@baton/event-store';
 import { copyTaskFiles, listDeliveries, readArtifact, storeWorkspace } from '@baton/storage';
@@ -39,6 +39,9 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
         if (!d.teams[body.team]) {
           throw new HttpError(400, 'validation_error', `body.team: unknown team '${body.team}'; configured: ${Object.keys(d.teams).join(', ')}`, [{ field: 'body.team', message: 'unknown team' }]);
         }
+        // What can never be delivered is refused now (the notifier checks resolved addresses again at delivery).
+        const webhookProblem = body.webhook ? webhookUrlProblem(body.webhook.url, { allowPrivateNetworks: d.allowPrivateWebhooks }) : null;
+        if (webhookProblem) throw new HttpError(400, 'validation_error', `body.webhook.url: ${webhookProblem}`, [{ field: 'body.webhook.url', message: webhookProblem }]);
         const keyHeader = req.headers['idempotency-key'];
         const key = typeof keyHeader === 'string' ? keyHeader.trim() : undefined;
         if (key !== undefined && (key.length === 0 || key.length > 255)) throw new HttpError(400, 'validation_error', 'headers.idempotency-key: must be 1..255 characters');
@@ -165,7 +168,8 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
   r.get('/v1/tasks/:id/deliveries', { schema: { params: TaskIdParams, tags: ['webhooks'], summary: 'Webhook delivery attempts' } }, async (req) => {
     await loadVisibleTask(d, req, req.params.id);
     const items = await listDeliveries(d.pool, req.params.id);
-    return { items: items.map((r) => ({ ...r, attemptedAt: r.attemptedAt.toISOString() })) };
+    // Rows recorded before credentials in webhook URLs were refused may hold them: never shown.
+    return { items: items.map((r) => ({ ...r, url: redactCredentials(r.url), error: r.error === null ? null : redactCredentials(r.error), attemptedAt: r.attemptedAt.toISOString() })) };
   });
 
   // Artifacts: the log says which exist (ArtifactStored); the bytes are in the artifacts table.

@@ -3,6 +3,7 @@ import { loadExample, parseWorkspaceArchive, UnknownExampleError, workspaceDiges
 import type { FastifyRequest } from 'fastify';
 import type { GatewayDeps, WorkspaceUpload } from '../deps.ts';
 import { HttpError } from '../errors.ts';
+import { jsonDepthError } from '../json-depth.ts';
 import { SubmitTaskBody, type WorkspaceInput } from './schemas.ts';
 
 /** A submitted workspace, checked and digested but not yet stored. */
@@ -86,6 +87,8 @@ export async function readMultipartSubmission(d: GatewayDeps, req: FastifyReques
       throw new HttpError(400, 'invalid_json', `task: ${(err as Error).message}`);
     }
   }
+  const tooDeep = jsonDepthError(task, 'task');
+  if (tooDeep) throw tooDeep;
   const parsed = SubmitTaskBody.safeParse(task);
   if (!parsed.success) {
     const details = parsed.error.issues.map((i) => ({ field: ['task', ...i.path.map(String)].join('.'), message: i.message }));

@@ -1,0 +1,42 @@
+import { describe, expect, it } from 'vitest';
+import { cleanText, textProblems } from './text.ts';
+
+describe('textProblems', () => {
+  it('names every string with a NUL or a lone surrogate, at any depth, keys too', () => {
+    const value = JSON.parse(String.raw`{"prompt":"a\u0000b","ok":"fine 😀","input":{"subtasks":[{"title":"x"},{"title":"\ud800"}]},"k\u0000ey":1,"both":"\u0000\udc00"}`);
+    expect(textProblems(value, 'body')).toEqual([
+      { path: 'body.prompt', problem: 'nul' },
+      { path: 'body.input.subtasks.1.title', problem: 'lone_surrogate' },
+      { path: 'body.k\u2400ey', problem: 'nul' },
+      { path: 'body.both', problem: 'nul' },
+      { path: 'body.both', problem: 'lone_surrogate' },
+    ]);
+    expect(textProblems('\udfff')).toEqual([{ path: '', problem: 'lone_surrogate' }]);
+    expect(textProblems({ a: ['x', 1, null, true, { b: 'y' }], e: '😀 \ud83d\ude00' })).toEqual([]);
+  });
+
+  it('walks nesting deeper than the call stack', () => {
+    const deep = JSON.parse(`${'['.repeat(200_000)}"\\u0000"${']'.repeat(200_000)}`);
+    expect(textProblems(deep)).toEqual([{ path: Array(200_000).fill('0').join('.'), problem: 'nul' }]);
+  });
+});
+
+describe('cleanText', () => {
+  it('replaces NUL with ␀ and lone surrogates with U+FFFD, counting them; keeps pairs', () => {
+    expect(cleanText('a\u0000b\u0000')).toEqual({ value: 'a\u2400b\u2400', replaced: 2 });
+    expect(cleanText('x\ud800y\udc00z\ud83d\ude00')).toEqual({ value: 'x\ufffdy\ufffdz\ud83d\ude00', replaced: 2 });
+    expect(cleanText('\ud800')).toEqual({ value: '\ufffd', replaced: 1 });
+  });
+
+  it('cleans arrays and objects deeply, keys too; what needs nothing is returned as it is', () => {
+    const input = { 'k\u0000': ['ok', { t: '\udc00', n: 3 }], same: { s: 'fine' } };
+    const { value, replaced } = cleanText(input);
+    expect(replaced).toBe(2);
+    expect(value).toEqual({ 'k\u2400': ['ok', { t: '\ufffd', n: 3 }], same: { s: 'fine' } });
+    expect(value.same).toBe(input.same);
+    expect(textProblems(value)).toEqual([]);
+    const clean = { a: ['b'], n: 1, d: null };
+    expect(cleanText(clean).value).toBe(clean);
+    expect(cleanText(42)).toEqual({ value: 42, replaced: 0 });
+  });
+});

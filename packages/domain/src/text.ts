@@ -1,0 +1,91 @@
+/**
+ * The one text rule: Postgres jsonb refuses the NUL character (U+0000), and a lone (unpaired)
+ * UTF-16 surrogate is not text at all. Outside input carrying either is refused (textProblems
+ * names where); text the system produces itself (model output, tool results) is cleaned instead
+ * (cleanText).
+ */
+
+export type TextProblem = { path: string; problem: 'nul' | 'lone_surrogate' };
+
+/** What replaces a NUL: U+2400 SYMBOL FOR NULL (visible, and storable). */
+export const NUL_REPLACEMENT = '\u2400';
+
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
+const join = (path: string, key: string | number): string => (path === '' ? String(key) : `${path}.${key}`);
+
+const isPlainObject = (v: unknown): v is Record<string, unknown> => {
+  if (typeof v !== 'object' || v === null) return false;
+  const proto = Object.getPrototypeOf(v) as unknown;
+  return proto === Object.prototype || proto === null;
+};
+
+function stringProblems(s: string, path: string, out: TextProblem[]): void {
+  if (s.includes('\u0000')) out.push({ path, problem: 'nul' });
+  if (!s.isWellFormed()) out.push({ path, problem: 'lone_surrogate' });
+}
+
+/**
+ * Every string in `value` (array items, object values and keys, at any depth) holding a NUL or a
+ * lone surrogate, by dotted path (`prompt`, `input.subtasks.0.title`; a bad key is named by the
+ * key cleaned). Walks with a stack of its own, so any depth JSON.parse accepts is fine.
+ */
+export function textProblems(value: unknown, path = ''): TextProblem[] {
+  const out: TextProblem[] = [];
+  // [value, its path, the key it is under (checked in document order, before the value)]
+  const stack: [unknown, string, string | null][] = [[value, path, null]];
+  for (let item = stack.pop(); item; item = stack.pop()) {
+    const [v, p, key] = item;
+    if (key !== null) stringProblems(key, p, out);
+    if (typeof v === 'string') stringProblems(v, p, out);
+    else if (Array.isArray(v)) for (let i = v.length - 1; i >= 0; i--) stack.push([v[i], join(p, i), null]);
+    else if (isPlainObject(v)) for (const [k, child] of Object.entries(v).reverse()) stack.push([child, join(p, cleanString(k).value), k]);
+  }
+  return out;
+}
+
+function cleanString(s: string): { value: string; replaced: number } {
+  let replaced = 0;
+  let value = s;
+  if (value.includes('\u0000')) {
+    value = value.replaceAll('\u0000', () => {
+      replaced++;
+      return NUL_REPLACEMENT;
+    });
+  }
+  if (!value.isWellFormed()) {
+    value = value.replace(LONE_SURROGATE, () => {
+      replaced++;
+      return '\ufffd';
+    });
+  }
+  return { value, replaced };
+}
+
+/**
+ * `value` with every NUL replaced by ␀ (U+2400) and every lone surrogate by U+FFFD (the
+ * replacement character), in strings at any depth (object keys too), and how many were
+ * replaced. Parts with nothing to replace are returned as they are (the same objects).
+ */
+export function cleanText<T>(value: T): { value: T; replaced: number } {
+  if (typeof value === 'string') return cleanString(value) as { value: T; replaced: number };
+  let replaced = 0;
+  if (Array.isArray(value)) {
+    const items = value.map((item: unknown) => {
+      const c = cleanText(item);
+      replaced += c.replaced;
+      return c.value;
+    });
+    return { value: (replaced > 0 ? items : value) as T, replaced };
+  }
+  if (isPlainObject(value)) {
+    const entries = Object.entries(value).map(([k, v]) => {
+      const ck = cleanString(k);
+      const cv = cleanText(v);
+      replaced += ck.replaced + cv.replaced;
+      return [ck.value, cv.value] as const;
+    });
+    return { value: (replaced > 0 ? Object.fromEntries(entries) : value) as T, replaced };
+  }
+  return { value, replaced: 0 };
+}
