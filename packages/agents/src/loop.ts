@@ -1,5 +1,7 @@
 import {
+  cleanText,
   isFinal,
+  NUL_REPLACEMENT,
   loopOf,
   textOf,
   type AgentLoopState,
@@ -224,10 +226,12 @@ export async function runAgentLoop(h: LoopHost): Promise<LoopExit> {
       maxTokens: h.def.maxTokens,
       ...(h.signal ? { signal: h.signal } : {}),
     });
+    // A model reply may hold text Postgres cannot store (NUL, unpaired surrogates): replaced, and the turn's metadata says how many.
+    const content = cleanText(res.content);
     h.record(
-      [{ type: 'RecordModelTurn', agentId: h.agentId, turn: loop.turns + 1, model: res.model, content: res.content, stopReason: res.stopReason, usage: res.usage, offline: res.offline, durationMs: h.now().getTime() - startedAt.getTime(), attempt: h.attempt }],
+      [{ type: 'RecordModelTurn', agentId: h.agentId, turn: loop.turns + 1, model: res.model, content: content.value, stopReason: res.stopReason, usage: res.usage, offline: res.offline, durationMs: h.now().getTime() - startedAt.getTime(), attempt: h.attempt }],
       // startedAtMs: sub-millisecond epoch time (performance clock), for latency figures across processes.
-      { startedAt: startedAt.toISOString(), startedAtMs: performance.timeOrigin + startedHr, ...(h.actor ? { actor: h.actor } : {}) },
+      { startedAt: startedAt.toISOString(), startedAtMs: performance.timeOrigin + startedHr, ...(h.actor ? { actor: h.actor } : {}), ...(content.replaced > 0 ? { textReplaced: content.replaced } : {}) },
     );
   }
   throw new Error(`agent ${h.agentId}: the loop did not settle`);
@@ -247,7 +251,18 @@ function resolved(open: readonly OpenToolUse[]): ToolResult[] {
 function resultsCommand(h: LoopHost, loop: AgentLoopState, results: ToolResult[]): Command {
   const order = new Map(loop.openToolUses.map((t, i) => [t.toolUseId, i]));
   const sorted = results.slice().sort((a, b) => (order.get(a.toolUseId) ?? 0) - (order.get(b.toolUseId) ?? 0));
-  return { type: 'RecordToolResults', agentId: h.agentId, results: sorted, attempt: h.attempt };
+  return { type: 'RecordToolResults', agentId: h.agentId, results: sorted.map(storable), attempt: h.attempt };
+}
+
+/**
+ * A tool result as the log can hold it: a command's output or a file's text may carry NUL or
+ * unpaired surrogates (Postgres refuses them); they are replaced (␀, �) and the result says so,
+ * for the model to know the text it sees is not byte for byte what the tool produced.
+ */
+export function storable(r: ToolResult): ToolResult {
+  const { value, replaced } = cleanText(r);
+  if (replaced === 0) return r;
+  return { ...value, content: `${value.content}\n[baton: ${replaced} character${replaced === 1 ? '' : 's'} that cannot be stored (NUL as ${NUL_REPLACEMENT}, unpaired surrogates as \ufffd) replaced in this result]` };
 }
 
 /** The agent's text in its latest turn (what a lead's plan says, what a subagent's summary is). */
