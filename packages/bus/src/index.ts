@@ -2,7 +2,7 @@ export * from './subjects.ts';
 export * from './messages.ts';
 export * from './topology.ts';
 export * from './consumer.ts';
-export { Relay, type RelayOptions } from './relay.ts';
+export { Relay, relayStatus, type RelayOptions } from './relay.ts';
 export { connectNats } from './connect.ts';
 export { deadLetterRecorder } from './dead-letters.ts';
 export { BatchPublisher, type OutMessage } from './publisher.ts';

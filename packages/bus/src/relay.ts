@@ -195,6 +195,32 @@ export class Relay {
 }
 
 
+/**
+ * The relay as seen from outside (what /readyz reports): is one leading anywhere (its advisory
+ * lock is held in this database), and how far behind the log head its checkpoint is.
+ */
+export async function relayStatus(pool: Pick<pg.Pool, 'query'>, processorId = 'relay'): Promise<{ leading: boolean; unpublished: number; oldestUnpublishedS: number | null }> {
+  const lock = await pool.query<{ leading: boolean }>(
+    `select exists (
+       select 1 from pg_locks where locktype = 'advisory' and granted and objsubid = 1
+         and database = (select oid from pg_database where datname = current_database())
+         and ((classid::bigint << 32) | objid::bigint) = hashtext('baton-relay:' || $1)::bigint
+     ) as leading`,
+    [processorId],
+  );
+  // Behind the checkpoint (saved at most every 250 ms while busy): transitions, not steps, up to 1,000.
+  const lag = await pool.query<{ n: number; oldest: Date | null }>(
+    `select count(*)::int as n, min(recorded_at) as oldest from (
+       select e.recorded_at from events e
+       where e.global_position > coalesce((select global_position from processor_checkpoints where processor_id = $1), 0)
+         and e.type <> all($2::text[])
+       order by e.global_position limit 1000) x`,
+    [processorId, STEP_EVENT_TYPES],
+  );
+  const row = lag.rows[0];
+  return { leading: lock.rows[0]?.leading === true, unpublished: row?.n ?? 0, oldestUnpublishedS: row?.oldest ? (Date.now() - row.oldest.getTime()) / 1000 : null };
+}
+
 const before = (a: LogCursor, b: LogCursor): boolean => a.txid < b.txid || (a.txid === b.txid && a.position < b.position);
 
 function sleep(ms: number): Promise<void> {

@@ -22,9 +22,10 @@ export interface TaskPage {
 }
 
 /** Keyset pagination over the tasks read model, newest first. */
-export async function listTasks(db: Kysely<Database>, q: { tenantId: string; status?: string | undefined; limit: number; cursor?: string | undefined }): Promise<TaskPage> {
+export async function listTasks(db: Kysely<Database>, q: { tenantId: string; status?: string | undefined; limit: number; cursor?: string | undefined; stuckAfterMs?: number | undefined }): Promise<TaskPage> {
   let query = db.selectFrom('tasks').selectAll().where('tenant_id', '=', q.tenantId);
   if (q.status) query = query.where('status', '=', q.status);
+  if (q.stuckAfterMs !== undefined) query = query.where(stuck(q.stuckAfterMs));
   if (q.cursor) {
     const { createdAt, id } = decodeCursor(q.cursor);
     query = query.where(sql<boolean>`(created_at, id) < (${createdAt}::timestamptz, ${id}::uuid)`);
@@ -45,6 +46,19 @@ export async function listTasks(db: Kysely<Database>, q: { tenantId: string; sta
     })),
     nextCursor: rows.length > q.limit && last ? encodeCursor(last.created_at.toISOString(), last.id) : null,
   };
+}
+
+/**
+ * Stuck: work no person holds (watch_since is set) with no transition for `afterMs`, and nobody
+ * visibly working on it (no live agent lease). The watchdog acts on such tasks; this lists them.
+ */
+const stuck = (afterMs: number) =>
+  sql<boolean>`watch_since < now() - make_interval(secs => ${afterMs / 1000}) and not exists (select 1 from agent_leases l where l.task_id = tasks.id and l.expires_at > now())`;
+
+/** How many tasks are stuck (for the gauge). */
+export async function countStuckTasks(db: Kysely<Database>, afterMs: number): Promise<number> {
+  const r = await db.selectFrom('tasks').select((eb) => eb.fn.countAll<string>().as('n')).where(stuck(afterMs)).executeTakeFirst();
+  return Number(r?.n ?? 0);
 }
 
 export class InvalidCursorError extends Error {

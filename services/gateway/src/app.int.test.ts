@@ -167,8 +167,31 @@ describe('reads, tenancy, errors', () => {
     expect((await app.inject({ method: 'GET', url: `/v1/tasks/${id}/state?at=99` })).statusCode).toBe(404);
   });
 
-  test('readyz is 200 with Postgres and NATS up, 503 without NATS', async ({ pg, nats }) => {
-    expect((await (await gateway(pg, nats)).inject({ method: 'GET', url: '/readyz' })).statusCode).toBe(200);
+  test('GET /v1/tasks?stuck=true lists tasks with work no person holds, idle past STUCK_AFTER_MS and no live lease; the gauge counts them', async ({ pg, nats }) => {
+    const app = await gateway(pg, nats, { limits: { stuckAfterMs: 1000 } });
+    const submit = async () => (await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'bench', team: 'bench' } })).json().id as string;
+    const idle = await submit();
+    const leased = await submit();
+    // No orchestrator runs: both sit pending. Make them old, and let a runner hold a live lease on one.
+    await pg.db.pool.query(`update tasks set watch_since = now() - interval '1 minute'`);
+    await pg.db.pool.query(`insert into agent_leases (task_id, agent_id, attempt, holder, expires_at) values ($1, 'a', 1, 'r', now() + interval '1 minute')`, [leased]);
+    const listed = (await app.inject({ method: 'GET', url: '/v1/tasks?stuck=true' })).json();
+    expect(listed.items.map((t: { id: string }) => t.id)).toEqual([idle]);
+    expect((await app.inject({ method: 'GET', url: '/v1/tasks?stuck=maybe' })).json().error.message).toMatch(/query.stuck/);
+    expect((await app.inject({ method: 'GET', url: '/metrics' })).body).toMatch(/^baton_stuck_tasks 1$/m);
+  });
+
+  test('readyz is 200 with Postgres and NATS up, 503 without NATS or with the bus streams gone (naming them); it says when no relay leads', async ({ pg, nats }) => {
+    const names = busNames(nats.namespace);
+    await ensureTopology(await jetstreamManager(nats.nc), names);
+    const up = await (await gateway(pg, nats)).inject({ method: 'GET', url: '/readyz' });
+    expect(up.statusCode).toBe(200);
+    // No orchestrator runs in this test: the gateway still serves, and says so.
+    expect(up.json()).toMatchObject({ status: 'degraded', checks: { postgres: 'ok', nats: 'ok', bus: 'ok', relay: expect.stringMatching(/no relay is leading/) } });
+    await (await jetstreamManager(nats.nc)).streams.delete(names.jobsStream);
+    const lost = await (await gateway(pg, nats)).inject({ method: 'GET', url: '/readyz' });
+    expect(lost.statusCode).toBe(503);
+    expect(lost.json().checks.bus).toMatch(new RegExp(`stream ${names.jobsStream} is missing`));
     const noNats = await (await gateway(pg, null, { namespace: nats.namespace })).inject({ method: 'GET', url: '/readyz' });
     expect(noNats.statusCode).toBe(503);
     expect(noNats.json().checks.nats).toBe('unreachable');

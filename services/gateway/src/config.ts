@@ -33,6 +33,8 @@ const schema = z.object({
   /** Open SSE streams per tenant, and in all, per gateway replica. */
   SSE_MAX_PER_TENANT: z.coerce.number().int().min(1).max(1_000_000).default(DEFAULT_LIMITS.ssePerTenant),
   SSE_MAX_CONNECTIONS: z.coerce.number().int().min(1).max(1_000_000).default(DEFAULT_LIMITS.sseConnections),
+  /** A task with work no person holds, no transition for this long and no live agent lease is listed as stuck. */
+  STUCK_AFTER_MS: z.coerce.number().int().min(1000).max(30 * 86_400_000).default(DEFAULT_LIMITS.stuckAfterMs),
   /** Webhook URLs naming loopback/private/link-local addresses are accepted (development); the notifier reads the same variable. */
   WEBHOOK_ALLOW_PRIVATE_NETWORKS: z.stringbool().default(false),
 });
@@ -44,6 +46,7 @@ export const gatewayLimits = (c: GatewayConfig): GatewayLimits => ({
   burst: c.RATE_LIMIT_BURST,
   ssePerTenant: c.SSE_MAX_PER_TENANT,
   sseConnections: c.SSE_MAX_CONNECTIONS,
+  stuckAfterMs: c.STUCK_AFTER_MS,
 });
 
 export const workspaceLimits = (c: GatewayConfig): WorkspaceLimits => ({

@@ -44,9 +44,11 @@ export interface GatewayLimits {
   burst: number;
   ssePerTenant: number;
   sseConnections: number;
+  /** `GET /v1/tasks?stuck=true` and the stuck gauge: no transition for this long (and nobody holding a live lease). */
+  stuckAfterMs: number;
 }
 
-export const DEFAULT_LIMITS: GatewayLimits = { writesPerS: 50, burst: 100, ssePerTenant: 100, sseConnections: 1000 };
+export const DEFAULT_LIMITS: GatewayLimits = { writesPerS: 50, burst: 100, ssePerTenant: 100, sseConnections: 1000, stuckAfterMs: 120_000 };
 
 /** A workspace archive sent as the multipart form's `workspace` file part. */
 export interface WorkspaceUpload {

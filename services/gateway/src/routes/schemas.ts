@@ -50,6 +50,8 @@ export const ListTasksQuery = z.object({
   status: z.enum(['pending', 'running', 'awaiting_input', 'completed', 'failed', 'cancelled']).optional(),
   limit: queryInt(1, 200).default(50),
   cursor: z.string().max(200).optional(),
+  /** true: only tasks stuck — work no person holds, no transition for STUCK_AFTER_MS, nobody holding a live lease. */
+  stuck: z.enum(['true', 'false'], { error: "must be 'true' or 'false'" }).optional(),
 });
 
 export const ApprovalBody = z.strictObject({
