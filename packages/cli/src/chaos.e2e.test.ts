@@ -20,4 +20,22 @@ describe('crash safety (the chaos script, small): SIGKILLs of the orchestrator a
     expect(report.toolExecutions).toBeGreaterThan(0);
     console.log(`chaos: ${JSON.stringify(report)}`);
   }, 300_000);
+
+  it('30 tasks with 4 kills, 2 deletions of the bus streams and 2 NATS kill -9 restarts (one with an empty store): the log re-feeds the bus, all complete, no violation', async () => {
+    const lines: string[] = [];
+    const report = await runChaos({
+      databaseUrl: inject('databaseUrl'),
+      natsUrl: inject('natsUrl'),
+      tasks: 30,
+      kills: 4,
+      seed: 20261123,
+      timeoutMs: 240_000,
+      log: (l) => lines.push(l),
+      faults: { busWipes: 2, natsRestarts: 2, postgresRestarts: 0 },
+    });
+    expect(report.violations, lines.join('\n')).toEqual([]);
+    expect(report.completed).toBe(30);
+    expect(report.faults).toEqual({ busWipes: 2, natsRestarts: 2, postgresRestarts: 0 });
+    console.log(`chaos with faults: ${JSON.stringify(report)}`);
+  }, 300_000);
 });
