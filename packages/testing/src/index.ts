@@ -3,3 +3,4 @@ export * from './fixtures.ts';
 export * from './given.ts';
 export { resolveInfra, withDatabase } from './infra.ts';
 export * from './archives.ts';
+export * from './private-postgres.ts';
