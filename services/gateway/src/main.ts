@@ -17,7 +17,7 @@ const config = loadGatewayConfig(process.env);
 const log = createLogger('gateway', { level: config.LOG_LEVEL, pretty: config.LOG_PRETTY });
 // A bad team config stops start-up at once, naming every problem.
 const teams = loadTeamsOrExit(config.BATON_TEAMS_DIR, log);
-const db = createDb(config.DATABASE_URL, { max: config.PG_POOL_MAX, applicationName: 'baton-gateway', countQueries: true });
+const db = createDb(config.DATABASE_URL, { max: config.PG_POOL_MAX, applicationName: 'baton-gateway', countQueries: true, log });
 const cache = new TaskCache(db.pool, { keep: keepActive });
 const names = busNames(config.BATON_NAMESPACE);
 const hub = new SseHub(names, log);

@@ -8,7 +8,7 @@ import { startNotifier } from './worker.ts';
 
 const config = loadNotifierConfig(process.env);
 const log = createLogger('notifier', { level: config.LOG_LEVEL, pretty: config.LOG_PRETTY });
-const db = createDb(config.DATABASE_URL, { max: config.PG_POOL_MAX, applicationName: 'baton-notifier', countQueries: true });
+const db = createDb(config.DATABASE_URL, { max: config.PG_POOL_MAX, applicationName: 'baton-notifier', countQueries: true, log });
 await retryForever('connecting to Postgres', log, () => db.pool.query('select 1'));
 const nc = await connectNats(config.NATS_URL, 'baton-notifier', log);
 const names = busNames(config.BATON_NAMESPACE);
