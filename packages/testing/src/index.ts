@@ -5,3 +5,4 @@ export { resolveInfra, withDatabase } from './infra.ts';
 export * from './archives.ts';
 export { deleteNamespace, namespaceStreams } from './namespaces.ts';
 export * from './private-postgres.ts';
+export * from './private-nats.ts';
