@@ -1,23 +1,51 @@
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 
+export interface ConnectNatsOptions {
+  /** Give up connecting (the first time) when aborted. */
+  signal?: AbortSignal;
+  /** Pause between reconnect attempts (default 1 s). */
+  reconnectTimeWaitMs?: number;
+  /**
+   * The connection closed for good without anyone draining or closing it. With unlimited
+   * reconnect attempts that only happens when the server refuses it (an authorization or
+   * protocol error, twice in a row). Default: log it as fatal and exit 1 — a service holds this
+   * connection in all its workers, so its supervisor (`baton up`, compose) starts it afresh.
+   */
+  onClosed?: (err: Error) => void;
+}
+
 /**
  * Connect to NATS, retrying with backoff while it is unreachable (logged clearly), and
- * reconnecting for ever afterwards.
+ * reconnecting for ever afterwards (`maxReconnectAttempts: -1`; the client's default gives up
+ * after 10 attempts): a NATS restart or outage of any length is a pause, logged as it starts and
+ * ends. A connection closed for good is handed to `onClosed`.
  */
-export async function connectNats(url: string, name: string, log: Logger, signal?: AbortSignal): Promise<NatsConnection> {
+export async function connectNats(url: string, name: string, log: Logger, opts: ConnectNatsOptions = {}): Promise<NatsConnection> {
   for (let attempt = 1; ; attempt++) {
     try {
-      const nc = await connect({ servers: url.split(','), name, maxReconnectAttempts: -1, reconnectTimeWait: 1000, timeout: 5000 });
+      const nc = await connect({ servers: url.split(','), name, maxReconnectAttempts: -1, reconnectTimeWait: opts.reconnectTimeWaitMs ?? 1000, timeout: 5000 });
       if (attempt > 1) log.info({ url }, 'connected to NATS');
       void (async () => {
+        let since = 0;
         for await (const s of nc.status()) {
-          if (s.type === 'disconnect' || s.type === 'reconnect') log.warn({ status: s.type }, 'NATS connection');
+          if (s.type === 'disconnect') {
+            since = Date.now();
+            log.warn({ url }, 'NATS connection lost; reconnecting (for as long as it takes)');
+          } else if (s.type === 'reconnect') {
+            log.warn({ url, afterMs: since ? Date.now() - since : undefined }, 'NATS connection re-established');
+          }
         }
       })().catch(() => {});
+      void nc.closed().then((err) => {
+        if (!err) return; // drained or closed on purpose
+        if (opts.onClosed) return opts.onClosed(err);
+        log.fatal({ url, err }, 'NATS connection closed for good; exiting so that the supervisor restarts this process');
+        process.exit(1);
+      });
       return nc;
     } catch (err) {
-      if (signal?.aborted) throw err;
+      if (opts.signal?.aborted) throw err;
       const delay = Math.min(10_000, 250 * 2 ** Math.min(attempt, 6));
       log.error({ url, attempt, retryInMs: delay, err: (err as Error).message }, `NATS is unreachable at ${url}; retrying`);
       await new Promise((r) => setTimeout(r, delay));

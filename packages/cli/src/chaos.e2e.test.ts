@@ -1,24 +1,40 @@
+import { deleteNamespace } from '@baton/testing';
 import { describe, expect, inject, it } from 'vitest';
 import { runChaos } from './chaos.ts';
 
 describe('crash safety (the chaos script, small): SIGKILLs of the orchestrator and the runner while tasks wait and resume', () => {
   it('50 tasks through approvals and clarifications with 10 kills: all complete; no gap, no duplicate step, every tool_use paired, no tool re-run after its result', async () => {
     const lines: string[] = [];
-    const report = await runChaos({
-      databaseUrl: inject('databaseUrl'),
-      natsUrl: inject('natsUrl'),
-      tasks: 50,
-      kills: 10,
-      seed: 20261122,
-      timeoutMs: 240_000,
-      log: (l) => lines.push(l),
-    });
-    expect(report.violations, lines.join('\n')).toEqual([]);
-    expect(report.completed).toBe(50);
-    expect(report.kills.orchestrator + report.kills['sandbox-runner']).toBe(10);
-    expect(report.decisions).toBeGreaterThanOrEqual(50 * 2); // every task had at least two plan approvals
-    expect(report.toolExecutions).toBeGreaterThan(0);
-    console.log(`chaos: ${JSON.stringify(report)}`);
+    // The script picks its own NATS namespace; the orchestrator names it when it starts (at
+    // info), so this test can delete the streams it made when it ends.
+    if (!['info', 'debug', 'trace'].includes(process.env.CHAOS_LOG_LEVEL ?? '')) process.env.CHAOS_LOG_LEVEL = 'info';
+    const namespaces = new Set<string>();
+    const serviceLog = (l: string): void => {
+      const ns = /orchestrator started \{"namespace":"(chaos[0-9a-f]+)"/.exec(l)?.[1];
+      if (ns) namespaces.add(ns);
+      if (/ERROR|FATAL/.test(l)) lines.push(l);
+    };
+    try {
+      const report = await runChaos({
+        databaseUrl: inject('databaseUrl'),
+        natsUrl: inject('natsUrl'),
+        tasks: 50,
+        kills: 10,
+        seed: 20261122,
+        timeoutMs: 240_000,
+        log: (l) => lines.push(l),
+        serviceLog,
+      });
+      expect(report.violations, lines.join('\n')).toEqual([]);
+      expect(report.completed).toBe(50);
+      expect(report.kills.orchestrator + report.kills['sandbox-runner']).toBe(10);
+      expect(report.decisions).toBeGreaterThanOrEqual(50 * 2); // every task had at least two plan approvals
+      expect(report.toolExecutions).toBeGreaterThan(0);
+      console.log(`chaos: ${JSON.stringify(report)}`);
+    } finally {
+      for (const ns of namespaces) await deleteNamespace(inject('natsUrl'), ns);
+    }
+    expect(namespaces.size).toBe(1);
   }, 300_000);
 
   it('30 tasks with 4 kills, 2 deletions of the bus streams and 2 NATS kill -9 restarts (one with an empty store): the log re-feeds the bus, all complete, no violation', async () => {

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { builtinTeams, OfflineModel, type ModelMessage } from '@baton/agents';
 import type { TaskView } from '@baton/api';
-import { newNamespace, waitFor } from '@baton/testing';
+import { deleteNamespace, newNamespace, waitFor } from '@baton/testing';
 import { describe, expect, inject, it } from 'vitest';
 import { BatonClient } from './client.ts';
 import { launch, prepareDatabase } from './launcher.ts';
@@ -43,9 +43,10 @@ describe('end to end with Claude (a fake Messages API on loopback)', () => {
     await prepareDatabase(dbUrl, () => {});
     const workspaces = await mkdtemp(path.join(tmpdir(), 'baton-claude-'));
     const port = await freePort();
+    const namespace = newNamespace();
     const services = launch({
       env: {
-        ...process.env, DATABASE_URL: dbUrl, NATS_URL: inject('natsUrl'), BATON_NAMESPACE: newNamespace(), PORT: String(port), WORKSPACE_ROOT: workspaces, LOG_LEVEL: 'warn',
+        ...process.env, DATABASE_URL: dbUrl, NATS_URL: inject('natsUrl'), BATON_NAMESPACE: namespace, PORT: String(port), WORKSPACE_ROOT: workspaces, LOG_LEVEL: 'warn',
         ANTHROPIC_API_KEY: 'sk-ant-test', ANTHROPIC_BASE_URL: `http://127.0.0.1:${(fake.address() as { port: number }).port}`,
       },
       write: (l) => (/ERROR|FATAL/.test(l) ? console.error(l) : undefined),
@@ -70,6 +71,7 @@ describe('end to end with Claude (a fake Messages API on loopback)', () => {
       expect(await api.artifact(t.id, 'report.md')).toMatch(/# Report/);
     } finally {
       await services.stop('SIGTERM');
+      await deleteNamespace(inject('natsUrl'), namespace);
       fake.close();
       await rm(workspaces, { recursive: true, force: true });
       await dropDatabase(dbUrl);

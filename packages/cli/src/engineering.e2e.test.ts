@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { AgentView, TaskView } from '@baton/api';
-import { newNamespace, waitFor } from '@baton/testing';
+import { deleteNamespace, newNamespace, waitFor } from '@baton/testing';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { BatonClient } from './client.ts';
 import { launch, prepareDatabase, type Launched } from './launcher.ts';
@@ -22,6 +22,7 @@ describe('engineering team, end to end', () => {
   let url: string;
   let dbUrl: string;
   let workspaces: string;
+  const namespace = newNamespace();
 
   beforeAll(async () => {
     dbUrl = await freshDatabase(inject('databaseUrl'), `baton_t_${inject('runId')}_eng${randomBytes(3).toString('hex')}`);
@@ -30,7 +31,7 @@ describe('engineering team, end to end', () => {
     const port = await freePort();
     url = `http://127.0.0.1:${port}`;
     services = launch({
-      env: { ...withoutKey(), DATABASE_URL: dbUrl, NATS_URL: inject('natsUrl'), BATON_NAMESPACE: newNamespace(), PORT: String(port), WORKSPACE_ROOT: workspaces, LOG_LEVEL: 'warn' },
+      env: { ...withoutKey(), DATABASE_URL: dbUrl, NATS_URL: inject('natsUrl'), BATON_NAMESPACE: namespace, PORT: String(port), WORKSPACE_ROOT: workspaces, LOG_LEVEL: 'warn' },
       write: (l) => (/ERROR|FATAL/.test(l) ? console.error(l) : undefined),
       color: false,
     });
@@ -40,6 +41,7 @@ describe('engineering team, end to end', () => {
 
   afterAll(async () => {
     await services?.stop('SIGTERM');
+    await deleteNamespace(inject('natsUrl'), namespace);
     await rm(workspaces, { recursive: true, force: true });
     await dropDatabase(dbUrl);
   });

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import type { TaskView } from '@baton/api';
-import { newNamespace, waitFor } from '@baton/testing';
+import { deleteNamespace, newNamespace, waitFor } from '@baton/testing';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { BatonClient, type ApiEvent } from './client.ts';
@@ -27,6 +27,7 @@ describe('human in the loop, end to end', () => {
   let dbUrl: string;
   let workspaces: string;
   let db: pg.Pool;
+  const namespace = newNamespace();
   const hooks: { type: string; requestIds: string[] }[] = [];
   const receiver = createServer((req, res) => {
     let body = '';
@@ -47,7 +48,7 @@ describe('human in the loop, end to end', () => {
     url = `http://127.0.0.1:${port}`;
     await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
     services = launch({
-      env: { ...process.env, DATABASE_URL: dbUrl, NATS_URL: inject('natsUrl'), BATON_NAMESPACE: newNamespace(), PORT: String(port), WORKSPACE_ROOT: workspaces, LOG_LEVEL: 'warn', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' },
+      env: { ...process.env, DATABASE_URL: dbUrl, NATS_URL: inject('natsUrl'), BATON_NAMESPACE: namespace, PORT: String(port), WORKSPACE_ROOT: workspaces, LOG_LEVEL: 'warn', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' },
       write: (l) => (/ERROR|FATAL/.test(l) ? console.error(l) : undefined),
       color: false,
     });
@@ -57,6 +58,7 @@ describe('human in the loop, end to end', () => {
 
   afterAll(async () => {
     await services?.stop('SIGTERM');
+    await deleteNamespace(inject('natsUrl'), namespace);
     await db?.end();
     receiver.close();
     await rm(workspaces, { recursive: true, force: true });

@@ -13,7 +13,7 @@ const client = () => new BatonClient(process.env.BATON_URL ?? 'http://127.0.0.1:
 
 program
   .command('up')
-  .description('create/migrate the database and run all four services (Ctrl-C stops them)')
+  .description('create/migrate the database and run all four services, restarting any that exits (Ctrl-C stops them)')
   .option('--port <port>', 'gateway port', process.env.PORT ?? '8080')
   .action(async (opts: { port: string }) => {
     const env: NodeJS.ProcessEnv & { DATABASE_URL: string; NATS_URL: string } = {
@@ -27,9 +27,20 @@ program
     const say = (m: string) => console.log(`\x1b[1;34m[baton]\x1b[0m ${m}`);
     say(`Postgres ${redact(env.DATABASE_URL)} · NATS ${env.NATS_URL} · model: ${env.ANTHROPIC_API_KEY ? 'Claude (key set)' : 'offline'}`);
     await prepareDatabase(env.DATABASE_URL, say);
-    const running = launch({ env });
-    say(`starting services; the API will be at http://${env.HOST ?? '127.0.0.1'}:${opts.port} (docs at /docs). Ctrl-C to stop.`);
     let stopping = false;
+    // Supervised: a service that exits on its own is restarted with a capped, doubling delay
+    // (logged with its code or signal); only a configuration error (exit 78) stops everything.
+    const running = launch({
+      env,
+      restart: true,
+      onExit: ({ name, code, restartInMs }) => {
+        if (restartInMs !== null || stopping) return;
+        stopping = true;
+        say(`${name} exited (code ${code}) and cannot be restarted; stopping the others`);
+        void running.stop('SIGTERM').then(() => process.exit(1));
+      },
+    });
+    say(`starting services; the API will be at http://${env.HOST ?? '127.0.0.1'}:${opts.port} (docs at /docs). Ctrl-C to stop.`);
     const stop = (sig: NodeJS.Signals) => {
       if (stopping) return;
       stopping = true;
@@ -41,14 +52,6 @@ program
     };
     process.on('SIGINT', () => stop('SIGINT'));
     process.on('SIGTERM', () => stop('SIGTERM'));
-    for (const [name, child] of running.children) {
-      child.once('exit', (code) => {
-        if (stopping) return;
-        say(`${name} exited unexpectedly (code ${code}); stopping the others`);
-        stopping = true;
-        void running.stop('SIGTERM').then(() => process.exit(1));
-      });
-    }
   });
 
 program

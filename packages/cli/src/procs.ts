@@ -12,6 +12,7 @@ export async function freshDatabase(baseUrl: string, name: string): Promise<stri
   const admin = new URL(baseUrl);
   admin.pathname = '/postgres';
   const c = new pg.Client({ connectionString: admin.toString() });
+  c.on('error', () => {}); // a lost connection fails the statement in flight; it must not kill the process
   await c.connect();
   await c.query(`drop database if exists ${name} with (force)`).finally(() => c.end());
   await ensureDatabase(u.toString());
@@ -47,6 +48,7 @@ export async function dropDatabase(url: string): Promise<void> {
   const admin = new URL(url);
   admin.pathname = '/postgres';
   const c = new pg.Client({ connectionString: admin.toString() });
+  c.on('error', () => {}); // a lost connection fails the statement in flight; it must not kill the process
   await c.connect();
   await c.query(`drop database if exists ${name} with (force)`).finally(() => c.end());
 }

@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { TaskView } from '@baton/api';
-import { newNamespace, waitFor } from '@baton/testing';
+import { deleteNamespace, newNamespace, waitFor } from '@baton/testing';
 import pg from 'pg';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { BatonClient } from './client.ts';
@@ -19,8 +19,10 @@ describe('two runner processes', () => {
   const launched: Launched[] = [];
   let dbUrl = '';
   let workspaces = '';
+  const namespace = newNamespace();
   afterAll(async () => {
     for (const l of launched) await l.stop('SIGTERM');
+    await deleteNamespace(inject('natsUrl'), namespace);
     if (workspaces) await rm(workspaces, { recursive: true, force: true });
     if (dbUrl) await dropDatabase(dbUrl);
   });
@@ -31,7 +33,7 @@ describe('two runner processes', () => {
     workspaces = await mkdtemp(path.join(tmpdir(), 'baton-runners-'));
     const port = await freePort();
     // A short ack wait, so the dead runner's job comes back quickly; a slow model, so jobs overlap.
-    const env = { ...process.env, DATABASE_URL: dbUrl, NATS_URL: inject('natsUrl'), BATON_NAMESPACE: newNamespace(), PORT: String(port), LOG_LEVEL: 'warn', JOBS_ACK_WAIT_MS: '3000', EVENTS_ACK_WAIT_MS: '3000', OFFLINE_MODEL_LATENCY_MS: '1000', RUNNER_CONCURRENCY: '2' };
+    const env = { ...process.env, DATABASE_URL: dbUrl, NATS_URL: inject('natsUrl'), BATON_NAMESPACE: namespace, PORT: String(port), LOG_LEVEL: 'warn', JOBS_ACK_WAIT_MS: '3000', EVENTS_ACK_WAIT_MS: '3000', OFFLINE_MODEL_LATENCY_MS: '1000', RUNNER_CONCURRENCY: '2' };
     const quiet = { write: () => {}, color: false };
     launched.push(launch({ ...quiet, env, services: ['gateway', 'orchestrator', 'notifier'] }));
     const runnerA = launch({ ...quiet, env: { ...env, RUNNER_ID: 'runner-a', WORKSPACE_ROOT: path.join(workspaces, 'a') }, services: ['sandbox-runner'] });

@@ -4,7 +4,7 @@ import { createServer } from 'node:http';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { newNamespace, waitFor, withDatabase } from '@baton/testing';
+import { deleteNamespace, newNamespace, waitFor, withDatabase } from '@baton/testing';
 import pg from 'pg';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { BatonClient, type ApiEvent } from './client.ts';
@@ -15,7 +15,9 @@ const SECRET = `whsec_${randomBytes(32).toString('base64')}`;
 describe('end to end: the four services as processes, started the way the README does', () => {
   const dbName = `baton_t_${inject('runId')}_e2e${randomBytes(3).toString('hex')}`;
   const databaseUrl = withDatabase(inject('databaseUrl'), dbName);
+  const namespace = newNamespace();
   afterAll(async () => {
+    await deleteNamespace(inject('natsUrl'), namespace);
     const admin = new pg.Client({ connectionString: inject('databaseUrl') });
     await admin.connect();
     await admin.query(`drop database if exists ${dbName} with (force)`).finally(() => admin.end());
@@ -39,7 +41,7 @@ describe('end to end: the four services as processes, started the way the README
     const output: string[] = [];
     const child = spawn(process.execPath, ['packages/cli/src/main.ts', 'up', '--port', '0'], {
       cwd: ROOT,
-      env: { ...process.env, DATABASE_URL: databaseUrl, NATS_URL: inject('natsUrl'), BATON_NAMESPACE: newNamespace(), WORKSPACE_ROOT: workspaces, WEBHOOK_SECRET: SECRET, LOG_LEVEL: 'info' },
+      env: { ...process.env, DATABASE_URL: databaseUrl, NATS_URL: inject('natsUrl'), BATON_NAMESPACE: namespace, WORKSPACE_ROOT: workspaces, WEBHOOK_SECRET: SECRET, LOG_LEVEL: 'info' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     child.stdout.on('data', (d) => output.push(String(d)));

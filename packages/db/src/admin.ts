@@ -8,6 +8,7 @@ export async function ensureDatabase(url: string): Promise<boolean> {
   const admin = new URL(url);
   admin.pathname = '/postgres';
   const client = new pg.Client({ connectionString: admin.toString() });
+  client.on('error', () => {}); // a lost connection fails the statement in flight; it must not kill the process
   await client.connect();
   try {
     const exists = await client.query('select 1 from pg_database where datname = $1', [name]);

@@ -21,7 +21,16 @@ export interface DbOptions {
   applicationName?: string;
   /** Count every statement sent through this pool (`queriesIssued()`). */
   countQueries?: boolean;
+  /** Where a lost connection is reported (a pino logger will do); default: not reported. */
+  log?: DbLog;
 }
+
+export interface DbLog {
+  warn(obj: object, msg: string): void;
+}
+
+/** Report connection losses at most this often (a pool of ten sees ten, or twenty, errors per outage). */
+const REPORT_EVERY_MS = 5000;
 
 export function createDb(connectionString: string, opts: DbOptions = {}): Db {
   let queries = 0;
@@ -38,10 +47,31 @@ export function createDb(connectionString: string, opts: DbOptions = {}): Db {
     application_name: opts.applicationName ?? 'baton',
     connectionTimeoutMillis: 10_000,
     idleTimeoutMillis: 30_000,
+    // A server that vanished without closing the socket (a network drop) is noticed too.
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
     ...(opts.countQueries ? { Client: CountingClient as unknown as new () => pg.ClientBase } : {}),
   });
-  // An idle client that loses its server (restart, network) must not crash the process.
-  pool.on('error', () => {});
+  // A client that loses its server (Postgres restarted or stopped, the network) emits 'error';
+  // with no listener that would kill the process. The pool listens to its idle clients only, so
+  // every client gets a listener of its own for its whole life — also while checked out (kysely
+  // and inTransaction hold one for a query or a transaction; the relay for its session). The
+  // statement in flight fails and its caller retries; a client that failed is not queryable and
+  // the pool drops it on release, so the next use connects afresh.
+  let quietUntil = 0;
+  let suppressed = 0;
+  const lost = (err: Error): void => {
+    const now = Date.now();
+    if (now < quietUntil) {
+      suppressed++;
+      return;
+    }
+    quietUntil = now + REPORT_EVERY_MS;
+    opts.log?.warn({ err: err.message, code: (err as { code?: string }).code, similarBefore: suppressed }, 'Postgres connection lost; the pool reconnects on next use');
+    suppressed = 0;
+  };
+  pool.on('connect', (client) => client.on('error', lost));
+  pool.on('error', () => {}); // idle clients: already reported by their own listener
   const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return {
     pool,

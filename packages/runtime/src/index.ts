@@ -1,4 +1,5 @@
 export * from './config.ts';
 export * from './logger.ts';
 export * from './shutdown.ts';
+export { installCrashGuards, isConnectionError } from './crash-guard.ts';
 export { keyedSerial } from './keyed.ts';

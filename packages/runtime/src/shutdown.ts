@@ -1,10 +1,12 @@
 import type { Logger } from 'pino';
+import { installCrashGuards } from './crash-guard.ts';
 
 /**
  * Graceful shutdown: on SIGTERM/SIGINT run the steps in order (stop taking work, finish
  * in-flight work, drain NATS, close pools), each bounded by a timeout; a second signal exits at once.
  */
 export function installShutdown(log: Logger, steps: { name: string; run: () => Promise<unknown> }[], timeoutMs = 20_000): () => Promise<void> {
+  installCrashGuards(log); // normally installed at start already; a process with a shutdown has it either way
   let stopping: Promise<void> | null = null;
   const shutdown = (reason: string): Promise<void> => {
     if (stopping) return stopping;

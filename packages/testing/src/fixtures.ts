@@ -5,6 +5,7 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import pg from 'pg';
 import { inject, test as base } from 'vitest';
 import { withDatabase } from './infra.ts';
+import { deleteNamespace } from './namespaces.ts';
 
 export interface PgFixture {
   url: string;
@@ -18,6 +19,7 @@ export async function freshDatabase(): Promise<PgFixture & { drop: () => Promise
   const baseUrl = inject('databaseUrl');
   const name = `baton_t_${inject('runId')}_${randomBytes(4).toString('hex')}`;
   const admin = new pg.Client({ connectionString: baseUrl });
+  admin.on('error', () => {}); // the statement in flight fails instead
   await admin.connect();
   try {
     await admin.query(`create database ${name} template ${inject('templateDb')}`);
@@ -34,14 +36,27 @@ export async function freshDatabase(): Promise<PgFixture & { drop: () => Promise
     drop: async () => {
       await db.close();
       const a = new pg.Client({ connectionString: baseUrl });
+      a.on('error', () => {});
       await a.connect();
       await a.query(`drop database if exists ${name} with (force)`).finally(() => a.end());
     },
   };
 }
 
-/** A namespace for NATS stream, subject and consumer names, unique to one test. */
-export const newNamespace = (): string => `t${randomBytes(4).toString('hex')}`;
+/**
+ * A namespace for NATS stream, subject and consumer names, unique to one test: `t` + the run's
+ * id + 6 random hex digits, so the run's global teardown can tell its own namespaces (and check
+ * none was left behind). Whoever takes one deletes its streams when done: deleteNamespace.
+ */
+export const newNamespace = (): string => `t${runIdOrEmpty()}${randomBytes(3).toString('hex')}`;
+
+function runIdOrEmpty(): string {
+  try {
+    return inject('runId') ?? '';
+  } catch {
+    return ''; // outside a vitest worker of a project with the global setup
+  }
+}
 
 export interface NatsFixture {
   url: string;
@@ -68,11 +83,3 @@ export const stackTest = pgTest.extend<{ nats: NatsFixture }>({
     await nc.drain();
   },
 });
-
-async function deleteNamespace(nc: NatsConnection, namespace: string): Promise<void> {
-  const { jetstreamManager } = await import('@nats-io/jetstream');
-  const jsm = await jetstreamManager(nc);
-  for await (const s of jsm.streams.list()) {
-    if (s.config.name.endsWith(`_${namespace.toUpperCase()}`)) await jsm.streams.delete(s.config.name).catch(() => {});
-  }
-}

@@ -61,6 +61,7 @@ async function dockerAnswers(): Promise<boolean> {
 
 async function assertPostgres(url: string): Promise<void> {
   const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 });
+  c.on('error', () => {});
   try {
     await c.connect();
     await c.query('select 1');

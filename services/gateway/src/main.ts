@@ -3,7 +3,7 @@ import { loadTeamsOrExit } from '@baton/agents';
 import { busNames, connectNats, serveDiagnostics } from '@baton/bus';
 import { createDb } from '@baton/db';
 import { EventStore, keepActive, TaskCache } from '@baton/event-store';
-import { createLogger, installShutdown } from '@baton/runtime';
+import { createLogger, installCrashGuards, installShutdown } from '@baton/runtime';
 import { listExamples } from '@baton/storage';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { buildApp } from './app.ts';
@@ -15,9 +15,11 @@ import { SseHub } from './sse-hub.ts';
 // answers 503 and writes fail with 503 (nothing is half-accepted) until they are back.
 const config = loadGatewayConfig(process.env);
 const log = createLogger('gateway', { level: config.LOG_LEVEL, pretty: config.LOG_PRETTY });
+// A rejection that only reports a lost connection is logged, not fatal (see installCrashGuards).
+installCrashGuards(log);
 // A bad team config stops start-up at once, naming every problem.
 const teams = loadTeamsOrExit(config.BATON_TEAMS_DIR, log);
-const db = createDb(config.DATABASE_URL, { max: config.PG_POOL_MAX, applicationName: 'baton-gateway', countQueries: true });
+const db = createDb(config.DATABASE_URL, { max: config.PG_POOL_MAX, applicationName: 'baton-gateway', countQueries: true, log });
 const cache = new TaskCache(db.pool, { keep: keepActive });
 const names = busNames(config.BATON_NAMESPACE);
 const hub = new SseHub(names, log);

@@ -1,14 +1,16 @@
 import { busNames, connectNats, ensureTopology, serveDiagnostics } from '@baton/bus';
 import { createDb } from '@baton/db';
 import { EventStore } from '@baton/event-store';
-import { createLogger, installShutdown, retryForever, topologyFromEnv } from '@baton/runtime';
+import { createLogger, installCrashGuards, installShutdown, retryForever, topologyFromEnv } from '@baton/runtime';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { DEV_WEBHOOK_SECRET, loadNotifierConfig } from './config.ts';
 import { startNotifier } from './worker.ts';
 
 const config = loadNotifierConfig(process.env);
 const log = createLogger('notifier', { level: config.LOG_LEVEL, pretty: config.LOG_PRETTY });
-const db = createDb(config.DATABASE_URL, { max: config.PG_POOL_MAX, applicationName: 'baton-notifier', countQueries: true });
+// A rejection that only reports a lost connection is logged, not fatal (see installCrashGuards).
+installCrashGuards(log);
+const db = createDb(config.DATABASE_URL, { max: config.PG_POOL_MAX, applicationName: 'baton-notifier', countQueries: true, log });
 await retryForever('connecting to Postgres', log, () => db.pool.query('select 1'));
 const nc = await connectNats(config.NATS_URL, 'baton-notifier', log);
 const names = busNames(config.BATON_NAMESPACE);

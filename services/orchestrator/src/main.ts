@@ -3,7 +3,7 @@ import { busNames, connectNats, ensureTopology, serveDiagnostics } from '@baton/
 import { createDb } from '@baton/db';
 import { EventStore, keepActive, TaskCache } from '@baton/event-store';
 import { loadTeamConfig, saveTeamConfigs, workspaceManifest } from '@baton/storage';
-import { createLogger, installShutdown, retryForever, topologyFromEnv } from '@baton/runtime';
+import { createLogger, installCrashGuards, installShutdown, retryForever, topologyFromEnv } from '@baton/runtime';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { loadOrchestratorConfig } from './config.ts';
 import { startOrchestrator } from './worker.ts';
@@ -11,9 +11,11 @@ import { startOrchestrator } from './worker.ts';
 // Composition root: config → clients → worker → shutdown.
 const config = loadOrchestratorConfig(process.env);
 const log = createLogger('orchestrator', { level: config.LOG_LEVEL, pretty: config.LOG_PRETTY });
+// A rejection that only reports a lost connection is logged, not fatal (see installCrashGuards).
+installCrashGuards(log);
 // A bad team config stops start-up at once, naming every problem.
 const teams = loadTeamsOrExit(config.BATON_TEAMS_DIR, log);
-const db = createDb(config.DATABASE_URL, { max: config.PG_POOL_MAX, applicationName: 'baton-orchestrator', countQueries: true });
+const db = createDb(config.DATABASE_URL, { max: config.PG_POOL_MAX, applicationName: 'baton-orchestrator', countQueries: true, log });
 const cache = new TaskCache(db.pool, { keep: keepActive });
 await retryForever(`connecting to Postgres`, log, () => db.pool.query('select 1'));
 const nc = await connectNats(config.NATS_URL, 'baton-orchestrator', log);

@@ -5,7 +5,7 @@ import { busNames, connectNats, ensureTopology, serveDiagnostics } from '@baton/
 import { createDb } from '@baton/db';
 import { EventStore, keepActive, TaskCache } from '@baton/event-store';
 import { loadTeamConfig, saveTeamConfigs, readWorkspace } from '@baton/storage';
-import { createLogger, installShutdown, retryForever, topologyFromEnv } from '@baton/runtime';
+import { createLogger, installCrashGuards, installShutdown, retryForever, topologyFromEnv } from '@baton/runtime';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { loadRunnerConfig } from './config.ts';
 import { startRunner } from './worker.ts';
@@ -13,9 +13,11 @@ import { artifactStore, prepareSearch, sandboxProviderFromConfig, startSweeper }
 
 const config = loadRunnerConfig(process.env);
 const log = createLogger('sandbox-runner', { level: config.LOG_LEVEL, pretty: config.LOG_PRETTY });
+// A rejection that only reports a lost connection is logged, not fatal (see installCrashGuards).
+installCrashGuards(log);
 // A bad team config stops start-up at once, naming every problem.
 const teams = loadTeamsOrExit(config.BATON_TEAMS_DIR, log);
-const db = createDb(config.DATABASE_URL, { max: config.PG_POOL_MAX, applicationName: 'baton-runner', countQueries: true });
+const db = createDb(config.DATABASE_URL, { max: config.PG_POOL_MAX, applicationName: 'baton-runner', countQueries: true, log });
 const cache = new TaskCache(db.pool, { keep: keepActive });
 await retryForever('connecting to Postgres', log, () => db.pool.query('select 1'));
 const nc = await connectNats(config.NATS_URL, 'baton-sandbox-runner', log);

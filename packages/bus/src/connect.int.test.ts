@@ -1,0 +1,60 @@
+import pino from 'pino';
+import { privateNats, waitFor, type PrivateNats } from '@baton/testing';
+import { afterEach, describe, expect, it } from 'vitest';
+import { connectNats } from './connect.ts';
+
+const silent = pino({ level: 'silent' });
+
+/** A NATS server of the test's own is stopped and started under a connection made by connectNats. */
+describe('connectNats', () => {
+  let server: PrivateNats | undefined;
+  afterEach(async () => {
+    await server?.destroy();
+    server = undefined;
+  });
+
+  it('keeps reconnecting for as long as NATS is away (longer than the client\'s default 10 attempts), then works again', async () => {
+    server = await privateNats();
+    const nc = await connectNats(server.url, 'test', silent, { reconnectTimeWaitMs: 50, onClosed: () => {} });
+    try {
+      const statuses: string[] = [];
+      void (async () => {
+        for await (const s of nc.status()) statuses.push(s.type);
+      })();
+      const sub = nc.subscribe('ping', { callback: (_err, m) => void m.respond('pong') });
+      expect((await nc.request('ping', '', { timeout: 2000 })).string()).toBe('pong');
+      await server.stop();
+      await waitFor(() => statuses.includes('disconnect'), { what: 'the disconnect to be seen' });
+      // Well past 10 attempts 50 ms apart (the default limit, which would close the connection).
+      await waitFor(() => statuses.filter((s) => s === 'reconnecting').length >= 25, { timeoutMs: 20_000, what: '25 reconnect attempts' });
+      expect(nc.isClosed()).toBe(false);
+      await server.start();
+      await waitFor(() => statuses.includes('reconnect'), { timeoutMs: 20_000, what: 'the reconnect' });
+      expect((await nc.request('ping', '', { timeout: 2000 })).string()).toBe('pong'); // the subscription came back with it
+      sub.unsubscribe();
+    } finally {
+      await nc.close();
+    }
+  });
+
+  it('a connection the server closes for good (it now refuses our credentials) is handed to onClosed, not left dead', async () => {
+    server = await privateNats();
+    const closed: Error[] = [];
+    const nc = await connectNats(server.url, 'test', silent, { reconnectTimeWaitMs: 50, onClosed: (err) => closed.push(err) });
+    await server.stop();
+    await server.start(['--user', 'someone', '--pass', 'else']);
+    await waitFor(() => closed.length > 0, { timeoutMs: 20_000, what: 'onClosed to be called' });
+    expect(nc.isClosed()).toBe(true);
+    expect(closed[0]?.message).toMatch(/authorization/i);
+  });
+
+  it('a drained or closed connection is not reported', async () => {
+    server = await privateNats();
+    const closed: Error[] = [];
+    const nc = await connectNats(server.url, 'test', silent, { onClosed: (err) => closed.push(err) });
+    await nc.drain();
+    await nc.closed();
+    await new Promise((r) => setImmediate(r));
+    expect(closed).toEqual([]);
+  });
+});
