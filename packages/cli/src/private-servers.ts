@@ -116,7 +116,7 @@ async function until(probe: () => Promise<void>, what: string, timeoutMs = 30_00
       await probe();
       return;
     } catch (err) {
-      if (Date.now() > deadline) throw new Error(`${what} did not come up within ${timeoutMs} ms: ${(err as Error).message}`);
+      if (Date.now() > deadline) throw new Error(`${what} did not come up within ${timeoutMs} ms: ${(err as Error).message}`, { cause: err });
       await new Promise((r) => setTimeout(r, 100));
     }
   }
