@@ -195,14 +195,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
           await sleep(random() * 400);
           start(name);
         } else if (fault === 'bus-wipe') {
-          const nc = await connect({ servers: natsUrl });
-          try {
-            const jsm = await jetstreamManager(nc);
-            const names = busNames(namespace);
-            for (const stream of [names.eventsStream, names.jobsStream]) await jsm.streams.delete(stream).catch(() => {});
-          } finally {
-            await nc.close();
-          }
+          await deleteNamespaceStreams(natsUrl, namespace);
           faults.busWipes++;
         } else if (fault === 'nats-restart') {
           await (ownNats as PrivateNats).restart({ empty: natsRestarts++ % 2 === 0 });
