@@ -3,7 +3,9 @@ import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { withDatabase } from '@baton/testing';
 import { afterAll, describe, expect, inject, it } from 'vitest';
+import { dropDatabase } from './procs.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../../..');
 const run = promisify(execFile);
@@ -26,5 +28,27 @@ describe('start-up with a bad team config', () => {
     }).then(() => null, (e: { code: number; stdout: string }) => e);
     expect(err?.code).toBe(78);
     expect(err?.stdout).toMatch(/research\/team\.json: \(file\): Unrecognized key: \\"colour\\"/);
+  });
+
+  it.each(['gateway', 'orchestrator', 'sandbox-runner', 'notifier'])('%s with an invalid environment exits 78 (not restarted by baton up), naming every bad variable', async (service) => {
+    const err = await run(process.execPath, [path.join(ROOT, 'services', service, 'src', 'main.ts')], {
+      env: { ...process.env, DATABASE_URL: 'mysql://nope', LOG_LEVEL: 'loud', NATS_URL: inject('natsUrl') },
+      timeout: 30_000,
+    }).then(() => null, (e: { code: number; stderr: string }) => e);
+    expect(err?.code).toBe(78);
+    expect(err?.stderr).toMatch(/invalid configuration:\n {2}- DATABASE_URL: must be a postgres:\/\/ URL\n {2}- LOG_LEVEL: /);
+  });
+
+  it('baton up with a configuration the services refuse stops everything and exits 1 instead of restarting them', async () => {
+    const err = await run(process.execPath, ['packages/cli/src/main.ts', 'up', '--port', '0'], {
+      cwd: ROOT,
+      env: { ...process.env, DATABASE_URL: withDatabase(inject('databaseUrl'), `baton_t_${inject('runId')}_cfg`), NATS_URL: inject('natsUrl'), LOG_LEVEL: 'loud' },
+      timeout: 60_000,
+    }).then(() => null, (e: { code: number; stdout: string; stderr: string }) => e);
+    expect(err?.code).toBe(1);
+    expect(err?.stdout).toMatch(/exited \(code 78\) after [\d.]+ s: a configuration error, not restarted/);
+    expect(err?.stdout).toMatch(/exited \(code 78\) and cannot be restarted; stopping the others/);
+    expect(err?.stdout).not.toMatch(/restarting in/);
+    await dropDatabase(withDatabase(inject('databaseUrl'), `baton_t_${inject('runId')}_cfg`));
   });
 });

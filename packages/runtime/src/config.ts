@@ -19,6 +19,21 @@ export function loadConfig<S extends z.ZodType>(service: string, schema: S, env:
   );
 }
 
+/**
+ * A service's configuration, or — when it is invalid — every problem printed and exit 78
+ * (EX_CONFIG, as for a bad team config): another start cannot fix it, so `baton up` does not
+ * restart the service but stops, instead of restarting it for ever.
+ */
+export function configOrExit<T>(load: () => T): T {
+  try {
+    return load();
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    console.error(err.message);
+    process.exit(78);
+  }
+}
+
 /** Pieces every service's config shares. */
 export const commonEnv = {
   DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL').default('postgres://postgres@127.0.0.1:5432/baton'),

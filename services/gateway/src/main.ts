@@ -3,7 +3,7 @@ import { loadTeamsOrExit } from '@baton/agents';
 import { busNames, connectNats, serveDiagnostics } from '@baton/bus';
 import { createDb } from '@baton/db';
 import { EventStore, keepActive, TaskCache } from '@baton/event-store';
-import { createLogger, installCrashGuards, installShutdown } from '@baton/runtime';
+import { configOrExit, createLogger, installCrashGuards, installShutdown } from '@baton/runtime';
 import { listExamples } from '@baton/storage';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { buildApp } from './app.ts';
@@ -13,7 +13,7 @@ import { SseHub } from './sse-hub.ts';
 
 // Composition root. The HTTP server starts even while Postgres or NATS are down: /readyz
 // answers 503 and writes fail with 503 (nothing is half-accepted) until they are back.
-const config = loadGatewayConfig(process.env);
+const config = configOrExit(() => loadGatewayConfig(process.env)); // invalid: every problem printed, exit 78
 const log = createLogger('gateway', { level: config.LOG_LEVEL, pretty: config.LOG_PRETTY });
 // A rejection that only reports a lost connection is logged, not fatal (see installCrashGuards).
 installCrashGuards(log);

@@ -1,12 +1,12 @@
 import { busNames, connectNats, ensureTopology, serveDiagnostics } from '@baton/bus';
 import { createDb } from '@baton/db';
 import { EventStore } from '@baton/event-store';
-import { createLogger, installCrashGuards, installShutdown, retryForever, topologyFromEnv } from '@baton/runtime';
+import { configOrExit, createLogger, installCrashGuards, installShutdown, retryForever, topologyFromEnv } from '@baton/runtime';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { DEV_WEBHOOK_SECRET, loadNotifierConfig } from './config.ts';
 import { startNotifier } from './worker.ts';
 
-const config = loadNotifierConfig(process.env);
+const config = configOrExit(() => loadNotifierConfig(process.env)); // invalid: every problem printed, exit 78
 const log = createLogger('notifier', { level: config.LOG_LEVEL, pretty: config.LOG_PRETTY });
 // A rejection that only reports a lost connection is logged, not fatal (see installCrashGuards).
 installCrashGuards(log);

@@ -3,13 +3,13 @@ import { busNames, connectNats, ensureTopology, serveDiagnostics } from '@baton/
 import { createDb } from '@baton/db';
 import { EventStore, keepActive, TaskCache } from '@baton/event-store';
 import { loadTeamConfig, saveTeamConfigs, workspaceManifest } from '@baton/storage';
-import { createLogger, installCrashGuards, installShutdown, retryForever, topologyFromEnv } from '@baton/runtime';
+import { configOrExit, createLogger, installCrashGuards, installShutdown, retryForever, topologyFromEnv } from '@baton/runtime';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { loadOrchestratorConfig } from './config.ts';
 import { startOrchestrator } from './worker.ts';
 
 // Composition root: config → clients → worker → shutdown.
-const config = loadOrchestratorConfig(process.env);
+const config = configOrExit(() => loadOrchestratorConfig(process.env)); // invalid: every problem printed, exit 78
 const log = createLogger('orchestrator', { level: config.LOG_LEVEL, pretty: config.LOG_PRETTY });
 // A rejection that only reports a lost connection is logged, not fatal (see installCrashGuards).
 installCrashGuards(log);

@@ -5,13 +5,13 @@ import { busNames, connectNats, ensureTopology, serveDiagnostics } from '@baton/
 import { createDb } from '@baton/db';
 import { EventStore, keepActive, TaskCache } from '@baton/event-store';
 import { loadTeamConfig, saveTeamConfigs, readWorkspace } from '@baton/storage';
-import { createLogger, installCrashGuards, installShutdown, retryForever, topologyFromEnv } from '@baton/runtime';
+import { configOrExit, createLogger, installCrashGuards, installShutdown, retryForever, topologyFromEnv } from '@baton/runtime';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { loadRunnerConfig } from './config.ts';
 import { startRunner } from './worker.ts';
 import { artifactStore, prepareSearch, sandboxProviderFromConfig, startSweeper } from './wiring.ts';
 
-const config = loadRunnerConfig(process.env);
+const config = configOrExit(() => loadRunnerConfig(process.env)); // invalid: every problem printed, exit 78
 const log = createLogger('sandbox-runner', { level: config.LOG_LEVEL, pretty: config.LOG_PRETTY });
 // A rejection that only reports a lost connection is logged, not fatal (see installCrashGuards).
 installCrashGuards(log);
