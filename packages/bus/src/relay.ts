@@ -117,7 +117,9 @@ export class Relay {
   private async lead(): Promise<void> {
     const client = await this.o.pool.connect();
     this.client = client;
-    client.on('error', () => {});
+    // A lost session wakes the loop at once: its next statement fails and the relay reconnects
+    // (an idle relay would otherwise notice only at its backstop).
+    client.on('error', () => this.wake?.());
     // Lock key: per database, so one relay leads per Baton deployment.
     await client.query(`select pg_advisory_lock(hashtext('baton-relay:' || $1))`, [this.o.processorId]);
     if (!this.running) return;
