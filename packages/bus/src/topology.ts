@@ -181,7 +181,8 @@ export class TopologyWatch {
   private running: Promise<void> | null = null;
   private again = false;
   private stopped = false;
-  last: { at: Date; problems: string[] } | null = null;
+  /** The latest look's report (null before the first, or when the bus could not be inspected): what the watchdog reads. */
+  report: TopologyReport | null = null;
   private readonly o: TopologyWatchOptions & { everyMs: number };
 
   constructor(o: TopologyWatchOptions) {
@@ -209,16 +210,14 @@ export class TopologyWatch {
   async check(): Promise<TopologyReport> {
     const jsm = await this.o.jsm();
     let report = await inspectTopology(jsm, this.o.names);
-    let problems = topologyProblems(report);
-    let recreated = false;
-    if (problems.length > 0) {
+    const problems = topologyProblems(report);
+    const recreated = problems.length > 0;
+    if (recreated) {
       this.o.log.warn({ problems }, 'bus topology incomplete; re-creating it');
       await ensureTopology(jsm, this.o.names, this.o.topology);
-      recreated = true;
       report = await inspectTopology(jsm, this.o.names);
-      problems = topologyProblems(report);
     }
-    this.last = { at: new Date(), problems };
+    this.report = report;
     await this.o.onReport?.(report, recreated);
     return report;
   }
@@ -235,7 +234,7 @@ export class TopologyWatch {
     this.running = this.check().then(
       () => undefined,
       (err: unknown) => {
-        this.last = { at: new Date(), problems: [`cannot inspect the bus: ${(err as Error).message}`] };
+        this.report = null;
         this.o.log.warn({ err }, 'bus topology check failed; will retry');
       },
     );

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { BatchPublisher, encodeEvent, inspectTopology, type BusNames, type OutMessage, type Relay, type RunnerJob, type TopologyReport } from '@baton/bus';
+import { BatchPublisher, encodeEvent, type BusNames, type OutMessage, type Relay, type RunnerJob, type TopologyReport } from '@baton/bus';
 import { activeAgents, hasMachineWork, isFinal, leadNeedsTurn, type Command, type TaskState } from '@baton/domain';
 import { handleCommand, type EventStore, type TaskLoader } from '@baton/event-store';
 import type { Logger } from '@baton/runtime';
@@ -68,6 +68,8 @@ export interface WatchdogDeps {
   names: BusNames;
   log: Logger;
   now: () => Date;
+  /** The bus as this process's TopologyWatch last saw it (null: not looked yet, or NATS unreachable). */
+  topology: () => TopologyReport | null;
   /** The relay of this process (the watchdog acts where the relay leads, so it can rewind it). */
   relay: Relay | null;
   everyMs: number;
@@ -162,16 +164,17 @@ export class Watchdog {
     }
   }
 
-  /** One look (exported for tests through `lookNow`). */
+  /** One look. */
   private async look(): Promise<void> {
-    if (!(await this.leads())) return;
-    const jsm = await this.d.jsm();
-    const report = await inspectTopology(jsm, this.d.names);
-    if (await this.busWasReset(report)) {
-      await this.heal(report);
+    const report = this.d.topology();
+    if (!report || !(await this.leads())) return;
+    // A stream whose creation time differs from the recorded one (or a missing one) lost what it held.
+    const recorded = await recordedStreams(this.d.pool);
+    if (Object.entries(report.streams).some(([name, created]) => created === null || recorded.get(name) !== created)) {
+      await this.heal(report, recorded.size === 0);
       return;
     }
-    const backlog = await this.jobsBacklog(jsm);
+    const backlog = await this.jobsBacklog(await this.d.jsm());
     const now = this.d.now();
     const cutoff = now.getTime() - this.d.options.graceMs;
     for (const [id, at] of this.looked) if (at < cutoff) this.looked.delete(id);
@@ -189,19 +192,8 @@ export class Watchdog {
     for (const r of sent) await noteRedispatch(this.d.pool, r.taskId, r.agentId, r.attempt);
   }
 
-  lookNow(): Promise<void> {
-    return this.look();
-  }
-
-  /** A stream whose creation time differs from the recorded one (or a missing one) lost what it held. */
-  private async busWasReset(report: TopologyReport): Promise<boolean> {
-    const recorded = await recordedStreams(this.d.pool);
-    return Object.entries(report.streams).some(([name, created]) => created === null || recorded.get(name) !== created);
-  }
-
-  private async heal(report: TopologyReport): Promise<void> {
-    const recorded = await recordedStreams(this.d.pool);
-    const first = recorded.size === 0;
+  /** `first`: no stream was recorded yet (a first start: wake-ups only, nothing to re-publish). */
+  private async heal(report: TopologyReport, first: boolean): Promise<void> {
     if (Object.values(report.streams).some((c) => c === null)) return; // the topology watch re-creates them; next look heals
     if (!first) {
       this.heals++;

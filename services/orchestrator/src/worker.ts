@@ -72,6 +72,7 @@ export async function startOrchestrator(d: OrchestratorDeps): Promise<Orchestrat
     names: d.names,
     log: d.log.child({ component: 'watchdog' }),
     now: d.now,
+    topology: () => topology.report,
     relay,
     everyMs: d.watchdog?.everyMs ?? 5000,
     ...(d.watchdog?.replayWindowMs !== undefined ? { replayWindowMs: d.watchdog.replayWindowMs } : {}),
