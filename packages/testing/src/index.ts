@@ -6,3 +6,4 @@ export * from './archives.ts';
 export { deleteNamespace, namespaceStreams } from './namespaces.ts';
 export * from './private-postgres.ts';
 export * from './private-nats.ts';
+export * from './tasks.ts';

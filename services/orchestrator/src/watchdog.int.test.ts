@@ -1,28 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { OfflineModel, type ModelClient } from '@baton/agents';
 import { busNames, ensureTopology } from '@baton/bus';
-import { handleCommand, loadTask, type EventStore } from '@baton/event-store';
+import { handleCommand, loadTask } from '@baton/event-store';
 import { silentLogger } from '@baton/runtime';
 import { leaseOf } from '@baton/storage';
-import { stackTest, waitFor } from '@baton/testing';
+import { dispatchedTask, stackTest, waitFor } from '@baton/testing';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { describe, expect } from 'vitest';
 import { startOrchestrator, type OrchestratorDeps } from './worker.ts';
 
 const log = silentLogger();
-
-async function dispatchedTask(store: EventStore): Promise<string> {
-  const id = randomUUID();
-  await handleCommand(store, id, { type: 'SubmitTask', prompt: 'topic', team: 'research', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 'd', requestHash: null, forkedFrom: null, workspace: null });
-  await handleCommand(store, id, { type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'research-lead', configVersion: 'v' });
-  await handleCommand(store, id, {
-    type: 'RecordModelTurn', agentId: 'lead', turn: 1, model: 'm', stopReason: 'tool_use', offline: true, durationMs: 0,
-    content: [{ type: 'tool_use', id: 'tu1', name: 'Task', input: { agent: 'researcher', prompt: 'Research the topic' } }],
-    usage: { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 },
-  });
-  await handleCommand(store, id, { type: 'DispatchSubagent', agentId: 'researcher-1', agentType: 'researcher', toolUseId: 'tu1', prompt: 'Research the topic' });
-  return id;
-}
 
 import type { NatsFixture, PgFixture } from '@baton/testing';
 type Fixture = { pg: PgFixture; nats: NatsFixture };

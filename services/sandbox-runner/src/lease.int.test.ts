@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -7,7 +6,7 @@ import { handleCommand, loadTask, type EventStore } from '@baton/event-store';
 import { silentLogger } from '@baton/runtime';
 import { LocalSandboxProvider } from '@baton/sandbox';
 import { acquireLease, leaseOf, searchCorpus } from '@baton/storage';
-import { pgTest as test } from '@baton/testing';
+import { dispatchedTask, pgTest as test } from '@baton/testing';
 import { afterEach, beforeEach, describe, expect } from 'vitest';
 import { runSubagentJob, type RunnerDeps } from './subagent.ts';
 import { artifactStore } from './wiring.ts';
@@ -23,19 +22,6 @@ const deps = (store: EventStore, runnerId: string, ttlMs = 30_000): RunnerDeps =
   const { pool } = store;
   return { store, model: new OfflineModel(), sandboxes: new LocalSandboxProvider({ root, pool }), artifacts: artifactStore(pool), search: (q, n) => searchCorpus(pool, 'docs', q, n), runnerId, now: () => new Date(), log, lease: { db: pool, ttlMs } };
 };
-
-async function dispatchedTask(store: EventStore): Promise<string> {
-  const id = randomUUID();
-  await handleCommand(store, id, { type: 'SubmitTask', prompt: 'topic', team: 'research', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 'd', requestHash: null, forkedFrom: null, workspace: null });
-  await handleCommand(store, id, { type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'research-lead', configVersion: 'v' });
-  await handleCommand(store, id, {
-    type: 'RecordModelTurn', agentId: 'lead', turn: 1, model: 'm', stopReason: 'tool_use', offline: true, durationMs: 0,
-    content: [{ type: 'tool_use', id: 'tu1', name: 'Task', input: { agent: 'researcher', prompt: 'Research the topic' } }],
-    usage: { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 },
-  });
-  await handleCommand(store, id, { type: 'DispatchSubagent', agentId: 'researcher-1', agentType: 'researcher', toolUseId: 'tu1', prompt: 'Research the topic' });
-  return id;
-}
 
 describe('agent leases (the runner)', () => {
   test('a job delivered to a second runner while the first holds a live lease is dropped: nothing written, the holder keeps the agent', async ({ pg }) => {

@@ -8,7 +8,7 @@ import { handleCommand, loadTask, TaskWriter, type EventStore } from '@baton/eve
 import { readArtifact, searchCorpus } from '@baton/storage';
 import { findBwrap, LocalSandboxProvider } from '@baton/sandbox';
 import { silentLogger } from '@baton/runtime';
-import { pgTest as test } from '@baton/testing';
+import { dispatchedTask, pgTest as test } from '@baton/testing';
 import { afterEach, beforeEach, describe, expect } from 'vitest';
 import { CauseNotVisibleError, claimAttempt, runSubagentJob, type RunnerDeps } from './subagent.ts';
 import { artifactStore } from './wiring.ts';
@@ -25,20 +25,6 @@ const deps = (store: EventStore, model: ModelClient = new OfflineModel(), runner
   return { store, model, sandboxes: new LocalSandboxProvider({ root, pool }), artifacts: artifactStore(pool), search: (q, n) => searchCorpus(pool, 'docs', q, n), runnerId, now: () => new Date(), log };
 };
 const artifact = async (store: EventStore, id: string, file: string): Promise<string | undefined> => (await readArtifact(store.pool, id, file))?.content.toString('utf8');
-
-/** A research task whose lead has delegated to `researcher-1` (no runner has taken it yet). */
-async function dispatchedTask(store: EventStore, agentType = 'researcher', prompt = 'Research the topic'): Promise<string> {
-  const id = randomUUID();
-  await handleCommand(store, id, { type: 'SubmitTask', prompt: 'topic', team: 'research', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 'd', requestHash: null, forkedFrom: null, workspace: null });
-  await handleCommand(store, id, { type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'research-lead', configVersion: 'v' });
-  await handleCommand(store, id, {
-    type: 'RecordModelTurn', agentId: 'lead', turn: 1, model: 'm', stopReason: 'tool_use', offline: true, durationMs: 0,
-    content: [{ type: 'tool_use', id: 'tu1', name: 'Task', input: { agent: agentType, prompt } }],
-    usage: { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 },
-  });
-  await handleCommand(store, id, { type: 'DispatchSubagent', agentId: `${agentType}-1`, agentType, toolUseId: 'tu1', prompt });
-  return id;
-}
 
 describe('runSubagentJob', () => {
   test('runs the subagent in its workspace, records its turns in its own stream, and reports completion', async ({ pg }) => {
