@@ -10,7 +10,6 @@ import { busNames } from '@baton/bus';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { launch, prepareDatabase, type Launched, type ServiceName } from './launcher.ts';
-import { startPrivateNats, startPrivatePostgres, type PrivateNats, type PrivatePostgres } from './private-servers.ts';
 import { dropDatabase, freePort, freshDatabase, waitReady } from './procs.ts';
 
 /**
@@ -96,8 +95,10 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   const random = rng(o.seed);
   const t0 = performance.now();
   const wanted = o.faults ?? { busWipes: 0, natsRestarts: 0, postgresRestarts: 0 };
-  const ownNats = wanted.natsRestarts > 0 ? await startPrivateNats() : null;
-  const ownPg = wanted.postgresRestarts > 0 ? await startPrivatePostgres() : null;
+  // Private servers come from the test kit, loaded only when such faults are asked for (the CLI itself does not need it).
+  const servers = wanted.natsRestarts > 0 || wanted.postgresRestarts > 0 ? await import('@baton/testing/servers') : null;
+  const ownNats = servers && wanted.natsRestarts > 0 ? await servers.privateNats() : null;
+  const ownPg = servers && wanted.postgresRestarts > 0 ? await servers.privatePostgres() : null;
   const natsUrl = ownNats?.url ?? o.natsUrl;
   const dbUrl = await freshDatabase(ownPg?.url ?? o.databaseUrl, `baton_chaos_${randomBytes(3).toString('hex')}`);
   await prepareDatabase(dbUrl, () => {});
@@ -198,10 +199,18 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
           await deleteNamespaceStreams(natsUrl, namespace);
           faults.busWipes++;
         } else if (fault === 'nats-restart') {
-          await (ownNats as PrivateNats).restart({ empty: natsRestarts++ % 2 === 0 });
+          // kill -9 and start again on the same port; every other time with its store deleted (an empty NATS).
+          const nats = ownNats as NonNullable<typeof ownNats>;
+          await nats.stop();
+          if (natsRestarts++ % 2 === 0) await rm(nats.dir, { recursive: true, force: true });
+          await nats.start();
           faults.natsRestarts++;
         } else {
-          await (ownPg as PrivatePostgres).crashRestart(500 + random() * 2000);
+          // A crash (no shutdown checkpoint), down for a moment, then recovery.
+          const pgServer = ownPg as NonNullable<typeof ownPg>;
+          await pgServer.crash();
+          await sleep(500 + random() * 2000);
+          await pgServer.start();
           faults.postgresRestarts++;
         }
       }
@@ -231,8 +240,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     await Promise.all([stable.stop('SIGTERM'), ...[...victims.values()].map((v) => v.stop('SIGTERM'))]);
     await rm(dir, { recursive: true, force: true });
     if (!ownNats) await deleteNamespaceStreams(natsUrl, namespace).catch(() => {});
-    await ownNats?.stop();
-    if (ownPg) await ownPg.stop();
+    await ownNats?.destroy();
+    if (ownPg) await ownPg.destroy();
     else if (ok) await dropDatabase(dbUrl);
     else o.log(`chaos: the database is kept for inspection: ${dbUrl}`);
   }

@@ -13,6 +13,8 @@ import path from 'node:path';
 export interface PrivateNats {
   url: string;
   port: number;
+  /** Its JetStream store (delete it while stopped to restart with an empty store). */
+  dir: string;
   running(): boolean;
   start(extraArgs?: string[]): Promise<void>;
   stop(): Promise<void>;
@@ -66,6 +68,7 @@ export async function privateNats(opts: { bin?: string } = {}): Promise<PrivateN
   return {
     url: `nats://127.0.0.1:${port}`,
     port,
+    dir,
     running: () => child !== null,
     start,
     stop,
