@@ -6,9 +6,6 @@ import { agentStreamId } from '@baton/domain';
 import type { TaskView } from '@baton/api';
 import pg from 'pg';
 import { ApiError, BatonClient, type ApiTaskSummary } from './client.ts';
-import { busNames } from '@baton/bus';
-import { jetstreamManager } from '@nats-io/jetstream';
-import { connect } from '@nats-io/transport-node';
 import { launch, prepareDatabase, type Launched, type ServiceName } from './launcher.ts';
 import { dropDatabase, freePort, freshDatabase, waitReady } from './procs.ts';
 
@@ -247,15 +244,10 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   }
 }
 
+/** Delete the run's streams (a bus wipe; and the clean-up at the end): the test kit's one way, loaded when needed. */
 async function deleteNamespaceStreams(url: string, namespace: string): Promise<void> {
-  const nc = await connect({ servers: url });
-  try {
-    const jsm = await jetstreamManager(nc);
-    const names = busNames(namespace);
-    for (const stream of [names.eventsStream, names.jobsStream]) await jsm.streams.delete(stream).catch(() => {});
-  } finally {
-    await nc.close();
-  }
+  const { deleteNamespace } = await import('@baton/testing/nats');
+  await deleteNamespace(url, namespace);
 }
 
 /** For a failure message: each task not final, with its agents' last recorded events. */
