@@ -12,7 +12,7 @@ function stateOf(events: DecidedEvent[]): TaskState {
 }
 const submitted = (requirePlanApproval: boolean): DecidedEvent => ({
   type: 'TaskSubmitted',
-  data: { prompt: 'p', team: 'research', requirePlanApproval, approvalTimeoutSeconds: 60, webhook: null, metadata: {}, tenantId: 't', requestHash: null, forkedFrom: null, workspace: null },
+  data: { prompt: 'p', team: 'research', requirePlanApproval, approvalTimeoutSeconds: 60, webhook: null, metadata: {}, tenantId: 't', requestHash: null, forkedFrom: null, workspace: null, budget: null },
 });
 const started: DecidedEvent = { type: 'TaskStarted', data: { leadAgentId: 'lead', leadAgentType: research.lead.id, configVersion: 'v' } };
 const turn = (agentId: string, uses: { id: string; name: string; input: Record<string, unknown> }[]): DecidedEvent => ({

@@ -1,4 +1,5 @@
 import {
+  budgetHold,
   cleanText,
   isFinal,
   NUL_REPLACEMENT,
@@ -170,6 +171,11 @@ export interface LoopHost {
   execute(call: ToolCall, input: Record<string, unknown>): Promise<ToolResult>;
   /** At the start and before each model call: false to stop (the task was cancelled, the attempt superseded). */
   proceed?(): Promise<boolean>;
+  /**
+   * The task as the last `proceed` read it, other agents' spending included (default: `state()`);
+   * the budget is checked against it before each model call.
+   */
+  latest?(): TaskState;
   /** The agent gave its final answer, or reached its turn limit: what ends it (null: nothing yet, e.g. the lead waits for subagents). */
   finish(o: { capped: boolean; finalText: string }): Promise<readonly Command[] | null>;
   /** What a person is shown when a call of this agent needs approval. */
@@ -215,6 +221,13 @@ export async function runAgentLoop(h: LoopHost): Promise<LoopExit> {
     // it got; the instant offline model lets the step before ride along with the next turn.
     if (mustCommitBeforeModel(h) && !(await h.commit())) return 'stopped';
     if (guard > 0 && h.proceed && !(await h.proceed())) return 'stopped';
+    // The budget reached (or a person still deciding on it): no model call. The request opens if
+    // nobody opened it yet; a subagent pauses, holding nothing; the lead waits for the decision.
+    const hold = budgetHold(h.latest?.() ?? s, h.agentId, { attempt: h.attempt, now: h.now() });
+    if (hold) {
+      if (hold.length > 0) h.record(hold);
+      return (await h.commit()) ? 'waiting' : 'stopped';
+    }
     const startedAt = h.now();
     const startedHr = performance.now();
     const res: ModelResponse = await h.model.complete({

@@ -1,4 +1,4 @@
-import { isAgentActive, leadPhase, loopOf, type AgentLoopState, type InputWorkspace, type LeadPhase, type PendingRequest, type PlanState, type RecordedEvent, type Review, type TaskState, type TaskStatus, type TestCounts } from '@baton/domain';
+import { spentOf, isAgentActive, leadPhase, loopOf, type AgentLoopState, type InputWorkspace, type LeadPhase, type Budget, type PendingRequest, type PlanState, type RecordedEvent, type Review, type Spent, type TaskState, type TaskStatus, type TestCounts } from '@baton/domain';
 
 /** The task object of API.md, built from the folded state. */
 export interface TaskView {
@@ -36,6 +36,8 @@ export interface TaskView {
     error?: { code: string; message: string };
   }[];
   usage: { inputTokens: number; outputTokens: number; cacheReadTokens: number; cacheWriteTokens: number; costUsd: number };
+  /** The spending limit in force and what was spent against it (tokens: input, output and cache); null: no budget. */
+  budget: { limit: Budget; spent: Spent } | null;
   artifacts: { path: string; bytes: number; sha256: string; mediaType: string; agentId: string | null }[];
   result: { summary: string; reportPath?: string } | null;
   error: { code: string; message: string } | null;
@@ -48,6 +50,10 @@ export function toPendingRequestView(r: PendingRequest): PendingRequestView {
   if (r.kind === 'approval') {
     const { kind, requestId, agentId, toolUseId, toolName, input, inputDigest, plan, deadline, onTimeout, openedAt } = r;
     return { kind, requestId, agentId, toolUseId, toolName, input, inputDigest, plan, deadline, onTimeout, openedAt };
+  }
+  if (r.kind === 'budget') {
+    const { kind, requestId, agentId, spent, limit, deadline, onTimeout, openedAt } = r;
+    return { kind, requestId, agentId, spent: { ...spent, usd: roundUsd(spent.usd) }, limit, deadline, onTimeout, openedAt };
   }
   return {
     kind: 'clarification',
@@ -96,6 +102,7 @@ export function toTaskView(s: TaskState): TaskView {
       ...(a.error ? { error: a.error } : {}),
     })),
     usage: { ...s.usage, costUsd: Math.round(s.usage.costUsd * 1e6) / 1e6 },
+    budget: s.budget ? { limit: s.budget, spent: { ...spentOf(s), usd: roundUsd(spentOf(s).usd) } } : null,
     artifacts: s.artifacts.map(({ path, bytes, sha256, mediaType, agentId }) => ({ path, bytes, sha256, mediaType, agentId })),
     result: s.result ? { summary: s.result.summary, ...(s.result.reportPath ? { reportPath: s.result.reportPath } : {}) } : null,
     error: s.error,
@@ -217,6 +224,7 @@ export function toAgentViews(s: TaskState): AgentView[] {
   return out;
 }
 
+const roundUsd = (n: number): number => Math.round(n * 1e6) / 1e6;
 const roundUsage = (u: TaskView['usage']): TaskView['usage'] => ({ ...u, costUsd: Math.max(0, Math.round(u.costUsd * 1e6) / 1e6) });
 
 function openQuestion(s: TaskState, agentId: string): AgentView['openQuestion'] {

@@ -23,4 +23,11 @@ describe('what the relay publishes for an event', () => {
     expect(subjects({ type: 'TaskFailed', data: { code: 'c', message: 'm' } })).toEqual(['baton.events', 'baton.jobs.release.all']);
     expect(subjects({ type: 'SubagentDispatched', data: { agentId: 'researcher-1', agentType: 'researcher', toolUseId: 't', prompt: 'p' } })).toEqual(['baton.events', 'baton.jobs.run.researcher-1']);
   });
+  it('a raised budget wakes the lead and gives every subagent it paused a job of its own (distinct message ids)', () => {
+    const e = recorded([{ type: 'BudgetRaised', data: { requestId: 'budget-1', limit: { usd: 1, tokens: null }, decidedBy: 'u', resumes: ['researcher-1', 'writer-1'] } }])[0]!;
+    const out = messagesFor(e, names);
+    expect(out.map((m) => m.subject.split('.').slice(0, 2).join('.') + (m.subject.includes('.jobs.') ? `.${m.subject.split('.').at(-1)}` : ''))).toEqual(['baton.events', 'baton.triggers', 'baton.jobs.researcher-1', 'baton.jobs.writer-1']);
+    expect(new Set(out.map((m) => m.msgId)).size).toBe(4);
+    expect(subjects({ type: 'BudgetExceeded', data: { requestId: 'budget-1', agentId: 'lead', spent: { usd: 1, tokens: 1 }, limit: { usd: 1, tokens: null }, deadline: '2026-01-01T00:00:00.000Z', onTimeout: 'stop' } })).toEqual(['baton.events', 'baton.triggers']);
+  });
 });

@@ -54,9 +54,9 @@ export function jobsFor(e: RecordedEvent): { kind: JobKind; agentId: string; msg
   if (e.type === 'TaskCancelled' || e.type === 'TaskFailed') {
     return [{ kind: 'release', agentId: 'all', msgId: `job-${e.id}`, job: { kind: 'release', taskId: e.taskId, causeEventId: e.id } }];
   }
-  const agentId = wakes(e).subagent;
-  if (!agentId) return [];
-  return [{ kind: 'run', agentId, msgId: `job-${e.id}`, job: { kind: 'run', taskId: e.taskId, agentId, causeEventId: e.id } }];
+  // One job per woken subagent; a cause that wakes several (a raised budget) gives each its own message id.
+  const agents = wakes(e).subagents;
+  return agents.map((agentId) => ({ kind: 'run' as const, agentId, msgId: agents.length === 1 ? `job-${e.id}` : `job-${e.id}-${agentId}`, job: { kind: 'run' as const, taskId: e.taskId, agentId, causeEventId: e.id } }));
 }
 
 /**

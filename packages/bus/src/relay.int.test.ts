@@ -118,7 +118,7 @@ describe('Relay', () => {
     await pg.store.append({
       streamId: taskStreamId(taskId), taskId, expectedVersion: 0,
       events: [
-        { id: randomUUID(), type: 'TaskSubmitted', data: { prompt: 'p', team: 'research', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 'd', requestHash: null, forkedFrom: null, workspace: null } },
+        { id: randomUUID(), type: 'TaskSubmitted', data: { prompt: 'p', team: 'research', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 'd', requestHash: null, forkedFrom: null, workspace: null, budget: null } },
         { id: randomUUID(), type: 'TaskStarted', data: { leadAgentId: 'lead', leadAgentType: 'x', configVersion: 'v' } },
       ],
     });
@@ -137,7 +137,7 @@ describe('Relay', () => {
   test('fast path: a writer publishes wake-ups right after its commit; the relay\'s copies are dropped as duplicates', async ({ pg, nats }) => {
     const { names, jsm } = await setup(nats.nc, nats.namespace);
     const taskId = randomUUID();
-    const submitted = { id: randomUUID(), type: 'TaskSubmitted' as const, data: { prompt: 'p', team: 'research', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 'd', requestHash: null, forkedFrom: null, workspace: null } };
+    const submitted = { id: randomUUID(), type: 'TaskSubmitted' as const, data: { prompt: 'p', team: 'research', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 'd', requestHash: null, forkedFrom: null, workspace: null, budget: null } };
     const dispatched = { id: randomUUID(), type: 'SubagentDispatched' as const, data: { agentId: 'researcher-1', agentType: 'researcher', toolUseId: 't', prompt: 'p' } };
     const res = await pg.store.append({ streamId: taskStreamId(taskId), taskId, expectedVersion: 0, events: [submitted, dispatched] });
     const recorded = [submitted, dispatched].map((e, i) => recordAs(e, { taskId, streamId: taskStreamId(taskId), version: i + 1, position: res.positions[i]!, recordedAt: new Date() }));

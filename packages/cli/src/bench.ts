@@ -270,7 +270,7 @@ async function benchM5(baseUrl: string, round: number): Promise<Line[]> {
   const taskId = randomUUID();
   const usage = { inputTokens: 120, outputTokens: 40, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0.001 };
   const events: NewEvent[] = [
-    { id: randomUUID(), type: 'TaskSubmitted', data: { prompt: 'bench', team: 'bench', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 'default', requestHash: null, forkedFrom: null, workspace: null } },
+    { id: randomUUID(), type: 'TaskSubmitted', data: { prompt: 'bench', team: 'bench', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 'default', requestHash: null, forkedFrom: null, workspace: null, budget: null } },
     { id: randomUUID(), type: 'TaskStarted', data: { leadAgentId: 'lead', leadAgentType: 'bench-lead', configVersion: 'v' } },
   ];
   for (let turn = 1; events.length < 1000; turn++) {

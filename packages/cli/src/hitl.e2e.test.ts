@@ -153,4 +153,46 @@ describe('human in the loop, end to end', () => {
     const forkEvents: ApiEvent[] = await api.allEvents(forkId);
     expect(forkEvents[0]).toMatchObject({ type: 'TaskSubmitted', data: { forkedFrom: { taskId: id, atVersion: source.version } } });
   });
+
+  it('a budget reached mid-run stops every model call and asks a person: a raise resumes the run where it stopped, a refusal fails it', async () => {
+    const hook = { url: `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook`, events: ['task.awaiting_input'] };
+    // One token: the lead's first turn is allowed (nothing spent yet); the researcher's first model call finds it reached.
+    const { id } = await api.request<TaskView>('POST', '/v1/tasks', { prompt: 'Write a short report on vector databases', requirePlanApproval: false, budget: { tokens: 1 }, webhook: hook });
+    await waitFor(async () => (await task(id)).status === 'awaiting_input', { timeoutMs: 30_000, what: 'the budget request' });
+    let t = await task(id);
+    expect(t.pendingRequests).toEqual([expect.objectContaining({ kind: 'budget', requestId: 'budget-1', agentId: 'researcher-1', limit: { usd: null, tokens: 1 }, onTimeout: 'stop' })]);
+    expect(t.agents).toEqual([expect.objectContaining({ id: 'researcher-1', status: 'paused', turns: 0 })]);
+    expect(t.budget).toEqual({ limit: { usd: null, tokens: 1 }, spent: { usd: 0, tokens: expect.any(Number) } });
+    const spent = t.budget!.spent.tokens;
+    expect(await cli('status', id)).toMatch(/\$ {2}budget budget-1 — the task reached its budget \(\d+ of 1 tokens\)/);
+
+    // A raise must be above what was spent (422 naming it); approving without a limit is refused by the CLI.
+    const low = await fetch(`${url}/v1/tasks/${id}/approvals/budget-1`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ decision: 'approve', budget: { tokens: spent } }) });
+    expect(low.status).toBe(422);
+    expect(((await low.json()) as { error: { message: string } }).error.message).toMatch(/budget.tokens: \d+ is not above what the task has spent/);
+    await expect(cli('approve', id, 'budget-1')).rejects.toThrow(/--usd and\/or --tokens/);
+
+    // Just enough for one more model call: the researcher resumes, takes its first turn, and the budget stops it again.
+    await cli('approve', id, 'budget-1', '--tokens', String(spent + 1));
+    await waitFor(async () => (await task(id)).pendingRequests.some((r) => r.requestId === 'budget-2'), { timeoutMs: 30_000, what: 'the second budget request' });
+    t = await task(id);
+    expect(t.status).toBe('awaiting_input');
+    expect(t.agents).toEqual([expect.objectContaining({ id: 'researcher-1', status: 'paused', turns: 1 })]);
+
+    await cli('approve', id, '--tokens', '100000000'); // the only open request
+    await waitFor(async () => (await task(id)).status === 'completed', { timeoutMs: 30_000, what: 'the task to complete' });
+    const events = await api.allEvents(id);
+    expect(events.filter((e) => e.type === 'ModelTurnRecorded' && e.data.agentId === 'researcher-1').map((e) => e.data.turn)).toEqual([1, 2, 3]); // no turn ran twice
+    expect(events.filter((e) => e.type.startsWith('Budget')).map((e) => `${e.type}:${String(e.data.requestId)}`)).toEqual(['BudgetExceeded:budget-1', 'BudgetRaised:budget-1', 'BudgetExceeded:budget-2', 'BudgetRaised:budget-2']);
+    expect(events.filter((e) => e.type === 'SubagentPaused')).toHaveLength(2);
+    await waitFor(() => hooks.some((h) => h.requestIds.includes('budget-2')), { what: 'the awaiting_input webhook of the budget request' });
+
+    // Refused: the run stops, failed with the reason.
+    const other = await api.request<TaskView>('POST', '/v1/tasks', { prompt: 'Write a short report on vector databases', requirePlanApproval: false, budget: { tokens: 1 } });
+    await waitFor(async () => (await task(other.id)).status === 'awaiting_input', { timeoutMs: 30_000, what: 'the budget request' });
+    await cli('reject', other.id, 'budget-1', '--reason', 'too dear');
+    t = await task(other.id);
+    expect(t).toMatchObject({ status: 'failed', pendingRequests: [], error: { code: 'budget_exceeded', message: expect.stringMatching(/reached its budget \(\d+ of 1 tokens\); stopped by .*: too dear/) } });
+    expect(t.agents.map((a) => a.status)).toEqual(['cancelled']);
+  });
 });

@@ -1,4 +1,4 @@
-import { Command } from 'commander';
+import { Command, InvalidArgumentError } from 'commander';
 import { recordAs, replay, stateAt, type RecordedEvent } from '@baton/domain';
 import { toTaskView, type TaskView } from '@baton/api';
 import { answer, decide, describeEvent, describeTask } from './people.ts';
@@ -9,6 +9,12 @@ import { runChaos } from './chaos.ts';
 import { launch, prepareDatabase, redact } from './launcher.ts';
 
 const program = new Command('baton').description('Baton: durable, human-in-the-loop runtime for multi-agent tasks');
+/** A commander option parser for a positive number, naming the option when it is not one. */
+const positiveNumber = (flag: string) => (v: string): number => {
+  const n = Number(v);
+  if (!/^\d+(\.\d+)?$/.test(v.trim()) || !(n > 0)) throw new InvalidArgumentError(`${flag} must be a positive number, got '${v}'`);
+  return n;
+};
 const client = () => new BatonClient(process.env.BATON_URL ?? 'http://127.0.0.1:8080', process.env.BATON_API_KEY);
 
 program
@@ -60,9 +66,12 @@ program
   .option('--team <team>', 'team', 'research')
   .option('--no-approval', 'do not ask for plan approval')
   .option('--timeout <seconds>', 'approval timeout in seconds', '600')
+  .option('--budget-usd <n>', 'stop and ask a person once the task has spent this many US dollars', positiveNumber('--budget-usd'))
+  .option('--budget-tokens <n>', 'stop and ask a person once the task has used this many tokens', positiveNumber('--budget-tokens'))
   .option('--watch', 'then follow it live')
-  .action(async (prompt: string[], opts: { team: string; approval: boolean; timeout: string; watch?: boolean }) => {
-    const t = await client().request<TaskView>('POST', '/v1/tasks', { prompt: prompt.join(' '), team: opts.team, requirePlanApproval: opts.approval, approvalTimeoutSeconds: Number(opts.timeout) });
+  .action(async (prompt: string[], opts: { team: string; approval: boolean; timeout: string; watch?: boolean; budgetUsd?: number; budgetTokens?: number }) => {
+    const budget = opts.budgetUsd !== undefined || opts.budgetTokens !== undefined ? { ...(opts.budgetUsd !== undefined ? { usd: opts.budgetUsd } : {}), ...(opts.budgetTokens !== undefined ? { tokens: Math.ceil(opts.budgetTokens) } : {}) } : undefined;
+    const t = await client().request<TaskView>('POST', '/v1/tasks', { prompt: prompt.join(' '), team: opts.team, requirePlanApproval: opts.approval, approvalTimeoutSeconds: Number(opts.timeout), ...(budget ? { budget } : {}) });
     console.log(describeTask(t));
     if (opts.watch) await watch(t.id);
   });
@@ -79,15 +88,18 @@ program
 
 program
   .command('approve <taskId> [requestId]')
-  .description('approve an approval request (the only open one if no id is given)')
+  .description('approve an approval request (the only open one if no id is given), or raise a budget request\'s limit')
   .option('--input <json>', 'approve with this edited tool input')
-  .action(async (taskId: string, requestId: string | undefined, opts: { input?: string }) => {
-    console.log(describeTask(await decide(client(), taskId, { approve: true, ...(opts.input !== undefined ? { input: opts.input } : {}), ...(requestId ? { requestId } : {}) })));
+  .option('--usd <n>', 'a budget request: the new limit in US dollars', positiveNumber('--usd'))
+  .option('--tokens <n>', 'a budget request: the new limit in tokens', positiveNumber('--tokens'))
+  .action(async (taskId: string, requestId: string | undefined, opts: { input?: string; usd?: number; tokens?: number }) => {
+    const budget = opts.usd !== undefined || opts.tokens !== undefined ? { ...(opts.usd !== undefined ? { usd: opts.usd } : {}), ...(opts.tokens !== undefined ? { tokens: Math.ceil(opts.tokens) } : {}) } : undefined;
+    console.log(describeTask(await decide(client(), taskId, { approve: true, ...(opts.input !== undefined ? { input: opts.input } : {}), ...(budget ? { budget } : {}), ...(requestId ? { requestId } : {}) })));
   });
 
 program
   .command('reject <taskId> [requestId]')
-  .description('reject an approval request; the agent sees the reason and can re-plan')
+  .description('reject an approval request (the agent sees the reason and can re-plan), or stop a run at its budget')
   .option('--reason <text>', 'why')
   .action(async (taskId: string, requestId: string | undefined, opts: { reason?: string }) => {
     console.log(describeTask(await decide(client(), taskId, { approve: false, ...(opts.reason ? { reason: opts.reason } : {}), ...(requestId ? { requestId } : {}) })));

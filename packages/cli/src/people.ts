@@ -1,4 +1,4 @@
-import { eventDataSchemas } from '@baton/domain';
+import { describeSpend, eventDataSchemas } from '@baton/domain';
 import type { PendingRequestView, TaskView } from '@baton/api';
 import type { ApiEvent, BatonClient } from './client.ts';
 
@@ -29,6 +29,10 @@ export function describeRequest(taskId: string, r: PendingRequestView): string {
     lines.push(`   input: ${JSON.stringify(r.input)}`);
     lines.push(`   deadline: ${r.deadline} (then: ${r.onTimeout})`);
     lines.push(`   → baton approve ${taskId} ${r.requestId} [--input '<json>']   |   baton reject ${taskId} ${r.requestId} --reason '…'`);
+  } else if (r.kind === 'budget') {
+    lines.push(`$  budget ${r.requestId} — the task reached its budget (${describeSpend(r.spent, r.limit)}); no agent calls a model until this is decided`);
+    lines.push(`   deadline: ${r.deadline} (then: ${r.onTimeout})`);
+    lines.push(`   → baton approve ${taskId} ${r.requestId} --usd <new limit> [--tokens <new limit>]   |   baton reject ${taskId} ${r.requestId} --reason '…'`);
   } else {
     lines.push(`?  question ${r.requestId} from ${r.agentId}${r.context ? ` — ${r.context}` : ''}`);
     r.questions.forEach((q, i) => lines.push(`   ${i + 1}. ${q}`));
@@ -42,6 +46,7 @@ export function describeRequest(taskId: string, r: PendingRequestView): string {
 export function describeTask(t: TaskView): string {
   const lines = [`task ${t.id}  ${t.status}  v${t.version}  team ${t.team}${t.forkedFrom ? `  (fork of ${t.forkedFrom.taskId} at v${t.forkedFrom.atVersion})` : ''}`, `  prompt: ${t.prompt.slice(0, 200)}`];
   for (const a of t.agents) lines.push(`  agent ${a.id} (${a.type}): ${a.status}, ${a.turns} turns${a.filesCreated.length ? `, files ${a.filesCreated.join(', ')}` : ''}`);
+  if (t.budget) lines.push(`  budget: ${describeSpend(t.budget.spent, t.budget.limit)}`);
   for (const r of t.pendingRequests) lines.push(describeRequest(t.id, r).replace(/^/gm, '  '));
   if (t.result) lines.push(`  result: ${t.result.summary}`);
   if (t.error) lines.push(`  error: ${t.error.code}: ${t.error.message}`);
@@ -55,6 +60,7 @@ export function describeEvent(e: ApiEvent): string {
   switch (e.type) {
     case 'ApprovalRequested':
     case 'ClarificationRequested':
+    case 'BudgetExceeded':
       return `${head}\n${describeRequest(e.taskId, requestFromEvent(e))}`;
     case 'ModelTurnRecorded': {
       const content = d.content as { type: string; text?: string; name?: string }[];
@@ -80,13 +86,23 @@ function requestFromEvent(e: ApiEvent): PendingRequestView {
     const d = eventDataSchemas.ApprovalRequested.parse(e.data);
     return { kind: 'approval', ...d, openedAt: e.recordedAt };
   }
+  if (e.type === 'BudgetExceeded') {
+    const d = eventDataSchemas.BudgetExceeded.parse(e.data);
+    return { kind: 'budget', ...d, openedAt: e.recordedAt };
+  }
   const { deadline, options, ...d } = eventDataSchemas.ClarificationRequested.parse(e.data);
   return { kind: 'clarification', ...d, ...(options ? { options } : {}), ...(deadline ? { deadline } : {}), openedAt: e.recordedAt };
 }
 
-export async function decide(api: BatonClient, taskId: string, how: { approve: true; input?: string; requestId?: string } | { approve: false; reason?: string; requestId?: string }): Promise<TaskView> {
+export type Decision = { approve: true; input?: string; budget?: { usd?: number; tokens?: number }; requestId?: string } | { approve: false; reason?: string; requestId?: string };
+
+/** Approve or reject an approval, or a budget request (approving one names the new limit: `budget`). */
+export async function decide(api: BatonClient, taskId: string, how: Decision): Promise<TaskView> {
   const task = await api.request<TaskView>('GET', `/v1/tasks/${taskId}`);
-  const r = pickRequest(task, 'approval', how.requestId);
+  const budget = how.approve ? how.budget : undefined;
+  const onlyBudget = !how.requestId && !task.pendingRequests.some((x) => x.kind === 'approval') && task.pendingRequests.some((x) => x.kind === 'budget');
+  const r = pickRequest(task, budget || onlyBudget ? 'budget' : 'approval', how.requestId);
+  if (r.kind === 'budget' && how.approve && !budget) throw new Error(`request ${r.requestId} is a budget request: approve it with the new limit (--usd and/or --tokens), or reject it to stop the run`);
   let input: unknown;
   if (how.approve && how.input !== undefined) {
     try {
@@ -95,7 +111,7 @@ export async function decide(api: BatonClient, taskId: string, how: { approve: t
       throw new Error(`--input must be JSON: ${(err as Error).message}`, { cause: err });
     }
   }
-  const body = how.approve ? { decision: 'approve', ...(input !== undefined ? { input } : {}) } : { decision: 'reject', ...(how.reason ? { reason: how.reason } : {}) };
+  const body = how.approve ? { decision: 'approve', ...(input !== undefined ? { input } : {}), ...(budget ? { budget } : {}) } : { decision: 'reject', ...(how.reason ? { reason: how.reason } : {}) };
   return api.request<TaskView>('POST', `/v1/tasks/${taskId}/approvals/${encodeURIComponent(r.requestId)}`, body);
 }
 

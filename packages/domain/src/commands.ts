@@ -17,6 +17,10 @@ export type Command =
   | ({ type: 'ClaimAgentStream' } & EventData<'SubagentStarted'>)
   | ({ type: 'CompleteSubagent' } & EventData<'SubagentCompleted'>)
   | ({ type: 'FailSubagent' } & EventData<'SubagentFailed'>)
+  /** A subagent about to call its model found the budget held: it pauses (its attempt must be current). */
+  | ({ type: 'PauseSubagent' } & EventData<'SubagentPaused'>)
+  /** An agent about to call its model found the budget reached: the budget request opens (a no-op if one is open, or the budget was raised meanwhile). */
+  | { type: 'ExceedBudget'; requestId: string; agentId: string; deadline: string }
   | ({ type: 'StoreArtifact' } & EventData<'ArtifactStored'>)
   | ({ type: 'RecordPlan' } & EventData<'PlanRecorded'>)
   | ({ type: 'RecordReview' } & EventData<'ReviewRecorded'>)
@@ -31,6 +35,8 @@ export type Command =
       /** The edited tool input, already validated against the tool's schema by the caller. */
       input?: Record<string, unknown> | undefined;
       reason?: string | undefined;
+      /** A budget request's new limit (measures not named keep theirs); required to approve one. */
+      budget?: { usd?: number | undefined; tokens?: number | undefined } | undefined;
       decidedBy: string;
     }
   | { type: 'TimeOutApproval'; requestId: string }

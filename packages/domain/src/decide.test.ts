@@ -18,7 +18,7 @@ const TASK = '00000000-0000-4000-8000-000000000001';
 const usage = { inputTokens: 10, outputTokens: 5, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0.01 };
 const submitted: DecidedEvent = {
   type: 'TaskSubmitted',
-  data: { prompt: 'research X', team: 'research', requirePlanApproval: true, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 't', requestHash: null, forkedFrom: null, workspace: null },
+  data: { prompt: 'research X', team: 'research', requirePlanApproval: true, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 't', requestHash: null, forkedFrom: null, workspace: null, budget: null },
 };
 const started: DecidedEvent = { type: 'TaskStarted', data: { leadAgentId: 'lead', leadAgentType: 'research-lead', configVersion: 'v1' } };
 const leadTurn = (turn: number, toolUses: { id: string; name?: string; input?: Record<string, unknown> }[] = []): DecidedEvent => ({

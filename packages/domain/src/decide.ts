@@ -7,6 +7,7 @@ import {
   StaleAttemptError,
   TaskFinalError,
 } from './errors.ts';
+import { budgetReached, describeSpend, openBudgetRequest, raisedLimit, spentOf, type BudgetRequest } from './budget.ts';
 import { overlappingLocks, planProblems } from './plan.ts';
 import { activeAgents, exists, isFinal, loopOf, planIsRunning, type AgentLoopState, type AgentState, type OpenToolUse, type TaskState } from './state.ts';
 
@@ -118,6 +119,23 @@ export function decide(command: Command, state: TaskState): DecidedEvent[] {
       return [{ type: 'SubagentFailed', data: rest as DecidedData<'SubagentFailed'> }];
     }
 
+    case 'PauseSubagent': {
+      mustBeLive();
+      const agent = requireAgent(state, command.agentId);
+      if (agent.status !== 'running' || command.attempt !== agent.attempt) throw new StaleAttemptError(agent.id, command.attempt, agent.attempt);
+      if (!openBudgetRequest(state)) throw new IllegalTransitionError(command.type, status, 'no budget request is open');
+      return [{ type: 'SubagentPaused', data: rest as DecidedData<'SubagentPaused'> }];
+    }
+
+    case 'ExceedBudget': {
+      mustBeLive();
+      // Two agents finding it at once, or a raise that came first: nothing more to record.
+      if (!state.budget || openBudgetRequest(state) || budgetReached(state).length === 0) return [];
+      requireNewRequest(state, command.requestId);
+      const data = { requestId: command.requestId, agentId: command.agentId, spent: spentOf(state), limit: state.budget, deadline: command.deadline, onTimeout: 'stop' as const };
+      return [{ type: 'BudgetExceeded', data }];
+    }
+
     case 'StoreArtifact':
       mustBeLive();
       if (command.agentId !== null) requireAgent(state, command.agentId);
@@ -150,7 +168,9 @@ export function decide(command: Command, state: TaskState): DecidedEvent[] {
 
     case 'DecideApproval': {
       const req = requireOpenRequest(state, command.requestId, command.type);
-      if (req.kind !== 'approval') throw new InvalidCommandError(`request '${req.requestId}' is a ${req.kind}, not an approval`, { requestId: req.requestId });
+      if (req.kind === 'budget') return decideBudget(state, req, command);
+      if (req.kind !== 'approval') throw new InvalidCommandError(`request '${req.requestId}' is a ${req.kind} request, not an approval`, { requestId: req.requestId });
+      if (command.budget !== undefined) throw new InvalidCommandError(`budget goes with a budget request; '${req.requestId}' is an approval`, { requestId: req.requestId });
       if (command.decision === 'approve') {
         const edited = command.input !== undefined;
         return [{ type: 'ApprovalGranted', data: { requestId: req.requestId, input: command.input ?? req.input, edited, decidedBy: command.decidedBy, agentId: req.agentId } }];
@@ -163,6 +183,7 @@ export function decide(command: Command, state: TaskState): DecidedEvent[] {
       // A deadline that fires after a decision is a no-op, not an error: the poller just moves on.
       const req = exists(state) && !isFinal(state) ? state.pendingRequests[command.requestId] : undefined;
       if (!req) return [];
+      if (req.kind === 'budget') return stopAtBudget(state, req, { reason: 'no decision before the deadline', decidedBy: 'baton:deadline', timedOut: true });
       if (req.kind === 'approval') return [{ type: 'ApprovalTimedOut', data: { requestId: req.requestId, action: req.onTimeout, agentId: req.agentId } }];
       return [{ type: 'ClarificationTimedOut', data: { requestId: req.requestId, agentId: req.agentId } }];
     }
@@ -178,7 +199,7 @@ export function decide(command: Command, state: TaskState): DecidedEvent[] {
 
     case 'AnswerClarification': {
       const req = requireOpenRequest(state, command.requestId, command.type);
-      if (req.kind !== 'clarification') throw new InvalidCommandError(`request '${req.requestId}' is an ${req.kind}, not a clarification`, { requestId: req.requestId });
+      if (req.kind !== 'clarification') throw new InvalidCommandError(`request '${req.requestId}' is ${req.kind === 'approval' ? 'an approval' : 'a budget request'}, not a clarification`, { requestId: req.requestId });
       return [{ type: 'ClarificationAnswered', data: { requestId: req.requestId, answers: command.answers, answeredBy: command.answeredBy, agentId: req.agentId } }];
     }
 
@@ -187,6 +208,25 @@ export function decide(command: Command, state: TaskState): DecidedEvent[] {
       return never;
     }
   }
+}
+
+/** A person's decision on the budget: raise the limit (the run goes on) or stop the run. */
+function decideBudget(state: TaskState, req: BudgetRequest, c: Extract<Command, { type: 'DecideApproval' }>): DecidedEvent[] {
+  if (c.input !== undefined) throw new InvalidCommandError(`a budget request takes budget, not input`, { requestId: req.requestId });
+  if (c.decision === 'reject') return stopAtBudget(state, req, { reason: c.reason ?? 'no reason given', decidedBy: c.decidedBy, timedOut: false });
+  const raised = raisedLimit(state, c.budget);
+  if (!raised.ok) throw new InvalidCommandError(raised.problem, { requestId: req.requestId });
+  const resumes = Object.values(state.agents).filter((a) => a.heldByBudget && a.status === 'paused').map((a) => a.id);
+  return [{ type: 'BudgetRaised', data: { requestId: req.requestId, limit: raised.limit, decidedBy: c.decidedBy, resumes } }];
+}
+
+function stopAtBudget(state: TaskState, req: BudgetRequest, o: { reason: string; decidedBy: string; timedOut: boolean }): DecidedEvent[] {
+  const spent = describeSpend(spentOf(state), state.budget ?? req.limit);
+  const why = o.timedOut ? 'nobody decided before the deadline' : `stopped by ${o.decidedBy}: ${o.reason}`;
+  return [
+    { type: 'BudgetRefused', data: { requestId: req.requestId, ...o } },
+    { type: 'TaskFailed', data: { code: 'budget_exceeded', message: `the task reached its budget (${spent}); ${why}` } },
+  ];
 }
 
 type DecidedData<T extends DecidedEvent['type']> = Extract<DecidedEvent, { type: T }>['data'];

@@ -43,6 +43,19 @@ export const InputWorkspace = z.object({
 });
 export type InputWorkspace = z.infer<typeof InputWorkspace>;
 
+/**
+ * A spending limit on a task: US dollars and/or tokens (every token its models read or wrote —
+ * input, output and cache — over the lead and every subagent). null: no limit on that measure.
+ */
+export const Budget = z.object({
+  usd: z.number().positive().nullable().default(null),
+  tokens: z.number().int().positive().nullable().default(null),
+});
+export type Budget = z.infer<typeof Budget>;
+/** What a task has spent, in the budget's measures. */
+export const Spent = z.object({ usd: z.number().nonnegative(), tokens: z.number().int().nonnegative() });
+export type Spent = z.infer<typeof Spent>;
+
 export const eventDataSchemas = {
   TaskSubmitted: z.object({
     prompt: z.string().min(1),
@@ -55,6 +68,8 @@ export const eventDataSchemas = {
     requestHash: z.string().nullable(),
     forkedFrom: z.object({ taskId: z.uuid(), atVersion: z.number().int().positive() }).nullable().default(null),
     workspace: InputWorkspace.nullable().default(null),
+    /** Its spending limit (the request's, else its tenant's default); null: none. */
+    budget: Budget.nullable().default(null),
   }),
   TaskStarted: z.object({ leadAgentId: AgentId, leadAgentType: z.string().min(1), configVersion: z.string().min(1) }),
   ModelTurnRecorded: z.object({
@@ -124,6 +139,26 @@ export const eventDataSchemas = {
     tests: TestCounts.optional(),
   }),
   SubagentFailed: z.object({ agentId: AgentId, code: z.string().min(1), message: z.string() }),
+  /** The subagent stopped before a model call, holding nothing, until a person decides on the budget. */
+  SubagentPaused: z.object({ agentId: AgentId, attempt: z.number().int().positive(), reason: z.literal('budget') }),
+  /**
+   * The task reached its budget: a request of kind `budget` opens, no agent calls a model until
+   * a person raises the limit (BudgetRaised) or stops the run (BudgetRefused, then TaskFailed).
+   */
+  BudgetExceeded: z.object({
+    requestId: RequestId,
+    /** The agent that found the budget reached (about to call its model). */
+    agentId: AgentId,
+    spent: Spent,
+    limit: Budget,
+    deadline: z.iso.datetime(),
+    /** What the deadline does if nobody decides: stop the run. */
+    onTimeout: z.literal('stop').default('stop'),
+  }),
+  /** A person raised the limit: the run goes on; `resumes` are the subagents it paused, each given a new job. */
+  BudgetRaised: z.object({ requestId: RequestId, limit: Budget, decidedBy: z.string(), resumes: z.array(AgentId).default([]) }),
+  /** A person (or the deadline) stopped the run at its budget; TaskFailed follows. */
+  BudgetRefused: z.object({ requestId: RequestId, reason: z.string(), decidedBy: z.string(), timedOut: z.boolean() }),
   /** The lead's plan, as approved (possibly edited): the scheduler runs it. */
   PlanRecorded: z.object({
     agentId: AgentId,
@@ -270,14 +305,16 @@ const DECISION_TYPES: ReadonlySet<EventType> = new Set<EventType>(['ApprovalGran
  * Who an event wakes: the lead (the orchestrator advances the task) and/or a paused subagent
  * (a runner job resumes it). A decision wakes only the agent that asked.
  */
-export function wakes(e: { type: EventType; data: unknown }): { lead: boolean; subagent: string | null } {
+export function wakes(e: { type: EventType; data: unknown }): { lead: boolean; subagents: string[] } {
   if (DECISION_TYPES.has(e.type)) {
     const agentId = (e.data as { agentId?: string }).agentId;
-    if (agentId && agentId !== LEAD_AGENT_ID) return { lead: false, subagent: agentId };
-    return { lead: true, subagent: null };
+    if (agentId && agentId !== LEAD_AGENT_ID) return { lead: false, subagents: [agentId] };
+    return { lead: true, subagents: [] };
   }
-  if (e.type === 'SubagentDispatched') return { lead: false, subagent: (e.data as { agentId: string }).agentId };
-  return { lead: LEAD_TRIGGER_TYPES.has(e.type), subagent: null };
+  if (e.type === 'SubagentDispatched') return { lead: false, subagents: [(e.data as { agentId: string }).agentId] };
+  // A raised budget resumes the lead and every subagent the budget paused.
+  if (e.type === 'BudgetRaised') return { lead: true, subagents: (e.data as { resumes?: string[] }).resumes ?? [] };
+  return { lead: LEAD_TRIGGER_TYPES.has(e.type), subagents: [] };
 }
 
 export const LEAD_TRIGGER_TYPES: ReadonlySet<EventType> = new Set<EventType>([
@@ -294,4 +331,7 @@ export const LEAD_TRIGGER_TYPES: ReadonlySet<EventType> = new Set<EventType>([
   'SubagentFailed',
   // A plan was recorded: the scheduler dispatches its first subtasks.
   'PlanRecorded',
+  // The budget was reached (the orchestrator arms the request's deadline) or raised (the run goes on).
+  'BudgetExceeded',
+  'BudgetRaised',
 ]);

@@ -44,6 +44,7 @@ export function evolve(state: TaskState, event: RecordedEvent): TaskState {
         metadata: d.metadata,
         forkedFrom: d.forkedFrom ?? null,
         workspace: d.workspace ?? null,
+        budget: d.budget ?? null,
         createdAt: at,
       };
       break;
@@ -86,6 +87,7 @@ export function evolve(state: TaskState, event: RecordedEvent): TaskState {
         fileLocks: d.fileLocks ?? null,
         round: d.round ?? 0,
         tests: null,
+        heldByBudget: false,
       };
       s.agents = { ...s.agents, [d.agentId]: agent };
       if (s.lead) s = updateToolUse(s, s.lead.agentId, d.toolUseId, (t) => ({ ...t, state: 'dispatched' }));
@@ -137,6 +139,25 @@ export function evolve(state: TaskState, event: RecordedEvent): TaskState {
       else if (agent && s.lead) s = resolveToolUse(s, s.lead.agentId, agent.toolUseId, { content: `subagent ${d.agentId} failed (${d.code}): ${d.message}`, isError: true });
       break;
     }
+    case 'SubagentPaused':
+      s = updateAgent(s, event.data.agentId, (a) => (a.status === 'running' ? { ...a, status: 'paused', heldByBudget: true } : a));
+      break;
+    case 'BudgetExceeded': {
+      const d = event.data;
+      s = openRequest(s, { kind: 'budget', requestId: d.requestId, agentId: d.agentId, spent: d.spent, limit: d.limit, deadline: d.deadline, onTimeout: 'stop', openedAt: at });
+      break;
+    }
+    case 'BudgetRaised': {
+      const d = event.data;
+      const limit = [d.limit.usd !== null ? `$${d.limit.usd}` : null, d.limit.tokens !== null ? `${d.limit.tokens} tokens` : null].filter(Boolean).join(', ');
+      s = closeRequest(s, d.requestId, { decision: `raised to ${limit}`, at });
+      s.budget = d.limit;
+      for (const id of d.resumes) s = updateAgent(s, id, (a) => (a.status === 'paused' && a.heldByBudget ? { ...a, status: 'dispatched', heldByBudget: false } : a));
+      break;
+    }
+    case 'BudgetRefused':
+      s = closeRequest(s, event.data.requestId, { decision: event.data.timedOut ? 'timed out (stopped)' : `stopped: ${event.data.reason}`, at });
+      break;
     case 'ApprovalRequested': {
       const d = event.data;
       s = openRequest(s, { kind: 'approval', ...d, onTimeout: d.onTimeout ?? 'reject', openedAt: at });
@@ -147,7 +168,7 @@ export function evolve(state: TaskState, event: RecordedEvent): TaskState {
       const req = s.pendingRequests[event.data.requestId];
       const decision = event.data.edited ? 'approved with edits' : 'approved';
       s = closeRequest(s, event.data.requestId, { decision, at, approvedInput: event.data.input });
-      if (req) s = resumeWith(s, req.agentId, req.toolUseId, { approvedInput: event.data.input });
+      if (req && req.kind !== 'budget') s = resumeWith(s, req.agentId, req.toolUseId, { approvedInput: event.data.input });
       break;
     }
     case 'ApprovalRejected':
@@ -162,7 +183,7 @@ export function evolve(state: TaskState, event: RecordedEvent): TaskState {
       const result = { content: `The user rejected the plan: ${reason}`, isError: false };
       const decision = event.type === 'ApprovalRejected' ? `rejected: ${event.data.reason}` : 'timed out (rejected)';
       s = closeRequest(s, event.data.requestId, { decision, at, result });
-      if (req) s = resumeWith(s, req.agentId, req.toolUseId, { result });
+      if (req && req.kind !== 'budget') s = resumeWith(s, req.agentId, req.toolUseId, { result });
       break;
     }
     case 'ClarificationRequested': {
@@ -179,7 +200,7 @@ export function evolve(state: TaskState, event: RecordedEvent): TaskState {
           ? { content: formatAnswers(req?.kind === 'clarification' ? req.questions : [], event.data.answers), isError: false }
           : { content: 'The user did not answer before the deadline. Proceed with your best judgement and state the assumptions you make.', isError: false };
       s = closeRequest(s, event.data.requestId, { decision: event.type === 'ClarificationAnswered' ? 'answered' : 'timed out (unanswered)', at, result });
-      if (req) s = resumeWith(s, req.agentId, req.toolUseId, { result });
+      if (req && req.kind !== 'budget') s = resumeWith(s, req.agentId, req.toolUseId, { result });
       break;
     }
     case 'PlanRecorded': {
@@ -315,9 +336,12 @@ function resumeWith(s: TaskState, agentId: string, toolUseId: string, outcome: {
 function closeRequest(s: TaskState, requestId: string, outcome: Omit<DecidedRequest, 'agentId' | 'toolUseId'>): TaskState {
   const req = s.pendingRequests[requestId];
   const { [requestId]: _closed, ...rest } = s.pendingRequests;
-  const decided: DecidedRequest = { ...outcome, agentId: req?.agentId, toolUseId: req?.toolUseId };
+  const decided: DecidedRequest = { ...outcome, agentId: req?.agentId, toolUseId: toolUseOf(req) };
   return { ...s, pendingRequests: rest, decidedRequests: { ...s.decidedRequests, [requestId]: decided } };
 }
+
+/** The tool use a request is about (a budget request is about none). */
+const toolUseOf = (r: PendingRequest | undefined): string | undefined => (r && r.kind !== 'budget' ? r.toolUseId : undefined);
 
 /** The tool result an agent sees for answered questions: each question with its answer. */
 export function formatAnswers(questions: readonly string[], answers: readonly string[]): string {
@@ -406,7 +430,7 @@ export function planOutcome(plan: PlanState): Record<string, unknown> {
 /** A final task holds nothing open: requests are closed and active agents stop. */
 function stopEverything(s: TaskState, at: string): TaskState {
   const decided = { ...s.decidedRequests };
-  for (const [id, r] of Object.entries(s.pendingRequests)) decided[id] = { decision: `closed: task ${s.status}`, at, agentId: r.agentId, toolUseId: r.toolUseId };
+  for (const [id, r] of Object.entries(s.pendingRequests)) decided[id] = { decision: `closed: task ${s.status}`, at, agentId: r.agentId, toolUseId: toolUseOf(r) };
   const agents: Record<string, AgentState> = {};
   for (const [id, a] of Object.entries(s.agents)) {
     agents[id] = a.status === 'dispatched' || a.status === 'running' || a.status === 'paused' ? { ...a, status: 'cancelled' } : a;

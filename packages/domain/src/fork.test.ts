@@ -8,7 +8,7 @@ import { forkEvents } from './fork.ts';
 const NEW = '00000000-0000-4000-8000-00000000f0f0';
 const usage = { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
 const task: DecidedEvent[] = [
-  { type: 'TaskSubmitted', data: { prompt: 'p', team: 'research', requirePlanApproval: false, approvalTimeoutSeconds: 60, webhook: null, metadata: {}, tenantId: 't', requestHash: 'h', forkedFrom: null, workspace: null } },
+  { type: 'TaskSubmitted', data: { prompt: 'p', team: 'research', requirePlanApproval: false, approvalTimeoutSeconds: 60, webhook: null, metadata: {}, tenantId: 't', requestHash: 'h', forkedFrom: null, workspace: null, budget: null } },
   { type: 'TaskStarted', data: { leadAgentId: 'lead', leadAgentType: 'research-lead', configVersion: 'v' } },
   { type: 'ModelTurnRecorded', data: { agentId: 'lead', turn: 1, model: 'm', content: [{ type: 'tool_use', id: 'tu1', name: 'Task', input: { agent: 'researcher', prompt: 'p' } }], stopReason: 'tool_use', usage, offline: true, durationMs: 0 } },
   { type: 'SubagentDispatched', data: { agentId: 'researcher-1', agentType: 'researcher', toolUseId: 'tu1', prompt: 'p' } },

@@ -10,6 +10,7 @@ export * from './replay.ts';
 export * from './fork.ts';
 export * from './ids.ts';
 export * from './text.ts';
+export * from './budget.ts';
 
 import { decide } from './decide.ts';
 import { evolve } from './evolve.ts';

@@ -13,7 +13,7 @@ const st = (id: string, dependsOn: string[] = [], fileLocks = [`${id}/**`], agen
 /** A task whose lead called submit_plan (tool use `plan-1`) — the plan not yet recorded. */
 function leadWithPlanCall(): DecidedEvent[] {
   return [
-    { type: 'TaskSubmitted', data: { prompt: 'change it', team: 'engineering', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 't', requestHash: null, forkedFrom: null, workspace: null } },
+    { type: 'TaskSubmitted', data: { prompt: 'change it', team: 'engineering', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 't', requestHash: null, forkedFrom: null, workspace: null, budget: null } },
     { type: 'TaskStarted', data: { leadAgentId: 'lead', leadAgentType: 'engineering-lead', configVersion: 'v' } },
     { type: 'ModelTurnRecorded', data: { agentId: 'lead', turn: 1, model: 'm', content: [{ type: 'tool_use', id: 'plan-1', name: 'submit_plan', input: {} }], stopReason: 'tool_use', usage, offline: true, durationMs: 1 } },
   ];

@@ -1,6 +1,6 @@
 import type { Command } from './commands.ts';
 import { overlappingLocks } from './plan.ts';
-import { activeAgents, isFinal, planIsRunning, type PlanState, type SubtaskState, type TaskState } from './state.ts';
+import { activeAgents, budgetHeld, isFinal, planIsRunning, type PlanState, type SubtaskState, type TaskState } from './state.ts';
 
 type Dispatch = Extract<Command, { type: 'DispatchSubagent' }>;
 
@@ -18,7 +18,8 @@ export const reviewAgentId = (round: number): string => `review-${round + 1}`;
  */
 export function schedulePlan(s: TaskState): Dispatch[] {
   const plan = s.plan;
-  if (!plan || isFinal(s) || !planIsRunning(s)) return [];
+  // Nothing starts while a person decides on the budget: the raise runs the scheduler again.
+  if (!plan || isFinal(s) || !planIsRunning(s) || budgetHeld(s)) return [];
   const held = activeAgents(s).flatMap((a) => (a.fileLocks ? [a.fileLocks] : []));
   const out: Dispatch[] = [];
   for (const t of plan.subtasks) {

@@ -1,6 +1,6 @@
 import type { TestCounts, ToolResult, Usage } from './content.ts';
 import type { PlanSubtask, ReviewIssue, ReviewVerdict } from './plan.ts';
-import type { InputWorkspace, WebhookConfig } from './events.ts';
+import type { Budget, InputWorkspace, Spent, WebhookConfig } from './events.ts';
 
 export type TaskStatus = 'pending' | 'running' | 'awaiting_input' | 'completed' | 'failed' | 'cancelled';
 export type FinalStatus = Extract<TaskStatus, 'completed' | 'failed' | 'cancelled'>;
@@ -53,6 +53,8 @@ export interface AgentState extends AgentLoopState {
   round: number;
   /** Its latest test run's counts. */
   tests: TestCounts | null;
+  /** Paused by the budget (not by a request of its own): a raised budget resumes it. */
+  heldByBudget: boolean;
 }
 
 export type SubtaskStatus = 'pending' | 'running' | 'done' | 'failed' | 'skipped' | 'cancelled';
@@ -145,6 +147,18 @@ export type PendingRequest =
       options?: string[] | undefined;
       deadline?: string | undefined;
       openedAt: string;
+    }
+  | {
+      kind: 'budget';
+      requestId: string;
+      /** The agent that found the budget reached. */
+      agentId: string;
+      spent: Spent;
+      limit: Budget;
+      deadline: string;
+      /** At the deadline, nobody having decided, the run stops. */
+      onTimeout: 'stop';
+      openedAt: string;
     };
 
 /**
@@ -194,6 +208,8 @@ export interface TaskState {
   pendingRequests: Record<string, PendingRequest>;
   decidedRequests: Record<string, DecidedRequest>;
   usage: UsageTotals;
+  /** The spending limit in force (raised by a person's decision); null: none. */
+  budget: Budget | null;
   artifacts: Artifact[];
   /** The lead's plan (engineering teams), once recorded. */
   plan: PlanState | null;
@@ -224,6 +240,7 @@ export const initialState = (): TaskState => ({
   pendingRequests: {},
   decidedRequests: {},
   usage: emptyUsage(),
+  budget: null,
   artifacts: [],
   plan: null,
   result: null,
@@ -249,7 +266,7 @@ export const activeAgents = (s: TaskState): AgentState[] => Object.values(s.agen
 /** The agent's loop can move now: a model turn is due, or every tool use it made has a result. */
 export const loopCanMove = (l: AgentLoopState): boolean => l.phase === 'model' || (l.phase === 'tools' && l.openToolUses.every((t) => t.state === 'resolved'));
 /** The lead is ready for a model turn (every tool use it made has a result). */
-export const leadNeedsTurn = (s: TaskState): boolean => !isFinal(s) && s.lead !== null && loopCanMove(s.lead);
+export const leadNeedsTurn = (s: TaskState): boolean => !isFinal(s) && s.lead !== null && loopCanMove(s.lead) && !budgetHeld(s);
 /**
  * Work that no person holds: the lead has not started or must take a turn, or an agent is
  * dispatched or running. Such a task must make progress by itself; the watchdog looks at it
@@ -264,6 +281,8 @@ export function nextDeadline(s: TaskState): string | null {
   }
   return min;
 }
+/** A budget request is open: no agent calls a model until a person decides. */
+export const budgetHeld = (s: TaskState): boolean => Object.values(s.pendingRequests).some((r) => r.kind === 'budget');
 export const canAcceptInput = (s: TaskState): boolean => exists(s) && !isFinal(s) && hasOpenRequests(s);
 
 /**

@@ -12,7 +12,7 @@ import { listTasks, rebuildTasksReadModel } from './read-models.ts';
 const submitted = (prompt = 'hello'): NewEvent => ({
   id: randomUUID(),
   type: 'TaskSubmitted',
-  data: { prompt, team: 'research', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 'default', requestHash: null, forkedFrom: null, workspace: null },
+  data: { prompt, team: 'research', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 'default', requestHash: null, forkedFrom: null, workspace: null, budget: null },
 });
 const failed = (): NewEvent => ({ id: randomUUID(), type: 'TaskFailed', data: { code: 'x', message: 'y' } });
 
@@ -216,7 +216,7 @@ describe('readAll (gap-safe tail)', () => {
 describe('task commands and the tasks read model', () => {
   test('handleCommand folds, decides, appends and keeps the read model in the same transaction', async ({ pg: { db, store } }) => {
     const taskId = randomUUID();
-    const base = { prompt: 'p', team: 'research', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 't1', requestHash: null, forkedFrom: null, workspace: null };
+    const base = { prompt: 'p', team: 'research', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 't1', requestHash: null, forkedFrom: null, workspace: null, budget: null };
     await handleCommand(store, taskId, { type: 'SubmitTask', ...base });
     await handleCommand(store, taskId, { type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'lead', configVersion: 'v1' });
     const page = await listTasks(db.kysely, { tenantId: 't1', limit: 10 });
@@ -231,7 +231,7 @@ describe('task commands and the tasks read model', () => {
   });
 
   test('list pagination walks every task once', async ({ pg: { db, store } }) => {
-    const base = { prompt: 'p', team: 'research', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 't', requestHash: null, forkedFrom: null, workspace: null };
+    const base = { prompt: 'p', team: 'research', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 't', requestHash: null, forkedFrom: null, workspace: null, budget: null };
     const ids = new Set<string>();
     for (let i = 0; i < 7; i++) {
       const id = randomUUID();

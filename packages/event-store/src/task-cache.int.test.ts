@@ -10,7 +10,7 @@ import { loadTask } from './tasks.ts';
 const submitted = (): NewEvent => ({
   id: randomUUID(),
   type: 'TaskSubmitted',
-  data: { prompt: 'p', team: 'research', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 'd', requestHash: null, forkedFrom: null, workspace: null },
+  data: { prompt: 'p', team: 'research', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 'd', requestHash: null, forkedFrom: null, workspace: null, budget: null },
 });
 const turn = (agentId: string, n: number): NewEvent => ({
   id: randomUUID(),

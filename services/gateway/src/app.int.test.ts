@@ -62,6 +62,10 @@ describe('POST /v1/tasks', () => {
       [{ prompt: 'x', webhook: { url: 'http://x', events: ['task.exploded'] } }, /body\.webhook\.events\.0/],
       [{ prompt: 'x', team: 'nope' }, /body\.team: unknown team 'nope'/],
       [{ prompt: 'x', surprise: 1 }, /surprise/],
+      [{ prompt: 'x', budget: {} }, /body\.budget: name usd and\/or tokens/],
+      [{ prompt: 'x', budget: { usd: 0 } }, /body\.budget\.usd: must be above 0/],
+      [{ prompt: 'x', budget: { tokens: 1.5 } }, /body\.budget\.tokens: must be a whole number/],
+      [{ prompt: 'x', budget: { usd: 1, dollars: 2 } }, /dollars/],
     ];
     for (const [payload, message] of cases) {
       const res = await app.inject({ method: 'POST', url: '/v1/tasks', payload: payload as object });
@@ -76,6 +80,20 @@ describe('POST /v1/tasks', () => {
     const huge = await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x', metadata: { blob: 'y'.repeat(160_000) } } });
     expect(huge.statusCode).toBe(413);
     expect((await pg.db.pool.query('select count(*)::int as n from events')).rows[0].n).toBe(0);
+  });
+
+  test('budgets: the task\'s own, else its tenant\'s default, else "*"; shown with what was spent', async ({ pg, nats }) => {
+    const keys = new Map([['key-acme-0123456789', 'acme'], ['key-other-012345678', 'other']]);
+    const app = await testGateway(pg, nats, { apiKeys: keys, budgets: { acme: { usd: 5 }, '*': { tokens: 1000 } } });
+    const submit = async (key: string, payload: object) => (await app.inject({ method: 'POST', url: '/v1/tasks', headers: { authorization: `Bearer ${key}` }, payload: { prompt: 'x', ...payload } })).json();
+    expect((await submit('key-acme-0123456789', {})).budget).toEqual({ limit: { usd: 5, tokens: null }, spent: { usd: 0, tokens: 0 } });
+    expect((await submit('key-other-012345678', {})).budget).toEqual({ limit: { usd: null, tokens: 1000 }, spent: { usd: 0, tokens: 0 } });
+    const own = await submit('key-acme-0123456789', { budget: { tokens: 50, usd: 0.5 } });
+    expect(own.budget.limit).toEqual({ usd: 0.5, tokens: 50 });
+    const events = (await pg.db.pool.query(`select data->'budget' as b from events where type = 'TaskSubmitted' and task_id = $1`, [own.id])).rows;
+    expect(events).toEqual([{ b: { usd: 0.5, tokens: 50 } }]);
+    // No budget configured, none asked: none.
+    expect((await (await gateway(pg, nats)).inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x' } })).json().budget).toBeNull();
   });
 
   test('Idempotency-Key: same key and body → the same task; a different body → 422', async ({ pg, nats }) => {

@@ -15,3 +15,14 @@ describe('gateway config: limits', () => {
     );
   });
 });
+
+describe('gateway config: default budgets', () => {
+  it('JSON by tenant ("*" for the rest); bad JSON, tenant names and limits are named', () => {
+    expect(loadGatewayConfig({}).TENANT_BUDGETS).toEqual({});
+    expect(loadGatewayConfig({ TENANT_BUDGETS: '{"acme":{"usd":5},"*":{"tokens":2000000}}' }).TENANT_BUDGETS).toEqual({ acme: { usd: 5 }, '*': { tokens: 2_000_000 } });
+    expect(() => loadGatewayConfig({ TENANT_BUDGETS: '{acme' })).toThrow(/TENANT_BUDGETS: must be JSON/);
+    expect(() => loadGatewayConfig({ TENANT_BUDGETS: '{"acme":{}}' })).toThrow(/TENANT_BUDGETS\.acme: name usd and\/or tokens/);
+    expect(() => loadGatewayConfig({ TENANT_BUDGETS: '{"acme":{"usd":-1}}' })).toThrow(/TENANT_BUDGETS\.acme\.usd/);
+    expect(() => loadGatewayConfig({ TENANT_BUDGETS: '{"a b":{"usd":1}}' })).toThrow(/TENANT_BUDGETS/);
+  });
+});

@@ -3,6 +3,7 @@ import { commonEnv, durationMs, loadConfig } from '@baton/runtime';
 import { DEFAULT_WORKSPACE_LIMITS, type WorkspaceLimits } from '@baton/storage';
 import { z } from 'zod';
 import { DEFAULT_LIMITS, type GatewayLimits } from './deps.ts';
+import { BudgetInput } from './routes/schemas.ts';
 
 /** The repository's examples/ (example projects a task can start from), found from this file. */
 export const DEFAULT_EXAMPLES_DIR = fileURLToPath(new URL('../../../examples', import.meta.url));
@@ -35,6 +36,22 @@ const schema = z.object({
   SSE_MAX_CONNECTIONS: z.coerce.number().int().min(1).max(1_000_000).default(DEFAULT_LIMITS.sseConnections),
   /** A task with work no person holds, no transition for this long and no live agent lease is listed as stuck. */
   STUCK_AFTER_MS: z.coerce.number().int().min(1000).max(30 * 86_400_000).default(DEFAULT_LIMITS.stuckAfterMs),
+  /**
+   * Default budgets per tenant, as JSON: `{"acme": {"usd": 5}, "*": {"tokens": 2000000}}` ("*":
+   * every tenant not named). A task's own budget replaces its tenant's default.
+   */
+  TENANT_BUDGETS: z
+    .string()
+    .default('{}')
+    .transform((s, ctx) => {
+      try {
+        return JSON.parse(s === '' ? '{}' : s) as unknown;
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: `must be JSON: ${(err as Error).message}` });
+        return z.NEVER;
+      }
+    })
+    .pipe(z.record(z.string().regex(/^(\*|[A-Za-z0-9_-]{1,64})$/, 'a tenant name or *'), BudgetInput)),
   /** Webhook URLs naming loopback/private/link-local addresses are accepted (development); the notifier reads the same variable. */
   WEBHOOK_ALLOW_PRIVATE_NETWORKS: z.stringbool().default(false),
 });

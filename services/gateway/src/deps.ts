@@ -35,7 +35,12 @@ export interface GatewayDeps {
   limits: GatewayLimits;
   /** Webhook URLs may name loopback/private/link-local addresses (development). */
   allowPrivateWebhooks: boolean;
+  /** Default budgets by tenant ("*": any other tenant); absent: none. */
+  budgets?: TenantBudgets;
 }
+
+/** Default spending limits by tenant name; "*" applies to every tenant not named. */
+export type TenantBudgets = Readonly<Record<string, { usd?: number | undefined; tokens?: number | undefined }>>;
 
 /** Per gateway replica: writes per tenant (a token bucket), open SSE streams per tenant and in all. */
 export interface GatewayLimits {

@@ -245,7 +245,7 @@ describe('webhook URLs at registration', () => {
     const id = crypto.randomUUID();
     await handleCommand(pg.store, id, {
       type: 'SubmitTask', prompt: 'p', team: 'research', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: { url: 'https://user:s3cret@hooks.example.com/x', events: ['task.cancelled'] },
-      metadata: {}, tenantId: 'default', requestHash: null, forkedFrom: null, workspace: null,
+      metadata: {}, tenantId: 'default', requestHash: null, forkedFrom: null, workspace: null, budget: null,
     });
     await handleCommand(pg.store, id, { type: 'CancelTask', reason: 'r', requestedBy: 'u' });
     const eventId = crypto.randomUUID();

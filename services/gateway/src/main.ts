@@ -47,6 +47,7 @@ const app = await buildApp({
   workspaceLimits: workspaceLimits(config),
   limits: gatewayLimits(config),
   allowPrivateWebhooks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
+  budgets: config.TENANT_BUDGETS,
 });
 if (config.WEBHOOK_ALLOW_PRIVATE_NETWORKS) log.warn('WEBHOOK_ALLOW_PRIVATE_NETWORKS=true: webhook URLs may name loopback and private addresses (development only)');
 // Examples are read per request (they may change); say at start which there are and which cannot be used.

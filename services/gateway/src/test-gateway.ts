@@ -10,7 +10,7 @@ import { DEFAULT_WORKSPACE_LIMITS, type WorkspaceLimits } from '@baton/storage';
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.ts';
-import { DEFAULT_LIMITS, type GatewayLimits } from './deps.ts';
+import { DEFAULT_LIMITS, type GatewayLimits, type TenantBudgets } from './deps.ts';
 import { Metrics } from './metrics.ts';
 import { SseHub } from './sse-hub.ts';
 
@@ -22,7 +22,7 @@ import { SseHub } from './sse-hub.ts';
 export async function testGateway(
   pg: { db: Pick<Db, 'pool' | 'kysely'>; store: EventStore },
   nats: { nc: NatsConnection; namespace: string } | null,
-  opts: { apiKeys?: Map<string, string>; namespace?: string; sseHeartbeatMs?: number; examplesDir?: string; workspaceLimits?: WorkspaceLimits; limits?: Partial<GatewayLimits>; allowPrivateWebhooks?: boolean } = {},
+  opts: { apiKeys?: Map<string, string>; namespace?: string; sseHeartbeatMs?: number; examplesDir?: string; workspaceLimits?: WorkspaceLimits; limits?: Partial<GatewayLimits>; allowPrivateWebhooks?: boolean; budgets?: TenantBudgets } = {},
 ): Promise<FastifyInstance> {
   const log = silentLogger();
   const names = busNames(opts.namespace ?? nats?.namespace ?? '');
@@ -48,5 +48,6 @@ export async function testGateway(
     workspaceLimits: opts.workspaceLimits ?? { ...DEFAULT_WORKSPACE_LIMITS, maxArchiveBytes: 64 * 1024 },
     limits: { ...DEFAULT_LIMITS, ...opts.limits },
     allowPrivateWebhooks: opts.allowPrivateWebhooks ?? false,
+    ...(opts.budgets ? { budgets: opts.budgets } : {}),
   });
 }

@@ -22,6 +22,7 @@ describe('Standard Webhooks signatures', () => {
   it('maps events to webhook types', () => {
     expect(webhookTypesFor('TaskCompleted')).toEqual(['event.TaskCompleted', 'task.completed']);
     expect(webhookTypesFor('ClarificationRequested')).toContain('task.awaiting_input');
+    expect(webhookTypesFor('BudgetExceeded')).toContain('task.awaiting_input');
     expect(webhookTypesFor('ModelTurnRecorded')).toEqual(['event.ModelTurnRecorded']);
   });
 });

@@ -34,6 +34,7 @@ export function webhookTypesFor(eventType: string): string[] {
       break;
     case 'ApprovalRequested':
     case 'ClarificationRequested':
+    case 'BudgetExceeded':
       types.push('task.awaiting_input');
       break;
   }

@@ -28,7 +28,7 @@ function submit(pg: PgFixture, webhook: { url: string; events: string[] } | null
   const id = randomUUID();
   return handleCommand(pg.store, id, {
     type: 'SubmitTask', prompt: 'p', team: 'research', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook,
-    metadata: {}, tenantId: 'd', requestHash: null, forkedFrom: null, workspace: null,
+    metadata: {}, tenantId: 'd', requestHash: null, forkedFrom: null, workspace: null, budget: null,
   }).then(() => id);
 }
 

@@ -13,7 +13,7 @@ export interface DeadlineDeps {
 
 /**
  * Record the default action of every request whose deadline has passed (ApprovalTimedOut,
- * ClarificationTimedOut), from the deadline column of the `tasks` read model. The event id is
+ * ClarificationTimedOut; a budget request's stops the run), from the deadline column of the `tasks` read model. The event id is
  * derived from the request, so two replicas firing the same deadline record it once.
  * Returns the number of requests timed out.
  */
@@ -25,7 +25,7 @@ export async function fireDueDeadlines(d: DeadlineDeps): Promise<number> {
       const { state } = await d.load(taskId);
       for (const r of Object.values(state.pendingRequests)) {
         if (!r.deadline || Date.parse(r.deadline) > now.getTime()) continue;
-        const res = await handleCommand(d.store, taskId, { type: r.kind === 'approval' ? 'TimeOutApproval' : 'TimeOutClarification', requestId: r.requestId }, {
+        const res = await handleCommand(d.store, taskId, { type: r.kind === 'clarification' ? 'TimeOutClarification' : 'TimeOutApproval', requestId: r.requestId }, {
           load: d.load,
           eventIds: [uuidV5(`${taskId}:deadline:${r.requestId}`)],
           metadata: { actor: 'baton:deadline' },

@@ -77,7 +77,7 @@ describe('the watchdog', () => {
       await waitFor(async () => orch.watchdog.heals >= 1 && (await jobsFor(f, names, 'researcher-1')) >= 1, { timeoutMs: 15_000, what: 'the heal to re-send the job into the new stream' });
       // The orchestrator's consumer was re-created too and works: a new task's trigger is handled.
       const t2 = randomUUID();
-      await handleCommand(f.pg.store, t2, { type: 'SubmitTask', prompt: 'bench', team: 'bench', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 'd', requestHash: null, forkedFrom: null, workspace: null });
+      await handleCommand(f.pg.store, t2, { type: 'SubmitTask', prompt: 'bench', team: 'bench', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 'd', requestHash: null, forkedFrom: null, workspace: null, budget: null });
       await waitFor(async () => (await loadTask(f.pg.store, t2)).state.status === 'completed', { timeoutMs: 20_000, what: 'a new task to complete after the loss' });
     } finally {
       await orch.stop();
@@ -91,7 +91,7 @@ describe('the watchdog', () => {
     const { orch } = await orchestrator(f, { model: broken, maxAttempts: 2 });
     try {
       const id = randomUUID();
-      await handleCommand(f.pg.store, id, { type: 'SubmitTask', prompt: 'bench', team: 'bench', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 'd', requestHash: null, forkedFrom: null, workspace: null });
+      await handleCommand(f.pg.store, id, { type: 'SubmitTask', prompt: 'bench', team: 'bench', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 'd', requestHash: null, forkedFrom: null, workspace: null, budget: null });
       await waitFor(async () => (await loadTask(f.pg.store, id)).state.status === 'failed', { timeoutMs: 20_000, what: 'the task to fail' });
       expect((await loadTask(f.pg.store, id)).state.error).toMatchObject({ code: 'lead_failed', message: expect.stringMatching(/model endpoint is down/) });
     } finally {

@@ -59,7 +59,7 @@ const SUBTASKS = [
 async function planned(store: EventStore): Promise<string> {
   const id = randomUUID();
   const workspace = { digest: 'a'.repeat(64), source: 'example' as const, name: 'inventory', files: 0, bytes: 0 };
-  await handleCommand(store, id, { type: 'SubmitTask', prompt: 'add a low-stock report', team: 'engineering', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 'd', requestHash: null, forkedFrom: null, workspace });
+  await handleCommand(store, id, { type: 'SubmitTask', prompt: 'add a low-stock report', team: 'engineering', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 'd', requestHash: null, forkedFrom: null, workspace, budget: null });
   await handleCommand(store, id, { type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'engineering-lead', configVersion: 'v' });
   await handleCommand(store, id, {
     type: 'RecordModelTurn', agentId: 'lead', turn: 1, model: 'm', stopReason: 'tool_use', offline: true, durationMs: 0,

@@ -149,6 +149,8 @@ export async function runSubagentJob(
     let outcome = null as JobOutcome | null;
     const stop = (o: JobOutcome): false => ((outcome = o), false);
     let first = true;
+    /** The task as the last proceed read it (other agents' spending included). */
+    let latest: TaskState | null = null;
 
     const host: LoopHost = {
       agentId,
@@ -204,11 +206,13 @@ export async function runSubagentJob(
         // The task as others see it: cancelled, or this attempt superseded, stops the job here.
         const fresh = first ? writer.state : (await load(taskId)).state;
         first = false;
+        latest = fresh;
         const current = fresh.agents[agentId];
         if (isFinal(fresh) || current?.status === 'cancelled') return stop('cancelled');
         if (!current || current.attempt !== attempt || current.status !== 'running') return stop('superseded');
         return true;
       },
+      latest: () => latest ?? writer.state,
       execute: async (call) => {
         const violation = fileAccessViolation(policy, call.name, call.input);
         if (violation) return { toolUseId: call.id, toolName: call.name, content: violation, isError: true };

@@ -15,7 +15,7 @@ describe('the sandbox sweeper', () => {
     try {
       const submit = async (): Promise<string> => {
         const id = randomUUID();
-        await handleCommand(pg.store, id, { type: 'SubmitTask', prompt: 'p', team: 'research', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 'd', requestHash: null, forkedFrom: null, workspace: null });
+        await handleCommand(pg.store, id, { type: 'SubmitTask', prompt: 'p', team: 'research', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 'd', requestHash: null, forkedFrom: null, workspace: null, budget: null });
         return id;
       };
       const live = await submit();

@@ -30,6 +30,15 @@ export const WorkspaceInput = z
   });
 export type WorkspaceInput = z.infer<typeof WorkspaceInput>;
 
+/** A spending limit: US dollars and/or tokens (input, output and cache, over every agent of the task). */
+export const BudgetInput = z
+  .strictObject({
+    usd: z.number().positive('must be above 0').max(1_000_000).optional().describe('Limit in US dollars'),
+    tokens: z.number().int('must be a whole number').positive('must be above 0').max(1e12).optional().describe('Limit in tokens (input, output and cache)'),
+  })
+  .refine((b) => b.usd !== undefined || b.tokens !== undefined, 'name usd and/or tokens');
+export type BudgetInput = z.infer<typeof BudgetInput>;
+
 export const SubmitTaskBody = z.strictObject({
   prompt: z.string().trim().min(1, 'must not be empty').max(20_000, 'must be at most 20000 characters'),
   team: z.string().min(1).max(100).default('research'),
@@ -43,6 +52,8 @@ export const SubmitTaskBody = z.strictObject({
     .optional(),
   metadata: z.record(z.string(), z.unknown()).default({}).refine((m) => JSON.stringify(m).length <= 16_384, 'must serialise to at most 16 KiB'),
   workspace: WorkspaceInput.optional(),
+  /** Reaching it pauses the run with a request of kind budget; absent: the tenant's default budget, if one is configured. */
+  budget: BudgetInput.optional(),
 });
 export type SubmitTaskBody = z.infer<typeof SubmitTaskBody>;
 
@@ -58,6 +69,8 @@ export const ApprovalBody = z.strictObject({
   decision: z.enum(['approve', 'reject']),
   input: z.record(z.string(), z.unknown()).optional(),
   reason: z.string().max(4000).optional(),
+  /** Approving a budget request: the new limit (measures not named keep theirs). */
+  budget: BudgetInput.optional(),
 });
 
 export const AnswerBody = z.strictObject({

@@ -1,5 +1,5 @@
 import { allTools, parseToolInput } from '@baton/agents';
-import { digestJson, exists, forkEvents, initialState, uuidV5, type Command, type TaskState } from '@baton/domain';
+import { digestJson, exists, forkEvents, initialState, uuidV5, type Budget, type Command, type TaskState } from '@baton/domain';
 import { redactCredentials, toAgentViews, toTaskView, webhookUrlProblem } from '@baton/api';
 import { publishWakeUps } from '@baton/bus';
 import { handleCommand, importTask, isConcurrencyError, listTasks, loadTask, TaskWriter } from '@baton/event-store';
@@ -13,6 +13,9 @@ import { AgentParams, AnswerBody, ApprovalBody, ArtifactParams, CancelBody, Fork
 import { readMultipartSubmission, resolveWorkspace, submitBodyLimit } from './workspace-input.ts';
 
 /** Load a task the caller's tenant may see; another tenant's task is a plain 404. */
+/** A budget as the log records it (a measure not named has no limit); none given: null. */
+const budgetFor = (b: { usd?: number | undefined; tokens?: number | undefined } | undefined): Budget | null => (b ? { usd: b.usd ?? null, tokens: b.tokens ?? null } : null);
+
 export async function loadVisibleTask(d: GatewayDeps, req: FastifyRequest, taskId: string) {
   const loaded = await d.load(taskId);
   if (!exists(loaded.state) || loaded.state.tenantId !== req.tenant) throw notFound(`task ${taskId}`);
@@ -68,6 +71,7 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
           requestHash,
           forkedFrom: null,
           workspace: workspace && stored ? { digest: stored.digest, source: workspace.source, name: workspace.name, files: stored.files, bytes: stored.bytes } : null,
+          budget: budgetFor(body.budget ?? d.budgets?.[req.tenant] ?? d.budgets?.['*']),
         };
         try {
           const writer = new TaskWriter(d.store, taskId, initialState(), { now: d.now });
@@ -127,7 +131,7 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
           input = parsed.value;
         }
       }
-      return { type: 'DecideApproval', requestId, decision: body.decision, input, reason: body.reason, decidedBy: req.actor };
+      return { type: 'DecideApproval', requestId, decision: body.decision, input, reason: body.reason, budget: body.budget, decidedBy: req.actor };
     });
   });
 
