@@ -16,7 +16,7 @@ import {
 import { buildConversation } from './conversation.ts';
 import type { ModelClient, ModelResponse } from './model.ts';
 import { approvalFor, askPerson } from './policy.ts';
-import { delegationTargets, type AgentDefinition, type TeamDefinition } from './teams.ts';
+import type { AgentDefinition, TeamDefinition } from './teams.ts';
 import { allTools, parseToolInput, planSubtasksOf, submitPlanTool, toolSpec } from './tools.ts';
 
 /**
@@ -100,18 +100,13 @@ export function triageToolUses(o: TriageInput): Triage {
     }
     const lead = o.state.lead?.agentId === o.agentId;
     if (tool.runsIn === 'delegation') {
-      const { agent } = parsed.value as { agent: string };
       if (!lead) {
         error(`tool '${t.name}' delegates to another agent; only the lead delegates`);
         continue;
       }
-      if (tool.name === submitPlanTool.name) {
-        if (o.state.plan) {
-          error(`this task already has a plan (${o.state.plan.status}); its result is your plan's outcome`);
-          continue;
-        }
-      } else if (!delegationTargets(o.def).includes(agent) || !o.team.agents[agent]) {
-        error(`unknown agent '${agent}'; this team delegates to: ${delegationTargets(o.def).join(', ')}`);
+      // (The Task tool's own check refused an agent the lead cannot delegate to.)
+      if (tool.name === submitPlanTool.name && o.state.plan) {
+        error(`this task already has a plan (${o.state.plan.status}); its result is your plan's outcome`);
         continue;
       }
     } else if (tool.runsIn !== o.runsIn) {

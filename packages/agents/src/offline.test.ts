@@ -43,12 +43,24 @@ describe('offline research lead', () => {
     expect(both.map((t) => t.input.prompt)).toEqual([expect.stringMatching(/"PostgreSQL"/), expect.stringMatching(/"MySQL for analytics workloads"/)]);
   });
 
-  it('a rejected plan ends the run with the reason', async () => {
+  it('a rejected plan is revised with the reason; one the deadline rejected, or a fourth rejection, ends the run', async () => {
     const start: ModelMessage[] = [{ role: 'user', content: 'Research the history of event sourcing' }];
     const t1 = await lead(start);
-    const t2 = await lead(answered(start, t1.content, 'The user rejected the plan: too broad'));
-    expect(t2.stopReason).toBe('end_turn');
-    expect(JSON.stringify(t2.content)).toMatch(/too broad/);
+    const h2 = answered(start, t1.content, 'The user rejected the plan: too broad');
+    const t2 = await lead(h2);
+    expect(t2.stopReason).toBe('tool_use');
+    expect(JSON.stringify(t2.content)).toMatch(/Revised plan, taking your feedback into account \(too broad\)/);
+    expect(t2.content.find((b) => b.type === 'tool_use')).toMatchObject({ name: 'Task', input: { agent: 'researcher', prompt: expect.stringMatching(/revised after feedback: too broad/) } });
+    const timedOut = await lead(answered(start, t1.content, 'The user rejected the plan: no decision before the deadline'));
+    expect(timedOut.stopReason).toBe('end_turn');
+    let h = h2;
+    let t = t2;
+    for (const reason of ['no', 'still no', 'stop']) {
+      h = answered(h, t.content, `The user rejected the plan: ${reason}`);
+      t = await lead(h);
+    }
+    expect(t.stopReason).toBe('end_turn');
+    expect(JSON.stringify(t.content)).toMatch(/rejected the plan: stop/);
   });
 });
 

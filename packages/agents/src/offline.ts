@@ -62,6 +62,9 @@ function answersOf(result: string): string {
 }
 
 const MAX_CLARIFICATION_ROUNDS = 2;
+/** How many rejected plans the offline lead revises before it stops. */
+const MAX_REPLANS = 3;
+const REJECTED = /^The user rejected the plan:?/;
 
 /** "Compare A and B" / "A vs B": two subjects, researched in parallel (one researcher each). */
 export function subjectsOf(topic: string): string[] {
@@ -74,17 +77,23 @@ const researchLead: Play = (req, turn) => {
   const history = calls(req.messages);
   const asked = history.filter((c) => c.name === 'ask_user' && c.result !== null);
   const clarified = asked.map((c) => answersOf(c.result ?? '')).filter((a) => !/did not answer before the deadline/.test(a));
-  const topic = clarified.length > 0 ? `${prompt} (clarified: ${clarified.join('; ')})` : prompt;
-  const delegations = history.filter((c) => c.name === 'Task');
-  const rejected = delegations.find((c) => c.result && /^The user rejected the plan/.test(c.result));
-  if (rejected) {
-    return { content: [text(`The plan was rejected (${rejected.result}). I will stop here rather than guess.`)], stopReason: 'end_turn' };
+  const baseTopic = clarified.length > 0 ? `${prompt} (clarified: ${clarified.join('; ')})` : prompt;
+  // A rejected plan is re-planned with the person's reason, up to MAX_REPLANS times; one nobody
+  // decided on (the deadline) ends the run rather than asking again and again.
+  const rejections = history.filter((c) => c.name === 'Task' && c.result !== null && REJECTED.test(c.result));
+  const lastRejection = rejections.at(-1);
+  const reasons = rejections.map((c) => (c.result ?? '').replace(REJECTED, '').trim());
+  if (lastRejection && (/no decision before the deadline/.test(lastRejection.result ?? '') || rejections.length > MAX_REPLANS)) {
+    return { content: [text(`The plan was rejected (${lastRejection.result}). I will stop here rather than guess.`)], stopReason: 'end_turn' };
   }
+  const feedback = reasons.length > 0 ? ` (revised after feedback: ${reasons.join('; ')})` : '';
+  const topic = `${baseTopic}${feedback}`;
+  const delegations = history.filter((c) => c.name === 'Task' && !rejections.includes(c));
   const research = delegations.filter((c) => c.input.agent === 'researcher');
   const writing = delegations.filter((c) => c.input.agent === 'report-writer');
   if (research.length === 0) {
-    // Vague request: ask what, for whom and how deep; ask again if the answer is still vague.
-    const needsAsking = asked.length === 0 ? isVague(prompt) : asked.length < MAX_CLARIFICATION_ROUNDS && isVague(clarified.join(' ')) && clarified.length === asked.length;
+    // Vague request (asked before any plan was made): ask what, for whom and how deep; ask again if the answer is still vague.
+    const needsAsking = rejections.length > 0 ? false : asked.length === 0 ? isVague(prompt) : asked.length < MAX_CLARIFICATION_ROUNDS && isVague(clarified.join(' ')) && clarified.length === asked.length;
     if (needsAsking) {
       const questions =
         asked.length === 0
@@ -99,10 +108,12 @@ const researchLead: Play = (req, turn) => {
       };
     }
     const subjects = subjectsOf(topic);
+    const revised = rejections.length > 0 ? `Revised plan, taking your feedback into account (${reasons.join('; ')}). ` : '';
     const plan =
-      subjects.length > 1
+      revised +
+      (subjects.length > 1
         ? `Plan for "${topic}": 1) two researchers work in parallel, one on ${subjects.map((x) => `"${x}"`).join(', one on ')} (notes.md each); 2) the report writer compares them in report.md.`
-        : `Plan for "${topic}": 1) the researcher gathers notes (notes.md); 2) the report writer turns them into report.md.`;
+        : `Plan for "${topic}": 1) the researcher gathers notes (notes.md); 2) the report writer turns them into report.md.`);
     const brief = (subject: string): string => (subjects.length > 1 ? `Research "${subject}" (one side of: ${topic}) and write notes.md.` : `Research this topic and write notes.md: ${topic}`);
     return {
       content: [

@@ -1,6 +1,7 @@
 import { digestJson } from '@baton/domain';
 import { loadTeams } from './config.ts';
 import type { ApprovalRule } from './policy.ts';
+import { delegationTargets } from './tools.ts';
 
 export interface AgentDefinition {
   /** The agent type, e.g. `researcher`. */
@@ -91,10 +92,8 @@ export class TeamCatalog {
   }
 }
 
-/** The agent types a lead may delegate to: its `delegatesTo`, and its review agent. */
-export function delegationTargets(lead: AgentDefinition): string[] {
-  return [...new Set([...(lead.delegatesTo ?? []), ...(lead.reviewAgent ? [lead.reviewAgent] : [])])];
-}
+// The agent types a lead may delegate to are defined beside the Task tool that checks them.
+export { delegationTargets };
 
 /**
  * The lead's system prompt: its own prompt file, then the agents it can delegate to (so the

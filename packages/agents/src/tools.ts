@@ -1,7 +1,7 @@
 import { planProblems, ReviewIssue, ReviewVerdict, type PlanSubtask } from '@baton/domain';
 import { z } from 'zod';
 import type { ToolSpec } from './model.ts';
-import type { TeamDefinition } from './teams.ts';
+import type { AgentDefinition, TeamDefinition } from './teams.ts';
 
 /**
  * One zod schema per tool: it is both the JSON Schema the model sees and the parser of the
@@ -53,6 +53,11 @@ export function parseToolInput<I extends z.ZodObject>(t: ToolDefinition<I>, inpu
   return { ok: false, error: `invalid input for ${t.name}: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`, issues };
 }
 
+/** The agent types a lead may delegate to: its `delegatesTo`, and its review agent. */
+export function delegationTargets(lead: AgentDefinition): string[] {
+  return [...new Set([...(lead.delegatesTo ?? []), ...(lead.reviewAgent ? [lead.reviewAgent] : [])])];
+}
+
 export const taskTool = defineTool({
   name: 'Task',
   description: 'Delegate a piece of work to a subagent. The subagent works in its own context and returns a summary and the files it produced.',
@@ -62,6 +67,9 @@ export const taskTool = defineTool({
     prompt: z.string().min(1).max(20_000).describe('Complete instructions for the subagent; it cannot see your conversation'),
     description: z.string().max(200).optional().describe('A short label for this delegation'),
   }),
+  // The model's call and a person's edit alike must name an agent the lead can delegate to.
+  check: (input, team) =>
+    delegationTargets(team.lead).includes(input.agent) && team.agents[input.agent] ? [] : [{ path: 'agent', message: `unknown agent '${input.agent}'; this team delegates to: ${delegationTargets(team.lead).join(', ')}` }],
 });
 
 const PlanSubtaskInput = z.object({

@@ -170,6 +170,10 @@ describe('reads, tenancy, errors', () => {
     const bad = await app.inject({ method: 'POST', url: `/v1/tasks/${id}/approvals/apr-1`, payload: { decision: 'approve', input: { agent: 'researcher', prompt: '' } } });
     expect(bad.statusCode).toBe(400);
     expect(bad.json().error.message).toMatch(/body\.input\.prompt/);
+    // Valid in shape, wrong in meaning: an agent this lead cannot delegate to.
+    const nobody = await app.inject({ method: 'POST', url: `/v1/tasks/${id}/approvals/apr-1`, payload: { decision: 'approve', input: { agent: 'nobody', prompt: 'p' } } });
+    expect(nobody.statusCode).toBe(400);
+    expect(nobody.json().error.message).toMatch(/body\.input\.agent: unknown agent 'nobody'; this team delegates to: researcher, report-writer/);
     const ok = await app.inject({ method: 'POST', url: `/v1/tasks/${id}/approvals/apr-1`, payload: { decision: 'approve', input: { agent: 'researcher', prompt: 'narrower' } } });
     expect(ok.statusCode).toBe(200);
     expect(ok.json()).toMatchObject({ status: 'running', pendingRequests: [] });

@@ -48,7 +48,7 @@ describe('advanceTask (the lead loop)', () => {
     expect(events.filter((e) => e.type === 'TaskCompleted')).toHaveLength(1);
   });
 
-  pgTest('plan approval: the lead stops at awaiting_input holding nothing; approve → dispatch; reject → the lead sees why', async ({ pg }) => {
+  pgTest('plan approval: the lead stops at awaiting_input holding nothing; approve → dispatch; reject → the lead re-plans with the reason', async ({ pg }) => {
     const id = await submit(pg.store);
     await advanceTask(deps(pg.store), id);
     let { state } = await loadTask(pg.store, id);
@@ -67,11 +67,23 @@ describe('advanceTask (the lead loop)', () => {
     const id2 = await submit(pg.store);
     await advanceTask(deps(pg.store), id2);
     const req2 = Object.values((await loadTask(pg.store, id2)).state.pendingRequests)[0]!;
-    await handleCommand(pg.store, id2, { type: 'DecideApproval', requestId: req2.requestId, decision: 'reject', reason: 'too broad', decidedBy: 'u' });
-    await advanceTask(deps(pg.store), id2);
-    const done = (await loadTask(pg.store, id2)).state;
+    // Rejected with a reason: the lead re-plans with it and asks again (up to three times, then it stops).
+    const reject = async (reason: string) => {
+      const open = Object.values((await loadTask(pg.store, id2)).state.pendingRequests)[0]!;
+      await handleCommand(pg.store, id2, { type: 'DecideApproval', requestId: open.requestId, decision: 'reject', reason, decidedBy: 'u' });
+      await advanceTask(deps(pg.store), id2);
+      return (await loadTask(pg.store, id2)).state;
+    };
+    let again = await reject('too broad, only open-source databases');
+    expect(again.status).toBe('awaiting_input');
+    const revised = Object.values(again.pendingRequests)[0];
+    expect(revised).toMatchObject({ kind: 'approval', requestId: expect.not.stringMatching(req2.requestId), plan: expect.stringMatching(/Revised plan, taking your feedback into account \(too broad, only open-source databases\)/), input: { agent: 'researcher', prompt: expect.stringMatching(/revised after feedback: too broad, only open-source databases/) } });
+    again = await reject('still too broad');
+    again = await reject('no');
+    expect(again.status).toBe('awaiting_input');
+    const done = await reject('stop');
     expect(done.status).toBe('completed');
-    expect(done.result?.summary).toMatch(/rejected the plan: too broad/);
+    expect(done.result?.summary).toMatch(/rejected the plan: stop/);
     expect(done.agents).toEqual({});
   });
 
