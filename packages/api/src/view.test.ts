@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fold, type RecordedEvent } from '@baton/domain';
 import { describe, expect, it } from 'vitest';
-import { toEventView, toTaskView } from './view.ts';
+import { describeCall, toEventView, toTaskView } from './view.ts';
 
 // The domain's released (v1) event fixtures, folded and shown as the API shows them.
 const fixture = path.join(import.meta.dirname, '../../domain/src/fixtures/v1/research-run.json');
@@ -26,5 +26,15 @@ describe('views', () => {
   it('toEventView: positions as numbers, times as ISO strings', () => {
     const e = events[0] as RecordedEvent;
     expect(toEventView(e)).toEqual({ id: 'e0', type: e.type, taskId: e.taskId, streamId: e.streamId, version: e.version, position: 1, recordedAt: '2026-11-22T04:00:00.000Z', data: e.data, metadata: {} });
+  });
+});
+
+describe('what an agent is doing, in words', () => {
+  it('names the call: searching, writing, running tests, a command; others by their tool', () => {
+    expect(describeCall({ name: 'web_search', input: { query: 'vector databases  in\nproduction' } })).toBe('searching: vector databases in production');
+    expect(describeCall({ name: 'write_file', input: { path: 'report.md', content: 'x' } })).toBe('writing report.md');
+    expect(describeCall({ name: 'run_tests', input: {} })).toBe('running tests');
+    expect(describeCall({ name: 'run_command', input: { command: 'x'.repeat(100) } })).toBe(`running: ${'x'.repeat(59)}…`);
+    expect(describeCall({ name: 'bench_step', input: {} })).toBe('running bench_step');
   });
 });

@@ -236,7 +236,8 @@ function openQuestion(s: TaskState, agentId: string): AgentView['openQuestion'] 
 function currentAction(s: TaskState, agentId: string, loop: AgentLoopState, live: boolean): string | null {
   if (!live) return null;
   const l = loopOf(s, agentId) ?? loop;
-  if (l.phase === 'model') return l.turns === 0 ? 'starting' : `thinking (turn ${l.turns + 1})`;
+  const tests = s.agents[agentId]?.tests;
+  if (l.phase === 'model') return l.turns === 0 ? 'starting' : `thinking (turn ${l.turns + 1})${tests ? ` · last tests: ${tests.passed} passed, ${tests.failed} failed` : ''}`;
   if (l.phase === 'done') return 'finishing';
   const waiting = l.openToolUses.filter((t) => t.state !== 'resolved');
   const on = (st: string): string[] => waiting.filter((t) => t.state === st).map((t) => t.name);
@@ -246,7 +247,38 @@ function currentAction(s: TaskState, agentId: string, loop: AgentLoopState, live
     if (s.plan && waiting.some((t) => t.toolUseId === s.plan?.toolUseId)) return s.plan.status === 'reviewing' ? 'waiting for the review' : `running the plan (${s.plan.subtasks.filter((t) => t.status === 'done').length}/${s.plan.subtasks.length} subtasks done)`;
     return 'waiting for subagents';
   }
-  return waiting.length ? `running ${[...new Set(waiting.map((t) => t.name))].join(', ')}` : 'recording results';
+  return waiting.length ? [...new Set(waiting.map(describeCall))].join(', ') : 'recording results';
+}
+
+/** A tool call in words, as a person follows it: "searching: …", "writing report.md", "running tests". */
+export function describeCall(t: { name: string; input: Record<string, unknown> }): string {
+  const arg = (k: string): string => {
+    const v = t.input[k];
+    if (typeof v !== 'string') return '';
+    const line = v.replace(/\s+/g, ' ').trim();
+    return line.length > 60 ? `${line.slice(0, 59)}…` : line;
+  };
+  switch (t.name) {
+    case 'web_search':
+      return `searching: ${arg('query')}`;
+    case 'write_file':
+      return `writing ${arg('path')}`;
+    case 'edit_file':
+      return `editing ${arg('path')}`;
+    case 'read_file':
+      return `reading ${arg('path')}`;
+    case 'list_directory':
+      return `listing ${arg('path') || '.'}`;
+    case 'glob':
+    case 'search_files':
+      return `looking for ${arg('pattern')}`;
+    case 'run_command':
+      return `running: ${arg('command')}`;
+    case 'run_tests':
+      return 'running tests';
+    default:
+      return `running ${t.name}`;
+  }
 }
 
 /** The event object of API.md. */
