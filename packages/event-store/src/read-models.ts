@@ -14,6 +14,8 @@ export interface TaskListItem {
   updatedAt: string;
   version: number;
   pendingRequests: unknown[];
+  /** The task this one was forked from, if it is a fork. */
+  forkedFrom: { taskId: string } | null;
 }
 
 export interface TaskPage {
@@ -22,9 +24,10 @@ export interface TaskPage {
 }
 
 /** Keyset pagination over the tasks read model, newest first. */
-export async function listTasks(db: Kysely<Database>, q: { tenantId: string; status?: string | undefined; limit: number; cursor?: string | undefined; stuckAfterMs?: number | undefined }): Promise<TaskPage> {
+export async function listTasks(db: Kysely<Database>, q: { tenantId: string; status?: string | undefined; team?: string | undefined; limit: number; cursor?: string | undefined; stuckAfterMs?: number | undefined }): Promise<TaskPage> {
   let query = db.selectFrom('tasks').selectAll().where('tenant_id', '=', q.tenantId);
   if (q.status) query = query.where('status', '=', q.status);
+  if (q.team) query = query.where('team', '=', q.team);
   if (q.stuckAfterMs !== undefined) query = query.where(stuck(q.stuckAfterMs));
   if (q.cursor) {
     const { createdAt, id } = decodeCursor(q.cursor);
@@ -43,6 +46,7 @@ export async function listTasks(db: Kysely<Database>, q: { tenantId: string; sta
       updatedAt: r.updated_at.toISOString(),
       version: r.version,
       pendingRequests: r.pending_requests as unknown[],
+      forkedFrom: r.forked_from ? { taskId: r.forked_from } : null,
     })),
     nextCursor: rows.length > q.limit && last ? encodeCursor(last.created_at.toISOString(), last.id) : null,
   };

@@ -116,7 +116,7 @@ describe('EventStore.append', () => {
         { streamId: `agent-${forked}-r1`, version: 1, event: failed() },
         { streamId: taskStreamId(forked), version: 2, event: failed() },
       ],
-      readModel: { id: forked, tenant_id: 't', status: 'failed', team: 'research', title: 'p', created_at: new Date().toISOString(), updated_at: new Date().toISOString(), version: 2, pending_requests: [], next_deadline: null, watch_since: null },
+      readModel: { id: forked, tenant_id: 't', status: 'failed', team: 'research', title: 'p', created_at: new Date().toISOString(), updated_at: new Date().toISOString(), version: 2, pending_requests: [], next_deadline: null, watch_since: null, forked_from: null },
     });
     await expect.poll(() => got.length, { timeout: 5000 }).toBe(3);
     expect(got).toEqual([NOTIFY_PAYLOAD, NOTIFY_PAYLOAD, NOTIFY_PAYLOAD]);
@@ -135,7 +135,7 @@ describe('EventStore.append', () => {
       { streamId: taskStreamId(forked), version: 1, event: submitted() },
       { streamId: `agent-${forked}-r1`, version: 1, event: failed() },
     ];
-    const readModel = { id: forked, tenant_id: 't', status: 'running' as const, team: 'research', title: 'p', created_at: new Date().toISOString(), updated_at: new Date().toISOString(), version: 1, pending_requests: [], next_deadline: null, watch_since: null };
+    const readModel = { id: forked, tenant_id: 't', status: 'running' as const, team: 'research', title: 'p', created_at: new Date().toISOString(), updated_at: new Date().toISOString(), version: 1, pending_requests: [], next_deadline: null, watch_since: null, forked_from: null };
     await store.append({ streamId: `agent-${forked}-r1`, taskId: forked, expectedVersion: 0, events: [failed()] });
     await expect(store.importTask({ taskId: forked, events, readModel })).rejects.toBeInstanceOf(ConcurrencyError);
     expect(await store.readTask(forked)).toHaveLength(1);

@@ -17,6 +17,8 @@ export interface TaskRow {
   next_deadline: string | null;
   /** Since when the task has work no person holds (null: final, or only people can move it): the watchdog's index. */
   watch_since: string | null;
+  /** The task this one was forked from (null: not a fork). */
+  forked_from: string | null;
 }
 
 export function toTaskRow(s: TaskState): TaskRow {
@@ -33,5 +35,6 @@ export function toTaskRow(s: TaskState): TaskRow {
     pending_requests: Object.values(s.pendingRequests).map(toPendingRequestView),
     next_deadline: isFinal(s) ? null : nextDeadline(s),
     watch_since: hasMachineWork(s) ? s.updatedAt : null,
+    forked_from: s.forkedFrom?.taskId ?? null,
   };
 }

@@ -96,6 +96,19 @@ describe('POST /v1/tasks', () => {
     expect((await (await gateway(pg, nats)).inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x' } })).json().budget).toBeNull();
   });
 
+  test('the list filters by team and marks forks', async ({ pg, nats }) => {
+    const app = await gateway(pg, nats);
+    const research = (await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'r' } })).json().id as string;
+    const bench = (await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'b', team: 'bench' } })).json().id as string;
+    const fork = await app.inject({ method: 'POST', url: `/v1/tasks/${research}/fork`, payload: { atVersion: 1 } });
+    expect(fork.statusCode).toBe(201);
+    const list = (q: string) => app.inject({ method: 'GET', url: `/v1/tasks${q}` }).then((r) => r.json().items as { id: string; forkedFrom: { taskId: string } | null }[]);
+    expect((await list('?team=bench')).map((t) => t.id)).toEqual([bench]);
+    const all = await list('?team=research');
+    expect(all.map((t) => [t.id, t.forkedFrom])).toEqual([[fork.json().id, { taskId: research }], [research, null]]);
+    expect((await app.inject({ method: 'GET', url: '/v1/tasks?team=' })).statusCode).toBe(400);
+  });
+
   test('Idempotency-Key: same key and body → the same task; a different body → 422', async ({ pg, nats }) => {
     const app = await gateway(pg, nats);
     const send = (prompt: string) => app.inject({ method: 'POST', url: '/v1/tasks', headers: { 'idempotency-key': 'k-123' }, payload: { prompt } });

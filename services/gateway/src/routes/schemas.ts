@@ -59,6 +59,7 @@ export type SubmitTaskBody = z.infer<typeof SubmitTaskBody>;
 
 export const ListTasksQuery = z.object({
   status: z.enum(['pending', 'running', 'awaiting_input', 'completed', 'failed', 'cancelled']).optional(),
+  team: z.string().min(1).max(100).optional(),
   limit: queryInt(1, 200).default(50),
   cursor: z.string().max(200).optional(),
   /** true: only tasks stuck — work no person holds, no transition for STUCK_AFTER_MS, nobody holding a live lease. */
