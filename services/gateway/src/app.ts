@@ -9,6 +9,7 @@ import { jsonDepthError } from './json-depth.ts';
 import { takeToken, type Bucket } from './rate-limit.ts';
 import { clientErrorHandler, errorHandler, HttpError, MAX_PATH_PARAM, textError } from './errors.ts';
 import { eventRoutes } from './routes/events.ts';
+import { consoleRoutes } from './routes/console.ts';
 import { systemRoutes } from './routes/system.ts';
 import { taskRoutes } from './routes/tasks.ts';
 import { workspaceRoutes } from './routes/workspaces.ts';
@@ -104,6 +105,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   });
 
   await app.register(systemRoutes(deps));
+  await app.register(consoleRoutes(deps));
   await app.register(taskRoutes(deps));
   await app.register(eventRoutes(deps));
   await app.register(workspaceRoutes(deps));

@@ -74,13 +74,12 @@ describe('advanceTask (the lead loop)', () => {
       await advanceTask(deps(pg.store), id2);
       return (await loadTask(pg.store, id2)).state;
     };
-    let again = await reject('too broad, only open-source databases');
+    const again = await reject('too broad, only open-source databases');
     expect(again.status).toBe('awaiting_input');
     const revised = Object.values(again.pendingRequests)[0];
     expect(revised).toMatchObject({ kind: 'approval', requestId: expect.not.stringMatching(req2.requestId), plan: expect.stringMatching(/Revised plan, taking your feedback into account \(too broad, only open-source databases\)/), input: { agent: 'researcher', prompt: expect.stringMatching(/revised after feedback: too broad, only open-source databases/) } });
-    again = await reject('still too broad');
-    again = await reject('no');
-    expect(again.status).toBe('awaiting_input');
+    expect((await reject('still too broad')).status).toBe('awaiting_input');
+    expect((await reject('no')).status).toBe('awaiting_input');
     const done = await reject('stop');
     expect(done.status).toBe('completed');
     expect(done.result?.summary).toMatch(/rejected the plan: stop/);

@@ -3,7 +3,6 @@ import { countStuckTasks } from '@baton/event-store';
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { FastifyInstance } from 'fastify';
 import type { GatewayDeps } from '../deps.ts';
-import { CONSOLE_HTML } from './console.ts';
 
 export const systemRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
@@ -63,6 +62,4 @@ export const systemRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => 
       agents: Object.values(t.agents).map((a) => ({ id: a.id, name: a.name, model: a.model, tools: a.tools })),
     })),
   }));
-
-  app.get('/', { schema: { hide: true } }, async (_req, reply) => reply.type('text/html; charset=utf-8').send(CONSOLE_HTML));
 };

@@ -1,0 +1,240 @@
+import { useState } from 'react';
+import Markdown from 'react-markdown';
+import remarkGfm from 'remark-gfm';
+import { api, type PendingRequest, type TaskView } from './api.ts';
+import { countdown, useNow } from './hooks.ts';
+
+type Approval = Extract<PendingRequest, { kind: 'approval' }>;
+type Clarification = Extract<PendingRequest, { kind: 'clarification' }>;
+type Budget = Extract<PendingRequest, { kind: 'budget' }>;
+
+/** One card per open request: who asks, what, the deadline and what it does; the person decides here. */
+export function RequestCard({ taskId, request, editing, setEditing, onDone }: { taskId: string; request: PendingRequest; editing: boolean; setEditing: (on: boolean) => void; onDone: (t: TaskView) => void }) {
+  if (request.kind === 'approval') return <ApprovalCard taskId={taskId} r={request} editing={editing} setEditing={setEditing} onDone={onDone} />;
+  if (request.kind === 'budget') return <BudgetCard taskId={taskId} r={request} onDone={onDone} />;
+  return <ClarificationCard taskId={taskId} r={request} onDone={onDone} />;
+}
+
+function Deadline({ deadline, then }: { deadline: string; then: string }) {
+  const now = useNow();
+  return (
+    <span className="deadline" title={new Date(deadline).toLocaleString()}>
+      ⏱ {countdown(deadline, now)} — then: {then}
+    </span>
+  );
+}
+
+/** Run a decision; the API's refusal is shown on the card and the request stays open. */
+function useDecision(onDone: (t: TaskView) => void) {
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const run = async (method: string, url: string, body: unknown): Promise<boolean> => {
+    setBusy(true);
+    setError(null);
+    try {
+      onDone(await api<TaskView>(method, url, body));
+      return true;
+    } catch (err) {
+      setError((err as Error).message);
+      return false;
+    } finally {
+      setBusy(false);
+    }
+  };
+  return { error, setError, busy, run };
+}
+
+function ApprovalCard({ taskId, r, editing, setEditing, onDone }: { taskId: string; r: Approval; editing: boolean; setEditing: (on: boolean) => void; onDone: (t: TaskView) => void }) {
+  const { error, setError, busy, run } = useDecision(onDone);
+  const [draft, setDraft] = useState(() => JSON.stringify(r.input, null, 2));
+  const [rejecting, setRejecting] = useState(false);
+  const [reason, setReason] = useState('');
+  const url = `/v1/tasks/${taskId}/approvals/${encodeURIComponent(r.requestId)}`;
+  const target = typeof r.input.agent === 'string' ? r.input.agent : null;
+  const saveEdit = async (): Promise<void> => {
+    let input: unknown;
+    try {
+      input = JSON.parse(draft);
+    } catch (err) {
+      setError(`The edited input is not JSON: ${(err as Error).message}`);
+      return;
+    }
+    if (await run('POST', url, { decision: 'approve', input })) setEditing(false);
+  };
+  return (
+    <article className="card request approval" data-request={r.requestId} aria-label={`approval ${r.requestId}`}>
+      <header>
+        <span className="badge agent">{r.agentId}</span> wants to call <b>{r.toolName}</b>
+        {target && (
+          <>
+            {' '}→ <span className="badge agent">{target}</span>
+          </>
+        )}
+        <Deadline deadline={r.deadline} then={r.onTimeout === 'approve' ? 'approved' : 'rejected'} />
+      </header>
+      <div className="plan-text">
+        <Markdown remarkPlugins={[remarkGfm]}>{r.plan}</Markdown>
+      </div>
+      {editing ? (
+        <div className="edit">
+          <label>
+            Tool input (JSON) — checked against the tool's schema and meaning when you approve
+            <textarea aria-label="edited input" value={draft} onChange={(e) => setDraft(e.target.value)} rows={Math.min(20, draft.split('\n').length + 1)} spellCheck={false} />
+          </label>
+          <div className="row">
+            <button className="primary" disabled={busy} onClick={() => void saveEdit()}>
+              Approve with edits
+            </button>
+            <button onClick={() => setEditing(false)}>Discard edits</button>
+          </div>
+        </div>
+      ) : (
+        <InputView input={r.input} />
+      )}
+      {rejecting ? (
+        <form
+          className="row"
+          onSubmit={(e) => {
+            e.preventDefault();
+            void run('POST', url, { decision: 'reject', ...(reason.trim() ? { reason: reason.trim() } : {}) });
+          }}
+        >
+          <input aria-label="reason" placeholder="Why? The agent re-plans with your reason" value={reason} onChange={(e) => setReason(e.target.value)} autoFocus />
+          <button type="submit" disabled={busy}>
+            Reject
+          </button>
+          <button type="button" onClick={() => setRejecting(false)}>
+            Back
+          </button>
+        </form>
+      ) : (
+        !editing && (
+          <div className="row">
+            <button className="primary" disabled={busy} onClick={() => void run('POST', url, { decision: 'approve' })}>
+              Approve
+            </button>
+            <button disabled={busy} onClick={() => setEditing(true)}>
+              Review &amp; Edit
+            </button>
+            <button disabled={busy} onClick={() => setRejecting(true)}>
+              Reject…
+            </button>
+          </div>
+        )
+      )}
+      {error && (
+        <div className="error" role="alert">
+          {error}
+        </div>
+      )}
+    </article>
+  );
+}
+
+/** A tool input, readably: each field on its line, long text as text. */
+function InputView({ input }: { input: Record<string, unknown> }) {
+  return (
+    <dl className="input">
+      {Object.entries(input).map(([k, v]) => (
+        <div key={k}>
+          <dt>{k}</dt>
+          <dd>{typeof v === 'string' ? v : <pre>{JSON.stringify(v, null, 2)}</pre>}</dd>
+        </div>
+      ))}
+    </dl>
+  );
+}
+
+export function ClarificationCard({ taskId, r, onDone, compact = false }: { taskId: string; r: Pick<Clarification, 'requestId' | 'questions' | 'options'> & Partial<Clarification>; onDone: (t: TaskView) => void; compact?: boolean }) {
+  const { error, setError, busy, run } = useDecision(onDone);
+  const [answers, setAnswers] = useState<string[]>(() => r.questions.map(() => ''));
+  const send = async (values: string[]): Promise<void> => {
+    const filled = values.map((a) => a.trim());
+    if (filled.some((a) => a === '')) {
+      setError(r.questions.length > 1 ? 'Answer every question (or pick an option).' : 'Write an answer (or pick an option).');
+      return;
+    }
+    await run('POST', `/v1/tasks/${taskId}/answers/${encodeURIComponent(r.requestId)}`, { answers: filled });
+  };
+  return (
+    <article className={`card request clarification${compact ? ' compact' : ''}`} data-request={r.requestId} aria-label={`question ${r.requestId}`}>
+      {!compact && (
+        <header>
+          <span className="badge agent">{r.agentId}</span> asks
+          {r.context ? <span className="context"> — {r.context}</span> : null}
+          {r.deadline && <Deadline deadline={r.deadline} then="it goes on with its best judgement" />}
+        </header>
+      )}
+      <form
+        onSubmit={(e) => {
+          e.preventDefault();
+          void send(answers);
+        }}
+      >
+        {r.questions.map((q, i) => (
+          <label key={i} className="question">
+            <span>{q}</span>
+            <input aria-label={q} value={answers[i] ?? ''} onChange={(e) => setAnswers(answers.map((a, j) => (j === i ? e.target.value : a)))} />
+          </label>
+        ))}
+        {r.options && r.options.length > 0 && (
+          <div className="row options">
+            {r.options.map((o) => (
+              <button type="button" key={o} disabled={busy} onClick={() => void send(r.questions.map((_, i) => (answers[i]?.trim() ? (answers[i] as string) : o)))}>
+                {o}
+              </button>
+            ))}
+          </div>
+        )}
+        <div className="row">
+          <button className="primary" type="submit" disabled={busy}>
+            Answer
+          </button>
+        </div>
+      </form>
+      {error && (
+        <div className="error" role="alert">
+          {error}
+        </div>
+      )}
+    </article>
+  );
+}
+
+function BudgetCard({ taskId, r, onDone }: { taskId: string; r: Budget; onDone: (t: TaskView) => void }) {
+  const { error, setError, busy, run } = useDecision(onDone);
+  const [usd, setUsd] = useState(r.limit.usd !== null ? String(Math.max(r.limit.usd, r.spent.usd) * 2) : '');
+  const [tokens, setTokens] = useState(r.limit.tokens !== null ? String(Math.max(r.limit.tokens, r.spent.tokens) * 2) : '');
+  const url = `/v1/tasks/${taskId}/approvals/${encodeURIComponent(r.requestId)}`;
+  const raise = async (): Promise<void> => {
+    const budget: { usd?: number; tokens?: number } = {};
+    if (usd.trim()) budget.usd = Number(usd);
+    if (tokens.trim()) budget.tokens = Math.ceil(Number(tokens));
+    if (Object.values(budget).some((v) => !(v > 0))) return setError('A new limit must be a number above 0.');
+    await run('POST', url, { decision: 'approve', budget });
+  };
+  return (
+    <article className="card request budget" data-request={r.requestId} aria-label={`budget ${r.requestId}`}>
+      <header>
+        The task reached its budget: spent {r.limit.usd !== null && `$${r.spent.usd.toFixed(4)} of $${r.limit.usd}`} {r.limit.tokens !== null && `${r.spent.tokens} of ${r.limit.tokens} tokens`}
+        <Deadline deadline={r.deadline} then="the run stops" />
+      </header>
+      <p>No agent calls a model until you decide.</p>
+      <div className="row">
+        {r.limit.usd !== null && <input aria-label="new limit in USD" value={usd} onChange={(e) => setUsd(e.target.value)} />}
+        {r.limit.tokens !== null && <input aria-label="new limit in tokens" value={tokens} onChange={(e) => setTokens(e.target.value)} />}
+        <button className="primary" disabled={busy} onClick={() => void raise()}>
+          Raise and continue
+        </button>
+        <button disabled={busy} onClick={() => void run('POST', url, { decision: 'reject', reason: 'stopped at the budget from the console' })}>
+          Stop the run
+        </button>
+      </div>
+      {error && (
+        <div className="error" role="alert">
+          {error}
+        </div>
+      )}
+    </article>
+  );
+}

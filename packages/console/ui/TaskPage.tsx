@@ -1,0 +1,269 @@
+import { useCallback, useEffect, useRef, useState } from 'react';
+import Markdown from 'react-markdown';
+import remarkGfm from 'remark-gfm';
+import { api, apiText, download, followEvents, isFinalStatus, type AgentView, type EventView, type TaskView } from './api.ts';
+import { RequestCard } from './Requests.tsx';
+import { Timeline } from './Timeline.tsx';
+import { Toasts } from './Toasts.tsx';
+
+/** A task: what waits for the person first, then the agents at work, the report or change, and the run's timeline — live. */
+export function TaskPage({ taskId }: { taskId: string }) {
+  const [task, setTask] = useState<TaskView | null>(null);
+  const [agents, setAgents] = useState<AgentView[]>([]);
+  const [events, setEvents] = useState<EventView[]>([]);
+  const [live, setLive] = useState<'connecting' | 'live' | 'reconnecting' | 'ended'>('connecting');
+  const [error, setError] = useState<string | null>(null);
+  const [editing, setEditing] = useState<string | null>(null);
+  const refreshTimer = useRef<ReturnType<typeof setTimeout> | null>(null);
+
+  const refresh = useCallback(async () => {
+    try {
+      const [t, a] = await Promise.all([api<TaskView>('GET', `/v1/tasks/${taskId}`), api<{ items: AgentView[] }>('GET', `/v1/tasks/${taskId}/agents`)]);
+      setTask(t);
+      setAgents(a.items);
+      setError(null);
+    } catch (err) {
+      setError((err as Error).message);
+    }
+  }, [taskId]);
+
+  useEffect(() => {
+    let stream: { stop(): void } | null = null;
+    let cancelled = false;
+    void (async () => {
+      await refresh();
+      let initial: EventView[] = [];
+      try {
+        initial = (await api<{ items: EventView[] }>('GET', `/v1/tasks/${taskId}/events?limit=5000`)).items;
+      } catch (err) {
+        setError((err as Error).message);
+      }
+      if (cancelled) return;
+      setEvents(initial);
+      const after = initial.at(-1)?.position ?? 0;
+      stream = followEvents(
+        taskId,
+        after,
+        (e) => {
+          setEvents((prev) => (prev.some((x) => x.id === e.id) ? prev : [...prev, e]));
+          if (refreshTimer.current) clearTimeout(refreshTimer.current);
+          refreshTimer.current = setTimeout(() => void refresh(), 120);
+        },
+        (s) => {
+          setLive(s);
+          if (s === 'ended') void refresh();
+        },
+      );
+    })();
+    return () => {
+      cancelled = true;
+      stream?.stop();
+      if (refreshTimer.current) clearTimeout(refreshTimer.current);
+    };
+  }, [taskId, refresh]);
+
+  const decided = (t: TaskView): void => {
+    setTask(t);
+    setEditing(null);
+    void refresh();
+  };
+  const cancel = async (): Promise<void> => {
+    try {
+      decided(await api<TaskView>('POST', `/v1/tasks/${taskId}/cancel`, { reason: 'cancelled from the console' }));
+      window.dispatchEvent(new Event('baton:tasks-changed'));
+    } catch (err) {
+      setError((err as Error).message);
+    }
+  };
+
+  if (!task) return error ? <div className="error" role="alert">{error}</div> : <p className="hint">Loading…</p>;
+  const approvals = task.pendingRequests.filter((r) => r.kind === 'approval');
+  const waiting = task.pendingRequests.length > 0 && !isFinalStatus(task.status);
+  const approveFirst = async (): Promise<void> => {
+    const r = approvals[0];
+    if (!r) return;
+    try {
+      decided(await api<TaskView>('POST', `/v1/tasks/${taskId}/approvals/${encodeURIComponent(r.requestId)}`, { decision: 'approve' }));
+    } catch (err) {
+      setError((err as Error).message);
+    }
+  };
+  return (
+    <div className="task-page">
+      {waiting && (
+        <div className="banner" role="region" aria-label="waiting for you">
+          <span>{approvals.length > 0 ? 'Waiting for your approval…' : task.pendingRequests.some((r) => r.kind === 'budget') ? 'Waiting for your decision on the budget…' : 'Waiting for your answer…'}</span>
+          {approvals.length > 0 && (
+            <>
+              <button className="primary" onClick={() => void approveFirst()}>
+                Approve
+              </button>
+              <button onClick={() => setEditing(approvals[0]?.requestId ?? null)}>Review &amp; Edit</button>
+            </>
+          )}
+          <button className="danger" onClick={() => void cancel()}>
+            Cancel task
+          </button>
+        </div>
+      )}
+      <header className="task-head">
+        <h2>{task.prompt}</h2>
+        <div className="row meta">
+          <span className={`status s-${task.status}`}>{task.status.replace('_', ' ')}</span>
+          <span>team {task.team}</span>
+          <span>v{task.version}</span>
+          {task.forkedFrom && (
+            <a href={`#/tasks/${task.forkedFrom.taskId}`}>
+              ⑂ fork of {task.forkedFrom.taskId.slice(0, 8)} at v{task.forkedFrom.atVersion}
+            </a>
+          )}
+          {task.lead && <span>lead: {task.lead.phase}</span>}
+          <span>
+            {task.usage.inputTokens + task.usage.outputTokens} tokens{task.usage.costUsd > 0 ? `, $${task.usage.costUsd.toFixed(4)}` : ''}
+          </span>
+          <span className={`live l-${live}`}>{live === 'live' ? '● live' : live === 'reconnecting' ? '○ reconnecting' : live === 'ended' ? 'ended' : 'connecting'}</span>
+          {!isFinalStatus(task.status) && !waiting && (
+            <button className="small danger" onClick={() => void cancel()}>
+              Cancel task
+            </button>
+          )}
+        </div>
+      </header>
+      {error && (
+        <div className="error" role="alert">
+          {error}
+        </div>
+      )}
+      {task.pendingRequests.map((r) => (
+        <RequestCard key={r.requestId} taskId={task.id} request={r} editing={editing === r.requestId} setEditing={(on) => setEditing(on ? r.requestId : null)} onDone={decided} />
+      ))}
+      {task.error && <div className="card failed">Failed ({task.error.code}): {task.error.message}</div>}
+      {task.plan && <PlanView task={task} />}
+      <Report task={task} />
+      <Timeline task={task} events={events} />
+      <Toasts task={task} agents={agents} onDone={decided} />
+    </div>
+  );
+}
+
+/** The report rendered (report.md), the result, and every artifact for download. */
+function Report({ task }: { task: TaskView }) {
+  const [report, setReport] = useState<string | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const path = task.result?.reportPath ?? task.artifacts.find((a) => /(^|\/)report\.md$/.test(a.path))?.path ?? null;
+  const sha = task.artifacts.find((a) => a.path === path)?.sha256;
+  useEffect(() => {
+    if (!path) return;
+    apiText(`/v1/tasks/${task.id}/artifacts/${path.split('/').map(encodeURIComponent).join('/')}`).then(setReport, (err: unknown) => setError((err as Error).message));
+  }, [task.id, path, sha]);
+  if (!task.result && task.artifacts.length === 0) return null;
+  return (
+    <section className="report">
+      {task.result && <p className="summary">{task.result.summary}</p>}
+      {report !== null && (
+        <article className="markdown" aria-label="report">
+          <Markdown remarkPlugins={[remarkGfm]}>{report}</Markdown>
+        </article>
+      )}
+      {task.artifacts.length > 0 && (
+        <div className="artifacts">
+          <h3>Artifacts</h3>
+          <ul>
+            {task.artifacts.map((a) => (
+              <li key={a.path}>
+                <button className="link" onClick={() => void download(`/v1/tasks/${task.id}/artifacts/${a.path.split('/').map(encodeURIComponent).join('/')}`, a.path.split('/').at(-1) ?? a.path).catch((err: unknown) => setError((err as Error).message))}>
+                  {a.path}
+                </button>{' '}
+                <span className="meta">
+                  {a.bytes} bytes{a.agentId ? ` · ${a.agentId}` : ''}
+                </span>
+              </li>
+            ))}
+          </ul>
+        </div>
+      )}
+      {error && (
+        <div className="error" role="alert">
+          {error}
+        </div>
+      )}
+    </section>
+  );
+}
+
+/** An engineering plan as a DAG (columns by dependency depth), each subtask's state, the reviews, and the diff. */
+function PlanView({ task }: { task: TaskView }) {
+  const plan = task.plan as NonNullable<TaskView['plan']>;
+  const [diff, setDiff] = useState<string | null>(null);
+  const depth = new Map<string, number>();
+  const depthOf = (id: string, seen = new Set<string>()): number => {
+    if (depth.has(id)) return depth.get(id) as number;
+    if (seen.has(id)) return 0;
+    seen.add(id);
+    const t = plan.subtasks.find((x) => x.id === id);
+    const d = t && t.dependsOn.length > 0 ? 1 + Math.max(...t.dependsOn.map((x) => depthOf(x, seen))) : 0;
+    depth.set(id, d);
+    return d;
+  };
+  const columns: (typeof plan.subtasks)[] = [];
+  for (const t of plan.subtasks) (columns[depthOf(t.id)] ??= []).push(t);
+  const review = plan.reviews.at(-1);
+  useEffect(() => {
+    if (task.workspace || plan.subtasks.some((t) => t.filesCreated.length + t.filesModified.length > 0)) apiText(`/v1/tasks/${task.id}/diff`).then(setDiff, () => setDiff(null));
+  }, [task.id, task.version, task.workspace, plan.subtasks]);
+  return (
+    <section className="plan">
+      <h3>
+        Plan <span className={`status s-${plan.status}`}>{plan.status}</span> {plan.round > 0 && <span className="meta">round {plan.round}</span>}
+      </h3>
+      <p>{plan.summary}</p>
+      <div className="dag" aria-label="plan">
+        {columns.map((col, i) => (
+          <div className="dag-col" key={i}>
+            {col.map((t) => (
+              <div key={t.id} className={`subtask st-${t.status}`} data-subtask={t.id}>
+                <b>{t.id}</b> <span className="badge agent">{t.agent}</span> <span className={`status s-${t.status}`}>{t.status}</span>
+                <div className="meta">locks {t.fileLocks.join(', ')}</div>
+                {t.dependsOn.length > 0 && <div className="meta">after {t.dependsOn.join(', ')}</div>}
+                {t.tests && (
+                  <div className="meta">
+                    tests {t.tests.passed} passed, {t.tests.failed} failed
+                  </div>
+                )}
+                {t.summary && <div className="summary">{t.summary}</div>}
+              </div>
+            ))}
+          </div>
+        ))}
+      </div>
+      {review && (
+        <div className={`card review v-${review.verdict}`}>
+          Reviewer ({review.agentId}, round {review.round}): <b>{review.verdict.replace('_', ' ')}</b> — {review.summary}
+          {review.issues.length > 0 && (
+            <ul>
+              {review.issues.map((x, i) => (
+                <li key={i}>
+                  [{x.severity}] {x.file ? `${x.file}${x.line ? `:${x.line}` : ''} ` : ''}
+                  {x.message}
+                </li>
+              ))}
+            </ul>
+          )}
+        </div>
+      )}
+      {diff && (
+        <details className="diff" open>
+          <summary>The change</summary>
+          <pre>
+            {diff.split('\n').map((l, i) => (
+              <span key={i} className={l.startsWith('+') && !l.startsWith('+++') ? 'add' : l.startsWith('-') && !l.startsWith('---') ? 'del' : l.startsWith('@@') ? 'hunk' : ''}>
+                {l}
+                {'\n'}
+              </span>
+            ))}
+          </pre>
+        </details>
+      )}
+    </section>
+  );
+}
