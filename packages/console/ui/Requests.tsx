@@ -19,7 +19,7 @@ function Deadline({ deadline, then }: { deadline: string; then: string }) {
   const now = useNow();
   return (
     <span className="deadline" title={new Date(deadline).toLocaleString()}>
-      ⏱ {countdown(deadline, now)} — then: {then}
+      decides itself in {countdown(deadline, now)} — then: {then}
     </span>
   );
 }

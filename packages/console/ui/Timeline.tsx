@@ -38,6 +38,10 @@ export function describe(e: EventView): string {
       return `answered by ${s(d.answeredBy)}: ${((d.answers ?? []) as string[]).join(' / ')}`;
     case 'SubagentDispatched':
       return `${s(d.agentId)} dispatched: ${s(d.prompt, 120)}`;
+    case 'SubagentStarted':
+      return `${s(d.agentId)} runs (attempt ${String(d.attempt)} on ${s(d.runnerId)})`;
+    case 'SubagentPaused':
+      return `${s(d.agentId)} paused: the budget is reached`;
     case 'SubagentCompleted':
       return `${s(d.agentId)} finished: ${s(d.summary, 120)}`;
     case 'SubagentFailed':

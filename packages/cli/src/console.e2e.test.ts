@@ -1,0 +1,191 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { TaskView } from '@baton/api';
+import { deleteNamespace, newNamespace, waitFor } from '@baton/testing';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { BatonClient, type ApiEvent } from './client.ts';
+import { launch, prepareDatabase, type Launched } from './launcher.ts';
+import { dropDatabase, freePort, freshDatabase, waitReady } from './procs.ts';
+
+const ROOT = path.resolve(import.meta.dirname, '../../..');
+/** Debian's Chromium (`.ci/run` installs it); a browser is never downloaded. */
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+/** Screenshots of each state, for a reviewer to look at. */
+const SHOTS = path.join(ROOT, 'test-results', 'console');
+const KEY = `console-test-key-${randomBytes(6).toString('hex')}`;
+
+/**
+ * The web console in a real browser, against the four services run as processes with API keys
+ * on (the live view must work without the key in a URL): approve, review & edit, reject and
+ * re-plan, cancel, answer two parallel questions from their toasts, the rendered report.
+ */
+describe('the web console, in Chromium', () => {
+  let services: Launched;
+  let api: BatonClient;
+  let url: string;
+  let dbUrl: string;
+  let workspaces: string;
+  let browser: Browser;
+  let context: BrowserContext;
+  let page: Page;
+  const namespace = newNamespace();
+
+  beforeAll(async () => {
+    if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: install it (apt-get install chromium; .ci/run does) or set CHROMIUM_PATH`);
+    await mkdir(SHOTS, { recursive: true });
+    dbUrl = await freshDatabase(inject('databaseUrl'), `baton_t_${inject('runId')}_console${randomBytes(3).toString('hex')}`);
+    await prepareDatabase(dbUrl, () => {});
+    workspaces = await mkdtemp(path.join(tmpdir(), 'baton-console-'));
+    const port = await freePort();
+    url = `http://127.0.0.1:${port}`;
+    services = launch({
+      env: { ...process.env, DATABASE_URL: dbUrl, NATS_URL: inject('natsUrl'), BATON_NAMESPACE: namespace, PORT: String(port), WORKSPACE_ROOT: workspaces, LOG_LEVEL: 'warn', BATON_API_KEYS: `${KEY}:acme`, RATE_LIMIT_WRITES_PER_S: '0' },
+      write: (l) => (/ERROR|FATAL/.test(l) ? console.error(l) : undefined),
+      color: false,
+    });
+    api = new BatonClient(url, KEY);
+    await waitFor(async () => {
+      try {
+        await waitReady(api);
+        return true;
+      } catch {
+        return false;
+      }
+    }, { timeoutMs: 90_000, what: 'the services' });
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
+    context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
+    // The person has entered their key once (kept in this browser only).
+    await context.addInitScript({ content: `localStorage.setItem('baton.apiKey', ${JSON.stringify(KEY)})` });
+    page = await context.newPage();
+    page.on('pageerror', (err) => console.error('console page error:', err));
+  }, 120_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await services?.stop('SIGTERM');
+    await deleteNamespace(inject('natsUrl'), namespace);
+    await rm(workspaces, { recursive: true, force: true });
+    await dropDatabase(dbUrl);
+  });
+
+  const task = (id: string) => api.request<TaskView>('GET', `/v1/tasks/${id}`);
+  const shot = (name: string) => page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
+  const submit = async (body: object): Promise<string> => (await api.request<TaskView>('POST', '/v1/tasks', body)).id;
+  const awaitingInput = async (id: string, n = 1) => waitFor(async () => (await task(id)).pendingRequests.length === n, { timeoutMs: 30_000, what: `${n} open request(s)` });
+  const open = async (id: string) => {
+    await page.goto(`${url}/#/tasks/${id}`);
+    await page.locator('.task-head h2').waitFor();
+  };
+  const REPORT = 'Write a short report on vector databases';
+
+  it('approve from the banner: the run goes on live, the report renders, one "All done" toast', async () => {
+    const id = await submit({ prompt: REPORT });
+    await awaitingInput(id);
+    await open(id);
+    await page.getByRole('region', { name: 'waiting for you' }).getByText('Waiting for your approval…').waitFor();
+    const card = page.locator('article.approval');
+    await card.getByText('wants to call').waitFor();
+    expect(await card.locator('.badge.agent').allTextContents()).toEqual(['lead', 'researcher']);
+    expect(await card.locator('.deadline').textContent()).toMatch(/decides itself in \d+m \d\ds — then: rejected/);
+    expect(await card.locator('.plan-text').textContent()).toMatch(/Plan for "Write a short report on vector databases"/);
+    await shot('1-approval');
+    await page.getByRole('region', { name: 'waiting for you' }).getByRole('button', { name: 'Approve' }).click();
+    // The research runs; the next delegation (the report writer) comes to the person, live.
+    await page.locator('article.approval .badge.agent', { hasText: 'report-writer' }).waitFor({ timeout: 30_000 });
+    await page.getByRole('region', { name: 'waiting for you' }).getByRole('button', { name: 'Approve' }).click();
+    await page.locator('.toast.t-completed', { hasText: 'All done' }).waitFor({ timeout: 30_000 });
+    expect(await page.locator('.toast').count()).toBe(1);
+    await page.locator('article[aria-label="report"] h1').waitFor();
+    expect(await page.locator('article[aria-label="report"]').textContent()).toMatch(/vector databases/i);
+    await page.locator('.timeline li[data-type="TaskCompleted"]').waitFor();
+    expect(await page.locator('.live').textContent()).toMatch(/live|ended/);
+    await shot('2-report');
+    expect((await task(id)).status).toBe('completed');
+  });
+
+  it('review & edit: an edit naming no such agent is refused on the card and the request stays open; a valid edit runs', async () => {
+    const id = await submit({ prompt: REPORT });
+    await awaitingInput(id);
+    await open(id);
+    const card = page.locator('article.approval');
+    await card.getByRole('button', { name: 'Review & Edit' }).click();
+    const editor = card.getByLabel('edited input');
+    await editor.fill('{"agent": "nobody", "prompt": "x"}');
+    await card.getByRole('button', { name: 'Approve with edits' }).click();
+    await card.locator('.error').getByText(/body\.input\.agent: unknown agent 'nobody'/).waitFor();
+    await shot('3-edit-refused');
+    expect((await task(id)).pendingRequests).toHaveLength(1);
+    await editor.fill('{"agent": "researcher", "prompt": "Research vector databases for a CTO, open-source only, and write notes.md"}');
+    await card.getByRole('button', { name: 'Approve with edits' }).click();
+    await page.locator('article.approval .badge.agent', { hasText: 'report-writer' }).waitFor({ timeout: 30_000 });
+    await page.getByRole('region', { name: 'waiting for you' }).getByRole('button', { name: 'Approve' }).click();
+    await page.locator('.toast.t-completed').waitFor({ timeout: 30_000 });
+    const events = await api.allEvents(id);
+    const dispatched = events.find((e: ApiEvent) => e.type === 'SubagentDispatched');
+    expect(dispatched?.data.prompt).toBe('Research vector databases for a CTO, open-source only, and write notes.md');
+    expect(events.find((e: ApiEvent) => e.type === 'ApprovalGranted')?.data.edited).toBe(true);
+  });
+
+  it('reject with a reason: the lead re-plans with it; Cancel task in the banner ends the run', async () => {
+    const id = await submit({ prompt: REPORT });
+    await awaitingInput(id);
+    await open(id);
+    const card = page.locator('article.approval');
+    await card.getByRole('button', { name: 'Reject…' }).click();
+    await card.getByLabel('reason').fill('open-source databases only');
+    await card.getByRole('button', { name: 'Reject', exact: true }).click();
+    await page.locator('article.approval .plan-text', { hasText: 'Revised plan, taking your feedback into account (open-source databases only)' }).waitFor({ timeout: 30_000 });
+    await shot('4-replanned');
+    await page.getByRole('region', { name: 'waiting for you' }).getByRole('button', { name: 'Cancel task' }).click();
+    await page.locator('.toast.t-cancelled', { hasText: 'Cancelled' }).waitFor();
+    await page.locator('.task-head .status.s-cancelled').waitFor();
+    expect((await task(id)).status).toBe('cancelled');
+  });
+
+  it('two researchers ask at once: their toasts stack above the rest and are answered in place; an empty answer says so', async () => {
+    const id = await submit({ prompt: 'Compare PostgreSQL and SQLite for embedded analytics; ask me which sources to use', requirePlanApproval: false });
+    await awaitingInput(id, 2);
+    await open(id);
+    const asking = page.locator('.toast.asking');
+    await waitFor(async () => (await asking.count()) === 2, { what: 'two asking toasts' });
+    expect(await page.locator('.toasts .toast').first().getAttribute('class')).toMatch(/asking/); // questions float on top
+    await shot('5-toasts');
+    const first = asking.first();
+    const firstAgent = await first.getAttribute('data-agent');
+    await first.getByRole('button', { name: 'Answer' }).click();
+    await first.locator('.error').getByText('Write an answer (or pick an option).').waitFor();
+    await first.getByRole('button', { name: 'both' }).click(); // an option is an answer
+    await waitFor(async () => (await asking.count()) === 1, { timeoutMs: 30_000, what: 'one question left' });
+    const second = asking.first();
+    expect(await second.getAttribute('data-agent')).not.toBe(firstAgent);
+    await second.getByRole('textbox').fill('peer-reviewed papers');
+    await second.getByRole('button', { name: 'Answer' }).click();
+    await page.locator('.toast.t-completed').waitFor({ timeout: 30_000 });
+    expect(await api.artifactOf(id, firstAgent as string, 'notes.md')).toMatch(/- both/);
+  });
+
+  it('the task list filters by status and team, marks forks; without the key the console says one is needed', async () => {
+    const id = await submit({ prompt: REPORT });
+    await awaitingInput(id);
+    const fork = await api.request<TaskView>('POST', `/v1/tasks/${id}/fork`, { atVersion: (await task(id)).version });
+    await page.goto(`${url}/#/tasks`);
+    await page.locator(`li[data-task="${fork.id}"] .fork`).waitFor();
+    await page.getByLabel('filter by status').selectOption('cancelled');
+    await waitFor(async () => (await page.locator('.task-list li[data-task]').count()) === 1, { what: 'only the cancelled task' });
+    await page.getByLabel('filter by status').selectOption('');
+    await page.getByLabel('filter by team').selectOption('engineering');
+    await page.locator('.task-list li.hint', { hasText: 'No tasks yet.' }).waitFor();
+    await page.getByLabel('filter by team').selectOption('research');
+    await page.locator(`li[data-task="${id}"]`).getByRole('button', { name: `cancel task ${id}` }).click();
+    await waitFor(async () => (await task(id)).status === 'cancelled', { what: 'the cancel from the list' });
+
+    const anonymous = await browser.newPage();
+    await anonymous.goto(`${url}/`);
+    await anonymous.getByRole('alert').getByText('This gateway needs an API key: enter yours above.').waitFor();
+    await anonymous.close();
+  });
+});
