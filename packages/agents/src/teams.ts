@@ -44,7 +44,7 @@ export interface TeamDefinition {
   approvals?: ApprovalRule[];
 }
 
-export const DEFAULT_MODEL = 'claude-sonnet-4-5';
+export const DEFAULT_MODEL = 'claude-sonnet-4-6';
 
 /** The teams shipped in config/teams (research, bench), loaded once. Services load BATON_TEAMS_DIR instead. */
 export const builtinTeams: Readonly<Record<string, TeamDefinition>> = loadTeams();
