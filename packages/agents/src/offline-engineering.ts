@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { call, calls, firstPrompt, oneLine, text, type Play } from './offline-script.ts';
+import { call, calls, firstPrompt, oneLine, rejectedPlans, text, type Play } from './offline-script.ts';
 import { WORKSPACE_FILES_HEADING } from './teams.ts';
 
 /**
@@ -27,22 +27,25 @@ const engineeringLead: Play = (req, turn) => {
   const task = oneLine(prompt.split(`\n\n${WORKSPACE_FILES_HEADING}`)[0] ?? prompt, 160);
   const plans = calls(req.messages).filter((c) => c.name === 'submit_plan');
   const last = plans.at(-1);
-  if (!last) {
+  // A rejected plan is revised with the person's reasons (up to three times; see rejectedPlans).
+  const rejections = rejectedPlans(plans, 'submit_plan');
+  if (rejections.stop !== null) return { content: [text(`The plan was rejected (${rejections.stop}). I stop here rather than guess.`)], stopReason: 'end_turn' };
+  if (!last || rejections.calls.includes(last)) {
+    const feedback = rejections.reasons.length > 0 ? ` Revised after your feedback: ${rejections.reasons.join('; ')}.` : '';
     const tops = new Set(workspaceFilesOf(prompt).filter((f) => f.includes('/')).map((f) => f.split('/')[0] as string));
     const has = (agent: string): boolean => req.system.includes(`\`${agent}\``);
     const backend = BACKEND_DIRS.find((d) => tops.has(d));
     const frontend = FRONTEND_DIRS.find((d) => tops.has(d));
     const subtasks: Record<string, unknown>[] = [];
     const side = (id: string, agent: string, dir: string): void =>
-      void subtasks.push({ id, agent, description: `${task} — the ${dir}/ side: change ${dir}/ test-first (a failing test, then the code that makes it pass).`, file_locks: [`${dir}/**`], depends_on: [] });
+      void subtasks.push({ id, agent, description: `${task} — the ${dir}/ side: change ${dir}/ test-first (a failing test, then the code that makes it pass).${feedback}`, file_locks: [`${dir}/**`], depends_on: [] });
     if (backend && has('backend-engineer')) side('backend', 'backend-engineer', backend);
     if (frontend && has('frontend-engineer')) side('frontend', 'frontend-engineer', frontend);
     if (subtasks.length === 0) side('change', has('backend-engineer') ? 'backend-engineer' : 'frontend-engineer', backend ?? frontend ?? 'src');
-    const summary = `${task}. ${subtasks.length > 1 ? `Two engineers work in parallel, each in its own part of the codebase (${subtasks.map((s) => (s.file_locks as string[])[0]).join(' and ')}).` : 'One engineer makes the change.'} Then the reviewer reviews it.`;
+    const summary = `${task}.${feedback} ${subtasks.length > 1 ? `Two engineers work in parallel, each in its own part of the codebase (${subtasks.map((s) => (s.file_locks as string[])[0]).join(' and ')}).` : 'One engineer makes the change.'} Then the reviewer reviews it.`;
     return { content: [text(`Plan: ${summary}`), call(req, turn, 'submit_plan', { summary, subtasks })], stopReason: 'tool_use' };
   }
   const result = last.result ?? '';
-  if (/^The user rejected the plan/.test(result)) return { content: [text(`The plan was rejected (${result}). I stop here rather than guess.`)], stopReason: 'end_turn' };
   let outcome: { status?: string; subtasks?: { id: string; status: string; summary: string | null }[]; review?: { verdict: string; summary: string; rounds: number } | null };
   try {
     outcome = JSON.parse(result) as typeof outcome;

@@ -39,3 +39,21 @@ export function calls(messages: ModelMessage[]): { name: string; input: Record<s
 
 export const has = (req: ModelRequest, tool: string): boolean => req.tools.some((t) => t.name === tool);
 export const call = (req: ModelRequest, turn: number, name: string, input: Record<string, unknown>, i = 0): ContentBlock => ({ type: 'tool_use', id: toolUseId(req.agentType, turn, i), name, input });
+
+/** How many rejected plans an offline lead revises before it stops. */
+const MAX_REPLANS = 3;
+const REJECTED = /^The user rejected the plan:?/;
+type Call = ReturnType<typeof calls>[number];
+
+/**
+ * The plans (calls of `tool`) a person rejected, with their reasons, and whether the lead stops
+ * now: the latest rejection came from the deadline (nobody to re-plan for), or it has revised
+ * MAX_REPLANS times already. Otherwise a lead re-plans with the reasons.
+ */
+export function rejectedPlans(history: readonly Call[], tool: string): { calls: Call[]; reasons: string[]; stop: string | null } {
+  const rejected = history.filter((c) => c.name === tool && c.result !== null && REJECTED.test(c.result));
+  const reasons = rejected.map((c) => (c.result ?? '').replace(REJECTED, '').trim());
+  const last = rejected.at(-1);
+  const stop = last && (/no decision before the deadline/.test(last.result ?? '') || rejected.length > MAX_REPLANS) ? (last.result ?? '') : null;
+  return { calls: rejected, reasons, stop };
+}

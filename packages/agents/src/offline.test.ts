@@ -2,6 +2,7 @@ import type { ContentBlock } from '@baton/domain';
 import { describe, expect, it } from 'vitest';
 import type { ModelMessage } from './model.ts';
 import { isVague, OfflineModel, searchQueryOf, subjectsOf } from './offline.ts';
+import { WORKSPACE_FILES_HEADING } from './teams.ts';
 import { allTools, toolSpec } from './tools.ts';
 
 const specs = (...names: string[]) => names.map((n) => toolSpec(allTools[n]!));
@@ -61,6 +62,21 @@ describe('offline research lead', () => {
     }
     expect(t.stopReason).toBe('end_turn');
     expect(JSON.stringify(t.content)).toMatch(/rejected the plan: stop/);
+  });
+});
+
+describe('offline engineering lead', () => {
+  const engLead = (messages: ModelMessage[]) => model.complete({ agentType: 'engineering-lead', model: 'm', system: 'Delegate to `backend-engineer` and `frontend-engineer`.', messages, tools: specs('submit_plan'), maxTokens: 100 });
+  it('a rejected plan is submitted again, revised with the reason', async () => {
+    const start: ModelMessage[] = [{ role: 'user', content: `Add a low-stock report\n\n${WORKSPACE_FILES_HEADING}\n- api/stock.ts\n- web/app.ts` }];
+    const t1 = await engLead(start);
+    expect(toolUses(t1.content)[0]).toMatchObject({ name: 'submit_plan', input: { subtasks: [{ id: 'backend' }, { id: 'frontend' }] } });
+    const t2 = await engLead(answered(start, t1.content, 'The user rejected the plan: keep the API unchanged'));
+    const plan = toolUses(t2.content)[0];
+    expect(plan).toMatchObject({ name: 'submit_plan', input: { summary: expect.stringMatching(/Revised after your feedback: keep the API unchanged/) } });
+    expect(JSON.stringify(plan?.input)).toMatch(/the api\/ side.*Revised after your feedback: keep the API unchanged/);
+    const t3 = await engLead(answered(start, t1.content, 'The user rejected the plan: no decision before the deadline'));
+    expect(t3.stopReason).toBe('end_turn');
   });
 });
 

@@ -1,6 +1,6 @@
 import type { ModelClient, ModelRequest, ModelResponse } from './model.ts';
 import { engineeringRoles } from './offline-engineering.ts';
-import { call, calls, firstPrompt, has, OFFLINE_LABEL, oneLine, text, toolUseId, type Play } from './offline-script.ts';
+import { call, calls, firstPrompt, has, OFFLINE_LABEL, oneLine, rejectedPlans, text, toolUseId, type Play } from './offline-script.ts';
 
 export { OFFLINE_LABEL };
 
@@ -62,9 +62,6 @@ function answersOf(result: string): string {
 }
 
 const MAX_CLARIFICATION_ROUNDS = 2;
-/** How many rejected plans the offline lead revises before it stops. */
-const MAX_REPLANS = 3;
-const REJECTED = /^The user rejected the plan:?/;
 
 /** "Compare A and B" / "A vs B": two subjects, researched in parallel (one researcher each). */
 export function subjectsOf(topic: string): string[] {
@@ -78,22 +75,17 @@ const researchLead: Play = (req, turn) => {
   const asked = history.filter((c) => c.name === 'ask_user' && c.result !== null);
   const clarified = asked.map((c) => answersOf(c.result ?? '')).filter((a) => !/did not answer before the deadline/.test(a));
   const baseTopic = clarified.length > 0 ? `${prompt} (clarified: ${clarified.join('; ')})` : prompt;
-  // A rejected plan is re-planned with the person's reason, up to MAX_REPLANS times; one nobody
-  // decided on (the deadline) ends the run rather than asking again and again.
-  const rejections = history.filter((c) => c.name === 'Task' && c.result !== null && REJECTED.test(c.result));
-  const lastRejection = rejections.at(-1);
-  const reasons = rejections.map((c) => (c.result ?? '').replace(REJECTED, '').trim());
-  if (lastRejection && (/no decision before the deadline/.test(lastRejection.result ?? '') || rejections.length > MAX_REPLANS)) {
-    return { content: [text(`The plan was rejected (${lastRejection.result}). I will stop here rather than guess.`)], stopReason: 'end_turn' };
-  }
-  const feedback = reasons.length > 0 ? ` (revised after feedback: ${reasons.join('; ')})` : '';
-  const topic = `${baseTopic}${feedback}`;
-  const delegations = history.filter((c) => c.name === 'Task' && !rejections.includes(c));
+  // A rejected plan is re-planned with the person's reason (see rejectedPlans).
+  const rejections = rejectedPlans(history, 'Task');
+  if (rejections.stop !== null) return { content: [text(`The plan was rejected (${rejections.stop}). I will stop here rather than guess.`)], stopReason: 'end_turn' };
+  const reasons = rejections.reasons;
+  const topic = `${baseTopic}${reasons.length > 0 ? ` (revised after feedback: ${reasons.join('; ')})` : ''}`;
+  const delegations = history.filter((c) => c.name === 'Task' && !rejections.calls.includes(c));
   const research = delegations.filter((c) => c.input.agent === 'researcher');
   const writing = delegations.filter((c) => c.input.agent === 'report-writer');
   if (research.length === 0) {
     // Vague request (asked before any plan was made): ask what, for whom and how deep; ask again if the answer is still vague.
-    const needsAsking = rejections.length > 0 ? false : asked.length === 0 ? isVague(prompt) : asked.length < MAX_CLARIFICATION_ROUNDS && isVague(clarified.join(' ')) && clarified.length === asked.length;
+    const needsAsking = reasons.length > 0 ? false : asked.length === 0 ? isVague(prompt) : asked.length < MAX_CLARIFICATION_ROUNDS && isVague(clarified.join(' ')) && clarified.length === asked.length;
     if (needsAsking) {
       const questions =
         asked.length === 0
@@ -108,7 +100,7 @@ const researchLead: Play = (req, turn) => {
       };
     }
     const subjects = subjectsOf(topic);
-    const revised = rejections.length > 0 ? `Revised plan, taking your feedback into account (${reasons.join('; ')}). ` : '';
+    const revised = reasons.length > 0 ? `Revised plan, taking your feedback into account (${reasons.join('; ')}). ` : '';
     const plan =
       revised +
       (subjects.length > 1
