@@ -28,7 +28,7 @@ export interface TasksTable {
   next_deadline: ColumnType<Date | null, string | null, string | null>;
   /** Set while the task has work no person holds: the watchdog's index (migration 006). */
   watch_since: ColumnType<Date | null, string | null | undefined, string | null>;
-  /** The task a fork was copied from (migration 007). */
+  /** The task a fork was copied from (migration 008). */
   forked_from: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
