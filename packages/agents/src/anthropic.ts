@@ -1,7 +1,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { ContentBlock, StopReason, type Usage } from '@baton/domain';
 import { z } from 'zod';
-import type { ModelClient, ModelMessage, ModelRequest, ModelResponse, ToolSpec } from './model.ts';
+import type { ModelClient, ModelMessage, ModelRequest, ModelResponse, StreamingModel, ToolSpec } from './model.ts';
 import { OfflineModel } from './offline.ts';
 import { costUsd } from './prices.ts';
 
@@ -41,7 +41,7 @@ export const WEB_SEARCH_TOOL = 'web_search';
  * Server tool blocks (web search calls and results) are kept verbatim, so a replayed
  * conversation sends them back unchanged.
  */
-export class AnthropicModel implements ModelClient {
+export class AnthropicModel implements ModelClient, StreamingModel {
   readonly name = 'anthropic';
   private readonly client: Anthropic;
   private readonly webSearchMaxUses: number;
@@ -57,32 +57,53 @@ export class AnthropicModel implements ModelClient {
   }
 
   async complete(req: ModelRequest): Promise<ModelResponse> {
-    const raw = await this.client.messages.create(
-      {
-        model: req.model,
-        max_tokens: req.maxTokens,
-        system: req.system,
-        messages: req.messages.map(toParam),
-        ...(req.tools.length ? { tools: req.tools.map((t) => this.toTool(t)) } : {}),
-      } as Anthropic.MessageCreateParamsNonStreaming,
-      req.signal ? { signal: req.signal } : {},
-    );
-    const res = ResponseSchema.parse(raw);
-    const usage: Usage = {
-      inputTokens: res.usage.input_tokens,
-      outputTokens: res.usage.output_tokens,
-      cacheReadTokens: res.usage.cache_read_input_tokens ?? 0,
-      cacheWriteTokens: res.usage.cache_creation_input_tokens ?? 0,
-      costUsd: 0,
-    };
-    usage.costUsd = costUsd(res.model, usage);
-    return { content: res.content, stopReason: stopReasonOf(res.stop_reason), usage, model: res.model, offline: false };
+    const raw = await this.client.messages.create(this.params(req), req.signal ? { signal: req.signal } : {});
+    return toResponse(raw);
+  }
+
+  /**
+   * The same call, streamed (the SDK's `messages.stream`: Messages API server-sent events): each
+   * text delta goes to `onText` as it arrives; the reply is the stream's final message, parsed
+   * like `complete`'s. A failed, aborted or cut-short stream rejects — its partial text is never
+   * a result.
+   */
+  async stream(req: ModelRequest, onText: (delta: string) => void): Promise<ModelResponse> {
+    const stream = this.client.messages.stream(this.params(req), req.signal ? { signal: req.signal } : {});
+    stream.on('text', (delta) => onText(delta));
+    const final = await stream.finalMessage();
+    // The SDK hands back what it had when a response ends early without an error: not a reply.
+    if (final.stop_reason === null) throw new Error('the Messages API stream ended before the message did (no stop reason): the reply is incomplete');
+    return toResponse(final);
+  }
+
+  private params(req: ModelRequest): Anthropic.MessageCreateParamsNonStreaming {
+    return {
+      model: req.model,
+      max_tokens: req.maxTokens,
+      system: req.system,
+      messages: req.messages.map(toParam),
+      ...(req.tools.length ? { tools: req.tools.map((t) => this.toTool(t)) } : {}),
+    } as Anthropic.MessageCreateParamsNonStreaming;
   }
 
   private toTool(t: ToolSpec): unknown {
     if (t.name === WEB_SEARCH_TOOL) return { type: 'web_search_20250305', name: WEB_SEARCH_TOOL, max_uses: this.webSearchMaxUses };
     return { name: t.name, description: t.description, input_schema: t.input_schema };
   }
+}
+
+/** A Messages API response as Baton keeps it: parsed (model output is input from outside), with usage and cost. */
+function toResponse(raw: unknown): ModelResponse {
+  const res = ResponseSchema.parse(raw);
+  const usage: Usage = {
+    inputTokens: res.usage.input_tokens,
+    outputTokens: res.usage.output_tokens,
+    cacheReadTokens: res.usage.cache_read_input_tokens ?? 0,
+    cacheWriteTokens: res.usage.cache_creation_input_tokens ?? 0,
+    costUsd: 0,
+  };
+  usage.costUsd = costUsd(res.model, usage);
+  return { content: res.content, stopReason: stopReasonOf(res.stop_reason), usage, model: res.model, offline: false };
 }
 
 function toParam(m: ModelMessage): unknown {

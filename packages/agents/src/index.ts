@@ -8,3 +8,5 @@ export { AnthropicModel, modelFromConfig, RoutingModel, stopReasonOf, WEB_SEARCH
 export { costUsd, PRICES, priceOf, type Price } from './prices.ts';
 export { AgentFile, DEFAULT_TEAMS_DIR, loadTeams, loadTeamsOrExit, TeamConfigError, TeamFile } from './config.ts';
 export { lastText, requestIdFor, runAgentLoop, triageToolUses, type LoopExit, type LoopHost, type ToolCall, type Triage, type TriageInput } from './loop.ts';
+export { OfflineChatModel, offlineChatReply, streamedWords } from './offline-chat.ts';
+export { CHAT_AGENT_TYPE, chatModelFromConfig, chatRequest, chatSystemPrompt, RoutingChatModel } from './chat.ts';

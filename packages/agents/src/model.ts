@@ -38,3 +38,13 @@ export interface ModelClient {
   readonly name: string;
   complete(req: ModelRequest): Promise<ModelResponse>;
 }
+
+/**
+ * A model that streams its reply's text as it is written (chat mode). `stream` calls `onText`
+ * with each piece of text as it arrives and resolves with the whole reply, as `complete` would;
+ * it rejects on failure or abort — a caller never gets a partial reply as a result.
+ */
+export interface StreamingModel {
+  readonly name: string;
+  stream(req: ModelRequest, onText: (delta: string) => void): Promise<ModelResponse>;
+}

@@ -1,2 +1,3 @@
 export * from './view.ts';
 export * from './webhook-url.ts';
+export * from './chat.ts';

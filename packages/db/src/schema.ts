@@ -82,6 +82,19 @@ export interface InputWorkspaceFilesTable {
   content: Buffer;
 }
 
+/** A chat's event (chat mode, migration 007): one stream per chat, append-only. */
+export interface ChatEventsTable {
+  global_position: ColumnType<string, never, never>;
+  chat_id: string;
+  version: number;
+  tenant_id: string;
+  event_id: string;
+  type: string;
+  data: ColumnType<unknown, string, never>;
+  metadata: ColumnType<unknown, string, never>;
+  recorded_at: ColumnType<Date, never, never>;
+}
+
 export interface Database {
   events: EventsTable;
   tasks: TasksTable;
@@ -90,4 +103,5 @@ export interface Database {
   webhook_deliveries: WebhookDeliveriesTable;
   input_workspaces: InputWorkspacesTable;
   input_workspace_files: InputWorkspaceFilesTable;
+  chat_events: ChatEventsTable;
 }

@@ -20,3 +20,4 @@ export const taskDecider = { decide, evolve, initialState } as const;
 export * from './plan.ts';
 export * from './schedule.ts';
 export { planOutcome } from './evolve.ts';
+export * from './chat.ts';

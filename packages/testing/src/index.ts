@@ -7,3 +7,4 @@ export { deleteNamespace, namespaceStreams } from './namespaces.ts';
 export * from './private-postgres.ts';
 export * from './private-nats.ts';
 export * from './tasks.ts';
+export { fakeMessagesApi, type FakeMessagesApi, type ServedStream, type StreamScript } from './fake-messages-api.ts';

@@ -8,6 +8,7 @@ import type { GatewayDeps } from './deps.ts';
 import { jsonDepthError } from './json-depth.ts';
 import { takeToken, type Bucket } from './rate-limit.ts';
 import { clientErrorHandler, errorHandler, HttpError, MAX_PATH_PARAM, textError } from './errors.ts';
+import { chatRoutes } from './routes/chat.ts';
 import { eventRoutes } from './routes/events.ts';
 import { consoleRoutes } from './routes/console.ts';
 import { systemRoutes } from './routes/system.ts';
@@ -109,5 +110,6 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   await app.register(taskRoutes(deps));
   await app.register(eventRoutes(deps));
   await app.register(workspaceRoutes(deps));
+  await app.register(chatRoutes(deps));
   return app;
 }

@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { commonEnv, durationMs, loadConfig } from '@baton/runtime';
+import { commonEnv, durationMs, loadConfig, modelEnv } from '@baton/runtime';
 import { DEFAULT_WORKSPACE_LIMITS, type WorkspaceLimits } from '@baton/storage';
 import { z } from 'zod';
 import { DEFAULT_LIMITS, type GatewayLimits } from './deps.ts';
@@ -54,6 +54,12 @@ const schema = z.object({
     .pipe(z.record(z.string().regex(/^(\*|[A-Za-z0-9_-]{1,64})$/, 'a tenant name or *'), BudgetInput)),
   /** Webhook URLs naming loopback/private/link-local addresses are accepted (development); the notifier reads the same variable. */
   WEBHOOK_ALLOW_PRIVATE_NETWORKS: z.stringbool().default(false),
+  /** Chat mode (docs/chat.md): Claude with ANTHROPIC_API_KEY, else the offline chat model. */
+  ...modelEnv,
+  /** A chat reply's max_tokens. */
+  CHAT_MAX_TOKENS: z.coerce.number().int().min(1).max(64_000).default(2048),
+  /** The offline chat model's pause between streamed words (0: none), so a person sees it stream. */
+  OFFLINE_CHAT_WORD_DELAY_MS: z.coerce.number().int().min(0).max(10_000).default(20),
 });
 export type GatewayConfig = z.infer<typeof schema>;
 export const loadGatewayConfig = (env: Record<string, string | undefined>): GatewayConfig => loadConfig('gateway', schema, env);

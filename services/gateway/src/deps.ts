@@ -1,4 +1,4 @@
-import type { TeamDefinition } from '@baton/agents';
+import type { StreamingModel, TeamDefinition } from '@baton/agents';
 import type { BusNames } from '@baton/bus';
 import type { Database } from '@baton/db';
 import type { EventStore, TaskLoader } from '@baton/event-store';
@@ -37,6 +37,10 @@ export interface GatewayDeps {
   allowPrivateWebhooks: boolean;
   /** Default budgets by tenant ("*": any other tenant); absent: none. */
   budgets?: TenantBudgets;
+  /** Chat mode's model (docs/chat.md); absent: the offline chat model. */
+  chatModel?: StreamingModel;
+  /** A chat reply's max_tokens (default 2048). */
+  chatMaxTokens?: number;
 }
 
 /** Default spending limits by tenant name; "*" applies to every tenant not named. */

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { loadTeamsOrExit } from '@baton/agents';
+import { chatModelFromConfig, loadTeamsOrExit } from '@baton/agents';
 import { busNames, connectNats, serveDiagnostics } from '@baton/bus';
 import { createDb } from '@baton/db';
 import { EventStore, keepActive, TaskCache } from '@baton/event-store';
@@ -48,6 +48,8 @@ const app = await buildApp({
   limits: gatewayLimits(config),
   allowPrivateWebhooks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
   budgets: config.TENANT_BUDGETS,
+  chatModel: chatModelFromConfig(config),
+  chatMaxTokens: config.CHAT_MAX_TOKENS,
 });
 if (config.WEBHOOK_ALLOW_PRIVATE_NETWORKS) log.warn('WEBHOOK_ALLOW_PRIVATE_NETWORKS=true: webhook URLs may name loopback and private addresses (development only)');
 // Examples are read per request (they may change); say at start which there are and which cannot be used.

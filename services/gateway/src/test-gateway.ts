@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { builtinTeams } from '@baton/agents';
+import { builtinTeams, type StreamingModel } from '@baton/agents';
 import { busNames } from '@baton/bus';
 import type { Db } from '@baton/db';
 import { TaskCache, type EventStore } from '@baton/event-store';
@@ -22,7 +22,7 @@ import { SseHub } from './sse-hub.ts';
 export async function testGateway(
   pg: { db: Pick<Db, 'pool' | 'kysely'>; store: EventStore },
   nats: { nc: NatsConnection; namespace: string } | null,
-  opts: { apiKeys?: Map<string, string>; namespace?: string; sseHeartbeatMs?: number; examplesDir?: string; workspaceLimits?: WorkspaceLimits; limits?: Partial<GatewayLimits>; allowPrivateWebhooks?: boolean; budgets?: TenantBudgets } = {},
+  opts: { apiKeys?: Map<string, string>; namespace?: string; sseHeartbeatMs?: number; examplesDir?: string; workspaceLimits?: WorkspaceLimits; limits?: Partial<GatewayLimits>; allowPrivateWebhooks?: boolean; budgets?: TenantBudgets; chatModel?: StreamingModel } = {},
 ): Promise<FastifyInstance> {
   const log = silentLogger();
   const names = busNames(opts.namespace ?? nats?.namespace ?? '');
@@ -49,5 +49,6 @@ export async function testGateway(
     limits: { ...DEFAULT_LIMITS, ...opts.limits },
     allowPrivateWebhooks: opts.allowPrivateWebhooks ?? false,
     ...(opts.budgets ? { budgets: opts.budgets } : {}),
+    ...(opts.chatModel ? { chatModel: opts.chatModel } : {}),
   });
 }

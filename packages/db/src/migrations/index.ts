@@ -5,6 +5,7 @@ import * as m003 from './003_deadlines.ts';
 import * as m004 from './004_sandboxes_artifacts_corpus.ts';
 import * as m005 from './005_input_workspaces.ts';
 import * as m006 from './006_leases.ts';
+import * as m007 from './007_chat_events.ts';
 import * as m008 from './008_task_list.ts';
 
 /** Numbered migrations, imported statically so they run the same from source and from a build. */
@@ -15,6 +16,7 @@ export const migrations: Record<string, Migration> = {
   '004_sandboxes_artifacts_corpus': m004,
   '005_input_workspaces': m005,
   '006_leases': m006,
+  '007_chat_events': m007,
   '008_task_list': m008,
 };
 

@@ -1,21 +1,19 @@
 import { allTools, parseToolInput } from '@baton/agents';
-import { digestJson, exists, forkEvents, initialState, uuidV5, type Budget, type Command, type TaskState } from '@baton/domain';
-import { redactCredentials, toAgentViews, toTaskView, webhookUrlProblem } from '@baton/api';
+import { digestJson, exists, forkEvents, uuidV5, type Command, type TaskState } from '@baton/domain';
+import { redactCredentials, toAgentViews, toTaskView } from '@baton/api';
 import { publishWakeUps } from '@baton/bus';
-import { handleCommand, importTask, isConcurrencyError, listTasks, loadTask, TaskWriter } from '@baton/event-store';
+import { handleCommand, importTask, listTasks } from '@baton/event-store';
 import { copyTaskFiles, listDeliveries, readArtifact, storeWorkspace } from '@baton/storage';
 import multipart from '@fastify/multipart';
 import type { ZodTypeProvider } from '@fastify/type-provider-zod';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { GatewayDeps } from '../deps.ts';
 import { HttpError, notFound } from '../errors.ts';
 import { AgentParams, AnswerBody, ApprovalBody, ArtifactParams, CancelBody, ForkBody, ListTasksQuery, RequestParams, SubmitTaskBody, TaskIdParams } from './schemas.ts';
+import { checkSubmission, submitTask } from './submit.ts';
 import { readMultipartSubmission, resolveWorkspace, submitBodyLimit } from './workspace-input.ts';
 
 /** Load a task the caller's tenant may see; another tenant's task is a plain 404. */
-/** A budget as the log records it (a measure not named has no limit); none given: null. */
-const budgetFor = (b: { usd?: number | undefined; tokens?: number | undefined } | undefined): Budget | null => (b ? { usd: b.usd ?? null, tokens: b.tokens ?? null } : null);
-
 export async function loadVisibleTask(d: GatewayDeps, req: FastifyRequest, taskId: string) {
   const loaded = await d.load(taskId);
   if (!exists(loaded.state) || loaded.state.tenantId !== req.tenant) throw notFound(`task ${taskId}`);
@@ -24,7 +22,6 @@ export async function loadVisibleTask(d: GatewayDeps, req: FastifyRequest, taskI
 
 export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
   const r = app.withTypeProvider<ZodTypeProvider>();
-  const submitted = d.metrics.counter('baton_tasks_submitted_total', 'Tasks accepted by the API');
 
   // multipart/form-data is parsed in a scope of its own: only POST /v1/tasks accepts it (every other route answers 415).
   await app.register(async (scope) => {
@@ -39,12 +36,7 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
       },
       async (req, reply) => {
         const { workspace: workspaceInput, ...body } = req.body;
-        if (!d.teams[body.team]) {
-          throw new HttpError(400, 'validation_error', `body.team: unknown team '${body.team}'; configured: ${Object.keys(d.teams).join(', ')}`, [{ field: 'body.team', message: 'unknown team' }]);
-        }
-        // What can never be delivered is refused now (the notifier checks resolved addresses again at delivery).
-        const webhookProblem = body.webhook ? webhookUrlProblem(body.webhook.url, { allowPrivateNetworks: d.allowPrivateWebhooks }) : null;
-        if (webhookProblem) throw new HttpError(400, 'validation_error', `body.webhook.url: ${webhookProblem}`, [{ field: 'body.webhook.url', message: webhookProblem }]);
+        checkSubmission(d, body);
         const keyHeader = req.headers['idempotency-key'];
         const key = typeof keyHeader === 'string' ? keyHeader.trim() : undefined;
         if (key !== undefined && (key.length === 0 || key.length > 255)) throw new HttpError(400, 'validation_error', 'headers.idempotency-key: must be 1..255 characters');
@@ -53,48 +45,22 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
         // The request hash covers the workspace by its digest (the same files by JSON or multipart are the same request).
         const requestHash = key ? digestJson(workspace ? { ...body, workspace: { digest: workspace.digest, source: workspace.source, name: workspace.name } } : body) : null;
         const taskId = key ? uuidV5(`${req.tenant}\n${key}`) : d.newId();
-        if (key) {
-          const existing = await loadTask(d.store, taskId);
-          if (exists(existing.state)) return replay(existing, requestHash, reply);
-        }
-        // The files are in Postgres before the log names them.
-        const stored = workspace ? await storeWorkspace(d.pool, workspace.files) : null;
-        const command: Command = {
-          type: 'SubmitTask',
-          prompt: body.prompt,
-          team: body.team,
-          requirePlanApproval: body.requirePlanApproval,
-          approvalTimeoutSeconds: body.approvalTimeoutSeconds,
-          webhook: body.webhook ?? null,
-          metadata: body.metadata,
-          tenantId: req.tenant,
+        const { state, replayed } = await submitTask(d, req, body, {
+          taskId,
+          repeatable: key !== undefined,
           requestHash,
-          forkedFrom: null,
-          workspace: workspace && stored ? { digest: stored.digest, source: workspace.source, name: workspace.name, files: stored.files, bytes: stored.bytes } : null,
-          budget: budgetFor(body.budget ?? d.budgets?.[req.tenant] ?? d.budgets?.['*']),
-        };
-        try {
-          const writer = new TaskWriter(d.store, taskId, initialState(), { now: d.now });
-          writer.apply(command, { metadata: { actor: req.actor, ...(key ? { idempotencyKey: key } : {}) }, ...(key ? { eventIds: [uuidV5(`${taskId}:submitted`)] } : {}) });
-          publishWakeUps(d.nats(), d.names, await writer.flush());
-          submitted();
-          return reply.status(201).send(toTaskView(writer.state));
-        } catch (err) {
-          // Two requests with one key raced: the other one created it.
-          if (key && isConcurrencyError(err)) return replay(await loadTask(d.store, taskId), requestHash, reply);
-          throw err;
-        }
+          eventMetadata: key ? { idempotencyKey: key } : {},
+          workspace: async () => {
+            if (!workspace) return null;
+            const stored = await storeWorkspace(d.pool, workspace.files);
+            return { digest: stored.digest, source: workspace.source, name: workspace.name, files: stored.files, bytes: stored.bytes };
+          },
+        });
+        if (replayed) void reply.header('idempotent-replayed', 'true');
+        return reply.status(201).send(toTaskView(state));
       },
     );
   });
-
-  /** The same Idempotency-Key again: the same task if the body matches, 422 if it does not. */
-  function replay(loaded: Awaited<ReturnType<typeof loadTask>>, requestHash: string | null, reply: FastifyReply) {
-    const first = loaded.events[0];
-    const originalHash = first?.type === 'TaskSubmitted' ? first.data.requestHash : null;
-    if (originalHash !== requestHash) throw new HttpError(422, 'idempotency_key_reused', 'this Idempotency-Key was already used with a different request body');
-    return reply.header('idempotent-replayed', 'true').status(201).send(toTaskView(loaded.state));
-  }
 
   r.get('/v1/tasks', { schema: { querystring: ListTasksQuery, tags: ['tasks'], summary: 'List tasks' } }, async (req) => {
     return listTasks(d.kysely, { tenantId: req.tenant, status: req.query.status, team: req.query.team, limit: req.query.limit, cursor: req.query.cursor, ...(req.query.stuck === 'true' ? { stuckAfterMs: d.limits.stuckAfterMs } : {}) });

@@ -1,0 +1,85 @@
+import { describe, expect, it } from 'vitest';
+import { chatTaskPrompt, chatTurns, foldChat, type ChatState, type NewChatEvent, type RecordedChatEvent } from './chat.ts';
+
+const CHAT = '00000000-0000-4000-8000-000000000001';
+const usage = { inputTokens: 10, outputTokens: 5, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0.001 };
+let n = 0;
+const id = () => `00000000-0000-4000-8000-${String(++n).padStart(12, '0')}`;
+
+/** A chat folded from events (each recorded a second after the one before). */
+function chat(...events: Omit<NewChatEvent, 'id'>[]): ChatState {
+  const recorded = events.map((e, i) => ({ ...e, id: id(), chatId: CHAT, version: i + 1, recordedAt: new Date(Date.UTC(2025, 0, 1, 0, 0, i)), metadata: {} }) as RecordedChatEvent);
+  return foldChat(CHAT, recorded);
+}
+const started = { type: 'ChatStarted', data: { tenantId: 't', team: 'research', startedBy: 'me' } } as const;
+const user = (text: string) => ({ type: 'UserMessageRecorded', data: { text, author: 'me' } }) as const;
+const reply = (text: string) => ({ type: 'AssistantReplyRecorded', data: { inReplyTo: CHAT, text, model: 'm', offline: false, usage, stopReason: 'end_turn', durationMs: 3 } }) as const;
+const failed = { type: 'AssistantReplyFailed', data: { inReplyTo: CHAT, error: { code: 'model_error', message: 'boom' }, durationMs: 1 } } as const;
+
+describe('chat state', () => {
+  it('folds messages, failures, tasks and usage in order', () => {
+    const s = chat(started, user('hi'), reply('hello'), user('again'), failed, reply('ok'), { type: 'ChatTaskStarted', data: { taskId: CHAT, team: 'research', afterMessageId: CHAT, leftOut: 0, startedBy: 'me' } });
+    expect(s).toMatchObject({ tenantId: 't', team: 'research', version: 7, createdAt: '2025-01-01T00:00:00.000Z', updatedAt: '2025-01-01T00:00:06.000Z' });
+    expect(s.messages.map((m) => [m.role, m.text, m.error?.code ?? null])).toEqual([['user', 'hi', null], ['assistant', 'hello', null], ['user', 'again', null], ['assistant', '', 'model_error'], ['assistant', 'ok', null]]);
+    expect(s.usage).toEqual({ ...usage, inputTokens: 20, outputTokens: 10, costUsd: 0.002 });
+    expect(s.tasks).toHaveLength(1);
+  });
+});
+
+describe('chatTurns (what the model reads)', () => {
+  it('alternates, joins consecutive messages of one role, leaves out failed replies', () => {
+    expect(chatTurns(chat(started, user('a'), failed, user('b'), reply('c'), user('d')), 1000)).toEqual([
+      { role: 'user', text: 'a\n\nb' },
+      { role: 'assistant', text: 'c' },
+      { role: 'user', text: 'd' },
+    ]);
+  });
+
+  it('over the limit: the oldest turns go first, the newest stays (even alone over it), and it starts with the person', () => {
+    const s = chat(started, user('1'.repeat(50)), reply('2'.repeat(50)), user('3'.repeat(50)), reply('4'.repeat(50)), user('5'.repeat(50)));
+    expect(chatTurns(s, 160).map((t) => t.text[0])).toEqual(['3', '4', '5']);
+    expect(chatTurns(s, 110).map((t) => t.text[0])).toEqual(['5']); // '4…' alone would start with the assistant
+    expect(chatTurns(s, 10).map((t) => t.text[0])).toEqual(['5']);
+  });
+});
+
+describe('chatTaskPrompt (action mode)', () => {
+  it('one message: the prompt is the message', () => {
+    expect(chatTaskPrompt(CHAT, chat(started, user('Research NATS')))).toMatchObject({ prompt: 'Research NATS', leftOut: 0 });
+  });
+
+  it('the last user message is the request; the conversation follows, the request marked where it was said', () => {
+    const s = chat(started, user('I like queues'), reply('Queues are nice.'), user('Research NATS'), failed, reply('Sure.'));
+    const p = chatTaskPrompt(CHAT, s)!;
+    expect(p.prompt).toBe(
+      `Research NATS\n\n---\nThis task was started from a chat (${CHAT}). The conversation so far, oldest first; [the request above] marks where the request was said.\n\n` +
+        'User: I like queues\n\nAssistant: Queues are nice.\n\nUser: [the request above]\n\nAssistant: Sure.',
+    );
+    expect(p).toMatchObject({ requestMessageId: s.messages[2]!.id, afterMessageId: s.messages[4]!.id, leftOut: 0 });
+  });
+
+  it('within the limit: the oldest messages are left out (and counted), a newest message too long alone is cut (saying so)', () => {
+    const s = chat(started, user('a'.repeat(300)), reply('b'.repeat(300)), user('c'.repeat(300)), reply('d'.repeat(300)), user('request'));
+    const p = chatTaskPrompt(CHAT, s, 1000)!;
+    expect(p.prompt.length).toBeLessThanOrEqual(1000);
+    expect(p.leftOut).toBe(2);
+    expect(p.prompt).toContain('The 2 oldest messages are left out to keep this prompt within 1000 characters.');
+    expect(p.prompt).toContain(`\n\nUser: ${'c'.repeat(300)}\n\nAssistant: ${'d'.repeat(300)}\n\nUser: [the request above]`);
+    expect(p.prompt).not.toContain('a'.repeat(300));
+    const long = chat(started, user('q'), reply('r'.repeat(5000)), user('request'));
+    const cut = chatTaskPrompt(CHAT, long, 1000)!;
+    expect(cut.prompt.length).toBeLessThanOrEqual(1000);
+    expect(cut.prompt).toMatch(/User: \[the request above\]$/);
+    // The request's line is the newest and fits; the long reply before it does not and is left out.
+    expect(cut.leftOut).toBe(2);
+    const last = chat(started, user('request'), reply('r'.repeat(5000)));
+    const cutLast = chatTaskPrompt(CHAT, last, 1000)!;
+    expect(cutLast.prompt.length).toBeLessThanOrEqual(1000);
+    expect(cutLast.prompt).toMatch(/Assistant: r+ … \[\d+ characters cut to fit the prompt limit\]$/);
+    expect(cutLast.leftOut).toBe(1);
+  });
+
+  it('nothing said: null', () => {
+    expect(chatTaskPrompt(CHAT, chat(started))).toBeNull();
+  });
+});

@@ -1,0 +1,235 @@
+import { z } from 'zod';
+import { StopReason, Usage } from './content.ts';
+
+/**
+ * Chat mode (docs/chat.md): a conversation with a team's model, beside tasks — no lead loop, no
+ * sandbox. Its facts are recorded in their own append-only table (`chat_events`, one stream per
+ * chat, versions 1, 2, …), never in the task log, so nothing that reads tasks (read models,
+ * relay, watchdog, task list) ever sees a chat. The chat's state is a fold of its events, like a
+ * task's.
+ */
+
+/** The longest message a person may send (the rest of a task prompt's 20000 characters carries the conversation). */
+export const CHAT_MESSAGE_MAX_CHARS = 10_000;
+/** A task prompt's limit (POST /v1/tasks' `prompt`): a chat turned into a task fits in it. */
+export const TASK_PROMPT_MAX_CHARS = 20_000;
+
+const ReplyError = z.object({ code: z.string().min(1), message: z.string() });
+
+export const chatEventDataSchemas = {
+  /** A conversation began (recorded with its first message, in the same append). */
+  ChatStarted: z.object({ tenantId: z.string().min(1), team: z.string().min(1), startedBy: z.string() }),
+  /** What a person said; recorded before the model is called. */
+  UserMessageRecorded: z.object({ text: z.string().min(1).max(CHAT_MESSAGE_MAX_CHARS), author: z.string() }),
+  /** The model's whole reply, recorded once it is complete (never a part of one). */
+  AssistantReplyRecorded: z.object({
+    inReplyTo: z.uuid(),
+    text: z.string(),
+    model: z.string().min(1),
+    offline: z.boolean(),
+    usage: Usage,
+    stopReason: StopReason,
+    durationMs: z.number().nonnegative(),
+  }),
+  /** The model call failed (or was abandoned at shutdown): nothing of its text is kept. */
+  AssistantReplyFailed: z.object({ inReplyTo: z.uuid(), error: ReplyError, durationMs: z.number().nonnegative() }),
+  /** The conversation was turned into a task (action mode). */
+  ChatTaskStarted: z.object({
+    taskId: z.uuid(),
+    team: z.string().min(1),
+    /** The last message the task's prompt carries. */
+    afterMessageId: z.uuid(),
+    /** Messages too old to fit in the prompt (left out, oldest first). */
+    leftOut: z.number().int().nonnegative(),
+    startedBy: z.string(),
+  }),
+} as const;
+
+export type ChatEventType = keyof typeof chatEventDataSchemas;
+export const CHAT_EVENT_TYPES = Object.keys(chatEventDataSchemas) as ChatEventType[];
+export type ChatEventData<T extends ChatEventType> = z.infer<(typeof chatEventDataSchemas)[T]>;
+
+export const isChatEventType = (type: string): type is ChatEventType => Object.hasOwn(chatEventDataSchemas, type);
+
+/** A chat event as decided, before it has a place in the chat's stream. */
+export type NewChatEvent = { [T in ChatEventType]: { id: string; type: T; data: ChatEventData<T>; metadata?: Record<string, unknown> } }[ChatEventType];
+
+/** A chat event as read from `chat_events`. */
+export type RecordedChatEvent = {
+  [T in ChatEventType]: { id: string; type: T; chatId: string; version: number; recordedAt: Date; data: ChatEventData<T>; metadata: Record<string, unknown> };
+}[ChatEventType];
+
+/** Validate a chat event's data (before it is appended, and when it is read); the error names the field. */
+export function parseChatEventData<T extends ChatEventType>(type: T, data: unknown): ChatEventData<T> {
+  return chatEventDataSchemas[type].parse(data) as ChatEventData<T>;
+}
+
+export interface ChatMessage {
+  /** The id of the event that recorded it. */
+  id: string;
+  role: 'user' | 'assistant';
+  /** A failed reply's text is ''. */
+  text: string;
+  at: string;
+  /** user: who sent it; assistant: null. */
+  author: string | null;
+  /** assistant: the user message it answers. */
+  inReplyTo: string | null;
+  model: string | null;
+  offline: boolean;
+  usage: Usage | null;
+  stopReason: StopReason | null;
+  durationMs: number | null;
+  /** A failed reply: why (its text is ''). */
+  error: { code: string; message: string } | null;
+}
+
+export interface ChatTask {
+  taskId: string;
+  team: string;
+  afterMessageId: string;
+  leftOut: number;
+  at: string;
+}
+
+export interface ChatState {
+  id: string;
+  /** '' until ChatStarted. */
+  tenantId: string;
+  team: string;
+  /** The chat stream's version: the number of its events. */
+  version: number;
+  createdAt: string | null;
+  updatedAt: string | null;
+  messages: ChatMessage[];
+  tasks: ChatTask[];
+  /** Every reply's usage added up. */
+  usage: Usage;
+}
+
+export const initialChatState = (id: string): ChatState => ({
+  id,
+  tenantId: '',
+  team: '',
+  version: 0,
+  createdAt: null,
+  updatedAt: null,
+  messages: [],
+  tasks: [],
+  usage: { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 },
+});
+
+export const chatExists = (s: ChatState): boolean => s.version > 0;
+
+const addUsage = (a: Usage, b: Usage): Usage => ({
+  inputTokens: a.inputTokens + b.inputTokens,
+  outputTokens: a.outputTokens + b.outputTokens,
+  cacheReadTokens: a.cacheReadTokens + b.cacheReadTokens,
+  cacheWriteTokens: a.cacheWriteTokens + b.cacheWriteTokens,
+  costUsd: a.costUsd + b.costUsd,
+});
+
+const reply = (id: string, at: string, inReplyTo: string): ChatMessage => ({ id, role: 'assistant', text: '', at, author: null, inReplyTo, model: null, offline: false, usage: null, stopReason: null, durationMs: null, error: null });
+
+/** The chat's state after one more of its events. */
+export function evolveChat(s: ChatState, e: RecordedChatEvent): ChatState {
+  const at = e.recordedAt.toISOString();
+  const next: ChatState = { ...s, version: e.version, updatedAt: at, createdAt: s.createdAt ?? at };
+  switch (e.type) {
+    case 'ChatStarted':
+      return { ...next, tenantId: e.data.tenantId, team: e.data.team };
+    case 'UserMessageRecorded':
+      return { ...next, messages: [...s.messages, { id: e.id, role: 'user', text: e.data.text, at, author: e.data.author, inReplyTo: null, model: null, offline: false, usage: null, stopReason: null, durationMs: null, error: null }] };
+    case 'AssistantReplyRecorded': {
+      const { text, model, offline, usage, stopReason, durationMs, inReplyTo } = e.data;
+      return { ...next, messages: [...s.messages, { ...reply(e.id, at, inReplyTo), text, model, offline, usage, stopReason, durationMs }], usage: addUsage(s.usage, usage) };
+    }
+    case 'AssistantReplyFailed':
+      return { ...next, messages: [...s.messages, { ...reply(e.id, at, e.data.inReplyTo), durationMs: e.data.durationMs, error: e.data.error }] };
+    case 'ChatTaskStarted':
+      return { ...next, tasks: [...s.tasks, { taskId: e.data.taskId, team: e.data.team, afterMessageId: e.data.afterMessageId, leftOut: e.data.leftOut, at }] };
+  }
+}
+
+export const foldChat = (id: string, events: readonly RecordedChatEvent[]): ChatState => events.reduce(evolveChat, initialChatState(id));
+
+/** What was said, in order: user messages and complete replies (failed replies are not part of the conversation). */
+export const spokenMessages = (s: ChatState): ChatMessage[] => s.messages.filter((m) => m.error === null);
+
+export interface ChatTurn {
+  role: 'user' | 'assistant';
+  text: string;
+}
+
+/**
+ * The conversation as a model reads it: user and assistant turns alternating, starting with a
+ * user turn (consecutive messages of one role — a reply that failed, two messages sent at once —
+ * are joined), the oldest turns left out beyond `maxChars` (the newest turn is always kept).
+ */
+export function chatTurns(s: ChatState, maxChars: number): ChatTurn[] {
+  const turns: ChatTurn[] = [];
+  for (const m of spokenMessages(s)) {
+    if (m.text === '') continue;
+    const last = turns[turns.length - 1];
+    if (last && last.role === m.role) last.text = `${last.text}\n\n${m.text}`;
+    else turns.push({ role: m.role, text: m.text });
+  }
+  let total = 0;
+  let from = turns.length;
+  while (from > 0 && (from === turns.length || total + (turns[from - 1] as ChatTurn).text.length <= maxChars)) {
+    from--;
+    total += (turns[from] as ChatTurn).text.length;
+  }
+  const kept = turns.slice(from);
+  while (kept[0]?.role === 'assistant') kept.shift(); // a model's conversation starts with the person
+  return kept;
+}
+
+export interface ChatTaskPrompt {
+  prompt: string;
+  /** The user message taken as the request (the last one). */
+  requestMessageId: string;
+  /** The newest message the prompt carries. */
+  afterMessageId: string;
+  /** Earlier messages left out to stay within the limit. */
+  leftOut: number;
+}
+
+const REQUEST_MARK = '[the request above]';
+const SEPARATOR = '\n\n---\n';
+const cutMark = (n: number) => ` … [${n} characters cut to fit the prompt limit]`;
+
+/**
+ * A task's prompt from a conversation (action mode): the last user message is the request; the
+ * conversation so far (every user message and complete reply, oldest first, the request shown
+ * as `[the request above]`) follows as its context. Within `maxChars`: the oldest messages are
+ * left out first (the context says how many), and a single message still too long is cut at its
+ * end (saying so). Null when nobody has said anything.
+ */
+export function chatTaskPrompt(chatId: string, s: ChatState, maxChars: number = TASK_PROMPT_MAX_CHARS): ChatTaskPrompt | null {
+  const spoken = spokenMessages(s);
+  const requestIndex = spoken.findLastIndex((m) => m.role === 'user');
+  const request = spoken[requestIndex];
+  if (!request) return null;
+  const afterMessageId = (spoken[spoken.length - 1] as ChatMessage).id;
+  const requestText = request.text.slice(0, maxChars);
+  if (spoken.length === 1) return { prompt: requestText, requestMessageId: request.id, afterMessageId, leftOut: 0 };
+  const lines = spoken.map((m, i) => `${m.role === 'user' ? 'User' : 'Assistant'}: ${i === requestIndex ? REQUEST_MARK : m.text}`);
+  const header = (leftOut: number) =>
+    `This task was started from a chat (${chatId}). The conversation so far, oldest first; ${REQUEST_MARK} marks where the request was said.` +
+    (leftOut > 0 ? ` The ${leftOut} oldest message${leftOut === 1 ? ' is' : 's are'} left out to keep this prompt within ${maxChars} characters.` : '');
+  // Room for the turns once the request and a header (with the largest count it could name) are in.
+  const room = maxChars - requestText.length - SEPARATOR.length - header(lines.length).length - 2;
+  let used = 0;
+  let from = lines.length;
+  while (from > 0 && used + (lines[from - 1] as string).length + 2 <= room) used += (lines[--from] as string).length + 2;
+  if (from === lines.length) {
+    // Not even the newest message fits whole: the part of it that does.
+    const newest = lines[lines.length - 1] as string;
+    const keep = Math.max(0, room - 2 - cutMark(newest.length).length);
+    lines[lines.length - 1] = `${newest.slice(0, keep)}${cutMark(newest.length - keep)}`;
+    from = lines.length - 1;
+  }
+  const prompt = `${requestText}${SEPARATOR}${header(from)}\n\n${lines.slice(from).join('\n\n')}`;
+  return { prompt, requestMessageId: request.id, afterMessageId, leftOut: from };
+}

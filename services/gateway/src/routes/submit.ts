@@ -1,0 +1,103 @@
+import { exists, initialState, uuidV5, type Budget, type Command, type InputWorkspace, type TaskState } from '@baton/domain';
+import { webhookUrlProblem } from '@baton/api';
+import { publishWakeUps } from '@baton/bus';
+import { isConcurrencyError, loadTask, TaskWriter } from '@baton/event-store';
+import type { FastifyRequest } from 'fastify';
+import type { GatewayDeps } from '../deps.ts';
+import { HttpError } from '../errors.ts';
+import type { Metrics } from '../metrics.ts';
+import type { SubmitTaskBody } from './schemas.ts';
+
+/**
+ * The one submit path: POST /v1/tasks and a chat turned into a task (POST /v1/chats/:id/task)
+ * both record their TaskSubmitted here.
+ */
+
+/** What a new task is made of: POST /v1/tasks' body without its workspace (given apart, already stored). */
+export type TaskSubmission = Omit<SubmitTaskBody, 'workspace'>;
+
+/** A budget as the log records it (a measure not named has no limit); none given: null. */
+const budgetFor = (b: { usd?: number | undefined; tokens?: number | undefined } | undefined): Budget | null => (b ? { usd: b.usd ?? null, tokens: b.tokens ?? null } : null);
+
+const submittedCounters = new WeakMap<Metrics, () => void>();
+const submittedCounter = (m: Metrics): (() => void) => {
+  let c = submittedCounters.get(m);
+  if (!c) submittedCounters.set(m, (c = m.counter('baton_tasks_submitted_total', 'Tasks accepted by the API')));
+  return c;
+};
+
+/** The checks of a submission beyond its schema: a configured team, a webhook URL that can be delivered to (400 naming the field). */
+export function checkSubmission(d: GatewayDeps, body: Pick<TaskSubmission, 'team' | 'webhook'>): void {
+  if (!d.teams[body.team]) {
+    throw new HttpError(400, 'validation_error', `body.team: unknown team '${body.team}'; configured: ${Object.keys(d.teams).join(', ')}`, [{ field: 'body.team', message: 'unknown team' }]);
+  }
+  // What can never be delivered is refused now (the notifier checks resolved addresses again at delivery).
+  const webhookProblem = body.webhook ? webhookUrlProblem(body.webhook.url, { allowPrivateNetworks: d.allowPrivateWebhooks }) : null;
+  if (webhookProblem) throw new HttpError(400, 'validation_error', `body.webhook.url: ${webhookProblem}`, [{ field: 'body.webhook.url', message: webhookProblem }]);
+}
+
+export interface SubmitOptions {
+  taskId: string;
+  /**
+   * The request may repeat (an Idempotency-Key, a chat at the same message): the task id is
+   * derived from it, and a task already there is answered again if `requestHash` matches (else 422).
+   */
+  repeatable: boolean;
+  requestHash: string | null;
+  /** Metadata on TaskSubmitted's event (the actor is always there). */
+  eventMetadata?: Record<string, unknown>;
+  /** Stores the task's input files (only once it is known the task is new); null: none. */
+  workspace?: () => Promise<InputWorkspace | null>;
+}
+
+export interface Submitted {
+  state: TaskState;
+  /** The task was there already (a repeated request): nothing was recorded. */
+  replayed: boolean;
+}
+
+/** A repeated request: the same task if the body matches, 422 if it does not. */
+function replay(state: TaskState, firstEvent: { type: string; data: unknown } | undefined, requestHash: string | null): Submitted {
+  const originalHash = firstEvent?.type === 'TaskSubmitted' ? (firstEvent.data as { requestHash: string | null }).requestHash : null;
+  if (originalHash !== requestHash) throw new HttpError(422, 'idempotency_key_reused', 'this Idempotency-Key was already used with a different request body');
+  return { state, replayed: true };
+}
+
+/** Record TaskSubmitted for a checked submission (checkSubmission) and wake the orchestrator. */
+export async function submitTask(d: GatewayDeps, req: FastifyRequest, body: TaskSubmission, o: SubmitOptions): Promise<Submitted> {
+  const { taskId } = o;
+  if (o.repeatable) {
+    const existing = await loadTask(d.store, taskId);
+    if (exists(existing.state)) return replay(existing.state, existing.events[0], o.requestHash);
+  }
+  // The files are in Postgres before the log names them.
+  const workspace = o.workspace ? await o.workspace() : null;
+  const command: Command = {
+    type: 'SubmitTask',
+    prompt: body.prompt,
+    team: body.team,
+    requirePlanApproval: body.requirePlanApproval,
+    approvalTimeoutSeconds: body.approvalTimeoutSeconds,
+    webhook: body.webhook ?? null,
+    metadata: body.metadata,
+    tenantId: req.tenant,
+    requestHash: o.requestHash,
+    forkedFrom: null,
+    workspace,
+    budget: budgetFor(body.budget ?? d.budgets?.[req.tenant] ?? d.budgets?.['*']),
+  };
+  try {
+    const writer = new TaskWriter(d.store, taskId, initialState(), { now: d.now });
+    writer.apply(command, { metadata: { actor: req.actor, ...o.eventMetadata }, ...(o.repeatable ? { eventIds: [uuidV5(`${taskId}:submitted`)] } : {}) });
+    publishWakeUps(d.nats(), d.names, await writer.flush());
+    submittedCounter(d.metrics)();
+    return { state: writer.state, replayed: false };
+  } catch (err) {
+    // Two requests raced: the other one created it.
+    if (o.repeatable && isConcurrencyError(err)) {
+      const existing = await loadTask(d.store, taskId);
+      return replay(existing.state, existing.events[0], o.requestHash);
+    }
+    throw err;
+  }
+}
