@@ -6,7 +6,7 @@ import path from 'node:path';
 import type { TaskView } from '@baton/api';
 import { deleteNamespace, newNamespace, waitFor } from '@baton/testing';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { BatonClient, type ApiEvent } from './client.ts';
 import { launch, prepareDatabase, type Launched } from './launcher.ts';
 import { dropDatabase, freePort, freshDatabase, waitReady } from './procs.ts';
@@ -33,6 +33,8 @@ describe('the web console, in Chromium', () => {
   let context: BrowserContext;
   let page: Page;
   const namespace = newNamespace();
+  /** Uncaught errors in the page: none may happen. */
+  const pageErrors: Error[] = [];
 
   beforeAll(async () => {
     if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: install it (apt-get install chromium; .ci/run does) or set CHROMIUM_PATH`);
@@ -43,7 +45,7 @@ describe('the web console, in Chromium', () => {
     const port = await freePort();
     url = `http://127.0.0.1:${port}`;
     services = launch({
-      env: { ...process.env, DATABASE_URL: dbUrl, NATS_URL: inject('natsUrl'), BATON_NAMESPACE: namespace, PORT: String(port), WORKSPACE_ROOT: workspaces, LOG_LEVEL: 'warn', BATON_API_KEYS: `${KEY}:acme`, RATE_LIMIT_WRITES_PER_S: '0' },
+      env: { ...process.env, DATABASE_URL: dbUrl, NATS_URL: inject('natsUrl'), BATON_NAMESPACE: namespace, PORT: String(port), WORKSPACE_ROOT: workspaces, LOG_LEVEL: 'warn', BATON_API_KEYS: `${KEY}:acme`, RATE_LIMIT_WRITES_PER_S: '0', OFFLINE_CHAT_WORD_DELAY_MS: '30' },
       write: (l) => (/ERROR|FATAL/.test(l) ? console.error(l) : undefined),
       color: false,
     });
@@ -61,7 +63,7 @@ describe('the web console, in Chromium', () => {
     // The person has entered their key once (kept in this browser only).
     await context.addInitScript({ content: `localStorage.setItem('baton.apiKey', ${JSON.stringify(KEY)})` });
     page = await context.newPage();
-    page.on('pageerror', (err) => console.error('console page error:', err));
+    page.on('pageerror', (err) => pageErrors.push(err));
   }, 120_000);
 
   afterAll(async () => {
@@ -70,6 +72,10 @@ describe('the web console, in Chromium', () => {
     await deleteNamespace(inject('natsUrl'), namespace);
     await rm(workspaces, { recursive: true, force: true });
     await dropDatabase(dbUrl);
+  });
+
+  afterEach(() => {
+    expect(pageErrors.map((e) => e.stack ?? e.message)).toEqual([]);
   });
 
   const task = (id: string) => api.request<TaskView>('GET', `/v1/tasks/${id}`);
@@ -187,5 +193,32 @@ describe('the web console, in Chromium', () => {
     await anonymous.goto(`${url}/`);
     await anonymous.getByRole('alert').getByText('This gateway needs an API key: enter yours above.').waitFor();
     await anonymous.close();
+  });
+
+  it('chat: the reply streams word by word, the conversation survives a reload, and action mode turns it into a task', async () => {
+    await page.goto(`${url}/#/chat`);
+    await page.getByRole('heading', { name: 'New conversation' }).waitFor();
+    // Watch the reply being written: a streaming bubble with text in it, before the recorded reply replaces it.
+    await page.evaluate(`window.__sawStream = false; new MutationObserver(() => { const el = document.querySelector('.msg.streaming'); if (el && el.textContent && el.textContent !== '…') window.__sawStream = true; }).observe(document.body, { subtree: true, childList: true, characterData: true });`);
+    await page.getByRole('button', { name: 'Send' }).click();
+    await page.getByRole('alert').getByText('Write a message first.').waitFor();
+    await page.getByLabel('message', { exact: true }).fill('Which databases handle embedded analytics well?');
+    await page.getByRole('button', { name: 'Send' }).click();
+    await page.locator('.msg.assistant:not(.streaming)').waitFor({ timeout: 30_000 });
+    expect(await page.evaluate('window.__sawStream')).toBe(true);
+    await page.waitForURL(/#\/chat\/[0-9a-f-]{36}$/);
+    const chatId = /#\/chat\/([0-9a-f-]{36})$/.exec(page.url())?.[1] as string;
+    expect(await page.locator('.msg.assistant .meta').first().textContent()).toBe('offline model');
+    await shot('6-chat');
+    await page.reload();
+    await waitFor(async () => (await page.locator('.messages .msg[data-role]').count()) === 2, { what: 'the conversation after a reload' });
+    await page.getByRole('button', { name: 'Action mode' }).click();
+    await page.getByRole('button', { name: 'Start task' }).click();
+    await page.waitForURL(/#\/tasks\/[0-9a-f-]{36}$/);
+    const taskId = /#\/tasks\/([0-9a-f-]{36})$/.exec(page.url())?.[1] as string;
+    await page.locator('.task-head h2', { hasText: 'Which databases handle embedded analytics well?' }).waitFor();
+    const t = await task(taskId);
+    expect(t.metadata).toMatchObject({ chatId });
+    await shot('7-chat-task');
   });
 });

@@ -1,6 +1,229 @@
-import type { TeamInfo } from './api.ts';
+import { useCallback, useEffect, useRef, useState } from 'react';
+import Markdown from 'react-markdown';
+import remarkGfm from 'remark-gfm';
+import { api, sendChat, type ChatMessageView, type ChatSummaryView, type ChatView, type TaskView, type TeamInfo } from './api.ts';
+import { go } from './hooks.ts';
 
-/** Chat mode (the conversation view lands with the chat API). */
-export function Chat({ chatId }: { chatId: string | null; teams: TeamInfo[] }) {
-  return <p className="hint">Chat {chatId ?? ''}</p>;
+/**
+ * Chat mode: talk with the model (no sandbox, no lead loop); the reply streams word by word and
+ * the conversation is durable (a reload continues it). Action mode turns the conversation into a
+ * task, carrying it as the task's context.
+ */
+export function Chat({ chatId, teams }: { chatId: string | null; teams: TeamInfo[] }) {
+  const [list, setList] = useState<ChatSummaryView[]>([]);
+  const loadList = useCallback(async () => {
+    try {
+      setList((await api<{ items: ChatSummaryView[] }>('GET', '/v1/chats?limit=50')).items);
+    } catch {
+      // the conversation view shows errors where the person acts; the list retries on the next change
+    }
+  }, []);
+  useEffect(() => {
+    void loadList();
+  }, [loadList, chatId]);
+  return (
+    <main className="split">
+      <aside className="side">
+        <button className="primary" onClick={() => go('#/chat')}>
+          New conversation
+        </button>
+        <ul className="chat-list">
+          {list.map((c) => (
+            <li key={c.id} className={c.id === chatId ? 'selected' : ''} data-chat={c.id}>
+              <a href={`#/chat/${c.id}`}>
+                <span className="prompt">{c.title}</span>
+                <span className="meta">
+                  {c.team} · {c.messages} messages{c.tasks > 0 ? ` · ${c.tasks} task${c.tasks > 1 ? 's' : ''}` : ''}
+                </span>
+              </a>
+            </li>
+          ))}
+        </ul>
+      </aside>
+      <section className="main">
+        <Conversation key={chatId ?? 'new'} chatId={chatId} teams={teams} onChanged={() => void loadList()} />
+      </section>
+    </main>
+  );
+}
+
+function Conversation({ chatId, teams, onChanged }: { chatId: string | null; teams: TeamInfo[]; onChanged: () => void }) {
+  const [chat, setChat] = useState<ChatView | null>(null);
+  const [messages, setMessages] = useState<ChatMessageView[]>([]);
+  const [streaming, setStreaming] = useState<string | null>(null);
+  const [draft, setDraft] = useState('');
+  const [team, setTeam] = useState('research');
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const [action, setAction] = useState(false);
+  const bottom = useRef<HTMLDivElement | null>(null);
+  const currentId = useRef<string | null>(chatId);
+
+  const load = useCallback(async (id: string) => {
+    try {
+      const c = await api<ChatView>('GET', `/v1/chats/${id}`);
+      setChat(c);
+      setMessages(c.messages);
+      setTeam(c.team);
+    } catch (err) {
+      setError((err as Error).message);
+    }
+  }, []);
+  useEffect(() => {
+    if (chatId) void load(chatId);
+  }, [chatId, load]);
+  useEffect(() => {
+    // (Newer browsers return a promise from scrollIntoView: an effect must return nothing.)
+    void bottom.current?.scrollIntoView?.({ block: 'end' });
+  }, [messages, streaming]);
+
+  const send = async (): Promise<void> => {
+    const message = draft.trim();
+    setError(null);
+    if (!message) return setError('Write a message first.');
+    setBusy(true);
+    setStreaming('');
+    try {
+      await sendChat({ message, ...(currentId.current ? { chatId: currentId.current } : { team }) }, (e) => {
+        if (e.event === 'chat') {
+          currentId.current = e.data.chatId;
+          setDraft('');
+          setMessages((m) => [...m, e.data.message]);
+        } else if (e.event === 'delta') setStreaming((t) => (t ?? '') + e.data.text);
+        else if (e.event === 'message') {
+          setStreaming(null);
+          setMessages((m) => [...m, e.data]);
+        } else {
+          setStreaming(null);
+          setError(`The reply failed (${e.data.error.code}): ${e.data.error.message}`);
+          const failed = e.data.message;
+          if (failed) setMessages((m) => [...m, failed]);
+        }
+      });
+      const id = currentId.current;
+      onChanged();
+      if (id && id !== chatId) {
+        go(`#/chat/${id}`);
+        return;
+      }
+      if (id) await load(id);
+    } catch (err) {
+      setError((err as Error).message);
+    } finally {
+      setStreaming(null);
+      setBusy(false);
+    }
+  };
+
+  return (
+    <div className="chat">
+      <div className="row chat-head">
+        <h2>{chat ? `Conversation · ${chat.team}` : 'New conversation'}</h2>
+        {!chat && (
+          <select aria-label="chat team" value={team} onChange={(e) => setTeam(e.target.value)}>
+            {(teams.length ? teams : [{ id: 'research' }]).map((t) => (
+              <option key={t.id} value={t.id}>
+                {t.id}
+              </option>
+            ))}
+          </select>
+        )}
+        <div className="mode-toggle" role="group" aria-label="chat or action mode">
+          <button className={!action ? 'on' : ''} aria-pressed={!action} onClick={() => setAction(false)}>
+            Chat
+          </button>
+          <button className={action ? 'on' : ''} aria-pressed={action} onClick={() => setAction(true)} disabled={!chat}>
+            Action mode
+          </button>
+        </div>
+      </div>
+      <div className="messages" aria-label="messages">
+        {messages.map((m) => (
+          <div key={m.id} className={`msg ${m.role}${m.error ? ' failed' : ''}`} data-role={m.role}>
+            {m.error ? <em>Reply failed ({m.error.code}): {m.error.message}</em> : <Markdown remarkPlugins={[remarkGfm]}>{m.text}</Markdown>}
+            {m.role === 'assistant' && <span className="meta">{m.offline ? 'offline model' : m.model}</span>}
+          </div>
+        ))}
+        {streaming !== null && (
+          <div className="msg assistant streaming" aria-label="reply in progress">
+            {streaming || '…'}
+          </div>
+        )}
+        {chat?.tasks.map((t) => (
+          <div key={t.taskId} className="msg system">
+            Started a task from this conversation: <a href={`#/tasks/${t.taskId}`}>{t.taskId.slice(0, 8)}</a>
+            {t.leftOut > 0 ? ` (${t.leftOut} oldest messages left out of its prompt)` : ''}
+          </div>
+        ))}
+        <div ref={bottom} />
+      </div>
+      {error && (
+        <div className="error" role="alert">
+          {error}
+        </div>
+      )}
+      {action && chat ? (
+        <ActionPanel chat={chat} teams={teams} />
+      ) : (
+        <form
+          className="composer"
+          onSubmit={(e) => {
+            e.preventDefault();
+            void send();
+          }}
+        >
+          <textarea aria-label="message" rows={2} value={draft} placeholder="Ask anything; switch to action mode to hand it to the agents" onChange={(e) => setDraft(e.target.value)} />
+          <button className="primary" type="submit" disabled={busy}>
+            Send
+          </button>
+        </form>
+      )}
+    </div>
+  );
+}
+
+/** Action mode: the conversation becomes a task (its last message the request, the rest its context). */
+function ActionPanel({ chat, teams }: { chat: ChatView; teams: TeamInfo[] }) {
+  const [team, setTeam] = useState(chat.team);
+  const [approve, setApprove] = useState(true);
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const start = async (): Promise<void> => {
+    setBusy(true);
+    setError(null);
+    try {
+      const t = await api<TaskView>('POST', `/v1/chats/${chat.id}/task`, { team, requirePlanApproval: approve });
+      window.dispatchEvent(new Event('baton:tasks-changed'));
+      go(`#/tasks/${t.id}`);
+    } catch (err) {
+      setError((err as Error).message);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <div className="card action-panel">
+      <p>Hand this conversation to the agents: its last message becomes the task's request, the conversation its context.</p>
+      <div className="row">
+        <select aria-label="task team" value={team} onChange={(e) => setTeam(e.target.value)}>
+          {(teams.length ? teams : [{ id: chat.team }]).map((t) => (
+            <option key={t.id} value={t.id}>
+              {t.id}
+            </option>
+          ))}
+        </select>
+        <label>
+          <input type="checkbox" checked={approve} onChange={(e) => setApprove(e.target.checked)} /> approve the plan
+        </label>
+        <button className="primary" disabled={busy} onClick={() => void start()}>
+          Start task
+        </button>
+      </div>
+      {error && (
+        <div className="error" role="alert">
+          {error}
+        </div>
+      )}
+    </div>
+  );
 }

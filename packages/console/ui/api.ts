@@ -1,6 +1,6 @@
-import type { AgentView, EventView, TaskView } from '@baton/api';
+import type { AgentView, ChatMessageView, ChatStreamEvent, ChatSummaryView, ChatView, EventView, TaskView } from '@baton/api';
 
-export type { AgentView, EventView, TaskView };
+export type { AgentView, ChatMessageView, ChatStreamEvent, ChatSummaryView, ChatView, EventView, TaskView };
 export type PendingRequest = TaskView['pendingRequests'][number];
 export interface TeamInfo {
   id: string;
@@ -88,24 +88,13 @@ export function followEvents(taskId: string, after: number, onEvent: (e: EventVi
         if (!res.ok || !res.body) throw new Error(`${res.status}`);
         onState('live');
         attempt = 0;
-        const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
-        let buf = '';
-        for (;;) {
-          const { value, done } = await reader.read();
-          if (done) break;
-          buf += value;
-          let cut: number;
-          while ((cut = buf.indexOf('\n\n')) >= 0) {
-            const block = buf.slice(0, cut);
-            buf = buf.slice(cut + 2);
-            const data = block.split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trimStart()).join('\n');
-            if (!data) continue; // a heartbeat comment
-            const e = JSON.parse(data) as EventView;
-            if (e.position <= last) continue;
-            last = e.position;
-            onEvent(e);
-          }
-        }
+        await readSse(res.body, (f) => {
+          if (!f.data) return; // a heartbeat comment
+          const e = JSON.parse(f.data) as EventView;
+          if (e.position <= last) return;
+          last = e.position;
+          onEvent(e);
+        });
         onState('ended');
         return;
       } catch {
@@ -117,6 +106,56 @@ export function followEvents(taskId: string, after: number, onEvent: (e: EventVi
   };
   void run();
   return { stop: () => ctl.abort() };
+}
+
+/** Read a text/event-stream body frame by frame (`event`, joined `data` lines, `id`) until it ends. */
+export async function readSse(body: ReadableStream<Uint8Array>, onFrame: (f: { event: string; data: string; id: string | null }) => void): Promise<void> {
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
+  let buf = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buf += decoder.decode(value, { stream: true }).replace(/\r\n?/g, '\n');
+    let cut: number;
+    while ((cut = buf.indexOf('\n\n')) >= 0) {
+      const block = buf.slice(0, cut);
+      buf = buf.slice(cut + 2);
+      let event = 'message';
+      let id: string | null = null;
+      const data: string[] = [];
+      for (const line of block.split('\n')) {
+        if (line.startsWith(':')) continue;
+        const i = line.indexOf(':');
+        const field = i < 0 ? line : line.slice(0, i);
+        const v = i < 0 ? '' : line.slice(i + 1).replace(/^ /, '');
+        if (field === 'event') event = v;
+        else if (field === 'data') data.push(v);
+        else if (field === 'id') id = v;
+      }
+      onFrame({ event, data: data.join('\n'), id });
+    }
+  }
+}
+
+/**
+ * Send a chat message and follow the reply as it streams (`POST /v1/chat`: chat, delta…, then
+ * message or error). A refusal before the stream (400, 404, 429) throws an ApiError.
+ */
+export async function sendChat(body: { message: string; chatId?: string; team?: string }, on: (e: ChatStreamEvent) => void): Promise<void> {
+  let res: Response;
+  try {
+    res = await fetch('/v1/chat', { method: 'POST', headers: headers({ 'content-type': 'application/json', accept: 'text/event-stream' }), body: JSON.stringify(body) });
+  } catch (err) {
+    throw new ApiError(0, 'network_error', `the gateway did not answer (${(err as Error).message})`);
+  }
+  if (!res.ok || !res.body) {
+    const json = safeJson(await res.text()) as { error?: { code?: string; message?: string } } | undefined;
+    throw new ApiError(res.status, json?.error?.code ?? 'http_error', json?.error?.message ?? `${res.status} ${res.statusText}`);
+  }
+  await readSse(res.body, (f) => {
+    if (f.event === 'chat' || f.event === 'delta' || f.event === 'message' || f.event === 'error') on({ event: f.event, data: JSON.parse(f.data) } as ChatStreamEvent);
+  });
 }
 
 export const isFinalStatus = (s: string): boolean => s === 'completed' || s === 'failed' || s === 'cancelled';
