@@ -1,7 +1,8 @@
 import { useCallback, useEffect, useState } from 'react';
 import { api, apiKey, ApiError, isFinalStatus, type TaskView, type TeamInfo } from './api.ts';
 import { Chat } from './Chat.tsx';
-import { go, useRoute } from './hooks.ts';
+import { ErrorLine } from './ErrorLine.tsx';
+import { openTask, useAction, useRoute } from './hooks.ts';
 import { TaskPage } from './TaskPage.tsx';
 
 type TaskSummary = Pick<TaskView, 'id' | 'status' | 'prompt' | 'team' | 'createdAt' | 'updatedAt'> & { forkedFrom?: TaskView['forkedFrom']; pendingRequests?: unknown[] };
@@ -77,24 +78,15 @@ function NewTask({ teams }: { teams: TeamInfo[] }) {
   const [team, setTeam] = useState('research');
   const [approve, setApprove] = useState(true);
   const [budget, setBudget] = useState('');
-  const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
+  const { error, setError, busy, run } = useAction();
   const submit = async (): Promise<void> => {
-    setError(null);
     if (!prompt.trim()) return setError('Write what the task should do.');
     const usd = budget.trim() ? Number(budget) : undefined;
     if (usd !== undefined && !(usd > 0)) return setError('The budget must be a number of dollars above 0.');
-    setBusy(true);
-    try {
-      const t = await api<TaskView>('POST', '/v1/tasks', { prompt, team, requirePlanApproval: approve, ...(usd !== undefined ? { budget: { usd } } : {}) });
-      setPrompt('');
-      window.dispatchEvent(new Event('baton:tasks-changed'));
-      go(`#/tasks/${t.id}`);
-    } catch (err) {
-      setError((err as Error).message);
-    } finally {
-      setBusy(false);
-    }
+    const t = await run(() => api<TaskView>('POST', '/v1/tasks', { prompt, team, requirePlanApproval: approve, ...(usd !== undefined ? { budget: { usd } } : {}) }));
+    if (!t) return;
+    setPrompt('');
+    openTask(t.id);
   };
   return (
     <form
@@ -121,7 +113,7 @@ function NewTask({ teams }: { teams: TeamInfo[] }) {
           Submit
         </button>
       </div>
-      {error && <div className="error" role="alert">{error}</div>}
+      <ErrorLine error={error} />
     </form>
   );
 }
@@ -177,7 +169,7 @@ function TaskList({ selected, teams }: { selected: string | null; teams: TeamInf
           ))}
         </select>
       </div>
-      {error && <div className="error" role="alert">{error}</div>}
+      <ErrorLine error={error} />
       <ul>
         {items.map((t) => (
           <li key={t.id} className={t.id === selected ? 'selected' : ''} data-task={t.id}>

@@ -2,7 +2,8 @@ import { useCallback, useEffect, useRef, useState } from 'react';
 import Markdown from 'react-markdown';
 import remarkGfm from 'remark-gfm';
 import { api, sendChat, type ChatMessageView, type ChatSummaryView, type ChatView, type TaskView, type TeamInfo } from './api.ts';
-import { go } from './hooks.ts';
+import { ErrorLine } from './ErrorLine.tsx';
+import { go, openTask, useAction } from './hooks.ts';
 
 /**
  * Chat mode: talk with the model (no sandbox, no lead loop); the reply streams word by word and
@@ -157,11 +158,7 @@ function Conversation({ chatId, teams, onChanged }: { chatId: string | null; tea
         ))}
         <div ref={bottom} />
       </div>
-      {error && (
-        <div className="error" role="alert">
-          {error}
-        </div>
-      )}
+      <ErrorLine error={error} />
       {action && chat ? (
         <ActionPanel chat={chat} teams={teams} />
       ) : (
@@ -186,20 +183,10 @@ function Conversation({ chatId, teams, onChanged }: { chatId: string | null; tea
 function ActionPanel({ chat, teams }: { chat: ChatView; teams: TeamInfo[] }) {
   const [team, setTeam] = useState(chat.team);
   const [approve, setApprove] = useState(true);
-  const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
+  const { error, busy, run } = useAction();
   const start = async (): Promise<void> => {
-    setBusy(true);
-    setError(null);
-    try {
-      const t = await api<TaskView>('POST', `/v1/chats/${chat.id}/task`, { team, requirePlanApproval: approve });
-      window.dispatchEvent(new Event('baton:tasks-changed'));
-      go(`#/tasks/${t.id}`);
-    } catch (err) {
-      setError((err as Error).message);
-    } finally {
-      setBusy(false);
-    }
+    const t = await run(() => api<TaskView>('POST', `/v1/chats/${chat.id}/task`, { team, requirePlanApproval: approve }));
+    if (t) openTask(t.id);
   };
   return (
     <div className="card action-panel">
@@ -219,11 +206,7 @@ function ActionPanel({ chat, teams }: { chat: ChatView; teams: TeamInfo[] }) {
           Start task
         </button>
       </div>
-      {error && (
-        <div className="error" role="alert">
-          {error}
-        </div>
-      )}
+      <ErrorLine error={error} />
     </div>
   );
 }

@@ -2,7 +2,8 @@ import { useState } from 'react';
 import Markdown from 'react-markdown';
 import remarkGfm from 'remark-gfm';
 import { api, type PendingRequest, type TaskView } from './api.ts';
-import { countdown, useNow } from './hooks.ts';
+import { ErrorLine } from './ErrorLine.tsx';
+import { countdown, useAction, useNow } from './hooks.ts';
 
 type Approval = Extract<PendingRequest, { kind: 'approval' }>;
 type Clarification = Extract<PendingRequest, { kind: 'clarification' }>;
@@ -26,22 +27,13 @@ function Deadline({ deadline, then }: { deadline: string; then: string }) {
 
 /** Run a decision; the API's refusal is shown on the card and the request stays open. */
 function useDecision(onDone: (t: TaskView) => void) {
-  const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
+  const action = useAction();
   const run = async (method: string, url: string, body: unknown): Promise<boolean> => {
-    setBusy(true);
-    setError(null);
-    try {
-      onDone(await api<TaskView>(method, url, body));
-      return true;
-    } catch (err) {
-      setError((err as Error).message);
-      return false;
-    } finally {
-      setBusy(false);
-    }
+    const t = await action.run(() => api<TaskView>(method, url, body));
+    if (t) onDone(t);
+    return t !== undefined;
   };
-  return { error, setError, busy, run };
+  return { ...action, run };
 }
 
 function ApprovalCard({ taskId, r, editing, setEditing, onDone }: { taskId: string; r: Approval; editing: boolean; setEditing: (on: boolean) => void; onDone: (t: TaskView) => void }) {
@@ -122,11 +114,7 @@ function ApprovalCard({ taskId, r, editing, setEditing, onDone }: { taskId: stri
           </div>
         )
       )}
-      {error && (
-        <div className="error" role="alert">
-          {error}
-        </div>
-      )}
+      <ErrorLine error={error} />
     </article>
   );
 }
@@ -192,11 +180,7 @@ export function ClarificationCard({ taskId, r, onDone, compact = false }: { task
           </button>
         </div>
       </form>
-      {error && (
-        <div className="error" role="alert">
-          {error}
-        </div>
-      )}
+      <ErrorLine error={error} />
     </article>
   );
 }
@@ -230,11 +214,7 @@ function BudgetCard({ taskId, r, onDone }: { taskId: string; r: Budget; onDone: 
           Stop the run
         </button>
       </div>
-      {error && (
-        <div className="error" role="alert">
-          {error}
-        </div>
-      )}
+      <ErrorLine error={error} />
     </article>
   );
 }

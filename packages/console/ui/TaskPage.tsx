@@ -2,6 +2,7 @@ import { useCallback, useEffect, useRef, useState } from 'react';
 import Markdown from 'react-markdown';
 import remarkGfm from 'remark-gfm';
 import { api, apiText, download, followEvents, isFinalStatus, type AgentView, type EventView, type TaskView } from './api.ts';
+import { ErrorLine } from './ErrorLine.tsx';
 import { RequestCard } from './Requests.tsx';
 import { Timeline } from './Timeline.tsx';
 import { Toasts } from './Toasts.tsx';
@@ -129,11 +130,7 @@ export function TaskPage({ taskId }: { taskId: string }) {
           )}
         </div>
       </header>
-      {error && (
-        <div className="error" role="alert">
-          {error}
-        </div>
-      )}
+      <ErrorLine error={error} />
       {task.pendingRequests.map((r) => (
         <RequestCard key={r.requestId} taskId={task.id} request={r} editing={editing === r.requestId} setEditing={(on) => setEditing(on ? r.requestId : null)} onDone={decided} />
       ))}
@@ -182,11 +179,7 @@ function Report({ task }: { task: TaskView }) {
           </ul>
         </div>
       )}
-      {error && (
-        <div className="error" role="alert">
-          {error}
-        </div>
-      )}
+      <ErrorLine error={error} />
     </section>
   );
 }

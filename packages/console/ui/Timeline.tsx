@@ -1,5 +1,6 @@
 import { useState } from 'react';
 import { api, type EventView, type TaskView } from './api.ts';
+import { ErrorLine } from './ErrorLine.tsx';
 import { go } from './hooks.ts';
 
 type Content = { type: string; text?: string; name?: string; input?: Record<string, unknown> }[];
@@ -100,11 +101,7 @@ export function Timeline({ task, events }: { task: TaskView; events: EventView[]
           ))}
         </select>
       </h3>
-      {error && (
-        <div className="error" role="alert">
-          {error}
-        </div>
-      )}
+      <ErrorLine error={error} />
       <ol>
         {shown.map((e) => {
           const onTask = e.streamId.startsWith('task-');

@@ -42,3 +42,31 @@ export function countdown(deadline: string, now: number): string {
   const m = Math.floor((s % 3600) / 60);
   return h > 0 ? `${h}h ${String(m).padStart(2, '0')}m` : `${m}m ${String(s % 60).padStart(2, '0')}s`;
 }
+
+/**
+ * A person's action that may fail: `run` marks it busy, and keeps the API's refusal (or any
+ * error) to show where they acted — nothing a person clicks fails silently.
+ */
+export function useAction() {
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const run = async <T,>(f: () => Promise<T>): Promise<T | undefined> => {
+    setBusy(true);
+    setError(null);
+    try {
+      return await f();
+    } catch (err) {
+      setError((err as Error).message);
+      return undefined;
+    } finally {
+      setBusy(false);
+    }
+  };
+  return { error, setError, busy, run };
+}
+
+/** Open a task that was just made (the list refreshes). */
+export function openTask(id: string): void {
+  window.dispatchEvent(new Event('baton:tasks-changed'));
+  go(`#/tasks/${id}`);
+}
