@@ -1,6 +1,7 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { recordAs, replay, stateAt, type RecordedEvent } from '@baton/domain';
 import { toTaskView, type TaskView } from '@baton/api';
+import type { VerifyResult } from '@baton/agents';
 import { answer, decide, describeEvent, describeTask } from './people.ts';
 import { BatonClient, type ApiEvent } from './client.ts';
 import { printProfiles } from './cpuprofile.ts';
@@ -141,6 +142,21 @@ program
     for (const e of await client().allEvents(taskId)) {
       console.log(opts.json ? JSON.stringify(e) : `#${e.position}  ${e.streamId}@${e.version}  ${e.recordedAt}  ${e.type}  ${JSON.stringify(e.data)}`);
     }
+  });
+
+program
+  .command('verify <taskId>')
+  .description('re-run the current code\'s decisions against the task\'s recorded run (model outputs and tool results as inputs, nothing executed): the first divergence, or identical')
+  .action(async (taskId: string) => {
+    const r = await client().request<VerifyResult>('POST', `/v1/tasks/${taskId}/verify`);
+    if (r.identical) {
+      console.log(`identical: ${r.checked} decisions checked over ${r.events} events`);
+      return;
+    }
+    console.log(`diverges at #${r.at.position} (${r.at.streamId} v${r.at.version}, ${r.at.type}) after ${r.checked - 1} identical decisions`);
+    console.log(`  recorded: ${r.recorded}`);
+    for (const d of r.decided) console.log(`  now:      ${d}`);
+    process.exitCode = 3;
   });
 
 program

@@ -507,6 +507,27 @@ describe('human in the loop over HTTP', () => {
     expect(events.filter((e) => e.type === 'ApprovalGranted' || e.type === 'ApprovalRejected')).toHaveLength(1);
   });
 
+  test('verify: identical when the code decides as recorded; the first divergence otherwise; 404 for another tenant', async ({ pg, nats }) => {
+    const app = await gateway(pg, nats);
+    const run = async (requestId: string) => {
+      const id = (await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x' } })).json().id as string;
+      await handleCommand(pg.store, id, { type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'research-lead', configVersion: 'v' });
+      const input = { agent: 'researcher', prompt: 'p' };
+      await handleCommand(pg.store, id, {
+        type: 'RecordModelTurn', agentId: 'lead', turn: 1, model: 'm', content: [{ type: 'tool_use', id: 'tu1', name: 'Task', input }], stopReason: 'tool_use',
+        usage: { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 }, offline: true, durationMs: 0,
+      });
+      await handleCommand(pg.store, id, { type: 'RequestApproval', requestId, agentId: 'lead', toolUseId: 'tu1', toolName: 'Task', input, inputDigest: 'd', plan: 'the plan', deadline: new Date(Date.now() + 60_000).toISOString(), onTimeout: 'reject' });
+      return id;
+    };
+    const same = await app.inject({ method: 'POST', url: `/v1/tasks/${await run('apr-lead-tu1')}/verify` });
+    expect(same.statusCode).toBe(200);
+    expect(same.json()).toEqual({ identical: true, checked: 1, events: 4 });
+    const other = (await app.inject({ method: 'POST', url: `/v1/tasks/${await run('apr-1')}/verify` })).json();
+    expect(other).toMatchObject({ identical: false, checked: 1, at: { type: 'ApprovalRequested', version: 4 }, recorded: expect.stringMatching(/^ApprovalRequested apr-1:/), decided: [expect.stringMatching(/^ApprovalRequested apr-lead-tu1: lead asks to call Task/)] });
+    expect((await app.inject({ method: 'POST', url: `/v1/tasks/00000000-0000-4000-8000-000000000000/verify` })).statusCode).toBe(404);
+  });
+
   test('answers: each request on its own; an empty answer is 400; twice is 409; a final task is 409', async ({ pg, nats }) => {
     const app = await gateway(pg, nats);
     const id = await waitingTask(app, pg);

@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import { verifyRun } from '@baton/agents';
 import { stateAt, STEP_EVENT_TYPES, TERMINAL_EVENT_TYPES, type RecordedEvent } from '@baton/domain';
 import { redactCredentials, toEventView, toTaskView, type EventView } from '@baton/api';
 import { START, type LogCursor } from '@baton/event-store';
@@ -152,5 +153,13 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     const at = stateAt(events, req.query.at);
     if (!at) throw new HttpError(404, 'not_found', `the task stream has no version ${req.query.at} (it is at version ${state.version})`);
     return toTaskView(at);
+  });
+
+  // The determinism check: the current code against the run's recorded model outputs and tool results (docs/verify.md).
+  r.post('/v1/tasks/:id/verify', { schema: { params: TaskIdParams, tags: ['events'], summary: 'Re-run the code\'s decisions against the recorded run: the first divergence, or identical' } }, async (req) => {
+    const { state, events } = await loadVisibleTask(d, req, req.params.id);
+    const team = d.teams[state.team];
+    if (!team) throw new HttpError(422, 'unknown_team', `the task's team '${state.team}' is not configured here; configured: ${Object.keys(d.teams).join(', ')}`);
+    return verifyRun(events, team);
   });
 };

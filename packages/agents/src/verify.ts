@@ -1,0 +1,161 @@
+import { digestJson, evolve, initialState, schedulePlan, type Command, type RecordedEvent, type TaskState } from '@baton/domain';
+import { triageToolUses } from './loop.ts';
+import { findAgent, type TeamDefinition } from './teams.ts';
+
+/**
+ * The determinism check (`baton verify`): walk a run's log and, at every event that records a
+ * decision of the code — a request opened, a subagent dispatched, a plan recorded, a tool call
+ * refused, the task completed — ask the current code what it decides from the state folded so
+ * far, with the run's recorded model outputs and tool results as its inputs. Side-effect free:
+ * no model is called, no tool runs, nothing is written. The first event where the code would
+ * decide otherwise is reported; a run the code would make again event for event is identical.
+ * Model turns and tool results are inputs (what the model said, what the tool returned), not
+ * decisions, and are not compared; neither are clocks (deadlines) nor the plan text shown.
+ */
+export type VerifyResult =
+  | { identical: true; checked: number; events: number }
+  | {
+      identical: false;
+      checked: number;
+      events: number;
+      /** The first event the current code would not record. */
+      at: { position: number; streamId: string; version: number; type: string };
+      /** What the log says happened there. */
+      recorded: string;
+      /** What the current code decides at that point instead. */
+      decided: string[];
+    };
+
+type Decision = Extract<Command, { type: 'RequestApproval' | 'RequestClarification' | 'DispatchSubagent' | 'RecordPlan' }>;
+
+export function verifyRun(events: readonly RecordedEvent[], team: TeamDefinition): VerifyResult {
+  let s: TaskState = initialState();
+  let checked = 0;
+  for (const e of events) {
+    const problem = check(s, e, team);
+    if (problem !== undefined) {
+      checked++;
+      if (problem !== null) {
+        return { identical: false, checked, events: events.length, at: { position: Number(e.position), streamId: e.streamId, version: e.version, type: e.type }, recorded: describeEvent(e), decided: problem };
+      }
+    }
+    s = evolve(s, e);
+  }
+  return { identical: true, checked, events: events.length };
+}
+
+/** undefined: not a decision; null: the code decides the same; otherwise what it decides instead. */
+function check(s: TaskState, e: RecordedEvent, team: TeamDefinition): string[] | null | undefined {
+  switch (e.type) {
+    case 'ApprovalRequested':
+    case 'ClarificationRequested':
+    case 'PlanRecorded': {
+      const decisions = decisionsOf(s, e.data.agentId, e.recordedAt, team);
+      return decisions.some((d) => sameDecision(d, e)) ? null : decisions.map(describeDecision).concat(decisions.length === 0 ? ['nothing here'] : []);
+    }
+    case 'SubagentDispatched': {
+      const leadId = s.lead?.agentId;
+      const decisions = [...(leadId ? decisionsOf(s, leadId, e.recordedAt, team) : []), ...schedulePlan(s)];
+      return decisions.some((d) => sameDecision(d, e)) ? null : decisions.map(describeDecision).concat(decisions.length === 0 ? ['no dispatch here'] : []);
+    }
+    case 'ToolResultsRecorded': {
+      // A result the code decides without running anything (a refusal) must be the one recorded;
+      // a call it would now send to a person or a subagent must not have a result.
+      const t = triageOf(s, e.data.agentId, e.recordedAt, team);
+      if (!t) return undefined;
+      const out: string[] = [];
+      for (const r of e.data.results) {
+        const refused = t.results.find((x) => x.toolUseId === r.toolUseId);
+        if (refused) {
+          if (refused.content !== r.content || !r.isError) out.push(`refuses ${r.toolName} (${r.toolUseId}): ${refused.content}`);
+          continue;
+        }
+        const held = t.asks.find((a) => a.toolUseId === r.toolUseId);
+        if (held) out.push(`asks a person first: ${describeDecision(held)}`);
+        const sent = t.dispatches.find((d) => d.toolUseId === r.toolUseId);
+        if (sent) out.push(`hands it on: ${describeDecision(sent)}`);
+      }
+      return out.length > 0 ? out : null;
+    }
+    case 'TaskCompleted': {
+      const lead = s.lead;
+      const ok = lead !== null && lead.phase === 'done' && !Object.values(s.agents).some((a) => a.status === 'dispatched' || a.status === 'running');
+      return ok ? null : [`does not complete the task here (lead ${lead ? lead.phase : 'not started'})`];
+    }
+    default:
+      return undefined;
+  }
+}
+
+function triageOf(s: TaskState, agentId: string, at: Date, team: TeamDefinition) {
+  const isLead = s.lead?.agentId === agentId;
+  const type = isLead ? s.lead?.type : s.agents[agentId]?.type;
+  const def = isLead ? team.lead : type ? findAgent(team, type) : undefined;
+  if (!def) return null;
+  return triageToolUses({ state: s, agentId, team, def, runsIn: isLead ? 'orchestrator' : 'runner', now: at, plan: () => '' });
+}
+
+function decisionsOf(s: TaskState, agentId: string, at: Date, team: TeamDefinition): Decision[] {
+  const t = triageOf(s, agentId, at, team);
+  return t ? [...t.asks, ...t.dispatches] : [];
+}
+
+/** The same decision, clocks and the plan text aside. */
+function sameDecision(d: Decision, e: RecordedEvent): boolean {
+  const data = e.data as Record<string, unknown>;
+  switch (d.type) {
+    case 'RequestApproval':
+      return e.type === 'ApprovalRequested' && d.requestId === data.requestId && d.toolUseId === data.toolUseId && d.toolName === data.toolName && sameJson(d.input, data.input) && d.onTimeout === (data.onTimeout ?? 'reject');
+    case 'RequestClarification':
+      return e.type === 'ClarificationRequested' && d.requestId === data.requestId && d.toolUseId === data.toolUseId && sameJson(d.questions, data.questions);
+    case 'DispatchSubagent':
+      return (
+        e.type === 'SubagentDispatched' &&
+        d.agentId === data.agentId &&
+        d.agentType === data.agentType &&
+        d.toolUseId === data.toolUseId &&
+        d.prompt === data.prompt &&
+        (d.role ?? 'delegation') === (data.role ?? 'delegation') &&
+        (d.subtaskId ?? null) === (data.subtaskId ?? null) &&
+        sameJson(d.fileLocks ?? null, data.fileLocks ?? null)
+      );
+    case 'RecordPlan':
+      return e.type === 'PlanRecorded' && d.toolUseId === data.toolUseId && sameJson(d.subtasks, data.subtasks) && d.reviewAgent === data.reviewAgent && d.maxReviewRounds === data.maxReviewRounds;
+  }
+}
+
+/** Equal as JSON values (key order aside). */
+const sameJson = (a: unknown, b: unknown): boolean => digestJson(a) === digestJson(b);
+
+const cut = (t: string, n = 160): string => (t.length > n ? `${t.slice(0, n - 1)}…` : t);
+
+function describeDecision(d: Decision): string {
+  switch (d.type) {
+    case 'RequestApproval':
+      return `ApprovalRequested ${d.requestId}: ${d.agentId} asks to call ${d.toolName} ${cut(JSON.stringify(d.input))}`;
+    case 'RequestClarification':
+      return `ClarificationRequested ${d.requestId}: ${d.agentId} asks ${cut(d.questions.join(' / '))}`;
+    case 'DispatchSubagent':
+      return `SubagentDispatched ${d.agentId} (${d.agentType}${d.subtaskId ? `, subtask ${d.subtaskId}` : ''}): ${cut(d.prompt)}`;
+    case 'RecordPlan':
+      return `PlanRecorded: ${d.subtasks.map((t) => `${t.id} → ${t.agent}`).join(', ')}`;
+  }
+}
+
+function describeEvent(e: RecordedEvent): string {
+  const d = e.data as Record<string, unknown>;
+  switch (e.type) {
+    case 'ApprovalRequested':
+      return `ApprovalRequested ${String(d.requestId)}: ${String(d.agentId)} asks to call ${String(d.toolName)} ${cut(JSON.stringify(d.input))}`;
+    case 'ClarificationRequested':
+      return `ClarificationRequested ${String(d.requestId)}: ${String(d.agentId)} asks ${cut((d.questions as string[]).join(' / '))}`;
+    case 'SubagentDispatched':
+      return `SubagentDispatched ${String(d.agentId)} (${String(d.agentType)}${d.subtaskId ? `, subtask ${String(d.subtaskId)}` : ''}): ${cut(String(d.prompt))}`;
+    case 'PlanRecorded':
+      return `PlanRecorded: ${(d.subtasks as { id: string; agent: string }[]).map((t) => `${t.id} → ${t.agent}`).join(', ')}`;
+    case 'ToolResultsRecorded':
+      return `ToolResultsRecorded for ${String(d.agentId)}: ${(d.results as { toolName: string; content: string; isError: boolean }[]).map((r) => `${r.toolName}${r.isError ? ' (error)' : ''}: ${cut(r.content, 80)}`).join('; ')}`;
+    default:
+      return e.type;
+  }
+}
