@@ -9,7 +9,7 @@ import { busNames, requestDiagnostics, type BusNames, type Diagnostics } from '@
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { DEFAULT_LIMITS, findBwrap, LocalSandboxProvider } from '@baton/sandbox';
-import { BatonClient } from './client.ts';
+import { BatonClient } from '@baton/client';
 import { launch, prepareDatabase, SERVICES } from './launcher.ts';
 import { dropDatabase, freePort, freshDatabase, waitReady } from './procs.ts';
 import pg from 'pg';
@@ -108,7 +108,7 @@ async function runOne(api: BatonClient): Promise<number> {
   await api.follow(task.id, (e) => {
     if (e.type === 'TaskCompleted') done = performance.now();
     if (e.type === 'TaskFailed' || e.type === 'TaskCancelled') throw new Error(`bench run ended ${e.type}`);
-  }, undefined, { steps: false });
+  }, { steps: false });
   if (!done) throw new Error('bench run did not complete');
   return done - t0;
 }
@@ -338,7 +338,7 @@ async function benchE1(api: BatonClient, runs: number, round: number): Promise<L
     await api.follow(task.id, (e) => {
       if (e.type === 'TaskCompleted') done = performance.now();
       if (e.type === 'TaskFailed' || e.type === 'TaskCancelled') throw new Error(`engineering run ended ${e.type}: ${JSON.stringify(e.data)}`);
-    }, undefined, { steps: false });
+    }, { steps: false });
     if (!done) throw new Error('engineering run did not complete');
     samples.push(done - t0);
   }

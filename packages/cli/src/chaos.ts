@@ -5,7 +5,7 @@ import path from 'node:path';
 import { agentStreamId } from '@baton/domain';
 import type { TaskView } from '@baton/api';
 import pg from 'pg';
-import { ApiError, BatonClient, type ApiTaskSummary } from './client.ts';
+import { ApiError, BatonClient, type TaskSummary } from '@baton/client';
 import { launch, prepareDatabase, type Launched, type ServiceName } from './launcher.ts';
 import { dropDatabase, freePort, freshDatabase, waitReady } from './procs.ts';
 
@@ -151,7 +151,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     const person = (async () => {
       while (!done) {
         for (const status of ['awaiting_input', 'running']) {
-          const listed: ApiTaskSummary[] = [];
+          const listed: TaskSummary[] = [];
           try {
             for await (const t of api.tasks(status)) listed.push(t);
           } catch {

@@ -7,7 +7,7 @@ import { builtinTeams, OfflineModel, type ModelMessage } from '@baton/agents';
 import type { TaskView } from '@baton/api';
 import { deleteNamespace, newNamespace, waitFor } from '@baton/testing';
 import { describe, expect, inject, it } from 'vitest';
-import { BatonClient } from './client.ts';
+import { BatonClient } from '@baton/client';
 import { launch, prepareDatabase } from './launcher.ts';
 import { dropDatabase, freePort, freshDatabase, waitReady } from './procs.ts';
 

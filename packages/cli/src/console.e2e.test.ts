@@ -7,7 +7,7 @@ import type { TaskView } from '@baton/api';
 import { deleteNamespace, newNamespace, waitFor } from '@baton/testing';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
-import { BatonClient, type ApiEvent } from './client.ts';
+import { BatonClient, type ApiEvent } from '@baton/client';
 import { launch, prepareDatabase, type Launched } from './launcher.ts';
 import { dropDatabase, freePort, freshDatabase, waitReady } from './procs.ts';
 

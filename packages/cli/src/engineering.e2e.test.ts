@@ -5,7 +5,7 @@ import path from 'node:path';
 import type { AgentView, TaskView } from '@baton/api';
 import { deleteNamespace, newNamespace, waitFor } from '@baton/testing';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { BatonClient } from './client.ts';
+import { BatonClient } from '@baton/client';
 import { launch, prepareDatabase, type Launched } from './launcher.ts';
 import { dropDatabase, freePort, freshDatabase, waitReady } from './procs.ts';
 

@@ -9,7 +9,7 @@ import type { TaskView } from '@baton/api';
 import { deleteNamespace, newNamespace, waitFor } from '@baton/testing';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { BatonClient, type ApiEvent } from './client.ts';
+import { BatonClient, type ApiEvent } from '@baton/client';
 import { launch, prepareDatabase, type Launched } from './launcher.ts';
 import { dropDatabase, freePort, freshDatabase, waitReady } from './procs.ts';
 

@@ -1,9 +1,10 @@
+#!/usr/bin/env node
 import { Command, InvalidArgumentError } from 'commander';
 import { recordAs, replay, stateAt, type RecordedEvent } from '@baton/domain';
 import { toTaskView, type TaskView } from '@baton/api';
 import type { VerifyResult } from '@baton/agents';
 import { answer, decide, describeEvent, describeTask } from './people.ts';
-import { BatonClient, type ApiEvent } from './client.ts';
+import { ApiError, BatonClient, type ApiEvent } from '@baton/client';
 import { printProfiles } from './cpuprofile.ts';
 import { runBench } from './bench.ts';
 import { runChaos } from './chaos.ts';
@@ -261,6 +262,7 @@ function toRecorded(e: ApiEvent): RecordedEvent {
 }
 
 program.parseAsync(process.argv).catch((err: Error) => {
-  console.error(`baton: ${err.message}`);
+  // The server's own words (and its status and code), or which gateway could not be reached.
+  console.error(`baton: ${err.message}${err instanceof ApiError ? ` (${err.summary})` : ''}`);
   process.exit(1);
 });

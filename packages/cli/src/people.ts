@@ -1,6 +1,6 @@
 import { describeSpend, eventDataSchemas } from '@baton/domain';
 import type { PendingRequestView, TaskView } from '@baton/api';
-import type { ApiEvent, BatonClient } from './client.ts';
+import type { ApiEvent, BatonClient } from '@baton/client';
 
 /**
  * The CLI's human-in-the-loop commands: find the request a person means, decide it through the

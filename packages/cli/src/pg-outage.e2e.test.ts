@@ -4,7 +4,7 @@ import path from 'node:path';
 import { deleteNamespace, newNamespace, privatePostgres, waitFor, withDatabase, type PrivatePostgres } from '@baton/testing';
 import pg from 'pg';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { ApiError, BatonClient, type ApiTaskSummary } from './client.ts';
+import { ApiError, BatonClient, type TaskSummary } from '@baton/client';
 import { launch, prepareDatabase, SERVICES, type Launched } from './launcher.ts';
 import { freePort, waitReady } from './procs.ts';
 
@@ -70,7 +70,7 @@ describe('Postgres outages', () => {
     // A person approving whatever is open, as soon as it is seen.
     const person = (async () => {
       while (!done) {
-        const listed: ApiTaskSummary[] = [];
+        const listed: TaskSummary[] = [];
         try {
           for (const status of ['awaiting_input', 'running']) for await (const t of api.tasks(status)) listed.push(t);
         } catch {

@@ -1,7 +1,7 @@
 import { createServer } from 'node:net';
 import { ensureDatabase } from '@baton/db';
 import pg from 'pg';
-import type { BatonClient } from './client.ts';
+import type { BatonClient } from '@baton/client';
 
 /** Helpers for scripts that run the services as processes (bench, chaos). */
 

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { TaskView } from '@baton/api';
 import { deleteNamespace } from '@baton/testing/nats';
-import { BatonClient } from './client.ts';
+import { BatonClient } from '@baton/client';
 import { launch, prepareDatabase } from './launcher.ts';
 import { dropDatabase, freePort, freshDatabase, waitReady } from './procs.ts';
 

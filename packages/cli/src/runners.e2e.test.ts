@@ -6,7 +6,7 @@ import type { TaskView } from '@baton/api';
 import { deleteNamespace, newNamespace, waitFor } from '@baton/testing';
 import pg from 'pg';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { BatonClient } from './client.ts';
+import { BatonClient } from '@baton/client';
 import { launch, prepareDatabase, type Launched } from './launcher.ts';
 import { dropDatabase, freePort, freshDatabase, waitReady } from './procs.ts';
 

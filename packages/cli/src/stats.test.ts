@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import { formatLine } from './launcher.ts';
-import { parseFrame } from './client.ts';
 import { summarize } from './stats.ts';
 
 describe('summarize', () => {
@@ -15,8 +14,5 @@ describe('launcher log lines and SSE frames', () => {
   it('formats pino JSON and passes other lines through', () => {
     expect(formatLine('{"level":30,"time":0,"msg":"hello","pid":1,"hostname":"h","service":"s","taskId":"t"}')).toBe('00:00:00.000 INFO  hello {"taskId":"t"}');
     expect(formatLine('plain text')).toBe('plain text');
-  });
-  it('parses SSE frames, ignoring comments', () => {
-    expect(parseFrame(': heartbeat\nid: 7\nevent: TaskStarted\ndata: {"a":1}')).toEqual({ id: '7', event: 'TaskStarted', data: '{"a":1}' });
   });
 });

@@ -6,7 +6,7 @@ import path from 'node:path';
 import type { TaskView } from '@baton/api';
 import { deleteNamespace, newNamespace, waitFor, withDatabase } from '@baton/testing';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { BatonClient } from './client.ts';
+import { BatonClient } from '@baton/client';
 import { dropDatabase, freePort, waitReady } from './procs.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../../..');

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { deleteNamespace, newNamespace, waitFor, withDatabase } from '@baton/testing';
 import pg from 'pg';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { BatonClient, type ApiEvent } from './client.ts';
+import { BatonClient, type ApiEvent } from '@baton/client';
 
 const ROOT = path.resolve(import.meta.dirname, '../../..');
 const SECRET = `whsec_${randomBytes(32).toString('base64')}`;
@@ -64,7 +64,7 @@ describe('end to end: the four services as processes, started the way the README
         if (e.type === 'ApprovalRequested') {
           void api.request('POST', `/v1/tasks/${task.id}/approvals/${String(e.data.requestId)}`, { decision: 'approve' });
         }
-      }, AbortSignal.timeout(60_000));
+      }, { signal: AbortSignal.timeout(60_000) });
 
       const types = events.map((e) => e.type);
       expect(types[0]).toBe('TaskSubmitted');

@@ -168,7 +168,7 @@ function Report({ task }: { task: TaskView }) {
           <ul>
             {task.artifacts.map((a) => (
               <li key={a.path}>
-                <button className="link" onClick={() => void download(`/v1/tasks/${task.id}/artifacts/${a.path.split('/').map(encodeURIComponent).join('/')}`, a.path.split('/').at(-1) ?? a.path).catch((err: unknown) => setError((err as Error).message))}>
+                <button className="link" onClick={() => void download(task.id, a.path).catch((err: unknown) => setError((err as Error).message))}>
                   {a.path}
                 </button>{' '}
                 <span className="meta">

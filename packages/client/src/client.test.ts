@@ -1,0 +1,38 @@
+import { createServer, type Server } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ApiError, BatonClient, UnreachableError } from './index.ts';
+
+describe('BatonClient errors keep the server\'s words', () => {
+  let server: Server;
+  let url: string;
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      if (req.url?.startsWith('/v1/tasks/t/approvals/')) {
+        res.writeHead(409, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { code: 'request_already_decided', message: "request 'apr-1' was already decided: rejected: too broad" } }));
+        return;
+      }
+      res.writeHead(502, { 'content-type': 'text/plain' }).end('bad gateway');
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  });
+  afterAll(() => new Promise<void>((r) => server.close(() => r())));
+
+  it('an API refusal: its message, status and code', async () => {
+    const err = await new BatonClient(url).reject('t', 'apr-1', 'no').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ApiError);
+    expect(err).toMatchObject({ status: 409, code: 'request_already_decided', message: "request 'apr-1' was already decided: rejected: too broad", summary: 'HTTP 409 request_already_decided' });
+  });
+  it('a body that is not JSON is kept as text', async () => {
+    await expect(new BatonClient(url).task('x')).rejects.toMatchObject({ status: 502, code: 'http_error', body: 'bad gateway' });
+  });
+  it('a gateway that does not answer: which URL', async () => {
+    const closed = createServer();
+    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
+    const port = (closed.address() as { port: number }).port;
+    await new Promise<void>((r) => closed.close(() => r()));
+    const err = await new BatonClient(`http://127.0.0.1:${port}`).task('x').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(UnreachableError);
+    expect((err as Error).message).toMatch(new RegExp(`could not reach the Baton gateway at http://127.0.0.1:${port} \\(.*ECONNREFUSED`));
+  });
+});

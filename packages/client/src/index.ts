@@ -1,0 +1,247 @@
+import type { AgentView, ChatStreamEvent, ChatSummaryView, ChatView, EventView, PendingRequestView, TaskView } from '@baton/api';
+import { readSse } from './sse.ts';
+
+export { parseFrame, readSse, type SseFrame } from './sse.ts';
+export type { AgentView, ChatStreamEvent, ChatSummaryView, ChatView, EventView, PendingRequestView, TaskView };
+
+/**
+ * The typed client of Baton's HTTP API — fetch only, so it runs in Node and in browsers. The CLI,
+ * the web console and the tests use it. Errors keep the server's words: an ApiError carries the
+ * status, the API's error code and its message ("request 'apr-…' was already decided: rejected:
+ * too broad"); a gateway that does not answer is an UnreachableError naming the URL.
+ */
+export class ApiError extends Error {
+  readonly status: number;
+  readonly code: string;
+  readonly body: unknown;
+  constructor(status: number, body: unknown) {
+    const e = (body as { error?: { code?: string; message?: string } } | null)?.error;
+    super(e?.message ?? `HTTP ${status}`);
+    this.name = new.target.name;
+    this.status = status;
+    this.code = e?.code ?? 'http_error';
+    this.body = body;
+  }
+  /** "HTTP 409 request_already_decided" — for logs and the CLI, beside the message. */
+  get summary(): string {
+    return `HTTP ${this.status} ${this.code}`;
+  }
+}
+
+export class UnreachableError extends Error {
+  readonly url: string;
+  constructor(url: string, cause: unknown) {
+    super(`could not reach the Baton gateway at ${url} (${(cause as Error)?.cause instanceof Error ? ((cause as Error).cause as Error).message : (cause as Error)?.message ?? String(cause)})`, { cause });
+    this.name = new.target.name;
+    this.url = url;
+  }
+}
+
+/** An event as the API returns it, with its data as an object. */
+export type ApiEvent = EventView & { data: Record<string, unknown>; metadata: Record<string, unknown> };
+/** A task as `GET /v1/tasks` lists it. */
+export interface TaskSummary {
+  id: string;
+  status: string;
+  prompt: string;
+  team: string;
+  createdAt: string;
+  updatedAt: string;
+  version: number;
+  pendingRequests: PendingRequestView[];
+  forkedFrom: { taskId: string } | null;
+}
+export interface Artifact {
+  path: string;
+  bytes: number;
+  sha256: string;
+  mediaType: string;
+  agentId: string | null;
+}
+export interface SubmitTask {
+  prompt: string;
+  team?: string;
+  requirePlanApproval?: boolean;
+  approvalTimeoutSeconds?: number;
+  webhook?: { url: string; events?: string[] };
+  metadata?: Record<string, unknown>;
+  workspace?: { example: string } | { archiveBase64: string; name?: string };
+  budget?: { usd?: number; tokens?: number };
+}
+
+/** A response body as JSON, or its text when it is not JSON (null when empty). */
+function parseBody(text: string): unknown {
+  if (!text) return null;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
+  }
+}
+
+const FINAL = new Set(['TaskCompleted', 'TaskFailed', 'TaskCancelled']);
+const path = (p: string): string => p.split('/').map(encodeURIComponent).join('/');
+
+export class BatonClient {
+  readonly baseUrl: string;
+  private readonly headers: Record<string, string>;
+  /** `baseUrl`: the gateway (empty: the page's own origin, in a browser). */
+  constructor(baseUrl: string, apiKey?: string) {
+    this.baseUrl = baseUrl.replace(/\/$/, '');
+    this.headers = apiKey ? { authorization: `Bearer ${apiKey}` } : {};
+  }
+
+  private async fetch(p: string, init: RequestInit = {}): Promise<Response> {
+    try {
+      return await fetch(`${this.baseUrl}${p}`, { ...init, headers: { ...this.headers, ...(init.headers as Record<string, string> | undefined) } });
+    } catch (err) {
+      if ((err as Error).name === 'AbortError') throw err;
+      throw new UnreachableError(this.baseUrl || '(this page)', err);
+    }
+  }
+
+  /** Any call: JSON in and out; a non-2xx answer throws an ApiError with the API's message. */
+  async request<T>(method: string, p: string, body?: unknown, headers: Record<string, string> = {}): Promise<T> {
+    const res = await this.fetch(p, { method, headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers }, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+    const parsed = parseBody(await res.text());
+    if (!res.ok) throw new ApiError(res.status, parsed);
+    return parsed as T;
+  }
+
+  submit(task: SubmitTask, opts: { idempotencyKey?: string } = {}): Promise<TaskView> {
+    return this.request('POST', '/v1/tasks', task, opts.idempotencyKey ? { 'idempotency-key': opts.idempotencyKey } : {});
+  }
+  task(id: string): Promise<TaskView> {
+    return this.request('GET', `/v1/tasks/${id}`);
+  }
+  agents(id: string): Promise<AgentView[]> {
+    return this.request<{ items: AgentView[] }>('GET', `/v1/tasks/${id}/agents`).then((r) => r.items);
+  }
+  /** One page of the task list. */
+  list(q: { status?: string; team?: string; limit?: number; cursor?: string } = {}): Promise<{ items: TaskSummary[]; nextCursor: string | null }> {
+    const params = new URLSearchParams(Object.entries(q).filter(([, v]) => v !== undefined && v !== '').map(([k, v]): [string, string] => [k, String(v)]));
+    return this.request('GET', `/v1/tasks${params.size ? `?${params}` : ''}`);
+  }
+  /** Every task with this status, paging through `nextCursor`. */
+  async *tasks(status: string): AsyncGenerator<TaskSummary> {
+    let cursor: string | null = null;
+    do {
+      const page: { items: TaskSummary[]; nextCursor: string | null } = await this.list({ status, limit: 200, ...(cursor ? { cursor } : {}) });
+      yield* page.items;
+      cursor = page.nextCursor;
+    } while (cursor);
+  }
+  approve(id: string, requestId: string, o: { input?: Record<string, unknown>; budget?: { usd?: number; tokens?: number } } = {}): Promise<TaskView> {
+    return this.request('POST', `/v1/tasks/${id}/approvals/${encodeURIComponent(requestId)}`, { decision: 'approve', ...o });
+  }
+  reject(id: string, requestId: string, reason?: string): Promise<TaskView> {
+    return this.request('POST', `/v1/tasks/${id}/approvals/${encodeURIComponent(requestId)}`, { decision: 'reject', ...(reason ? { reason } : {}) });
+  }
+  answer(id: string, requestId: string, answers: string | string[]): Promise<TaskView> {
+    return this.request('POST', `/v1/tasks/${id}/answers/${encodeURIComponent(requestId)}`, { answers });
+  }
+  cancel(id: string, reason?: string): Promise<TaskView> {
+    return this.request('POST', `/v1/tasks/${id}/cancel`, reason ? { reason } : {});
+  }
+  fork(id: string, atVersion: number): Promise<TaskView> {
+    return this.request('POST', `/v1/tasks/${id}/fork`, { atVersion });
+  }
+  verify(id: string): Promise<Record<string, unknown> & { identical: boolean }> {
+    return this.request('POST', `/v1/tasks/${id}/verify`);
+  }
+
+  /** A task's artifacts (path, size, digest, media type, the agent that made it). */
+  async artifacts(taskId: string): Promise<Artifact[]> {
+    return (await this.request<{ items: Artifact[] }>('GET', `/v1/tasks/${taskId}/artifacts`)).items;
+  }
+  /** One artifact's bytes as a Response (text(), blob(), arrayBuffer()); an ApiError if it is not there. */
+  async artifactResponse(taskId: string, file: string): Promise<Response> {
+    const res = await this.fetch(`/v1/tasks/${taskId}/artifacts/${path(file)}`);
+    if (!res.ok) throw new ApiError(res.status, parseBody(await res.text()));
+    return res;
+  }
+  /** One artifact's content, as text. */
+  async artifact(taskId: string, file: string): Promise<string> {
+    return (await this.artifactResponse(taskId, file)).text();
+  }
+  /** The artifact an agent produced at a path (stored under `<agentId>/<path>` when another agent's holds the path). */
+  async artifactOf(taskId: string, agentId: string, file: string): Promise<string> {
+    const a = (await this.artifacts(taskId)).find((x) => x.agentId === agentId && (x.path === file || x.path === `${agentId}/${file}`));
+    if (!a) throw new Error(`no artifact ${file} from ${agentId} on task ${taskId}`);
+    return this.artifact(taskId, a.path);
+  }
+  /** A text resource of the API (the diff, …); null for a 404. */
+  async text(p: string): Promise<string | null> {
+    const res = await this.fetch(p);
+    if (res.status === 404) return null;
+    if (!res.ok) throw new ApiError(res.status, null);
+    return res.text();
+  }
+
+  /** Every event of a task, paging through the JSON list. */
+  async allEvents(taskId: string): Promise<ApiEvent[]> {
+    const out: ApiEvent[] = [];
+    let after = 0;
+    for (;;) {
+      const page = await this.request<{ items: ApiEvent[] }>('GET', `/v1/tasks/${taskId}/events?after=${after}&limit=5000`);
+      out.push(...page.items);
+      if (page.items.length < 5000) return out;
+      after = (page.items[page.items.length - 1] as ApiEvent).position;
+    }
+  }
+
+  /**
+   * Follow a task's events live (SSE, the key in a header) until the task's final event or
+   * `signal` aborts; after a drop it reconnects with Last-Event-ID — no event twice, none missed.
+   * `after`: start after this position; `steps: false` for transitions only.
+   */
+  async follow(taskId: string, onEvent: (e: ApiEvent) => void, o: { signal?: AbortSignal; steps?: boolean; after?: number; onState?: (s: 'live' | 'reconnecting') => void } = {}): Promise<void> {
+    let last = o.after ?? 0;
+    for (let attempt = 0; ; attempt++) {
+      let ended = false;
+      try {
+        const res = await this.fetch(`/v1/tasks/${taskId}/events${o.steps === false ? '?steps=false' : ''}`, {
+          headers: { accept: 'text/event-stream', ...(last > 0 ? { 'last-event-id': String(last) } : {}) },
+          ...(o.signal ? { signal: o.signal } : {}),
+        });
+        if (!res.ok || !res.body) throw new ApiError(res.status, await res.json().catch(() => null));
+        o.onState?.('live');
+        attempt = 0;
+        await readSse(res.body, (f) => {
+          if (!f.data) return; // a heartbeat
+          const e = JSON.parse(f.data) as ApiEvent;
+          if (e.position <= last) return;
+          last = e.position;
+          onEvent(e);
+          if (FINAL.has(e.type)) ended = true;
+        });
+        if (ended) return;
+      } catch (err) {
+        if (o.signal?.aborted) return;
+        if (err instanceof ApiError && err.status < 500 && err.status !== 429) throw err;
+        if (attempt > 50) throw err;
+      }
+      if (ended) return;
+      o.onState?.('reconnecting');
+      await new Promise((r) => setTimeout(r, Math.min(5000, 100 * 2 ** Math.min(attempt, 6))));
+    }
+  }
+
+  /** Send a chat message and follow its reply (chat, delta…, message or error). */
+  async chat(body: { message: string; chatId?: string; team?: string }, on: (e: ChatStreamEvent) => void): Promise<void> {
+    const res = await this.fetch('/v1/chat', { method: 'POST', headers: { 'content-type': 'application/json', accept: 'text/event-stream' }, body: JSON.stringify(body) });
+    if (!res.ok || !res.body) throw new ApiError(res.status, await res.json().catch(() => null));
+    await readSse(res.body, (f) => {
+      if (f.event === 'chat' || f.event === 'delta' || f.event === 'message' || f.event === 'error') on({ event: f.event, data: JSON.parse(f.data) } as ChatStreamEvent);
+    });
+  }
+  chats(limit = 50): Promise<ChatSummaryView[]> {
+    return this.request<{ items: ChatSummaryView[] }>('GET', `/v1/chats?limit=${limit}`).then((r) => r.items);
+  }
+  chatView(id: string): Promise<ChatView> {
+    return this.request('GET', `/v1/chats/${id}`);
+  }
+  chatToTask(id: string, o: Omit<SubmitTask, 'prompt' | 'workspace'> = {}): Promise<TaskView> {
+    return this.request('POST', `/v1/chats/${id}/task`, o);
+  }
+}
