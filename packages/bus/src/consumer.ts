@@ -190,7 +190,8 @@ export async function startConsumer<T>(o: ConsumerOptions<T>): Promise<RunningCo
         connectionFailures.set(m.info.streamSequence, failures);
         if (connectionFailures.size > 10_000) connectionFailures.delete(connectionFailures.keys().next().value as number);
         const delayMs = connectionBackoff[Math.min(failures - 1, connectionBackoff.length - 1)] ?? 1000;
-        o.log.warn({ err, subject: m.subject, deliveryCount, connectionFailures: failures, delayMs }, 'handler failed on a lost connection; will retry (not counted as an attempt)');
+        // Once per message at warn: an outage fails every message in flight, again and again.
+        (failures === 1 ? o.log.warn : o.log.debug).call(o.log, { err, subject: m.subject, deliveryCount, connectionFailures: failures, delayMs }, 'handler failed on a lost connection; will retry (not counted as an attempt)');
         m.nak(delayMs);
         return;
       }
