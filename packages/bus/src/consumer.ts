@@ -47,9 +47,9 @@ export interface ConsumerOptions<T> {
   /** Delay before the n-th redelivery (last value repeats). */
   backoffMs?: readonly number[];
   /**
-   * Whether a handler's error only says a connection was lost (default: `isConnectionError`
-   * from @baton/runtime — Postgres or NATS gone, refused, reset). Such a failure is retried
-   * after `connectionBackoffMs` and never counts toward `maxAttempts`: an outage of any length
+   * Whether a handler's error only says a connection was lost (default: `lostInfrastructure` —
+   * Postgres or NATS gone, refused, reset). Such a failure is retried after
+   * `connectionBackoffMs` and never counts toward `maxAttempts`: an outage of any length
    * dead-letters nothing.
    */
   isTransient?: (err: unknown) => boolean;
@@ -75,6 +75,25 @@ export interface RunningConsumer {
 }
 
 /**
+ * The consumer's default `isTransient`: `isConnectionError` (@baton/runtime) — a lost, refused or
+ * reset connection, a Postgres or NATS connection error — unless it came through an HTTP client
+ * (fetch's `fetch failed`, the model SDK's `APIConnectionError`): a model or webhook endpoint that
+ * cannot be reached is an outside service failing, and keeps counting toward the attempts (a
+ * lead whose model stays unreachable fails `lead_failed`, as before).
+ */
+export function lostInfrastructure(err: unknown): boolean {
+  return isConnectionError(err) && !viaHttpClient(err);
+}
+
+function viaHttpClient(err: unknown, depth = 0): boolean {
+  if (!err || typeof err !== 'object' || depth > 5) return false;
+  const e = err as { name?: unknown; message?: unknown; cause?: unknown };
+  if (typeof e.name === 'string' && /^APIConnection(Timeout)?Error$/.test(e.name)) return true;
+  if (e.name === 'TypeError' && e.message === 'fetch failed') return true;
+  return viaHttpClient(e.cause, depth + 1);
+}
+
+/**
  * Pull-consume a durable consumer with explicit acks: a handler's outcome acks, naks with a
  * delay (backoff), or terms; a thrown error is retried with backoff; a message that has been
  * delivered `maxAttempts` times (crashes included) is recorded as a dead letter and termed.
@@ -90,7 +109,7 @@ export async function startConsumer<T>(o: ConsumerOptions<T>): Promise<RunningCo
   const maxAttempts = o.maxAttempts ?? 8;
   const backoff = o.backoffMs ?? [250, 1000, 5000, 15_000, 60_000];
   const heartbeatMs = o.heartbeatMs ?? 10_000;
-  const isTransient = o.isTransient ?? isConnectionError;
+  const isTransient = o.isTransient ?? lostInfrastructure;
   const connectionBackoff = o.connectionBackoffMs ?? [250, 1000, 2000, 5000];
   // Stream sequence → this process's deliveries of it that failed on a lost connection (not
   // counted toward maxAttempts). Forgotten once the message is settled here; bounded, since a
