@@ -44,6 +44,48 @@ describe('startConsumer', () => {
     expect(rows[0].consumer).toBe('runner-jobs');
   });
 
+  test('a handler failing on a lost connection is retried without counting toward maxAttempts; other failures (a bug, an HTTP endpoint that refuses) still count', async ({ nats }) => {
+    const names = busNames(nats.namespace);
+    await ensureTopology(await jetstreamManager(nats.nc), names);
+    const js = jetstream(nats.nc);
+    const lost = (): Error => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+    // n=1: the connection is gone for its first six deliveries (twice maxAttempts), then it works.
+    // n=2: lost, bug, lost, lost, bug, bug — its third real failure is its last attempt.
+    // n=3: an HTTP endpoint (a model, a webhook) refuses: an outside service failing, which counts.
+    const script: Record<number, ('lost' | 'bug' | 'http' | 'ok')[]> = {
+      1: ['lost', 'lost', 'lost', 'lost', 'lost', 'lost', 'ok'],
+      2: ['lost', 'bug', 'lost', 'lost', 'bug', 'bug', 'ok'],
+      3: ['http', 'http', 'http', 'ok'],
+    };
+    const deliveries = new Map<number, number[]>();
+    const dead: DeadLetter[] = [];
+    let done = 0;
+    const c = await startConsumer({
+      js, stream: names.jobsStream, consumer: names.consumers.runner, schema: Job, log,
+      maxAttempts: 3, backoffMs: [20], connectionBackoffMs: [20],
+      onDeadLetter: async (d) => { dead.push(d); },
+      handle: async ({ n }, ctx) => {
+        const seen = deliveries.get(n) ?? [];
+        seen.push(ctx.deliveryCount);
+        deliveries.set(n, seen);
+        const step = script[n]?.[seen.length - 1];
+        if (step === 'lost') throw new Error('query failed', { cause: lost() });
+        if (step === 'bug') throw new Error('a real failure');
+        if (step === 'http') throw Object.assign(new Error('Connection error.', { cause: new TypeError('fetch failed', { cause: lost() }) }), { name: 'APIConnectionError' });
+        done++;
+      },
+    });
+    for (const n of [1, 2, 3]) await js.publish(names.jobSubject('run', '00000000-0000-4000-8000-000000000001', `a${n}`), JSON.stringify({ n }));
+    await waitFor(() => done + dead.length === 3, { what: 'the three jobs settled' });
+    expect(done).toBe(1);
+    await waitFor(async () => (await (await jetstreamManager(nats.nc)).streams.info(names.jobsStream)).state.messages === 0, { what: 'work queue empty' });
+    await c.stop();
+    expect(deliveries.get(1)).toEqual([1, 2, 3, 4, 5, 6, 7]);
+    expect(deliveries.get(2)).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(deliveries.get(3)).toEqual([1, 2, 3]);
+    expect(dead.map((d) => d.error).sort()).toEqual([expect.stringMatching(/gave up after 3 attempts: Connection error/), expect.stringMatching(/gave up after 3 attempts: a real failure/)]);
+  });
+
   test('a message whose handler never settles it (crash) is dead-lettered after maxAttempts deliveries', async ({ nats }) => {
     const names = busNames(nats.namespace);
     const jsm = await jetstreamManager(nats.nc);

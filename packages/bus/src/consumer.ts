@@ -1,3 +1,4 @@
+import { isConnectionError } from '@baton/runtime';
 import type { JetStreamClient, JsMsg } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
 import type { ZodType } from 'zod';
@@ -38,10 +39,22 @@ export interface ConsumerOptions<T> {
   prefilter?: (subject: string) => boolean;
   /** Messages handled at once. */
   concurrency?: number;
-  /** Deliveries before a message is dead-lettered (counting crashed attempts too). */
+  /**
+   * Deliveries before a message is dead-lettered (counting crashed attempts too, but not the
+   * attempts that failed on a lost connection: see `isTransient`).
+   */
   maxAttempts?: number;
   /** Delay before the n-th redelivery (last value repeats). */
   backoffMs?: readonly number[];
+  /**
+   * Whether a handler's error only says a connection was lost (default: `lostInfrastructure` —
+   * Postgres or NATS gone, refused, reset). Such a failure is retried after
+   * `connectionBackoffMs` and never counts toward `maxAttempts`: an outage of any length
+   * dead-letters nothing.
+   */
+  isTransient?: (err: unknown) => boolean;
+  /** Delay before retrying after the n-th consecutive connection failure (last value repeats). */
+  connectionBackoffMs?: readonly number[];
   /** Interval of `working()` heartbeats while a handler runs; keep below the consumer's ack_wait. */
   heartbeatMs?: number;
   /**
@@ -62,16 +75,48 @@ export interface RunningConsumer {
 }
 
 /**
+ * The consumer's default `isTransient`: `isConnectionError` (@baton/runtime) — a lost, refused or
+ * reset connection, a Postgres or NATS connection error — unless it came through an HTTP client
+ * (fetch's `fetch failed`, the model SDK's `APIConnectionError`): a model or webhook endpoint that
+ * cannot be reached is an outside service failing, and keeps counting toward the attempts (a
+ * lead whose model stays unreachable fails `lead_failed`, as before).
+ */
+export function lostInfrastructure(err: unknown): boolean {
+  return isConnectionError(err) && !viaHttpClient(err);
+}
+
+function viaHttpClient(err: unknown, depth = 0): boolean {
+  if (!err || typeof err !== 'object' || depth > 5) return false;
+  const e = err as { name?: unknown; message?: unknown; cause?: unknown };
+  if (typeof e.name === 'string' && /^APIConnection(Timeout)?Error$/.test(e.name)) return true;
+  if (e.name === 'TypeError' && e.message === 'fetch failed') return true;
+  return viaHttpClient(e.cause, depth + 1);
+}
+
+/**
  * Pull-consume a durable consumer with explicit acks: a handler's outcome acks, naks with a
  * delay (backoff), or terms; a thrown error is retried with backoff; a message that has been
  * delivered `maxAttempts` times (crashes included) is recorded as a dead letter and termed.
  * A payload that fails its schema is a poison message: dead-lettered at once.
+ *
+ * A thrown connection error (`isTransient`) is retried too, but its delivery is not counted:
+ * this process remembers, per message, how many of its deliveries ended that way and takes
+ * them off the delivery count. (The memory is the process's own: one that restarts counts a
+ * message's earlier connection failures as ordinary deliveries again.)
  */
 export async function startConsumer<T>(o: ConsumerOptions<T>): Promise<RunningConsumer> {
   const concurrency = o.concurrency ?? 16;
   const maxAttempts = o.maxAttempts ?? 8;
   const backoff = o.backoffMs ?? [250, 1000, 5000, 15_000, 60_000];
   const heartbeatMs = o.heartbeatMs ?? 10_000;
+  const isTransient = o.isTransient ?? lostInfrastructure;
+  const connectionBackoff = o.connectionBackoffMs ?? [250, 1000, 2000, 5000];
+  // Stream sequence → this process's deliveries of it that failed on a lost connection (not
+  // counted toward maxAttempts). Forgotten once the message is settled here; bounded, since a
+  // message handed back may be settled by another replica.
+  const connectionFailures = new Map<number, number>();
+  const attemptsOf = (m: JsMsg): number => m.info.deliveryCount - (connectionFailures.get(m.info.streamSequence) ?? 0);
+  const settled = (m: JsMsg): void => void connectionFailures.delete(m.info.streamSequence);
   const consumer = await o.js.consumers.get(o.stream, o.consumer);
   // Short pull expiry: a pull the server lost (it happens on NATS 2.9 around consumer updates)
   // is replaced within seconds rather than after the 30 s default.
@@ -95,6 +140,7 @@ export async function startConsumer<T>(o: ConsumerOptions<T>): Promise<RunningCo
     try {
       await o.onDeadLetter({ consumer: o.consumer, subject: m.subject, streamSequence: m.info.streamSequence, deliveries: m.info.deliveryCount, payload: m.string(), error });
       m.term();
+      settled(m);
       o.log.error({ subject: m.subject, deliveries: m.info.deliveryCount, error }, 'message dead-lettered');
     } catch (err) {
       // Could not record it: leave it to be redelivered rather than lose it.
@@ -105,7 +151,9 @@ export async function startConsumer<T>(o: ConsumerOptions<T>): Promise<RunningCo
 
   const handleOne = async (m: JsMsg): Promise<void> => {
     const deliveryCount = m.info.deliveryCount;
-    if (deliveryCount > maxAttempts) return deadLetter(m, `delivered ${deliveryCount} times without being settled (handler crashed or timed out)`);
+    // Deliveries that count: this one and the earlier ones that did not fail on a lost connection.
+    const attempt = attemptsOf(m);
+    if (attempt > maxAttempts) return deadLetter(m, `delivered ${deliveryCount} times without being settled (handler crashed or timed out)${attempt < deliveryCount ? `; ${deliveryCount - attempt} failed on a lost connection and do not count` : ''}`);
     if (o.prefilter && !o.prefilter(m.subject)) {
       m.ack();
       return;
@@ -142,21 +190,35 @@ export async function startConsumer<T>(o: ConsumerOptions<T>): Promise<RunningCo
         signal: own.signal,
       })) ?? ack;
       if (expired) return; // handed back already
-      if (outcome.kind === 'ack') m.ack();
-      else if (outcome.kind === 'term') await deadLetter(m, outcome.reason);
-      else if (deliveryCount >= maxAttempts) await deadLetter(m, `gave up after ${deliveryCount} attempts: ${outcome.reason ?? 'retry requested'}`);
-      else m.nak(outcome.delayMs ?? delayFor(deliveryCount));
+      if (outcome.kind === 'ack') {
+        m.ack();
+        settled(m);
+      } else if (outcome.kind === 'term') await deadLetter(m, outcome.reason);
+      else if (attempt >= maxAttempts) await deadLetter(m, `gave up after ${attempt} attempts: ${outcome.reason ?? 'retry requested'}`);
+      else m.nak(outcome.delayMs ?? delayFor(attempt));
     } catch (err) {
       if (expired) return;
       if (own.signal.aborted) {
         m.nak(0);
         return;
       }
+      if (isTransient(err)) {
+        // A lost connection says nothing about the message: retry it, and do not count this delivery.
+        const failures = (connectionFailures.get(m.info.streamSequence) ?? 0) + 1;
+        connectionFailures.delete(m.info.streamSequence); // re-inserted last: the map drops its oldest entries first
+        connectionFailures.set(m.info.streamSequence, failures);
+        if (connectionFailures.size > 10_000) connectionFailures.delete(connectionFailures.keys().next().value as number);
+        const delayMs = connectionBackoff[Math.min(failures - 1, connectionBackoff.length - 1)] ?? 1000;
+        // Once per message at warn: an outage fails every message in flight, again and again.
+        (failures === 1 ? o.log.warn : o.log.debug).call(o.log, { err, subject: m.subject, deliveryCount, connectionFailures: failures, delayMs }, 'handler failed on a lost connection; will retry (not counted as an attempt)');
+        m.nak(delayMs);
+        return;
+      }
       const error = err instanceof Error ? err.message : String(err);
-      if (deliveryCount >= maxAttempts) await deadLetter(m, `gave up after ${deliveryCount} attempts: ${error}`);
+      if (attempt >= maxAttempts) await deadLetter(m, `gave up after ${attempt} attempts: ${error}`);
       else {
-        o.log.warn({ err, subject: m.subject, deliveryCount }, 'handler failed; will retry');
-        m.nak(delayFor(deliveryCount));
+        o.log.warn({ err, subject: m.subject, deliveryCount, attempt }, 'handler failed; will retry');
+        m.nak(delayFor(attempt));
       }
     } finally {
       clearInterval(timer);

@@ -7,6 +7,40 @@ export interface OutMessage {
   msgId: string;
 }
 
+/** JetStream's error code for a stream that failed to store a message (JSStreamStoreFailedF). */
+export const STREAM_STORE_FAILED = 10077;
+
+/** A PubAck that reported an error (or a no-responders / error status instead of a PubAck). */
+export class PublishError extends Error {
+  /** The status (503: no stream took it, or the store failed). */
+  readonly code: number;
+  /** JetStream's own error code, when the PubAck had one (10077: the stream failed to store it). */
+  readonly errCode: number | null;
+  /** The stream that answered, when it said. */
+  readonly stream: string | null;
+
+  constructor(message: string, o: { code: number; errCode?: number | null; stream?: string | null }) {
+    super(message);
+    this.name = 'PublishError';
+    this.code = o.code;
+    this.errCode = o.errCode ?? null;
+    this.stream = o.stream ?? null;
+  }
+}
+
+/** A stream answered that it could not store the message: its storage on the server is broken (or full). */
+export function isStoreFailure(err: unknown): err is PublishError & { stream: string } {
+  return err instanceof PublishError && err.errCode === STREAM_STORE_FAILED && err.stream !== null;
+}
+
+export interface BatchPublisherOptions {
+  /**
+   * A stream answered a publish with a store failure (`isStoreFailure`). Called for every such
+   * answer; a TopologyWatch's `storeFailed` decides when the stream is broken for good.
+   */
+  onStoreFailure?: (stream: string, err: PublishError) => void;
+}
+
 /**
  * Publishes a batch to JetStream and waits for every PubAck, through one reply-inbox
  * subscription. (`js.publish` makes a request object, a timer and an Error with a stack for
@@ -18,9 +52,11 @@ export class BatchPublisher {
   private readonly sub: Subscription;
   private seq = 0;
   private readonly nc: NatsConnection;
+  private readonly o: BatchPublisherOptions;
 
-  constructor(nc: NatsConnection) {
+  constructor(nc: NatsConnection, o: BatchPublisherOptions = {}) {
     this.nc = nc;
+    this.o = o;
     this.sub = nc.subscribe(`${this.prefix}.*`, { callback: (err, msg) => this.onReply(err, msg) });
   }
 
@@ -31,10 +67,19 @@ export class BatchPublisher {
     this.pending.delete(token);
     if (err) return done(err);
     const code = msg.headers?.code ?? 0;
-    if (code >= 300) return done(new Error(`JetStream publish failed: ${code} ${msg.headers?.description ?? ''}`.trim()));
+    if (code >= 300) return done(new PublishError(`JetStream publish failed: ${code} ${msg.headers?.description ?? ''}`.trim(), { code: Number(code) }));
     try {
-      const ack = msg.json<{ error?: { description?: string } }>();
-      done(ack.error ? new Error(`JetStream publish failed: ${ack.error.description ?? 'unknown error'}`) : null);
+      const ack = msg.json<{ stream?: string; error?: { code?: number; err_code?: number; description?: string } }>();
+      if (!ack.error) return done(null);
+      const err = new PublishError(`JetStream publish failed: ${ack.error.description ?? 'unknown error'}`, { code: ack.error.code ?? 500, errCode: ack.error.err_code ?? null, stream: ack.stream ?? null });
+      done(err);
+      if (isStoreFailure(err)) {
+        try {
+          this.o.onStoreFailure?.(err.stream, err);
+        } catch {
+          /* a listener's failure is not the publish's */
+        }
+      }
     } catch (e) {
       done(e as Error);
     }

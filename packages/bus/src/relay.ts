@@ -24,6 +24,8 @@ export interface RelayOptions {
   checkpointEveryMs?: number;
   /** Test hook, called after each PubAck; throwing simulates a crash mid-batch. */
   afterPublish?: (published: number) => void;
+  /** A stream answered a publish with a store failure (wire it to a TopologyWatch's `storeFailed`). */
+  onStoreFailure?: (stream: string, err: Error) => void;
 }
 
 /**
@@ -36,12 +38,15 @@ export interface RelayOptions {
  * take over the moment the leader's session ends.
  */
 export class Relay {
-  private readonly o: Required<Omit<RelayOptions, 'afterPublish'>> & Pick<RelayOptions, 'afterPublish'>;
+  private readonly o: Required<Omit<RelayOptions, 'afterPublish' | 'onStoreFailure'>> & Pick<RelayOptions, 'afterPublish' | 'onStoreFailure'>;
   private running = false;
   private client: pg.PoolClient | null = null;
   private wake: (() => void) | null = null;
   private loop: Promise<void> | null = null;
   private publisher: BatchPublisher | null = null;
+  /** Resolved by stop(): ends a pause between publish attempts. */
+  private stopping: Promise<void> = Promise.resolve();
+  private stopped: (() => void) | null = null;
   leader = false;
   published = 0;
   /** Set by `rewind`: the leader moves its cursor back here before its next read. */
@@ -55,13 +60,16 @@ export class Relay {
   start(): void {
     if (this.running) return;
     this.running = true;
-    this.publisher = new BatchPublisher(this.o.nc);
+    this.stopping = new Promise((r) => (this.stopped = r));
+    const onStoreFailure = this.o.onStoreFailure;
+    this.publisher = new BatchPublisher(this.o.nc, onStoreFailure ? { onStoreFailure } : {});
     this.loop = this.run();
   }
 
   async stop(): Promise<void> {
     this.running = false;
     this.wake?.();
+    this.stopped?.();
     // A standby blocked in pg_advisory_lock is released by ending its session.
     if (this.client && !this.leader) this.destroyClient(new Error('relay stopping'));
     await this.loop;
@@ -139,6 +147,7 @@ export class Relay {
       savedAt = Date.now();
     };
     let hiddenDelay = 2;
+    let publishFailures = 0;
     while (this.running) {
       const wakeup = this.nextWake();
       if (this.rewindTo) {
@@ -152,7 +161,19 @@ export class Relay {
       }
       const { events: batch, hidden } = await this.o.store.tail(cursor, this.o.batchSize, client, STEP_EVENT_TYPES); // steps are not relayed
       if (batch.length > 0) {
-        cursor = await this.publishBatch(batch);
+        try {
+          cursor = await this.publishBatch(batch);
+          publishFailures = 0;
+        } catch (err) {
+          if (this.crashed) throw err;
+          // NATS did not take the whole batch (it is away, a stream is missing or broken): keep
+          // the lock and the session — the watchdog works where the relay leads, and it is what
+          // heals the bus — and send the same batch again after a pause.
+          publishFailures++;
+          this.o.log.warn({ err, failures: publishFailures }, 'relay: publish failed; retrying');
+          await untilWokenOr(this.stopping, Math.min(5000, 100 * 2 ** publishFailures));
+          continue;
+        }
         if (Date.now() - savedAt >= this.o.checkpointEveryMs) await save();
         if (batch.length === this.o.batchSize) continue; // more may be waiting
       }

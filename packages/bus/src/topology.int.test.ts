@@ -1,11 +1,18 @@
-import { stackTest as test, waitFor } from '@baton/testing';
+import { randomUUID } from 'node:crypto';
+import { rm } from 'node:fs/promises';
+import path from 'node:path';
+import { taskStreamId } from '@baton/domain';
+import { pgTest, privateNats, stackTest as test, waitFor } from '@baton/testing';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
 import pino from 'pino';
 import { describe, expect } from 'vitest';
 import { z } from 'zod';
 import { startConsumer } from './consumer.ts';
+import { BatchPublisher, isStoreFailure } from './publisher.ts';
+import { Relay } from './relay.ts';
 import { busNames } from './subjects.ts';
-import { differs, ensureTopology } from './topology.ts';
+import { differs, ensureTopology, TopologyWatch } from './topology.ts';
 
 const log = pino({ level: 'silent' });
 const TASK = '00000000-0000-4000-8000-000000000001';
@@ -58,4 +65,62 @@ describe('ensureTopology', () => {
     await c.stop();
     expect(got).toEqual([names.triggerSubject(TASK, 'TaskSubmitted')]);
   });
+});
+
+describe('TopologyWatch', () => {
+  pgTest('a stream whose store broke on the server (every publish fails) is deleted and re-created, and the relay, which kept its lock, publishes into it', async ({ pg }) => {
+    // A server of our own: the test reaches into its store directory.
+    const server = await privateNats();
+    const nc = await connect({ servers: server.url });
+    const names = busNames('broken');
+    const jsm = await jetstreamManager(nc);
+    await ensureTopology(jsm, names);
+    const watch = new TopologyWatch({ jsm: () => jetstreamManager(nc), names, log, everyMs: 600_000, storeFailureConfirmMs: 500 });
+    const relay = new Relay({ pool: pg.db.pool, store: pg.store, nc, names, log, onStoreFailure: (stream, err) => watch.storeFailed(stream, err) });
+    const append = async (): Promise<void> => {
+      const taskId = randomUUID();
+      await pg.store.append({ streamId: taskStreamId(taskId), taskId, expectedVersion: 0, events: [{ id: randomUUID(), type: 'TaskStarted', data: { leadAgentId: 'lead', leadAgentType: 'x', configVersion: 'v' } }] });
+    };
+    const lockHolder = async (): Promise<number | null> =>
+      (await pg.db.pool.query<{ pid: number }>(`select pid from pg_locks where locktype = 'advisory' and granted and ((classid::bigint << 32) | objid::bigint) = hashtext('baton-relay:relay')::bigint`)).rows[0]?.pid ?? null;
+    try {
+      watch.start();
+      relay.start();
+      await append();
+      await waitFor(async () => (await jsm.streams.info(names.eventsStream)).state.messages === 1, { what: 'the first event published' });
+      const before = await jsm.streams.info(names.eventsStream);
+      const holder = await lockHolder();
+      expect(holder).not.toBeNull();
+
+      // Break it the way NATS 2.9 was seen to under chaos: the stream stays, its files are gone.
+      // The server finds out when it opens its block again, once it has closed it for idleness
+      // (~5 s without a write): probe with longer and longer pauses until a publish fails.
+      await rm(path.join(server.dir, 'jetstream', '$G', 'streams', names.eventsStream), { recursive: true, force: true });
+      const probe = new BatchPublisher(nc);
+      let failure: unknown = null;
+      for (const pauseMs of [6000, 8000, 12_000]) {
+        await new Promise((r) => setTimeout(r, pauseMs));
+        failure = await probe.publishAll([{ subject: names.eventSubject(randomUUID(), 'Probe'), data: '{}', msgId: randomUUID() }]).then(() => null, (err: unknown) => err);
+        if (failure) break;
+      }
+      probe.close();
+      expect(isStoreFailure(failure)).toBe(true);
+      expect((failure as { stream: string }).stream).toBe(names.eventsStream);
+
+      // The relay's publishes fail the same way; it reports them, the watch repairs the stream.
+      await append();
+      await waitFor(() => watch.repairs === 1, { what: 'the broken stream to be repaired' });
+      await waitFor(async () => (await jsm.streams.info(names.eventsStream)).state.messages === 1, { what: 'the second event published into the new stream' });
+      const after = await jsm.streams.info(names.eventsStream);
+      expect(after.created).not.toBe(before.created);
+      // The relay kept its session (and its lock) through the failed publishes.
+      expect(await lockHolder()).toBe(holder);
+      expect(relay.leader).toBe(true);
+    } finally {
+      await relay.stop();
+      await watch.stop();
+      await nc.close();
+      await server.destroy();
+    }
+  }, 60_000);
 });

@@ -168,13 +168,30 @@ export interface TopologyWatchOptions {
   everyMs?: number;
   /** Called after each look with what was found (and whether this look re-created anything). */
   onReport?: (r: TopologyReport, recreated: boolean) => void | Promise<void>;
+  /**
+   * A stream whose publishes keep failing in its store (`storeFailed`) for this long is taken
+   * as broken (default 2 s: the relay retries several times meanwhile).
+   */
+  storeFailureConfirmMs?: number;
+  /** The least time between two repairs of one stream (default 10 s). */
+  repairIntervalMs?: number;
 }
+
+/** Reports of store failures this far apart belong to different episodes. */
+const STORE_FAILURE_GAP_MS = 30_000;
 
 /**
  * Every service watches the bus: when a stream or consumer is missing (deleted, or NATS came
  * back with an empty store) it is re-created at once, so consumers resume pulling. What the
  * lost streams held is re-fed from the log by the orchestrator's watchdog (it compares each
  * stream's creation time with the one it relayed into).
+ *
+ * A stream can also be there and broken: NATS 2.9 has been seen (under chaos: a stream deleted
+ * and re-created at once while publishes poured in) to keep a stream whose block file is gone,
+ * answering every publish with a store failure (10077, "error opening msg block file … no such
+ * file or directory") for ever. Publishers report such answers (`storeFailed`); a stream that
+ * keeps failing for `storeFailureConfirmMs` is deleted and re-created by the next look, and
+ * re-fed from the log like any lost stream.
  */
 export class TopologyWatch {
   private timer: NodeJS.Timeout | null = null;
@@ -183,10 +200,39 @@ export class TopologyWatch {
   private stopped = false;
   /** The latest look's report (null before the first, or when the bus could not be inspected): what the watchdog reads. */
   report: TopologyReport | null = null;
-  private readonly o: TopologyWatchOptions & { everyMs: number };
+  /** Streams deleted and re-created because their store was broken. */
+  repairs = 0;
+  /** Store failures reported per stream: the first and the latest of the current episode. */
+  private readonly failing = new Map<string, { first: number; last: number; error: string }>();
+  private readonly repairedAt = new Map<string, number>();
+  private readonly o: TopologyWatchOptions & { everyMs: number; storeFailureConfirmMs: number; repairIntervalMs: number };
 
   constructor(o: TopologyWatchOptions) {
-    this.o = { everyMs: 5000, ...o };
+    this.o = { everyMs: 5000, storeFailureConfirmMs: 2000, repairIntervalMs: 10_000, ...o };
+  }
+
+  /**
+   * A publish to `stream` came back with a store failure (BatchPublisher's `onStoreFailure`).
+   * Once such answers have kept coming for `storeFailureConfirmMs`, the next look (at once)
+   * deletes the stream and re-creates it.
+   */
+  storeFailed(stream: string, err: Error): void {
+    if (stream !== this.o.names.eventsStream && stream !== this.o.names.jobsStream) return;
+    const now = Date.now();
+    const f = this.failing.get(stream);
+    if (!f || now - f.last > STORE_FAILURE_GAP_MS) this.failing.set(stream, { first: now, last: now, error: err.message });
+    else {
+      f.last = now;
+      f.error = err.message;
+    }
+    if (this.broken(now).length > 0) this.poke();
+  }
+
+  /** Streams to repair now: failing for long enough, and not repaired too recently. */
+  private broken(now: number): string[] {
+    return [...this.failing]
+      .filter(([stream, f]) => f.last - f.first >= this.o.storeFailureConfirmMs && now - f.last <= STORE_FAILURE_GAP_MS && now - (this.repairedAt.get(stream) ?? 0) >= this.o.repairIntervalMs)
+      .map(([stream]) => stream);
   }
 
   start(): void {
@@ -209,6 +255,15 @@ export class TopologyWatch {
   /** One look: report, re-create what is missing, report again. */
   async check(): Promise<TopologyReport> {
     const jsm = await this.o.jsm();
+    const now = Date.now();
+    for (const stream of this.broken(now)) {
+      const f = this.failing.get(stream);
+      this.o.log.error({ stream, failingForMs: f ? f.last - f.first : 0, error: f?.error }, 'bus stream cannot store messages (its store on the NATS server is broken): deleting it to re-create it');
+      await jsm.streams.delete(stream).catch((err: unknown) => (isNotFound(err) ? false : Promise.reject(err)));
+      this.failing.delete(stream);
+      this.repairedAt.set(stream, now);
+      this.repairs++;
+    }
     let report = await inspectTopology(jsm, this.o.names);
     const problems = topologyProblems(report);
     const recreated = problems.length > 0;

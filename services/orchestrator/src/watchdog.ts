@@ -72,6 +72,8 @@ export interface WatchdogDeps {
   topology: () => TopologyReport | null;
   /** The relay of this process (the watchdog acts where the relay leads, so it can rewind it). */
   relay: Relay | null;
+  /** A stream answered a publish with a store failure (the TopologyWatch's `storeFailed`). */
+  onStoreFailure?: (stream: string, err: Error) => void;
   everyMs: number;
   /** How far back the relay re-publishes after the bus lost its streams (default 10 min). */
   replayWindowMs?: number;
@@ -106,7 +108,8 @@ export class Watchdog {
   }
 
   start(): void {
-    this.publisher = new BatchPublisher(this.d.nc);
+    const onStoreFailure = this.d.onStoreFailure;
+    this.publisher = new BatchPublisher(this.d.nc, onStoreFailure ? { onStoreFailure } : {});
     this.schedule(0);
   }
 

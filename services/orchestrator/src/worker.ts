@@ -47,8 +47,22 @@ export interface Orchestrator {
  * event store's expected-version check keeps it correct.
  */
 export async function startOrchestrator(d: OrchestratorDeps): Promise<Orchestrator> {
+  const jsm = () => jetstreamManager(d.nc);
+  // Started below, once the watchdog it pokes exists. Publishers report streams whose store fails
+  // to it (`storeFailed`): such a stream is deleted and re-created, then re-fed by the watchdog.
+  const topology = new TopologyWatch({
+    jsm,
+    names: d.names,
+    ...(d.topology ? { topology: d.topology } : {}),
+    log: d.log.child({ component: 'topology' }),
+    everyMs: d.busCheckMs ?? 5000,
+    onReport: (_r, recreated) => {
+      if (recreated) watchdog.poke();
+    },
+  });
+  const onStoreFailure = (stream: string, err: Error): void => topology.storeFailed(stream, err);
   const relay = d.relay.enabled
-    ? new Relay({ pool: d.pool, store: d.store as EventStore, nc: d.nc, names: d.names, log: d.log.child({ component: 'relay' }), batchSize: d.relay.batchSize, backstopMs: d.relay.backstopMs })
+    ? new Relay({ pool: d.pool, store: d.store as EventStore, nc: d.nc, names: d.names, log: d.log.child({ component: 'relay' }), batchSize: d.relay.batchSize, backstopMs: d.relay.backstopMs, onStoreFailure })
     : null;
   relay?.start();
   // Runner jobs for dispatches go out as soon as they are committed (the relay sends them too).
@@ -62,7 +76,6 @@ export async function startOrchestrator(d: OrchestratorDeps): Promise<Orchestrat
     backstopMs: d.deadlineBackstopMs ?? 60_000,
   });
   deadlines.start();
-  const jsm = () => jetstreamManager(d.nc);
   const watchdog = new Watchdog({
     pool: d.pool,
     store: d.store as EventStore,
@@ -74,19 +87,10 @@ export async function startOrchestrator(d: OrchestratorDeps): Promise<Orchestrat
     now: d.now,
     topology: () => topology.report,
     relay,
+    onStoreFailure,
     everyMs: d.watchdog?.everyMs ?? 5000,
     ...(d.watchdog?.replayWindowMs !== undefined ? { replayWindowMs: d.watchdog.replayWindowMs } : {}),
     options: { graceMs: d.watchdog?.graceMs ?? 30_000, maxRedispatches: d.watchdog?.maxRedispatches ?? 3 },
-  });
-  const topology = new TopologyWatch({
-    jsm,
-    names: d.names,
-    ...(d.topology ? { topology: d.topology } : {}),
-    log: d.log.child({ component: 'topology' }),
-    everyMs: d.busCheckMs ?? 5000,
-    onReport: (_r, recreated) => {
-      if (recreated) watchdog.poke();
-    },
   });
   topology.start();
   watchdog.start();
