@@ -45,6 +45,8 @@ export interface ChaosReport {
   kills: { orchestrator: number; 'sandbox-runner': number };
   /** Other faults injected (bus wipes, NATS restarts, Postgres crash-restarts). */
   faults: { busWipes: number; natsRestarts: number; postgresRestarts: number };
+  /** Times the private NATS exited on its own (not a fault of this run): restarted at once, like an orchestrator restarting it. */
+  natsDied: number;
   events: number;
   toolExecutions: number;
   /** Tool executions repeated before their result was recorded (a crash between run and record). */
@@ -179,6 +181,22 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       }
     })();
 
+    // The keeper: a private NATS that exits on its own (seen rarely with NATS 2.9 after kill -9
+    // restarts) is started again at once, as a process supervisor would — and reported.
+    let natsBusy = false;
+    let natsDied = 0;
+    const keeper = (async () => {
+      while (!done && ownNats) {
+        if (!natsBusy && !ownNats.running()) {
+          const exit = ownNats.unexpectedExits.at(-1);
+          o.log(`chaos: the private nats-server exited on its own (code ${String(exit?.code)}, signal ${String(exit?.signal)}); starting it again. Its last stderr:\n${exit?.stderr ?? ''}`);
+          natsDied++;
+          await ownNats.start();
+        }
+        await sleep(250);
+      }
+    })();
+
     // The killer: at random moments, SIGKILL the orchestrator or the runner (restarted after a
     // random pause), delete the bus's streams, restart NATS, or crash-restart Postgres.
     let natsRestarts = 0;
@@ -193,14 +211,28 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
           await sleep(random() * 400);
           start(name);
         } else if (fault === 'bus-wipe') {
-          await deleteNamespaceStreams(natsUrl, namespace);
+          // (NATS may be down for a moment — restarting, or restarted by the keeper: wipe once it answers.)
+          for (let attempt = 0; ; attempt++) {
+            try {
+              await deleteNamespaceStreams(natsUrl, namespace);
+              break;
+            } catch (err) {
+              if (attempt >= 40) throw err;
+              await sleep(250);
+            }
+          }
           faults.busWipes++;
         } else if (fault === 'nats-restart') {
           // kill -9 and start again on the same port; every other time with its store deleted (an empty NATS).
           const nats = ownNats as NonNullable<typeof ownNats>;
-          await nats.stop();
-          if (natsRestarts++ % 2 === 0) await rm(nats.dir, { recursive: true, force: true });
-          await nats.start();
+          natsBusy = true;
+          try {
+            await nats.stop();
+            if (natsRestarts++ % 2 === 0) await rm(nats.dir, { recursive: true, force: true });
+            await nats.start();
+          } finally {
+            natsBusy = false;
+          }
           faults.natsRestarts++;
         } else {
           // A crash (no shutdown checkpoint), down for a moment, then recovery.
@@ -226,12 +258,13 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     }
     done = true;
     await killer;
+    await keeper;
     await person;
     const killed = kills.orchestrator + kills['sandbox-runner'];
     if (killed < o.kills) o.log(`chaos: the tasks finished after ${killed} of the ${o.kills} kills asked for (more tasks give the killer more time)`);
     const report = await verify(dbUrl, ids, auditFile);
     ok = report.violations.length === 0;
-    return { seed: o.seed, tasks: ids.length, kills, faults, decisions, seconds: (performance.now() - t0) / 1000, ...report };
+    return { seed: o.seed, tasks: ids.length, kills, faults, natsDied, decisions, seconds: (performance.now() - t0) / 1000, ...report };
   } finally {
     done = true;
     await Promise.all([stable.stop('SIGTERM'), ...[...victims.values()].map((v) => v.stop('SIGTERM'))]);
@@ -289,7 +322,7 @@ interface Row {
 }
 
 /** Check the log against the crash-safety promises; every broken promise is one line. */
-export async function verify(dbUrl: string, ids: string[], auditFile: string): Promise<Omit<ChaosReport, 'seed' | 'tasks' | 'kills' | 'faults' | 'decisions' | 'seconds'>> {
+export async function verify(dbUrl: string, ids: string[], auditFile: string): Promise<Omit<ChaosReport, 'seed' | 'tasks' | 'kills' | 'faults' | 'natsDied' | 'decisions' | 'seconds'>> {
   const c = new pg.Client({ connectionString: dbUrl });
   await c.connect();
   const violations: string[] = [];

@@ -16,6 +16,8 @@ export interface PrivateNats {
   /** Its JetStream store (delete it while stopped to restart with an empty store). */
   dir: string;
   running(): boolean;
+  /** Exits nobody asked for (not by stop()): when, the code or signal, and the end of its stderr. */
+  readonly unexpectedExits: { at: Date; code: number | null; signal: string | null; stderr: string }[];
   start(extraArgs?: string[]): Promise<void>;
   stop(): Promise<void>;
   destroy(): Promise<void>;
@@ -29,6 +31,8 @@ export async function privateNats(opts: { bin?: string } = {}): Promise<PrivateN
   const dir = await mkdtemp(path.join(tmpdir(), 'baton-nats-'));
   const port = await freePort();
   let child: ChildProcess | null = null;
+  let stopping: ChildProcess | null = null;
+  const unexpectedExits: PrivateNats['unexpectedExits'] = [];
   const start = async (extraArgs: string[] = []): Promise<void> => {
     if (child) return;
     const c = spawn(bin, ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', dir, ...extraArgs], { stdio: ['ignore', 'ignore', 'pipe'] });
@@ -41,9 +45,10 @@ export async function privateNats(opts: { bin?: string } = {}): Promise<PrivateN
     failed.catch(() => {});
     child = c;
     live.add(c);
-    c.once('exit', () => {
+    c.once('exit', (code, signal) => {
       live.delete(c);
       if (child === c) child = null;
+      if (stopping !== c) unexpectedExits.push({ at: new Date(), code, signal, stderr });
     });
     if (!exitHookInstalled) {
       exitHookInstalled = true;
@@ -61,6 +66,7 @@ export async function privateNats(opts: { bin?: string } = {}): Promise<PrivateN
     const c = child;
     if (!c) return;
     const exited = new Promise((r) => c.once('exit', r));
+    stopping = c;
     c.kill('SIGKILL');
     await exited;
   };
@@ -70,6 +76,7 @@ export async function privateNats(opts: { bin?: string } = {}): Promise<PrivateN
     port,
     dir,
     running: () => child !== null,
+    unexpectedExits,
     start,
     stop,
     async destroy() {
