@@ -1,3 +1,4 @@
 export * from './view.ts';
 export * from './webhook-url.ts';
 export * from './chat.ts';
+export * from './diff.ts';

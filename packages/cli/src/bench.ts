@@ -17,7 +17,7 @@ import { fmt, summarize } from './stats.ts';
 import { formatBreakdown, measureSteps, waitForDiagnostics } from './breakdown.ts';
 
 /**
- * ../shared/BENCHMARKS.md, measured against the four services running as separate processes
+ * docs/benchmarks.md, measured against the four services running as separate processes
  * on this machine's Postgres and NATS. Prints one line per metric and writes JSON.
  */
 export interface BenchOptions {

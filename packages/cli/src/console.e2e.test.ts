@@ -111,6 +111,11 @@ describe('the web console, in Chromium', () => {
     expect(await page.locator('.live').textContent()).toMatch(/live|ended/);
     await shot('2-report');
     expect((await task(id)).status).toBe('completed');
+    // The timeline shows the task as it was at any entry: at the first approval request it was waiting.
+    await page.locator('.timeline li[data-type="ApprovalRequested"]').first().getByRole('button', { name: 'state' }).click();
+    const at = page.getByLabel('state at version');
+    await at.locator('.status.s-awaiting_input').waitFor();
+    expect(await at.textContent()).toMatch(/open requests: apr-lead-/);
   });
 
   it('review & edit: an edit naming no such agent is refused on the card and the request stays open; a valid edit runs', async () => {

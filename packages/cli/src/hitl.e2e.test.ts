@@ -185,6 +185,10 @@ describe('human in the loop, end to end', () => {
     expect(events.filter((e) => e.type === 'ModelTurnRecorded' && e.data.agentId === 'researcher-1').map((e) => e.data.turn)).toEqual([1, 2, 3]); // no turn ran twice
     expect(events.filter((e) => e.type.startsWith('Budget')).map((e) => `${e.type}:${String(e.data.requestId)}`)).toEqual(['BudgetExceeded:budget-1', 'BudgetRaised:budget-1', 'BudgetExceeded:budget-2', 'BudgetRaised:budget-2']);
     expect(events.filter((e) => e.type === 'SubagentPaused')).toHaveLength(2);
+    // `baton replay --diff`: what each event changed in the task.
+    const diff = await cli('replay', id, '--diff');
+    expect(diff).toMatch(/BudgetExceeded\n(?: {4}.*\n)*? {4}pendingRequests\[0\]: ∅ → \{"kind":"budget","requestId":"budget-1"/);
+    expect(diff).toMatch(/SubagentPaused\n(?: {4}.*\n)*? {4}status: "running" → "awaiting_input"/);
     await waitFor(() => hooks.some((h) => h.requestIds.includes('budget-2')), { what: 'the awaiting_input webhook of the budget request' });
 
     // Refused: the run stops, failed with the reason.

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { Command, InvalidArgumentError } from 'commander';
 import { recordAs, replay, stateAt, type RecordedEvent } from '@baton/domain';
-import { toTaskView, type TaskView } from '@baton/api';
+import { toTaskView, viewDiff, type TaskView } from '@baton/api';
 import type { VerifyResult } from '@baton/agents';
 import { answer, decide, describeEvent, describeTask } from './people.ts';
 import { ApiError, BatonClient, type ApiEvent } from '@baton/client';
@@ -164,13 +164,24 @@ program
   .command('replay <taskId>')
   .description('fold a task event by event, printing the state after each (or the state at --at N)')
   .option('--at <version>', 'print the task as it was after this version of its stream')
-  .action(async (taskId: string, opts: { at?: string }) => {
+  .option('--diff', 'print what each event changed in the task (as the API shows it)')
+  .action(async (taskId: string, opts: { at?: string; diff?: boolean }) => {
     const events = (await client().allEvents(taskId)).map(toRecorded);
     if (opts.at !== undefined) {
       const at = Number(opts.at);
       const s = Number.isInteger(at) && at > 0 ? stateAt(events, at) : null;
       if (!s) throw new Error(`the task stream has no version ${opts.at}`);
       console.log(JSON.stringify(toTaskView(s), null, 2));
+      return;
+    }
+    if (opts.diff) {
+      let before: unknown = {};
+      for (const { event, state } of replay(events)) {
+        const after = toTaskView(state);
+        console.log(`#${event.position} ${event.streamId}@${event.version} ${event.type}`);
+        for (const c of viewDiff(before, after, new Set(['updatedAt']))) console.log(`    ${c.path}: ${short(c.before)} → ${short(c.after)}`);
+        before = after;
+      }
       return;
     }
     for (const { event, state } of replay(events)) {
@@ -182,7 +193,7 @@ program
 
 program
   .command('bench')
-  .description('run ../shared/BENCHMARKS.md workloads (M1–M5) against the services as processes')
+  .description('run the benchmark workloads (docs/benchmarks.md: M1–M5 and more) against the services as processes')
   .option('--m1-runs <n>', 'sequential runs for M1', '200')
   .option('--m2-runs <n>', 'sequential approve → resume samples for M2', '200')
   .option('--m3-runs <n>', 'runs started at once for M3', '200')
@@ -255,6 +266,13 @@ export function parseFaults(spec: string): { busWipes: number; natsRestarts: num
     out[key] = n;
   }
   return out;
+}
+
+/** A value on one line, cut at 120 characters (absent: ∅). */
+function short(v: unknown): string {
+  if (v === undefined) return '∅';
+  const t = typeof v === 'string' ? JSON.stringify(v) : JSON.stringify(v) ?? String(v);
+  return t.length > 120 ? `${t.slice(0, 119)}…` : t;
 }
 
 function toRecorded(e: ApiEvent): RecordedEvent {

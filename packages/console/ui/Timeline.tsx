@@ -77,6 +77,14 @@ const agentOf = (e: EventView): string => {
 export function Timeline({ task, events }: { task: TaskView; events: EventView[] }) {
   const [error, setError] = useState<string | null>(null);
   const [filter, setFilter] = useState('');
+  const [stateAt, setStateAt] = useState<{ version: number; task: TaskView } | null>(null);
+  const showState = async (version: number): Promise<void> => {
+    try {
+      setStateAt({ version, task: await api<TaskView>('GET', `/v1/tasks/${task.id}/state?at=${version}`) });
+    } catch (err) {
+      setError((err as Error).message);
+    }
+  };
   const agents = [...new Set(events.map(agentOf))];
   const fork = async (version: number): Promise<void> => {
     try {
@@ -102,6 +110,24 @@ export function Timeline({ task, events }: { task: TaskView; events: EventView[]
         </select>
       </h3>
       <ErrorLine error={error} />
+      {stateAt && (
+        <div className="card state-at" aria-label="state at version">
+          <div className="row">
+            <b>The task after version {stateAt.version}</b>
+            <span className={`status s-${stateAt.task.status}`}>{stateAt.task.status.replace('_', ' ')}</span>
+            <span className="meta">
+              agents: {stateAt.task.agents.map((a) => `${a.id} ${a.status}`).join(', ') || 'none'} · open requests: {stateAt.task.pendingRequests.map((r) => r.requestId).join(', ') || 'none'}
+            </span>
+            <button className="small" onClick={() => setStateAt(null)}>
+              close
+            </button>
+          </div>
+          <details>
+            <summary>the whole task object</summary>
+            <pre>{JSON.stringify(stateAt.task, null, 2)}</pre>
+          </details>
+        </div>
+      )}
       <ol>
         {shown.map((e) => {
           const onTask = e.streamId.startsWith('task-');
@@ -110,11 +136,18 @@ export function Timeline({ task, events }: { task: TaskView; events: EventView[]
               <time>{new Date(e.recordedAt).toLocaleTimeString()}</time>
               <span className="badge agent">{agentOf(e)}</span>
               <span className="what">{describe(e)}</span>
-              {onTask && e.version < task.version && (
-                <button className="small fork-here" title={`a new task from version ${e.version}`} onClick={() => void fork(e.version)}>
-                  fork from here
-                </button>
-              )}
+              <span className="row">
+                {onTask && (
+                  <button className="small" title={`the task as it was after version ${e.version}`} onClick={() => void showState(e.version)}>
+                    state
+                  </button>
+                )}
+                {onTask && e.version < task.version && (
+                  <button className="small fork-here" title={`a new task from version ${e.version}`} onClick={() => void fork(e.version)}>
+                    fork from here
+                  </button>
+                )}
+              </span>
             </li>
           );
         })}
