@@ -51,7 +51,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
 
   await app.register(swagger, {
     openapi: {
-      info: { title: 'Baton API', version: '1.0.0', description: 'Durable, human-in-the-loop runtime for multi-agent tasks. See API.md.' },
+      info: { title: 'Baton API', version: '1.0.0', description: 'Durable, human-in-the-loop runtime for multi-agent tasks. The reference in words: docs/api.md (generated from this document) and the README.' },
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
     },
     transform: jsonSchemaTransform,

@@ -1,0 +1,76 @@
+/**
+ * docs/api.md, generated from the gateway's OpenAPI document (what /docs serves): every route
+ * with its summary, parameters, body fields and answers. Pure; the test keeps the file current.
+ */
+type Schema = { type?: string | string[]; properties?: Record<string, Schema>; required?: string[]; items?: Schema; enum?: unknown[]; description?: string; anyOf?: Schema[]; oneOf?: Schema[]; default?: unknown; minimum?: number; maximum?: number; minLength?: number; maxLength?: number; format?: string; const?: unknown };
+type Operation = { summary?: string; tags?: string[]; parameters?: { name: string; in: string; required?: boolean; schema?: Schema; description?: string }[]; requestBody?: { content?: Record<string, { schema?: Schema }> }; responses?: Record<string, { description?: string }> };
+export interface OpenApiDocument {
+  info: { title: string; version: string };
+  paths: Record<string, Record<string, Operation>>;
+}
+
+const METHODS = ['get', 'post', 'put', 'patch', 'delete'];
+
+function typeOf(s: Schema | undefined): string {
+  if (!s) return 'any';
+  if (s.const !== undefined) return JSON.stringify(s.const);
+  if (s.enum) return s.enum.map((v) => JSON.stringify(v)).join(' \\| ');
+  const alts = s.anyOf ?? s.oneOf;
+  if (alts) return alts.map(typeOf).join(' \\| ');
+  const t = Array.isArray(s.type) ? s.type.join(' \\| ') : (s.type ?? 'any');
+  if (t === 'array') return `${typeOf(s.items)}[]`;
+  if (t === 'object' && s.properties) return 'object';
+  return s.format ? `${t} (${s.format})` : t;
+}
+
+function limits(s: Schema | undefined): string {
+  if (!s) return '';
+  const parts: string[] = [];
+  if (s.minLength !== undefined || s.maxLength !== undefined) parts.push(`${s.minLength ?? 0}..${s.maxLength ?? '∞'} chars`);
+  if (s.minimum !== undefined || s.maximum !== undefined) parts.push(`${s.minimum ?? '−∞'}..${s.maximum ?? '∞'}`);
+  if (s.default !== undefined) parts.push(`default ${JSON.stringify(s.default)}`);
+  return parts.join(', ');
+}
+
+/** The fields of an object schema, nested ones by dotted path (two levels deep). */
+function fields(s: Schema | undefined, prefix = '', depth = 0): string[] {
+  if (!s?.properties) return [];
+  const out: string[] = [];
+  for (const [name, p] of Object.entries(s.properties)) {
+    const path = `${prefix}${name}`;
+    const req = s.required?.includes(name) ? 'yes' : '';
+    const notes = [p.description, limits(p)].filter(Boolean).join('; ').replace(/\|/g, '\\|').replace(/\n/g, ' ');
+    out.push(`| \`${path}\` | ${typeOf(p)} | ${req} | ${notes} |`);
+    if (depth < 2) out.push(...fields(p.type === 'array' ? p.items : p, `${path}${p.type === 'array' ? '[]' : ''}.`, depth + 1));
+  }
+  return out;
+}
+
+export function renderApiReference(doc: OpenApiDocument): string {
+  const lines = [
+    '# HTTP API reference',
+    '',
+    `Generated from the gateway's OpenAPI document (${doc.info.title} ${doc.info.version}; served live at \`/docs\`, JSON at \`/docs/json\`) — do not edit by hand: \`UPDATE_API_DOCS=1 pnpm exec vitest run services/gateway/src/api-reference.int.test.ts\` writes it again.`,
+    'Errors are `{ "error": { "code", "message", "details"? } }`; limits are in docs/limits.md; the README explains the flows.',
+    '',
+  ];
+  const byTag = new Map<string, string[]>();
+  for (const [path, ops] of Object.entries(doc.paths).sort(([a], [b]) => a.localeCompare(b))) {
+    for (const method of METHODS) {
+      const op = ops[method];
+      if (!op) continue;
+      const out: string[] = [`### \`${method.toUpperCase()} ${path}\``, ''];
+      if (op.summary) out.push(op.summary, '');
+      const params = (op.parameters ?? []).map((p) => `| \`${p.name}\` (${p.in}) | ${typeOf(p.schema)} | ${p.required ? 'yes' : ''} | ${[p.description ?? p.schema?.description, limits(p.schema)].filter(Boolean).join('; ').replace(/\|/g, '\\|')} |`);
+      const body = op.requestBody?.content?.['application/json']?.schema;
+      const bodyFields = fields(body, 'body.');
+      if (params.length + bodyFields.length > 0) out.push('| field | type | required | notes |', '|---|---|---|---|', ...params, ...bodyFields, '');
+      const responses = Object.entries(op.responses ?? {}).map(([code, r]) => `${code}${r.description && r.description !== 'Default Response' ? ` ${r.description}` : ''}`);
+      if (responses.length > 0) out.push(`Answers: ${responses.join(' · ')}`, '');
+      const tag = op.tags?.[0] ?? 'other';
+      byTag.set(tag, [...(byTag.get(tag) ?? []), ...out]);
+    }
+  }
+  for (const [tag, out] of [...byTag.entries()].sort(([a], [b]) => a.localeCompare(b))) lines.push(`## ${tag}`, '', ...out);
+  return `${lines.join('\n').trimEnd()}\n`;
+}
