@@ -44,7 +44,7 @@ const message = (content: unknown[], stop: string, usage: Record<string, number>
   id: 'msg_1',
   type: 'message',
   role: 'assistant',
-  model: 'claude-sonnet-4-5-20250929',
+  model: 'claude-sonnet-4-6-20260101',
   content,
   stop_reason: stop,
   stop_sequence: null,
@@ -53,7 +53,7 @@ const message = (content: unknown[], stop: string, usage: Record<string, number>
 
 const request = (over: Partial<ModelRequest> = {}): ModelRequest => ({
   agentType: 'researcher',
-  model: 'claude-sonnet-4-5',
+  model: 'claude-sonnet-4-6',
   system: 'You research.',
   messages: [{ role: 'user', content: 'Research NATS' }],
   tools: [
@@ -69,9 +69,9 @@ describe('AnthropicModel through the real SDK against a fake Messages API', () =
     const model = new AnthropicModel({ apiKey: 'sk-test', baseURL, maxRetries: 0 });
     replies.push({ body: message([{ type: 'text', text: 'Writing.' }, { type: 'tool_use', id: 'toolu_1', name: 'write_file', input: { path: 'notes.md' } }], 'tool_use') });
     const first = await model.complete(request());
-    expect(first).toMatchObject({ stopReason: 'tool_use', offline: false, model: 'claude-sonnet-4-5-20250929', content: [{ type: 'text' }, { type: 'tool_use', id: 'toolu_1', input: { path: 'notes.md' } }] });
+    expect(first).toMatchObject({ stopReason: 'tool_use', offline: false, model: 'claude-sonnet-4-6-20260101', content: [{ type: 'text' }, { type: 'tool_use', id: 'toolu_1', input: { path: 'notes.md' } }] });
     expect(seen[0]?.headers.authorization).toBe('Bearer sk-test');
-    expect(seen[0]?.body).toMatchObject({ model: 'claude-sonnet-4-5', max_tokens: 1024, system: 'You research.', messages: [{ role: 'user', content: 'Research NATS' }] });
+    expect(seen[0]?.body).toMatchObject({ model: 'claude-sonnet-4-6', max_tokens: 1024, system: 'You research.', messages: [{ role: 'user', content: 'Research NATS' }] });
     expect(seen[0]?.body.tools).toEqual([
       { name: 'write_file', description: 'Write a file', input_schema: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] } },
       { type: 'web_search_20250305', name: 'web_search', max_uses: 5 },

@@ -23,7 +23,9 @@ export const REQUEST_TIMEOUT_MS = 120_000;
 /** Build the gateway's Fastify app from its dependencies (tests call this directly). */
 export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   // Per-request access logs are off (they would dominate at load); /metrics counts requests.
-  const httpLog = deps.log.child({ component: 'http' }, { level: deps.log.level === 'debug' || deps.log.level === 'trace' ? deps.log.level : 'warn' });
+  // Request logs at warn and above unless the service logs more (debug, trace) or less (error, fatal, silent).
+  const level = ['debug', 'trace', 'error', 'fatal', 'silent'].includes(deps.log.level) ? deps.log.level : 'warn';
+  const httpLog = deps.log.child({ component: 'http' }, { level });
   const app = Fastify({
     loggerInstance: httpLog as FastifyBaseLogger,
     bodyLimit: deps.bodyLimit,
