@@ -10,3 +10,4 @@ export { AgentFile, DEFAULT_TEAMS_DIR, loadTeams, loadTeamsOrExit, TeamConfigErr
 export { lastText, requestIdFor, runAgentLoop, triageToolUses, type LoopExit, type LoopHost, type ToolCall, type Triage, type TriageInput } from './loop.ts';
 export { OfflineChatModel, offlineChatReply, streamedWords } from './offline-chat.ts';
 export { CHAT_AGENT_TYPE, chatModelFromConfig, chatRequest, chatSystemPrompt, RoutingChatModel } from './chat.ts';
+export { emailIdFor, outboxRequest, type OutboxRequest } from './outbox.ts';
