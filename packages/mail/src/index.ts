@@ -1,0 +1,3 @@
+export * from './token.ts';
+export * from './markdown.ts';
+export * from './compose.ts';
