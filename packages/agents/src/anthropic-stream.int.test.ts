@@ -34,7 +34,7 @@ describe('AnthropicModel.stream (Messages API server-sent events)', () => {
     expect(sent.headers.authorization).toBe('Bearer sk-test');
     expect(sent.body).toMatchObject({
       stream: true,
-      model: 'claude-sonnet-4-5',
+      model: research.lead.model, // the team lead's model
       max_tokens: 512,
       messages: [
         { role: 'user', content: 'What is NATS?' },
