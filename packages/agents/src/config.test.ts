@@ -27,9 +27,11 @@ const problemsOf = (dir: string): string[] => {
 };
 
 describe('teams from config files', () => {
-  it('the shipped research team: a lead whose only delegation tool is Task, a researcher and a report writer, prompts from markdown', () => {
+  it('the shipped research team: a lead whose only delegation tool is Task, a researcher, a report writer and an email agent, prompts from markdown', () => {
     const { research, bench } = loadTeams();
-    expect(research?.lead).toMatchObject({ id: 'research-lead', tools: ['Task', 'ask_user'], delegatesTo: ['researcher', 'report-writer'] });
+    expect(research?.lead).toMatchObject({ id: 'research-lead', tools: ['Task', 'ask_user'], delegatesTo: ['researcher', 'report-writer', 'email-agent'] });
+    expect(research?.agents['email-agent']?.tools).toEqual(['read_file', 'glob', 'list_directory', 'send_email']);
+    expect(research?.approvals).toBeUndefined(); // send_email's own default (always) holds
     expect(research?.lead.prompt).toMatch(/delegate with the `Task` tool/);
     expect(research?.agents.researcher?.tools).toEqual(['web_search', 'write_file', 'read_file', 'list_directory', 'ask_user']);
     expect(research?.agents['report-writer']?.tools).toEqual(['read_file', 'write_file', 'glob', 'list_directory']);
@@ -55,9 +57,9 @@ describe('teams from config files', () => {
     writeFileSync(path.join(dir, 'research', 'research-lead.json'), JSON.stringify({ id: 'research-lead', name: 'L', model: 'm', prompt_file: 'research-lead.md', tools: ['ask_user'], delegates_to: ['researcher', 'ghost'] }));
     expect(problemsOf(dir)).toEqual(
       expect.arrayContaining([
-        "research/researcher.json: tools.1: unknown tool 'teleport' (known: Task, submit_plan, submit_review, bench_step, bench_gate, ask_user, write_file, read_file, list_directory, edit_file, glob, search_files, run_command, run_tests, web_search)",
+        "research/researcher.json: tools.1: unknown tool 'teleport' (known: Task, submit_plan, submit_review, bench_step, bench_gate, ask_user, write_file, read_file, list_directory, edit_file, glob, search_files, run_command, run_tests, web_search, send_email)",
         "research/researcher.json: prompt_file: 'missing.md' does not exist",
-        "research/research-lead.json: delegates_to.1: 'ghost' is not an agent of team 'research' (agents: researcher, report-writer)",
+        "research/research-lead.json: delegates_to.1: 'ghost' is not an agent of team 'research' (agents: researcher, report-writer, email-agent)",
         "research/research-lead.json: tools: a lead that delegates needs the 'Task' or the 'submit_plan' tool",
       ]),
     );
@@ -79,7 +81,7 @@ describe('teams from config files', () => {
     const { research } = loadTeams();
     const reviewer = { ...research!.agents.researcher!, id: 'reviewer', name: 'Reviewer', tools: ['read_file', 'glob'] };
     const team = { ...research!, lead: { ...research!.lead, reviewAgent: 'reviewer' }, agents: { ...research!.agents, reviewer } };
-    expect(delegationTargets(team.lead)).toEqual(['researcher', 'report-writer', 'reviewer']);
+    expect(delegationTargets(team.lead)).toEqual(['researcher', 'report-writer', 'email-agent', 'reviewer']);
     const prompt = leadSystemPrompt(team);
     expect(prompt).toMatch(/- `researcher`: Web researcher \(tools: web_search, write_file, read_file, list_directory, ask_user\)/);
     expect(prompt).toMatch(/- `reviewer`: Reviewer \(tools: read_file, glob\)/);

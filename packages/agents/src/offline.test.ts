@@ -1,7 +1,7 @@
 import type { ContentBlock } from '@baton/domain';
 import { describe, expect, it } from 'vitest';
 import type { ModelMessage } from './model.ts';
-import { isVague, OfflineModel, searchQueryOf, subjectsOf } from './offline.ts';
+import { isVague, mailRecipientsOf, OfflineModel, searchQueryOf, subjectsOf, withoutMailClause } from './offline.ts';
 import { WORKSPACE_FILES_HEADING } from './teams.ts';
 import { allTools, toolSpec } from './tools.ts';
 
@@ -62,6 +62,70 @@ describe('offline research lead', () => {
     }
     expect(t.stopReason).toBe('end_turn');
     expect(JSON.stringify(t.content)).toMatch(/rejected the plan: stop/);
+  });
+});
+
+describe('offline research lead, asked to mail the report', () => {
+  /** The lead's run with every delegation answered by `results` in turn. */
+  const runLead = async (prompt: string, results: string[]) => {
+    let h: ModelMessage[] = [{ role: 'user', content: prompt }];
+    const turns = [];
+    for (const r of [...results, null]) {
+      const t = await lead(h);
+      turns.push(t);
+      if (r === null || t.stopReason !== 'tool_use') break;
+      h = answered(h, t.content, r);
+    }
+    return turns;
+  };
+  const done = (summary: string) => JSON.stringify({ summary, filesCreated: [], filesModified: [], success: true });
+
+  it('delegates to the email agent once the report is written, naming the recipients; the research brief leaves the mailing out', async () => {
+    const turns = await runLead('Research the history of event sourcing and email it to ann@example.com', [done('notes'), done('report'), done('Mail queued as x')]);
+    const delegated = turns.flatMap((t) => toolUses(t.content)).map((t) => t.input);
+    expect(delegated.map((i) => i.agent)).toEqual(['researcher', 'report-writer', 'email-agent']);
+    expect(String(delegated[0]?.prompt)).not.toMatch(/ann@example\.com|email/);
+    expect(String(delegated[2]?.prompt)).toMatch(/^Mail report\.md to ann@example\.com\.\nSubject: Report: Research the history of event sourcing$/);
+    expect(JSON.stringify(turns[0]?.content)).toMatch(/Then the email agent mails report\.md to ann@example\.com/);
+    expect(turns.at(-1)?.stopReason).toBe('end_turn');
+    expect(JSON.stringify(turns.at(-1)?.content)).toMatch(/Mail: Mail queued as x/);
+  });
+
+  it('without a mailing clause it ends after the report, as before', async () => {
+    const turns = await runLead('Research the history of event sourcing', [done('notes'), done('report')]);
+    expect(turns.flatMap((t) => toolUses(t.content)).map((t) => t.input.agent)).toEqual(['researcher', 'report-writer']);
+    expect(turns.at(-1)?.stopReason).toBe('end_turn');
+  });
+
+  it('a rejected mailing is re-planned with the reason', async () => {
+    const turns = await runLead('Research event sourcing, then mail the report to ann@example.com', [done('notes'), done('report'), 'The user rejected the plan: not yet']);
+    const last = toolUses(turns.at(-1)?.content ?? [])[0];
+    expect(last).toMatchObject({ name: 'Task', input: { agent: 'email-agent', prompt: expect.stringMatching(/revised after feedback: not yet/) } });
+  });
+
+  it('mailRecipientsOf / withoutMailClause', () => {
+    expect(mailRecipientsOf('Research X and mail it to a@example.com and b.c@example.org.')).toEqual(['a@example.com', 'b.c@example.org']);
+    expect(mailRecipientsOf('Research X; e-mail the report to a@example.com')).toEqual(['a@example.com']);
+    expect(mailRecipientsOf('Research how email works (ask a@example.com)')).toEqual([]);
+    expect(withoutMailClause('Research X and mail it to a@example.com')).toBe('Research X');
+  });
+});
+
+describe('offline email agent', () => {
+  const agent = (messages: ModelMessage[]) => model.complete({ agentType: 'email-agent', model: 'm', system: '', messages, tools: specs('read_file', 'send_email'), maxTokens: 100 });
+  it('reads the file, sends it as the body with the file attached, then says what became of it', async () => {
+    const start: ModelMessage[] = [{ role: 'user', content: 'Mail report.md to ann@example.com.\nSubject: Report: event sourcing' }];
+    const t1 = await agent(start);
+    expect(toolUses(t1.content)).toEqual([expect.objectContaining({ name: 'read_file', input: { path: 'report.md' } })]);
+    const h1 = answered(start, t1.content, '# Report\n\nFindings.');
+    const t2 = await agent(h1);
+    expect(toolUses(t2.content)).toEqual([expect.objectContaining({ name: 'send_email', input: { to: ['ann@example.com'], subject: 'Report: event sourcing', body: '# Report\n\nFindings.', attach: ['report.md'] } })]);
+    expect(allTools.send_email!.input.safeParse(toolUses(t2.content)[0]?.input).success).toBe(true);
+    const t3 = await agent(answered(h1, t2.content, 'queued as 1234'));
+    expect(t3).toMatchObject({ stopReason: 'end_turn' });
+    expect(JSON.stringify(t3.content)).toMatch(/Mail queued as 1234/);
+    const rejected = await agent(answered(h1, t2.content, 'The user rejected the plan: wrong person'));
+    expect(JSON.stringify(rejected.content)).toMatch(/not sent: The user rejected the plan: wrong person/);
   });
 });
 

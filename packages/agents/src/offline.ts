@@ -47,6 +47,19 @@ function summaryOf(result: string | undefined): string {
 
 const topicOf = (prompt: string): string => oneLine(prompt, 300);
 
+const ADDRESS = /[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}/g;
+/** "…, and email it to ann@example.com": the clause that asks for the report to be mailed. */
+const MAIL_CLAUSE = /[,;]?\s*(?:and\s+|then\s+)?(?:please\s+)?(?:e-?mail|mail|send)\b[^.;@()]{0,60}?\bto\s+[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}(?:\s*(?:,|and)\s*[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,})*/i;
+
+/** The addresses a prompt asks the report to be mailed to ("… and mail it to ann@example.com"); none: not asked. */
+export function mailRecipientsOf(prompt: string): string[] {
+  const clause = MAIL_CLAUSE.exec(prompt)?.[0];
+  return clause ? [...new Set(clause.match(ADDRESS) ?? [])] : [];
+}
+
+/** The prompt without its mailing clause: what to research. */
+export const withoutMailClause = (prompt: string): string => prompt.replace(MAIL_CLAUSE, '').trim() || prompt;
+
 
 const GENERIC = /\b(stuff|things?|something|anything|whatever|topics?|misc)\b/i;
 /** Too vague to research: very short, or short and generic ("AI stuff"). */
@@ -70,10 +83,12 @@ export function subjectsOf(topic: string): string[] {
 }
 
 const researchLead: Play = (req, turn) => {
-  const prompt = topicOf(firstPrompt(req.messages));
+  const asked = firstPrompt(req.messages);
+  const recipients = mailRecipientsOf(asked);
+  const prompt = topicOf(withoutMailClause(asked));
   const history = calls(req.messages);
-  const asked = history.filter((c) => c.name === 'ask_user' && c.result !== null);
-  const clarified = asked.map((c) => answersOf(c.result ?? '')).filter((a) => !/did not answer before the deadline/.test(a));
+  const askedUser = history.filter((c) => c.name === 'ask_user' && c.result !== null);
+  const clarified = askedUser.map((c) => answersOf(c.result ?? '')).filter((a) => !/did not answer before the deadline/.test(a));
   const baseTopic = clarified.length > 0 ? `${prompt} (clarified: ${clarified.join('; ')})` : prompt;
   // A rejected plan is re-planned with the person's reason (see rejectedPlans).
   const rejections = rejectedPlans(history, 'Task');
@@ -85,15 +100,15 @@ const researchLead: Play = (req, turn) => {
   const writing = delegations.filter((c) => c.input.agent === 'report-writer');
   if (research.length === 0) {
     // Vague request (asked before any plan was made): ask what, for whom and how deep; ask again if the answer is still vague.
-    const needsAsking = reasons.length > 0 ? false : asked.length === 0 ? isVague(prompt) : asked.length < MAX_CLARIFICATION_ROUNDS && isVague(clarified.join(' ')) && clarified.length === asked.length;
+    const needsAsking = reasons.length > 0 ? false : askedUser.length === 0 ? isVague(prompt) : askedUser.length < MAX_CLARIFICATION_ROUNDS && isVague(clarified.join(' ')) && clarified.length === askedUser.length;
     if (needsAsking) {
       const questions =
-        asked.length === 0
+        askedUser.length === 0
           ? ['What exactly should the research cover?', 'Who is the report for?', 'How deep should it go: a one-page brief or a detailed report?']
           : ['Could you be more specific about the subject (a field, a product, a question)?'];
       return {
         content: [
-          text(asked.length === 0 ? `"${prompt}" is too broad to research well; I need a few details first.` : 'The answer is still too broad to plan from.'),
+          text(askedUser.length === 0 ? `"${prompt}" is too broad to research well; I need a few details first.` : 'The answer is still too broad to plan from.'),
           { type: 'tool_use', id: toolUseId(req.agentType, turn), name: 'ask_user', input: { questions, context: `The request was: "${prompt}"` } },
         ],
         stopReason: 'tool_use',
@@ -105,7 +120,8 @@ const researchLead: Play = (req, turn) => {
       revised +
       (subjects.length > 1
         ? `Plan for "${topic}": 1) two researchers work in parallel, one on ${subjects.map((x) => `"${x}"`).join(', one on ')} (notes.md each); 2) the report writer compares them in report.md.`
-        : `Plan for "${topic}": 1) the researcher gathers notes (notes.md); 2) the report writer turns them into report.md.`);
+        : `Plan for "${topic}": 1) the researcher gathers notes (notes.md); 2) the report writer turns them into report.md.`) +
+      (recipients.length > 0 ? ` Then the email agent mails report.md to ${recipients.join(', ')}.` : '');
     const brief = (subject: string): string => (subjects.length > 1 ? `Research "${subject}" (one side of: ${topic}) and write notes.md.` : `Research this topic and write notes.md: ${topic}`);
     return {
       content: [
@@ -126,7 +142,43 @@ const researchLead: Play = (req, turn) => {
     };
   }
   const last = writing[writing.length - 1];
-  return { content: [text(`The report on "${topic}" is written (report.md). ${summaryOf(last?.result ?? undefined)}`)], stopReason: 'end_turn' };
+  const written = `The report on "${topic}" is written (report.md). ${summaryOf(last?.result ?? undefined)}`;
+  // Asked for the report by mail: the email agent sends it, through the task's outbox.
+  const mailing = delegations.filter((c) => c.input.agent === 'email-agent');
+  if (recipients.length > 0 && mailing.length === 0) {
+    return {
+      content: [
+        text(`The report is written. Next, the email agent mails it to ${recipients.join(', ')}.`),
+        { type: 'tool_use', id: toolUseId(req.agentType, turn), name: 'Task', input: { agent: 'email-agent', description: 'Mail the report', prompt: `Mail report.md to ${recipients.join(', ')}.\nSubject: Report: ${oneLine(topic, 200)}` } },
+      ],
+      stopReason: 'tool_use',
+    };
+  }
+  const mailed = mailing.at(-1);
+  const mail = mailed ? ` Mail: ${mailed.isError ? 'could not be sent: ' : ''}${summaryOf(mailed.result ?? undefined)}` : '';
+  return { content: [text(`${written}${mail}`)], stopReason: 'end_turn' };
+};
+
+/** The email agent: reads the file its brief names, sends it with send_email (attached), and says what became of it. */
+const emailAgent: Play = (req, turn) => {
+  const brief = firstPrompt(req.messages);
+  const history = calls(req.messages);
+  const file = /\b([\w./-]+\.md)\b/.exec(brief)?.[1] ?? 'report.md';
+  const reads = history.filter((c) => c.name === 'read_file');
+  if (reads.length === 0 && has(req, 'read_file')) return { content: [text(`Reading ${file}.`), call(req, turn, 'read_file', { path: file })], stopReason: 'tool_use' };
+  const sends = history.filter((c) => c.name === 'send_email');
+  if (sends.length === 0) {
+    const to = [...new Set(brief.match(ADDRESS) ?? [])];
+    const subject = oneLine(/^Subject:\s*(.+)$/m.exec(brief)?.[1] ?? `Report: ${file}`, 300);
+    const read = reads.find((r) => !r.isError && r.result);
+    const body = read?.result ?? `${OFFLINE_LABEL} ${brief}`;
+    const attach = read ? [String(read.input.path)] : [];
+    if (to.length === 0) return { content: [text('The brief names no address to mail; nothing was sent.')], stopReason: 'end_turn' };
+    return { content: [text(`Mailing ${file} to ${to.join(', ')}.`), call(req, turn, 'send_email', { to, subject, body, attach })], stopReason: 'tool_use' };
+  }
+  const last = sends.at(-1);
+  const outcome = !last?.result ? 'nothing was sent' : last.isError || /^The user rejected the plan/.test(last.result) ? `not sent: ${last.result}` : last.result;
+  return { content: [text(`Mail ${outcome}`)], stopReason: 'end_turn' };
 };
 
 /** A brief that asks the agent to check with the user ("ask me which sources …"). */
@@ -215,6 +267,7 @@ const roles: Record<string, Play> = {
   'research-lead': researchLead,
   researcher,
   'report-writer': reportWriter,
+  'email-agent': emailAgent,
   'bench-lead': benchLead,
   ...engineeringRoles,
 };

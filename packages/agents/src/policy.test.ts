@@ -7,6 +7,7 @@ const task = (requirePlanApproval: boolean) => ({ requirePlanApproval });
 const Task = allTools.Task!;
 const write = allTools.write_file!;
 const ask = allTools.ask_user!;
+const mail = allTools.send_email!;
 
 describe('approval policy', () => {
   it('default: delegation needs approval when the task asks for plan approval; nothing else does', () => {
@@ -24,6 +25,12 @@ describe('approval policy', () => {
     expect(approvalFor(rules, task(false), 'researcher', write)).toEqual({ required: true, onTimeout: 'reject' });
     expect(approvalFor(rules, task(false), 'report-writer', write).required).toBe(false);
     expect(approvalFor(rules, task(false), 'research-lead', Task)).toEqual({ required: true, onTimeout: 'approve' }); // tool rule beats agent rule
+  });
+  it('send_email needs approval by default, whatever the task says; a team may waive it for the tool or the agent', () => {
+    expect(approvalFor(undefined, task(false), 'email-agent', mail)).toEqual({ required: true, onTimeout: 'reject' });
+    expect(approvalFor(ApprovalPolicy.parse([{ tool: 'send_email', require: 'never' }]), task(true), 'email-agent', mail).required).toBe(false);
+    expect(approvalFor(ApprovalPolicy.parse([{ agent: 'email-agent', require: 'never' }]), task(true), 'email-agent', mail).required).toBe(false);
+    expect(approvalFor(ApprovalPolicy.parse([{ agent: 'researcher', require: 'never' }]), task(true), 'email-agent', mail).required).toBe(true);
   });
   it('ask_user never needs approval; a bad rule is rejected naming the field', () => {
     expect(approvalFor([{ require: 'always', onTimeout: 'reject' }], task(true), 'researcher', ask).required).toBe(false);

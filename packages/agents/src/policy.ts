@@ -6,8 +6,9 @@ import type { ToolDefinition } from './tools.ts';
  * Approval policy: which tool calls need a person before they run, per team, agent and tool.
  *
  * A team lists rules; the most specific matching rule wins (agent and tool > tool > agent).
- * With no matching rule, delegating to a subagent needs approval when the task's
- * `requirePlanApproval` is true, and nothing else does. `ask_user` never needs approval.
+ * With no matching rule, the tool's own default applies (`send_email`: always); with none,
+ * delegating to a subagent needs approval when the task's `requirePlanApproval` is true, and
+ * nothing else does. `ask_user` never needs approval.
  */
 export const ApprovalRule = z.strictObject({
   /** Agent type (e.g. `researcher`, or the lead's type); absent = any agent. */
@@ -33,7 +34,7 @@ export function approvalFor(
   rules: readonly ApprovalRule[] | undefined,
   task: Pick<TaskState, 'requirePlanApproval'>,
   agentType: string,
-  tool: Pick<ToolDefinition, 'runsIn' | 'name'>,
+  tool: Pick<ToolDefinition, 'runsIn' | 'name' | 'approval'>,
 ): ApprovalDecision {
   if (tool.runsIn === 'person') return { required: false, onTimeout: 'reject' };
   let best: ApprovalRule | undefined;
@@ -41,7 +42,7 @@ export function approvalFor(
     if ((r.agent && r.agent !== agentType) || (r.tool && r.tool !== tool.name)) continue;
     if (!best || specificity(r) > specificity(best)) best = r;
   }
-  const require = best?.require ?? (tool.runsIn === 'delegation' ? 'when_plan_approval' : 'never');
+  const require = best?.require ?? tool.approval ?? (tool.runsIn === 'delegation' ? 'when_plan_approval' : 'never');
   const required = require === 'always' || (require === 'when_plan_approval' && task.requirePlanApproval);
   return { required, onTimeout: best?.onTimeout ?? 'reject' };
 }

@@ -1,4 +1,4 @@
-import { planProblems, ReviewIssue, ReviewVerdict, type PlanSubtask } from '@baton/domain';
+import { EMAIL_BODY_MAX, EMAIL_MAX_ATTACHMENTS, EMAIL_SUBJECT_MAX, EmailAddress, MAX_MAIL_RECIPIENTS, planProblems, ReviewIssue, ReviewVerdict, type PlanSubtask } from '@baton/domain';
 import { z } from 'zod';
 import type { ToolSpec } from './model.ts';
 import type { AgentDefinition, TeamDefinition } from './teams.ts';
@@ -20,6 +20,11 @@ export interface ToolDefinition<I extends z.ZodObject = z.ZodObject> {
   check?: (input: z.infer<I>, team: TeamDefinition) => { path: string; message: string }[];
   /** What a person approving a call of it is shown, besides the lead's own words. */
   describe?: (input: z.infer<I>) => string;
+  /**
+   * Whether a call needs a person when no rule of the team's approval policy names it (policy.ts);
+   * absent: delegation when the task asks for plan approval, nothing else.
+   */
+  approval?: 'always' | 'never' | 'when_plan_approval';
 }
 
 export function defineTool<I extends z.ZodObject>(t: ToolDefinition<I>): ToolDefinition<I> {
@@ -228,6 +233,27 @@ export const webSearchTool = defineTool({
   input: z.object({ query: z.string().min(1).max(500), max_results: z.number().int().min(1).max(20).default(5) }),
 });
 
+/**
+ * An email, through the task's outbox (docs/email.md): the call records EmailRequested and the
+ * notifier delivers it once, from the log — never from the sandbox. A person approves each call
+ * unless the team's policy waives it (`{ "tool": "send_email", "require": "never" }`).
+ */
+export const sendEmailTool = defineTool({
+  name: 'send_email',
+  description:
+    "Send an email: markdown body, optionally with some of the task's files (its artifacts, e.g. report.md) attached. The mail is queued in the task's outbox and delivered once by Baton's notifier; the result says it was queued and under which id (whether it was delivered is recorded on the task later, not told to you). A person may have to approve it first.",
+  runsIn: 'runner',
+  approval: 'always',
+  input: z.object({
+    to: z.array(EmailAddress).min(1).max(MAX_MAIL_RECIPIENTS).describe('Recipients (email addresses)'),
+    subject: z.string().trim().min(1).max(EMAIL_SUBJECT_MAX),
+    body: z.string().min(1).max(EMAIL_BODY_MAX).describe('The message, in markdown'),
+    attach: z.array(relPath).max(EMAIL_MAX_ATTACHMENTS).default([]).describe("Paths of the task's artifacts to attach (e.g. report.md)"),
+  }),
+  describe: (i) => [`Email to: ${i.to.join(', ')}`, `Subject: ${i.subject}`, ...(i.attach.length ? [`Attached: ${i.attach.join(', ')}`] : []), '', i.body].join('\n'),
+});
+export type SendEmailInput = z.infer<typeof sendEmailTool.input>;
+
 export const allTools: Record<string, ToolDefinition> = Object.fromEntries(
-  [taskTool, submitPlanTool, submitReviewTool, benchStepTool, benchGateTool, askUserTool, writeFileTool, readFileTool, listDirectoryTool, editFileTool, globTool, searchFilesTool, runCommandTool, runTestsTool, webSearchTool].map((t) => [t.name, t as unknown as ToolDefinition]),
+  [taskTool, submitPlanTool, submitReviewTool, benchStepTool, benchGateTool, askUserTool, writeFileTool, readFileTool, listDirectoryTool, editFileTool, globTool, searchFilesTool, runCommandTool, runTestsTool, webSearchTool, sendEmailTool].map((t) => [t.name, t as unknown as ToolDefinition]),
 );

@@ -1,4 +1,4 @@
-import { spentOf, isAgentActive, leadPhase, loopOf, type AgentLoopState, type InputWorkspace, type LeadPhase, type Budget, type PendingRequest, type PlanState, type RecordedEvent, type Review, type Spent, type TaskState, type TaskStatus, type TestCounts } from '@baton/domain';
+import { type EmailState, type NotifyConfig, spentOf, isAgentActive, leadPhase, loopOf, type AgentLoopState, type InputWorkspace, type LeadPhase, type Budget, type PendingRequest, type PlanState, type RecordedEvent, type Review, type Spent, type TaskState, type TaskStatus, type TestCounts } from '@baton/domain';
 
 /** The task object of API.md, built from the folded state. */
 export interface TaskView {
@@ -39,6 +39,10 @@ export interface TaskView {
   /** The spending limit in force and what was spent against it (tokens: input, output and cache); null: no budget. */
   budget: { limit: Budget; spent: Spent } | null;
   artifacts: { path: string; bytes: number; sha256: string; mediaType: string; agentId: string | null }[];
+  /** Who is mailed and when (docs/email.md); null: nobody. */
+  notify: NotifyConfig | null;
+  /** Outbox mails the agents asked for (send_email), in the order asked: queued, sent or failed. */
+  emails: EmailState[];
   result: { summary: string; reportPath?: string } | null;
   error: { code: string; message: string } | null;
 }
@@ -104,6 +108,8 @@ export function toTaskView(s: TaskState): TaskView {
     usage: { ...s.usage, costUsd: Math.round(s.usage.costUsd * 1e6) / 1e6 },
     budget: s.budget ? { limit: s.budget, spent: { ...spentOf(s), usd: roundUsd(spentOf(s).usd) } } : null,
     artifacts: s.artifacts.map(({ path, bytes, sha256, mediaType, agentId }) => ({ path, bytes, sha256, mediaType, agentId })),
+    notify: s.notify,
+    emails: Object.values(s.emails),
     result: s.result ? { summary: s.result.summary, ...(s.result.reportPath ? { reportPath: s.result.reportPath } : {}) } : null,
     error: s.error,
   };

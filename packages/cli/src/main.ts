@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { randomBytes } from 'node:crypto';
 import { Command, InvalidArgumentError } from 'commander';
 import { recordAs, replay, stateAt, type RecordedEvent } from '@baton/domain';
 import { toTaskView, viewDiff, type TaskView } from '@baton/api';
@@ -31,8 +32,16 @@ program
       // Local development: webhooks to localhost are expected. Production (compose) leaves this off.
       WEBHOOK_ALLOW_PRIVATE_NETWORKS: process.env.WEBHOOK_ALLOW_PRIVATE_NETWORKS ?? 'true',
       PORT: opts.port,
+      // Mailed links point at this gateway unless told otherwise (docs/email.md).
+      PUBLIC_URL: process.env.PUBLIC_URL ?? `http://127.0.0.1:${opts.port}`,
     };
     const say = (m: string) => console.log(`\x1b[1;34m[baton]\x1b[0m ${m}`);
+    // Local development with mail on and no secret: one made for this run (the gateway and the
+    // notifier share it); links mailed by an earlier run then stop working. Compose requires one.
+    if (env.SMTP_URL && !env.MAIL_LINK_SECRET) {
+      env.MAIL_LINK_SECRET = randomBytes(32).toString('hex');
+      say('MAIL_LINK_SECRET is not set: mailed links are signed with a secret made for this run (set it to keep links working across restarts)');
+    }
     say(`Postgres ${redact(env.DATABASE_URL)} · NATS ${env.NATS_URL} · model: ${env.ANTHROPIC_API_KEY ? 'Claude (key set)' : 'offline'}`);
     await prepareDatabase(env.DATABASE_URL, say);
     let stopping = false;

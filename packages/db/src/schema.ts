@@ -63,6 +63,22 @@ export interface WebhookDeliveriesTable {
   error: string | null;
   duration_ms: number;
   attempted_at: Generated<Date>;
+  /** webhook | email (009). */
+  channel: Generated<'webhook' | 'email'>;
+}
+
+/** One mail per (task, moment, recipient), claimed before it is sent (009; docs/email.md). */
+export interface MailSendsTable {
+  task_id: string;
+  mail_key: string;
+  recipient: string;
+  message_id: string;
+  state: 'sending' | 'sent' | 'retry' | 'failed' | 'unknown';
+  attempts: Generated<number>;
+  holder: string | null;
+  lease_until: Date | null;
+  last_error: string | null;
+  updated_at: Generated<Date>;
 }
 
 /** An input workspace's header row: one per distinct set of files (content-addressed). */
@@ -101,6 +117,7 @@ export interface Database {
   processor_checkpoints: ProcessorCheckpointsTable;
   dead_letters: DeadLettersTable;
   webhook_deliveries: WebhookDeliveriesTable;
+  mail_sends: MailSendsTable;
   input_workspaces: InputWorkspacesTable;
   input_workspace_files: InputWorkspaceFilesTable;
   chat_events: ChatEventsTable;

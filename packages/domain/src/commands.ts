@@ -42,7 +42,12 @@ export type Command =
   | { type: 'TimeOutApproval'; requestId: string }
   | { type: 'TimeOutClarification'; requestId: string }
   | ({ type: 'RequestClarification' } & EventData<'ClarificationRequested'>)
-  | { type: 'AnswerClarification'; requestId: string; answers: string[]; answeredBy: string };
+  | { type: 'AnswerClarification'; requestId: string; answers: string[]; answeredBy: string }
+  /** An agent's send_email call: the mail goes to the outbox (a no-op if this email was recorded already). */
+  | ({ type: 'RequestEmail' } & EventData<'EmailRequested'>)
+  /** The notifier's outcome of an outbox mail (a no-op once the email has one). */
+  | ({ type: 'RecordEmailSent' } & EventData<'EmailSent'>)
+  | ({ type: 'RecordEmailFailed' } & EventData<'EmailFailed'>);
 
 export type CommandType = Command['type'];
 

@@ -203,6 +203,28 @@ export function decide(command: Command, state: TaskState): DecidedEvent[] {
       return [{ type: 'ClarificationAnswered', data: { requestId: req.requestId, answers: command.answers, answeredBy: command.answeredBy, agentId: req.agentId } }];
     }
 
+    case 'RequestEmail': {
+      mustBeLive();
+      // The tool call run again (a resumed or retried job): recorded already, nothing more.
+      if (state.emails[command.emailId]) return [];
+      if (command.agentId !== state.lead?.agentId) {
+        const agent = requireAgent(state, command.agentId);
+        if (agent.status !== 'running') throw new IllegalTransitionError(command.type, status, `agent '${agent.id}' is ${agent.status}`);
+      }
+      requireOpenToolUse(state, command.toolUseId, command.type, command.agentId);
+      return [{ type: 'EmailRequested', data: rest as DecidedData<'EmailRequested'> }];
+    }
+
+    case 'RecordEmailSent':
+    case 'RecordEmailFailed': {
+      // The outcome of a mail asked for before; it may come after the task ended.
+      if (!exists(state)) throw new IllegalTransitionError(command.type, 'not submitted');
+      const email = state.emails[command.emailId];
+      if (!email) throw new InvalidCommandError(`no email '${command.emailId}' on this task`, { emailId: command.emailId });
+      if (email.status !== 'queued') return [];
+      return command.type === 'RecordEmailSent' ? [{ type: 'EmailSent', data: rest as DecidedData<'EmailSent'> }] : [{ type: 'EmailFailed', data: rest as DecidedData<'EmailFailed'> }];
+    }
+
     default: {
       const never: never = command;
       return never;

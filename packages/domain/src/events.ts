@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ContentBlock, StopReason, TestCounts, ToolResult, Usage } from './content.ts';
+import { EMAIL_BODY_MAX, EMAIL_MAX_ATTACHMENTS, EMAIL_SUBJECT_MAX, EmailAddress, EmailAttachment, MAX_MAIL_RECIPIENTS, NotifyConfig } from './email.ts';
 import { PlanSubtask, ReviewIssue, ReviewVerdict } from './plan.ts';
 
 /**
@@ -70,6 +71,8 @@ export const eventDataSchemas = {
     workspace: InputWorkspace.nullable().default(null),
     /** Its spending limit (the request's, else its tenant's default); null: none. */
     budget: Budget.nullable().default(null),
+    /** Who is mailed and when (the request's, else its tenant's default); null or absent: nobody (docs/email.md). */
+    notify: NotifyConfig.nullable().optional(),
   }),
   TaskStarted: z.object({ leadAgentId: AgentId, leadAgentType: z.string().min(1), configVersion: z.string().min(1) }),
   ModelTurnRecorded: z.object({
@@ -186,6 +189,25 @@ export const eventDataSchemas = {
     sha256: z.string().regex(/^[0-9a-f]{64}$/),
     mediaType: z.string().min(1),
   }),
+  /**
+   * An agent asked for a mail (send_email): the outbox. The notifier delivers it once, from the
+   * log, and records EmailSent or EmailFailed. `emailId` is derived from the task, the agent and
+   * its tool use, so a tool call run again records nothing new.
+   */
+  EmailRequested: z.object({
+    emailId: z.uuid(),
+    agentId: AgentId,
+    toolUseId: z.string().min(1),
+    to: z.array(EmailAddress).min(1).max(MAX_MAIL_RECIPIENTS),
+    subject: z.string().min(1).max(EMAIL_SUBJECT_MAX),
+    /** Markdown; the mail carries it as text and rendered as HTML. */
+    body: z.string().max(EMAIL_BODY_MAX),
+    attachments: z.array(EmailAttachment).max(EMAIL_MAX_ATTACHMENTS).default([]),
+  }),
+  /** The SMTP server accepted the outbox mail (recorded by the notifier; may follow the task's final event). */
+  EmailSent: z.object({ emailId: z.uuid(), messageId: z.string().min(1), accepted: z.array(z.string()), rejected: z.array(z.string()).default([]) }),
+  /** The outbox mail was not delivered and will not be tried again (may follow the task's final event). */
+  EmailFailed: z.object({ emailId: z.uuid(), code: z.string().min(1), message: z.string() }),
   TaskCancelled: z.object({ reason: z.string(), requestedBy: z.string() }),
   TaskCompleted: z.object({ summary: z.string(), reportPath: z.string().nullable() }),
   TaskFailed: z.object({ code: z.string().min(1), message: z.string() }),
@@ -292,7 +314,11 @@ export function recordAs(e: { id: string; type: EventType; data: unknown; metada
 export const STEP_EVENT_TYPES: readonly EventType[] = ['ModelTurnRecorded', 'ToolResultsRecorded'];
 export const isStepEvent = (type: string): boolean => STEP_EVENT_TYPES.includes(type as EventType);
 
-/** Events after which the task is final: nothing may follow them on the task stream. */
+/**
+ * Events after which the task is final: no transition of the task, its agents or its requests
+ * may follow them on the task stream — only the outcome of an outbox mail requested before
+ * (EmailSent, EmailFailed), which the notifier records whenever the SMTP server answers.
+ */
 export const TERMINAL_EVENT_TYPES: ReadonlySet<EventType> = new Set(['TaskCompleted', 'TaskFailed', 'TaskCancelled']);
 
 /**

@@ -41,6 +41,7 @@ export function evolve(state: TaskState, event: RecordedEvent): TaskState {
         requirePlanApproval: d.requirePlanApproval,
         approvalTimeoutSeconds: d.approvalTimeoutSeconds,
         webhook: d.webhook,
+        notify: d.notify ?? null,
         metadata: d.metadata,
         forkedFrom: d.forkedFrom ?? null,
         workspace: d.workspace ?? null,
@@ -230,6 +231,22 @@ export function evolve(state: TaskState, event: RecordedEvent): TaskState {
     case 'ArtifactStored': {
       const d = event.data;
       s.artifacts = [...s.artifacts.filter((a) => a.path !== d.path), { path: d.path, bytes: d.bytes, sha256: d.sha256, mediaType: d.mediaType, agentId: d.agentId }];
+      break;
+    }
+    case 'EmailRequested': {
+      const d = event.data;
+      s.emails = {
+        ...s.emails,
+        [d.emailId]: { emailId: d.emailId, agentId: d.agentId, toolUseId: d.toolUseId, to: d.to, subject: d.subject, attachments: d.attachments.map((a) => a.path), status: 'queued', requestedAt: at, settledAt: null, messageId: null, error: null },
+      };
+      break;
+    }
+    case 'EmailSent':
+    case 'EmailFailed': {
+      const email = s.emails[event.data.emailId];
+      if (!email) break;
+      const outcome = event.type === 'EmailSent' ? { status: 'sent' as const, messageId: event.data.messageId } : { status: 'failed' as const, error: { code: event.data.code, message: event.data.message } };
+      s.emails = { ...s.emails, [email.emailId]: { ...email, ...outcome, settledAt: at } };
       break;
     }
     case 'TaskCompleted':

@@ -21,3 +21,4 @@ export * from './plan.ts';
 export * from './schedule.ts';
 export { planOutcome } from './evolve.ts';
 export * from './chat.ts';
+export * from './email.ts';

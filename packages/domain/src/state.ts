@@ -1,5 +1,6 @@
 import type { TestCounts, ToolResult, Usage } from './content.ts';
 import type { PlanSubtask, ReviewIssue, ReviewVerdict } from './plan.ts';
+import type { EmailState, NotifyConfig } from './email.ts';
 import type { Budget, InputWorkspace, Spent, WebhookConfig } from './events.ts';
 
 export type TaskStatus = 'pending' | 'running' | 'awaiting_input' | 'completed' | 'failed' | 'cancelled';
@@ -193,6 +194,8 @@ export interface TaskState {
   requirePlanApproval: boolean;
   approvalTimeoutSeconds: number;
   webhook: WebhookConfig | null;
+  /** Who is mailed and when (docs/email.md); null: nobody. */
+  notify: NotifyConfig | null;
   metadata: Record<string, unknown>;
   forkedFrom: { taskId: string; atVersion: number } | null;
   /** The files the task started from (null: an empty workspace). */
@@ -211,6 +214,8 @@ export interface TaskState {
   /** The spending limit in force (raised by a person's decision); null: none. */
   budget: Budget | null;
   artifacts: Artifact[];
+  /** Outbox mails the agents asked for (send_email), by email id. */
+  emails: Record<string, EmailState>;
   /** The lead's plan (engineering teams), once recorded. */
   plan: PlanState | null;
   result: { summary: string; reportPath: string | null } | null;
@@ -228,6 +233,7 @@ export const initialState = (): TaskState => ({
   requirePlanApproval: true,
   approvalTimeoutSeconds: 600,
   webhook: null,
+  notify: null,
   metadata: {},
   forkedFrom: null,
   workspace: null,
@@ -242,6 +248,7 @@ export const initialState = (): TaskState => ({
   usage: emptyUsage(),
   budget: null,
   artifacts: [],
+  emails: {},
   plan: null,
   result: null,
   error: null,

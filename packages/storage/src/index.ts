@@ -40,3 +40,4 @@ export {
   watchCandidates,
   type Lease,
 } from './leases.ts';
+export { claimMail, mailSends, settleMail, type MailClaim, type MailKey } from './mail.ts';

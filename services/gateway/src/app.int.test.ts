@@ -233,7 +233,7 @@ describe('reads, tenancy, errors', () => {
     expect((await app.inject({ method: 'GET', url: '/docs/json' })).json().paths).toHaveProperty('/v1/tasks');
     const teams = (await app.inject({ method: 'GET', url: '/v1/teams' })).json();
     expect(teams.items.map((t: { id: string }) => t.id)).toEqual(['bench', 'engineering', 'research']);
-    expect(teams.items[2].agents.map((a: { id: string }) => a.id)).toEqual(['researcher', 'report-writer']);
+    expect(teams.items[2].agents.map((a: { id: string }) => a.id)).toEqual(['researcher', 'report-writer', 'email-agent']);
     const page = await app.inject({ method: 'GET', url: '/' });
     expect(page.headers['content-type']).toMatch(/text\/html/);
     expect(page.body).toMatch(/<title>Baton<\/title>/);

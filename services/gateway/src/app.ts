@@ -10,6 +10,7 @@ import { takeToken, type Bucket } from './rate-limit.ts';
 import { clientErrorHandler, errorHandler, HttpError, MAX_PATH_PARAM, textError } from './errors.ts';
 import { chatRoutes } from './routes/chat.ts';
 import { eventRoutes } from './routes/events.ts';
+import { mailRoutes } from './routes/mail.ts';
 import { consoleRoutes } from './routes/console.ts';
 import { systemRoutes } from './routes/system.ts';
 import { taskRoutes } from './routes/tasks.ts';
@@ -113,5 +114,6 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   await app.register(eventRoutes(deps));
   await app.register(workspaceRoutes(deps));
   await app.register(chatRoutes(deps));
+  await app.register(mailRoutes(deps));
   return app;
 }

@@ -26,3 +26,12 @@ describe('gateway config: default budgets', () => {
     expect(() => loadGatewayConfig({ TENANT_BUDGETS: '{"a b":{"usd":1}}' })).toThrow(/TENANT_BUDGETS/);
   });
 });
+
+describe('gateway config: mail', () => {
+  it('TENANT_NOTIFY: JSON by tenant, checked like a task’s notify; MAIL_LINK_SECRET at least 32 characters', () => {
+    expect(loadGatewayConfig({}).TENANT_NOTIFY).toEqual({});
+    expect(loadGatewayConfig({ TENANT_NOTIFY: '{"*":{"email":{"to":["ops@example.com"]}}}' }).TENANT_NOTIFY).toEqual({ '*': { email: { to: ['ops@example.com'], on: ['awaiting_input', 'completed', 'failed'] } } });
+    expect(() => loadGatewayConfig({ TENANT_NOTIFY: '{"acme":{"email":{"to":["nope"]}}}' })).toThrow(/TENANT_NOTIFY\.acme\.email\.to\.0: must be an email address/);
+    expect(() => loadGatewayConfig({ MAIL_LINK_SECRET: 'short' })).toThrow(/MAIL_LINK_SECRET: must be at least 32 characters/);
+  });
+});

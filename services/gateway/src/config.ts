@@ -1,4 +1,6 @@
 import { fileURLToPath } from 'node:url';
+import { NotifyConfig } from '@baton/domain';
+import { MIN_LINK_SECRET_LENGTH } from '@baton/mail';
 import { commonEnv, durationMs, loadConfig, modelEnv } from '@baton/runtime';
 import { DEFAULT_WORKSPACE_LIMITS, type WorkspaceLimits } from '@baton/storage';
 import { z } from 'zod';
@@ -9,6 +11,21 @@ import { BudgetInput } from './routes/schemas.ts';
 export const DEFAULT_EXAMPLES_DIR = fileURLToPath(new URL('../../../examples', import.meta.url));
 
 const MiB = 1024 * 1024;
+
+/** A JSON object by tenant name ("*": every tenant not named), each value parsed with `value`. */
+const byTenant = <T extends z.ZodType>(value: T) =>
+  z
+    .string()
+    .default('{}')
+    .transform((s, ctx) => {
+      try {
+        return JSON.parse(s === '' ? '{}' : s) as unknown;
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: `must be JSON: ${(err as Error).message}` });
+        return z.NEVER;
+      }
+    })
+    .pipe(z.record(z.string().regex(/^(\*|[A-Za-z0-9_-]{1,64})$/, 'a tenant name or *'), value));
 
 const schema = z.object({
   ...commonEnv,
@@ -40,18 +57,14 @@ const schema = z.object({
    * Default budgets per tenant, as JSON: `{"acme": {"usd": 5}, "*": {"tokens": 2000000}}` ("*":
    * every tenant not named). A task's own budget replaces its tenant's default.
    */
-  TENANT_BUDGETS: z
-    .string()
-    .default('{}')
-    .transform((s, ctx) => {
-      try {
-        return JSON.parse(s === '' ? '{}' : s) as unknown;
-      } catch (err) {
-        ctx.addIssue({ code: 'custom', message: `must be JSON: ${(err as Error).message}` });
-        return z.NEVER;
-      }
-    })
-    .pipe(z.record(z.string().regex(/^(\*|[A-Za-z0-9_-]{1,64})$/, 'a tenant name or *'), BudgetInput)),
+  TENANT_BUDGETS: byTenant(BudgetInput),
+  /**
+   * Default mail recipients per tenant, as JSON: `{"acme": {"email": {"to": ["ops@acme.example"], "on": ["failed"]}}}`
+   * ("*": every tenant not named). A task's own `notify` replaces its tenant's default (docs/email.md).
+   */
+  TENANT_NOTIFY: byTenant(NotifyConfig),
+  /** Checks the mailed decision links (the notifier signs them with the same value); absent: /mail pages say links are off. */
+  MAIL_LINK_SECRET: z.string().min(MIN_LINK_SECRET_LENGTH, `must be at least ${MIN_LINK_SECRET_LENGTH} characters (e.g. openssl rand -hex 32)`).optional(),
   /** Webhook URLs naming loopback/private/link-local addresses are accepted (development); the notifier reads the same variable. */
   WEBHOOK_ALLOW_PRIVATE_NETWORKS: z.stringbool().default(false),
   /** Chat mode (docs/chat.md): Claude with ANTHROPIC_API_KEY, else the offline chat model. */

@@ -1,5 +1,6 @@
 import type { StreamingModel, TeamDefinition } from '@baton/agents';
 import type { BusNames } from '@baton/bus';
+import type { NotifyConfig } from '@baton/domain';
 import type { Database } from '@baton/db';
 import type { EventStore, TaskLoader } from '@baton/event-store';
 import type { Logger } from '@baton/runtime';
@@ -37,6 +38,10 @@ export interface GatewayDeps {
   allowPrivateWebhooks: boolean;
   /** Default budgets by tenant ("*": any other tenant); absent: none. */
   budgets?: TenantBudgets;
+  /** Default mail recipients by tenant ("*": any other tenant); absent: none (docs/email.md). */
+  notify?: Readonly<Record<string, NotifyConfig>>;
+  /** Checks mailed decision links (the notifier's MAIL_LINK_SECRET); absent: the /mail pages say links are off. */
+  mailLinkSecret?: string;
   /** Chat mode's model (docs/chat.md); absent: the offline chat model. */
   chatModel?: StreamingModel;
   /** A chat reply's max_tokens (default 2048). */

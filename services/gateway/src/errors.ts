@@ -38,7 +38,7 @@ export function textError(problems: TextProblem[]): HttpError {
 export const notFound = (what: string): HttpError => new HttpError(404, 'not_found', `${what} not found`);
 
 /** Domain error codes → HTTP status, in exactly one place. */
-const DOMAIN_STATUS: Record<DomainError['code'], number> = {
+export const DOMAIN_STATUS: Record<DomainError['code'], number> = {
   illegal_transition: 422,
   task_final: 409,
   request_not_found: 404,

@@ -48,6 +48,8 @@ const app = await buildApp({
   limits: gatewayLimits(config),
   allowPrivateWebhooks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
   budgets: config.TENANT_BUDGETS,
+  notify: config.TENANT_NOTIFY,
+  ...(config.MAIL_LINK_SECRET ? { mailLinkSecret: config.MAIL_LINK_SECRET } : {}),
   chatModel: chatModelFromConfig(config),
   chatMaxTokens: config.CHAT_MAX_TOKENS,
 });

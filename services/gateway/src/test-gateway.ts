@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { builtinTeams, type StreamingModel } from '@baton/agents';
 import { busNames } from '@baton/bus';
+import type { NotifyConfig } from '@baton/domain';
 import type { Db } from '@baton/db';
 import { TaskCache, type EventStore } from '@baton/event-store';
 import { silentLogger } from '@baton/runtime';
@@ -22,7 +23,7 @@ import { SseHub } from './sse-hub.ts';
 export async function testGateway(
   pg: { db: Pick<Db, 'pool' | 'kysely'>; store: EventStore },
   nats: { nc: NatsConnection; namespace: string } | null,
-  opts: { apiKeys?: Map<string, string>; namespace?: string; sseHeartbeatMs?: number; examplesDir?: string; workspaceLimits?: WorkspaceLimits; limits?: Partial<GatewayLimits>; allowPrivateWebhooks?: boolean; budgets?: TenantBudgets; chatModel?: StreamingModel } = {},
+  opts: { apiKeys?: Map<string, string>; namespace?: string; sseHeartbeatMs?: number; examplesDir?: string; workspaceLimits?: WorkspaceLimits; limits?: Partial<GatewayLimits>; allowPrivateWebhooks?: boolean; budgets?: TenantBudgets; chatModel?: StreamingModel; notify?: Record<string, NotifyConfig>; mailLinkSecret?: string } = {},
 ): Promise<FastifyInstance> {
   const log = silentLogger();
   const names = busNames(opts.namespace ?? nats?.namespace ?? '');
@@ -50,5 +51,7 @@ export async function testGateway(
     allowPrivateWebhooks: opts.allowPrivateWebhooks ?? false,
     ...(opts.budgets ? { budgets: opts.budgets } : {}),
     ...(opts.chatModel ? { chatModel: opts.chatModel } : {}),
+    ...(opts.notify ? { notify: opts.notify } : {}),
+    ...(opts.mailLinkSecret ? { mailLinkSecret: opts.mailLinkSecret } : {}),
   });
 }

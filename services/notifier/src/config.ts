@@ -1,5 +1,8 @@
+import { MIN_LINK_SECRET_LENGTH } from '@baton/mail';
 import { commonEnv, durationMs, loadConfig } from '@baton/runtime';
 import { z } from 'zod';
+
+const MiB = 1024 * 1024;
 
 const schema = z.object({
   ...commonEnv,
@@ -11,6 +14,24 @@ const schema = z.object({
   NOTIFIER_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(16),
   /** SSRF guard: webhooks may not reach loopback/private/link-local addresses unless this is true. */
   WEBHOOK_ALLOW_PRIVATE_NETWORKS: z.stringbool().default(false),
+  // Mail (docs/email.md). No SMTP_URL: mail is off (said at start); agents' outbox mails are recorded as failed (mail_off).
+  /** smtp://[user:pass@]host:port (STARTTLS when offered) or smtps://… (TLS from the start). */
+  SMTP_URL: z.url({ protocol: /^smtps?$/, error: 'must be smtp://… or smtps://…' }).optional(),
+  /** The sender of every mail. */
+  MAIL_FROM: z.string().min(3).max(300).default('Baton <baton@localhost>'),
+  /** Where people reach the gateway: the mailed links (decide, answer, console, files) start with it. */
+  PUBLIC_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).default('http://127.0.0.1:8080').transform((u) => u.replace(/\/+$/, '')),
+  /** Signs the one-click links (HMAC-SHA256); the gateway checks them with the same secret. Required with SMTP_URL. */
+  MAIL_LINK_SECRET: z.string().min(MIN_LINK_SECRET_LENGTH, `must be at least ${MIN_LINK_SECRET_LENGTH} characters (e.g. openssl rand -hex 32)`).optional(),
+  /** How long a mailed decision link works. */
+  MAIL_LINK_TTL_MS: durationMs(3 * 86_400_000),
+  /** Connecting, the greeting and each reply of the SMTP server; a claim's lease is three times this. */
+  MAIL_TIMEOUT_MS: durationMs(30_000),
+  /** Files attached to one mail at most, in all (larger ones are linked instead). */
+  MAIL_ATTACH_MAX_BYTES: z.coerce.number().int().min(0).max(100 * MiB).default(5 * MiB),
+}).superRefine((c, ctx) => {
+  // Signed links decide approvals: a guessable secret would let anyone decide. No default.
+  if (c.SMTP_URL && !c.MAIL_LINK_SECRET) ctx.addIssue({ code: 'custom', path: ['MAIL_LINK_SECRET'], message: 'required when SMTP_URL is set (it signs the mailed decision links; the gateway needs the same value)' });
 });
 export type NotifierConfig = z.infer<typeof schema>;
 export const loadNotifierConfig = (env: Record<string, string | undefined>): NotifierConfig => loadConfig('notifier', schema, env);

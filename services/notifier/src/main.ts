@@ -3,7 +3,10 @@ import { createDb } from '@baton/db';
 import { EventStore } from '@baton/event-store';
 import { configOrExit, createLogger, installCrashGuards, installShutdown, retryForever, topologyFromEnv } from '@baton/runtime';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
 import { DEV_WEBHOOK_SECRET, loadNotifierConfig } from './config.ts';
+import { smtpMailer } from './mailer.ts';
 import { startNotifier } from './worker.ts';
 
 const config = configOrExit(() => loadNotifierConfig(process.env)); // invalid: every problem printed, exit 78
@@ -16,6 +19,10 @@ const nc = await connectNats(config.NATS_URL, 'baton-notifier', log);
 const names = busNames(config.BATON_NAMESPACE);
 await retryForever('setting up JetStream streams', log, async () => ensureTopology(await jetstreamManager(nc), names, topologyFromEnv(config)));
 if (!config.WEBHOOK_SECRET) log.warn('WEBHOOK_SECRET is not set: webhooks are signed with a public development secret');
+// Mail (docs/email.md): off without SMTP_URL (agents' outbox mails are then recorded as failed: mail_off).
+const mailer = config.SMTP_URL ? smtpMailer(config.SMTP_URL, config.MAIL_TIMEOUT_MS) : null;
+if (config.SMTP_URL) log.info({ smtp: new URL(config.SMTP_URL).host, from: config.MAIL_FROM, publicUrl: config.PUBLIC_URL }, 'mail on');
+else log.info('mail is off (no SMTP_URL): no notification mails; outbox mails are recorded as failed (mail_off)');
 const notifier = await startNotifier({
   store: new EventStore(db.pool),
   pool: db.pool,
@@ -33,12 +40,23 @@ const notifier = await startNotifier({
   nc,
   busCheckMs: config.BUS_CHECK_INTERVAL_MS,
   topology: topologyFromEnv(config),
+  mail: {
+    mailer,
+    from: config.MAIL_FROM,
+    publicUrl: config.PUBLIC_URL,
+    // Required with SMTP_URL (the config refuses to start without it); unused while mail is off.
+    linkSecret: config.MAIL_LINK_SECRET ?? '',
+    linkTtlMs: config.MAIL_LINK_TTL_MS,
+    attachMaxBytes: config.MAIL_ATTACH_MAX_BYTES,
+    leaseMs: 3 * config.MAIL_TIMEOUT_MS,
+    holder: `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`,
+  },
 });
 if (config.WEBHOOK_ALLOW_PRIVATE_NETWORKS) log.warn('WEBHOOK_ALLOW_PRIVATE_NETWORKS=true: webhooks may reach loopback and private addresses (development only)');
 log.info('notifier started');
 serveDiagnostics(nc, names, 'notifier', () => ({ pgQueries: db.queriesIssued() }));
 installShutdown(log, [
-  { name: 'stop deliveries and finish in-flight ones', run: () => notifier.stop() },
+  { name: 'stop deliveries and finish in-flight ones', run: async () => { await notifier.stop(); mailer?.close(); } },
   { name: 'drain NATS', run: () => nc.drain() },
   { name: 'close Postgres', run: () => db.close() },
 ]);

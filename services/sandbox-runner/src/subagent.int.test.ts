@@ -2,10 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { allTools, builtinTeams, OfflineModel, toolSpec, type ModelClient, type ModelRequest } from '@baton/agents';
+import { allTools, builtinTeams, OfflineModel, outboxRequest, sendEmailTool, toolSpec, type ModelClient, type ModelRequest } from '@baton/agents';
 import { agentStreamId } from '@baton/domain';
 import { handleCommand, loadTask, TaskWriter, type EventStore } from '@baton/event-store';
-import { readArtifact, searchCorpus } from '@baton/storage';
+import { readArtifact, searchCorpus, storeArtifact } from '@baton/storage';
 import { findBwrap, LocalSandboxProvider } from '@baton/sandbox';
 import { silentLogger } from '@baton/runtime';
 import { dispatchedTask, pgTest as test } from '@baton/testing';
@@ -180,6 +180,39 @@ describe('runSubagentJob', () => {
     const results = (await loadTask(pg.store, id2)).events.filter((e) => e.type === 'ToolResultsRecorded').flatMap((e) => (e.data as { results: { content: string }[] }).results);
     expect(results.map((r) => r.content)).toEqual([expect.stringMatching(/^no results for/), 'The user rejected the plan: no files today']);
     expect(await artifact(pg.store, id2, 'notes.md')).toBeUndefined();
+  });
+
+  test('send_email: a person approves it, then it goes to the outbox as one EmailRequested (nothing sent from the sandbox); run again after a crash, it records nothing new', async ({ pg }) => {
+    const id = await dispatchedTask(pg.store, 'email-agent', 'Mail report.md to ann@example.com.\nSubject: Report: X');
+    const stored = await storeArtifact(pg.db.pool, { taskId: id, path: 'report.md', agentId: null, content: Buffer.from('# Report\n\nFindings.') });
+    await handleCommand(pg.store, id, { type: 'StoreArtifact', agentId: null, path: 'report.md', bytes: stored.bytes, sha256: stored.sha256, mediaType: stored.mediaType });
+    // send_email needs a person by default (the team names no rule for it).
+    expect(await runSubagentJob(deps(pg.store), id, 'email-agent-1', () => {})).toBe('paused');
+    let { state, events } = await loadTask(pg.store, id);
+    const [req] = Object.values(state.pendingRequests);
+    expect(req).toMatchObject({ kind: 'approval', toolName: 'send_email', input: { to: ['ann@example.com'], attach: ['report.md'] }, plan: expect.stringMatching(/Email to: ann@example\.com\nSubject: Report: X\nAttached: report\.md\n\n# Report/) });
+    expect(events.some((e) => e.type === 'EmailRequested')).toBe(false);
+    await handleCommand(pg.store, id, { type: 'DecideApproval', requestId: req!.requestId, decision: 'approve', decidedBy: 'u' });
+
+    // Runner A took the approved call, recorded EmailRequested (as its outbox does) and died before the tool result.
+    const claimed = await handleCommand(pg.store, id, { type: 'StartSubagent', agentId: 'email-agent-1', attempt: 2, runnerId: 'runner-a' });
+    const call = claimed.state.agents['email-agent-1']!.openToolUses[0]!;
+    const first = outboxRequest(claimed.state, 'email-agent-1', call.toolUseId, sendEmailTool.input.parse(call.approvedInput));
+    if (!first.ok) throw new Error(first.error);
+    await handleCommand(pg.store, id, first.command);
+    // Runner B takes the job over: the call runs again, and records nothing new.
+    const ran: string[] = [];
+    expect(await runSubagentJob({ ...deps(pg.store, new OfflineModel(), 'runner-b'), audit: (e) => ran.push(e.tool) }, id, 'email-agent-1', () => {})).toBe('completed');
+    expect(ran).toEqual(['send_email']);
+    ({ state, events } = await loadTask(pg.store, id));
+    const requested = events.filter((e) => e.type === 'EmailRequested');
+    expect(requested).toHaveLength(1);
+    expect(requested[0]?.data).toMatchObject({ agentId: 'email-agent-1', to: ['ann@example.com'], subject: 'Report: X', body: '# Report\n\nFindings.', attachments: [{ path: 'report.md', bytes: stored.bytes, sha256: stored.sha256 }] });
+    const emailId = (requested[0]?.data as { emailId: string }).emailId;
+    expect(state.emails[emailId]).toMatchObject({ status: 'queued' });
+    const results = events.filter((e) => e.type === 'ToolResultsRecorded').flatMap((e) => (e.data as { results: { toolName: string; content: string }[] }).results);
+    expect(results.filter((r) => r.toolName === 'send_email')).toEqual([expect.objectContaining({ content: expect.stringMatching(new RegExp(`^queued as ${emailId}: to ann@example\\.com`)) })]);
+    expect(state.agents['email-agent-1']?.summary).toMatch(/Mail queued as/);
   });
 
   test('cancelling the task stops a running subagent at its next step (no further turn, no completion)', async ({ pg }) => {

@@ -1,5 +1,5 @@
 import { agentStreamId, isFinal, isToolUse, type Command, type RecordedEvent, type TaskState } from '@baton/domain';
-import { builtinTeams, findAgent, runAgentLoop, submitReviewTool, type AgentDefinition, type LoopHost, type ModelClient, type TeamCatalog, type TeamDefinition } from '@baton/agents';
+import { builtinTeams, findAgent, outboxRequest, runAgentLoop, submitReviewTool, type AgentDefinition, type LoopHost, type ModelClient, type TeamCatalog, type TeamDefinition } from '@baton/agents';
 import { handleCommand, isConcurrencyError, loadTask, retryOnConflict, TaskWriter, type EventStore, type LoadedTask, type TaskLoader } from '@baton/event-store';
 import { acquireLease, releaseLease, renewLease, type CorpusHit, type StoredArtifact } from '@baton/storage';
 import type pg from 'pg';
@@ -137,7 +137,22 @@ export async function runSubagentJob(
     const events = claimed.events;
     // What it may change: its config's file scope and, for a subtask of a plan, its locks.
     const policy: WritePolicy = { scope: def.fileScope, locks: agent0.fileLocks };
-    const env: ToolEnv = { sandbox, testCommand: def.testCommand, search: d.search, signal, policy };
+    const env: ToolEnv = {
+      sandbox,
+      testCommand: def.testCommand,
+      search: d.search,
+      signal,
+      policy,
+      // send_email: EmailRequested goes to the log now, before the tool result that says so (a
+      // crash between the two runs the call again, which records nothing new: its id is stable).
+      outbox: async (toolUseId, input) => {
+        const r = outboxRequest(writer.state, agentId, toolUseId, input);
+        if (!r.ok) return { content: r.error, isError: true };
+        const done = await handleCommand(d.store, taskId, r.command, { load });
+        d.committed?.(done.events);
+        return { content: r.result };
+      },
+    };
     /** Task-stream commands (requests, completion) wait for the agent's own writes, then go through handleCommand. */
     let onTaskStream: Command[] = [];
     let changed = false;

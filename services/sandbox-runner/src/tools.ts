@@ -1,6 +1,6 @@
 import path from 'node:path';
 import type { ToolResult, ToolUseBlock } from '@baton/domain';
-import { allTools, parseToolInput } from '@baton/agents';
+import { allTools, parseToolInput, type SendEmailInput } from '@baton/agents';
 import type { CorpusHit } from '@baton/storage';
 import type { CommandResult, Sandbox } from '@baton/sandbox';
 import { normalPath, restricts, writeRefusal, type WritePolicy } from './files.ts';
@@ -20,6 +20,11 @@ export interface ToolEnv {
   signal?: AbortSignal | undefined;
   /** What the agent may change (scope and locks): a command's changes outside it are reverted. */
   policy?: WritePolicy | undefined;
+  /**
+   * The task's outbox (send_email): records the mail as EmailRequested and answers the tool result;
+   * nothing is sent from the sandbox (docs/email.md). Absent: send_email is an error result.
+   */
+  outbox?: ((toolUseId: string, input: SendEmailInput) => Promise<{ content: string; isError?: boolean }>) | undefined;
 }
 
 type Input = Record<string, unknown>;
@@ -39,7 +44,7 @@ export async function runTool(call: ToolUseBlock, allowed: readonly string[], en
   const impl = impls[call.name];
   if (!impl) return fail(`tool '${call.name}' cannot run in the sandbox runner`);
   try {
-    const out = await impl(parsed.value as Input, env);
+    const out = await impl(parsed.value as Input, env, call.id);
     return { ...base, content: out.content, isError: out.isError ?? false, ...(out.files ? { files: out.files } : {}), ...(out.tests ? { tests: out.tests } : {}) };
   } catch (err) {
     return fail(err instanceof Error ? err.message : String(err));
@@ -48,7 +53,8 @@ export async function runTool(call: ToolUseBlock, allowed: readonly string[], en
 
 const fileEffect = (effect: 'created' | 'modified', p: string): ToolResult['files'] => ({ created: effect === 'created' ? [p] : [], modified: effect === 'modified' ? [p] : [] });
 
-const impls: Record<string, (input: Input, env: ToolEnv) => Promise<Outcome>> = {
+const impls: Record<string, (input: Input, env: ToolEnv, toolUseId: string) => Promise<Outcome>> = {
+  send_email: async (i, { outbox }, toolUseId) => (outbox ? outbox(toolUseId, i as SendEmailInput) : { content: 'send_email: the outbox is not available to this runner', isError: true }),
   write_file: async (i, { sandbox }) => {
     const p = normalPath(i.path as string);
     const content = i.content as string;

@@ -7,6 +7,7 @@ import * as m005 from './005_input_workspaces.ts';
 import * as m006 from './006_leases.ts';
 import * as m007 from './007_chat_events.ts';
 import * as m008 from './008_task_list.ts';
+import * as m009 from './009_mail.ts';
 
 /** Numbered migrations, imported statically so they run the same from source and from a build. */
 export const migrations: Record<string, Migration> = {
@@ -18,6 +19,7 @@ export const migrations: Record<string, Migration> = {
   '006_leases': m006,
   '007_chat_events': m007,
   '008_task_list': m008,
+  '009_mail': m009,
 };
 
 export const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

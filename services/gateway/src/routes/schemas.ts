@@ -1,3 +1,4 @@
+import { NotifyConfig } from '@baton/domain';
 import { EXAMPLE_NAME } from '@baton/storage';
 import { z } from 'zod';
 
@@ -54,6 +55,8 @@ export const SubmitTaskBody = z.strictObject({
   workspace: WorkspaceInput.optional(),
   /** Reaching it pauses the run with a request of kind budget; absent: the tenant's default budget, if one is configured. */
   budget: BudgetInput.optional(),
+  /** Who is mailed, at which moments (docs/email.md); absent: the tenant's default (TENANT_NOTIFY), if one is configured. */
+  notify: NotifyConfig.optional(),
 });
 export type SubmitTaskBody = z.infer<typeof SubmitTaskBody>;
 

@@ -85,6 +85,8 @@ export async function submitTask(d: GatewayDeps, req: FastifyRequest, body: Task
     forkedFrom: null,
     workspace,
     budget: budgetFor(body.budget ?? d.budgets?.[req.tenant] ?? d.budgets?.['*']),
+    // Recorded with the task (a replay or a fork sees it); the request's replaces the tenant's default.
+    notify: body.notify ?? d.notify?.[req.tenant] ?? d.notify?.['*'] ?? null,
   };
   try {
     const writer = new TaskWriter(d.store, taskId, initialState(), { now: d.now });

@@ -1,8 +1,7 @@
 import { allTools, parseToolInput } from '@baton/agents';
 import { digestJson, exists, forkEvents, uuidV5, type Command, type TaskState } from '@baton/domain';
 import { redactCredentials, toAgentViews, toTaskView } from '@baton/api';
-import { publishWakeUps } from '@baton/bus';
-import { handleCommand, importTask, listTasks } from '@baton/event-store';
+import { importTask, listTasks } from '@baton/event-store';
 import { copyTaskFiles, listDeliveries, readArtifact, storeWorkspace } from '@baton/storage';
 import multipart from '@fastify/multipart';
 import type { ZodTypeProvider } from '@fastify/type-provider-zod';
@@ -10,6 +9,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { GatewayDeps } from '../deps.ts';
 import { HttpError, notFound } from '../errors.ts';
 import { AgentParams, AnswerBody, ApprovalBody, ArtifactParams, CancelBody, ForkBody, ListTasksQuery, RequestParams, SubmitTaskBody, TaskIdParams } from './schemas.ts';
+import { runTaskCommand } from './commands.ts';
 import { checkSubmission, submitTask } from './submit.ts';
 import { readMultipartSubmission, resolveWorkspace, submitBodyLimit } from './workspace-input.ts';
 
@@ -74,12 +74,7 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
   /** Run a user command against a visible task (retried on version conflicts) and answer with the task. */
   const command = async (req: FastifyRequest, taskId: string, make: (s: TaskState) => Command) => {
     const visible = await loadVisibleTask(d, req, taskId);
-    // The first attempt decides on the state just loaded; a retry after a conflict re-reads.
-    let fresh = true;
-    const load = (id: string) => (fresh ? ((fresh = false), Promise.resolve(visible)) : d.load(id));
-    const res = await handleCommand(d.store, taskId, make, { metadata: { actor: req.actor }, now: d.now, load });
-    publishWakeUps(d.nats(), d.names, res.events);
-    return toTaskView(res.state);
+    return toTaskView((await runTaskCommand(d, taskId, visible, make, req.actor)).state);
   };
 
   r.post('/v1/tasks/:id/approvals/:requestId', { schema: { params: RequestParams, body: ApprovalBody, tags: ['requests'], summary: 'Approve (optionally with edited input) or reject a request' } }, async (req) => {

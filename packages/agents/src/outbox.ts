@@ -1,0 +1,32 @@
+import { uuidV5, type Command, type TaskState } from '@baton/domain';
+import type { SendEmailInput } from './tools.ts';
+
+/**
+ * The outbox side of `send_email` (docs/email.md), pure: what a call records. The email id is
+ * derived from the task, the agent and the tool use, so the same call run again (a job resumed
+ * after a crash, a retry) decides the same RequestEmail, which the log records once.
+ */
+export const emailIdFor = (taskId: string, agentId: string, toolUseId: string): string => uuidV5(`${taskId}:email:${agentId}:${toolUseId}`);
+
+export type OutboxRequest = { ok: true; command: Extract<Command, { type: 'RequestEmail' }>; result: string } | { ok: false; error: string };
+
+/** The RequestEmail of a send_email call, and the tool result the agent gets; or why it cannot be queued (an attachment that is not an artifact of the task). */
+export function outboxRequest(state: TaskState, agentId: string, toolUseId: string, input: SendEmailInput): OutboxRequest {
+  const attachments = [];
+  for (const path of input.attach) {
+    const artifact = state.artifacts.find((a) => a.path === path);
+    if (!artifact) {
+      const known = state.artifacts.map((a) => a.path);
+      return { ok: false, error: `attach: '${path}' is not a file of this task; its files are: ${known.length ? known.join(', ') : 'none yet'}` };
+    }
+    attachments.push({ path, bytes: artifact.bytes, sha256: artifact.sha256 });
+  }
+  const emailId = emailIdFor(state.id, agentId, toolUseId);
+  const command = { type: 'RequestEmail' as const, emailId, agentId, toolUseId, to: input.to, subject: input.subject, body: input.body, attachments };
+  const attached = attachments.length ? `, with ${attachments.map((a) => a.path).join(', ')} attached` : '';
+  return {
+    ok: true,
+    command,
+    result: `queued as ${emailId}: to ${input.to.join(', ')}, subject "${input.subject}"${attached}. Baton's notifier delivers it once; whether it was sent (EmailSent) or not (EmailFailed) is recorded on the task, not in this result.`,
+  };
+}

@@ -1,0 +1,56 @@
+import { z } from 'zod';
+
+/**
+ * Mail (docs/email.md): who a task tells, and when (`notify`, recorded in TaskSubmitted), and the
+ * outbox — mails an agent asked for (`send_email`), recorded as EmailRequested and delivered
+ * once, from the log, by the notifier, which records EmailSent or EmailFailed.
+ */
+
+/** An address as a task or an agent may name it (zod's email format; 254 characters at most, as SMTP allows). */
+export const EmailAddress = z.email('must be an email address (name@example.com)').max(254, 'must be at most 254 characters');
+
+/** The moments a task's mail recipients may be told of. */
+export const MAIL_MOMENTS = ['awaiting_input', 'completed', 'failed', 'cancelled'] as const;
+export const MailMoment = z.enum(MAIL_MOMENTS);
+export type MailMoment = z.infer<typeof MailMoment>;
+export const DEFAULT_MAIL_MOMENTS: MailMoment[] = ['awaiting_input', 'completed', 'failed'];
+export const MAX_MAIL_RECIPIENTS = 20;
+
+/** Who is mailed, and at which moments (a request waiting for a person, the end of the run). */
+export const EmailNotify = z.strictObject({
+  to: z.array(EmailAddress).min(1, 'name at least one address').max(MAX_MAIL_RECIPIENTS, `at most ${MAX_MAIL_RECIPIENTS} addresses`),
+  on: z.array(MailMoment).min(1).max(MAIL_MOMENTS.length).default(DEFAULT_MAIL_MOMENTS),
+});
+export type EmailNotify = z.infer<typeof EmailNotify>;
+
+/** A task's notifications besides its webhook. */
+export const NotifyConfig = z.strictObject({ email: EmailNotify });
+export type NotifyConfig = z.infer<typeof NotifyConfig>;
+
+/** An artifact attached to an outbox mail, as it was when the agent asked. */
+export const EmailAttachment = z.object({
+  path: z.string().min(1).max(1024),
+  bytes: z.number().int().nonnegative(),
+  sha256: z.string().regex(/^[0-9a-f]{64}$/),
+});
+export type EmailAttachment = z.infer<typeof EmailAttachment>;
+
+export const EMAIL_SUBJECT_MAX = 300;
+export const EMAIL_BODY_MAX = 100_000;
+export const EMAIL_MAX_ATTACHMENTS = 10;
+
+/** An outbox mail as the task's state keeps it (its body stays in EmailRequested). */
+export interface EmailState {
+  emailId: string;
+  agentId: string;
+  toolUseId: string;
+  to: string[];
+  subject: string;
+  attachments: string[];
+  /** queued: recorded, not yet delivered; sent or failed: the notifier recorded the outcome. */
+  status: 'queued' | 'sent' | 'failed';
+  requestedAt: string;
+  settledAt: string | null;
+  messageId: string | null;
+  error: { code: string; message: string } | null;
+}

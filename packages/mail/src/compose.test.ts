@@ -1,0 +1,48 @@
+import { given } from '@baton/testing';
+import type { DecidedEvent, PendingRequest } from '@baton/domain';
+import { describe, expect, it } from 'vitest';
+import { endMail, outboxMail, requestMail } from './compose.ts';
+
+const submitted: DecidedEvent = { type: 'TaskSubmitted', data: { prompt: 'Research <b>event sourcing</b>', team: 'research', requirePlanApproval: true, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 't', requestHash: null, forkedFrom: null, workspace: null, budget: null } };
+const started: DecidedEvent = { type: 'TaskStarted', data: { leadAgentId: 'lead', leadAgentType: 'research-lead', configVersion: 'v' } };
+const task = given([submitted, started]).state;
+const approval: PendingRequest = { kind: 'approval', requestId: 'apr-lead-tu1', agentId: 'lead', toolUseId: 'tu1', toolName: 'Task', input: { agent: 'researcher', prompt: '<script>alert(1)</script>' }, inputDigest: 'd', plan: 'Plan: **research** first', deadline: '2026-01-01T00:10:00.000Z', onTimeout: 'reject', openedAt: '2026-01-01T00:00:00.000Z' };
+const links = { approve: 'https://baton.example/mail/decide?token=A', reject: 'https://baton.example/mail/decide?token=R', answer: 'https://baton.example/mail/answer?token=Q', console: 'https://baton.example/#/tasks/x', expiresAt: '2026-01-01T00:10:00.000Z' };
+
+describe('mail contents', () => {
+  it('an approval: the plan rendered, the input shown escaped, Approve / Reject / Open in console', () => {
+    const m = requestMail(task, approval, links);
+    expect(m.subject).toBe('[Baton] Approval needed: Task — Research <b>event sourcing</b>');
+    expect(m.text).toMatch(/The lead waits for your approval to call Task\.[\s\S]*Plan: \*\*research\*\* first[\s\S]*"prompt": "<script>alert\(1\)<\/script>"[\s\S]*Approve: https:\/\/baton\.example\/mail\/decide\?token=A\nReject: https:\/\/baton\.example\/mail\/decide\?token=R\nOpen in console: https:\/\/baton\.example\/#\/tasks\/x/);
+    expect(m.html).toContain('<strong>research</strong>');
+    expect(m.html).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
+    expect(m.html).not.toContain('<script>');
+    expect(m.html).toContain('Research &lt;b&gt;event sourcing&lt;/b&gt;');
+    expect(m.html).toMatch(/href="https:\/\/baton\.example\/mail\/decide\?token=A"[^>]*>Approve</);
+  });
+  it('a question: the questions, the options, an Answer link', () => {
+    const m = requestMail(task, { kind: 'clarification', requestId: 'clr-1', agentId: 'researcher-1', toolUseId: 't', questions: ['Which sources?'], context: 'need to know', options: ['papers', 'blogs'], openedAt: 'x' }, links);
+    expect(m.subject).toBe('[Baton] A question for you: Which sources?');
+    expect(m.text).toMatch(/Agent researcher-1 asks:\n\n1\. Which sources\?\n\nOptions: papers \| blogs[\s\S]*Answer: https:\/\/baton\.example\/mail\/answer\?token=Q/);
+    expect(m.html).toMatch(/>Answer</);
+  });
+  it('the report: markdown rendered (raw HTML escaped), a text part, the files listed and linked', () => {
+    const done = given([submitted, started, { type: 'TaskCompleted', data: { summary: 'written', reportPath: 'report.md' } }]).state;
+    const m = endMail(done, { report: '# Findings\n\n- one <img src=x onerror=alert(1)>\n\n[link](javascript:alert(1))', artifacts: [{ path: 'report.md', bytes: 10, url: 'https://b/v1/tasks/x/artifacts/report.md', attached: true }], console: links.console });
+    expect(m.subject).toBe('[Baton] Done: Research <b>event sourcing</b>');
+    expect(m.html).toContain('<h1>Findings</h1>');
+    expect(m.html).not.toMatch(/<img|href="javascript/);
+    expect(m.html).toMatch(/<a href="https:\/\/b\/v1\/tasks\/x\/artifacts\/report\.md">report\.md<\/a> \(10 bytes, attached\)/);
+    expect(m.text).toMatch(/# Findings[\s\S]*Files:\n- report\.md \(10 bytes, attached\): https:\/\/b\/v1\/tasks\/x\/artifacts\/report\.md/);
+  });
+  it('a failure says why', () => {
+    const failed = given([submitted, started, { type: 'TaskFailed', data: { code: 'lead_failed', message: 'boom' } }]).state;
+    expect(endMail(failed, { report: null, artifacts: [], console: 'c' })).toMatchObject({ subject: '[Baton] Failed: Research <b>event sourcing</b>', text: expect.stringMatching(/lead_failed: boom/) });
+  });
+  it('an outbox mail: the agent’s subject, its markdown as text and HTML, and where it came from', () => {
+    const m = outboxMail(task, { subject: 'The report', body: '# Hi\n\n**bold**', agentId: 'email-agent-1' });
+    expect(m).toMatchObject({ subject: 'The report', text: expect.stringMatching(/^# Hi\n\n\*\*bold\*\*\n\n-- \nSent by Baton's email-agent-1 for task /) });
+    expect(m.html).toContain('<h1>Hi</h1>');
+    expect(m.html).toContain('<strong>bold</strong>');
+  });
+});

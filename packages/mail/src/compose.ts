@@ -1,0 +1,118 @@
+import type { PendingRequest, TaskState } from '@baton/domain';
+import { escapeHtml, renderMarkdown } from './markdown.ts';
+
+/**
+ * What each mail says, as pure functions of the task (docs/email.md): a request waiting for a
+ * person (approval, question, budget), the end of a run (the report, or why it failed or was
+ * cancelled), and an agent's outbox mail. Each has a subject, a plain-text part and an HTML part
+ * (markdown rendered with markdown-it, everything else escaped).
+ */
+export interface MailContent {
+  subject: string;
+  text: string;
+  html: string;
+}
+
+/** One-click links of a request mail (absent: not offered for this kind of request). */
+export interface RequestLinks {
+  approve?: string;
+  reject?: string;
+  answer?: string;
+  console: string;
+  /** When the signed links stop working. */
+  expiresAt: string;
+}
+
+const MAX_INPUT_CHARS = 20_000;
+const oneLine = (s: string, max: number): string => {
+  const t = s.replace(/\s+/g, ' ').trim();
+  return t.length > max ? `${t.slice(0, max - 1)}…` : t;
+};
+const taskLine = (task: TaskState): string => oneLine(task.prompt, 80);
+const clip = (s: string, max: number): string => (s.length > max ? `${s.slice(0, max)}\n… (${s.length - max} more characters; see the console)` : s);
+
+const button = (href: string, label: string, colour: string): string =>
+  `<a href="${escapeHtml(href)}" style="display:inline-block;padding:10px 18px;margin:0 8px 8px 0;border-radius:6px;background:${colour};color:#fff;text-decoration:none;font-weight:600">${escapeHtml(label)}</a>`;
+const layout = (title: string, inner: string): string =>
+  `<!doctype html><html><head><meta charset="utf-8"><title>${escapeHtml(title)}</title></head><body style="font-family:system-ui,-apple-system,Segoe UI,sans-serif;line-height:1.45;color:#1b1f24;max-width:720px;margin:0 auto;padding:16px">${inner}<hr style="border:none;border-top:1px solid #ddd;margin-top:24px"><p style="color:#666;font-size:12px">Sent by Baton.</p></body></html>`;
+const pre = (s: string): string => `<pre style="background:#f4f5f7;padding:12px;border-radius:6px;white-space:pre-wrap;word-break:break-word">${escapeHtml(s)}</pre>`;
+
+/** A request that waits for a person: what it is about, and the links that decide it. */
+export function requestMail(task: TaskState, req: PendingRequest, links: RequestLinks): MailContent {
+  const who = `${req.agentId === task.lead?.agentId ? 'The lead' : `Agent ${req.agentId}`}`;
+  const lines: string[] = [];
+  const html: string[] = [];
+  let subject: string;
+  const header = `Task ${task.id}: ${oneLine(task.prompt, 500)}`;
+  if (req.kind === 'approval') {
+    subject = `[Baton] Approval needed: ${req.toolName} — ${taskLine(task)}`;
+    const input = clip(JSON.stringify(req.input, null, 2), MAX_INPUT_CHARS);
+    lines.push(`${who} waits for your approval to call ${req.toolName}.`, '', header, '', 'The plan:', req.plan, '', 'The input:', input);
+    html.push(`<p>${escapeHtml(who)} waits for your approval to call <b>${escapeHtml(req.toolName)}</b>.</p>`, `<p style="color:#555">${escapeHtml(header)}</p>`, '<h3>The plan</h3>', renderMarkdown(req.plan), '<h3>The input</h3>', pre(input));
+    lines.push('', `Approve: ${links.approve ?? ''}`, `Reject: ${links.reject ?? ''}`);
+    html.push(`<p>${links.approve ? button(links.approve, 'Approve', '#1a7f37') : ''}${links.reject ? button(links.reject, 'Reject', '#cf222e') : ''}${button(links.console, 'Open in console', '#57606a')}</p>`);
+    lines.push(`Open in console: ${links.console}`, '', `Nobody deciding by ${req.deadline}: it is ${req.onTimeout === 'approve' ? 'approved' : 'rejected'}. The links work until ${links.expiresAt}; each asks you to confirm.`);
+    html.push(`<p style="color:#555;font-size:13px">Nobody deciding by ${escapeHtml(req.deadline)}: it is ${req.onTimeout === 'approve' ? 'approved' : 'rejected'}. The links work until ${escapeHtml(links.expiresAt)}; each asks you to confirm.</p>`);
+  } else if (req.kind === 'clarification') {
+    subject = `[Baton] A question for you: ${oneLine(req.questions[0] ?? '', 80)}`;
+    lines.push(`${who} asks:`, '', ...req.questions.map((q, i) => `${i + 1}. ${q}`), ...(req.options?.length ? ['', `Options: ${req.options.join(' | ')}`] : []), ...(req.context ? ['', `Context: ${req.context}`] : []), '', header, '', `Answer: ${links.answer ?? ''}`, `Open in console: ${links.console}`);
+    html.push(`<p>${escapeHtml(who)} asks:</p><ol>${req.questions.map((q) => `<li>${escapeHtml(q)}</li>`).join('')}</ol>`);
+    if (req.options?.length) html.push(`<p>Options: ${req.options.map(escapeHtml).join(' · ')}</p>`);
+    if (req.context) html.push(`<p style="color:#555">${escapeHtml(req.context)}</p>`);
+    html.push(`<p style="color:#555">${escapeHtml(header)}</p>`, `<p>${links.answer ? button(links.answer, 'Answer', '#0969da') : ''}${button(links.console, 'Open in console', '#57606a')}</p>`);
+    lines.push('', `The link works until ${links.expiresAt}.`);
+  } else {
+    subject = `[Baton] Budget reached — ${taskLine(task)}`;
+    const spent = `spent $${req.spent.usd.toFixed(4)} and ${req.spent.tokens} tokens; limit ${req.limit.usd !== null ? `$${req.limit.usd}` : 'no $ limit'}, ${req.limit.tokens !== null ? `${req.limit.tokens} tokens` : 'no token limit'}`;
+    lines.push('The task reached its budget; every agent has stopped until you raise it or stop the run.', '', header, '', spent, '', `Decide in the console: ${links.console}`, `Nobody deciding by ${req.deadline}: the run stops.`);
+    html.push(`<p>The task reached its budget; every agent has stopped until you raise it or stop the run.</p><p style="color:#555">${escapeHtml(header)}</p><p>${escapeHtml(spent)}</p><p>${button(links.console, 'Open in console', '#57606a')}</p><p style="color:#555;font-size:13px">Nobody deciding by ${escapeHtml(req.deadline)}: the run stops.</p>`);
+  }
+  return { subject, text: lines.join('\n'), html: layout(subject, html.join('\n')) };
+}
+
+/** An artifact of a finished task as the report mail lists it. */
+export interface ListedArtifact {
+  path: string;
+  bytes: number;
+  url: string;
+  attached: boolean;
+}
+
+/** The end of a run: the report (completed) or why it ended (failed, cancelled). */
+export function endMail(task: TaskState, o: { report: string | null; artifacts: ListedArtifact[]; console: string }): MailContent {
+  const status = task.status;
+  const title = status === 'completed' ? 'Done' : status === 'failed' ? 'Failed' : 'Cancelled';
+  const subject = `[Baton] ${title}: ${taskLine(task)}`;
+  const lines = [`Task ${task.id} ${status}.`, '', oneLine(task.prompt, 500)];
+  const html = [`<p>Task <code>${escapeHtml(task.id)}</code> <b>${escapeHtml(status)}</b>.</p>`, `<p style="color:#555">${escapeHtml(oneLine(task.prompt, 500))}</p>`];
+  if (task.error) {
+    lines.push('', `${task.error.code}: ${task.error.message}`);
+    html.push(`<p><b>${escapeHtml(task.error.code)}</b>: ${escapeHtml(task.error.message)}</p>`);
+  }
+  if (task.result?.summary) {
+    lines.push('', task.result.summary);
+    html.push(`<p>${escapeHtml(task.result.summary)}</p>`);
+  }
+  if (o.report !== null) {
+    lines.push('', '---', '', o.report, '', '---');
+    html.push('<hr>', renderMarkdown(o.report), '<hr>');
+  }
+  if (o.artifacts.length > 0) {
+    const item = (a: ListedArtifact): string => `${a.path} (${a.bytes} bytes${a.attached ? ', attached' : ''}): ${a.url}`;
+    lines.push('', 'Files:', ...o.artifacts.map((a) => `- ${item(a)}`));
+    html.push(`<h3>Files</h3><ul>${o.artifacts.map((a) => `<li><a href="${escapeHtml(a.url)}">${escapeHtml(a.path)}</a> (${a.bytes} bytes${a.attached ? ', attached' : ''})</li>`).join('')}</ul>`);
+  }
+  lines.push('', `Open in console: ${o.console}`);
+  html.push(`<p>${button(o.console, 'Open in console', '#57606a')}</p>`);
+  return { subject, text: lines.join('\n'), html: layout(subject, html.join('\n')) };
+}
+
+/** An agent's outbox mail: its markdown body as text and as HTML, with where it came from. */
+export function outboxMail(task: Pick<TaskState, 'id'>, o: { subject: string; body: string; agentId: string }): MailContent {
+  const footer = `Sent by Baton's ${o.agentId} for task ${task.id}.`;
+  return {
+    subject: o.subject,
+    text: `${o.body}\n\n-- \n${footer}`,
+    html: `<!doctype html><html><head><meta charset="utf-8"><title>${escapeHtml(o.subject)}</title></head><body style="font-family:system-ui,-apple-system,Segoe UI,sans-serif;line-height:1.45;color:#1b1f24;max-width:720px;margin:0 auto;padding:16px">${renderMarkdown(o.body)}<hr style="border:none;border-top:1px solid #ddd;margin-top:24px"><p style="color:#666;font-size:12px">${escapeHtml(footer)}</p></body></html>`,
+  };
+}

@@ -1,0 +1,40 @@
+import { randomUUID } from 'node:crypto';
+import { pgTest as test } from '@baton/testing';
+import { describe, expect } from 'vitest';
+import { claimMail, mailSends, settleMail } from './mail.ts';
+
+const key = () => ({ taskId: randomUUID(), key: 'completed', recipient: 'ann@example.com', messageId: '<m@baton>' });
+
+describe('the mail ledger', () => {
+  test('of two claims at once exactly one wins; the other is told another holder has it', async ({ pg: { db } }) => {
+    const k = key();
+    const results = await Promise.all([claimMail(db.pool, { ...k, holder: 'a', leaseMs: 60_000 }), claimMail(db.pool, { ...k, holder: 'b', leaseMs: 60_000 })]);
+    expect(results.filter((r) => r.claimed)).toEqual([{ claimed: true, attempt: 1 }]);
+    expect(results.find((r) => !r.claimed)).toMatchObject({ claimed: false, state: 'busy', retryInMs: expect.any(Number) });
+    const winner = results[0]?.claimed ? 'a' : 'b';
+    expect(await settleMail(db.pool, { ...k, holder: winner === 'a' ? 'b' : 'a', state: 'sent', error: null })).toBe(false); // only the holder settles
+    expect(await settleMail(db.pool, { ...k, holder: winner, state: 'sent', error: null })).toBe(true);
+    expect(await claimMail(db.pool, { ...k, holder: 'c', leaseMs: 60_000 })).toEqual({ claimed: false, state: 'sent', marked: false });
+  });
+
+  test('a definite failure (retry) is claimed again, counting attempts; given up (failed) it is not', async ({ pg: { db } }) => {
+    const k = key();
+    expect(await claimMail(db.pool, { ...k, holder: 'a', leaseMs: 60_000 })).toEqual({ claimed: true, attempt: 1 });
+    await settleMail(db.pool, { ...k, holder: 'a', state: 'retry', error: '451 try later' });
+    expect(await claimMail(db.pool, { ...k, holder: 'b', leaseMs: 60_000 })).toEqual({ claimed: true, attempt: 2 });
+    await settleMail(db.pool, { ...k, holder: 'b', state: 'failed', error: '550 no such user' });
+    expect(await claimMail(db.pool, { ...k, holder: 'c', leaseMs: 60_000 })).toEqual({ claimed: false, state: 'failed', marked: false });
+    expect(await mailSends(db.pool, k.taskId)).toEqual([{ key: 'completed', recipient: 'ann@example.com', state: 'failed', attempts: 2, lastError: '550 no such user' }]);
+  });
+
+  test('a holder gone while sending: once its lease ends the mail is marked unknown (once) and never claimed again', async ({ pg: { db } }) => {
+    const k = key();
+    expect(await claimMail(db.pool, { ...k, holder: 'a', leaseMs: 1 })).toEqual({ claimed: true, attempt: 1 });
+    await db.pool.query(`select pg_sleep(0.01)`); // the 1 ms lease is over (Postgres's clock)
+    expect(await claimMail(db.pool, { ...k, holder: 'b', leaseMs: 60_000 })).toEqual({ claimed: false, state: 'unknown', marked: true });
+    expect(await claimMail(db.pool, { ...k, holder: 'c', leaseMs: 60_000 })).toEqual({ claimed: false, state: 'unknown', marked: false });
+    // The first holder was only slow: its outcome replaces unknown.
+    expect(await settleMail(db.pool, { ...k, holder: 'a', state: 'sent', error: null })).toBe(true);
+    expect((await mailSends(db.pool, k.taskId))[0]?.state).toBe('sent');
+  });
+});

@@ -1,0 +1,76 @@
+import type pg from 'pg';
+
+/**
+ * The mail ledger (docs/email.md): one row per (task, moment, recipient), claimed before the
+ * mail is sent, so that at most one notifier sends it — whatever the bus redelivers, however many
+ * notifiers run. A claim is a lease: a holder that stops while sending leaves it `sending` until
+ * the lease ends, and the next to look marks it `unknown` (it may have gone out: it is never sent
+ * again). A definite failure (the SMTP server refused, or could not be reached) is `retry`, and
+ * the next delivery of the event claims it again.
+ */
+export interface MailKey {
+  taskId: string;
+  /** `request:<requestId>`, `completed`, `failed`, `cancelled`, or `email:<emailId>` (the outbox). */
+  key: string;
+  /** One address (notifications), or the outbox mail's recipients joined by ", ". */
+  recipient: string;
+}
+
+export type MailClaim =
+  /** Send it now; `attempt` counts the claims of this mail. */
+  | { claimed: true; attempt: number }
+  /** Sent, given up, or of unknown outcome: nothing more to do. `marked`: this call found the holder gone and marked it unknown. */
+  | { claimed: false; state: 'sent' | 'failed' | 'unknown'; marked: boolean }
+  /** Another holder's lease is live: look again once it ends (`retryInMs`). */
+  | { claimed: false; state: 'busy'; retryInMs: number };
+
+export async function claimMail(pool: Pick<pg.Pool, 'query'>, k: MailKey & { messageId: string; holder: string; leaseMs: number }): Promise<MailClaim> {
+  const claim = await pool.query<{ attempts: number }>(
+    `insert into mail_sends as m (task_id, mail_key, recipient, message_id, state, attempts, holder, lease_until)
+     values ($1, $2, $3, $4, 'sending', 1, $5, now() + make_interval(secs => $6::double precision / 1000))
+     on conflict (task_id, mail_key, recipient) do update
+       set state = 'sending', attempts = m.attempts + 1, holder = excluded.holder, lease_until = excluded.lease_until, updated_at = now()
+       where m.state = 'retry'
+     returning attempts`,
+    [k.taskId, k.key, k.recipient, k.messageId, k.holder, k.leaseMs],
+  );
+  if (claim.rows[0]) return { claimed: true, attempt: claim.rows[0].attempts };
+  // Someone else's: an outcome, a live lease, or a holder that went away mid-send.
+  const lost = await pool.query(
+    `update mail_sends set state = 'unknown', last_error = 'the notifier sending it stopped before recording the outcome; not sent again (it may have gone out)', updated_at = now()
+     where task_id = $1 and mail_key = $2 and recipient = $3 and state = 'sending' and lease_until <= now()
+     returning 1`,
+    [k.taskId, k.key, k.recipient],
+  );
+  if ((lost.rowCount ?? 0) > 0) return { claimed: false, state: 'unknown', marked: true };
+  const { rows } = await pool.query<{ state: string; left_ms: number | null }>(
+    `select state, greatest(0, extract(epoch from lease_until - now()) * 1000)::int as left_ms from mail_sends where task_id = $1 and mail_key = $2 and recipient = $3`,
+    [k.taskId, k.key, k.recipient],
+  );
+  const row = rows[0];
+  if (!row) throw new Error(`mail ${k.key} of task ${k.taskId} to ${k.recipient}: neither claimed nor found`);
+  if (row.state === 'sending') return { claimed: false, state: 'busy', retryInMs: Math.max(100, row.left_ms ?? 0) };
+  // 'retry' cannot be seen here (the insert would have claimed it) except in a race with another claim: busy.
+  if (row.state === 'retry') return { claimed: false, state: 'busy', retryInMs: 100 };
+  return { claimed: false, state: row.state as 'sent' | 'failed' | 'unknown', marked: false };
+}
+
+/**
+ * The holder records what became of its claim: sent, retry (a definite failure, to try again) or
+ * failed (given up). Only the holder may (a claim taken over meanwhile is not overwritten, except
+ * `unknown`, which the holder's own outcome replaces: it knows).
+ */
+export async function settleMail(pool: Pick<pg.Pool, 'query'>, k: MailKey & { holder: string; state: 'sent' | 'retry' | 'failed'; error: string | null }): Promise<boolean> {
+  const r = await pool.query(
+    `update mail_sends set state = $5, last_error = $6, lease_until = null, updated_at = now()
+     where task_id = $1 and mail_key = $2 and recipient = $3 and holder = $4 and state in ('sending', 'unknown')`,
+    [k.taskId, k.key, k.recipient, k.holder, k.state, k.error],
+  );
+  return (r.rowCount ?? 0) > 0;
+}
+
+/** Where each mail of a task stands (for tests and operators). */
+export async function mailSends(pool: Pick<pg.Pool, 'query'>, taskId: string): Promise<{ key: string; recipient: string; state: string; attempts: number; lastError: string | null }[]> {
+  const { rows } = await pool.query(`select mail_key, recipient, state, attempts, last_error from mail_sends where task_id = $1 order by mail_key, recipient`, [taskId]);
+  return rows.map((r) => ({ key: r.mail_key, recipient: r.recipient, state: r.state, attempts: r.attempts, lastError: r.last_error }));
+}

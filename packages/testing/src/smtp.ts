@@ -1,0 +1,97 @@
+import { simpleParser } from 'mailparser';
+import { SMTPServer } from 'smtp-server';
+
+/** A mail as the test SMTP server received it, parsed with mailparser. */
+export interface CaughtMail {
+  /** The envelope: who it was sent for (RCPT TO). */
+  envelopeTo: string[];
+  from: string;
+  to: string[];
+  subject: string;
+  text: string;
+  html: string;
+  messageId: string;
+  headers: Map<string, unknown>;
+  attachments: { filename: string; contentType: string; content: Buffer }[];
+}
+
+export interface SmtpCatcher {
+  /** smtp://127.0.0.1:<port> */
+  url: string;
+  /** Every mail accepted, in order. */
+  mails: CaughtMail[];
+  /** Every DATA received (accepted or refused), in order. */
+  received: number;
+  /** Refuse the next `n` mails with this reply (e.g. 451 try again later, 550 no such user). */
+  refuseNext(n: number, code: number, message: string): void;
+  /** Hold every mail's final reply until the returned function is called (a slow server). */
+  hold(): () => void;
+  close(): Promise<void>;
+}
+
+/**
+ * A real SMTP server in the test process (smtp-server; no STARTTLS, no AUTH), which parses what
+ * it accepts with mailparser. For tests of the notifier's mail, in process or with the services
+ * as processes.
+ */
+export async function smtpCatcher(): Promise<SmtpCatcher> {
+  let refusals: { left: number; code: number; message: string } | null = null;
+  let gate: Promise<void> | null = null;
+  const catcher: SmtpCatcher = {
+    url: '',
+    mails: [],
+    received: 0,
+    refuseNext(n, code, message) {
+      refusals = { left: n, code, message };
+    },
+    hold() {
+      let release: () => void = () => {};
+      gate = new Promise<void>((r) => (release = r));
+      return () => {
+        gate = null;
+        release();
+      };
+    },
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
+  const server = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ['STARTTLS', 'AUTH'],
+    logger: false,
+    size: 50 * 1024 * 1024,
+    onData(stream, session, callback) {
+      const chunks: Buffer[] = [];
+      stream.on('data', (c: Buffer) => chunks.push(c));
+      stream.on('end', () => {
+        void (async () => {
+          catcher.received++;
+          if (gate) await gate;
+          if (refusals && refusals.left > 0) {
+            refusals.left--;
+            return callback(Object.assign(new Error(refusals.message), { responseCode: refusals.code }));
+          }
+          const parsed = await simpleParser(Buffer.concat(chunks));
+          const addresses = (v: unknown): string[] => {
+            const list = Array.isArray(v) ? v : v ? [v] : [];
+            return list.flatMap((a: { value?: { address?: string }[] }) => (a.value ?? []).map((x) => x.address ?? ''));
+          };
+          catcher.mails.push({
+            envelopeTo: session.envelope.rcptTo.map((r) => r.address),
+            from: addresses(parsed.from)[0] ?? '',
+            to: addresses(parsed.to),
+            subject: parsed.subject ?? '',
+            text: parsed.text ?? '',
+            html: typeof parsed.html === 'string' ? parsed.html : '',
+            messageId: parsed.messageId ?? '',
+            headers: parsed.headers as Map<string, unknown>,
+            attachments: parsed.attachments.map((a) => ({ filename: a.filename ?? '', contentType: a.contentType, content: a.content })),
+          });
+          callback();
+        })().catch((err: unknown) => callback(err as Error));
+      });
+    },
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  catcher.url = `smtp://127.0.0.1:${(server.server.address() as { port: number }).port}`;
+  return catcher;
+}

@@ -1,0 +1,141 @@
+import { randomUUID } from 'node:crypto';
+import type { Command } from '@baton/domain';
+import { handleCommand, loadTask } from '@baton/event-store';
+import { signLinkToken, type LinkClaims } from '@baton/mail';
+import { pgTest as test, type PgFixture } from '@baton/testing';
+import { describe, expect } from 'vitest';
+import { testGateway } from './test-gateway.ts';
+
+const SECRET = 'gateway-test-link-secret-0123456789abcdef';
+const usage = { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
+
+/** A task of `tenant` whose lead waits on an approval (apr-lead-tu1) or a question (clr-lead-tu1). */
+async function waiting(pg: PgFixture, kind: 'approval' | 'clarification', tenantId = 'default'): Promise<string> {
+  const id = randomUUID();
+  const run = (c: Command) => handleCommand(pg.store, id, c);
+  await run({ type: 'SubmitTask', prompt: 'Research <i>event sourcing</i>', team: 'research', requirePlanApproval: true, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId, requestHash: null, forkedFrom: null, workspace: null, budget: null });
+  await run({ type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'research-lead', configVersion: 'v' });
+  await run({ type: 'RecordModelTurn', agentId: 'lead', turn: 1, model: 'm', stopReason: 'tool_use', offline: true, durationMs: 0, usage, content: [{ type: 'tool_use', id: 'tu1', name: kind === 'approval' ? 'Task' : 'ask_user', input: {} }] });
+  const deadline = new Date(Date.now() + 600_000).toISOString();
+  if (kind === 'approval') await run({ type: 'RequestApproval', requestId: 'apr-lead-tu1', agentId: 'lead', toolUseId: 'tu1', toolName: 'Task', input: { agent: 'researcher', prompt: '<script>x()</script>' }, inputDigest: 'd', plan: 'Plan: **research**', deadline, onTimeout: 'reject' });
+  else await run({ type: 'RequestClarification', requestId: 'clr-lead-tu1', agentId: 'lead', toolUseId: 'tu1', questions: ['Who is it for?', 'How deep?'], context: 'vague', options: ['CTO', 'engineers'], deadline });
+  return id;
+}
+
+const claimsFor = (id: string, o: Partial<LinkClaims> = {}): LinkClaims => ({ t: 'default', k: id, r: 'apr-lead-tu1', d: 'approve', a: 'ann@example.com', e: Math.floor(Date.now() / 1000) + 3600, ...o });
+const form = (fields: [string, string][]) => ({ headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: new URLSearchParams(fields).toString() });
+
+describe('mailed decision links', () => {
+  test('GET shows the request and a form, deciding nothing (mail scanners fetch links); its POST approves through the API’s path, as mail:<address>; the link used again says so', async ({ pg }) => {
+    const app = await testGateway(pg, null, { mailLinkSecret: SECRET });
+    const id = await waiting(pg, 'approval');
+    const token = signLinkToken(SECRET, claimsFor(id));
+    const page = await app.inject({ method: 'GET', url: `/mail/decide?token=${token}` });
+    expect(page.statusCode).toBe(200);
+    expect(page.headers['content-type']).toBe('text/html; charset=utf-8');
+    expect(page.headers['cache-control']).toBe('no-store');
+    expect(page.body).toContain('Approve this request?');
+    expect(page.body).toContain('<strong>research</strong>');
+    expect(page.body).toContain('&lt;script&gt;x()&lt;/script&gt;');
+    expect(page.body).not.toContain('<script>');
+    expect(page.body).toMatch(new RegExp(`<form method="post" action="/mail/decide"><input type="hidden" name="token" value="${token}">`));
+    expect(page.body).toContain(`href="/#/tasks/${id}"`);
+    expect(Object.keys((await loadTask(pg.store, id)).state.pendingRequests)).toEqual(['apr-lead-tu1']); // nothing decided
+
+    const post = await app.inject({ method: 'POST', url: '/mail/decide', ...form([['token', token]]) });
+    expect(post.statusCode).toBe(200);
+    expect(post.body).toContain('Approved as ann@example.com');
+    const { events } = await loadTask(pg.store, id);
+    expect(events.at(-1)).toMatchObject({ type: 'ApprovalGranted', data: { requestId: 'apr-lead-tu1', decidedBy: 'mail:ann@example.com', edited: false }, metadata: { actor: 'mail:ann@example.com' } });
+
+    for (const again of [app.inject({ method: 'GET', url: `/mail/decide?token=${token}` }), app.inject({ method: 'POST', url: '/mail/decide', ...form([['token', token]]) })]) {
+      const r = await again;
+      expect(r.statusCode).toBe(409);
+      expect(r.body).toMatch(/Already decided[\s\S]*decided already: approved/);
+    }
+    expect((await loadTask(pg.store, id)).events).toHaveLength(events.length);
+  });
+
+  test('reject with a reason; tampered, expired, another tenant’s, a link for another page — each a clear page, nothing changed', async ({ pg }) => {
+    const app = await testGateway(pg, null, { mailLinkSecret: SECRET });
+    const id = await waiting(pg, 'approval');
+    const before = (await loadTask(pg.store, id)).events.length;
+    const token = signLinkToken(SECRET, claimsFor(id, { d: 'reject' }));
+    const [v, payload, sig] = token.split('.') as [string, string, string];
+    const approveTampered = `${v}.${Buffer.from(JSON.stringify(claimsFor(id, { d: 'approve' }))).toString('base64url')}.${sig}`;
+    const cases: [string, number, RegExp][] = [
+      [approveTampered, 400, /This link is not valid/],
+      [`${v}.${payload}.${sig.slice(0, 10)}`, 400, /This link is not valid/],
+      [signLinkToken('another-secret-entirely-0123456789abcdef', claimsFor(id)), 400, /This link is not valid/],
+      [signLinkToken(SECRET, claimsFor(id, { e: Math.floor(Date.now() / 1000) - 1 })), 410, /This link has expired/],
+      [signLinkToken(SECRET, claimsFor(id, { t: 'other-tenant' })), 404, /No such task/],
+      [signLinkToken(SECRET, claimsFor(id, { d: 'answer' })), 400, /not valid here/],
+      [signLinkToken(SECRET, claimsFor(id, { r: 'apr-nope' })), 404, /No such request/],
+    ];
+    for (const [t, status, body] of cases) {
+      for (const r of [await app.inject({ method: 'GET', url: `/mail/decide?token=${encodeURIComponent(t)}` }), await app.inject({ method: 'POST', url: '/mail/decide', ...form([['token', t]]) })]) {
+        expect([r.statusCode, r.body], t).toEqual([status, expect.stringMatching(body)]);
+      }
+    }
+    const missing = await app.inject({ method: 'POST', url: '/mail/decide', ...form([]) });
+    expect([missing.statusCode, missing.body]).toEqual([400, expect.stringMatching(/body\.token: /)]);
+    expect((await loadTask(pg.store, id)).events).toHaveLength(before);
+
+    const page = await app.inject({ method: 'GET', url: `/mail/decide?token=${token}` });
+    expect(page.body).toMatch(/Reject this request\?[\s\S]*<textarea name="reason"/);
+    const post = await app.inject({ method: 'POST', url: '/mail/decide', ...form([['token', token], ['reason', 'too broad']]) });
+    expect([post.statusCode, post.body]).toEqual([200, expect.stringMatching(/Rejected as ann@example\.com/)]);
+    expect((await loadTask(pg.store, id)).events.at(-1)).toMatchObject({ type: 'ApprovalRejected', data: { reason: 'too broad', decidedBy: 'mail:ann@example.com' } });
+    // The approve link of the same request, followed after: already decided.
+    const late = await app.inject({ method: 'POST', url: '/mail/decide', ...form([['token', signLinkToken(SECRET, claimsFor(id))]]) });
+    expect([late.statusCode, late.body]).toEqual([409, expect.stringMatching(/rejected: too broad/)]);
+  });
+
+  test('a question: a form with a field per question (options suggested); its POST answers; a task that ended says so; without a secret the pages say links are off', async ({ pg }) => {
+    const app = await testGateway(pg, null, { mailLinkSecret: SECRET });
+    const id = await waiting(pg, 'clarification');
+    const token = signLinkToken(SECRET, claimsFor(id, { r: 'clr-lead-tu1', d: 'answer' }));
+    const page = await app.inject({ method: 'GET', url: `/mail/answer?token=${token}` });
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toMatch(/Who is it for\?<br><input name="answer" required[^>]*list="options">[\s\S]*How deep\?[\s\S]*<option value="CTO">/);
+    expect((await app.inject({ method: 'GET', url: `/mail/decide?token=${token}` })).statusCode).toBe(400); // an answer link is no decide link
+    const empty = await app.inject({ method: 'POST', url: '/mail/answer', ...form([['token', token], ['answer', ' ']]) });
+    expect([empty.statusCode, empty.body]).toEqual([400, expect.stringMatching(/body\.answer\.0: must not be empty/)]);
+    const post = await app.inject({ method: 'POST', url: '/mail/answer', ...form([['token', token], ['answer', 'CTO'], ['answer', 'two pages']]) });
+    expect([post.statusCode, post.body]).toEqual([200, expect.stringMatching(/Answered/)]);
+    expect((await loadTask(pg.store, id)).events.at(-1)).toMatchObject({ type: 'ClarificationAnswered', data: { answers: ['CTO', 'two pages'], answeredBy: 'mail:ann@example.com' } });
+
+    const other = await waiting(pg, 'approval');
+    await handleCommand(pg.store, other, { type: 'CancelTask', reason: 'r', requestedBy: 'u' });
+    const ended = await app.inject({ method: 'GET', url: `/mail/decide?token=${signLinkToken(SECRET, claimsFor(other))}` });
+    expect([ended.statusCode, ended.body]).toEqual([409, expect.stringMatching(/Already decided|The task is cancelled/)]);
+
+    const off = await testGateway(pg, null);
+    const r = await off.inject({ method: 'GET', url: `/mail/decide?token=${signLinkToken(SECRET, claimsFor(other))}` });
+    expect([r.statusCode, r.body]).toEqual([503, expect.stringMatching(/Mail links are off/)]);
+  });
+});
+
+describe('notify on POST /v1/tasks', () => {
+  test('recorded in TaskSubmitted and shown on the task; addresses and moments are checked naming the field; the tenant’s default applies when the task names none; chat’s action mode takes it too', async ({ pg }) => {
+    const app = await testGateway(pg, null, { notify: { '*': { email: { to: ['ops@example.com'], on: ['failed'] } } } });
+    const notify = { email: { to: ['ann@example.com'], on: ['awaiting_input', 'completed'] } };
+    const t = await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'Research X', notify } });
+    expect(t.statusCode).toBe(201);
+    expect(t.json().notify).toEqual(notify);
+    const { events } = await loadTask(pg.store, t.json().id);
+    expect(events[0]?.data).toMatchObject({ notify });
+    const dflt = await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'Research X' } });
+    expect(dflt.json().notify).toEqual({ email: { to: ['ops@example.com'], on: ['failed'] } });
+    const bad = await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'Research X', notify: { email: { to: ['ann@', 'bob@example.com'], on: ['whenever'] } } } });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json().error.message).toMatch(/body\.notify\.email\.to\.0: must be an email address[\s\S]*body\.notify\.email\.on\.0/);
+    const none = await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'Research X', notify: { email: { to: [] } } } });
+    expect([none.statusCode, none.json().error.message]).toEqual([400, expect.stringMatching(/body\.notify\.email\.to: name at least one address/)]);
+
+    const chat = await app.inject({ method: 'POST', url: '/v1/chat', payload: { message: 'Research event sourcing' } });
+    const chatId = chat.headers['x-chat-id'] as string;
+    const fromChat = await app.inject({ method: 'POST', url: `/v1/chats/${chatId}/task`, payload: { notify } });
+    expect([fromChat.statusCode, fromChat.json().notify]).toEqual([201, notify]);
+  });
+});

@@ -1,0 +1,217 @@
+import { randomUUID } from 'node:crypto';
+import { Writable } from 'node:stream';
+import { outboxRequest, sendEmailTool } from '@baton/agents';
+import { busNames, encodeEvent, ensureTopology, Relay } from '@baton/bus';
+import type { Command, NotifyConfig } from '@baton/domain';
+import { handleCommand, loadTask } from '@baton/event-store';
+import { verifyLinkToken } from '@baton/mail';
+import { silentLogger, type Logger } from '@baton/runtime';
+import { claimMail, listDeliveries, mailSends, storeArtifact } from '@baton/storage';
+import { smtpCatcher, stackTest as test, waitFor, type NatsFixture, type PgFixture, type SmtpCatcher } from '@baton/testing';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import pino from 'pino';
+import { afterEach, beforeEach, describe, expect } from 'vitest';
+import { smtpMailer } from './mailer.ts';
+import { startNotifier } from './worker.ts';
+
+const SECRET = 'notifier-test-link-secret-0123456789abcdef';
+const PUBLIC = 'https://baton.example';
+const usage = { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
+
+let smtp: SmtpCatcher;
+beforeEach(async () => {
+  smtp = await smtpCatcher();
+});
+afterEach(async () => smtp.close());
+
+/** A relay and a notifier with mail on (against the test SMTP server unless `mailer: null`). */
+async function startStack(pg: PgFixture, nats: NatsFixture, o: { notifiers?: number; leaseMs?: number; mailOff?: boolean; maxAttempts?: number; log?: Logger } = {}) {
+  const names = busNames(nats.namespace);
+  await ensureTopology(await jetstreamManager(nats.nc), names);
+  const log = o.log ?? silentLogger();
+  const relay = new Relay({ pool: pg.db.pool, store: pg.store, nc: nats.nc, names, log });
+  relay.start();
+  const notifiers: Awaited<ReturnType<typeof startNotifier>>[] = [];
+  for (let i = 0; i < (o.notifiers ?? 1); i++) {
+    const mailer = o.mailOff ? null : smtpMailer(smtp.url, 5000);
+    notifiers.push(
+      await startNotifier({
+        store: pg.store, pool: pg.db.pool, js: jetstream(nats.nc), names, log, secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', timeoutMs: 2000, concurrency: 4, now: () => new Date(),
+        maxAttempts: o.maxAttempts ?? 6, backoffMs: [50, 100, 200], allowPrivateNetworks: true,
+        mail: { mailer, from: 'Baton <baton@example.com>', publicUrl: PUBLIC, linkSecret: SECRET, linkTtlMs: 3_600_000, attachMaxBytes: 1024, leaseMs: o.leaseMs ?? 30_000, holder: `notifier-${i}` },
+      }),
+    );
+  }
+  return { names, stop: async () => { for (const n of notifiers) await n.stop(); await relay.stop(); } };
+}
+
+/** A task whose lead waits for approval of a delegation (the request `apr-lead-tu1`). */
+async function awaitingApproval(pg: PgFixture, notify: NotifyConfig | null, tenantId = 'acme'): Promise<string> {
+  const id = randomUUID();
+  const run = (c: Command) => handleCommand(pg.store, id, c);
+  await run({ type: 'SubmitTask', prompt: 'Research event sourcing', team: 'research', requirePlanApproval: true, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId, requestHash: null, forkedFrom: null, workspace: null, budget: null, notify });
+  await run({ type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'research-lead', configVersion: 'v' });
+  await run({ type: 'RecordModelTurn', agentId: 'lead', turn: 1, model: 'm', stopReason: 'tool_use', offline: true, durationMs: 0, usage, content: [{ type: 'text', text: 'Plan: **research** first' }, { type: 'tool_use', id: 'tu1', name: 'Task', input: { agent: 'researcher', prompt: 'go <b>now</b>' } }] });
+  await run({ type: 'RequestApproval', requestId: 'apr-lead-tu1', agentId: 'lead', toolUseId: 'tu1', toolName: 'Task', input: { agent: 'researcher', prompt: 'go <b>now</b>' }, inputDigest: 'd', plan: 'Plan: **research** first', deadline: new Date(Date.now() + 600_000).toISOString(), onTimeout: 'reject' });
+  return id;
+}
+
+/** Approve, then finish the run with report.md (`bytes` long) and notes.md. */
+async function complete(pg: PgFixture, id: string, reportBytes = 40): Promise<void> {
+  const run = (c: Command) => handleCommand(pg.store, id, c);
+  await run({ type: 'DecideApproval', requestId: 'apr-lead-tu1', decision: 'approve', decidedBy: 'u' });
+  await run({ type: 'RecordToolResults', agentId: 'lead', results: [{ toolUseId: 'tu1', toolName: 'Task', content: 'done', isError: false }] });
+  await run({ type: 'RecordModelTurn', agentId: 'lead', turn: 2, model: 'm', stopReason: 'end_turn', offline: true, durationMs: 0, usage, content: [{ type: 'text', text: 'written' }] });
+  const report = `# Findings\n\n${'x'.repeat(Math.max(0, reportBytes - 12))}\n`;
+  for (const [path, content] of [['report.md', report], ['notes.md', 'y'.repeat(2000)]] as const) {
+    const a = await storeArtifact(pg.db.pool, { taskId: id, path, agentId: null, content: Buffer.from(content) });
+    await run({ type: 'StoreArtifact', agentId: null, path, bytes: a.bytes, sha256: a.sha256, mediaType: a.mediaType });
+  }
+  await run({ type: 'CompleteTask', summary: 'The report is written.', reportPath: 'report.md' });
+}
+
+/** A task whose email agent called send_email (approved): returns the task and its EmailRequested's id once recorded. */
+async function outboxTask(pg: PgFixture, to: string[]): Promise<{ id: string; emailId: string }> {
+  const id = randomUUID();
+  const run = (c: Command) => handleCommand(pg.store, id, c);
+  await run({ type: 'SubmitTask', prompt: 'Research X and mail it', team: 'research', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 'acme', requestHash: null, forkedFrom: null, workspace: null, budget: null });
+  await run({ type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'research-lead', configVersion: 'v' });
+  await run({ type: 'RecordModelTurn', agentId: 'lead', turn: 1, model: 'm', stopReason: 'tool_use', offline: true, durationMs: 0, usage, content: [{ type: 'tool_use', id: 'tu1', name: 'Task', input: { agent: 'email-agent', prompt: 'p' } }] });
+  await run({ type: 'DispatchSubagent', agentId: 'email-agent-1', agentType: 'email-agent', toolUseId: 'tu1', prompt: 'p' });
+  const a = await storeArtifact(pg.db.pool, { taskId: id, path: 'report.md', agentId: null, content: Buffer.from('# Report\n\nFindings.\n') });
+  await run({ type: 'StoreArtifact', agentId: null, path: 'report.md', bytes: a.bytes, sha256: a.sha256, mediaType: a.mediaType });
+  await run({ type: 'StartSubagent', agentId: 'email-agent-1', attempt: 1, runnerId: 'r' });
+  const input = { to, subject: 'The report', body: '# Report\n\n**Findings**.', attach: ['report.md'] };
+  const { state } = await run({ type: 'RecordModelTurn', agentId: 'email-agent-1', turn: 1, model: 'm', stopReason: 'tool_use', offline: true, durationMs: 0, usage, content: [{ type: 'tool_use', id: 'tu9', name: 'send_email', input }], attempt: 1 });
+  const r = outboxRequest(state, 'email-agent-1', 'tu9', sendEmailTool.input.parse(input));
+  if (!r.ok) throw new Error(r.error);
+  await run(r.command);
+  return { id, emailId: r.command.emailId };
+}
+
+const tokenOf = (url: string | undefined): string => new URL(url ?? 'x:').searchParams.get('token') ?? '';
+
+describe('mail notifications', () => {
+  test('a request that waits: one mail per recipient with signed Approve / Reject links and the console link; the report at the end, with files attached under the limit and linked', async ({ pg, nats }) => {
+    const stack = await startStack(pg, nats);
+    const id = await awaitingApproval(pg, { email: { to: ['ann@example.com', 'bob@example.com'], on: ['awaiting_input', 'completed'] } });
+    await waitFor(() => smtp.mails.length === 2, { what: 'the approval mails' });
+    const ann = smtp.mails.find((m) => m.to[0] === 'ann@example.com')!;
+    expect(ann).toMatchObject({ from: 'baton@example.com', subject: '[Baton] Approval needed: Task — Research event sourcing', envelopeTo: ['ann@example.com'] });
+    expect(ann.headers.get('x-baton-task')).toBe(id);
+    expect(ann.html).toContain('<strong>research</strong>');
+    expect(ann.html).toContain('go &lt;b&gt;now&lt;/b&gt;');
+    const links = [...ann.text.matchAll(/^(Approve|Reject|Open in console): (\S+)$/gm)].map((m) => [m[1], m[2]]);
+    expect(links.map((l) => l[0])).toEqual(['Approve', 'Reject', 'Open in console']);
+    expect(links[2]?.[1]).toBe(`${PUBLIC}/#/tasks/${id}`);
+    for (const [action, url] of links.slice(0, 2)) {
+      expect(url).toMatch(new RegExp(`^${PUBLIC}/mail/decide\\?token=v1\\.`));
+      const check = verifyLinkToken(SECRET, tokenOf(url), new Date());
+      expect(check).toEqual({ ok: true, claims: { t: 'acme', k: id, r: 'apr-lead-tu1', d: action?.toLowerCase(), a: 'ann@example.com', e: expect.any(Number) } });
+    }
+
+    await complete(pg, id);
+    await waitFor(() => smtp.mails.length === 4, { what: 'the report mails' });
+    const report = smtp.mails.slice(2).find((m) => m.to[0] === 'bob@example.com')!;
+    expect(report.subject).toBe('[Baton] Done: Research event sourcing');
+    expect(report.html).toContain('<h1>Findings</h1>');
+    expect(report.text).toMatch(/# Findings/);
+    // report.md fits the 1 KiB limit and is attached; notes.md (2000 bytes) is only linked.
+    expect(report.attachments.map((a) => a.filename)).toEqual(['report.md']);
+    expect(report.text).toContain(`- notes.md (2000 bytes): ${PUBLIC}/v1/tasks/${id}/artifacts/notes.md`);
+    expect(report.html).toMatch(/<a href="https:\/\/baton\.example\/v1\/tasks\/[^"]+\/artifacts\/report\.md">report\.md<\/a> \(\d+ bytes, attached\)/);
+    await stack.stop();
+    const deliveries = await listDeliveries(pg.db.pool, id);
+    expect(deliveries.map((d) => `${d.channel} ${d.type} ${d.url} ${d.attempt} ${d.ok} ${d.statusCode}`).sort()).toEqual([
+      'email email.awaiting_input mailto:ann@example.com 1 true 250',
+      'email email.awaiting_input mailto:bob@example.com 1 true 250',
+      'email email.completed mailto:ann@example.com 1 true 250',
+      'email email.completed mailto:bob@example.com 1 true 250',
+    ]);
+    expect(new Set(deliveries.map((d) => d.webhookId)).size).toBe(4);
+  });
+
+  test('a server that refuses (451) and then accepts: retried with backoff, one mail, every attempt recorded; a moment not asked for sends nothing', async ({ pg, nats }) => {
+    smtp.refuseNext(2, 451, 'try again later');
+    const stack = await startStack(pg, nats);
+    const id = await awaitingApproval(pg, { email: { to: ['ann@example.com'], on: ['awaiting_input'] } });
+    await waitFor(() => smtp.mails.length === 1, { what: 'the mail, at the third attempt' });
+    await handleCommand(pg.store, id, { type: 'CancelTask', reason: 'r', requestedBy: 'u' });
+    await waitFor(async () => (await loadTask(pg.store, id)).state.status === 'cancelled', { what: 'cancelled' });
+    await stack.stop();
+    expect(smtp.received).toBe(3);
+    expect(smtp.mails).toHaveLength(1);
+    const deliveries = await listDeliveries(pg.db.pool, id);
+    expect(deliveries.map((d) => [d.attempt, d.ok, d.statusCode])).toEqual([[1, false, 451], [2, false, 451], [3, true, 250]]);
+    expect(deliveries[0]?.error).toMatch(/451 try again later/);
+    expect(await mailSends(pg.db.pool, id)).toEqual([{ key: 'request:apr-lead-tu1', recipient: 'ann@example.com', state: 'sent', attempts: 3, lastError: null }]);
+  });
+
+  test('two notifiers and the event delivered twice (the bus re-fed) while the SMTP server is slow: one mail', async ({ pg, nats }) => {
+    const lines: string[] = [];
+    const log = pino({ level: 'info' }, new Writable({ write: (c, _e, cb) => (lines.push(String(c)), cb()) })) as unknown as Logger;
+    const release = smtp.hold();
+    const stack = await startStack(pg, nats, { notifiers: 2, log });
+    const id = await awaitingApproval(pg, { email: { to: ['ann@example.com'], on: ['awaiting_input'] } });
+    await waitFor(() => smtp.received === 1, { what: 'the first notifier sending (held by the server)' });
+    // The same event again under another message id, as when the relay re-feeds the bus from the log.
+    const requested = (await loadTask(pg.store, id)).events.find((e) => e.type === 'ApprovalRequested')!;
+    await jetstream(nats.nc).publish(stack.names.eventSubject(id, requested.type), encodeEvent(requested), { msgID: `refeed-${requested.id}` });
+    await waitFor(() => lines.some((l) => l.includes('another notifier is sending it')), { what: 'the duplicate to find the mail claimed' });
+    release();
+    await waitFor(async () => (await mailSends(pg.db.pool, id))[0]?.state === 'sent', { what: 'the mail sent' });
+    await stack.stop();
+    expect(smtp.received).toBe(1);
+    expect(smtp.mails).toHaveLength(1);
+    expect((await listDeliveries(pg.db.pool, id)).map((d) => [d.attempt, d.ok])).toEqual([[1, true]]);
+  });
+});
+
+describe('the outbox', () => {
+  test('an EmailRequested is sent once — its markdown as text and HTML, the artifact attached — and EmailSent is recorded on the task', async ({ pg, nats }) => {
+    const stack = await startStack(pg, nats);
+    const { id, emailId } = await outboxTask(pg, ['ann@example.com', 'bob@example.com']);
+    await waitFor(async () => (await loadTask(pg.store, id)).state.emails[emailId]?.status === 'sent', { what: 'EmailSent' });
+    await stack.stop();
+    expect(smtp.mails).toHaveLength(1);
+    const [mail] = smtp.mails;
+    expect(mail).toMatchObject({ subject: 'The report', to: ['ann@example.com', 'bob@example.com'], envelopeTo: ['ann@example.com', 'bob@example.com'] });
+    expect(mail?.text).toMatch(/^# Report\n\n\*\*Findings\*\*\.\n\n-- \nSent by Baton's email-agent-1 for task /);
+    expect(mail?.html).toContain('<strong>Findings</strong>');
+    expect(mail?.attachments.map((a) => [a.filename, a.content.toString()])).toEqual([['report.md', '# Report\n\nFindings.\n']]);
+    expect(mail?.headers.get('x-baton-email')).toBe(emailId);
+    const { state, events } = await loadTask(pg.store, id);
+    expect(state.emails[emailId]).toMatchObject({ status: 'sent', messageId: mail?.messageId });
+    expect(events.filter((e) => e.type === 'EmailSent').map((e) => e.data)).toEqual([{ emailId, messageId: mail?.messageId, accepted: ['ann@example.com', 'bob@example.com'], rejected: [] }]);
+    expect((await listDeliveries(pg.db.pool, id)).map((d) => `${d.channel} ${d.type} ${d.url} ${d.ok}`)).toEqual(['email email.outbox mailto:ann@example.com, bob@example.com true']);
+  });
+
+  test('refused for good (550): not retried, EmailFailed recorded; with mail off: EmailFailed mail_off', async ({ pg, nats }) => {
+    smtp.refuseNext(1, 550, 'no such user');
+    let stack = await startStack(pg, nats);
+    const { id, emailId } = await outboxTask(pg, ['nobody@example.com']);
+    await waitFor(async () => (await loadTask(pg.store, id)).state.emails[emailId]?.status === 'failed', { what: 'EmailFailed' });
+    await stack.stop();
+    expect((await loadTask(pg.store, id)).state.emails[emailId]?.error).toEqual({ code: 'smtp_rejected', message: expect.stringMatching(/550 no such user/) });
+    expect(smtp.received).toBe(1);
+
+    stack = await startStack(pg, nats, { mailOff: true });
+    const off = await outboxTask(pg, ['ann@example.com']);
+    await waitFor(async () => (await loadTask(pg.store, off.id)).state.emails[off.emailId]?.status === 'failed', { what: 'EmailFailed (mail off)' });
+    await stack.stop();
+    expect((await loadTask(pg.store, off.id)).state.emails[off.emailId]?.error).toEqual({ code: 'mail_off', message: 'mail is off: the notifier has no SMTP_URL' });
+    expect(smtp.received).toBe(1);
+  });
+
+  test('a notifier that stopped while sending: the mail is never sent again; its outcome is recorded as unknown', async ({ pg, nats }) => {
+    const { id, emailId } = await outboxTask(pg, ['ann@example.com']);
+    // What a notifier killed mid-send leaves: a claim whose lease has run out, nothing recorded.
+    await claimMail(pg.db.pool, { taskId: id, key: `email:${emailId}`, recipient: 'ann@example.com', messageId: '<m@x>', holder: 'killed', leaseMs: 1 });
+    const stack = await startStack(pg, nats);
+    await waitFor(async () => (await loadTask(pg.store, id)).state.emails[emailId]?.status === 'failed', { what: 'EmailFailed outcome_unknown' });
+    await stack.stop();
+    expect(smtp.received).toBe(0);
+    expect((await loadTask(pg.store, id)).state.emails[emailId]?.error?.code).toBe('outcome_unknown');
+    expect((await listDeliveries(pg.db.pool, id)).map((d) => [d.attempt, d.ok, d.error])).toEqual([[0, false, expect.stringMatching(/^outcome unknown/)]]);
+  });
+});

@@ -1,0 +1,191 @@
+import type { BusEvent } from '@baton/bus';
+import { fold, type RecordedEvent, type RecordedEventOf, type TaskState } from '@baton/domain';
+import { handleCommand, type EventStore } from '@baton/event-store';
+import { endMail, mailIds, MAIL_EVENT_TYPES, outboxMail, plannedMails, requestMail, signLinkToken, type LinkAction, type ListedArtifact, type PlannedMail } from '@baton/mail';
+import type { Logger } from '@baton/runtime';
+import { claimMail, readArtifact, recordDelivery, settleMail } from '@baton/storage';
+import type pg from 'pg';
+import { SendError, type Mailer, type OutgoingMail } from './mailer.ts';
+
+export interface MailDeps {
+  store: EventStore;
+  pool: pg.Pool;
+  log: Logger;
+  now: () => Date;
+  /** null: mail is off (no SMTP_URL). */
+  mailer: Mailer | null;
+  from: string;
+  /** Where the mailed links point (the gateway, as people reach it). */
+  publicUrl: string;
+  linkSecret: string;
+  linkTtlMs: number;
+  /** Files attached to one mail at most, in all; larger ones are linked. */
+  attachMaxBytes: number;
+  /** How long a claim is held while sending (longer than the SMTP timeouts). */
+  leaseMs: number;
+  /** Who holds the claims this process takes (unique per process). */
+  holder: string;
+  /** The event's last delivery: a failure then is final. */
+  maxAttempts: number;
+}
+
+/** A mail that must be tried again later (the consumer naks the event with backoff). */
+export interface MailRetry {
+  reason: string;
+  delayMs?: number;
+}
+
+/** A mail that cannot be made (an attachment gone): given up at once. */
+class ComposeError extends Error {
+  readonly code: string;
+  constructor(code: string, message: string) {
+    super(message);
+    this.name = new.target.name;
+    this.code = code;
+  }
+}
+
+const consoleUrl = (d: MailDeps, taskId: string): string => `${d.publicUrl}/#/tasks/${taskId}`;
+const artifactUrl = (d: MailDeps, taskId: string, path: string): string => `${d.publicUrl}/v1/tasks/${taskId}/artifacts/${path.split('/').map(encodeURIComponent).join('/')}`;
+
+/**
+ * Send the mails an event makes (docs/email.md), each at most once: the ledger row of its
+ * (task, moment, recipient) is claimed first, every attempt is recorded beside the webhooks'
+ * (`GET /v1/tasks/:id/deliveries`), and an outbox mail's outcome is recorded on the task
+ * (EmailSent / EmailFailed). Returns a retry when some mail failed in a way another attempt may
+ * mend (4xx, no connection) or another notifier is sending it.
+ */
+export async function deliverMails(d: MailDeps, event: BusEvent, deliveryCount: number): Promise<MailRetry | null> {
+  if (!MAIL_EVENT_TYPES.has(event.type)) return null;
+  const events = await d.store.readTask(event.taskId);
+  const state = fold(events);
+  const planned = plannedMails(event, state);
+  let retry: MailRetry | null = null;
+  for (const p of planned) {
+    const r = await deliverOne(d, event, state, events, p, deliveryCount >= d.maxAttempts);
+    if (r && (!retry || (r.delayMs ?? Infinity) < (retry.delayMs ?? Infinity))) retry = r;
+  }
+  return retry;
+}
+
+async function deliverOne(d: MailDeps, event: BusEvent, state: TaskState, events: RecordedEvent[], p: PlannedMail, last: boolean): Promise<MailRetry | null> {
+  const taskId = event.taskId;
+  if (!d.mailer) {
+    if (p.kind === 'outbox') await settleOutbox(d, taskId, p.emailId, { code: 'mail_off', message: 'mail is off: the notifier has no SMTP_URL' });
+    return null;
+  }
+  const { deliveryId, messageId } = mailIds(taskId, p.key, p.recipient, new URL(d.publicUrl).hostname || 'baton');
+  const attempt = { channel: 'email' as const, taskId, eventId: event.id, webhookId: deliveryId, type: `email.${p.moment}`, url: `mailto:${p.recipient}` };
+  const claim = await claimMail(d.pool, { taskId, key: p.key, recipient: p.recipient, messageId, holder: d.holder, leaseMs: d.leaseMs });
+  if (!claim.claimed) {
+    if (claim.state === 'busy') {
+      d.log.info({ taskId, key: p.key, recipient: p.recipient, retryInMs: claim.retryInMs }, 'another notifier is sending it; looking again when its claim ends');
+      return { reason: 'another notifier is sending it', delayMs: claim.retryInMs };
+    }
+    if (claim.state === 'unknown' && claim.marked) {
+      const message = 'outcome unknown: the notifier sending it stopped before recording what the SMTP server said; not sent again (it may have gone out)';
+      await recordDelivery(d.pool, { ...attempt, attempt: 0, statusCode: null, ok: false, error: message, durationMs: 0 });
+      if (p.kind === 'outbox') await settleOutbox(d, taskId, p.emailId, { code: 'outcome_unknown', message });
+      d.log.warn({ taskId, key: p.key, recipient: p.recipient }, message);
+    }
+    return null; // sent, given up, or unknown: nothing more
+  }
+  const started = performance.now();
+  const elapsed = (): number => Math.round(performance.now() - started);
+  let mail: OutgoingMail;
+  try {
+    mail = await compose(d, state, events, p, messageId);
+  } catch (err) {
+    const e = err instanceof ComposeError ? err : new ComposeError('compose_failed', (err as Error).message);
+    await recordDelivery(d.pool, { ...attempt, attempt: claim.attempt, statusCode: null, ok: false, error: e.message, durationMs: elapsed() });
+    await settleMail(d.pool, { taskId, key: p.key, recipient: p.recipient, holder: d.holder, state: 'failed', error: e.message });
+    if (p.kind === 'outbox') await settleOutbox(d, taskId, p.emailId, { code: e.code, message: e.message });
+    return null;
+  }
+  try {
+    const r = await d.mailer.send(mail);
+    const partly = r.rejected.length > 0 ? `; refused: ${r.rejected.join(', ')}` : '';
+    await recordDelivery(d.pool, { ...attempt, attempt: claim.attempt, statusCode: r.code, ok: true, error: partly ? partly.slice(2) : null, durationMs: elapsed() });
+    await settleMail(d.pool, { taskId, key: p.key, recipient: p.recipient, holder: d.holder, state: 'sent', error: null });
+    if (p.kind === 'outbox') await recordOutcome(d, taskId, { type: 'RecordEmailSent', emailId: p.emailId, messageId, accepted: r.accepted, rejected: r.rejected });
+    return null;
+  } catch (err) {
+    const e = err instanceof SendError ? err : new SendError((err as Error).message, null, false, { cause: err });
+    const giveUp = e.permanent || last;
+    await recordDelivery(d.pool, { ...attempt, attempt: claim.attempt, statusCode: e.code, ok: false, error: e.message, durationMs: elapsed() });
+    await settleMail(d.pool, { taskId, key: p.key, recipient: p.recipient, holder: d.holder, state: giveUp ? 'failed' : 'retry', error: e.message });
+    d.log.warn({ taskId, key: p.key, recipient: p.recipient, attempt: claim.attempt, code: e.code, error: e.message, giveUp }, 'mail not sent');
+    if (giveUp && p.kind === 'outbox') await settleOutbox(d, taskId, p.emailId, { code: e.permanent ? 'smtp_rejected' : 'smtp_unavailable', message: e.message });
+    return giveUp ? null : { reason: `mail not sent: ${e.message}` };
+  }
+}
+
+/** The mail itself: its contents (@baton/mail), links, and files. */
+async function compose(d: MailDeps, state: TaskState, events: RecordedEvent[], p: PlannedMail, messageId: string): Promise<OutgoingMail> {
+  const base = { from: d.from, messageId, headers: { 'X-Baton-Task': state.id } as Record<string, string> };
+  if (p.kind === 'outbox') {
+    const requested = events.find((e): e is RecordedEventOf<'EmailRequested'> => e.type === 'EmailRequested' && e.data.emailId === p.emailId);
+    if (!requested) throw new ComposeError('compose_failed', `email ${p.emailId} is not in the task's log`);
+    const files = await collectFiles(d, state.id, requested.data.attachments.map((a) => a.path), true);
+    const content = outboxMail(state, { subject: requested.data.subject, body: requested.data.body + linkedSection(files.linked), agentId: requested.data.agentId });
+    return { ...base, headers: { ...base.headers, 'X-Baton-Email': p.emailId }, to: p.to, ...content, attachments: files.attached };
+  }
+  const headers = { ...base.headers, 'Auto-Submitted': 'auto-generated' };
+  if (p.kind === 'request') {
+    const expiresAt = new Date(d.now().getTime() + d.linkTtlMs);
+    const link = (action: LinkAction): string => {
+      const token = signLinkToken(d.linkSecret, { t: state.tenantId, k: state.id, r: p.request.requestId, d: action, a: p.recipient, e: Math.floor(expiresAt.getTime() / 1000) });
+      return `${d.publicUrl}/mail/${action === 'answer' ? 'answer' : 'decide'}?token=${token}`;
+    };
+    const links =
+      p.request.kind === 'approval'
+        ? { approve: link('approve'), reject: link('reject') }
+        : p.request.kind === 'clarification'
+          ? { answer: link('answer') }
+          : {};
+    const content = requestMail(state, p.request, { ...links, console: consoleUrl(d, state.id), expiresAt: expiresAt.toISOString() });
+    return { ...base, headers, to: [p.recipient], ...content, attachments: [] };
+  }
+  // The end of the run: the report, every file listed and linked, the small ones attached.
+  const reportPath = state.status === 'completed' ? state.result?.reportPath ?? null : null;
+  const report = reportPath ? ((await readArtifact(d.pool, state.id, reportPath))?.content.toString('utf8') ?? null) : null;
+  const paths = state.artifacts.map((a) => a.path).sort((a, b) => Number(b === reportPath) - Number(a === reportPath));
+  const files = await collectFiles(d, state.id, paths, false);
+  const attachedNames = new Set(files.attached.map((a) => a.filename));
+  const artifacts: ListedArtifact[] = state.artifacts.map((a) => ({ path: a.path, bytes: a.bytes, url: artifactUrl(d, state.id, a.path), attached: attachedNames.has(a.path) }));
+  const content = endMail(state, { report, artifacts, console: consoleUrl(d, state.id) });
+  return { ...base, headers, to: [p.recipient], ...content, attachments: files.attached };
+}
+
+/** Read the files to attach, up to the size limit in all (the rest linked). `required`: a file that is gone is an error. */
+async function collectFiles(d: MailDeps, taskId: string, paths: string[], required: boolean) {
+  const attached: OutgoingMail['attachments'] = [];
+  const linked: { path: string; url: string }[] = [];
+  let total = 0;
+  for (const path of paths) {
+    const stored = await readArtifact(d.pool, taskId, path);
+    if (!stored) {
+      if (required) throw new ComposeError('attachment_missing', `attachment '${path}' is no longer stored`);
+      continue;
+    }
+    if (total + stored.content.length > d.attachMaxBytes) {
+      linked.push({ path, url: artifactUrl(d, taskId, path) });
+      continue;
+    }
+    total += stored.content.length;
+    attached.push({ filename: path, content: stored.content, contentType: stored.mediaType });
+  }
+  return { attached, linked };
+}
+
+const linkedSection = (linked: { path: string; url: string }[]): string =>
+  linked.length === 0 ? '' : `\n\n---\n\nToo large to attach:\n\n${linked.map((l) => `- [${l.path}](${l.url})`).join('\n')}\n`;
+
+function settleOutbox(d: MailDeps, taskId: string, emailId: string, failure: { code: string; message: string }): Promise<void> {
+  return recordOutcome(d, taskId, { type: 'RecordEmailFailed', emailId, ...failure });
+}
+
+/** EmailSent / EmailFailed on the task (a no-op if it has an outcome already). */
+async function recordOutcome(d: MailDeps, taskId: string, command: { type: 'RecordEmailSent'; emailId: string; messageId: string; accepted: string[]; rejected: string[] } | { type: 'RecordEmailFailed'; emailId: string; code: string; message: string }): Promise<void> {
+  await handleCommand(d.store, taskId, command, { metadata: { actor: 'baton:notifier' }, now: d.now });
+}
