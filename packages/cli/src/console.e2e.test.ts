@@ -1,15 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { TaskView } from '@baton/api';
-import { deleteNamespace, newNamespace, waitFor } from '@baton/testing';
+import { waitFor } from '@baton/testing';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
-import { BatonClient, type ApiEvent } from '@baton/client';
-import { launch, prepareDatabase, type Launched } from './launcher.ts';
-import { dropDatabase, freePort, freshDatabase, waitReady } from './procs.ts';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { ApiEvent, BatonClient } from '@baton/client';
+import { startE2eStack, type E2eStack } from './e2e-stack.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../../..');
 /** Debian's Chromium (`.ci/run` installs it); a browser is never downloaded. */
@@ -24,40 +22,20 @@ const KEY = `console-test-key-${randomBytes(6).toString('hex')}`;
  * re-plan, cancel, answer two parallel questions from their toasts, the rendered report.
  */
 describe('the web console, in Chromium', () => {
-  let services: Launched;
+  let stack: E2eStack;
   let api: BatonClient;
   let url: string;
-  let dbUrl: string;
-  let workspaces: string;
   let browser: Browser;
   let context: BrowserContext;
   let page: Page;
-  const namespace = newNamespace();
   /** Uncaught errors in the page: none may happen. */
   const pageErrors: Error[] = [];
 
   beforeAll(async () => {
     if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: install it (apt-get install chromium; .ci/run does) or set CHROMIUM_PATH`);
     await mkdir(SHOTS, { recursive: true });
-    dbUrl = await freshDatabase(inject('databaseUrl'), `baton_t_${inject('runId')}_console${randomBytes(3).toString('hex')}`);
-    await prepareDatabase(dbUrl, () => {});
-    workspaces = await mkdtemp(path.join(tmpdir(), 'baton-console-'));
-    const port = await freePort();
-    url = `http://127.0.0.1:${port}`;
-    services = launch({
-      env: { ...process.env, DATABASE_URL: dbUrl, NATS_URL: inject('natsUrl'), BATON_NAMESPACE: namespace, PORT: String(port), WORKSPACE_ROOT: workspaces, LOG_LEVEL: 'warn', BATON_API_KEYS: `${KEY}:acme`, RATE_LIMIT_WRITES_PER_S: '0', OFFLINE_CHAT_WORD_DELAY_MS: '30' },
-      write: (l) => (/ERROR|FATAL/.test(l) ? console.error(l) : undefined),
-      color: false,
-    });
-    api = new BatonClient(url, KEY);
-    await waitFor(async () => {
-      try {
-        await waitReady(api);
-        return true;
-      } catch {
-        return false;
-      }
-    }, { timeoutMs: 90_000, what: 'the services' });
+    stack = await startE2eStack('console', { apiKey: KEY, env: () => ({ BATON_API_KEYS: `${KEY}:acme`, RATE_LIMIT_WRITES_PER_S: '0', OFFLINE_CHAT_WORD_DELAY_MS: '30' }) });
+    ({ api, url } = stack);
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
     context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
     // The person has entered their key once (kept in this browser only).
@@ -68,10 +46,7 @@ describe('the web console, in Chromium', () => {
 
   afterAll(async () => {
     await browser?.close();
-    await services?.stop('SIGTERM');
-    await deleteNamespace(inject('natsUrl'), namespace);
-    await rm(workspaces, { recursive: true, force: true });
-    await dropDatabase(dbUrl);
+    await stack?.stop();
   });
 
   afterEach(() => {

@@ -1,13 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import type { TaskView } from '@baton/api';
-import { deleteNamespace, newNamespace, smtpCatcher, waitFor, type CaughtMail, type SmtpCatcher } from '@baton/testing';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { BatonClient } from '@baton/client';
-import { launch, prepareDatabase, type Launched } from './launcher.ts';
-import { dropDatabase, freePort, freshDatabase, waitReady } from './procs.ts';
+import type { BatonClient } from '@baton/client';
+import { smtpCatcher, waitFor, type CaughtMail, type SmtpCatcher } from '@baton/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startE2eStack, type E2eStack } from './e2e-stack.ts';
 
 /**
  * Mail end to end: the four services as processes, a real SMTP server in the test process. A
@@ -16,39 +12,20 @@ import { dropDatabase, freePort, freshDatabase, waitReady } from './procs.ts';
  * reader — sent by the notifier from the task's outbox — and the report mailed to the approver.
  */
 describe('mail, end to end', () => {
-  let services: Launched;
+  let stack: E2eStack;
   let api: BatonClient;
   let url: string;
-  let dbUrl: string;
-  let workspaces: string;
   let smtp: SmtpCatcher;
-  const namespace = newNamespace();
 
   beforeAll(async () => {
     smtp = await smtpCatcher();
-    dbUrl = await freshDatabase(inject('databaseUrl'), `baton_t_${inject('runId')}_mail${randomBytes(3).toString('hex')}`);
-    await prepareDatabase(dbUrl, () => {});
-    workspaces = await mkdtemp(path.join(tmpdir(), 'baton-mail-'));
-    const port = await freePort();
-    url = `http://127.0.0.1:${port}`;
-    services = launch({
-      env: {
-        ...process.env, DATABASE_URL: dbUrl, NATS_URL: inject('natsUrl'), BATON_NAMESPACE: namespace, PORT: String(port), WORKSPACE_ROOT: workspaces, LOG_LEVEL: 'warn',
-        SMTP_URL: smtp.url, MAIL_FROM: 'Baton <baton@example.com>', PUBLIC_URL: url, MAIL_LINK_SECRET: randomBytes(32).toString('hex'),
-      },
-      write: (l) => (/ERROR|FATAL/.test(l) ? console.error(l) : undefined),
-      color: false,
-    });
-    api = new BatonClient(url);
-    await waitReady(api);
+    stack = await startE2eStack('mail', { env: ({ url }) => ({ SMTP_URL: smtp.url, MAIL_FROM: 'Baton <baton@example.com>', PUBLIC_URL: url, MAIL_LINK_SECRET: randomBytes(32).toString('hex') }) });
+    ({ api, url } = stack);
   }, 90_000);
 
   afterAll(async () => {
-    await services?.stop('SIGTERM');
-    await deleteNamespace(inject('natsUrl'), namespace);
+    await stack?.stop();
     await smtp?.close();
-    await rm(workspaces, { recursive: true, force: true });
-    await dropDatabase(dbUrl);
   });
 
   const task = (id: string) => api.request<TaskView>('GET', `/v1/tasks/${id}`);

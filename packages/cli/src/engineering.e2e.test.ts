@@ -1,13 +1,8 @@
-import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import type { AgentView, TaskView } from '@baton/api';
-import { deleteNamespace, newNamespace, waitFor } from '@baton/testing';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { BatonClient } from '@baton/client';
-import { launch, prepareDatabase, type Launched } from './launcher.ts';
-import { dropDatabase, freePort, freshDatabase, waitReady } from './procs.ts';
+import type { BatonClient } from '@baton/client';
+import { waitFor } from '@baton/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startE2eStack, type E2eStack } from './e2e-stack.ts';
 
 /**
  * The engineering flow through the four services as processes, with no API key (the offline
@@ -17,40 +12,18 @@ import { dropDatabase, freePort, freshDatabase, waitReady } from './procs.ts';
  * comes back as a diff.
  */
 describe('engineering team, end to end', () => {
-  let services: Launched;
+  let stack: E2eStack;
   let api: BatonClient;
   let url: string;
-  let dbUrl: string;
-  let workspaces: string;
-  const namespace = newNamespace();
 
   beforeAll(async () => {
-    dbUrl = await freshDatabase(inject('databaseUrl'), `baton_t_${inject('runId')}_eng${randomBytes(3).toString('hex')}`);
-    await prepareDatabase(dbUrl, () => {});
-    workspaces = await mkdtemp(path.join(tmpdir(), 'baton-eng-'));
-    const port = await freePort();
-    url = `http://127.0.0.1:${port}`;
-    services = launch({
-      env: { ...withoutKey(), DATABASE_URL: dbUrl, NATS_URL: inject('natsUrl'), BATON_NAMESPACE: namespace, PORT: String(port), WORKSPACE_ROOT: workspaces, LOG_LEVEL: 'warn' },
-      write: (l) => (/ERROR|FATAL/.test(l) ? console.error(l) : undefined),
-      color: false,
-    });
-    api = new BatonClient(url);
-    await waitReady(api);
+    stack = await startE2eStack('eng');
+    ({ api, url } = stack);
   }, 90_000);
 
   afterAll(async () => {
-    await services?.stop('SIGTERM');
-    await deleteNamespace(inject('natsUrl'), namespace);
-    await rm(workspaces, { recursive: true, force: true });
-    await dropDatabase(dbUrl);
+    await stack?.stop();
   });
-
-  /** No API key: the offline model plays every role. */
-  function withoutKey(): NodeJS.ProcessEnv {
-    const { ANTHROPIC_API_KEY: _key, ...env } = process.env;
-    return env;
-  }
   const task = (id: string) => api.request<TaskView>('GET', `/v1/tasks/${id}`);
 
   it('plan → approve → two engineers in parallel (test-first) → review round → approve → diff', async () => {

@@ -1,17 +1,14 @@
 import { execFile, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { access, mkdtemp, rm } from 'node:fs/promises';
+import { access } from 'node:fs/promises';
 import { createServer } from 'node:http';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import type { TaskView } from '@baton/api';
-import { deleteNamespace, newNamespace, waitFor } from '@baton/testing';
+import { waitFor } from '@baton/testing';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { BatonClient, type ApiEvent } from '@baton/client';
-import { launch, prepareDatabase, type Launched } from './launcher.ts';
-import { dropDatabase, freePort, freshDatabase, waitReady } from './procs.ts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ApiEvent, BatonClient } from '@baton/client';
+import { startE2eStack, type E2eStack } from './e2e-stack.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../../..');
 const run = promisify(execFile);
@@ -21,13 +18,11 @@ const run = promisify(execFile);
  * CLI (`baton answer`, `baton cancel`) and followed with `baton watch`.
  */
 describe('human in the loop, end to end', () => {
-  let services: Launched;
+  let stack: E2eStack;
   let api: BatonClient;
   let url: string;
-  let dbUrl: string;
   let workspaces: string;
   let db: pg.Pool;
-  const namespace = newNamespace();
   const hooks: { type: string; requestIds: string[] }[] = [];
   const receiver = createServer((req, res) => {
     let body = '';
@@ -40,29 +35,16 @@ describe('human in the loop, end to end', () => {
   });
 
   beforeAll(async () => {
-    dbUrl = await freshDatabase(inject('databaseUrl'), `baton_t_${inject('runId')}_hitl${randomBytes(3).toString('hex')}`);
-    await prepareDatabase(dbUrl, () => {});
-    db = new pg.Pool({ connectionString: dbUrl, max: 2 });
-    workspaces = await mkdtemp(path.join(tmpdir(), 'baton-hitl-'));
-    const port = await freePort();
-    url = `http://127.0.0.1:${port}`;
     await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
-    services = launch({
-      env: { ...process.env, DATABASE_URL: dbUrl, NATS_URL: inject('natsUrl'), BATON_NAMESPACE: namespace, PORT: String(port), WORKSPACE_ROOT: workspaces, LOG_LEVEL: 'warn', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' },
-      write: (l) => (/ERROR|FATAL/.test(l) ? console.error(l) : undefined),
-      color: false,
-    });
-    api = new BatonClient(url);
-    await waitReady(api);
+    stack = await startE2eStack('hitl', { env: () => ({ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' }) });
+    ({ api, url, workspaces } = stack);
+    db = new pg.Pool({ connectionString: stack.dbUrl, max: 2 });
   }, 90_000);
 
   afterAll(async () => {
-    await services?.stop('SIGTERM');
-    await deleteNamespace(inject('natsUrl'), namespace);
     await db?.end();
     receiver.close();
-    await rm(workspaces, { recursive: true, force: true });
-    await dropDatabase(dbUrl);
+    await stack?.stop();
   });
 
   const cli = async (...args: string[]): Promise<string> => (await run(process.execPath, ['packages/cli/src/main.ts', ...args], { cwd: ROOT, env: { ...process.env, BATON_URL: url } })).stdout;
