@@ -135,11 +135,35 @@ export function TaskPage({ taskId }: { taskId: string }) {
         <RequestCard key={r.requestId} taskId={task.id} request={r} editing={editing === r.requestId} setEditing={(on) => setEditing(on ? r.requestId : null)} onDone={decided} />
       ))}
       {task.error && <div className="card failed">Failed ({task.error.code}): {task.error.message}</div>}
+      {(task.emails.length > 0 || task.notify) && <Mail task={task} />}
       {task.plan && <PlanView task={task} />}
       <Report task={task} />
       <Timeline task={task} events={events} />
       <Toasts task={task} agents={agents} onDone={decided} />
     </div>
+  );
+}
+
+/** Who is mailed at which moments, and the mails the agents sent through the outbox. */
+function Mail({ task }: { task: TaskView }) {
+  return (
+    <section className="mail" aria-label="mail">
+      <h3>Mail</h3>
+      {task.notify && (
+        <p className="meta">
+          {task.notify.email.to.join(', ')} {task.notify.email.to.length > 1 ? 'are' : 'is'} mailed when the task is {task.notify.email.on.join(', ').replace('_', ' ')}.
+        </p>
+      )}
+      <ul>
+        {task.emails.map((m) => (
+          <li key={m.emailId} data-email={m.emailId}>
+            <span className={`status s-${m.status === 'sent' ? 'completed' : m.status === 'failed' ? 'failed' : 'running'}`}>{m.status}</span> <b>{m.subject}</b> to {m.to.join(', ')} by <span className="badge agent">{m.agentId}</span>
+            {m.attachments.length > 0 && <span className="meta"> · attached {m.attachments.join(', ')}</span>}
+            {m.error && <span className="meta"> · {m.error.code}: {m.error.message}</span>}
+          </li>
+        ))}
+      </ul>
+    </section>
   );
 }
 
