@@ -1,15 +1,15 @@
 import { BusEvent, deadLetterRecorder, retry, startConsumer, TopologyWatch, type BusNames, type HandlerContext, type Outcome, type RunningConsumer, type TopologyOptions } from '@baton/bus';
 import { fold, NotifyConfig, taskStreamId, WebhookConfig } from '@baton/domain';
-import { redactCredentials, toTaskView } from '@baton/api';
 import type { EventStore } from '@baton/event-store';
 import type { Logger } from '@baton/runtime';
-import { recordDelivery, wasDelivered } from '@baton/storage';
+import { wasDelivered } from '@baton/storage';
 import { jetstreamManager, type JetStreamClient } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type pg from 'pg';
-import { assertPublicUrl } from './egress.ts';
 import { deliverMails, type MailDeps } from './mail.ts';
-import { deliver, sign, webhookTypesFor, type DeliveryResult } from './webhook.ts';
+import { startRedeliveries } from './redeliver.ts';
+import { sendMessage as send, webhookIdOf, type Message } from './send.ts';
+import { needsState, webhookMessagesFor } from './webhook.ts';
 
 export interface NotifierDeps {
   store: EventStore;
@@ -31,6 +31,8 @@ export interface NotifierDeps {
   nc?: NatsConnection;
   busCheckMs?: number;
   topology?: TopologyOptions;
+  /** How often redelivery requests are looked for (default 1000 ms). */
+  redeliverEveryMs?: number;
   /** Mail (docs/email.md): the task's notify mails and the agents' outbox; absent: no mail handling at all. */
   mail?: Omit<MailDeps, 'store' | 'pool' | 'log' | 'now' | 'maxAttempts'>;
 }
@@ -65,6 +67,7 @@ export async function startNotifier(d: NotifierDeps): Promise<RunningConsumer> {
   }
   const mail: MailDeps | null = d.mail ? { ...d.mail, store: d.store, pool: d.pool, log: d.log.child({ component: 'mail' }), now: d.now, maxAttempts: d.maxAttempts } : null;
   const typeToken = d.names.taskIdToken + 1;
+  const sendMessage = (m: Message) => send(d, m);
 
   const nc = d.nc;
   const topology = nc
@@ -107,40 +110,37 @@ export async function startNotifier(d: NotifierDeps): Promise<RunningConsumer> {
     },
   });
 
-  /** The event's webhook, if the task subscribed to its type: signed, delivered, the attempt recorded. */
+  /**
+   * The event's webhook messages the task subscribed to (webhookMessagesFor: its type, the task's
+   * status change, a subagent's moment), each signed, delivered and the attempt recorded. A message
+   * delivered already is skipped, so a retry re-sends only those that failed.
+   */
   async function deliverWebhook(event: BusEvent, ctx: HandlerContext, hook: WebhookConfig): Promise<Outcome | undefined> {
-    const type = webhookTypesFor(event.type).find((t) => hook.events.includes(t));
-    if (!type) return undefined;
-    const webhookId = `msg_${event.id}`;
-    // Delivered already: the bus was re-fed from the log, or the event came again for its mail.
-    if (await wasDelivered(d.pool, event.taskId, webhookId)) return undefined;
+    if (!hook.events.includes(`event.${event.type}`) && !needsState(hook.events)) return undefined;
     const events = await d.store.readTask(event.taskId);
-    const upTo = events.filter((e) => e.position <= BigInt(event.position));
-    const task = toTaskView(fold(upTo));
-    const timestamp = Math.floor(d.now().getTime() / 1000);
-    const body = JSON.stringify({ type, timestamp: new Date(timestamp * 1000).toISOString(), data: { task } });
-    const headers = { 'webhook-id': webhookId, 'webhook-timestamp': String(timestamp), 'webhook-signature': sign(d.secret, webhookId, timestamp, body) };
-    let r: DeliveryResult;
-    try {
-      if (!d.allowPrivateNetworks) await assertPublicUrl(hook.url);
-      r = await deliver(hook.url, headers, body, d.timeoutMs);
-    } catch (err) {
-      // Refused (non-public address) or unresolvable: recorded like any failed attempt.
-      r = { ok: false, status: null, error: (err as Error).message, durationMs: 0, gone: false, retryAfterMs: null };
+    const position = BigInt(event.position);
+    const recorded = events.find((e) => e.position === position);
+    if (!recorded) return undefined;
+    const before = fold(events.filter((e) => e.position < position));
+    const after = fold([recorded], before);
+    let outcome: Outcome | undefined;
+    for (const m of webhookMessagesFor(recorded, before, after)) {
+      if (!hook.events.includes(m.type)) continue;
+      const webhookId = webhookIdOf(event.id, m.type);
+      // Delivered already: the bus was re-fed from the log, or the event came again for another message or its mail.
+      if (await wasDelivered(d.pool, event.taskId, webhookId)) continue;
+      const r = await sendMessage({ taskId: event.taskId, eventId: event.id, webhookId, message: m, state: after, url: hook.url, attempt: ctx.deliveryCount, redeliveryId: null });
+      if (!r.ok && !r.gone) outcome ??= retry(r.error ?? 'failed', r.retryAfterMs ?? undefined);
     }
-    // Credentials in a URL (registered before the gateway refused them) are never stored or logged.
-    const url = redactCredentials(hook.url);
-    const error = r.error === null ? null : redactCredentials(r.error);
-    await recordDelivery(d.pool, { taskId: event.taskId, eventId: event.id, webhookId, type, url, attempt: ctx.deliveryCount, statusCode: r.status, ok: r.ok, error, durationMs: r.durationMs });
-    if (r.ok || r.gone) return undefined;
-    d.log.warn({ taskId: event.taskId, url, attempt: ctx.deliveryCount, error }, 'webhook delivery failed');
-    return retry(r.error ?? 'failed', r.retryAfterMs ?? undefined);
+    return outcome;
   }
+  const redeliveries = startRedeliveries({ ...d, everyMs: d.redeliverEveryMs ?? 1000, leaseMs: 3 * d.timeoutMs + 10_000 });
   return {
     get inFlight() {
       return consumer.inFlight;
     },
     async stop() {
+      await redeliveries.stop();
       await topology?.stop();
       await consumer.stop();
     },

@@ -15,8 +15,12 @@ export const TaskIdParams = z.object({ id: z.uuid('must be a task id (UUID)') })
 export const ArtifactParams = TaskIdParams.extend({ '*': z.string().min(1).max(1024).describe('The artifact path, e.g. report.md') });
 export const AgentParams = TaskIdParams.extend({ agentId: z.string().min(1).max(100).regex(/^[a-z0-9][a-z0-9_-]*$/, 'an agent id (lowercase letters, digits, - and _)') });
 export const RequestParams = TaskIdParams.extend({ requestId: z.string().min(1).max(100) });
+export const DeliveryParams = TaskIdParams.extend({ deliveryId: z.string().regex(/^[1-9][0-9]{0,17}$/, 'must be a delivery id (the id of an item of GET /v1/tasks/:id/deliveries)') });
 
-const webhookType = z.string().regex(/^(task\.(completed|failed|cancelled|awaiting_input)|event\.[A-Za-z]+)$/, 'one of task.completed, task.failed, task.cancelled, task.awaiting_input or event.<EventType>');
+const webhookType = z.string().regex(
+  /^(task\.(running|awaiting_input|completed|failed|cancelled)|agent\.(started|awaiting_input|completed|failed)|event\.[A-Za-z]+)$/,
+  'one of task.running, task.awaiting_input, task.completed, task.failed, task.cancelled, agent.started, agent.awaiting_input, agent.completed, agent.failed or event.<EventType>',
+);
 
 /** The files a task starts from: a configured example, or a .tar.gz upload (base64 in JSON; a file part in multipart). */
 export const WorkspaceInput = z
