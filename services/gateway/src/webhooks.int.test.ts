@@ -52,3 +52,49 @@ describe('POST /v1/tasks/:id/deliveries/:deliveryId/redeliver', () => {
     expect((await pg.db.pool.query('select count(*)::int as n from webhook_redeliveries')).rows[0].n).toBe(1);
   });
 });
+
+describe('/v1/webhooks (a tenant\'s endpoints)', () => {
+  test('create (the secret shown once), list without secrets, rotate (the previous secret kept for the overlap), delete; per tenant; bad input named', async ({ pg, nats }) => {
+    const app = await gateway(pg, nats, { apiKeys });
+    const created = await app.inject({ method: 'POST', url: '/v1/webhooks', headers: a, payload: { url: 'https://hooks.example.com/a', events: ['task.running', 'agent.failed'] } });
+    expect(created.statusCode).toBe(201);
+    const hook = created.json();
+    expect(hook).toEqual({ id: expect.any(String), url: 'https://hooks.example.com/a', events: ['task.running', 'agent.failed'], secret: expect.stringMatching(/^whsec_[A-Za-z0-9+/=]{32}$/), createdAt: expect.any(String), rotatedAt: null, previousSecretExpiresAt: null });
+    const defaults = (await app.inject({ method: 'POST', url: '/v1/webhooks', headers: a, payload: { url: 'https://hooks.example.com/b' } })).json();
+    expect(defaults.events).toEqual(['task.completed', 'task.failed', 'task.cancelled', 'task.awaiting_input']);
+
+    const listed = (await app.inject({ method: 'GET', url: '/v1/webhooks', headers: a })).json().items;
+    expect(listed.map((e: { id: string }) => e.id)).toEqual([hook.id, defaults.id]);
+    expect(JSON.stringify(listed)).not.toMatch(/whsec_/);
+    expect((await app.inject({ method: 'GET', url: '/v1/webhooks', headers: b })).json().items).toEqual([]);
+
+    const rotated = await app.inject({ method: 'POST', url: `/v1/webhooks/${hook.id}/rotate-secret`, headers: a, payload: { overlapSeconds: 3600 } });
+    expect(rotated.statusCode).toBe(200);
+    expect(rotated.json().secret).not.toBe(hook.secret);
+    const { rows } = await pg.db.pool.query('select secret, previous_secret, previous_expires_at > now() + interval \'59 minutes\' as overlap from webhook_endpoints where id = $1', [hook.id]);
+    expect(rows).toEqual([{ secret: rotated.json().secret, previous_secret: hook.secret, overlap: true }]);
+    expect((await app.inject({ method: 'POST', url: `/v1/webhooks/${hook.id}/rotate-secret`, headers: b })).statusCode).toBe(404);
+
+    expect((await app.inject({ method: 'DELETE', url: `/v1/webhooks/${hook.id}`, headers: b })).statusCode).toBe(404);
+    expect((await app.inject({ method: 'DELETE', url: `/v1/webhooks/${hook.id}`, headers: a })).statusCode).toBe(204);
+    expect((await app.inject({ method: 'DELETE', url: `/v1/webhooks/${hook.id}`, headers: a })).statusCode).toBe(404);
+    expect((await app.inject({ method: 'GET', url: '/v1/webhooks', headers: a })).json().items.map((e: { id: string }) => e.id)).toEqual([defaults.id]);
+
+    const cases: [unknown, RegExp][] = [
+      [{}, /body\.url/],
+      [{ url: 'ftp://x' }, /body\.url/],
+      [{ url: 'http://127.0.0.1/x' }, /body\.url/],
+      [{ url: 'https://hooks.example.com/x', events: ['task.exploded'] }, /body\.events\.0/],
+      [{ url: 'https://hooks.example.com/x', secret: 'mine' }, /secret/],
+    ];
+    for (const [payload, field] of cases) {
+      const res = await app.inject({ method: 'POST', url: '/v1/webhooks', headers: a, payload: payload as object });
+      expect(res.statusCode, JSON.stringify(payload)).toBe(400);
+      expect(res.json().error.message).toMatch(field);
+    }
+    const badRotate = await app.inject({ method: 'POST', url: `/v1/webhooks/${defaults.id}/rotate-secret`, headers: a, payload: { overlapSeconds: -1 } });
+    expect(badRotate.statusCode).toBe(400);
+    expect(badRotate.json().error.message).toMatch(/body\.overlapSeconds/);
+    expect((await app.inject({ method: 'DELETE', url: '/v1/webhooks/nope', headers: a })).json().error.message).toMatch(/params\.webhookId/);
+  });
+});

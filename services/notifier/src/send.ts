@@ -4,12 +4,11 @@ import type { Logger } from '@baton/runtime';
 import { recordDelivery } from '@baton/storage';
 import type pg from 'pg';
 import { assertPublicUrl } from './egress.ts';
-import { deliver, sign, type DeliveryResult, type WebhookMessage } from './webhook.ts';
+import { deliver, signAll, type DeliveryResult, type WebhookMessage } from './webhook.ts';
 
 export interface SendDeps {
   pool: pg.Pool;
   log: Logger;
-  secret: string;
   timeoutMs: number;
   now: () => Date;
   allowPrivateNetworks: boolean;
@@ -23,6 +22,10 @@ export interface Message {
   message: WebhookMessage;
   state: TaskState;
   url: string;
+  /** Signs it: the notifier's secret for a task's own webhook, an endpoint's valid secrets for a tenant's. */
+  secrets: string[];
+  /** The tenant's endpoint it goes to; null: the task's own webhook. */
+  endpointId: string | null;
   attempt: number;
   /** Set when a person asked for it again (POST …/deliveries/:deliveryId/redeliver). */
   redeliveryId: string | null;
@@ -42,7 +45,7 @@ export function payloadOf(m: WebhookMessage, state: TaskState, timestamp: number
 export async function sendMessage(d: SendDeps, s: Message): Promise<DeliveryResult> {
   const timestamp = Math.floor(d.now().getTime() / 1000);
   const body = payloadOf(s.message, s.state, timestamp);
-  const headers = { 'webhook-id': s.webhookId, 'webhook-timestamp': String(timestamp), 'webhook-signature': sign(d.secret, s.webhookId, timestamp, body) };
+  const headers = { 'webhook-id': s.webhookId, 'webhook-timestamp': String(timestamp), 'webhook-signature': signAll(s.secrets, s.webhookId, timestamp, body) };
   let r: DeliveryResult;
   try {
     if (!d.allowPrivateNetworks) await assertPublicUrl(s.url);
@@ -54,7 +57,7 @@ export async function sendMessage(d: SendDeps, s: Message): Promise<DeliveryResu
   // Credentials in a URL (registered before the gateway refused them) are never stored or logged.
   const url = redactCredentials(s.url);
   const error = r.error === null ? null : redactCredentials(r.error);
-  await recordDelivery(d.pool, { taskId: s.taskId, eventId: s.eventId, webhookId: s.webhookId, type: s.message.type, url, attempt: s.attempt, statusCode: r.status, ok: r.ok, error, durationMs: r.durationMs, redeliveryId: s.redeliveryId });
+  await recordDelivery(d.pool, { taskId: s.taskId, eventId: s.eventId, webhookId: s.webhookId, type: s.message.type, url, attempt: s.attempt, statusCode: r.status, ok: r.ok, error, durationMs: r.durationMs, redeliveryId: s.redeliveryId, endpointId: s.endpointId });
   if (!r.ok) d.log.warn({ taskId: s.taskId, url, attempt: s.attempt, error }, 'webhook delivery failed');
   return r;
 }

@@ -10,6 +10,9 @@ export function sign(secret: string, id: string, timestamp: number, body: string
   return `v1,${createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64')}`;
 }
 
+/** One `v1,` signature per valid secret, space-separated (a rotation: receivers with either secret verify). */
+export const signAll = (secrets: readonly string[], id: string, timestamp: number, body: string): string => secrets.map((s) => sign(s, id, timestamp, body)).join(' ');
+
 export function verify(secret: string, headers: { id: string; timestamp: string; signature: string }, body: string, toleranceSeconds = 300, now = Date.now()): boolean {
   const ts = Number(headers.timestamp);
   if (!Number.isFinite(ts) || Math.abs(now / 1000 - ts) > toleranceSeconds) return false;

@@ -3,7 +3,7 @@ import { createServer } from 'node:http';
 import { busNames, ensureTopology, Relay } from '@baton/bus';
 import { handleCommand } from '@baton/event-store';
 import { silentLogger } from '@baton/runtime';
-import { listDeliveries, requestRedelivery } from '@baton/storage';
+import { createEndpoint, listDeliveries, requestRedelivery, rotateEndpointSecret } from '@baton/storage';
 import { stackTest as test, waitFor, type NatsFixture, type PgFixture } from '@baton/testing';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { describe, expect } from 'vitest';
@@ -14,7 +14,7 @@ const log = silentLogger();
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 
 /** A relay and a notifier on the test's database and NATS namespace. */
-async function startStack(pg: PgFixture, nats: NatsFixture, o: { maxAttempts: number; backoffMs: number[]; allowPrivateNetworks: boolean; redeliverEveryMs?: number }) {
+async function startStack(pg: PgFixture, nats: NatsFixture, o: { maxAttempts: number; backoffMs: number[]; allowPrivateNetworks: boolean; redeliverEveryMs?: number; endpointsCacheMs?: number }) {
   const names = busNames(nats.namespace);
   await ensureTopology(await jetstreamManager(nats.nc), names);
   const relay = new Relay({ pool: pg.db.pool, store: pg.store, nc: nats.nc, names, log });
@@ -125,6 +125,40 @@ describe('notifier redelivery', () => {
       [first!.webhookId, 'task.cancelled', 'cancelled'],
     ]);
     expect((await pg.db.pool.query('select count(*)::int as n from webhook_redeliveries where done_at is null')).rows[0].n).toBe(0);
+  });
+});
+
+describe('notifier and a tenant\'s endpoints', () => {
+  test('every task of the tenant is delivered to its endpoints, signed once per valid secret (a rotation: old and new); other tenants\' are not', async ({ pg, nats }) => {
+    const got: { endpoint: string; type: string; headers: { id: string; timestamp: string; signature: string }; body: string }[] = [];
+    const server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c) => (body += c));
+      req.on('end', () => {
+        got.push({ endpoint: req.url ?? '', type: JSON.parse(body).type, headers: { id: String(req.headers['webhook-id']), timestamp: String(req.headers['webhook-timestamp']), signature: String(req.headers['webhook-signature']) }, body });
+        res.writeHead(204).end();
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+    const OLD = 'whsec_T2xkT2xkT2xkT2xkT2xkT2xkT2xkT2xkT2xk';
+    const NEW = 'whsec_TmV3TmV3TmV3TmV3TmV3TmV3TmV3TmV3TmV3';
+    const rotating = await createEndpoint(pg.db.pool, { id: randomUUID(), tenantId: 'd', url: `${base}/rotating`, events: ['task.cancelled', 'task.running'], secret: OLD });
+    await rotateEndpointSecret(pg.db.pool, { tenantId: 'd', id: rotating.id, secret: NEW, overlapMs: 3_600_000 });
+    await createEndpoint(pg.db.pool, { id: randomUUID(), tenantId: 'someone-else', url: `${base}/other`, events: ['task.cancelled'], secret: OLD });
+    const stack = await startStack(pg, nats, { maxAttempts: 3, backoffMs: [50], allowPrivateNetworks: true, endpointsCacheMs: 0 });
+    const id = await submit(pg, null); // no webhook of its own
+    await handleCommand(pg.store, id, { type: 'CancelTask', reason: 'r', requestedBy: 'u' });
+    await waitFor(async () => (await listDeliveries(pg.db.pool, id)).length === 1, { what: 'the endpoint delivery' });
+    await stack.stop();
+    server.close();
+    expect(got.map((g) => [g.endpoint, g.type])).toEqual([['/rotating', 'task.cancelled']]);
+    const [hit] = got;
+    expect(hit!.headers.signature.split(' ')).toHaveLength(2);
+    expect(verify(NEW, hit!.headers, hit!.body)).toBe(true);
+    expect(verify(OLD, hit!.headers, hit!.body)).toBe(true);
+    expect(verify(SECRET, hit!.headers, hit!.body)).toBe(false); // not the notifier's own secret
+    expect((await listDeliveries(pg.db.pool, id)).map((r) => [r.endpointId, r.ok])).toEqual([[rotating.id, true]]);
   });
 });
 
