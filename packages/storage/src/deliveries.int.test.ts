@@ -14,8 +14,8 @@ describe('webhook deliveries', () => {
     const list = await listDeliveries(db.pool, taskId);
     const { taskId: _, ...first } = failed;
     expect(list).toEqual([
-      { ...first, channel: 'webhook', attemptedAt: expect.any(Date) },
-      { ...first, channel: 'webhook', attempt: 2, statusCode: 200, ok: true, error: null, durationMs: 7, attemptedAt: expect.any(Date) },
+      { ...first, id: expect.any(String), channel: 'webhook', endpointId: null, redelivery: false, attemptedAt: expect.any(Date) },
+      { ...first, id: expect.any(String), channel: 'webhook', endpointId: null, redelivery: false, attempt: 2, statusCode: 200, ok: true, error: null, durationMs: 7, attemptedAt: expect.any(Date) },
     ]);
     expect(await listDeliveries(db.pool, randomUUID())).toEqual([]);
   });

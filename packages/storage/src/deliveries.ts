@@ -18,34 +18,41 @@ export interface DeliveryAttempt {
   ok: boolean;
   error: string | null;
   durationMs: number;
+  /** Set when a person asked for the attempt (a redelivery request's id). */
+  redeliveryId?: string | null;
+  /** The tenant's endpoint it went to (POST /v1/webhooks); absent: the task's own webhook. */
+  endpointId?: string | null;
 }
 
 /** A recorded attempt, as a task's delivery list shows it. */
-export type RecordedDelivery = Omit<DeliveryAttempt, 'taskId' | 'channel'> & { channel: 'webhook' | 'email'; attemptedAt: Date };
+export type RecordedDelivery = Omit<DeliveryAttempt, 'taskId' | 'channel' | 'redeliveryId' | 'endpointId'> & { id: string; channel: 'webhook' | 'email'; endpointId: string | null; redelivery: boolean; attemptedAt: Date };
 
 export async function recordDelivery(pool: Pick<pg.Pool, 'query'>, a: DeliveryAttempt): Promise<void> {
   await pool.query(
-    `insert into webhook_deliveries (task_id, event_id, webhook_id, type, url, attempt, status_code, ok, error, duration_ms, channel)
-     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-    [a.taskId, a.eventId, a.webhookId, a.type, a.url, a.attempt, a.statusCode, a.ok, a.error, a.durationMs, a.channel ?? 'webhook'],
+    `insert into webhook_deliveries (task_id, event_id, webhook_id, type, url, attempt, status_code, ok, error, duration_ms, channel, redelivery_id, endpoint_id)
+     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+    [a.taskId, a.eventId, a.webhookId, a.type, a.url, a.attempt, a.statusCode, a.ok, a.error, a.durationMs, a.channel ?? 'webhook', a.redeliveryId ?? null, a.endpointId ?? null],
   );
 }
 
 /** Was this event's webhook delivered already? (A re-published event — the bus was re-fed from the log — is not sent twice.) */
-export async function wasDelivered(pool: Pick<pg.Pool, 'query'>, taskId: string, webhookId: string): Promise<boolean> {
-  const r = await pool.query('select 1 from webhook_deliveries where task_id = $1 and webhook_id = $2 and ok limit 1', [taskId, webhookId]);
+export async function wasDelivered(pool: Pick<pg.Pool, 'query'>, taskId: string, webhookId: string, endpointId: string | null = null): Promise<boolean> {
+  const r = await pool.query('select 1 from webhook_deliveries where task_id = $1 and webhook_id = $2 and endpoint_id is not distinct from $3 and ok limit 1', [taskId, webhookId, endpointId]);
   return (r.rowCount ?? 0) > 0;
 }
 
 /** A task's delivery attempts, in the order they were recorded. */
 export async function listDeliveries(pool: Pick<pg.Pool, 'query'>, taskId: string): Promise<RecordedDelivery[]> {
   const { rows } = await pool.query(
-    `select channel, webhook_id, event_id, type, url, attempt, status_code, ok, error, duration_ms, attempted_at
+    `select id::text as id, channel, redelivery_id, endpoint_id, webhook_id, event_id, type, url, attempt, status_code, ok, error, duration_ms, attempted_at
        from webhook_deliveries where task_id = $1 order by id`,
     [taskId],
   );
   return rows.map((r) => ({
+    id: r.id,
     channel: r.channel,
+    endpointId: r.endpoint_id,
+    redelivery: r.redelivery_id !== null,
     webhookId: r.webhook_id,
     eventId: r.event_id,
     type: r.type,
@@ -57,4 +64,53 @@ export async function listDeliveries(pool: Pick<pg.Pool, 'query'>, taskId: strin
     durationMs: r.duration_ms,
     attemptedAt: r.attempted_at,
   }));
+}
+
+/** One recorded attempt of a task (null: no such delivery of that task). */
+export async function findDelivery(pool: Pick<pg.Pool, 'query'>, taskId: string, deliveryId: string): Promise<{ id: string; channel: 'webhook' | 'email'; webhookId: string } | null> {
+  const { rows } = await pool.query('select id::text as id, channel, webhook_id from webhook_deliveries where task_id = $1 and id = $2', [taskId, deliveryId]);
+  const r = rows[0];
+  return r ? { id: r.id, channel: r.channel, webhookId: r.webhook_id } : null;
+}
+
+/** Ask for a delivery's message to be sent again (a notifier claims the request; docs/webhooks.md). */
+export async function requestRedelivery(pool: Pick<pg.Pool, 'query'>, r: { taskId: string; deliveryId: string; requestedBy: string }): Promise<string> {
+  const { rows } = await pool.query('insert into webhook_redeliveries (task_id, delivery_id, requested_by) values ($1, $2, $3) returning id::text as id', [r.taskId, r.deliveryId, r.requestedBy]);
+  return rows[0].id;
+}
+
+/** A claimed redelivery request, with what its delivery sent. */
+export interface ClaimedRedelivery {
+  id: string;
+  endpointId: string | null;
+  taskId: string;
+  eventId: string;
+  webhookId: string;
+  type: string;
+}
+
+/**
+ * Claim open redelivery requests for `leaseMs` (one notifier each: skip locked; a request whose
+ * claimer stopped is claimed again once its lease ends).
+ */
+export async function claimRedeliveries(pool: Pick<pg.Pool, 'query'>, limit: number, leaseMs: number): Promise<ClaimedRedelivery[]> {
+  const { rows } = await pool.query(
+    `with claimed as (
+       update webhook_redeliveries set claimed_until = now() + make_interval(secs => $2::double precision / 1000)
+        where id in (select id from webhook_redeliveries where done_at is null and (claimed_until is null or claimed_until < now()) order by id limit $1 for update skip locked)
+        returning id, task_id, delivery_id)
+     select c.id::text as id, c.task_id, d.endpoint_id, d.event_id, d.webhook_id, d.type from claimed c join webhook_deliveries d on d.id = c.delivery_id order by c.id`,
+    [limit, leaseMs],
+  );
+  return rows.map((r) => ({ id: r.id, endpointId: r.endpoint_id, taskId: r.task_id, eventId: r.event_id, webhookId: r.webhook_id, type: r.type }));
+}
+
+export async function finishRedelivery(pool: Pick<pg.Pool, 'query'>, id: string): Promise<void> {
+  await pool.query('update webhook_redeliveries set done_at = now() where id = $1', [id]);
+}
+
+/** The number of a message's next attempt (after every recorded one). */
+export async function nextAttempt(pool: Pick<pg.Pool, 'query'>, taskId: string, webhookId: string, endpointId: string | null = null): Promise<number> {
+  const { rows } = await pool.query('select coalesce(max(attempt), 0)::int + 1 as n from webhook_deliveries where task_id = $1 and webhook_id = $2 and endpoint_id is not distinct from $3', [taskId, webhookId, endpointId]);
+  return rows[0].n;
 }

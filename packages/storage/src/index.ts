@@ -1,7 +1,7 @@
 export { copyTaskFiles, storeArtifact, readArtifact, readArtifacts, mediaTypeOf, type StoredArtifact } from './artifacts.ts';
 export { indexCorpus, searchCorpus, plainText, titleOf, type CorpusHit } from './corpus.ts';
 export { loadTeamConfig, saveTeamConfigs } from './team-configs.ts';
-export { listDeliveries, recordDelivery, wasDelivered, type DeliveryAttempt, type RecordedDelivery } from './deliveries.ts';
+export { claimRedeliveries, findDelivery, finishRedelivery, listDeliveries, nextAttempt, recordDelivery, requestRedelivery, wasDelivered, type ClaimedRedelivery, type DeliveryAttempt, type RecordedDelivery } from './deliveries.ts';
 export {
   DEFAULT_WORKSPACE_LIMITS,
   EXAMPLE_NAME,
@@ -41,3 +41,4 @@ export {
   type Lease,
 } from './leases.ts';
 export { claimMail, mailSends, settleMail, type MailClaim, type MailKey } from './mail.ts';
+export { createEndpoint, deleteEndpoint, findEndpoint, listEndpoints, rotateEndpointSecret, validSecrets, type WebhookEndpoint } from './webhook-endpoints.ts';

@@ -14,6 +14,7 @@ import { mailRoutes } from './routes/mail.ts';
 import { consoleRoutes } from './routes/console.ts';
 import { systemRoutes } from './routes/system.ts';
 import { taskRoutes } from './routes/tasks.ts';
+import { webhookRoutes } from './routes/webhooks.ts';
 import { workspaceRoutes } from './routes/workspaces.ts';
 
 const WRITES = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
@@ -115,5 +116,6 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   await app.register(workspaceRoutes(deps));
   await app.register(chatRoutes(deps));
   await app.register(mailRoutes(deps));
+  await app.register(webhookRoutes(deps));
   return app;
 }

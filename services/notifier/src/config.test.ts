@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { loadNotifierConfig } from './config.ts';
+import { backoffOf, loadNotifierConfig } from './config.ts';
+import { retrySchedule } from './schedule.ts';
 
 describe('notifier mail configuration', () => {
   it('no SMTP_URL: mail off, no secret needed; PUBLIC_URL loses its trailing slash', () => {
@@ -12,5 +13,16 @@ describe('notifier mail configuration', () => {
     expect(() => loadNotifierConfig({ SMTP_URL: 'smtp://mail:1025', MAIL_LINK_SECRET: 'short' })).toThrow(/MAIL_LINK_SECRET: must be at least 32 characters/);
     expect(() => loadNotifierConfig({ SMTP_URL: 'http://mail', MAIL_LINK_SECRET: 'x'.repeat(32) })).toThrow(/SMTP_URL: must be smtp/);
     expect(loadNotifierConfig({ SMTP_URL: 'smtp://mail:1025', MAIL_LINK_SECRET: 'x'.repeat(32) }).MAIL_TIMEOUT_MS).toBe(30_000);
+  });
+});
+
+describe('notifier retry configuration', () => {
+  it('by default the attempts are spread over three days; WEBHOOK_RETRY_HORIZON_MS changes it; WEBHOOK_BACKOFF_MS overrides it', () => {
+    const c = loadNotifierConfig({});
+    expect(c.WEBHOOK_RETRY_HORIZON_MS).toBe(3 * 86_400_000);
+    expect(backoffOf(c)).toEqual(retrySchedule(3 * 86_400_000, 12));
+    expect(backoffOf(loadNotifierConfig({ WEBHOOK_RETRY_HORIZON_MS: '3600000', WEBHOOK_MAX_ATTEMPTS: '5' }))).toEqual(retrySchedule(3_600_000, 5));
+    expect(backoffOf(loadNotifierConfig({ WEBHOOK_BACKOFF_MS: '100,200' }))).toEqual([100, 200]);
+    expect(() => loadNotifierConfig({ WEBHOOK_RETRY_HORIZON_MS: 'soon' })).toThrow(/WEBHOOK_RETRY_HORIZON_MS/);
   });
 });

@@ -1,6 +1,7 @@
 import { MIN_LINK_SECRET_LENGTH } from '@baton/mail';
 import { commonEnv, durationMs, loadConfig } from '@baton/runtime';
 import { z } from 'zod';
+import { DEFAULT_RETRY_HORIZON_MS, retrySchedule } from './schedule.ts';
 
 const MiB = 1024 * 1024;
 
@@ -9,8 +10,12 @@ const schema = z.object({
   /** Standard Webhooks signing secret (`whsec_` + base64 of ≥ 24 random bytes). */
   WEBHOOK_SECRET: z.string().regex(/^whsec_[A-Za-z0-9+/=]{32,}$/, 'must be whsec_ followed by base64 of at least 24 bytes').optional(),
   WEBHOOK_TIMEOUT_MS: durationMs(15_000),
+  /** Attempts of one message (webhooks and its mails) before it is given up (a dead letter). */
   WEBHOOK_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(50).default(12),
-  WEBHOOK_BACKOFF_MS: z.string().regex(/^\d+(,\d+)*$/, 'comma-separated milliseconds').default('1000,5000,30000,120000,600000,1800000,3600000'),
+  /** How long a failing message is retried: the attempts are spread over it (retrySchedule). */
+  WEBHOOK_RETRY_HORIZON_MS: z.coerce.number().int().min(1000).max(30 * 86_400_000).default(DEFAULT_RETRY_HORIZON_MS),
+  /** An explicit schedule instead (comma-separated milliseconds, the last repeats); unset: from the horizon. */
+  WEBHOOK_BACKOFF_MS: z.string().regex(/^\d+(,\d+)*$/, 'comma-separated milliseconds').optional(),
   NOTIFIER_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(16),
   /** SSRF guard: webhooks may not reach loopback/private/link-local addresses unless this is true. */
   WEBHOOK_ALLOW_PRIVATE_NETWORKS: z.stringbool().default(false),
@@ -34,6 +39,9 @@ const schema = z.object({
   if (c.SMTP_URL && !c.MAIL_LINK_SECRET) ctx.addIssue({ code: 'custom', path: ['MAIL_LINK_SECRET'], message: 'required when SMTP_URL is set (it signs the mailed decision links; the gateway needs the same value)' });
 });
 export type NotifierConfig = z.infer<typeof schema>;
+/** The waits between attempts: WEBHOOK_BACKOFF_MS if set, else spread over WEBHOOK_RETRY_HORIZON_MS. */
+export const backoffOf = (c: Pick<NotifierConfig, 'WEBHOOK_BACKOFF_MS' | 'WEBHOOK_RETRY_HORIZON_MS' | 'WEBHOOK_MAX_ATTEMPTS'>): number[] =>
+  c.WEBHOOK_BACKOFF_MS ? c.WEBHOOK_BACKOFF_MS.split(',').map(Number) : retrySchedule(c.WEBHOOK_RETRY_HORIZON_MS, c.WEBHOOK_MAX_ATTEMPTS);
 export const loadNotifierConfig = (env: Record<string, string | undefined>): NotifierConfig => loadConfig('notifier', schema, env);
 
 /** A fixed secret for local development only; the notifier warns loudly when it is used. */

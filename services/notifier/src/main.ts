@@ -5,7 +5,7 @@ import { configOrExit, createLogger, installCrashGuards, installShutdown, retryF
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
-import { DEV_WEBHOOK_SECRET, loadNotifierConfig } from './config.ts';
+import { backoffOf, DEV_WEBHOOK_SECRET, loadNotifierConfig } from './config.ts';
 import { smtpMailer } from './mailer.ts';
 import { startNotifier } from './worker.ts';
 
@@ -32,7 +32,7 @@ const notifier = await startNotifier({
   secret: config.WEBHOOK_SECRET ?? DEV_WEBHOOK_SECRET,
   timeoutMs: config.WEBHOOK_TIMEOUT_MS,
   maxAttempts: config.WEBHOOK_MAX_ATTEMPTS,
-  backoffMs: config.WEBHOOK_BACKOFF_MS.split(',').map(Number),
+  backoffMs: backoffOf(config),
   concurrency: config.NOTIFIER_CONCURRENCY,
   heartbeatMs: Math.min(5000, Math.floor(config.EVENTS_ACK_WAIT_MS / 3)),
   now: () => new Date(),

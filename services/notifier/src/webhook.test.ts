@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { sign, verify, webhookTypesFor } from './webhook.ts';
+import { evolve, type DecidedEvent } from '@baton/domain';
+import { recorded, stateOf } from '@baton/testing';
+import { needsState, sign, verify, webhookMessagesFor } from './webhook.ts';
 
 const secret = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 
@@ -19,10 +21,77 @@ describe('Standard Webhooks signatures', () => {
     expect(verify('whsec_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA', headers, 'body', 300, now)).toBe(false);
     expect(verify(secret, { ...headers, signature: `v1,bogus ${headers.signature}` }, 'body', 300, now)).toBe(true); // rotation: several signatures
   });
-  it('maps events to webhook types', () => {
-    expect(webhookTypesFor('TaskCompleted')).toEqual(['event.TaskCompleted', 'task.completed']);
-    expect(webhookTypesFor('ClarificationRequested')).toContain('task.awaiting_input');
-    expect(webhookTypesFor('BudgetExceeded')).toContain('task.awaiting_input');
-    expect(webhookTypesFor('ModelTurnRecorded')).toEqual(['event.ModelTurnRecorded']);
+});
+
+/** The messages each event of a history makes (event.* left out), from the fold before and after it. */
+function messagesAlong(history: DecidedEvent[]): string[][] {
+  const events = recorded(history);
+  return events.map((e, i) => {
+    const before = stateOf(events.slice(0, i));
+    return webhookMessagesFor(e, before, evolve(before, e)).filter((m) => !m.type.startsWith('event.')).map((m) => (m.agentId ? `${m.type}:${m.agentId}` : m.type));
+  });
+}
+
+const usage = { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
+const submitted: DecidedEvent = { type: 'TaskSubmitted', data: { prompt: 'p', team: 'research', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 't', requestHash: null, forkedFrom: null, workspace: null, budget: null } };
+const started: DecidedEvent = { type: 'TaskStarted', data: { leadAgentId: 'lead', leadAgentType: 'research-lead', configVersion: 'v1' } };
+const turn = (agentId: string, n: number, toolUses: { id: string; name: string; input: Record<string, unknown> }[]): DecidedEvent => ({
+  type: 'ModelTurnRecorded',
+  data: { agentId, turn: n, model: 'm', content: [{ type: 'text', text: 't' }, ...toolUses.map((t) => ({ type: 'tool_use' as const, ...t }))], stopReason: toolUses.length ? 'tool_use' : 'end_turn', usage, offline: true, durationMs: 1 },
+});
+const clarify = (requestId: string, agentId: string, toolUseId: string): DecidedEvent => ({ type: 'ClarificationRequested', data: { requestId, agentId, toolUseId, questions: ['What?'], context: 'c' } });
+
+describe('webhook messages', () => {
+  it('event.<EventType> for every event', () => {
+    const events = recorded([submitted]);
+    expect(webhookMessagesFor(events[0]!, stateOf([]), stateOf(events))).toContainEqual({ type: 'event.TaskSubmitted', agentId: null });
+  });
+
+  it('task.<status> on each status change, from the fold before and after; agent.* for a subagent (first start only), never for the lead', () => {
+    const history: DecidedEvent[] = [
+      submitted, // pending: nothing
+      started, // → running
+      turn('lead', 1, [{ id: 'tu1', name: 'Task', input: { agent: 'researcher', prompt: 'p' } }]),
+      { type: 'SubagentDispatched', data: { agentId: 'researcher-1', agentType: 'researcher', toolUseId: 'tu1', prompt: 'p' } },
+      { type: 'SubagentStarted', data: { agentId: 'researcher-1', attempt: 1, runnerId: 'r1' } }, // agent.started
+      { type: 'SubagentStarted', data: { agentId: 'researcher-1', attempt: 2, runnerId: 'r2' } }, // a retry: not a new start
+      turn('researcher-1', 1, [{ id: 'tu2', name: 'AskUserQuestion', input: { questions: ['What?'] } }]),
+      clarify('clr-1', 'researcher-1', 'tu2'), // → awaiting_input, agent.awaiting_input
+      { type: 'ClarificationAnswered', data: { requestId: 'clr-1', answers: ['that'], answeredBy: 'u' } }, // → running
+      { type: 'SubagentCompleted', data: { agentId: 'researcher-1', attempt: 2, summary: 's', filesCreated: [], filesModified: [], success: true, iterationCapReached: false } },
+      { type: 'SubagentFailed', data: { agentId: 'lead', code: 'x', message: 'm' } }, // the lead is no subagent
+      { type: 'TaskCompleted', data: { summary: 'done', reportPath: null } },
+    ];
+    expect(messagesAlong(history)).toEqual([
+      [],
+      ['task.running'],
+      [],
+      [],
+      ['agent.started:researcher-1'],
+      [],
+      [],
+      ['task.awaiting_input', 'agent.awaiting_input:researcher-1'],
+      ['task.running'],
+      ['agent.completed:researcher-1'],
+      [],
+      ['task.completed'],
+    ]);
+  });
+
+  it('task.awaiting_input again when a further request opens while the task waits; the lead asking is task.* only', () => {
+    const history: DecidedEvent[] = [
+      submitted,
+      started,
+      turn('lead', 1, [{ id: 'tu1', name: 'AskUserQuestion', input: { questions: ['a?'] } }, { id: 'tu2', name: 'AskUserQuestion', input: { questions: ['b?'] } }]),
+      clarify('clr-1', 'lead', 'tu1'),
+      clarify('clr-2', 'lead', 'tu2'),
+      { type: 'TaskCancelled', data: { reason: 'r', requestedBy: 'u' } },
+    ];
+    expect(messagesAlong(history)).toEqual([[], ['task.running'], [], ['task.awaiting_input'], ['task.awaiting_input'], ['task.cancelled']]);
+  });
+
+  it('a subscription needs the state unless it names only event.* types', () => {
+    expect(needsState(['event.TaskCompleted'])).toBe(false);
+    expect(needsState(['event.TaskCompleted', 'agent.failed'])).toBe(true);
   });
 });

@@ -1,4 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { TaskState } from '@baton/domain';
 
 /**
  * Standard Webhooks signing: `v1,<base64 HMAC-SHA256(secret, "{id}.{timestamp}.{body}")>`,
@@ -8,6 +9,9 @@ export function sign(secret: string, id: string, timestamp: number, body: string
   const key = Buffer.from(secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret, 'base64');
   return `v1,${createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64')}`;
 }
+
+/** One `v1,` signature per valid secret, space-separated (a rotation: receivers with either secret verify). */
+export const signAll = (secrets: readonly string[], id: string, timestamp: number, body: string): string => secrets.map((s) => sign(s, id, timestamp, body)).join(' ');
 
 export function verify(secret: string, headers: { id: string; timestamp: string; signature: string }, body: string, toleranceSeconds = 300, now = Date.now()): boolean {
   const ts = Number(headers.timestamp);
@@ -19,27 +23,52 @@ export function verify(secret: string, headers: { id: string; timestamp: string;
   });
 }
 
-/** Which webhook types an event produces (API.md): the task.* types plus `event.<EventType>` on request. */
-export function webhookTypesFor(eventType: string): string[] {
-  const types = [`event.${eventType}`];
-  switch (eventType) {
-    case 'TaskCompleted':
-      types.push('task.completed');
-      break;
-    case 'TaskFailed':
-      types.push('task.failed');
-      break;
-    case 'TaskCancelled':
-      types.push('task.cancelled');
-      break;
-    case 'ApprovalRequested':
-    case 'ClarificationRequested':
-    case 'BudgetExceeded':
-      types.push('task.awaiting_input');
-      break;
-  }
-  return types;
+/** The task's status changes a webhook can announce (`task.<status>`). */
+export const TASK_WEBHOOK_TYPES = ['task.running', 'task.awaiting_input', 'task.completed', 'task.failed', 'task.cancelled'] as const;
+/** A subagent's moments (`agent.<moment>`); the lead's are the task's. */
+export const AGENT_WEBHOOK_TYPES = ['agent.started', 'agent.awaiting_input', 'agent.completed', 'agent.failed'] as const;
+
+/** One webhook message an event makes: its type, and the subagent it is about (agent.* only). */
+export interface WebhookMessage {
+  type: string;
+  agentId: string | null;
 }
+
+/**
+ * Which webhook messages an event makes (docs/webhooks.md), from the task's state just before and
+ * just after it (pure):
+ * - `event.<EventType>` for every event;
+ * - `task.<status>` when the task's status changed to it (pending or awaiting_input → running,
+ *   → awaiting_input, → completed/failed/cancelled); `task.awaiting_input` also when a further
+ *   request opened while the task already waited;
+ * - `agent.started` on a subagent's first SubagentStarted (attempt 1: a runner retrying it is not
+ *   a new start), `agent.awaiting_input` on a subagent's own ApprovalRequested or
+ *   ClarificationRequested, `agent.completed` / `agent.failed` on SubagentCompleted / SubagentFailed.
+ */
+export function webhookMessagesFor(event: { type: string; data: unknown }, before: TaskState, after: TaskState): WebhookMessage[] {
+  const out: WebhookMessage[] = [{ type: `event.${event.type}`, agentId: null }];
+  const was = before.status;
+  const now = after.status;
+  if (now !== 'none' && now !== 'pending') {
+    const newRequest = Object.keys(after.pendingRequests).some((id) => !(id in before.pendingRequests));
+    if (now !== was || (now === 'awaiting_input' && newRequest)) out.push({ type: `task.${now}`, agentId: null });
+  }
+  const data = (event.data ?? {}) as { agentId?: unknown; attempt?: unknown };
+  const agentId = typeof data.agentId === 'string' && after.agents[data.agentId] ? data.agentId : null;
+  if (agentId) {
+    const moment =
+      event.type === 'SubagentStarted' ? (data.attempt === 1 ? 'started' : null)
+      : event.type === 'ApprovalRequested' || event.type === 'ClarificationRequested' ? 'awaiting_input'
+      : event.type === 'SubagentCompleted' ? 'completed'
+      : event.type === 'SubagentFailed' ? 'failed'
+      : null;
+    if (moment) out.push({ type: `agent.${moment}`, agentId });
+  }
+  return out;
+}
+
+/** Does a subscription need the task's state to know an event's messages (any task.* or agent.* type)? */
+export const needsState = (subscribed: readonly string[]): boolean => subscribed.some((t) => !t.startsWith('event.'));
 
 export interface DeliveryResult {
   ok: boolean;

@@ -3,6 +3,7 @@ import { createServer } from 'node:http';
 import { busNames, ensureTopology, Relay } from '@baton/bus';
 import { handleCommand } from '@baton/event-store';
 import { silentLogger } from '@baton/runtime';
+import { createEndpoint, listDeliveries, requestRedelivery, rotateEndpointSecret } from '@baton/storage';
 import { stackTest as test, waitFor, type NatsFixture, type PgFixture } from '@baton/testing';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { describe, expect } from 'vitest';
@@ -13,7 +14,7 @@ const log = silentLogger();
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 
 /** A relay and a notifier on the test's database and NATS namespace. */
-async function startStack(pg: PgFixture, nats: NatsFixture, o: { maxAttempts: number; backoffMs: number[]; allowPrivateNetworks: boolean }) {
+async function startStack(pg: PgFixture, nats: NatsFixture, o: { maxAttempts: number; backoffMs: number[]; allowPrivateNetworks: boolean; redeliverEveryMs?: number; endpointsCacheMs?: number }) {
   const names = busNames(nats.namespace);
   await ensureTopology(await jetstreamManager(nats.nc), names);
   const relay = new Relay({ pool: pg.db.pool, store: pg.store, nc: nats.nc, names, log });
@@ -69,6 +70,95 @@ describe('notifier', () => {
       { task_id: id, attempt: 2, status_code: 503, ok: false, error: 'HTTP 503' },
       { task_id: id, attempt: 3, status_code: 204, ok: true, error: null },
     ]);
+  });
+});
+
+/** A receiver that accepts every webhook (204) and keeps what it got. */
+async function receiver() {
+  const received: { id: string; body: { type: string; data: { task: { status: string } } } }[] = [];
+  const server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => (body += c));
+    req.on('end', () => {
+      received.push({ id: String(req.headers['webhook-id']), body: JSON.parse(body) });
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { received, url: `http://127.0.0.1:${(server.address() as { port: number }).port}/hook`, close: () => server.close() };
+}
+
+describe('notifier status changes', () => {
+  test('task.running from the status change; one event can make several messages, each with its own webhook-id', async ({ pg, nats }) => {
+    const hooks = await receiver();
+    const stack = await startStack(pg, nats, { maxAttempts: 3, backoffMs: [50], allowPrivateNetworks: true });
+    const id = await submit(pg, { url: hooks.url, events: ['task.running', 'task.cancelled', 'event.TaskCancelled'] });
+    await handleCommand(pg.store, id, { type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'research-lead', configVersion: 'v1' });
+    await handleCommand(pg.store, id, { type: 'CancelTask', reason: 'r', requestedBy: 'u' });
+    await waitFor(async () => (await pg.db.pool.query('select count(*)::int as n from webhook_deliveries where ok')).rows[0].n === 3, { what: 'three deliveries' });
+    await stack.stop();
+    hooks.close();
+    expect(hooks.received.map((r) => `${r.body.type}:${r.body.data.task.status}`).sort()).toEqual(['event.TaskCancelled:cancelled', 'task.cancelled:cancelled', 'task.running:running']);
+    expect(new Set(hooks.received.map((r) => r.id)).size).toBe(3);
+  });
+});
+
+describe('notifier redelivery', () => {
+  test('a redelivery request sends the message again (same webhook-id, fresh signature) and records it as the next attempt', async ({ pg, nats }) => {
+    const hooks = await receiver();
+    const stack = await startStack(pg, nats, { maxAttempts: 3, backoffMs: [50], allowPrivateNetworks: true, redeliverEveryMs: 50 });
+    const id = await submit(pg, { url: hooks.url, events: ['task.cancelled'] });
+    await handleCommand(pg.store, id, { type: 'CancelTask', reason: 'r', requestedBy: 'u' });
+    await waitFor(async () => (await listDeliveries(pg.db.pool, id)).length === 1, { what: 'the first delivery' });
+    const [first] = await listDeliveries(pg.db.pool, id);
+    await requestRedelivery(pg.db.pool, { taskId: id, deliveryId: first!.id, requestedBy: 'u' });
+    await waitFor(async () => (await listDeliveries(pg.db.pool, id)).length === 2, { what: 'the redelivery' });
+    await stack.stop();
+    hooks.close();
+    const rows = await listDeliveries(pg.db.pool, id);
+    expect(rows.map((r) => [r.webhookId, r.type, r.attempt, r.ok, r.redelivery])).toEqual([
+      [first!.webhookId, 'task.cancelled', 1, true, false],
+      [first!.webhookId, 'task.cancelled', 2, true, true],
+    ]);
+    expect(hooks.received.map((r) => [r.id, r.body.type, r.body.data.task.status])).toEqual([
+      [first!.webhookId, 'task.cancelled', 'cancelled'],
+      [first!.webhookId, 'task.cancelled', 'cancelled'],
+    ]);
+    expect((await pg.db.pool.query('select count(*)::int as n from webhook_redeliveries where done_at is null')).rows[0].n).toBe(0);
+  });
+});
+
+describe('notifier and a tenant\'s endpoints', () => {
+  test('every task of the tenant is delivered to its endpoints, signed once per valid secret (a rotation: old and new); other tenants\' are not', async ({ pg, nats }) => {
+    const got: { endpoint: string; type: string; headers: { id: string; timestamp: string; signature: string }; body: string }[] = [];
+    const server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c) => (body += c));
+      req.on('end', () => {
+        got.push({ endpoint: req.url ?? '', type: JSON.parse(body).type, headers: { id: String(req.headers['webhook-id']), timestamp: String(req.headers['webhook-timestamp']), signature: String(req.headers['webhook-signature']) }, body });
+        res.writeHead(204).end();
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+    const OLD = 'whsec_T2xkT2xkT2xkT2xkT2xkT2xkT2xkT2xkT2xk';
+    const NEW = 'whsec_TmV3TmV3TmV3TmV3TmV3TmV3TmV3TmV3TmV3';
+    const rotating = await createEndpoint(pg.db.pool, { id: randomUUID(), tenantId: 'd', url: `${base}/rotating`, events: ['task.cancelled', 'task.running'], secret: OLD });
+    await rotateEndpointSecret(pg.db.pool, { tenantId: 'd', id: rotating.id, secret: NEW, overlapMs: 3_600_000 });
+    await createEndpoint(pg.db.pool, { id: randomUUID(), tenantId: 'someone-else', url: `${base}/other`, events: ['task.cancelled'], secret: OLD });
+    const stack = await startStack(pg, nats, { maxAttempts: 3, backoffMs: [50], allowPrivateNetworks: true, endpointsCacheMs: 0 });
+    const id = await submit(pg, null); // no webhook of its own
+    await handleCommand(pg.store, id, { type: 'CancelTask', reason: 'r', requestedBy: 'u' });
+    await waitFor(async () => (await listDeliveries(pg.db.pool, id)).length === 1, { what: 'the endpoint delivery' });
+    await stack.stop();
+    server.close();
+    expect(got.map((g) => [g.endpoint, g.type])).toEqual([['/rotating', 'task.cancelled']]);
+    const [hit] = got;
+    expect(hit!.headers.signature.split(' ')).toHaveLength(2);
+    expect(verify(NEW, hit!.headers, hit!.body)).toBe(true);
+    expect(verify(OLD, hit!.headers, hit!.body)).toBe(true);
+    expect(verify(SECRET, hit!.headers, hit!.body)).toBe(false); // not the notifier's own secret
+    expect((await listDeliveries(pg.db.pool, id)).map((r) => [r.endpointId, r.ok])).toEqual([[rotating.id, true]]);
   });
 });
 

@@ -1,15 +1,15 @@
 import { BusEvent, deadLetterRecorder, retry, startConsumer, TopologyWatch, type BusNames, type HandlerContext, type Outcome, type RunningConsumer, type TopologyOptions } from '@baton/bus';
 import { fold, NotifyConfig, taskStreamId, WebhookConfig } from '@baton/domain';
-import { redactCredentials, toTaskView } from '@baton/api';
 import type { EventStore } from '@baton/event-store';
 import type { Logger } from '@baton/runtime';
-import { recordDelivery, wasDelivered } from '@baton/storage';
+import { listEndpoints, validSecrets, wasDelivered, type WebhookEndpoint } from '@baton/storage';
 import { jetstreamManager, type JetStreamClient } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type pg from 'pg';
-import { assertPublicUrl } from './egress.ts';
 import { deliverMails, type MailDeps } from './mail.ts';
-import { deliver, sign, webhookTypesFor, type DeliveryResult } from './webhook.ts';
+import { startRedeliveries } from './redeliver.ts';
+import { sendMessage as send, webhookIdOf, type Message } from './send.ts';
+import { needsState, webhookMessagesFor } from './webhook.ts';
 
 export interface NotifierDeps {
   store: EventStore;
@@ -31,16 +31,28 @@ export interface NotifierDeps {
   nc?: NatsConnection;
   busCheckMs?: number;
   topology?: TopologyOptions;
+  /** How long a tenant's endpoint list is cached (default 5000 ms; 0: read for every event). */
+  endpointsCacheMs?: number;
+  /** How often redelivery requests are looked for (default 1000 ms). */
+  redeliverEveryMs?: number;
   /** Mail (docs/email.md): the task's notify mails and the agents' outbox; absent: no mail handling at all. */
   mail?: Omit<MailDeps, 'store' | 'pool' | 'log' | 'now' | 'maxAttempts'>;
 }
 
 /** What a task asked to be told of: its webhook and its mail recipients (fixed at submission). */
 interface Subscriptions {
+  tenantId: string | null;
   webhook: WebhookConfig | null;
   notify: NotifyConfig | null;
 }
-const subscribed = (s: Subscriptions | undefined): boolean => !!s && (s.webhook !== null || s.notify !== null);
+
+/** Where one event's webhook messages may go: the task's own webhook or one of its tenant's endpoints. */
+interface Target {
+  url: string;
+  events: readonly string[];
+  secrets: string[];
+  endpointId: string | null;
+}
 
 /**
  * Delivers per-task webhooks and mail. One NATS message = one event = at most one webhook
@@ -55,7 +67,7 @@ export async function startNotifier(d: NotifierDeps): Promise<RunningConsumer> {
     const known = cache.get(taskId);
     if (known) return known;
     const first = (await d.store.readStream(taskStreamId(taskId), 0, 1))[0];
-    const subs = first?.type === 'TaskSubmitted' ? { webhook: first.data.webhook, notify: first.data.notify ?? null } : { webhook: null, notify: null };
+    const subs = first?.type === 'TaskSubmitted' ? { tenantId: first.data.tenantId, webhook: first.data.webhook, notify: first.data.notify ?? null } : { tenantId: null, webhook: null, notify: null };
     remember(taskId, subs);
     return subs;
   };
@@ -63,8 +75,29 @@ export async function startNotifier(d: NotifierDeps): Promise<RunningConsumer> {
     if (cache.size > 10_000) cache.delete(cache.keys().next().value as string);
     cache.set(taskId, subs);
   }
+  // A tenant's endpoints (POST /v1/webhooks), cached for endpointsCacheMs: a change applies within it.
+  const endpointsCacheMs = d.endpointsCacheMs ?? 5000;
+  const endpointCache = new Map<string, { at: number; list: WebhookEndpoint[] }>();
+  const fresh = (c: { at: number } | undefined): boolean => !!c && Date.now() - c.at < endpointsCacheMs;
+  const endpointsOf = async (tenantId: string): Promise<WebhookEndpoint[]> => {
+    const known = endpointCache.get(tenantId);
+    if (known && fresh(known)) return known.list;
+    const list = await listEndpoints(d.pool, tenantId);
+    if (endpointCache.size > 10_000) endpointCache.delete(endpointCache.keys().next().value as string);
+    endpointCache.set(tenantId, { at: Date.now(), list });
+    return list;
+  };
+  /** Might the task want this event? (false only when known: no webhook, no mail, a tenant known to have no endpoints.) */
+  const subscribed = (s: Subscriptions | undefined): boolean => {
+    if (!s) return true;
+    if (s.webhook !== null || s.notify !== null) return true;
+    if (s.tenantId === null) return false;
+    const known = endpointCache.get(s.tenantId);
+    return !fresh(known) || (known?.list.length ?? 0) > 0;
+  };
   const mail: MailDeps | null = d.mail ? { ...d.mail, store: d.store, pool: d.pool, log: d.log.child({ component: 'mail' }), now: d.now, maxAttempts: d.maxAttempts } : null;
   const typeToken = d.names.taskIdToken + 1;
+  const sendMessage = (m: Message) => send(d, m);
 
   const nc = d.nc;
   const topology = nc
@@ -94,53 +127,58 @@ export async function startNotifier(d: NotifierDeps): Promise<RunningConsumer> {
     handle: async (event, ctx) => {
       if (event.type === 'TaskSubmitted' && !cache.has(event.taskId)) {
         // The subscriptions travel in TaskSubmitted itself: no query needed.
-        const data = (event.data ?? {}) as { webhook?: unknown; notify?: unknown };
+        const data = (event.data ?? {}) as { tenantId?: unknown; webhook?: unknown; notify?: unknown };
         const hook = WebhookConfig.nullable().safeParse(data.webhook ?? null);
         const notify = NotifyConfig.nullable().safeParse(data.notify ?? null);
-        if (hook.success && notify.success) remember(event.taskId, { webhook: hook.data, notify: notify.data });
+        if (hook.success && notify.success && typeof data.tenantId === 'string') remember(event.taskId, { tenantId: data.tenantId, webhook: hook.data, notify: notify.data });
       }
       const subs = await subscriptionsOf(event.taskId);
-      const hookOutcome = subs.webhook ? await deliverWebhook(event, ctx, subs.webhook) : undefined;
+      const targets: Target[] = [
+        ...(subs.webhook ? [{ url: subs.webhook.url, events: subs.webhook.events, secrets: [d.secret], endpointId: null }] : []),
+        ...(subs.tenantId ? await endpointsOf(subs.tenantId) : []).map((e) => ({ url: e.url, events: e.events, secrets: validSecrets(e, d.now()), endpointId: e.id })),
+      ];
+      const hookOutcome = targets.length > 0 ? await deliverWebhooks(event, ctx, targets) : undefined;
       const mailRetry = mail && (subs.notify || event.type === 'EmailRequested') ? await deliverMails(mail, event, ctx.deliveryCount) : null;
       if (hookOutcome) return hookOutcome;
       if (mailRetry) return retry(mailRetry.reason, mailRetry.delayMs);
     },
   });
 
-  /** The event's webhook, if the task subscribed to its type: signed, delivered, the attempt recorded. */
-  async function deliverWebhook(event: BusEvent, ctx: HandlerContext, hook: WebhookConfig): Promise<Outcome | undefined> {
-    const type = webhookTypesFor(event.type).find((t) => hook.events.includes(t));
-    if (!type) return undefined;
-    const webhookId = `msg_${event.id}`;
-    // Delivered already: the bus was re-fed from the log, or the event came again for its mail.
-    if (await wasDelivered(d.pool, event.taskId, webhookId)) return undefined;
+  /**
+   * The event's webhook messages each target subscribed to (webhookMessagesFor: its type, the task's
+   * status change, a subagent's moment), each signed, delivered and the attempt recorded. A message
+   * delivered to a target already is skipped, so a retry re-sends only those that failed.
+   */
+  async function deliverWebhooks(event: BusEvent, ctx: HandlerContext, targets: Target[]): Promise<Outcome | undefined> {
+    const wanted = targets.filter((t) => t.events.includes(`event.${event.type}`) || needsState(t.events));
+    if (wanted.length === 0) return undefined;
     const events = await d.store.readTask(event.taskId);
-    const upTo = events.filter((e) => e.position <= BigInt(event.position));
-    const task = toTaskView(fold(upTo));
-    const timestamp = Math.floor(d.now().getTime() / 1000);
-    const body = JSON.stringify({ type, timestamp: new Date(timestamp * 1000).toISOString(), data: { task } });
-    const headers = { 'webhook-id': webhookId, 'webhook-timestamp': String(timestamp), 'webhook-signature': sign(d.secret, webhookId, timestamp, body) };
-    let r: DeliveryResult;
-    try {
-      if (!d.allowPrivateNetworks) await assertPublicUrl(hook.url);
-      r = await deliver(hook.url, headers, body, d.timeoutMs);
-    } catch (err) {
-      // Refused (non-public address) or unresolvable: recorded like any failed attempt.
-      r = { ok: false, status: null, error: (err as Error).message, durationMs: 0, gone: false, retryAfterMs: null };
+    const position = BigInt(event.position);
+    const recorded = events.find((e) => e.position === position);
+    if (!recorded) return undefined;
+    const before = fold(events.filter((e) => e.position < position));
+    const after = fold([recorded], before);
+    const messages = webhookMessagesFor(recorded, before, after);
+    let outcome: Outcome | undefined;
+    for (const t of wanted) {
+      for (const m of messages) {
+        if (!t.events.includes(m.type)) continue;
+        const webhookId = webhookIdOf(event.id, m.type);
+        // Delivered already: the bus was re-fed from the log, or the event came again for another message or its mail.
+        if (await wasDelivered(d.pool, event.taskId, webhookId, t.endpointId)) continue;
+        const r = await sendMessage({ taskId: event.taskId, eventId: event.id, webhookId, message: m, state: after, url: t.url, secrets: t.secrets, endpointId: t.endpointId, attempt: ctx.deliveryCount, redeliveryId: null });
+        if (!r.ok && !r.gone) outcome ??= retry(r.error ?? 'failed', r.retryAfterMs ?? undefined);
+      }
     }
-    // Credentials in a URL (registered before the gateway refused them) are never stored or logged.
-    const url = redactCredentials(hook.url);
-    const error = r.error === null ? null : redactCredentials(r.error);
-    await recordDelivery(d.pool, { taskId: event.taskId, eventId: event.id, webhookId, type, url, attempt: ctx.deliveryCount, statusCode: r.status, ok: r.ok, error, durationMs: r.durationMs });
-    if (r.ok || r.gone) return undefined;
-    d.log.warn({ taskId: event.taskId, url, attempt: ctx.deliveryCount, error }, 'webhook delivery failed');
-    return retry(r.error ?? 'failed', r.retryAfterMs ?? undefined);
+    return outcome;
   }
+  const redeliveries = startRedeliveries({ ...d, everyMs: d.redeliverEveryMs ?? 1000, leaseMs: 3 * d.timeoutMs + 10_000 });
   return {
     get inFlight() {
       return consumer.inFlight;
     },
     async stop() {
+      await redeliveries.stop();
       await topology?.stop();
       await consumer.stop();
     },

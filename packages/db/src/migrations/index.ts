@@ -8,6 +8,7 @@ import * as m006 from './006_leases.ts';
 import * as m007 from './007_chat_events.ts';
 import * as m008 from './008_task_list.ts';
 import * as m009 from './009_mail.ts';
+import * as m010 from './010_webhook_redeliveries.ts';
 
 /** Numbered migrations, imported statically so they run the same from source and from a build. */
 export const migrations: Record<string, Migration> = {
@@ -20,6 +21,7 @@ export const migrations: Record<string, Migration> = {
   '007_chat_events': m007,
   '008_task_list': m008,
   '009_mail': m009,
+  '010_webhook_redeliveries': m010,
 };
 
 export const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

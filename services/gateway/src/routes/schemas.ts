@@ -15,8 +15,12 @@ export const TaskIdParams = z.object({ id: z.uuid('must be a task id (UUID)') })
 export const ArtifactParams = TaskIdParams.extend({ '*': z.string().min(1).max(1024).describe('The artifact path, e.g. report.md') });
 export const AgentParams = TaskIdParams.extend({ agentId: z.string().min(1).max(100).regex(/^[a-z0-9][a-z0-9_-]*$/, 'an agent id (lowercase letters, digits, - and _)') });
 export const RequestParams = TaskIdParams.extend({ requestId: z.string().min(1).max(100) });
+export const DeliveryParams = TaskIdParams.extend({ deliveryId: z.string().regex(/^[1-9][0-9]{0,17}$/, 'must be a delivery id (the id of an item of GET /v1/tasks/:id/deliveries)') });
 
-const webhookType = z.string().regex(/^(task\.(completed|failed|cancelled|awaiting_input)|event\.[A-Za-z]+)$/, 'one of task.completed, task.failed, task.cancelled, task.awaiting_input or event.<EventType>');
+export const webhookType = z.string().regex(
+  /^(task\.(running|awaiting_input|completed|failed|cancelled)|agent\.(started|awaiting_input|completed|failed)|event\.[A-Za-z]+)$/,
+  'one of task.running, task.awaiting_input, task.completed, task.failed, task.cancelled, agent.started, agent.awaiting_input, agent.completed, agent.failed or event.<EventType>',
+);
 
 /** The files a task starts from: a configured example, or a .tar.gz upload (base64 in JSON; a file part in multipart). */
 export const WorkspaceInput = z
@@ -100,3 +104,19 @@ export const DiffQuery = z.object({ format: z.enum(['text', 'json'], { error: "m
 export const EventsHeaders = z.looseObject({ 'last-event-id': Position.optional() });
 
 export const StateQuery = z.object({ at: queryInt(1, Number.MAX_SAFE_INTEGER).optional() });
+
+/** The types subscribed to when a webhook names none. */
+export const DEFAULT_WEBHOOK_TYPES = ['task.completed', 'task.failed', 'task.cancelled', 'task.awaiting_input'];
+export const WebhookIdParams = z.object({ webhookId: z.uuid('must be a webhook id (UUID)') });
+export const WebhookBody = z.strictObject({
+  url: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }),
+  events: z.array(webhookType).min(1).max(50).default(DEFAULT_WEBHOOK_TYPES),
+});
+export const RotateSecretBody = z
+  .strictObject({
+    /** How long the previous secret keeps signing too (receivers switch meanwhile). */
+    overlapSeconds: z.number().int('must be a whole number').min(0).max(7 * 86_400).optional(),
+  })
+  .nullish();
+/** The default overlap of a rotation: a day. */
+export const DEFAULT_ROTATION_OVERLAP_SECONDS = 86_400;

@@ -2,13 +2,13 @@ import { allTools, parseToolInput } from '@baton/agents';
 import { digestJson, exists, forkEvents, uuidV5, type Command, type TaskState } from '@baton/domain';
 import { redactCredentials, toAgentViews, toTaskView } from '@baton/api';
 import { importTask, listTasks } from '@baton/event-store';
-import { copyTaskFiles, listDeliveries, readArtifact, storeWorkspace } from '@baton/storage';
+import { copyTaskFiles, findDelivery, listDeliveries, readArtifact, requestRedelivery, storeWorkspace } from '@baton/storage';
 import multipart from '@fastify/multipart';
 import type { ZodTypeProvider } from '@fastify/type-provider-zod';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { GatewayDeps } from '../deps.ts';
 import { HttpError, notFound } from '../errors.ts';
-import { AgentParams, AnswerBody, ApprovalBody, ArtifactParams, CancelBody, ForkBody, ListTasksQuery, RequestParams, SubmitTaskBody, TaskIdParams } from './schemas.ts';
+import { AgentParams, AnswerBody, ApprovalBody, ArtifactParams, CancelBody, DeliveryParams, ForkBody, ListTasksQuery, RequestParams, SubmitTaskBody, TaskIdParams } from './schemas.ts';
 import { runTaskCommand } from './commands.ts';
 import { checkSubmission, submitTask } from './submit.ts';
 import { readMultipartSubmission, resolveWorkspace, submitBodyLimit } from './workspace-input.ts';
@@ -135,6 +135,17 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     const items = await listDeliveries(d.pool, req.params.id);
     // Rows recorded before credentials in webhook URLs were refused may hold them: never shown.
     return { items: items.map((r) => ({ ...r, url: redactCredentials(r.url), error: r.error === null ? null : redactCredentials(r.error), attemptedAt: r.attemptedAt.toISOString() })) };
+  });
+
+  // Redelivery (docs/webhooks.md): recorded here, sent by a notifier (it holds the signing secret and the egress guard).
+  r.post('/v1/tasks/:id/deliveries/:deliveryId/redeliver', { schema: { params: DeliveryParams, tags: ['webhooks'], summary: "Send a delivery's webhook message again now (a new attempt, listed in /deliveries)" } }, async (req, reply) => {
+    const { id, deliveryId } = req.params;
+    await loadVisibleTask(d, req, id);
+    const delivery = await findDelivery(d.pool, id, deliveryId);
+    if (!delivery) throw notFound(`delivery ${deliveryId} of task ${id}`);
+    if (delivery.channel !== 'webhook') throw new HttpError(409, 'not_a_webhook', `delivery ${deliveryId} is a mail: only webhook deliveries can be redelivered`);
+    const redeliveryId = await requestRedelivery(d.pool, { taskId: id, deliveryId, requestedBy: req.actor });
+    return reply.status(202).send({ redeliveryId, deliveryId, webhookId: delivery.webhookId, status: 'queued' });
   });
 
   // Artifacts: the log says which exist (ArtifactStored); the bytes are in the artifacts table.

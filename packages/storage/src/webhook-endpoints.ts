@@ -1,0 +1,65 @@
+import type pg from 'pg';
+
+/** A tenant's webhook subscription (POST /v1/webhooks): delivered for every task of the tenant. */
+export interface WebhookEndpoint {
+  id: string;
+  tenantId: string;
+  url: string;
+  events: string[];
+  /** Signs every message; `whsec_…`. */
+  secret: string;
+  /** The secret before the last rotation, signing too until `previousExpiresAt`. */
+  previousSecret: string | null;
+  previousExpiresAt: Date | null;
+  createdAt: Date;
+  rotatedAt: Date | null;
+}
+
+const COLUMNS = 'id, tenant_id, url, events, secret, previous_secret, previous_expires_at, created_at, rotated_at';
+const toEndpoint = (r: Record<string, unknown>): WebhookEndpoint => ({
+  id: r.id as string,
+  tenantId: r.tenant_id as string,
+  url: r.url as string,
+  events: r.events as string[],
+  secret: r.secret as string,
+  previousSecret: r.previous_secret as string | null,
+  previousExpiresAt: r.previous_expires_at as Date | null,
+  createdAt: r.created_at as Date,
+  rotatedAt: r.rotated_at as Date | null,
+});
+
+/** The secrets that sign a message now: the current one, and the previous one while its overlap lasts. */
+export const validSecrets = (e: Pick<WebhookEndpoint, 'secret' | 'previousSecret' | 'previousExpiresAt'>, now: Date): string[] =>
+  e.previousSecret && e.previousExpiresAt && e.previousExpiresAt.getTime() > now.getTime() ? [e.secret, e.previousSecret] : [e.secret];
+
+export async function createEndpoint(pool: Pick<pg.Pool, 'query'>, e: { id: string; tenantId: string; url: string; events: string[]; secret: string }): Promise<WebhookEndpoint> {
+  const { rows } = await pool.query(`insert into webhook_endpoints (id, tenant_id, url, events, secret) values ($1, $2, $3, $4, $5) returning ${COLUMNS}`, [e.id, e.tenantId, e.url, e.events, e.secret]);
+  return toEndpoint(rows[0]);
+}
+
+/** A tenant's endpoints, oldest first. */
+export async function listEndpoints(pool: Pick<pg.Pool, 'query'>, tenantId: string): Promise<WebhookEndpoint[]> {
+  const { rows } = await pool.query(`select ${COLUMNS} from webhook_endpoints where tenant_id = $1 order by created_at, id`, [tenantId]);
+  return rows.map(toEndpoint);
+}
+
+export async function findEndpoint(pool: Pick<pg.Pool, 'query'>, id: string): Promise<WebhookEndpoint | null> {
+  const { rows } = await pool.query(`select ${COLUMNS} from webhook_endpoints where id = $1`, [id]);
+  return rows[0] ? toEndpoint(rows[0]) : null;
+}
+
+/** Delete a tenant's endpoint (false: no such endpoint of the tenant). */
+export async function deleteEndpoint(pool: Pick<pg.Pool, 'query'>, tenantId: string, id: string): Promise<boolean> {
+  const r = await pool.query('delete from webhook_endpoints where tenant_id = $1 and id = $2', [tenantId, id]);
+  return (r.rowCount ?? 0) > 0;
+}
+
+/** A new secret; the current one becomes the previous, valid `overlapMs` more (null: no such endpoint of the tenant). */
+export async function rotateEndpointSecret(pool: Pick<pg.Pool, 'query'>, r: { tenantId: string; id: string; secret: string; overlapMs: number }): Promise<WebhookEndpoint | null> {
+  const { rows } = await pool.query(
+    `update webhook_endpoints set previous_secret = secret, secret = $3, previous_expires_at = now() + make_interval(secs => $4::double precision / 1000), rotated_at = now()
+      where tenant_id = $1 and id = $2 returning ${COLUMNS}`,
+    [r.tenantId, r.id, r.secret, r.overlapMs],
+  );
+  return rows[0] ? toEndpoint(rows[0]) : null;
+}

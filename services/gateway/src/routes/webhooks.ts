@@ -1,0 +1,55 @@
+import { randomBytes } from 'node:crypto';
+import { redactCredentials, webhookUrlProblem } from '@baton/api';
+import { createEndpoint, deleteEndpoint, listEndpoints, rotateEndpointSecret, type WebhookEndpoint } from '@baton/storage';
+import type { ZodTypeProvider } from '@fastify/type-provider-zod';
+import type { FastifyInstance } from 'fastify';
+import type { GatewayDeps } from '../deps.ts';
+import { HttpError, notFound } from '../errors.ts';
+import { DEFAULT_ROTATION_OVERLAP_SECONDS, RotateSecretBody, WebhookBody, WebhookIdParams } from './schemas.ts';
+
+/** A tenant has at most this many endpoints. */
+export const MAX_ENDPOINTS_PER_TENANT = 20;
+
+/** A new signing secret: `whsec_` + base64 of 24 random bytes (Standard Webhooks). */
+const newSecret = (): string => `whsec_${randomBytes(24).toString('base64')}`;
+
+/** An endpoint as listed: never its secrets (they are shown once, when made). */
+const view = (e: WebhookEndpoint) => ({
+  id: e.id,
+  url: redactCredentials(e.url),
+  events: e.events,
+  createdAt: e.createdAt.toISOString(),
+  rotatedAt: e.rotatedAt?.toISOString() ?? null,
+  previousSecretExpiresAt: e.previousExpiresAt?.toISOString() ?? null,
+});
+
+/**
+ * A tenant's webhook endpoints (docs/webhooks.md): delivered for every task of the tenant, each
+ * signed with the endpoint's own secret; the notifier reads them.
+ */
+export const webhookRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
+  const r = app.withTypeProvider<ZodTypeProvider>();
+
+  r.post('/v1/webhooks', { schema: { body: WebhookBody, tags: ['webhooks'], summary: "Subscribe an endpoint to the webhooks of every task of the tenant (the answer shows its secret, once)" } }, async (req, reply) => {
+    const problem = webhookUrlProblem(req.body.url, { allowPrivateNetworks: d.allowPrivateWebhooks });
+    if (problem) throw new HttpError(400, 'validation_error', `body.url: ${problem}`, [{ field: 'body.url', message: problem }]);
+    if ((await listEndpoints(d.pool, req.tenant)).length >= MAX_ENDPOINTS_PER_TENANT) throw new HttpError(409, 'too_many_webhooks', `a tenant has at most ${MAX_ENDPOINTS_PER_TENANT} webhook endpoints; delete one first`);
+    const e = await createEndpoint(d.pool, { id: d.newId(), tenantId: req.tenant, url: req.body.url, events: req.body.events, secret: newSecret() });
+    return reply.status(201).send({ ...view(e), secret: e.secret });
+  });
+
+  r.get('/v1/webhooks', { schema: { tags: ['webhooks'], summary: "The tenant's webhook endpoints (without their secrets)" } }, async (req) => {
+    return { items: (await listEndpoints(d.pool, req.tenant)).map(view) };
+  });
+
+  r.delete('/v1/webhooks/:webhookId', { schema: { params: WebhookIdParams, tags: ['webhooks'], summary: 'Delete an endpoint (no more deliveries to it)' } }, async (req, reply) => {
+    if (!(await deleteEndpoint(d.pool, req.tenant, req.params.webhookId))) throw notFound(`webhook ${req.params.webhookId}`);
+    return reply.status(204).send();
+  });
+
+  r.post('/v1/webhooks/:webhookId/rotate-secret', { schema: { params: WebhookIdParams, body: RotateSecretBody, tags: ['webhooks'], summary: 'A new secret; the previous one keeps signing too for overlapSeconds (default a day)' } }, async (req) => {
+    const e = await rotateEndpointSecret(d.pool, { tenantId: req.tenant, id: req.params.webhookId, secret: newSecret(), overlapMs: (req.body?.overlapSeconds ?? DEFAULT_ROTATION_OVERLAP_SECONDS) * 1000 });
+    if (!e) throw notFound(`webhook ${req.params.webhookId}`);
+    return { ...view(e), secret: e.secret };
+  });
+};

@@ -1,0 +1,100 @@
+import { randomUUID } from 'node:crypto';
+import { recordDelivery } from '@baton/storage';
+import { stackTest as test } from '@baton/testing';
+import { describe, expect } from 'vitest';
+import { testGateway as gateway } from './test-gateway.ts';
+
+const a = { authorization: 'Bearer key-of-tenant-a-0001' };
+const b = { authorization: 'Bearer key-of-tenant-b-0001' };
+const apiKeys = new Map([['key-of-tenant-a-0001', 'a'], ['key-of-tenant-b-0001', 'b']]);
+
+describe('webhook subscriptions of a task', () => {
+  test('every task.* and agent.* type is accepted; an unknown one is refused naming the field', async ({ pg, nats }) => {
+    const app = await gateway(pg, nats);
+    const events = ['task.running', 'task.awaiting_input', 'task.completed', 'task.failed', 'task.cancelled', 'agent.started', 'agent.awaiting_input', 'agent.completed', 'agent.failed', 'event.SubagentStarted'];
+    const ok = await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x', webhook: { url: 'https://hooks.example.com/x', events } } });
+    expect(ok.statusCode).toBe(201);
+    for (const bad of ['agent.running', 'task.pending', 'agents.started']) {
+      const res = await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x', webhook: { url: 'https://hooks.example.com/x', events: ['task.running', bad] } } });
+      expect(res.statusCode).toBe(400);
+      expect(res.json().error.message).toMatch(/body\.webhook\.events\.1/);
+    }
+  });
+});
+
+describe('POST /v1/tasks/:id/deliveries/:deliveryId/redeliver', () => {
+  test('records a request (202) the notifier picks up; 404 for an unknown delivery or another tenant; 409 for a mail; 400 for a bad id', async ({ pg, nats }) => {
+    const app = await gateway(pg, nats, { apiKeys });
+    const id = (await app.inject({ method: 'POST', url: '/v1/tasks', headers: a, payload: { prompt: 'x', webhook: { url: 'https://hooks.example.com/x', events: ['task.cancelled'] } } })).json().id as string;
+    const eventId = randomUUID();
+    const attempt = { taskId: id, eventId, webhookId: `msg_${eventId}_task_cancelled`, type: 'task.cancelled', url: 'https://hooks.example.com/x', attempt: 1, statusCode: 500, ok: false, error: 'HTTP 500', durationMs: 3 };
+    await recordDelivery(pg.db.pool, attempt);
+    await recordDelivery(pg.db.pool, { ...attempt, channel: 'email', webhookId: 'mail_1', type: 'email.completed', url: 'mailto:ann@example.com' });
+    const [hook, mail] = (await app.inject({ method: 'GET', url: `/v1/tasks/${id}/deliveries`, headers: a })).json().items as { id: string; redelivery: boolean }[];
+    expect(hook).toMatchObject({ id: expect.stringMatching(/^\d+$/), redelivery: false });
+
+    const res = await app.inject({ method: 'POST', url: `/v1/tasks/${id}/deliveries/${hook!.id}/redeliver`, headers: a });
+    expect(res.statusCode).toBe(202);
+    expect(res.json()).toEqual({ redeliveryId: expect.stringMatching(/^\d+$/), deliveryId: hook!.id, webhookId: attempt.webhookId, status: 'queued' });
+    const { rows } = await pg.db.pool.query('select task_id, delivery_id::text, requested_by, done_at from webhook_redeliveries');
+    expect(rows).toEqual([{ task_id: id, delivery_id: hook!.id, requested_by: expect.stringMatching(/@a$/), done_at: null }]);
+
+    expect((await app.inject({ method: 'POST', url: `/v1/tasks/${id}/deliveries/${hook!.id}/redeliver`, headers: b })).statusCode).toBe(404);
+    const unknown = await app.inject({ method: 'POST', url: `/v1/tasks/${id}/deliveries/999999999/redeliver`, headers: a });
+    expect(unknown.statusCode).toBe(404);
+    expect(unknown.json().error.code).toBe('not_found');
+    const other = (await app.inject({ method: 'POST', url: '/v1/tasks', headers: a, payload: { prompt: 'y' } })).json().id as string;
+    expect((await app.inject({ method: 'POST', url: `/v1/tasks/${other}/deliveries/${hook!.id}/redeliver`, headers: a })).statusCode).toBe(404); // not this task's
+    expect((await app.inject({ method: 'POST', url: `/v1/tasks/${id}/deliveries/${mail!.id}/redeliver`, headers: a })).json().error.code).toBe('not_a_webhook');
+    const bad = await app.inject({ method: 'POST', url: `/v1/tasks/${id}/deliveries/abc/redeliver`, headers: a });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json().error.message).toMatch(/params\.deliveryId/);
+    expect((await pg.db.pool.query('select count(*)::int as n from webhook_redeliveries')).rows[0].n).toBe(1);
+  });
+});
+
+describe('/v1/webhooks (a tenant\'s endpoints)', () => {
+  test('create (the secret shown once), list without secrets, rotate (the previous secret kept for the overlap), delete; per tenant; bad input named', async ({ pg, nats }) => {
+    const app = await gateway(pg, nats, { apiKeys });
+    const created = await app.inject({ method: 'POST', url: '/v1/webhooks', headers: a, payload: { url: 'https://hooks.example.com/a', events: ['task.running', 'agent.failed'] } });
+    expect(created.statusCode).toBe(201);
+    const hook = created.json();
+    expect(hook).toEqual({ id: expect.any(String), url: 'https://hooks.example.com/a', events: ['task.running', 'agent.failed'], secret: expect.stringMatching(/^whsec_[A-Za-z0-9+/=]{32}$/), createdAt: expect.any(String), rotatedAt: null, previousSecretExpiresAt: null });
+    const defaults = (await app.inject({ method: 'POST', url: '/v1/webhooks', headers: a, payload: { url: 'https://hooks.example.com/b' } })).json();
+    expect(defaults.events).toEqual(['task.completed', 'task.failed', 'task.cancelled', 'task.awaiting_input']);
+
+    const listed = (await app.inject({ method: 'GET', url: '/v1/webhooks', headers: a })).json().items;
+    expect(listed.map((e: { id: string }) => e.id)).toEqual([hook.id, defaults.id]);
+    expect(JSON.stringify(listed)).not.toMatch(/whsec_/);
+    expect((await app.inject({ method: 'GET', url: '/v1/webhooks', headers: b })).json().items).toEqual([]);
+
+    const rotated = await app.inject({ method: 'POST', url: `/v1/webhooks/${hook.id}/rotate-secret`, headers: a, payload: { overlapSeconds: 3600 } });
+    expect(rotated.statusCode).toBe(200);
+    expect(rotated.json().secret).not.toBe(hook.secret);
+    const { rows } = await pg.db.pool.query('select secret, previous_secret, previous_expires_at > now() + interval \'59 minutes\' as overlap from webhook_endpoints where id = $1', [hook.id]);
+    expect(rows).toEqual([{ secret: rotated.json().secret, previous_secret: hook.secret, overlap: true }]);
+    expect((await app.inject({ method: 'POST', url: `/v1/webhooks/${hook.id}/rotate-secret`, headers: b })).statusCode).toBe(404);
+
+    expect((await app.inject({ method: 'DELETE', url: `/v1/webhooks/${hook.id}`, headers: b })).statusCode).toBe(404);
+    expect((await app.inject({ method: 'DELETE', url: `/v1/webhooks/${hook.id}`, headers: a })).statusCode).toBe(204);
+    expect((await app.inject({ method: 'DELETE', url: `/v1/webhooks/${hook.id}`, headers: a })).statusCode).toBe(404);
+    expect((await app.inject({ method: 'GET', url: '/v1/webhooks', headers: a })).json().items.map((e: { id: string }) => e.id)).toEqual([defaults.id]);
+
+    const cases: [unknown, RegExp][] = [
+      [{}, /body\.url/],
+      [{ url: 'ftp://x' }, /body\.url/],
+      [{ url: 'http://127.0.0.1/x' }, /body\.url/],
+      [{ url: 'https://hooks.example.com/x', events: ['task.exploded'] }, /body\.events\.0/],
+      [{ url: 'https://hooks.example.com/x', secret: 'mine' }, /secret/],
+    ];
+    for (const [payload, field] of cases) {
+      const res = await app.inject({ method: 'POST', url: '/v1/webhooks', headers: a, payload: payload as object });
+      expect(res.statusCode, JSON.stringify(payload)).toBe(400);
+      expect(res.json().error.message).toMatch(field);
+    }
+    const badRotate = await app.inject({ method: 'POST', url: `/v1/webhooks/${defaults.id}/rotate-secret`, headers: a, payload: { overlapSeconds: -1 } });
+    expect(badRotate.statusCode).toBe(400);
+    expect(badRotate.json().error.message).toMatch(/body\.overlapSeconds/);
+    expect((await app.inject({ method: 'DELETE', url: '/v1/webhooks/nope', headers: a })).json().error.message).toMatch(/params\.webhookId/);
+  });
+});

@@ -1,0 +1,68 @@
+import { fold } from '@baton/domain';
+import type { EventStore } from '@baton/event-store';
+import { claimRedeliveries, findEndpoint, finishRedelivery, nextAttempt, validSecrets, type ClaimedRedelivery } from '@baton/storage';
+import { sendMessage, type SendDeps } from './send.ts';
+
+export interface RedeliveryDeps extends SendDeps {
+  store: EventStore;
+  /** Signs a task's own webhook. */
+  secret: string;
+  /** How often open requests are looked for. */
+  everyMs: number;
+  /** How long a claim holds a request (then another notifier may take it). */
+  leaseMs: number;
+}
+
+/**
+ * Redelivery requests (POST /v1/tasks/:id/deliveries/:deliveryId/redeliver): claimed from
+ * webhook_redeliveries, each sent once more — the same webhook-id, type and task as it stood after
+ * the event, a fresh timestamp and signature — and recorded as the message's next attempt. One
+ * attempt per request: a failed redelivery is recorded, not retried.
+ */
+export function startRedeliveries(d: RedeliveryDeps): { stop(): Promise<void> } {
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<void> = Promise.resolve();
+  const tick = async (): Promise<void> => {
+    try {
+      for (const c of await claimRedeliveries(d.pool, 10, d.leaseMs)) {
+        if (stopped) return;
+        await redeliver(d, c);
+      }
+    } catch (err) {
+      d.log.error({ err }, 'redelivery failed (tried again at the next look)');
+    }
+  };
+  const loop = (): void => {
+    if (stopped) return;
+    running = tick().finally(() => {
+      if (!stopped) timer = setTimeout(loop, d.everyMs);
+    });
+  };
+  loop();
+  return {
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      await running;
+    },
+  };
+}
+
+async function redeliver(d: RedeliveryDeps, c: ClaimedRedelivery): Promise<void> {
+  const events = await d.store.readTask(c.taskId);
+  const i = events.findIndex((e) => e.id === c.eventId);
+  // A tenant endpoint's message goes to it as it is now (its URL and valid secrets); gone: dropped.
+  const endpoint = c.endpointId ? await findEndpoint(d.pool, c.endpointId) : null;
+  const own = fold(events).webhook;
+  const target = c.endpointId ? (endpoint ? { url: endpoint.url, secrets: validSecrets(endpoint, d.now()) } : null) : own ? { url: own.url, secrets: [d.secret] } : null;
+  if (i >= 0 && target) {
+    const data = (events[i]?.data ?? {}) as { agentId?: unknown };
+    const agentId = c.type.startsWith('agent.') && typeof data.agentId === 'string' ? data.agentId : null;
+    const attempt = await nextAttempt(d.pool, c.taskId, c.webhookId, c.endpointId);
+    await sendMessage(d, { taskId: c.taskId, eventId: c.eventId, webhookId: c.webhookId, message: { type: c.type, agentId }, state: fold(events.slice(0, i + 1)), ...target, endpointId: c.endpointId, attempt, redeliveryId: c.id });
+  } else {
+    d.log.warn({ taskId: c.taskId, redeliveryId: c.id }, 'redelivery dropped: the event, the task webhook or the endpoint is gone');
+  }
+  await finishRedelivery(d.pool, c.id);
+}

@@ -1,0 +1,63 @@
+import { toAgentViews, toTaskView, redactCredentials } from '@baton/api';
+import type { TaskState } from '@baton/domain';
+import type { Logger } from '@baton/runtime';
+import { recordDelivery } from '@baton/storage';
+import type pg from 'pg';
+import { assertPublicUrl } from './egress.ts';
+import { deliver, signAll, type DeliveryResult, type WebhookMessage } from './webhook.ts';
+
+export interface SendDeps {
+  pool: pg.Pool;
+  log: Logger;
+  timeoutMs: number;
+  now: () => Date;
+  allowPrivateNetworks: boolean;
+}
+
+/** One message to send: the event's webhook message, the task as it stood after the event, where to, which attempt. */
+export interface Message {
+  taskId: string;
+  eventId: string;
+  webhookId: string;
+  message: WebhookMessage;
+  state: TaskState;
+  url: string;
+  /** Signs it: the notifier's secret for a task's own webhook, an endpoint's valid secrets for a tenant's. */
+  secrets: string[];
+  /** The tenant's endpoint it goes to; null: the task's own webhook. */
+  endpointId: string | null;
+  attempt: number;
+  /** Set when a person asked for it again (POST …/deliveries/:deliveryId/redeliver). */
+  redeliveryId: string | null;
+}
+
+/** A message's webhook-id: one per (event, type), the same on every attempt and redelivery. */
+export const webhookIdOf = (eventId: string, type: string): string => `msg_${eventId}_${type.replace(/\./g, '_')}`;
+
+/** The body (docs/webhooks.md): `{type, timestamp, data: {task, agent?}}`; agent.* messages carry the agent too. */
+export function payloadOf(m: WebhookMessage, state: TaskState, timestamp: number): string {
+  const task = toTaskView(state);
+  const agent = m.agentId ? toAgentViews(state).find((a) => a.id === m.agentId) : undefined;
+  return JSON.stringify({ type: m.type, timestamp: new Date(timestamp * 1000).toISOString(), data: agent ? { task, agent } : { task } });
+}
+
+/** Sign, deliver and record one attempt (failed or not). */
+export async function sendMessage(d: SendDeps, s: Message): Promise<DeliveryResult> {
+  const timestamp = Math.floor(d.now().getTime() / 1000);
+  const body = payloadOf(s.message, s.state, timestamp);
+  const headers = { 'webhook-id': s.webhookId, 'webhook-timestamp': String(timestamp), 'webhook-signature': signAll(s.secrets, s.webhookId, timestamp, body) };
+  let r: DeliveryResult;
+  try {
+    if (!d.allowPrivateNetworks) await assertPublicUrl(s.url);
+    r = await deliver(s.url, headers, body, d.timeoutMs);
+  } catch (err) {
+    // Refused (non-public address) or unresolvable: recorded like any failed attempt.
+    r = { ok: false, status: null, error: (err as Error).message, durationMs: 0, gone: false, retryAfterMs: null };
+  }
+  // Credentials in a URL (registered before the gateway refused them) are never stored or logged.
+  const url = redactCredentials(s.url);
+  const error = r.error === null ? null : redactCredentials(r.error);
+  await recordDelivery(d.pool, { taskId: s.taskId, eventId: s.eventId, webhookId: s.webhookId, type: s.message.type, url, attempt: s.attempt, statusCode: r.status, ok: r.ok, error, durationMs: r.durationMs, redeliveryId: s.redeliveryId, endpointId: s.endpointId });
+  if (!r.ok) d.log.warn({ taskId: s.taskId, url, attempt: s.attempt, error }, 'webhook delivery failed');
+  return r;
+}
