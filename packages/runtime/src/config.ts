@@ -11,7 +11,8 @@ export class ConfigError extends Error {
 
 /** Parse an environment with a zod schema; on failure every problem is listed, by variable name. */
 export function loadConfig<S extends z.ZodType>(service: string, schema: S, env: Record<string, string | undefined>): z.infer<S> {
-  const res = schema.safeParse(env);
+  // A variable set to nothing (`FOO=`, compose's `${FOO:-}`) is not set: its default applies.
+  const res = schema.safeParse(Object.fromEntries(Object.entries(env).filter(([, v]) => v !== '')));
   if (res.success) return res.data;
   throw new ConfigError(
     service,
