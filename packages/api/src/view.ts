@@ -47,6 +47,24 @@ export interface TaskView {
   error: { code: string; message: string } | null;
 }
 
+/** A task as `GET /v1/tasks` lists it (a summary from the read model; the full object is TaskView). */
+export interface TaskListItem {
+  id: string;
+  status: string;
+  /** The prompt's first 200 characters. */
+  prompt: string;
+  team: string;
+  createdAt: string;
+  updatedAt: string;
+  version: number;
+  pendingRequests: PendingRequestView[];
+  /** The task this one was forked from, if it is a fork. */
+  forkedFrom: { taskId: string } | null;
+}
+
+/** A stored file of a task, as `GET /v1/tasks/:id/artifacts` lists it. */
+export type ArtifactView = TaskView['artifacts'][number];
+
 /** A request as the API shows it: the state's own record (absent optional fields left out). */
 export type PendingRequestView = PendingRequest;
 

@@ -1,4 +1,4 @@
-import type { AgentView, ChatStreamEvent, ChatSummaryView, ChatView, EventView, PendingRequestView, TaskView } from '@baton/api';
+import type { AgentView, ArtifactView, ChatStreamEvent, ChatSummaryView, ChatView, EventView, PendingRequestView, TaskListItem, TaskView } from '@baton/api';
 import { readSse } from './sse.ts';
 
 export { parseFrame, readSse, type SseFrame } from './sse.ts';
@@ -40,24 +40,8 @@ export class UnreachableError extends Error {
 /** An event as the API returns it, with its data as an object. */
 export type ApiEvent = EventView & { data: Record<string, unknown>; metadata: Record<string, unknown> };
 /** A task as `GET /v1/tasks` lists it. */
-export interface TaskSummary {
-  id: string;
-  status: string;
-  prompt: string;
-  team: string;
-  createdAt: string;
-  updatedAt: string;
-  version: number;
-  pendingRequests: PendingRequestView[];
-  forkedFrom: { taskId: string } | null;
-}
-export interface Artifact {
-  path: string;
-  bytes: number;
-  sha256: string;
-  mediaType: string;
-  agentId: string | null;
-}
+export type TaskSummary = TaskListItem;
+export type Artifact = ArtifactView;
 export interface SubmitTask {
   prompt: string;
   team?: string;

@@ -3,20 +3,9 @@ import { sql, type Kysely } from 'kysely';
 import type { Database } from '@baton/db';
 import type { EventStore } from './store.ts';
 import { toTaskRow } from './task-row.ts';
+import type { PendingRequestView, TaskListItem } from '@baton/api';
 import type pg from 'pg';
 
-export interface TaskListItem {
-  id: string;
-  status: string;
-  prompt: string;
-  team: string;
-  createdAt: string;
-  updatedAt: string;
-  version: number;
-  pendingRequests: unknown[];
-  /** The task this one was forked from, if it is a fork. */
-  forkedFrom: { taskId: string } | null;
-}
 
 export interface TaskPage {
   items: TaskListItem[];
@@ -45,7 +34,7 @@ export async function listTasks(db: Kysely<Database>, q: { tenantId: string; sta
       createdAt: r.created_at.toISOString(),
       updatedAt: r.updated_at.toISOString(),
       version: r.version,
-      pendingRequests: r.pending_requests as unknown[],
+      pendingRequests: r.pending_requests as PendingRequestView[],
       forkedFrom: r.forked_from ? { taskId: r.forked_from } : null,
     })),
     nextCursor: rows.length > q.limit && last ? encodeCursor(last.created_at.toISOString(), last.id) : null,
