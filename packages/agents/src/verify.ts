@@ -142,19 +142,19 @@ function describeDecision(d: Decision): string {
   }
 }
 
+/** What the log says happened: a recorded decision in the same words as the code's own (describeDecision). */
 function describeEvent(e: RecordedEvent): string {
-  const d = e.data as Record<string, unknown>;
   switch (e.type) {
     case 'ApprovalRequested':
-      return `ApprovalRequested ${String(d.requestId)}: ${String(d.agentId)} asks to call ${String(d.toolName)} ${cut(JSON.stringify(d.input))}`;
+      return describeDecision({ type: 'RequestApproval', ...e.data });
     case 'ClarificationRequested':
-      return `ClarificationRequested ${String(d.requestId)}: ${String(d.agentId)} asks ${cut((d.questions as string[]).join(' / '))}`;
+      return describeDecision({ type: 'RequestClarification', ...e.data });
     case 'SubagentDispatched':
-      return `SubagentDispatched ${String(d.agentId)} (${String(d.agentType)}${d.subtaskId ? `, subtask ${String(d.subtaskId)}` : ''}): ${cut(String(d.prompt))}`;
+      return describeDecision({ type: 'DispatchSubagent', ...e.data });
     case 'PlanRecorded':
-      return `PlanRecorded: ${(d.subtasks as { id: string; agent: string }[]).map((t) => `${t.id} → ${t.agent}`).join(', ')}`;
+      return describeDecision({ type: 'RecordPlan', ...e.data });
     case 'ToolResultsRecorded':
-      return `ToolResultsRecorded for ${String(d.agentId)}: ${(d.results as { toolName: string; content: string; isError: boolean }[]).map((r) => `${r.toolName}${r.isError ? ' (error)' : ''}: ${cut(r.content, 80)}`).join('; ')}`;
+      return `ToolResultsRecorded for ${e.data.agentId}: ${e.data.results.map((r) => `${r.toolName}${r.isError ? ' (error)' : ''}: ${cut(r.content, 80)}`).join('; ')}`;
     default:
       return e.type;
   }

@@ -124,7 +124,7 @@ export function toTaskView(s: TaskState): TaskView {
       ...(a.error ? { error: a.error } : {}),
     })),
     usage: { ...s.usage, costUsd: Math.round(s.usage.costUsd * 1e6) / 1e6 },
-    budget: s.budget ? { limit: s.budget, spent: { ...spentOf(s), usd: roundUsd(spentOf(s).usd) } } : null,
+    budget: s.budget ? budgetView(s.budget, spentOf(s)) : null,
     artifacts: s.artifacts.map(({ path, bytes, sha256, mediaType, agentId }) => ({ path, bytes, sha256, mediaType, agentId })),
     notify: s.notify,
     emails: Object.values(s.emails),
@@ -249,6 +249,7 @@ export function toAgentViews(s: TaskState): AgentView[] {
 }
 
 const roundUsd = (n: number): number => Math.round(n * 1e6) / 1e6;
+const budgetView = (limit: Budget, spent: Spent): NonNullable<TaskView['budget']> => ({ limit, spent: { ...spent, usd: roundUsd(spent.usd) } });
 const roundUsage = (u: TaskView['usage']): TaskView['usage'] => ({ ...u, costUsd: Math.max(0, Math.round(u.costUsd * 1e6) / 1e6) });
 
 function openQuestion(s: TaskState, agentId: string): AgentView['openQuestion'] {

@@ -2,6 +2,7 @@ import { useCallback, useEffect, useState } from 'react';
 import { api, apiKey, ApiError, isFinalStatus, type TaskView, type TeamInfo } from './api.ts';
 import { Chat } from './Chat.tsx';
 import { ErrorLine } from './ErrorLine.tsx';
+import { ApprovePlan, TeamSelect } from './TeamSelect.tsx';
 import { openTask, useAction, useRoute } from './hooks.ts';
 import { TaskPage } from './TaskPage.tsx';
 
@@ -98,16 +99,8 @@ function NewTask({ teams }: { teams: TeamInfo[] }) {
     >
       <textarea aria-label="prompt" placeholder="What should the agents do?" value={prompt} onChange={(e) => setPrompt(e.target.value)} rows={3} />
       <div className="row">
-        <select aria-label="team" value={team} onChange={(e) => setTeam(e.target.value)}>
-          {(teams.length ? teams : [{ id: 'research' }]).map((t) => (
-            <option key={t.id} value={t.id}>
-              {t.id}
-            </option>
-          ))}
-        </select>
-        <label>
-          <input type="checkbox" checked={approve} onChange={(e) => setApprove(e.target.checked)} /> approve the plan
-        </label>
+        <TeamSelect label="team" value={team} onChange={setTeam} teams={teams} />
+        <ApprovePlan checked={approve} onChange={setApprove} />
         <input aria-label="budget in USD" className="budget" placeholder="budget $" value={budget} onChange={(e) => setBudget(e.target.value)} />
         <button type="submit" disabled={busy}>
           Submit

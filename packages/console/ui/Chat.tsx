@@ -3,6 +3,7 @@ import Markdown from 'react-markdown';
 import remarkGfm from 'remark-gfm';
 import { api, sendChat, type ChatMessageView, type ChatSummaryView, type ChatView, type TaskView, type TeamInfo } from './api.ts';
 import { ErrorLine } from './ErrorLine.tsx';
+import { ApprovePlan, TeamSelect } from './TeamSelect.tsx';
 import { go, openTask, useAction } from './hooks.ts';
 
 /**
@@ -121,13 +122,7 @@ function Conversation({ chatId, teams, onChanged }: { chatId: string | null; tea
       <div className="row chat-head">
         <h2>{chat ? `Conversation · ${chat.team}` : 'New conversation'}</h2>
         {!chat && (
-          <select aria-label="chat team" value={team} onChange={(e) => setTeam(e.target.value)}>
-            {(teams.length ? teams : [{ id: 'research' }]).map((t) => (
-              <option key={t.id} value={t.id}>
-                {t.id}
-              </option>
-            ))}
-          </select>
+          <TeamSelect label="chat team" value={team} onChange={setTeam} teams={teams} />
         )}
         <div className="mode-toggle" role="group" aria-label="chat or action mode">
           <button className={!action ? 'on' : ''} aria-pressed={!action} onClick={() => setAction(false)}>
@@ -192,16 +187,8 @@ function ActionPanel({ chat, teams }: { chat: ChatView; teams: TeamInfo[] }) {
     <div className="card action-panel">
       <p>Hand this conversation to the agents: its last message becomes the task's request, the conversation its context.</p>
       <div className="row">
-        <select aria-label="task team" value={team} onChange={(e) => setTeam(e.target.value)}>
-          {(teams.length ? teams : [{ id: chat.team }]).map((t) => (
-            <option key={t.id} value={t.id}>
-              {t.id}
-            </option>
-          ))}
-        </select>
-        <label>
-          <input type="checkbox" checked={approve} onChange={(e) => setApprove(e.target.checked)} /> approve the plan
-        </label>
+        <TeamSelect label="task team" value={team} onChange={setTeam} teams={teams} />
+        <ApprovePlan checked={approve} onChange={setApprove} />
         <button className="primary" disabled={busy} onClick={() => void start()}>
           Start task
         </button>

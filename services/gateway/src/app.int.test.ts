@@ -37,6 +37,19 @@ async function liveGateway(pg: PgFixture, nats: NatsFixture) {
   return { names, relay, app, base, id };
 }
 
+/** A research task (submitted through `app`) whose lead's first turn delegates, waiting on approval `requestId`. */
+async function leadAsksApproval(pg: PgFixture, app: FastifyInstance, requestId: string) {
+  const id = (await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x' } })).json().id as string;
+  await handleCommand(pg.store, id, { type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'research-lead', configVersion: 'v' });
+  const input = { agent: 'researcher', prompt: 'p' };
+  await handleCommand(pg.store, id, {
+    type: 'RecordModelTurn', agentId: 'lead', turn: 1, model: 'm', content: [{ type: 'tool_use', id: 'tu1', name: 'Task', input }], stopReason: 'tool_use',
+    usage: { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 }, offline: true, durationMs: 0,
+  });
+  await handleCommand(pg.store, id, { type: 'RequestApproval', requestId, agentId: 'lead', toolUseId: 'tu1', toolName: 'Task', input, inputDigest: 'd', plan: 'the plan', deadline: new Date(Date.now() + 60_000).toISOString(), onTimeout: 'reject' });
+  return { id, input };
+}
+
 describe('POST /v1/tasks', () => {
   test('creates a pending task with defaults', async ({ pg, nats }) => {
     const app = await gateway(pg, nats);
@@ -168,14 +181,7 @@ describe('reads, tenancy, errors', () => {
 
   test('approvals: invalid edit → 400 naming the field (request stays open); approve once → 200, twice → 409', async ({ pg, nats }) => {
     const app = await gateway(pg, nats);
-    const id = (await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x' } })).json().id as string;
-    await handleCommand(pg.store, id, { type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'research-lead', configVersion: 'v' });
-    const input = { agent: 'researcher', prompt: 'p' };
-    await handleCommand(pg.store, id, {
-      type: 'RecordModelTurn', agentId: 'lead', turn: 1, model: 'm', content: [{ type: 'tool_use', id: 'tu1', name: 'Task', input }], stopReason: 'tool_use',
-      usage: { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 }, offline: true, durationMs: 0,
-    });
-    await handleCommand(pg.store, id, { type: 'RequestApproval', requestId: 'apr-1', agentId: 'lead', toolUseId: 'tu1', toolName: 'Task', input, inputDigest: 'd', plan: 'the plan', deadline: new Date(Date.now() + 60_000).toISOString(), onTimeout: 'reject' });
+    const { id, input } = await leadAsksApproval(pg, app, 'apr-1');
     const task = (await app.inject({ method: 'GET', url: `/v1/tasks/${id}` })).json();
     expect(task.status).toBe('awaiting_input');
     expect(task.pendingRequests).toEqual([expect.objectContaining({ kind: 'approval', requestId: 'apr-1', toolName: 'Task', input, plan: 'the plan' })]);
@@ -509,17 +515,7 @@ describe('human in the loop over HTTP', () => {
 
   test('verify: identical when the code decides as recorded; the first divergence otherwise; 404 for another tenant', async ({ pg, nats }) => {
     const app = await gateway(pg, nats);
-    const run = async (requestId: string) => {
-      const id = (await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x' } })).json().id as string;
-      await handleCommand(pg.store, id, { type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'research-lead', configVersion: 'v' });
-      const input = { agent: 'researcher', prompt: 'p' };
-      await handleCommand(pg.store, id, {
-        type: 'RecordModelTurn', agentId: 'lead', turn: 1, model: 'm', content: [{ type: 'tool_use', id: 'tu1', name: 'Task', input }], stopReason: 'tool_use',
-        usage: { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 }, offline: true, durationMs: 0,
-      });
-      await handleCommand(pg.store, id, { type: 'RequestApproval', requestId, agentId: 'lead', toolUseId: 'tu1', toolName: 'Task', input, inputDigest: 'd', plan: 'the plan', deadline: new Date(Date.now() + 60_000).toISOString(), onTimeout: 'reject' });
-      return id;
-    };
+    const run = async (requestId: string) => (await leadAsksApproval(pg, app, requestId)).id;
     const same = await app.inject({ method: 'POST', url: `/v1/tasks/${await run('apr-lead-tu1')}/verify` });
     expect(same.statusCode).toBe(200);
     expect(same.json()).toEqual({ identical: true, checked: 1, events: 4 });

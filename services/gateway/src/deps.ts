@@ -48,6 +48,9 @@ export interface GatewayDeps {
   chatMaxTokens?: number;
 }
 
+/** A tenant's default from a map by tenant name: its own entry, else "*" (every tenant not named). */
+export const tenantDefault = <T>(byTenant: Readonly<Record<string, T>> | undefined, tenant: string): T | undefined => byTenant?.[tenant] ?? byTenant?.['*'];
+
 /** Default spending limits by tenant name; "*" applies to every tenant not named. */
 export type TenantBudgets = Readonly<Record<string, { usd?: number | undefined; tokens?: number | undefined }>>;
 

@@ -3,7 +3,7 @@ import { webhookUrlProblem } from '@baton/api';
 import { publishWakeUps } from '@baton/bus';
 import { isConcurrencyError, loadTask, TaskWriter } from '@baton/event-store';
 import type { FastifyRequest } from 'fastify';
-import type { GatewayDeps } from '../deps.ts';
+import { tenantDefault, type GatewayDeps } from '../deps.ts';
 import { HttpError } from '../errors.ts';
 import type { Metrics } from '../metrics.ts';
 import type { SubmitTaskBody } from './schemas.ts';
@@ -84,9 +84,9 @@ export async function submitTask(d: GatewayDeps, req: FastifyRequest, body: Task
     requestHash: o.requestHash,
     forkedFrom: null,
     workspace,
-    budget: budgetFor(body.budget ?? d.budgets?.[req.tenant] ?? d.budgets?.['*']),
+    budget: budgetFor(body.budget ?? tenantDefault(d.budgets, req.tenant)),
     // Recorded with the task (a replay or a fork sees it); the request's replaces the tenant's default.
-    notify: body.notify ?? d.notify?.[req.tenant] ?? d.notify?.['*'] ?? null,
+    notify: body.notify ?? tenantDefault(d.notify, req.tenant) ?? null,
   };
   try {
     const writer = new TaskWriter(d.store, taskId, initialState(), { now: d.now });

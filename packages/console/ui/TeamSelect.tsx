@@ -1,0 +1,23 @@
+import type { TeamInfo } from './api.ts';
+
+/** Pick a configured team (until the teams are loaded, the current choice is the only option). */
+export function TeamSelect({ label, value, onChange, teams }: { label: string; value: string; onChange: (team: string) => void; teams: TeamInfo[] }) {
+  return (
+    <select aria-label={label} value={value} onChange={(e) => onChange(e.target.value)}>
+      {(teams.length ? teams : [{ id: value }]).map((t) => (
+        <option key={t.id} value={t.id}>
+          {t.id}
+        </option>
+      ))}
+    </select>
+  );
+}
+
+/** The task option "approve the plan" (requirePlanApproval). */
+export function ApprovePlan({ checked, onChange }: { checked: boolean; onChange: (on: boolean) => void }) {
+  return (
+    <label>
+      <input type="checkbox" checked={checked} onChange={(e) => onChange(e.target.checked)} /> approve the plan
+    </label>
+  );
+}
