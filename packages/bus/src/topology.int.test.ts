@@ -81,8 +81,9 @@ describe('TopologyWatch', () => {
       const taskId = randomUUID();
       await pg.store.append({ streamId: taskStreamId(taskId), taskId, expectedVersion: 0, events: [{ id: randomUUID(), type: 'TaskStarted', data: { leadAgentId: 'lead', leadAgentType: 'x', configVersion: 'v' } }] });
     };
+    // This test's database only: relays of tests running beside it hold the same key in theirs.
     const lockHolder = async (): Promise<number | null> =>
-      (await pg.db.pool.query<{ pid: number }>(`select pid from pg_locks where locktype = 'advisory' and granted and ((classid::bigint << 32) | objid::bigint) = hashtext('baton-relay:relay')::bigint`)).rows[0]?.pid ?? null;
+      (await pg.db.pool.query<{ pid: number }>(`select pid from pg_locks where locktype = 'advisory' and granted and database = (select oid from pg_database where datname = current_database()) and ((classid::bigint << 32) | objid::bigint) = hashtext('baton-relay:relay')::bigint`)).rows[0]?.pid ?? null;
     try {
       watch.start();
       relay.start();
