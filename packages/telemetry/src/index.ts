@@ -1,0 +1,3 @@
+export * from './tracing.ts';
+export * from './metrics.ts';
+export * from './ops-server.ts';
