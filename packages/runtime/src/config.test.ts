@@ -26,4 +26,13 @@ describe('loadConfig', () => {
     expect(e.message).toMatch(/^gateway: invalid configuration:\n {2}- /);
     expect(e.message).toMatch(/DATABASE_URL: must be a postgres:\/\/ URL/);
   });
+  it('checks the OpenTelemetry variables with the rest (a service exits 78 naming them)', () => {
+    let err: unknown;
+    try {
+      loadConfig('orchestrator', schema, { OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc', OTEL_TRACES_SAMPLER: 'sometimes' });
+    } catch (e) {
+      err = e;
+    }
+    expect((err as ConfigError).issues.map((i) => i.split(':')[0]).sort()).toEqual(['OTEL_EXPORTER_OTLP_PROTOCOL', 'OTEL_TRACES_SAMPLER']);
+  });
 });

@@ -1,0 +1,173 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { TaskView } from '@baton/api';
+import { busNames, connectNats, requestDiagnostics } from '@baton/bus';
+import { silentLogger } from '@baton/runtime';
+import { otlpReceiver, waitFor, type OtlpReceiver, type ReceivedSpan } from '@baton/testing';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { startE2eStack, type E2eStack } from './e2e-stack.ts';
+
+const SERVICES = ['gateway', 'orchestrator', 'sandbox-runner', 'notifier'] as const;
+const KIND = { internal: 1, server: 2, client: 3, producer: 4, consumer: 5 } as const;
+
+/**
+ * A research run with a plan approval and a webhook, the four services as processes exporting
+ * OTLP to a receiver: one trace per task from the HTTP request to the report, and every service's
+ * metrics and probes.
+ */
+describe('traces across the bus and metrics from every service', () => {
+  let stack: E2eStack;
+  let otlp: OtlpReceiver;
+  let nc: Awaited<ReturnType<typeof connectNats>>;
+  const hooks: string[] = [];
+  const hookServer = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => (body += c));
+    req.on('end', () => {
+      hooks.push((JSON.parse(body) as { type: string }).type);
+      res.writeHead(204).end();
+    });
+  });
+
+  beforeAll(async () => {
+    await new Promise<void>((r) => hookServer.listen(0, '127.0.0.1', r));
+    otlp = await otlpReceiver();
+    stack = await startE2eStack('tracing', {
+      env: () => ({ OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_BSP_SCHEDULE_DELAY: '50', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' }),
+    });
+    nc = await connectNats(process.env.NATS_URL ?? 'nats://127.0.0.1:4222', 'tracing-test', silentLogger());
+  }, 90_000);
+  afterAll(async () => {
+    await nc?.close();
+    await stack?.stop();
+    await otlp?.close();
+    hookServer.close();
+  });
+
+  test('one trace per task: HTTP → append → relay → NATS → orchestrator → runner → notifier, GenAI spans for model and tool calls, the approval joined to it', async () => {
+    const { api } = stack;
+    const hook = `http://127.0.0.1:${(hookServer.address() as AddressInfo).port}/hook`;
+    const submitted = await api.request<TaskView>('POST', '/v1/tasks', {
+      prompt: 'Research how durable execution engines recover from crashes and write a short report',
+      requirePlanApproval: true,
+      webhook: { url: hook, events: ['task.completed'] },
+    });
+    const taskId = submitted.id;
+    await waitFor(async () => (await api.task(taskId)).pendingRequests.some((r) => r.kind === 'approval'), { timeoutMs: 30_000, what: 'the plan to wait for approval' });
+    // A person approves what the lead plans (each delegation it asks about) until the report is done.
+    let approved = 0;
+    await waitFor(
+      async () => {
+        const t = await api.task(taskId);
+        for (const r of t.pendingRequests.filter((x) => x.kind === 'approval')) {
+          await api.approve(taskId, r.requestId);
+          approved++;
+        }
+        return t.status === 'completed';
+      },
+      { timeoutMs: 60_000, intervalMs: 100, what: 'the task to complete' },
+    );
+    expect(approved).toBeGreaterThan(0);
+    await waitFor(() => hooks.includes('task.completed'), { timeoutMs: 30_000, what: 'the completion webhook' });
+
+    // The task's trace is the one its submission started, named in the first event's metadata.
+    const db = new pg.Pool({ connectionString: stack.dbUrl, max: 1 });
+    const first = (await db.query<{ metadata: { traceparent?: string } }>(`select metadata from events where task_id = $1 order by global_position limit 1`, [taskId])).rows[0];
+    await db.end();
+    const traceId = /^00-([0-9a-f]{32})-[0-9a-f]{16}-0[01]$/.exec(first?.metadata.traceparent ?? '')?.[1];
+    expect(traceId, 'TaskSubmitted carries a W3C traceparent').toBeTruthy();
+
+    const inTrace = (): ReceivedSpan[] => otlp.spans.filter((s) => s.traceId === traceId);
+    const has = (pred: (s: ReceivedSpan) => boolean) => inTrace().some(pred);
+    await waitFor(() => has((s) => s.service === 'baton-notifier' && s.name === 'POST' && s.kind === KIND.client), { timeoutMs: 30_000, what: 'the webhook delivery span to be exported' });
+    await waitFor(() => SERVICES.every((svc) => has((s) => s.service === `baton-${svc}`)), { timeoutMs: 30_000, what: 'spans of all four services in the task trace' });
+
+    const spans = inTrace();
+    const byId = new Map(spans.map((s) => [s.spanId, s]));
+    // The root: the gateway's server span of the submission.
+    const roots = spans.filter((s) => !s.parentSpanId);
+    expect(roots.map((s) => `${s.service} ${s.name}`)).toEqual(['baton-gateway POST /v1/tasks']);
+    // Every other span's parent is in the same trace (nothing orphaned by a hop without headers).
+    const orphans = spans.filter((s) => s.parentSpanId && !byId.has(s.parentSpanId)).map((s) => `${s.service} ${s.name}`);
+    expect(orphans).toEqual([]);
+
+    // Appends, relay/fast-path publishes and consumer spans that continue them across NATS.
+    expect(has((s) => s.name === 'baton.append' && s.service === 'baton-gateway')).toBe(true);
+    const consumers = spans.filter((s) => s.kind === KIND.consumer);
+    for (const svc of ['orchestrator', 'sandbox-runner', 'notifier']) {
+      const c = consumers.find((s) => s.service === `baton-${svc}`);
+      expect(c, `a consumer span in ${svc}`).toBeTruthy();
+      expect(byId.get(c?.parentSpanId ?? '')?.kind, `${svc}'s consumer span continues a producer span`).toBe(KIND.producer);
+      expect(c?.attributes['baton.task_id']).toBe(taskId);
+    }
+
+    // Model calls as GenAI chat spans, for the lead (orchestrator) and a subagent (runner).
+    for (const svc of ['baton-orchestrator', 'baton-sandbox-runner']) {
+      const chat = spans.find((s) => s.service === svc && s.attributes['gen_ai.operation.name'] === 'chat');
+      expect(chat, `a chat span in ${svc}`).toBeTruthy();
+      expect(chat?.name).toMatch(/^chat /);
+      expect(chat?.kind).toBe(KIND.client);
+      expect(chat?.attributes).toMatchObject({ 'gen_ai.request.model': expect.any(String), 'gen_ai.response.model': expect.any(String), 'gen_ai.usage.input_tokens': expect.any(Number), 'gen_ai.usage.output_tokens': expect.any(Number), 'baton.task_id': taskId });
+    }
+    // Tool calls: the researcher's tools run in the runner.
+    expect(spans.filter((s) => s.attributes['gen_ai.operation.name'] === 'execute_tool' && s.service === 'baton-sandbox-runner').map((s) => s.attributes['gen_ai.tool.name'])).toContain('web_search');
+    expect(has((s) => s.name === 'baton.sandbox.open')).toBe(true);
+
+    // The person's approval joins the task's trace, linked to the request that carried it (its own trace).
+    const command = spans.find((s) => s.name === 'baton.command');
+    expect(command?.service).toBe('baton-gateway');
+    const link = command?.links[0];
+    expect(link?.traceId).not.toBe(traceId);
+    const approveRequest = otlp.spans.find((s) => s.spanId === link?.spanId);
+    expect(approveRequest?.name).toBe('POST /v1/tasks/:id/approvals/:requestId');
+    // …and what the approval woke continues under it.
+    const underCommand = (s: ReceivedSpan): boolean => {
+      for (let p = s.parentSpanId ? byId.get(s.parentSpanId) : undefined; p; p = p.parentSpanId ? byId.get(p.parentSpanId) : undefined) if (p === command) return true;
+      return false;
+    };
+    expect(spans.some((s) => s.service === 'baton-sandbox-runner' && underCommand(s))).toBe(true);
+  });
+
+  test('every service serves its metrics, and the workers their probes on the ops port', async () => {
+    const names = busNames(stack.namespace);
+    const text = async (url: string): Promise<string> => {
+      const r = await fetch(url);
+      expect(r.status, url).toBe(200);
+      return r.text();
+    };
+    const gateway = await text(`${stack.url}/metrics`);
+    expect(gateway).toMatch(/^baton_tasks\{status="completed"\} [1-9]/m);
+    expect(gateway).toMatch(/^baton_http_requests_total\{method="POST",route="\/v1\/tasks",status="201"\} 1$/m);
+    expect(gateway).toMatch(/^baton_append_duration_seconds_count [1-9]/m);
+    expect(gateway).toMatch(/^process_cpu_seconds_total /m);
+
+    const ops = async (svc: string): Promise<string> => `http://127.0.0.1:${(await requestDiagnostics(nc, names, svc)).opsPort}`;
+    const orchestrator = await ops('orchestrator');
+    const runner = await ops('sandbox-runner');
+    const notifier = await ops('notifier');
+    for (const base of [orchestrator, runner, notifier]) {
+      expect((await fetch(`${base}/healthz`)).status).toBe(200);
+      const ready = await fetch(`${base}/readyz`);
+      expect(ready.status).toBe(200);
+      expect(await ready.json()).toEqual({ status: 'ready', checks: { postgres: 'ok', nats: 'ok' } });
+    }
+    const o = await text(`${orchestrator}/metrics`);
+    expect(o).toMatch(/^baton_model_turns_total\{team="research",model="offline[^"]*"\} [1-9]/m);
+    expect(o).toMatch(/^baton_step_duration_seconds_count\{runs_in="orchestrator",team="research"\} [1-9]/m);
+    expect(o).toMatch(/^baton_relay_published_total [1-9]/m);
+    expect(o).toMatch(/^baton_relay_leading 1$/m);
+    expect(o).toMatch(/^baton_relay_lag_events \d+$/m);
+    expect(o).toMatch(/^baton_consumer_pending_messages\{consumer="[^"]+"\} \d+$/m);
+    expect(o).toMatch(/^baton_messages_handled_total\{consumer="[^"]+",outcome="ack"\} [1-9]/m);
+    const r = await text(`${runner}/metrics`);
+    expect(r).toMatch(/^baton_runner_jobs_total\{kind="run",outcome="completed"\} [1-9]/m);
+    expect(r).toMatch(/^baton_model_tokens_total\{team="research",model="[^"]+",kind="input"\} [1-9]/m);
+    expect(r).toMatch(/^baton_tool_calls_total\{tool="web_search",outcome="ok"\} [1-9]/m);
+    expect(r).toMatch(/^baton_sandbox_duration_seconds_count\{provider="[^"]+",end="killed"\} [1-9]/m);
+    expect(r).toMatch(/^baton_sandboxes_active\{provider="[^"]+"\} 0$/m);
+    const n = await text(`${notifier}/metrics`);
+    expect(n).toMatch(/^baton_deliveries_total\{channel="webhook",outcome="delivered"\} [1-9]/m);
+    expect((await fetch(`${notifier}/nothing`)).status).toBe(404);
+  });
+});
