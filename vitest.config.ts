@@ -11,6 +11,8 @@ export default defineConfig({
       {
         test: {
           name: 'unit',
+          // Services started by tests take a free ops port (the defaults would collide between test files).
+          env: { OPS_PORT: '0' },
           sequence: { groupOrder: 0 },
           include: ['packages/*/src/**/*.test.ts', 'services/*/src/**/*.test.ts'],
           exclude: ['**/*.int.test.ts', '**/*.e2e.test.ts', '**/node_modules/**'],
@@ -19,6 +21,7 @@ export default defineConfig({
       {
         test: {
           name: 'int',
+          env: { OPS_PORT: '0' },
           sequence: { groupOrder: 1 },
           include: ['packages/*/src/**/*.int.test.ts', 'services/*/src/**/*.int.test.ts', 'packages/*/src/**/*.e2e.test.ts', 'services/*/src/**/*.e2e.test.ts'],
           globalSetup: ['./packages/testing/src/global-setup.ts'],

@@ -13,6 +13,7 @@ import {
   type TaskState,
   type ToolResult,
 } from '@baton/domain';
+import { inSpan, metrics, SpanKind, SpanStatusCode, type Span } from '@baton/telemetry';
 import { buildConversation } from './conversation.ts';
 import type { ModelClient, ModelResponse } from './model.ts';
 import { approvalFor, askPerson } from './policy.ts';
@@ -184,6 +185,21 @@ export async function runAgentLoop(h: LoopHost): Promise<LoopExit> {
   // The host may stop the loop before it starts and before each model call (a step is a model
   // call and the tools it asks for, so a turn that was paid for is recorded with its results).
   if (h.proceed && !(await h.proceed())) return 'stopped';
+  // A step: a model turn and the tool calls it asked for (timed from the model call to its results).
+  let stepStarted: number | null = null;
+  const stepDone = (): void => {
+    if (stepStarted === null) return;
+    metrics.stepSeconds.observe({ runs_in: h.runsIn, team: h.team.id }, (performance.now() - stepStarted) / 1000);
+    stepStarted = null;
+  };
+  try {
+    return await loopUntilSettled(h, () => { stepDone(); stepStarted = performance.now(); }, stepDone);
+  } finally {
+    stepDone();
+  }
+}
+
+async function loopUntilSettled(h: LoopHost, stepStarts: () => void, stepDone: () => void): Promise<LoopExit> {
   for (let guard = 0; guard < 10_000; guard++) {
     h.signal?.throwIfAborted();
     const s = h.state();
@@ -193,7 +209,8 @@ export async function runAgentLoop(h: LoopHost): Promise<LoopExit> {
     if (loop.phase === 'tools') {
       const t = triageToolUses({ state: s, agentId: h.agentId, team: h.team, def: h.def, runsIn: h.runsIn, now: h.now(), plan: (c) => h.plan(c) });
       const results = t.results.slice();
-      for (const r of t.runs) results.push(await h.execute(r.call, r.input));
+      for (const r of t.runs) results.push(await executeTraced(h, r.call, r.input));
+      stepDone();
       if (t.asks.length === 0 && t.dispatches.length === 0 && !t.waiting) {
         h.record([resultsCommand(h, loop, [...resolved(loop.openToolUses), ...results])]);
         continue; // a model turn is due
@@ -225,15 +242,8 @@ export async function runAgentLoop(h: LoopHost): Promise<LoopExit> {
     }
     const startedAt = h.now();
     const startedHr = performance.now();
-    const res: ModelResponse = await h.model.complete({
-      agentType: h.def.id,
-      model: h.def.model,
-      system: h.system,
-      messages: buildConversation(h.prompt, h.agentId, h.events()),
-      tools: h.def.tools.map((n) => allTools[n]).filter((t) => t !== undefined).map(toolSpec),
-      maxTokens: h.def.maxTokens,
-      ...(h.signal ? { signal: h.signal } : {}),
-    });
+    stepStarts();
+    const res: ModelResponse = await callModel(h, s.id, loop.turns + 1);
     // A model reply may hold text Postgres cannot store (NUL, unpaired surrogates): replaced, and the turn's metadata says how many.
     const content = cleanText(res.content);
     h.record(
@@ -243,6 +253,85 @@ export async function runAgentLoop(h: LoopHost): Promise<LoopExit> {
     );
   }
   throw new Error(`agent ${h.agentId}: the loop did not settle`);
+}
+
+/**
+ * One model call, as a GenAI `chat` span (model, tokens, finish reason) with its duration, turns,
+ * tokens and cost counted by team and model.
+ */
+function callModel(h: LoopHost, taskId: string, turn: number): Promise<ModelResponse> {
+  const started = performance.now();
+  return inSpan(
+    `chat ${h.def.model}`,
+    {
+      kind: SpanKind.CLIENT,
+      attributes: {
+        'gen_ai.operation.name': 'chat',
+        'gen_ai.provider.name': h.def.model.startsWith('offline') ? 'baton.offline' : 'anthropic',
+        'gen_ai.request.model': h.def.model,
+        'gen_ai.request.max_tokens': h.def.maxTokens,
+        'gen_ai.agent.id': h.agentId,
+        'gen_ai.agent.name': h.def.id,
+        'baton.task_id': taskId,
+        'baton.team': h.team.id,
+        'baton.turn': turn,
+      },
+    },
+    async (span: Span) => {
+      let outcome = 'error';
+      try {
+        const res = await h.model.complete({
+          agentType: h.def.id,
+          model: h.def.model,
+          system: h.system,
+          messages: buildConversation(h.prompt, h.agentId, h.events()),
+          tools: h.def.tools.map((n) => allTools[n]).filter((t) => t !== undefined).map(toolSpec),
+          maxTokens: h.def.maxTokens,
+          ...(h.signal ? { signal: h.signal } : {}),
+        });
+        outcome = 'ok';
+        const u = res.usage;
+        span.setAttributes({
+          'gen_ai.response.model': res.model,
+          'gen_ai.response.finish_reasons': [res.stopReason],
+          'gen_ai.usage.input_tokens': u.inputTokens,
+          'gen_ai.usage.output_tokens': u.outputTokens,
+          'gen_ai.usage.cache_read.input_tokens': u.cacheReadTokens,
+          'gen_ai.usage.cache_creation.input_tokens': u.cacheWriteTokens,
+          'baton.cost_usd': u.costUsd,
+        });
+        const labels = { team: h.team.id, model: res.model };
+        metrics.turns.inc(labels);
+        metrics.tokens.inc({ ...labels, kind: 'input' }, u.inputTokens);
+        metrics.tokens.inc({ ...labels, kind: 'output' }, u.outputTokens);
+        if (u.cacheReadTokens) metrics.tokens.inc({ ...labels, kind: 'cache_read' }, u.cacheReadTokens);
+        if (u.cacheWriteTokens) metrics.tokens.inc({ ...labels, kind: 'cache_write' }, u.cacheWriteTokens);
+        if (u.costUsd) metrics.costUsd.inc(labels, u.costUsd);
+        return res;
+      } finally {
+        metrics.modelSeconds.observe({ model: h.def.model, outcome }, (performance.now() - started) / 1000);
+      }
+    },
+  );
+}
+
+/** One tool call run here, as a GenAI `execute_tool` span; counted by tool and outcome. */
+function executeTraced(h: LoopHost, call: ToolCall, input: Record<string, unknown>): Promise<ToolResult> {
+  return inSpan(
+    `execute_tool ${call.name}`,
+    { attributes: { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': call.name, 'gen_ai.tool.call.id': call.id, 'gen_ai.tool.type': 'function', 'gen_ai.agent.id': h.agentId } },
+    async (span: Span) => {
+      let outcome = 'error';
+      try {
+        const r = await h.execute(call, input);
+        outcome = r.isError ? 'error' : 'ok';
+        if (r.isError) span.setStatus({ code: SpanStatusCode.ERROR, message: 'the tool reported an error' });
+        return r;
+      } finally {
+        metrics.toolCalls.inc({ tool: call.name, outcome });
+      }
+    },
+  );
 }
 
 function mustCommitBeforeModel(h: LoopHost): boolean {

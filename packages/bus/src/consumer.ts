@@ -1,4 +1,5 @@
 import { isConnectionError } from '@baton/runtime';
+import { contextFromCarrier, inSpan, metrics, onScrape, runInContext, SpanKind, withTaskId, type Span } from '@baton/telemetry';
 import type { JetStreamClient, JsMsg } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
 import type { ZodType } from 'zod';
@@ -16,6 +17,8 @@ export interface HandlerContext {
   working(): void;
   /** Aborted when the consumer stops; long handlers should give up and let the message be redelivered. */
   signal: AbortSignal;
+  /** The consumer's span for this message (the API's no-op span when tracing is off). */
+  span: Span;
 }
 
 export interface DeadLetter {
@@ -118,6 +121,14 @@ export async function startConsumer<T>(o: ConsumerOptions<T>): Promise<RunningCo
   const attemptsOf = (m: JsMsg): number => m.info.deliveryCount - (connectionFailures.get(m.info.streamSequence) ?? 0);
   const settled = (m: JsMsg): void => void connectionFailures.delete(m.info.streamSequence);
   const consumer = await o.js.consumers.get(o.stream, o.consumer);
+  // Pending, unacknowledged and redelivered counts, read from the server when metrics are scraped.
+  const stopScrape = onScrape(async () => {
+    const info = await consumer.info();
+    metrics.consumerPending.set({ consumer: o.consumer }, info.num_pending);
+    metrics.consumerAckPending.set({ consumer: o.consumer }, info.num_ack_pending);
+    metrics.consumerRedelivered.set({ consumer: o.consumer }, info.num_redelivered);
+  });
+  const handled = (outcome: 'ack' | 'retry' | 'transient' | 'dead_letter' | 'handed_back' | 'filtered'): void => metrics.messagesHandled.inc({ consumer: o.consumer, outcome });
   // Short pull expiry: a pull the server lost (it happens on NATS 2.9 around consumer updates)
   // is replaced within seconds rather than after the 30 s default.
   const messages = await consumer.consume({ max_messages: Math.max(concurrency, 1) * 2, expires: o.pullExpiresMs ?? 5000 });
@@ -141,12 +152,31 @@ export async function startConsumer<T>(o: ConsumerOptions<T>): Promise<RunningCo
       await o.onDeadLetter({ consumer: o.consumer, subject: m.subject, streamSequence: m.info.streamSequence, deliveries: m.info.deliveryCount, payload: m.string(), error });
       m.term();
       settled(m);
+      handled('dead_letter');
       o.log.error({ subject: m.subject, deliveries: m.info.deliveryCount, error }, 'message dead-lettered');
     } catch (err) {
       // Could not record it: leave it to be redelivered rather than lose it.
       o.log.error({ err, subject: m.subject }, 'failed to record dead letter; will retry');
       m.nak(delayFor(m.info.deliveryCount));
     }
+  };
+
+  // A message continues the trace its W3C headers name (the event that caused it); the handler
+  // runs inside the consumer's span, with the task id (when the payload has one) for the logs.
+  const traced = <R>(m: JsMsg, payload: T, fn: (span: Span) => Promise<R>): Promise<R> => {
+    const taskId = (payload as { taskId?: unknown } | null)?.taskId;
+    const parent = contextFromCarrier({ traceparent: m.headers?.get('traceparent') || undefined, tracestate: m.headers?.get('tracestate') || undefined });
+    const run = (): Promise<R> =>
+      inSpan(
+        `process ${o.consumer}`,
+        {
+          kind: SpanKind.CONSUMER,
+          parent,
+          attributes: { 'messaging.system': 'nats', 'messaging.operation.type': 'process', 'messaging.destination.name': m.subject, 'messaging.consumer.group.name': o.consumer, 'messaging.message.delivery_count': m.info.deliveryCount, ...(typeof taskId === 'string' ? { 'baton.task_id': taskId } : {}) },
+        },
+        fn,
+      );
+    return runInContext(parent, () => (typeof taskId === 'string' ? withTaskId(taskId, run) : run()));
   };
 
   const handleOne = async (m: JsMsg): Promise<void> => {
@@ -156,6 +186,7 @@ export async function startConsumer<T>(o: ConsumerOptions<T>): Promise<RunningCo
     if (attempt > maxAttempts) return deadLetter(m, `delivered ${deliveryCount} times without being settled (handler crashed or timed out)${attempt < deliveryCount ? `; ${deliveryCount - attempt} failed on a lost connection and do not count` : ''}`);
     if (o.prefilter && !o.prefilter(m.subject)) {
       m.ack();
+      handled('filtered');
       return;
     }
     let payload: T;
@@ -177,29 +208,39 @@ export async function startConsumer<T>(o: ConsumerOptions<T>): Promise<RunningCo
           o.log.error({ subject: m.subject, deliveryCount, maxHandlerMs: o.maxHandlerMs }, 'handler ran past its limit: aborted, message handed back');
           own.abort(new Error(`handler ran past ${o.maxHandlerMs} ms`));
           m.nak(0);
+          handled('handed_back');
         }, o.maxHandlerMs)
       : null;
+    const started = performance.now();
     try {
-      const outcome = (await o.handle(payload, {
-        subject: m.subject,
-        deliveryCount,
-        streamSequence: m.info.streamSequence,
-        working: () => {
-          if (!expired) m.working();
-        },
-        signal: own.signal,
-      })) ?? ack;
+      const outcome = (await traced(m, payload, (span) =>
+        o.handle(payload, {
+          subject: m.subject,
+          deliveryCount,
+          streamSequence: m.info.streamSequence,
+          working: () => {
+            if (!expired) m.working();
+          },
+          signal: own.signal,
+          span,
+        }),
+      )) ?? ack;
       if (expired) return; // handed back already
       if (outcome.kind === 'ack') {
         m.ack();
         settled(m);
+        handled('ack');
       } else if (outcome.kind === 'term') await deadLetter(m, outcome.reason);
       else if (attempt >= maxAttempts) await deadLetter(m, `gave up after ${attempt} attempts: ${outcome.reason ?? 'retry requested'}`);
-      else m.nak(outcome.delayMs ?? delayFor(attempt));
+      else {
+        m.nak(outcome.delayMs ?? delayFor(attempt));
+        handled('retry');
+      }
     } catch (err) {
       if (expired) return;
       if (own.signal.aborted) {
         m.nak(0);
+        handled('handed_back');
         return;
       }
       if (isTransient(err)) {
@@ -212,6 +253,7 @@ export async function startConsumer<T>(o: ConsumerOptions<T>): Promise<RunningCo
         // Once per message at warn: an outage fails every message in flight, again and again.
         (failures === 1 ? o.log.warn : o.log.debug).call(o.log, { err, subject: m.subject, deliveryCount, connectionFailures: failures, delayMs }, 'handler failed on a lost connection; will retry (not counted as an attempt)');
         m.nak(delayMs);
+        handled('transient');
         return;
       }
       const error = err instanceof Error ? err.message : String(err);
@@ -219,8 +261,10 @@ export async function startConsumer<T>(o: ConsumerOptions<T>): Promise<RunningCo
       else {
         o.log.warn({ err, subject: m.subject, deliveryCount, attempt }, 'handler failed; will retry');
         m.nak(delayFor(attempt));
+        handled('retry');
       }
     } finally {
+      metrics.handlerSeconds.observe({ consumer: o.consumer }, (performance.now() - started) / 1000);
       clearInterval(timer);
       if (limit) clearTimeout(limit);
       abort.signal.removeEventListener('abort', onStop);
@@ -249,6 +293,7 @@ export async function startConsumer<T>(o: ConsumerOptions<T>): Promise<RunningCo
       return inFlight.size;
     },
     async stop() {
+      stopScrape();
       messages.stop();
       await loop.catch(() => {});
       // Let in-flight work finish (graceful drain); handlers see the signal only if they are still running after that.

@@ -18,6 +18,8 @@ export const Diagnostics = z.object({
   pgQueries: z.number().optional(),
   /** Tasks held in the service's TaskCache (a waiting or finished task is not kept). */
   cachedTasks: z.number().optional(),
+  /** The ops port (/healthz, /readyz, /metrics) of a worker service. */
+  opsPort: z.number().optional(),
   /** CPU time used since start (user + system), in microseconds. */
   cpuUs: z.number().optional(),
   /** Messages through the service's NATS connection since it opened (in = delivered to it, out = published). */

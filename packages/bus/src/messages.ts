@@ -1,9 +1,10 @@
 import { isStepEvent, wakes, type RecordedEvent } from '@baton/domain';
 import { toEventView, type EventView } from '@baton/api';
-import { headers, type NatsConnection } from '@nats-io/nats-core';
+import type { NatsConnection } from '@nats-io/nats-core';
+import { carrierFrom } from '@baton/telemetry';
 import { z } from 'zod';
 import type { BusNames, JobKind } from './subjects.ts';
-import type { OutMessage } from './publisher.ts';
+import { outHeaders, type OutMessage } from './publisher.ts';
 
 /** What the relay publishes for each event: the API's event object. Consumers re-read Postgres. */
 export const BusEvent = z.object({
@@ -66,14 +67,16 @@ export function jobsFor(e: RecordedEvent): { kind: JobKind; agentId: string; msg
 export function messagesFor(e: RecordedEvent, names: BusNames): OutMessage[] {
   if (isStepEvent(e.type)) return [];
   const data = encodeEvent(e);
-  return [{ subject: names.eventSubject(e.taskId, e.type), data, msgId: e.id }, ...wakeUpsFor(e, names, data)];
+  const trace = carrierFrom(e.metadata);
+  return [{ subject: names.eventSubject(e.taskId, e.type), data, msgId: e.id, trace }, ...wakeUpsFor(e, names, data)];
 }
 
 /** The wake-ups an event causes: a lead trigger if it is one, and any runner jobs. */
 function wakeUpsFor(e: RecordedEvent, names: BusNames, data: Uint8Array = encodeEvent(e)): OutMessage[] {
   const out: OutMessage[] = [];
-  if (wakes(e).lead) out.push({ subject: names.triggerSubject(e.taskId, e.type), data, msgId: `trigger-${e.id}` });
-  for (const j of jobsFor(e)) out.push({ subject: names.jobSubject(j.kind, e.taskId, j.agentId), data: JSON.stringify(j.job), msgId: j.msgId });
+  const trace = carrierFrom(e.metadata);
+  if (wakes(e).lead) out.push({ subject: names.triggerSubject(e.taskId, e.type), data, msgId: `trigger-${e.id}`, trace });
+  for (const j of jobsFor(e)) out.push({ subject: names.jobSubject(j.kind, e.taskId, j.agentId), data: JSON.stringify(j.job), msgId: j.msgId, trace });
   return out;
 }
 
@@ -97,13 +100,13 @@ export function publishWakeUps(nc: Pick<NatsConnection, 'publish'> | null, names
   }
   for (const e of events) {
     for (const m of wakeUpsFor(e, names)) {
-      const h = headers();
-      h.set('Nats-Msg-Id', m.msgId);
+      const { h, span } = outHeaders(m);
       try {
         nc.publish(m.subject, m.data, { headers: h });
       } catch {
         // closed or draining connection: the relay publishes it anyway
       }
+      span?.end(); // fire-and-forget: the send is all there is to time
     }
   }
 }

@@ -1,10 +1,44 @@
-import { createInbox, headers, type Msg, type NatsConnection, type Subscription } from '@nats-io/nats-core';
+import { createInbox, headers, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from '@nats-io/nats-core';
+import { contextFromCarrier, currentTraceCarrier, failSpan, SpanKind, tracer, tracingOn, withSpan as traceContextWith, type Span, type TraceCarrier } from '@baton/telemetry';
 
 export interface OutMessage {
   subject: string;
   data: Uint8Array | string;
   /** Nats-Msg-Id: JetStream drops a second message with the same id within its dedupe window. */
   msgId: string;
+  /** The trace the message continues (an event's `traceparent`): sent as W3C headers. */
+  trace?: TraceCarrier;
+}
+
+/**
+ * The headers of an outgoing message: its dedupe id and, when it continues a trace, the W3C
+ * `traceparent`/`tracestate` — of a producer span when this process records spans (returned, to
+ * be ended on the PubAck), else the carrier as it came.
+ */
+export function outHeaders(m: OutMessage): { h: MsgHdrs; span: Span | null } {
+  const h = headers();
+  h.set('Nats-Msg-Id', m.msgId);
+  if (!m.trace?.traceparent) return { h, span: null };
+  let carrier = m.trace;
+  let span: Span | null = null;
+  if (tracingOn()) {
+    const parent = contextFromCarrier(m.trace);
+    span = tracer().startSpan(
+      `publish ${subjectKind(m.subject)}`,
+      { kind: SpanKind.PRODUCER, attributes: { 'messaging.system': 'nats', 'messaging.operation.type': 'send', 'messaging.destination.name': m.subject, 'messaging.message.id': m.msgId } },
+      parent,
+    );
+    carrier = currentTraceCarrier(traceContextWith(parent, span));
+  }
+  for (const [k, v] of Object.entries(carrier)) if (v) h.set(k, v);
+  return { h, span };
+}
+
+/** A subject's kind for span names (`baton.jobs.run.<task>.<agent>` → `jobs.run`): low cardinality. */
+function subjectKind(subject: string): string {
+  const parts = subject.split('.');
+  const i = parts.findIndex((p) => p === 'events' || p === 'triggers' || p === 'jobs');
+  return i < 0 ? (parts[0] ?? subject) : parts[i] === 'jobs' ? `jobs.${parts[i + 1] ?? ''}` : (parts[i] as string);
 }
 
 /** JetStream's error code for a stream that failed to store a message (JSStreamStoreFailedF). */
@@ -102,10 +136,17 @@ export class BatchPublisher {
           }
         });
       });
-      const h = headers();
-      h.set('Nats-Msg-Id', m.msgId);
+      const { h, span } = outHeaders(m);
       this.nc.publish(m.subject, m.data, { reply: `${this.prefix}.${token}`, headers: h });
-      return acked;
+      if (!span) return acked;
+      return acked.then(
+        () => span.end(),
+        (e: unknown) => {
+          failSpan(span, e);
+          span.end();
+          throw e;
+        },
+      );
     });
     let timer: NodeJS.Timeout | undefined;
     const timeoutMs = opts.timeoutMs ?? 10_000;

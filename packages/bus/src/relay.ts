@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import { STEP_EVENT_TYPES } from '@baton/domain';
 import { messagesFor } from './messages.ts';
 import { BatchPublisher } from './publisher.ts';
+import { metrics } from '@baton/telemetry';
 import type { BusNames } from './subjects.ts';
 
 export interface RelayOptions {
@@ -206,6 +207,7 @@ export class Relay {
 
   private countPublished(): void {
     this.published++;
+    metrics.relayPublished.inc();
     if (this.o.afterPublish) {
       try {
         this.o.afterPublish(this.published);

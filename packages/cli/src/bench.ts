@@ -54,7 +54,7 @@ export async function runBench(o: BenchOptions): Promise<Line[]> {
     const dbUrl = await freshDatabase(o.databaseUrl, 'baton_bench');
     await prepareDatabase(dbUrl, () => {});
     const port = await freePort();
-    const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: dbUrl, NATS_URL: o.natsUrl, BATON_NAMESPACE: `bench${randomUUID().slice(0, 6)}`, PORT: String(port), LOG_LEVEL: 'warn', PG_POOL_MAX: '20', RATE_LIMIT_WRITES_PER_S: '0' }; // the bench measures the runtime, not the write limit
+    const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: dbUrl, NATS_URL: o.natsUrl, BATON_NAMESPACE: `bench${randomUUID().slice(0, 6)}`, PORT: String(port), LOG_LEVEL: 'warn', PG_POOL_MAX: '20', RATE_LIMIT_WRITES_PER_S: '0', OPS_PORT: '0' }; // the bench measures the runtime, not the write limit
     // e.g. BENCH_SERVICE_NODE_OPTIONS="--cpu-prof --cpu-prof-dir=/tmp/prof" profiles the services (not the client).
     // --expose-gc lets M4 collect garbage before reading each service's heap (what is retained).
     env.NODE_OPTIONS = process.env.BENCH_SERVICE_NODE_OPTIONS ?? '--expose-gc';

@@ -122,6 +122,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     BUS_CHECK_INTERVAL_MS: '500',
     // Submits 200 tasks at once: the write limit is not what this run tests.
     RATE_LIMIT_WRITES_PER_S: '0',
+    // Free ops ports: a killed service's replacement may start before the old port is released.
+    OPS_PORT: '0',
     LEASE_TTL_MS: '3000',
     WATCHDOG_INTERVAL_MS: '500',
     WATCHDOG_GRACE_MS: '5000',

@@ -21,7 +21,7 @@ await prepareDatabase(dbUrl, () => {});
 const workspaces = await mkdtemp(path.join(tmpdir(), 'baton-corpus-'));
 const namespace = `corpus${randomBytes(3).toString('hex')}`;
 const port = await freePort();
-const services = launch({ env: { ...process.env, DATABASE_URL: dbUrl, NATS_URL: natsUrl, BATON_NAMESPACE: namespace, PORT: String(port), WORKSPACE_ROOT: workspaces, LOG_LEVEL: 'warn', RATE_LIMIT_WRITES_PER_S: '0' }, write: () => {}, color: false });
+const services = launch({ env: { ...process.env, DATABASE_URL: dbUrl, NATS_URL: natsUrl, BATON_NAMESPACE: namespace, PORT: String(port), WORKSPACE_ROOT: workspaces, LOG_LEVEL: 'warn', RATE_LIMIT_WRITES_PER_S: '0', OPS_PORT: '0' }, write: () => {}, color: false });
 const api = new BatonClient(`http://127.0.0.1:${port}`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const task = (id: string) => api.request<TaskView>('GET', `/v1/tasks/${id}`);

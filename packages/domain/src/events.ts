@@ -226,6 +226,9 @@ export const EventMetadata = z.looseObject({
   startedAt: z.string().optional(),
   /** The same instant as epoch milliseconds with a fractional part (for sub-millisecond latency figures). */
   startedAtMs: z.number().optional(),
+  /** W3C trace context of the work that decided the event (only when tracing is on): the relay puts it on the event's messages. */
+  traceparent: z.string().optional(),
+  tracestate: z.string().optional(),
 });
 export type EventMetadata = z.infer<typeof EventMetadata>;
 

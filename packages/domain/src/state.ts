@@ -3,7 +3,8 @@ import type { PlanSubtask, ReviewIssue, ReviewVerdict } from './plan.ts';
 import type { EmailState, NotifyConfig } from './email.ts';
 import type { Budget, InputWorkspace, Spent, WebhookConfig } from './events.ts';
 
-export type TaskStatus = 'pending' | 'running' | 'awaiting_input' | 'completed' | 'failed' | 'cancelled';
+export const TASK_STATUSES = ['pending', 'running', 'awaiting_input', 'completed', 'failed', 'cancelled'] as const;
+export type TaskStatus = (typeof TASK_STATUSES)[number];
 export type FinalStatus = Extract<TaskStatus, 'completed' | 'failed' | 'cancelled'>;
 
 /** paused: the subagent asked a person and holds nothing while it waits. */
@@ -121,6 +122,9 @@ export const newLoop = (): AgentLoopState => ({ turns: 0, phase: 'model', openTo
 export function loopOf(s: TaskState, agentId: string): AgentLoopState | undefined {
   return s.lead && s.lead.agentId === agentId ? s.lead : s.agents[agentId];
 }
+
+/** The kinds of request a person answers. */
+export const REQUEST_KINDS = ['approval', 'clarification', 'budget'] as const satisfies readonly PendingRequest['kind'][];
 
 export type PendingRequest =
   | {

@@ -48,11 +48,6 @@ export async function listTasks(db: Kysely<Database>, q: { tenantId: string; sta
 const stuck = (afterMs: number) =>
   sql<boolean>`watch_since < now() - make_interval(secs => ${afterMs / 1000}) and not exists (select 1 from agent_leases l where l.task_id = tasks.id and l.expires_at > now())`;
 
-/** How many tasks are stuck (for the gauge). */
-export async function countStuckTasks(db: Kysely<Database>, afterMs: number): Promise<number> {
-  const r = await db.selectFrom('tasks').select((eb) => eb.fn.countAll<string>().as('n')).where(stuck(afterMs)).executeTakeFirst();
-  return Number(r?.n ?? 0);
-}
 
 export class InvalidCursorError extends Error {
   constructor() {
@@ -100,4 +95,35 @@ export async function dueTasks(pool: Pick<pg.Pool, 'query'>, now: Date, limit = 
 export async function earliestDeadline(pool: Pick<pg.Pool, 'query'>): Promise<Date | null> {
   const r = await pool.query<{ at: Date | null }>('select min(next_deadline) as at from tasks where next_deadline is not null');
   return r.rows[0]?.at ?? null;
+}
+
+/** What the gateway's task gauges show, read from the tasks read model in one statement when scraped. */
+export interface TaskFigures {
+  byStatus: Record<string, number>;
+  /** Open requests by kind, with the age of the oldest (seconds). */
+  openRequests: Record<string, { count: number; oldestS: number }>;
+  stuck: number;
+}
+
+/**
+ * Tasks by status, open requests by kind (and their oldest age) and stuck tasks. The counts scan
+ * the tasks read model (one row per task; fine at a scrape every 15 s for up to ~10⁵ live rows —
+ * a deployment with far more would keep these as counters in the read model instead).
+ */
+export async function taskFigures(db: Kysely<Database>, stuckAfterMs: number): Promise<TaskFigures> {
+  const r = await sql<{ by_status: Record<string, number> | null; open: { kind: string; count: number; oldest_s: number }[] | null; stuck: number }>`
+    select
+      (select jsonb_object_agg(status, n) from (select status, count(*)::int as n from tasks group by status) s) as by_status,
+      (select jsonb_agg(jsonb_build_object('kind', kind, 'count', n, 'oldest_s', oldest_s)) from (
+         select r->>'kind' as kind, count(*)::int as n, extract(epoch from now() - min((r->>'openedAt')::timestamptz))::float8 as oldest_s
+         from tasks t cross join lateral jsonb_array_elements(t.pending_requests) r
+         where t.status not in ('completed', 'failed', 'cancelled') and jsonb_array_length(t.pending_requests) > 0
+         group by 1) o) as open,
+      (select count(*)::int from tasks where ${stuck(stuckAfterMs)}) as stuck`.execute(db);
+  const row = r.rows[0];
+  return {
+    byStatus: row?.by_status ?? {},
+    openRequests: Object.fromEntries((row?.open ?? []).map((o) => [o.kind, { count: o.count, oldestS: Math.max(0, o.oldest_s) }])),
+    stuck: row?.stuck ?? 0,
+  };
 }

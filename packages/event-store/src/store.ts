@@ -8,6 +8,7 @@ import {
 } from '@baton/domain';
 import type { TaskRow } from './task-row.ts';
 import type pg from 'pg';
+import { inSpan, metrics, SpanKind } from '@baton/telemetry';
 import { ConcurrencyError, DuplicateEventError } from './errors.ts';
 import { appendImport, appendOne, type AppendInput } from './append.ts';
 import { GroupCommitter } from './group-commit.ts';
@@ -91,7 +92,14 @@ export class EventStore {
   async append(input: AppendInput): Promise<AppendResult> {
     const { streamId, expectedVersion, events } = input;
     if (events.length === 0) return { nextVersion: expectedVersion, positions: [], duplicate: false };
-    const row = this.committer ? await this.committer.submit(input) : await appendOne(this.pool, input);
+    const started = performance.now();
+    const row = await inSpan(
+      'baton.append',
+      { kind: SpanKind.CLIENT, attributes: { 'db.system.name': 'postgresql', 'db.operation.name': 'append', 'baton.task_id': input.taskId, 'baton.stream_id': streamId, 'baton.events': events.length, 'baton.expected_version': expectedVersion } },
+      () => (this.committer ? this.committer.submit(input) : appendOne(this.pool, input)),
+    );
+    metrics.appendSeconds.observe((performance.now() - started) / 1000);
+    metrics.eventsAppended.inc(row.positions.length);
     if (row.positions.length === events.length) {
       return { nextVersion: expectedVersion + events.length, positions: row.positions, duplicate: false };
     }

@@ -12,6 +12,7 @@ import {
   type RecordedEvent,
   type TaskState,
 } from '@baton/domain';
+import { currentTraceCarrier } from '@baton/telemetry';
 import { isConcurrencyError } from './errors.ts';
 import { toTaskRow } from './task-row.ts';
 import type { EventStore } from './store.ts';
@@ -100,10 +101,12 @@ export class TaskWriter {
     const newId = this.opts.newId ?? randomUUID;
     const at = (this.opts.now ?? (() => new Date()))();
     let s = this.state;
+    // Traced work leaves its trace context on what it decides: the relay carries it on.
+    const trace = currentTraceCarrier();
     const added: { group: string; expectedVersion: number; event: NewEvent; recorded: RecordedEvent }[] = [];
     for (const command of Array.isArray(commands) ? commands : [commands as Command]) {
       for (const d of decide(command, s)) {
-        const event = { id: o.eventIds?.[added.length] ?? newId(), type: d.type, data: d.data, metadata: { ...this.opts.metadata, ...o.metadata, ...d.metadata } } as NewEvent;
+        const event = { id: o.eventIds?.[added.length] ?? newId(), type: d.type, data: d.data, metadata: { ...trace, ...this.opts.metadata, ...o.metadata, ...d.metadata } } as NewEvent;
         const streamId = streamOf(this.taskId, event, s.lead?.agentId ?? null, command.type === 'ClaimAgentStream');
         const current = isTaskStream(streamId) ? s.version : (s.agents[(d.data as { agentId: string }).agentId]?.streamVersion ?? 0);
         const recorded = recordAs(event, { taskId: this.taskId, streamId, version: current + 1, position: s.lastPosition, recordedAt: at });

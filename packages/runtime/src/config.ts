@@ -1,3 +1,4 @@
+import { tracingEnvShape } from '@baton/telemetry';
 import { z } from 'zod';
 
 export class ConfigError extends Error {
@@ -53,7 +54,19 @@ export const commonEnv = {
   JOBS_ACK_WAIT_MS: z.coerce.number().int().min(1000).max(3_600_000).default(60_000),
   /** How often each service checks that its JetStream streams and consumers exist (re-creating what is missing). */
   BUS_CHECK_INTERVAL_MS: z.coerce.number().int().min(100).max(600_000).default(5000),
+  /** OpenTelemetry's standard variables (tracing is off unless an OTLP endpoint or exporter is set; docs/observability.md). */
+  ...tracingEnvShape,
 };
+
+/**
+ * The ops port of a service without an HTTP API of its own: /healthz, /readyz and /metrics
+ * (0: a free port, logged at start). Each service has its own default, so they can share a host.
+ */
+export const opsEnv = (defaultPort: number) => ({
+  OPS_PORT: z.coerce.number().int().min(0).max(65_535).default(defaultPort),
+  /** Where the ops port listens (0.0.0.0 in containers, for the kubelet and Prometheus). */
+  OPS_HOST: z.string().min(1).default('127.0.0.1'),
+});
 
 /** Claude (unset key → the offline model). Shared by the services that call models. */
 export const modelEnv = {

@@ -3,3 +3,4 @@ export * from './logger.ts';
 export * from './shutdown.ts';
 export { installCrashGuards, isConnectionError } from './crash-guard.ts';
 export { keyedSerial } from './keyed.ts';
+export { startOps, startTelemetry } from './observability.ts';

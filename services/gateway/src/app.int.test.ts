@@ -13,7 +13,7 @@ import pg_ from 'pg';
 import { describe, expect } from 'vitest';
 import { buildApp } from './app.ts';
 import { DEFAULT_LIMITS } from './deps.ts';
-import { Metrics } from './metrics.ts';
+import { createGatewayMetrics } from '@baton/telemetry';
 import { SseHub } from './sse-hub.ts';
 import { testGateway } from './test-gateway.ts';
 
@@ -445,7 +445,7 @@ describe('faults', () => {
     const names = busNames(nats.namespace);
     const app = await buildApp({
       pool: dead.pool, kysely: dead.kysely, store: new EventStore(dead.pool), load: new TaskCache(dead.pool).load, names, nats: () => nats.nc, hub: new SseHub(names, log),
-      teams: builtinTeams, apiKeys: new Map(), log, metrics: new Metrics(), now: () => new Date(), newId: randomUUID, sseHeartbeatMs: 15_000, bodyLimit: 65_536,
+      teams: builtinTeams, apiKeys: new Map(), log, metrics: createGatewayMetrics(), now: () => new Date(), newId: randomUUID, sseHeartbeatMs: 15_000, bodyLimit: 65_536,
       examplesDir: path.join(tmpdir(), 'baton-no-examples'), workspaceLimits: DEFAULT_WORKSPACE_LIMITS, limits: DEFAULT_LIMITS, allowPrivateWebhooks: false,
     });
     const post = await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x' } });

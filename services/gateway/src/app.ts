@@ -3,7 +3,8 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from '@fastify/type-provider-zod';
 import { textProblems } from '@baton/domain';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
+import { contextFromCarrier, failSpan, runInContext, SpanKind, tracer, tracingOn, withSpan, withTaskId } from '@baton/telemetry';
 import type { GatewayDeps } from './deps.ts';
 import { jsonDepthError } from './json-depth.ts';
 import { takeToken, type Bucket } from './rate-limit.ts';
@@ -62,9 +63,44 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
 
-  const requests = deps.metrics.counter('baton_http_requests_total', 'HTTP requests by route and status');
+  // Each request: a server span (continuing the caller's W3C trace context, when it sends one),
+  // made the active context once the body is parsed, so what the handler appends carries it;
+  // counted and timed by route when the response is sent. A task's routes put its id in the logs.
+  app.decorateRequest('trace', null as unknown as FastifyRequest['trace']);
+  app.addHook('onRequest', async (req) => {
+    const route = req.routeOptions.url ?? 'unknown';
+    req.trace = { span: null, context: null, startedAt: performance.now() };
+    if (!tracingOn()) return;
+    const h = req.headers;
+    const parent = contextFromCarrier({ traceparent: typeof h.traceparent === 'string' ? h.traceparent : undefined, tracestate: typeof h.tracestate === 'string' ? h.tracestate : undefined });
+    const span = tracer().startSpan(`${req.method} ${route}`, { kind: SpanKind.SERVER, attributes: { 'http.request.method': req.method, 'http.route': route, 'url.path': req.url.split('?')[0] ?? '/' } }, parent);
+    req.trace = { span, context: withSpan(parent, span), startedAt: req.trace.startedAt };
+  });
+  app.addHook('preHandler', (req, _reply, done) => {
+    const taskId = req.routeOptions.url?.startsWith('/v1/tasks/:id') ? (req.params as { id?: unknown }).id : undefined;
+    const run = (): void => (typeof taskId === 'string' ? withTaskId(taskId, done) : done());
+    if (typeof taskId === 'string') req.trace.span?.setAttribute('baton.task_id', taskId);
+    if (req.trace.context) runInContext(req.trace.context, run);
+    else run();
+  });
   app.addHook('onResponse', async (req, reply) => {
-    requests({ method: req.method, route: req.routeOptions.url ?? 'unknown', status: String(reply.statusCode) });
+    const route = req.routeOptions.url ?? 'unknown';
+    deps.metrics.httpRequests.inc({ method: req.method, route, status: String(reply.statusCode) });
+    deps.metrics.httpSeconds.observe({ method: req.method, route }, (performance.now() - (req.trace?.startedAt ?? performance.now())) / 1000);
+    const span = req.trace?.span;
+    if (!span) return;
+    span.setAttribute('http.response.status_code', reply.statusCode);
+    if (reply.statusCode >= 500) failSpan(span, new Error(`HTTP ${reply.statusCode}`));
+    span.end();
+    req.trace.span = null;
+  });
+  // A request that never got a response (the client went away): its span ends too.
+  app.addHook('onRequestAbort', async (req) => {
+    const span = req.trace?.span;
+    if (!span) return;
+    span.setAttribute('http.request.aborted', true);
+    span.end();
+    req.trace.span = null;
   });
 
   const keys = [...deps.apiKeys.entries()].map(([k, tenant]) => ({ key: Buffer.from(k), tenant }));

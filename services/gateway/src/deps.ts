@@ -8,7 +8,7 @@ import type { WorkspaceLimits } from '@baton/storage';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Kysely } from 'kysely';
 import type pg from 'pg';
-import type { Metrics } from './metrics.ts';
+import type { Context, GatewayMetrics, Span } from '@baton/telemetry';
 import type { SseHub } from './sse-hub.ts';
 
 export interface GatewayDeps {
@@ -24,7 +24,7 @@ export interface GatewayDeps {
   teams: Readonly<Record<string, TeamDefinition>>;
   apiKeys: Map<string, string>;
   log: Logger;
-  metrics: Metrics;
+  metrics: GatewayMetrics;
   now: () => Date;
   newId: () => string;
   sseHeartbeatMs: number;
@@ -80,5 +80,7 @@ declare module 'fastify' {
     actor: string;
     /** POST /v1/tasks as multipart/form-data: the uploaded archive (null otherwise). */
     workspaceUpload: WorkspaceUpload | null;
+    /** The request's server span and when it started (see app.ts). */
+    trace: { span: Span | null; context: Context | null; startedAt: number };
   }
 }

@@ -1,14 +1,14 @@
+import { createGatewayMetrics } from '@baton/telemetry';
 import { randomUUID } from 'node:crypto';
 import { chatModelFromConfig, loadTeamsOrExit } from '@baton/agents';
 import { busNames, connectNats, serveDiagnostics } from '@baton/bus';
 import { createDb } from '@baton/db';
 import { EventStore, keepActive, TaskCache } from '@baton/event-store';
-import { configOrExit, createLogger, installCrashGuards, installShutdown } from '@baton/runtime';
+import { configOrExit, createLogger, installCrashGuards, installShutdown, startTelemetry } from '@baton/runtime';
 import { listExamples } from '@baton/storage';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { buildApp } from './app.ts';
 import { gatewayLimits, loadGatewayConfig, parseApiKeys, workspaceLimits } from './config.ts';
-import { Metrics } from './metrics.ts';
 import { SseHub } from './sse-hub.ts';
 
 // Composition root. The HTTP server starts even while Postgres or NATS are down: /readyz
@@ -17,6 +17,7 @@ const config = configOrExit(() => loadGatewayConfig(process.env)); // invalid: e
 const log = createLogger('gateway', { level: config.LOG_LEVEL, pretty: config.LOG_PRETTY });
 // A rejection that only reports a lost connection is logged, not fatal (see installCrashGuards).
 installCrashGuards(log);
+const tracing = startTelemetry('gateway', process.env, log);
 // A bad team config stops start-up at once, naming every problem.
 const teams = loadTeamsOrExit(config.BATON_TEAMS_DIR, log);
 const db = createDb(config.DATABASE_URL, { max: config.PG_POOL_MAX, applicationName: 'baton-gateway', countQueries: true, log });
@@ -38,7 +39,7 @@ const app = await buildApp({
   teams,
   apiKeys,
   log,
-  metrics: new Metrics(),
+  metrics: createGatewayMetrics(),
   now: () => new Date(),
   newId: randomUUID,
   sseHeartbeatMs: config.SSE_HEARTBEAT_MS,
@@ -76,4 +77,5 @@ installShutdown(log, [
   { name: 'close HTTP (ends SSE streams)', run: () => app.close() },
   { name: 'drain NATS', run: async () => { hub.close(); await nc?.drain(); } },
   { name: 'close Postgres', run: () => db.close() },
+  { name: 'export the last spans', run: () => tracing.shutdown() },
 ]);

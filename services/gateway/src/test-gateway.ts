@@ -1,3 +1,4 @@
+import { createGatewayMetrics } from '@baton/telemetry';
 import { randomUUID } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -12,7 +13,6 @@ import type { NatsConnection } from '@nats-io/nats-core';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.ts';
 import { DEFAULT_LIMITS, type GatewayLimits, type TenantBudgets } from './deps.ts';
-import { Metrics } from './metrics.ts';
 import { SseHub } from './sse-hub.ts';
 
 /**
@@ -40,7 +40,7 @@ export async function testGateway(
     teams: builtinTeams,
     apiKeys: opts.apiKeys ?? new Map(),
     log,
-    metrics: new Metrics(),
+    metrics: createGatewayMetrics(),
     now: () => new Date(),
     newId: randomUUID,
     sseHeartbeatMs: opts.sseHeartbeatMs ?? 15_000,

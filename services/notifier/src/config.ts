@@ -1,5 +1,5 @@
 import { MIN_LINK_SECRET_LENGTH } from '@baton/mail';
-import { commonEnv, durationMs, loadConfig } from '@baton/runtime';
+import { commonEnv, opsEnv, durationMs, loadConfig } from '@baton/runtime';
 import { z } from 'zod';
 import { DEFAULT_RETRY_HORIZON_MS, retrySchedule } from './schedule.ts';
 
@@ -7,6 +7,7 @@ const MiB = 1024 * 1024;
 
 const schema = z.object({
   ...commonEnv,
+  ...opsEnv(9466),
   /** Standard Webhooks signing secret (`whsec_` + base64 of ≥ 24 random bytes). */
   WEBHOOK_SECRET: z.string().regex(/^whsec_[A-Za-z0-9+/=]{32,}$/, 'must be whsec_ followed by base64 of at least 24 bytes').optional(),
   WEBHOOK_TIMEOUT_MS: durationMs(15_000),

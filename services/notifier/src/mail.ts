@@ -1,4 +1,5 @@
 import type { BusEvent } from '@baton/bus';
+import { inSpan, metrics, SpanKind } from '@baton/telemetry';
 import { fold, type RecordedEvent, type RecordedEventOf, type TaskState } from '@baton/domain';
 import { handleCommand, type EventStore } from '@baton/event-store';
 import { endMail, mailIds, MAIL_EVENT_TYPES, outboxMail, plannedMails, requestMail, signLinkToken, type LinkAction, type ListedArtifact, type PlannedMail } from '@baton/mail';
@@ -103,7 +104,10 @@ async function deliverOne(d: MailDeps, event: BusEvent, state: TaskState, events
     return null;
   }
   try {
-    const r = await d.mailer.send(mail);
+    const mailer = d.mailer;
+    const r = await inSpan('smtp send', { kind: SpanKind.CLIENT, attributes: { 'baton.task_id': taskId, 'baton.mail.moment': p.moment, 'baton.mail.attempt': claim.attempt } }, () => mailer.send(mail));
+    metrics.deliveries.inc({ channel: 'email', outcome: 'delivered' });
+    metrics.deliverySeconds.observe({ channel: 'email' }, elapsed() / 1000);
     const partly = r.rejected.length > 0 ? `; refused: ${r.rejected.join(', ')}` : '';
     await recordDelivery(d.pool, { ...attempt, attempt: claim.attempt, statusCode: r.code, ok: true, error: partly ? partly.slice(2) : null, durationMs: elapsed() });
     await settleMail(d.pool, { taskId, key: p.key, recipient: p.recipient, holder: d.holder, state: 'sent', error: null });
@@ -112,6 +116,8 @@ async function deliverOne(d: MailDeps, event: BusEvent, state: TaskState, events
   } catch (err) {
     const e = err instanceof SendError ? err : new SendError((err as Error).message, null, false, { cause: err });
     const giveUp = e.permanent || last;
+    metrics.deliveries.inc({ channel: 'email', outcome: giveUp ? 'failed' : 'retried' });
+    metrics.deliverySeconds.observe({ channel: 'email' }, elapsed() / 1000);
     await recordDelivery(d.pool, { ...attempt, attempt: claim.attempt, statusCode: e.code, ok: false, error: e.message, durationMs: elapsed() });
     await settleMail(d.pool, { taskId, key: p.key, recipient: p.recipient, holder: d.holder, state: giveUp ? 'failed' : 'retry', error: e.message });
     d.log.warn({ taskId, key: p.key, recipient: p.recipient, attempt: claim.attempt, code: e.code, error: e.message, giveUp }, 'mail not sent');

@@ -1,7 +1,7 @@
 import { busNames, connectNats, ensureTopology, serveDiagnostics } from '@baton/bus';
 import { createDb } from '@baton/db';
 import { EventStore } from '@baton/event-store';
-import { configOrExit, createLogger, installCrashGuards, installShutdown, retryForever, topologyFromEnv } from '@baton/runtime';
+import { configOrExit, createLogger, installCrashGuards, installShutdown, retryForever, startOps, startTelemetry, topologyFromEnv } from '@baton/runtime';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
@@ -13,6 +13,7 @@ const config = configOrExit(() => loadNotifierConfig(process.env)); // invalid: 
 const log = createLogger('notifier', { level: config.LOG_LEVEL, pretty: config.LOG_PRETTY });
 // A rejection that only reports a lost connection is logged, not fatal (see installCrashGuards).
 installCrashGuards(log);
+const tracing = startTelemetry('notifier', process.env, log);
 const db = createDb(config.DATABASE_URL, { max: config.PG_POOL_MAX, applicationName: 'baton-notifier', countQueries: true, log });
 await retryForever('connecting to Postgres', log, () => db.pool.query('select 1'));
 const nc = await connectNats(config.NATS_URL, 'baton-notifier', log);
@@ -54,9 +55,11 @@ const notifier = await startNotifier({
 });
 if (config.WEBHOOK_ALLOW_PRIVATE_NETWORKS) log.warn('WEBHOOK_ALLOW_PRIVATE_NETWORKS=true: webhooks may reach loopback and private addresses (development only)');
 log.info('notifier started');
-serveDiagnostics(nc, names, 'notifier', () => ({ pgQueries: db.queriesIssued() }));
+const ops = await startOps(config, { log, checks: { postgres: () => db.pool.query('select 1'), nats: async () => nc.isClosed() && Promise.reject(new Error('connection closed')) } });
+serveDiagnostics(nc, names, 'notifier', () => ({ pgQueries: db.queriesIssued(), opsPort: ops.port }));
 installShutdown(log, [
   { name: 'stop deliveries and finish in-flight ones', run: async () => { await notifier.stop(); mailer?.close(); } },
   { name: 'drain NATS', run: () => nc.drain() },
   { name: 'close Postgres', run: () => db.close() },
+  { name: 'export the last spans and close the ops port', run: async () => { await tracing.shutdown(); await ops.close(); } },
 ]);

@@ -1,4 +1,5 @@
 import { toAgentViews, toTaskView, redactCredentials } from '@baton/api';
+import { failSpan, inSpan, metrics, SpanKind } from '@baton/telemetry';
 import type { TaskState } from '@baton/domain';
 import type { Logger } from '@baton/runtime';
 import { recordDelivery } from '@baton/storage';
@@ -46,16 +47,23 @@ export async function sendMessage(d: SendDeps, s: Message): Promise<DeliveryResu
   const timestamp = Math.floor(d.now().getTime() / 1000);
   const body = payloadOf(s.message, s.state, timestamp);
   const headers = { 'webhook-id': s.webhookId, 'webhook-timestamp': String(timestamp), 'webhook-signature': signAll(s.secrets, s.webhookId, timestamp, body) };
-  let r: DeliveryResult;
-  try {
-    if (!d.allowPrivateNetworks) await assertPublicUrl(s.url);
-    r = await deliver(s.url, headers, body, d.timeoutMs);
-  } catch (err) {
-    // Refused (non-public address) or unresolvable: recorded like any failed attempt.
-    r = { ok: false, status: null, error: (err as Error).message, durationMs: 0, gone: false, retryAfterMs: null };
-  }
-  // Credentials in a URL (registered before the gateway refused them) are never stored or logged.
+  // Credentials in a URL (registered before the gateway refused them) are never stored, logged or traced.
   const url = redactCredentials(s.url);
+  const r: DeliveryResult = await inSpan('POST', { kind: SpanKind.CLIENT, attributes: { 'http.request.method': 'POST', 'url.full': url, 'baton.task_id': s.taskId, 'baton.webhook.type': s.message.type, 'baton.delivery.attempt': s.attempt } }, async (span) => {
+    let res: DeliveryResult;
+    try {
+      if (!d.allowPrivateNetworks) await assertPublicUrl(s.url);
+      res = await deliver(s.url, headers, body, d.timeoutMs);
+    } catch (err) {
+      // Refused (non-public address) or unresolvable: recorded like any failed attempt.
+      res = { ok: false, status: null, error: (err as Error).message, durationMs: 0, gone: false, retryAfterMs: null };
+    }
+    if (res.status !== null) span.setAttribute('http.response.status_code', res.status);
+    if (!res.ok) failSpan(span, new Error(redactCredentials(res.error ?? 'failed')));
+    return res;
+  });
+  metrics.deliveries.inc({ channel: 'webhook', outcome: r.ok ? 'delivered' : r.gone ? 'gone' : 'failed' });
+  metrics.deliverySeconds.observe({ channel: 'webhook' }, r.durationMs / 1000);
   const error = r.error === null ? null : redactCredentials(r.error);
   await recordDelivery(d.pool, { taskId: s.taskId, eventId: s.eventId, webhookId: s.webhookId, type: s.message.type, url, attempt: s.attempt, statusCode: r.status, ok: r.ok, error, durationMs: r.durationMs, redeliveryId: s.redeliveryId, endpointId: s.endpointId });
   if (!r.ok) d.log.warn({ taskId: s.taskId, url, attempt: s.attempt, error }, 'webhook delivery failed');

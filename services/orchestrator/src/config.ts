@@ -1,8 +1,9 @@
-import { commonEnv, durationMs, loadConfig, modelEnv } from '@baton/runtime';
+import { commonEnv, opsEnv, durationMs, loadConfig, modelEnv } from '@baton/runtime';
 import { z } from 'zod';
 
 const schema = z.object({
   ...commonEnv,
+  ...opsEnv(9464),
   ORCHESTRATOR_CONCURRENCY: z.coerce.number().int().min(1).max(1024).default(64),
   RELAY_ENABLED: z.stringbool().default(true),
   RELAY_BATCH_SIZE: z.coerce.number().int().min(1).max(10_000).default(500),

@@ -1,9 +1,10 @@
 import { loadTeamsOrExit, modelFromConfig, TeamCatalog } from '@baton/agents';
-import { busNames, connectNats, ensureTopology, serveDiagnostics } from '@baton/bus';
+import { busNames, connectNats, ensureTopology, relayStatus, serveDiagnostics } from '@baton/bus';
+import { metrics, onScrape } from '@baton/telemetry';
 import { createDb } from '@baton/db';
 import { EventStore, keepActive, TaskCache } from '@baton/event-store';
 import { loadTeamConfig, saveTeamConfigs, workspaceManifest } from '@baton/storage';
-import { configOrExit, createLogger, installCrashGuards, installShutdown, retryForever, topologyFromEnv } from '@baton/runtime';
+import { configOrExit, createLogger, installCrashGuards, installShutdown, retryForever, startOps, startTelemetry, topologyFromEnv } from '@baton/runtime';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { loadOrchestratorConfig } from './config.ts';
 import { startOrchestrator } from './worker.ts';
@@ -13,6 +14,7 @@ const config = configOrExit(() => loadOrchestratorConfig(process.env)); // inval
 const log = createLogger('orchestrator', { level: config.LOG_LEVEL, pretty: config.LOG_PRETTY });
 // A rejection that only reports a lost connection is logged, not fatal (see installCrashGuards).
 installCrashGuards(log);
+const tracing = startTelemetry('orchestrator', process.env, log);
 // A bad team config stops start-up at once, naming every problem.
 const teams = loadTeamsOrExit(config.BATON_TEAMS_DIR, log);
 const db = createDb(config.DATABASE_URL, { max: config.PG_POOL_MAX, applicationName: 'baton-orchestrator', countQueries: true, log });
@@ -48,9 +50,18 @@ const orchestrator = await startOrchestrator({
   relay: { enabled: config.RELAY_ENABLED, batchSize: config.RELAY_BATCH_SIZE, backstopMs: config.RELAY_BACKSTOP_MS },
 });
 log.info({ namespace: names.namespace || '(default)', model: model.name, relay: config.RELAY_ENABLED }, 'orchestrator started');
-serveDiagnostics(nc, names, 'orchestrator', () => ({ pgQueries: db.queriesIssued(), cachedTasks: cache.size }));
+// The relay's lag, read when scraped: how far the log head is ahead of what was published.
+onScrape(async () => {
+  const s = await relayStatus(db.pool);
+  metrics.relayLeading.set(s.leading ? 1 : 0);
+  metrics.relayLagEvents.set(s.unpublished);
+  metrics.relayLagSeconds.set(s.oldestUnpublishedS ?? 0);
+});
+const ops = await startOps(config, { log, checks: { postgres: () => db.pool.query('select 1'), nats: async () => nc.isClosed() && Promise.reject(new Error('connection closed')) } });
+serveDiagnostics(nc, names, 'orchestrator', () => ({ pgQueries: db.queriesIssued(), cachedTasks: cache.size, opsPort: ops.port }));
 installShutdown(log, [
   { name: 'stop consuming and finish in-flight work', run: () => orchestrator.stop() },
   { name: 'drain NATS', run: () => nc.drain() },
   { name: 'close Postgres', run: () => db.close() },
+  { name: 'export the last spans and close the ops port', run: async () => { await tracing.shutdown(); await ops.close(); } },
 ]);

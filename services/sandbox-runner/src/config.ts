@@ -1,11 +1,12 @@
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { commonEnv, durationMs, loadConfig, modelEnv } from '@baton/runtime';
+import { commonEnv, opsEnv, durationMs, loadConfig, modelEnv } from '@baton/runtime';
 import { z } from 'zod';
 
 const schema = z.object({
   ...commonEnv,
+  ...opsEnv(9465),
   RUNNER_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(8),
   RUNNER_ID: z.string().min(1).optional(),
   WORKSPACE_ROOT: z.string().min(1).default(path.join(tmpdir(), 'baton-workspaces')),

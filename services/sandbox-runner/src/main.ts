@@ -5,7 +5,7 @@ import { busNames, connectNats, ensureTopology, serveDiagnostics } from '@baton/
 import { createDb } from '@baton/db';
 import { EventStore, keepActive, TaskCache } from '@baton/event-store';
 import { loadTeamConfig, saveTeamConfigs, readWorkspace } from '@baton/storage';
-import { configOrExit, createLogger, installCrashGuards, installShutdown, retryForever, topologyFromEnv } from '@baton/runtime';
+import { configOrExit, createLogger, installCrashGuards, installShutdown, retryForever, startOps, startTelemetry, topologyFromEnv } from '@baton/runtime';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { loadRunnerConfig } from './config.ts';
 import { startRunner } from './worker.ts';
@@ -15,6 +15,7 @@ const config = configOrExit(() => loadRunnerConfig(process.env)); // invalid: ev
 const log = createLogger('sandbox-runner', { level: config.LOG_LEVEL, pretty: config.LOG_PRETTY });
 // A rejection that only reports a lost connection is logged, not fatal (see installCrashGuards).
 installCrashGuards(log);
+const tracing = startTelemetry('sandbox-runner', process.env, log);
 // A bad team config stops start-up at once, naming every problem.
 const teams = loadTeamsOrExit(config.BATON_TEAMS_DIR, log);
 const db = createDb(config.DATABASE_URL, { max: config.PG_POOL_MAX, applicationName: 'baton-runner', countQueries: true, log });
@@ -61,12 +62,14 @@ const runner = await startRunner({
   topology: topologyFromEnv(config),
 });
 log.info({ runnerId, sandboxes: sandboxes.name }, 'sandbox-runner started');
-serveDiagnostics(nc, names, 'sandbox-runner', () => ({ pgQueries: db.queriesIssued(), cachedTasks: cache.size }));
+const ops = await startOps(config, { log, checks: { postgres: () => db.pool.query('select 1'), nats: async () => nc.isClosed() && Promise.reject(new Error('connection closed')) } });
+serveDiagnostics(nc, names, 'sandbox-runner', () => ({ pgQueries: db.queriesIssued(), cachedTasks: cache.size, opsPort: ops.port }));
 installShutdown(log, [
   { name: 'stop taking jobs and finish in-flight ones', run: () => runner.stop() },
   { name: 'stop the sandbox sweeper', run: async () => stopSweeper() },
   { name: 'drain NATS', run: () => nc.drain() },
   { name: 'close Postgres', run: () => db.close() },
+  { name: 'export the last spans and close the ops port', run: async () => { await tracing.shutdown(); await ops.close(); } },
 ]);
 
 /** Synchronous on purpose: the line must be on disk before the tool runs, even if we are killed right after. */

@@ -1,4 +1,5 @@
 import { agentStreamId, isFinal, isToolUse, type Command, type RecordedEvent, type TaskState } from '@baton/domain';
+import { inSpan, metrics } from '@baton/telemetry';
 import { builtinTeams, findAgent, outboxRequest, runAgentLoop, submitReviewTool, type AgentDefinition, type LoopHost, type ModelClient, type TeamCatalog, type TeamDefinition } from '@baton/agents';
 import { handleCommand, isConcurrencyError, loadTask, retryOnConflict, TaskWriter, type EventStore, type LoadedTask, type TaskLoader } from '@baton/event-store';
 import { acquireLease, releaseLease, renewLease, type CorpusHit, type StoredArtifact } from '@baton/storage';
@@ -126,144 +127,161 @@ export async function runSubagentJob(
     if (!claimed) return 'superseded';
     let sandbox: Sandbox;
     try {
-      sandbox = await d.sandboxes.open(sandboxSpec(d, def, taskId, agentId, attempt));
+      sandbox = await inSpan('baton.sandbox.open', { attributes: { 'baton.sandbox.provider': d.sandboxes.name, 'baton.task_id': taskId, 'gen_ai.agent.id': agentId, 'baton.attempt': attempt } }, () =>
+        d.sandboxes.open(sandboxSpec(d, def, taskId, agentId, attempt)),
+      );
     } catch (err) {
       if (err instanceof SandboxFencedError) return 'superseded';
       throw err;
     }
-    if ((claimed.writer.state.agents[agentId]?.turns ?? 0) === 0) await seedInputs(d, sandbox, claimed.writer.state, taskId);
-
-    const { writer } = claimed;
-    const events = claimed.events;
-    // What it may change: its config's file scope and, for a subtask of a plan, its locks.
-    const policy: WritePolicy = { scope: def.fileScope, locks: agent0.fileLocks };
-    const env: ToolEnv = {
-      sandbox,
-      testCommand: def.testCommand,
-      search: d.search,
-      signal,
-      policy,
-      // send_email: EmailRequested goes to the log now, before the tool result that says so (a
-      // crash between the two runs the call again, which records nothing new: its id is stable).
-      outbox: async (toolUseId, input) => {
-        const r = outboxRequest(writer.state, agentId, toolUseId, input);
-        if (!r.ok) return { content: r.error, isError: true };
-        const done = await handleCommand(d.store, taskId, r.command, { load });
-        d.committed?.(done.events);
-        return { content: r.result };
-      },
-    };
-    /** Task-stream commands (requests, completion) wait for the agent's own writes, then go through handleCommand. */
-    let onTaskStream: Command[] = [];
-    let changed = false;
-    /** After tools that can change files, the workspace is made durable (once) before anything describes it. */
-    const syncIfChanged = async (): Promise<void> => {
-      if (changed) await sandbox.sync();
-      changed = false;
-    };
-    let outcome = null as JobOutcome | null;
-    const stop = (o: JobOutcome): false => ((outcome = o), false);
-    let first = true;
-    /** The task as the last proceed read it (other agents' spending included). */
-    let latest: TaskState | null = null;
-
-    const host: LoopHost = {
-      agentId,
-      team,
-      def,
-      runsIn: 'runner',
-      model: d.model,
-      system: def.prompt,
-      prompt: agent0.prompt,
-      attempt,
-      actor: d.runnerId,
-      ...(signal ? { signal } : {}),
-      now: d.now,
-      state: () => writer.state,
-      events: () => events.concat(writer.pending),
-      pending: () => writer.pending,
-      record: (commands, metadata) => {
-        // The agent's own turns and results go to its stream now; the rest to the task stream at commit.
-        const own = (c: Command): boolean => c.type === 'RecordModelTurn' || c.type === 'RecordToolResults';
-        onTaskStream = onTaskStream.concat(commands.filter((c) => !own(c)));
-        if (commands.some(own)) writer.apply(commands.filter(own), metadata ? { metadata } : {});
-      },
-      commit: async () => {
-        await syncIfChanged();
-        try {
-          const own = await writer.flush();
-          events.push(...own);
-          d.committed?.(own);
-        } catch (err) {
-          if (!isConcurrencyError(err)) throw err;
-          d.log.warn({ taskId, agentId, attempt }, 'agent stream moved under us: a newer attempt took over');
-          return stop('superseded');
-        }
-        const commands = onTaskStream;
-        onTaskStream = [];
-        if (commands.length === 0) return true;
-        try {
-          const done = await handleCommand(d.store, taskId, (s) => {
-            const a = s.agents[agentId];
-            return a && a.attempt === attempt && (a.status === 'running' || a.status === 'paused') ? commands : null;
-          }, { load });
-          d.committed?.(done.events);
-          return done.events.length > 0 || stop('superseded');
-        } catch (err) {
-          const code = (err as { code?: string }).code;
-          if (code === 'stale_attempt') return stop('superseded');
-          if (code === 'task_final') return stop('cancelled');
-          throw err;
-        }
-      },
-      proceed: async () => {
-        heartbeat();
-        // The task as others see it: cancelled, or this attempt superseded, stops the job here.
-        const fresh = first ? writer.state : (await load(taskId)).state;
-        first = false;
-        latest = fresh;
-        const current = fresh.agents[agentId];
-        if (isFinal(fresh) || current?.status === 'cancelled') return stop('cancelled');
-        if (!current || current.attempt !== attempt || current.status !== 'running') return stop('superseded');
-        return true;
-      },
-      latest: () => latest ?? writer.state,
-      execute: async (call) => {
-        const violation = fileAccessViolation(policy, call.name, call.input);
-        if (violation) return { toolUseId: call.id, toolName: call.name, content: violation, isError: true };
-        d.audit?.({ taskId, agentId, toolUseId: call.id, tool: call.name, seenVersion: writer.committed.agents[agentId]?.streamVersion ?? 0 });
-        if (MUTATING_TOOLS.has(call.name)) changed = true;
-        return runTool({ type: 'tool_use', ...call }, def.tools, env);
-      },
-      plan: (call) => `${def.name} (${agentId}) wants to call ${call.name}.`,
-      finish: async ({ capped, finalText }) => {
-        const own = events.concat(writer.pending).filter((e) => e.streamId === agentStreamId(taskId, agentId));
-        const files = collectFiles(own);
-        await syncIfChanged();
-        const stored = await storeOutputs(d, sandbox, taskId, agentId, files, agent0.fileLocks !== null);
-        const summary = capped ? `stopped after reaching the iteration cap of ${def.maxTurns} turns. ${finalText}`.trim() : finalText;
-        const tests = writer.state.agents[agentId]?.tests; // its last test run's counts, as the fold keeps them
-        const review = agent0.role === 'review' ? lastReview(own, agentId, agent0.round) : null;
-        return [
-          ...stored.map((x): Command => ({ type: 'StoreArtifact', agentId, path: x.path, bytes: x.bytes, sha256: x.sha256, mediaType: x.mediaType })),
-          ...(review ? [review] : []),
-          { type: 'CompleteSubagent', agentId, attempt, summary, filesCreated: files.created, filesModified: files.modified, success: !capped, iterationCapReached: capped, ...(tests ? { tests } : {}) },
-        ];
-      },
-    };
-
+    // Open sandboxes and how long each stayed open for this job, by how it ended.
+    const provider = d.sandboxes.name;
+    const openedAt = performance.now();
+    let end = 'left'; // superseded or failed: the sandbox is left to the next attempt or the sweeper
+    metrics.sandboxesActive.inc({ provider });
     try {
-      const exit = await runAgentLoop(host);
-      outcome ??= exit === 'finished' ? 'completed' : exit === 'waiting' ? 'paused' : 'superseded';
-    } catch (err) {
-      if (err instanceof SandboxFencedError) return 'superseded';
-      throw err;
+      if ((claimed.writer.state.agents[agentId]?.turns ?? 0) === 0) await seedInputs(d, sandbox, claimed.writer.state, taskId);
+
+      const { writer } = claimed;
+      const events = claimed.events;
+      // What it may change: its config's file scope and, for a subtask of a plan, its locks.
+      const policy: WritePolicy = { scope: def.fileScope, locks: agent0.fileLocks };
+      const env: ToolEnv = {
+        sandbox,
+        testCommand: def.testCommand,
+        search: d.search,
+        signal,
+        policy,
+        // send_email: EmailRequested goes to the log now, before the tool result that says so (a
+        // crash between the two runs the call again, which records nothing new: its id is stable).
+        outbox: async (toolUseId, input) => {
+          const r = outboxRequest(writer.state, agentId, toolUseId, input);
+          if (!r.ok) return { content: r.error, isError: true };
+          const done = await handleCommand(d.store, taskId, r.command, { load });
+          d.committed?.(done.events);
+          return { content: r.result };
+        },
+      };
+      /** Task-stream commands (requests, completion) wait for the agent's own writes, then go through handleCommand. */
+      let onTaskStream: Command[] = [];
+      let changed = false;
+      /** After tools that can change files, the workspace is made durable (once) before anything describes it. */
+      const syncIfChanged = async (): Promise<void> => {
+        if (changed) await sandbox.sync();
+        changed = false;
+      };
+      let outcome = null as JobOutcome | null;
+      const stop = (o: JobOutcome): false => ((outcome = o), false);
+      let first = true;
+      /** The task as the last proceed read it (other agents' spending included). */
+      let latest: TaskState | null = null;
+
+      const host: LoopHost = {
+        agentId,
+        team,
+        def,
+        runsIn: 'runner',
+        model: d.model,
+        system: def.prompt,
+        prompt: agent0.prompt,
+        attempt,
+        actor: d.runnerId,
+        ...(signal ? { signal } : {}),
+        now: d.now,
+        state: () => writer.state,
+        events: () => events.concat(writer.pending),
+        pending: () => writer.pending,
+        record: (commands, metadata) => {
+          // The agent's own turns and results go to its stream now; the rest to the task stream at commit.
+          const own = (c: Command): boolean => c.type === 'RecordModelTurn' || c.type === 'RecordToolResults';
+          onTaskStream = onTaskStream.concat(commands.filter((c) => !own(c)));
+          if (commands.some(own)) writer.apply(commands.filter(own), metadata ? { metadata } : {});
+        },
+        commit: async () => {
+          await syncIfChanged();
+          try {
+            const own = await writer.flush();
+            events.push(...own);
+            d.committed?.(own);
+          } catch (err) {
+            if (!isConcurrencyError(err)) throw err;
+            d.log.warn({ taskId, agentId, attempt }, 'agent stream moved under us: a newer attempt took over');
+            return stop('superseded');
+          }
+          const commands = onTaskStream;
+          onTaskStream = [];
+          if (commands.length === 0) return true;
+          try {
+            const done = await handleCommand(d.store, taskId, (s) => {
+              const a = s.agents[agentId];
+              return a && a.attempt === attempt && (a.status === 'running' || a.status === 'paused') ? commands : null;
+            }, { load });
+            d.committed?.(done.events);
+            return done.events.length > 0 || stop('superseded');
+          } catch (err) {
+            const code = (err as { code?: string }).code;
+            if (code === 'stale_attempt') return stop('superseded');
+            if (code === 'task_final') return stop('cancelled');
+            throw err;
+          }
+        },
+        proceed: async () => {
+          heartbeat();
+          // The task as others see it: cancelled, or this attempt superseded, stops the job here.
+          const fresh = first ? writer.state : (await load(taskId)).state;
+          first = false;
+          latest = fresh;
+          const current = fresh.agents[agentId];
+          if (isFinal(fresh) || current?.status === 'cancelled') return stop('cancelled');
+          if (!current || current.attempt !== attempt || current.status !== 'running') return stop('superseded');
+          return true;
+        },
+        latest: () => latest ?? writer.state,
+        execute: async (call) => {
+          const violation = fileAccessViolation(policy, call.name, call.input);
+          if (violation) return { toolUseId: call.id, toolName: call.name, content: violation, isError: true };
+          d.audit?.({ taskId, agentId, toolUseId: call.id, tool: call.name, seenVersion: writer.committed.agents[agentId]?.streamVersion ?? 0 });
+          if (MUTATING_TOOLS.has(call.name)) changed = true;
+          return runTool({ type: 'tool_use', ...call }, def.tools, env);
+        },
+        plan: (call) => `${def.name} (${agentId}) wants to call ${call.name}.`,
+        finish: async ({ capped, finalText }) => {
+          const own = events.concat(writer.pending).filter((e) => e.streamId === agentStreamId(taskId, agentId));
+          const files = collectFiles(own);
+          await syncIfChanged();
+          const stored = await storeOutputs(d, sandbox, taskId, agentId, files, agent0.fileLocks !== null);
+          const summary = capped ? `stopped after reaching the iteration cap of ${def.maxTurns} turns. ${finalText}`.trim() : finalText;
+          const tests = writer.state.agents[agentId]?.tests; // its last test run's counts, as the fold keeps them
+          const review = agent0.role === 'review' ? lastReview(own, agentId, agent0.round) : null;
+          return [
+            ...stored.map((x): Command => ({ type: 'StoreArtifact', agentId, path: x.path, bytes: x.bytes, sha256: x.sha256, mediaType: x.mediaType })),
+            ...(review ? [review] : []),
+            { type: 'CompleteSubagent', agentId, attempt, summary, filesCreated: files.created, filesModified: files.modified, success: !capped, iterationCapReached: capped, ...(tests ? { tests } : {}) },
+          ];
+        },
+      };
+
+      try {
+        const exit = await runAgentLoop(host);
+        outcome ??= exit === 'finished' ? 'completed' : exit === 'waiting' ? 'paused' : 'superseded';
+      } catch (err) {
+        if (err instanceof SandboxFencedError) return 'superseded';
+        throw err;
+      }
+      // The sandbox follows the agent: paused (nothing held) while it waits for a person, gone once
+      // it is done or its task was cancelled; a superseded job leaves it to the newer attempt.
+      if (outcome === 'paused') {
+        await d.sandboxes.pause(sandbox);
+        end = 'paused';
+      } else if (outcome === 'completed' || outcome === 'cancelled') {
+        await d.sandboxes.kill(taskId, agentId);
+        end = 'killed';
+      }
+      return outcome;
+    } finally {
+      metrics.sandboxesActive.dec({ provider });
+      metrics.sandboxSeconds.observe({ provider, end }, (performance.now() - openedAt) / 1000);
     }
-    // The sandbox follows the agent: paused (nothing held) while it waits for a person, gone once
-    // it is done or its task was cancelled; a superseded job leaves it to the newer attempt.
-    if (outcome === 'paused') await d.sandboxes.pause(sandbox);
-    else if (outcome === 'completed' || outcome === 'cancelled') await d.sandboxes.kill(taskId, agentId);
-    return outcome;
   } catch (err) {
     lease?.failed(err);
     throw err;

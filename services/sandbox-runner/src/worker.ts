@@ -1,4 +1,5 @@
 import { deadLetterRecorder, publishWakeUps, RunnerJob, startConsumer, TopologyWatch, type BusNames, type RunningConsumer, type TopologyOptions } from '@baton/bus';
+import { metrics } from '@baton/telemetry';
 import { keyedSerial } from '@baton/runtime';
 import { handleCommand, loadTask } from '@baton/event-store';
 import { jetstreamManager, type JetStreamClient } from '@nats-io/jetstream';
@@ -71,7 +72,16 @@ export async function startRunner(d: RunnerWorkerDeps): Promise<RunningConsumer>
         d.log.info({ taskId: job.taskId }, 'sandboxes released');
         return;
       }
-      const outcome = await perAgent(`${job.taskId}/${job.agentId}`, () => runSubagentJob({ ...d, load, committed: (events) => publishWakeUps(d.nc ?? null, d.names, events) }, job.taskId, job.agentId, ctx.working, { signal: ctx.signal, causeEventId: job.causeEventId }));
+      const started = performance.now();
+      ctx.span.setAttributes({ 'gen_ai.agent.id': job.agentId, 'baton.cause_event_id': job.causeEventId });
+      let outcome: string = 'error';
+      try {
+        outcome = await perAgent(`${job.taskId}/${job.agentId}`, () => runSubagentJob({ ...d, load, committed: (events) => publishWakeUps(d.nc ?? null, d.names, events) }, job.taskId, job.agentId, ctx.working, { signal: ctx.signal, causeEventId: job.causeEventId }));
+      } finally {
+        metrics.jobs.inc({ kind: job.kind, outcome });
+        metrics.jobSeconds.observe({ kind: job.kind }, (performance.now() - started) / 1000);
+      }
+      ctx.span.setAttribute('baton.job.outcome', outcome);
       d.log.info({ taskId: job.taskId, agentId: job.agentId, outcome, delivery: ctx.deliveryCount }, 'job done');
     },
   });

@@ -41,10 +41,10 @@ export const chatRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
   const r = app.withTypeProvider<ZodTypeProvider>();
   const model: StreamingModel = d.chatModel ?? new OfflineChatModel();
   const maxTokens = d.chatMaxTokens ?? DEFAULT_CHAT_MAX_TOKENS;
-  const replies = d.metrics.counter('baton_chat_replies_total', 'Chat replies by outcome (recorded, failed, unrecorded)');
+  const replies = (labels: { outcome: 'recorded' | 'failed' | 'unrecorded' }): void => d.metrics.chatReplies.inc(labels);
   /** Replies being written (and when each is done): at shutdown each is abandoned and recorded as failed, so closing waits for no model. */
   const inFlight = new Map<AbortController, Promise<void>>();
-  d.metrics.gauge('baton_chat_streams', 'Chat replies being streamed', () => inFlight.size);
+  d.metrics.onScrape(() => d.metrics.chatStreams.set(inFlight.size));
   app.addHook('preClose', async () => {
     for (const c of inFlight.keys()) c.abort(new Error('the gateway is shutting down'));
     // Their responses end before the server closes (an open one would hold it until keep-alive times out).

@@ -26,8 +26,8 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
   const r = app.withTypeProvider<ZodTypeProvider>();
   const streams = new Set<{ tenant: string; end: (reason: string) => void }>();
   const { ssePerTenant, sseConnections } = d.limits;
-  d.metrics.gauge('baton_sse_connections', 'Open SSE streams', () => streams.size);
-  const hiddenReads = d.metrics.counter('baton_sse_hidden_reads_total', 'SSE reads that found committed rows still hidden by the xmin horizon (an older transaction open): the stream looks again soon');
+  d.metrics.onScrape(() => d.metrics.sseConnections.set(streams.size));
+  const hiddenReads = (): void => d.metrics.sseHiddenReads.inc();
 
   // End every SSE stream before the server closes, so clients reconnect elsewhere at once.
   app.addHook('preClose', async () => {

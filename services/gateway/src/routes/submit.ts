@@ -5,7 +5,6 @@ import { isConcurrencyError, loadTask, TaskWriter } from '@baton/event-store';
 import type { FastifyRequest } from 'fastify';
 import { tenantDefault, type GatewayDeps } from '../deps.ts';
 import { HttpError } from '../errors.ts';
-import type { Metrics } from '../metrics.ts';
 import type { SubmitTaskBody } from './schemas.ts';
 
 /**
@@ -18,13 +17,6 @@ export type TaskSubmission = Omit<SubmitTaskBody, 'workspace'>;
 
 /** A budget as the log records it (a measure not named has no limit); none given: null. */
 const budgetFor = (b: { usd?: number | undefined; tokens?: number | undefined } | undefined): Budget | null => (b ? { usd: b.usd ?? null, tokens: b.tokens ?? null } : null);
-
-const submittedCounters = new WeakMap<Metrics, () => void>();
-const submittedCounter = (m: Metrics): (() => void) => {
-  let c = submittedCounters.get(m);
-  if (!c) submittedCounters.set(m, (c = m.counter('baton_tasks_submitted_total', 'Tasks accepted by the API')));
-  return c;
-};
 
 /** The checks of a submission beyond its schema: a configured team, a webhook URL that can be delivered to (400 naming the field). */
 export function checkSubmission(d: GatewayDeps, body: Pick<TaskSubmission, 'team' | 'webhook'>): void {
@@ -92,7 +84,7 @@ export async function submitTask(d: GatewayDeps, req: FastifyRequest, body: Task
     const writer = new TaskWriter(d.store, taskId, initialState(), { now: d.now });
     writer.apply(command, { metadata: { actor: req.actor, ...o.eventMetadata }, ...(o.repeatable ? { eventIds: [uuidV5(`${taskId}:submitted`)] } : {}) });
     publishWakeUps(d.nats(), d.names, await writer.flush());
-    submittedCounter(d.metrics)();
+    d.metrics.tasksSubmitted.inc({ team: body.team });
     return { state: writer.state, replayed: false };
   } catch (err) {
     // Two requests raced: the other one created it.

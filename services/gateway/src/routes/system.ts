@@ -1,5 +1,6 @@
 import { inspectTopology, relayStatus, topologyProblems } from '@baton/bus';
-import { countStuckTasks } from '@baton/event-store';
+import { REQUEST_KINDS, TASK_STATUSES } from '@baton/domain';
+import { taskFigures } from '@baton/event-store';
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { FastifyInstance } from 'fastify';
 import type { GatewayDeps } from '../deps.ts';
@@ -46,13 +47,20 @@ export const systemRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => 
     return reply.status(ok ? 200 : 503).send({ status: ok ? (degraded ? 'degraded' : 'ready') : 'not_ready', checks: { ...checks, ...info } });
   });
 
-  // Stuck tasks: counted when scraped (one indexed query), so the gauge needs no timer.
-  let stuck = 0;
-  d.metrics.gauge('baton_stuck_tasks', 'Tasks with work no person holds, no transition for STUCK_AFTER_MS and no live agent lease', () => stuck);
-  app.get('/metrics', { schema: { hide: true } }, async (_req, reply) => {
-    stuck = await countStuckTasks(d.kysely, d.limits.stuckAfterMs).catch(() => stuck);
-    return reply.type('text/plain; version=0.0.4').send(d.metrics.render());
+  // Tasks by status, parked tasks, open requests and stuck tasks: read from the tasks read model
+  // when scraped (one statement), so the gauges need no timer. Postgres away: they keep their last values.
+  d.metrics.onScrape(async () => {
+    const f = await taskFigures(d.kysely, d.limits.stuckAfterMs).catch(() => null);
+    if (!f) return;
+    for (const status of TASK_STATUSES) d.metrics.tasks.set({ status }, f.byStatus[status] ?? 0);
+    d.metrics.parkedTasks.set(f.byStatus.awaiting_input ?? 0);
+    for (const kind of REQUEST_KINDS) {
+      d.metrics.openRequests.set({ kind }, f.openRequests[kind]?.count ?? 0);
+      d.metrics.openRequestOldestSeconds.set({ kind }, f.openRequests[kind]?.oldestS ?? 0);
+    }
+    d.metrics.stuckTasks.set(f.stuck);
   });
+  app.get('/metrics', { schema: { hide: true } }, async (_req, reply) => reply.type(d.metrics.registry.contentType).send(await d.metrics.render()));
 
   app.get('/v1/teams', { schema: { tags: ['teams'], summary: 'Configured teams and their agents' } }, async () => ({
     items: Object.values(d.teams).map((t) => ({
