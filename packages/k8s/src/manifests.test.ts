@@ -179,6 +179,34 @@ describe('the deployment matches the services', () => {
     expect(routes).toContain("app.get('/readyz'");
   });
 
+  test.each(OVERLAYS)('%s: the workers are probed on their ops port (the OPS_PORT their config defaults to, on every interface), and every pod asks Prometheus to scrape its /metrics', (overlay) => {
+    const rs = rendered[overlay];
+    for (const name of ['orchestrator', 'sandbox-runner', 'notifier'] as const) {
+      const configTs = readFileSync(path.join(ROOT, `services/${name}/src/config.ts`), 'utf8');
+      const defaultPort = Number(/opsEnv\((\d+)\)/.exec(configTs)?.[1]);
+      expect(defaultPort, `${name}: opsEnv(<port>) in config.ts`).toBeGreaterThan(0);
+      const [c] = podSpecOf(find(rs, 'Deployment', name)).containers;
+      expect(c.ports, name).toEqual([{ name: 'ops', containerPort: defaultPort }]);
+      expect(c.env).toContainEqual({ name: 'OPS_PORT', value: String(defaultPort) });
+      expect(c.env).toContainEqual({ name: 'OPS_HOST', value: '0.0.0.0' });
+      expect(c.startupProbe.httpGet).toEqual({ path: '/healthz', port: 'ops' });
+      expect(c.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'ops' });
+      expect(c.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'ops' });
+      expect(c.startupProbe.periodSeconds * c.startupProbe.failureThreshold, `${name}: time to first reach Postgres and NATS`).toBeGreaterThanOrEqual(300);
+    }
+    for (const name of SERVICES) {
+      const d = find(rs, 'Deployment', name);
+      const [c] = podSpecOf(d).containers;
+      const annotations = d.spec.template.metadata.annotations ?? {};
+      expect(annotations['prometheus.io/scrape'], name).toBe('true');
+      expect(annotations['prometheus.io/path'], name).toBe('/metrics');
+      expect(c.ports.map((p: Any) => String(p.containerPort)), name).toContain(annotations['prometheus.io/port']);
+    }
+    const ops = readFileSync(path.join(ROOT, 'packages/telemetry/src/ops-server.ts'), 'utf8');
+    for (const p of ["'/healthz'", "'/readyz'", "'/metrics'"]) expect(ops).toContain(p);
+    expect(readFileSync(path.join(ROOT, 'services/gateway/src/routes/system.ts'), 'utf8')).toContain("'/metrics'");
+  });
+
   test.each(OVERLAYS)('%s: each grace period outlasts the service\'s shutdown (its steps x the 20 s bound each, plus preStop)', (overlay) => {
     const bound = Number(/timeoutMs = ([\d_]+)\)/.exec(readFileSync(path.join(ROOT, 'packages/runtime/src/shutdown.ts'), 'utf8'))![1]!.replaceAll('_', '')) / 1000;
     expect(bound).toBe(20);
