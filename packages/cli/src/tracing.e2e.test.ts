@@ -82,6 +82,12 @@ describe('traces across the bus and metrics from every service', () => {
     const has = (pred: (s: ReceivedSpan) => boolean) => inTrace().some(pred);
     await waitFor(() => has((s) => s.service === 'baton-notifier' && s.name === 'POST' && s.kind === KIND.client), { timeoutMs: 30_000, what: 'the webhook delivery span to be exported' });
     await waitFor(() => SERVICES.every((svc) => has((s) => s.service === `baton-${svc}`)), { timeoutMs: 30_000, what: 'spans of all four services in the task trace' });
+    // A span is exported when it ends, a parent after its children: wait until every parent is in.
+    const orphansOf = (spans: ReceivedSpan[]) => {
+      const ids = new Set(spans.map((s) => s.spanId));
+      return spans.filter((s) => s.parentSpanId && !ids.has(s.parentSpanId)).map((s) => `${s.service} ${s.name}`);
+    };
+    await waitFor(() => orphansOf(inTrace()).length === 0, { timeoutMs: 30_000, what: 'the parent of every span in the trace to be exported (a hop without a traceparent leaves an orphan)' }).catch(() => undefined);
 
     const spans = inTrace();
     const byId = new Map(spans.map((s) => [s.spanId, s]));
@@ -89,8 +95,7 @@ describe('traces across the bus and metrics from every service', () => {
     const roots = spans.filter((s) => !s.parentSpanId);
     expect(roots.map((s) => `${s.service} ${s.name}`)).toEqual(['baton-gateway POST /v1/tasks']);
     // Every other span's parent is in the same trace (nothing orphaned by a hop without headers).
-    const orphans = spans.filter((s) => s.parentSpanId && !byId.has(s.parentSpanId)).map((s) => `${s.service} ${s.name}`);
-    expect(orphans).toEqual([]);
+    expect(orphansOf(spans)).toEqual([]);
 
     // Appends, relay/fast-path publishes and consumer spans that continue them across NATS.
     expect(has((s) => s.name === 'baton.append' && s.service === 'baton-gateway')).toBe(true);
