@@ -64,6 +64,29 @@ describe('the watchdog', () => {
     }
   });
 
+  stackTest('a re-dispatched job continues the task\'s trace: it carries the traceparent of the event it comes from', async ({ pg, nats }) => {
+    const f = { pg, nats };
+    const traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+    const id = await dispatchedTask(f.pg.store, 'researcher', 'Research the topic', { metadata: { traceparent } });
+    const { names, orch } = await orchestrator(f);
+    try {
+      await waitFor(async () => (await jobsFor(f, names, 'researcher-1')) >= 2, { timeoutMs: 15_000, what: 'the watchdog to re-dispatch the agent' });
+      const jsm = await jetstreamManager(f.nats.nc);
+      const subject = names.jobSubject('run', id, 'researcher-1');
+      const info = await jsm.streams.info(names.jobsStream);
+      const sent: { id: string; traceparent: string | undefined }[] = [];
+      for (let seq = info.state.first_seq; seq <= info.state.last_seq; seq++) {
+        const m = await jsm.streams.getMessage(names.jobsStream, { seq }).catch(() => null);
+        if (m?.subject === subject) sent.push({ id: m.header.get('Nats-Msg-Id'), traceparent: m.header.get('traceparent') || undefined });
+      }
+      const redispatches = sent.filter((m) => !m.id.startsWith('job-')); // the heal's or the watchdog's, beside the dispatch's own
+      expect(redispatches.length, JSON.stringify(sent)).toBeGreaterThanOrEqual(1);
+      for (const m of redispatches) expect(m.traceparent).toBe(traceparent);
+    } finally {
+      await orch.stop();
+    }
+  });
+
   stackTest('the bus loses its streams: they are re-created and the unfinished task gets its job again, from the log', async ({ pg, nats }) => {
     const f = { pg, nats };
     const id = await dispatchedTask(f.pg.store);

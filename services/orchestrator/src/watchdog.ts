@@ -3,6 +3,7 @@ import { BatchPublisher, encodeEvent, type BusNames, type OutMessage, type Relay
 import { activeAgents, hasMachineWork, isFinal, leadNeedsTurn, type Command, type TaskState } from '@baton/domain';
 import { handleCommand, type EventStore, type TaskLoader } from '@baton/event-store';
 import type { Logger } from '@baton/runtime';
+import { carrierFrom } from '@baton/telemetry';
 import { dropLeases, leasesOfTask, noteRedispatch, recordedStreams, recordStream, unfinishedTasks, watchCandidates, WATCHDOG_HOLDER, type Lease } from '@baton/storage';
 import type { JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -256,14 +257,16 @@ export class Watchdog {
       if (!last) return { messages: [], redispatched: [] };
       const out: OutMessage[] = [];
       const redispatched: Redispatch[] = [];
+      // A wake-up continues the task's trace from its last event (a watchdog span of its own would cut it).
+      const trace = carrierFrom(last.metadata);
       if (a.trigger && hasMachineWork(state)) {
-        out.push({ subject: this.d.names.triggerSubject(taskId, 'Watchdog'), data: encodeEvent(last), msgId: `${tag}-${taskId}-lead-${state.version}` });
+        out.push({ subject: this.d.names.triggerSubject(taskId, 'Watchdog'), data: encodeEvent(last), msgId: `${tag}-${taskId}-lead-${state.version}`, trace });
       }
       for (const agentId of a.redispatch) {
         const agent = state.agents[agentId];
         redispatched.push({ taskId, agentId, attempt: agent?.attempt ?? 0 });
         const job: RunnerJob = { kind: 'run', taskId, agentId, causeEventId: last.id };
-        out.push({ subject: this.d.names.jobSubject('run', taskId, agentId), data: JSON.stringify(job), msgId: `${tag}-${taskId}-${agentId}-${agent?.attempt ?? 0}` });
+        out.push({ subject: this.d.names.jobSubject('run', taskId, agentId), data: JSON.stringify(job), msgId: `${tag}-${taskId}-${agentId}-${agent?.attempt ?? 0}`, trace });
         this.redispatched++;
       }
       if (out.length > 0) this.d.log.warn({ taskId, lead: a.trigger, agents: a.redispatch, tag }, 'watchdog: waking a task that made no progress');
