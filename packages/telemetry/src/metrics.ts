@@ -3,9 +3,9 @@ import client from 'prom-client';
 /**
  * Every Prometheus series Baton exports, defined once, on one registry per process. A service
  * exposes the registry at GET /metrics (the gateway on its HTTP port, the others on their ops
- * port); each series carries the `service` label. Gauges computed from the database (tasks by
- * status, open requests, stuck tasks) are the gateway's: it is the one every deployment runs
- * and scrapes, and the figures are the same from any replica.
+ * port); Prometheus tells the services apart by their scrape target (`job`, `instance`). Gauges
+ * computed from the database (tasks by status, open requests, stuck tasks) are the gateway's: it
+ * is the one every deployment runs and scrapes, and the figures are the same from any replica.
  */
 export const registry = new client.Registry();
 
@@ -92,21 +92,21 @@ export const metrics = {
 export function createGatewayMetrics() {
   const r = new client.Registry();
   const series = {
-  // Tasks (gateway; from the tasks read model at scrape time).
-  tasks: new client.Gauge({ name: 'baton_tasks', help: 'Tasks by status', labelNames: ['status'] as const, registers: [r] }),
-  parkedTasks: new client.Gauge({ name: 'baton_parked_tasks', help: 'Tasks waiting for a person (approval, answer or budget), holding no compute', registers: [r] }),
-  openRequests: new client.Gauge({ name: 'baton_open_requests', help: 'Requests waiting for a person, by kind', labelNames: ['kind'] as const, registers: [r] }),
-  openRequestOldestSeconds: new client.Gauge({ name: 'baton_open_request_oldest_age_seconds', help: 'Age of the oldest request waiting for a person, by kind (0: none)', labelNames: ['kind'] as const, registers: [r] }),
-  stuckTasks: new client.Gauge({ name: 'baton_stuck_tasks', help: 'Tasks with work no person holds, no transition for STUCK_AFTER_MS and no live agent lease', registers: [r] }),
+    // Tasks (gateway; from the tasks read model at scrape time).
+    tasks: new client.Gauge({ name: 'baton_tasks', help: 'Tasks by status', labelNames: ['status'] as const, registers: [r] }),
+    parkedTasks: new client.Gauge({ name: 'baton_parked_tasks', help: 'Tasks waiting for a person (approval, answer or budget), holding no compute', registers: [r] }),
+    openRequests: new client.Gauge({ name: 'baton_open_requests', help: 'Requests waiting for a person, by kind', labelNames: ['kind'] as const, registers: [r] }),
+    openRequestOldestSeconds: new client.Gauge({ name: 'baton_open_request_oldest_age_seconds', help: 'Age of the oldest request waiting for a person, by kind (0: none)', labelNames: ['kind'] as const, registers: [r] }),
+    stuckTasks: new client.Gauge({ name: 'baton_stuck_tasks', help: 'Tasks with work no person holds, no transition for STUCK_AFTER_MS and no live agent lease', registers: [r] }),
 
-  // Gateway HTTP.
-  httpRequests: new client.Counter({ name: 'baton_http_requests_total', help: 'HTTP requests, by method, route and status code', labelNames: ['method', 'route', 'status'] as const, registers: [r] }),
-  httpSeconds: new client.Histogram({ name: 'baton_http_request_duration_seconds', help: 'HTTP request duration, by method and route', labelNames: ['method', 'route'] as const, buckets: seconds, registers: [r] }),
-  sseConnections: new client.Gauge({ name: 'baton_sse_connections', help: 'Open SSE streams on this gateway', registers: [r] }),
-  chatReplies: new client.Counter({ name: 'baton_chat_replies_total', help: 'Chat replies by outcome (recorded, failed, unrecorded)', labelNames: ['outcome'] as const, registers: [r] }),
-  chatStreams: new client.Gauge({ name: 'baton_chat_streams', help: 'Chat replies being streamed', registers: [r] }),
-  tasksSubmitted: new client.Counter({ name: 'baton_tasks_submitted_total', help: 'Tasks submitted, by team', labelNames: ['team'] as const, registers: [r] }),
-  sseHiddenReads: new client.Counter({ name: 'baton_sse_hidden_reads_total', help: 'SSE reads that found events still hidden by the commit horizon (looked again within milliseconds)', registers: [r] }),
+    // Gateway HTTP.
+    httpRequests: new client.Counter({ name: 'baton_http_requests_total', help: 'HTTP requests, by method, route and status code', labelNames: ['method', 'route', 'status'] as const, registers: [r] }),
+    httpSeconds: new client.Histogram({ name: 'baton_http_request_duration_seconds', help: 'HTTP request duration, by method and route', labelNames: ['method', 'route'] as const, buckets: seconds, registers: [r] }),
+    sseConnections: new client.Gauge({ name: 'baton_sse_connections', help: 'Open SSE streams on this gateway', registers: [r] }),
+    chatReplies: new client.Counter({ name: 'baton_chat_replies_total', help: 'Chat replies by outcome (recorded, failed, unrecorded)', labelNames: ['outcome'] as const, registers: [r] }),
+    chatStreams: new client.Gauge({ name: 'baton_chat_streams', help: 'Chat replies being streamed', registers: [r] }),
+    tasksSubmitted: new client.Counter({ name: 'baton_tasks_submitted_total', help: 'Tasks submitted, by team', labelNames: ['team'] as const, registers: [r] }),
+    sseHiddenReads: new client.Counter({ name: 'baton_sse_hidden_reads_total', help: 'SSE reads that found events still hidden by the commit horizon (looked again within milliseconds)', registers: [r] }),
   };
   const own = new Set<() => Promise<void> | void>();
   return {
