@@ -1,14 +1,23 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { TaskView } from '@baton/api';
 import { busNames, connectNats, requestDiagnostics } from '@baton/bus';
 import { silentLogger } from '@baton/runtime';
 import { otlpReceiver, waitFor, type OtlpReceiver, type ReceivedSpan } from '@baton/testing';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { parse, stringify } from 'yaml';
 import { startE2eStack, type E2eStack } from './e2e-stack.ts';
+import { freePort } from './procs.ts';
 
 const SERVICES = ['gateway', 'orchestrator', 'sandbox-runner', 'notifier'] as const;
+const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
+const hasPrometheus = spawnSync('prometheus', ['--version'], { stdio: 'ignore' }).status === 0;
 const KIND = { internal: 1, server: 2, client: 3, producer: 4, consumer: 5 } as const;
 
 /**
@@ -174,5 +183,49 @@ describe('traces across the bus and metrics from every service', () => {
     const n = await text(`${notifier}/metrics`);
     expect(n).toMatch(/^baton_deliveries_total\{channel="webhook",outcome="delivered"\} [1-9]/m);
     expect((await fetch(`${notifier}/nothing`)).status).toBe(404);
+  });
+  // The compose stack's Prometheus config and Grafana dashboard against a real Prometheus (Debian's;
+  // .ci/run installs it): each job scrapes its service, and every query on the dashboard evaluates.
+  test.skipIf(!hasPrometheus)('Prometheus, with the compose stack\'s jobs pointed at these processes, scrapes all four, and every dashboard query evaluates (the core panels with data)', async () => {
+    const names = busNames(stack.namespace);
+    const port = async (svc: string): Promise<number> => (await requestDiagnostics(nc, names, svc)).opsPort as number;
+    const ports: Record<string, number> = { gateway: Number(new URL(stack.url).port), orchestrator: await port('orchestrator'), 'sandbox-runner': await port('sandbox-runner'), notifier: await port('notifier') };
+    const config = parse(readFileSync(path.join(ROOT, 'infra/observability/prometheus.yml'), 'utf8')) as { global: Record<string, string>; scrape_configs: { job_name: string; dns_sd_configs?: unknown }[] };
+    expect(config.scrape_configs.map((j) => j.job_name).sort()).toEqual([...SERVICES].sort());
+    // Docker's DNS names become this test's loopback ports; everything else is the file's.
+    config.global = { ...config.global, scrape_interval: '1s', evaluation_interval: '1s' };
+    for (const job of config.scrape_configs) {
+      delete job.dns_sd_configs;
+      Object.assign(job, { static_configs: [{ targets: [`127.0.0.1:${ports[job.job_name]}`] }] });
+    }
+    const dir = mkdtempSync(path.join(tmpdir(), 'baton-prometheus-'));
+    writeFileSync(path.join(dir, 'prometheus.yml'), stringify(config));
+    const webPort = await freePort();
+    const prometheus: ChildProcess = spawn('prometheus', [`--config.file=${path.join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${path.join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${webPort}`], { stdio: 'ignore' });
+    try {
+      const api = async <T>(p: string): Promise<{ status: string; data: T; error?: string }> => (await fetch(`http://127.0.0.1:${webPort}/api/v1/${p}`)).json() as Promise<{ status: string; data: T; error?: string }>;
+      const query = (expr: string) => api<{ result: unknown[] }>(`query?query=${encodeURIComponent(expr.replaceAll('$__rate_interval', '1m'))}`);
+      type Target = { labels: { job: string }; health: string; lastError: string };
+      await waitFor(async () => (await api<{ activeTargets: Target[] }>('targets').catch(() => null))?.data.activeTargets.filter((t) => t.health === 'up').length === 4, { what: 'Prometheus scraping the four services', timeoutMs: 30_000 });
+      // Two scrapes of every target, so rate() has points to work with.
+      await waitFor(async () => ((await query('count(count_over_time(process_cpu_seconds_total[1m]) >= 3)').catch(() => null))?.data.result as { value: [number, string] }[] | undefined)?.[0]?.value[1] === '4', { what: 'three samples from each target', timeoutMs: 30_000 });
+
+      const dashboard = JSON.parse(readFileSync(path.join(ROOT, 'infra/observability/grafana/dashboards/baton.json'), 'utf8')) as { panels: { type: string; title: string; targets?: { expr: string }[] }[] };
+      const withData = new Set<string>();
+      for (const panel of dashboard.panels.filter((p) => p.type !== 'row')) {
+        for (const { expr } of panel.targets ?? []) {
+          const r = await query(expr);
+          expect(r.error ?? r.status, `${panel.title}: ${expr}`).toBe('success');
+          if (r.data.result.length > 0) withData.add(panel.title);
+        }
+      }
+      // A research run with a webhook touches all of these (chat and mail stay empty, and cost: the offline model is free).
+      const core = ['Tasks by status', 'Parked and stuck', 'Open requests', 'Step latency', 'Model turns', 'Model call latency', 'Tool calls', 'Tokens', 'Relay lag', 'Appends', 'Relay', 'Consumer pending', 'Messages handled', 'Sandboxes open', 'Sandbox lifetimes', 'Runner jobs', 'Deliveries', 'Requests', 'CPU', 'Memory', 'Event-loop lag'];
+      expect(core.filter((t) => !withData.has(t))).toEqual([]);
+    } finally {
+      prometheus.kill('SIGTERM');
+      await new Promise((r) => (prometheus.exitCode !== null ? r(null) : prometheus.once('exit', r)));
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

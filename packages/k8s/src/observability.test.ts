@@ -183,6 +183,14 @@ describe('the Grafana dashboard', () => {
   });
 });
 
+// promtool (Debian's prometheus package; .ci/run installs it) checks the config as Prometheus would load it.
+const hasPromtool = spawnSync('promtool', ['--version'], { stdio: 'ignore' }).status === 0;
+test.skipIf(!hasPromtool)('promtool: infra/observability/prometheus.yml is a valid Prometheus config', () => {
+  const r = spawnSync('promtool', ['check', 'config', path.join(OBS, 'prometheus.yml')], { encoding: 'utf8' });
+  expect(r.stdout + r.stderr).toContain('SUCCESS');
+  expect(r.status).toBe(0);
+});
+
 // docker-compose validates the whole file offline (profiles, merges, interpolation); .ci/run installs it.
 const composeCli = ['docker-compose', 'docker'].find((c) => spawnSync(c, c === 'docker' ? ['compose', 'version'] : ['version'], { stdio: 'ignore' }).status === 0);
 describe.skipIf(!composeCli)(`${composeCli ?? 'docker-compose (not installed)'}: config`, () => {
