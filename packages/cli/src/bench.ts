@@ -15,6 +15,8 @@ import { dropDatabase, freePort, freshDatabase, waitReady } from './procs.ts';
 import pg from 'pg';
 import { fmt, summarize } from './stats.ts';
 import { formatBreakdown, measureSteps, waitForDiagnostics } from './breakdown.ts';
+import { otlpReceiver, type OtlpReceiver } from '@baton/telemetry';
+import { approvalHops, formatHops, type Approval } from './hops.ts';
 
 /**
  * docs/benchmarks.md, measured against the four services running as separate processes
@@ -31,6 +33,8 @@ export interface BenchOptions {
   rounds: number;
   out: string;
   only?: string[];
+  /** Trace the services (OTLP/JSON to a receiver in this process) and break M2 down by hop. */
+  hops?: boolean;
 }
 
 type Line = { metric: string; round: number; unit: string; n: number; p50: number; p99: number; max: number; value?: number; note?: string };
@@ -55,6 +59,9 @@ export async function runBench(o: BenchOptions): Promise<Line[]> {
     await prepareDatabase(dbUrl, () => {});
     const port = await freePort();
     const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: dbUrl, NATS_URL: o.natsUrl, BATON_NAMESPACE: `bench${randomUUID().slice(0, 6)}`, PORT: String(port), LOG_LEVEL: 'warn', PG_POOL_MAX: '20', RATE_LIMIT_WRITES_PER_S: '0', OPS_PORT: '0' }; // the bench measures the runtime, not the write limit
+    // --hops: every service traces to a receiver here (tracing's own cost is in every figure then).
+    const receiver: OtlpReceiver | null = o.hops ? await otlpReceiver() : null;
+    if (receiver) Object.assign(env, { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_BSP_SCHEDULE_DELAY: '200', OTEL_BSP_MAX_QUEUE_SIZE: '100000' });
     // e.g. BENCH_SERVICE_NODE_OPTIONS="--cpu-prof --cpu-prof-dir=/tmp/prof" profiles the services (not the client).
     // --expose-gc lets M4 collect garbage before reading each service's heap (what is retained).
     env.NODE_OPTIONS = process.env.BENCH_SERVICE_NODE_OPTIONS ?? '--expose-gc';
@@ -68,26 +75,37 @@ export async function runBench(o: BenchOptions): Promise<Line[]> {
       // /readyz is the gateway's; the other services may still be starting (the runner indexes its corpus).
       await waitForDiagnostics(nc, names);
       // Each metric that runs bench steps also says where a step's CPU, statements and messages went.
-      const measured = async (metric: string, round: number, steps: number, work: () => Promise<Line>): Promise<void> => {
+      const measured = async (metric: string, round: number, steps: number, work: () => Promise<Line>, unit = 'step'): Promise<void> => {
         const { result, breakdown } = await measureSteps(nc, names, steps, work);
         print(result);
         const cpu = [...breakdown.services, ...breakdown.servers].reduce((a, x) => a + x.cpuMs, 0);
-        print({ metric: `${metric}cpu`, round, unit: 'ms cpu/step', n: steps, p50: cpu, p99: cpu, max: cpu, value: cpu, note: formatBreakdown(breakdown) });
+        print({ metric: `${metric}cpu`, round, unit: `ms cpu/${unit}`, n: steps, p50: cpu, p99: cpu, max: cpu, value: cpu, note: formatBreakdown(breakdown, unit) });
       };
       try {
         for (let round = 1; round <= o.rounds; round++) {
           if (want('M1')) await measured('M1', round, o.m1Runs * 10, () => benchM1(api, o.m1Runs, round));
-          if (want('M2')) print(await benchM2(api, o.m2Runs, round));
+          if (want('M2')) {
+            const approvals: Approval[] = [];
+            print(await benchM2(api, o.m2Runs, round, approvals));
+            if (receiver) print(await m2Hops(receiver, approvals, round));
+          }
           if (want('M3')) await measured('M3', round, o.m3Runs * 10, () => benchM3(api, o.m3Runs, round));
           if (want('R1')) print(await benchR1(api, 20, round));
           if (want('E1')) print(await benchE1(api, 10, round));
         }
-        if (want('M4')) for (let round = 1; round <= o.rounds; round++) for (const l of await benchM4(api, nc, names, o.m4Runs, o.m4IdleSeconds, round)) print(l);
+        if (want('M4')) {
+          for (let round = 1; round <= o.rounds; round++) {
+            const { lines: m4, ids } = await benchM4(api, nc, names, o.m4Runs, o.m4IdleSeconds, round);
+            for (const l of m4) print(l);
+            await measured('M4b', round, ids.length, () => benchM4b(api, ids, round), 'resumed run');
+          }
+        }
       } finally {
         await nc.close();
       }
     } finally {
       await services.stop('SIGTERM');
+      await receiver?.close();
     }
   }
   await mkdir(path.dirname(o.out), { recursive: true });
@@ -126,7 +144,7 @@ const hrNow = (): number => performance.timeOrigin + performance.now();
  * M2: bench-team runs with plan approval; the lead parks at turn 3 (bench_gate). The client
  * approves as soon as SSE shows the request; the sample is approve-sent → turn 4's start.
  */
-async function benchM2(api: BatonClient, runs: number, round: number): Promise<Line> {
+async function benchM2(api: BatonClient, runs: number, round: number, approvals: Approval[]): Promise<Line> {
   const samples: number[] = [];
   for (let i = 0; i < runs; i++) {
     const task = await api.request<{ id: string }>('POST', '/v1/tasks', { prompt: 'bench', team: 'bench', requirePlanApproval: true });
@@ -135,6 +153,7 @@ async function benchM2(api: BatonClient, runs: number, round: number): Promise<L
     await api.follow(task.id, (e) => {
       if (e.type === 'ApprovalRequested') {
         sentAt = hrNow();
+        approvals.push({ taskId: task.id, sentAtMs: sentAt });
         approving = api.request('POST', `/v1/tasks/${task.id}/approvals/${String(e.data.requestId)}`, { decision: 'approve' });
       }
       if (e.type === 'ModelTurnRecorded' && e.data.turn === 4) samples.push((e.metadata.startedAtMs as number) - sentAt);
@@ -146,11 +165,28 @@ async function benchM2(api: BatonClient, runs: number, round: number): Promise<L
 }
 
 /**
+ * M2 by hop, from the services' spans of each approval (the run traced end to end): the median
+ * of each hop over the round's approvals. Waits for the spans of the last approval to arrive.
+ */
+async function m2Hops(receiver: OtlpReceiver, approvals: Approval[], round: number): Promise<Line> {
+  const last = approvals.at(-1);
+  const deadline = Date.now() + 30_000;
+  while (last && !approvalHops(receiver.spans, last)) {
+    if (Date.now() > deadline) throw new Error('M2 hops: the spans of the last approval did not arrive within 30 s');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const hops = approvals.map((a) => approvalHops(receiver.spans, a)).filter((h) => h !== null);
+  receiver.spans.length = 0; // the next round's only
+  const total = hops.map((h) => h.total);
+  return { metric: 'M2hops', round, unit: 'ms', ...summarize(total), note: formatHops(hops, approvals.length) };
+}
+
+/**
  * M4: park `runs` bench runs at their approval, stay idle, and read each service's RSS and
  * active handles (over NATS) and the database's transactions per second meanwhile. M4b:
  * approve them all at once; completed runs per second.
  */
-async function benchM4(api: BatonClient, nc: NatsConnection, names: BusNames, runs: number, idleSeconds: number, round: number): Promise<Line[]> {
+async function benchM4(api: BatonClient, nc: NatsConnection, names: BusNames, runs: number, idleSeconds: number, round: number): Promise<{ lines: Line[]; ids: string[] }> {
   const before = await Promise.all(SERVICES.map((s) => requestDiagnostics(nc, names, s, { gc: true })));
   const ids: string[] = [];
   for (let i = 0; i < runs; i += 50) {
@@ -207,7 +243,12 @@ async function benchM4(api: BatonClient, nc: NatsConnection, names: BusNames, ru
   });
   lines.push({ metric: 'M4', round, unit: 'queries/s', n: idleSeconds, p50: idleQps, p99: idleQps, max: idleQps, value: idleQps, note: `statements sent to Postgres by the four services over a ${idleSeconds} s idle window with ${runs} runs parked (${after.map((d) => `${d.service} ${d.pgQueries ?? '?'}`).join(', ')} in all since start)` });
 
-  // M4b: approve every parked run at once (32 requests in flight), then wait for completion.
+  return { lines, ids };
+}
+
+/** M4b: approve every parked run at once (32 requests in flight), then wait for completion. */
+async function benchM4b(api: BatonClient, ids: readonly string[], round: number): Promise<Line> {
+  const runs = ids.length;
   const t0 = performance.now();
   const queue = ids.slice();
   await Promise.all(Array.from({ length: 32 }, async () => {
@@ -224,8 +265,7 @@ async function benchM4(api: BatonClient, nc: NatsConnection, names: BusNames, ru
     if (pending.size > 0) await new Promise((r) => setTimeout(r, 100));
   }
   const elapsed = (performance.now() - t0) / 1000;
-  lines.push({ metric: 'M4b', round, unit: 'runs/s', n: runs, p50: elapsed, p99: elapsed, max: elapsed, value: runs / elapsed, note: `${runs} parked runs approved (all sent in ${(approvedIn / 1000).toFixed(2)} s) and completed in ${elapsed.toFixed(2)} s` });
-  return lines;
+  return { metric: 'M4b', round, unit: 'runs/s', n: runs, p50: elapsed, p99: elapsed, max: elapsed, value: runs / elapsed, note: `${runs} parked runs approved (all sent in ${(approvedIn / 1000).toFixed(2)} s) and completed in ${elapsed.toFixed(2)} s` };
 }
 
 /**

@@ -89,10 +89,10 @@ export async function measureSteps<T>(nc: NatsConnection, names: BusNames, steps
   return { result, breakdown: { steps, services, servers } };
 }
 
-/** One line: per step, each service's CPU, statements and NATS messages, then the servers' CPU. */
-export function formatBreakdown(b: StepBreakdown): string {
+/** One line: per step (or other unit of work), each service's CPU, statements and NATS messages, then the servers' CPU. */
+export function formatBreakdown(b: StepBreakdown, unit = 'step'): string {
   const svc = b.services.map((s) => `${s.service} ${s.cpuMs.toFixed(3)} ms cpu, ${s.statements.toFixed(2)} stmt, nats ${s.natsOut.toFixed(2)} out/${s.natsIn.toFixed(2)} in`);
   const srv = b.servers.map((s) => `${s.name} ${s.cpuMs.toFixed(3)} ms cpu`);
   const total = [...b.services.map((s) => s.cpuMs), ...b.servers.map((s) => s.cpuMs)].reduce((a, n) => a + n, 0);
-  return `per step (${b.steps} steps): ${[...svc, ...srv].join(' | ')} | all ${total.toFixed(3)} ms cpu`;
+  return `per ${unit} (${b.steps}): ${[...svc, ...srv].join(' | ')} | all ${total.toFixed(3)} ms cpu`;
 }

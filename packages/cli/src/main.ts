@@ -212,7 +212,8 @@ program
   .option('--rounds <n>', 'rounds of each metric', '2')
   .option('--only <metrics>', 'comma-separated subset, e.g. M1,M5')
   .option('--out <file>', 'JSON results', '.bench/results.json')
-  .action(async (opts: { m1Runs: string; m2Runs: string; m3Runs: string; m4Runs: string; m4Idle: string; rounds: string; only?: string; out: string }) => {
+  .option('--hops', 'trace the services and break M2 down by hop (tracing adds its own cost to every figure)')
+  .action(async (opts: { m1Runs: string; m2Runs: string; m3Runs: string; m4Runs: string; m4Idle: string; rounds: string; only?: string; out: string; hops?: boolean }) => {
     await runBench({
       databaseUrl: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',
       natsUrl: process.env.NATS_URL ?? 'nats://127.0.0.1:4222',
@@ -223,6 +224,7 @@ program
       m4IdleSeconds: Number(opts.m4Idle),
       rounds: Number(opts.rounds),
       out: opts.out,
+      hops: opts.hops === true,
       ...(opts.only ? { only: opts.only.split(',').map((m) => m.trim().toUpperCase()) } : {}),
     });
     process.exit(0);

@@ -1,3 +1,4 @@
 export * from './tracing.ts';
 export * from './metrics.ts';
 export * from './ops-server.ts';
+export * from './otlp-receiver.ts';
