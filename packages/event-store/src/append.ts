@@ -57,7 +57,11 @@ const TASKS_UPSERT_CONFLICT = `on conflict (id) do update set
 // `params` is materialized on purpose: the arrays then reach `unnest` as column values, not
 // constants, so a custom plan estimates the same row counts as the generic one and Postgres
 // settles on the generic plan of the prepared statement after five executions instead of
-// re-planning this statement on every append (the hot path).
+// re-planning this statement on every append (the hot path). That generic plan is kept for the
+// connection's life, so it must not depend on how big the log was when it was made: the check
+// for already-recorded event ids probes the unique index once per event (a lateral with a
+// limit cannot become a hash join, which on a young log was planned as a scan of the whole log:
+// an append that grew slower with every event; plans.int.test.ts).
 const APPEND_SQL = `
 with params as materialized (
   select $1::int[] as item, $2::text[] as stream_id, $3::uuid[] as task_id, $4::int[] as expected, $5::int[] as version,
@@ -71,7 +75,7 @@ with params as materialized (
 ), items as (
   select s.item, max(coalesce(g.v, 0)) as current,
          bool_and(coalesce(g.v, 0) = s.expected)
-           and not exists (select 1 from input x join events e on e.event_id = x.event_id where x.item = s.item) as ok
+           and not exists (select 1 from input x cross join lateral (select 1 from events e where e.event_id = x.event_id limit 1) d where x.item = s.item) as ok
   from streams s
   left join lateral (select e.stream_version as v from events e where e.stream_id = s.stream_id order by e.stream_version desc limit 1) g on true
   group by s.item

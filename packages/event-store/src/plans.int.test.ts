@@ -1,0 +1,111 @@
+import { randomUUID } from 'node:crypto';
+import { taskStreamId, type NewEvent } from '@baton/domain';
+import { pgTest as test } from '@baton/testing';
+import pg from 'pg';
+import { describe, expect } from 'vitest';
+import { appendBatch } from './append.ts';
+import { EventStore, START } from './store.ts';
+import { TaskCache } from './task-cache.ts';
+
+/**
+ * The hot statements cost what the task holds, not what the log holds — whichever plan a
+ * connection got. A prepared statement keeps its first generic plan for the connection's life:
+ * planned while the log was empty, a plan that scans the log grows slower with every event
+ * (that is what made appends and SSE reads slower round after round in the benchmark). Each
+ * statement here runs through the real code on one connection with `auto_explain` reporting
+ * its plan and the pages it touched, once on a log of a few events and again after 60,000 more
+ * events of other tasks; and on a new connection that plans them on the grown log.
+ */
+
+const submitted = (): NewEvent => ({
+  id: randomUUID(),
+  type: 'TaskSubmitted',
+  data: { prompt: 'p', team: 'research', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 'd', requestHash: null, forkedFrom: null, workspace: null, budget: null },
+});
+const started = (): NewEvent => ({ id: randomUUID(), type: 'TaskStarted', data: { leadAgentId: 'lead', leadAgentType: 'x', configVersion: 'v' } });
+const note = (n: number): NewEvent => ({ id: randomUUID(), type: 'ModelTurnRecorded', data: { agentId: 'lead', turn: n, model: 'm', content: [{ type: 'text', text: `t${n}` }], stopReason: 'end_turn', usage: { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 }, offline: true, durationMs: 0 } });
+
+interface Plan {
+  query: string;
+  text: string;
+  buffers: number;
+}
+
+/** One connection that reports every statement's plan (generic, as prepared statements settle on) and the pages it touched. */
+async function explainedPool(url: string): Promise<{ pool: pg.Pool; plans: Plan[] }> {
+  const plans: Plan[] = [];
+  const pool = new pg.Pool({ connectionString: url, max: 1 });
+  pool.on('connect', (c) => {
+    c.on('notice', (n) => {
+      const text = n.message ?? '';
+      if (!text.includes('Query Text:')) return;
+      const query = /Query Text:\s*([^\n]*)/.exec(text)?.[1] ?? '';
+      const buffers = [...text.matchAll(/Buffers: shared (?:hit=(\d+))?(?: read=(\d+))?(?: dirtied=(\d+))?/g)][0];
+      plans.push({ query, text, buffers: buffers ? Number(buffers[1] ?? 0) + Number(buffers[2] ?? 0) : 0 });
+    });
+  });
+  const c = await pool.connect();
+  await c.query(`load 'auto_explain'`);
+  await c.query(`set auto_explain.log_min_duration = 0; set auto_explain.log_analyze = on; set auto_explain.log_buffers = on; set auto_explain.log_timing = off; set auto_explain.log_level = notice; set plan_cache_mode = force_generic_plan`);
+  c.release();
+  plans.length = 0;
+  return { pool, plans };
+}
+
+/** What the services do on the hot path for one task, each statement once. */
+async function hotPath(pool: pg.Pool, taskId: string, version: number): Promise<void> {
+  const store = new EventStore(pool);
+  await store.append({ streamId: taskStreamId(taskId), taskId, expectedVersion: version, events: [note(version)] });
+  const other = randomUUID();
+  await appendBatch(pool, [
+    { streamId: taskStreamId(taskId), taskId, expectedVersion: version + 1, events: [note(version + 1)] },
+    { streamId: taskStreamId(other), taskId: other, expectedVersion: 0, events: [submitted()] },
+  ]);
+  await new TaskCache(pool).load(taskId);
+  await store.readTask(taskId);
+  await store.readTaskAfter(taskId, START, 100);
+  await store.readTaskPage(taskId, 0n, 100);
+  await store.readStream(taskStreamId(taskId));
+}
+
+const grow = (pool: pg.Pool, tasks: number, eventsEach: number): Promise<unknown> =>
+  pool.query(
+    `insert into events (stream_id, stream_version, task_id, event_id, type, schema_version, data, metadata)
+     select 'task-' || t, v, t, gen_random_uuid(), 'ModelTurnRecorded', 1, '{}', '{}'
+     from (select gen_random_uuid() as t from generate_series(1, $1::int)) a, generate_series(1, $2::int) v`,
+    [tasks, eventsEach],
+  );
+
+function expectTaskSized(plans: Plan[]): void {
+  expect(plans.length).toBeGreaterThanOrEqual(7);
+  for (const p of plans) {
+    const what = `${p.query.slice(0, 80)}…\n${p.text}`;
+    expect(p.text, what).not.toMatch(/Seq Scan on events/);
+    expect(p.text, what).not.toMatch(/events_tx_position_idx/); // the whole log's commit-order index: never for one task
+    expect(p.buffers, what).toBeLessThan(120); // the log below is ~1,000 pages and its indexes hundreds
+  }
+}
+
+describe('statement plans on a growing log', () => {
+  test('plans made on an empty log stay task-sized as the log grows, and plans made on a big log are task-sized too', async ({ pg: { url, db } }) => {
+    const taskId = randomUUID();
+    await db.pool.query('select 1');
+    const seed = new EventStore(db.pool);
+    await seed.append({ streamId: taskStreamId(taskId), taskId, expectedVersion: 0, events: [submitted(), started()] });
+
+    const early = await explainedPool(url);
+    await hotPath(early.pool, taskId, 2); // plans made now, on a log of a few events
+    expectTaskSized(early.plans);
+
+    await grow(db.pool, 6_000, 10);
+    early.plans.length = 0;
+    await hotPath(early.pool, taskId, 4); // the same plans, on a log of 60,000 more events
+    expectTaskSized(early.plans);
+    await early.pool.end();
+
+    const late = await explainedPool(url);
+    await hotPath(late.pool, taskId, 6); // new plans, made on the grown log
+    expectTaskSized(late.plans);
+    await late.pool.end();
+  });
+});
