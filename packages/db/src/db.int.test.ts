@@ -1,6 +1,8 @@
 import { pgTest as test } from '@baton/testing';
 import { describe, expect } from 'vitest';
-import { createDb } from './db.ts';
+import { Migrator } from 'kysely/migration';
+import { createDb, migrateToLatest } from './db.ts';
+import { migrationProvider } from './migrations/index.ts';
 
 describe('createDb({ countQueries })', () => {
   test('counts pool queries, kysely queries and queries on a dedicated session of the pool', async ({ pg: { url } }) => {
@@ -36,6 +38,21 @@ describe('createDb({ countQueries })', () => {
     } finally {
       await counted.close();
       await plain.close();
+    }
+  });
+
+  test('011 keeps an events_task_tx_idx built beforehand (concurrently, on a large log) instead of failing', async ({ pg: { url } }) => {
+    const db = createDb(url, { max: 2 });
+    try {
+      const down = await new Migrator({ db: db.kysely, provider: migrationProvider }).migrateTo('010_webhook_redeliveries');
+      expect(down.error).toBeUndefined();
+      expect(down.results?.map((r) => r.migrationName)).toContain('011_events_task_tx_idx');
+      await db.pool.query('create index concurrently events_task_tx_idx on events (task_id, transaction_id, global_position)');
+      expect(await migrateToLatest(db.kysely)).toContain('011_events_task_tx_idx');
+      const idx = await db.pool.query(`select indexdef from pg_indexes where indexname = 'events_task_tx_idx'`);
+      expect(idx.rows.map((r) => r.indexdef)).toEqual([expect.stringContaining('(task_id, transaction_id, global_position)')]);
+    } finally {
+      await db.close();
     }
   });
 });

@@ -6,9 +6,14 @@ import { sql, type Kysely } from 'kysely';
  * a transaction horizon") match it exactly. Without it Postgres may AND the task index with the
  * whole log's (transaction_id, global_position) index — a plan whose cost grows with the whole
  * log, not the task — and a prepared statement keeps whichever plan it got first.
+ *
+ * Building it blocks appends for as long as it takes (migrations run in a transaction, so not
+ * `concurrently`): on a large log, build it beforehand without blocking writers —
+ * `create index concurrently events_task_tx_idx on events (task_id, transaction_id, global_position)` —
+ * and this migration keeps it.
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
-  await sql`create index events_task_tx_idx on events (task_id, transaction_id, global_position)`.execute(db);
+  await sql`create index if not exists events_task_tx_idx on events (task_id, transaction_id, global_position)`.execute(db);
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
