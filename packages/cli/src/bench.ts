@@ -9,6 +9,7 @@ import { busNames, requestDiagnostics, type BusNames, type Diagnostics } from '@
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { DEFAULT_LIMITS, findBwrap, LocalSandboxProvider } from '@baton/sandbox';
+import { recordedStreams } from '@baton/storage';
 import { BatonClient } from '@baton/client';
 import { launch, prepareDatabase, SERVICES } from './launcher.ts';
 import { dropDatabase, freePort, freshDatabase, waitReady } from './procs.ts';
@@ -448,7 +449,7 @@ async function waitForWatchdog(dbUrl: string): Promise<void> {
   await c.connect();
   try {
     const deadline = Date.now() + 60_000;
-    while (Number((await c.query<{ n: string }>('select count(*) as n from bus_streams')).rows[0]?.n ?? 0) === 0) {
+    while ((await recordedStreams(c)).size === 0) {
       if (Date.now() > deadline) throw new Error("bench: the orchestrator's watchdog did not record the bus streams within 60 s");
       await new Promise((r) => setTimeout(r, 100));
     }

@@ -145,8 +145,7 @@ describe('traces across the bus and metrics from every service', () => {
       for (let p = s.parentSpanId ? byId.get(s.parentSpanId) : undefined; p; p = p.parentSpanId ? byId.get(p.parentSpanId) : undefined) if (p.name === 'baton.command') return p;
       return undefined;
     };
-    const woken = new Set(spans.filter((s) => s.service === 'baton-sandbox-runner').map(commandOf).filter((c) => c !== undefined));
-    expect(woken.size).toBeGreaterThan(0);
+    expect(spans.some((s) => s.service === 'baton-sandbox-runner' && commandOf(s) !== undefined)).toBe(true);
   });
 
   test('every service serves its metrics, and the workers their probes on the ops port', async () => {
