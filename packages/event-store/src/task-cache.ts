@@ -1,4 +1,4 @@
-import { evolve, initialState, type RecordedEvent, type TaskState } from '@baton/domain';
+import { evolve, exists, initialState, isFinal, type RecordedEvent, type TaskState } from '@baton/domain';
 import type pg from 'pg';
 import { EVENT_COLUMNS, toRecorded, type EventRow } from './store.ts';
 import type { LoadedTask } from './tasks.ts';
@@ -45,8 +45,9 @@ export class TaskCache {
 
   /**
    * `keep(state)` decides which tasks stay cached after a load (default: all). Services keep
-   * only tasks that can run (`keepActive`): a task waiting for a person, or finished, holds no
-   * memory in any process; its next load reads it again.
+   * unfinished tasks (`keepUnfinished`): a finished task holds no memory in any process. A
+   * task waiting for a person stays (within the same bounds), so the person's command and the
+   * step it wakes read only the new event instead of the whole task again.
    */
   constructor(pool: Pick<pg.Pool, 'query'>, opts: { maxEvents?: number; maxTasks?: number; keep?: (state: TaskState) => boolean } = {}) {
     this.pool = pool;
@@ -125,8 +126,8 @@ export class TaskCache {
   }
 }
 
-/** The services' cache policy: keep tasks that can run; drop those waiting for a person or finished. */
-export const keepActive = (s: TaskState): boolean => s.status === 'pending' || s.status === 'running';
+/** The services' cache policy: keep unfinished tasks (running or waiting for a person); drop finished ones. */
+export const keepUnfinished = (s: TaskState): boolean => exists(s) && !isFinal(s);
 
 /** Transaction ids of cached events (kept beside them, not in the domain's event shape). */
 const txOf = new WeakMap<RecordedEvent, bigint>();

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { chatModelFromConfig, loadTeamsOrExit } from '@baton/agents';
 import { busNames, connectNats, serveDiagnostics } from '@baton/bus';
 import { createDb } from '@baton/db';
-import { EventStore, keepActive, TaskCache } from '@baton/event-store';
+import { EventStore, keepUnfinished, TaskCache } from '@baton/event-store';
 import { configOrExit, createLogger, installCrashGuards, installShutdown, startTelemetry } from '@baton/runtime';
 import { listExamples } from '@baton/storage';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -21,7 +21,7 @@ const tracing = startTelemetry('gateway', process.env, log);
 // A bad team config stops start-up at once, naming every problem.
 const teams = loadTeamsOrExit(config.BATON_TEAMS_DIR, log);
 const db = createDb(config.DATABASE_URL, { max: config.PG_POOL_MAX, applicationName: 'baton-gateway', countQueries: true, log });
-const cache = new TaskCache(db.pool, { keep: keepActive });
+const cache = new TaskCache(db.pool, { keep: keepUnfinished });
 const names = busNames(config.BATON_NAMESPACE);
 const hub = new SseHub(names, log);
 let nc: NatsConnection | null = null;

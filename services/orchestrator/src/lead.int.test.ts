@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { OfflineModel } from '@baton/agents';
 import { busNames, ensureTopology } from '@baton/bus';
-import { handleCommand, keepActive, loadTask, TaskCache, type EventStore } from '@baton/event-store';
+import { handleCommand, keepUnfinished, loadTask, TaskCache, type EventStore } from '@baton/event-store';
 import { silentLogger } from '@baton/runtime';
 import { pgTest, stackTest, waitFor } from '@baton/testing';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
@@ -198,7 +198,7 @@ describe('startOrchestrator', () => {
   stackTest('relay + consumer drive submitted bench tasks to completion; redelivered triggers are harmless; finished tasks are not kept in memory', async ({ pg, nats }) => {
     const names = busNames(nats.namespace);
     await ensureTopology(await jetstreamManager(nats.nc), names);
-    const cache = new TaskCache(pg.db.pool, { keep: keepActive });
+    const cache = new TaskCache(pg.db.pool, { keep: keepUnfinished });
     const orch = await startOrchestrator({
       ...deps(pg.store), load: cache.load, forget: (id) => cache.forget(id), pool: pg.db.pool, nc: nats.nc, js: jetstream(nats.nc), names, concurrency: 8, maxAttempts: 5,
       relay: { enabled: true, batchSize: 100, backstopMs: 30_000 },

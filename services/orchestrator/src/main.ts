@@ -2,7 +2,7 @@ import { loadTeamsOrExit, modelFromConfig, TeamCatalog } from '@baton/agents';
 import { busNames, connectNats, ensureTopology, relayStatus, serveDiagnostics } from '@baton/bus';
 import { metrics, onScrape } from '@baton/telemetry';
 import { createDb } from '@baton/db';
-import { EventStore, keepActive, TaskCache } from '@baton/event-store';
+import { EventStore, keepUnfinished, TaskCache } from '@baton/event-store';
 import { loadTeamConfig, saveTeamConfigs, workspaceManifest } from '@baton/storage';
 import { configOrExit, createLogger, installCrashGuards, installShutdown, retryForever, startOps, startTelemetry, topologyFromEnv } from '@baton/runtime';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
@@ -18,7 +18,7 @@ const tracing = startTelemetry('orchestrator', process.env, log);
 // A bad team config stops start-up at once, naming every problem.
 const teams = loadTeamsOrExit(config.BATON_TEAMS_DIR, log);
 const db = createDb(config.DATABASE_URL, { max: config.PG_POOL_MAX, applicationName: 'baton-orchestrator', countQueries: true, log });
-const cache = new TaskCache(db.pool, { keep: keepActive });
+const cache = new TaskCache(db.pool, { keep: keepUnfinished });
 await retryForever(`connecting to Postgres`, log, () => db.pool.query('select 1'));
 const nc = await connectNats(config.NATS_URL, 'baton-orchestrator', log);
 const names = busNames(config.BATON_NAMESPACE);

@@ -1,6 +1,6 @@
 import { BusEvent, deadLetterRecorder, publishWakeUps, Relay, startConsumer, TopologyWatch, type BusNames, type RunningConsumer, type TopologyOptions } from '@baton/bus';
 import { isFinal, nextDeadline } from '@baton/domain';
-import { handleCommand, keepActive, loadTask, type EventStore } from '@baton/event-store';
+import { handleCommand, keepUnfinished, loadTask, type EventStore } from '@baton/event-store';
 import { keyedSerial, type Logger } from '@baton/runtime';
 import { jetstreamManager, type JetStreamClient } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -119,8 +119,8 @@ export async function startOrchestrator(d: OrchestratorDeps): Promise<Orchestrat
     handle: async (event) => {
       const { appended, state } = await serialised(event.taskId, () => advanceTask(lead, event.taskId));
       deadlines.hint(nextDeadline(state));
-      // The step that parked or finished the task was loaded while it ran: hold nothing for it now.
-      if (!keepActive(state)) d.forget?.(event.taskId);
+      // The step that finished the task was loaded while it ran: hold nothing for it now.
+      if (!keepUnfinished(state)) d.forget?.(event.taskId);
       d.log.debug({ taskId: event.taskId, trigger: event.type, appended }, 'advanced task');
     },
   });

@@ -3,7 +3,7 @@ import { hostname } from 'node:os';
 import { loadTeamsOrExit, modelFromConfig, TeamCatalog } from '@baton/agents';
 import { busNames, connectNats, ensureTopology, serveDiagnostics } from '@baton/bus';
 import { createDb } from '@baton/db';
-import { EventStore, keepActive, TaskCache } from '@baton/event-store';
+import { EventStore, keepUnfinished, TaskCache } from '@baton/event-store';
 import { loadTeamConfig, saveTeamConfigs, readWorkspace } from '@baton/storage';
 import { configOrExit, createLogger, installCrashGuards, installShutdown, retryForever, startOps, startTelemetry, topologyFromEnv } from '@baton/runtime';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
@@ -19,7 +19,7 @@ const tracing = startTelemetry('sandbox-runner', process.env, log);
 // A bad team config stops start-up at once, naming every problem.
 const teams = loadTeamsOrExit(config.BATON_TEAMS_DIR, log);
 const db = createDb(config.DATABASE_URL, { max: config.PG_POOL_MAX, applicationName: 'baton-runner', countQueries: true, log });
-const cache = new TaskCache(db.pool, { keep: keepActive });
+const cache = new TaskCache(db.pool, { keep: keepUnfinished });
 await retryForever('connecting to Postgres', log, () => db.pool.query('select 1'));
 const nc = await connectNats(config.NATS_URL, 'baton-sandbox-runner', log);
 const names = busNames(config.BATON_NAMESPACE);
