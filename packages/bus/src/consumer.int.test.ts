@@ -1,4 +1,4 @@
-import { stackTest as test, waitFor } from '@baton/testing';
+import { stackTest as test, waitFor, writeSyscalls } from '@baton/testing';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import pino from 'pino';
 import { describe, expect } from 'vitest';
@@ -42,6 +42,39 @@ describe('startConsumer', () => {
     const { rows } = await pg.db.pool.query('select consumer, deliveries from dead_letters order by id');
     expect(rows).toHaveLength(2);
     expect(rows[0].consumer).toBe('runner-jobs');
+  });
+
+  test('the acks of handlers that finish in separate callbacks of one event-loop turn go to the server in one socket write', async ({ nats }) => {
+    const names = busNames(nats.namespace);
+    await ensureTopology(await jetstreamManager(nats.nc), names);
+    const js = jetstream(nats.nc);
+    const n = 20;
+    let started = 0;
+    let finished = 0;
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const c = await startConsumer({
+      js, stream: names.jobsStream, consumer: names.consumers.runner, schema: Job, log, concurrency: n,
+      onDeadLetter: async () => {},
+      handle: async () => {
+        started++;
+        await gate;
+        // Each handler ends in its own callback (as each would after its own Postgres reply).
+        await new Promise((r) => setImmediate(r));
+        finished++;
+      },
+    });
+    for (let i = 0; i < n; i++) await js.publish(names.jobSubject('run', '00000000-0000-4000-8000-000000000001', `a${i}`), JSON.stringify({ n: i }));
+    await waitFor(() => started === n, { what: 'every message in a handler' });
+    const before = writeSyscalls();
+    release();
+    await waitFor(() => finished === n, { what: 'every handler done' });
+    for (let i = 0; i < 3; i++) await new Promise((r) => setImmediate(r)); // the turn that sends the acks
+    const writes = writeSyscalls() - before;
+    // Without coalescing, each ack is a write of its own (20).
+    expect(writes).toBeLessThanOrEqual(3);
+    await waitFor(async () => (await (await jetstreamManager(nats.nc)).streams.info(names.jobsStream)).state.messages === 0, { what: 'every message acked' });
+    await c.stop();
   });
 
   test('a handler failing on a lost connection is retried without counting toward maxAttempts; other failures (a bug, an HTTP endpoint that refuses) still count', async ({ nats }) => {

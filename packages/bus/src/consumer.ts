@@ -3,6 +3,7 @@ import { contextFromCarrier, inSpan, metrics, onScrape, runInContext, SpanKind, 
 import type { JetStreamClient, JsMsg } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
 import type { ZodType } from 'zod';
+import { sendSoon } from './coalesce.ts';
 
 /** What a handler decides about a message. Returning nothing means ack. */
 export type Outcome = { kind: 'ack' } | { kind: 'retry'; delayMs?: number; reason?: string } | { kind: 'term'; reason: string };
@@ -185,7 +186,7 @@ export async function startConsumer<T>(o: ConsumerOptions<T>): Promise<RunningCo
     const attempt = attemptsOf(m);
     if (attempt > maxAttempts) return deadLetter(m, `delivered ${deliveryCount} times without being settled (handler crashed or timed out)${attempt < deliveryCount ? `; ${deliveryCount - attempt} failed on a lost connection and do not count` : ''}`);
     if (o.prefilter && !o.prefilter(m.subject)) {
-      m.ack();
+      sendSoon.soon(() => m.ack());
       handled('filtered');
       return;
     }
@@ -227,7 +228,7 @@ export async function startConsumer<T>(o: ConsumerOptions<T>): Promise<RunningCo
       )) ?? ack;
       if (expired) return; // handed back already
       if (outcome.kind === 'ack') {
-        m.ack();
+        sendSoon.soon(() => m.ack()); // acks of one turn share a socket write (coalesce.ts)
         settled(m);
         handled('ack');
       } else if (outcome.kind === 'term') await deadLetter(m, outcome.reason);
@@ -301,6 +302,7 @@ export async function startConsumer<T>(o: ConsumerOptions<T>): Promise<RunningCo
       await Promise.race([Promise.allSettled([...inFlight]), grace]);
       abort.abort();
       await Promise.allSettled([...inFlight]);
+      sendSoon.flush(); // the acks of the last handlers go before the connection is drained
     },
   };
 }

@@ -4,6 +4,7 @@ import type { NatsConnection } from '@nats-io/nats-core';
 import { carrierFrom } from '@baton/telemetry';
 import { z } from 'zod';
 import type { BusNames, JobKind } from './subjects.ts';
+import { sendSoon } from './coalesce.ts';
 import { outHeaders, type OutMessage } from './publisher.ts';
 
 /** What the relay publishes for each event: the API's event object. Consumers re-read Postgres. */
@@ -82,7 +83,8 @@ function wakeUpsFor(e: RecordedEvent, names: BusNames, data: Uint8Array = encode
 
 /**
  * The fast path: a writer that has just committed events publishes their wake-ups (lead
- * triggers and runner jobs, not the events themselves) at once, with the same message ids the
+ * triggers and runner jobs, not the events themselves) in the same turn of the event loop
+ * (`sendSoon`: with the other sends of that turn, in one socket write), with the same message ids the
  * relay will use, so JetStream keeps one copy. The relay still publishes everything, so a
  * writer that dies before this costs latency, never a lost wake-up. Events proper stay
  * relay-only: observers rely on their commit order. Steps (which the relay does not carry) get
@@ -92,21 +94,19 @@ export function publishWakeUps(nc: Pick<NatsConnection, 'publish'> | null, names
   if (!nc) return;
   // Steps were committed: one tick per task wakes its live views (SSE), which read Postgres.
   for (const taskId of new Set(events.filter((e) => isStepEvent(e.type)).map((e) => e.taskId))) {
-    try {
-      nc.publish(names.liveSubject(taskId));
-    } catch {
-      // closed or draining: a live view polls as a backstop
-    }
+    sendSoon.soon(() => nc.publish(names.liveSubject(taskId))); // closed or draining: a live view polls as a backstop
   }
   for (const e of events) {
     for (const m of wakeUpsFor(e, names)) {
       const { h, span } = outHeaders(m);
-      try {
-        nc.publish(m.subject, m.data, { headers: h });
-      } catch {
-        // closed or draining connection: the relay publishes it anyway
-      }
-      span?.end(); // fire-and-forget: the send is all there is to time
+      // Closed or draining connection: the relay publishes it anyway. The send is all there is to time.
+      sendSoon.soon(() => {
+        try {
+          nc.publish(m.subject, m.data, { headers: h });
+        } finally {
+          span?.end();
+        }
+      });
     }
   }
 }

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { recordAs, taskStreamId, type NewEvent } from '@baton/domain';
 import type { EventStore } from '@baton/event-store';
-import { stackTest as test, waitFor } from '@baton/testing';
+import { stackTest as test, waitFor, writeSyscalls } from '@baton/testing';
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import pino from 'pino';
 import { describe, expect } from 'vitest';
@@ -156,6 +156,23 @@ describe('Relay', () => {
       [names.triggerSubject(taskId, 'TaskSubmitted')]: 1,
     });
     expect((await jsm.streams.info(names.jobsStream)).state.messages).toBe(1);
+  });
+
+  test('fast path: the wake-ups of commits that finish in separate callbacks of one event-loop turn go out in one socket write', async ({ nats }) => {
+    const { names, jsm } = await setup(nats.nc, nats.namespace);
+    const n = 10;
+    const commits = Array.from({ length: n }, (_, i) => {
+      const taskId = randomUUID();
+      const e = { id: randomUUID(), type: 'TaskSubmitted' as const, data: { prompt: 'p', team: 'research', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 'd', requestHash: null, forkedFrom: null, workspace: null, budget: null } };
+      return [recordAs(e, { taskId, streamId: taskStreamId(taskId), version: 1, position: BigInt(i + 1), recordedAt: new Date() })];
+    });
+    const before = writeSyscalls();
+    // Each commit's wake-ups are published from its own callback (as after its own Postgres reply).
+    await Promise.all(commits.map((recorded) => new Promise<void>((r) => setImmediate(() => (publishWakeUps(nats.nc, names, recorded), r())))));
+    for (let i = 0; i < 3; i++) await new Promise((r) => setImmediate(r)); // the turn that sends them
+    // Without coalescing, each commit's trigger is a write of its own (10).
+    expect(writeSyscalls() - before).toBeLessThanOrEqual(2);
+    await waitFor(async () => (await jsm.streams.info(names.eventsStream)).state.messages === n, { what: 'every trigger stored' });
   });
 
   test('runner jobs are derived from SubagentDispatched and deduplicated by event id', async ({ pg, nats }) => {

@@ -9,3 +9,4 @@ export * from './private-nats.ts';
 export * from './tasks.ts';
 export { fakeMessagesApi, type FakeMessagesApi, type ServedStream, type StreamScript } from './fake-messages-api.ts';
 export { smtpCatcher, type CaughtMail, type SmtpCatcher } from './smtp.ts';
+export { writeSyscalls } from './syscalls.ts';
