@@ -5,6 +5,7 @@ import { carrierFrom } from '@baton/telemetry';
 import { z } from 'zod';
 import type { BusNames, JobKind } from './subjects.ts';
 import { sendSoon } from './coalesce.ts';
+import { LiveTicks } from './live-ticks.ts';
 import { outHeaders, type OutMessage } from './publisher.ts';
 
 /** What the relay publishes for each event: the API's event object. Consumers re-read Postgres. */
@@ -81,6 +82,12 @@ function wakeUpsFor(e: RecordedEvent, names: BusNames, data: Uint8Array = encode
   return out;
 }
 
+/** The longest a live view of a task's steps waits for its tick after a step commits. */
+export const LIVE_TICK_GAP_MS = 20;
+const liveTicks = new LiveTicks(LIVE_TICK_GAP_MS);
+/** Tasks with a trailing live tick still to send (tests, diagnostics). */
+export const liveTicksDue = (): number => liveTicks.due;
+
 /**
  * The fast path: a writer that has just committed events publishes their wake-ups (lead
  * triggers and runner jobs, not the events themselves) in the same turn of the event loop
@@ -88,13 +95,15 @@ function wakeUpsFor(e: RecordedEvent, names: BusNames, data: Uint8Array = encode
  * relay will use, so JetStream keeps one copy. The relay still publishes everything, so a
  * writer that dies before this costs latency, never a lost wake-up. Events proper stay
  * relay-only: observers rely on their commit order. Steps (which the relay does not carry) get
- * a live tick instead. Fire-and-forget (no PubAck wait).
+ * a live tick instead, at most one per task every LIVE_TICK_GAP_MS (`LiveTicks`: the first at
+ * once, the rest folded into one at the end of the gap). Fire-and-forget (no PubAck wait).
  */
 export function publishWakeUps(nc: Pick<NatsConnection, 'publish'> | null, names: BusNames, events: readonly RecordedEvent[]): void {
   if (!nc) return;
-  // Steps were committed: one tick per task wakes its live views (SSE), which read Postgres.
+  // Steps were committed: a tick per task (at most one per LIVE_TICK_GAP_MS) wakes its live views (SSE), which read Postgres.
   for (const taskId of new Set(events.filter((e) => isStepEvent(e.type)).map((e) => e.taskId))) {
-    sendSoon.soon(() => nc.publish(names.liveSubject(taskId))); // closed or draining: a live view polls as a backstop
+    const subject = names.liveSubject(taskId);
+    liveTicks.tick(subject, () => sendSoon.soon(() => nc.publish(subject))); // closed or draining: a live view polls as a backstop
   }
   for (const e of events) {
     for (const m of wakeUpsFor(e, names)) {

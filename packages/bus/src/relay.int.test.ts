@@ -8,7 +8,7 @@ import { describe, expect } from 'vitest';
 import { busNames, type BusNames } from './subjects.ts';
 import { ensureTopology } from './topology.ts';
 import { Relay } from './relay.ts';
-import { publishWakeUps } from './messages.ts';
+import { liveTicksDue, publishWakeUps } from './messages.ts';
 
 const log = pino({ level: 'silent' });
 
@@ -173,6 +173,25 @@ describe('Relay', () => {
     // Without coalescing, each commit's trigger is a write of its own (10).
     expect(writeSyscalls() - before).toBeLessThanOrEqual(2);
     await waitFor(async () => (await jsm.streams.info(names.eventsStream)).state.messages === n, { what: 'every trigger stored' });
+  });
+
+  test('fast path: a task\'s steps committed in a burst send its live tick at once and one more at the end of the gap, not one per step', async ({ nats }) => {
+    const names = busNames(nats.namespace);
+    const taskId = randomUUID();
+    let ticks = 0;
+    const sub = nats.nc.subscribe(names.liveSubject(taskId), { callback: () => void ticks++ });
+    for (let i = 1; i <= 10; i++) {
+      const turn = { id: randomUUID(), type: 'ModelTurnRecorded' as const, data: { agentId: 'lead', turn: i, model: 'm', content: [{ type: 'text' as const, text: 't' }], stopReason: 'end_turn', usage: { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 }, offline: true, durationMs: 0 } };
+      publishWakeUps(nats.nc, names, [recordAs(turn, { taskId, streamId: taskStreamId(taskId), version: i, position: BigInt(i), recordedAt: new Date() })]);
+    }
+    // At least two come (the second call either ticks at once or makes a trailing tick).
+    await waitFor(() => liveTicksDue() === 0 && ticks >= 2, { what: 'two ticks, and none left to send' });
+    await new Promise((r) => setImmediate(r)); // a tick just made goes out in this turn's check phase (sendSoon)
+    await nats.nc.flush(); // every tick sent has come back
+    sub.unsubscribe();
+    // Ten steps, one tick each before: now the first at once and one for the other nine (a third
+    // only if this process stalled past the gap in the middle of the loop).
+    expect(ticks).toBeLessThanOrEqual(3);
   });
 
   test('runner jobs are derived from SubagentDispatched and deduplicated by event id', async ({ pg, nats }) => {
