@@ -1,7 +1,9 @@
 import pino from 'pino';
-import { privateNats, waitFor, type PrivateNats } from '@baton/testing';
+import { privateNats, stackTest, waitFor, type PrivateNats } from '@baton/testing';
+import { connect } from '@nats-io/transport-node';
 import { afterEach, describe, expect, it } from 'vitest';
-import { connectNats } from './connect.ts';
+import { sendSoon } from './coalesce.ts';
+import { connectNats, drainNats } from './connect.ts';
 
 const silent = pino({ level: 'silent' });
 
@@ -56,5 +58,20 @@ describe('connectNats', () => {
     await nc.closed();
     await new Promise((r) => setImmediate(r));
     expect(closed).toEqual([]);
+  });
+});
+
+describe('drainNats', () => {
+  stackTest('sends what sendSoon still holds before the drain begins (a wake-up queued in this turn is not lost)', async ({ nats }) => {
+    const subject = `${nats.namespace}.drain-test`;
+    const got: string[] = [];
+    const sub = nats.nc.subscribe(subject, { callback: (_err, m) => void got.push(m.string()) });
+    await nats.nc.flush();
+    const nc = await connect({ servers: nats.url });
+    sendSoon.soon(() => nc.publish(subject, 'queued'));
+    await drainNats(nc);
+    await waitFor(async () => (await nats.nc.flush(), got.length === 1), { what: 'the queued message' });
+    sub.unsubscribe();
+    expect(got).toEqual(['queued']);
   });
 });

@@ -1,5 +1,6 @@
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
+import { sendSoon } from './coalesce.ts';
 
 export interface ConnectNatsOptions {
   /** Give up connecting (the first time) when aborted. */
@@ -51,4 +52,13 @@ export async function connectNats(url: string, name: string, log: Logger, opts: 
       await new Promise((r) => setTimeout(r, delay));
     }
   }
+}
+
+/**
+ * Drain a service's connection on shutdown, after sending what `sendSoon` still holds (acks,
+ * fast-path wake-ups): once a drain has begun, nothing more can be published.
+ */
+export function drainNats(nc: Pick<NatsConnection, 'drain'>): Promise<void> {
+  sendSoon.flush();
+  return nc.drain();
 }

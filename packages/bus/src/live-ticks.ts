@@ -1,8 +1,8 @@
 /**
  * A task's live tick (the core-NATS message that wakes its live views, which then read
  * Postgres) at most once per `gapMs`: the first at once, the ones that follow within the gap
- * folded into one trailing tick at its end. A view therefore sees every step, at most `gapMs`
- * late, and a run of steps costs one send per gap instead of one per step (each a socket write
+ * folded into one trailing tick at its end. A view therefore sees every step, about `gapMs`
+ * late at worst (a timer: later on a busy event loop), and a run of steps costs one send per gap instead of one per step (each a socket write
  * in the writer and a wake-up of the NATS server, whether or not anyone watches).
  */
 

@@ -82,7 +82,7 @@ function wakeUpsFor(e: RecordedEvent, names: BusNames, data: Uint8Array = encode
   return out;
 }
 
-/** The longest a live view of a task's steps waits for its tick after a step commits. */
+/** How long a live view of a task's steps may wait for its tick after a step commits (a timer's worth: more on a busy event loop). */
 export const LIVE_TICK_GAP_MS = 20;
 const liveTicks = new LiveTicks(LIVE_TICK_GAP_MS);
 /** Tasks with a trailing live tick still to send (tests, diagnostics). */

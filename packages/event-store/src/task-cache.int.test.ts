@@ -4,7 +4,7 @@ import { toTaskView } from '@baton/api';
 import { pgTest as test } from '@baton/testing';
 import pg from 'pg';
 import { describe, expect } from 'vitest';
-import { keepUnfinished, TaskCache } from './task-cache.ts';
+import { keepUnfinished, servicesCachePolicy, TaskCache } from './task-cache.ts';
 import { loadTask } from './tasks.ts';
 
 const submitted = (): NewEvent => ({
@@ -77,6 +77,26 @@ describe('TaskCache', () => {
     const after = await cache.load(taskId);
     expect(after.events.map((e) => e.id)).toContain(late.id);
     expect(after.events).toHaveLength(3);
+  });
+
+  test('tasks waiting for a person hold at most their own budget: however many wait (a watchdog pass loads them all), a task at work stays cached', async ({ pg: { db, store } }) => {
+    const cache = new TaskCache(db.pool, { ...servicesCachePolicy, maxEvents: 10, maxWaitingEvents: 4 });
+    const started = (): NewEvent => ({ id: randomUUID(), type: 'TaskStarted', data: { leadAgentId: 'lead', leadAgentType: 'x', configVersion: 'v' } });
+    const running = randomUUID();
+    await store.append({ streamId: taskStreamId(running), taskId: running, expectedVersion: 0, events: [submitted(), started()] });
+    expect((await cache.load(running)).state.status).toBe('running');
+    for (let i = 0; i < 5; i++) {
+      const id = randomUUID();
+      await store.append({
+        streamId: taskStreamId(id), taskId: id, expectedVersion: 0,
+        events: [submitted(), started(), turn('lead', 1), { id: randomUUID(), type: 'ClarificationRequested', data: { requestId: 'c', agentId: 'lead', toolUseId: 'a', questions: ['q'], context: '' } }],
+      });
+      expect((await cache.load(id)).state.status).toBe('awaiting_input');
+      expect(cache.eventCount).toBeLessThanOrEqual(2 + 4);
+    }
+    const hits = cache.hits;
+    await cache.load(running);
+    expect(cache.hits).toBe(hits + 1); // still cached: the waiting tasks went instead
   });
 
   test('stays within its event budget (least recently used tasks are dropped)', async ({ pg: { db, store } }) => {

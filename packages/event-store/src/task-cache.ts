@@ -11,6 +11,8 @@ interface Entry {
   horizon: bigint;
   /** Positions in `events` whose transaction_id is ≥ horizon (skipped when re-read). */
   skip: Set<string>;
+  /** The task only waits (for a person): it counts against the waiting budget and goes first. */
+  waiting: boolean;
 }
 
 // One statement: the current horizon, and every event of the task at or above the cached one.
@@ -36,24 +38,29 @@ type TailRow = { xmin: string } & (EventRow | { [K in keyof EventRow]: null });
 export class TaskCache {
   private readonly entries = new Map<string, Entry>();
   private cachedEvents = 0;
+  private waitingEvents = 0;
   private readonly pool: Pick<pg.Pool, 'query'>;
   private readonly maxEvents: number;
   private readonly maxTasks: number;
+  private readonly maxWaitingEvents: number;
   private readonly keep: (state: TaskState) => boolean;
+  private readonly waiting: (state: TaskState) => boolean;
   hits = 0;
   misses = 0;
 
   /**
-   * `keep(state)` decides which tasks stay cached after a load (default: all). Services keep
-   * unfinished tasks (`keepUnfinished`): a finished task holds no memory in any process. A
-   * task waiting for a person stays (within the same bounds), so the person's command and the
-   * step it wakes read only the new event instead of the whole task again.
+   * `keep(state)` decides which tasks stay cached after a load (default: all). `waiting(state)`
+   * marks tasks that only wait: together they hold at most `maxWaitingEvents` (default a quarter
+   * of `maxEvents`), least recently used out first, so however many tasks wait (a watchdog pass
+   * loads them all) the tasks at work keep the rest. Services use `servicesCachePolicy`.
    */
-  constructor(pool: Pick<pg.Pool, 'query'>, opts: { maxEvents?: number; maxTasks?: number; keep?: (state: TaskState) => boolean } = {}) {
+  constructor(pool: Pick<pg.Pool, 'query'>, opts: { maxEvents?: number; maxTasks?: number; maxWaitingEvents?: number; keep?: (state: TaskState) => boolean; waiting?: (state: TaskState) => boolean } = {}) {
     this.pool = pool;
     this.maxEvents = opts.maxEvents ?? 200_000;
     this.maxTasks = opts.maxTasks ?? 20_000;
+    this.maxWaitingEvents = opts.maxWaitingEvents ?? Math.floor(this.maxEvents / 4);
     this.keep = opts.keep ?? (() => true);
+    this.waiting = opts.waiting ?? (() => false);
   }
 
   get size(): number {
@@ -104,7 +111,7 @@ export class TaskCache {
       const tx = txOf.get(e);
       if (tx !== undefined && tx >= lowestOpenTx) skip.add(e.position.toString());
     }
-    this.remember(taskId, { state: absorbedState, events: kept, horizon: lowestOpenTx, skip });
+    this.remember(taskId, { state: absorbedState, events: kept, horizon: lowestOpenTx, skip, waiting: this.waiting(state) });
     return { state, events };
   };
 
@@ -112,6 +119,7 @@ export class TaskCache {
     const e = this.entries.get(taskId);
     if (!e) return;
     this.cachedEvents -= e.events.length;
+    if (e.waiting) this.waitingEvents -= e.events.length;
     this.entries.delete(taskId);
   }
 
@@ -119,6 +127,14 @@ export class TaskCache {
     this.forget(taskId);
     this.entries.set(taskId, e);
     this.cachedEvents += e.events.length;
+    if (e.waiting) this.waitingEvents += e.events.length;
+    // Waiting tasks over their budget go first (least recently used first), then anything over the whole budget.
+    if (this.waitingEvents > this.maxWaitingEvents) {
+      for (const [id, other] of this.entries) {
+        if (this.waitingEvents <= this.maxWaitingEvents || id === taskId) break;
+        if (other.waiting) this.forget(id);
+      }
+    }
     for (const [id] of this.entries) {
       if ((this.cachedEvents <= this.maxEvents && this.entries.size <= this.maxTasks) || id === taskId) break;
       this.forget(id);
@@ -126,8 +142,16 @@ export class TaskCache {
   }
 }
 
-/** The services' cache policy: keep unfinished tasks (running or waiting for a person); drop finished ones. */
+/** Keep unfinished tasks (running or waiting for a person); drop finished ones. */
 export const keepUnfinished = (s: TaskState): boolean => exists(s) && !isFinal(s);
+
+/**
+ * The services' cache policy: unfinished tasks stay cached; those waiting for a person too, so
+ * that the person's command and the step it wakes read only the new event, but within a budget
+ * of their own (a quarter of the events), so that waiting tasks never push out the ones at work.
+ * A finished task is dropped on its next load in a process (the orchestrator drops it at once).
+ */
+export const servicesCachePolicy = { keep: keepUnfinished, waiting: (s: TaskState): boolean => s.status === 'awaiting_input' } as const;
 
 /** Transaction ids of cached events (kept beside them, not in the domain's event shape). */
 const txOf = new WeakMap<RecordedEvent, bigint>();

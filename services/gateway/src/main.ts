@@ -1,9 +1,9 @@
 import { createGatewayMetrics } from '@baton/telemetry';
 import { randomUUID } from 'node:crypto';
 import { chatModelFromConfig, loadTeamsOrExit } from '@baton/agents';
-import { busNames, connectNats, serveDiagnostics } from '@baton/bus';
+import { busNames, connectNats, drainNats, serveDiagnostics } from '@baton/bus';
 import { createDb } from '@baton/db';
-import { EventStore, keepUnfinished, TaskCache } from '@baton/event-store';
+import { EventStore, servicesCachePolicy, TaskCache } from '@baton/event-store';
 import { configOrExit, createLogger, installCrashGuards, installShutdown, startTelemetry } from '@baton/runtime';
 import { listExamples } from '@baton/storage';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -21,7 +21,7 @@ const tracing = startTelemetry('gateway', process.env, log);
 // A bad team config stops start-up at once, naming every problem.
 const teams = loadTeamsOrExit(config.BATON_TEAMS_DIR, log);
 const db = createDb(config.DATABASE_URL, { max: config.PG_POOL_MAX, applicationName: 'baton-gateway', countQueries: true, log });
-const cache = new TaskCache(db.pool, { keep: keepUnfinished });
+const cache = new TaskCache(db.pool, servicesCachePolicy);
 const names = busNames(config.BATON_NAMESPACE);
 const hub = new SseHub(names, log);
 let nc: NatsConnection | null = null;
@@ -75,7 +75,7 @@ void connectNats(config.NATS_URL, 'baton-gateway', log).then((c) => {
 
 installShutdown(log, [
   { name: 'close HTTP (ends SSE streams)', run: () => app.close() },
-  { name: 'drain NATS', run: async () => { hub.close(); await nc?.drain(); } },
+  { name: 'drain NATS', run: async () => { hub.close(); if (nc) await drainNats(nc); } },
   { name: 'close Postgres', run: () => db.close() },
   { name: 'export the last spans', run: () => tracing.shutdown() },
 ]);

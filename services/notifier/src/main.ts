@@ -1,4 +1,4 @@
-import { busNames, connectNats, ensureTopology, serveDiagnostics } from '@baton/bus';
+import { busNames, connectNats, drainNats, ensureTopology, serveDiagnostics } from '@baton/bus';
 import { createDb } from '@baton/db';
 import { EventStore } from '@baton/event-store';
 import { configOrExit, createLogger, installCrashGuards, installShutdown, retryForever, startOps, startTelemetry, topologyFromEnv } from '@baton/runtime';
@@ -59,7 +59,7 @@ const ops = await startOps(config, { log, checks: { postgres: () => db.pool.quer
 serveDiagnostics(nc, names, 'notifier', () => ({ pgQueries: db.queriesIssued(), opsPort: ops.port }));
 installShutdown(log, [
   { name: 'stop deliveries and finish in-flight ones', run: async () => { await notifier.stop(); mailer?.close(); } },
-  { name: 'drain NATS', run: () => nc.drain() },
+  { name: 'drain NATS', run: () => drainNats(nc) },
   { name: 'close Postgres', run: () => db.close() },
   { name: 'export the last spans and close the ops port', run: async () => { await tracing.shutdown(); await ops.close(); } },
 ]);

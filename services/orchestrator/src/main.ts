@@ -1,8 +1,8 @@
 import { loadTeamsOrExit, modelFromConfig, TeamCatalog } from '@baton/agents';
-import { busNames, connectNats, ensureTopology, relayStatus, serveDiagnostics } from '@baton/bus';
+import { busNames, connectNats, drainNats, ensureTopology, relayStatus, serveDiagnostics } from '@baton/bus';
 import { metrics, onScrape } from '@baton/telemetry';
 import { createDb } from '@baton/db';
-import { EventStore, keepUnfinished, TaskCache } from '@baton/event-store';
+import { EventStore, servicesCachePolicy, TaskCache } from '@baton/event-store';
 import { loadTeamConfig, saveTeamConfigs, workspaceManifest } from '@baton/storage';
 import { configOrExit, createLogger, installCrashGuards, installShutdown, retryForever, startOps, startTelemetry, topologyFromEnv } from '@baton/runtime';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
@@ -18,7 +18,7 @@ const tracing = startTelemetry('orchestrator', process.env, log);
 // A bad team config stops start-up at once, naming every problem.
 const teams = loadTeamsOrExit(config.BATON_TEAMS_DIR, log);
 const db = createDb(config.DATABASE_URL, { max: config.PG_POOL_MAX, applicationName: 'baton-orchestrator', countQueries: true, log });
-const cache = new TaskCache(db.pool, { keep: keepUnfinished });
+const cache = new TaskCache(db.pool, servicesCachePolicy);
 await retryForever(`connecting to Postgres`, log, () => db.pool.query('select 1'));
 const nc = await connectNats(config.NATS_URL, 'baton-orchestrator', log);
 const names = busNames(config.BATON_NAMESPACE);
@@ -61,7 +61,7 @@ const ops = await startOps(config, { log, checks: { postgres: () => db.pool.quer
 serveDiagnostics(nc, names, 'orchestrator', () => ({ pgQueries: db.queriesIssued(), cachedTasks: cache.size, opsPort: ops.port }));
 installShutdown(log, [
   { name: 'stop consuming and finish in-flight work', run: () => orchestrator.stop() },
-  { name: 'drain NATS', run: () => nc.drain() },
+  { name: 'drain NATS', run: () => drainNats(nc) },
   { name: 'close Postgres', run: () => db.close() },
   { name: 'export the last spans and close the ops port', run: async () => { await tracing.shutdown(); await ops.close(); } },
 ]);

@@ -1,9 +1,9 @@
 import { appendFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { loadTeamsOrExit, modelFromConfig, TeamCatalog } from '@baton/agents';
-import { busNames, connectNats, ensureTopology, serveDiagnostics } from '@baton/bus';
+import { busNames, connectNats, drainNats, ensureTopology, serveDiagnostics } from '@baton/bus';
 import { createDb } from '@baton/db';
-import { EventStore, keepUnfinished, TaskCache } from '@baton/event-store';
+import { EventStore, servicesCachePolicy, TaskCache } from '@baton/event-store';
 import { loadTeamConfig, saveTeamConfigs, readWorkspace } from '@baton/storage';
 import { configOrExit, createLogger, installCrashGuards, installShutdown, retryForever, startOps, startTelemetry, topologyFromEnv } from '@baton/runtime';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
@@ -19,7 +19,7 @@ const tracing = startTelemetry('sandbox-runner', process.env, log);
 // A bad team config stops start-up at once, naming every problem.
 const teams = loadTeamsOrExit(config.BATON_TEAMS_DIR, log);
 const db = createDb(config.DATABASE_URL, { max: config.PG_POOL_MAX, applicationName: 'baton-runner', countQueries: true, log });
-const cache = new TaskCache(db.pool, { keep: keepUnfinished });
+const cache = new TaskCache(db.pool, servicesCachePolicy);
 await retryForever('connecting to Postgres', log, () => db.pool.query('select 1'));
 const nc = await connectNats(config.NATS_URL, 'baton-sandbox-runner', log);
 const names = busNames(config.BATON_NAMESPACE);
@@ -67,7 +67,7 @@ serveDiagnostics(nc, names, 'sandbox-runner', () => ({ pgQueries: db.queriesIssu
 installShutdown(log, [
   { name: 'stop taking jobs and finish in-flight ones', run: () => runner.stop() },
   { name: 'stop the sandbox sweeper', run: async () => stopSweeper() },
-  { name: 'drain NATS', run: () => nc.drain() },
+  { name: 'drain NATS', run: () => drainNats(nc) },
   { name: 'close Postgres', run: () => db.close() },
   { name: 'export the last spans and close the ops port', run: async () => { await tracing.shutdown(); await ops.close(); } },
 ]);
