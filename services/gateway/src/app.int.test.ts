@@ -398,6 +398,44 @@ describe('SSE', () => {
     await app.close();
   });
 
+  test('a wake-up that arrives while the stream is busy between reads (its first look for a final event) is not lost: the event comes at once, not at the backstop poll', async ({ pg, nats }) => {
+    const names = busNames(nats.namespace);
+    // The store the stream reads through, with its first final-event check held open until released.
+    let entered!: () => void;
+    const inCheck = new Promise<void>((r) => (entered = r));
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const store = new Proxy(pg.store, {
+      get(target, prop) {
+        if (prop === 'finalEventSent') return async (...args: Parameters<typeof target.finalEventSent>) => (entered(), await gate, target.finalEventSent(...args));
+        const v = Reflect.get(target, prop, target) as unknown;
+        return typeof v === 'function' ? v.bind(target) : v;
+      },
+    });
+    const app = await gateway({ db: pg.db, store }, nats, { sseHeartbeatMs: 60_000 });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const id = (await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x', team: 'bench' } })).json().id as string;
+    const ctrl = new AbortController();
+    const res = await fetch(`http://127.0.0.1:${(app.server.address() as { port: number }).port}/v1/tasks/${id}/events`, { headers: { accept: 'text/event-stream' }, signal: ctrl.signal });
+    let text = '';
+    const reading = (async () => {
+      try {
+        for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) text += Buffer.from(chunk).toString();
+      } catch (err) {
+        if (!ctrl.signal.aborted) throw err;
+      }
+    })();
+    await inCheck; // the stream has sent TaskSubmitted and is in its final-event check
+    await handleCommand(pg.store, id, { type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'bench-lead', configVersion: 'v' });
+    nats.nc.publish(names.eventSubject(id, 'TaskStarted')); // the relay's message: wakes the stream
+    await nats.nc.flush(); // delivered to the hub (same connection) while the check is still held
+    release();
+    await waitFor(() => /^event: TaskStarted$/m.test(text), { timeoutMs: 10_000, what: 'TaskStarted on the stream (the backstop poll is 60 s away)' });
+    ctrl.abort();
+    await reading;
+    await app.close();
+  });
+
   test('an idle stream sends comment heartbeats', async ({ pg, nats }) => {
     const app = await gateway(pg, nats, { sseHeartbeatMs: 50 });
     await app.listen({ port: 0, host: '127.0.0.1' });

@@ -127,6 +127,9 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
         hiddenDelay = hidden ? Math.min(hiddenDelay * 2, 250) : 2;
         let timer: NodeJS.Timeout | undefined;
         await new Promise<void>((resolve) => {
+          // A wake-up that came while this loop was not waiting (the final-event check above is
+          // awaited) is not lost: read again at once instead of sleeping until the backstop.
+          if (dirty || closed) return resolve();
           wake = resolve;
           timer = setTimeout(resolve, wait);
           timer.unref();
