@@ -1,9 +1,13 @@
+import { randomUUID } from 'node:crypto';
+import { recordAs, taskStreamId } from '@baton/domain';
 import pino from 'pino';
 import { privateNats, stackTest, waitFor, type PrivateNats } from '@baton/testing';
 import { connect } from '@nats-io/transport-node';
 import { afterEach, describe, expect, it } from 'vitest';
 import { sendSoon } from './coalesce.ts';
 import { connectNats, drainNats } from './connect.ts';
+import { publishWakeUps } from './messages.ts';
+import { busNames } from './subjects.ts';
 
 const silent = pino({ level: 'silent' });
 
@@ -62,16 +66,28 @@ describe('connectNats', () => {
 });
 
 describe('drainNats', () => {
-  stackTest('sends what sendSoon still holds before the drain begins (a wake-up queued in this turn is not lost)', async ({ nats }) => {
+  stackTest('sends what sendSoon still holds and the trailing live ticks before the drain begins (nothing queued is lost)', async ({ nats }) => {
     const subject = `${nats.namespace}.drain-test`;
     const got: string[] = [];
     const sub = nats.nc.subscribe(subject, { callback: (_err, m) => void got.push(m.string()) });
     await nats.nc.flush();
+    const names = busNames(nats.namespace);
+    const taskId = randomUUID();
+    const ticks: number[] = [];
+    const tickSub = nats.nc.subscribe(names.liveSubject(taskId), { callback: () => void ticks.push(1) });
+    await nats.nc.flush();
     const nc = await connect({ servers: nats.url });
     sendSoon.soon(() => nc.publish(subject, 'queued'));
+    // Two steps of one task: a tick at once, and a trailing one due at the end of the gap.
+    const usage = { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
+    for (const turn of [1, 2]) {
+      const e = { id: randomUUID(), type: 'ModelTurnRecorded' as const, data: { agentId: 'lead', turn, model: 'm', content: [{ type: 'text' as const, text: 't' }], stopReason: 'end_turn', usage, offline: true, durationMs: 0 } };
+      publishWakeUps(nc, names, [recordAs(e, { taskId, streamId: taskStreamId(taskId), version: turn, position: BigInt(turn), recordedAt: new Date() })]);
+    }
     await drainNats(nc);
-    await waitFor(async () => (await nats.nc.flush(), got.length === 1), { what: 'the queued message' });
+    await waitFor(async () => (await nats.nc.flush(), got.length === 1 && ticks.length === 2), { what: 'the queued message and both ticks' });
     sub.unsubscribe();
+    tickSub.unsubscribe();
     expect(got).toEqual(['queued']);
   });
 });

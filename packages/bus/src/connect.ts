@@ -1,6 +1,7 @@
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { sendSoon } from './coalesce.ts';
+import { flushLiveTicks } from './messages.ts';
 
 export interface ConnectNatsOptions {
   /** Give up connecting (the first time) when aborted. */
@@ -55,10 +56,12 @@ export async function connectNats(url: string, name: string, log: Logger, opts: 
 }
 
 /**
- * Drain a service's connection on shutdown, after sending what `sendSoon` still holds (acks,
- * fast-path wake-ups): once a drain has begun, nothing more can be published.
+ * Drain a service's connection on shutdown, after sending the trailing live ticks and what
+ * `sendSoon` still holds (acks, fast-path wake-ups): once a drain has begun, nothing more can be
+ * published.
  */
 export function drainNats(nc: Pick<NatsConnection, 'drain'>): Promise<void> {
+  flushLiveTicks();
   sendSoon.flush();
   return nc.drain();
 }

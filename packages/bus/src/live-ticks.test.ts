@@ -30,4 +30,17 @@ describe('LiveTicks', () => {
     ticks.tick('a', () => sent.push('a-later'));
     expect(sent.at(-1)).toBe('a-later');
   });
+
+  test('flush sends every trailing tick now and leaves no timer', () => {
+    let now = 0;
+    const ticks = new LiveTicks(60_000, () => now);
+    const sent: string[] = [];
+    ticks.tick('a', () => sent.push('a'));
+    now = 1;
+    ticks.tick('a', () => sent.push('a-trailing'));
+    expect(ticks.due).toBe(1);
+    ticks.flush();
+    expect(sent).toEqual(['a', 'a-trailing']);
+    expect(ticks.due).toBe(0);
+  });
 });

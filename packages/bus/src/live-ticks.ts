@@ -16,6 +16,8 @@ export function tickDelay(now: number, lastSentAt: number | undefined, gapMs: nu
 export class LiveTicks {
   private readonly lastSent = new Map<string, number>();
   private readonly trailing = new Map<string, NodeJS.Timeout>();
+  /** The send of each trailing tick (for `flush`). */
+  private readonly sends = new Map<string, () => void>();
   private readonly gapMs: number;
   private readonly now: () => number;
 
@@ -36,11 +38,24 @@ export class LiveTicks {
     }
     const timer = setTimeout(() => {
       this.trailing.delete(key);
+      this.sends.delete(key);
       this.sent(key, this.now());
       send();
     }, delay);
-    timer.unref(); // a process that exits loses at most a tick: live views also poll
+    timer.unref(); // a process that exits loses at most a tick: live views also poll (drainNats flushes them)
     this.trailing.set(key, timer);
+    this.sends.set(key, send);
+  }
+
+  /** Send every trailing tick now (before a connection is drained: a view would wait for its backstop poll). */
+  flush(): void {
+    for (const [key, timer] of [...this.trailing]) {
+      clearTimeout(timer);
+      this.trailing.delete(key);
+      this.sent(key, this.now());
+      this.sends.get(key)?.();
+    }
+    this.sends.clear();
   }
 
   /** Keys with a trailing tick due (for tests and diagnostics). */

@@ -87,6 +87,8 @@ export const LIVE_TICK_GAP_MS = 20;
 const liveTicks = new LiveTicks(LIVE_TICK_GAP_MS);
 /** Tasks with a trailing live tick still to send (tests, diagnostics). */
 export const liveTicksDue = (): number => liveTicks.due;
+/** Send the trailing live ticks now (`drainNats`, before the connection drains). */
+export const flushLiveTicks = (): void => liveTicks.flush();
 
 /**
  * The fast path: a writer that has just committed events publishes their wake-ups (lead

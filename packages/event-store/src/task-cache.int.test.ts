@@ -99,6 +99,25 @@ describe('TaskCache', () => {
     expect(cache.hits).toBe(hits + 1); // still cached: the waiting tasks went instead
   });
 
+  test('waiting tasks also have a share of the task count: with many small ones, a task at work stays', async ({ pg: { db, store } }) => {
+    const cache = new TaskCache(db.pool, { ...servicesCachePolicy, maxTasks: 4, maxWaitingTasks: 2 });
+    const running = randomUUID();
+    await store.append({ streamId: taskStreamId(running), taskId: running, expectedVersion: 0, events: [submitted(), { id: randomUUID(), type: 'TaskStarted', data: { leadAgentId: 'lead', leadAgentType: 'x', configVersion: 'v' } }] });
+    await cache.load(running);
+    for (let i = 0; i < 6; i++) {
+      const id = randomUUID();
+      await store.append({
+        streamId: taskStreamId(id), taskId: id, expectedVersion: 0,
+        events: [submitted(), { id: randomUUID(), type: 'TaskStarted', data: { leadAgentId: 'lead', leadAgentType: 'x', configVersion: 'v' } }, turn('lead', 1), { id: randomUUID(), type: 'ClarificationRequested', data: { requestId: 'c', agentId: 'lead', toolUseId: 'a', questions: ['q'], context: '' } }],
+      });
+      await cache.load(id);
+      expect(cache.size).toBeLessThanOrEqual(1 + 2);
+    }
+    const hits = cache.hits;
+    await cache.load(running);
+    expect(cache.hits).toBe(hits + 1);
+  });
+
   test('stays within its event budget (least recently used tasks are dropped)', async ({ pg: { db, store } }) => {
     const cache = new TaskCache(db.pool, { maxEvents: 2, maxTasks: 2 });
     const ids = [randomUUID(), randomUUID(), randomUUID()];

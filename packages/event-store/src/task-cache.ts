@@ -39,10 +39,12 @@ export class TaskCache {
   private readonly entries = new Map<string, Entry>();
   private cachedEvents = 0;
   private waitingEvents = 0;
+  private waitingTasks = 0;
   private readonly pool: Pick<pg.Pool, 'query'>;
   private readonly maxEvents: number;
   private readonly maxTasks: number;
   private readonly maxWaitingEvents: number;
+  private readonly maxWaitingTasks: number;
   private readonly keep: (state: TaskState) => boolean;
   private readonly waiting: (state: TaskState) => boolean;
   hits = 0;
@@ -50,15 +52,17 @@ export class TaskCache {
 
   /**
    * `keep(state)` decides which tasks stay cached after a load (default: all). `waiting(state)`
-   * marks tasks that only wait: together they hold at most `maxWaitingEvents` (default a quarter
-   * of `maxEvents`), least recently used out first, so however many tasks wait (a watchdog pass
-   * loads them all) the tasks at work keep the rest. Services use `servicesCachePolicy`.
+   * marks tasks that only wait: together they hold at most `maxWaitingEvents` events and
+   * `maxWaitingTasks` entries (default a quarter of `maxEvents` and of `maxTasks`), least
+   * recently used out first, so however many tasks wait (a watchdog pass loads them all) the
+   * tasks at work keep the rest. Services use `servicesCachePolicy`.
    */
-  constructor(pool: Pick<pg.Pool, 'query'>, opts: { maxEvents?: number; maxTasks?: number; maxWaitingEvents?: number; keep?: (state: TaskState) => boolean; waiting?: (state: TaskState) => boolean } = {}) {
+  constructor(pool: Pick<pg.Pool, 'query'>, opts: { maxEvents?: number; maxTasks?: number; maxWaitingEvents?: number; maxWaitingTasks?: number; keep?: (state: TaskState) => boolean; waiting?: (state: TaskState) => boolean } = {}) {
     this.pool = pool;
     this.maxEvents = opts.maxEvents ?? 200_000;
     this.maxTasks = opts.maxTasks ?? 20_000;
     this.maxWaitingEvents = opts.maxWaitingEvents ?? Math.floor(this.maxEvents / 4);
+    this.maxWaitingTasks = opts.maxWaitingTasks ?? Math.floor(this.maxTasks / 4);
     this.keep = opts.keep ?? (() => true);
     this.waiting = opts.waiting ?? (() => false);
   }
@@ -119,7 +123,10 @@ export class TaskCache {
     const e = this.entries.get(taskId);
     if (!e) return;
     this.cachedEvents -= e.events.length;
-    if (e.waiting) this.waitingEvents -= e.events.length;
+    if (e.waiting) {
+      this.waitingEvents -= e.events.length;
+      this.waitingTasks--;
+    }
     this.entries.delete(taskId);
   }
 
@@ -127,11 +134,15 @@ export class TaskCache {
     this.forget(taskId);
     this.entries.set(taskId, e);
     this.cachedEvents += e.events.length;
-    if (e.waiting) this.waitingEvents += e.events.length;
+    if (e.waiting) {
+      this.waitingEvents += e.events.length;
+      this.waitingTasks++;
+    }
     // Waiting tasks over their budget go first (least recently used first), then anything over the whole budget.
-    if (this.waitingEvents > this.maxWaitingEvents) {
+    const overWaiting = (): boolean => this.waitingEvents > this.maxWaitingEvents || this.waitingTasks > this.maxWaitingTasks;
+    if (overWaiting()) {
       for (const [id, other] of this.entries) {
-        if (this.waitingEvents <= this.maxWaitingEvents || id === taskId) break;
+        if (!overWaiting() || id === taskId) break;
         if (other.waiting) this.forget(id);
       }
     }
@@ -148,7 +159,8 @@ export const keepUnfinished = (s: TaskState): boolean => exists(s) && !isFinal(s
 /**
  * The services' cache policy: unfinished tasks stay cached; those waiting for a person too, so
  * that the person's command and the step it wakes read only the new event, but within a budget
- * of their own (a quarter of the events), so that waiting tasks never push out the ones at work.
+ * of their own (a quarter of the events and of the tasks), so that waiting tasks never push out
+ * the ones at work.
  * A finished task is dropped on its next load in a process (the orchestrator drops it at once).
  */
 export const servicesCachePolicy = { keep: keepUnfinished, waiting: (s: TaskState): boolean => s.status === 'awaiting_input' } as const;

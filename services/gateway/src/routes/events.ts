@@ -105,6 +105,7 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
       while (!closed) {
         dirty = false;
         const { events: batch, hidden } = await d.store.readTaskAfter(taskId, cursor, BATCH, skipTypes);
+        if (closed) return;
         if (hidden) hiddenReads();
         for (const { event, cursor: c } of batch) {
           if (closed) return;
