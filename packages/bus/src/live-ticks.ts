@@ -2,8 +2,9 @@
  * A task's live tick (the core-NATS message that wakes its live views, which then read
  * Postgres) at most once per `gapMs`: the first at once, the ones that follow within the gap
  * folded into one trailing tick at its end. A view therefore sees every step, about `gapMs`
- * late at worst (a timer: later on a busy event loop), and a run of steps costs one send per gap instead of one per step (each a socket write
- * in the writer and a wake-up of the NATS server, whether or not anyone watches).
+ * late at worst (a timer: later on a busy event loop), and a run of steps costs one send per
+ * gap instead of one per step (each a socket write in the writer and a wake-up of the NATS
+ * server, whether or not anyone watches).
  */
 
 /** When a tick asked for at `now` goes out: 0 for at once, else the delay until the gap ends. */
@@ -15,9 +16,8 @@ export function tickDelay(now: number, lastSentAt: number | undefined, gapMs: nu
 
 export class LiveTicks {
   private readonly lastSent = new Map<string, number>();
-  private readonly trailing = new Map<string, NodeJS.Timeout>();
-  /** The send of each trailing tick (for `flush`). */
-  private readonly sends = new Map<string, () => void>();
+  /** The trailing tick due for a key: its timer, and the send (`flush` makes it early). */
+  private readonly trailing = new Map<string, { timer: NodeJS.Timeout; send: () => void }>();
   private readonly gapMs: number;
   private readonly now: () => number;
 
@@ -36,31 +36,28 @@ export class LiveTicks {
       send();
       return;
     }
-    const timer = setTimeout(() => {
-      this.trailing.delete(key);
-      this.sends.delete(key);
-      this.sent(key, this.now());
-      send();
-    }, delay);
+    const timer = setTimeout(() => this.sendTrailing(key), delay);
     timer.unref(); // a process that exits loses at most a tick: live views also poll (drainNats flushes them)
-    this.trailing.set(key, timer);
-    this.sends.set(key, send);
+    this.trailing.set(key, { timer, send });
   }
 
   /** Send every trailing tick now (before a connection is drained: a view would wait for its backstop poll). */
   flush(): void {
-    for (const [key, timer] of [...this.trailing]) {
-      clearTimeout(timer);
-      this.trailing.delete(key);
-      this.sent(key, this.now());
-      this.sends.get(key)?.();
-    }
-    this.sends.clear();
+    for (const key of [...this.trailing.keys()]) this.sendTrailing(key);
   }
 
   /** Keys with a trailing tick due (for tests and diagnostics). */
   get due(): number {
     return this.trailing.size;
+  }
+
+  private sendTrailing(key: string): void {
+    const due = this.trailing.get(key);
+    if (!due) return;
+    clearTimeout(due.timer);
+    this.trailing.delete(key);
+    this.sent(key, this.now());
+    due.send();
   }
 
   private sent(key: string, at: number): void {

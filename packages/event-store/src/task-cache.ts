@@ -138,17 +138,16 @@ export class TaskCache {
       this.waitingEvents += e.events.length;
       this.waitingTasks++;
     }
-    // Waiting tasks over their budget go first (least recently used first), then anything over the whole budget.
-    const overWaiting = (): boolean => this.waitingEvents > this.maxWaitingEvents || this.waitingTasks > this.maxWaitingTasks;
-    if (overWaiting()) {
-      for (const [id, other] of this.entries) {
-        if (!overWaiting() || id === taskId) break;
-        if (other.waiting) this.forget(id);
-      }
-    }
-    for (const [id] of this.entries) {
-      if ((this.cachedEvents <= this.maxEvents && this.entries.size <= this.maxTasks) || id === taskId) break;
-      this.forget(id);
+    // Waiting tasks over their budget go first, then anything over the whole budget.
+    this.evict(taskId, () => this.waitingEvents > this.maxWaitingEvents || this.waitingTasks > this.maxWaitingTasks, (other) => other.waiting);
+    this.evict(taskId, () => this.cachedEvents > this.maxEvents || this.entries.size > this.maxTasks, () => true);
+  }
+
+  /** Drop the least recently used entries that `which` picks while `over()` holds; never `keepId` (the newest). */
+  private evict(keepId: string, over: () => boolean, which: (e: Entry) => boolean): void {
+    for (const [id, e] of this.entries) {
+      if (!over() || id === keepId) break;
+      if (which(e)) this.forget(id);
     }
   }
 }
