@@ -8,6 +8,7 @@ import { appendBatch } from './append.ts';
 import { NOTIFY_PAYLOAD, START, type LogCursor } from './store.ts';
 import { loadTask, handleCommand } from './tasks.ts';
 import { listTasks, rebuildTasksReadModel } from './read-models.ts';
+import type { TaskRow } from './task-row.ts';
 
 const submitted = (prompt = 'hello'): NewEvent => ({
   id: randomUUID(),
@@ -228,6 +229,45 @@ describe('task commands and the tasks read model', () => {
     await db.pool.query('delete from tasks');
     expect(await rebuildTasksReadModel(db.kysely, store)).toBe(1);
     expect((await listTasks(db.kysely, { tenantId: 't1', limit: 10 })).items).toMatchObject([{ id: taskId, status: 'cancelled', version: 3 }]);
+  });
+
+  test("watch_since (the watchdog's index) moves only once it lags a second: a lead's steps update the row in place (HOT)", async ({ pg: { url } }) => {
+    // One connection, so that its table statistics can be flushed and read back.
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    try {
+      const taskId = randomUUID();
+      const t0 = Date.parse('2026-11-25T10:00:00.000Z');
+      const at = (ms: number | null) => (ms === null ? null : new Date(t0 + ms).toISOString());
+      const row = (version: number, watchMs: number | null): TaskRow => ({ id: taskId, tenant_id: 't', status: watchMs === null ? 'awaiting_input' : 'running', team: 'bench', title: 'x', created_at: at(0)!, updated_at: at(version * 100)!, version, pending_requests: [], next_deadline: null, watch_since: at(watchMs), forked_from: null });
+      let version = 0;
+      const step = async (watchMs: number | null) => {
+        await appendBatch(client, [{ streamId: taskStreamId(taskId), taskId, expectedVersion: version, events: [failed()], readModel: row(++version, watchMs) }]);
+        const r = await client.query<{ w: Date | null }>('select watch_since as w from tasks where id = $1', [taskId]);
+        return r.rows[0]?.w?.toISOString() ?? null;
+      };
+      expect(await step(0)).toBe(at(0));
+      // Steps within a second of it leave it where it is.
+      for (const ms of [100, 400, 900, 999]) expect(await step(ms)).toBe(at(0));
+      const hot = async () => {
+        await client.query('select pg_stat_force_next_flush()');
+        return waitFor(async () => {
+          const r = await client.query<{ upd: string; hot: string }>("select n_tup_upd::text as upd, n_tup_hot_upd::text as hot from pg_stat_user_tables where relname = 'tasks'");
+          const x = r.rows[0]!;
+          return Number(x.upd) === version - 1 ? { updated: Number(x.upd), hot: Number(x.hot) } : null;
+        });
+      };
+      // Every update so far changed no indexed column: all in place.
+      expect(await hot()).toEqual({ updated: 4, hot: 4 });
+      // A second behind: it moves (one update that touches the index).
+      expect(await step(1000)).toBe(at(1000));
+      expect(await step(1500)).toBe(at(1000));
+      // Cleared at once (only a person can move the task), and set at once again.
+      expect(await step(null)).toBe(null);
+      expect(await step(1600)).toBe(at(1600));
+    } finally {
+      await client.end();
+    }
   });
 
   test('list pagination walks every task once', async ({ pg: { db, store } }) => {
