@@ -398,25 +398,37 @@ describe('SSE', () => {
     await app.close();
   });
 
-  test('a wake-up that arrives while the stream is busy between reads (its first look for a final event) is not lost: the event comes at once, not at the backstop poll', async ({ pg, nats }) => {
-    const names = busNames(nats.namespace);
-    // The store the stream reads through, with its first final-event check held open until released.
+  /** The store a stream reads through, with its final-event checks counted and held open until `release()`. */
+  function heldFinalChecks(store: PgFixture['store']) {
     let entered!: () => void;
     const inCheck = new Promise<void>((r) => (entered = r));
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
-    const store = new Proxy(pg.store, {
-      get(target, prop) {
-        if (prop === 'finalEventSent') return async (...args: Parameters<typeof target.finalEventSent>) => (entered(), await gate, target.finalEventSent(...args));
-        const v = Reflect.get(target, prop, target) as unknown;
-        return typeof v === 'function' ? v.bind(target) : v;
-      },
-    });
-    const app = await gateway({ db: pg.db, store }, nats, { sseHeartbeatMs: 60_000 });
+    const held = {
+      calls: 0,
+      inCheck,
+      release: () => release(),
+      store: new Proxy(store, {
+        get(target, prop) {
+          if (prop === 'finalEventSent') return async (...args: Parameters<typeof target.finalEventSent>) => (held.calls++, entered(), await gate, target.finalEventSent(...args));
+          const v = Reflect.get(target, prop, target) as unknown;
+          return typeof v === 'function' ? v.bind(target) : v;
+        },
+      }),
+    };
+    return held;
+  }
+
+  test('a wake-up that arrives while the stream is busy between reads (its first look for a final event) is not lost: the event comes at once, not at the backstop poll', async ({ pg, nats }) => {
+    const names = busNames(nats.namespace);
+    const held = heldFinalChecks(pg.store);
+    const app = await gateway({ db: pg.db, store: held.store }, nats, { sseHeartbeatMs: 60_000 });
     await app.listen({ port: 0, host: '127.0.0.1' });
     const id = (await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x', team: 'bench' } })).json().id as string;
+    const [submitted] = await pg.store.readTask(id);
     const ctrl = new AbortController();
-    const res = await fetch(`http://127.0.0.1:${(app.server.address() as { port: number }).port}/v1/tasks/${id}/events`, { headers: { accept: 'text/event-stream' }, signal: ctrl.signal });
+    // Resumed after TaskSubmitted: it finds nothing new, so it looks whether the final event is behind it.
+    const res = await fetch(`http://127.0.0.1:${(app.server.address() as { port: number }).port}/v1/tasks/${id}/events?after=${submitted?.position}`, { headers: { accept: 'text/event-stream' }, signal: ctrl.signal });
     let text = '';
     const reading = (async () => {
       try {
@@ -425,14 +437,50 @@ describe('SSE', () => {
         if (!ctrl.signal.aborted) throw err;
       }
     })();
-    await inCheck; // the stream has sent TaskSubmitted and is in its final-event check
+    await held.inCheck; // the stream has read past TaskSubmitted and is in its final-event check
     await handleCommand(pg.store, id, { type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'bench-lead', configVersion: 'v' });
     nats.nc.publish(names.eventSubject(id, 'TaskStarted')); // the relay's message: wakes the stream
     await nats.nc.flush(); // delivered to the hub (same connection) while the check is still held
-    release();
+    held.release();
     await waitFor(() => /^event: TaskStarted$/m.test(text), { timeoutMs: 10_000, what: 'TaskStarted on the stream (the backstop poll is 60 s away)' });
+    expect(text).not.toMatch(/^event: TaskSubmitted$/m);
     ctrl.abort();
     await reading;
+    await app.close();
+  });
+
+  test('a stream read from the start makes no final-event check (its reads would show the final event); one resumed after it ends at once', async ({ pg, nats }) => {
+    const names = busNames(nats.namespace);
+    const held = heldFinalChecks(pg.store);
+    held.release();
+    const app = await gateway({ db: pg.db, store: held.store }, nats, { sseHeartbeatMs: 60_000 });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
+    const id = (await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x', team: 'bench' } })).json().id as string;
+    const ctrl = new AbortController();
+    const res = await fetch(`${base}/v1/tasks/${id}/events`, { headers: { accept: 'text/event-stream' }, signal: ctrl.signal });
+    let text = '';
+    const reading = (async () => {
+      try {
+        for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) text += Buffer.from(chunk).toString();
+      } catch (err) {
+        if (!ctrl.signal.aborted) throw err;
+      }
+    })();
+    await waitFor(() => /^event: TaskSubmitted$/m.test(text), { what: 'TaskSubmitted on the stream' });
+    // Woken twice more (a transition, then the final event): it went round its loop each time.
+    await handleCommand(pg.store, id, { type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'bench-lead', configVersion: 'v' });
+    nats.nc.publish(names.eventSubject(id, 'TaskStarted'));
+    await waitFor(() => /^event: TaskStarted$/m.test(text), { timeoutMs: 10_000, what: 'TaskStarted on the stream' });
+    const done = await handleCommand(pg.store, id, { type: 'CancelTask', reason: 'r', requestedBy: 'u' });
+    nats.nc.publish(names.eventSubject(id, 'TaskCancelled'));
+    await reading; // the stream ended after the final event
+    expect(text).toMatch(/^event: TaskCancelled$/m);
+    expect(held.calls).toBe(0);
+    // Resumed after the final event: nothing more to read, and the check ends the stream.
+    const after = await fetch(`${base}/v1/tasks/${id}/events?after=${done.events.find((e) => e.type === 'TaskCancelled')?.position}`, { headers: { accept: 'text/event-stream' } });
+    expect(await after.text()).not.toMatch(/^event:/m);
+    expect(held.calls).toBe(1);
     await app.close();
   });
 

@@ -100,7 +100,9 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
 
     const loop = async (): Promise<void> => {
       let finalSeen = false;
-      let finalChecked = false;
+      // Read from the start, the final event (if any) comes in the reads themselves; only a
+      // stream resumed after some event may already be past it.
+      let finalChecked = start === START;
       let hiddenDelay = 2;
       while (!closed) {
         dirty = false;
