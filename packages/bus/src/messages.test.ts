@@ -17,8 +17,9 @@ describe('what the relay publishes for an event', () => {
     expect(subjects({ type: 'ApprovalRejected', data: { requestId: 'a', reason: 'r', decidedBy: 'u', agentId: 'lead' } })).toEqual(['baton.events', 'baton.triggers']);
     expect(subjects({ type: 'ApprovalRejected', data: { requestId: 'a', reason: 'r', decidedBy: 'u' } })).toEqual(['baton.events', 'baton.triggers']);
   });
-  it('an opened request wakes the orchestrator (its deadline timer); cancel and failure release workspaces; a turn is only an event', () => {
+  it('a request a subagent opened wakes the orchestrator (its deadline timer); cancel and failure release workspaces; a turn is only an event', () => {
     expect(subjects({ type: 'ClarificationRequested', data: { requestId: 'c', agentId: 'researcher-1', toolUseId: 't', questions: ['q'], context: '' } })).toEqual(['baton.events', 'baton.triggers']);
+    expect(subjects({ type: 'ApprovalRequested', data: { requestId: 'a', agentId: 'writer-1', toolUseId: 't', toolName: 'write', input: {}, inputDigest: 'd', plan: 'p', deadline: '2026-01-01T00:00:00.000Z', onTimeout: 'reject' } })).toEqual(['baton.events', 'baton.triggers']);
     expect(subjects({ type: 'TaskCancelled', data: { reason: 'r', requestedBy: 'u' } })).toEqual(['baton.events', 'baton.jobs.release.all']);
     expect(subjects({ type: 'TaskFailed', data: { code: 'c', message: 'm' } })).toEqual(['baton.events', 'baton.jobs.release.all']);
     expect(subjects({ type: 'SubagentDispatched', data: { agentId: 'researcher-1', agentType: 'researcher', toolUseId: 't', prompt: 'p' } })).toEqual(['baton.events', 'baton.jobs.run.researcher-1']);
@@ -28,6 +29,11 @@ describe('what the relay publishes for an event', () => {
     const out = messagesFor(e, names);
     expect(out.map((m) => m.subject.split('.').slice(0, 2).join('.') + (m.subject.includes('.jobs.') ? `.${m.subject.split('.').at(-1)}` : ''))).toEqual(['baton.events', 'baton.triggers', 'baton.jobs.researcher-1', 'baton.jobs.writer-1']);
     expect(new Set(out.map((m) => m.msgId)).size).toBe(4);
-    expect(subjects({ type: 'BudgetExceeded', data: { requestId: 'budget-1', agentId: 'lead', spent: { usd: 1, tokens: 1 }, limit: { usd: 1, tokens: null }, deadline: '2026-01-01T00:00:00.000Z', onTimeout: 'stop' } })).toEqual(['baton.events', 'baton.triggers']);
+    expect(subjects({ type: 'BudgetExceeded', data: { requestId: 'budget-1', agentId: 'researcher-1', spent: { usd: 1, tokens: 1 }, limit: { usd: 1, tokens: null }, deadline: '2026-01-01T00:00:00.000Z', onTimeout: 'stop' } })).toEqual(['baton.events', 'baton.triggers']);
+  });
+  it("a request the lead opened wakes nobody: the orchestrator whose step opened it armed the deadline, and the lead waits for the answer", () => {
+    expect(subjects({ type: 'ApprovalRequested', data: { requestId: 'a', agentId: 'lead', toolUseId: 't', toolName: 'plan', input: {}, inputDigest: 'd', plan: 'p', deadline: '2026-01-01T00:00:00.000Z', onTimeout: 'reject' } })).toEqual(['baton.events']);
+    expect(subjects({ type: 'ClarificationRequested', data: { requestId: 'c', agentId: 'lead', toolUseId: 't', questions: ['q'], context: '' } })).toEqual(['baton.events']);
+    expect(subjects({ type: 'BudgetExceeded', data: { requestId: 'budget-1', agentId: 'lead', spent: { usd: 1, tokens: 1 }, limit: { usd: 1, tokens: null }, deadline: '2026-01-01T00:00:00.000Z', onTimeout: 'stop' } })).toEqual(['baton.events']);
   });
 });

@@ -340,15 +340,23 @@ export function wakes(e: { type: EventType; data: unknown }): { lead: boolean; s
     if (agentId && agentId !== LEAD_AGENT_ID) return { lead: false, subagents: [agentId] };
     return { lead: true, subagents: [] };
   }
+  // A request the lead opened itself: the orchestrator whose step opened it arms its deadline as
+  // the step ends (and every deadline poller finds it in the `tasks` table), and the lead waits
+  // for the answer. Waking the orchestrator again would only re-read the task to find that out.
+  if (REQUEST_TYPES.has(e.type) && (e.data as { agentId: string }).agentId === LEAD_AGENT_ID) return { lead: false, subagents: [] };
   if (e.type === 'SubagentDispatched') return { lead: false, subagents: [(e.data as { agentId: string }).agentId] };
   // A raised budget resumes the lead and every subagent the budget paused.
   if (e.type === 'BudgetRaised') return { lead: true, subagents: (e.data as { resumes?: string[] }).resumes ?? [] };
   return { lead: LEAD_TRIGGER_TYPES.has(e.type), subagents: [] };
 }
 
+/** Events that open a request with a deadline (a person's answer, or a raised budget, is awaited). */
+const REQUEST_TYPES: ReadonlySet<EventType> = new Set<EventType>(['ApprovalRequested', 'ClarificationRequested', 'BudgetExceeded']);
+
 export const LEAD_TRIGGER_TYPES: ReadonlySet<EventType> = new Set<EventType>([
   'TaskSubmitted',
-  // A request opened (by the lead or a subagent): the orchestrator arms its deadline timer.
+  // A request opened by a subagent: the orchestrator arms its deadline timer (the lead's own
+  // requests wake nobody: see `wakes`).
   'ApprovalRequested',
   'ClarificationRequested',
   'ApprovalGranted',
@@ -360,7 +368,7 @@ export const LEAD_TRIGGER_TYPES: ReadonlySet<EventType> = new Set<EventType>([
   'SubagentFailed',
   // A plan was recorded: the scheduler dispatches its first subtasks.
   'PlanRecorded',
-  // The budget was reached (the orchestrator arms the request's deadline) or raised (the run goes on).
+  // The budget was reached by a subagent (the orchestrator arms the request's deadline) or raised (the run goes on).
   'BudgetExceeded',
   'BudgetRaised',
 ]);
