@@ -259,8 +259,11 @@ async function benchM4b(api: BatonClient, ids: readonly string[], round: number)
   const t0 = performance.now();
   const mine = new Set(ids);
   const queue: [string, string][] = [];
-  for await (const t of api.tasks('awaiting_input')) if (mine.has(t.id)) for (const r of t.pendingRequests) queue.push([t.id, r.requestId]);
-  if (queue.length < runs) throw new Error(`M4b: ${runs - queue.length} of ${runs} runs have no open request in the parked list`);
+  for await (const t of api.tasks('awaiting_input')) {
+    if (!mine.delete(t.id)) continue;
+    for (const r of t.pendingRequests) queue.push([t.id, r.requestId]);
+  }
+  if (mine.size > 0) throw new Error(`M4b: ${mine.size} of ${runs} runs are not in the parked list, e.g. ${[...mine].slice(0, 3).join(', ')}`);
   await Promise.all(Array.from({ length: 32 }, async () => {
     for (let next = queue.shift(); next; next = queue.shift()) await api.approve(next[0], next[1]);
   }));

@@ -26,7 +26,10 @@ export interface TasksTable {
   version: number;
   pending_requests: ColumnType<unknown, string, string>;
   next_deadline: ColumnType<Date | null, string | null, string | null>;
-  /** Set while the task has work no person holds: the watchdog's index (migration 006). */
+  /**
+   * Set while the task has work no person holds: the watchdog's index (migration 006). It may
+   * lag the task's last event by up to WATCH_SINCE_LAG_S (the append keeps it while it lags less).
+   */
   watch_since: ColumnType<Date | null, string | null | undefined, string | null>;
   /** The task a fork was copied from (migration 008). */
   forked_from: ColumnType<string | null, string | null | undefined, string | null>;
@@ -122,3 +125,12 @@ export interface Database {
   input_workspace_files: InputWorkspaceFilesTable;
   chat_events: ChatEventsTable;
 }
+
+/**
+ * How far `tasks.watch_since` may lag the task's last event, in seconds. While a task keeps
+ * having work no person holds, an append moves the column forward only once it is this far
+ * behind, so a lead's steps change no indexed column of its row and Postgres updates it in
+ * place (HOT). Whoever asks "idle for longer than X?" of the column asks it of X plus this lag:
+ * a busy task never looks idle early, and an idle one is seen at most this much late.
+ */
+export const WATCH_SINCE_LAG_S = 1;

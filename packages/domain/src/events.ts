@@ -325,8 +325,8 @@ export const isStepEvent = (type: string): boolean => STEP_EVENT_TYPES.includes(
 export const TERMINAL_EVENT_TYPES: ReadonlySet<EventType> = new Set(['TaskCompleted', 'TaskFailed', 'TaskCancelled']);
 
 /**
- * Events the orchestrator is woken by: the lead may have work to do, or a deadline was set.
- * Every other event is for observers.
+ * Decisions on a request: they wake the agent that asked (the lead through the orchestrator, a
+ * subagent through a runner job).
  */
 const DECISION_TYPES: ReadonlySet<EventType> = new Set<EventType>(['ApprovalGranted', 'ApprovalRejected', 'ApprovalTimedOut', 'ClarificationAnswered', 'ClarificationTimedOut']);
 

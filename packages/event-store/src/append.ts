@@ -1,3 +1,4 @@
+import { WATCH_SINCE_LAG_S } from '@baton/db';
 import { CURRENT_SCHEMA_VERSION, STEP_EVENT_TYPES, taskStreamId, type ForkedEvent, type NewEvent } from '@baton/domain';
 import type pg from 'pg';
 import { ConcurrencyError } from './errors.ts';
@@ -39,24 +40,16 @@ export interface BatchItemResult {
 }
 
 /**
- * How far `watch_since` (the watchdog's index) may lag the task's last event, in seconds: while
- * a task keeps having work no person holds, the column moves forward only once it is this far
- * behind. A lead's steps then change no indexed column of its `tasks` row, so Postgres updates
- * the row in place (a HOT update: no new entry in the table's six indexes, none to vacuum)
- * instead of once per index per step. What reads it looks for tasks idle far longer (the
- * watchdog's grace, 30 s; STUCK_AFTER_MS, at least 1 s): a busy task looks idle at most this
- * much early, and the watchdog's actions on a healthy task change nothing.
- */
-export const WATCH_SINCE_LAG_S = 1;
-
-/**
- * How an append upserts the `tasks` read model: never moving it back to an older version;
- * `watch_since` kept while it lags less than WATCH_SINCE_LAG_S (set or cleared at once).
+ * How an append upserts the `tasks` read model: never moving it back to an older version.
+ * `watch_since` is kept while the new value is at most WATCH_SINCE_LAG_S later (a lead's steps:
+ * the row is then updated in place, no index touched); set, cleared or moved back (another
+ * writer's clock) at once.
  */
 const TASKS_UPSERT_CONFLICT = `on conflict (id) do update set
     status = excluded.status, team = excluded.team, title = excluded.title, updated_at = excluded.updated_at,
     version = excluded.version, pending_requests = excluded.pending_requests, next_deadline = excluded.next_deadline,
-    watch_since = case when excluded.watch_since < tasks.watch_since + interval '${WATCH_SINCE_LAG_S} second' then tasks.watch_since else excluded.watch_since end
+    watch_since = case when excluded.watch_since >= tasks.watch_since and excluded.watch_since < tasks.watch_since + interval '${WATCH_SINCE_LAG_S} second'
+      then tasks.watch_since else excluded.watch_since end
   where tasks.version <= excluded.version`;
 
 // Many items, one statement (one round trip, one implicit transaction). Each input row is an

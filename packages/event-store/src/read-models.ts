@@ -1,6 +1,6 @@
 import { fold } from '@baton/domain';
 import { sql, type Kysely } from 'kysely';
-import type { Database } from '@baton/db';
+import { WATCH_SINCE_LAG_S, type Database } from '@baton/db';
 import type { EventStore } from './store.ts';
 import { toTaskRow } from './task-row.ts';
 import type { PendingRequestView, TaskListItem } from '@baton/api';
@@ -42,11 +42,12 @@ export async function listTasks(db: Kysely<Database>, q: { tenantId: string; sta
 }
 
 /**
- * Stuck: work no person holds (watch_since is set) with no transition for `afterMs`, and nobody
+ * Stuck: work no person holds (watch_since is set) with no transition for `afterMs` (plus the
+ * column's own lag, WATCH_SINCE_LAG_S), and nobody
  * visibly working on it (no live agent lease). The watchdog acts on such tasks; this lists them.
  */
 const stuck = (afterMs: number) =>
-  sql<boolean>`watch_since < now() - make_interval(secs => ${afterMs / 1000}) and not exists (select 1 from agent_leases l where l.task_id = tasks.id and l.expires_at > now())`;
+  sql<boolean>`watch_since < now() - make_interval(secs => ${afterMs / 1000 + WATCH_SINCE_LAG_S}) and not exists (select 1 from agent_leases l where l.task_id = tasks.id and l.expires_at > now())`;
 
 
 export class InvalidCursorError extends Error {

@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import { WATCH_SINCE_LAG_S } from '@baton/db';
 import { taskStreamId, type NewEvent } from '@baton/domain';
 import { pgTest as test, waitFor } from '@baton/testing';
+import { sql } from 'kysely';
 import pg from 'pg';
 import { describe, expect } from 'vitest';
 import { ConcurrencyError } from './errors.ts';
@@ -265,9 +267,26 @@ describe('task commands and the tasks read model', () => {
       // Cleared at once (only a person can move the task), and set at once again.
       expect(await step(null)).toBe(null);
       expect(await step(1600)).toBe(at(1600));
+      // An earlier time (a writer whose clock is behind) is taken at once, not held back by the later one.
+      expect(await step(1300)).toBe(at(1300));
     } finally {
       await client.end();
     }
+  });
+
+  // In one transaction, now() is one instant for the rows and the question: no timing luck.
+  test("the stuck list adds the column's own lag (WATCH_SINCE_LAG_S): a task that stepped less than STUCK_AFTER_MS + lag ago is not stuck", async ({ pg: { db } }) => {
+    const afterMs = 2000;
+    const busy = randomUUID();
+    const idle = randomUUID();
+    const stuck = await db.kysely.transaction().execute(async (trx) => {
+      for (const [id, idleS] of [[busy, afterMs / 1000 + WATCH_SINCE_LAG_S / 2], [idle, afterMs / 1000 + WATCH_SINCE_LAG_S + 0.5]] as const) {
+        await sql`insert into tasks (id, tenant_id, status, team, title, created_at, updated_at, version, pending_requests, watch_since)
+                  values (${id}, 'ts', 'running', 'bench', 'x', now(), now(), 1, '[]', now() - make_interval(secs => ${idleS}))`.execute(trx);
+      }
+      return listTasks(trx, { tenantId: 'ts', limit: 10, stuckAfterMs: afterMs });
+    });
+    expect(stuck.items.map((t) => t.id)).toEqual([idle]);
   });
 
   test('list pagination walks every task once', async ({ pg: { db, store } }) => {

@@ -1,3 +1,4 @@
+import { WATCH_SINCE_LAG_S } from '@baton/db';
 import type pg from 'pg';
 
 type Db = Pick<pg.Pool, 'query'>;
@@ -95,13 +96,13 @@ export async function dropLeases(db: Db, taskId: string, agentIds?: readonly str
 }
 
 /**
- * Tasks the watchdog should look at: work no person holds and no transition for `graceMs`, or a
- * lease that has expired. Oldest first.
+ * Tasks the watchdog should look at: work no person holds and no transition for `graceMs` (and
+ * WATCH_SINCE_LAG_S, the column's own lag), or a lease that has expired. Oldest first.
  */
 export async function watchCandidates(db: Db, graceMs: number, limit = 200): Promise<string[]> {
   const r = await db.query<{ id: string }>(
     `select id from (
-       select id, watch_since as since from tasks where watch_since < now() - make_interval(secs => $1::double precision / 1000)
+       select id, watch_since as since from tasks where watch_since < now() - make_interval(secs => $1::double precision / 1000 + ${WATCH_SINCE_LAG_S})
        union
        select task_id as id, expires_at as since from agent_leases where expires_at < now()
      ) c group by id order by min(since) limit $2`,

@@ -177,7 +177,7 @@ describe('advanceTask (the lead loop)', () => {
 });
 
 describe('startOrchestrator', () => {
-  stackTest('the deadline timer fires a 1 s approval timeout with no per-task timer (one timer, woken by the request)', async ({ pg, nats }) => {
+  stackTest('the deadline timer fires a 1 s approval timeout with no per-task timer (one timer, hinted by the step that opened the request)', async ({ pg, nats }) => {
     const names = busNames(nats.namespace);
     await ensureTopology(await jetstreamManager(nats.nc), names);
     const orch = await startOrchestrator({
