@@ -343,7 +343,7 @@ export function wakes(e: { type: EventType; data: unknown }): { lead: boolean; s
   // A request the lead opened itself: the orchestrator whose step opened it arms its deadline as
   // the step ends (and every deadline poller finds it in the `tasks` table), and the lead waits
   // for the answer. Waking the orchestrator again would only re-read the task to find that out.
-  if (REQUEST_TYPES.has(e.type) && (e.data as { agentId: string }).agentId === LEAD_AGENT_ID) return { lead: false, subagents: [] };
+  if (REQUEST_EVENT_TYPES.has(e.type) && (e.data as { agentId: string }).agentId === LEAD_AGENT_ID) return { lead: false, subagents: [] };
   if (e.type === 'SubagentDispatched') return { lead: false, subagents: [(e.data as { agentId: string }).agentId] };
   // A raised budget resumes the lead and every subagent the budget paused.
   if (e.type === 'BudgetRaised') return { lead: true, subagents: (e.data as { resumes?: string[] }).resumes ?? [] };
@@ -351,7 +351,7 @@ export function wakes(e: { type: EventType; data: unknown }): { lead: boolean; s
 }
 
 /** Events that open a request with a deadline (a person's answer, or a raised budget, is awaited). */
-const REQUEST_TYPES: ReadonlySet<EventType> = new Set<EventType>(['ApprovalRequested', 'ClarificationRequested', 'BudgetExceeded']);
+export const REQUEST_EVENT_TYPES: ReadonlySet<EventType> = new Set<EventType>(['ApprovalRequested', 'ClarificationRequested', 'BudgetExceeded']);
 
 export const LEAD_TRIGGER_TYPES: ReadonlySet<EventType> = new Set<EventType>([
   'TaskSubmitted',

@@ -48,6 +48,19 @@ describe('forkEvents', () => {
     const s = stateOf(out.map((e, i) => recordAs({ ...e.event, metadata: {} }, { taskId: NEW, streamId: e.streamId, version: e.version, position: BigInt(i + 1), recordedAt: now })));
     expect(s).toMatchObject({ status: 'awaiting_input', id: NEW, agents: { 'researcher-1': { status: 'paused', turns: 1, streamVersion: 2 } } });
   });
+  it('a budget stop open at the fork point gets a fresh deadline too (else the fork would be stopped at once)', () => {
+    const now = new Date('2026-06-01T00:00:00.000Z');
+    const src = recorded([
+      { ...task[0]!, data: { ...(task[0]!.data as object), budget: { usd: 1, tokens: null } } } as DecidedEvent,
+      task[1]!,
+      { type: 'BudgetExceeded', data: { requestId: 'budget-1', agentId: 'lead', spent: { usd: 1.2, tokens: 10 }, limit: { usd: 1, tokens: null }, deadline: '2020-01-01T00:00:00.000Z', onTimeout: 'stop' } },
+    ]);
+    const out = forkEvents(src, 3, NEW, { now, requestedBy: 'u2' });
+    expect(out.at(-1)?.event).toMatchObject({ type: 'BudgetExceeded', data: { requestId: 'budget-1', deadline: '2026-06-01T00:01:00.000Z' } });
+    const s = stateOf(out.map((e, i) => recordAs({ ...e.event, metadata: {} }, { taskId: NEW, streamId: e.streamId, version: e.version, position: BigInt(i + 1), recordedAt: now })));
+    expect(s.pendingRequests['budget-1']?.deadline).toBe('2026-06-01T00:01:00.000Z');
+  });
+
   it('a version the task never reached is refused', () => {
     expect(() => forkEvents(history(), 42, NEW, { now: new Date(), requestedBy: 'u' })).toThrow(InvalidCommandError);
   });

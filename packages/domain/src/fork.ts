@@ -1,5 +1,5 @@
 import { IllegalTransitionError, InvalidCommandError } from './errors.ts';
-import { agentOfStream, agentStreamId, isTaskStream, taskStreamId, type NewEvent, type RecordedEvent } from './events.ts';
+import { agentOfStream, agentStreamId, isTaskStream, REQUEST_EVENT_TYPES, taskStreamId, type NewEvent, type RecordedEvent } from './events.ts';
 import { uuidV5 } from './ids.ts';
 import { stateAt } from './replay.ts';
 import { isFinal } from './state.ts';
@@ -28,7 +28,8 @@ export function forkEvents(source: readonly RecordedEvent[], atVersion: number, 
     const streamId = isTaskStream(e.streamId) ? taskStreamId(newTaskId) : agentStreamId(newTaskId, agentOfStream(sourceId, e.streamId) ?? '');
     let data: unknown = e.data;
     if (e.type === 'TaskSubmitted') data = { ...e.data, requestHash: null, forkedFrom: { taskId: sourceId, atVersion } };
-    if ((e.type === 'ApprovalRequested' || e.type === 'ClarificationRequested') && at.pendingRequests[e.data.requestId]) data = { ...e.data, deadline };
+    // Every kind of open request: an approval, a question, a budget stop (which would otherwise stop the fork at once).
+    if (REQUEST_EVENT_TYPES.has(e.type) && at.pendingRequests[(e.data as { requestId: string }).requestId]) data = { ...(e.data as object), deadline };
     out.push({
       streamId,
       version: e.version,
