@@ -118,6 +118,35 @@ describe('TaskCache', () => {
     expect(cache.hits).toBe(hits + 1);
   });
 
+  test('stays within its byte budget: a few tasks with long model turns push out the least recently used; a task larger than the whole budget is not kept, and is read right', async ({ pg: { db, store } }) => {
+    const cache = new TaskCache(db.pool, { maxBytes: 30_000 });
+    const long = (agentId: string, n: number): NewEvent => {
+      const e = turn(agentId, n) as NewEvent & { data: { content: { type: 'text'; text: string }[] } };
+      return { ...e, data: { ...e.data, content: [{ type: 'text', text: 'x'.repeat(9_000) }] } } as NewEvent;
+    };
+    const ids = [randomUUID(), randomUUID(), randomUUID(), randomUUID()];
+    for (const id of ids) {
+      await store.append({ streamId: taskStreamId(id), taskId: id, expectedVersion: 0, events: [submitted(), long('lead', 1)] });
+      await cache.load(id);
+      expect(cache.byteCount).toBeGreaterThan(9_000);
+      expect(cache.byteCount).toBeLessThanOrEqual(30_000);
+    }
+    expect(cache.size).toBe(3); // ~9.8 KB each: the first task went
+    const misses = cache.misses;
+    await cache.load(ids[0] as string);
+    expect(cache.misses).toBe(misses + 1);
+    // One task of ~37 KB: over the whole budget, so not kept at all; every load still equals a full read.
+    const big = randomUUID();
+    await store.append({ streamId: taskStreamId(big), taskId: big, expectedVersion: 0, events: [submitted(), long('lead', 1), long('lead', 2), long('lead', 3), long('lead', 4)] });
+    for (let i = 0; i < 2; i++) {
+      const loaded = await cache.load(big);
+      expect(loaded.state).toEqual((await loadTask(store, big)).state);
+      expect(loaded.events).toHaveLength(5);
+    }
+    expect(cache.byteCount).toBeLessThanOrEqual(30_000);
+    expect(cache.size).toBeLessThanOrEqual(3);
+  });
+
   test('stays within its event budget (least recently used tasks are dropped)', async ({ pg: { db, store } }) => {
     const cache = new TaskCache(db.pool, { maxEvents: 2, maxTasks: 2 });
     const ids = [randomUUID(), randomUUID(), randomUUID()];

@@ -13,7 +13,14 @@ interface Entry {
   skip: Set<string>;
   /** The task only waits (for a person): it counts against the waiting budget and goes first. */
   waiting: boolean;
+  /** The cached events' estimated size (their data as JSON, plus a fixed share per event). */
+  bytes: number;
 }
+
+/** What an event is counted as beyond its data: ids, type, positions, metadata, the object itself. */
+const EVENT_OVERHEAD_BYTES = 256;
+/** An event's estimated size in the cache (computed once, when it joins a cached task). */
+const sizeOf = (e: RecordedEvent): number => JSON.stringify(e.data).length + EVENT_OVERHEAD_BYTES;
 
 // One statement: the current horizon, and every event of the task at or above the cached one.
 const TAIL_SQL = `
@@ -33,18 +40,23 @@ type TailRow = { xmin: string } & (EventRow | { [K in keyof EventRow]: null });
  * transaction is older than the xmin horizon of the read that produced it, so every later
  * event (even one that commits late with a lower position) has transaction_id ≥ that horizon
  * and is in the next tail. The tail itself is read without a horizon, so a process always
- * sees its own writes. Bounded: least recently used tasks are dropped past `maxEvents`.
+ * sees its own writes. Bounded: least recently used tasks are dropped past `maxEvents`,
+ * `maxBytes` (the events' estimated size) or `maxTasks`.
  */
 export class TaskCache {
   private readonly entries = new Map<string, Entry>();
   private cachedEvents = 0;
+  private cachedBytes = 0;
   private waitingEvents = 0;
+  private waitingBytes = 0;
   private waitingTasks = 0;
   private readonly pool: Pick<pg.Pool, 'query'>;
   private readonly maxEvents: number;
   private readonly maxTasks: number;
   private readonly maxWaitingEvents: number;
   private readonly maxWaitingTasks: number;
+  private readonly maxBytes: number;
+  private readonly maxWaitingBytes: number;
   private readonly keep: (state: TaskState) => boolean;
   private readonly waiting: (state: TaskState) => boolean;
   hits = 0;
@@ -52,17 +64,21 @@ export class TaskCache {
 
   /**
    * `keep(state)` decides which tasks stay cached after a load (default: all). `waiting(state)`
-   * marks tasks that only wait: together they hold at most `maxWaitingEvents` events and
-   * `maxWaitingTasks` entries (default a quarter of `maxEvents` and of `maxTasks`), least
-   * recently used out first, so however many tasks wait (a watchdog pass loads them all) the
-   * tasks at work keep the rest. Services use `servicesCachePolicy`.
+   * marks tasks that only wait: together they hold at most `maxWaitingEvents` events,
+   * `maxWaitingBytes` and `maxWaitingTasks` entries (default a quarter of each whole budget),
+   * least recently used out first, so however many tasks wait (a watchdog pass loads them all)
+   * the tasks at work keep the rest. `maxBytes` bounds the events' estimated size (their data as
+   * JSON: a few long model turns weigh more than thousands of short ones); a task larger than its
+   * whole budget is not kept at all (each load reads it whole). Services use `servicesCachePolicy`.
    */
-  constructor(pool: Pick<pg.Pool, 'query'>, opts: { maxEvents?: number; maxTasks?: number; maxWaitingEvents?: number; maxWaitingTasks?: number; keep?: (state: TaskState) => boolean; waiting?: (state: TaskState) => boolean } = {}) {
+  constructor(pool: Pick<pg.Pool, 'query'>, opts: { maxEvents?: number; maxTasks?: number; maxBytes?: number; maxWaitingEvents?: number; maxWaitingTasks?: number; maxWaitingBytes?: number; keep?: (state: TaskState) => boolean; waiting?: (state: TaskState) => boolean } = {}) {
     this.pool = pool;
     this.maxEvents = opts.maxEvents ?? 200_000;
     this.maxTasks = opts.maxTasks ?? 20_000;
+    this.maxBytes = opts.maxBytes ?? 64 * 1024 * 1024;
     this.maxWaitingEvents = opts.maxWaitingEvents ?? Math.floor(this.maxEvents / 4);
     this.maxWaitingTasks = opts.maxWaitingTasks ?? Math.floor(this.maxTasks / 4);
+    this.maxWaitingBytes = opts.maxWaitingBytes ?? Math.floor(this.maxBytes / 4);
     this.keep = opts.keep ?? (() => true);
     this.waiting = opts.waiting ?? (() => false);
   }
@@ -73,6 +89,11 @@ export class TaskCache {
 
   get eventCount(): number {
     return this.cachedEvents;
+  }
+
+  /** The cached events' estimated size in bytes. */
+  get byteCount(): number {
+    return this.cachedBytes;
   }
 
   readonly load = async (taskId: string): Promise<LoadedTask> => {
@@ -115,7 +136,14 @@ export class TaskCache {
       const tx = txOf.get(e);
       if (tx !== undefined && tx >= lowestOpenTx) skip.add(e.position.toString());
     }
-    this.remember(taskId, { state: absorbedState, events: kept, horizon: lowestOpenTx, skip, waiting: this.waiting(state) });
+    let bytes = entry?.bytes ?? 0;
+    for (let i = entry?.events.length ?? 0; i < kept.length; i++) bytes += sizeOf(kept[i] as RecordedEvent);
+    const waiting = this.waiting(state);
+    if (bytes > (waiting ? this.maxWaitingBytes : this.maxBytes)) {
+      this.forget(taskId); // larger than its whole budget: not kept, each load reads it whole
+      return { state, events };
+    }
+    this.remember(taskId, { state: absorbedState, events: kept, horizon: lowestOpenTx, skip, waiting, bytes });
     return { state, events };
   };
 
@@ -123,8 +151,10 @@ export class TaskCache {
     const e = this.entries.get(taskId);
     if (!e) return;
     this.cachedEvents -= e.events.length;
+    this.cachedBytes -= e.bytes;
     if (e.waiting) {
       this.waitingEvents -= e.events.length;
+      this.waitingBytes -= e.bytes;
       this.waitingTasks--;
     }
     this.entries.delete(taskId);
@@ -134,13 +164,15 @@ export class TaskCache {
     this.forget(taskId);
     this.entries.set(taskId, e);
     this.cachedEvents += e.events.length;
+    this.cachedBytes += e.bytes;
     if (e.waiting) {
       this.waitingEvents += e.events.length;
+      this.waitingBytes += e.bytes;
       this.waitingTasks++;
     }
     // Waiting tasks over their budget go first, then anything over the whole budget.
-    this.evict(taskId, () => this.waitingEvents > this.maxWaitingEvents || this.waitingTasks > this.maxWaitingTasks, (other) => other.waiting);
-    this.evict(taskId, () => this.cachedEvents > this.maxEvents || this.entries.size > this.maxTasks, () => true);
+    this.evict(taskId, () => this.waitingEvents > this.maxWaitingEvents || this.waitingBytes > this.maxWaitingBytes || this.waitingTasks > this.maxWaitingTasks, (other) => other.waiting);
+    this.evict(taskId, () => this.cachedEvents > this.maxEvents || this.cachedBytes > this.maxBytes || this.entries.size > this.maxTasks, () => true);
   }
 
   /** Drop the least recently used entries that `which` picks while `over()` holds; never `keepId` (the newest). */
