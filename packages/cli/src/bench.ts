@@ -1,3 +1,4 @@
+import { pollUntil } from './poll.ts';
 import { randomUUID } from 'node:crypto';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -172,11 +173,7 @@ async function benchM2(api: BatonClient, runs: number, round: number, approvals:
  */
 async function m2Hops(receiver: OtlpReceiver, approvals: Approval[], round: number): Promise<Line> {
   const last = approvals.at(-1);
-  const deadline = Date.now() + 30_000;
-  while (last && !approvalHops(receiver.spans, last)) {
-    if (Date.now() > deadline) throw new Error('M2 hops: the spans of the last approval did not arrive within 30 s');
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  if (last) await pollUntil(() => approvalHops(receiver.spans, last), { timeoutMs: 30_000, intervalMs: 100, onTimeout: () => new Error('M2 hops: the spans of the last approval did not arrive within 30 s') });
   const hops = approvals.map((a) => approvalHops(receiver.spans, a)).filter((h) => h !== null);
   receiver.spans.length = 0; // the next round's only
   const total = hops.map((h) => h.total);
@@ -455,11 +452,7 @@ async function waitForWatchdog(dbUrl: string): Promise<void> {
   const c = new pg.Client({ connectionString: dbUrl });
   await c.connect();
   try {
-    const deadline = Date.now() + 60_000;
-    while ((await recordedStreams(c)).size === 0) {
-      if (Date.now() > deadline) throw new Error("bench: the orchestrator's watchdog did not record the bus streams within 60 s");
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await pollUntil(async () => (await recordedStreams(c)).size > 0, { timeoutMs: 60_000, intervalMs: 100, onTimeout: () => new Error("bench: the orchestrator's watchdog did not record the bus streams within 60 s") });
   } finally {
     await c.end();
   }

@@ -1,3 +1,4 @@
+import { pollUntil } from './poll.ts';
 import { readdir, readFile } from 'node:fs/promises';
 import { requestDiagnostics, type BusNames, type Diagnostics } from '@baton/bus';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -53,15 +54,7 @@ async function serverCpuMs(): Promise<Map<string, number>> {
 export async function waitForDiagnostics(nc: NatsConnection, names: BusNames, timeoutMs = 120_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (const s of SERVICES) {
-    for (;;) {
-      try {
-        await requestDiagnostics(nc, names, s, { timeoutMs: 2000 });
-        break;
-      } catch (err) {
-        if (Date.now() > deadline) throw new Error(`${s} did not answer diagnostics within ${timeoutMs / 1000} s`, { cause: err });
-        await new Promise((r) => setTimeout(r, 200));
-      }
-    }
+    await pollUntil(() => requestDiagnostics(nc, names, s, { timeoutMs: 2000 }), { timeoutMs: Math.max(0, deadline - Date.now()), intervalMs: 200, onTimeout: () => new Error(`${s} did not answer diagnostics within ${timeoutMs / 1000} s`) });
   }
 }
 

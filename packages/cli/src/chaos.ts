@@ -1,3 +1,4 @@
+import { pollUntil } from './poll.ts';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -247,17 +248,14 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       }
     })();
 
-    const deadline = Date.now() + o.timeoutMs;
-    for (;;) {
-      const r = await countByStatus(dbUrl, ids).catch(() => null); // Postgres may be down for a moment
-      if (!r) {
-        await sleep(250);
-        continue;
-      }
-      if (r.final === ids.length) break;
-      if (Date.now() > deadline) throw new Error(`chaos: ${ids.length - r.final} of ${ids.length} tasks not final after ${o.timeoutMs} ms (${JSON.stringify(r.byStatus)})\n${await describeStuck(dbUrl, ids)}`);
-      await sleep(250);
-    }
+    let last: Awaited<ReturnType<typeof countByStatus>> | null = null;
+    await pollUntil(
+      async () => {
+        last = await countByStatus(dbUrl, ids); // throws while Postgres is down for a moment: not yet
+        return last.final === ids.length;
+      },
+      { timeoutMs: o.timeoutMs, intervalMs: 250, onTimeout: async () => new Error(`chaos: ${ids.length - (last?.final ?? 0)} of ${ids.length} tasks not final after ${o.timeoutMs} ms (${JSON.stringify(last?.byStatus ?? {})})\n${await describeStuck(dbUrl, ids)}`) },
+    );
     done = true;
     await killer;
     await keeper;

@@ -1,3 +1,4 @@
+import { pollUntil } from './poll.ts';
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -72,9 +73,8 @@ const NO_RESTART_CODES = new Set([78]);
 
 /** Create the database if needed and apply migrations (retrying while Postgres starts). */
 export async function prepareDatabase(url: string, log: (m: string) => void): Promise<void> {
-  const deadline = Date.now() + 60_000;
-  for (let attempt = 1; ; attempt++) {
-    try {
+  await pollUntil(
+    async () => {
       if (await ensureDatabase(url)) log(`created database ${new URL(url).pathname.slice(1)}`);
       const db = createDb(url, { max: 1, applicationName: 'baton-migrate' });
       try {
@@ -83,13 +83,15 @@ export async function prepareDatabase(url: string, log: (m: string) => void): Pr
       } finally {
         await db.close();
       }
-      return;
-    } catch (err) {
-      if (Date.now() > deadline) throw new Error(`Postgres at ${redact(url)} is not usable: ${(err as Error).message}`, { cause: err });
-      log(`waiting for Postgres at ${redact(url)} (${(err as Error).message}); attempt ${attempt}`);
-      await new Promise((r) => setTimeout(r, Math.min(5000, 250 * 2 ** attempt)));
-    }
-  }
+      return true;
+    },
+    {
+      timeoutMs: 60_000,
+      intervalMs: (attempt) => Math.min(5000, 250 * 2 ** attempt),
+      onRetry: (err, attempt) => log(`waiting for Postgres at ${redact(url)} (${(err as Error).message}); attempt ${attempt}`),
+      onTimeout: (err) => new Error(`Postgres at ${redact(url)} is not usable: ${(err as Error).message}`),
+    },
+  );
 }
 
 /**

@@ -1,3 +1,4 @@
+import { pollUntil } from './poll.ts';
 import { createServer } from 'node:net';
 import { ensureDatabase } from '@baton/db';
 import pg from 'pg';
@@ -20,16 +21,7 @@ export async function freshDatabase(baseUrl: string, name: string): Promise<stri
 }
 
 export async function waitReady(api: BatonClient): Promise<void> {
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    try {
-      await api.request('GET', '/readyz');
-      return;
-    } catch {
-      if (Date.now() > deadline) throw new Error('services did not become ready within 60 s');
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
+  await pollUntil(async () => (await api.request('GET', '/readyz'), true), { timeoutMs: 60_000, intervalMs: 100, onTimeout: () => new Error('services did not become ready within 60 s') });
 }
 
 export function freePort(): Promise<number> {
