@@ -398,6 +398,21 @@ describe('SSE', () => {
     await app.close();
   });
 
+  /** An SSE stream read in the background: what came so far, its end, and a way to stop it. */
+  async function openStream(url: string) {
+    const ctrl = new AbortController();
+    const res = await fetch(url, { headers: { accept: 'text/event-stream' }, signal: ctrl.signal });
+    const stream = { text: '', ended: Promise.resolve(), stop: () => ctrl.abort() };
+    stream.ended = (async () => {
+      try {
+        for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) stream.text += Buffer.from(chunk).toString();
+      } catch (err) {
+        if (!ctrl.signal.aborted) throw err;
+      }
+    })();
+    return stream;
+  }
+
   /** The store a stream reads through, with its final-event checks counted and held open until `release()`. */
   function heldFinalChecks(store: PgFixture['store']) {
     let entered!: () => void;
@@ -426,26 +441,17 @@ describe('SSE', () => {
     await app.listen({ port: 0, host: '127.0.0.1' });
     const id = (await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x', team: 'bench' } })).json().id as string;
     const [submitted] = await pg.store.readTask(id);
-    const ctrl = new AbortController();
     // Resumed after TaskSubmitted: it finds nothing new, so it looks whether the final event is behind it.
-    const res = await fetch(`http://127.0.0.1:${(app.server.address() as { port: number }).port}/v1/tasks/${id}/events?after=${submitted?.position}`, { headers: { accept: 'text/event-stream' }, signal: ctrl.signal });
-    let text = '';
-    const reading = (async () => {
-      try {
-        for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) text += Buffer.from(chunk).toString();
-      } catch (err) {
-        if (!ctrl.signal.aborted) throw err;
-      }
-    })();
+    const stream = await openStream(`http://127.0.0.1:${(app.server.address() as { port: number }).port}/v1/tasks/${id}/events?after=${submitted?.position}`);
     await held.inCheck; // the stream has read past TaskSubmitted and is in its final-event check
     await handleCommand(pg.store, id, { type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'bench-lead', configVersion: 'v' });
     nats.nc.publish(names.eventSubject(id, 'TaskStarted')); // the relay's message: wakes the stream
     await nats.nc.flush(); // delivered to the hub (same connection) while the check is still held
     held.release();
-    await waitFor(() => /^event: TaskStarted$/m.test(text), { timeoutMs: 10_000, what: 'TaskStarted on the stream (the backstop poll is 60 s away)' });
-    expect(text).not.toMatch(/^event: TaskSubmitted$/m);
-    ctrl.abort();
-    await reading;
+    await waitFor(() => /^event: TaskStarted$/m.test(stream.text), { timeoutMs: 10_000, what: 'TaskStarted on the stream (the backstop poll is 60 s away)' });
+    expect(stream.text).not.toMatch(/^event: TaskSubmitted$/m);
+    stream.stop();
+    await stream.ended;
     await app.close();
   });
 
@@ -457,25 +463,16 @@ describe('SSE', () => {
     await app.listen({ port: 0, host: '127.0.0.1' });
     const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
     const id = (await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x', team: 'bench' } })).json().id as string;
-    const ctrl = new AbortController();
-    const res = await fetch(`${base}/v1/tasks/${id}/events`, { headers: { accept: 'text/event-stream' }, signal: ctrl.signal });
-    let text = '';
-    const reading = (async () => {
-      try {
-        for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) text += Buffer.from(chunk).toString();
-      } catch (err) {
-        if (!ctrl.signal.aborted) throw err;
-      }
-    })();
-    await waitFor(() => /^event: TaskSubmitted$/m.test(text), { what: 'TaskSubmitted on the stream' });
+    const stream = await openStream(`${base}/v1/tasks/${id}/events`);
+    await waitFor(() => /^event: TaskSubmitted$/m.test(stream.text), { what: 'TaskSubmitted on the stream' });
     // Woken twice more (a transition, then the final event): it went round its loop each time.
     await handleCommand(pg.store, id, { type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'bench-lead', configVersion: 'v' });
     nats.nc.publish(names.eventSubject(id, 'TaskStarted'));
-    await waitFor(() => /^event: TaskStarted$/m.test(text), { timeoutMs: 10_000, what: 'TaskStarted on the stream' });
+    await waitFor(() => /^event: TaskStarted$/m.test(stream.text), { timeoutMs: 10_000, what: 'TaskStarted on the stream' });
     const done = await handleCommand(pg.store, id, { type: 'CancelTask', reason: 'r', requestedBy: 'u' });
     nats.nc.publish(names.eventSubject(id, 'TaskCancelled'));
-    await reading; // the stream ended after the final event
-    expect(text).toMatch(/^event: TaskCancelled$/m);
+    await stream.ended; // the stream ended after the final event
+    expect(stream.text).toMatch(/^event: TaskCancelled$/m);
     expect(held.calls).toBe(0);
     // Resumed after the final event: nothing more to read, and the check ends the stream.
     const after = await fetch(`${base}/v1/tasks/${id}/events?after=${done.events.find((e) => e.type === 'TaskCancelled')?.position}`, { headers: { accept: 'text/event-stream' } });
