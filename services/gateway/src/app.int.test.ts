@@ -481,6 +481,37 @@ describe('SSE', () => {
     await app.close();
   });
 
+  test('a stream closed while it reads ends there: no final-event check after the read, and its slot is freed', async ({ pg, nats }) => {
+    let entered!: () => void;
+    const inRead = new Promise<void>((r) => (entered = r));
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let finalChecks = 0;
+    const store = new Proxy(pg.store, {
+      get(target, prop) {
+        if (prop === 'readTaskAfter') return async (...args: Parameters<typeof target.readTaskAfter>) => (entered(), await gate, target.readTaskAfter(...args));
+        if (prop === 'finalEventSent') return async (...args: Parameters<typeof target.finalEventSent>) => (finalChecks++, target.finalEventSent(...args));
+        const v = Reflect.get(target, prop, target) as unknown;
+        return typeof v === 'function' ? v.bind(target) : v;
+      },
+    });
+    const app = await gateway({ db: pg.db, store }, nats, { sseHeartbeatMs: 60_000 });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const id = (await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x', team: 'bench' } })).json().id as string;
+    const [submitted] = await pg.store.readTask(id);
+    // Resumed after TaskSubmitted, its read finds nothing: were it to go on, it would look for a final event.
+    const stream = await openStream(`http://127.0.0.1:${(app.server.address() as { port: number }).port}/v1/tasks/${id}/events?after=${submitted?.position}`);
+    await inRead;
+    stream.stop();
+    await stream.ended;
+    // The server has seen the connection close (its 'close' handlers ran with the socket's).
+    await waitFor(() => new Promise<boolean>((r) => app.server.getConnections((_err, n) => r(n === 0))), { what: 'the connection closed on the server' });
+    release();
+    await waitFor(async () => /^baton_sse_connections 0$/m.test((await app.inject({ method: 'GET', url: '/metrics' })).body), { what: 'the stream slot freed' });
+    expect(finalChecks).toBe(0);
+    await app.close();
+  });
+
   test('an idle stream sends comment heartbeats', async ({ pg, nats }) => {
     const app = await gateway(pg, nats, { sseHeartbeatMs: 50 });
     await app.listen({ port: 0, host: '127.0.0.1' });
