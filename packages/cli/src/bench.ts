@@ -452,7 +452,7 @@ async function waitForWatchdog(dbUrl: string): Promise<void> {
   const c = new pg.Client({ connectionString: dbUrl });
   await c.connect();
   try {
-    await pollUntil(async () => (await recordedStreams(c)).size > 0, { timeoutMs: 60_000, intervalMs: 100, onTimeout: () => new Error("bench: the orchestrator's watchdog did not record the bus streams within 60 s") });
+    await pollUntil(async () => (await recordedStreams(c)).size > 0, { timeoutMs: 60_000, intervalMs: 100, retryErrors: false, onTimeout: () => new Error("bench: the orchestrator's watchdog did not record the bus streams within 60 s") });
   } finally {
     await c.end();
   }

@@ -254,7 +254,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
         last = await countByStatus(dbUrl, ids); // throws while Postgres is down for a moment: not yet
         return last.final === ids.length;
       },
-      { timeoutMs: o.timeoutMs, intervalMs: 250, onTimeout: async () => new Error(`chaos: ${ids.length - (last?.final ?? 0)} of ${ids.length} tasks not final after ${o.timeoutMs} ms (${JSON.stringify(last?.byStatus ?? {})})\n${await describeStuck(dbUrl, ids)}`) },
+      { timeoutMs: o.timeoutMs, intervalMs: 250, onTimeout: async () => new Error(`chaos: ${ids.length - (last?.final ?? 0)} of ${ids.length} tasks not final after ${o.timeoutMs} ms (${JSON.stringify(last?.byStatus ?? {})})\n${await describeStuck(dbUrl, ids).catch((e: unknown) => `(could not describe the stuck tasks: ${(e as Error).message})`)}`) },
     );
     done = true;
     await killer;

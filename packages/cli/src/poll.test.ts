@@ -17,6 +17,17 @@ describe('pollUntil', () => {
     expect(seen).toEqual([['starting', 1]]);
   });
 
+  it('with retryErrors false, an error ends the wait at once; onRetry is not told of a last attempt', async () => {
+    const boom = new Error('connection lost');
+    let calls = 0;
+    await expect(pollUntil(() => (calls++, Promise.reject(boom)), { timeoutMs: 10_000, intervalMs: 1, retryErrors: false, onTimeout: () => new Error('x') })).rejects.toBe(boom);
+    expect(calls).toBe(1);
+    const retried: number[] = [];
+    // Time is up after the first attempt (a deadline already past): it is not reported as "retrying".
+    await expect(pollUntil(() => Promise.reject(boom), { timeoutMs: -1, intervalMs: 1, onRetry: (_e, a) => retried.push(a), onTimeout: () => new Error('gave up') })).rejects.toThrow('gave up');
+    expect(retried).toEqual([]);
+  });
+
   it('a value of 0 or an empty string is a value', async () => {
     expect(await pollUntil(() => 0, { timeoutMs: 10, intervalMs: 1, onTimeout: () => new Error('x') })).toBe(0);
     expect(await pollUntil(() => '', { timeoutMs: 10, intervalMs: 1, onTimeout: () => new Error('x') })).toBe('');

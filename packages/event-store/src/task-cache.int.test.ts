@@ -118,39 +118,42 @@ describe('TaskCache', () => {
     expect(cache.hits).toBe(hits + 1);
   });
 
-  test('stays within its byte budget: a few tasks with long model turns push out the least recently used; a task larger than the whole budget is not kept, and is read right', async ({ pg: { db, store } }) => {
-    const cache = new TaskCache(db.pool, { maxBytes: 30_000 });
+  test('stays within its byte budget: a few tasks with long model turns push out the least recently used; one larger than the whole budget stays only until another is loaded', async ({ pg: { db, store } }) => {
     const long = (agentId: string, n: number): NewEvent => {
       const e = turn(agentId, n) as NewEvent & { data: { content: { type: 'text'; text: string }[] } };
       return { ...e, data: { ...e.data, content: [{ type: 'text', text: 'x'.repeat(9_000) }] } } as NewEvent;
     };
+    const task = async (turns: number): Promise<string> => {
+      const id = randomUUID();
+      await store.append({ streamId: taskStreamId(id), taskId: id, expectedVersion: 0, events: [submitted(), ...Array.from({ length: turns }, (_, i) => long('lead', i + 1))] });
+      return id;
+    };
     // A task's events join the cache once no older transaction is open on the server (other tests
     // run beside this one): each wait loads again until they have.
-    const ids = [randomUUID(), randomUUID(), randomUUID(), randomUUID()];
-    for (const [i, id] of ids.entries()) {
-      await store.append({ streamId: taskStreamId(id), taskId: id, expectedVersion: 0, events: [submitted(), long('lead', 1)] });
-      const held = Math.min(i + 1, 3); // ~9.8 KB each: three fit in 30 KB
-      await waitFor(async () => (await cache.load(id), cache.size === held && cache.eventCount === 2 * held), { what: `task ${i + 1} in the cache` });
-      expect(cache.byteCount).toBeGreaterThan(held * 9_000);
-      expect(cache.byteCount).toBeLessThanOrEqual(30_000);
+    const loadUntilCached = (cache: TaskCache, id: string, size: number, events: number) => waitFor(async () => (await cache.load(id), cache.size === size && cache.eventCount === events), { what: `task ${id} in the cache` });
+    // What one task of a turn weighs, measured: the budget holds three and a half.
+    const probe = new TaskCache(db.pool);
+    await loadUntilCached(probe, await task(1), 1, 2);
+    const one = probe.byteCount;
+    expect(one).toBeGreaterThan(9_000);
+    const cache = new TaskCache(db.pool, { maxBytes: Math.floor(one * 3.5) });
+    const ids: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      ids.push(await task(1));
+      const held = Math.min(i + 1, 3);
+      await loadUntilCached(cache, ids[i] as string, held, 2 * held);
+      expect(cache.byteCount).toBe(held * one);
     }
     const misses = cache.misses;
     await cache.load(ids[0] as string); // the least recently used went
     expect(cache.misses).toBe(misses + 1);
-    // One task of ~37 KB: over the whole budget, so once its events would join it is dropped
-    // (its next load is a miss), and every load still equals a full read.
-    const big = randomUUID();
-    await store.append({ streamId: taskStreamId(big), taskId: big, expectedVersion: 0, events: [submitted(), long('lead', 1), long('lead', 2), long('lead', 3), long('lead', 4)] });
-    const full = (await loadTask(store, big)).state;
-    expect((await cache.load(big)).state).toEqual(full);
-    await waitFor(async () => {
-      const before = cache.misses;
-      const loaded = await cache.load(big);
-      expect(loaded.state).toEqual(full);
-      expect(loaded.events).toHaveLength(5);
-      return cache.misses === before + 1;
-    }, { what: 'the over-budget task not kept' });
-    expect(cache.byteCount).toBeLessThanOrEqual(30_000);
+    // A task of four long turns is over the whole budget: it stays alone (the others went), and goes
+    // as soon as another task is loaded.
+    const big = await task(4);
+    await loadUntilCached(cache, big, 1, 5);
+    expect((await cache.load(big)).state).toEqual((await loadTask(store, big)).state);
+    await loadUntilCached(cache, ids[3] as string, 1, 2);
+    expect(cache.byteCount).toBe(one);
   });
 
   test('stays within its event budget (least recently used tasks are dropped)', async ({ pg: { db, store } }) => {

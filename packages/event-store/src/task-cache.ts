@@ -1,5 +1,5 @@
 import { evolve, exists, initialState, isFinal, type RecordedEvent, type TaskState } from '@baton/domain';
-import type pg from 'pg';
+import pg from 'pg';
 import { EVENT_COLUMNS, toRecorded, type EventRow } from './store.ts';
 import type { LoadedTask } from './tasks.ts';
 
@@ -13,14 +13,31 @@ interface Entry {
   skip: Set<string>;
   /** The task only waits (for a person): it counts against the waiting budget and goes first. */
   waiting: boolean;
-  /** The cached events' estimated size (their data as JSON, plus a fixed share per event). */
+  /** The cached events' estimated size (their data as JSON text, plus a fixed share per event). */
   bytes: number;
 }
 
 /** What an event is counted as beyond its data: ids, type, positions, metadata, the object itself. */
 const EVENT_OVERHEAD_BYTES = 256;
-/** An event's estimated size in the cache (computed once, when it joins a cached task). */
-const sizeOf = (e: RecordedEvent): number => JSON.stringify(e.data).length + EVENT_OVERHEAD_BYTES;
+/** The length of the JSON text each jsonb value of a tail read was parsed from (kept by the parsed object). */
+const textLength = new WeakMap<object, number>();
+const JSONB_OID = 3802;
+/**
+ * The tail read's type parsers: pg's own, but a jsonb value's text length is kept as it is
+ * parsed, so that sizing an event costs nothing (the text is there anyway).
+ */
+const tailTypes = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') => {
+    if (oid !== JSONB_OID || format === 'binary') return pg.types.getTypeParser(oid, format as 'text');
+    return (text: string) => {
+      const value = JSON.parse(text) as unknown;
+      if (value !== null && typeof value === 'object') textLength.set(value, text.length);
+      return value;
+    };
+  }) as typeof pg.types.getTypeParser,
+};
+/** An event's estimated size in the cache (its data's JSON text, as read; re-serialized only for upcast data). */
+const sizeOf = (e: RecordedEvent): number => (textLength.get(e.data as object) ?? JSON.stringify(e.data).length) + EVENT_OVERHEAD_BYTES;
 
 // One statement: the current horizon, and every event of the task at or above the cached one.
 const TAIL_SQL = `
@@ -67,9 +84,10 @@ export class TaskCache {
    * marks tasks that only wait: together they hold at most `maxWaitingEvents` events,
    * `maxWaitingBytes` and `maxWaitingTasks` entries (default a quarter of each whole budget),
    * least recently used out first, so however many tasks wait (a watchdog pass loads them all)
-   * the tasks at work keep the rest. `maxBytes` bounds the events' estimated size (their data as
-   * JSON: a few long model turns weigh more than thousands of short ones); a task larger than its
-   * whole budget is not kept at all (each load reads it whole). Services use `servicesCachePolicy`.
+   * the tasks at work keep the rest. `maxBytes` bounds the events' estimated size (their data's
+   * JSON text: a few long model turns weigh more than thousands of short ones). As with events,
+   * the task just loaded always stays, alone if it is over the budget, until the next load of
+   * another task makes room. Services use `servicesCachePolicy`.
    */
   constructor(pool: Pick<pg.Pool, 'query'>, opts: { maxEvents?: number; maxTasks?: number; maxBytes?: number; maxWaitingEvents?: number; maxWaitingTasks?: number; maxWaitingBytes?: number; keep?: (state: TaskState) => boolean; waiting?: (state: TaskState) => boolean } = {}) {
     this.pool = pool;
@@ -100,7 +118,7 @@ export class TaskCache {
     const entry = this.entries.get(taskId);
     if (entry) this.hits++;
     else this.misses++;
-    const res = await this.pool.query<TailRow>({ name: 'baton_task_tail', text: TAIL_SQL, values: [taskId, (entry?.horizon ?? 0n).toString()] });
+    const res = await this.pool.query<TailRow>({ name: 'baton_task_tail', text: TAIL_SQL, values: [taskId, (entry?.horizon ?? 0n).toString()], types: tailTypes });
     const xmin = BigInt((res.rows[0] as TailRow).xmin);
     let state = entry?.state ?? initialState();
     const events = entry ? entry.events.slice() : [];
@@ -138,12 +156,7 @@ export class TaskCache {
     }
     let bytes = entry?.bytes ?? 0;
     for (let i = entry?.events.length ?? 0; i < kept.length; i++) bytes += sizeOf(kept[i] as RecordedEvent);
-    const waiting = this.waiting(state);
-    if (bytes > (waiting ? this.maxWaitingBytes : this.maxBytes)) {
-      this.forget(taskId); // larger than its whole budget: not kept, each load reads it whole
-      return { state, events };
-    }
-    this.remember(taskId, { state: absorbedState, events: kept, horizon: lowestOpenTx, skip, waiting, bytes });
+    this.remember(taskId, { state: absorbedState, events: kept, horizon: lowestOpenTx, skip, waiting: this.waiting(state), bytes });
     return { state, events };
   };
 

@@ -496,6 +496,13 @@ describe('SSE', () => {
       },
     });
     const app = await gateway({ db: pg.db, store }, nats, { sseHeartbeatMs: 60_000 });
+    // The request's own 'close', heard before the route's listener (this hook runs first); a
+    // microtask later the route has marked its stream closed.
+    let requestClosed!: () => void;
+    const closedOnServer = new Promise<void>((r) => (requestClosed = r));
+    app.addHook('onRequest', async (req) => {
+      if (req.url.includes('/events')) req.raw.on('close', () => queueMicrotask(requestClosed));
+    });
     await app.listen({ port: 0, host: '127.0.0.1' });
     const id = (await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x', team: 'bench' } })).json().id as string;
     const [submitted] = await pg.store.readTask(id);
@@ -504,8 +511,7 @@ describe('SSE', () => {
     await inRead;
     stream.stop();
     await stream.ended;
-    // The server has seen the connection close (its 'close' handlers ran with the socket's).
-    await waitFor(() => new Promise<boolean>((r) => app.server.getConnections((_err, n) => r(n === 0))), { what: 'the connection closed on the server' });
+    await closedOnServer;
     release();
     await waitFor(async () => /^baton_sse_connections 0$/m.test((await app.inject({ method: 'GET', url: '/metrics' })).body), { what: 'the stream slot freed' });
     expect(finalChecks).toBe(0);
