@@ -17,6 +17,21 @@ interface Entry {
   bytes: number;
 }
 
+/** What a set of cached tasks holds, and what it may hold. */
+interface Tally {
+  events: number;
+  bytes: number;
+  tasks: number;
+}
+const tally = (events = 0, bytes = 0, tasks = 0): Tally => ({ events, bytes, tasks });
+/** Count an entry in (`sign` 1) or out (-1). */
+function count(t: Tally, e: Entry, sign: 1 | -1): void {
+  t.events += sign * e.events.length;
+  t.bytes += sign * e.bytes;
+  t.tasks += sign;
+}
+const exceeds = (t: Tally, budget: Tally): boolean => t.events > budget.events || t.bytes > budget.bytes || t.tasks > budget.tasks;
+
 /** What an event is counted as beyond its data: ids, type, positions, metadata, the object itself. */
 const EVENT_OVERHEAD_BYTES = 256;
 /** The length of the JSON text each jsonb value of a tail read was parsed from (kept by the parsed object). */
@@ -62,18 +77,12 @@ type TailRow = { xmin: string } & (EventRow | { [K in keyof EventRow]: null });
  */
 export class TaskCache {
   private readonly entries = new Map<string, Entry>();
-  private cachedEvents = 0;
-  private cachedBytes = 0;
-  private waitingEvents = 0;
-  private waitingBytes = 0;
-  private waitingTasks = 0;
+  /** Every cached task, and those that only wait, against their budgets. */
+  private readonly all = tally();
+  private readonly waitingOnes = tally();
+  private readonly budget: Tally;
+  private readonly waitingBudget: Tally;
   private readonly pool: Pick<pg.Pool, 'query'>;
-  private readonly maxEvents: number;
-  private readonly maxTasks: number;
-  private readonly maxWaitingEvents: number;
-  private readonly maxWaitingTasks: number;
-  private readonly maxBytes: number;
-  private readonly maxWaitingBytes: number;
   private readonly keep: (state: TaskState) => boolean;
   private readonly waiting: (state: TaskState) => boolean;
   hits = 0;
@@ -91,12 +100,9 @@ export class TaskCache {
    */
   constructor(pool: Pick<pg.Pool, 'query'>, opts: { maxEvents?: number; maxTasks?: number; maxBytes?: number; maxWaitingEvents?: number; maxWaitingTasks?: number; maxWaitingBytes?: number; keep?: (state: TaskState) => boolean; waiting?: (state: TaskState) => boolean } = {}) {
     this.pool = pool;
-    this.maxEvents = opts.maxEvents ?? 200_000;
-    this.maxTasks = opts.maxTasks ?? 20_000;
-    this.maxBytes = opts.maxBytes ?? 64 * 1024 * 1024;
-    this.maxWaitingEvents = opts.maxWaitingEvents ?? Math.floor(this.maxEvents / 4);
-    this.maxWaitingTasks = opts.maxWaitingTasks ?? Math.floor(this.maxTasks / 4);
-    this.maxWaitingBytes = opts.maxWaitingBytes ?? Math.floor(this.maxBytes / 4);
+    this.budget = tally(opts.maxEvents ?? 200_000, opts.maxBytes ?? 64 * 1024 * 1024, opts.maxTasks ?? 20_000);
+    const quarter = (n: number) => Math.floor(n / 4);
+    this.waitingBudget = tally(opts.maxWaitingEvents ?? quarter(this.budget.events), opts.maxWaitingBytes ?? quarter(this.budget.bytes), opts.maxWaitingTasks ?? quarter(this.budget.tasks));
     this.keep = opts.keep ?? (() => true);
     this.waiting = opts.waiting ?? (() => false);
   }
@@ -106,12 +112,12 @@ export class TaskCache {
   }
 
   get eventCount(): number {
-    return this.cachedEvents;
+    return this.all.events;
   }
 
   /** The cached events' estimated size in bytes. */
   get byteCount(): number {
-    return this.cachedBytes;
+    return this.all.bytes;
   }
 
   readonly load = async (taskId: string): Promise<LoadedTask> => {
@@ -163,29 +169,19 @@ export class TaskCache {
   forget(taskId: string): void {
     const e = this.entries.get(taskId);
     if (!e) return;
-    this.cachedEvents -= e.events.length;
-    this.cachedBytes -= e.bytes;
-    if (e.waiting) {
-      this.waitingEvents -= e.events.length;
-      this.waitingBytes -= e.bytes;
-      this.waitingTasks--;
-    }
+    count(this.all, e, -1);
+    if (e.waiting) count(this.waitingOnes, e, -1);
     this.entries.delete(taskId);
   }
 
   private remember(taskId: string, e: Entry): void {
     this.forget(taskId);
     this.entries.set(taskId, e);
-    this.cachedEvents += e.events.length;
-    this.cachedBytes += e.bytes;
-    if (e.waiting) {
-      this.waitingEvents += e.events.length;
-      this.waitingBytes += e.bytes;
-      this.waitingTasks++;
-    }
+    count(this.all, e, 1);
+    if (e.waiting) count(this.waitingOnes, e, 1);
     // Waiting tasks over their budget go first, then anything over the whole budget.
-    this.evict(taskId, () => this.waitingEvents > this.maxWaitingEvents || this.waitingBytes > this.maxWaitingBytes || this.waitingTasks > this.maxWaitingTasks, (other) => other.waiting);
-    this.evict(taskId, () => this.cachedEvents > this.maxEvents || this.cachedBytes > this.maxBytes || this.entries.size > this.maxTasks, () => true);
+    this.evict(taskId, () => exceeds(this.waitingOnes, this.waitingBudget), (other) => other.waiting);
+    this.evict(taskId, () => exceeds(this.all, this.budget), () => true);
   }
 
   /** Drop the least recently used entries that `which` picks while `over()` holds; never `keepId` (the newest). */
@@ -203,7 +199,7 @@ export const keepUnfinished = (s: TaskState): boolean => exists(s) && !isFinal(s
 /**
  * The services' cache policy: unfinished tasks stay cached; those waiting for a person too, so
  * that the person's command and the step it wakes read only the new event, but within a budget
- * of their own (a quarter of the events and of the tasks), so that waiting tasks never push out
+ * of their own (a quarter of the events, bytes and tasks), so that waiting tasks never push out
  * the ones at work.
  * A finished task is dropped on its next load in a process (the orchestrator drops it at once).
  */
