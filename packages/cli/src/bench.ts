@@ -1,4 +1,3 @@
-import { pollUntil } from './poll.ts';
 import { randomUUID } from 'node:crypto';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -19,6 +18,7 @@ import { fmt, summarize } from './stats.ts';
 import { formatBreakdown, measureSteps, waitForDiagnostics } from './breakdown.ts';
 import { otlpReceiver, type OtlpReceiver } from '@baton/telemetry';
 import { approvalHops, formatHops, type Approval } from './hops.ts';
+import { pollUntil } from './poll.ts';
 
 /**
  * docs/benchmarks.md, measured against the four services running as separate processes

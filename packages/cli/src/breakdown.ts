@@ -1,8 +1,8 @@
-import { pollUntil } from './poll.ts';
 import { readdir, readFile } from 'node:fs/promises';
 import { requestDiagnostics, type BusNames, type Diagnostics } from '@baton/bus';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { SERVICES } from './launcher.ts';
+import { pollUntil } from './poll.ts';
 
 /**
  * Where the time of a step goes, by process: CPU per step of each service (from its own

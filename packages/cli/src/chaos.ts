@@ -1,4 +1,3 @@
-import { pollUntil } from './poll.ts';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -9,6 +8,7 @@ import pg from 'pg';
 import { ApiError, BatonClient, type TaskSummary } from '@baton/client';
 import { launch, prepareDatabase, type Launched, type ServiceName } from './launcher.ts';
 import { dropDatabase, freePort, freshDatabase, waitReady } from './procs.ts';
+import { pollUntil } from './poll.ts';
 
 /**
  * The crash test of the human-in-the-loop issue, as a script: N research tasks go through plan

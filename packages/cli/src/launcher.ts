@@ -1,8 +1,8 @@
-import { pollUntil } from './poll.ts';
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { createDb, ensureDatabase, migrateToLatest } from '@baton/db';
+import { pollUntil } from './poll.ts';
 
 export const SERVICES = ['orchestrator', 'sandbox-runner', 'notifier', 'gateway'] as const;
 export type ServiceName = (typeof SERVICES)[number];

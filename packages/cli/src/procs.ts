@@ -1,8 +1,8 @@
-import { pollUntil } from './poll.ts';
 import { createServer } from 'node:net';
 import { ensureDatabase } from '@baton/db';
 import pg from 'pg';
 import type { BatonClient } from '@baton/client';
+import { pollUntil } from './poll.ts';
 
 /** Helpers for scripts that run the services as processes (bench, chaos). */
 
