@@ -413,21 +413,32 @@ describe('SSE', () => {
     return stream;
   }
 
-  /** The store a stream reads through, with its final-event checks counted and held open until `release()`. */
-  function heldFinalChecks(store: PgFixture['store']) {
-    let entered!: () => void;
-    const inCheck = new Promise<void>((r) => (entered = r));
+  /**
+   * The store a stream reads through: its final-event checks counted (`finalChecks`), and every
+   * call of `method` held open (`entered` once the first arrives) until `release()`.
+   */
+  function heldStore(store: PgFixture['store'], method: 'readTaskAfter' | 'finalEventSent') {
+    let enter!: () => void;
+    const entered = new Promise<void>((r) => (enter = r));
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     const held = {
-      calls: 0,
-      inCheck,
+      finalChecks: 0,
+      entered,
       release: () => release(),
       store: new Proxy(store, {
         get(target, prop) {
-          if (prop === 'finalEventSent') return async (...args: Parameters<typeof target.finalEventSent>) => (held.calls++, entered(), await gate, target.finalEventSent(...args));
           const v = Reflect.get(target, prop, target) as unknown;
-          return typeof v === 'function' ? v.bind(target) : v;
+          if (typeof v !== 'function') return v;
+          if (prop !== method && prop !== 'finalEventSent') return v.bind(target);
+          return async (...args: unknown[]) => {
+            if (prop === 'finalEventSent') held.finalChecks++;
+            if (prop === method) {
+              enter();
+              await gate;
+            }
+            return (v as (...a: unknown[]) => unknown).apply(target, args);
+          };
         },
       }),
     };
@@ -436,14 +447,14 @@ describe('SSE', () => {
 
   test('a wake-up that arrives while the stream is busy between reads (its first look for a final event) is not lost: the event comes at once, not at the backstop poll', async ({ pg, nats }) => {
     const names = busNames(nats.namespace);
-    const held = heldFinalChecks(pg.store);
+    const held = heldStore(pg.store, 'finalEventSent');
     const app = await gateway({ db: pg.db, store: held.store }, nats, { sseHeartbeatMs: 60_000 });
     await app.listen({ port: 0, host: '127.0.0.1' });
     const id = (await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x', team: 'bench' } })).json().id as string;
     const [submitted] = await pg.store.readTask(id);
     // Resumed after TaskSubmitted: it finds nothing new, so it looks whether the final event is behind it.
     const stream = await openStream(`http://127.0.0.1:${(app.server.address() as { port: number }).port}/v1/tasks/${id}/events?after=${submitted?.position}`);
-    await held.inCheck; // the stream has read past TaskSubmitted and is in its final-event check
+    await held.entered; // the stream has read past TaskSubmitted and is in its final-event check
     await handleCommand(pg.store, id, { type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'bench-lead', configVersion: 'v' });
     nats.nc.publish(names.eventSubject(id, 'TaskStarted')); // the relay's message: wakes the stream
     await nats.nc.flush(); // delivered to the hub (same connection) while the check is still held
@@ -457,7 +468,7 @@ describe('SSE', () => {
 
   test('a stream read from the start makes no final-event check (its reads would show the final event); one resumed after it ends at once', async ({ pg, nats }) => {
     const names = busNames(nats.namespace);
-    const held = heldFinalChecks(pg.store);
+    const held = heldStore(pg.store, 'finalEventSent');
     held.release();
     const app = await gateway({ db: pg.db, store: held.store }, nats, { sseHeartbeatMs: 60_000 });
     await app.listen({ port: 0, host: '127.0.0.1' });
@@ -473,29 +484,17 @@ describe('SSE', () => {
     nats.nc.publish(names.eventSubject(id, 'TaskCancelled'));
     await stream.ended; // the stream ended after the final event
     expect(stream.text).toMatch(/^event: TaskCancelled$/m);
-    expect(held.calls).toBe(0);
+    expect(held.finalChecks).toBe(0);
     // Resumed after the final event: nothing more to read, and the check ends the stream.
     const after = await fetch(`${base}/v1/tasks/${id}/events?after=${done.events.find((e) => e.type === 'TaskCancelled')?.position}`, { headers: { accept: 'text/event-stream' } });
     expect(await after.text()).not.toMatch(/^event:/m);
-    expect(held.calls).toBe(1);
+    expect(held.finalChecks).toBe(1);
     await app.close();
   });
 
   test('a stream closed while it reads ends there: no final-event check after the read, and its slot is freed', async ({ pg, nats }) => {
-    let entered!: () => void;
-    const inRead = new Promise<void>((r) => (entered = r));
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    let finalChecks = 0;
-    const store = new Proxy(pg.store, {
-      get(target, prop) {
-        if (prop === 'readTaskAfter') return async (...args: Parameters<typeof target.readTaskAfter>) => (entered(), await gate, target.readTaskAfter(...args));
-        if (prop === 'finalEventSent') return async (...args: Parameters<typeof target.finalEventSent>) => (finalChecks++, target.finalEventSent(...args));
-        const v = Reflect.get(target, prop, target) as unknown;
-        return typeof v === 'function' ? v.bind(target) : v;
-      },
-    });
-    const app = await gateway({ db: pg.db, store }, nats, { sseHeartbeatMs: 60_000 });
+    const held = heldStore(pg.store, 'readTaskAfter');
+    const app = await gateway({ db: pg.db, store: held.store }, nats, { sseHeartbeatMs: 60_000 });
     // The request's own 'close', heard before the route's listener (this hook runs first); a
     // microtask later the route has marked its stream closed.
     let requestClosed!: () => void;
@@ -508,13 +507,13 @@ describe('SSE', () => {
     const [submitted] = await pg.store.readTask(id);
     // Resumed after TaskSubmitted, its read finds nothing: were it to go on, it would look for a final event.
     const stream = await openStream(`http://127.0.0.1:${(app.server.address() as { port: number }).port}/v1/tasks/${id}/events?after=${submitted?.position}`);
-    await inRead;
+    await held.entered;
     stream.stop();
     await stream.ended;
     await closedOnServer;
-    release();
+    held.release();
     await waitFor(async () => /^baton_sse_connections 0$/m.test((await app.inject({ method: 'GET', url: '/metrics' })).body), { what: 'the stream slot freed' });
-    expect(finalChecks).toBe(0);
+    expect(held.finalChecks).toBe(0);
     await app.close();
   });
 
