@@ -7,4 +7,3 @@ export { connectNats, drainNats } from './connect.ts';
 export { deadLetterRecorder } from './dead-letters.ts';
 export { BatchPublisher, isStoreFailure, PublishError, STREAM_STORE_FAILED, type BatchPublisherOptions, type OutMessage } from './publisher.ts';
 export { Diagnostics, diagnostics, requestDiagnostics, serveDiagnostics } from './diagnostics.ts';
-export { Coalescer, sendSoon } from './coalesce.ts';
