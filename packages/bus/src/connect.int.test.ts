@@ -72,20 +72,22 @@ describe('drainNats', () => {
     const sub = nats.nc.subscribe(subject, { callback: (_err, m) => void got.push(m.string()) });
     await nats.nc.flush();
     const names = busNames(nats.namespace);
-    const taskId = randomUUID();
-    const ticks: number[] = [];
-    const tickSub = nats.nc.subscribe(names.liveSubject(taskId), { callback: () => void ticks.push(1) });
+    const ticks: string[][] = [];
+    const tickSub = nats.nc.subscribe(names.liveTicks, { callback: (_err, m) => void ticks.push(JSON.parse(m.string()) as string[]) });
     await nats.nc.flush();
     const nc = await connect({ servers: nats.url });
-    sendSoon.soon(() => nc.publish(subject, 'queued'));
-    // Two steps of one task: a tick at once, and a trailing one due at the end of the gap.
+    // Steps of two tasks: the first's tick goes with its turn, the second's is due at the end of the gap (which drainNats does not wait for).
     const usage = { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
-    for (const turn of [1, 2]) {
-      const e = { id: randomUUID(), type: 'ModelTurnRecorded' as const, data: { agentId: 'lead', turn, model: 'm', content: [{ type: 'text' as const, text: 't' }], stopReason: 'end_turn', usage, offline: true, durationMs: 0 } };
-      publishWakeUps(nc, names, [recordAs(e, { taskId, streamId: taskStreamId(taskId), version: turn, position: BigInt(turn), recordedAt: new Date() })]);
+    const taskIds = [randomUUID(), randomUUID()];
+    for (const taskId of taskIds) {
+      const e = { id: randomUUID(), type: 'ModelTurnRecorded' as const, data: { agentId: 'lead', turn: 1, model: 'm', content: [{ type: 'text' as const, text: 't' }], stopReason: 'end_turn', usage, offline: true, durationMs: 0 } };
+      publishWakeUps(nc, names, [recordAs(e, { taskId, streamId: taskStreamId(taskId), version: 1, position: 1n, recordedAt: new Date() })]);
+      await new Promise((r) => setImmediate(r)); // the end of the turn
     }
+    sendSoon.soon(() => nc.publish(subject, 'queued'));
     await drainNats(nc);
     await waitFor(async () => (await nats.nc.flush(), got.length === 1 && ticks.length === 2), { what: 'the queued message and both ticks' });
+    expect(ticks).toEqual([[taskIds[0]], [taskIds[1]]]);
     sub.unsubscribe();
     tickSub.unsubscribe();
     expect(got).toEqual(['queued']);

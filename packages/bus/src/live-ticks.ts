@@ -1,72 +1,106 @@
+import { z } from 'zod';
+
 /**
- * A task's live tick (the core-NATS message that wakes its live views, which then read
- * Postgres) at most once per `gapMs`: the first at once, the ones that follow within the gap
- * folded into one trailing tick at its end. A view therefore sees every step, about `gapMs`
- * late at worst (a timer: later on a busy event loop), and a run of steps costs one send per
- * gap instead of one per step (each a socket write in the writer and a wake-up of the NATS
- * server, whether or not anyone watches).
+ * Live ticks: the core-NATS messages that wake live views of tasks' steps (which then read
+ * Postgres). A process sends the ids of the tasks whose steps it committed, many tasks to a
+ * message, at most one message per `gapMs` per subject: the first tick of a quiet process goes
+ * at once (with the rest of that event-loop turn's), the ones that follow within the gap wait for
+ * its end and go together. A view therefore sees every step, about `gapMs` late at worst (a
+ * timer: later on a busy event loop), and a thousand runs stepping at once cost one send per gap
+ * instead of one per step (each a socket write in the writer and a wake-up of the NATS server,
+ * whether or not anyone watches).
  */
 
-/** When a tick asked for at `now` goes out: 0 for at once, else the delay until the gap ends. */
-export function tickDelay(now: number, lastSentAt: number | undefined, gapMs: number): number {
-  if (lastSentAt === undefined) return 0;
-  const since = now - lastSentAt;
-  return since >= gapMs ? 0 : gapMs - since;
+/** At most this many task ids in one message (~40 bytes each, far below NATS's 1 MiB default payload limit). */
+export const LIVE_TICK_IDS_PER_MESSAGE = 1000;
+
+/** A live-ticks message: the ids of tasks whose steps were committed. */
+export const LiveTicksPayload = z.array(z.uuid()).min(1);
+
+export const encodeLiveTicks = (taskIds: readonly string[]): string => JSON.stringify(taskIds);
+
+/** The task ids a live-ticks message names, or an error that says what is wrong with it. */
+export function parseLiveTicks(data: Uint8Array): { ok: true; taskIds: string[] } | { ok: false; error: string } {
+  let json: unknown;
+  try {
+    json = JSON.parse(new TextDecoder().decode(data));
+  } catch (err) {
+    return { ok: false, error: `not JSON: ${(err as Error).message}` };
+  }
+  const parsed = LiveTicksPayload.safeParse(json);
+  return parsed.success ? { ok: true, taskIds: parsed.data } : { ok: false, error: z.prettifyError(parsed.error) };
+}
+
+interface Pending {
+  taskIds: Set<string>;
+  /** Sends one message (the newest connection asked to tick this subject). */
+  send: (taskIds: string[]) => void;
 }
 
 export class LiveTicks {
-  private readonly lastSent = new Map<string, number>();
-  /** The trailing tick due for a key: its timer, and the send (`flush` makes it early). */
-  private readonly trailing = new Map<string, { timer: NodeJS.Timeout; send: () => void }>();
+  /** Ticks still to send, by subject (one per namespace: tests share a process). */
+  private readonly pending = new Map<string, Pending>();
+  /** The gap after the last send: ticks asked for meanwhile wait for its end. */
+  private window: NodeJS.Timeout | null = null;
   private readonly gapMs: number;
-  private readonly now: () => number;
+  private readonly soon: (send: () => void) => void;
 
-  constructor(gapMs: number, now: () => number = () => performance.now()) {
+  /** `soon` runs the first send of a quiet process at the end of the current turn (`sendSoon`), with the turn's other ticks. */
+  constructor(gapMs: number, soon: (send: () => void) => void) {
     this.gapMs = gapMs;
-    this.now = now;
+    this.soon = soon;
   }
 
-  /** Ask for a tick of `key`; `send` makes it (called at once, or once at the end of the gap). */
-  tick(key: string, send: () => void): void {
-    if (this.trailing.has(key)) return; // a tick is due already: it will show this step too
-    const now = this.now();
-    const delay = tickDelay(now, this.lastSent.get(key), this.gapMs);
-    if (delay === 0) {
-      this.sent(key, now);
-      send();
-      return;
-    }
-    const timer = setTimeout(() => this.sendTrailing(key), delay);
-    timer.unref(); // a process that exits loses at most a tick: live views also poll (drainNats flushes them)
-    this.trailing.set(key, { timer, send });
+  /** Ask for a tick of `taskId` on `subject`; `send` makes one message (called at the end of this turn or of the gap). */
+  tick(subject: string, taskId: string, send: (taskIds: string[]) => void): void {
+    const p = this.pending.get(subject);
+    if (p) {
+      p.taskIds.add(taskId);
+      p.send = send;
+    } else this.pending.set(subject, { taskIds: new Set([taskId]), send });
+    if (this.window) return; // the gap's end sends it
+    this.openWindow();
+    this.soon(this.sendPending);
   }
 
-  /** Send every trailing tick now (before a connection is drained: a view would wait for its backstop poll). */
+  /** Send every tick now and close the gap (before a connection is drained: a view would wait for its backstop poll). */
   flush(): void {
-    for (const key of [...this.trailing.keys()]) this.sendTrailing(key);
+    if (this.window) clearTimeout(this.window);
+    this.window = null;
+    this.sendPending();
   }
 
-  /** Keys with a trailing tick due (for tests and diagnostics). */
+  /** Task ids with a tick still to send (for tests and diagnostics). */
   get due(): number {
-    return this.trailing.size;
+    let n = 0;
+    for (const p of this.pending.values()) n += p.taskIds.size;
+    return n;
   }
 
-  private sendTrailing(key: string): void {
-    const due = this.trailing.get(key);
-    if (!due) return;
-    clearTimeout(due.timer);
-    this.trailing.delete(key);
-    this.sent(key, this.now());
-    due.send();
+  private openWindow(): void {
+    this.window = setTimeout(this.gapEnded, this.gapMs);
+    this.window.unref(); // a process that exits loses at most a gap's ticks: live views also poll (drainNats flushes them)
   }
 
-  private sent(key: string, at: number): void {
-    this.lastSent.delete(key); // re-inserted last: the map stays in order of sending
-    this.lastSent.set(key, at);
-    // Forget keys whose gap is over (they would tick at once anyway): oldest first, so this stops early.
-    for (const [k, t] of this.lastSent) {
-      if (at - t < this.gapMs) break;
-      this.lastSent.delete(k);
+  private readonly gapEnded = (): void => {
+    this.window = null;
+    if (this.pending.size === 0) return; // quiet: the next tick goes at once
+    this.sendPending();
+    this.openWindow();
+  };
+
+  private readonly sendPending = (): void => {
+    const pending = [...this.pending.values()];
+    this.pending.clear();
+    for (const { taskIds, send } of pending) {
+      const ids = [...taskIds];
+      for (let i = 0; i < ids.length; i += LIVE_TICK_IDS_PER_MESSAGE) {
+        try {
+          send(ids.slice(i, i + LIVE_TICK_IDS_PER_MESSAGE));
+        } catch {
+          // closed or draining connection: live views poll as a backstop
+        }
+      }
     }
-  }
+  };
 }

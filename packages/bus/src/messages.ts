@@ -5,7 +5,7 @@ import { carrierFrom } from '@baton/telemetry';
 import { z } from 'zod';
 import type { BusNames, JobKind } from './subjects.ts';
 import { sendSoon } from './coalesce.ts';
-import { LiveTicks } from './live-ticks.ts';
+import { encodeLiveTicks, LiveTicks } from './live-ticks.ts';
 import { outHeaders, type OutMessage } from './publisher.ts';
 
 /** What the relay publishes for each event: the API's event object. Consumers re-read Postgres. */
@@ -84,10 +84,10 @@ function wakeUpsFor(e: RecordedEvent, names: BusNames, data: Uint8Array = encode
 
 /** How long a live view of a task's steps may wait for its tick after a step commits (a timer's worth: more on a busy event loop). */
 export const LIVE_TICK_GAP_MS = 20;
-const liveTicks = new LiveTicks(LIVE_TICK_GAP_MS);
-/** Tasks with a trailing live tick still to send (tests, diagnostics). */
+const liveTicks = new LiveTicks(LIVE_TICK_GAP_MS, sendSoon.soon);
+/** Task ids with a live tick still to send (tests, diagnostics). */
 export const liveTicksDue = (): number => liveTicks.due;
-/** Send the trailing live ticks now (`drainNats`, before the connection drains). */
+/** Send the live ticks still due now (`drainNats`, before the connection drains). */
 export const flushLiveTicks = (): void => liveTicks.flush();
 
 /**
@@ -97,15 +97,15 @@ export const flushLiveTicks = (): void => liveTicks.flush();
  * relay will use, so JetStream keeps one copy. The relay still publishes everything, so a
  * writer that dies before this costs latency, never a lost wake-up. Events proper stay
  * relay-only: observers rely on their commit order. Steps (which the relay does not carry) get
- * a live tick instead, at most one per task every LIVE_TICK_GAP_MS (`LiveTicks`: the first at
- * once, the rest folded into one at the end of the gap). Fire-and-forget (no PubAck wait).
+ * a live tick instead: the ids of the tasks whose steps were committed, many to a message, at
+ * most one message per LIVE_TICK_GAP_MS (`LiveTicks`: a quiet process's first at once, the rest
+ * together at the end of the gap). Fire-and-forget (no PubAck wait).
  */
 export function publishWakeUps(nc: Pick<NatsConnection, 'publish'> | null, names: BusNames, events: readonly RecordedEvent[]): void {
   if (!nc) return;
-  // Steps were committed: a tick per task (at most one per LIVE_TICK_GAP_MS) wakes its live views (SSE), which read Postgres.
-  for (const taskId of new Set(events.filter((e) => isStepEvent(e.type)).map((e) => e.taskId))) {
-    const subject = names.liveSubject(taskId);
-    liveTicks.tick(subject, () => sendSoon.soon(() => nc.publish(subject))); // closed or draining: a live view polls as a backstop
+  // Steps were committed: their tasks' ids go in the next live tick, which wakes their live views (SSE), which read Postgres.
+  for (const e of events) {
+    if (isStepEvent(e.type)) liveTicks.tick(names.liveTicks, e.taskId, (taskIds) => nc.publish(names.liveTicks, encodeLiveTicks(taskIds)));
   }
   for (const e of events) {
     for (const m of wakeUpsFor(e, names)) {

@@ -175,23 +175,31 @@ describe('Relay', () => {
     await waitFor(async () => (await jsm.streams.info(names.eventsStream)).state.messages === n, { what: 'every trigger stored' });
   });
 
-  test('fast path: a task\'s steps committed in a burst send its live tick at once and one more at the end of the gap, not one per step', async ({ nats }) => {
+  test('fast path: the steps of many tasks committed in one turn send one live tick naming each task once; the next burst one more', async ({ nats }) => {
     const names = busNames(nats.namespace);
-    const taskId = randomUUID();
-    let ticks = 0;
-    const sub = nats.nc.subscribe(names.liveSubject(taskId), { callback: () => void ticks++ });
-    for (let i = 1; i <= 10; i++) {
-      const turn = { id: randomUUID(), type: 'ModelTurnRecorded' as const, data: { agentId: 'lead', turn: i, model: 'm', content: [{ type: 'text' as const, text: 't' }], stopReason: 'end_turn', usage: { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 }, offline: true, durationMs: 0 } };
-      publishWakeUps(nats.nc, names, [recordAs(turn, { taskId, streamId: taskStreamId(taskId), version: i, position: BigInt(i), recordedAt: new Date() })]);
-    }
-    // At least two come (the second call either ticks at once or makes a trailing tick).
-    await waitFor(() => liveTicksDue() === 0 && ticks >= 2, { what: 'two ticks, and none left to send' });
-    await new Promise((r) => setImmediate(r)); // a tick just made goes out in this turn's check phase (sendSoon)
-    await nats.nc.flush(); // every tick sent has come back
+    const ticks: string[][] = [];
+    const sub = nats.nc.subscribe(names.liveTicks, { callback: (_err, m) => void ticks.push(JSON.parse(m.string()) as string[]) });
+    await nats.nc.flush();
+    const usage = { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
+    const steps = (taskIds: string[]): void => {
+      for (let turn = 1; turn <= 3; turn++) {
+        for (const taskId of taskIds) {
+          const e = { id: randomUUID(), type: 'ModelTurnRecorded' as const, data: { agentId: 'lead', turn, model: 'm', content: [{ type: 'text' as const, text: 't' }], stopReason: 'end_turn', usage, offline: true, durationMs: 0 } };
+          publishWakeUps(nats.nc, names, [recordAs(e, { taskId, streamId: taskStreamId(taskId), version: turn, position: BigInt(turn), recordedAt: new Date() })]);
+        }
+      }
+    };
+    const first = Array.from({ length: 20 }, () => randomUUID());
+    steps(first);
+    await waitFor(async () => (await nats.nc.flush(), ticks.length === 1), { what: 'the first tick' });
+    // Sixty steps of twenty tasks in one message (before: one per task, twenty; before the rate limit, sixty).
+    expect(ticks).toEqual([first]);
+    // The next burst, within the gap (sent at its end) or after it (at once): one message either way.
+    const second = Array.from({ length: 20 }, () => randomUUID());
+    steps(second);
+    await waitFor(async () => (await nats.nc.flush(), liveTicksDue() === 0 && ticks.length === 2), { what: 'the second tick' });
     sub.unsubscribe();
-    // Ten steps, one tick each before: now the first at once and one for the other nine (a third
-    // only if this process stalled past the gap in the middle of the loop).
-    expect(ticks).toBeLessThanOrEqual(3);
+    expect(ticks).toEqual([first, second]);
   });
 
   test('runner jobs are derived from SubagentDispatched and deduplicated by event id', async ({ pg, nats }) => {

@@ -13,10 +13,8 @@ export interface BusNames {
   taskEvents(taskId: string): string;
   /** `baton.events.>` */
   allEvents: string;
-  /** `baton.live.<taskId>`: a tick (core NATS, no stream) that a task's steps were committed; wakes live views. */
-  liveSubject(taskId: string): string;
-  /** `baton.live.>` */
-  allLive: string;
+  /** `baton.live`: live ticks (core NATS, no stream), each the ids of tasks whose steps were committed (`LiveTicksPayload`); they wake live views. */
+  liveTicks: string;
   /** `baton.triggers.<taskId>.<EventType>`: the subset of events that can wake the lead (same stream). */
   triggerSubject(taskId: string, type: string): string;
   allTriggers: string;
@@ -26,7 +24,7 @@ export interface BusNames {
   consumers: { orchestrator: string; notifier: string; runner: string };
   /** `baton.diag.<service>`: request/reply vital signs of a service (core NATS, not JetStream). */
   diagSubject(service: string): string;
-  /** Token index of the task id in an event or live subject (for cheap routing without parsing the body). */
+  /** Token index of the task id in an event subject (for cheap routing without parsing the body). */
   taskIdToken: number;
 }
 
@@ -43,8 +41,7 @@ export function busNames(namespace = ''): BusNames {
     eventSubject: (taskId, type) => `${root}.events.${taskId}.${type}`,
     taskEvents: (taskId) => `${root}.events.${taskId}.>`,
     allEvents: `${root}.events.>`,
-    liveSubject: (taskId) => `${root}.live.${taskId}`,
-    allLive: `${root}.live.>`,
+    liveTicks: `${root}.live`,
     triggerSubject: (taskId, type) => `${root}.triggers.${taskId}.${type}`,
     allTriggers: `${root}.triggers.>`,
     jobSubject: (kind, taskId, agentId) => `${root}.jobs.${kind}.${taskId}.${agentId}`,

@@ -1,4 +1,4 @@
-import type { BusNames } from '@baton/bus';
+import { parseLiveTicks, type BusNames } from '@baton/bus';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { Logger } from '@baton/runtime';
 
@@ -12,19 +12,21 @@ interface Watched {
   regs: Set<Registration>;
   /** The task's relayed events (transitions): while anything watches the task. */
   events: Subscription | null;
-  /** The task's live ticks (steps): while a stream that shows steps watches it. */
-  live: Subscription | null;
 }
 
 /**
  * Wakes SSE connections when their task has new events. The gateway subscribes to a task's
- * subjects only while a stream watches it — its relayed events, and the live ticks writers send
- * for steps only while a stream wants steps — so NATS delivers nothing for tasks nobody watches.
- * A message only says "task X moved": the connection then reads Postgres from its own cursor, so
- * a lost wake-up delays an event, never loses it.
+ * relayed events (transitions) only while a stream watches it, so NATS delivers none for tasks
+ * nobody watches. Steps come as live ticks, each naming many tasks (one message per writer per
+ * 20 ms at most): the gateway subscribes to them only while some stream shows steps, and wakes
+ * the streams of the tasks a tick names. A message only says "task X moved": the connection
+ * then reads Postgres from its own cursor, so a lost wake-up delays an event, never loses it.
  */
 export class SseHub {
   private readonly tasks = new Map<string, Watched>();
+  /** The live ticks (steps of every task): while a stream that shows steps is registered. */
+  private live: Subscription | null = null;
+  private stepRegistrations = 0;
   private nc: NatsConnection | null = null;
   private readonly names: BusNames;
   private readonly log: Logger;
@@ -36,6 +38,7 @@ export class SseHub {
   attach(nc: NatsConnection): void {
     this.nc = nc;
     for (const [taskId, w] of this.tasks) this.sync(taskId, w);
+    this.syncLive();
   }
 
   get connected(): boolean {
@@ -50,48 +53,82 @@ export class SseHub {
 
   register(taskId: string, wake: () => void, opts: { steps?: boolean } = {}): () => void {
     let w = this.tasks.get(taskId);
-    if (!w) this.tasks.set(taskId, (w = { regs: new Set(), events: null, live: null }));
+    if (!w) this.tasks.set(taskId, (w = { regs: new Set(), events: null }));
     const r: Registration = { wake, steps: opts.steps ?? true };
     w.regs.add(r);
+    if (r.steps) this.stepRegistrations++;
     this.sync(taskId, w);
+    this.syncLive();
     const watched = w;
+    let registered = true;
     return () => {
+      if (!registered) return;
+      registered = false;
       watched.regs.delete(r);
+      if (r.steps) this.stepRegistrations--;
       this.sync(taskId, watched);
+      this.syncLive();
       if (watched.regs.size === 0) this.tasks.delete(taskId);
     };
   }
 
-  /** Hold exactly the subscriptions the task's registrations need. */
+  /** Hold the task's events subscription exactly while something watches it. */
   private sync(taskId: string, w: Watched): void {
     const nc = this.nc;
     if (!nc || nc.isClosed()) return;
-    const wantSteps = [...w.regs].some((r) => r.steps);
-    const subscribe = (subject: string, steps: boolean): Subscription =>
-      nc.subscribe(subject, {
+    if (w.regs.size > 0 && !w.events) {
+      w.events = nc.subscribe(this.names.taskEvents(taskId), {
         callback: (err) => {
           if (err) return this.log.warn({ err, taskId }, 'sse hub subscription error');
-          for (const r of w.regs) if (!steps || r.steps) r.wake();
+          for (const r of w.regs) r.wake();
         },
       });
-    if (w.regs.size > 0 && !w.events) w.events = subscribe(this.names.taskEvents(taskId), false);
+    }
     if (w.regs.size === 0 && w.events) {
       w.events.unsubscribe();
       w.events = null;
     }
-    if (wantSteps && !w.live) w.live = subscribe(this.names.liveSubject(taskId), true);
-    if (!wantSteps && w.live) {
-      w.live.unsubscribe();
-      w.live = null;
+  }
+
+  /** Hold the live-ticks subscription exactly while a stream shows steps. */
+  private syncLive(): void {
+    const nc = this.nc;
+    if (!nc || nc.isClosed()) return;
+    if (this.stepRegistrations > 0 && !this.live) {
+      this.live = nc.subscribe(this.names.liveTicks, {
+        callback: (err, m) => {
+          if (err) return this.log.warn({ err }, 'sse hub live ticks subscription error');
+          const ticks = parseLiveTicks(m.data);
+          if (!ticks.ok) {
+            // Someone's steps moved, and we cannot tell whose: every stream that shows steps reads (from its cursor, so nothing is shown twice).
+            this.log.warn({ subject: m.subject, error: ticks.error }, 'live tick refused (waking every stream that shows steps)');
+            for (const w of this.tasks.values()) wakeSteps(w);
+            return;
+          }
+          for (const taskId of ticks.taskIds) {
+            const w = this.tasks.get(taskId);
+            if (w) wakeSteps(w);
+          }
+        },
+      });
+    }
+    if (this.stepRegistrations === 0 && this.live) {
+      this.live.unsubscribe();
+      this.live = null;
     }
   }
 
   close(): void {
     for (const w of this.tasks.values()) {
       w.events?.unsubscribe();
-      w.live?.unsubscribe();
-      w.events = w.live = null;
+      w.events = null;
     }
+    this.live?.unsubscribe();
+    this.live = null;
     this.nc = null;
   }
+}
+
+function wakeSteps(w: Watched): void {
+  for (const r of w.regs) if (r.steps) r.wake();
 }
