@@ -56,7 +56,7 @@ export async function connectNats(url: string, name: string, log: Logger, opts: 
 }
 
 /**
- * Drain a service's connection on shutdown, after sending the trailing live ticks and what
+ * Drain a service's connection on shutdown, after sending the live ticks still due and what
  * `sendSoon` still holds (acks, fast-path wake-ups): once a drain has begun, nothing more can be
  * published.
  */

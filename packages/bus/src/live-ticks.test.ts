@@ -20,7 +20,7 @@ describe('LiveTicks', () => {
     return { ticks, sent, tick, endTurn };
   }
 
-  test("a quiet process's first ticks go at the end of the turn, in one message; those within the gap go together at its end; after a quiet gap, at once again", () => {
+  test("a quiet process's first ticks go at the end of the turn, in one message; those within the gap after it go together when it ends; after a quiet gap, with their turn again", () => {
     const { ticks, sent, tick, endTurn } = setup();
     tick('live', 'a');
     tick('live', 'b');
@@ -33,22 +33,40 @@ describe('LiveTicks', () => {
     endTurn(); // nothing more at the end of this turn: the gap is not over
     expect(sent).toHaveLength(1);
     expect(ticks.due).toBe(3);
-    vi.advanceTimersByTime(15);
+    vi.advanceTimersByTime(15); // the gap ends: they go at the end of that turn, with its other sends
+    expect(sent).toHaveLength(1);
+    endTurn();
     expect(sent).toEqual([{ subject: 'live', ids: ['a', 'b'] }, { subject: 'live', ids: ['a', 'c', 'd'] }]);
     expect(ticks.due).toBe(0);
-    // The send opened another gap: a tick within it waits for its end.
+    // That send opened another gap: a tick within it waits for its end.
     vi.advanceTimersByTime(10);
     tick('live', 'e');
     endTurn();
     expect(sent).toHaveLength(2);
     vi.advanceTimersByTime(10);
+    endTurn();
     expect(sent.at(-1)).toEqual({ subject: 'live', ids: ['e'] });
-    // A gap with nothing sent closes it: the next tick goes with its turn.
+    // A gap with nothing to send closes it: the next tick goes with its turn.
     vi.advanceTimersByTime(20);
     expect(vi.getTimerCount()).toBe(0);
     tick('live', 'f');
     endTurn();
     expect(sent.at(-1)).toEqual({ subject: 'live', ids: ['f'] });
+  });
+
+  test('the gap is counted from the send, not from the tick (a long turn does not shorten it)', () => {
+    const { sent, tick, endTurn } = setup();
+    tick('live', 'a');
+    vi.advanceTimersByTime(15); // the rest of a long turn
+    endTurn();
+    expect(sent).toHaveLength(1);
+    tick('live', 'b');
+    vi.advanceTimersByTime(10);
+    endTurn();
+    expect(sent).toHaveLength(1); // 10 ms after the send: still within its gap
+    vi.advanceTimersByTime(10);
+    endTurn();
+    expect(sent.at(-1)).toEqual({ subject: 'live', ids: ['b'] });
   });
 
   test('each subject (namespace) is its own message, sent with the newest send asked for', () => {
@@ -74,7 +92,7 @@ describe('LiveTicks', () => {
     const { ticks, endTurn } = setup(60_000);
     const sent: string[] = [];
     ticks.tick('x.live', 'a', (ids) => void sent.push(...ids));
-    endTurn();
+    endTurn(); // sent, and a gap of a minute opened
     ticks.tick('x.live', 'b', () => {
       throw new Error('connection closed');
     });

@@ -3,12 +3,12 @@ import { z } from 'zod';
 /**
  * Live ticks: the core-NATS messages that wake live views of tasks' steps (which then read
  * Postgres). A process sends the ids of the tasks whose steps it committed, many tasks to a
- * message, at most one message per `gapMs` per subject: the first tick of a quiet process goes
- * at once (with the rest of that event-loop turn's), the ones that follow within the gap wait for
- * its end and go together. A view therefore sees every step, about `gapMs` late at worst (a
- * timer: later on a busy event loop), and a thousand runs stepping at once cost one send per gap
- * instead of one per step (each a socket write in the writer and a wake-up of the NATS server,
- * whether or not anyone watches).
+ * message, at most one message per `gapMs`: the first tick of a quiet process goes at the end of
+ * its event-loop turn (with the turn's other ticks and sends), the ones that follow within the
+ * gap after a send wait for its end and go together (at the end of that turn). A view therefore
+ * sees every step, about `gapMs` late at worst (a timer: later on a busy event loop), and a
+ * thousand runs stepping at once cost one send per gap instead of one per step (each a socket
+ * write in the writer and a wake-up of the NATS server, whether or not anyone watches).
  */
 
 /** At most this many task ids in one message (~40 bytes each, far below NATS's 1 MiB default payload limit). */
@@ -42,10 +42,12 @@ export class LiveTicks {
   private readonly pending = new Map<string, Pending>();
   /** The gap after the last send: ticks asked for meanwhile wait for its end. */
   private window: NodeJS.Timeout | null = null;
+  /** A send is queued for the end of the turn (`soon`). */
+  private queued = false;
   private readonly gapMs: number;
   private readonly soon: (send: () => void) => void;
 
-  /** `soon` runs the first send of a quiet process at the end of the current turn (`sendSoon`), with the turn's other ticks. */
+  /** `soon` runs a send at the end of the current turn (`sendSoon`: with the turn's other sends, in one socket write). */
   constructor(gapMs: number, soon: (send: () => void) => void) {
     this.gapMs = gapMs;
     this.soon = soon;
@@ -58,9 +60,7 @@ export class LiveTicks {
       p.taskIds.add(taskId);
       p.send = send;
     } else this.pending.set(subject, { taskIds: new Set([taskId]), send });
-    if (this.window) return; // the gap's end sends it
-    this.openWindow();
-    this.soon(this.sendPending);
+    if (!this.window) this.queue(); // else the gap's end sends it
   }
 
   /** Send every tick now and close the gap (before a connection is drained: a view would wait for its backstop poll). */
@@ -77,19 +77,28 @@ export class LiveTicks {
     return n;
   }
 
-  private openWindow(): void {
+  private queue(): void {
+    if (this.queued) return;
+    this.queued = true;
+    this.soon(this.sendQueued);
+  }
+
+  /** The queued send: what is pending goes, and a gap opens (ticks asked for within it wait for its end). */
+  private readonly sendQueued = (): void => {
+    this.queued = false;
+    if (this.pending.size === 0) return; // flushed meanwhile
+    this.sendPending();
+    if (this.window) clearTimeout(this.window);
     this.window = setTimeout(this.gapEnded, this.gapMs);
     this.window.unref(); // a process that exits loses at most a gap's ticks: live views also poll (drainNats flushes them)
-  }
+  };
 
   private readonly gapEnded = (): void => {
     this.window = null;
-    if (this.pending.size === 0) return; // quiet: the next tick goes at once
-    this.sendPending();
-    this.openWindow();
+    if (this.pending.size > 0) this.queue(); // quiet: the next tick goes with its turn
   };
 
-  private readonly sendPending = (): void => {
+  private sendPending(): void {
     const pending = [...this.pending.values()];
     this.pending.clear();
     for (const { taskIds, send } of pending) {
@@ -102,5 +111,5 @@ export class LiveTicks {
         }
       }
     }
-  };
+  }
 }

@@ -30,7 +30,7 @@ export interface RunnerDeps {
   log: Logger;
   /** How tasks are loaded (default: a full re-read); the service passes a TaskCache's load. */
   load?: TaskLoader;
-  /** Called with each committed batch (the service publishes its wake-ups and live ticks at once). */
+  /** Called with each committed batch (the service publishes its wake-ups at once, and its live ticks within LIVE_TICK_GAP_MS). */
   committed?: (events: RecordedEvent[]) => void;
   /** Agent leases in Postgres (absent: none — tests that drive one runner by hand). */
   lease?: LeaseConfig;
