@@ -60,7 +60,7 @@ export async function runBench(o: BenchOptions): Promise<Line[]> {
     const dbUrl = await freshDatabase(o.databaseUrl, 'baton_bench');
     await prepareDatabase(dbUrl, () => {});
     const port = await freePort();
-    const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: dbUrl, NATS_URL: o.natsUrl, BATON_NAMESPACE: `bench${randomUUID().slice(0, 6)}`, PORT: String(port), LOG_LEVEL: 'warn', PG_POOL_MAX: '20', RATE_LIMIT_WRITES_PER_S: '0', OPS_PORT: '0' }; // the bench measures the runtime, not the write limit
+    const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: dbUrl, NATS_URL: o.natsUrl, BATON_NAMESPACE: `bench${randomUUID().slice(0, 6)}`, PORT: String(port), LOG_LEVEL: 'warn', RATE_LIMIT_WRITES_PER_S: '0', OPS_PORT: '0' }; // the bench measures the runtime, not the write limit; the pools are the default size (PG_POOL_MAX from the caller's environment, if set)
     // --hops: every service traces to a receiver here (tracing's own cost is in every figure then).
     const receiver: OtlpReceiver | null = o.hops ? await otlpReceiver() : null;
     if (receiver) Object.assign(env, { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_BSP_SCHEDULE_DELAY: '200', OTEL_BSP_MAX_QUEUE_SIZE: '100000' });
@@ -92,7 +92,7 @@ export async function runBench(o: BenchOptions): Promise<Line[]> {
             print(await benchM2(api, o.m2Runs, round, approvals));
             if (receiver) print(await m2Hops(receiver, approvals, round));
           }
-          if (want('M3')) await measured('M3', round, o.m3Runs * 10, () => benchM3(api, o.m3Runs, round));
+          if (want('M3')) await measured('M3', round, M3_BURSTS * o.m3Runs * 10, () => benchM3(api, o.m3Runs, round));
           if (want('R1')) print(await benchR1(api, 20, round));
           if (want('E1')) print(await benchE1(api, 10, round));
         }
@@ -275,12 +275,25 @@ async function benchM4b(api: BatonClient, ids: readonly string[], round: number)
   return { metric: 'M4b', round, unit: 'runs/s', n: runs, p50: elapsed, p99: elapsed, max: elapsed, value: runs / elapsed, note: `${runs} parked runs approved (all sent in ${(approvedIn / 1000).toFixed(2)} s) and completed in ${elapsed.toFixed(2)} s` };
 }
 
+/** M3's bursts per round: as in the peers' harness, which runs three and reports their median (the first is the coldest). */
+const M3_BURSTS = 3;
+
 /**
  * M3: `runs` bench runs submitted at once, each with its approval (BENCHMARKS.md: "approval sent
  * as soon as each parks"): the client polls the parked runs, approves each as soon as it sees it,
- * and counts completed runs per second, end to end.
+ * and counts completed runs per second, end to end. Three bursts, one after another; the figure
+ * is their median, as the peers' harness reports its three rounds.
  */
 async function benchM3(api: BatonClient, runs: number, round: number): Promise<Line> {
+  const bursts: { runsPerS: number; elapsed: number; latencies: number[] }[] = [];
+  for (let i = 0; i < M3_BURSTS; i++) bursts.push(await m3Burst(api, runs));
+  const median = [...bursts].sort((x, y) => x.runsPerS - y.runsPerS)[Math.floor((M3_BURSTS - 1) / 2)]!;
+  const s = summarize(median.latencies);
+  const each = bursts.map((x) => `${x.runsPerS.toFixed(1)} (${x.elapsed.toFixed(2)} s)`).join(', ');
+  return { metric: 'M3', round, unit: 'runs/s', ...s, value: median.runsPerS, note: `median of ${M3_BURSTS} bursts of ${runs} runs submitted at once, each approved as soon as it parked: ${each} runs/s; the median burst's run latency p50 ${fmt(s.p50)} ms` };
+}
+
+async function m3Burst(api: BatonClient, runs: number): Promise<{ runsPerS: number; elapsed: number; latencies: number[] }> {
   const t0 = performance.now();
   const ids = await Promise.all(Array.from({ length: runs }, () => api.request<{ id: string }>('POST', '/v1/tasks', { prompt: 'bench', team: 'bench', requirePlanApproval: true }).then((t) => t.id)));
   const pending = new Set(ids);
@@ -304,8 +317,7 @@ async function benchM3(api: BatonClient, runs: number, round: number): Promise<L
   }
   await Promise.all(approvals);
   const elapsed = (performance.now() - t0) / 1000;
-  const s = summarize(latencies);
-  return { metric: 'M3', round, unit: 'runs/s', ...s, value: runs / elapsed, note: `${runs} runs submitted at once, each approved as soon as it parked; all completed in ${elapsed.toFixed(2)} s; run latency p50 ${fmt(s.p50)} ms` };
+  return { runsPerS: runs / elapsed, elapsed, latencies };
 }
 
 /** M5: a task with 1,000 events; load (one query) + fold, cold (first) and warm (200 repeats). */

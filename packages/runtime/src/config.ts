@@ -43,7 +43,12 @@ export const commonEnv = {
   BATON_NAMESPACE: z.string().regex(/^[a-z0-9]{0,20}$/, '0-20 lowercase letters or digits').default(''),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   LOG_PRETTY: z.stringbool().default(false),
-  PG_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
+  /**
+   * Postgres connections per process. Few are faster: appends share statements (group commit)
+   * and a statement is short, so a queue in the pool costs less than more backends contending
+   * for Postgres's cores (docs/benchmarks.md: 6 against 10 and 20 on the 2-core VM).
+   */
+  PG_POOL_MAX: z.coerce.number().int().min(1).max(200).default(6),
   /** Team definitions (`<team>/team.json`, agent JSON + prompt files); default: the repository's config/teams. */
   BATON_TEAMS_DIR: z.string().min(1).optional(),
   /**
