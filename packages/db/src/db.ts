@@ -29,7 +29,7 @@ export interface DbLog {
   warn(obj: object, msg: string): void;
 }
 
-/** Report connection losses at most this often (a pool of ten sees ten, or twenty, errors per outage). */
+/** Report connection losses at most this often (a pool of six sees six, or twelve, errors per outage). */
 const REPORT_EVERY_MS = 5000;
 
 export function createDb(connectionString: string, opts: DbOptions = {}): Db {
@@ -43,7 +43,7 @@ export function createDb(connectionString: string, opts: DbOptions = {}): Db {
   }
   const pool = new pg.Pool({
     connectionString,
-    max: opts.max ?? 10,
+    max: opts.max ?? 6, // as PG_POOL_MAX's default
     application_name: opts.applicationName ?? 'baton',
     connectionTimeoutMillis: 10_000,
     idleTimeoutMillis: 30_000,
