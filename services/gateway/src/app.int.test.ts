@@ -466,6 +466,21 @@ describe('SSE', () => {
     await app.close();
   });
 
+  test('a stream opened with the task id in capitals is woken by the task\'s messages (the bus spells ids in lowercase)', async ({ pg, nats }) => {
+    const names = busNames(nats.namespace);
+    const app = await gateway(pg, nats, { sseHeartbeatMs: 60_000 });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const id = (await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x', team: 'bench' } })).json().id as string;
+    const stream = await openStream(`http://127.0.0.1:${(app.server.address() as { port: number }).port}/v1/tasks/${id.toUpperCase()}/events`);
+    await waitFor(() => /^event: TaskSubmitted$/m.test(stream.text), { what: 'TaskSubmitted on the stream' });
+    await handleCommand(pg.store, id, { type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'bench-lead', configVersion: 'v' });
+    nats.nc.publish(names.eventSubject(id, 'TaskStarted')); // the relay's message
+    await waitFor(() => /^event: TaskStarted$/m.test(stream.text), { timeoutMs: 10_000, what: 'TaskStarted on the stream (the backstop poll is 60 s away)' });
+    stream.stop();
+    await stream.ended;
+    await app.close();
+  });
+
   test('a stream read from the start makes no final-event check (its reads would show the final event); one resumed after it ends at once', async ({ pg, nats }) => {
     const names = busNames(nats.namespace);
     const held = heldStore(pg.store, 'finalEventSent');

@@ -11,7 +11,8 @@ const queryInt = (min: number, max: number) => digits.transform(Number).pipe(z.n
 /** An event's position in a task (its SSE id): where to resume after. */
 const Position = digits.describe('An event position (its SSE id)').transform(Number);
 
-export const TaskIdParams = z.object({ id: z.uuid('must be a task id (UUID)') });
+/** A task id in a URL, in lowercase as Postgres and the bus spell it (a stream opened for `…/A1B2…` is woken by the task's messages, and a cache keeps one entry per task). */
+export const TaskIdParams = z.object({ id: z.uuid('must be a task id (UUID)').transform((id) => id.toLowerCase()) });
 export const ArtifactParams = TaskIdParams.extend({ '*': z.string().min(1).max(1024).describe('The artifact path, e.g. report.md') });
 export const AgentParams = TaskIdParams.extend({ agentId: z.string().min(1).max(100).regex(/^[a-z0-9][a-z0-9_-]*$/, 'an agent id (lowercase letters, digits, - and _)') });
 export const RequestParams = TaskIdParams.extend({ requestId: z.string().min(1).max(100) });
