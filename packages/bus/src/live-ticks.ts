@@ -88,8 +88,7 @@ export class LiveTicks {
     this.queued = false;
     if (this.pending.size === 0) return; // flushed meanwhile
     this.sendPending();
-    if (this.window) clearTimeout(this.window);
-    this.window = setTimeout(this.gapEnded, this.gapMs);
+    this.window = setTimeout(this.gapEnded, this.gapMs); // none is open: a send is queued only while none is
     this.window.unref(); // a process that exits loses at most a gap's ticks: live views also poll (drainNats flushes them)
   };
 

@@ -98,15 +98,14 @@ export const flushLiveTicks = (): void => liveTicks.flush();
  * writer that dies before this costs latency, never a lost wake-up. Events proper stay
  * relay-only: observers rely on their commit order. Steps (which the relay does not carry) get
  * a live tick instead: the ids of the tasks whose steps were committed, many to a message, at
- * most one message per LIVE_TICK_GAP_MS (`LiveTicks`: a quiet process's first at once, the rest
- * together at the end of the gap). Fire-and-forget (no PubAck wait).
+ * most one message per LIVE_TICK_GAP_MS (`LiveTicks`: a quiet process's first at the end of this
+ * turn, the rest together at the end of the gap). Fire-and-forget (no PubAck wait).
  */
 export function publishWakeUps(nc: Pick<NatsConnection, 'publish'> | null, names: BusNames, events: readonly RecordedEvent[]): void {
   if (!nc) return;
   // Steps were committed: their tasks' ids go in the next live tick, which wakes their live views (SSE), which read Postgres.
-  for (const e of events) {
-    if (isStepEvent(e.type)) liveTicks.tick(names.liveTicks, e.taskId, (taskIds) => nc.publish(names.liveTicks, encodeLiveTicks(taskIds)));
-  }
+  const sendTick = (taskIds: string[]): void => nc.publish(names.liveTicks, encodeLiveTicks(taskIds));
+  for (const e of events) if (isStepEvent(e.type)) liveTicks.tick(names.liveTicks, e.taskId, sendTick);
   for (const e of events) {
     for (const m of wakeUpsFor(e, names)) {
       const { h, span } = outHeaders(m);
