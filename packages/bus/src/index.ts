@@ -3,6 +3,7 @@ export * from './messages.ts';
 export * from './topology.ts';
 export * from './consumer.ts';
 export { Relay, relayStatus, type RelayOptions } from './relay.ts';
+export { hasOwnTargets, mayNotify, NotifierAudience, type NotifierAudienceOptions } from './audience.ts';
 export { connectNats, drainNats } from './connect.ts';
 export { LiveTicksPayload, parseLiveTicks } from './live-ticks.ts';
 export { deadLetterRecorder } from './dead-letters.ts';

@@ -64,13 +64,16 @@ export function jobsFor(e: RecordedEvent): { kind: JobKind; agentId: string; msg
 
 /**
  * Everything the relay publishes for one event: the event, a lead trigger if it is one, and any
- * runner jobs. An agent's steps are not relayed (see STEP_EVENT_TYPES): nothing.
+ * runner jobs. An agent's steps are not relayed (see STEP_EVENT_TYPES): nothing. The event goes
+ * to `BATON_EVENTS` when the notifier serves it (`served`, see NotifierAudience), else as a
+ * core-NATS signal that only wakes live views.
  */
-export function messagesFor(e: RecordedEvent, names: BusNames): OutMessage[] {
+export function messagesFor(e: RecordedEvent, names: BusNames, served = true): OutMessage[] {
   if (isStepEvent(e.type)) return [];
   const data = encodeEvent(e);
   const trace = carrierFrom(e.metadata);
-  return [{ subject: names.eventSubject(e.taskId, e.type), data, msgId: e.id, trace }, ...wakeUpsFor(e, names, data)];
+  const event: OutMessage = served ? { subject: names.eventSubject(e.taskId, e.type), data, msgId: e.id, trace } : { subject: names.signalSubject(e.taskId, e.type), data, msgId: e.id, core: true };
+  return [event, ...wakeUpsFor(e, names, data)];
 }
 
 /** The wake-ups an event causes: a lead trigger if it is one, and any runner jobs. */

@@ -8,6 +8,8 @@ export interface OutMessage {
   msgId: string;
   /** The trace the message continues (an event's `traceparent`): sent as W3C headers. */
   trace?: TraceCarrier;
+  /** A core-NATS message (a signal, in no stream): sent without headers, no PubAck awaited. */
+  core?: boolean;
 }
 
 /**
@@ -119,10 +121,22 @@ export class BatchPublisher {
     }
   }
 
-  /** Publish all; resolves when every message is acknowledged (or was a duplicate). */
+  /**
+   * Publish all; resolves when every message is acknowledged (or was a duplicate). A core message
+   * is sent in its place in the batch and counts as done once sent (`onAck` too).
+   */
   async publishAll(messages: readonly OutMessage[], opts: { timeoutMs?: number; onAck?: () => void } = {}): Promise<void> {
     const tokens: string[] = [];
     const acks = messages.map((m) => {
+      if (m.core) {
+        try {
+          this.nc.publish(m.subject, m.data);
+          opts.onAck?.();
+          return Promise.resolve();
+        } catch (err) {
+          return Promise.reject(err as Error);
+        }
+      }
       const token = String(++this.seq);
       tokens.push(token);
       const acked = new Promise<void>((resolve, reject) => {

@@ -8,6 +8,8 @@ import { describe, expect } from 'vitest';
 import { busNames, type BusNames } from './subjects.ts';
 import { ensureTopology } from './topology.ts';
 import { Relay } from './relay.ts';
+import { NotifierAudience } from './audience.ts';
+import { WEBHOOK_ENDPOINTS_CHANNEL } from '@baton/db';
 import { liveTicksDue, publishWakeUps } from './messages.ts';
 
 const log = pino({ level: 'silent' });
@@ -132,6 +134,81 @@ describe('Relay', () => {
       [names.eventSubject(taskId, 'TaskStarted')]: 1,
       [names.triggerSubject(taskId, 'TaskSubmitted')]: 1,
     });
+  });
+
+  test('with an audience: transitions the notifier does not serve go out as core-NATS signals, in no stream; the rest, the triggers included, go to the stream', async ({ pg, nats }) => {
+    const { names, jsm } = await setup(nats.nc, nats.namespace);
+    const submitted = (tenantId: string, webhook: { url: string; events: string[] } | null) => ({ id: randomUUID(), type: 'TaskSubmitted' as const, data: { prompt: 'p', team: 'research', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook, metadata: {}, tenantId, requestHash: null, forkedFrom: null, workspace: null, budget: null } });
+    const started = (): NewEvent => ({ id: randomUUID(), type: 'TaskStarted', data: { leadAgentId: 'lead', leadAgentType: 'x', configVersion: 'v' } });
+    const quiet = randomUUID(); // tenant q: no endpoints, no webhook of its own
+    const hooked = randomUUID(); // a webhook of its own
+    const tenantWide = randomUUID(); // tenant e has an endpoint
+    const unknown = randomUUID(); // no submission seen (relayed before this relay led): served
+    for (const [taskId, first] of [[quiet, submitted('q', null)], [hooked, submitted('q', { url: 'https://example.com/h', events: ['event.TaskStarted'] })], [tenantWide, submitted('e', null)]] as const) {
+      await pg.store.append({ streamId: taskStreamId(taskId), taskId, expectedVersion: 0, events: [first, started()] });
+    }
+    await pg.store.append({ streamId: taskStreamId(unknown), taskId: unknown, expectedVersion: 0, events: [started()] });
+    const signals: string[] = [];
+    const sub = nats.nc.subscribe(`${names.signalSubject('*', '*')}`, { callback: (_e, m) => void signals.push(m.subject) });
+    await nats.nc.flush();
+    let reads = 0;
+    const audience = new NotifierAudience({ tenantsWithEndpoints: async () => (reads++, ['e']), refreshMs: 3_600_000 });
+    const relay = new Relay({ pool: pg.db.pool, store: pg.store, nc: nats.nc, names, log, audience });
+    relay.start();
+    await waitFor(() => signals.length === 2, { what: 'the quiet task\'s two transitions as signals' });
+    await waitFor(async () => (await jsm.streams.info(names.eventsStream)).state.messages === 8, { what: 'the others\' transitions and triggers in the stream' });
+    await relay.stop();
+    sub.unsubscribe();
+    expect(signals.sort()).toEqual([names.signalSubject(quiet, 'TaskStarted'), names.signalSubject(quiet, 'TaskSubmitted')].sort());
+    expect((await jsm.streams.info(names.eventsStream, { subjects_filter: '>' })).state.subjects).toEqual({
+      [names.eventSubject(hooked, 'TaskSubmitted')]: 1,
+      [names.eventSubject(hooked, 'TaskStarted')]: 1,
+      [names.eventSubject(tenantWide, 'TaskSubmitted')]: 1,
+      [names.eventSubject(tenantWide, 'TaskStarted')]: 1,
+      [names.eventSubject(unknown, 'TaskStarted')]: 1,
+      // A lead trigger is the orchestrator's, whoever the notifier serves.
+      [names.triggerSubject(quiet, 'TaskSubmitted')]: 1,
+      [names.triggerSubject(hooked, 'TaskSubmitted')]: 1,
+      [names.triggerSubject(tenantWide, 'TaskSubmitted')]: 1,
+    });
+    expect(relay.published).toBe(10); // signals are counted as sent
+    expect(reads).toBe(1); // once when the relay began to lead; not per batch
+  });
+
+  test('a tenant\'s first webhook endpoint applies to the next transitions relayed: Postgres announces the change (not the refresh period)', async ({ pg, nats }) => {
+    const { names, jsm } = await setup(nats.nc, nats.namespace);
+    const submit = async (tenantId: string): Promise<string> => {
+      const taskId = randomUUID();
+      await pg.store.append({
+        streamId: taskStreamId(taskId), taskId, expectedVersion: 0,
+        events: [
+          { id: randomUUID(), type: 'TaskSubmitted', data: { prompt: 'p', team: 'research', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId, requestHash: null, forkedFrom: null, workspace: null, budget: null } },
+          { id: randomUUID(), type: 'TaskStarted', data: { leadAgentId: 'lead', leadAgentType: 'x', configVersion: 'v' } },
+        ],
+      });
+      return taskId;
+    };
+    const signals: string[] = [];
+    const sub = nats.nc.subscribe(names.signalSubject('*', '*'), { callback: (_e, m) => void signals.push(m.subject) });
+    await nats.nc.flush();
+    const audience = new NotifierAudience({
+      tenantsWithEndpoints: async () => (await pg.db.pool.query<{ tenant_id: string }>('select distinct tenant_id from webhook_endpoints')).rows.map((r) => r.tenant_id),
+      refreshMs: 3_600_000,
+      channel: WEBHOOK_ENDPOINTS_CHANNEL,
+    });
+    const relay = new Relay({ pool: pg.db.pool, store: pg.store, nc: nats.nc, names, log, audience });
+    relay.start();
+    const before = await submit('t');
+    await waitFor(() => signals.length === 2, { what: 'a task of a tenant without endpoints: signals' });
+    await pg.db.pool.query(`insert into webhook_endpoints (id, tenant_id, url, events, secret) values ($1, 't', 'https://example.com/h', '{event.TaskStarted}', 'whsec_x')`, [randomUUID()]);
+    const after = await submit('t');
+    await waitFor(async () => (await jsm.streams.info(names.eventsStream)).state.messages === 4, { what: 'the next task\'s transitions (and trigger) in the stream' });
+    await relay.stop();
+    sub.unsubscribe();
+    expect(signals.sort()).toEqual([names.signalSubject(before, 'TaskStarted'), names.signalSubject(before, 'TaskSubmitted')].sort());
+    expect(Object.keys((await jsm.streams.info(names.eventsStream, { subjects_filter: '>' })).state.subjects ?? {}).sort()).toEqual(
+      [names.eventSubject(after, 'TaskStarted'), names.eventSubject(after, 'TaskSubmitted'), names.triggerSubject(before, 'TaskSubmitted'), names.triggerSubject(after, 'TaskSubmitted')].sort(),
+    );
   });
 
   test('fast path: a writer publishes wake-ups right after its commit; the relay\'s copies are dropped as duplicates', async ({ pg, nats }) => {

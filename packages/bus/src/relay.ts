@@ -7,6 +7,7 @@ import { messagesFor } from './messages.ts';
 import { BatchPublisher } from './publisher.ts';
 import { metrics } from '@baton/telemetry';
 import type { BusNames } from './subjects.ts';
+import type { NotifierAudience } from './audience.ts';
 
 export interface RelayOptions {
   pool: pg.Pool;
@@ -27,19 +28,25 @@ export interface RelayOptions {
   afterPublish?: (published: number) => void;
   /** A stream answered a publish with a store failure (wire it to a TopologyWatch's `storeFailed`). */
   onStoreFailure?: (stream: string, err: Error) => void;
+  /**
+   * Whom the notifier serves (`NotifierAudience`): a transition it does not is sent as a
+   * core-NATS signal, not stored in `BATON_EVENTS`. Absent: every transition goes to the stream.
+   */
+  audience?: Pick<NotifierAudience, 'refresh' | 'serves' | 'invalidate' | 'channel'>;
 }
 
 /**
  * The relay is the only path from the log to NATS. It tails the log by (transaction_id,
- * global_position) — never skipping a late commit — publishes each event with
- * `msgID = eventId` (JetStream drops duplicates) plus any runner jobs it implies, and advances
- * its checkpoint only past batches whose every PubAck came back (saved at most every 250 ms
+ * global_position) — never skipping a late commit — publishes each transition with
+ * `msgID = eventId` (JetStream drops duplicates) plus any trigger and runner jobs it implies (a
+ * transition the notifier does not serve goes out as a core-NATS signal instead, see `audience`),
+ * and advances its checkpoint only past batches whose every PubAck came back (saved at most every 250 ms
  * while busy, and once things have been quiet for as long). Replicas compete for a Postgres
  * advisory lock held by a dedicated session: standbys block inside Postgres (no polling) and
  * take over the moment the leader's session ends.
  */
 export class Relay {
-  private readonly o: Required<Omit<RelayOptions, 'afterPublish' | 'onStoreFailure'>> & Pick<RelayOptions, 'afterPublish' | 'onStoreFailure'>;
+  private readonly o: Required<Omit<RelayOptions, 'afterPublish' | 'onStoreFailure' | 'audience'>> & Pick<RelayOptions, 'afterPublish' | 'onStoreFailure' | 'audience'>;
   private running = false;
   private client: pg.PoolClient | null = null;
   private wake: (() => void) | null = null;
@@ -134,10 +141,16 @@ export class Relay {
     if (!this.running) return;
     this.leader = true;
     this.o.log.info('relay: leading');
+    const audience = this.o.audience;
     client.on('notification', (n) => {
       if (n.channel === NOTIFY_CHANNEL) this.wake?.();
+      // Postgres sends it as soon as this session is between statements, so in practice the next
+      // tail's transitions (committed after the change) are decided with the list read anew.
+      else if (audience && n.channel === audience.channel) audience.invalidate();
     });
     await client.query(`listen ${NOTIFY_CHANNEL}`);
+    if (audience?.channel) await client.query(`listen ${audience.channel}`);
+    audience?.invalidate(); // what changed while this session did not listen
     let cursor = await this.o.store.loadCheckpoint(this.o.processorId, client);
     let saved = cursor;
     let savedAt = Date.now();
@@ -188,7 +201,7 @@ export class Relay {
       hiddenDelay = hidden ? Math.min(hiddenDelay * 2, 250) : 2;
     }
     await save();
-    await client.query(`unlisten ${NOTIFY_CHANNEL}`).catch(() => {});
+    await client.query(`unlisten *`).catch(() => {});
     await client.query(`select pg_advisory_unlock(hashtext('baton-relay:' || $1))`, [this.o.processorId]).catch(() => {});
   }
 
@@ -200,7 +213,9 @@ export class Relay {
 
   /** Publish a batch; returns the cursor after it once every PubAck is in. */
   private async publishBatch(batch: TailedEvent[]): Promise<LogCursor> {
-    const messages = batch.flatMap(({ event }) => messagesFor(event, this.o.names));
+    const audience = this.o.audience;
+    await audience?.refresh();
+    const messages = batch.flatMap(({ event }) => messagesFor(event, this.o.names, audience ? audience.serves(event) : true));
     await (this.publisher as BatchPublisher).publishAll(messages, { onAck: () => this.countPublished() });
     return (batch[batch.length - 1] as { cursor: LogCursor }).cursor;
   }

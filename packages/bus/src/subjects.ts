@@ -9,8 +9,15 @@ export interface BusNames {
   jobsStream: string;
   /** `baton.events.<taskId>.<EventType>` */
   eventSubject(taskId: string, type: string): string;
-  /** `baton.events.<taskId>.>`: every event of one task. */
+  /** `baton.events.<taskId>.>`: every event of one task in `BATON_EVENTS`. */
   taskEvents(taskId: string): string;
+  /**
+   * `baton.signals.<taskId>.<EventType>`: a transition no durable consumer needs (the notifier
+   * serves neither the task nor its tenant), sent on core NATS only (in no stream): it wakes live views.
+   */
+  signalSubject(taskId: string, type: string): string;
+  /** `baton.signals.<taskId>.>`: every signal of one task. */
+  taskSignals(taskId: string): string;
   /** `baton.events.>` */
   allEvents: string;
   /** `baton.live`: live ticks (core NATS, no stream), each the ids of tasks whose steps were committed (`LiveTicksPayload`); they wake live views. */
@@ -24,7 +31,7 @@ export interface BusNames {
   consumers: { orchestrator: string; notifier: string; runner: string };
   /** `baton.diag.<service>`: request/reply vital signs of a service (core NATS, not JetStream). */
   diagSubject(service: string): string;
-  /** Token index of the task id in an event subject (for cheap routing without parsing the body). */
+  /** Token index of the task id in an event or signal subject (for cheap routing without parsing the body). */
   taskIdToken: number;
 }
 
@@ -40,6 +47,8 @@ export function busNames(namespace = ''): BusNames {
     jobsStream: `BATON_JOBS${suffix}`,
     eventSubject: (taskId, type) => `${root}.events.${taskId}.${type}`,
     taskEvents: (taskId) => `${root}.events.${taskId}.>`,
+    signalSubject: (taskId, type) => `${root}.signals.${taskId}.${type}`,
+    taskSignals: (taskId) => `${root}.signals.${taskId}.>`,
     allEvents: `${root}.events.>`,
     liveTicks: `${root}.live`,
     triggerSubject: (taskId, type) => `${root}.triggers.${taskId}.${type}`,

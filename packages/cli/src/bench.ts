@@ -203,7 +203,7 @@ async function benchM4(api: BatonClient, nc: NatsConnection, names: BusNames, ru
     if (Date.now() > parkDeadline) throw new Error('M4: runs did not all park within 300 s');
     await new Promise((r) => setTimeout(r, 500));
   }
-  // Wait until every consumer has drained its backlog (the notifier sees every event), then
+  // Wait until every consumer has drained its backlog (the notifier's too: with the outbox mails and any task a relay did not know, it may see events), then
   // let checkpoints and pool connections settle, and watch an idle window.
   const jsm = await jetstreamManager(nc);
   const quietDeadline = Date.now() + 300_000;

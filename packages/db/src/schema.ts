@@ -134,3 +134,10 @@ export interface Database {
  * a busy task never looks idle early, and an idle one is seen at most this much late.
  */
 export const WATCH_SINCE_LAG_S = 1;
+
+/**
+ * The channel a change to `webhook_endpoints` is announced on (a statement trigger, migration
+ * 012): the relay LISTENs, so the first endpoint of a tenant applies to the very next transition
+ * it relays (it decides per transition whether the notifier is told at all).
+ */
+export const WEBHOOK_ENDPOINTS_CHANNEL = 'baton_webhook_endpoints';

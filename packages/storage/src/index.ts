@@ -41,4 +41,4 @@ export {
   type Lease,
 } from './leases.ts';
 export { claimMail, mailSends, settleMail, type MailClaim, type MailKey } from './mail.ts';
-export { createEndpoint, deleteEndpoint, findEndpoint, listEndpoints, rotateEndpointSecret, validSecrets, type WebhookEndpoint } from './webhook-endpoints.ts';
+export { createEndpoint, deleteEndpoint, findEndpoint, listEndpoints, rotateEndpointSecret, tenantsWithEndpoints, validSecrets, type WebhookEndpoint } from './webhook-endpoints.ts';

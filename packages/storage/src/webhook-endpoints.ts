@@ -37,6 +37,12 @@ export async function createEndpoint(pool: Pick<pg.Pool, 'query'>, e: { id: stri
   return toEndpoint(rows[0]);
 }
 
+/** The tenants that have at least one endpoint (what the relay asks: does the notifier serve this tenant's tasks?). */
+export async function tenantsWithEndpoints(pool: Pick<pg.Pool, 'query'>): Promise<string[]> {
+  const { rows } = await pool.query<{ tenant_id: string }>('select distinct tenant_id from webhook_endpoints');
+  return rows.map((r) => r.tenant_id);
+}
+
 /** A tenant's endpoints, oldest first. */
 export async function listEndpoints(pool: Pick<pg.Pool, 'query'>, tenantId: string): Promise<WebhookEndpoint[]> {
   const { rows } = await pool.query(`select ${COLUMNS} from webhook_endpoints where tenant_id = $1 order by created_at, id`, [tenantId]);

@@ -6,7 +6,7 @@ import { describe, expect } from 'vitest';
 import { SseHub } from './sse-hub.ts';
 
 describe('SseHub', () => {
-  test('NATS delivers only what watched streams need: transitions of watched tasks, and live ticks only while a stream shows steps', async ({ nats }) => {
+  test('NATS delivers only what watched streams need: transitions (events and signals) of watched tasks, and live ticks only while a stream shows steps', async ({ nats }) => {
     const names = busNames(nats.namespace);
     const hub = new SseHub(names, silentLogger());
     hub.attach(nats.nc);
@@ -20,8 +20,13 @@ describe('SseHub', () => {
     let before = await received();
     tick(task, other); // steps, while no stream shows steps
     nats.nc.publish(names.eventSubject(other, 'TaskStarted')); // an unwatched task
+    nats.nc.publish(names.signalSubject(other, 'TaskStarted'));
     expect(await received()).toBe(before); // none of it reached the gateway
     expect(woke).toEqual([]);
+    nats.nc.publish(names.signalSubject(task, 'TaskStarted')); // a transition nobody is told of durably (the relay's signal)
+    await received();
+    expect(woke).toEqual(['transitions']);
+    woke.length = 0;
     nats.nc.publish(names.eventSubject(task, 'TaskCompleted'));
     await received();
     expect(woke).toEqual(['transitions']);
@@ -44,6 +49,7 @@ describe('SseHub', () => {
     before = await received();
     tick(task);
     nats.nc.publish(names.eventSubject(task, 'TaskFailed'));
+    nats.nc.publish(names.signalSubject(task, 'TaskFailed'));
     expect(await received()).toBe(before); // nobody watches: no subscription left
     expect(hub.size).toBe(0);
     hub.close();

@@ -10,14 +10,17 @@ interface Registration {
 
 interface Watched {
   regs: Set<Registration>;
-  /** The task's relayed events (transitions): while anything watches the task. */
-  events: Subscription | null;
+  /**
+   * The task's relayed transitions, while anything watches the task: those in `BATON_EVENTS` and
+   * those the relay sends as signals (nobody is told of them durably). Both or neither.
+   */
+  events: [Subscription, Subscription] | null;
 }
 
 /**
  * Wakes SSE connections when their task has new events. The gateway subscribes to a task's
- * relayed events (transitions) only while a stream watches it, so NATS delivers none for tasks
- * nobody watches. Steps come as live ticks, each naming many tasks (one message per writer per
+ * relayed transitions (its events subject and its signals subject) only while a stream watches
+ * it, so NATS delivers none for tasks nobody watches. Steps come as live ticks, each naming many tasks (one message per writer per
  * 20 ms at most): the gateway subscribes to them only while some stream shows steps, and wakes
  * the streams of the tasks a tick names. A message only says "task X moved": the connection
  * then reads Postgres from its own cursor, so a lost wake-up delays an event, never loses it.
@@ -77,15 +80,14 @@ export class SseHub {
     const nc = this.nc;
     if (!nc || nc.isClosed()) return;
     if (w.regs.size > 0 && !w.events) {
-      w.events = nc.subscribe(this.names.taskEvents(taskId), {
-        callback: (err) => {
-          if (err) return this.log.warn({ err, taskId }, 'sse hub subscription error');
-          for (const r of w.regs) r.wake();
-        },
-      });
+      const wake = (err: Error | null): void => {
+        if (err) return this.log.warn({ err, taskId }, 'sse hub subscription error');
+        for (const r of w.regs) r.wake();
+      };
+      w.events = [nc.subscribe(this.names.taskEvents(taskId), { callback: wake }), nc.subscribe(this.names.taskSignals(taskId), { callback: wake })];
     }
     if (w.regs.size === 0 && w.events) {
-      w.events.unsubscribe();
+      for (const s of w.events) s.unsubscribe();
       w.events = null;
     }
   }
@@ -120,7 +122,7 @@ export class SseHub {
 
   close(): void {
     for (const w of this.tasks.values()) {
-      w.events?.unsubscribe();
+      for (const s of w.events ?? []) s.unsubscribe();
       w.events = null;
     }
     this.live?.unsubscribe();

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
-import { busNames, ensureTopology, Relay } from '@baton/bus';
+import { busNames, ensureTopology, NotifierAudience, Relay } from '@baton/bus';
+import { WEBHOOK_ENDPOINTS_CHANNEL } from '@baton/db';
 import { handleCommand } from '@baton/event-store';
 import { silentLogger } from '@baton/runtime';
-import { createEndpoint, listDeliveries, requestRedelivery, rotateEndpointSecret } from '@baton/storage';
+import { createEndpoint, listDeliveries, requestRedelivery, rotateEndpointSecret, tenantsWithEndpoints } from '@baton/storage';
 import { stackTest as test, waitFor, type NatsFixture, type PgFixture } from '@baton/testing';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { describe, expect } from 'vitest';
@@ -14,15 +15,15 @@ const log = silentLogger();
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 
 /** A relay and a notifier on the test's database and NATS namespace. */
-async function startStack(pg: PgFixture, nats: NatsFixture, o: { maxAttempts: number; backoffMs: number[]; allowPrivateNetworks: boolean; redeliverEveryMs?: number; endpointsCacheMs?: number }) {
+async function startStack(pg: PgFixture, nats: NatsFixture, o: { maxAttempts: number; backoffMs: number[]; allowPrivateNetworks: boolean; redeliverEveryMs?: number; endpointsCacheMs?: number }, audience?: NotifierAudience) {
   const names = busNames(nats.namespace);
   await ensureTopology(await jetstreamManager(nats.nc), names);
-  const relay = new Relay({ pool: pg.db.pool, store: pg.store, nc: nats.nc, names, log });
+  const relay = new Relay({ pool: pg.db.pool, store: pg.store, nc: nats.nc, names, log, ...(audience ? { audience } : {}) });
   relay.start();
   const notifier = await startNotifier({
     store: pg.store, pool: pg.db.pool, js: jetstream(nats.nc), names, log, secret: SECRET, timeoutMs: 2000, concurrency: 4, now: () => new Date(), ...o,
   });
-  return { stop: async () => { await notifier.stop(); await relay.stop(); } };
+  return { names, stop: async () => { await notifier.stop(); await relay.stop(); } };
 }
 
 function submit(pg: PgFixture, webhook: { url: string; events: string[] } | null): Promise<string> {
@@ -34,7 +35,7 @@ function submit(pg: PgFixture, webhook: { url: string; events: string[] } | null
 }
 
 describe('notifier', () => {
-  test('a failing endpoint is retried with backoff until it accepts; every attempt is recorded; tasks without a webhook cost nothing', async ({ pg, nats }) => {
+  test('a failing endpoint is retried with backoff until it accepts; every attempt is recorded; a task without a webhook gets none', async ({ pg, nats }) => {
     const received: { status: number; id: string; body: string; ok: boolean }[] = [];
     const server = createServer((req, res) => {
       let body = '';
@@ -159,6 +160,30 @@ describe('notifier and a tenant\'s endpoints', () => {
     expect(verify(OLD, hit!.headers, hit!.body)).toBe(true);
     expect(verify(SECRET, hit!.headers, hit!.body)).toBe(false); // not the notifier's own secret
     expect((await listDeliveries(pg.db.pool, id)).map((r) => [r.endpointId, r.ok])).toEqual([[rotating.id, true]]);
+  });
+});
+
+describe('notifier and relay: only what the notifier serves reaches it', () => {
+  test('the transitions of a task with no targets never reach the notifier; a tenant\'s first endpoint, added while both run, gets the very next task\'s messages', async ({ pg, nats }) => {
+    const hooks = await receiver();
+    // As the orchestrator wires it; a refresh period of an hour: what applies the new endpoint is Postgres' announcement.
+    const audience = new NotifierAudience({ tenantsWithEndpoints: () => tenantsWithEndpoints(pg.db.pool), channel: WEBHOOK_ENDPOINTS_CHANNEL, refreshMs: 3_600_000 });
+    const stack = await startStack(pg, nats, { maxAttempts: 3, backoffMs: [50], allowPrivateNetworks: true }, audience); // the notifier's endpoint cache at its default, 5 s
+    const notifierDelivered = async (): Promise<number> => (await (await jetstreamManager(nats.nc)).consumers.info(stack.names.eventsStream, stack.names.consumers.notifier)).delivered.consumer_seq;
+    const quiet = await submit(pg, null);
+    await handleCommand(pg.store, quiet, { type: 'CancelTask', reason: 'r', requestedBy: 'u' });
+    // A task with a webhook of its own: the notifier looks up tenant d's endpoints (none) while delivering it.
+    const own = await submit(pg, { url: `${hooks.url}?own`, events: ['task.cancelled'] });
+    await handleCommand(pg.store, own, { type: 'CancelTask', reason: 'r', requestedBy: 'u' });
+    await waitFor(() => hooks.received.length === 1, { what: 'the task\'s own webhook' });
+    expect(await notifierDelivered()).toBe(2); // own's TaskSubmitted and TaskCancelled; nothing of the quiet task's
+    await createEndpoint(pg.db.pool, { id: randomUUID(), tenantId: 'd', url: `${hooks.url}?tenant`, events: ['task.cancelled'], secret: SECRET });
+    const next = await submit(pg, null);
+    await handleCommand(pg.store, next, { type: 'CancelTask', reason: 'r', requestedBy: 'u' });
+    await waitFor(() => hooks.received.length === 2, { what: 'the tenant endpoint\'s delivery of the next task' });
+    await stack.stop();
+    hooks.close();
+    expect(hooks.received[1]?.body).toMatchObject({ type: 'task.cancelled', data: { task: { id: next, status: 'cancelled' } } });
   });
 });
 

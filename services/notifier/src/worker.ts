@@ -1,4 +1,4 @@
-import { BusEvent, deadLetterRecorder, retry, startConsumer, TopologyWatch, type BusNames, type HandlerContext, type Outcome, type RunningConsumer, type TopologyOptions } from '@baton/bus';
+import { BusEvent, deadLetterRecorder, hasOwnTargets, retry, startConsumer, TopologyWatch, type BusNames, type HandlerContext, type Outcome, type RunningConsumer, type TopologyOptions } from '@baton/bus';
 import { fold, NotifyConfig, taskStreamId, WebhookConfig } from '@baton/domain';
 import type { EventStore } from '@baton/event-store';
 import type { Logger } from '@baton/runtime';
@@ -75,28 +75,22 @@ export async function startNotifier(d: NotifierDeps): Promise<RunningConsumer> {
     if (cache.size > 10_000) cache.delete(cache.keys().next().value as string);
     cache.set(taskId, subs);
   }
-  // A tenant's endpoints (POST /v1/webhooks), cached for endpointsCacheMs: a change applies within it.
+  // A tenant's endpoints (POST /v1/webhooks), cached for endpointsCacheMs: a change applies within
+  // it. But a task with no targets of its own comes here only when the relay has seen an endpoint
+  // of its tenant (or did not know the task): a cached empty list is then read again, so the
+  // tenant's first endpoint applies at once here too.
   const endpointsCacheMs = d.endpointsCacheMs ?? 5000;
   const endpointCache = new Map<string, { at: number; list: WebhookEndpoint[] }>();
   const fresh = (c: { at: number } | undefined): boolean => !!c && Date.now() - c.at < endpointsCacheMs;
-  const endpointsOf = async (tenantId: string): Promise<WebhookEndpoint[]> => {
+  const endpointsOf = async (tenantId: string, o: { trustEmpty: boolean }): Promise<WebhookEndpoint[]> => {
     const known = endpointCache.get(tenantId);
-    if (known && fresh(known)) return known.list;
+    if (known && fresh(known) && (known.list.length > 0 || o.trustEmpty)) return known.list;
     const list = await listEndpoints(d.pool, tenantId);
     if (endpointCache.size > 10_000) endpointCache.delete(endpointCache.keys().next().value as string);
     endpointCache.set(tenantId, { at: Date.now(), list });
     return list;
   };
-  /** Might the task want this event? (false only when known: no webhook, no mail, a tenant known to have no endpoints.) */
-  const subscribed = (s: Subscriptions | undefined): boolean => {
-    if (!s) return true;
-    if (s.webhook !== null || s.notify !== null) return true;
-    if (s.tenantId === null) return false;
-    const known = endpointCache.get(s.tenantId);
-    return !fresh(known) || (known?.list.length ?? 0) > 0;
-  };
   const mail: MailDeps | null = d.mail ? { ...d.mail, store: d.store, pool: d.pool, log: d.log.child({ component: 'mail' }), now: d.now, maxAttempts: d.maxAttempts } : null;
-  const typeToken = d.names.taskIdToken + 1;
   const sendMessage = (m: Message) => send(d, m);
 
   const nc = d.nc;
@@ -116,14 +110,9 @@ export async function startNotifier(d: NotifierDeps): Promise<RunningConsumer> {
     backoffMs: d.backoffMs,
     ...(d.heartbeatMs ? { heartbeatMs: d.heartbeatMs } : {}),
     onDeadLetter: deadLetterRecorder(d.pool),
-    // Tasks known to have neither webhook nor mail recipients: ack without even parsing the message
-    // (an agent's outbox mail, EmailRequested, is for any task).
-    prefilter: (subject) => {
-      const tokens = subject.split('.');
-      const taskId = tokens[d.names.taskIdToken];
-      if (mail && tokens[typeToken] === 'EmailRequested') return true;
-      return !(taskId && cache.has(taskId) && !subscribed(cache.get(taskId)));
-    },
+    // No prefilter: the relay sends this stream only what the notifier serves (`mayNotify`: the task
+    // has a webhook or mail recipients, its tenant has endpoints, or it is an outbox mail), and
+    // the transitions of tasks it did not know (submitted before it led), which cost a lookup here.
     handle: async (event, ctx) => {
       if (event.type === 'TaskSubmitted' && !cache.has(event.taskId)) {
         // The subscriptions travel in TaskSubmitted itself: no query needed.
@@ -135,7 +124,7 @@ export async function startNotifier(d: NotifierDeps): Promise<RunningConsumer> {
       const subs = await subscriptionsOf(event.taskId);
       const targets: Target[] = [
         ...(subs.webhook ? [{ url: subs.webhook.url, events: subs.webhook.events, secrets: [d.secret], endpointId: null }] : []),
-        ...(subs.tenantId ? await endpointsOf(subs.tenantId) : []).map((e) => ({ url: e.url, events: e.events, secrets: validSecrets(e, d.now()), endpointId: e.id })),
+        ...(subs.tenantId ? await endpointsOf(subs.tenantId, { trustEmpty: hasOwnTargets(subs) }) : []).map((e) => ({ url: e.url, events: e.events, secrets: validSecrets(e, d.now()), endpointId: e.id })),
       ];
       const hookOutcome = targets.length > 0 ? await deliverWebhooks(event, ctx, targets) : undefined;
       const mailRetry = mail && (subs.notify || event.type === 'EmailRequested') ? await deliverMails(mail, event, ctx.deliveryCount) : null;

@@ -1,7 +1,9 @@
-import { BusEvent, deadLetterRecorder, publishWakeUps, Relay, startConsumer, TopologyWatch, type BusNames, type RunningConsumer, type TopologyOptions } from '@baton/bus';
+import { BusEvent, deadLetterRecorder, NotifierAudience, publishWakeUps, Relay, startConsumer, TopologyWatch, type BusNames, type RunningConsumer, type TopologyOptions } from '@baton/bus';
 import { isFinal, nextDeadline } from '@baton/domain';
 import { handleCommand, keepUnfinished, loadTask, type EventStore } from '@baton/event-store';
+import { WEBHOOK_ENDPOINTS_CHANNEL } from '@baton/db';
 import { keyedSerial, type Logger } from '@baton/runtime';
+import { tenantsWithEndpoints } from '@baton/storage';
 import { jetstreamManager, type JetStreamClient } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type pg from 'pg';
@@ -40,6 +42,12 @@ export interface Orchestrator {
   stop(): Promise<void>;
 }
 
+/** Transitions the notifier does not serve go out as signals (see NotifierAudience); the tenants with webhook endpoints are read from Postgres, again whenever it announces a change. */
+function notifierAudience(d: Pick<OrchestratorDeps, 'pool' | 'log'>): NotifierAudience {
+  const log = d.log.child({ component: 'relay' });
+  return new NotifierAudience({ tenantsWithEndpoints: () => tenantsWithEndpoints(d.pool), channel: WEBHOOK_ENDPOINTS_CHANNEL, onRefreshError: (err) => log.warn({ err }, 'relay: could not read which tenants have webhook endpoints; every transition goes to BATON_EVENTS until it can') });
+}
+
 /**
  * The orchestrator: a relay (one leader across replicas) and a consumer of task events that
  * re-reads each task from Postgres and advances it (level-triggered). Within one process,
@@ -62,7 +70,7 @@ export async function startOrchestrator(d: OrchestratorDeps): Promise<Orchestrat
   });
   const onStoreFailure = (stream: string, err: Error): void => topology.storeFailed(stream, err);
   const relay = d.relay.enabled
-    ? new Relay({ pool: d.pool, store: d.store as EventStore, nc: d.nc, names: d.names, log: d.log.child({ component: 'relay' }), batchSize: d.relay.batchSize, backstopMs: d.relay.backstopMs, onStoreFailure })
+    ? new Relay({ pool: d.pool, store: d.store as EventStore, nc: d.nc, names: d.names, log: d.log.child({ component: 'relay' }), batchSize: d.relay.batchSize, backstopMs: d.relay.backstopMs, onStoreFailure, audience: notifierAudience(d) })
     : null;
   relay?.start();
   // Runner jobs for dispatches go out as soon as they are committed (the relay sends them too).
