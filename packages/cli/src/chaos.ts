@@ -285,9 +285,7 @@ async function deleteNamespaceStreams(url: string, namespace: string): Promise<v
 
 /** For a failure message: each task not final, with its agents' last recorded events. */
 async function describeStuck(dbUrl: string, ids: string[]): Promise<string> {
-  const c = new pg.Client({ connectionString: dbUrl });
-  await c.connect();
-  try {
+  return withClient(dbUrl, async (c) => {
     const { rows } = await c.query(
       `select t.id, t.status, e.stream_id, string_agg(e.type || coalesce(' ' || (e.data->>'attempt'), '') || coalesce(' by ' || (e.data->>'runnerId'), ''), ' → ' order by e.stream_version) as events
          from tasks t join events e on e.task_id = t.id
@@ -296,21 +294,31 @@ async function describeStuck(dbUrl: string, ids: string[]): Promise<string> {
       [ids],
     );
     return rows.map((r) => `  ${r.id} (${r.status}) ${r.stream_id}: ${r.events}`).join('\n');
+  });
+}
+
+/**
+ * One short-lived session. Postgres may be crash-restarted by the killer at any moment: a lost
+ * connection rejects the statement (the caller looks again) and must not also crash this process
+ * as an unhandled 'error' event of the client.
+ */
+async function withClient<T>(dbUrl: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
+  const c = new pg.Client({ connectionString: dbUrl });
+  c.on('error', () => {});
+  try {
+    await c.connect();
+    return await fn(c);
   } finally {
-    await c.end();
+    await c.end().catch(() => {});
   }
 }
 
 async function countByStatus(dbUrl: string, ids: string[]): Promise<{ final: number; byStatus: Record<string, number> }> {
-  const c = new pg.Client({ connectionString: dbUrl });
-  await c.connect();
-  try {
+  return withClient(dbUrl, async (c) => {
     const r = await c.query<{ status: string; n: number }>('select status, count(*)::int as n from tasks where id = any($1::uuid[]) group by status', [ids]);
     const byStatus = Object.fromEntries(r.rows.map((x) => [x.status, x.n]));
     return { final: (byStatus.completed ?? 0) + (byStatus.failed ?? 0) + (byStatus.cancelled ?? 0), byStatus };
-  } finally {
-    await c.end();
-  }
+  });
 }
 
 interface Row {
