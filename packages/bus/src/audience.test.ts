@@ -1,8 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { recordAs, taskStreamId, type NewEvent, type RecordedEvent } from '@baton/domain';
+import type pg from 'pg';
 import { describe, expect, test } from 'vitest';
 import { hasOwnTargets, mayNotify, NotifierAudience } from './audience.ts';
 
+/** The list functions below do not query: the session they are given is unused. */
+const noDb = { query: () => Promise.reject(new Error('unused')) } as unknown as Pick<pg.Pool, 'query'>;
 let version = 0;
 const recorded = (taskId: string, e: NewEvent): RecordedEvent => recordAs(e, { taskId, streamId: taskStreamId(taskId), version: ++version, position: BigInt(version), recordedAt: new Date() });
 const submitted = (taskId: string, tenantId: string, own: { webhook?: { url: string; events: string[] }; notify?: { to: string[]; on: string[] } } = {}): RecordedEvent =>
@@ -37,7 +40,7 @@ describe('NotifierAudience', () => {
 
   test('a task with no targets of its own, of a tenant with no endpoints, is not served (its outbox mails are); the others are', async () => {
     const { a } = audience(() => ['loud']);
-    await a.refresh();
+    await a.refresh(noDb);
     const quiet = randomUUID();
     const hooked = randomUUID();
     const mailed = randomUUID();
@@ -54,13 +57,13 @@ describe('NotifierAudience', () => {
 
   test('a task whose submission it never saw is served', async () => {
     const { a } = audience(() => []);
-    await a.refresh();
+    await a.refresh(noDb);
     expect(a.serves(started(randomUUID()))).toBe(true);
   });
 
   test('forgets a task at its final event (what follows is served), and the oldest task beyond maxTasks', async () => {
     const { a } = audience(() => [], { maxTasks: 2 });
-    await a.refresh();
+    await a.refresh(noDb);
     const t = randomUUID();
     a.serves(submitted(t, 'q'));
     expect(a.serves(completed(t))).toBe(false);
@@ -79,15 +82,15 @@ describe('NotifierAudience', () => {
     let reads = 0;
     const { a } = audience(() => (reads++, tenants), { refreshMs: 5000, now: () => now });
     const t = randomUUID();
-    await a.refresh();
+    await a.refresh(noDb);
     expect(a.serves(submitted(t, 'q'))).toBe(false);
     tenants = ['other', 'q'];
     now = 4999;
-    await a.refresh();
+    await a.refresh(noDb);
     expect(reads).toBe(1);
     expect(a.serves(started(t))).toBe(false);
     now = 5000;
-    await a.refresh();
+    await a.refresh(noDb);
     expect(reads).toBe(2);
     expect(a.serves(started(t))).toBe(true);
   });
@@ -99,18 +102,36 @@ describe('NotifierAudience', () => {
     const { a, errors } = audience(() => (reads++, fail ? Promise.reject(new Error('no db')) : []), { now: () => now });
     const t = randomUUID();
     expect(a.serves(submitted(t, 'q'))).toBe(true); // not read yet
-    await a.refresh();
+    await a.refresh(noDb);
     expect(errors).toHaveLength(1);
     expect(a.serves(started(t))).toBe(true);
     now = 999;
     fail = false;
-    await a.refresh();
+    await a.refresh(noDb);
     expect(reads).toBe(1);
     expect(a.serves(started(t))).toBe(true);
     now = 1000;
-    await a.refresh();
+    await a.refresh(noDb);
     expect(reads).toBe(2);
     expect(a.serves(started(t))).toBe(false);
+  });
+
+  test('a read that failed slowly (a connection timeout) is tried again a second after it failed, not at once', async () => {
+    let now = 0;
+    let reads = 0;
+    const { a, errors } = audience(() => {
+      reads++;
+      now += 10_000; // the read took 10 s to fail
+      return Promise.reject(new Error('timeout exceeded when trying to connect'));
+    }, { now: () => now });
+    await a.refresh(noDb);
+    expect(errors).toHaveLength(1);
+    now += 999;
+    await a.refresh(noDb);
+    expect(reads).toBe(1);
+    now += 1;
+    await a.refresh(noDb);
+    expect(reads).toBe(2);
   });
 
   test('a change announced while the list is being read: the list is read again at the next batch (the read under way may have missed it)', async () => {
@@ -128,13 +149,13 @@ describe('NotifierAudience', () => {
       tenants = ['q']; // committed after the read's snapshot...
       a.invalidate(); // ...and announced before the read returned
     };
-    await a.refresh();
+    await a.refresh(noDb);
     during = null;
     expect(a.serves(submitted(t, 'q'))).toBe(false); // what the read saw
-    await a.refresh();
+    await a.refresh(noDb);
     expect(reads).toBe(2);
     expect(a.serves(started(t))).toBe(true);
-    await a.refresh();
+    await a.refresh(noDb);
     expect(reads).toBe(2); // fresh now
   });
 });

@@ -1,4 +1,5 @@
 import { TERMINAL_EVENT_TYPES, type RecordedEvent } from '@baton/domain';
+import type pg from 'pg';
 
 /**
  * Who must be told of a transition durably. The notifier is the only durable consumer of
@@ -20,8 +21,8 @@ export function mayNotify(type: string, task: { ownTargets: boolean; tenantHasEn
 export const hasOwnTargets = (submitted: { webhook?: unknown; notify?: unknown }): boolean => (submitted.webhook ?? null) !== null || (submitted.notify ?? null) !== null;
 
 export interface NotifierAudienceOptions {
-  /** The tenants that have at least one webhook endpoint (POST /v1/webhooks). */
-  tenantsWithEndpoints: () => Promise<Iterable<string>>;
+  /** The tenants that have at least one webhook endpoint (POST /v1/webhooks), read on `db` (the relay's own session). */
+  tenantsWithEndpoints: (db: Pick<pg.Pool, 'query'>) => Promise<Iterable<string>>;
   /** Re-read that list when it is older than this (default 5000 ms, as the notifier's own cache of a tenant's endpoints). */
   refreshMs?: number;
   /** Tasks remembered at most (default 100,000; the oldest are forgotten first, and a forgotten task counts as served). */
@@ -72,16 +73,16 @@ export class NotifierAudience {
    * failed read is told, everything is served, and the read is tried again after a second
    * (or `refreshMs`, if shorter).
    */
-  async refresh(): Promise<void> {
+  async refresh(db: Pick<pg.Pool, 'query'>): Promise<void> {
     const at = this.o.now();
     if (this.tenants ? at - this.readAt < this.o.refreshMs : at < this.retryAt) return;
     const generation = this.generation;
     try {
-      this.tenants = new Set(await this.o.tenantsWithEndpoints());
+      this.tenants = new Set(await this.o.tenantsWithEndpoints(db));
       this.readAt = generation === this.generation ? at : Number.NEGATIVE_INFINITY;
     } catch (err) {
       this.tenants = null;
-      this.retryAt = at + Math.min(1000, this.o.refreshMs);
+      this.retryAt = this.o.now() + Math.min(1000, this.o.refreshMs); // from the failure: a read that failed slowly is not tried again at once
       this.o.onRefreshError?.(err);
     }
   }

@@ -192,7 +192,7 @@ describe('Relay', () => {
     const sub = nats.nc.subscribe(names.signalSubject('*', '*'), { callback: (_e, m) => void signals.push(m.subject) });
     await nats.nc.flush();
     const audience = new NotifierAudience({
-      tenantsWithEndpoints: async () => (await pg.db.pool.query<{ tenant_id: string }>('select distinct tenant_id from webhook_endpoints')).rows.map((r) => r.tenant_id),
+      tenantsWithEndpoints: async (db) => (await db.query<{ tenant_id: string }>('select distinct tenant_id from webhook_endpoints')).rows.map((r) => r.tenant_id),
       refreshMs: 3_600_000,
       channel: WEBHOOK_ENDPOINTS_CHANNEL,
     });

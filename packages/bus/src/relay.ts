@@ -214,7 +214,8 @@ export class Relay {
   /** Publish a batch; returns the cursor after it once every PubAck is in. */
   private async publishBatch(batch: TailedEvent[]): Promise<LogCursor> {
     const audience = this.o.audience;
-    await audience?.refresh();
+    // On the relay's own session (no wait for a pool slot in the publish path).
+    if (audience && this.client) await audience.refresh(this.client);
     const messages = batch.flatMap(({ event }) => messagesFor(event, this.o.names, audience ? audience.serves(event) : true));
     await (this.publisher as BatchPublisher).publishAll(messages, { onAck: () => this.countPublished() });
     return (batch[batch.length - 1] as { cursor: LogCursor }).cursor;

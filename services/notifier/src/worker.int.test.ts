@@ -167,7 +167,7 @@ describe('notifier and relay: only what the notifier serves reaches it', () => {
   test('the transitions of a task with no targets never reach the notifier; a tenant\'s first endpoint, added while both run, gets the very next task\'s messages', async ({ pg, nats }) => {
     const hooks = await receiver();
     // As the orchestrator wires it; a refresh period of an hour: what applies the new endpoint is Postgres' announcement.
-    const audience = new NotifierAudience({ tenantsWithEndpoints: () => tenantsWithEndpoints(pg.db.pool), channel: WEBHOOK_ENDPOINTS_CHANNEL, refreshMs: 3_600_000 });
+    const audience = new NotifierAudience({ tenantsWithEndpoints, channel: WEBHOOK_ENDPOINTS_CHANNEL, refreshMs: 3_600_000 });
     const stack = await startStack(pg, nats, { maxAttempts: 3, backoffMs: [50], allowPrivateNetworks: true }, audience); // the notifier's endpoint cache at its default, 5 s
     const notifierDelivered = async (): Promise<number> => (await (await jetstreamManager(nats.nc)).consumers.info(stack.names.eventsStream, stack.names.consumers.notifier)).delivered.consumer_seq;
     const quiet = await submit(pg, null);

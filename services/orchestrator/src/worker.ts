@@ -43,9 +43,9 @@ export interface Orchestrator {
 }
 
 /** Transitions the notifier does not serve go out as signals (see NotifierAudience); the tenants with webhook endpoints are read from Postgres, again whenever it announces a change. */
-function notifierAudience(d: Pick<OrchestratorDeps, 'pool' | 'log'>): NotifierAudience {
+function notifierAudience(d: Pick<OrchestratorDeps, 'log'>): NotifierAudience {
   const log = d.log.child({ component: 'relay' });
-  return new NotifierAudience({ tenantsWithEndpoints: () => tenantsWithEndpoints(d.pool), channel: WEBHOOK_ENDPOINTS_CHANNEL, onRefreshError: (err) => log.warn({ err }, 'relay: could not read which tenants have webhook endpoints; every transition goes to BATON_EVENTS until it can') });
+  return new NotifierAudience({ tenantsWithEndpoints, channel: WEBHOOK_ENDPOINTS_CHANNEL, onRefreshError: (err) => log.warn({ err }, 'relay: could not read which tenants have webhook endpoints; every transition goes to BATON_EVENTS until it can') });
 }
 
 /**
