@@ -39,8 +39,6 @@ export interface ConsumerOptions<T> {
   handle: (payload: T, ctx: HandlerContext) => Promise<Outcome | void>;
   /** How long each pull request waits on the server (default 5 s). */
   pullExpiresMs?: number;
-  /** Cheap decision on the subject alone: false acks the message without parsing it. */
-  prefilter?: (subject: string) => boolean;
   /** Messages handled at once. */
   concurrency?: number;
   /**
@@ -129,7 +127,7 @@ export async function startConsumer<T>(o: ConsumerOptions<T>): Promise<RunningCo
     metrics.consumerAckPending.set({ consumer: o.consumer }, info.num_ack_pending);
     metrics.consumerRedelivered.set({ consumer: o.consumer }, info.num_redelivered);
   });
-  const handled = (outcome: 'ack' | 'retry' | 'transient' | 'dead_letter' | 'handed_back' | 'filtered'): void => metrics.messagesHandled.inc({ consumer: o.consumer, outcome });
+  const handled = (outcome: 'ack' | 'retry' | 'transient' | 'dead_letter' | 'handed_back'): void => metrics.messagesHandled.inc({ consumer: o.consumer, outcome });
   // Short pull expiry: a pull the server lost (it happens on NATS 2.9 around consumer updates)
   // is replaced within seconds rather than after the 30 s default.
   const messages = await consumer.consume({ max_messages: Math.max(concurrency, 1) * 2, expires: o.pullExpiresMs ?? 5000 });
@@ -185,11 +183,6 @@ export async function startConsumer<T>(o: ConsumerOptions<T>): Promise<RunningCo
     // Deliveries that count: this one and the earlier ones that did not fail on a lost connection.
     const attempt = attemptsOf(m);
     if (attempt > maxAttempts) return deadLetter(m, `delivered ${deliveryCount} times without being settled (handler crashed or timed out)${attempt < deliveryCount ? `; ${deliveryCount - attempt} failed on a lost connection and do not count` : ''}`);
-    if (o.prefilter && !o.prefilter(m.subject)) {
-      sendSoon.soon(() => m.ack());
-      handled('filtered');
-      return;
-    }
     let payload: T;
     try {
       payload = o.schema.parse(m.json());

@@ -31,8 +31,6 @@ export interface BusNames {
   consumers: { orchestrator: string; notifier: string; runner: string };
   /** `baton.diag.<service>`: request/reply vital signs of a service (core NATS, not JetStream). */
   diagSubject(service: string): string;
-  /** Token index of the task id in an event or signal subject (for cheap routing without parsing the body). */
-  taskIdToken: number;
 }
 
 export type JobKind = 'run' | 'release';
@@ -57,6 +55,5 @@ export function busNames(namespace = ''): BusNames {
     allJobs: `${root}.jobs.>`,
     consumers: { orchestrator: 'orchestrator-task-events', notifier: 'notifier-webhooks', runner: 'runner-jobs' },
     diagSubject: (service) => `${root}.diag.${service}`,
-    taskIdToken: namespace ? 3 : 2,
   };
 }

@@ -56,7 +56,7 @@ export const metrics = {
   consumerRedelivered: new client.Gauge({ name: 'baton_consumer_redelivered_messages', help: 'Messages delivered more than once and still unacknowledged (JetStream num_redelivered)', labelNames: ['consumer'] as const, registers: [registry] }),
   messagesHandled: new client.Counter({
     name: 'baton_messages_handled_total',
-    help: 'Messages a consumer handled, by outcome (ack; filtered: acked unread; retry; transient: a lost connection, not counted; dead_letter; handed_back)',
+    help: 'Messages a consumer handled, by outcome (ack; retry; transient: a lost connection, not counted; dead_letter; handed_back)',
     labelNames: ['consumer', 'outcome'] as const,
     registers: [registry],
   }),
