@@ -1,7 +1,8 @@
 import type { DecidedEvent } from '@baton/domain';
 import { recorded } from '@baton/testing';
 import { describe, expect, it } from 'vitest';
-import { messagesFor } from './messages.ts';
+import { headers } from '@nats-io/nats-core';
+import { messagesFor, readRelayed, RELAYED_CURSOR_HEADER, RELAYED_PREV_HEADER } from './messages.ts';
 import { busNames } from './subjects.ts';
 
 const names = busNames('');
@@ -35,5 +36,37 @@ describe('what the relay publishes for an event', () => {
     expect(subjects({ type: 'ApprovalRequested', data: { requestId: 'a', agentId: 'lead', toolUseId: 't', toolName: 'plan', input: {}, inputDigest: 'd', plan: 'p', deadline: '2026-01-01T00:00:00.000Z', onTimeout: 'reject' } })).toEqual(['baton.events']);
     expect(subjects({ type: 'ClarificationRequested', data: { requestId: 'c', agentId: 'lead', toolUseId: 't', questions: ['q'], context: '' } })).toEqual(['baton.events']);
     expect(subjects({ type: 'BudgetExceeded', data: { requestId: 'budget-1', agentId: 'lead', spent: { usd: 1, tokens: 1 }, limit: { usd: 1, tokens: null }, deadline: '2026-01-01T00:00:00.000Z', onTimeout: 'stop' } })).toEqual(['baton.events']);
+  });
+});
+
+describe('a relayed event as a live view reads it', () => {
+  const e = recorded([{ type: 'TaskStarted', data: { leadAgentId: 'lead', leadAgentType: 'x', configVersion: 'v' } }])[0]!;
+  const msg = (h: Record<string, string>, data: Uint8Array = messagesFor(e, names)[0]!.data as Uint8Array) => {
+    const hs = headers();
+    for (const [k, v] of Object.entries(h)) hs.set(k, v);
+    return { headers: hs, data };
+  };
+  const place = `7:${e.position}`;
+
+  it('its place and its link, as the relay wrote them; the event parsed once asked for', () => {
+    const [event] = messagesFor(e, names, false, { cursor: { txid: 7n, position: e.position }, prev: { txid: 5n, position: 2n } });
+    expect(event?.headers).toEqual({ [RELAYED_CURSOR_HEADER]: place, [RELAYED_PREV_HEADER]: '5:2' });
+    const r = readRelayed(msg(event?.headers ?? {}));
+    expect(r && { cursor: r.cursor, prev: r.prev }).toEqual({ cursor: { txid: 7n, position: e.position }, prev: { txid: 5n, position: 2n } });
+    expect(r?.event()).toMatchObject({ id: e.id, type: 'TaskStarted', position: Number(e.position) });
+    expect(readRelayed(msg({ [RELAYED_CURSOR_HEADER]: place }))?.prev).toBeNull(); // unlinked
+  });
+
+  it('no place, or a place or link that is not <txid>:<position>: only a wake-up', () => {
+    expect(readRelayed(msg({}))).toBeNull();
+    expect(readRelayed({ headers: undefined, data: new Uint8Array() })).toBeNull();
+    expect(readRelayed(msg({ [RELAYED_CURSOR_HEADER]: '7' }))).toBeNull();
+    expect(readRelayed(msg({ [RELAYED_CURSOR_HEADER]: place, [RELAYED_PREV_HEADER]: '-1:2' }))).toBeNull();
+  });
+
+  it('a body that is not an event, or not the one its place names: no event to show', () => {
+    expect(readRelayed(msg({ [RELAYED_CURSOR_HEADER]: place }, new TextEncoder().encode('{not json')))?.event()).toBeNull();
+    expect(readRelayed(msg({ [RELAYED_CURSOR_HEADER]: place }, new TextEncoder().encode('{"id":"x"}')))?.event()).toBeNull();
+    expect(readRelayed(msg({ [RELAYED_CURSOR_HEADER]: `7:${e.position + 1n}` }))?.event()).toBeNull();
   });
 });

@@ -1,6 +1,7 @@
 import { isStepEvent, wakes, type RecordedEvent } from '@baton/domain';
 import { toEventView, type EventView } from '@baton/api';
-import type { NatsConnection } from '@nats-io/nats-core';
+import type { Msg, NatsConnection } from '@nats-io/nats-core';
+import { cursorToString, type LogCursor } from '@baton/event-store';
 import { carrierFrom } from '@baton/telemetry';
 import { z } from 'zod';
 import type { BusNames, JobKind } from './subjects.ts';
@@ -62,18 +63,79 @@ export function jobsFor(e: RecordedEvent): { kind: JobKind; agentId: string; msg
   return agents.map((agentId) => ({ kind: 'run' as const, agentId, msgId: agents.length === 1 ? `job-${e.id}` : `job-${e.id}-${agentId}`, job: { kind: 'run' as const, taskId: e.taskId, agentId, causeEventId: e.id } }));
 }
 
+/** Header of a relayed event: its place in the log (`<txid>:<position>`, commit-safe order). */
+export const RELAYED_CURSOR_HEADER = 'Baton-Cursor';
+/**
+ * Header of a relayed event: the place of the task's previous relayed event (every event but an
+ * agent's steps), which the relay vouches for having published just before it from an unbroken
+ * tail. Absent when it cannot (its first event of the task since it began to lead or rewound).
+ */
+export const RELAYED_PREV_HEADER = 'Baton-Prev';
+
+/** Where the relay read an event: the event's own cursor and the task's previous relayed event's (see RELAYED_PREV_HEADER). */
+export interface RelayLink {
+  cursor: LogCursor;
+  prev: LogCursor | null;
+}
+
 /**
  * Everything the relay publishes for one event: the event, a lead trigger if it is one, and any
  * runner jobs. An agent's steps are not relayed (see STEP_EVENT_TYPES): nothing. The event goes
  * to `BATON_EVENTS` when the notifier serves it (`served`, see NotifierAudience), else as a
- * core-NATS signal that only wakes live views.
+ * core-NATS signal that only wakes live views. With a `link`, the event carries it as headers:
+ * a live view whose cursor is the link's `prev` shows the event without reading Postgres.
  */
-export function messagesFor(e: RecordedEvent, names: BusNames, served = true): OutMessage[] {
+export function messagesFor(e: RecordedEvent, names: BusNames, served = true, link?: RelayLink): OutMessage[] {
   if (isStepEvent(e.type)) return [];
   const data = encodeEvent(e);
   const trace = carrierFrom(e.metadata);
-  const event: OutMessage = served ? { subject: names.eventSubject(e.taskId, e.type), data, msgId: e.id, trace } : { subject: names.signalSubject(e.taskId, e.type), data, msgId: e.id, core: true };
+  const headers = link ? { [RELAYED_CURSOR_HEADER]: cursorToString(link.cursor), ...(link.prev ? { [RELAYED_PREV_HEADER]: cursorToString(link.prev) } : {}) } : undefined;
+  const event: OutMessage = served ? { subject: names.eventSubject(e.taskId, e.type), data, msgId: e.id, trace, headers } : { subject: names.signalSubject(e.taskId, e.type), data, msgId: e.id, core: true, headers };
   return [event, ...wakeUpsFor(e, names, data)];
+}
+
+const CursorHeader = z
+  .string()
+  .regex(/^\d{1,20}:\d{1,20}$/, 'expected <txid>:<position>')
+  .transform((s): LogCursor => {
+    const [txid, position] = s.split(':') as [string, string];
+    return { txid: BigInt(txid), position: BigInt(position) };
+  });
+
+/** A relayed event as a live view receives it (`readRelayed`). */
+export interface RelayedEvent {
+  cursor: LogCursor;
+  /** The task's previous relayed event, as the relay vouches (null: it does not). */
+  prev: LogCursor | null;
+  /** The event itself, parsed on first use; null when the body is not the event its headers place. */
+  event(): BusEvent | null;
+}
+
+/**
+ * A relayed event (on a task's events or signals subject) with the place the relay gave it, or
+ * null when the message has no valid place (an older relay, or not the relay's): it can only wake.
+ */
+export function readRelayed(m: Pick<Msg, 'headers' | 'data'>): RelayedEvent | null {
+  const cursor = CursorHeader.safeParse(m.headers?.get(RELAYED_CURSOR_HEADER));
+  if (!cursor.success) return null;
+  const prevHeader = m.headers?.get(RELAYED_PREV_HEADER) ?? '';
+  const prev = prevHeader === '' ? null : CursorHeader.safeParse(prevHeader);
+  if (prev && !prev.success) return null;
+  let parsed: BusEvent | null | undefined;
+  return {
+    cursor: cursor.data,
+    prev: prev ? prev.data : null,
+    event: () => {
+      if (parsed !== undefined) return parsed;
+      try {
+        const r = BusEvent.safeParse(JSON.parse(new TextDecoder().decode(m.data)));
+        parsed = r.success && BigInt(r.data.position) === cursor.data.position ? r.data : null;
+      } catch {
+        parsed = null;
+      }
+      return parsed;
+    },
+  };
 }
 
 /** The wake-ups an event causes: a lead trigger if it is one, and any runner jobs. */

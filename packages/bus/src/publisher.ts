@@ -8,8 +8,10 @@ export interface OutMessage {
   msgId: string;
   /** The trace the message continues (an event's `traceparent`): sent as W3C headers. */
   trace?: TraceCarrier;
-  /** A core-NATS message (a signal, in no stream): sent without headers, no PubAck awaited. */
+  /** A core-NATS message (a signal, in no stream): no PubAck awaited, no dedupe id. */
   core?: boolean;
+  /** Headers of its own (the relay's place of an event: RELAYED_CURSOR_HEADER). */
+  headers?: Record<string, string> | undefined;
 }
 
 /**
@@ -20,6 +22,7 @@ export interface OutMessage {
 export function outHeaders(m: OutMessage): { h: MsgHdrs; span: Span | null } {
   const h = headers();
   h.set('Nats-Msg-Id', m.msgId);
+  for (const [k, v] of Object.entries(m.headers ?? {})) h.set(k, v);
   if (!m.trace?.traceparent) return { h, span: null };
   let carrier = m.trace;
   let span: Span | null = null;
@@ -34,6 +37,13 @@ export function outHeaders(m: OutMessage): { h: MsgHdrs; span: Span | null } {
   }
   for (const [k, v] of Object.entries(carrier)) if (v) h.set(k, v);
   return { h, span };
+}
+
+/** The headers of a core message: only its own (no dedupe id, no trace). */
+function coreHeaders(own: Record<string, string>): MsgHdrs {
+  const h = headers();
+  for (const [k, v] of Object.entries(own)) h.set(k, v);
+  return h;
 }
 
 /** A subject's kind for span names (`baton.jobs.run.<task>.<agent>` → `jobs.run`): low cardinality. */
@@ -130,7 +140,7 @@ export class BatchPublisher {
     const acks = messages.map((m) => {
       if (m.core) {
         try {
-          this.nc.publish(m.subject, m.data);
+          this.nc.publish(m.subject, m.data, m.headers ? { headers: coreHeaders(m.headers) } : undefined);
           opts.onAck?.();
           return Promise.resolve();
         } catch (err) {

@@ -10,7 +10,8 @@ import { ensureTopology } from './topology.ts';
 import { Relay } from './relay.ts';
 import { NotifierAudience } from './audience.ts';
 import { WEBHOOK_ENDPOINTS_CHANNEL } from '@baton/db';
-import { liveTicksDue, publishWakeUps } from './messages.ts';
+import { liveTicksDue, publishWakeUps, RELAYED_CURSOR_HEADER, RELAYED_PREV_HEADER } from './messages.ts';
+import type { Msg } from '@nats-io/nats-core';
 
 const log = pino({ level: 'silent' });
 
@@ -173,6 +174,48 @@ describe('Relay', () => {
     });
     expect(relay.published).toBe(10); // signals are counted as sent
     expect(reads).toBe(1); // once when the relay began to lead; not per batch
+  });
+
+  test('each relayed event carries its place in the log and its task\'s previous relayed event\'s (none for a task\'s first since the relay began to lead or rewound, none after its final event); signals and stored events alike', async ({ pg, nats }) => {
+    const { names } = await setup(nats.nc, nats.namespace);
+    const started = (): NewEvent => ({ id: randomUUID(), type: 'TaskStarted', data: { leadAgentId: 'lead', leadAgentType: 'x', configVersion: 'v' } });
+    const usage = { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
+    const step = (): NewEvent => ({ id: randomUUID(), type: 'ModelTurnRecorded', data: { agentId: 'lead', turn: 1, model: 'm', content: [], stopReason: 'end_turn', usage, offline: true, durationMs: 0 } });
+    const failed = (): NewEvent => ({ id: randomUUID(), type: 'TaskFailed', data: { code: 'c', message: 'm' } });
+    const mailed = (): NewEvent => ({ id: randomUUID(), type: 'EmailSent', data: { emailId: randomUUID(), messageId: 'm', accepted: ['a@example.com'], rejected: [] } });
+    const a = randomUUID(); // served: its transitions go to the stream
+    const b = randomUUID(); // a quiet tenant's: signals
+    await pg.store.append({ streamId: taskStreamId(a), taskId: a, expectedVersion: 0, events: [started()] });
+    await pg.store.append({ streamId: taskStreamId(b), taskId: b, expectedVersion: 0, events: [{ id: randomUUID(), type: 'TaskSubmitted', data: { prompt: 'p', team: 'research', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 'q', requestHash: null, forkedFrom: null, workspace: null, budget: null } }] });
+    await pg.store.append({ streamId: taskStreamId(a), taskId: a, expectedVersion: 1, events: [step()] }); // not relayed: a link skips it, as a stream of transitions does
+    await pg.store.append({ streamId: taskStreamId(b), taskId: b, expectedVersion: 1, events: [started()] });
+    await pg.store.append({ streamId: taskStreamId(a), taskId: a, expectedVersion: 2, events: [started(), failed()] });
+    await pg.store.append({ streamId: taskStreamId(a), taskId: a, expectedVersion: 4, events: [mailed()] }); // after the final event
+    const got: { task: string; id: string; cursor: string | undefined; prev: string | undefined }[] = [];
+    const take = (_e: Error | null, m: Msg): void => {
+      const task = m.subject.split('.').at(-2) as string;
+      got.push({ task: task === a ? 'a' : 'b', id: (m.json() as { id: string }).id, cursor: m.headers?.get(RELAYED_CURSOR_HEADER), prev: m.headers?.get(RELAYED_PREV_HEADER) || undefined });
+    };
+    const subs = [nats.nc.subscribe(names.signalSubject('*', '*'), { callback: take }), nats.nc.subscribe(names.eventSubject('*', '*'), { callback: take })];
+    await nats.nc.flush();
+    const audience = new NotifierAudience({ tenantsWithEndpoints: async () => [], refreshMs: 3_600_000 });
+    const relay = new Relay({ pool: pg.db.pool, store: pg.store, nc: nats.nc, names, log, audience, batchSize: 2 });
+    relay.start();
+    await waitFor(() => got.length === 6, { what: 'six transitions relayed' });
+    const places = new Map((await pg.db.pool.query<{ event_id: string; place: string }>(`select event_id::text, transaction_id::text || ':' || global_position as place from events`)).rows.map((r) => [r.event_id, r.place]));
+    const place = (i: number): string | undefined => places.get((got[i] as { id: string }).id);
+    expect(got.map((g) => g.task)).toEqual(['a', 'b', 'b', 'a', 'a', 'a']);
+    got.forEach((g, i) => expect(g.cursor).toBe(place(i)));
+    // Linked across batches of two; the first of each task is not; nothing after the final event is.
+    const links = [undefined, undefined, place(1), place(0), place(3), undefined];
+    expect(got.map((g) => g.prev)).toEqual(links);
+    // Rewound to the start: what is published again is linked from there only.
+    got.length = 0;
+    relay.rewind({ txid: 0n, position: 0n });
+    await waitFor(() => got.length === 6, { what: 'the log published again' });
+    expect(got.map((g) => g.prev)).toEqual(links);
+    await relay.stop();
+    for (const s of subs) s.unsubscribe();
   });
 
   test('a tenant\'s first webhook endpoint applies to the next transitions relayed: Postgres announces the change (not the refresh period)', async ({ pg, nats }) => {

@@ -1,9 +1,9 @@
-import { NOTIFY_CHANNEL, type EventStore, type LogCursor, type TailedEvent } from '@baton/event-store';
+import { comesBefore, NOTIFY_CHANNEL, type EventStore, type LogCursor, type TailedEvent } from '@baton/event-store';
 import type { NatsConnection } from '@nats-io/nats-core';
 import type pg from 'pg';
 import type { Logger } from 'pino';
-import { STEP_EVENT_TYPES } from '@baton/domain';
-import { messagesFor } from './messages.ts';
+import { STEP_EVENT_TYPES, TERMINAL_EVENT_TYPES } from '@baton/domain';
+import { messagesFor, type RelayLink } from './messages.ts';
 import { BatchPublisher } from './publisher.ts';
 import { metrics } from '@baton/telemetry';
 import type { BusNames } from './subjects.ts';
@@ -59,6 +59,8 @@ export class Relay {
   published = 0;
   /** Set by `rewind`: the leader moves its cursor back here before its next read. */
   private rewindTo: LogCursor | null = null;
+  /** Per task, the last event this relay published, from a tail followed without a break since it began to lead (or rewound). */
+  private readonly lastRelayed = new Map<string, LogCursor>();
   crashed: Error | null = null;
 
   constructor(o: RelayOptions) {
@@ -151,6 +153,7 @@ export class Relay {
     await client.query(`listen ${NOTIFY_CHANNEL}`);
     if (audience?.channel) await client.query(`listen ${audience.channel}`);
     audience?.invalidate(); // what changed while this session did not listen
+    this.lastRelayed.clear(); // vouched for only from this tail on
     let cursor = await this.o.store.loadCheckpoint(this.o.processorId, client);
     let saved = cursor;
     let savedAt = Date.now();
@@ -165,9 +168,10 @@ export class Relay {
     while (this.running) {
       const wakeup = this.nextWake();
       if (this.rewindTo) {
-        if (before(this.rewindTo, cursor)) {
+        if (comesBefore(this.rewindTo, cursor)) {
           this.o.log.warn({ from: `${cursor.txid}:${cursor.position}`, to: `${this.rewindTo.txid}:${this.rewindTo.position}` }, 'relay: re-publishing from the log');
           cursor = this.rewindTo;
+          this.lastRelayed.clear();
           await this.o.store.saveCheckpoint(this.o.processorId, cursor, client);
           saved = cursor;
         }
@@ -216,8 +220,18 @@ export class Relay {
     const audience = this.o.audience;
     // On the relay's own session (no wait for a pool slot in the publish path).
     if (audience && this.client) await audience.refresh(this.client);
-    const messages = batch.flatMap(({ event }) => messagesFor(event, this.o.names, audience ? audience.serves(event) : true));
+    const { links, last } = linkBatch(this.lastRelayed, batch);
+    const messages = batch.flatMap(({ event }, i) => messagesFor(event, this.o.names, audience ? audience.serves(event) : true, links[i]));
     await (this.publisher as BatchPublisher).publishAll(messages, { onAck: () => this.countPublished() });
+    // Only once all of it is out: a batch sent again after a failure links as it did the first time.
+    for (const [taskId, c] of last) {
+      this.lastRelayed.delete(taskId); // re-inserted last: the oldest go first when over the bound
+      if (c) this.lastRelayed.set(taskId, c);
+    }
+    for (const taskId of this.lastRelayed.keys()) {
+      if (this.lastRelayed.size <= MAX_LINKED_TASKS) break;
+      this.lastRelayed.delete(taskId);
+    }
     return (batch[batch.length - 1] as { cursor: LogCursor }).cursor;
   }
 
@@ -262,7 +276,24 @@ export async function relayStatus(pool: Pick<pg.Pool, 'query'>, processorId = 'r
   return { leading: lock.rows[0]?.leading === true, unpublished: row?.n ?? 0, oldestUnpublishedS: row?.oldest ? (Date.now() - row.oldest.getTime()) / 1000 : null };
 }
 
-const before = (a: LogCursor, b: LogCursor): boolean => a.txid < b.txid || (a.txid === b.txid && a.position < b.position);
+/** Tasks whose last relayed event the relay remembers (beyond it, a task's next event goes unlinked: its live views read Postgres). */
+const MAX_LINKED_TASKS = 50_000;
+
+/**
+ * Links each event of a batch, tailed in order, to its task's previous relayed event (`last`: what
+ * was published last per task, from the same unbroken tail). Returns the links and, per task the
+ * batch touched, what `last` becomes once the batch is out (null: forget it — the task ended).
+ * A remembered place that is not before the event (a batch sent again) links nothing.
+ */
+export function linkBatch(last: ReadonlyMap<string, LogCursor>, batch: readonly TailedEvent[]): { links: RelayLink[]; last: Map<string, LogCursor | null> } {
+  const next = new Map<string, LogCursor | null>();
+  const links = batch.map(({ event, cursor }) => {
+    const known = next.has(event.taskId) ? next.get(event.taskId) : last.get(event.taskId);
+    next.set(event.taskId, TERMINAL_EVENT_TYPES.has(event.type) ? null : cursor);
+    return { cursor, prev: known && comesBefore(known, cursor) ? known : null };
+  });
+  return { links, last: next };
+}
 
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));

@@ -20,6 +20,9 @@ export interface LogCursor {
 }
 export const START: LogCursor = { txid: 0n, position: 0n };
 export const cursorToString = (c: LogCursor): string => `${c.txid}:${c.position}`;
+/** `a` comes before `b` in commit-safe order. */
+export const comesBefore = (a: LogCursor, b: LogCursor): boolean => a.txid < b.txid || (a.txid === b.txid && a.position < b.position);
+export const sameCursor = (a: LogCursor, b: LogCursor): boolean => a.txid === b.txid && a.position === b.position;
 
 export interface AppendResult {
   nextVersion: number;

@@ -15,6 +15,7 @@ import { buildApp } from './app.ts';
 import { DEFAULT_LIMITS } from './deps.ts';
 import { createGatewayMetrics } from '@baton/telemetry';
 import { SseHub } from './sse-hub.ts';
+import { TaskTenants } from './task-tenants.ts';
 import { testGateway } from './test-gateway.ts';
 
 const log = silentLogger();
@@ -41,13 +42,18 @@ async function liveGateway(pg: PgFixture, nats: NatsFixture) {
 async function leadAsksApproval(pg: PgFixture, app: FastifyInstance, requestId: string) {
   const id = (await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x' } })).json().id as string;
   await handleCommand(pg.store, id, { type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'research-lead', configVersion: 'v' });
+  return { id, ...(await leadTurnAsksApproval(pg, id, requestId)) };
+}
+
+/** The started research task's lead turn delegates, waiting on approval `requestId`. */
+async function leadTurnAsksApproval(pg: PgFixture, id: string, requestId: string) {
   const input = { agent: 'researcher', prompt: 'p' };
   await handleCommand(pg.store, id, {
     type: 'RecordModelTurn', agentId: 'lead', turn: 1, model: 'm', content: [{ type: 'tool_use', id: 'tu1', name: 'Task', input }], stopReason: 'tool_use',
     usage: { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 }, offline: true, durationMs: 0,
   });
   await handleCommand(pg.store, id, { type: 'RequestApproval', requestId, agentId: 'lead', toolUseId: 'tu1', toolName: 'Task', input, inputDigest: 'd', plan: 'the plan', deadline: new Date(Date.now() + 60_000).toISOString(), onTimeout: 'reject' });
-  return { id, input };
+  return { input };
 }
 
 describe('POST /v1/tasks', () => {
@@ -398,6 +404,61 @@ describe('SSE', () => {
     await app.close();
   });
 
+  test('a stream of transitions reads Postgres once: a relayed event that continues it is shown as it came, the same bytes a read shows; one the relay cannot link (a new leader\'s first) is read; a task submitted here needs no visibility query', async ({ pg, nats }) => {
+    const names = busNames(nats.namespace);
+    await ensureTopology(await jetstreamManager(nats.nc), names);
+    let reads = 0;
+    let visibilityQueries = 0;
+    const store = new Proxy(pg.store, {
+      get(target, prop) {
+        const v = Reflect.get(target, prop, target) as unknown;
+        if (typeof v !== 'function') return v;
+        return (...args: unknown[]) => ((prop === 'readTaskAfter' && reads++), (v as (...a: unknown[]) => unknown).apply(target, args));
+      },
+    });
+    const kysely = new Proxy(pg.db.kysely, {
+      get(target, prop) {
+        const v = Reflect.get(target, prop, target) as unknown;
+        if (typeof v !== 'function') return v;
+        return (...args: unknown[]) => ((prop === 'selectFrom' && args[0] === 'tasks' && visibilityQueries++), (v as (...a: unknown[]) => unknown).apply(target, args));
+      },
+    });
+    let relay = new Relay({ pool: pg.db.pool, store: pg.store, nc: nats.nc, names, log });
+    relay.start();
+    const app = await gateway({ db: { pool: pg.db.pool, kysely }, store }, nats, { sseHeartbeatMs: 60_000 });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
+    const id = (await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x' } })).json().id as string;
+    const stream = await openStream(`${base}/v1/tasks/${id}/events?steps=false`);
+    try {
+      await waitFor(() => /^event: TaskSubmitted$/m.test(stream.text), { what: 'TaskSubmitted on the stream' });
+      expect([reads, visibilityQueries]).toEqual([1, 0]);
+      await handleCommand(pg.store, id, { type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'research-lead', configVersion: 'v' });
+      await waitFor(() => /^event: TaskStarted$/m.test(stream.text), { timeoutMs: 10_000, what: 'TaskStarted on the stream (the backstop poll is 60 s away)' });
+      expect(reads).toBe(1); // shown as the relay sent it
+      // A new relay vouches for nothing before its own tail: its first event of the task is read.
+      await relay.stop();
+      await leadTurnAsksApproval(pg, id, 'r1');
+      relay = new Relay({ pool: pg.db.pool, store: pg.store, nc: nats.nc, names, log });
+      relay.start();
+      await waitFor(() => /^event: ApprovalRequested$/m.test(stream.text), { timeoutMs: 10_000, what: 'ApprovalRequested on the stream' });
+      expect(reads).toBe(2);
+      await handleCommand(pg.store, id, { type: 'CancelTask', reason: 'r', requestedBy: 'u' });
+      await stream.ended; // after the final event
+      expect(reads).toBe(2);
+      expect([...stream.text.matchAll(/^event: (\w+)$/gm)].map((m) => m[1])).toEqual(['TaskSubmitted', 'TaskStarted', 'ApprovalRequested', 'TaskCancelled']);
+      // What a stream read from Postgres alone shows, byte for byte.
+      const again = await openStream(`${base}/v1/tasks/${id}/events?steps=false`);
+      await again.ended;
+      expect(stream.text).toBe(again.text);
+      expect(visibilityQueries).toBe(0); // its tenant known since it was submitted here
+    } finally {
+      stream.stop(); // a failed expectation leaves nothing behind that would hold the fixtures
+      await relay.stop();
+      await app.close();
+    }
+  });
+
   /** An SSE stream read in the background: what came so far, its end, and a way to stop it. */
   async function openStream(url: string) {
     const ctrl = new AbortController();
@@ -578,7 +639,7 @@ describe('faults', () => {
     const dead = createDb('postgres://postgres@127.0.0.1:1/nowhere', { max: 1 });
     const names = busNames(nats.namespace);
     const app = await buildApp({
-      pool: dead.pool, kysely: dead.kysely, store: new EventStore(dead.pool), load: new TaskCache(dead.pool).load, names, nats: () => nats.nc, hub: new SseHub(names, log),
+      pool: dead.pool, kysely: dead.kysely, store: new EventStore(dead.pool), load: new TaskCache(dead.pool).load, names, nats: () => nats.nc, hub: new SseHub(names, log), tenants: new TaskTenants(),
       teams: builtinTeams, apiKeys: new Map(), log, metrics: createGatewayMetrics(), now: () => new Date(), newId: randomUUID, sseHeartbeatMs: 15_000, bodyLimit: 65_536,
       examplesDir: path.join(tmpdir(), 'baton-no-examples'), workspaceLimits: DEFAULT_WORKSPACE_LIMITS, limits: DEFAULT_LIMITS, allowPrivateWebhooks: false,
     });

@@ -10,6 +10,7 @@ import type { Kysely } from 'kysely';
 import type pg from 'pg';
 import type { Context, GatewayMetrics, Span } from '@baton/telemetry';
 import type { SseHub } from './sse-hub.ts';
+import type { TaskTenants } from './task-tenants.ts';
 
 export interface GatewayDeps {
   pool: pg.Pool;
@@ -21,6 +22,8 @@ export interface GatewayDeps {
   /** Null until NATS is reachable; the gateway serves (and /readyz says 503) meanwhile. */
   nats: () => NatsConnection | null;
   hub: SseHub;
+  /** Tenants of tasks seen here (event streams check visibility against it first). */
+  tenants: TaskTenants;
   teams: Readonly<Record<string, TeamDefinition>>;
   apiKeys: Map<string, string>;
   log: Logger;

@@ -10,6 +10,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { buildApp } from './app.ts';
 import { gatewayLimits, loadGatewayConfig, parseApiKeys, workspaceLimits } from './config.ts';
 import { SseHub } from './sse-hub.ts';
+import { TaskTenants } from './task-tenants.ts';
 
 // Composition root. The HTTP server starts even while Postgres or NATS are down: /readyz
 // answers 503 and writes fail with 503 (nothing is half-accepted) until they are back.
@@ -36,6 +37,7 @@ const app = await buildApp({
   names,
   nats: () => nc,
   hub,
+  tenants: new TaskTenants(),
   teams,
   apiKeys,
   log,

@@ -1,9 +1,12 @@
-import { parseLiveTicks, type BusNames } from '@baton/bus';
-import type { NatsConnection, Subscription } from '@nats-io/transport-node';
+import { parseLiveTicks, readRelayed, type BusNames, type RelayedEvent } from '@baton/bus';
+import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { Logger } from '@baton/runtime';
 
+/** Wakes a stream; `relayed`: the relayed event that woke it (absent: a tick, or a message without a place). */
+export type Wake = (relayed?: RelayedEvent) => void;
+
 interface Registration {
-  wake: () => void;
+  wake: Wake;
   /** Woken by steps' live ticks too (a stream that shows model turns and tool results). */
   steps: boolean;
 }
@@ -22,8 +25,10 @@ interface Watched {
  * relayed transitions (its events subject and its signals subject) only while a stream watches
  * it, so NATS delivers none for tasks nobody watches. Steps come as live ticks, each naming many tasks (one message per writer per
  * 20 ms at most): the gateway subscribes to them only while some stream shows steps, and wakes
- * the streams of the tasks a tick names. A message only says "task X moved": the connection
- * then reads Postgres from its own cursor, so a lost wake-up delays an event, never loses it.
+ * the streams of the tasks a tick names. A tick only says "task X moved": the connection then
+ * reads Postgres from its own cursor, so a lost wake-up delays an event, never loses it. A
+ * relayed event comes with its place in the log and its task's previous relayed event's
+ * (`readRelayed`): a stream can show it without reading, when that is where it stands.
  */
 export class SseHub {
   private readonly tasks = new Map<string, Watched>();
@@ -54,7 +59,7 @@ export class SseHub {
     return n;
   }
 
-  register(taskId: string, wake: () => void, opts: { steps?: boolean } = {}): () => void {
+  register(taskId: string, wake: Wake, opts: { steps?: boolean } = {}): () => void {
     let w = this.tasks.get(taskId);
     if (!w) this.tasks.set(taskId, (w = { regs: new Set(), events: null }));
     const r: Registration = { wake, steps: opts.steps ?? true };
@@ -80,9 +85,10 @@ export class SseHub {
     const nc = this.nc;
     if (!nc || nc.isClosed()) return;
     if (w.regs.size > 0 && !w.events) {
-      const wake = (err: Error | null): void => {
+      const wake = (err: Error | null, m: Msg): void => {
         if (err) return this.log.warn({ err, taskId }, 'sse hub subscription error');
-        for (const r of w.regs) r.wake();
+        const relayed = readRelayed(m) ?? undefined;
+        for (const r of w.regs) r.wake(relayed);
       };
       w.events = [nc.subscribe(this.names.taskEvents(taskId), { callback: wake }), nc.subscribe(this.names.taskSignals(taskId), { callback: wake })];
     }

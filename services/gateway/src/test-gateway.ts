@@ -14,6 +14,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.ts';
 import { DEFAULT_LIMITS, type GatewayLimits, type TenantBudgets } from './deps.ts';
 import { SseHub } from './sse-hub.ts';
+import { TaskTenants } from './task-tenants.ts';
 
 /**
  * A gateway app for the gateway's tests (in process, `inject` or a real listen): the shipped
@@ -37,6 +38,7 @@ export async function testGateway(
     names,
     nats: () => nats?.nc ?? null,
     hub,
+    tenants: new TaskTenants(),
     teams: builtinTeams,
     apiKeys: opts.apiKeys ?? new Map(),
     log,

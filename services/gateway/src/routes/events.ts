@@ -1,8 +1,9 @@
 import type { ServerResponse } from 'node:http';
 import { verifyRun } from '@baton/agents';
-import { stateAt, STEP_EVENT_TYPES, TERMINAL_EVENT_TYPES, type RecordedEvent } from '@baton/domain';
+import { stateAt, STEP_EVENT_TYPES, TERMINAL_EVENT_TYPES, type EventType, type RecordedEvent } from '@baton/domain';
 import { redactCredentials, toEventView, toTaskView, type EventView } from '@baton/api';
-import { START, type LogCursor } from '@baton/event-store';
+import type { RelayedEvent } from '@baton/bus';
+import { comesBefore, sameCursor, START, type LogCursor } from '@baton/event-store';
 import type { ZodTypeProvider } from '@fastify/type-provider-zod';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { GatewayDeps } from '../deps.ts';
@@ -13,11 +14,21 @@ import { loadVisibleTask } from './tasks.ts';
 const BATCH = 500;
 
 /** An event as the API shows it; a webhook URL registered with credentials (before they were refused) is shown without them. */
-function eventView(e: RecordedEvent): EventView {
-  const view = toEventView(e);
-  if (e.type !== 'TaskSubmitted' || !e.data.webhook) return view;
-  return { ...view, data: { ...e.data, webhook: { ...e.data.webhook, url: redactCredentials(e.data.webhook.url) } } };
+const eventView = (e: RecordedEvent): EventView => shown(toEventView(e));
+
+/** What the API shows of an event's view (from the log, or as the relay sent it). */
+function shown(view: EventView): EventView {
+  if (view.type !== 'TaskSubmitted') return view;
+  const data = view.data as { webhook?: { url: string } | null };
+  if (!data.webhook) return view;
+  return { ...view, data: { ...data, webhook: { ...data.webhook, url: redactCredentials(data.webhook.url) } } };
 }
+
+/** One event as an SSE frame. */
+const frame = (view: EventView): string => `id: ${view.position}\nevent: ${view.type}\ndata: ${JSON.stringify(view)}\n\n`;
+
+/** Relayed events a stream keeps between two reads, at most (more: it reads instead). */
+const MAX_RELAYED = 64;
 
 /** Retry-After of a stream refused for a cap (a slot frees when any stream ends). */
 const STREAM_RETRY_AFTER_S = 5;
@@ -53,8 +64,12 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
 
   r.get('/v1/tasks/:id/events', { schema: { params: TaskIdParams, querystring: EventsQuery, headers: EventsHeaders, tags: ['events'], summary: 'Events of a task (JSON, or SSE with Accept: text/event-stream)' } }, async (req, reply) => {
     const taskId = req.params.id;
-    const visible = await d.kysely.selectFrom('tasks').select('tenant_id').where('id', '=', taskId).executeTakeFirst();
-    if (!visible || visible.tenant_id !== req.tenant) throw notFound(`task ${taskId}`);
+    let tenant = d.tenants.get(taskId);
+    if (tenant === undefined) {
+      tenant = (await d.kysely.selectFrom('tasks').select('tenant_id').where('id', '=', taskId).executeTakeFirst())?.tenant_id;
+      if (tenant !== undefined) d.tenants.remember(taskId, tenant);
+    }
+    if (tenant !== req.tenant) throw notFound(`task ${taskId}`);
     const wantsSse = (req.headers.accept ?? '').includes('text/event-stream');
     // SSE resumes after Last-Event-ID (what EventSource sends on reconnecting), else after ?after=.
     const lastEventId = wantsSse ? req.headers['last-event-id'] : undefined;
@@ -70,15 +85,22 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     return streamEvents(req, reply, taskId, cursor, req.query.steps);
   });
 
-  /** A gap-free tail of the task in commit order; `steps` false leaves out model turns and tool results (and is not woken by them). */
+  /**
+   * A gap-free tail of the task in commit order; `steps` false leaves out model turns and tool
+   * results (and is not woken by them). It reads Postgres from its cursor when woken, except for
+   * a relayed event whose previous event (by the relay's word) is where the stream stands: that
+   * one is shown as it came (a stream of transitions then reads once, when it opens).
+   */
   function streamEvents(req: FastifyRequest, reply: { raw: ServerResponse }, taskId: string, start: LogCursor, steps: boolean): void {
     const res = reply.raw;
     res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'x-accel-buffering': 'no' });
     res.write('retry: 2000\n\n');
     let cursor = start;
     let closed = false;
-    let wake: (() => void) | null = null;
-    let dirty = true; // a wake-up arrived while we were reading
+    let wake: ((by: 'event' | 'timer') => void) | null = null;
+    let readNeeded = true; // something moved that only a read shows
+    /** Relayed events that came since the last read began, in arrival order. */
+    let relayed: RelayedEvent[] = [];
     const conn = {
       tenant: req.tenant,
       end: (reason: string) => {
@@ -86,13 +108,14 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
         closed = true;
         if (reason === 'shutdown') res.write('event: shutdown\ndata: {}\n\n');
         res.end();
-        wake?.();
+        wake?.('event');
       },
     };
     streams.add(conn);
-    const unregister = d.hub.register(taskId, () => {
-      dirty = true;
-      wake?.();
+    const unregister = d.hub.register(taskId, (e) => {
+      if (e && relayed.length < MAX_RELAYED) relayed.push(e);
+      else readNeeded = true;
+      wake?.('event');
     }, { steps });
     const skipTypes = steps ? [] : STEP_EVENT_TYPES;
     const heartbeat = setInterval(() => res.write(': heartbeat\n\n'), d.sseHeartbeatMs);
@@ -103,21 +126,43 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
       // Read from the start, the final event (if any) comes in the reads themselves; only a
       // stream resumed after some event may already be past it.
       let finalChecked = start === START;
+      let hidden = false;
       let hiddenDelay = 2;
       while (!closed) {
-        dirty = false;
-        const { events: batch, hidden } = await d.store.readTaskAfter(taskId, cursor, BATCH, skipTypes);
-        if (closed) return;
-        if (hidden) hiddenReads();
-        for (const { event, cursor: c } of batch) {
+        if (readNeeded) {
+          readNeeded = false;
+          relayed = []; // the read shows them, or says rows are still hidden
+          const read = await d.store.readTaskAfter(taskId, cursor, BATCH, skipTypes);
           if (closed) return;
-          res.write(`id: ${event.position}\nevent: ${event.type}\ndata: ${JSON.stringify(eventView(event))}\n\n`);
-          cursor = c;
-          if (TERMINAL_EVENT_TYPES.has(event.type)) finalSeen = true;
+          hidden = read.hidden;
+          if (hidden) hiddenReads();
+          res.cork(); // a read's events in one write
+          for (const { event, cursor: c } of read.events) {
+            res.write(frame(eventView(event)));
+            cursor = c;
+            if (TERMINAL_EVENT_TYPES.has(event.type)) finalSeen = true;
+          }
+          res.uncork();
+          if (read.events.length === BATCH) {
+            readNeeded = true;
+            continue;
+          }
         }
-        if (batch.length === BATCH) continue;
+        // What came since the read began: shown already, skipped; the next event after this
+        // stream's cursor by the relay's word, shown as it came; anything else, read.
+        for (const e of relayed.splice(0)) {
+          if (!comesBefore(cursor, e.cursor)) continue;
+          const view = !steps && e.prev && sameCursor(e.prev, cursor) ? e.event() : null;
+          if (!view) {
+            readNeeded = true;
+            break;
+          }
+          res.write(frame(shown(view)));
+          cursor = e.cursor;
+          if (TERMINAL_EVENT_TYPES.has(view.type as EventType)) finalSeen = true;
+        }
         if (finalSeen) return conn.end('final');
-        if (dirty) continue;
+        if (readNeeded) continue;
         // Reconnected after the final event (Last-Event-ID at or past it): nothing more will come.
         if (!finalChecked) {
           finalChecked = true;
@@ -129,16 +174,17 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
         const wait = hidden ? hiddenDelay : d.hub.connected ? d.sseHeartbeatMs : 1000;
         hiddenDelay = hidden ? Math.min(hiddenDelay * 2, 250) : 2;
         let timer: NodeJS.Timeout | undefined;
-        await new Promise<void>((resolve) => {
+        const by = await new Promise<'event' | 'timer'>((resolve) => {
           // A wake-up that came while this loop was not waiting (the final-event check above is
-          // awaited) is not lost: read again at once instead of sleeping until the backstop.
-          if (dirty || closed) return resolve();
+          // awaited) is not lost: go on at once instead of sleeping until the backstop.
+          if (readNeeded || relayed.length > 0 || closed) return resolve('event');
           wake = resolve;
-          timer = setTimeout(resolve, wait);
+          timer = setTimeout(() => resolve('timer'), wait);
           timer.unref();
         });
         clearTimeout(timer);
         wake = null;
+        if (by === 'timer') readNeeded = true;
       }
     };
     loop()

@@ -84,6 +84,7 @@ export async function submitTask(d: GatewayDeps, req: FastifyRequest, body: Task
     const writer = new TaskWriter(d.store, taskId, initialState(), { now: d.now });
     writer.apply(command, { metadata: { actor: req.actor, ...o.eventMetadata }, ...(o.repeatable ? { eventIds: [uuidV5(`${taskId}:submitted`)] } : {}) });
     publishWakeUps(d.nats(), d.names, await writer.flush());
+    d.tenants.remember(taskId, req.tenant);
     d.metrics.tasksSubmitted.inc({ team: body.team });
     return { state: writer.state, replayed: false };
   } catch (err) {
