@@ -432,20 +432,23 @@ describe('SSE', () => {
     const stream = await openStream(`${base}/v1/tasks/${id}/events?steps=false`);
     try {
       await waitFor(() => /^event: TaskSubmitted$/m.test(stream.text), { what: 'TaskSubmitted on the stream' });
-      expect([reads, visibilityQueries]).toEqual([1, 0]);
+      expect(visibilityQueries).toBe(0);
+      // Once (more only if the cluster's horizon hid TaskSubmitted for a while: other tests' open
+      // transactions); from here on nothing of the task is hidden, so the stream reads only when woken.
+      const opened = reads;
       await handleCommand(pg.store, id, { type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'research-lead', configVersion: 'v' });
       await waitFor(() => /^event: TaskStarted$/m.test(stream.text), { timeoutMs: 10_000, what: 'TaskStarted on the stream (the backstop poll is 60 s away)' });
-      expect(reads).toBe(1); // shown as the relay sent it
+      expect(reads).toBe(opened); // shown as the relay sent it
       // A new relay vouches for nothing before its own tail: its first event of the task is read.
       await relay.stop();
       await leadTurnAsksApproval(pg, id, 'r1');
       relay = new Relay({ pool: pg.db.pool, store: pg.store, nc: nats.nc, names, log });
       relay.start();
       await waitFor(() => /^event: ApprovalRequested$/m.test(stream.text), { timeoutMs: 10_000, what: 'ApprovalRequested on the stream' });
-      expect(reads).toBe(2);
+      expect(reads).toBe(opened + 1);
       await handleCommand(pg.store, id, { type: 'CancelTask', reason: 'r', requestedBy: 'u' });
       await stream.ended; // after the final event
-      expect(reads).toBe(2);
+      expect(reads).toBe(opened + 1);
       expect([...stream.text.matchAll(/^event: (\w+)$/gm)].map((m) => m[1])).toEqual(['TaskSubmitted', 'TaskStarted', 'ApprovalRequested', 'TaskCancelled']);
       // What a stream read from Postgres alone shows, byte for byte.
       const again = await openStream(`${base}/v1/tasks/${id}/events?steps=false`);
@@ -454,6 +457,23 @@ describe('SSE', () => {
       expect(visibilityQueries).toBe(0); // its tenant known since it was submitted here
     } finally {
       stream.stop(); // a failed expectation leaves nothing behind that would hold the fixtures
+      await relay.stop();
+      await app.close();
+    }
+  });
+
+  test('a stream that shows steps is not handed a relayed event: its link says nothing of the steps before it, which the stream reads', async ({ pg, nats }) => {
+    const { relay, app, base, id } = await liveGateway(pg, nats);
+    const stream = await openStream(`${base}/v1/tasks/${id}/events`);
+    try {
+      await handleCommand(pg.store, id, { type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'research-lead', configVersion: 'v' });
+      await waitFor(() => /^event: TaskStarted$/m.test(stream.text), { timeoutMs: 10_000, what: 'TaskStarted on the stream' });
+      // A step with no live tick (written here, not by a service), then a transition linked to TaskStarted.
+      await leadTurnAsksApproval(pg, id, 'r1');
+      await waitFor(() => /^event: ApprovalRequested$/m.test(stream.text), { timeoutMs: 10_000, what: 'ApprovalRequested on the stream' });
+      expect([...stream.text.matchAll(/^event: (\w+)$/gm)].map((m) => m[1])).toEqual(['TaskSubmitted', 'TaskStarted', 'ModelTurnRecorded', 'ApprovalRequested']);
+    } finally {
+      stream.stop();
       await relay.stop();
       await app.close();
     }

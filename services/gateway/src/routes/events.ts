@@ -148,12 +148,14 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
             continue;
           }
         }
+        if (finalSeen) return conn.end('final');
         // What came since the read began: shown already, skipped; the next event after this
-        // stream's cursor by the relay's word, shown as it came; anything else, read.
+        // stream's cursor by the relay's word, shown as it came; anything else, read. (Only
+        // without steps: the link says nothing of the steps before the event.)
         for (const e of relayed.splice(0)) {
           if (!comesBefore(cursor, e.cursor)) continue;
           const view = !steps && e.prev && sameCursor(e.prev, cursor) ? e.event() : null;
-          if (!view) {
+          if (!view || view.taskId !== taskId) {
             readNeeded = true;
             break;
           }
