@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { builtinTeams } from '@baton/agents';
-import { busNames, ensureTopology, publishWakeUps, Relay } from '@baton/bus';
+import { busNames, ensureTopology, publishWakeUps, Relay, RELAYED_CURSOR_HEADER, RELAYED_PREV_HEADER } from '@baton/bus';
+import { headers } from '@nats-io/nats-core';
 import { handleCommand, TaskCache } from '@baton/event-store';
 import { DEFAULT_WORKSPACE_LIMITS, storeArtifact } from '@baton/storage';
 import { silentLogger } from '@baton/runtime';
@@ -439,16 +440,24 @@ describe('SSE', () => {
       await handleCommand(pg.store, id, { type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'research-lead', configVersion: 'v' });
       await waitFor(() => /^event: TaskStarted$/m.test(stream.text), { timeoutMs: 10_000, what: 'TaskStarted on the stream (the backstop poll is 60 s away)' });
       expect(reads).toBe(opened); // shown as the relay sent it
+      // A message linked to where the stream stands but carrying another task's event: not shown, read instead.
+      const [started] = (await pg.db.pool.query<{ tx: string; gp: string }>(`select transaction_id::text as tx, global_position::text as gp from events where task_id = $1 and type = 'TaskStarted'`, [id])).rows;
+      const stray = { id: randomUUID(), type: 'TaskCompleted', taskId: randomUUID(), streamId: 'task-x', version: 3, position: Number(started?.gp) + 1000, recordedAt: new Date().toISOString(), data: { summary: 's', reportPath: null }, metadata: {} };
+      const h = headers();
+      h.set(RELAYED_CURSOR_HEADER, `${started?.tx}:${stray.position}`);
+      h.set(RELAYED_PREV_HEADER, `${started?.tx}:${started?.gp}`);
+      nats.nc.publish(names.signalSubject(id, 'TaskCompleted'), JSON.stringify(stray), { headers: h });
+      await waitFor(() => reads === opened + 1, { what: 'the stream reading instead' });
       // A new relay vouches for nothing before its own tail: its first event of the task is read.
       await relay.stop();
       await leadTurnAsksApproval(pg, id, 'r1');
       relay = new Relay({ pool: pg.db.pool, store: pg.store, nc: nats.nc, names, log });
       relay.start();
       await waitFor(() => /^event: ApprovalRequested$/m.test(stream.text), { timeoutMs: 10_000, what: 'ApprovalRequested on the stream' });
-      expect(reads).toBe(opened + 1);
+      expect(reads).toBe(opened + 2);
       await handleCommand(pg.store, id, { type: 'CancelTask', reason: 'r', requestedBy: 'u' });
       await stream.ended; // after the final event
-      expect(reads).toBe(opened + 1);
+      expect(reads).toBe(opened + 2);
       expect([...stream.text.matchAll(/^event: (\w+)$/gm)].map((m) => m[1])).toEqual(['TaskSubmitted', 'TaskStarted', 'ApprovalRequested', 'TaskCancelled']);
       // What a stream read from Postgres alone shows, byte for byte.
       const again = await openStream(`${base}/v1/tasks/${id}/events?steps=false`);
