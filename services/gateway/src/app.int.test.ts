@@ -267,76 +267,79 @@ describe('reads, tenancy, errors', () => {
 describe('SSE', () => {
   test('reconnecting with Last-Event-ID: every event once, no gap, no duplicate; the stream ends after the final event', async ({ pg, nats }) => {
     const { names, relay, app, base, id } = await liveGateway(pg, nats);
+    try {
+      // Produce events while the client reads: start, 30 model turns, completion. Like the
+      // services' writers, each commit sends its wake-ups (the steps' live tick; the relay carries the rest).
+      const write = async (...args: Parameters<typeof handleCommand>): Promise<void> => publishWakeUps(nats.nc, names, (await handleCommand(...args)).events);
+      const produce = (async () => {
+        await write(pg.store, id, { type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'bench-lead', configVersion: 'v' });
+        for (let turn = 1; turn <= 30; turn++) {
+          await write(pg.store, id, (s) => {
+            if (s.lead?.phase === 'tools') return { type: 'RecordToolResults', agentId: 'lead', results: [{ toolUseId: `t${turn - 1}`, toolName: 'bench_step', content: 'ok', isError: false }] };
+            return null;
+          });
+          await write(pg.store, id, {
+            type: 'RecordModelTurn', agentId: 'lead', turn, model: 'm', stopReason: turn < 30 ? 'tool_use' : 'end_turn',
+            content: turn < 30 ? [{ type: 'tool_use', id: `t${turn}`, name: 'bench_step', input: { step: turn } }] : [{ type: 'text', text: 'done' }],
+            usage: { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 }, offline: true, durationMs: 0,
+          });
+        }
+        await write(pg.store, id, { type: 'CompleteTask', summary: 'done', reportPath: null });
+      })();
 
-    // Produce events while the client reads: start, 30 model turns, completion. Like the
-    // services' writers, each commit sends its wake-ups (the steps' live tick; the relay carries the rest).
-    const write = async (...args: Parameters<typeof handleCommand>): Promise<void> => publishWakeUps(nats.nc, names, (await handleCommand(...args)).events);
-    const produce = (async () => {
-      await write(pg.store, id, { type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'bench-lead', configVersion: 'v' });
-      for (let turn = 1; turn <= 30; turn++) {
-        await write(pg.store, id, (s) => {
-          if (s.lead?.phase === 'tools') return { type: 'RecordToolResults', agentId: 'lead', results: [{ toolUseId: `t${turn - 1}`, toolName: 'bench_step', content: 'ok', isError: false }] };
-          return null;
-        });
-        await write(pg.store, id, {
-          type: 'RecordModelTurn', agentId: 'lead', turn, model: 'm', stopReason: turn < 30 ? 'tool_use' : 'end_turn',
-          content: turn < 30 ? [{ type: 'tool_use', id: `t${turn}`, name: 'bench_step', input: { step: turn } }] : [{ type: 'text', text: 'done' }],
-          usage: { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 }, offline: true, durationMs: 0,
-        });
-      }
-      await write(pg.store, id, { type: 'CompleteTask', summary: 'done', reportPath: null });
-    })();
-
-    const seen: number[] = [];
-    const types: string[] = [];
-    let lastId: string | undefined;
-    let connections = 0;
-    for (;;) {
-      connections++;
-      const ctrl = new AbortController();
-      const res = await fetch(`${base}/v1/tasks/${id}/events`, { headers: { accept: 'text/event-stream', ...(lastId ? { 'last-event-id': lastId } : {}) }, signal: ctrl.signal });
-      expect(res.headers.get('content-type')).toMatch(/text\/event-stream/);
-      let buf = '';
-      let ended = true;
-      try {
-        read: for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-          buf += Buffer.from(chunk).toString();
-          let i: number;
-          while ((i = buf.indexOf('\n\n')) >= 0) {
-            const frame = buf.slice(0, i);
-            buf = buf.slice(i + 2);
-            const idLine = /^id: (\d+)$/m.exec(frame);
-            const data = /^data: (.*)$/m.exec(frame);
-            if (!idLine || !data) continue;
-            lastId = idLine[1];
-            const ev = JSON.parse(data[1] as string);
-            seen.push(ev.position);
-            types.push(ev.type);
-            // Drop the connection every 7 events, discarding whatever else was already buffered
-            // (as a real disconnect would): those events must come again after Last-Event-ID.
-            if (seen.length % 7 === 0) {
-              ended = false;
-              ctrl.abort();
-              break read;
+      const seen: number[] = [];
+      const types: string[] = [];
+      let lastId: string | undefined;
+      let connections = 0;
+      for (;;) {
+        connections++;
+        const ctrl = new AbortController();
+        const res = await fetch(`${base}/v1/tasks/${id}/events`, { headers: { accept: 'text/event-stream', ...(lastId ? { 'last-event-id': lastId } : {}) }, signal: ctrl.signal });
+        expect(res.headers.get('content-type')).toMatch(/text\/event-stream/);
+        let buf = '';
+        let ended = true;
+        try {
+          read: for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+            buf += Buffer.from(chunk).toString();
+            let i: number;
+            while ((i = buf.indexOf('\n\n')) >= 0) {
+              const frame = buf.slice(0, i);
+              buf = buf.slice(i + 2);
+              const idLine = /^id: (\d+)$/m.exec(frame);
+              const data = /^data: (.*)$/m.exec(frame);
+              if (!idLine || !data) continue;
+              lastId = idLine[1];
+              const ev = JSON.parse(data[1] as string);
+              seen.push(ev.position);
+              types.push(ev.type);
+              // Drop the connection every 7 events, discarding whatever else was already buffered
+              // (as a real disconnect would): those events must come again after Last-Event-ID.
+              if (seen.length % 7 === 0) {
+                ended = false;
+                ctrl.abort();
+                break read;
+              }
             }
           }
+        } catch (err) {
+          if (!ctrl.signal.aborted) throw err;
         }
-      } catch (err) {
-        if (!ctrl.signal.aborted) throw err;
+        if (ended) break;
       }
-      if (ended) break;
-    }
-    await produce;
-    const all = (await pg.store.readTask(id)).map((e) => Number(e.position));
-    await relay.stop();
-    expect(connections).toBeGreaterThan(3);
-    expect(seen).toEqual(all); // every event, in order, exactly once
-    expect(types[types.length - 1]).toBe('TaskCompleted');
+      await produce;
+      const all = (await pg.store.readTask(id)).map((e) => Number(e.position));
+      expect(connections).toBeGreaterThan(3);
+      expect(seen).toEqual(all); // every event, in order, exactly once
+      expect(types[types.length - 1]).toBe('TaskCompleted');
 
-    // Reconnecting with the final event's id: the stream ends at once with nothing new.
-    const again = await fetch(`${base}/v1/tasks/${id}/events`, { headers: { accept: 'text/event-stream', 'last-event-id': String(all[all.length - 1]) }, signal: AbortSignal.timeout(10_000) });
-    expect(await again.text()).not.toMatch(/^id:/m);
-    await app.close();
+      // Reconnecting with the final event's id: the stream ends at once with nothing new.
+      const again = await fetch(`${base}/v1/tasks/${id}/events`, { headers: { accept: 'text/event-stream', 'last-event-id': String(all[all.length - 1]) }, signal: AbortSignal.timeout(10_000) });
+      expect(await again.text()).not.toMatch(/^id:/m);
+    } finally {
+      // Also when an expectation fails: a relay left running holds a pool client, and the fixtures would wait for it.
+      await relay.stop();
+      await app.close();
+    }
   });
 
   test('a wake-up that comes while the new rows are still hidden (an older transaction is open) is not lost: the stream looks again', async ({ pg, nats }) => {
@@ -380,29 +383,33 @@ describe('SSE', () => {
 
   test('steps=false: only transitions, in SSE and in the JSON list; a stream of transitions is not woken by steps; a bad value is a 400 naming it', async ({ pg, nats }) => {
     const { names, relay, app, base, id } = await liveGateway(pg, nats);
-    const res = await fetch(`${base}/v1/tasks/${id}/events?steps=false`, { headers: { accept: 'text/event-stream' } });
-    const text = (async () => {
-      let buf = '';
-      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) buf += Buffer.from(chunk).toString();
-      return buf;
-    })();
-    const usage = { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
-    const write = async (...args: Parameters<typeof handleCommand>): Promise<void> => publishWakeUps(nats.nc, names, (await handleCommand(...args)).events);
-    await write(pg.store, id, [
-      { type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'bench-lead', configVersion: 'v' },
-      { type: 'RecordModelTurn', agentId: 'lead', turn: 1, model: 'm', content: [{ type: 'text', text: 'done' }], stopReason: 'end_turn', usage, offline: true, durationMs: 0 },
-    ]);
-    await write(pg.store, id, { type: 'CompleteTask', summary: 'done', reportPath: null });
-    const types = [...(await text).matchAll(/^event: (\w+)$/gm)].map((m) => m[1]);
-    expect(types).toEqual(['TaskSubmitted', 'TaskStarted', 'TaskCompleted']); // the stream ended after the final event
-    const page = (await app.inject({ method: 'GET', url: `/v1/tasks/${id}/events?steps=false` })).json() as { items: { type: string }[] };
-    expect(page.items.map((e) => e.type)).toEqual(['TaskSubmitted', 'TaskStarted', 'TaskCompleted']);
-    expect((await app.inject({ method: 'GET', url: `/v1/tasks/${id}/events` })).json().items).toHaveLength(4);
-    const bad = await app.inject({ method: 'GET', url: `/v1/tasks/${id}/events?steps=maybe` });
-    expect(bad.statusCode).toBe(400);
-    expect(bad.json().error.message).toMatch(/steps/);
-    await relay.stop();
-    await app.close();
+    try {
+      const res = await fetch(`${base}/v1/tasks/${id}/events?steps=false`, { headers: { accept: 'text/event-stream' } });
+      const text = (async () => {
+        let buf = '';
+        for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) buf += Buffer.from(chunk).toString();
+        return buf;
+      })();
+      const usage = { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
+      const write = async (...args: Parameters<typeof handleCommand>): Promise<void> => publishWakeUps(nats.nc, names, (await handleCommand(...args)).events);
+      await write(pg.store, id, [
+        { type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'bench-lead', configVersion: 'v' },
+        { type: 'RecordModelTurn', agentId: 'lead', turn: 1, model: 'm', content: [{ type: 'text', text: 'done' }], stopReason: 'end_turn', usage, offline: true, durationMs: 0 },
+      ]);
+      await write(pg.store, id, { type: 'CompleteTask', summary: 'done', reportPath: null });
+      const types = [...(await text).matchAll(/^event: (\w+)$/gm)].map((m) => m[1]);
+      expect(types).toEqual(['TaskSubmitted', 'TaskStarted', 'TaskCompleted']); // the stream ended after the final event
+      const page = (await app.inject({ method: 'GET', url: `/v1/tasks/${id}/events?steps=false` })).json() as { items: { type: string }[] };
+      expect(page.items.map((e) => e.type)).toEqual(['TaskSubmitted', 'TaskStarted', 'TaskCompleted']);
+      expect((await app.inject({ method: 'GET', url: `/v1/tasks/${id}/events` })).json().items).toHaveLength(4);
+      const bad = await app.inject({ method: 'GET', url: `/v1/tasks/${id}/events?steps=maybe` });
+      expect(bad.statusCode).toBe(400);
+      expect(bad.json().error.message).toMatch(/steps/);
+    } finally {
+      // Also when an expectation fails: a relay left running holds a pool client, and the fixtures would wait for it.
+      await relay.stop();
+      await app.close();
+    }
   });
 
   test('a stream of transitions reads Postgres once: a relayed event that continues it is shown as it came, the same bytes a read shows; one the relay cannot link (a new leader\'s first) is read; a task submitted here needs no visibility query', async ({ pg, nats }) => {
