@@ -1,4 +1,5 @@
 import { TERMINAL_EVENT_TYPES, type RecordedEvent } from '@baton/domain';
+import { setBounded } from '@baton/runtime';
 import type pg from 'pg';
 
 /**
@@ -90,8 +91,7 @@ export class NotifierAudience {
   /** Learn from the event (in log order), then: must the notifier get it? */
   serves(e: RecordedEvent): boolean {
     if (e.type === 'TaskSubmitted') {
-      if (this.tasks.size >= this.o.maxTasks) this.tasks.delete(this.tasks.keys().next().value as string);
-      this.tasks.set(e.taskId, { tenantId: e.data.tenantId, ownTargets: hasOwnTargets(e.data) });
+      setBounded(this.tasks, e.taskId, { tenantId: e.data.tenantId, ownTargets: hasOwnTargets(e.data) }, this.o.maxTasks);
     }
     const task = this.tasks.get(e.taskId);
     if (TERMINAL_EVENT_TYPES.has(e.type)) this.tasks.delete(e.taskId);

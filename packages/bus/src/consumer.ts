@@ -1,4 +1,4 @@
-import { isConnectionError } from '@baton/runtime';
+import { isConnectionError, setBounded } from '@baton/runtime';
 import { contextFromCarrier, inSpan, metrics, onScrape, runInContext, SpanKind, withTaskId, type Span } from '@baton/telemetry';
 import type { JetStreamClient, JsMsg } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
@@ -240,9 +240,7 @@ export async function startConsumer<T>(o: ConsumerOptions<T>): Promise<RunningCo
       if (isTransient(err)) {
         // A lost connection says nothing about the message: retry it, and do not count this delivery.
         const failures = (connectionFailures.get(m.info.streamSequence) ?? 0) + 1;
-        connectionFailures.delete(m.info.streamSequence); // re-inserted last: the map drops its oldest entries first
-        connectionFailures.set(m.info.streamSequence, failures);
-        if (connectionFailures.size > 10_000) connectionFailures.delete(connectionFailures.keys().next().value as number);
+        setBounded(connectionFailures, m.info.streamSequence, failures, 10_000);
         const delayMs = connectionBackoff[Math.min(failures - 1, connectionBackoff.length - 1)] ?? 1000;
         // Once per message at warn: an outage fails every message in flight, again and again.
         (failures === 1 ? o.log.warn : o.log.debug).call(o.log, { err, subject: m.subject, deliveryCount, connectionFailures: failures, delayMs }, 'handler failed on a lost connection; will retry (not counted as an attempt)');

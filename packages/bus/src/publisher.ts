@@ -20,9 +20,8 @@ export interface OutMessage {
  * be ended on the PubAck), else the carrier as it came.
  */
 export function outHeaders(m: OutMessage): { h: MsgHdrs; span: Span | null } {
-  const h = headers();
+  const h = ownHeaders(m.headers);
   h.set('Nats-Msg-Id', m.msgId);
-  for (const [k, v] of Object.entries(m.headers ?? {})) h.set(k, v);
   if (!m.trace?.traceparent) return { h, span: null };
   let carrier = m.trace;
   let span: Span | null = null;
@@ -39,8 +38,8 @@ export function outHeaders(m: OutMessage): { h: MsgHdrs; span: Span | null } {
   return { h, span };
 }
 
-/** The headers of a core message: only its own (no dedupe id, no trace). */
-function coreHeaders(own: Record<string, string>): MsgHdrs {
+/** A message's own headers (a core message sends only these: no dedupe id, no trace). */
+function ownHeaders(own: Record<string, string> = {}): MsgHdrs {
   const h = headers();
   for (const [k, v] of Object.entries(own)) h.set(k, v);
   return h;
@@ -140,7 +139,7 @@ export class BatchPublisher {
     const acks = messages.map((m) => {
       if (m.core) {
         try {
-          this.nc.publish(m.subject, m.data, m.headers ? { headers: coreHeaders(m.headers) } : undefined);
+          this.nc.publish(m.subject, m.data, m.headers ? { headers: ownHeaders(m.headers) } : undefined);
           opts.onAck?.();
           return Promise.resolve();
         } catch (err) {

@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import { STEP_EVENT_TYPES, TERMINAL_EVENT_TYPES } from '@baton/domain';
 import { messagesFor, type RelayLink } from './messages.ts';
 import { BatchPublisher } from './publisher.ts';
+import { setBounded } from '@baton/runtime';
 import { metrics } from '@baton/telemetry';
 import type { BusNames } from './subjects.ts';
 import type { NotifierAudience } from './audience.ts';
@@ -225,12 +226,8 @@ export class Relay {
     await (this.publisher as BatchPublisher).publishAll(messages, { onAck: () => this.countPublished() });
     // Only once all of it is out: a batch sent again after a failure links as it did the first time.
     for (const [taskId, c] of last) {
-      this.lastRelayed.delete(taskId); // re-inserted last: the oldest go first when over the bound
-      if (c) this.lastRelayed.set(taskId, c);
-    }
-    for (const taskId of this.lastRelayed.keys()) {
-      if (this.lastRelayed.size <= MAX_LINKED_TASKS) break;
-      this.lastRelayed.delete(taskId);
+      if (c) setBounded(this.lastRelayed, taskId, c, MAX_LINKED_TASKS);
+      else this.lastRelayed.delete(taskId);
     }
     return (batch[batch.length - 1] as { cursor: LogCursor }).cursor;
   }

@@ -3,4 +3,5 @@ export * from './logger.ts';
 export * from './shutdown.ts';
 export { installCrashGuards, isConnectionError } from './crash-guard.ts';
 export { keyedSerial } from './keyed.ts';
+export { setBounded } from './bounded.ts';
 export { startOps, startTelemetry } from './observability.ts';

@@ -1,3 +1,5 @@
+import { setBounded } from '@baton/runtime';
+
 /**
  * The tenant of tasks this gateway has seen: submitted here, or looked up for an event stream. A
  * task's tenant never changes (it is in its first event, and the log is append-only), so an entry
@@ -16,9 +18,7 @@ export class TaskTenants {
   }
 
   remember(taskId: string, tenant: string): void {
-    if (this.byTask.has(taskId)) return;
-    this.byTask.set(taskId, tenant);
-    if (this.byTask.size > this.max) this.byTask.delete(this.byTask.keys().next().value as string);
+    if (!this.byTask.has(taskId)) setBounded(this.byTask, taskId, tenant, this.max);
   }
 
   get size(): number {

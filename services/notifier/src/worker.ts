@@ -1,7 +1,7 @@
 import { BusEvent, deadLetterRecorder, hasOwnTargets, retry, startConsumer, TopologyWatch, type BusNames, type HandlerContext, type Outcome, type RunningConsumer, type TopologyOptions } from '@baton/bus';
 import { fold, NotifyConfig, taskStreamId, WebhookConfig } from '@baton/domain';
 import type { EventStore } from '@baton/event-store';
-import type { Logger } from '@baton/runtime';
+import { setBounded, type Logger } from '@baton/runtime';
 import { listEndpoints, validSecrets, wasDelivered, type WebhookEndpoint } from '@baton/storage';
 import { jetstreamManager, type JetStreamClient } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -72,8 +72,7 @@ export async function startNotifier(d: NotifierDeps): Promise<RunningConsumer> {
     return subs;
   };
   function remember(taskId: string, subs: Subscriptions): void {
-    if (cache.size > 10_000) cache.delete(cache.keys().next().value as string);
-    cache.set(taskId, subs);
+    setBounded(cache, taskId, subs, 10_000);
   }
   // A tenant's endpoints (POST /v1/webhooks), cached for endpointsCacheMs: a change applies within
   // it. But a task with no targets of its own comes here only when the relay has seen an endpoint
@@ -86,8 +85,7 @@ export async function startNotifier(d: NotifierDeps): Promise<RunningConsumer> {
     const known = endpointCache.get(tenantId);
     if (known && fresh(known) && (known.list.length > 0 || o.trustEmpty)) return known.list;
     const list = await listEndpoints(d.pool, tenantId);
-    if (endpointCache.size > 10_000) endpointCache.delete(endpointCache.keys().next().value as string);
-    endpointCache.set(tenantId, { at: Date.now(), list });
+    setBounded(endpointCache, tenantId, { at: Date.now(), list }, 10_000);
     return list;
   };
   const mail: MailDeps | null = d.mail ? { ...d.mail, store: d.store, pool: d.pool, log: d.log.child({ component: 'mail' }), now: d.now, maxAttempts: d.maxAttempts } : null;
