@@ -2,7 +2,7 @@ import type { DecidedEvent } from '@baton/domain';
 import { recorded } from '@baton/testing';
 import { describe, expect, it } from 'vitest';
 import { headers } from '@nats-io/nats-core';
-import { messagesFor, readRelayed, RELAYED_CURSOR_HEADER, RELAYED_PREV_HEADER } from './messages.ts';
+import { BusEvent, encodeEvent, messagesFor, readRelayed, recordedFromBus, RELAYED_CURSOR_HEADER, RELAYED_PREV_HEADER } from './messages.ts';
 import { busNames } from './subjects.ts';
 
 const names = busNames('');
@@ -70,3 +70,21 @@ describe('a relayed event as a live view reads it', () => {
     expect(readRelayed(msg({ [RELAYED_CURSOR_HEADER]: `7:${e.position + 1n}` }))?.event()).toBeNull();
   });
 });
+
+describe('the domain event a bus message carries (recordedFromBus)', () => {
+  const sent = (e: ReturnType<typeof recorded>[number]) => BusEvent.parse(JSON.parse(new TextDecoder().decode(encodeEvent(e))));
+
+  it('is the event as recorded: every field a fold reads, and its data as sent', () => {
+    const e = { ...recorded([{ type: 'ApprovalGranted', data: { requestId: 'a', input: { agent: 'researcher' }, edited: false, decidedBy: 'u', agentId: 'lead' } }])[0]!, metadata: { actor: 'u', startedAtMs: 12.5 } };
+    expect(recordedFromBus(sent(e))).toEqual(e);
+  });
+
+  it('an event this version does not know, data that does not parse, or a time that is not one: null (read it instead)', () => {
+    const e = recorded([{ type: 'TaskStarted', data: { leadAgentId: 'lead', leadAgentType: 'x', configVersion: 'v' } }])[0]!;
+    expect(recordedFromBus({ ...sent(e), type: 'SomethingNew' })).toBeNull();
+    expect(recordedFromBus({ ...sent(e), data: { leadAgentId: 7 } })).toBeNull();
+    expect(recordedFromBus({ ...sent(e), metadata: 'x' })).toBeNull();
+    expect(recordedFromBus({ ...sent(e), recordedAt: 'yesterday' })).toBeNull();
+  });
+});
+

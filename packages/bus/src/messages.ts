@@ -1,4 +1,4 @@
-import { isStepEvent, wakes, type RecordedEvent } from '@baton/domain';
+import { isStepEvent, NewEventSchema, recordAs, wakes, type RecordedEvent } from '@baton/domain';
 import { toEventView, type EventView } from '@baton/api';
 import type { Msg, NatsConnection } from '@nats-io/nats-core';
 import { cursorToString, type LogCursor } from '@baton/event-store';
@@ -9,7 +9,7 @@ import { sendSoon } from './coalesce.ts';
 import { encodeLiveTicks, LiveTicks } from './live-ticks.ts';
 import { outHeaders, type OutMessage } from './publisher.ts';
 
-/** What the relay publishes for each event: the API's event object. Consumers re-read Postgres. */
+/** What the relay publishes for each event: the API's event object. Consumers read Postgres for what they act on, except where `recordedFromBus` applies it as the next event. */
 export const BusEvent = z.object({
   id: z.uuid(),
   type: z.string().min(1),
@@ -22,6 +22,18 @@ export const BusEvent = z.object({
   metadata: z.unknown(),
 });
 export type BusEvent = z.infer<typeof BusEvent>;
+
+/**
+ * The domain event a bus message carries, for a process that applies it to what it knows of the
+ * task instead of reading Postgres (`TaskCache.advance`); null when it is not an event of this
+ * version's schema (its type, data or metadata do not parse, or its time is not one): the message
+ * then only wakes, and the task is read. The data folded is the data as sent, as a read returns it.
+ */
+export function recordedFromBus(e: BusEvent): RecordedEvent | null {
+  const recordedAt = new Date(e.recordedAt);
+  if (Number.isNaN(recordedAt.getTime()) || !NewEventSchema.safeParse({ id: e.id, type: e.type, data: e.data, metadata: e.metadata }).success) return null;
+  return recordAs({ id: e.id, type: e.type as RecordedEvent['type'], data: e.data, metadata: e.metadata as RecordedEvent['metadata'] }, { taskId: e.taskId, streamId: e.streamId, version: e.version, position: BigInt(e.position), recordedAt });
+}
 
 export const RunnerJob = z.discriminatedUnion('kind', [
   z.object({

@@ -167,4 +167,95 @@ describe('TaskCache', () => {
     }
     expect((await cache.load(ids[0] as string)).state.status).toBe('failed');
   });
+
+  describe('what a process knows without reading (advance, note)', () => {
+    /** A pool that counts the statements the cache sends. */
+    const counting = (pool: pg.Pool) => {
+      const c = { n: 0, query: ((...args: unknown[]) => ((c.n += 1), (pool.query as (...a: unknown[]) => unknown)(...args))) as pg.Pool['query'] };
+      return c;
+    };
+    const started = (): NewEvent => ({ id: randomUUID(), type: 'TaskStarted', data: { leadAgentId: 'lead', leadAgentType: 'x', configVersion: 'v' } });
+    const failed = (): NewEvent => ({ id: randomUUID(), type: 'TaskFailed', data: { code: 'c', message: 'm' } });
+    /** The event as it was recorded (what its bus message carries). */
+    const recorded = async (store: Parameters<typeof loadTask>[0], taskId: string, id: string) => (await loadTask(store, taskId)).events.find((e) => e.id === id)!;
+
+    test('the next event of the task stream is applied without a read, and equals a read; anything else is not applied', async ({ pg: { db, store } }) => {
+      const pool = counting(db.pool);
+      const cache = new TaskCache(pool);
+      const taskId = randomUUID();
+      await store.append({ streamId: taskStreamId(taskId), taskId, expectedVersion: 0, events: [submitted()] });
+      await cache.load(taskId);
+      const next = started();
+      await store.append({ streamId: taskStreamId(taskId), taskId, expectedVersion: 1, events: [next] });
+      const woken = await recorded(store, taskId, next.id);
+      const statements = pool.n;
+      const applied = cache.advance(taskId, woken);
+      expect(pool.n).toBe(statements);
+      expect(cache.advanced).toBe(1);
+      const read = await loadTask(store, taskId);
+      expect(toTaskView(applied!.state)).toEqual(toTaskView(read.state));
+      expect(applied!.events.map((e) => e.id)).toEqual(read.events.map((e) => e.id));
+      // Known already, or more than one event ahead, or not of the task stream: load instead.
+      expect(cache.advance(taskId, woken)).toBeNull();
+      const later = [turn('lead', 1), failed()];
+      await store.append({ streamId: taskStreamId(taskId), taskId, expectedVersion: 2, events: later });
+      expect(cache.advance(taskId, await recorded(store, taskId, later[1]!.id))).toBeNull();
+      expect(cache.advance(randomUUID(), woken)).toBeNull();
+      expect(cache.advanced).toBe(1);
+      // A load after wake-ups applied still reads everything past what was read before.
+      expect((await cache.load(taskId)).events.map((e) => e.id)).toEqual((await loadTask(store, taskId)).events.map((e) => e.id));
+    });
+
+    test('while a subagent is at work nothing is applied: its steps, in its own stream, could be missing', async ({ pg: { db, store } }) => {
+      const cache = new TaskCache(db.pool);
+      const taskId = randomUUID();
+      await store.append({
+        streamId: taskStreamId(taskId), taskId, expectedVersion: 0,
+        events: [submitted(), started(), { id: randomUUID(), type: 'SubagentDispatched', data: { agentId: 'researcher-1', agentType: 'researcher', toolUseId: 'u', prompt: 'p' } }],
+      });
+      expect(Object.keys((await cache.load(taskId)).state.agents)).toEqual(['researcher-1']);
+      // The subagent writes a step in its stream: this process has not seen it.
+      await store.append({ streamId: agentStreamId(taskId, 'researcher-1'), taskId, expectedVersion: 0, events: [turn('researcher-1', 1)] });
+      const next = failed();
+      await store.append({ streamId: taskStreamId(taskId), taskId, expectedVersion: 3, events: [next] });
+      expect(cache.advance(taskId, await recorded(store, taskId, next.id))).toBeNull();
+    });
+
+    test("a task's first event starts what is known of it: its next load still reads the whole task", async ({ pg: { db, store } }) => {
+      const cache = new TaskCache(db.pool);
+      const taskId = randomUUID();
+      const first = submitted();
+      await store.append({ streamId: taskStreamId(taskId), taskId, expectedVersion: 0, events: [first] });
+      const applied = cache.advance(taskId, await recorded(store, taskId, first.id));
+      expect(applied?.state.status).toBe('pending');
+      await store.append({ streamId: taskStreamId(taskId), taskId, expectedVersion: 1, events: [started()] });
+      await store.append({ streamId: agentStreamId(taskId, 'researcher-1'), taskId, expectedVersion: 0, events: [turn('researcher-1', 1)] });
+      const loaded = await cache.load(taskId);
+      expect(cache.hits).toBe(1);
+      expect(loaded.events.map((e) => e.id)).toEqual((await loadTask(store, taskId)).events.map((e) => e.id));
+    });
+
+    test('what the process wrote, noted, is what the next wake-up applies to; an older view is not kept', async ({ pg: { db, store } }) => {
+      const cache = new TaskCache(db.pool, servicesCachePolicy);
+      const taskId = randomUUID();
+      await store.append({ streamId: taskStreamId(taskId), taskId, expectedVersion: 0, events: [submitted()] });
+      const loaded = await cache.load(taskId);
+      // The process appends two events (as the lead does) and notes the task as it then stands.
+      const own = [started(), turn('lead', 1)];
+      await store.append({ streamId: taskStreamId(taskId), taskId, expectedVersion: 1, events: own });
+      const written = await loadTask(store, taskId);
+      cache.note(taskId, { state: written.state, events: [...loaded.events, ...written.events.slice(1)] });
+      expect(cache.eventCount).toBe(3);
+      // An older view (what was loaded first) changes nothing.
+      cache.note(taskId, loaded);
+      expect(cache.eventCount).toBe(3);
+      const next = failed();
+      await store.append({ streamId: taskStreamId(taskId), taskId, expectedVersion: 3, events: [next] });
+      const done = cache.advance(taskId, await recorded(store, taskId, next.id));
+      expect(toTaskView(done!.state)).toEqual(toTaskView((await loadTask(store, taskId)).state));
+      // Finished: the services' policy keeps nothing of it.
+      expect([cache.size, cache.eventCount]).toEqual([0, 0]);
+    });
+  });
 });
+

@@ -1,4 +1,4 @@
-import { evolve, exists, initialState, isFinal, type RecordedEvent, type TaskState } from '@baton/domain';
+import { activeAgents, evolve, exists, initialState, isFinal, taskStreamId, type RecordedEvent, type TaskState } from '@baton/domain';
 import pg from 'pg';
 import { EVENT_COLUMNS, toRecorded, type EventRow } from './store.ts';
 import type { LoadedTask } from './tasks.ts';
@@ -13,7 +13,15 @@ interface Entry {
   skip: Set<string>;
   /** The task only waits (for a person): it counts against the waiting budget and goes first. */
   waiting: boolean;
-  /** The cached events' estimated size (their data as JSON text, plus a fixed share per event). */
+  /**
+   * The task as this process last knew it: the last load's whole result (the cached part and
+   * the tail past it), or later — what it wrote since (`note`), the event that woke it (`advance`).
+   * Its events start with `events`.
+   */
+  latest: LoadedTask;
+  /** The estimated size of `events` (their data as JSON text, plus a fixed share per event). */
+  absorbedBytes: number;
+  /** The estimated size of `latest.events`, which the budget counts. */
   bytes: number;
 }
 
@@ -26,7 +34,7 @@ interface Tally {
 const tally = (events = 0, bytes = 0, tasks = 0): Tally => ({ events, bytes, tasks });
 /** Count an entry in (`sign` 1) or out (-1). */
 function count(t: Tally, e: Entry, sign: 1 | -1): void {
-  t.events += sign * e.events.length;
+  t.events += sign * e.latest.events.length;
   t.bytes += sign * e.bytes;
   t.tasks += sign;
 }
@@ -51,8 +59,19 @@ const tailTypes = {
     };
   }) as typeof pg.types.getTypeParser,
 };
-/** An event's estimated size in the cache (its data's JSON text, as read; re-serialized only for upcast data). */
-const sizeOf = (e: RecordedEvent): number => (textLength.get(e.data as object) ?? JSON.stringify(e.data).length) + EVENT_OVERHEAD_BYTES;
+/** Estimated sizes already worked out (an event stays in a task's views from load to load). */
+const sizes = new WeakMap<RecordedEvent, number>();
+/** An event's estimated size in the cache (its data's JSON text, as read; serialized once for upcast data and for events this process wrote). */
+function sizeOf(e: RecordedEvent): number {
+  let n = sizes.get(e);
+  if (n === undefined) sizes.set(e, (n = (textLength.get(e.data as object) ?? JSON.stringify(e.data).length) + EVENT_OVERHEAD_BYTES));
+  return n;
+}
+const sizeOfAll = (events: readonly RecordedEvent[], from: number): number => {
+  let n = 0;
+  for (let i = from; i < events.length; i++) n += sizeOf(events[i] as RecordedEvent);
+  return n;
+};
 
 // One statement: the current horizon, and every event of the task at or above the cached one.
 const TAIL_SQL = `
@@ -87,6 +106,8 @@ export class TaskCache {
   private readonly waiting: (state: TaskState) => boolean;
   hits = 0;
   misses = 0;
+  /** Wake-ups applied to a known task without a read (`advance`). */
+  advanced = 0;
 
   /**
    * `keep(state)` decides which tasks stay cached after a load (default: all). `waiting(state)`
@@ -160,11 +181,58 @@ export class TaskCache {
       const tx = txOf.get(e);
       if (tx !== undefined && tx >= lowestOpenTx) skip.add(e.position.toString());
     }
-    let bytes = entry?.bytes ?? 0;
-    for (let i = entry?.events.length ?? 0; i < kept.length; i++) bytes += sizeOf(kept[i] as RecordedEvent);
-    this.remember(taskId, { state: absorbedState, events: kept, horizon: lowestOpenTx, skip, waiting: this.waiting(state), bytes });
-    return { state, events };
+    const absorbedBytes = (entry?.absorbedBytes ?? 0) + sizeOfAll(kept, entry?.events.length ?? 0);
+    const latest = { state, events };
+    this.remember(taskId, { state: absorbedState, events: kept, horizon: lowestOpenTx, skip, waiting: this.waiting(state), latest, absorbedBytes, bytes: absorbedBytes + sizeOfAll(events, kept.length) });
+    return latest;
   };
+
+  /**
+   * The task with the event that woke this process applied, without reading Postgres — when
+   * what this process knows of the task is exactly one event behind: `woken` is the next event
+   * of the task stream, and no subagent of the task is at work (its steps, in its own stream,
+   * are the only events outside the task stream, and an agent writes them only while at work).
+   * Every other event of the task is then in the task stream, so a write decided on the result
+   * is guarded completely by the task stream's expected version: it is as correct as one decided
+   * on a read that raced the writes after `woken` (their own wake-ups follow). A task first
+   * seen through its first event starts an entry with nothing absorbed (its next load reads it
+   * all, as a miss would). Null when that does not hold: load instead.
+   */
+  advance(taskId: string, woken: RecordedEvent): LoadedTask | null {
+    const entry = this.entries.get(taskId);
+    const known = entry?.latest ?? { state: initialState(), events: [] };
+    if (woken.taskId !== taskId || woken.streamId !== taskStreamId(taskId) || woken.version !== known.state.version + 1 || activeAgents(known.state).length > 0) return null;
+    const next = { state: evolve(known.state, woken), events: [...known.events, woken] };
+    this.advanced++;
+    this.know(taskId, entry, next);
+    return next;
+  }
+
+  /**
+   * What this process knows of a task after writing to it: `seen` (what it decided on, and
+   * what it appended), when that is newer than the last load or wake-up (`advance` then goes on
+   * from it). A view that does not extend the cached part (another load in between) is not kept.
+   */
+  note(taskId: string, seen: LoadedTask): void {
+    const entry = this.entries.get(taskId);
+    if (!entry) return;
+    const known = entry.latest.state;
+    const newer = seen.state.version > known.version || (seen.state.version === known.version && seen.events.length > entry.latest.events.length);
+    const absorbed = entry.events.length;
+    if (!newer || seen.events.length < absorbed || (absorbed > 0 && seen.events[absorbed - 1] !== entry.events[absorbed - 1])) return;
+    this.know(taskId, entry, seen);
+  }
+
+  /** Keep `latest` as what is known of the task (entry created empty for a task not cached yet), or drop it when the policy would not keep it. */
+  private know(taskId: string, entry: Entry | undefined, latest: LoadedTask): void {
+    if (!this.keep(latest.state)) {
+      this.forget(taskId);
+      return;
+    }
+    const base = entry ?? { state: initialState(), events: [], horizon: 0n, skip: new Set<string>(), absorbedBytes: 0 };
+    const { state, events, horizon, skip, absorbedBytes } = base;
+    this.remember(taskId, { state, events, horizon, skip, absorbedBytes, waiting: this.waiting(latest.state), latest, bytes: absorbedBytes + sizeOfAll(latest.events, events.length) });
+  }
 
   forget(taskId: string): void {
     const e = this.entries.get(taskId);

@@ -19,7 +19,7 @@ import type { EventStore } from './store.ts';
 
 export interface LoadedTask {
   state: TaskState;
-  events: RecordedEvent[];
+  readonly events: readonly RecordedEvent[];
 }
 
 /** How a task is loaded: a full re-read (`loadTask`) or an incremental `TaskCache.load`. */
@@ -157,7 +157,7 @@ export class TaskWriter {
 
 export interface WriteResult {
   state: TaskState;
-  events: RecordedEvent[];
+  readonly events: readonly RecordedEvent[];
 }
 
 /**

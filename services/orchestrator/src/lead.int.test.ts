@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { OfflineModel } from '@baton/agents';
-import { busNames, ensureTopology } from '@baton/bus';
-import { handleCommand, keepUnfinished, loadTask, TaskCache, type EventStore } from '@baton/event-store';
+import { busNames, BusEvent, encodeEvent, ensureTopology, recordedFromBus } from '@baton/bus';
+import { handleCommand, keepUnfinished, loadTask, servicesCachePolicy, TaskCache, type EventStore } from '@baton/event-store';
 import { silentLogger } from '@baton/runtime';
 import { pgTest, stackTest, waitFor } from '@baton/testing';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
@@ -100,6 +100,40 @@ describe('advanceTask (the lead loop)', () => {
     expect(state).toMatchObject({ status: 'completed', lead: { turns: 10 } });
   });
 
+  pgTest("woken by the approval's event, the lead goes on from what its process knows (no read); if the task moved meanwhile, its append conflicts and it reads", async ({ pg }) => {
+    const reads = { n: 0 };
+    const cache = new TaskCache({ query: ((...args: unknown[]) => ((reads.n += 1), (pg.db.pool.query as (...a: unknown[]) => unknown)(...args))) as typeof pg.db.pool.query }, servicesCachePolicy);
+    const known = { ...deps(pg.store), load: cache.load, known: cache };
+    const park = async () => {
+      const id = await submit(pg.store, { team: 'bench', requirePlanApproval: true });
+      await advanceTask(known, id);
+      const { state } = await loadTask(pg.store, id);
+      expect(state.status).toBe('awaiting_input');
+      const approved = await handleCommand(pg.store, id, { type: 'DecideApproval', requestId: Object.keys(state.pendingRequests)[0]!, decision: 'approve', decidedBy: 'u' });
+      // As the orchestrator receives it: the event through its bus message.
+      return { id, woken: recordedFromBus(BusEvent.parse(JSON.parse(new TextDecoder().decode(encodeEvent(approved.events[0]!))))) };
+    };
+
+    const a = await park();
+    const before = reads.n;
+    await advanceTask(known, a.id, a.woken);
+    expect(reads.n).toBe(before);
+    expect(cache.advanced).toBe(1);
+    expect((await loadTask(pg.store, a.id)).state).toMatchObject({ status: 'completed', lead: { turns: 10 } });
+
+    // The task is cancelled after the approval, before the lead takes turn 4: what it knows is
+    // one event behind the approval, so it is applied; turn 4's append conflicts; the lead reads and stops.
+    const b = await park();
+    await handleCommand(pg.store, b.id, { type: 'CancelTask', reason: 'changed my mind', requestedBy: 'u' });
+    const beforeB = reads.n;
+    await advanceTask(known, b.id, b.woken);
+    expect(cache.advanced).toBe(2);
+    expect(reads.n).toBe(beforeB + 1);
+    const { state, events } = await loadTask(pg.store, b.id);
+    expect(state).toMatchObject({ status: 'cancelled', lead: { turns: 3 } });
+    expect(events.at(-1)?.type).toBe('TaskCancelled');
+  });
+
   pgTest('a vague prompt: the lead asks (awaiting_input); the answer is the result of that exact tool_use, then it plans', async ({ pg }) => {
     const id = await submit(pg.store, { prompt: 'AI stuff' });
     await advanceTask(deps(pg.store), id);
@@ -195,12 +229,12 @@ describe('startOrchestrator', () => {
     }
   });
 
-  stackTest('relay + consumer drive submitted bench tasks to completion; redelivered triggers are harmless; finished tasks are not kept in memory', async ({ pg, nats }) => {
+  stackTest('relay + consumer drive submitted bench tasks to completion (each started from the event that woke it); redelivered triggers are harmless; finished tasks are not kept in memory', async ({ pg, nats }) => {
     const names = busNames(nats.namespace);
     await ensureTopology(await jetstreamManager(nats.nc), names);
     const cache = new TaskCache(pg.db.pool, { keep: keepUnfinished });
     const orch = await startOrchestrator({
-      ...deps(pg.store), load: cache.load, forget: (id) => cache.forget(id), pool: pg.db.pool, nc: nats.nc, js: jetstream(nats.nc), names, concurrency: 8, maxAttempts: 5,
+      ...deps(pg.store), load: cache.load, known: cache, forget: (id) => cache.forget(id), pool: pg.db.pool, nc: nats.nc, js: jetstream(nats.nc), names, concurrency: 8, maxAttempts: 5,
       relay: { enabled: true, batchSize: 100, backstopMs: 30_000 },
     });
     const ids = await Promise.all(Array.from({ length: 20 }, () => submit(pg.store, { team: 'bench' })));
@@ -209,6 +243,8 @@ describe('startOrchestrator', () => {
       return r.rows[0].n === 20;
     }, { timeoutMs: 30_000, what: '20 completed tasks' });
     await waitFor(() => cache.size === 0, { what: 'finished tasks to leave the cache' });
+    // Each task's first trigger carried its first event: the lead started from it without reading.
+    expect(cache.advanced).toBeGreaterThanOrEqual(20);
     // Re-publish every TaskSubmitted as if JetStream redelivered it long after the dedupe window.
     const js = jetstream(nats.nc);
     for (const id of ids) await js.publish(names.triggerSubject(id, 'TaskSubmitted'), JSON.stringify({ id: randomUUID(), type: 'TaskSubmitted', taskId: id, streamId: `task-${id}`, version: 1, position: 1, recordedAt: new Date().toISOString(), data: {}, metadata: {} }));

@@ -12,7 +12,7 @@ import {
   type TeamDefinition,
   type ToolCall,
 } from '@baton/agents';
-import { loadTask, retryOnConflict, TaskWriter, type EventStore, type TaskLoader } from '@baton/event-store';
+import { loadTask, retryOnConflict, TaskWriter, type EventStore, type LoadedTask, type TaskCache, type TaskLoader } from '@baton/event-store';
 import type { Logger } from '@baton/runtime';
 
 export { LEAD_AGENT_ID };
@@ -27,8 +27,10 @@ export interface LeadDeps {
   log: Logger;
   /** How tasks are loaded (default: a full re-read); services pass a TaskCache's incremental load. */
   load?: TaskLoader;
+  /** What this process knows of its tasks (the service's TaskCache): a wake-up applied to it instead of a read, and what the lead wrote noted in it. */
+  known?: Pick<TaskCache, 'advance' | 'note'>;
   /** Called with each committed batch (the service publishes its wake-ups at once: runner jobs). */
-  committed?: (events: RecordedEvent[]) => void;
+  committed?: (events: readonly RecordedEvent[]) => void;
   /** The files of an input workspace (path and size), shown to the lead; absent: the lead is not shown them. */
   workspaceFiles?: (digest: string) => Promise<{ path: string; bytes: number }[]>;
 }
@@ -40,22 +42,31 @@ export interface LeadDeps {
  * decided from the state folded from the log, so running it twice, or on two replicas at once,
  * is harmless: the second append conflicts and the loser re-reads. Each step is one durable
  * append: a model turn together with what it led to.
+ *
+ * `woken`, the event that woke the lead, is applied to what this process knows of the task
+ * when that is exactly one event behind (`TaskCache.advance`): the first attempt then reads
+ * nothing. A retry after a conflict reads.
  */
-export async function advanceTask(deps: LeadDeps, taskId: string): Promise<{ appended: number; state: TaskState }> {
+export async function advanceTask(deps: LeadDeps, taskId: string, woken: RecordedEvent | null = null): Promise<{ appended: number; state: TaskState }> {
   let appended = 0;
   const load = deps.load ?? ((id: string) => loadTask(deps.store, id));
+  let known = woken ? (deps.known?.advance(taskId, woken) ?? null) : null;
   const state = await retryOnConflict(
     async () => {
-      const loaded = await load(taskId);
+      const loaded = known ?? (await load(taskId));
+      known = null;
       if (loaded.state.status === 'none' || isFinal(loaded.state)) return loaded.state;
-      return runLead(deps, loaded.state, loaded.events, (n) => (appended += n));
+      const ran = await runLead(deps, loaded.state, loaded.events, (n) => (appended += n));
+      deps.known?.note(taskId, ran);
+      return ran.state;
     },
     { maxAttempts: 10, onConflict: (attempt) => deps.log.debug({ taskId, attempt }, 'lead: version conflict, re-reading') },
   );
   return { appended, state };
 }
 
-async function runLead(deps: LeadDeps, initial: TaskState, history: RecordedEvent[], count: (n: number) => void): Promise<TaskState> {
+/** Run the lead from `initial`; the task as it then stands (everything committed: the state, and the events it folds). */
+async function runLead(deps: LeadDeps, initial: TaskState, history: readonly RecordedEvent[], count: (n: number) => void): Promise<LoadedTask> {
   const taskId = initial.id;
   const writer = new TaskWriter(deps.store, taskId, initial, { now: deps.now });
   const events = history.slice();
@@ -72,7 +83,7 @@ async function runLead(deps: LeadDeps, initial: TaskState, history: RecordedEven
   if (!team) {
     writer.apply({ type: 'FailTask', code: 'unknown_team', message: `team '${initial.team}' is not configured` });
     await commit();
-    return writer.state;
+    return { state: writer.state, events };
   }
   if (!initial.lead) writer.apply({ type: 'StartTask', leadAgentId: LEAD_AGENT_ID, leadAgentType: team.lead.id, configVersion: configVersion(team) });
   // The plan's scheduler: whatever has become ready runs now (after every step of the lead too).
@@ -111,7 +122,9 @@ async function runLead(deps: LeadDeps, initial: TaskState, history: RecordedEven
     },
   };
   await runAgentLoop(host);
-  return writer.state;
+  // Anything applied but not committed (none, as the loop ends) would make the state run ahead of the events.
+  if (writer.pending.length > 0) await commit();
+  return { state: writer.state, events };
 }
 
 /** The lead's opening message: the task, and the files of the codebase it starts from (if any). */

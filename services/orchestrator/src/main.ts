@@ -29,6 +29,7 @@ await retryForever('recording team config versions', log, () => saveTeamConfigs(
 const orchestrator = await startOrchestrator({
   store: new EventStore(db.pool, { groupCommit: true }),
   load: cache.load,
+  known: cache,
   forget: (taskId) => cache.forget(taskId),
   pool: db.pool,
   nc,

@@ -1,4 +1,4 @@
-import { BusEvent, deadLetterRecorder, NotifierAudience, publishWakeUps, Relay, startConsumer, TopologyWatch, type BusNames, type RunningConsumer, type TopologyOptions } from '@baton/bus';
+import { BusEvent, deadLetterRecorder, NotifierAudience, publishWakeUps, recordedFromBus, Relay, startConsumer, TopologyWatch, type BusNames, type RunningConsumer, type TopologyOptions } from '@baton/bus';
 import { isFinal, nextDeadline } from '@baton/domain';
 import { handleCommand, keepUnfinished, loadTask, type EventStore } from '@baton/event-store';
 import { WEBHOOK_ENDPOINTS_CHANNEL } from '@baton/db';
@@ -125,7 +125,7 @@ export async function startOrchestrator(d: OrchestratorDeps): Promise<Orchestrat
     },
     // The consumer's filter (baton.triggers.>) delivers only events that can wake the lead.
     handle: async (event) => {
-      const { appended, state } = await serialised(event.taskId, () => advanceTask(lead, event.taskId));
+      const { appended, state } = await serialised(event.taskId, () => advanceTask(lead, event.taskId, recordedFromBus(event)));
       deadlines.hint(nextDeadline(state));
       // The step that finished the task was loaded while it ran: hold nothing for it now.
       if (!keepUnfinished(state)) d.forget?.(event.taskId);

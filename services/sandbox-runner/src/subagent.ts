@@ -31,7 +31,7 @@ export interface RunnerDeps {
   /** How tasks are loaded (default: a full re-read); the service passes a TaskCache's load. */
   load?: TaskLoader;
   /** Called with each committed batch (the service publishes its wake-ups at once, and its live ticks within LIVE_TICK_GAP_MS). */
-  committed?: (events: RecordedEvent[]) => void;
+  committed?: (events: readonly RecordedEvent[]) => void;
   /** Agent leases in Postgres (absent: none — tests that drive one runner by hand). */
   lease?: LeaseConfig;
   /** Called just before a tool runs, with the agent stream version the runner had seen (crash tests audit this). */
