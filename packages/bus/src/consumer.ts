@@ -1,6 +1,7 @@
 import { isConnectionError, setBounded } from '@baton/runtime';
 import { contextFromCarrier, inSpan, metrics, onScrape, runInContext, SpanKind, withTaskId, type Span } from '@baton/telemetry';
 import type { JetStreamClient, JsMsg } from '@nats-io/jetstream';
+import type { MsgHdrs } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
 import type { ZodType } from 'zod';
 import { sendSoon } from './coalesce.ts';
@@ -12,6 +13,8 @@ export const retry = (reason: string, delayMs?: number): Outcome => ({ kind: 're
 
 export interface HandlerContext {
   subject: string;
+  /** The message's headers (its own; absent when it has none). */
+  headers: MsgHdrs | undefined;
   deliveryCount: number;
   streamSequence: number;
   /** Extend ack_wait (the helper also does this on a timer while the handler runs). */
@@ -210,6 +213,7 @@ export async function startConsumer<T>(o: ConsumerOptions<T>): Promise<RunningCo
       const outcome = (await traced(m, payload, (span) =>
         o.handle(payload, {
           subject: m.subject,
+          headers: m.headers,
           deliveryCount,
           streamSequence: m.info.streamSequence,
           working: () => {

@@ -2,7 +2,8 @@ import type { DecidedEvent } from '@baton/domain';
 import { recorded } from '@baton/testing';
 import { describe, expect, it } from 'vitest';
 import { headers } from '@nats-io/nats-core';
-import { BusEvent, encodeEvent, messagesFor, readRelayed, recordedFromBus, RELAYED_CURSOR_HEADER, RELAYED_PREV_HEADER } from './messages.ts';
+import { CURRENT_SCHEMA_VERSION } from '@baton/domain';
+import { BusEvent, encodeEvent, EVENT_SCHEMA_HEADER, messagesFor, readRelayed, recordedFromBus, RELAYED_CURSOR_HEADER, RELAYED_PREV_HEADER } from './messages.ts';
 import { busNames } from './subjects.ts';
 
 const names = busNames('');
@@ -73,18 +74,24 @@ describe('a relayed event as a live view reads it', () => {
 
 describe('the domain event a bus message carries (recordedFromBus)', () => {
   const sent = (e: ReturnType<typeof recorded>[number]) => BusEvent.parse(JSON.parse(new TextDecoder().decode(encodeEvent(e))));
+  const current = String(CURRENT_SCHEMA_VERSION);
 
-  it('is the event as recorded: every field a fold reads, and its data as sent', () => {
+  it('is the event as recorded: every field a fold reads, and its data as sent; a lead trigger names its schema version', () => {
     const e = { ...recorded([{ type: 'ApprovalGranted', data: { requestId: 'a', input: { agent: 'researcher' }, edited: false, decidedBy: 'u', agentId: 'lead' } }])[0]!, metadata: { actor: 'u', startedAtMs: 12.5 } };
-    expect(recordedFromBus(sent(e))).toEqual(e);
+    const trigger = messagesFor(e, names).find((m) => m.subject.startsWith('baton.triggers.'));
+    expect(trigger?.headers?.[EVENT_SCHEMA_HEADER]).toBe(current);
+    expect(recordedFromBus(sent(e), trigger?.headers?.[EVENT_SCHEMA_HEADER])).toEqual(e);
   });
 
-  it('an event this version does not know, data that does not parse, or a time that is not one: null (read it instead)', () => {
+  it('another schema version (or none named), an event this version does not know, data that does not parse, or a time that is not one: null (read it instead)', () => {
     const e = recorded([{ type: 'TaskStarted', data: { leadAgentId: 'lead', leadAgentType: 'x', configVersion: 'v' } }])[0]!;
-    expect(recordedFromBus({ ...sent(e), type: 'SomethingNew' })).toBeNull();
-    expect(recordedFromBus({ ...sent(e), data: { leadAgentId: 7 } })).toBeNull();
-    expect(recordedFromBus({ ...sent(e), metadata: 'x' })).toBeNull();
-    expect(recordedFromBus({ ...sent(e), recordedAt: 'yesterday' })).toBeNull();
+    expect(recordedFromBus(sent(e), current)).not.toBeNull();
+    expect(recordedFromBus(sent(e), undefined)).toBeNull();
+    expect(recordedFromBus(sent(e), String(CURRENT_SCHEMA_VERSION + 1))).toBeNull();
+    expect(recordedFromBus({ ...sent(e), type: 'SomethingNew' }, current)).toBeNull();
+    expect(recordedFromBus({ ...sent(e), data: { leadAgentId: 7 } }, current)).toBeNull();
+    expect(recordedFromBus({ ...sent(e), metadata: 'x' }, current)).toBeNull();
+    expect(recordedFromBus({ ...sent(e), recordedAt: 'yesterday' }, current)).toBeNull();
   });
 });
 

@@ -1,4 +1,4 @@
-import { isStepEvent, NewEventSchema, recordAs, wakes, type RecordedEvent } from '@baton/domain';
+import { CURRENT_SCHEMA_VERSION, isStepEvent, NewEventSchema, recordAs, wakes, type RecordedEvent } from '@baton/domain';
 import { toEventView, type EventView } from '@baton/api';
 import type { Msg, NatsConnection } from '@nats-io/nats-core';
 import { cursorToString, type LogCursor } from '@baton/event-store';
@@ -24,14 +24,24 @@ export const BusEvent = z.object({
 export type BusEvent = z.infer<typeof BusEvent>;
 
 /**
+ * Header of a lead trigger: the schema version of the event data it carries (the sender's
+ * CURRENT_SCHEMA_VERSION: a writer sends what it wrote, the relay what it read, upcast).
+ */
+export const EVENT_SCHEMA_HEADER = 'Baton-Schema';
+
+/**
  * The domain event a bus message carries, for a process that applies it to what it knows of the
  * task instead of reading Postgres (`TaskCache.advance`); null when it is not an event of this
- * version's schema (its type, data or metadata do not parse, or its time is not one): the message
- * then only wakes, and the task is read. The data folded is the data as sent, as a read returns it.
+ * version's schema (`schema`, the message's EVENT_SCHEMA_HEADER, is another version or absent —
+ * a sender of another release during a rolling update —, or its type, data or metadata do not
+ * parse, or its time is not one): the message then only wakes, and the task is read. The data
+ * folded is the data as sent, as a read returns it; the time is the sender's (for an event not
+ * yet read back, the writer's clock rather than Postgres's: folded into the task's timestamps only).
  */
-export function recordedFromBus(e: BusEvent): RecordedEvent | null {
+export function recordedFromBus(e: BusEvent, schema: string | undefined): RecordedEvent | null {
   const recordedAt = new Date(e.recordedAt);
-  if (Number.isNaN(recordedAt.getTime()) || !NewEventSchema.safeParse({ id: e.id, type: e.type, data: e.data, metadata: e.metadata }).success) return null;
+  if (schema !== String(CURRENT_SCHEMA_VERSION) || Number.isNaN(recordedAt.getTime())) return null;
+  if (!NewEventSchema.safeParse({ id: e.id, type: e.type, data: e.data, metadata: e.metadata }).success) return null;
   return recordAs({ id: e.id, type: e.type as RecordedEvent['type'], data: e.data, metadata: e.metadata as RecordedEvent['metadata'] }, { taskId: e.taskId, streamId: e.streamId, version: e.version, position: BigInt(e.position), recordedAt });
 }
 
@@ -154,7 +164,7 @@ export function readRelayed(m: Pick<Msg, 'headers' | 'data'>): RelayedEvent | nu
 function wakeUpsFor(e: RecordedEvent, names: BusNames, data: Uint8Array = encodeEvent(e)): OutMessage[] {
   const out: OutMessage[] = [];
   const trace = carrierFrom(e.metadata);
-  if (wakes(e).lead) out.push({ subject: names.triggerSubject(e.taskId, e.type), data, msgId: `trigger-${e.id}`, trace });
+  if (wakes(e).lead) out.push({ subject: names.triggerSubject(e.taskId, e.type), data, msgId: `trigger-${e.id}`, trace, headers: { [EVENT_SCHEMA_HEADER]: String(CURRENT_SCHEMA_VERSION) } });
   for (const j of jobsFor(e)) out.push({ subject: names.jobSubject(j.kind, e.taskId, j.agentId), data: JSON.stringify(j.job), msgId: j.msgId, trace });
   return out;
 }

@@ -128,8 +128,8 @@ describe('TaskCache', () => {
       await store.append({ streamId: taskStreamId(id), taskId: id, expectedVersion: 0, events: [submitted(), ...Array.from({ length: turns }, (_, i) => long('lead', i + 1))] });
       return id;
     };
-    // A task's events join the cache once no older transaction is open on the server (other tests
-    // run beside this one): each wait loads again until they have.
+    // The budget counts each cached task as last known (absorbed or not), so one load is enough;
+    // the wait loads again only if something else got in the way.
     const loadUntilCached = (cache: TaskCache, id: string, size: number, events: number) => waitFor(async () => (await cache.load(id), cache.size === size && cache.eventCount === events), { what: `task ${id} in the cache` });
     // What one task of a turn weighs, measured: the budget holds three and a half.
     const probe = new TaskCache(db.pool);
@@ -235,6 +235,22 @@ describe('TaskCache', () => {
       expect(loaded.events.map((e) => e.id)).toEqual((await loadTask(store, taskId)).events.map((e) => e.id));
     });
 
+    test("not from a first event that is a fork's (its history is written whole) or a finished task's that was dropped (an old message replayed)", async ({ pg: { db, store } }) => {
+      const cache = new TaskCache(db.pool, servicesCachePolicy);
+      const fork = randomUUID();
+      const forked: NewEvent = { ...submitted(), data: { ...(submitted().data as object), forkedFrom: { taskId: randomUUID(), atVersion: 3 } } } as NewEvent;
+      await store.append({ streamId: taskStreamId(fork), taskId: fork, expectedVersion: 0, events: [forked, started()] });
+      expect(cache.advance(fork, await recorded(store, fork, forked.id))).toBeNull();
+
+      const done = randomUUID();
+      const first = submitted();
+      await store.append({ streamId: taskStreamId(done), taskId: done, expectedVersion: 0, events: [first, started(), failed()] });
+      expect((await cache.load(done)).state.status).toBe('failed');
+      expect(cache.size).toBe(0);
+      expect(cache.advance(done, await recorded(store, done, first.id))).toBeNull();
+      expect(cache.advanced).toBe(0);
+    });
+
     test('what the process wrote, noted, is what the next wake-up applies to; an older view is not kept', async ({ pg: { db, store } }) => {
       const cache = new TaskCache(db.pool, servicesCachePolicy);
       const taskId = randomUUID();
@@ -246,8 +262,9 @@ describe('TaskCache', () => {
       const written = await loadTask(store, taskId);
       cache.note(taskId, { state: written.state, events: [...loaded.events, ...written.events.slice(1)] });
       expect(cache.eventCount).toBe(3);
-      // An older view (what was loaded first) changes nothing.
+      // An older view (what was loaded first) changes nothing; nor does a state that is not the fold of its events.
       cache.note(taskId, loaded);
+      cache.note(taskId, { state: { ...written.state, version: 4 }, events: [...loaded.events, ...written.events.slice(1), written.events[2]!] });
       expect(cache.eventCount).toBe(3);
       const next = failed();
       await store.append({ streamId: taskStreamId(taskId), taskId, expectedVersion: 3, events: [next] });

@@ -1,4 +1,5 @@
 import { activeAgents, evolve, exists, initialState, isFinal, taskStreamId, type RecordedEvent, type TaskState } from '@baton/domain';
+import { setBounded } from '@baton/runtime';
 import pg from 'pg';
 import { EVENT_COLUMNS, toRecorded, type EventRow } from './store.ts';
 import type { LoadedTask } from './tasks.ts';
@@ -108,6 +109,8 @@ export class TaskCache {
   misses = 0;
   /** Wake-ups applied to a known task without a read (`advance`). */
   advanced = 0;
+  /** Tasks dropped because they were finished (the most recent MAX_FINISHED): an old first event of one is not a new task. */
+  private readonly finished = new Map<string, true>();
 
   /**
    * `keep(state)` decides which tasks stay cached after a load (default: all). `waiting(state)`
@@ -132,11 +135,12 @@ export class TaskCache {
     return this.entries.size;
   }
 
+  /** The events of the cached tasks as last known (`latest`), which the budget counts. */
   get eventCount(): number {
     return this.all.events;
   }
 
-  /** The cached events' estimated size in bytes. */
+  /** The estimated size in bytes of the events `eventCount` counts. */
   get byteCount(): number {
     return this.all.bytes;
   }
@@ -172,7 +176,7 @@ export class TaskCache {
       }
     }
     if (!this.keep(state)) {
-      this.forget(taskId);
+      this.drop(taskId, state);
       return { state, events };
     }
     const kept = events.slice(0, absorbed);
@@ -190,16 +194,19 @@ export class TaskCache {
   /**
    * The task with the event that woke this process applied, without reading Postgres — when
    * what this process knows of the task is exactly one event behind: `woken` is the next event
-   * of the task stream, and no subagent of the task is at work (its steps, in its own stream,
-   * are the only events outside the task stream, and an agent writes them only while at work).
+   * of the task stream, and no subagent of the task is at work (its steps and its claim of an
+   * attempt, in its own stream, are the only events outside the task stream, and an agent writes
+   * them only while at work: dispatched or running; a paused one is resumed by a task-stream event).
    * Every other event of the task is then in the task stream, so a write decided on the result
    * is guarded completely by the task stream's expected version: it is as correct as one decided
-   * on a read that raced the writes after `woken` (their own wake-ups follow). A task first
-   * seen through its first event starts an entry with nothing absorbed (its next load reads it
-   * all, as a miss would). Null when that does not hold: load instead.
+   * on a read that raced the writes after `woken` (their own wake-ups follow). A task not
+   * cached starts from its submission (not a fork's, whose history is written whole; not one
+   * of a task this cache dropped as finished: a replayed old message) with nothing absorbed: its
+   * next load reads it all, as a miss would. Null when that does not hold: load instead.
    */
   advance(taskId: string, woken: RecordedEvent): LoadedTask | null {
     const entry = this.entries.get(taskId);
+    if (!entry && (woken.type !== 'TaskSubmitted' || woken.data.forkedFrom !== null || this.finished.has(taskId))) return null;
     const known = entry?.latest ?? { state: initialState(), events: [] };
     if (woken.taskId !== taskId || woken.streamId !== taskStreamId(taskId) || woken.version !== known.state.version + 1 || activeAgents(known.state).length > 0) return null;
     const next = { state: evolve(known.state, woken), events: [...known.events, woken] };
@@ -211,11 +218,13 @@ export class TaskCache {
   /**
    * What this process knows of a task after writing to it: `seen` (what it decided on, and
    * what it appended), when that is newer than the last load or wake-up (`advance` then goes on
-   * from it). A view that does not extend the cached part (another load in between) is not kept.
+   * from it). Not kept: a view that does not extend the cached part (another load in between),
+   * or whose state is not the fold of its events (its last task-stream event is not at the
+   * state's version: a writer whose append turned out a duplicate re-reads the state alone).
    */
   note(taskId: string, seen: LoadedTask): void {
     const entry = this.entries.get(taskId);
-    if (!entry) return;
+    if (!entry || lastTaskStreamVersion(taskId, seen.events) !== seen.state.version) return;
     const known = entry.latest.state;
     const newer = seen.state.version > known.version || (seen.state.version === known.version && seen.events.length > entry.latest.events.length);
     const absorbed = entry.events.length;
@@ -226,12 +235,18 @@ export class TaskCache {
   /** Keep `latest` as what is known of the task (entry created empty for a task not cached yet), or drop it when the policy would not keep it. */
   private know(taskId: string, entry: Entry | undefined, latest: LoadedTask): void {
     if (!this.keep(latest.state)) {
-      this.forget(taskId);
+      this.drop(taskId, latest.state);
       return;
     }
     const base = entry ?? { state: initialState(), events: [], horizon: 0n, skip: new Set<string>(), absorbedBytes: 0 };
     const { state, events, horizon, skip, absorbedBytes } = base;
     this.remember(taskId, { state, events, horizon, skip, absorbedBytes, waiting: this.waiting(latest.state), latest, bytes: absorbedBytes + sizeOfAll(latest.events, events.length) });
+  }
+
+  /** Forget a task the policy does not keep, remembering it if it is finished. */
+  private drop(taskId: string, state: TaskState): void {
+    this.forget(taskId);
+    if (isFinal(state)) setBounded(this.finished, taskId, true, MAX_FINISHED);
   }
 
   forget(taskId: string): void {
@@ -272,6 +287,16 @@ export const keepUnfinished = (s: TaskState): boolean => exists(s) && !isFinal(s
  * A finished task is dropped on its next load in a process (the orchestrator drops it at once).
  */
 export const servicesCachePolicy = { keep: keepUnfinished, waiting: (s: TaskState): boolean => s.status === 'awaiting_input' } as const;
+
+/** How many finished tasks a cache remembers having dropped (`advance` does not start them again from an old first event). */
+const MAX_FINISHED = 10_000;
+
+/** The version of the last task-stream event in `events` (0: none). */
+function lastTaskStreamVersion(taskId: string, events: readonly RecordedEvent[]): number {
+  const stream = taskStreamId(taskId);
+  for (let i = events.length - 1; i >= 0; i--) if ((events[i] as RecordedEvent).streamId === stream) return (events[i] as RecordedEvent).version;
+  return 0;
+}
 
 /** Transaction ids of cached events (kept beside them, not in the domain's event shape). */
 const txOf = new WeakMap<RecordedEvent, bigint>();

@@ -5,6 +5,7 @@ import { handleCommand, keepUnfinished, loadTask, servicesCachePolicy, TaskCache
 import { silentLogger } from '@baton/runtime';
 import { pgTest, stackTest, waitFor } from '@baton/testing';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { CURRENT_SCHEMA_VERSION } from '@baton/domain';
 import { describe, expect } from 'vitest';
 import { fireDueDeadlines } from './deadlines.ts';
 import { advanceTask, type LeadDeps } from './lead.ts';
@@ -111,7 +112,7 @@ describe('advanceTask (the lead loop)', () => {
       expect(state.status).toBe('awaiting_input');
       const approved = await handleCommand(pg.store, id, { type: 'DecideApproval', requestId: Object.keys(state.pendingRequests)[0]!, decision: 'approve', decidedBy: 'u' });
       // As the orchestrator receives it: the event through its bus message.
-      return { id, woken: recordedFromBus(BusEvent.parse(JSON.parse(new TextDecoder().decode(encodeEvent(approved.events[0]!))))) };
+      return { id, woken: recordedFromBus(BusEvent.parse(JSON.parse(new TextDecoder().decode(encodeEvent(approved.events[0]!)))), String(CURRENT_SCHEMA_VERSION)) };
     };
 
     const a = await park();
@@ -132,6 +133,18 @@ describe('advanceTask (the lead loop)', () => {
     const { state, events } = await loadTask(pg.store, b.id);
     expect(state).toMatchObject({ status: 'cancelled', lead: { turns: 3 } });
     expect(events.at(-1)?.type).toBe('TaskCancelled');
+
+    // A finished task's submission, replayed long after (a relay rewound after the bus lost its
+    // streams): the process dropped the task as finished, so it reads it instead of starting it again.
+    const c = await submit(pg.store, { team: 'bench' });
+    const submitted = (await loadTask(pg.store, c)).events[0]!;
+    await advanceTask(known, c, submitted);
+    const done = await loadTask(pg.store, c);
+    expect(done.state.status).toBe('completed');
+    const [beforeC, advancedC] = [reads.n, cache.advanced];
+    await advanceTask(known, c, submitted);
+    expect([reads.n, cache.advanced]).toEqual([beforeC + 1, advancedC]);
+    expect((await loadTask(pg.store, c)).events).toHaveLength(done.events.length);
   });
 
   pgTest('a vague prompt: the lead asks (awaiting_input); the answer is the result of that exact tool_use, then it plans', async ({ pg }) => {

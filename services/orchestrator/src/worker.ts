@@ -1,4 +1,4 @@
-import { BusEvent, deadLetterRecorder, NotifierAudience, publishWakeUps, recordedFromBus, Relay, startConsumer, TopologyWatch, type BusNames, type RunningConsumer, type TopologyOptions } from '@baton/bus';
+import { BusEvent, deadLetterRecorder, EVENT_SCHEMA_HEADER, NotifierAudience, publishWakeUps, recordedFromBus, Relay, startConsumer, TopologyWatch, type BusNames, type RunningConsumer, type TopologyOptions } from '@baton/bus';
 import { isFinal, nextDeadline } from '@baton/domain';
 import { handleCommand, keepUnfinished, loadTask, type EventStore } from '@baton/event-store';
 import { WEBHOOK_ENDPOINTS_CHANNEL } from '@baton/db';
@@ -22,7 +22,7 @@ export interface OrchestratorDeps extends LeadDeps {
   /** `working()` interval while a trigger is handled; below the consumer's ack_wait. */
   heartbeatMs?: number;
   relay: { enabled: boolean; batchSize: number; backstopMs: number };
-  /** Drop a task from the process's cache (called once it waits for a person or is finished). */
+  /** Drop a task from the process's cache (called once it is finished). */
   forget?: (taskId: string) => void;
   /** Longest sleep of the deadline timer between looks at the deadline table. */
   deadlineBackstopMs?: number;
@@ -124,8 +124,8 @@ export async function startOrchestrator(d: OrchestratorDeps): Promise<Orchestrat
       d.log.error({ taskId, error: dl.error }, 'lead failed for good: task failed');
     },
     // The consumer's filter (baton.triggers.>) delivers only events that can wake the lead.
-    handle: async (event) => {
-      const { appended, state } = await serialised(event.taskId, () => advanceTask(lead, event.taskId, recordedFromBus(event)));
+    handle: async (event, ctx) => {
+      const { appended, state } = await serialised(event.taskId, () => advanceTask(lead, event.taskId, recordedFromBus(event, ctx.headers?.get(EVENT_SCHEMA_HEADER))));
       deadlines.hint(nextDeadline(state));
       // The step that finished the task was loaded while it ran: hold nothing for it now.
       if (!keepUnfinished(state)) d.forget?.(event.taskId);
