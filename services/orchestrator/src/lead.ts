@@ -65,7 +65,7 @@ export async function advanceTask(deps: LeadDeps, taskId: string, woken: Recorde
   return { appended, state };
 }
 
-/** Run the lead from `initial`; the task as it then stands (everything committed: the state, and the events it folds). */
+/** Run the lead from `initial`; the task as it then stands: the writer's state and the events committed (`TaskCache.note` keeps the pair only when the state is their fold). */
 async function runLead(deps: LeadDeps, initial: TaskState, history: readonly RecordedEvent[], count: (n: number) => void): Promise<LoadedTask> {
   const taskId = initial.id;
   const writer = new TaskWriter(deps.store, taskId, initial, { now: deps.now });
@@ -122,8 +122,6 @@ async function runLead(deps: LeadDeps, initial: TaskState, history: readonly Rec
     },
   };
   await runAgentLoop(host);
-  // Anything applied but not committed (none, as the loop ends) would make the state run ahead of the events.
-  if (writer.pending.length > 0) await commit();
   return { state: writer.state, events };
 }
 
