@@ -1,9 +1,9 @@
 import type { DecidedEvent } from '@baton/domain';
-import { recorded } from '@baton/testing';
+import { recorded, waitFor } from '@baton/testing';
 import { describe, expect, it } from 'vitest';
 import { headers } from '@nats-io/nats-core';
 import { CURRENT_SCHEMA_VERSION } from '@baton/domain';
-import { BusEvent, encodeEvent, EVENT_SCHEMA_HEADER, messagesFor, readRelayed, recordedFromBus, RELAYED_CURSOR_HEADER, RELAYED_PREV_HEADER } from './messages.ts';
+import { BusEvent, encodeEvent, EVENT_SCHEMA_HEADER, messagesFor, publishWakeUps, readRelayed, recordedFromBus, RELAYED_CURSOR_HEADER, RELAYED_PREV_HEADER } from './messages.ts';
 import { busNames } from './subjects.ts';
 
 const names = busNames('');
@@ -37,6 +37,29 @@ describe('what the relay publishes for an event', () => {
     expect(subjects({ type: 'ApprovalRequested', data: { requestId: 'a', agentId: 'lead', toolUseId: 't', toolName: 'plan', input: {}, inputDigest: 'd', plan: 'p', deadline: '2026-01-01T00:00:00.000Z', onTimeout: 'reject' } })).toEqual(['baton.events']);
     expect(subjects({ type: 'ClarificationRequested', data: { requestId: 'c', agentId: 'lead', toolUseId: 't', questions: ['q'], context: '' } })).toEqual(['baton.events']);
     expect(subjects({ type: 'BudgetExceeded', data: { requestId: 'budget-1', agentId: 'lead', spent: { usd: 1, tokens: 1 }, limit: { usd: 1, tokens: null }, deadline: '2026-01-01T00:00:00.000Z', onTimeout: 'stop' } })).toEqual(['baton.events']);
+  });
+});
+
+describe('what a writer publishes after its commit (the fast path)', () => {
+  it('a step wakes nobody and is not encoded (only its task goes in a live tick); a lead trigger is encoded once', async () => {
+    let encoded = 0;
+    const counted = <T extends object>(data: T): T => ({ ...data, toJSON: () => (encoded++, data) });
+    const usage = { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
+    const steps = recorded([
+      { type: 'ModelTurnRecorded', data: counted({ agentId: 'lead', turn: 1, model: 'm', content: [], stopReason: 'end_turn', usage, offline: true, durationMs: 0 }) },
+      { type: 'ToolResultsRecorded', data: counted({ agentId: 'lead', results: [] }) },
+    ] as DecidedEvent[]);
+    const sent: string[] = [];
+    const nc = { publish: (subject: string) => void sent.push(subject) };
+    publishWakeUps(nc, names, steps);
+    await waitFor(() => sent.length > 0, { what: 'the live tick' });
+    expect(encoded).toBe(0);
+    expect(sent).toEqual([names.liveTicks]);
+    const [granted] = recorded([{ type: 'ApprovalGranted', data: counted({ requestId: 'a', input: {}, edited: false, decidedBy: 'u', agentId: 'lead' }) }] as DecidedEvent[], { from: 2 });
+    publishWakeUps(nc, names, [granted!]);
+    await waitFor(() => sent.length > 1, { what: 'the trigger' });
+    expect(encoded).toBe(1);
+    expect(sent.slice(1).map((s) => s.split('.').slice(0, 2).join('.'))).toEqual(['baton.triggers']);
   });
 });
 

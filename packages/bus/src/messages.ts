@@ -160,11 +160,15 @@ export function readRelayed(m: Pick<Msg, 'headers' | 'data'>): RelayedEvent | nu
   };
 }
 
-/** The wake-ups an event causes: a lead trigger if it is one, and any runner jobs. */
-function wakeUpsFor(e: RecordedEvent, names: BusNames, data: Uint8Array = encodeEvent(e)): OutMessage[] {
+/**
+ * The wake-ups an event causes: a lead trigger if it is one, and any runner jobs. The event is
+ * encoded only for a trigger (most events a writer commits, its steps, wake nobody): `data`
+ * when the caller has it already.
+ */
+function wakeUpsFor(e: RecordedEvent, names: BusNames, data?: Uint8Array): OutMessage[] {
   const out: OutMessage[] = [];
   const trace = carrierFrom(e.metadata);
-  if (wakes(e).lead) out.push({ subject: names.triggerSubject(e.taskId, e.type), data, msgId: `trigger-${e.id}`, trace, headers: { [EVENT_SCHEMA_HEADER]: String(CURRENT_SCHEMA_VERSION) } });
+  if (wakes(e).lead) out.push({ subject: names.triggerSubject(e.taskId, e.type), data: data ?? encodeEvent(e), msgId: `trigger-${e.id}`, trace, headers: { [EVENT_SCHEMA_HEADER]: String(CURRENT_SCHEMA_VERSION) } });
   for (const j of jobsFor(e)) out.push({ subject: names.jobSubject(j.kind, e.taskId, j.agentId), data: JSON.stringify(j.job), msgId: j.msgId, trace });
   return out;
 }
