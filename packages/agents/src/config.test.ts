@@ -99,4 +99,15 @@ describe('teams from config files', () => {
     expect(await catalog.resolve('research')).toBe(research);
     expect(catalog.versions()).toEqual([{ version: configVersion(research!), teamId: 'research', definition: research }]);
   });
+
+  it('a definition\'s config version is worked out once (every run pins it), and a changed copy has its own', () => {
+    const { research } = loadTeams();
+    let reads = 0;
+    const team = { ...research!, get lead() { reads++; return research!.lead; } };
+    const v = configVersion(team);
+    expect(configVersion(team)).toBe(v);
+    expect(reads).toBe(1);
+    expect(v).toBe(configVersion(research!));
+    expect(configVersion({ ...research!, lead: { ...research!.lead, prompt: 'another' } })).not.toBe(v);
+  });
 });

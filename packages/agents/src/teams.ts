@@ -49,9 +49,14 @@ export const DEFAULT_MODEL = 'claude-sonnet-4-6';
 /** The teams shipped in config/teams (research, bench), loaded once. Services load BATON_TEAMS_DIR instead. */
 export const builtinTeams: Readonly<Record<string, TeamDefinition>> = loadTeams();
 
-/** A team's config version: a digest of its definition, pinned in TaskStarted. */
+/** Config versions worked out already, by definition (a loaded definition is not changed in place). */
+const versions = new WeakMap<TeamDefinition, string>();
+
+/** A team's config version: a digest of its definition, pinned in TaskStarted (worked out once per definition). */
 export function configVersion(team: TeamDefinition): string {
-  return `sha256:${digestJson(team).slice(0, 16)}`;
+  let v = versions.get(team);
+  if (v === undefined) versions.set(team, (v = `sha256:${digestJson(team).slice(0, 16)}`));
+  return v;
 }
 
 export function findAgent(team: TeamDefinition, agentType: string): AgentDefinition | undefined {
