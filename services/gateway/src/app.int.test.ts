@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { builtinTeams } from '@baton/agents';
@@ -601,6 +602,28 @@ describe('SSE', () => {
     const after = await fetch(`${base}/v1/tasks/${id}/events?after=${done.events.find((e) => e.type === 'TaskCancelled')?.position}`, { headers: { accept: 'text/event-stream' } });
     expect(await after.text()).not.toMatch(/^event:/m);
     expect(held.finalChecks).toBe(1);
+    await app.close();
+  });
+
+  test('a read\'s events go out in one socket write: a finished task\'s stream is two writes (its head, then its events with the end), whatever the number of events', async ({ pg, nats }) => {
+    const app = await gateway(pg, nats, { sseHeartbeatMs: 60_000 });
+    let writes = 0;
+    app.server.on('connection', (socket: Socket) => {
+      // What the socket hands the kernel: one call per system call (a corked socket's chunks go in one `_writev`).
+      const write = socket._write.bind(socket);
+      const writev = socket._writev?.bind(socket);
+      socket._write = (...a: Parameters<Socket['_write']>) => { writes++; write(...a); };
+      if (writev) socket._writev = (...a: Parameters<NonNullable<Socket['_writev']>>) => { writes++; writev(...a); };
+    });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
+    const id = (await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x', team: 'bench' } })).json().id as string;
+    await handleCommand(pg.store, id, { type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'bench-lead', configVersion: 'v' });
+    await handleCommand(pg.store, id, { type: 'CancelTask', reason: 'r', requestedBy: 'u' });
+    const res = await fetch(`${base}/v1/tasks/${id}/events`, { headers: { accept: 'text/event-stream' } });
+    const text = await res.text();
+    expect(text.match(/^event: \w+$/gm)).toEqual(['event: TaskSubmitted', 'event: TaskStarted', 'event: TaskCancelled']);
+    expect(writes).toBe(2);
     await app.close();
   });
 

@@ -136,13 +136,16 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
           if (closed) return;
           hidden = read.hidden;
           if (hidden) hiddenReads();
-          res.cork(); // a read's events in one write
+          // A read's events in one write: one chunk, one socket write. (`res.cork()` would not do:
+          // on uncork a ServerResponse sends the chunk's size, each part and its end as separate
+          // socket writes — a system call each.)
+          let frames = '';
           for (const { event, cursor: c } of read.events) {
-            res.write(frame(eventView(event)));
+            frames += frame(eventView(event));
             cursor = c;
             if (TERMINAL_EVENT_TYPES.has(event.type)) finalSeen = true;
           }
-          res.uncork();
+          if (frames) res.write(frames);
           if (read.events.length === BATCH) {
             readNeeded = true;
             continue;
