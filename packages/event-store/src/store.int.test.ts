@@ -33,6 +33,16 @@ describe('EventStore.append', () => {
     expect(await store.readTask(taskId)).toHaveLength(3);
   });
 
+  test('data and metadata come back as appended, in order, whatever characters they hold', async ({ pg: { store } }) => {
+    const taskId = randomUUID();
+    const odd = ['"quoted"', 'back\\slash', 'line\nbreak\ttab', '{"not": "json"}', 'é ü 中文 🎉', '[1, 2]', '', 'null'];
+    const events: NewEvent[] = [submitted(odd.join(' | ')), ...odd.map((message, i): NewEvent => ({ id: randomUUID(), type: 'TaskFailed', data: { code: `c${i}`, message }, metadata: { actor: message } }))];
+    await appendBatch(store.pool, [{ streamId: taskStreamId(taskId), taskId, expectedVersion: 0, events }]);
+    const read = await store.readTask(taskId);
+    expect(read.map((e) => e.data)).toEqual(events.map((e) => e.data));
+    expect(read.slice(1).map((e) => e.metadata.actor)).toEqual(odd);
+  });
+
   test('a wrong expected version is a ConcurrencyError naming both versions, and writes nothing', async ({ pg: { store } }) => {
     const taskId = randomUUID();
     const s = taskStreamId(taskId);
