@@ -4,4 +4,5 @@ export * from './shutdown.ts';
 export { installCrashGuards, isConnectionError } from './crash-guard.ts';
 export { keyedSerial } from './keyed.ts';
 export { setBounded } from './bounded.ts';
+export { limiter } from './limiter.ts';
 export { startOps, startTelemetry } from './observability.ts';

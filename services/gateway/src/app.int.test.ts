@@ -7,7 +7,7 @@ import { busNames, ensureTopology, publishWakeUps, Relay, RELAYED_CURSOR_HEADER,
 import { headers } from '@nats-io/nats-core';
 import { handleCommand, TaskCache } from '@baton/event-store';
 import { DEFAULT_WORKSPACE_LIMITS, storeArtifact } from '@baton/storage';
-import { silentLogger } from '@baton/runtime';
+import { limiter, silentLogger } from '@baton/runtime';
 import { stackTest, waitFor, type NatsFixture, type PgFixture } from '@baton/testing';
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { FastifyInstance } from 'fastify';
@@ -700,7 +700,7 @@ describe('faults', () => {
     const app = await buildApp({
       pool: dead.pool, kysely: dead.kysely, store: new EventStore(dead.pool), load: new TaskCache(dead.pool).load, names, nats: () => nats.nc, hub: new SseHub(names, log), tenants: new TaskTenants(),
       teams: builtinTeams, apiKeys: new Map(), log, metrics: createGatewayMetrics(), now: () => new Date(), newId: randomUUID, sseHeartbeatMs: 15_000, bodyLimit: 65_536,
-      examplesDir: path.join(tmpdir(), 'baton-no-examples'), workspaceLimits: DEFAULT_WORKSPACE_LIMITS, limits: DEFAULT_LIMITS, allowPrivateWebhooks: false,
+      examplesDir: path.join(tmpdir(), 'baton-no-examples'), workspaceLimits: DEFAULT_WORKSPACE_LIMITS, limits: DEFAULT_LIMITS, allowPrivateWebhooks: false, bulk: limiter(1),
     });
     const post = await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x' } });
     expect(post.statusCode).toBe(503);

@@ -49,7 +49,16 @@ export interface GatewayDeps {
   chatModel?: StreamingModel;
   /** A chat reply's max_tokens (default 2048). */
   chatMaxTokens?: number;
+  /**
+   * Bulk transfers — a workspace upload, a fork's copy, an artifact download — go through this:
+   * each holds a pool connection for as long as its data takes, so at most `bulkLimit(pool size)`
+   * run at once and the rest wait their turn, leaving the other requests connections of their own.
+   */
+  bulk: <T>(fn: () => Promise<T>) => Promise<T>;
 }
+
+/** How many bulk transfers may hold a connection at once: all but two of the pool's (at least one). */
+export const bulkLimit = (poolMax: number): number => Math.max(1, poolMax - 2);
 
 /** A tenant's default from a map by tenant name: its own entry, else "*" (every tenant not named). */
 export const tenantDefault = <T>(byTenant: Readonly<Record<string, T>> | undefined, tenant: string): T | undefined => byTenant?.[tenant] ?? byTenant?.['*'];

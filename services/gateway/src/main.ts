@@ -4,11 +4,12 @@ import { chatModelFromConfig, loadTeamsOrExit } from '@baton/agents';
 import { busNames, connectNats, drainNats, serveDiagnostics } from '@baton/bus';
 import { createDb } from '@baton/db';
 import { EventStore, servicesCachePolicy, TaskCache } from '@baton/event-store';
-import { configOrExit, createLogger, installCrashGuards, installShutdown, startTelemetry } from '@baton/runtime';
+import { configOrExit, createLogger, installCrashGuards, installShutdown, limiter, startTelemetry } from '@baton/runtime';
 import { listExamples } from '@baton/storage';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { buildApp } from './app.ts';
 import { gatewayLimits, loadGatewayConfig, parseApiKeys, workspaceLimits } from './config.ts';
+import { bulkLimit } from './deps.ts';
 import { SseHub } from './sse-hub.ts';
 import { TaskTenants } from './task-tenants.ts';
 
@@ -50,6 +51,7 @@ const app = await buildApp({
   workspaceLimits: workspaceLimits(config),
   limits: gatewayLimits(config),
   allowPrivateWebhooks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
+  bulk: limiter(bulkLimit(config.PG_POOL_MAX)),
   budgets: config.TENANT_BUDGETS,
   notify: config.TENANT_NOTIFY,
   ...(config.MAIL_LINK_SECRET ? { mailLinkSecret: config.MAIL_LINK_SECRET } : {}),

@@ -7,12 +7,12 @@ import { busNames } from '@baton/bus';
 import type { NotifyConfig } from '@baton/domain';
 import type { Db } from '@baton/db';
 import { TaskCache, type EventStore } from '@baton/event-store';
-import { silentLogger } from '@baton/runtime';
+import { limiter, silentLogger } from '@baton/runtime';
 import { DEFAULT_WORKSPACE_LIMITS, type WorkspaceLimits } from '@baton/storage';
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.ts';
-import { DEFAULT_LIMITS, type GatewayLimits, type TenantBudgets } from './deps.ts';
+import { bulkLimit, DEFAULT_LIMITS, type GatewayLimits, type TenantBudgets } from './deps.ts';
 import { SseHub } from './sse-hub.ts';
 import { TaskTenants } from './task-tenants.ts';
 
@@ -51,6 +51,7 @@ export async function testGateway(
     workspaceLimits: opts.workspaceLimits ?? { ...DEFAULT_WORKSPACE_LIMITS, maxArchiveBytes: 64 * 1024 },
     limits: { ...DEFAULT_LIMITS, ...opts.limits },
     allowPrivateWebhooks: opts.allowPrivateWebhooks ?? false,
+    bulk: limiter(bulkLimit(pg.db.pool.options.max ?? 10)),
     ...(opts.budgets ? { budgets: opts.budgets } : {}),
     ...(opts.chatModel ? { chatModel: opts.chatModel } : {}),
     ...(opts.notify ? { notify: opts.notify } : {}),

@@ -2,9 +2,10 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { createDb } from '@baton/db';
 import { handleCommand } from '@baton/event-store';
 import { parseWorkspaceArchive, readWorkspace, storeArtifact, workspaceDigest, type WorkspaceLimits } from '@baton/storage';
-import { pgTest as test, tarGz, type PgFixture } from '@baton/testing';
+import { pgTest as test, tarGz, waitFor, type PgFixture } from '@baton/testing';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, describe, expect } from 'vitest';
 import { testGateway } from './test-gateway.ts';
@@ -290,5 +291,39 @@ describe('GET /v1/tasks/:id/diff and forks', () => {
     const early = await app.inject({ method: 'POST', url: `/v1/tasks/${task.id}/fork`, headers: auth, payload: { atVersion: 1 } });
     expect(early.json().workspace).toEqual(task.workspace);
     expect((await app.inject({ method: 'GET', url: `/v1/tasks/${early.json().id}/diff`, headers: auth })).body).toBe('');
+  });
+});
+
+describe('bulk transfers', () => {
+  test('uploads stuck in Postgres never hold every connection of the pool: all but two at most, and the other requests go on', async ({ pg }) => {
+    const small = createDb(pg.url, { max: 3 }); // bulkLimit(3): one bulk transfer at a time
+    const app = await testGateway({ db: small, store: pg.store }, null, { workspaceLimits: LIMITS });
+    const holder = await pg.db.pool.connect();
+    try {
+      const id = (await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'plain' } })).json().id as string;
+      // Every upload's transaction waits on this lock, holding whatever connection it has.
+      await holder.query('begin');
+      await holder.query('lock table input_workspaces in exclusive mode');
+      const uploads = [0, 1, 2].map(async (i) => {
+        const archive = await tarGz([{ name: './f.txt', content: `file ${i}\n` }]);
+        return app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x', workspace: { archiveBase64: archive.toString('base64'), name: `w${i}.tgz` } } });
+      });
+      const waiting = (): Promise<number> => count(pg, `select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and query like 'insert into input_workspaces %'`);
+      await waitFor(async () => (await waiting()) >= 1, { what: 'an upload waiting on the lock' });
+      // A request that needs the pool (the task's load) is served while the uploads wait.
+      let read: number | null = null;
+      void app.inject({ method: 'GET', url: `/v1/tasks/${id}` }).then((r) => (read = r.statusCode));
+      await waitFor(() => read !== null, { what: 'a task read while the uploads wait' });
+      expect(read).toBe(200);
+      expect(await waiting()).toBe(1);
+      await holder.query('commit');
+      expect((await Promise.all(uploads)).map((r) => r.statusCode)).toEqual([201, 201, 201]);
+      expect(await count(pg, 'select count(*)::int as n from input_workspaces')).toBe(3);
+    } finally {
+      await holder.query('rollback').catch(() => {});
+      holder.release();
+      await app.close();
+      await small.close();
+    }
   });
 });

@@ -52,7 +52,7 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
           eventMetadata: key ? { idempotencyKey: key } : {},
           workspace: async () => {
             if (!workspace) return null;
-            const stored = await storeWorkspace(d.pool, workspace.files);
+            const stored = await d.bulk(() => storeWorkspace(d.pool, workspace.files));
             return { digest: stored.digest, source: workspace.source, name: workspace.name, files: stored.files, bytes: stored.bytes };
           },
         });
@@ -113,8 +113,10 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     const copied = forkEvents(source.events, atVersion, newId, { now: d.now(), requestedBy: req.actor });
     // Files first (artifacts the copied history names, workspaces of live sandboxes): the fork's agents resume with them.
     const artifactPaths = copied.flatMap((c) => (c.event.type === 'ArtifactStored' ? [c.event.data.path] : []));
-    await copyTaskFiles(d.pool, source.state.id, newId, artifactPaths);
-    const { state } = await importTask(d.store, newId, copied, { now: d.now });
+    const { state } = await d.bulk(async () => {
+      await copyTaskFiles(d.pool, source.state.id, newId, artifactPaths);
+      return importTask(d.store, newId, copied, { now: d.now });
+    });
     return reply.status(201).send(toTaskView(state));
   });
 
@@ -158,7 +160,7 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     const { state } = await loadVisibleTask(d, req, req.params.id);
     const file = req.params['*'];
     const listed = state.artifacts.find((a) => a.path === file);
-    const stored = listed ? await readArtifact(d.pool, req.params.id, file) : null;
+    const stored = listed ? await d.bulk(() => readArtifact(d.pool, req.params.id, file)) : null;
     if (!listed || !stored) throw notFound(`artifact '${file}' of task ${req.params.id}`);
     return reply
       .header('content-type', stored.mediaType)
