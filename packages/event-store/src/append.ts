@@ -2,7 +2,6 @@ import { WATCH_SINCE_LAG_S } from '@baton/db';
 import { CURRENT_SCHEMA_VERSION, STEP_EVENT_TYPES, taskStreamId, type ForkedEvent, type NewEvent } from '@baton/domain';
 import type pg from 'pg';
 import { ConcurrencyError } from './errors.ts';
-import { rememberJsonLength } from './json-length.ts';
 import type { TaskRow } from './task-row.ts';
 
 /**
@@ -122,9 +121,7 @@ class Columns {
     c[4]!.push(version);
     c[5]!.push(e.id);
     c[6]!.push(e.type);
-    const data = JSON.stringify(e.data);
-    rememberJsonLength(e.data, data.length); // what the task caches size the event by
-    c[7]!.push(data);
+    c[7]!.push(JSON.stringify(e.data));
     c[8]!.push(JSON.stringify({ ...e.metadata, schemaVersion: CURRENT_SCHEMA_VERSION }));
   }
 

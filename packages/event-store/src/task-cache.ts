@@ -1,7 +1,6 @@
 import { activeAgents, evolve, exists, initialState, isFinal, taskStreamId, type RecordedEvent, type TaskState } from '@baton/domain';
 import { setBounded } from '@baton/runtime';
 import pg from 'pg';
-import { jsonLength, rememberJsonLength } from './json-length.ts';
 import { EVENT_COLUMNS, toRecorded, type EventRow } from './store.ts';
 import type { LoadedTask } from './tasks.ts';
 
@@ -44,6 +43,8 @@ const exceeds = (t: Tally, budget: Tally): boolean => t.events > budget.events |
 
 /** What an event is counted as beyond its data: ids, type, positions, metadata, the object itself. */
 const EVENT_OVERHEAD_BYTES = 256;
+/** The length of the JSON text each jsonb value of a tail read was parsed from (kept by the parsed object). */
+const textLength = new WeakMap<object, number>();
 const JSONB_OID = 3802;
 /**
  * The tail read's type parsers: pg's own, but a jsonb value's text length is kept as it is
@@ -54,17 +55,17 @@ const tailTypes = {
     if (oid !== JSONB_OID || format === 'binary') return pg.types.getTypeParser(oid, format as 'text');
     return (text: string) => {
       const value = JSON.parse(text) as unknown;
-      rememberJsonLength(value, text.length);
+      if (value !== null && typeof value === 'object') textLength.set(value, text.length);
       return value;
     };
   }) as typeof pg.types.getTypeParser,
 };
 /** Estimated sizes already worked out (an event stays in a task's views from load to load). */
 const sizes = new WeakMap<RecordedEvent, number>();
-/** An event's estimated size in the cache (its data's JSON text, as read or as appended; serialized once for upcast data and events from the bus). */
+/** An event's estimated size in the cache (its data's JSON text, as read; serialized once for upcast data and for events this process wrote). */
 function sizeOf(e: RecordedEvent): number {
   let n = sizes.get(e);
-  if (n === undefined) sizes.set(e, (n = jsonLength(e.data) + EVENT_OVERHEAD_BYTES));
+  if (n === undefined) sizes.set(e, (n = (textLength.get(e.data as object) ?? JSON.stringify(e.data).length) + EVENT_OVERHEAD_BYTES));
   return n;
 }
 const sizeOfAll = (events: readonly RecordedEvent[], from: number): number => {
