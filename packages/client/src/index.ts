@@ -101,8 +101,8 @@ export class BatonClient {
   agents(id: string): Promise<AgentView[]> {
     return this.request<{ items: AgentView[] }>('GET', `/v1/tasks/${id}/agents`).then((r) => r.items);
   }
-  /** One page of the task list. */
-  list(q: { status?: string; team?: string; limit?: number; cursor?: string } = {}): Promise<{ items: TaskSummary[]; nextCursor: string | null }> {
+  /** One page of the task list (`updatedAfter`: only tasks that changed after that ISO 8601 time, e.g. an item's `updatedAt`). */
+  list(q: { status?: string; team?: string; limit?: number; cursor?: string; updatedAfter?: string } = {}): Promise<{ items: TaskSummary[]; nextCursor: string | null }> {
     const params = new URLSearchParams(Object.entries(q).filter(([, v]) => v !== undefined && v !== '').map(([k, v]): [string, string] => [k, String(v)]));
     return this.request('GET', `/v1/tasks${params.size ? `?${params}` : ''}`);
   }

@@ -13,10 +13,11 @@ export interface TaskPage {
 }
 
 /** Keyset pagination over the tasks read model, newest first. */
-export async function listTasks(db: Kysely<Database>, q: { tenantId: string; status?: string | undefined; team?: string | undefined; limit: number; cursor?: string | undefined; stuckAfterMs?: number | undefined }): Promise<TaskPage> {
+export async function listTasks(db: Kysely<Database>, q: { tenantId: string; status?: string | undefined; team?: string | undefined; limit: number; cursor?: string | undefined; stuckAfterMs?: number | undefined; /** ISO 8601: only tasks whose last change is later. */ updatedAfter?: string | undefined }): Promise<TaskPage> {
   let query = db.selectFrom('tasks').selectAll().where('tenant_id', '=', q.tenantId);
   if (q.status) query = query.where('status', '=', q.status);
   if (q.team) query = query.where('team', '=', q.team);
+  if (q.updatedAfter) query = query.where('updated_at', '>', new Date(q.updatedAfter));
   if (q.stuckAfterMs !== undefined) query = query.where(stuck(q.stuckAfterMs));
   if (q.cursor) {
     const { createdAt, id } = decodeCursor(q.cursor);

@@ -129,6 +129,25 @@ describe('POST /v1/tasks', () => {
     expect((await app.inject({ method: 'GET', url: '/v1/tasks?team=' })).statusCode).toBe(400);
   });
 
+  test('updatedAfter: only the tasks that changed after it (a poller asks for what moved); a time without a zone is a 400 naming it', async ({ pg, nats }) => {
+    const app = await gateway(pg, nats);
+    const submit = async (prompt: string) => (await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt, team: 'bench' } })).json() as { id: string; updatedAt: string };
+    const list = (after: string) => app.inject({ method: 'GET', url: `/v1/tasks?updatedAfter=${encodeURIComponent(after)}` }).then((r) => (r.json().items as { id: string }[]).map((t) => t.id));
+    // The clock moves past a time before the next change (times are milliseconds).
+    const past = (iso: string) => waitFor(() => Date.now() > Date.parse(iso) + 1, { what: `the clock past ${iso}` });
+    const a = await submit('a');
+    await past(a.updatedAt);
+    const b = await submit('b');
+    expect(await list(a.updatedAt)).toEqual([b.id]);
+    await past(b.updatedAt);
+    await app.inject({ method: 'POST', url: `/v1/tasks/${a.id}/cancel`, payload: {} });
+    expect(await list(b.updatedAt)).toEqual([a.id]);
+    expect(await list('2000-01-01T00:00:00+01:00')).toEqual([b.id, a.id]);
+    const bad = await app.inject({ method: 'GET', url: '/v1/tasks?updatedAfter=2026-11-26T12:00:00' });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json().error.message).toMatch(/^query\.updatedAfter: must be an ISO 8601 time with a zone/);
+  });
+
   test('Idempotency-Key: same key and body → the same task; a different body → 422', async ({ pg, nats }) => {
     const app = await gateway(pg, nats);
     const send = (prompt: string) => app.inject({ method: 'POST', url: '/v1/tasks', headers: { 'idempotency-key': 'k-123' }, payload: { prompt } });

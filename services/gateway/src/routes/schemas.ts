@@ -72,6 +72,11 @@ export const ListTasksQuery = z.object({
   cursor: z.string().max(200).optional(),
   /** true: only tasks stuck — work no person holds, no transition for STUCK_AFTER_MS, nobody holding a live lease. */
   stuck: z.enum(['true', 'false'], { error: "must be 'true' or 'false'" }).optional(),
+  /**
+   * Only tasks that changed after this time (ISO 8601 with a zone, e.g. an item's `updatedAt`):
+   * a poller asks for what moved since it last looked, not for every task again.
+   */
+  updatedAfter: z.iso.datetime({ offset: true, error: 'must be an ISO 8601 time with a zone, e.g. 2026-11-26T12:00:00.000Z' }).optional(),
 });
 
 export const ApprovalBody = z.strictObject({

@@ -63,7 +63,7 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
   });
 
   r.get('/v1/tasks', { schema: { querystring: ListTasksQuery, tags: ['tasks'], summary: 'List tasks' } }, async (req) => {
-    return listTasks(d.kysely, { tenantId: req.tenant, status: req.query.status, team: req.query.team, limit: req.query.limit, cursor: req.query.cursor, ...(req.query.stuck === 'true' ? { stuckAfterMs: d.limits.stuckAfterMs } : {}) });
+    return listTasks(d.kysely, { tenantId: req.tenant, status: req.query.status, team: req.query.team, limit: req.query.limit, cursor: req.query.cursor, updatedAfter: req.query.updatedAfter, ...(req.query.stuck === 'true' ? { stuckAfterMs: d.limits.stuckAfterMs } : {}) });
   });
 
   r.get('/v1/tasks/:id', { schema: { params: TaskIdParams, tags: ['tasks'], summary: 'Get a task' } }, async (req) => {
