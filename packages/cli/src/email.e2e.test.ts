@@ -84,7 +84,9 @@ describe('mail, end to end', () => {
     expect(done?.html).toContain('<h1>Report</h1>');
     expect(done?.attachments.map((a) => a.filename)).toContain('report.md');
     expect(smtp.mails).toHaveLength(6); // four approvals, the reader's mail, the report
-    const deliveries = await api.request<{ items: { channel: string; type: string; ok: boolean }[] }>('GET', `/v1/tasks/${id}/deliveries`);
-    expect(deliveries.items.filter((d) => d.channel === 'email' && d.ok).map((d) => d.type).sort()).toEqual(['email.awaiting_input', 'email.awaiting_input', 'email.awaiting_input', 'email.awaiting_input', 'email.completed', 'email.outbox']);
+    // A delivery is recorded once the SMTP server has taken the mail: the mail can be here before its record.
+    const delivered = async (): Promise<string[]> => (await api.request<{ items: { channel: string; type: string; ok: boolean }[] }>('GET', `/v1/tasks/${id}/deliveries`)).items.filter((d) => d.channel === 'email' && d.ok).map((d) => d.type).sort();
+    await waitFor(async () => (await delivered()).length >= 6, { what: 'six mail deliveries recorded' });
+    expect(await delivered()).toEqual(['email.awaiting_input', 'email.awaiting_input', 'email.awaiting_input', 'email.awaiting_input', 'email.completed', 'email.outbox']);
   });
 });
