@@ -294,8 +294,7 @@ const MAX_FINISHED = 10_000;
 /** The version of the last task-stream event in `events` (0: none). */
 function lastTaskStreamVersion(taskId: string, events: readonly RecordedEvent[]): number {
   const stream = taskStreamId(taskId);
-  for (let i = events.length - 1; i >= 0; i--) if ((events[i] as RecordedEvent).streamId === stream) return (events[i] as RecordedEvent).version;
-  return 0;
+  return events.findLast((e) => e.streamId === stream)?.version ?? 0;
 }
 
 /** Transaction ids of cached events (kept beside them, not in the domain's event shape). */
