@@ -624,8 +624,22 @@ describe('SSE', () => {
     await app.close();
   });
 
-  test('a read\'s events go out in one socket write: a finished task\'s stream is two writes (its head, then its events with the end), whatever the number of events', async ({ pg, nats }) => {
-    const app = await gateway(pg, nats, { sseHeartbeatMs: 60_000 });
+  test('a read\'s events go out in one socket write: a finished task\'s stream is its head, then one write per read that found events (the last with the end), whatever the number of events', async ({ pg, nats }) => {
+    // Reads that found events: usually one, more when another transaction in the cluster hid the later rows for a moment.
+    let reads = 0;
+    const store = new Proxy(pg.store, {
+      get(target, prop) {
+        const v = Reflect.get(target, prop, target) as unknown;
+        if (typeof v !== 'function') return v;
+        if (prop !== 'readTaskAfter') return v.bind(target);
+        return async (...args: Parameters<PgFixture['store']['readTaskAfter']>) => {
+          const read = await target.readTaskAfter(...args);
+          if (read.events.length > 0) reads++;
+          return read;
+        };
+      },
+    });
+    const app = await gateway({ db: pg.db, store }, nats, { sseHeartbeatMs: 60_000 });
     let writes = 0;
     app.server.on('connection', (socket: Socket) => {
       // What the socket hands the kernel: one call per system call (a corked socket's chunks go in one `_writev`).
@@ -642,7 +656,8 @@ describe('SSE', () => {
     const res = await fetch(`${base}/v1/tasks/${id}/events`, { headers: { accept: 'text/event-stream' } });
     const text = await res.text();
     expect(text.match(/^event: \w+$/gm)).toEqual(['event: TaskSubmitted', 'event: TaskStarted', 'event: TaskCancelled']);
-    expect(writes).toBe(2);
+    expect(reads).toBeGreaterThanOrEqual(1);
+    expect(writes).toBe(1 + reads);
     await app.close();
   });
 

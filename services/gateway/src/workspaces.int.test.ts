@@ -308,7 +308,7 @@ describe('bulk transfers', () => {
         const archive = await tarGz([{ name: './f.txt', content: `file ${i}\n` }]);
         return app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x', workspace: { archiveBase64: archive.toString('base64'), name: `w${i}.tgz` } } });
       });
-      const waiting = (): Promise<number> => count(pg, `select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and query like 'insert into input_workspaces %'`);
+      const waiting = (): Promise<number> => count(pg, `select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query like 'insert into input_workspaces %'`);
       await waitFor(async () => (await waiting()) >= 1, { what: 'an upload waiting on the lock' });
       // A request that needs the pool (the task's load) is served while the uploads wait.
       let read: number | null = null;
