@@ -18,6 +18,8 @@ export const Diagnostics = z.object({
   pgQueries: z.number().optional(),
   /** Tasks held in the service's TaskCache (a waiting or finished task is not kept). */
   cachedTasks: z.number().optional(),
+  /** The gateway's SSE hub: how transitions reach it (one subscription to every task's, or one per watched task) and how many tasks its streams watch. */
+  sseHub: z.object({ mode: z.enum(['all', 'per-task']), watchedTasks: z.number().int() }).optional(),
   /** The ops port (/healthz, /readyz, /metrics) of a worker service. */
   opsPort: z.number().optional(),
   /** CPU time used since start (user + system), in microseconds. */

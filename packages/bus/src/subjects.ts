@@ -20,6 +20,10 @@ export interface BusNames {
   taskSignals(taskId: string): string;
   /** `baton.events.>` */
   allEvents: string;
+  /** `baton.signals.>`: every task's signals. */
+  allSignals: string;
+  /** The task a subject of `eventSubject` or `signalSubject` names (null: neither). */
+  taskOfTransition(subject: string): string | null;
   /** `baton.live`: live ticks (core NATS, no stream), each the ids of tasks whose steps were committed (`LiveTicksPayload`); they wake live views. */
   liveTicks: string;
   /** `baton.triggers.<taskId>.<EventType>`: the subset of events that can wake the lead (same stream). */
@@ -48,6 +52,13 @@ export function busNames(namespace = ''): BusNames {
     signalSubject: (taskId, type) => `${root}.signals.${taskId}.${type}`,
     taskSignals: (taskId) => `${root}.signals.${taskId}.>`,
     allEvents: `${root}.events.>`,
+    allSignals: `${root}.signals.>`,
+    taskOfTransition: (subject) => {
+      const prefix = [`${root}.events.`, `${root}.signals.`].find((p) => subject.startsWith(p));
+      if (!prefix) return null;
+      const end = subject.indexOf('.', prefix.length);
+      return end > prefix.length && subject.indexOf('.', end + 1) === -1 && end < subject.length - 1 ? subject.slice(prefix.length, end) : null;
+    },
     liveTicks: `${root}.live`,
     triggerSubject: (taskId, type) => `${root}.triggers.${taskId}.${type}`,
     allTriggers: `${root}.triggers.>`,

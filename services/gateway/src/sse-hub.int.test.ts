@@ -3,25 +3,50 @@ import { busNames } from '@baton/bus';
 import { createLogger, silentLogger } from '@baton/runtime';
 import { stackTest as test } from '@baton/testing';
 import { describe, expect } from 'vitest';
-import { SseHub } from './sse-hub.ts';
+import type { NatsConnection, Subscription } from '@nats-io/transport-node';
+import { allPays, SseHub, WASTE_PER_WATCH, WASTE_WINDOW } from './sse-hub.ts';
+
+/** The real connection, with the subjects subscribed to and unsubscribed from written down. */
+function countingSubscriptions(real: NatsConnection): { nc: NatsConnection; subscribed: string[]; unsubscribed: string[] } {
+  const subscribed: string[] = [];
+  const unsubscribed: string[] = [];
+  const nc = new Proxy(real, {
+    get(target, key) {
+      if (key === 'subscribe') {
+        return (subject: string, opts?: Parameters<NatsConnection['subscribe']>[1]): Subscription => {
+          subscribed.push(subject);
+          const sub = target.subscribe(subject, opts);
+          const unsubscribe = sub.unsubscribe.bind(sub);
+          sub.unsubscribe = (max?: number) => (unsubscribed.push(subject), unsubscribe(max));
+          return sub;
+        };
+      }
+      const v: unknown = Reflect.get(target, key);
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  });
+  return { nc, subscribed, unsubscribed };
+}
 
 describe('SseHub', () => {
-  test('NATS delivers only what watched streams need: transitions (events and signals) of watched tasks, and live ticks only while a stream shows steps', async ({ nats }) => {
+  test('mode all (the default): one subscription to every task\'s transitions, whatever the number of streams; each transition wakes only its task\'s streams; live ticks only while a stream shows steps', async ({ nats }) => {
     const names = busNames(nats.namespace);
+    const { nc, subscribed, unsubscribed } = countingSubscriptions(nats.nc);
     const hub = new SseHub(names, silentLogger());
-    hub.attach(nats.nc);
-    // Everything published before a flush has been delivered to this connection when it returns.
+    hub.attach(nc);
     const received = async (): Promise<number> => (await nats.nc.flush(), nats.nc.stats().inMsgs);
     const tick = (...taskIds: string[]): void => nats.nc.publish(names.liveTicks, JSON.stringify(taskIds));
+    expect(subscribed).toEqual([]); // nothing watched yet: nothing held
     const task = randomUUID();
     const other = randomUUID();
     const woke: string[] = [];
     const offTransitions = hub.register(task, () => woke.push('transitions'), { steps: false });
-    let before = await received();
-    tick(task, other); // steps, while no stream shows steps
-    nats.nc.publish(names.eventSubject(other, 'TaskStarted')); // an unwatched task
+    expect(subscribed.sort()).toEqual([names.allEvents, names.allSignals].sort());
+    const before = await received();
+    tick(task, other); // steps, while no stream shows steps: not delivered
+    nats.nc.publish(names.eventSubject(other, 'TaskStarted')); // an unwatched task: delivered, wakes nobody
     nats.nc.publish(names.signalSubject(other, 'TaskStarted'));
-    expect(await received()).toBe(before); // none of it reached the gateway
+    expect(await received()).toBe(before + 2);
     expect(woke).toEqual([]);
     nats.nc.publish(names.signalSubject(task, 'TaskStarted')); // a transition nobody is told of durably (the relay's signal)
     await received();
@@ -46,13 +71,79 @@ describe('SseHub', () => {
     expect(woke.slice(seen)).toEqual(['steps']);
     offTransitions();
     offSteps();
-    before = await received();
-    tick(task);
-    nats.nc.publish(names.eventSubject(task, 'TaskFailed'));
-    nats.nc.publish(names.signalSubject(task, 'TaskFailed'));
-    expect(await received()).toBe(before); // nobody watches: no subscription left
     expect(hub.size).toBe(0);
+    // Twenty more streams, one after another, as clients that follow each task they submit: no subscription of their own.
+    for (let i = 0; i < 20; i++) {
+      const id = randomUUID();
+      let hit = 0;
+      const off = hub.register(id, () => hit++, { steps: false });
+      nats.nc.publish(names.signalSubject(id, 'TaskCompleted'));
+      await received();
+      expect(hit).toBe(1);
+      off();
+    }
+    expect(subscribed.filter((s) => s !== names.liveTicks).sort()).toEqual([names.allEvents, names.allSignals].sort());
+    expect(unsubscribed).toEqual([names.liveTicks]); // the live ticks, once no stream showed steps
+    expect(hub.mode).toBe('all');
     hub.close();
+  });
+
+  test('mode all moves to a subscription per watched task when most of what it is delivered is of tasks nobody watches, and back after the cooldown', async ({ nats }) => {
+    const names = busNames(nats.namespace);
+    const { nc, subscribed } = countingSubscriptions(nats.nc);
+    let now = 1_000;
+    const hub = new SseHub(names, silentLogger(), { cooldownMs: 60_000, now: () => now });
+    hub.attach(nc);
+    const received = async (): Promise<number> => (await nats.nc.flush(), nats.nc.stats().inMsgs);
+    const task = randomUUID();
+    const woke: string[] = [];
+    const off = hub.register(task, () => woke.push('task'), { steps: false });
+    // Many watched tasks per window: all pays, whatever the waste below the ratio.
+    const many = Array.from({ length: WASTE_WINDOW / WASTE_PER_WATCH }, () => hub.register(randomUUID(), () => woke.push('other'), { steps: false }));
+    for (let i = 0; i < WASTE_WINDOW; i++) nats.nc.publish(names.signalSubject(randomUUID(), 'TaskStarted'));
+    await received();
+    expect(hub.mode).toBe('all');
+    for (const o of many) o();
+    // Then a window of waste with one task watched: a console open on one task while thousands run.
+    for (let i = 0; i < WASTE_WINDOW; i++) nats.nc.publish(names.signalSubject(randomUUID(), 'TaskStarted'));
+    await received();
+    expect(hub.mode).toBe('per-task');
+    expect(woke).toEqual([]);
+    expect(subscribed.slice(-2).sort()).toEqual([names.taskEvents(task), names.taskSignals(task)].sort());
+    let before = await received();
+    nats.nc.publish(names.signalSubject(randomUUID(), 'TaskStarted')); // unwatched: no longer delivered
+    nats.nc.publish(names.eventSubject(randomUUID(), 'TaskStarted'));
+    expect(await received()).toBe(before);
+    nats.nc.publish(names.signalSubject(task, 'TaskStarted'));
+    nats.nc.publish(names.eventSubject(task, 'TaskCompleted'));
+    await received();
+    expect(woke).toEqual(['task', 'task']); // the watched task, through its own subscriptions
+    off();
+    before = await received();
+    nats.nc.publish(names.signalSubject(task, 'TaskFailed'));
+    expect(await received()).toBe(before); // nobody watches: nothing held
+    now += 59_999;
+    const again = randomUUID();
+    const offAgain = hub.register(again, () => woke.push('again'), { steps: false });
+    expect(hub.mode).toBe('per-task'); // still cooling down
+    offAgain();
+    now += 1;
+    const last = randomUUID();
+    hub.register(last, () => woke.push('last'), { steps: false });
+    expect(hub.mode).toBe('all');
+    nats.nc.publish(names.eventSubject(last, 'TaskCompleted'));
+    before = await received();
+    nats.nc.publish(names.signalSubject(randomUUID(), 'TaskStarted'));
+    expect(await received()).toBe(before + 1); // every task's again
+    expect(woke.slice(2)).toEqual(['last']);
+    hub.close();
+  });
+
+  test('allPays: at most WASTE_PER_WATCH deliveries nobody needed per task watched in the window', () => {
+    expect(allPays({ wasted: 0, watched: 0 })).toBe(true);
+    expect(allPays({ wasted: WASTE_WINDOW, watched: WASTE_WINDOW / WASTE_PER_WATCH })).toBe(true);
+    expect(allPays({ wasted: WASTE_WINDOW, watched: WASTE_WINDOW / WASTE_PER_WATCH - 1 })).toBe(false);
+    expect(allPays({ wasted: WASTE_WINDOW, watched: 0 })).toBe(false);
   });
 
   test('streams registered before NATS is connected are subscribed for once it is (the gateway listens before it connects)', async ({ nats }) => {

@@ -14,21 +14,58 @@ interface Registration {
 interface Watched {
   regs: Set<Registration>;
   /**
-   * The task's relayed transitions, while anything watches the task: those in `BATON_EVENTS` and
-   * those the relay sends as signals (nobody is told of them durably). Both or neither.
+   * The task's own subscriptions to its relayed transitions (per-task mode), while anything
+   * watches the task: those in `BATON_EVENTS` and those the relay sends as signals (nobody is
+   * told of them durably). Both or neither.
    */
   events: [Subscription, Subscription] | null;
 }
 
 /**
- * Wakes SSE connections when their task has new events. The gateway subscribes to a task's
- * relayed transitions (its events subject and its signals subject) only while a stream watches
- * it, so NATS delivers none for tasks nobody watches. Steps come as live ticks, each naming many tasks (one message per writer per
- * 20 ms at most): the gateway subscribes to them only while some stream shows steps, and wakes
- * the streams of the tasks a tick names. A tick only says "task X moved": the connection then
- * reads Postgres from its own cursor, so a lost wake-up delays an event, never loses it. A
- * relayed event comes with its place in the log and its task's previous relayed event's
- * (`readRelayed`): a stream can show it without reading, when that is where it stands.
+ * How the hub hears of watched tasks' transitions. `all`: one subscription to every task's
+ * (events and signals), dispatched by the task id in the subject — watching a task costs NATS
+ * nothing, and transitions of tasks nobody watches are delivered for nothing. `per-task`: a
+ * subscription pair per watched task — two SUBs when a stream opens and two UNSUBs when it ends
+ * (two socket writes, each waking the NATS server), and nothing delivered for nothing.
+ */
+export type HubMode = 'all' | 'per-task';
+
+/**
+ * The waste `all` may cause per task it watched in the same window before `per-task` is cheaper:
+ * a watched task costs `per-task` four protocol operations in two socket writes, a delivery
+ * nobody needed costs `all` one delivery (read in batches when they come fast).
+ */
+export const WASTE_PER_WATCH = 4;
+/** Deliveries nobody needed after which `all` checks whether it still pays (the window). */
+export const WASTE_WINDOW = 256;
+/** How long the hub stays `per-task` once `all` did not pay, before it tries `all` again. */
+export const PER_TASK_COOLDOWN_MS = 60_000;
+
+/** Whether one subscription to every task's transitions paid over a window: at most WASTE_PER_WATCH deliveries nobody needed per task watched. */
+export function allPays(window: { wasted: number; watched: number }): boolean {
+  return window.wasted <= WASTE_PER_WATCH * window.watched;
+}
+
+export interface SseHubOptions {
+  /** How long `per-task` lasts once `all` did not pay (PER_TASK_COOLDOWN_MS). */
+  cooldownMs?: number;
+  now?: () => number;
+}
+
+/**
+ * Wakes SSE connections when their task has new events. Transitions come relayed (events and
+ * signals), in one of two modes (`HubMode`): the hub starts with one subscription to every
+ * task's, held from the first stream on, which costs nothing per stream — the common case of
+ * clients that follow the tasks they submit; when, over a window, it delivers more than
+ * WASTE_PER_WATCH transitions nobody watches per task watched (a console open on one task while
+ * thousands run, or many gateway replicas), it moves to a subscription per watched task for a
+ * cooldown, then tries again. Steps come as live ticks, each naming many tasks (one message per
+ * writer per 20 ms at most): the gateway subscribes to them only while some stream shows steps,
+ * and wakes the streams of the tasks a tick names. A tick only says "task X moved": the
+ * connection then reads Postgres from its own cursor, so a lost wake-up (or one delivered twice,
+ * as when the mode changes) delays an event, never loses or repeats it. A relayed event comes
+ * with its place in the log and its task's previous relayed event's (`readRelayed`): a stream
+ * can show it without reading, when that is where it stands.
  */
 export class SseHub {
   private readonly tasks = new Map<string, Watched>();
@@ -38,13 +75,24 @@ export class SseHub {
   private nc: NatsConnection | null = null;
   private readonly names: BusNames;
   private readonly log: Logger;
-  constructor(names: BusNames, log: Logger) {
+  private readonly cooldownMs: number;
+  private readonly now: () => number;
+  private modeNow: HubMode = 'all';
+  private perTaskUntil = 0;
+  /** Every task's transitions (mode `all`), from the first registration on. */
+  private every: [Subscription, Subscription] | null = null;
+  /** The current window of mode `all`. */
+  private window = { wasted: 0, watched: 0 };
+  constructor(names: BusNames, log: Logger, opts: SseHubOptions = {}) {
     this.names = names;
     this.log = log;
+    this.cooldownMs = opts.cooldownMs ?? PER_TASK_COOLDOWN_MS;
+    this.now = opts.now ?? Date.now;
   }
 
   attach(nc: NatsConnection): void {
     this.nc = nc;
+    this.syncMode();
     for (const [taskId, w] of this.tasks) this.sync(taskId, w);
     this.syncLive();
   }
@@ -59,12 +107,25 @@ export class SseHub {
     return n;
   }
 
+  /** Tasks some stream watches. */
+  get watchedTasks(): number {
+    return this.tasks.size;
+  }
+
+  /** How transitions reach the hub now (tests, diagnostics). */
+  get mode(): HubMode {
+    return this.modeNow;
+  }
+
   register(taskId: string, wake: Wake, opts: { steps?: boolean } = {}): () => void {
     let w = this.tasks.get(taskId);
     if (!w) this.tasks.set(taskId, (w = { regs: new Set(), events: null }));
     const r: Registration = { wake, steps: opts.steps ?? true };
     w.regs.add(r);
+    if (w.regs.size === 1) this.window.watched++;
     if (r.steps) this.stepRegistrations++;
+    if (this.modeNow === 'per-task' && this.now() >= this.perTaskUntil) this.setMode('all');
+    this.syncMode();
     this.sync(taskId, w);
     this.syncLive();
     const watched = w;
@@ -80,11 +141,50 @@ export class SseHub {
     };
   }
 
-  /** Hold the task's events subscription exactly while something watches it. */
+  private setMode(mode: HubMode): void {
+    if (mode === this.modeNow) return;
+    this.modeNow = mode;
+    this.window = { wasted: 0, watched: 0 };
+    if (mode === 'per-task') this.perTaskUntil = this.now() + this.cooldownMs;
+    if (mode === 'per-task') this.log.info({ mode, cooldownMs: this.cooldownMs, watchedTasks: this.tasks.size }, 'sse hub: a subscription per watched task for a while (most transitions delivered were of tasks nobody watched)');
+    else this.log.debug({ mode }, "sse hub: one subscription to every task's transitions again");
+    // Subscribe the new way before dropping the old: a transition in between is delivered twice at worst.
+    this.syncMode();
+    for (const [taskId, w] of this.tasks) this.sync(taskId, w);
+    if (mode === 'per-task') this.dropEvery();
+  }
+
+  /** Mode `all`: hold the subscription to every task's transitions from the first registration on. */
+  private syncMode(): void {
+    const nc = this.nc;
+    if (!nc || nc.isClosed() || this.modeNow !== 'all' || this.every || this.tasks.size === 0) return;
+    const deliver = (err: Error | null, m: Msg): void => {
+      if (err) return this.log.warn({ err }, 'sse hub subscription error');
+      const taskId = this.names.taskOfTransition(m.subject);
+      const w = taskId === null ? undefined : this.tasks.get(taskId);
+      if (w) {
+        const relayed = readRelayed(m) ?? undefined;
+        for (const r of w.regs) r.wake(relayed);
+        return;
+      }
+      this.window.wasted++;
+      if (this.window.wasted < WASTE_WINDOW) return;
+      if (allPays(this.window)) this.window = { wasted: 0, watched: 0 };
+      else this.setMode('per-task');
+    };
+    this.every = [nc.subscribe(this.names.allEvents, { callback: deliver }), nc.subscribe(this.names.allSignals, { callback: deliver })];
+  }
+
+  private dropEvery(): void {
+    for (const s of this.every ?? []) s.unsubscribe();
+    this.every = null;
+  }
+
+  /** Mode `per-task`: hold the task's subscriptions exactly while something watches it (in mode `all`, none). */
   private sync(taskId: string, w: Watched): void {
     const nc = this.nc;
     if (!nc || nc.isClosed()) return;
-    if (w.regs.size > 0 && !w.events) {
+    if (this.modeNow === 'per-task' && w.regs.size > 0 && !w.events) {
       const wake = (err: Error | null, m: Msg): void => {
         if (err) return this.log.warn({ err, taskId }, 'sse hub subscription error');
         const relayed = readRelayed(m) ?? undefined;
@@ -92,7 +192,7 @@ export class SseHub {
       };
       w.events = [nc.subscribe(this.names.taskEvents(taskId), { callback: wake }), nc.subscribe(this.names.taskSignals(taskId), { callback: wake })];
     }
-    if (w.regs.size === 0 && w.events) {
+    if ((this.modeNow === 'all' || w.regs.size === 0) && w.events) {
       for (const s of w.events) s.unsubscribe();
       w.events = null;
     }
@@ -127,6 +227,7 @@ export class SseHub {
   }
 
   close(): void {
+    this.dropEvery();
     for (const w of this.tasks.values()) {
       for (const s of w.events ?? []) s.unsubscribe();
       w.events = null;
