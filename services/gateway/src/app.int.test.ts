@@ -624,7 +624,7 @@ describe('SSE', () => {
     await app.close();
   });
 
-  test('a read\'s events go out in one socket write: a finished task\'s stream is its head, then one write per read that found events (the last with the end), whatever the number of events', async ({ pg, nats }) => {
+  test('a read\'s events go out in one socket write: a finished task\'s stream is one write per read that found events (the first with the head, the last with the end), whatever the number of events', async ({ pg, nats }) => {
     // Reads that found events: usually one, more when another transaction in the cluster hid the later rows for a moment.
     let reads = 0;
     const store = new Proxy(pg.store, {
@@ -657,7 +657,7 @@ describe('SSE', () => {
     const text = await res.text();
     expect(text.match(/^event: \w+$/gm)).toEqual(['event: TaskSubmitted', 'event: TaskStarted', 'event: TaskCancelled']);
     expect(reads).toBeGreaterThanOrEqual(1);
-    expect(writes).toBe(1 + reads);
+    expect(writes).toBe(reads);
     await app.close();
   });
 

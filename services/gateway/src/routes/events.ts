@@ -94,7 +94,9 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
   function streamEvents(req: FastifyRequest, reply: { raw: ServerResponse }, taskId: string, start: LogCursor, steps: boolean): void {
     const res = reply.raw;
     res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'x-accel-buffering': 'no' });
-    res.write('retry: 2000\n\n');
+    // The head and the reconnect delay go out with the first read's events, in the same socket
+    // write (Node sends a response's head with its first write); after that read, whatever it found.
+    let preamble = 'retry: 2000\n\n';
     let cursor = start;
     let closed = false;
     let wake: ((by: 'event' | 'timer') => void) | null = null;
@@ -145,7 +147,8 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
             cursor = c;
             if (TERMINAL_EVENT_TYPES.has(event.type)) finalSeen = true;
           }
-          if (frames) res.write(frames);
+          if (preamble || frames) res.write(preamble + frames);
+          preamble = '';
           if (read.events.length === BATCH) {
             readNeeded = true;
             continue;
