@@ -146,7 +146,8 @@ export class SseHub {
     this.modeNow = mode;
     this.window = { wasted: 0, watched: 0 };
     if (mode === 'per-task') this.perTaskUntil = this.now() + this.cooldownMs;
-    if (mode === 'per-task') this.log.info({ mode, cooldownMs: this.cooldownMs, watchedTasks: this.tasks.size }, 'sse hub: a subscription per watched task for a while (most transitions delivered were of tasks nobody watched)');
+    // Debug: with several gateway replicas this may happen once a minute (the mode is in the diagnostics).
+    if (mode === 'per-task') this.log.debug({ mode, cooldownMs: this.cooldownMs, watchedTasks: this.tasks.size }, 'sse hub: a subscription per watched task for a while (most transitions delivered were of tasks nobody watched)');
     else this.log.debug({ mode }, "sse hub: one subscription to every task's transitions again");
     // Subscribe the new way before dropping the old: a transition in between is delivered twice at worst.
     this.syncMode();
