@@ -165,6 +165,8 @@ describe('traces across the bus and metrics from every service', () => {
     const orchestrator = await ops('orchestrator');
     const runner = await ops('sandbox-runner');
     const notifier = await ops('notifier');
+    // The gateway tells how its SSE hub hears of transitions (sse-hub.ts).
+    expect((await requestDiagnostics(nc, names, 'gateway')).sseHub).toEqual({ mode: 'all', watchedTasks: expect.any(Number) });
     for (const base of [orchestrator, runner, notifier]) {
       expect((await fetch(`${base}/healthz`)).status).toBe(200);
       const ready = await fetch(`${base}/readyz`);
