@@ -43,6 +43,7 @@ export function busNames(namespace = ''): BusNames {
   if (namespace && !/^[a-z0-9]{1,20}$/.test(namespace)) throw new Error(`namespace '${namespace}' must be 1-20 lowercase letters or digits`);
   const root = namespace ? `${namespace}.baton` : 'baton';
   const suffix = namespace ? `_${namespace.toUpperCase()}` : '';
+  const transitionPrefixes = [`${root}.events.`, `${root}.signals.`];
   return {
     namespace,
     eventsStream: `BATON_EVENTS${suffix}`,
@@ -54,10 +55,11 @@ export function busNames(namespace = ''): BusNames {
     allEvents: `${root}.events.>`,
     allSignals: `${root}.signals.>`,
     taskOfTransition: (subject) => {
-      const prefix = [`${root}.events.`, `${root}.signals.`].find((p) => subject.startsWith(p));
+      const prefix = transitionPrefixes.find((p) => subject.startsWith(p));
       if (!prefix) return null;
-      const end = subject.indexOf('.', prefix.length);
-      return end > prefix.length && subject.indexOf('.', end + 1) === -1 && end < subject.length - 1 ? subject.slice(prefix.length, end) : null;
+      // `<taskId>.<EventType>`, both present.
+      const [taskId, type, ...more] = subject.slice(prefix.length).split('.');
+      return taskId && type && more.length === 0 ? taskId : null;
     },
     liveTicks: `${root}.live`,
     triggerSubject: (taskId, type) => `${root}.triggers.${taskId}.${type}`,

@@ -145,10 +145,11 @@ export class SseHub {
     if (mode === this.modeNow) return;
     this.modeNow = mode;
     this.window = { wasted: 0, watched: 0 };
-    if (mode === 'per-task') this.perTaskUntil = this.now() + this.cooldownMs;
-    // Debug: with several gateway replicas this may happen once a minute (the mode is in the diagnostics).
-    if (mode === 'per-task') this.log.debug({ mode, cooldownMs: this.cooldownMs, watchedTasks: this.tasks.size }, 'sse hub: a subscription per watched task for a while (most transitions delivered were of tasks nobody watched)');
-    else this.log.debug({ mode }, "sse hub: one subscription to every task's transitions again");
+    // Logged at debug: with several gateway replicas this may happen once a minute (the mode is in the diagnostics).
+    if (mode === 'per-task') {
+      this.perTaskUntil = this.now() + this.cooldownMs;
+      this.log.debug({ mode, cooldownMs: this.cooldownMs, watchedTasks: this.tasks.size }, 'sse hub: a subscription per watched task for a while (most transitions delivered were of tasks nobody watched)');
+    } else this.log.debug({ mode }, "sse hub: one subscription to every task's transitions again");
     // Subscribe the new way before dropping the old: a transition in between is delivered twice at worst.
     this.syncMode();
     for (const [taskId, w] of this.tasks) this.sync(taskId, w);
@@ -163,11 +164,7 @@ export class SseHub {
       if (err) return this.log.warn({ err }, 'sse hub subscription error');
       const taskId = this.names.taskOfTransition(m.subject);
       const w = taskId === null ? undefined : this.tasks.get(taskId);
-      if (w) {
-        const relayed = readRelayed(m) ?? undefined;
-        for (const r of w.regs) r.wake(relayed);
-        return;
-      }
+      if (w) return wakeTransition(w, m);
       this.window.wasted++;
       if (this.window.wasted < WASTE_WINDOW) return;
       if (allPays(this.window)) this.window = { wasted: 0, watched: 0 };
@@ -188,8 +185,7 @@ export class SseHub {
     if (this.modeNow === 'per-task' && w.regs.size > 0 && !w.events) {
       const wake = (err: Error | null, m: Msg): void => {
         if (err) return this.log.warn({ err, taskId }, 'sse hub subscription error');
-        const relayed = readRelayed(m) ?? undefined;
-        for (const r of w.regs) r.wake(relayed);
+        wakeTransition(w, m);
       };
       w.events = [nc.subscribe(this.names.taskEvents(taskId), { callback: wake }), nc.subscribe(this.names.taskSignals(taskId), { callback: wake })];
     }
@@ -237,6 +233,12 @@ export class SseHub {
     this.live = null;
     this.nc = null;
   }
+}
+
+/** A relayed transition of a watched task: every stream of the task, handed the event when the message carries its place. */
+function wakeTransition(w: Watched, m: Msg): void {
+  const relayed = readRelayed(m) ?? undefined;
+  for (const r of w.regs) r.wake(relayed);
 }
 
 function wakeSteps(w: Watched): void {
