@@ -53,8 +53,10 @@ describe('webhook messages', () => {
       started, // → running
       turn('lead', 1, [{ id: 'tu1', name: 'Task', input: { agent: 'researcher', prompt: 'p' } }]),
       { type: 'SubagentDispatched', data: { agentId: 'researcher-1', agentType: 'researcher', toolUseId: 'tu1', prompt: 'p' } },
-      { type: 'SubagentStarted', data: { agentId: 'researcher-1', attempt: 1, runnerId: 'r1' } }, // agent.started
+      { type: 'SubagentStarted', data: { agentId: 'researcher-1', attempt: 1, runnerId: 'r1' } }, // the claim (task stream): agent.started
+      { type: 'SubagentStarted', data: { agentId: 'researcher-1', attempt: 1, runnerId: 'r1' } }, // the same attempt's fence (agent stream): not a second start
       { type: 'SubagentStarted', data: { agentId: 'researcher-1', attempt: 2, runnerId: 'r2' } }, // a retry: not a new start
+      { type: 'SubagentStarted', data: { agentId: 'researcher-1', attempt: 2, runnerId: 'r2' } },
       turn('researcher-1', 1, [{ id: 'tu2', name: 'AskUserQuestion', input: { questions: ['What?'] } }]),
       clarify('clr-1', 'researcher-1', 'tu2'), // → awaiting_input, agent.awaiting_input
       { type: 'ClarificationAnswered', data: { requestId: 'clr-1', answers: ['that'], answeredBy: 'u' } }, // → running
@@ -68,6 +70,8 @@ describe('webhook messages', () => {
       [],
       [],
       ['agent.started:researcher-1'],
+      [],
+      [],
       [],
       [],
       ['task.awaiting_input', 'agent.awaiting_input:researcher-1'],

@@ -41,8 +41,10 @@ export interface WebhookMessage {
  * - `task.<status>` when the task's status changed to it (pending or awaiting_input → running,
  *   → awaiting_input, → completed/failed/cancelled); `task.awaiting_input` also when a further
  *   request opened while the task already waited;
- * - `agent.started` on a subagent's first SubagentStarted (attempt 1: a runner retrying it is not
- *   a new start), `agent.awaiting_input` on a subagent's own ApprovalRequested or
+ * - `agent.started` when a subagent's first attempt starts: the SubagentStarted that moves it to
+ *   attempt 1. A runner records each attempt's start twice — its claim on the task stream, then
+ *   on the agent's own stream (the fence) — and only the first of the two is the start; a runner
+ *   retrying the agent (attempt 2, 3, …) is not a new start. `agent.awaiting_input` on a subagent's own ApprovalRequested or
  *   ClarificationRequested, `agent.completed` / `agent.failed` on SubagentCompleted / SubagentFailed.
  */
 export function webhookMessagesFor(event: { type: string; data: unknown }, before: TaskState, after: TaskState): WebhookMessage[] {
@@ -57,7 +59,7 @@ export function webhookMessagesFor(event: { type: string; data: unknown }, befor
   const agentId = typeof data.agentId === 'string' && after.agents[data.agentId] ? data.agentId : null;
   if (agentId) {
     const moment =
-      event.type === 'SubagentStarted' ? (data.attempt === 1 ? 'started' : null)
+      event.type === 'SubagentStarted' ? (data.attempt === 1 && before.agents[agentId]?.attempt !== 1 ? 'started' : null)
       : event.type === 'ApprovalRequested' || event.type === 'ClarificationRequested' ? 'awaiting_input'
       : event.type === 'SubagentCompleted' ? 'completed'
       : event.type === 'SubagentFailed' ? 'failed'

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import { busNames, ensureTopology, NotifierAudience, Relay } from '@baton/bus';
 import { WEBHOOK_ENDPOINTS_CHANNEL } from '@baton/db';
+import type { Command } from '@baton/domain';
 import { handleCommand } from '@baton/event-store';
 import { silentLogger } from '@baton/runtime';
 import { createEndpoint, listDeliveries, requestRedelivery, rotateEndpointSecret, tenantsWithEndpoints } from '@baton/storage';
@@ -101,6 +102,35 @@ describe('notifier status changes', () => {
     hooks.close();
     expect(hooks.received.map((r) => `${r.body.type}:${r.body.data.task.status}`).sort()).toEqual(['event.TaskCancelled:cancelled', 'task.cancelled:cancelled', 'task.running:running']);
     expect(new Set(hooks.received.map((r) => r.id)).size).toBe(3);
+  });
+});
+
+describe('notifier and a subagent\'s start', () => {
+  test('agent.started once per subagent, though a runner records each attempt\'s start twice (its claim on the task stream, then the fence on the agent\'s own stream)', async ({ pg, nats }) => {
+    const hooks = await receiver();
+    const stack = await startStack(pg, nats, { maxAttempts: 3, backoffMs: [50], allowPrivateNetworks: true });
+    const id = await submit(pg, { url: hooks.url, events: ['agent.started', 'event.SubagentStarted'] });
+    const run = (c: Command) => handleCommand(pg.store, id, c);
+    const usage = { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
+    await run({ type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'research-lead', configVersion: 'v1' });
+    await run({ type: 'RecordModelTurn', agentId: 'lead', turn: 1, model: 'm', stopReason: 'tool_use', offline: true, durationMs: 0, usage, content: [{ type: 'tool_use', id: 'tu1', name: 'Task', input: { agent: 'researcher', prompt: 'p' } }] });
+    await run({ type: 'DispatchSubagent', agentId: 'researcher-1', agentType: 'researcher', toolUseId: 'tu1', prompt: 'p' });
+    // As the runner claims an attempt (claimAttempt): on the task stream, then on the agent's stream.
+    for (const attempt of [1, 2]) {
+      await run({ type: 'StartSubagent', agentId: 'researcher-1', attempt, runnerId: `r${attempt}` });
+      await run({ type: 'ClaimAgentStream', agentId: 'researcher-1', attempt, runnerId: `r${attempt}` });
+    }
+    const started = (await pg.store.readTask(id)).filter((e) => e.type === 'SubagentStarted');
+    expect(new Set(started.map((e) => e.streamId)).size).toBe(2); // both streams, as the runner writes them
+    // Every event handled (none pending or unacknowledged at the notifier), then count what came.
+    const jsm = await jetstreamManager(nats.nc);
+    await waitFor(async () => {
+      const info = await jsm.consumers.info(stack.names.eventsStream, stack.names.consumers.notifier);
+      return info.delivered.stream_seq > 0 && info.num_pending === 0 && info.num_ack_pending === 0 && (await pg.db.pool.query('select count(*)::int as n from webhook_deliveries where ok')).rows[0].n >= 5;
+    }, { what: 'the notifier to handle every event' });
+    await stack.stop();
+    hooks.close();
+    expect(hooks.received.map((r) => r.body.type).sort()).toEqual(['agent.started', 'event.SubagentStarted', 'event.SubagentStarted', 'event.SubagentStarted', 'event.SubagentStarted']);
   });
 });
 
