@@ -4,6 +4,9 @@ import { uuidV5 } from './ids.ts';
 import { stateAt } from './replay.ts';
 import { isFinal } from './state.ts';
 
+/** Was this event copied from another task by a fork (its history, not something that happened in this task)? What notifies nobody: copied events make no mail and no webhook. */
+export const isCopied = (e: { metadata?: unknown }): boolean => typeof (e.metadata as { copiedFrom?: unknown } | null | undefined)?.copiedFrom === 'string';
+
 export interface ForkedEvent {
   streamId: string;
   version: number;

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { MailMoment, PendingRequest, TaskState } from '@baton/domain';
+import { isCopied, type MailMoment, type PendingRequest, type TaskState } from '@baton/domain';
 
 /**
  * Which mails an event makes (docs/email.md), pure. A request that opens (approval, question,
@@ -19,7 +19,7 @@ const REQUEST_EVENTS = new Set(['ApprovalRequested', 'ClarificationRequested', '
 export const MAIL_EVENT_TYPES: ReadonlySet<string> = new Set([...REQUEST_EVENTS, ...Object.keys(END_MOMENTS), 'EmailRequested']);
 
 export function plannedMails(event: { type: string; data: unknown; metadata?: unknown }, state: TaskState): PlannedMail[] {
-  if ((event.metadata as { copiedFrom?: string } | null | undefined)?.copiedFrom) return [];
+  if (isCopied(event)) return [];
   if (event.type === 'EmailRequested') {
     const d = event.data as { emailId: string; to: string[] };
     return [{ kind: 'outbox', moment: 'outbox', key: `email:${d.emailId}`, recipient: d.to.join(', '), to: d.to, emailId: d.emailId }];

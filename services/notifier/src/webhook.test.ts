@@ -94,6 +94,14 @@ describe('webhook messages', () => {
     expect(messagesAlong(history)).toEqual([[], ['task.running'], [], ['task.awaiting_input'], ['task.awaiting_input'], ['task.cancelled']]);
   });
 
+  it('an event a fork copied makes no message, not even event.*: the fork notifies what happens after it', () => {
+    const [copied] = recorded([started]);
+    const before = stateOf(recorded([submitted]));
+    const asCopied = { ...copied!, metadata: { ...copied!.metadata, copiedFrom: 'a1b2c3d4-0000-4000-8000-000000000000' } };
+    expect(webhookMessagesFor(copied!, before, evolve(before, copied!)).map((m) => m.type)).toEqual(['event.TaskStarted', 'task.running']);
+    expect(webhookMessagesFor(asCopied, before, evolve(before, asCopied))).toEqual([]);
+  });
+
   it('a subscription needs the state unless it names only event.* types', () => {
     expect(needsState(['event.TaskCompleted'])).toBe(false);
     expect(needsState(['event.TaskCompleted', 'agent.failed'])).toBe(true);

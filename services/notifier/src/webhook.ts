@@ -1,5 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { TaskState } from '@baton/domain';
+import { isCopied, type TaskState } from '@baton/domain';
 
 /**
  * Standard Webhooks signing: `v1,<base64 HMAC-SHA256(secret, "{id}.{timestamp}.{body}")>`,
@@ -47,7 +47,8 @@ export interface WebhookMessage {
  *   retrying the agent (attempt 2, 3, …) is not a new start. `agent.awaiting_input` on a subagent's own ApprovalRequested or
  *   ClarificationRequested, `agent.completed` / `agent.failed` on SubagentCompleted / SubagentFailed.
  */
-export function webhookMessagesFor(event: { type: string; data: unknown }, before: TaskState, after: TaskState): WebhookMessage[] {
+export function webhookMessagesFor(event: { type: string; data: unknown; metadata?: unknown }, before: TaskState, after: TaskState): WebhookMessage[] {
+  if (isCopied(event)) return [];
   const out: WebhookMessage[] = [{ type: `event.${event.type}`, agentId: null }];
   const was = before.status;
   const now = after.status;

@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import { busNames, ensureTopology, NotifierAudience, Relay } from '@baton/bus';
 import { WEBHOOK_ENDPOINTS_CHANNEL } from '@baton/db';
-import type { Command } from '@baton/domain';
-import { handleCommand } from '@baton/event-store';
+import { forkEvents, type Command } from '@baton/domain';
+import { handleCommand, importTask } from '@baton/event-store';
 import { silentLogger } from '@baton/runtime';
 import { createEndpoint, listDeliveries, requestRedelivery, rotateEndpointSecret, tenantsWithEndpoints } from '@baton/storage';
 import { stackTest as test, waitFor, type NatsFixture, type PgFixture } from '@baton/testing';
@@ -131,6 +131,27 @@ describe('notifier and a subagent\'s start', () => {
     await stack.stop();
     hooks.close();
     expect(hooks.received.map((r) => r.body.type).sort()).toEqual(['agent.started', 'event.SubagentStarted', 'event.SubagentStarted', 'event.SubagentStarted', 'event.SubagentStarted']);
+  });
+});
+
+describe('notifier and a fork', () => {
+  test('a fork\'s copied history makes no webhook message: the fork notifies what happens after it', async ({ pg, nats }) => {
+    const hooks = await receiver();
+    const stack = await startStack(pg, nats, { maxAttempts: 3, backoffMs: [50], allowPrivateNetworks: true });
+    const source = await submit(pg, { url: hooks.url, events: ['task.running', 'task.cancelled', 'event.TaskStarted'] });
+    await handleCommand(pg.store, source, { type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'research-lead', configVersion: 'v1' });
+    const fork = randomUUID();
+    await importTask(pg.store, fork, forkEvents(await pg.store.readTask(source), 2, fork, { now: new Date(), requestedBy: 'u' }));
+    await handleCommand(pg.store, fork, { type: 'CancelTask', reason: 'r', requestedBy: 'u' });
+    const jsm = await jetstreamManager(nats.nc);
+    await waitFor(async () => {
+      const info = await jsm.consumers.info(stack.names.eventsStream, stack.names.consumers.notifier);
+      return info.delivered.stream_seq > 0 && info.num_pending === 0 && info.num_ack_pending === 0 && (await pg.db.pool.query('select count(*)::int as n from webhook_deliveries where ok')).rows[0].n >= 3;
+    }, { what: 'the notifier to handle every event' });
+    await stack.stop();
+    hooks.close();
+    const got = hooks.received.map((r) => `${(r.body.data.task as unknown as { id: string }).id === fork ? 'fork' : 'source'} ${r.body.type}`).sort();
+    expect(got).toEqual(['fork task.cancelled', 'source event.TaskStarted', 'source task.running']);
   });
 });
 
