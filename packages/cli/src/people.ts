@@ -1,4 +1,4 @@
-import { describeSpend, eventDataSchemas } from '@baton/domain';
+import { describeSpend, eventDataSchemas, isTaskStream } from '@baton/domain';
 import type { PendingRequestView, TaskView } from '@baton/api';
 import type { ApiEvent, BatonClient } from '@baton/client';
 
@@ -70,6 +70,9 @@ export function describeEvent(e: ApiEvent): string {
     }
     case 'SubagentDispatched':
       return `${head} ${String(d.agentId)}: ${String(d.prompt).slice(0, 120)}`;
+    case 'SubagentStarted':
+      // A runner records each attempt twice: its claim on the task stream, then on the agent's own stream (the fence).
+      return `${head} ${String(d.agentId)} attempt ${String(d.attempt)} on ${String(d.runnerId)}${isTaskStream(e.streamId) ? '' : ' (its own stream: an older attempt still running is fenced off)'}`;
     case 'SubagentCompleted':
       return `${head} ${String(d.agentId)}: ${String(d.summary).slice(0, 160)}`;
     case 'TaskCompleted':

@@ -1,77 +1,8 @@
 import { useState } from 'react';
 import { api, type EventView, type TaskView } from './api.ts';
+import { agentOf, describe, onTaskStream } from './describe.ts';
 import { ErrorLine } from './ErrorLine.tsx';
 import { go } from './hooks.ts';
-
-type Content = { type: string; text?: string; name?: string; input?: Record<string, unknown> }[];
-
-/** What an event says, in a line. */
-export function describe(e: EventView): string {
-  const d = (e.data ?? {}) as Record<string, unknown>;
-  const s = (v: unknown, n = 160): string => {
-    const t = typeof v === 'string' ? v : JSON.stringify(v);
-    return t.length > n ? `${t.slice(0, n - 1)}…` : t;
-  };
-  switch (e.type) {
-    case 'TaskSubmitted':
-      return `submitted: ${s(d.prompt)}`;
-    case 'TaskStarted':
-      return `the lead (${s(d.leadAgentType)}) starts`;
-    case 'ModelTurnRecorded': {
-      const content = (d.content ?? []) as Content;
-      const text = content.filter((b) => b.type === 'text').map((b) => b.text).join(' ');
-      const tools = content.filter((b) => b.type === 'tool_use').map((b) => b.name);
-      return `turn ${String(d.turn)}${text ? `: ${s(text)}` : ''}${tools.length ? ` → ${tools.join(', ')}` : ''}`;
-    }
-    case 'ToolResultsRecorded':
-      return ((d.results ?? []) as { toolName: string; content: string; isError?: boolean }[]).map((r) => `${r.toolName}${r.isError ? ' ✗' : ''}: ${s(r.content, 100)}`).join(' · ');
-    case 'ApprovalRequested':
-      return `asks approval for ${s(d.toolName)}`;
-    case 'ApprovalGranted':
-      return `approved${d.edited ? ' with edits' : ''} by ${s(d.decidedBy)}`;
-    case 'ApprovalRejected':
-      return `rejected by ${s(d.decidedBy)}: ${s(d.reason)}`;
-    case 'ApprovalTimedOut':
-      return `no decision before the deadline (${s(d.action)})`;
-    case 'ClarificationRequested':
-      return `asks: ${((d.questions ?? []) as string[]).join(' / ')}`;
-    case 'ClarificationAnswered':
-      return `answered by ${s(d.answeredBy)}: ${((d.answers ?? []) as string[]).join(' / ')}`;
-    case 'SubagentDispatched':
-      return `${s(d.agentId)} dispatched: ${s(d.prompt, 120)}`;
-    case 'SubagentStarted':
-      return `${s(d.agentId)} runs (attempt ${String(d.attempt)} on ${s(d.runnerId)})`;
-    case 'SubagentPaused':
-      return `${s(d.agentId)} paused: the budget is reached`;
-    case 'SubagentCompleted':
-      return `${s(d.agentId)} finished: ${s(d.summary, 120)}`;
-    case 'SubagentFailed':
-      return `${s(d.agentId)} failed (${s(d.code)}): ${s(d.message)}`;
-    case 'BudgetExceeded':
-      return `budget reached (${s(d.spent)} of ${s(d.limit)})`;
-    case 'BudgetRaised':
-      return `budget raised to ${s(d.limit)} by ${s(d.decidedBy)}`;
-    case 'ArtifactStored':
-      return `stored ${s(d.path)} (${String(d.bytes)} bytes)`;
-    case 'PlanRecorded':
-      return `plan: ${s(d.summary)}`;
-    case 'ReviewRecorded':
-      return `review round ${String(d.round)}: ${s(d.verdict)} — ${s(d.summary, 120)}`;
-    case 'TaskCompleted':
-      return `completed: ${s(d.summary)}`;
-    case 'TaskFailed':
-      return `failed (${s(d.code)}): ${s(d.message)}`;
-    case 'TaskCancelled':
-      return `cancelled: ${s(d.reason)}`;
-    default:
-      return e.type;
-  }
-}
-
-const agentOf = (e: EventView): string => {
-  const d = (e.data ?? {}) as { agentId?: unknown };
-  return typeof d.agentId === 'string' ? d.agentId : e.streamId.startsWith('task-') ? 'task' : e.streamId.split('-').at(-1) ?? '';
-};
 
 /** The run as it happened: every agent's turns, tool calls, requests and decisions; fork from any task-stream entry. */
 export function Timeline({ task, events }: { task: TaskView; events: EventView[] }) {
@@ -130,7 +61,7 @@ export function Timeline({ task, events }: { task: TaskView; events: EventView[]
       )}
       <ol>
         {shown.map((e) => {
-          const onTask = e.streamId.startsWith('task-');
+          const onTask = onTaskStream(e);
           return (
             <li key={e.id} className={`ev ev-${e.type}`} data-type={e.type}>
               <time>{new Date(e.recordedAt).toLocaleTimeString()}</time>

@@ -1,0 +1,14 @@
+import type { ApiEvent } from '@baton/client';
+import { describe, expect, it } from 'vitest';
+import { describeEvent } from './people.ts';
+
+const taskId = '0b7c3f3e-4a51-4f4e-9d55-2d8f6f1c0a11';
+const started = (streamId: string, position: number): ApiEvent =>
+  ({ id: 'e', type: 'SubagentStarted', taskId, streamId, version: 1, position, recordedAt: '2026-11-26T16:00:00.000Z', data: { agentId: 'researcher-1', attempt: 1, runnerId: 'vm-1' }, metadata: {} }) as unknown as ApiEvent;
+
+describe('baton watch lines', () => {
+  it('tells the two records of a subagent\'s start apart: the runner\'s claim on the task stream, then the fence on the agent\'s own stream', () => {
+    expect(describeEvent(started(`task-${taskId}`, 9))).toBe('#9 SubagentStarted researcher-1 attempt 1 on vm-1');
+    expect(describeEvent(started(`agent-${taskId}-researcher-1`, 11))).toBe('#11 SubagentStarted researcher-1 attempt 1 on vm-1 (its own stream: an older attempt still running is fenced off)');
+  });
+});

@@ -1,0 +1,23 @@
+import type { EventView } from '@baton/api';
+import { describe as group, expect, it } from 'vitest';
+import { agentOf, describe, onTaskStream } from '../ui/describe.ts';
+
+const taskId = '0b7c3f3e-4a51-4f4e-9d55-2d8f6f1c0a11';
+const event = (streamId: string, type: string, data: Record<string, unknown>): EventView =>
+  ({ id: 'e', type, taskId, streamId, version: 1, position: 1, recordedAt: '2026-11-26T16:00:00.000Z', data, metadata: {} }) as unknown as EventView;
+
+group('the timeline\'s lines', () => {
+  it('tells the two records of a subagent\'s start apart: the runner\'s claim on the task stream, then the fence on the agent\'s own stream', () => {
+    const claim = event(`task-${taskId}`, 'SubagentStarted', { agentId: 'researcher-1', attempt: 1, runnerId: 'vm-1' });
+    const fence = event(`agent-${taskId}-researcher-1`, 'SubagentStarted', { agentId: 'researcher-1', attempt: 1, runnerId: 'vm-1' });
+    expect(onTaskStream(claim)).toBe(true);
+    expect(onTaskStream(fence)).toBe(false);
+    expect(describe(claim)).toBe('researcher-1 runs (attempt 1 on vm-1)');
+    expect(describe(fence)).toBe('researcher-1 takes its own stream for attempt 1 (an older attempt still running is fenced off)');
+    expect([agentOf(claim), agentOf(fence)]).toEqual(['researcher-1', 'researcher-1']);
+  });
+
+  it('names the task for task-stream events of no agent', () => {
+    expect(agentOf(event(`task-${taskId}`, 'TaskStarted', { leadAgentId: 'lead', leadAgentType: 'research-lead' }))).toBe('task');
+  });
+});
