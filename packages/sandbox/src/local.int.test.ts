@@ -138,7 +138,10 @@ describe('local sandbox provider', () => {
       // kernel kills what is left in the sandbox's PID namespace as its init exits, and bwrap may
       // report the command's exit a moment before that is done: wait for it, a few seconds at most.)
       const { execFileSync } = await import('node:child_process');
-      await waitFor(() => !/sleep 300/.test(execFileSync('ps', ['-eo', 'args']).toString()), { timeoutMs: 5_000, what: 'the orphaned sleep 300 killed' }).catch((e: unknown) => {
+      // The orphan is the process whose command is exactly `sleep 300` (any other process naming it — bwrap's
+      // own command line while it exits, a grep run by hand on the host — is not the orphan).
+      const orphanLeft = (): boolean => execFileSync('ps', ['-eo', 'args']).toString().split('\n').some((l) => l.trim() === 'sleep 300');
+      await waitFor(() => !orphanLeft(), { timeoutMs: 5_000, what: 'the orphaned sleep 300 killed' }).catch((e: unknown) => {
         // Say what is left, and where it hangs: pid, parent, state and command of every process that names it.
         const left = execFileSync('ps', ['-eo', 'pid,ppid,pgid,stat,etimes,user,args']).toString().split('\n').filter((l, i) => i === 0 || /sleep 300|bwrap|defunct/.test(l));
         throw new Error(`${(e as Error).message}\n${left.join('\n')}`);
