@@ -51,6 +51,20 @@ describe('POST /v1/tasks/:id/deliveries/:deliveryId/redeliver', () => {
     expect(bad.json().error.message).toMatch(/params\.deliveryId/);
     expect((await pg.db.pool.query('select count(*)::int as n from webhook_redeliveries')).rows[0].n).toBe(1);
   });
+
+  test('409 endpoint_deleted for a delivery to a tenant endpoint deleted since: nothing is queued', async ({ pg, nats }) => {
+    const app = await gateway(pg, nats, { apiKeys });
+    const endpoint = (await app.inject({ method: 'POST', url: '/v1/webhooks', headers: a, payload: { url: 'https://hooks.example.com/a', events: ['task.cancelled'] } })).json() as { id: string };
+    const id = (await app.inject({ method: 'POST', url: '/v1/tasks', headers: a, payload: { prompt: 'x' } })).json().id as string;
+    const eventId = randomUUID();
+    await recordDelivery(pg.db.pool, { taskId: id, eventId, webhookId: `msg_${eventId}_task_cancelled`, type: 'task.cancelled', url: 'https://hooks.example.com/a', attempt: 1, statusCode: 500, ok: false, error: 'HTTP 500', durationMs: 3, endpointId: endpoint.id });
+    const [hook] = (await app.inject({ method: 'GET', url: `/v1/tasks/${id}/deliveries`, headers: a })).json().items as { id: string }[];
+    expect((await app.inject({ method: 'DELETE', url: `/v1/webhooks/${endpoint.id}`, headers: a })).statusCode).toBe(204);
+    const res = await app.inject({ method: 'POST', url: `/v1/tasks/${id}/deliveries/${hook!.id}/redeliver`, headers: a });
+    expect(res.statusCode).toBe(409);
+    expect(res.json().error).toMatchObject({ code: 'endpoint_deleted', message: expect.stringContaining(endpoint.id) });
+    expect((await pg.db.pool.query('select count(*)::int as n from webhook_redeliveries')).rows[0].n).toBe(0);
+  });
 });
 
 describe('/v1/webhooks (a tenant\'s endpoints)', () => {

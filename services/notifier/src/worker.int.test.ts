@@ -5,7 +5,7 @@ import { WEBHOOK_ENDPOINTS_CHANNEL } from '@baton/db';
 import { forkEvents, type Command } from '@baton/domain';
 import { handleCommand, importTask } from '@baton/event-store';
 import { silentLogger } from '@baton/runtime';
-import { createEndpoint, listDeliveries, requestRedelivery, rotateEndpointSecret, tenantsWithEndpoints } from '@baton/storage';
+import { createEndpoint, deleteEndpoint, listDeliveries, requestRedelivery, rotateEndpointSecret, tenantsWithEndpoints } from '@baton/storage';
 import { stackTest as test, waitFor, type NatsFixture, type PgFixture } from '@baton/testing';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { describe, expect } from 'vitest';
@@ -177,6 +177,26 @@ describe('notifier redelivery', () => {
       [first!.webhookId, 'task.cancelled', 'cancelled'],
     ]);
     expect((await pg.db.pool.query('select count(*)::int as n from webhook_redeliveries where done_at is null')).rows[0].n).toBe(0);
+  });
+
+  test('a redelivery to an endpoint deleted since is not sent, and says so where it was asked for: a failed attempt naming why', async ({ pg, nats }) => {
+    const hooks = await receiver();
+    const endpoint = await createEndpoint(pg.db.pool, { id: randomUUID(), tenantId: 'd', url: `${hooks.url}?tenant`, events: ['task.cancelled'], secret: SECRET });
+    const stack = await startStack(pg, nats, { maxAttempts: 3, backoffMs: [50], allowPrivateNetworks: true, redeliverEveryMs: 50, endpointsCacheMs: 0 });
+    const id = await submit(pg, null);
+    await handleCommand(pg.store, id, { type: 'CancelTask', reason: 'r', requestedBy: 'u' });
+    await waitFor(async () => (await listDeliveries(pg.db.pool, id)).length === 1, { what: 'the endpoint delivery' });
+    const [first] = await listDeliveries(pg.db.pool, id);
+    expect(await deleteEndpoint(pg.db.pool, 'd', endpoint.id)).toBe(true);
+    await requestRedelivery(pg.db.pool, { taskId: id, deliveryId: first!.id, requestedBy: 'u' });
+    await waitFor(async () => (await pg.db.pool.query('select count(*)::int as n from webhook_redeliveries where done_at is null')).rows[0].n === 0, { what: 'the request handled' });
+    await stack.stop();
+    hooks.close();
+    expect((await listDeliveries(pg.db.pool, id)).map((r) => [r.webhookId, r.endpointId, r.attempt, r.ok, r.redelivery, r.statusCode, r.error, r.url])).toEqual([
+      [first!.webhookId, endpoint.id, 1, true, false, 204, null, `${hooks.url}?tenant`],
+      [first!.webhookId, endpoint.id, 2, false, true, null, 'not sent: the endpoint was deleted', `${hooks.url}?tenant`],
+    ]);
+    expect(hooks.received).toHaveLength(1);
   });
 });
 

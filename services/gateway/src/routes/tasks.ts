@@ -2,7 +2,7 @@ import { allTools, parseToolInput } from '@baton/agents';
 import { digestJson, exists, forkEvents, uuidV5, type Command, type TaskState } from '@baton/domain';
 import { redactCredentials, toAgentViews, toTaskView } from '@baton/api';
 import { importTask, listTasks } from '@baton/event-store';
-import { copyTaskFiles, findDelivery, listDeliveries, readArtifact, requestRedelivery, storeWorkspace } from '@baton/storage';
+import { copyTaskFiles, findDelivery, findEndpoint, listDeliveries, readArtifact, requestRedelivery, storeWorkspace } from '@baton/storage';
 import multipart from '@fastify/multipart';
 import type { ZodTypeProvider } from '@fastify/type-provider-zod';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
@@ -146,6 +146,7 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     const delivery = await findDelivery(d.pool, id, deliveryId);
     if (!delivery) throw notFound(`delivery ${deliveryId} of task ${id}`);
     if (delivery.channel !== 'webhook') throw new HttpError(409, 'not_a_webhook', `delivery ${deliveryId} is a mail: only webhook deliveries can be redelivered`);
+    if (delivery.endpointId && !(await findEndpoint(d.pool, delivery.endpointId))) throw new HttpError(409, 'endpoint_deleted', `delivery ${deliveryId} went to the tenant's endpoint ${delivery.endpointId}, which has been deleted: there is nothing to send it to`);
     const redeliveryId = await requestRedelivery(d.pool, { taskId: id, deliveryId, requestedBy: req.actor });
     return reply.status(202).send({ redeliveryId, deliveryId, webhookId: delivery.webhookId, status: 'queued' });
   });
