@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
-import { busNames, ensureTopology, NotifierAudience, Relay } from '@baton/bus';
+import { busNames, ensureTopology, NotifierAudience, Relay, type BusNames } from '@baton/bus';
 import { WEBHOOK_ENDPOINTS_CHANNEL } from '@baton/db';
 import { forkEvents, type Command } from '@baton/domain';
 import { handleCommand, importTask } from '@baton/event-store';
@@ -75,6 +75,18 @@ describe('notifier', () => {
   });
 });
 
+/**
+ * Wait until the notifier has handled every event it was sent (none pending or unacknowledged)
+ * and at least `deliveries` deliveries succeeded: what came can then be counted, more included.
+ */
+async function settled(pg: PgFixture, nats: NatsFixture, names: BusNames, deliveries: number): Promise<void> {
+  const jsm = await jetstreamManager(nats.nc);
+  await waitFor(async () => {
+    const info = await jsm.consumers.info(names.eventsStream, names.consumers.notifier);
+    return info.delivered.stream_seq > 0 && info.num_pending === 0 && info.num_ack_pending === 0 && (await pg.db.pool.query('select count(*)::int as n from webhook_deliveries where ok')).rows[0].n >= deliveries;
+  }, { what: 'the notifier to handle every event' });
+}
+
 /** A receiver that accepts every webhook (204) and keeps what it got. */
 async function receiver() {
   const received: { id: string; body: { type: string; data: { task: { status: string } } } }[] = [];
@@ -122,12 +134,7 @@ describe('notifier and a subagent\'s start', () => {
     }
     const started = (await pg.store.readTask(id)).filter((e) => e.type === 'SubagentStarted');
     expect(new Set(started.map((e) => e.streamId)).size).toBe(2); // both streams, as the runner writes them
-    // Every event handled (none pending or unacknowledged at the notifier), then count what came.
-    const jsm = await jetstreamManager(nats.nc);
-    await waitFor(async () => {
-      const info = await jsm.consumers.info(stack.names.eventsStream, stack.names.consumers.notifier);
-      return info.delivered.stream_seq > 0 && info.num_pending === 0 && info.num_ack_pending === 0 && (await pg.db.pool.query('select count(*)::int as n from webhook_deliveries where ok')).rows[0].n >= 5;
-    }, { what: 'the notifier to handle every event' });
+    await settled(pg, nats, stack.names, 5);
     await stack.stop();
     hooks.close();
     expect(hooks.received.map((r) => r.body.type).sort()).toEqual(['agent.started', 'event.SubagentStarted', 'event.SubagentStarted', 'event.SubagentStarted', 'event.SubagentStarted']);
@@ -143,11 +150,7 @@ describe('notifier and a fork', () => {
     const fork = randomUUID();
     await importTask(pg.store, fork, forkEvents(await pg.store.readTask(source), 2, fork, { now: new Date(), requestedBy: 'u' }));
     await handleCommand(pg.store, fork, { type: 'CancelTask', reason: 'r', requestedBy: 'u' });
-    const jsm = await jetstreamManager(nats.nc);
-    await waitFor(async () => {
-      const info = await jsm.consumers.info(stack.names.eventsStream, stack.names.consumers.notifier);
-      return info.delivered.stream_seq > 0 && info.num_pending === 0 && info.num_ack_pending === 0 && (await pg.db.pool.query('select count(*)::int as n from webhook_deliveries where ok')).rows[0].n >= 3;
-    }, { what: 'the notifier to handle every event' });
+    await settled(pg, nats, stack.names, 3);
     await stack.stop();
     hooks.close();
     const got = hooks.received.map((r) => `${(r.body.data.task as unknown as { id: string }).id === fork ? 'fork' : 'source'} ${r.body.type}`).sort();
