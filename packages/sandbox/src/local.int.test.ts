@@ -132,18 +132,20 @@ describe('local sandbox provider', () => {
       const runaway = await sbx.run('while :; do :; done', { timeoutMs: 1_500 });
       expect(runaway).toMatchObject({ timedOut: true, exitCode: null });
       expect(Date.now() - started).toBeLessThan(10_000);
-      const orphan = await sbx.run('(sleep 300 &) ; echo started', { timeoutMs: 5_000 });
+      // A duration of its own, so that no other `sleep 300` on the host (a person's, a script's) passes for the orphan.
+      const nap = `sleep 300.${String(Date.now() % 1_000_000).padStart(6, '0')}`;
+      const orphan = await sbx.run(`(${nap} &) ; echo started`, { timeoutMs: 5_000 });
       expect(orphan.stdout).toBe('started\n');
       // Everything the sandbox started dies with it: no sandbox process is left on the host. (The
       // kernel kills what is left in the sandbox's PID namespace as its init exits, and bwrap may
       // report the command's exit a moment before that is done: wait for it, a few seconds at most.)
       const { execFileSync } = await import('node:child_process');
-      // The orphan is the process whose command is exactly `sleep 300` (any other process naming it — bwrap's
+      // The orphan is the process whose command is exactly that (any other process naming it — bwrap's
       // own command line while it exits, a grep run by hand on the host — is not the orphan).
-      const orphanLeft = (): boolean => execFileSync('ps', ['-eo', 'args']).toString().split('\n').some((l) => l.trim() === 'sleep 300');
-      await waitFor(() => !orphanLeft(), { timeoutMs: 5_000, what: 'the orphaned sleep 300 killed' }).catch((e: unknown) => {
+      const orphanLeft = (): boolean => execFileSync('ps', ['-eo', 'args']).toString().split('\n').some((l) => l.trim() === nap);
+      await waitFor(() => !orphanLeft(), { timeoutMs: 5_000, what: `the orphaned ${nap} killed` }).catch((e: unknown) => {
         // Say what is left, and where it hangs: pid, parent, state and command of every process that names it.
-        const left = execFileSync('ps', ['-eo', 'pid,ppid,pgid,stat,etimes,user,args']).toString().split('\n').filter((l, i) => i === 0 || /sleep 300|bwrap|defunct/.test(l));
+        const left = execFileSync('ps', ['-eo', 'pid,ppid,pgid,stat,etimes,user,args']).toString().split('\n').filter((l, i) => i === 0 || l.includes(nap) || /bwrap|defunct/.test(l));
         throw new Error(`${(e as Error).message}\n${left.join('\n')}`);
       });
       expect((await sbx.run('echo alive', { timeoutMs: 5_000 })).stdout).toBe('alive\n');
