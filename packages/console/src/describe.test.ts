@@ -1,6 +1,6 @@
 import type { EventView } from '@baton/api';
 import { describe as group, expect, it } from 'vitest';
-import { agentOf, describe, onTaskStream } from '../ui/describe.ts';
+import { agentOf, describe, onTaskStream, progressText } from '../ui/describe.ts';
 
 const taskId = '0b7c3f3e-4a51-4f4e-9d55-2d8f6f1c0a11';
 const event = (streamId: string, type: string, data: Record<string, unknown>): EventView =>
@@ -19,5 +19,14 @@ group('the timeline\'s lines', () => {
 
   it('names the task for task-stream events of no agent', () => {
     expect(agentOf(event(`task-${taskId}`, 'TaskStarted', { leadAgentId: 'lead', leadAgentType: 'research-lead' }))).toBe('task');
+  });
+});
+
+group('an agent\'s progress line', () => {
+  it('counts turns in the singular for one, the lead\'s as a subagent\'s', () => {
+    expect(progressText({ progress: { done: 0, total: 0 }, turns: 1, tests: null })).toBe('1 turn');
+    expect(progressText({ progress: { done: 1, total: 2 }, turns: 3, tests: null })).toBe('1/2 subtasks done · 3 turns');
+    expect(progressText({ progress: { turns: 1 }, turns: 1, tests: null })).toBe('1 turn');
+    expect(progressText({ progress: { turns: 2 }, turns: 2, tests: { passed: 15, failed: 0, skipped: 0 } })).toBe('2 turns · tests 15 passed, 0 failed');
   });
 });

@@ -1,6 +1,7 @@
 import type { AgentView, TaskView } from './api.ts';
 import { isFinalStatus } from './api.ts';
 import { ClarificationCard } from './Requests.tsx';
+import { progressText } from './describe.ts';
 
 const ACTIVE = new Set(['dispatched', 'running', 'paused', 'waiting']);
 
@@ -40,10 +41,6 @@ export function Toasts({ task, agents, onDone }: { task: TaskView; agents: Agent
   );
 }
 
-function progressText(a: AgentView): string {
-  if ('done' in a.progress) return a.progress.total > 0 ? `${a.progress.done}/${a.progress.total} subtasks done · ${a.turns} turns` : `${a.turns} turns`;
-  return `${a.turns} turn${a.turns === 1 ? '' : 's'}${a.tests ? ` · tests ${a.tests.passed} passed, ${a.tests.failed} failed` : ''}`;
-}
 
 /** The lead: subtasks done; a subagent: turns against a soft scale (it has no known total). */
 function progressPct(a: AgentView): number {

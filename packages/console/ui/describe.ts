@@ -1,4 +1,4 @@
-import type { EventView } from '@baton/api';
+import type { AgentView, EventView } from '@baton/api';
 
 /** Is the event on the task stream (`task-<id>`), not on an agent's own stream (`agent-<id>-<agent>`)? Task-stream events are the versions a task can be shown at or forked from. */
 export const onTaskStream = (e: EventView): boolean => e.streamId.startsWith('task-');
@@ -75,3 +75,11 @@ export const agentOf = (e: EventView): string => {
   return typeof d.agentId === 'string' ? d.agentId : onTaskStream(e) ? 'task' : e.streamId.split('-').at(-1) ?? '';
 };
 
+
+const turns = (n: number): string => `${n} turn${n === 1 ? '' : 's'}`;
+
+/** An agent's progress, in a line (its toast): the lead's subtasks done, a subagent's turns and tests. */
+export function progressText(a: Pick<AgentView, 'progress' | 'turns' | 'tests'>): string {
+  if ('done' in a.progress) return a.progress.total > 0 ? `${a.progress.done}/${a.progress.total} subtasks done · ${turns(a.turns)}` : turns(a.turns);
+  return `${turns(a.turns)}${a.tests ? ` · tests ${a.tests.passed} passed, ${a.tests.failed} failed` : ''}`;
+}
