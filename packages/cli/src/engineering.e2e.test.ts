@@ -94,5 +94,18 @@ describe('engineering team, end to end', () => {
       ['web/format.frontend.test.ts', 'added'],
       ['web/format.ts', 'modified'],
     ]);
+
+    // A fork of the finished task (its sandboxes released), made while the frontend engineer was at
+    // work: after its first file was stored, before it completed. Its workspace is rebuilt from the
+    // log when it resumes in the fork, so its change to web/format.ts is not lost.
+    const frontendStored = events.find((e) => e.type === 'ArtifactStored' && e.data.agentId === 'frontend' && e.streamId.startsWith('task-'));
+    const frontendDone = events.find((e) => e.type === 'SubagentCompleted' && e.data.agentId === 'frontend');
+    expect(frontendStored && frontendDone && frontendStored.version < frontendDone.version).toBe(true);
+    const fork = await api.request<TaskView>('POST', `/v1/tasks/${submitted.id}/fork`, { atVersion: frontendStored!.version });
+    await waitFor(async () => ['completed', 'failed'].includes((await task(fork.id)).status), { timeoutMs: 180_000, what: 'the fork to finish' });
+    expect((await task(fork.id)).status).toBe('completed');
+    const forkDiff = await api.request<{ files: { path: string; status: string }[] }>('GET', `/v1/tasks/${fork.id}/diff?format=json`);
+    expect(forkDiff.files.map((f) => [f.path, f.status])).toEqual(json.files.map((f) => [f.path, f.status]));
+    expect(await (await fetch(`${url}/v1/tasks/${fork.id}/artifacts/web/format.ts`)).text()).toMatch(/frontendChangeNote/);
   }, 300_000);
 });

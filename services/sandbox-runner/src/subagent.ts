@@ -1,13 +1,13 @@
 import { agentStreamId, isFinal, isToolUse, type Command, type RecordedEvent, type TaskState } from '@baton/domain';
 import { inSpan, metrics } from '@baton/telemetry';
-import { builtinTeams, findAgent, outboxRequest, runAgentLoop, submitReviewTool, type AgentDefinition, type LoopHost, type ModelClient, type TeamCatalog, type TeamDefinition } from '@baton/agents';
+import { builtinTeams, editFileTool, findAgent, outboxRequest, runAgentLoop, submitReviewTool, writeFileTool, type AgentDefinition, type LoopHost, type ModelClient, type TeamCatalog, type TeamDefinition } from '@baton/agents';
 import { handleCommand, isConcurrencyError, loadTask, retryOnConflict, TaskWriter, type EventStore, type LoadedTask, type TaskLoader } from '@baton/event-store';
 import { acquireLease, releaseLease, renewLease, type CorpusHit, type StoredArtifact } from '@baton/storage';
 import type pg from 'pg';
 import type { Logger } from '@baton/runtime';
 import { DEFAULT_LIMITS, SandboxFencedError, type Sandbox, type SandboxProvider, type SandboxSpec } from '@baton/sandbox';
-import { fileAccessViolation, MUTATING_TOOLS, type WritePolicy } from './files.ts';
-import { runTool, type ToolEnv } from './tools.ts';
+import { fileAccessViolation, MUTATING_TOOLS, normalPath, type WritePolicy } from './files.ts';
+import { applyEdit, runTool, type ToolEnv } from './tools.ts';
 
 export interface RunnerDeps {
   store: EventStore;
@@ -141,6 +141,7 @@ export async function runSubagentJob(
     metrics.sandboxesActive.inc({ provider });
     try {
       if ((claimed.writer.state.agents[agentId]?.turns ?? 0) === 0) await seedInputs(d, sandbox, claimed.writer.state, taskId);
+      else await restoreLostWorkspace(d, sandbox, claimed.writer.state, claimed.events, taskId, agentId);
 
       const { writer } = claimed;
       const events = claimed.events;
@@ -320,6 +321,62 @@ async function seedInputs(d: RunnerDeps, sandbox: Sandbox, state: TaskState, tas
     if (content) await sandbox.files.write(a.path, content);
   }
   await sandbox.sync();
+}
+
+/**
+ * An agent resumed into an empty workspace although its history wrote files: its sandbox's files
+ * are gone — a fork of a task whose sandboxes were released (a finished or cancelled one), made
+ * while this agent was at work. Its workspace is rebuilt from the log: seeded as a new agent's,
+ * then its recorded file writes (`write_file`, `edit_file` that succeeded) applied again in order,
+ * so the files its history describes are there when it goes on and when its outputs are stored.
+ * What its commands did to files (`run_command`, `run_tests`) is not in the log and does not come
+ * back: that is logged. (An agent that emptied its own workspace with a command would see its
+ * recorded writes come back: the one case this misreads.)
+ */
+async function restoreLostWorkspace(d: RunnerDeps, sandbox: Sandbox, state: TaskState, events: readonly RecordedEvent[], taskId: string, agentId: string): Promise<void> {
+  const writes = recordedWrites(events, agentId);
+  if (writes.length === 0 || (await sandbox.files.list('.')).length > 0) return;
+  await seedInputs(d, sandbox, state, taskId);
+  let replayed = 0;
+  for (const w of writes) {
+    try {
+      if (w.kind === 'write') await sandbox.files.write(w.path, w.content);
+      else {
+        const { bytes, size } = await sandbox.files.readBytes(w.path);
+        if (size > bytes.length) throw new Error(`${w.path} is too large to edit (${size} bytes)`);
+        await sandbox.files.write(w.path, applyEdit(bytes.toString('utf8'), w.oldString, w.newString, w.all, w.path).text);
+      }
+      replayed++;
+    } catch (err) {
+      d.log.warn({ taskId, agentId, path: w.path, err: (err as Error).message }, 'workspace rebuilt from the log: a recorded write could not be applied again');
+    }
+  }
+  await sandbox.sync();
+  const commands = events.some((e) => e.type === 'ToolResultsRecorded' && e.data.agentId === agentId && e.data.results.some((r) => r.toolName === 'run_command' || r.toolName === 'run_tests'));
+  d.log.warn({ taskId, agentId, replayed, of: writes.length, commandsNotReplayed: commands }, 'the agent\'s workspace was gone (a fork of a task whose sandboxes were released): rebuilt from the log');
+}
+
+type RecordedWrite = { kind: 'write'; path: string; content: string } | { kind: 'edit'; path: string; oldString: string; newString: string; all: boolean };
+
+/** The file writes an agent's history recorded as done, in order: each successful `write_file` and `edit_file` with its input (pure). */
+export function recordedWrites(events: readonly RecordedEvent[], agentId: string): RecordedWrite[] {
+  const ok = new Set<string>();
+  for (const e of events) if (e.type === 'ToolResultsRecorded' && e.data.agentId === agentId) for (const r of e.data.results) if (!r.isError) ok.add(r.toolUseId);
+  const out: RecordedWrite[] = [];
+  for (const e of events) {
+    if (e.type !== 'ModelTurnRecorded' || e.data.agentId !== agentId) continue;
+    for (const b of e.data.content.filter(isToolUse)) {
+      if (!ok.has(b.id)) continue;
+      if (b.name === 'write_file') {
+        const i = writeFileTool.input.safeParse(b.input);
+        if (i.success) out.push({ kind: 'write', path: normalPath(i.data.path), content: i.data.content });
+      } else if (b.name === 'edit_file') {
+        const i = editFileTool.input.safeParse(b.input);
+        if (i.success) out.push({ kind: 'edit', path: normalPath(i.data.path), oldString: i.data.old_string, newString: i.data.new_string, all: i.data.replace_all });
+      }
+    }
+  }
+  return out;
 }
 
 /** A reviewer's verdict: its last submit_review that was accepted (the tool validated it), as the command that records it. */
