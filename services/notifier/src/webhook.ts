@@ -44,8 +44,10 @@ export interface WebhookMessage {
  * - `agent.started` when a subagent's first attempt starts: the SubagentStarted that moves it to
  *   attempt 1. A runner records each attempt's start twice — its claim on the task stream, then
  *   on the agent's own stream (the fence) — and only the first of the two is the start; a runner
- *   retrying the agent (attempt 2, 3, …) is not a new start. `agent.awaiting_input` on a subagent's own ApprovalRequested or
- *   ClarificationRequested, `agent.completed` / `agent.failed` on SubagentCompleted / SubagentFailed.
+ *   retrying the agent (attempt 2, 3, …) is not a new start;
+ * - `agent.awaiting_input` on a subagent's own ApprovalRequested or ClarificationRequested,
+ *   `agent.completed` / `agent.failed` on SubagentCompleted / SubagentFailed;
+ * - nothing for an event a fork copied from its source: a fork notifies what happens after it.
  */
 export function webhookMessagesFor(event: { type: string; data: unknown; metadata?: unknown }, before: TaskState, after: TaskState): WebhookMessage[] {
   if (isCopied(event)) return [];
