@@ -1,5 +1,5 @@
 import { IllegalTransitionError, InvalidCommandError } from './errors.ts';
-import { agentOfStream, agentStreamId, isTaskStream, REQUEST_EVENT_TYPES, taskStreamId, type NewEvent, type RecordedEvent } from './events.ts';
+import { agentOfStream, agentStreamId, isTaskStream, REQUEST_EVENT_TYPES, taskStreamId, type EventData, type NewEvent, type RecordedEvent } from './events.ts';
 import { uuidV5 } from './ids.ts';
 import { stateAt } from './replay.ts';
 import { isFinal } from './state.ts';
@@ -41,4 +41,11 @@ export function forkEvents(source: readonly RecordedEvent[], atVersion: number, 
     if (isTaskStream(e.streamId) && e.version === atVersion) break;
   }
   return out;
+}
+
+/** The artifacts a fork's copied history names, each as it names it last (its version at the fork point): what the fork's files are copied as. */
+export function forkedArtifacts(copied: readonly ForkedEvent[]): EventData<'ArtifactStored'>[] {
+  const last = new Map<string, EventData<'ArtifactStored'>>();
+  for (const c of copied) if (c.event.type === 'ArtifactStored') last.set(c.event.data.path, c.event.data);
+  return [...last.values()];
 }

@@ -52,9 +52,11 @@ export async function storeArtifact(pool: pg.Pool, a: { taskId: string; path: st
   const mediaType = mediaTypeOf(a.path, a.content);
   // `owned`: the agent holds a lock on the path (a subtask of a plan), so its version is the
   // task's version of the file, whoever wrote it before (an earlier round, a dependency).
+  // Every version is kept by its hash as well (artifact_versions): what a fork copies as of its point.
   const put = async (file: string): Promise<boolean> => {
     const r = await pool.query(
-      `insert into artifacts (task_id, path, agent_id, bytes, sha256, media_type, content) values ($1, $2, $3, $4, $5, $6, $7)
+      `with version as (insert into artifact_versions (task_id, sha256, content) values ($1, $5, $7) on conflict do nothing)
+       insert into artifacts (task_id, path, agent_id, bytes, sha256, media_type, content) values ($1, $2, $3, $4, $5, $6, $7)
        on conflict (task_id, path) do update set agent_id = excluded.agent_id, bytes = excluded.bytes, sha256 = excluded.sha256, media_type = excluded.media_type, content = excluded.content
          where $8 or artifacts.agent_id is not distinct from excluded.agent_id
        returning path`,
@@ -77,19 +79,29 @@ export async function readArtifact(pool: pg.Pool, taskId: string, file: string):
 }
 
 /**
- * A fork's files: the named artifacts, and the sandboxes still live on the source (paused
- * ones above all, so a forked agent resumes with its workspace). Workspaces are not versioned
- * with the log: the fork gets them as they are now. Run before the fork's events are written.
+ * A fork's files: the artifacts its copied history names, each in the version it names (its
+ * last `ArtifactStored` of that path: the content as it was at the fork point; one stored before
+ * versions were kept, and since replaced, comes as it is now), and the sandboxes still live on
+ * the source (paused ones above all, so a forked agent resumes with its workspace). Workspaces
+ * are not versioned with the log: the fork gets them as they are now. Run before the fork's
+ * events are written.
  */
-export async function copyTaskFiles(pool: pg.Pool, from: string, to: string, artifactPaths: readonly string[]): Promise<void> {
+export async function copyTaskFiles(pool: pg.Pool, from: string, to: string, artifacts: readonly StoredArtifact[]): Promise<void> {
   await inTransaction(pool, async (client) => {
-    if (artifactPaths.length > 0) {
+    if (artifacts.length > 0) {
       await client.query(
         `insert into artifacts (task_id, path, agent_id, bytes, sha256, media_type, content)
-         select $2::uuid, path, agent_id, bytes, sha256, media_type, content from artifacts where task_id = $1::uuid and path = any($3::text[])
+         select $2::uuid, x.path, x.agent_id, length(c.content), c.sha256, x.media_type, c.content
+         from unnest($3::text[], $4::text[], $5::text[], $6::text[]) as x(path, agent_id, sha256, media_type)
+         cross join lateral (
+           (select v.sha256, v.content from artifact_versions v where v.task_id = $1::uuid and v.sha256 = x.sha256)
+           union all
+           (select a.sha256, a.content from artifacts a where a.task_id = $1::uuid and a.path = x.path)
+           limit 1) c
          on conflict do nothing`,
-        [from, to, artifactPaths],
+        [from, to, artifacts.map((a) => a.path), artifacts.map((a) => a.agentId), artifacts.map((a) => a.sha256), artifacts.map((a) => a.mediaType)],
       );
+      await client.query(`insert into artifact_versions (task_id, sha256, content) select task_id, sha256, content from artifacts where task_id = $1::uuid on conflict do nothing`, [to]);
     }
     await client.query(
       `insert into sandboxes (id, task_id, agent_id, provider, state, attempt, generation)

@@ -11,6 +11,7 @@ import * as m009 from './009_mail.ts';
 import * as m010 from './010_webhook_redeliveries.ts';
 import * as m011 from './011_events_task_tx_idx.ts';
 import * as m012 from './012_webhook_endpoints_notify.ts';
+import * as m013 from './013_artifact_versions.ts';
 
 /** Numbered migrations, imported statically so they run the same from source and from a build. */
 export const migrations: Record<string, Migration> = {
@@ -26,6 +27,7 @@ export const migrations: Record<string, Migration> = {
   '010_webhook_redeliveries': m010,
   '011_events_task_tx_idx': m011,
   '012_webhook_endpoints_notify': m012,
+  '013_artifact_versions': m013,
 };
 
 export const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

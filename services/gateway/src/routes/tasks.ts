@@ -1,5 +1,5 @@
 import { allTools, parseToolInput } from '@baton/agents';
-import { digestJson, exists, forkEvents, uuidV5, type Command, type TaskState } from '@baton/domain';
+import { digestJson, exists, forkEvents, forkedArtifacts, uuidV5, type Command, type TaskState } from '@baton/domain';
 import { redactCredentials, toAgentViews, toTaskView } from '@baton/api';
 import { importTask, listTasks } from '@baton/event-store';
 import { copyTaskFiles, findDelivery, findEndpoint, listDeliveries, readArtifact, requestRedelivery, storeWorkspace } from '@baton/storage';
@@ -112,9 +112,8 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     const newId = d.newId();
     const copied = forkEvents(source.events, atVersion, newId, { now: d.now(), requestedBy: req.actor });
     // Files first (artifacts the copied history names, workspaces of live sandboxes): the fork's agents resume with them.
-    const artifactPaths = copied.flatMap((c) => (c.event.type === 'ArtifactStored' ? [c.event.data.path] : []));
     const { state } = await d.bulk(async () => {
-      await copyTaskFiles(d.pool, source.state.id, newId, artifactPaths);
+      await copyTaskFiles(d.pool, source.state.id, newId, forkedArtifacts(copied));
       return importTask(d.store, newId, copied, { now: d.now });
     });
     return reply.status(201).send(toTaskView(state));
