@@ -78,6 +78,12 @@ export async function readArtifact(pool: pg.Pool, taskId: string, file: string):
   return r ? { path: r.path, agentId: r.agent_id, bytes: r.bytes, sha256: r.sha256, mediaType: r.media_type, content: r.content } : null;
 }
 
+/** The content an artifact had in one version (its `ArtifactStored.sha256`), or null when that version was not kept. */
+export async function readArtifactVersion(pool: pg.Pool, taskId: string, sha256: string): Promise<Buffer | null> {
+  const { rows } = await pool.query<{ content: Buffer }>('select content from artifact_versions where task_id = $1 and sha256 = $2', [taskId, sha256]);
+  return rows[0]?.content ?? null;
+}
+
 /**
  * A fork's files: the artifacts its copied history names, each in the version it names (its
  * last `ArtifactStored` of that path: the content as it was at the fork point; one stored before

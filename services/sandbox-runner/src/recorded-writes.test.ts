@@ -1,7 +1,7 @@
 import type { DecidedEvent } from '@baton/domain';
 import { recorded } from '@baton/testing';
 import { describe, expect, it } from 'vitest';
-import { recordedWrites } from './subagent.ts';
+import { artifactsAtStart, recordedWrites } from './subagent.ts';
 
 const usage = { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
 const turn = (agentId: string, n: number, uses: { id: string; name: string; input: Record<string, unknown> }[]): DecidedEvent => ({
@@ -28,5 +28,20 @@ describe('the file writes an agent recorded (what rebuilds a workspace that is g
       { kind: 'write', path: 'web/a.ts', content: 'one' },
       { kind: 'edit', path: 'web/a.ts', oldString: 'one', newString: 'two', all: false },
     ]);
+  });
+});
+
+describe('the artifacts an agent was seeded with', () => {
+  it('the last version of each path stored before its first start; what others stored while it worked left out', () => {
+    const stored = (agentId: string, path: string, sha: string): DecidedEvent => ({ type: 'ArtifactStored', data: { agentId, path, bytes: 1, sha256: sha.repeat(64), mediaType: 'text/plain' } });
+    const events = recorded([
+      stored('researcher-1', 'notes.md', 'a'),
+      stored('researcher-1', 'notes.md', 'b'),
+      { type: 'SubagentStarted', data: { agentId: 'frontend', attempt: 1, runnerId: 'r' } },
+      stored('backend', 'api/x.ts', 'c'),
+      { type: 'SubagentStarted', data: { agentId: 'frontend', attempt: 2, runnerId: 'r' } },
+    ]);
+    expect(artifactsAtStart(events, 'frontend')).toEqual([{ path: 'notes.md', sha256: 'b'.repeat(64) }]);
+    expect(artifactsAtStart(events, 'nobody')).toHaveLength(2); // never started: everything stored so far
   });
 });

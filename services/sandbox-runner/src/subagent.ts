@@ -295,7 +295,8 @@ export async function runSubagentJob(
 export interface ArtifactStore {
   /** `owned`: the agent holds a lock on the path, so it replaces the task's version of the file. */
   store(a: { taskId: string; path: string; agentId: string; content: Buffer; owned?: boolean }): Promise<StoredArtifact>;
-  read(taskId: string, path: string): Promise<Buffer | null>;
+  /** A file's bytes: the version named (`sha256`) when it was kept, else the task's current one. */
+  read(taskId: string, path: string, sha256?: string): Promise<Buffer | null>;
 }
 
 function sandboxSpec(d: RunnerDeps, def: AgentDefinition, taskId: string, agentId: string, attempt: number): SandboxSpec {
@@ -312,12 +313,12 @@ function sandboxSpec(d: RunnerDeps, def: AgentDefinition, taskId: string, agentI
  * task's artifacts so far on top — the files earlier agents produced or changed (the
  * researcher's notes for the writer; a dependency's changes for an engineer).
  */
-async function seedInputs(d: RunnerDeps, sandbox: Sandbox, state: TaskState, taskId: string): Promise<void> {
+async function seedInputs(d: RunnerDeps, sandbox: Sandbox, state: TaskState, taskId: string, artifacts: readonly { path: string; sha256: string }[] = state.artifacts): Promise<void> {
   const inputs = state.workspace && d.inputWorkspace ? await d.inputWorkspace(state.workspace.digest) : [];
-  if (inputs.length === 0 && (!d.artifacts || state.artifacts.length === 0)) return;
+  if (inputs.length === 0 && (!d.artifacts || artifacts.length === 0)) return;
   for (const f of inputs) await sandbox.files.write(f.path, f.content);
-  for (const a of d.artifacts ? state.artifacts : []) {
-    const content = await d.artifacts?.read(taskId, a.path);
+  for (const a of d.artifacts ? artifacts : []) {
+    const content = await d.artifacts?.read(taskId, a.path, a.sha256);
     if (content) await sandbox.files.write(a.path, content);
   }
   await sandbox.sync();
@@ -326,7 +327,8 @@ async function seedInputs(d: RunnerDeps, sandbox: Sandbox, state: TaskState, tas
 /**
  * An agent resumed into an empty workspace although its history wrote files: its sandbox's files
  * are gone — a fork of a task whose sandboxes were released (a finished or cancelled one), made
- * while this agent was at work. Its workspace is rebuilt from the log: seeded as a new agent's,
+ * while this agent was at work. Its workspace is rebuilt from the log: seeded as it was when the
+ * agent first started (the input workspace, the artifacts stored before then, in those versions),
  * then its recorded file writes (`write_file`, `edit_file` that succeeded) applied again in order,
  * so the files its history describes are there when it goes on and when its outputs are stored.
  * What its commands did to files (`run_command`, `run_tests`) is not in the log and does not come
@@ -336,7 +338,7 @@ async function seedInputs(d: RunnerDeps, sandbox: Sandbox, state: TaskState, tas
 async function restoreLostWorkspace(d: RunnerDeps, sandbox: Sandbox, state: TaskState, events: readonly RecordedEvent[], taskId: string, agentId: string): Promise<void> {
   const writes = recordedWrites(events, agentId);
   if (writes.length === 0 || (await sandbox.files.list('.')).length > 0) return;
-  await seedInputs(d, sandbox, state, taskId);
+  await seedInputs(d, sandbox, state, taskId, artifactsAtStart(events, agentId));
   let replayed = 0;
   for (const w of writes) {
     try {
@@ -354,6 +356,20 @@ async function restoreLostWorkspace(d: RunnerDeps, sandbox: Sandbox, state: Task
   await sandbox.sync();
   const commands = events.some((e) => e.type === 'ToolResultsRecorded' && e.data.agentId === agentId && e.data.results.some((r) => r.toolName === 'run_command' || r.toolName === 'run_tests'));
   d.log.warn({ taskId, agentId, replayed, of: writes.length, commandsNotReplayed: commands }, 'the agent\'s workspace was gone (a fork of a task whose sandboxes were released): rebuilt from the log');
+}
+
+/**
+ * The artifacts an agent's workspace was seeded with: those stored before it first started (the
+ * last version of each path before then), not those other agents stored while it worked (pure).
+ */
+export function artifactsAtStart(events: readonly RecordedEvent[], agentId: string): { path: string; sha256: string }[] {
+  const start = events.find((e) => e.type === 'SubagentStarted' && e.data.agentId === agentId)?.position;
+  const last = new Map<string, { path: string; sha256: string }>();
+  for (const e of events) {
+    if (start !== undefined && e.position >= start) break;
+    if (e.type === 'ArtifactStored') last.set(e.data.path, { path: e.data.path, sha256: e.data.sha256 });
+  }
+  return [...last.values()];
 }
 
 type RecordedWrite = { kind: 'write'; path: string; content: string } | { kind: 'edit'; path: string; oldString: string; newString: string; all: boolean };

@@ -1,4 +1,4 @@
-import { indexCorpus, readArtifact, searchCorpus, storeArtifact } from '@baton/storage';
+import { indexCorpus, readArtifact, readArtifactVersion, searchCorpus, storeArtifact } from '@baton/storage';
 import type { Logger } from '@baton/runtime';
 import { E2BSandboxProvider, LocalSandboxProvider, type SandboxProvider } from '@baton/sandbox';
 import type pg from 'pg';
@@ -25,7 +25,7 @@ export function sandboxProviderFromConfig(c: RunnerConfig, pool: pg.Pool, log: L
 export function artifactStore(pool: pg.Pool): ArtifactStore {
   return {
     store: (a) => storeArtifact(pool, a),
-    read: async (taskId, path) => (await readArtifact(pool, taskId, path))?.content ?? null,
+    read: async (taskId, path, sha256) => (sha256 ? await readArtifactVersion(pool, taskId, sha256) : null) ?? (await readArtifact(pool, taskId, path))?.content ?? null,
   };
 }
 
