@@ -41,7 +41,6 @@ export function Toasts({ task, agents, onDone }: { task: TaskView; agents: Agent
   );
 }
 
-
 /** The lead: subtasks done; a subagent: turns against a soft scale (it has no known total). */
 function progressPct(a: AgentView): number {
   if ('done' in a.progress) return a.progress.total > 0 ? (100 * a.progress.done) / a.progress.total : Math.min(90, a.turns * 15);

@@ -75,7 +75,6 @@ export const agentOf = (e: EventView): string => {
   return typeof d.agentId === 'string' ? d.agentId : onTaskStream(e) ? 'task' : e.streamId.split('-').at(-1) ?? '';
 };
 
-
 const turns = (n: number): string => `${n} turn${n === 1 ? '' : 's'}`;
 
 /** An agent's progress, in a line (its toast): the lead's subtasks done, a subagent's turns and tests. */

@@ -7,7 +7,7 @@ import type pg from 'pg';
 import type { Logger } from '@baton/runtime';
 import { DEFAULT_LIMITS, SandboxFencedError, type Sandbox, type SandboxProvider, type SandboxSpec } from '@baton/sandbox';
 import { fileAccessViolation, MUTATING_TOOLS, normalPath, type WritePolicy } from './files.ts';
-import { applyEdit, runTool, type ToolEnv } from './tools.ts';
+import { editFile, runTool, type ToolEnv } from './tools.ts';
 
 export interface RunnerDeps {
   store: EventStore;
@@ -343,11 +343,7 @@ async function restoreLostWorkspace(d: RunnerDeps, sandbox: Sandbox, state: Task
   for (const w of writes) {
     try {
       if (w.kind === 'write') await sandbox.files.write(w.path, w.content);
-      else {
-        const { bytes, size } = await sandbox.files.readBytes(w.path);
-        if (size > bytes.length) throw new Error(`${w.path} is too large to edit (${size} bytes)`);
-        await sandbox.files.write(w.path, applyEdit(bytes.toString('utf8'), w.oldString, w.newString, w.all, w.path).text);
-      }
+      else await editFile(sandbox, w.path, w.oldString, w.newString, w.all);
       replayed++;
     } catch (err) {
       d.log.warn({ taskId, agentId, path: w.path, err: (err as Error).message }, 'workspace rebuilt from the log: a recorded write could not be applied again');

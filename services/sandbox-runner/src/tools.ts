@@ -65,12 +65,8 @@ const impls: Record<string, (input: Input, env: ToolEnv, toolUseId: string) => P
   list_directory: async (i, { sandbox }) => ({ content: (await sandbox.files.list(i.path as string)).join('\n') || '(empty)' }),
   edit_file: async (i, { sandbox }) => {
     const p = normalPath(i.path as string);
-    const { bytes, size } = await sandbox.files.readBytes(p);
-    if (size > bytes.length) throw new Error(`${p} is too large to edit (${size} bytes)`);
-    const text = bytes.toString('utf8');
-    const next = applyEdit(text, i.old_string as string, i.new_string as string, i.replace_all as boolean, p);
-    await sandbox.files.write(p, next.text);
-    return { content: `edited ${p}: replaced ${next.count} occurrence${next.count === 1 ? '' : 's'}`, files: fileEffect('modified', p) };
+    const count = await editFile(sandbox, p, i.old_string as string, i.new_string as string, i.replace_all as boolean);
+    return { content: `edited ${p}: replaced ${count} occurrence${count === 1 ? '' : 's'}`, files: fileEffect('modified', p) };
   },
   glob: async (i, { sandbox }) => {
     const { files, truncated } = await sandbox.files.walk(i.path as string);
@@ -203,6 +199,15 @@ async function guardWrites(env: ToolEnv): Promise<{ settle(): Promise<{ files: N
       return { files: { created: created.slice(0, MAX_REPORTED_FILES), modified: modified.slice(0, MAX_REPORTED_FILES) }, reverted };
     },
   };
+}
+
+/** One edit of a workspace file, as `edit_file` makes it (and a rebuilt workspace replays it): the whole file read, the text replaced, written back; the number of occurrences replaced. */
+export async function editFile(sandbox: Sandbox, file: string, oldString: string, newString: string, all: boolean): Promise<number> {
+  const { bytes, size } = await sandbox.files.readBytes(file);
+  if (size > bytes.length) throw new Error(`${file} is too large to edit (${size} bytes)`);
+  const next = applyEdit(bytes.toString('utf8'), oldString, newString, all, file);
+  await sandbox.files.write(file, next.text);
+  return next.count;
 }
 
 /** Replace old with new: exactly one occurrence unless all are asked for; the error says what was found. */
