@@ -368,12 +368,18 @@ export function artifactsAtStart(events: readonly RecordedEvent[], agentId: stri
   return [...last.values()];
 }
 
+/** The ids of an agent's tool uses whose results were recorded as no error. */
+function succeededToolUses(events: readonly RecordedEvent[], agentId: string): Set<string> {
+  const ok = new Set<string>();
+  for (const e of events) if (e.type === 'ToolResultsRecorded' && e.data.agentId === agentId) for (const r of e.data.results) if (!r.isError) ok.add(r.toolUseId);
+  return ok;
+}
+
 type RecordedWrite = { kind: 'write'; path: string; content: string } | { kind: 'edit'; path: string; oldString: string; newString: string; all: boolean };
 
 /** The file writes an agent's history recorded as done, in order: each successful `write_file` and `edit_file` with its input (pure). */
 export function recordedWrites(events: readonly RecordedEvent[], agentId: string): RecordedWrite[] {
-  const ok = new Set<string>();
-  for (const e of events) if (e.type === 'ToolResultsRecorded' && e.data.agentId === agentId) for (const r of e.data.results) if (!r.isError) ok.add(r.toolUseId);
+  const ok = succeededToolUses(events, agentId);
   const out: RecordedWrite[] = [];
   for (const e of events) {
     if (e.type !== 'ModelTurnRecorded' || e.data.agentId !== agentId) continue;
@@ -393,8 +399,7 @@ export function recordedWrites(events: readonly RecordedEvent[], agentId: string
 
 /** A reviewer's verdict: its last submit_review that was accepted (the tool validated it), as the command that records it. */
 export function lastReview(events: readonly RecordedEvent[], agentId: string, round: number): Command | null {
-  const accepted = new Set<string>();
-  for (const e of events) if (e.type === 'ToolResultsRecorded') for (const r of e.data.results) if (r.toolName === 'submit_review' && !r.isError) accepted.add(r.toolUseId);
+  const accepted = succeededToolUses(events, agentId);
   for (let i = events.length - 1; i >= 0; i--) {
     const e = events[i] as RecordedEvent;
     if (e.type !== 'ModelTurnRecorded') continue;
