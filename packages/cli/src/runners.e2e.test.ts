@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import path from 'node:path';
 import type { TaskView } from '@baton/api';
 import { deleteNamespace, newNamespace, waitFor } from '@baton/testing';
@@ -74,6 +74,93 @@ describe('two runner processes', () => {
         expect(t.result?.reportPath).toBe('report.md');
         expect(await api.artifact(id, 'report.md')).toMatch(/# Report/);
       }
+    } finally {
+      await db.end();
+    }
+  });
+});
+
+/**
+ * A runner that dies and is restarted on its host (the supervisor, a container restart) hands its
+ * predecessor's agents back at once: they are running again within the watchdog's interval, not
+ * after the lease's TTL (here ten minutes, far beyond this test). And an agent whose runner dies
+ * every time, before the agent records anything, is not started forever: after
+ * WATCHDOG_MAX_STALLED_ATTEMPTS such attempts it fails visibly (`agent_lost`), and its lead goes on.
+ */
+describe('a runner restarted after a crash', () => {
+  const launched: Launched[] = [];
+  let dbUrl = '';
+  let workspaces = '';
+  const namespace = newNamespace();
+  afterAll(async () => {
+    for (const l of launched) await l.stop('SIGKILL');
+    await deleteNamespace(inject('natsUrl'), namespace);
+    if (workspaces) await rm(workspaces, { recursive: true, force: true });
+    if (dbUrl) await dropDatabase(dbUrl);
+  });
+
+  it("hands its predecessor's agents back at once; an agent lost three times in a row without a turn fails", async () => {
+    dbUrl = await freshDatabase(inject('databaseUrl'), `baton_t_${inject('runId')}_rst${randomBytes(3).toString('hex')}`);
+    await prepareDatabase(dbUrl, () => {});
+    workspaces = await mkdtemp(path.join(tmpdir(), 'baton-restart-'));
+    const port = await freePort();
+    const env = {
+      ...process.env,
+      DATABASE_URL: dbUrl,
+      NATS_URL: inject('natsUrl'),
+      BATON_NAMESPACE: namespace,
+      PORT: String(port),
+      LOG_LEVEL: 'warn',
+      // Neither the lease nor the job's ack wait runs out during the test: only the hand-back can bring the agent back.
+      LEASE_TTL_MS: '600000',
+      JOBS_ACK_WAIT_MS: '600000',
+      WATCHDOG_INTERVAL_MS: '200',
+      WATCHDOG_GRACE_MS: '500',
+      WATCHDOG_MAX_STALLED_ATTEMPTS: '3',
+      WORKSPACE_ROOT: workspaces,
+    };
+    const quiet = { write: () => {}, color: false };
+    launched.push(launch({ ...quiet, env, services: ['gateway', 'orchestrator', 'notifier'] }));
+    // The researcher's model never answers on these runners: every attempt dies before its first turn.
+    const startRunner = () => {
+      const l = launch({ ...quiet, env: { ...env, OFFLINE_MODEL_LATENCY_MS: '3600000' }, services: ['sandbox-runner'] });
+      launched.push(l);
+      return l;
+    };
+    const api = new BatonClient(`http://127.0.0.1:${port}`);
+    await waitReady(api);
+    const db = new pg.Pool({ connectionString: dbUrl, max: 2 });
+    try {
+      // One subject: one researcher.
+      const id = (await api.request<TaskView>('POST', '/v1/tasks', { prompt: 'Summarise event sourcing', requirePlanApproval: false })).id;
+      const claims = async () =>
+        (await db.query<{ agent: string; runner: string; attempt: number }>(`select data->>'agentId' as agent, data->>'runnerId' as runner, (data->>'attempt')::int as attempt from events where task_id = $1 and type = 'SubagentStarted' and stream_id like 'task-%' order by global_position`, [id])).rows;
+      const runnerIds: string[] = [];
+      let runner = startRunner();
+      for (let attempt = 1; attempt <= 3; attempt++) {
+        const pid = runner.children.get('sandbox-runner')?.pid;
+        // The default id, host-pid: the restart below finds its predecessor by a pid that is gone.
+        const runnerId = `${hostname()}-${pid}`;
+        await waitFor(async () => (await claims()).some((c) => c.attempt === attempt && c.runner === runnerId), { timeoutMs: 30_000, what: `attempt ${attempt} claimed by ${runnerId}` });
+        runnerIds.push(runnerId);
+        runner.children.get('sandbox-runner')?.kill('SIGKILL');
+        await runner.exited;
+        runner = startRunner();
+      }
+      const failed = await waitFor(
+        async () => (await db.query<{ code: string; message: string; at: string }>(`select data->>'code' as code, data->>'message' as message, global_position as at from events where task_id = $1 and type = 'SubagentFailed'`, [id])).rows[0],
+        { timeoutMs: 30_000, what: 'the agent to fail' },
+      );
+      expect(failed.code).toBe('agent_lost');
+      expect(failed.message).toMatch(/started 3 times in a row \(attempts 1–3\) and each attempt was lost before it recorded a turn/);
+      expect(failed.message).toContain(`Last error: runner ${runnerIds[2]} stopped while running this agent`);
+      // Three attempts, each by a new process, and no fourth.
+      const agentId = (await claims())[0]?.agent;
+      expect((await claims()).filter((c) => c.agent === agentId).map((c) => c.runner)).toEqual(runnerIds);
+      const t = await api.request<TaskView>('GET', `/v1/tasks/${id}`);
+      expect(t.agents.find((a) => a.id === agentId)).toMatchObject({ status: 'failed' });
+      // Its lead takes the failure as the tool's result and takes its next turn.
+      await waitFor(async () => (await db.query(`select 1 from events where task_id = $1 and type = 'ModelTurnRecorded' and data->>'agentId' <> $2 and global_position > $3`, [id, agentId, failed.at])).rowCount, { timeoutMs: 30_000, what: 'the lead to go on' });
     } finally {
       await db.end();
     }

@@ -161,6 +161,19 @@ describe('subagents', () => {
     given([...hist, agentStarted('researcher-1', 2)]).when(cmd('CompleteSubagent', agentCompleted('researcher-1', 1).data)).thenThrows(StaleAttemptError, /superseded by attempt 2/);
     given(hist).when({ type: 'StartSubagent', agentId: 'researcher-1', attempt: 1, runnerId: 'r2' }).thenThrows(StaleAttemptError);
   });
+  it('counts attempts in a row lost before recording anything: the claim counts, its fence does not, a turn or a result resets', () => {
+    const fence = (attempt: number): DecidedEvent => agentStarted('researcher-1', attempt); // the same event, on the agent's stream
+    const stalled = (hist: DecidedEvent[]) => stateOf(recorded(hist)).agents['researcher-1']?.stalledAttempts;
+    const base = [...leadWaitingOnTool, dispatched()];
+    expect(stalled(base)).toBe(0);
+    expect(stalled([...base, agentStarted('researcher-1', 1), fence(1)])).toBe(1);
+    expect(stalled([...base, agentStarted('researcher-1', 1), fence(1), agentStarted('researcher-1', 2), fence(2), agentStarted('researcher-1', 3)])).toBe(3);
+    const progressed = [...base, agentStarted('researcher-1', 1), agentStarted('researcher-1', 2), agentTurn('researcher-1', 1, [{ id: 'w1' }])];
+    expect(stalled(progressed)).toBe(0);
+    expect(stalled([...progressed, agentStarted('researcher-1', 3)])).toBe(1);
+    const results: DecidedEvent = { type: 'ToolResultsRecorded', data: { agentId: 'researcher-1', results: [{ toolUseId: 'w1', toolName: 'write_file', content: 'ok', isError: false }] } };
+    expect(stalled([...progressed, agentStarted('researcher-1', 3), results])).toBe(0);
+  });
   it('illegal: dispatching a tool use twice, an unknown tool use, a duplicate agent id, completing a dispatched agent', () => {
     const hist = [...leadWaitingOnTool, dispatched()];
     given(hist).when(cmd('DispatchSubagent', dispatched('researcher-2').data)).thenThrows(IllegalTransitionError, /is dispatched/);

@@ -57,14 +57,14 @@ export function evolve(state: TaskState, event: RecordedEvent): TaskState {
       const d = event.data;
       s.usage = addUsage(s.usage, d.usage);
       if (s.lead && d.agentId === s.lead.agentId) s.lead = afterTurn(s.lead, d);
-      else s = updateAgent(s, d.agentId, (a) => ({ ...afterTurn(a, d), usage: addUsage(a.usage, d.usage) }));
+      else s = updateAgent(s, d.agentId, (a) => ({ ...afterTurn(a, d), usage: addUsage(a.usage, d.usage), stalledAttempts: 0 }));
       break;
     }
     case 'ToolResultsRecorded': {
       const done = new Set(event.data.results.map((r) => r.toolUseId));
       const tests = event.data.results.findLast((r) => r.tests)?.tests;
       if (s.lead && event.data.agentId === s.lead.agentId) s.lead = afterResults(s.lead, done);
-      else s = updateAgent(s, event.data.agentId, (a) => ({ ...afterResults(a, done), ...(tests ? { tests } : {}) }));
+      else s = updateAgent(s, event.data.agentId, (a) => ({ ...afterResults(a, done), ...(tests ? { tests } : {}), stalledAttempts: 0 }));
       break;
     }
     case 'SubagentDispatched': {
@@ -77,6 +77,7 @@ export function evolve(state: TaskState, event: RecordedEvent): TaskState {
         toolUseId: d.toolUseId,
         prompt: d.prompt,
         attempt: 0,
+        stalledAttempts: 0,
         streamVersion: 0,
         filesCreated: [],
         filesModified: [],
@@ -97,7 +98,8 @@ export function evolve(state: TaskState, event: RecordedEvent): TaskState {
       break;
     }
     case 'SubagentStarted':
-      s = updateAgent(s, event.data.agentId, (a) => ({ ...a, status: 'running', attempt: event.data.attempt }));
+      // Recorded twice per attempt (the claim on the task stream, the fence on the agent's): only the claim starts one.
+      s = updateAgent(s, event.data.agentId, (a) => ({ ...a, status: 'running', attempt: event.data.attempt, stalledAttempts: event.data.attempt > a.attempt ? a.stalledAttempts + 1 : a.stalledAttempts }));
       break;
     case 'SubagentCompleted': {
       const d = event.data;

@@ -40,6 +40,13 @@ export interface AgentState extends AgentLoopState {
   prompt: string;
   /** Runner attempts so far; a newer attempt fences off older ones. */
   attempt: number;
+  /**
+   * Attempts in a row, the current one included, that have recorded nothing on the agent's
+   * stream (no model turn, no tool result); any turn or result resets it. Attempts that keep
+   * ending this way mean the agent's runner keeps dying on it (a crash, out of memory, a kill):
+   * the watchdog gives up after a few instead of starting it forever.
+   */
+  stalledAttempts: number;
   /** Version of the agent's own stream `agent-<taskId>-<agentId>`. */
   streamVersion: number;
   filesCreated: string[];

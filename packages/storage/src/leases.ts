@@ -63,6 +63,27 @@ export async function releaseLease(db: Db, l: { taskId: string; agentId: string;
   await db.query('delete from agent_leases where task_id = $1 and agent_id = $2 and holder = $3', [l.taskId, l.agentId, l.holder]);
 }
 
+/** The holders of leases still live (runners at work, or dead ones whose leases have not run out yet). */
+export async function liveLeaseHolders(db: Db): Promise<string[]> {
+  const r = await db.query<{ holder: string }>(`select distinct holder from agent_leases where expires_at > now() and holder <> '${WATCHDOG_HOLDER}' order by holder`);
+  return r.rows.map((x) => x.holder);
+}
+
+/**
+ * Expire at once the live leases of holders known to be gone (a runner that restarted found its
+ * predecessor's), so the watchdog re-dispatches their agents at its next look instead of after
+ * the lease's TTL; `reason` is left as the lease's last error. Returns the leases expired.
+ */
+export async function expireLeasesOf(db: Db, holders: readonly string[], reason: string): Promise<{ taskId: string; agentId: string; holder: string }[]> {
+  if (holders.length === 0) return [];
+  const r = await db.query<{ task_id: string; agent_id: string; holder: string }>(
+    `update agent_leases set expires_at = now(), last_error = $2, updated_at = now()
+     where holder = any($1::text[]) and expires_at > now() returning task_id, agent_id, holder`,
+    [holders, reason.slice(0, 2000)],
+  );
+  return r.rows.map((x) => ({ taskId: x.task_id, agentId: x.agent_id, holder: x.holder }));
+}
+
 export async function leaseOf(db: Db, taskId: string, agentId: string): Promise<Lease | null> {
   const r = await db.query<LeaseRow>('select * from agent_leases where task_id = $1 and agent_id = $2', [taskId, agentId]);
   return r.rows[0] ? toLease(r.rows[0]) : null;

@@ -16,6 +16,8 @@ const schema = z.object({
   WATCHDOG_GRACE_MS: z.coerce.number().int().min(100).max(86_400_000).default(30_000),
   /** Re-dispatches of one agent attempt before it fails `agent_lost`. */
   WATCHDOG_MAX_REDISPATCHES: z.coerce.number().int().min(1).max(100).default(3),
+  /** Attempts in a row of one agent that were lost before recording anything (its runner keeps dying on it) before it fails `agent_lost`. */
+  WATCHDOG_MAX_STALLED_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(5),
   /** After the bus lost its streams, the relay re-publishes the log of this last stretch (older work is woken task by task). */
   BUS_REPLAY_WINDOW_MS: z.coerce.number().int().min(0).max(7 * 86_400_000).default(600_000),
   CONSUMER_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(8),

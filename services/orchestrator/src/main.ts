@@ -45,7 +45,7 @@ const orchestrator = await startOrchestrator({
   heartbeatMs: Math.min(5000, Math.floor(config.EVENTS_ACK_WAIT_MS / 3)),
   maxAttempts: config.CONSUMER_MAX_ATTEMPTS,
   deadlineBackstopMs: config.DEADLINE_BACKSTOP_MS,
-  watchdog: { everyMs: config.WATCHDOG_INTERVAL_MS, graceMs: config.WATCHDOG_GRACE_MS, maxRedispatches: config.WATCHDOG_MAX_REDISPATCHES, replayWindowMs: config.BUS_REPLAY_WINDOW_MS },
+  watchdog: { everyMs: config.WATCHDOG_INTERVAL_MS, graceMs: config.WATCHDOG_GRACE_MS, maxRedispatches: config.WATCHDOG_MAX_REDISPATCHES, maxStalledAttempts: config.WATCHDOG_MAX_STALLED_ATTEMPTS, replayWindowMs: config.BUS_REPLAY_WINDOW_MS },
   busCheckMs: config.BUS_CHECK_INTERVAL_MS,
   topology: topologyFromEnv(config),
   relay: { enabled: config.RELAY_ENABLED, batchSize: config.RELAY_BATCH_SIZE, backstopMs: config.RELAY_BACKSTOP_MS },

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { watchdogActions } from './watchdog.ts';
 
 const now = new Date('2026-11-23T12:00:00Z');
-const agent = (id: string, status: AgentState['status'], attempt = 1): AgentState => ({ ...newLoop(), id, type: 'researcher', status, attempt } as AgentState);
+const agent = (id: string, status: AgentState['status'], attempt = 1, stalledAttempts = 0): AgentState => ({ ...newLoop(), id, type: 'researcher', status, attempt, stalledAttempts } as AgentState);
 const task = (agents: AgentState[], leadWaits = true): TaskState => ({
   ...initialState(),
   status: 'running',
@@ -13,7 +13,7 @@ const task = (agents: AgentState[], leadWaits = true): TaskState => ({
   agents: Object.fromEntries(agents.map((a) => [a.id, a])),
 });
 const lease = (agentId: string, o: Partial<Lease>): Lease => ({ taskId: 't', agentId, attempt: 1, holder: 'runner-a', expiresAt: new Date(now.getTime() + 10_000), fires: 0, lastError: null, ...o });
-const opts = { maxRedispatches: 3, jobsBacklog: false };
+const opts = { maxRedispatches: 3, maxStalledAttempts: 5, jobsBacklog: false };
 
 describe('watchdogActions', () => {
   it('leaves an agent with a live lease alone; re-dispatches one whose lease expired or that has none', () => {
@@ -34,6 +34,21 @@ describe('watchdogActions', () => {
     expect(watchdogActions(s, tired, now, { ...opts, jobsBacklog: true })).toMatchObject({ redispatch: ['a'], fail: [] });
     // Fires of an older attempt do not count against a newer one (a runner claimed it since).
     expect(watchdogActions(s, [lease('a', { holder: WATCHDOG_HOLDER, attempt: 1, fires: 3, expiresAt: now })], now, opts)).toMatchObject({ redispatch: ['a'], fail: [] });
+  });
+
+  it('gives up on an agent whose last maxStalledAttempts attempts were each lost before recording anything (its runner keeps dying on it)', () => {
+    const dead = (attempt: number) => [lease('a', { attempt, holder: 'runner-a', expiresAt: new Date(now.getTime() - 1), lastError: 'runner runner-a restarted' })];
+    // Four lost attempts: a fifth is started.
+    expect(watchdogActions(task([agent('a', 'running', 6, 4)]), dead(6), now, opts)).toMatchObject({ redispatch: ['a'], fail: [] });
+    // Five: given up, naming the attempts and the lease's last word.
+    expect(watchdogActions(task([agent('a', 'running', 7, 5)]), dead(7), now, opts)).toMatchObject({
+      redispatch: [],
+      fail: [{ agentId: 'a', message: expect.stringMatching(/started 5 times in a row \(attempts 3–7\).*lost before it recorded a turn.*Last error: runner runner-a restarted/) }],
+    });
+    // Even with a job waiting in the queue (the queue does not explain a runner that dies).
+    expect(watchdogActions(task([agent('a', 'running', 7, 5)]), dead(7), now, { ...opts, jobsBacklog: true }).fail).toHaveLength(1);
+    // A live lease: the sixth attempt is being worked on, nothing to do yet.
+    expect(watchdogActions(task([agent('a', 'running', 7, 5)]), [lease('a', { attempt: 7 })], now, opts)).toMatchObject({ redispatch: [], fail: [] });
   });
 
   it('drops the leases of agents no longer active, and all of a finished task', () => {

@@ -14,6 +14,8 @@ export interface WatchdogOptions {
   graceMs: number;
   /** Re-dispatches of one attempt before the agent fails `agent_lost` (default 3). */
   maxRedispatches: number;
+  /** Attempts in a row that recorded nothing before a lost agent fails `agent_lost` instead of starting again (default 5). */
+  maxStalledAttempts: number;
 }
 
 /** What the watchdog does for one task: wake its lead, re-dispatch agents, or fail those it gave up on. */
@@ -30,9 +32,11 @@ export interface WatchdogActions {
  * orchestrator handles wake-ups idempotently). An active agent with a live lease is left
  * alone; one without (never claimed, its runner gone) is re-dispatched — unless its attempt was
  * re-dispatched `maxRedispatches` times already and no job is waiting in the queue (a busy
- * queue explains a slow claim), then it fails visibly with what the lease knew.
+ * queue explains a slow claim), then it fails visibly with what the lease knew; or unless its
+ * last `maxStalledAttempts` attempts were each started and lost without recording anything (its
+ * runner keeps dying on it: starting it again would loop forever), then it fails too.
  */
-export function watchdogActions(s: TaskState, leases: readonly Lease[], now: Date, o: { maxRedispatches: number; jobsBacklog: boolean }): WatchdogActions {
+export function watchdogActions(s: TaskState, leases: readonly Lease[], now: Date, o: { maxRedispatches: number; maxStalledAttempts: number; jobsBacklog: boolean }): WatchdogActions {
   const out: WatchdogActions = { trigger: false, redispatch: [], fail: [], dropLeases: [] };
   const byAgent = new Map(leases.map((l) => [l.agentId, l]));
   if (isFinal(s)) {
@@ -45,6 +49,11 @@ export function watchdogActions(s: TaskState, leases: readonly Lease[], now: Dat
   for (const a of activeAgents(s)) {
     const l = byAgent.get(a.id);
     if (l && l.holder !== WATCHDOG_HOLDER && l.expiresAt > now) continue; // being worked on
+    if (a.status === 'running' && a.stalledAttempts >= o.maxStalledAttempts) {
+      const last = l?.lastError ? ` Last error: ${l.lastError}` : '';
+      out.fail.push({ agentId: a.id, message: `agent ${a.id} was started ${a.stalledAttempts} times in a row (attempts ${a.attempt - a.stalledAttempts + 1}–${a.attempt}) and each attempt was lost before it recorded a turn: its runner stopped every time (a crash, out of memory, a kill). Given up rather than started again.${last}` });
+      continue;
+    }
     const tried = l?.holder === WATCHDOG_HOLDER && l.attempt === a.attempt ? l.fires : 0;
     if (tried >= o.maxRedispatches && !o.jobsBacklog) {
       const last = l?.lastError ? ` Last error: ${l.lastError}` : '';
@@ -240,7 +249,7 @@ export class Watchdog {
       const { state, events } = await this.d.load(taskId);
       if (state.status === 'none') return { messages: [], redispatched: [] };
       const leases = await leasesOfTask(this.d.pool, taskId);
-      const a = watchdogActions(state, leases, now, { maxRedispatches: this.d.options.maxRedispatches, jobsBacklog: backlog });
+      const a = watchdogActions(state, leases, now, { maxRedispatches: this.d.options.maxRedispatches, maxStalledAttempts: this.d.options.maxStalledAttempts, jobsBacklog: backlog });
       if (a.dropLeases.length > 0) await dropLeases(this.d.pool, taskId, a.dropLeases);
       if (a.fail.length > 0) {
         // Only agents still active at the attempt looked at (a runner may have moved on since).

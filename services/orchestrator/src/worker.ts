@@ -98,7 +98,7 @@ export async function startOrchestrator(d: OrchestratorDeps): Promise<Orchestrat
     onStoreFailure,
     everyMs: d.watchdog?.everyMs ?? 5000,
     ...(d.watchdog?.replayWindowMs !== undefined ? { replayWindowMs: d.watchdog.replayWindowMs } : {}),
-    options: { graceMs: d.watchdog?.graceMs ?? 30_000, maxRedispatches: d.watchdog?.maxRedispatches ?? 3 },
+    options: { graceMs: d.watchdog?.graceMs ?? 30_000, maxRedispatches: d.watchdog?.maxRedispatches ?? 3, maxStalledAttempts: d.watchdog?.maxStalledAttempts ?? 5 },
   });
   topology.start();
   watchdog.start();

@@ -5,9 +5,10 @@ import { OfflineModel } from '@baton/agents';
 import { handleCommand, loadTask, type EventStore } from '@baton/event-store';
 import { silentLogger } from '@baton/runtime';
 import { LocalSandboxProvider } from '@baton/sandbox';
-import { acquireLease, leaseOf, searchCorpus } from '@baton/storage';
+import { acquireLease, leaseOf, searchCorpus, watchCandidates } from '@baton/storage';
 import { dispatchedTask, pgTest as test } from '@baton/testing';
 import { afterEach, beforeEach, describe, expect } from 'vitest';
+import { handBackPredecessors } from './predecessors.ts';
 import { runSubagentJob, type RunnerDeps } from './subagent.ts';
 import { artifactStore } from './wiring.ts';
 
@@ -71,5 +72,24 @@ describe('agent leases (the runner)', () => {
     release();
     expect(await job).toBe('completed');
     expect(await leaseOf(pg.db.pool, id, 'researcher-1')).toBeNull();
+  });
+});
+
+describe("a restarted runner hands back its predecessor's agents", () => {
+  test("the live leases of an earlier process of this runner expire at once, with why; others' are left alone", async ({ pg }) => {
+    const [a, b] = [await dispatchedTask(pg.store), await dispatchedTask(pg.store)];
+    const take = (taskId: string, holder: string) => acquireLease(pg.db.pool, { taskId, agentId: 'researcher-1', attempt: 1, holder, ttlMs: 600_000 });
+    await take(a, 'node-7-100'); // the process that died
+    await take(b, 'node-7-200'); // another runner on this host, alive
+    const self = { runnerId: 'node-7-300', explicit: false, host: 'node-7' };
+    expect(await handBackPredecessors(pg.db.pool, self, log, (pid) => pid === 200)).toBe(1);
+    const lost = await leaseOf(pg.db.pool, a, 'researcher-1');
+    expect(lost).toMatchObject({ holder: 'node-7-100', lastError: 'runner node-7-100 stopped while running this agent (node-7-300 started in its place)' });
+    expect(lost!.expiresAt.getTime()).toBeLessThanOrEqual(Date.now());
+    // The watchdog now sees it (an expired lease), without waiting for the grace period.
+    expect(await watchCandidates(pg.db.pool, 600_000)).toEqual([a]);
+    expect((await leaseOf(pg.db.pool, b, 'researcher-1'))!.expiresAt.getTime()).toBeGreaterThan(Date.now());
+    // Nothing left to hand back the second time.
+    expect(await handBackPredecessors(pg.db.pool, self, log, (pid) => pid === 200)).toBe(0);
   });
 });

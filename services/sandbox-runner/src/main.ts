@@ -8,6 +8,7 @@ import { loadTeamConfig, saveTeamConfigs, readWorkspace } from '@baton/storage';
 import { configOrExit, createLogger, installCrashGuards, installShutdown, retryForever, startOps, startTelemetry, topologyFromEnv } from '@baton/runtime';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { loadRunnerConfig } from './config.ts';
+import { defaultRunnerId, handBackPredecessors } from './predecessors.ts';
 import { startRunner } from './worker.ts';
 import { artifactStore, prepareSearch, sandboxProviderFromConfig, startSweeper } from './wiring.ts';
 
@@ -24,7 +25,11 @@ await retryForever('connecting to Postgres', log, () => db.pool.query('select 1'
 const nc = await connectNats(config.NATS_URL, 'baton-sandbox-runner', log);
 const names = busNames(config.BATON_NAMESPACE);
 await retryForever('setting up JetStream streams', log, async () => ensureTopology(await jetstreamManager(nc), names, topologyFromEnv(config)));
-const runnerId = config.RUNNER_ID ?? `${hostname()}-${process.pid}`;
+const runnerId = config.RUNNER_ID ?? defaultRunnerId(hostname(), process.pid);
+// The agents an earlier process of this runner died with go back to the watchdog now, not after their leases run out.
+await handBackPredecessors(db.pool, { runnerId, explicit: config.RUNNER_ID !== undefined, host: hostname() }, log).catch((err: unknown) =>
+  log.warn({ err }, 'could not hand back the agents of an earlier runner process (their leases run out by themselves)'),
+);
 const sandboxes = sandboxProviderFromConfig(config, db.pool, log);
 const catalog = new TeamCatalog(teams, (v) => loadTeamConfig(db.pool, v));
 await retryForever('recording team config versions', log, () => saveTeamConfigs(db.pool, catalog.versions()));
