@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { TaskView } from '@baton/api';
 import { waitFor } from '@baton/testing';
@@ -91,6 +91,15 @@ describe('the web console, in Chromium', () => {
     const at = page.getByLabel('state at version');
     await at.locator('.status.s-awaiting_input').waitFor();
     expect(await at.textContent()).toMatch(/open requests: apr-lead-/);
+    expect(await at.getByLabel('files at version').textContent()).toBe('files then: none');
+    // At the first file stored: the files as they were then (not the report yet), each downloadable in that version.
+    await page.locator('.timeline li[data-type="ArtifactStored"]').first().getByRole('button', { name: 'state' }).click();
+    const files = at.getByLabel('files at version');
+    await files.getByRole('button', { name: 'notes.md' }).waitFor();
+    expect(await files.getByRole('button').allTextContents()).toEqual(['notes.md']);
+    const [file] = await Promise.all([page.waitForEvent('download'), files.getByRole('button', { name: 'notes.md' }).click()]);
+    expect(file.suggestedFilename()).toBe('notes.md');
+    expect(await readFile(await file.path(), 'utf8')).toBe(await api.artifact(id, 'notes.md'));
   });
 
   it('review & edit: an edit naming no such agent is refused on the card and the request stays open; a valid edit runs', async () => {

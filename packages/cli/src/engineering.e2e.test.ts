@@ -1,8 +1,14 @@
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
 import type { AgentView, TaskView } from '@baton/api';
 import type { BatonClient } from '@baton/client';
 import { waitFor } from '@baton/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startE2eStack, type E2eStack } from './e2e-stack.ts';
+
+const run = promisify(execFile);
+const ROOT = path.resolve(import.meta.dirname, '../../..');
 
 /**
  * The engineering flow through the four services as processes, with no API key (the offline
@@ -25,6 +31,7 @@ describe('engineering team, end to end', () => {
     await stack?.stop();
   });
   const task = (id: string) => api.request<TaskView>('GET', `/v1/tasks/${id}`);
+  const cli = async (...args: string[]): Promise<string> => (await run(process.execPath, ['packages/cli/src/main.ts', ...args], { cwd: ROOT, env: { ...process.env, BATON_URL: url } })).stdout;
 
   it('plan → approve → two engineers in parallel (test-first) → review round → approve → diff', async () => {
     const submitted = await api.request<TaskView>('POST', '/v1/tasks', { prompt: 'Add a low-stock report to the inventory app', team: 'engineering', workspace: { example: 'inventory' } });
@@ -101,6 +108,18 @@ describe('engineering team, end to end', () => {
     const frontendStored = events.find((e) => e.type === 'ArtifactStored' && e.data.agentId === 'frontend' && e.streamId.startsWith('task-'));
     const frontendDone = events.find((e) => e.type === 'SubagentCompleted' && e.data.agentId === 'frontend');
     expect(frontendStored && frontendDone && frontendStored.version < frontendDone.version).toBe(true);
+    // The same point read back without forking, through the CLI (`--at`, the API's `?at=`): the
+    // frontend's first file is among the artifacts, its change to web/format.ts is not yet.
+    const at = String(frontendStored!.version);
+    const diffThen = await cli('diff', submitted.id, '--at', at);
+    expect(diffThen).toBe(await (await fetch(`${url}/v1/tasks/${submitted.id}/diff?at=${at}`)).text());
+    expect(diffThen).toContain(`+++ b/${String(frontendStored!.data.path)}`);
+    expect(diffThen).not.toContain('+++ b/web/format.ts');
+    expect(await cli('diff', submitted.id)).toBe(patch);
+    const listedThen = (await cli('artifacts', submitted.id, '--at', at)).split('\n').map((l) => l.split('  ')[0]);
+    expect(listedThen).toContain(frontendStored!.data.path);
+    expect(listedThen).not.toContain('web/format.ts');
+    expect(await cli('artifact', submitted.id, String(frontendStored!.data.path), '--at', at)).toBe(await (await fetch(`${url}/v1/tasks/${submitted.id}/artifacts/${String(frontendStored!.data.path)}?at=${at}`)).text());
     const fork = await api.request<TaskView>('POST', `/v1/tasks/${submitted.id}/fork`, { atVersion: frontendStored!.version });
     await waitFor(async () => ['completed', 'failed'].includes((await task(fork.id)).status), { timeoutMs: 180_000, what: 'the fork to finish' });
     const forked = await task(fork.id);

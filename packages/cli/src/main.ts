@@ -18,6 +18,11 @@ const positiveNumber = (flag: string) => (v: string): number => {
   if (!/^\d+(\.\d+)?$/.test(v.trim()) || !(n > 0)) throw new InvalidArgumentError(`${flag} must be a positive number, got '${v}'`);
   return n;
 };
+/** A commander option parser for --at: a version of the task stream. */
+const streamVersion = (v: string): number => {
+  if (!/^[1-9]\d*$/.test(v.trim())) throw new InvalidArgumentError(`--at must be a version of the task stream (1 or more), got '${v}'`);
+  return Number(v);
+};
 const client = () => new BatonClient(process.env.BATON_URL ?? 'http://127.0.0.1:8080', process.env.BATON_API_KEY);
 
 program
@@ -139,6 +144,30 @@ program
   .requiredOption('--at <version>', 'version of the task stream to fork at')
   .action(async (taskId: string, opts: { at: string }) => {
     console.log(describeTask(await client().request<TaskView>('POST', `/v1/tasks/${taskId}/fork`, { atVersion: Number(opts.at) })));
+  });
+
+program
+  .command('artifacts <taskId>')
+  .description("list a task's files: path, bytes, the agent that stored it, digest (--at N: as they were after version N of its stream)")
+  .option('--at <version>', 'as the files were after this version of the task stream', streamVersion)
+  .action(async (taskId: string, opts: { at?: number }) => {
+    for (const a of await client().artifacts(taskId, opts)) console.log(`${a.path}  ${a.bytes} B  ${a.agentId ?? '-'}  ${a.sha256.slice(0, 12)}`);
+  });
+
+program
+  .command('artifact <taskId> <path>')
+  .description("print one of a task's files, byte for byte (--at N: its content after version N of the task stream)")
+  .option('--at <version>', 'the content the file had after this version of the task stream', streamVersion)
+  .action(async (taskId: string, file: string, opts: { at?: number }) => {
+    process.stdout.write(Buffer.from(await (await client().artifactResponse(taskId, file, opts)).arrayBuffer()));
+  });
+
+program
+  .command('diff <taskId>')
+  .description("print the task's change against its input workspace as a unified diff (--at N: as it stood after version N of the task stream)")
+  .option('--at <version>', 'the change as it stood after this version of the task stream', streamVersion)
+  .action(async (taskId: string, opts: { at?: number }) => {
+    process.stdout.write(await client().diff(taskId, opts));
   });
 
 async function watch(taskId: string): Promise<void> {

@@ -65,6 +65,8 @@ function parseBody(text: string): unknown {
 
 const FINAL = new Set(['TaskCompleted', 'TaskFailed', 'TaskCancelled']);
 const path = (p: string): string => p.split('/').map(encodeURIComponent).join('/');
+/** `?at=N` (a version of the task stream) when one is given. */
+const atQuery = (at: number | undefined): string => (at === undefined ? '' : `?at=${at}`);
 
 export class BatonClient {
   readonly baseUrl: string;
@@ -134,19 +136,25 @@ export class BatonClient {
     return this.request('POST', `/v1/tasks/${id}/verify`);
   }
 
-  /** A task's artifacts (path, size, digest, media type, the agent that made it). */
-  async artifacts(taskId: string): Promise<Artifact[]> {
-    return (await this.request<{ items: Artifact[] }>('GET', `/v1/tasks/${taskId}/artifacts`)).items;
+  /** A task's artifacts (path, size, digest, media type, the agent that made it); `at`: as they were after that version of the task stream. */
+  async artifacts(taskId: string, opts: { at?: number } = {}): Promise<Artifact[]> {
+    return (await this.request<{ items: Artifact[] }>('GET', `/v1/tasks/${taskId}/artifacts${atQuery(opts.at)}`)).items;
   }
-  /** One artifact's bytes as a Response (text(), blob(), arrayBuffer()); an ApiError if it is not there. */
-  async artifactResponse(taskId: string, file: string): Promise<Response> {
-    const res = await this.fetch(`/v1/tasks/${taskId}/artifacts/${path(file)}`);
+  /** One artifact's bytes as a Response (text(), blob(), arrayBuffer()); an ApiError if it is not there. `at`: its content after that version. */
+  async artifactResponse(taskId: string, file: string, opts: { at?: number } = {}): Promise<Response> {
+    const res = await this.fetch(`/v1/tasks/${taskId}/artifacts/${path(file)}${atQuery(opts.at)}`);
     if (!res.ok) throw new ApiError(res.status, parseBody(await res.text()));
     return res;
   }
   /** One artifact's content, as text. */
-  async artifact(taskId: string, file: string): Promise<string> {
-    return (await this.artifactResponse(taskId, file)).text();
+  async artifact(taskId: string, file: string, opts: { at?: number } = {}): Promise<string> {
+    return (await this.artifactResponse(taskId, file, opts)).text();
+  }
+  /** The task's change against its input workspace as a unified diff; `at`: as it stood after that version. */
+  async diff(taskId: string, opts: { at?: number } = {}): Promise<string> {
+    const res = await this.fetch(`/v1/tasks/${taskId}/diff${atQuery(opts.at)}`);
+    if (!res.ok) throw new ApiError(res.status, parseBody(await res.text()));
+    return res.text();
   }
   /** The artifact an agent produced at a path (stored under `<agentId>/<path>` when another agent's holds the path). */
   async artifactOf(taskId: string, agentId: string, file: string): Promise<string> {

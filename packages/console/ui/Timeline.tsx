@@ -1,5 +1,5 @@
 import { useState } from 'react';
-import { api, type EventView, type TaskView } from './api.ts';
+import { api, download, type EventView, type TaskView } from './api.ts';
 import { agentOf, describe, onTaskStream } from './describe.ts';
 import { ErrorLine } from './ErrorLine.tsx';
 import { go } from './hooks.ts';
@@ -52,6 +52,16 @@ export function Timeline({ task, events }: { task: TaskView; events: EventView[]
             <button className="small" onClick={() => setStateAt(null)}>
               close
             </button>
+          </div>
+          <div className="artifacts" aria-label="files at version">
+            files then:{' '}
+            {stateAt.task.artifacts.length === 0
+              ? 'none'
+              : stateAt.task.artifacts.map((a) => (
+                  <button key={a.path} className="link" title={`${a.path} as it was after version ${stateAt.version} (${a.bytes} bytes)`} onClick={() => void download(task.id, a.path, stateAt.version).catch((err: unknown) => setError((err as Error).message))}>
+                    {a.path}
+                  </button>
+                ))}
           </div>
           <details>
             <summary>the whole task object</summary>

@@ -26,8 +26,8 @@ export const api = <T>(method: string, url: string, body?: unknown): Promise<T> 
 export const apiText = (url: string): Promise<string | null> => client().text(url);
 
 /** Download an artifact with the key (links cannot send a header): fetched, then saved from a blob. */
-export async function download(taskId: string, file: string): Promise<void> {
-  const res = await client().artifactResponse(taskId, file);
+export async function download(taskId: string, file: string, at?: number): Promise<void> {
+  const res = await client().artifactResponse(taskId, file, at === undefined ? {} : { at });
   const href = URL.createObjectURL(await res.blob());
   const a = document.createElement('a');
   a.href = href;

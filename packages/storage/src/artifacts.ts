@@ -126,9 +126,33 @@ export async function copyTaskFiles(pool: pg.Pool, from: string, to: string, art
   });
 }
 
-/** The bytes of a task's artifacts at the given paths (paths with no stored artifact are absent). */
-export async function readArtifacts(pool: pg.Pool, taskId: string, paths: readonly string[]): Promise<Map<string, Buffer>> {
-  if (paths.length === 0) return new Map();
-  const { rows } = await pool.query<{ path: string; content: Buffer }>('select path, content from artifacts where task_id = $1 and path = any($2::text[])', [taskId, paths]);
-  return new Map(rows.map((r) => [r.path, r.content]));
+/** A recorded artifact version whose bytes are not kept (replaced before every version was kept, migration 013). */
+export class ArtifactVersionNotKeptError extends Error {
+  readonly path: string;
+  constructor(taskId: string, path: string, sha256: string) {
+    super(`artifact '${path}' of task ${taskId}: the version recorded (sha256 ${sha256.slice(0, 12)}…) is not kept (it was replaced before Baton kept every version)`);
+    this.name = new.target.name;
+    this.path = path;
+  }
+}
+
+/**
+ * The bytes of the given recorded artifacts, each in the version its `ArtifactStored` names (by
+ * path): what the task's files were at the state they come from, current or earlier.
+ * Throws ArtifactVersionNotKeptError when a version's bytes are not kept.
+ */
+export async function readArtifacts(pool: pg.Pool, taskId: string, artifacts: readonly Pick<StoredArtifact, 'path' | 'sha256'>[]): Promise<Map<string, Buffer>> {
+  if (artifacts.length === 0) return new Map();
+  const { rows } = await pool.query<{ sha256: string; content: Buffer }>('select sha256, content from artifact_versions where task_id = $1 and sha256 = any($2::text[])', [
+    taskId,
+    [...new Set(artifacts.map((a) => a.sha256))],
+  ]);
+  const bySha = new Map(rows.map((r) => [r.sha256, r.content]));
+  const out = new Map<string, Buffer>();
+  for (const a of artifacts) {
+    const content = bySha.get(a.sha256);
+    if (content === undefined) throw new ArtifactVersionNotKeptError(taskId, a.path, a.sha256);
+    out.set(a.path, content);
+  }
+  return out;
 }

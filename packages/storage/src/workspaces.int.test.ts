@@ -46,10 +46,10 @@ describe('input workspaces in Postgres', () => {
   test('taskChange: the input overlaid with the artifacts, diffed against the input; without a workspace, against empty', async ({ pg: { db } }) => {
     const ws = await storeWorkspace(db.pool, [file('README.md', '# App\n'), file('src/app.ts', 'const a = 1;\n')]);
     const taskId = randomUUID();
-    await storeArtifact(db.pool, { taskId, path: 'src/app.ts', agentId: 'coder-1', content: Buffer.from('const a = 2;\n') });
-    await storeArtifact(db.pool, { taskId, path: 'NOTES.md', agentId: null, content: Buffer.from('done\n') });
+    const app = await storeArtifact(db.pool, { taskId, path: 'src/app.ts', agentId: 'coder-1', content: Buffer.from('const a = 2;\n') });
+    const notes = await storeArtifact(db.pool, { taskId, path: 'NOTES.md', agentId: null, content: Buffer.from('done\n') });
     await storeArtifact(db.pool, { taskId, path: 'unrecorded.txt', agentId: null, content: Buffer.from('not in the log') });
-    const artifacts = [{ path: 'src/app.ts' }, { path: 'NOTES.md' }];
+    const artifacts = [app, notes];
     const change = await taskChange(db.pool, { id: taskId, workspace: { digest: ws.digest }, artifacts });
     expect(change.files).toEqual([
       { path: 'NOTES.md', status: 'added', additions: 1, deletions: 0, binary: false },
@@ -57,10 +57,14 @@ describe('input workspaces in Postgres', () => {
     ]);
     expect(change.patch).toContain('diff --git a/src/app.ts b/src/app.ts\n--- a/src/app.ts\n+++ b/src/app.ts\n@@ -1,1 +1,1 @@\n-const a = 1;\n+const a = 2;\n');
     expect(change.patch).not.toContain('unrecorded');
-    const bare = await taskChange(db.pool, { id: taskId, workspace: null, artifacts: [{ path: 'NOTES.md' }] });
+    const bare = await taskChange(db.pool, { id: taskId, workspace: null, artifacts: [notes] });
     expect(bare.files).toEqual([{ path: 'NOTES.md', status: 'added', additions: 1, deletions: 0, binary: false }]);
     expect(await taskChange(db.pool, { id: randomUUID(), workspace: { digest: ws.digest }, artifacts: [] })).toEqual({ files: [], patch: '' });
     await expect(taskChange(db.pool, { id: taskId, workspace: { digest: 'e'.repeat(64) }, artifacts: [] })).rejects.toThrow(/is not stored/);
-    await expect(taskChange(db.pool, { id: taskId, workspace: null, artifacts: [{ path: 'missing.md' }] })).rejects.toThrow(/recorded but not stored/);
+    await expect(taskChange(db.pool, { id: taskId, workspace: null, artifacts: [{ path: 'missing.md', sha256: 'f'.repeat(64) }] })).rejects.toThrow(/artifact 'missing.md' .*: the version recorded \(sha256 ffffffffffff…\) is not kept/);
+
+    // Each artifact in the version recorded: a state from before a rewrite diffs as it stood then.
+    await storeArtifact(db.pool, { taskId, path: 'src/app.ts', agentId: 'coder-1', content: Buffer.from('const a = 3;\n') });
+    expect((await taskChange(db.pool, { id: taskId, workspace: { digest: ws.digest }, artifacts })).patch).toContain('+const a = 2;\n');
   });
 });

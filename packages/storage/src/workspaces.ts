@@ -486,12 +486,13 @@ export async function loadExample(dir: string, name: string, limits: Partial<Wor
 export interface TaskFiles {
   id: string;
   workspace: { digest: string } | null;
-  artifacts: readonly { path: string }[];
+  artifacts: readonly { path: string; sha256: string }[];
 }
 
 /**
- * A task's change: its final tree — the input workspace's files (none without one) overlaid
- * with the task's recorded artifacts — diffed against the input workspace.
+ * A task's change: its tree — the input workspace's files (none without one) overlaid with the
+ * task's recorded artifacts, each in the version recorded — diffed against the input workspace.
+ * Given the state at an earlier version, the change as it stood then.
  */
 export async function taskChange(pool: pg.Pool, task: TaskFiles): Promise<WorkspaceDiff> {
   const before = new Map<string, Buffer>();
@@ -501,12 +502,6 @@ export async function taskChange(pool: pg.Pool, task: TaskFiles): Promise<Worksp
     for (const f of files) before.set(f.path, f.content);
   }
   const after = new Map(before);
-  const paths = task.artifacts.map((a) => a.path);
-  const stored = await readArtifacts(pool, task.id, paths);
-  for (const p of paths) {
-    const content = stored.get(p);
-    if (content === undefined) throw new Error(`artifact '${p}' of task ${task.id} is recorded but not stored`);
-    after.set(p, content);
-  }
+  for (const [p, content] of await readArtifacts(pool, task.id, task.artifacts)) after.set(p, content);
   return diffWorkspaces(before, after);
 }

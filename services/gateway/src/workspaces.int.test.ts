@@ -231,7 +231,7 @@ describe('GET /v1/tasks/:id/diff and forks', () => {
     await handleCommand(pg.store, taskId, { type: 'StoreArtifact', agentId: null, path: stored.path, bytes: stored.bytes, sha256: stored.sha256, mediaType: stored.mediaType });
   }
 
-  test('the change as text/x-diff and as JSON; empty when nothing changed; without a workspace, against empty; tenant-scoped; a fork has the same digest and diff', async ({ pg }) => {
+  test('the change as text/x-diff and as JSON; empty when nothing changed; without a workspace, against empty; tenant-scoped; ?at=N: the change, artifacts and files as they stood then (410 when a version is not kept); a fork has the same digest and diff', async ({ pg }) => {
     const app = await gateway(pg, { apiKeys: new Map([['key-tenant-a-0123456789', 'a'], ['key-tenant-b-0123456789', 'b']]) });
     const auth = { authorization: 'Bearer key-tenant-a-0123456789' };
     const archive = await project();
@@ -280,8 +280,26 @@ describe('GET /v1/tasks/:id/diff and forks', () => {
     await artifact(pg, bare.id, 'report.md', '# Report\n');
     expect((await app.inject({ method: 'GET', url: `/v1/tasks/${bare.id}/diff?format=json`, headers: auth })).json().files).toEqual([{ path: 'report.md', status: 'added', additions: 1, deletions: 0, binary: false }]);
 
-    // A fork copies TaskSubmitted (so the digest) and the artifacts its history names: the same change.
+    // ?at=N: the change, the list and each file as they stood after version N, after a later rewrite.
     const version = (await app.inject({ method: 'GET', url: `/v1/tasks/${task.id}`, headers: auth })).json().version as number;
+    const listedThen = (await app.inject({ method: 'GET', url: `/v1/tasks/${task.id}/artifacts`, headers: auth })).json().items;
+    await artifact(pg, task.id, 'src/app.ts', 'export const a = 3;\n');
+    const get = (url: string) => app.inject({ method: 'GET', url: `/v1/tasks/${task.id}${url}`, headers: auth });
+    expect((await get('/diff')).body).toContain('+export const a = 3;');
+    expect((await get(`/diff?at=${version}`)).body).toBe(text.body);
+    expect((await get(`/diff?at=${version}&format=json`)).json().patch).toBe(text.body);
+    expect((await get(`/artifacts?at=${version}`)).json().items).toEqual(listedThen);
+    const then = await get(`/artifacts/src/app.ts?at=${version}`);
+    expect([then.statusCode, then.body, then.headers.etag]).toEqual([200, 'export const a = 2;\n', `"${listedThen.find((a: { path: string }) => a.path === 'src/app.ts').sha256}"`]);
+    expect((await get('/artifacts/src/app.ts')).body).toBe('export const a = 3;\n');
+    expect((await get(`/artifacts?at=1`)).json().items).toEqual([]);
+    expect((await get(`/artifacts/src/app.ts?at=1`)).json().error.message).toBe(`artifact 'src/app.ts' of task ${task.id} at version 1 not found`);
+    expect((await get(`/diff?at=1`)).body).toBe('');
+    const beyond = await get(`/artifacts?at=${version + 100}`);
+    expect([beyond.statusCode, beyond.json().error.message]).toEqual([404, `the task stream has no version ${version + 100} (it is at version ${version + 1})`]);
+    expect((await get('/artifacts?at=first')).json().error.message).toMatch(/query\.at/);
+    expect((await get('/diff?at=0')).json().error.message).toMatch(/query\.at/);
+    // A fork copies TaskSubmitted (so the digest) and the artifacts its history names: the same change.
     const fork = await app.inject({ method: 'POST', url: `/v1/tasks/${task.id}/fork`, headers: auth, payload: { atVersion: version } });
     expect(fork.statusCode).toBe(201);
     expect(fork.json().id).not.toBe(task.id);
@@ -291,6 +309,14 @@ describe('GET /v1/tasks/:id/diff and forks', () => {
     const early = await app.inject({ method: 'POST', url: `/v1/tasks/${task.id}/fork`, headers: auth, payload: { atVersion: 1 } });
     expect(early.json().workspace).toEqual(task.workspace);
     expect((await app.inject({ method: 'GET', url: `/v1/tasks/${early.json().id}/diff`, headers: auth })).body).toBe('');
+
+    // A version whose bytes are not kept (replaced before every version was kept) is gone, and says so.
+    await pg.db.pool.query(`delete from artifact_versions where task_id = $1 and content = $2`, [task.id, Buffer.from('export const a = 2;\n')]);
+    const gone = await get(`/artifacts/src/app.ts?at=${version}`);
+    expect([gone.statusCode, gone.json().error.code]).toEqual([410, 'version_not_kept']);
+    expect(gone.json().error.message).toMatch(/artifact 'src\/app.ts' of task .*: the version recorded \(sha256 [0-9a-f]{12}…\) is not kept/);
+    expect((await get(`/diff?at=${version}`)).statusCode).toBe(410);
+
   });
 });
 

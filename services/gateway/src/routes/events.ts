@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { verifyRun } from '@baton/agents';
-import { stateAt, STEP_EVENT_TYPES, TERMINAL_EVENT_TYPES, type EventType, type RecordedEvent } from '@baton/domain';
+import { STEP_EVENT_TYPES, TERMINAL_EVENT_TYPES, type EventType, type RecordedEvent } from '@baton/domain';
 import { redactCredentials, toEventView, toTaskView, type EventView } from '@baton/api';
 import type { RelayedEvent } from '@baton/bus';
 import { comesBefore, sameCursor, START, type LogCursor } from '@baton/event-store';
@@ -9,7 +9,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { GatewayDeps } from '../deps.ts';
 import { HttpError, notFound } from '../errors.ts';
 import { EventsHeaders, EventsQuery, StateQuery, TaskIdParams } from './schemas.ts';
-import { loadVisibleTask } from './tasks.ts';
+import { loadVisibleTask, visibleStateAt } from './tasks.ts';
 
 const BATCH = 500;
 
@@ -208,11 +208,7 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
   }
 
   r.get('/v1/tasks/:id/state', { schema: { params: TaskIdParams, querystring: StateQuery, tags: ['events'], summary: 'The task as it was after a version of its stream' } }, async (req) => {
-    const { state, events } = await loadVisibleTask(d, req, req.params.id);
-    if (req.query.at === undefined) return toTaskView(state);
-    const at = stateAt(events, req.query.at);
-    if (!at) throw new HttpError(404, 'not_found', `the task stream has no version ${req.query.at} (it is at version ${state.version})`);
-    return toTaskView(at);
+    return toTaskView(await visibleStateAt(d, req, req.params.id, req.query.at));
   });
 
   // The determinism check: the current code against the run's recorded model outputs and tool results (docs/verify.md).

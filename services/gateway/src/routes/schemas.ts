@@ -104,7 +104,7 @@ export const EventsQuery = z.object({
   steps: z.enum(['true', 'false'], { error: "must be 'true' or 'false'" }).default('true').transform((v) => v === 'true'),
 });
 
-export const DiffQuery = z.object({ format: z.enum(['text', 'json'], { error: "must be 'text' or 'json'" }).default('text') });
+export const DiffQuery = z.object({ format: z.enum(['text', 'json'], { error: "must be 'text' or 'json'" }).default('text'), at: queryInt(1, Number.MAX_SAFE_INTEGER).optional() });
 
 /** SSE resumes after `Last-Event-ID` (an event's position); any other header is left alone. */
 export const EventsHeaders = z.looseObject({ 'last-event-id': Position.optional() });

@@ -1,14 +1,14 @@
 import { allTools, parseToolInput } from '@baton/agents';
-import { digestJson, exists, forkEvents, forkedArtifacts, uuidV5, type Command, type TaskState } from '@baton/domain';
+import { digestJson, exists, forkEvents, forkedArtifacts, stateAt, uuidV5, type Command, type TaskState } from '@baton/domain';
 import { redactCredentials, toAgentViews, toTaskView } from '@baton/api';
 import { importTask, listTasks } from '@baton/event-store';
-import { copyTaskFiles, findDelivery, findEndpoint, listDeliveries, readArtifact, requestRedelivery, storeWorkspace } from '@baton/storage';
+import { ArtifactVersionNotKeptError, copyTaskFiles, findDelivery, findEndpoint, listDeliveries, readArtifacts, requestRedelivery, storeWorkspace } from '@baton/storage';
 import multipart from '@fastify/multipart';
 import type { ZodTypeProvider } from '@fastify/type-provider-zod';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { GatewayDeps } from '../deps.ts';
 import { HttpError, notFound } from '../errors.ts';
-import { AgentParams, AnswerBody, ApprovalBody, ArtifactParams, CancelBody, DeliveryParams, ForkBody, ListTasksQuery, RequestParams, SubmitTaskBody, TaskIdParams } from './schemas.ts';
+import { AgentParams, AnswerBody, ApprovalBody, ArtifactParams, CancelBody, DeliveryParams, ForkBody, ListTasksQuery, RequestParams, StateQuery, SubmitTaskBody, TaskIdParams } from './schemas.ts';
 import { runTaskCommand } from './commands.ts';
 import { checkSubmission, submitTask } from './submit.ts';
 import { readMultipartSubmission, resolveWorkspace, submitBodyLimit } from './workspace-input.ts';
@@ -18,6 +18,15 @@ export async function loadVisibleTask(d: GatewayDeps, req: FastifyRequest, taskI
   const loaded = await d.load(taskId);
   if (!exists(loaded.state) || loaded.state.tenantId !== req.tenant) throw notFound(`task ${taskId}`);
   return loaded;
+}
+
+/** The task the caller may see: as it is now, or (`at`) as it was right after that version of its stream (404 when there is none). */
+export async function visibleStateAt(d: GatewayDeps, req: FastifyRequest, taskId: string, at: number | undefined): Promise<TaskState> {
+  const { state, events } = await loadVisibleTask(d, req, taskId);
+  if (at === undefined) return state;
+  const then = stateAt(events, at);
+  if (!then) throw new HttpError(404, 'not_found', `the task stream has no version ${at} (it is at version ${state.version})`);
+  return then;
 }
 
 export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
@@ -150,24 +159,31 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     return reply.status(202).send({ redeliveryId, deliveryId, webhookId: delivery.webhookId, status: 'queued' });
   });
 
-  // Artifacts: the log says which exist (ArtifactStored); the bytes are in the artifacts table.
-  r.get('/v1/tasks/:id/artifacts', { schema: { params: TaskIdParams, tags: ['artifacts'], summary: 'Files the agents produced' } }, async (req) => {
-    const { state } = await loadVisibleTask(d, req, req.params.id);
+  // Artifacts: the log says which exist (ArtifactStored) and in which version; the bytes of every version are kept (artifact_versions).
+  r.get('/v1/tasks/:id/artifacts', { schema: { params: TaskIdParams, querystring: StateQuery, tags: ['artifacts'], summary: 'Files the agents produced (?at=N: as they were after version N of the task stream)' } }, async (req) => {
+    const state = await visibleStateAt(d, req, req.params.id, req.query.at);
     return { items: state.artifacts.map((a) => ({ path: a.path, bytes: a.bytes, sha256: a.sha256, mediaType: a.mediaType, agentId: a.agentId })) };
   });
 
-  r.get('/v1/tasks/:id/artifacts/*', { schema: { params: ArtifactParams, tags: ['artifacts'], summary: 'Download one artifact, with its media type' } }, async (req, reply) => {
-    const { state } = await loadVisibleTask(d, req, req.params.id);
+  r.get('/v1/tasks/:id/artifacts/*', { schema: { params: ArtifactParams, querystring: StateQuery, tags: ['artifacts'], summary: 'Download one artifact, with its media type (?at=N: its content after version N of the task stream)' } }, async (req, reply) => {
+    const state = await visibleStateAt(d, req, req.params.id, req.query.at);
     const file = req.params['*'];
     const listed = state.artifacts.find((a) => a.path === file);
-    const stored = listed ? await d.bulk(() => readArtifact(d.pool, req.params.id, file)) : null;
-    if (!listed || !stored) throw notFound(`artifact '${file}' of task ${req.params.id}`);
+    if (!listed) throw notFound(`artifact '${file}' of task ${req.params.id}${req.query.at !== undefined ? ` at version ${req.query.at}` : ''}`);
+    const content = (await d.bulk(() => readArtifacts(d.pool, req.params.id, [listed]).catch(versionGone))).get(file);
+    if (!content) throw notFound(`artifact '${file}' of task ${req.params.id}`);
     return reply
-      .header('content-type', stored.mediaType)
-      .header('etag', `"${stored.sha256}"`)
+      .header('content-type', listed.mediaType)
+      .header('etag', `"${listed.sha256}"`)
       .header('content-disposition', `inline; filename="${encodeURIComponent(file.split('/').pop() ?? file)}"`)
       .header('x-content-type-options', 'nosniff')
       .header('content-security-policy', "default-src 'none'; sandbox")
-      .send(stored.content);
+      .send(content);
   });
 };
+
+/** A recorded version whose bytes are not kept is gone for good: 410, naming it. */
+export function versionGone(err: unknown): never {
+  if (err instanceof ArtifactVersionNotKeptError) throw new HttpError(410, 'version_not_kept', err.message);
+  throw err;
+}

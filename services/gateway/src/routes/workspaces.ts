@@ -3,7 +3,7 @@ import type { ZodTypeProvider } from '@fastify/type-provider-zod';
 import type { FastifyInstance } from 'fastify';
 import type { GatewayDeps } from '../deps.ts';
 import { DiffQuery, TaskIdParams } from './schemas.ts';
-import { loadVisibleTask } from './tasks.ts';
+import { versionGone, visibleStateAt } from './tasks.ts';
 
 /** Workspaces: the examples a task can start from, and a task's change against its input. */
 export const workspaceRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
@@ -14,9 +14,9 @@ export const workspaceRoutes = (d: GatewayDeps) => async (app: FastifyInstance) 
   });
 
   // The task's change: its input workspace (empty without one) overlaid with its artifacts, against the input.
-  r.get('/v1/tasks/:id/diff', { schema: { params: TaskIdParams, querystring: DiffQuery, tags: ['workspaces'], summary: "The task's change against its input workspace, as a unified diff (?format=json: per-file summary and the patch)" } }, async (req, reply) => {
-    const { state } = await loadVisibleTask(d, req, req.params.id);
-    const change = await taskChange(d.pool, state);
+  r.get('/v1/tasks/:id/diff', { schema: { params: TaskIdParams, querystring: DiffQuery, tags: ['workspaces'], summary: "The task's change against its input workspace, as a unified diff (?format=json: per-file summary and the patch; ?at=N: the change as it stood after version N of the task stream)" } }, async (req, reply) => {
+    const state = await visibleStateAt(d, req, req.params.id, req.query.at);
+    const change = await taskChange(d.pool, state).catch(versionGone);
     if (req.query.format === 'json') return change;
     return reply.type('text/x-diff; charset=utf-8').send(change.patch);
   });
