@@ -3,7 +3,7 @@ import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { taskStreamId } from '@baton/domain';
 import { pgTest, privateNats, stackTest as test, waitFor } from '@baton/testing';
-import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { DeliverPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import pino from 'pino';
 import { describe, expect } from 'vitest';
@@ -12,7 +12,7 @@ import { startConsumer } from './consumer.ts';
 import { BatchPublisher, isStoreFailure } from './publisher.ts';
 import { Relay } from './relay.ts';
 import { busNames } from './subjects.ts';
-import { differs, ensureTopology, TopologyWatch } from './topology.ts';
+import { consumerConfigs, differs, ensureTopology, TopologyWatch } from './topology.ts';
 
 const log = pino({ level: 'silent' });
 const TASK = '00000000-0000-4000-8000-000000000001';
@@ -45,6 +45,34 @@ describe('ensureTopology', () => {
     expect((await jsm.consumers.info(names.eventsStream, names.consumers.orchestrator)).config).toEqual(before.config);
     expect(differs({ a: 1, b: [1] }, { b: [1] })).toBe(false);
     expect(differs({ a: 1 }, { a: 2 })).toBe(true);
+  });
+
+  test('two services creating a lost consumer at once: the one whose add comes second (its deliver policy refused as an update) takes the winner\'s consumer, no error', async ({ nats }) => {
+    const names = busNames(nats.namespace);
+    const jsm = await jetstreamManager(nats.nc);
+    await ensureTopology(jsm, names);
+    const [winner] = consumerConfigs(names).filter((c) => c.config.durable_name === names.consumers.orchestrator);
+    await jsm.consumers.delete(names.eventsStream, names.consumers.orchestrator);
+    // This service found the stream kept and the consumer gone (so it adds it from the stream's end);
+    // between its look and its add, a service that had just created the stream added it from the start.
+    const racing = new Proxy(jsm, {
+      get(target, prop, receiver) {
+        const v = Reflect.get(target, prop, receiver) as object;
+        if (prop !== 'consumers') return v;
+        return new Proxy(v, {
+          get(t, p, r) {
+            const f = Reflect.get(t, p, r) as (...x: unknown[]) => Promise<unknown>;
+            if (p !== 'add') return typeof f === 'function' ? f.bind(t) : f;
+            return async (...a: unknown[]) => {
+              await jsm.consumers.add(winner!.stream, winner!.config);
+              return f.apply(t, a);
+            };
+          },
+        });
+      },
+    });
+    await ensureTopology(racing, names);
+    expect((await jsm.consumers.info(names.eventsStream, names.consumers.orchestrator)).config.deliver_policy).toBe(DeliverPolicy.All);
   });
 
   test('after a real change (an upgrade moving the orchestrator filter), a fresh consumer still receives within seconds', async ({ nats }) => {

@@ -95,7 +95,12 @@ export async function ensureTopology(jsm: JetStreamManager, names: BusNames, o: 
       // events stream holds days of history, and what the consumer missed is re-fed from the
       // log. (A work queue holds only unfinished jobs: its consumer takes them all.)
       const fromNow = kept.has(stream) && stream === names.eventsStream;
-      await addIfAbsent(() => jsm.consumers.add(stream, fromNow ? { ...config, deliver_policy: DeliverPolicy.New } : config));
+      // Another service may add it between our look and our add, with the other deliver policy
+      // (it created the stream, we found it kept): NATS then refuses ours as an update of its.
+      await addIfAbsent(
+        () => jsm.consumers.add(stream, fromNow ? { ...config, deliver_policy: DeliverPolicy.New } : config),
+        () => jsm.consumers.info(stream, name).then(() => true, () => false),
+      );
       continue;
     }
     const { ack_wait, max_ack_pending, filter_subject } = config;
@@ -104,14 +109,19 @@ export async function ensureTopology(jsm: JetStreamManager, names: BusNames, o: 
   }
 }
 
-/** Two services re-creating the same thing at once: the loser's "already in use" is success. */
-async function addIfAbsent(add: () => Promise<unknown>): Promise<void> {
+/**
+ * Two services re-creating the same thing at once: the loser's "already in use" is success, and
+ * so is any refusal once the thing exists (`exists`: the winner's consumer, whose deliver policy
+ * NATS will not "update" to ours — "deliver policy can not be updated").
+ */
+async function addIfAbsent(add: () => Promise<unknown>, exists?: () => Promise<boolean>): Promise<void> {
   try {
     await add();
   } catch (err) {
     const e = err as { api_error?: { err_code?: number }; message?: string };
     // 10058: stream name already in use; 10148: consumer already exists; 10013: consumer name already in use.
     if ([10058, 10148, 10013].includes(e?.api_error?.err_code ?? 0) || /already in use|already exists/i.test(e?.message ?? '')) return;
+    if (exists && (await exists())) return;
     throw err;
   }
 }

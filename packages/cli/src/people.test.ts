@@ -1,6 +1,6 @@
 import type { ApiEvent } from '@baton/client';
 import { describe, expect, it } from 'vitest';
-import { describeEvent } from './people.ts';
+import { describeEvent, describeRequest } from './people.ts';
 
 const taskId = '0b7c3f3e-4a51-4f4e-9d55-2d8f6f1c0a11';
 const started = (streamId: string, position: number): ApiEvent =>
@@ -10,5 +10,15 @@ describe('baton watch lines', () => {
   it('tells the two records of a subagent\'s start apart: the runner\'s claim on the task stream, then the fence on the agent\'s own stream', () => {
     expect(describeEvent(started(`task-${taskId}`, 9))).toBe('#9 SubagentStarted researcher-1 attempt 1 on vm-1');
     expect(describeEvent(started(`agent-${taskId}-researcher-1`, 11))).toBe('#11 SubagentStarted researcher-1 attempt 1 on vm-1 (its own stream: an older attempt still running is fenced off)');
+  });
+});
+
+describe('describeRequest', () => {
+  it('a budget request names the command with the limits the budget has, and only those', () => {
+    const budget = (limit: { usd: number | null; tokens: number | null }) =>
+      describeRequest('t-1', { kind: 'budget', requestId: 'budget-1', agentId: 'researcher-1', spent: { usd: 0.5, tokens: 3142 }, limit, deadline: '2026-11-26T19:18:27.302Z', onTimeout: 'stop', openedAt: '2026-11-26T19:08:27.302Z' });
+    expect(budget({ usd: null, tokens: 3000 })).toContain("→ baton approve t-1 budget-1 --tokens <new limit>   |   baton reject t-1 budget-1 --reason '…'");
+    expect(budget({ usd: 1, tokens: null })).toContain('→ baton approve t-1 budget-1 --usd <new limit>   |');
+    expect(budget({ usd: 1, tokens: 3000 })).toContain('→ baton approve t-1 budget-1 --usd <new limit> --tokens <new limit>   |');
   });
 });

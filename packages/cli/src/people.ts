@@ -32,7 +32,9 @@ export function describeRequest(taskId: string, r: PendingRequestView): string {
   } else if (r.kind === 'budget') {
     lines.push(`$  budget ${r.requestId} — the task reached its budget (${describeSpend(r.spent, r.limit)}); no agent calls a model until this is decided`);
     lines.push(`   deadline: ${r.deadline} (then: ${r.onTimeout})`);
-    lines.push(`   → baton approve ${taskId} ${r.requestId} --usd <new limit> [--tokens <new limit>]   |   baton reject ${taskId} ${r.requestId} --reason '…'`);
+    // The limits the budget has, each to be raised (one it does not have would be added, not raised).
+    const raise = [r.limit.usd !== null ? '--usd <new limit>' : null, r.limit.tokens !== null ? '--tokens <new limit>' : null].filter(Boolean).join(' ');
+    lines.push(`   → baton approve ${taskId} ${r.requestId} ${raise}   |   baton reject ${taskId} ${r.requestId} --reason '…'`);
   } else {
     lines.push(`?  question ${r.requestId} from ${r.agentId}${r.context ? ` — ${r.context}` : ''}`);
     r.questions.forEach((q, i) => lines.push(`   ${i + 1}. ${q}`));
