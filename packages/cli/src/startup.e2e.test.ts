@@ -1,9 +1,11 @@
 import { execFile } from 'node:child_process';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { withDatabase } from '@baton/testing';
+import { deleteNamespace, newNamespace, withDatabase } from '@baton/testing';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { dropDatabase } from './procs.ts';
 
@@ -37,6 +39,41 @@ describe('start-up with a bad team config', () => {
     }).then(() => null, (e: { code: number; stderr: string }) => e);
     expect(err?.code).toBe(78);
     expect(err?.stderr).toMatch(/invalid configuration:\n {2}- DATABASE_URL: must be a postgres:\/\/ URL\n {2}- LOG_LEVEL: /);
+  });
+
+  it('a port already taken: the gateway (PORT) and a worker (OPS_PORT) say which and how to choose another, and exit 78; baton up stops instead of restarting for ever', async () => {
+    const taken = createServer();
+    await new Promise<void>((r) => taken.listen(0, '127.0.0.1', r));
+    const port = (taken.address() as AddressInfo).port;
+    const namespace = newNamespace();
+    try {
+      const start = (service: string, env: Record<string, string>) =>
+        run(process.execPath, [path.join(ROOT, 'services', service, 'src', 'main.ts')], { env: { ...process.env, DATABASE_URL: inject('databaseUrl'), NATS_URL: inject('natsUrl'), BATON_NAMESPACE: namespace, ...env }, timeout: 30_000 }).then(
+          () => null,
+          (e: { code: number; stderr: string }) => e,
+        );
+      const gateway = await start('gateway', { PORT: String(port), HOST: '127.0.0.1' });
+      expect(gateway?.code).toBe(78);
+      expect(gateway?.stderr).toContain(`cannot listen on 127.0.0.1:${port}: the port is in use by another process (another Baton still running?). Stop what holds it, or choose another with PORT (baton up --port N).`);
+      expect(gateway?.stderr).not.toMatch(/EADDRINUSE/);
+      const notifier = await start('notifier', { OPS_PORT: String(port), OPS_HOST: '127.0.0.1' });
+      expect(notifier?.code).toBe(78);
+      expect(notifier?.stderr).toContain(`cannot listen on 127.0.0.1:${port}: the port is in use by another process (another Baton still running?). Stop what holds it, or choose another with OPS_PORT (0: any free port).`);
+
+      const db = withDatabase(inject('databaseUrl'), `baton_t_${inject('runId')}_port`);
+      const up = await run(process.execPath, ['packages/cli/src/main.ts', 'up', '--port', String(port)], { cwd: ROOT, env: { ...process.env, DATABASE_URL: db, NATS_URL: inject('natsUrl'), BATON_NAMESPACE: namespace, OPS_PORT: '0' }, timeout: 60_000 }).then(
+        () => null,
+        (e: { code: number; stdout: string }) => e,
+      );
+      expect(up?.code).toBe(1);
+      expect(up?.stdout).toMatch(/gateway +.*cannot listen on 127\.0\.0\.1:\d+: the port is in use/);
+      expect(up?.stdout).toMatch(/gateway exited \(code 78\) and cannot be restarted; stopping the others/);
+      expect(up?.stdout).not.toMatch(/restarting in/);
+      await dropDatabase(db);
+    } finally {
+      taken.close();
+      await deleteNamespace(inject('natsUrl'), namespace);
+    }
   });
 
   it('baton up with a configuration the services refuse stops everything and exits 1 instead of restarting them', async () => {

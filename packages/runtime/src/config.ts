@@ -36,6 +36,36 @@ export function configOrExit<T>(load: () => T): T {
   }
 }
 
+/** Why a listen failed, for the errors another start cannot fix; null for any other error. */
+export function listenProblem(err: unknown): string | null {
+  switch ((err as NodeJS.ErrnoException | null)?.code) {
+    case 'EADDRINUSE':
+      return 'the port is in use by another process (another Baton still running?)';
+    case 'EACCES':
+      return 'this user may not listen on that port';
+    case 'EADDRNOTAVAIL':
+      return 'the host is not an address of this machine';
+    default:
+      return null;
+  }
+}
+
+/**
+ * Listen, or — when the address cannot be had (in use, not permitted, not ours) — say which and
+ * how to choose another (`setting`), on stderr, and exit 78 like a bad configuration: `baton up`
+ * then stops, instead of restarting the service for ever behind a stack trace.
+ */
+export async function listenOrExit<T>(where: { host: string; port: number; setting: string }, listen: () => Promise<T>): Promise<T> {
+  try {
+    return await listen();
+  } catch (err) {
+    const problem = listenProblem(err);
+    if (!problem) throw err;
+    console.error(`cannot listen on ${where.host}:${where.port}: ${problem}. Stop what holds it, or choose another with ${where.setting}.`);
+    process.exit(78);
+  }
+}
+
 /** Pieces every service's config shares. */
 export const commonEnv = {
   DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL').default('postgres://postgres@127.0.0.1:5432/baton'),

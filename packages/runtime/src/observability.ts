@@ -1,5 +1,6 @@
 import { serveOps, startMetrics, startTracing, type OpsServer, type Tracing } from '@baton/telemetry';
 import type { Logger } from 'pino';
+import { listenOrExit } from './config.ts';
 
 /**
  * Tracing (from the OTEL_* variables; off unless an OTLP endpoint or exporter is set) and the
@@ -17,15 +18,17 @@ export function startTelemetry(service: string, env: Record<string, string | und
  * /metrics. Returns the server (its port: the one chosen when OPS_PORT is 0).
  */
 export async function startOps(config: { OPS_PORT: number; OPS_HOST: string }, o: { log: Logger; checks: Record<string, () => Promise<unknown>> }): Promise<OpsServer> {
-  const ops = await serveOps({
-    port: config.OPS_PORT,
-    host: config.OPS_HOST,
-    ready: async () => {
-      const entries = await Promise.all(Object.entries(o.checks).map(async ([name, check]) => [name, await within(2000, check).then(() => 'ok', (err: unknown) => (err instanceof Error ? err.message : String(err)))] as const));
-      const checks = Object.fromEntries(entries);
-      return { ok: entries.every(([, v]) => v === 'ok'), checks };
-    },
-  });
+  const ops = await listenOrExit({ host: config.OPS_HOST, port: config.OPS_PORT, setting: 'OPS_PORT (0: any free port)' }, () =>
+    serveOps({
+      port: config.OPS_PORT,
+      host: config.OPS_HOST,
+      ready: async () => {
+        const entries = await Promise.all(Object.entries(o.checks).map(async ([name, check]) => [name, await within(2000, check).then(() => 'ok', (err: unknown) => (err instanceof Error ? err.message : String(err)))] as const));
+        const checks = Object.fromEntries(entries);
+        return { ok: entries.every(([, v]) => v === 'ok'), checks };
+      },
+    }),
+  );
   o.log.info({ port: ops.port, host: config.OPS_HOST }, 'ops port: /healthz, /readyz, /metrics');
   return ops;
 }

@@ -4,7 +4,7 @@ import { chatModelFromConfig, loadTeamsOrExit } from '@baton/agents';
 import { busNames, connectNats, drainNats, serveDiagnostics } from '@baton/bus';
 import { createDb } from '@baton/db';
 import { EventStore, servicesCachePolicy, TaskCache } from '@baton/event-store';
-import { configOrExit, createLogger, installCrashGuards, installShutdown, limiter, startTelemetry } from '@baton/runtime';
+import { configOrExit, createLogger, installCrashGuards, installShutdown, limiter, listenOrExit, startTelemetry } from '@baton/runtime';
 import { listExamples } from '@baton/storage';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { buildApp } from './app.ts';
@@ -67,7 +67,7 @@ void listExamples(config.BATON_EXAMPLES_DIR, workspaceLimits(config)).then(
   },
   (err: Error) => log.warn({ dir: config.BATON_EXAMPLES_DIR, err: err.message }, 'examples directory unreadable'),
 );
-await app.listen({ port: config.PORT, host: config.HOST });
+await listenOrExit({ host: config.HOST, port: config.PORT, setting: 'PORT (baton up --port N)' }, () => app.listen({ port: config.PORT, host: config.HOST }));
 const address = app.server.address();
 log.info({ url: `http://${config.HOST}:${typeof address === 'object' && address ? address.port : config.PORT}` }, 'gateway listening');
 db.pool.query('select 1').catch((err: Error) => log.error({ err: err.message }, 'Postgres is unreachable; /readyz reports 503 until it is back'));
