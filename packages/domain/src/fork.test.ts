@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { DecidedEvent } from './commands.ts';
 import { InvalidCommandError } from './errors.ts';
 import { agentStreamId, recordAs, type RecordedEvent } from './events.ts';
-import { forkEvents } from './fork.ts';
+import { forkEvents, isCopied, notifiesAnyone } from './fork.ts';
 
 const NEW = '00000000-0000-4000-8000-00000000f0f0';
 const usage = { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
@@ -43,6 +43,9 @@ describe('forkEvents', () => {
     ]);
     expect(out[0]?.event.data).toMatchObject({ forkedFrom: { taskId: TASK_ID, atVersion: 6 }, requestHash: null });
     expect(out.at(-1)?.event.data).toMatchObject({ deadline: '2026-06-01T00:01:00.000Z' });
+    // The open request is the fork's own now: it notifies its person; the rest of the copy notifies nobody.
+    expect(out.filter((e) => notifiesAnyone(e.event)).map((e) => e.event.type)).toEqual(['ClarificationRequested']);
+    expect(out.every((e) => isCopied(e.event))).toBe(true);
     expect(new Set(out.map((e) => e.event.id)).size).toBe(out.length);
     expect(forkEvents(history(), 6, NEW, { now, requestedBy: 'u2' }).map((e) => e.event.id)).toEqual(out.map((e) => e.event.id)); // deterministic
     const s = stateOf(out.map((e, i) => recordAs({ ...e.event, metadata: {} }, { taskId: NEW, streamId: e.streamId, version: e.version, position: BigInt(i + 1), recordedAt: now })));

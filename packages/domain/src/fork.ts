@@ -4,8 +4,15 @@ import { uuidV5 } from './ids.ts';
 import { stateAt } from './replay.ts';
 import { isFinal } from './state.ts';
 
-/** Was this event copied from another task by a fork (its history, not something that happened in this task)? What notifies nobody: copied events make no mail and no webhook. */
+/** Was this event copied from another task by a fork (its history, not something that happened in this task)? */
 export const isCopied = (e: { metadata?: unknown }): boolean => typeof (e.metadata as { copiedFrom?: unknown } | null | undefined)?.copiedFrom === 'string';
+
+/**
+ * Does this event tell anyone (mail, webhook)? What a fork copied does not — the source's
+ * history, already told — except a request still open at the fork point: the fork reopened it
+ * (`reopened`, with a fresh deadline), and unless someone hears of it, it times out unanswered.
+ */
+export const notifiesAnyone = (e: { metadata?: unknown }): boolean => !isCopied(e) || (e.metadata as { reopened?: unknown }).reopened === true;
 
 export interface ForkedEvent {
   streamId: string;
@@ -32,11 +39,12 @@ export function forkEvents(source: readonly RecordedEvent[], atVersion: number, 
     let data: unknown = e.data;
     if (e.type === 'TaskSubmitted') data = { ...e.data, requestHash: null, forkedFrom: { taskId: sourceId, atVersion } };
     // Every kind of open request: an approval, a question, a budget stop (which would otherwise stop the fork at once).
-    if (REQUEST_EVENT_TYPES.has(e.type) && at.pendingRequests[(e.data as { requestId: string }).requestId]) data = { ...(e.data as object), deadline };
+    const reopened = REQUEST_EVENT_TYPES.has(e.type) && at.pendingRequests[(e.data as { requestId: string }).requestId] !== undefined;
+    if (reopened) data = { ...(e.data as object), deadline };
     out.push({
       streamId,
       version: e.version,
-      event: { id: uuidV5(`${newTaskId}:${e.id}`), type: e.type, data, metadata: { ...e.metadata, copiedFrom: e.id, ...(e.type === 'TaskSubmitted' ? { actor: opts.requestedBy } : {}) } } as NewEvent,
+      event: { id: uuidV5(`${newTaskId}:${e.id}`), type: e.type, data, metadata: { ...e.metadata, copiedFrom: e.id, ...(reopened ? { reopened: true } : {}), ...(e.type === 'TaskSubmitted' ? { actor: opts.requestedBy } : {}) } } as NewEvent,
     });
     if (isTaskStream(e.streamId) && e.version === atVersion) break;
   }

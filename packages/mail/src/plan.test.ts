@@ -16,11 +16,13 @@ describe('which mails an event makes', () => {
     const answered = given([submitted(['awaiting_input']), started, turn, asked, { type: 'ClarificationAnswered', data: { requestId: 'clr-1', answers: ['x'], answeredBy: 'u' } }]).state;
     expect(plannedMails(asked, answered)).toEqual([]); // decided before the mail went: none
   });
-  it('the end of a run, if asked for; nothing for an event a fork copied; an outbox mail for any task', () => {
+  it('the end of a run, if asked for; nothing for an event a fork copied (but a request it reopened); an outbox mail for any task', () => {
     const failed: DecidedEvent = { type: 'TaskFailed', data: { code: 'x', message: 'y' } };
     expect(plannedMails(failed, given([submitted(['failed']), failed]).state).map((m) => m.key)).toEqual(['failed', 'failed']);
     expect(plannedMails(failed, given([submitted(['completed']), failed]).state)).toEqual([]);
     expect(plannedMails({ ...asked, metadata: { copiedFrom: 'e' } }, given([submitted(['awaiting_input']), started, turn, asked]).state)).toEqual([]);
+    // …but for a request the fork reopened (still open at its fork point): the fork's person is asked.
+    expect(plannedMails({ ...asked, metadata: { copiedFrom: 'e', reopened: true } }, given([submitted(['awaiting_input']), started, turn, asked]).state).map((m) => m.key)).toEqual(['request:clr-1', 'request:clr-1']);
     const outbox = { type: 'EmailRequested', data: { emailId: 'e1', to: ['a@example.com', 'b@example.com'] } };
     expect(plannedMails(outbox, given([{ ...submitted([]), data: { ...submitted([]).data, notify: null } } as DecidedEvent]).state)).toEqual([{ kind: 'outbox', moment: 'outbox', key: 'email:e1', recipient: 'a@example.com, b@example.com', to: ['a@example.com', 'b@example.com'], emailId: 'e1' }]);
   });

@@ -1,11 +1,12 @@
 import { createHash } from 'node:crypto';
-import { isCopied, type MailMoment, type PendingRequest, type TaskState } from '@baton/domain';
+import { notifiesAnyone, type MailMoment, type PendingRequest, type TaskState } from '@baton/domain';
 
 /**
  * Which mails an event makes (docs/email.md), pure. A request that opens (approval, question,
  * budget) mails each `notify.email.to` address if the task asked for `awaiting_input` and the
  * request is still open; the task's end mails them if it asked for that moment; an agent's
- * EmailRequested is one mail to its recipients (the outbox). Events a fork copied make none.
+ * EmailRequested is one mail to its recipients (the outbox). Events a fork copied make none, but
+ * for a request it reopened (still open at the fork point: `notifiesAnyone`).
  * Each mail has a key, unique per task and recipient: what the mail ledger claims.
  */
 export type PlannedMail =
@@ -19,7 +20,7 @@ const REQUEST_EVENTS = new Set(['ApprovalRequested', 'ClarificationRequested', '
 export const MAIL_EVENT_TYPES: ReadonlySet<string> = new Set([...REQUEST_EVENTS, ...Object.keys(END_MOMENTS), 'EmailRequested']);
 
 export function plannedMails(event: { type: string; data: unknown; metadata?: unknown }, state: TaskState): PlannedMail[] {
-  if (isCopied(event)) return [];
+  if (!notifiesAnyone(event)) return [];
   if (event.type === 'EmailRequested') {
     const d = event.data as { emailId: string; to: string[] };
     return [{ kind: 'outbox', moment: 'outbox', key: `email:${d.emailId}`, recipient: d.to.join(', '), to: d.to, emailId: d.emailId }];

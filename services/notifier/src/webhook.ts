@@ -1,5 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { isCopied, type TaskState } from '@baton/domain';
+import { notifiesAnyone, type TaskState } from '@baton/domain';
 
 /**
  * Standard Webhooks signing: `v1,<base64 HMAC-SHA256(secret, "{id}.{timestamp}.{body}")>`,
@@ -47,10 +47,11 @@ export interface WebhookMessage {
  *   retrying the agent (attempt 2, 3, …) is not a new start;
  * - `agent.awaiting_input` on a subagent's own ApprovalRequested or ClarificationRequested,
  *   `agent.completed` / `agent.failed` on SubagentCompleted / SubagentFailed;
- * - nothing for an event a fork copied from its source: a fork notifies what happens after it.
+ * - nothing for an event a fork copied from its source: a fork notifies what happens after it,
+ *   and the requests still open at its fork point (reopened in the fork, `notifiesAnyone`).
  */
 export function webhookMessagesFor(event: { type: string; data: unknown; metadata?: unknown }, before: TaskState, after: TaskState): WebhookMessage[] {
-  if (isCopied(event)) return [];
+  if (!notifiesAnyone(event)) return [];
   const out: WebhookMessage[] = [{ type: `event.${event.type}`, agentId: null }];
   const was = before.status;
   const now = after.status;

@@ -158,6 +158,36 @@ describe('notifier and a fork', () => {
   });
 });
 
+describe('notifier and a fork at an open request', () => {
+  test("a request still open at the fork point is the fork's own (a fresh deadline): its person is told, once; one decided before the fork point is not told again", async ({ pg, nats }) => {
+    const hooks = await receiver();
+    const stack = await startStack(pg, nats, { maxAttempts: 3, backoffMs: [50], allowPrivateNetworks: true });
+    const source = await submit(pg, { url: hooks.url, events: ['task.awaiting_input'] });
+    const run = (c: Command) => handleCommand(pg.store, source, c);
+    await run({ type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'research-lead', configVersion: 'v1' });
+    await run({
+      type: 'RecordModelTurn', agentId: 'lead', turn: 1, model: 'm', stopReason: 'tool_use', offline: true, durationMs: 0,
+      content: [{ type: 'tool_use', id: 'tu1', name: 'Task', input: { agent: 'researcher', prompt: 'p' } }, { type: 'tool_use', id: 'tu2', name: 'ask_user', input: { questions: ['Which sources?'] } }],
+      usage: { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 },
+    });
+    const deadline = new Date(Date.now() + 600_000).toISOString();
+    await run({ type: 'RequestApproval', requestId: 'apr-1', agentId: 'lead', toolUseId: 'tu1', toolName: 'Task', input: { agent: 'researcher', prompt: 'p' }, inputDigest: 'd', plan: 'plan', deadline, onTimeout: 'reject' });
+    await run({ type: 'DecideApproval', requestId: 'apr-1', decision: 'approve', decidedBy: 'u' });
+    await run({ type: 'RequestClarification', requestId: 'clr-1', agentId: 'lead', toolUseId: 'tu2', questions: ['Which sources?'], context: 'c', deadline });
+    const fork = randomUUID();
+    const source0 = await pg.store.readTask(source);
+    await importTask(pg.store, fork, forkEvents(source0, source0.findLast((e) => e.streamId.startsWith('task-'))!.version, fork, { now: new Date(), requestedBy: 'u' }));
+    await settled(pg, nats, stack.names, 3);
+    await stack.stop();
+    hooks.close();
+    const got = hooks.received.map((r) => {
+      const t = r.body.data.task as unknown as { id: string; pendingRequests: { requestId: string }[] };
+      return `${t.id === fork ? 'fork' : 'source'} ${r.body.type} ${t.pendingRequests.map((p) => p.requestId).join(',')}`;
+    });
+    expect(got.sort()).toEqual(['fork task.awaiting_input clr-1', 'source task.awaiting_input apr-1', 'source task.awaiting_input clr-1']);
+  });
+});
+
 describe('notifier redelivery', () => {
   test('a redelivery request sends the message again (same webhook-id, fresh signature) and records it as the next attempt', async ({ pg, nats }) => {
     const hooks = await receiver();

@@ -1,5 +1,5 @@
 import { BusEvent, deadLetterRecorder, hasOwnTargets, retry, startConsumer, TopologyWatch, type BusNames, type HandlerContext, type Outcome, type RunningConsumer, type TopologyOptions } from '@baton/bus';
-import { fold, isCopied, NotifyConfig, taskStreamId, WebhookConfig } from '@baton/domain';
+import { fold, notifiesAnyone, NotifyConfig, taskStreamId, WebhookConfig } from '@baton/domain';
 import type { EventStore } from '@baton/event-store';
 import { setBounded, type Logger } from '@baton/runtime';
 import { listEndpoints, validSecrets, wasDelivered, type WebhookEndpoint } from '@baton/storage';
@@ -119,8 +119,8 @@ export async function startNotifier(d: NotifierDeps): Promise<RunningConsumer> {
         const notify = NotifyConfig.nullable().safeParse(data.notify ?? null);
         if (hook.success && notify.success && typeof data.tenantId === 'string') remember(event.taskId, { tenantId: data.tenantId, webhook: hook.data, notify: notify.data });
       }
-      // A fork's copied history notifies nobody (no webhook, no mail: webhookMessagesFor, plannedMails); known here without reading the task.
-      if (isCopied(event)) return;
+      // A fork's copied history notifies nobody but for the requests it reopened (webhookMessagesFor, plannedMails); known here without reading the task.
+      if (!notifiesAnyone(event)) return;
       const subs = await subscriptionsOf(event.taskId);
       const targets: Target[] = [
         ...(subs.webhook ? [{ url: subs.webhook.url, events: subs.webhook.events, secrets: [d.secret], endpointId: null }] : []),
