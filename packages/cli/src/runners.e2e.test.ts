@@ -11,29 +11,47 @@ import { launch, prepareDatabase, type Launched } from './launcher.ts';
 import { dropDatabase, freePort, freshDatabase, waitReady } from './procs.ts';
 
 /**
+ * What each test here has of its own: a migrated database, a NATS namespace, a directory for
+ * workspaces and a gateway port, all removed after it with the processes it launched
+ * (`stopWith`: SIGTERM, or SIGKILL where runners never finish their jobs).
+ */
+function ownStack(tag: string, stopWith: NodeJS.Signals) {
+  const launched: Launched[] = [];
+  const namespace = newNamespace();
+  let dbUrl = '';
+  let workspaces = '';
+  afterAll(async () => {
+    for (const l of launched) await l.stop(stopWith);
+    await deleteNamespace(inject('natsUrl'), namespace);
+    if (workspaces) await rm(workspaces, { recursive: true, force: true });
+    if (dbUrl) await dropDatabase(dbUrl);
+  });
+  return {
+    launched,
+    /** The environment every process of the test shares. */
+    async start(): Promise<{ env: NodeJS.ProcessEnv; port: number; dbUrl: string; workspaces: string }> {
+      dbUrl = await freshDatabase(inject('databaseUrl'), `baton_t_${inject('runId')}_${tag}${randomBytes(3).toString('hex')}`);
+      await prepareDatabase(dbUrl, () => {});
+      workspaces = await mkdtemp(path.join(tmpdir(), `baton-${tag}-`));
+      const port = await freePort();
+      return { env: { ...process.env, DATABASE_URL: dbUrl, NATS_URL: inject('natsUrl'), BATON_NAMESPACE: namespace, PORT: String(port), LOG_LEVEL: 'warn' }, port, dbUrl, workspaces };
+    },
+  };
+}
+
+/**
  * Runners are competing consumers: two runner processes share the subagent jobs, and when one
  * is killed (SIGKILL) in the middle of a job, the other takes the job over from the last
  * recorded turn and every task still completes with its report.
  */
 describe('two runner processes', () => {
-  const launched: Launched[] = [];
-  let dbUrl = '';
-  let workspaces = '';
-  const namespace = newNamespace();
-  afterAll(async () => {
-    for (const l of launched) await l.stop('SIGTERM');
-    await deleteNamespace(inject('natsUrl'), namespace);
-    if (workspaces) await rm(workspaces, { recursive: true, force: true });
-    if (dbUrl) await dropDatabase(dbUrl);
-  });
+  const stack = ownStack('run', 'SIGTERM');
+  const launched = stack.launched;
 
   it('share the jobs; killing one mid-job still completes every task', async () => {
-    dbUrl = await freshDatabase(inject('databaseUrl'), `baton_t_${inject('runId')}_run${randomBytes(3).toString('hex')}`);
-    await prepareDatabase(dbUrl, () => {});
-    workspaces = await mkdtemp(path.join(tmpdir(), 'baton-runners-'));
-    const port = await freePort();
+    const { env: base, port, dbUrl, workspaces } = await stack.start();
     // A short ack wait, so the dead runner's job comes back quickly; a slow model, so jobs overlap.
-    const env = { ...process.env, DATABASE_URL: dbUrl, NATS_URL: inject('natsUrl'), BATON_NAMESPACE: namespace, PORT: String(port), LOG_LEVEL: 'warn', JOBS_ACK_WAIT_MS: '3000', EVENTS_ACK_WAIT_MS: '3000', OFFLINE_MODEL_LATENCY_MS: '1000', RUNNER_CONCURRENCY: '2' };
+    const env = { ...base, JOBS_ACK_WAIT_MS: '3000', EVENTS_ACK_WAIT_MS: '3000', OFFLINE_MODEL_LATENCY_MS: '1000', RUNNER_CONCURRENCY: '2' };
     const quiet = { write: () => {}, color: false };
     launched.push(launch({ ...quiet, env, services: ['gateway', 'orchestrator', 'notifier'] }));
     const runnerA = launch({ ...quiet, env: { ...env, RUNNER_ID: 'runner-a', WORKSPACE_ROOT: path.join(workspaces, 'a') }, services: ['sandbox-runner'] });
@@ -88,29 +106,13 @@ describe('two runner processes', () => {
  * WATCHDOG_MAX_STALLED_ATTEMPTS such attempts it fails visibly (`agent_lost`), and its lead goes on.
  */
 describe('a runner restarted after a crash', () => {
-  const launched: Launched[] = [];
-  let dbUrl = '';
-  let workspaces = '';
-  const namespace = newNamespace();
-  afterAll(async () => {
-    for (const l of launched) await l.stop('SIGKILL');
-    await deleteNamespace(inject('natsUrl'), namespace);
-    if (workspaces) await rm(workspaces, { recursive: true, force: true });
-    if (dbUrl) await dropDatabase(dbUrl);
-  });
+  const stack = ownStack('rst', 'SIGKILL');
+  const launched = stack.launched;
 
   it("hands its predecessor's agents back at once; an agent lost three times in a row without a turn fails", async () => {
-    dbUrl = await freshDatabase(inject('databaseUrl'), `baton_t_${inject('runId')}_rst${randomBytes(3).toString('hex')}`);
-    await prepareDatabase(dbUrl, () => {});
-    workspaces = await mkdtemp(path.join(tmpdir(), 'baton-restart-'));
-    const port = await freePort();
+    const { env: base, port, dbUrl, workspaces } = await stack.start();
     const env = {
-      ...process.env,
-      DATABASE_URL: dbUrl,
-      NATS_URL: inject('natsUrl'),
-      BATON_NAMESPACE: namespace,
-      PORT: String(port),
-      LOG_LEVEL: 'warn',
+      ...base,
       // Neither the lease nor the job's ack wait runs out during the test: only the hand-back can bring the agent back.
       LEASE_TTL_MS: '600000',
       JOBS_ACK_WAIT_MS: '600000',
