@@ -119,6 +119,9 @@ describe('a runner restarted after a crash', () => {
       WATCHDOG_INTERVAL_MS: '200',
       WATCHDOG_GRACE_MS: '500',
       WATCHDOG_MAX_STALLED_ATTEMPTS: '3',
+      // Giving up on a job no runner has claimed yet (a runner on a loaded machine may hold a job it
+      // pulled a while before it claims, and this grace looks every half second): not this test's subject.
+      WATCHDOG_MAX_REDISPATCHES: '100',
       WORKSPACE_ROOT: workspaces,
     };
     const quiet = { write: () => {}, color: false };
@@ -133,7 +136,7 @@ describe('a runner restarted after a crash', () => {
     await waitReady(api);
     const db = new pg.Pool({ connectionString: dbUrl, max: 2 });
     try {
-      // One subject: one researcher.
+      // One subject: one researcher (researcher-1).
       const id = (await api.request<TaskView>('POST', '/v1/tasks', { prompt: 'Summarise event sourcing', requirePlanApproval: false })).id;
       const claims = async () =>
         (await db.query<{ agent: string; runner: string; attempt: number }>(`select data->>'agentId' as agent, data->>'runnerId' as runner, (data->>'attempt')::int as attempt from events where task_id = $1 and type = 'SubagentStarted' and stream_id like 'task-%' order by global_position`, [id])).rows;
@@ -143,21 +146,21 @@ describe('a runner restarted after a crash', () => {
         const pid = runner.children.get('sandbox-runner')?.pid;
         // The default id, host-pid: the restart below finds its predecessor by a pid that is gone.
         const runnerId = `${hostname()}-${pid}`;
-        await waitFor(async () => (await claims()).some((c) => c.attempt === attempt && c.runner === runnerId), { timeoutMs: 30_000, what: `attempt ${attempt} claimed by ${runnerId}` });
+        await waitFor(async () => (await claims()).some((c) => c.agent === 'researcher-1' && c.attempt === attempt && c.runner === runnerId), { timeoutMs: 30_000, what: `attempt ${attempt} claimed by ${runnerId}` });
         runnerIds.push(runnerId);
         runner.children.get('sandbox-runner')?.kill('SIGKILL');
         await runner.exited;
         runner = startRunner();
       }
       const failed = await waitFor(
-        async () => (await db.query<{ code: string; message: string; at: string }>(`select data->>'code' as code, data->>'message' as message, global_position as at from events where task_id = $1 and type = 'SubagentFailed'`, [id])).rows[0],
+        async () => (await db.query<{ code: string; message: string; at: string }>(`select data->>'code' as code, data->>'message' as message, global_position as at from events where task_id = $1 and type = 'SubagentFailed' and data->>'agentId' = 'researcher-1'`, [id])).rows[0],
         { timeoutMs: 30_000, what: 'the agent to fail' },
       );
       expect(failed.code).toBe('agent_lost');
       expect(failed.message).toMatch(/started 3 times in a row \(attempts 1–3\) and each attempt was lost before it recorded a turn/);
       expect(failed.message).toContain(`Last error: runner ${runnerIds[2]} stopped while running this agent`);
       // Three attempts, each by a new process, and no fourth.
-      const agentId = (await claims())[0]?.agent;
+      const agentId = 'researcher-1';
       expect((await claims()).filter((c) => c.agent === agentId).map((c) => c.runner)).toEqual(runnerIds);
       const t = await api.request<TaskView>('GET', `/v1/tasks/${id}`);
       expect(t.agents.find((a) => a.id === agentId)).toMatchObject({ status: 'failed' });

@@ -96,17 +96,19 @@ export async function leasesOfTask(db: Db, taskId: string): Promise<Lease[]> {
 
 /**
  * The watchdog re-dispatched the agent: the row says so (expired at once, so the next runner
- * takes it; `fires` counts re-dispatches of this attempt).
+ * takes it; `fires` counts re-dispatches of this attempt that `count`: those made while no job
+ * waited in the queue — one made while runners were busy or away proves nothing about the agent).
  */
-export async function noteRedispatch(db: Db, taskId: string, agentId: string, attempt: number): Promise<number> {
+export async function noteRedispatch(db: Db, taskId: string, agentId: string, attempt: number, count = true): Promise<number> {
+  const add = count ? 1 : 0;
   const r = await db.query<{ fires: number }>(
     `insert into agent_leases as l (task_id, agent_id, attempt, holder, expires_at, fires)
-     values ($1, $2, $3, '${WATCHDOG_HOLDER}', now(), 1)
+     values ($1, $2, $3, '${WATCHDOG_HOLDER}', now(), $4)
      on conflict (task_id, agent_id) do update set
-       fires = case when l.attempt = excluded.attempt then l.fires + 1 else 1 end,
+       fires = case when l.attempt = excluded.attempt then l.fires + $4 else $4 end,
        attempt = excluded.attempt, holder = excluded.holder, expires_at = now(), updated_at = now()
      returning fires`,
-    [taskId, agentId, attempt],
+    [taskId, agentId, attempt, add],
   );
   return r.rows[0]?.fires ?? 1;
 }

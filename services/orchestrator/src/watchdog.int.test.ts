@@ -44,8 +44,10 @@ describe('the watchdog', () => {
     const id = await dispatchedTask(f.pg.store);
     const { names, orch } = await orchestrator(f);
     try {
-      // Re-dispatched: more than the one job the dispatch made.
-      await waitFor(async () => (await jobsFor(f, names, 'researcher-1')) >= 2, { timeoutMs: 15_000, what: 'the watchdog to re-dispatch the agent' });
+      // Re-dispatched: more than the one job the dispatch made — uncounted while they wait in the queue
+      // (no runner here): a queue drained later hands out jobs a runner has taken but not claimed yet.
+      await waitFor(async () => (await jobsFor(f, names, 'researcher-1')) >= 4, { timeoutMs: 15_000, what: 'the watchdog to re-dispatch the agent' });
+      expect((await leaseOf(f.pg.db.pool, id, 'researcher-1'))?.fires).toBe(0);
       // A "runner" that takes every job and dies before it claims anything (it acks: no job waits in the queue).
       const sink = await (await jetstream(f.nats.nc).consumers.get(names.jobsStream, names.consumers.runner)).consume();
       void (async () => {

@@ -201,8 +201,10 @@ export class Watchdog {
       sent.push(...v.redispatched);
     }
     await this.publish(messages);
-    // Counted once the jobs are on the bus (a publish that failed re-sends next look, uncounted).
-    for (const r of sent) await noteRedispatch(this.d.pool, r.taskId, r.agentId, r.attempt);
+    // Counted once the jobs are on the bus (a publish that failed re-sends next look, uncounted), and
+    // only when no job waited in the queue: runners that were busy or away explain a job not taken,
+    // and a queue they drain later hands out jobs a runner has taken but not yet claimed.
+    for (const r of sent) await noteRedispatch(this.d.pool, r.taskId, r.agentId, r.attempt, !backlog);
   }
 
   /** `first`: no stream was recorded yet (a first start: wake-ups only, nothing to re-publish). */
