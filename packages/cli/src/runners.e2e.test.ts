@@ -146,7 +146,7 @@ describe('a runner restarted after a crash', () => {
         const pid = runner.children.get('sandbox-runner')?.pid;
         // The default id, host-pid: the restart below finds its predecessor by a pid that is gone.
         const runnerId = `${hostname()}-${pid}`;
-        await waitFor(async () => (await claims()).some((c) => c.agent === 'researcher-1' && c.attempt === attempt && c.runner === runnerId), { timeoutMs: 30_000, what: `attempt ${attempt} claimed by ${runnerId}` });
+        await waitFor(async () => (await claims()).some((c) => c.agent === 'researcher-1' && c.attempt === attempt && c.runner === runnerId), { timeoutMs: 60_000, what: `attempt ${attempt} claimed by ${runnerId}` });
         runnerIds.push(runnerId);
         runner.children.get('sandbox-runner')?.kill('SIGKILL');
         await runner.exited;
@@ -169,5 +169,5 @@ describe('a runner restarted after a crash', () => {
     } finally {
       await db.end();
     }
-  });
+  }, 300_000);
 });
