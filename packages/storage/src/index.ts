@@ -41,6 +41,7 @@ export {
   unfinishedTasks,
   watchCandidates,
   type Lease,
+  type WatchCandidate,
 } from './leases.ts';
 export { claimMail, mailSends, settleMail, type MailClaim, type MailKey } from './mail.ts';
 export { createEndpoint, deleteEndpoint, findEndpoint, listEndpoints, rotateEndpointSecret, tenantsWithEndpoints, validSecrets, type WebhookEndpoint } from './webhook-endpoints.ts';

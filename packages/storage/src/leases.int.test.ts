@@ -21,7 +21,7 @@ describe('watchCandidates', () => {
         );
       await row(busy, graceMs / 1000 + WATCH_SINCE_LAG_S / 2); // past the grace, but within the column's lag
       await row(idle, graceMs / 1000 + WATCH_SINCE_LAG_S + 0.5);
-      expect(await watchCandidates(client, graceMs)).toEqual([idle]);
+      expect(await watchCandidates(client, graceMs)).toEqual([{ id: idle, leaseLostAt: null }]);
       await client.query('rollback');
     } finally {
       client.release();

@@ -118,20 +118,28 @@ export async function dropLeases(db: Db, taskId: string, agentIds?: readonly str
   else await db.query('delete from agent_leases where task_id = $1', [taskId]);
 }
 
+/** A task the watchdog should look at, and when a runner's lease of one of its agents ran out or was handed back (null: none did). */
+export interface WatchCandidate {
+  id: string;
+  leaseLostAt: Date | null;
+}
+
 /**
  * Tasks the watchdog should look at: work no person holds and no transition for `graceMs` (and
- * WATCH_SINCE_LAG_S, the column's own lag), or a lease that has expired. Oldest first.
+ * WATCH_SINCE_LAG_S, the column's own lag), or a lease that has expired. Oldest first. A runner's
+ * lease that ran out (or was handed back) says when (`leaseLostAt`): news the watchdog acts on
+ * even if it looked at the task a moment before; its own re-dispatch marks (WATCHDOG_HOLDER) are not.
  */
-export async function watchCandidates(db: Db, graceMs: number, limit = 200): Promise<string[]> {
-  const r = await db.query<{ id: string }>(
-    `select id from (
-       select id, watch_since as since from tasks where watch_since < now() - make_interval(secs => $1::double precision / 1000 + ${WATCH_SINCE_LAG_S})
-       union
-       select task_id as id, expires_at as since from agent_leases where expires_at < now()
+export async function watchCandidates(db: Db, graceMs: number, limit = 200): Promise<WatchCandidate[]> {
+  const r = await db.query<{ id: string; lost: Date | null }>(
+    `select id, max(lost) as lost from (
+       select id, watch_since as since, null::timestamptz as lost from tasks where watch_since < now() - make_interval(secs => $1::double precision / 1000 + ${WATCH_SINCE_LAG_S})
+       union all
+       select task_id as id, expires_at as since, case when holder <> '${WATCHDOG_HOLDER}' then expires_at end as lost from agent_leases where expires_at < now()
      ) c group by id order by min(since) limit $2`,
     [graceMs, limit],
   );
-  return r.rows.map((x) => x.id);
+  return r.rows.map((x) => ({ id: x.id, leaseLostAt: x.lost }));
 }
 
 /** Every task that is not final (what the bus may have lost wake-ups for), oldest first. */

@@ -3,7 +3,7 @@ import { OfflineModel, type ModelClient } from '@baton/agents';
 import { busNames, ensureTopology } from '@baton/bus';
 import { handleCommand, loadTask } from '@baton/event-store';
 import { silentLogger } from '@baton/runtime';
-import { leaseOf } from '@baton/storage';
+import { acquireLease, expireLeasesOf, leaseOf } from '@baton/storage';
 import { dispatchedTask, stackTest, waitFor } from '@baton/testing';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { describe, expect } from 'vitest';
@@ -61,6 +61,27 @@ describe('the watchdog', () => {
       await waitFor(async () => ((await loadTask(f.pg.store, id)).state.lead?.turns ?? 0) >= 2, { timeoutMs: 15_000, what: 'the lead to go on' });
       expect(orch.watchdog.failed).toBe(1);
       expect(await leaseOf(f.pg.db.pool, id, 'researcher-1')).toBeNull();
+    } finally {
+      await orch.stop();
+    }
+  });
+
+  stackTest("a runner's lease that runs out (or is handed back) is acted on at the next look, even when the task was looked at within the grace period", async ({ pg, nats }) => {
+    const f = { pg, nats };
+    const id = await dispatchedTask(f.pg.store);
+    await handleCommand(f.pg.store, id, { type: 'StartSubagent', agentId: 'researcher-1', attempt: 1, runnerId: 'runner-x' });
+    await acquireLease(f.pg.db.pool, { taskId: id, agentId: 'researcher-1', attempt: 1, holder: 'runner-x', ttlMs: 600_000 });
+    // No transition for a while (a long tool run): the watchdog looks at the task, finds its runner at work, leaves it.
+    await f.pg.db.pool.query(`update tasks set watch_since = now() - interval '1 hour' where id = $1`, [id]);
+    const { names, orch } = await orchestrator(f, { graceMs: 120_000 });
+    try {
+      await waitFor(() => orch.watchdog.visits >= 1, { what: 'the watchdog to look at the task' });
+      expect(orch.watchdog.redispatched).toBe(0);
+      const jobsBefore = await jobsFor(f, names, 'researcher-1');
+      // Runner x dies; its restart hands the agent back: the watchdog re-dispatches it now, not a grace period (two minutes) later.
+      expect(await expireLeasesOf(f.pg.db.pool, ['runner-x'], 'runner runner-x stopped')).toHaveLength(1);
+      await waitFor(async () => (await jobsFor(f, names, 'researcher-1')) > jobsBefore, { timeoutMs: 15_000, what: 'the agent to be re-dispatched' });
+      expect(orch.watchdog.redispatched).toBe(1);
     } finally {
       await orch.stop();
     }

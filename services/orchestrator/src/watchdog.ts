@@ -109,6 +109,8 @@ export class Watchdog {
   /** Tasks looked at recently (taskId → when): each is looked at most once per grace period. */
   private readonly looked = new Map<string, number>();
   heals = 0;
+  /** Tasks visited by the regular looks (a heal's visits not counted). */
+  visits = 0;
   redispatched = 0;
   failed = 0;
   private readonly d: WatchdogDeps;
@@ -191,11 +193,17 @@ export class Watchdog {
     const now = this.d.now();
     const cutoff = now.getTime() - this.d.options.graceMs;
     for (const [id, at] of this.looked) if (at < cutoff) this.looked.delete(id);
-    const ids = (await watchCandidates(this.d.pool, this.d.options.graceMs)).filter((id) => !this.looked.has(id));
+    // A task looked at within the grace period waits for the next one — unless a runner's lease of
+    // it ran out or was handed back since (a runner died: its agents are re-dispatched now).
+    const ids = (await watchCandidates(this.d.pool, this.d.options.graceMs)).filter((c) => {
+      const at = this.looked.get(c.id);
+      return at === undefined || (c.leaseLostAt !== null && c.leaseLostAt.getTime() > at);
+    }).map((c) => c.id);
     const messages: OutMessage[] = [];
     const sent: Redispatch[] = [];
     for (const id of ids) {
       this.looked.set(id, now.getTime());
+      this.visits++;
       const v = await this.visit(id, backlog, now, `w${now.getTime()}`);
       messages.push(...v.messages);
       sent.push(...v.redispatched);

@@ -87,7 +87,7 @@ describe("a restarted runner hands back its predecessor's agents", () => {
     expect(lost).toMatchObject({ holder: 'node-7-100', lastError: 'runner node-7-100 stopped while running this agent (node-7-300 started in its place)' });
     expect(lost!.expiresAt.getTime()).toBeLessThanOrEqual(Date.now());
     // The watchdog now sees it (an expired lease), without waiting for the grace period.
-    expect(await watchCandidates(pg.db.pool, 600_000)).toEqual([a]);
+    expect(await watchCandidates(pg.db.pool, 600_000)).toEqual([{ id: a, leaseLostAt: lost!.expiresAt }]);
     expect((await leaseOf(pg.db.pool, b, 'researcher-1'))!.expiresAt.getTime()).toBeGreaterThan(Date.now());
     // Nothing left to hand back the second time.
     expect(await handBackPredecessors(pg.db.pool, self, log, (pid) => pid === 200)).toBe(0);
