@@ -1,6 +1,7 @@
 import type { ApiEvent } from '@baton/client';
 import { describe, expect, it } from 'vitest';
-import { describeEvent, describeRequest } from './people.ts';
+import type { TaskView } from '@baton/api';
+import { describeEvent, describeRequest, describeTask } from './people.ts';
 
 const taskId = '0b7c3f3e-4a51-4f4e-9d55-2d8f6f1c0a11';
 const started = (streamId: string, position: number): ApiEvent =>
@@ -20,5 +21,17 @@ describe('describeRequest', () => {
     expect(budget({ usd: null, tokens: 3000 })).toContain("→ baton approve t-1 budget-1 --tokens <new limit>   |   baton reject t-1 budget-1 --reason '…'");
     expect(budget({ usd: 1, tokens: null })).toContain('→ baton approve t-1 budget-1 --usd <new limit>   |');
     expect(budget({ usd: 1, tokens: 3000 })).toContain('→ baton approve t-1 budget-1 --usd <new limit> --tokens <new limit>   |');
+  });
+});
+
+describe('describeTask', () => {
+  it("says why an agent failed, under the agent", () => {
+    const agent = { id: 'researcher-1', type: 'researcher', role: 'delegation', status: 'failed', turns: 0, subtaskId: null, fileLocks: null, filesCreated: [], filesModified: [], tests: null, usage: { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 }, error: { code: 'agent_lost', message: 'agent researcher-1 was started 5 times in a row' } };
+    const task = { id: 't-1', status: 'running', version: 9, team: 'research', forkedFrom: null, prompt: 'p', agents: [agent, { ...agent, id: 'researcher-2', status: 'completed', turns: 3, error: undefined }], budget: null, pendingRequests: [], result: null, error: null } as unknown as TaskView;
+    expect(describeTask(task).split('\n').slice(2)).toEqual([
+      '  agent researcher-1 (researcher): failed, 0 turns',
+      '    error: agent_lost: agent researcher-1 was started 5 times in a row',
+      '  agent researcher-2 (researcher): completed, 3 turns',
+    ]);
   });
 });

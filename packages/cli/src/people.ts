@@ -47,7 +47,11 @@ export function describeRequest(taskId: string, r: PendingRequestView): string {
 
 export function describeTask(t: TaskView): string {
   const lines = [`task ${t.id}  ${t.status}  v${t.version}  team ${t.team}${t.forkedFrom ? `  (fork of ${t.forkedFrom.taskId} at v${t.forkedFrom.atVersion})` : ''}`, `  prompt: ${t.prompt.slice(0, 200)}`];
-  for (const a of t.agents) lines.push(`  agent ${a.id} (${a.type}): ${a.status}, ${a.turns} turns${a.filesCreated.length ? `, files ${a.filesCreated.join(', ')}` : ''}`);
+  for (const a of t.agents) {
+    lines.push(`  agent ${a.id} (${a.type}): ${a.status}, ${a.turns} turns${a.filesCreated.length ? `, files ${a.filesCreated.join(', ')}` : ''}`);
+    // Why it failed, where the person looks (agent_lost, job_failed, …).
+    if (a.error) lines.push(`    error: ${a.error.code}: ${a.error.message}`);
+  }
   if (t.budget) lines.push(`  budget: ${describeSpend(t.budget.spent, t.budget.limit)}`);
   for (const r of t.pendingRequests) lines.push(describeRequest(t.id, r).replace(/^/gm, '  '));
   if (t.result) lines.push(`  result: ${t.result.summary}`);
