@@ -86,6 +86,13 @@ export class BatonClient {
     }
   }
 
+  /** GET a resource as a Response; an ApiError (the server's message and code) when it is not 2xx. */
+  private async ok(p: string): Promise<Response> {
+    const res = await this.fetch(p);
+    if (!res.ok) throw new ApiError(res.status, parseBody(await res.text()));
+    return res;
+  }
+
   /** Any call: JSON in and out; a non-2xx answer throws an ApiError with the API's message. */
   async request<T>(method: string, p: string, body?: unknown, headers: Record<string, string> = {}): Promise<T> {
     const res = await this.fetch(p, { method, headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers }, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
@@ -142,9 +149,7 @@ export class BatonClient {
   }
   /** One artifact's bytes as a Response (text(), blob(), arrayBuffer()); an ApiError if it is not there. `at`: its content after that version. */
   async artifactResponse(taskId: string, file: string, opts: { at?: number } = {}): Promise<Response> {
-    const res = await this.fetch(`/v1/tasks/${taskId}/artifacts/${path(file)}${atQuery(opts.at)}`);
-    if (!res.ok) throw new ApiError(res.status, parseBody(await res.text()));
-    return res;
+    return this.ok(`/v1/tasks/${taskId}/artifacts/${path(file)}${atQuery(opts.at)}`);
   }
   /** One artifact's content, as text. */
   async artifact(taskId: string, file: string, opts: { at?: number } = {}): Promise<string> {
@@ -152,9 +157,7 @@ export class BatonClient {
   }
   /** The task's change against its input workspace as a unified diff; `at`: as it stood after that version. */
   async diff(taskId: string, opts: { at?: number } = {}): Promise<string> {
-    const res = await this.fetch(`/v1/tasks/${taskId}/diff${atQuery(opts.at)}`);
-    if (!res.ok) throw new ApiError(res.status, parseBody(await res.text()));
-    return res.text();
+    return (await this.ok(`/v1/tasks/${taskId}/diff${atQuery(opts.at)}`)).text();
   }
   /** The artifact an agent produced at a path (stored under `<agentId>/<path>` when another agent's holds the path). */
   async artifactOf(taskId: string, agentId: string, file: string): Promise<string> {

@@ -37,7 +37,7 @@ export function configOrExit<T>(load: () => T): T {
 }
 
 /** Why a listen failed, for the errors another start cannot fix; null for any other error. */
-export function listenProblem(err: unknown): string | null {
+function listenProblem(err: unknown): string | null {
   switch ((err as NodeJS.ErrnoException | null)?.code) {
     case 'EADDRINUSE':
       return 'the port is in use by another process (another Baton still running?)';

@@ -1,4 +1,4 @@
-export { ArtifactVersionNotKeptError, copyTaskFiles, storeArtifact, readArtifact, readArtifacts, readArtifactVersion, mediaTypeOf, type StoredArtifact } from './artifacts.ts';
+export { ArtifactVersionNotKeptError, copyTaskFiles, storeArtifact, readArtifact, readArtifactVersion, mediaTypeOf, type StoredArtifact } from './artifacts.ts';
 export { indexCorpus, searchCorpus, plainText, titleOf, type CorpusHit } from './corpus.ts';
 export { loadTeamConfig, saveTeamConfigs } from './team-configs.ts';
 export { claimRedeliveries, findDelivery, finishRedelivery, listDeliveries, nextAttempt, recordDelivery, requestRedelivery, wasDelivered, type ClaimedRedelivery, type DeliveryAttempt, type RecordedDelivery } from './deliveries.ts';

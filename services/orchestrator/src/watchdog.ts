@@ -49,14 +49,13 @@ export function watchdogActions(s: TaskState, leases: readonly Lease[], now: Dat
   for (const a of activeAgents(s)) {
     const l = byAgent.get(a.id);
     if (l && l.holder !== WATCHDOG_HOLDER && l.expiresAt > now) continue; // being worked on
+    const last = l?.lastError ? ` Last error: ${l.lastError}` : '';
     if (a.status === 'running' && a.stalledAttempts >= o.maxStalledAttempts) {
-      const last = l?.lastError ? ` Last error: ${l.lastError}` : '';
       out.fail.push({ agentId: a.id, message: `agent ${a.id} was started ${a.stalledAttempts} times in a row (attempts ${a.attempt - a.stalledAttempts + 1}–${a.attempt}) and each attempt was lost before it recorded a turn: its runner stopped every time (a crash, out of memory, a kill). Given up rather than started again.${last}` });
       continue;
     }
     const tried = l?.holder === WATCHDOG_HOLDER && l.attempt === a.attempt ? l.fires : 0;
     if (tried >= o.maxRedispatches && !o.jobsBacklog) {
-      const last = l?.lastError ? ` Last error: ${l.lastError}` : '';
       out.fail.push({ agentId: a.id, message: `no runner kept agent ${a.id} (attempt ${a.attempt}) alive: re-dispatched ${tried} times without progress.${last}` });
     } else out.redispatch.push(a.id);
   }

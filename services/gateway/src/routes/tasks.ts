@@ -2,7 +2,7 @@ import { allTools, parseToolInput } from '@baton/agents';
 import { digestJson, exists, forkEvents, forkedArtifacts, stateAt, uuidV5, type Command, type TaskState } from '@baton/domain';
 import { redactCredentials, toAgentViews, toTaskView } from '@baton/api';
 import { importTask, listTasks } from '@baton/event-store';
-import { ArtifactVersionNotKeptError, copyTaskFiles, findDelivery, findEndpoint, listDeliveries, readArtifacts, requestRedelivery, storeWorkspace } from '@baton/storage';
+import { ArtifactVersionNotKeptError, copyTaskFiles, findDelivery, findEndpoint, listDeliveries, readArtifactVersion, requestRedelivery, storeWorkspace } from '@baton/storage';
 import multipart from '@fastify/multipart';
 import type { ZodTypeProvider } from '@fastify/type-provider-zod';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
@@ -170,8 +170,9 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     const file = req.params['*'];
     const listed = state.artifacts.find((a) => a.path === file);
     if (!listed) throw notFound(`artifact '${file}' of task ${req.params.id}${req.query.at !== undefined ? ` at version ${req.query.at}` : ''}`);
-    const content = (await d.bulk(() => readArtifacts(d.pool, req.params.id, [listed]).catch(versionGone))).get(file);
-    if (!content) throw notFound(`artifact '${file}' of task ${req.params.id}`);
+    // The bytes of the version the log names (kept for every version since migration 013).
+    const content = await d.bulk(() => readArtifactVersion(d.pool, req.params.id, listed.sha256));
+    if (!content) versionGone(new ArtifactVersionNotKeptError(req.params.id, file, listed.sha256));
     return reply
       .header('content-type', listed.mediaType)
       .header('etag', `"${listed.sha256}"`)
