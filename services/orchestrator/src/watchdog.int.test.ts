@@ -76,11 +76,14 @@ describe('the watchdog', () => {
     const { names, orch } = await orchestrator(f, { graceMs: 120_000 });
     try {
       await waitFor(() => orch.watchdog.visits >= 1, { what: 'the watchdog to look at the task' });
+      // The dispatch's own job (the relay's, on its own schedule) is on the bus before we count.
+      await waitFor(async () => (await jobsFor(f, names, 'researcher-1')) >= 1, { timeoutMs: 15_000, what: "the dispatch's job" });
       expect(orch.watchdog.redispatched).toBe(0);
       const jobsBefore = await jobsFor(f, names, 'researcher-1');
       // Runner x dies; its restart hands the agent back: the watchdog re-dispatches it now, not a grace period (two minutes) later.
       expect(await expireLeasesOf(f.pg.db.pool, ['runner-x'], 'runner runner-x stopped')).toHaveLength(1);
-      await waitFor(async () => (await jobsFor(f, names, 'researcher-1')) > jobsBefore, { timeoutMs: 15_000, what: 'the agent to be re-dispatched' });
+      await waitFor(() => orch.watchdog.redispatched >= 1, { timeoutMs: 15_000, what: 'the watchdog to re-dispatch the agent' });
+      await waitFor(async () => (await jobsFor(f, names, 'researcher-1')) > jobsBefore, { timeoutMs: 15_000, what: 'the re-dispatched job on the bus' });
       expect(orch.watchdog.redispatched).toBe(1);
     } finally {
       await orch.stop();
