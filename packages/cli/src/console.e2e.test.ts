@@ -184,6 +184,20 @@ describe('the web console, in Chromium', () => {
     await anonymous.close();
   });
 
+  it('the task list is live: it follows the stream of your tasks\' changes — a task submitted elsewhere appears, its status moves, no reload', async () => {
+    await page.goto(`${url}/#/tasks`);
+    const listStream = page.waitForRequest((r) => new URL(r.url()).pathname === '/v1/tasks' && (r.headers()['accept'] ?? '').includes('text/event-stream'));
+    await page.reload(); // a fresh load of the console
+    await listStream;
+    await page.locator('.task-list li[data-task]').first().waitFor();
+    const id = await submit({ prompt: 'A task submitted from another client', team: 'bench', requirePlanApproval: true });
+    const item = page.locator(`.task-list li[data-task="${id}"]`);
+    await item.waitFor();
+    await api.cancel(id, 'from another client');
+    await item.locator('.status.s-cancelled').waitFor();
+    await shot('5b-live-list');
+  });
+
   it('chat: the reply streams word by word, the conversation survives a reload, and action mode turns it into a task', async () => {
     await page.goto(`${url}/#/chat`);
     await page.getByRole('heading', { name: 'New conversation' }).waitFor();

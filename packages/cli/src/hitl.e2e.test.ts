@@ -60,12 +60,18 @@ describe('human in the loop, end to end', () => {
     return t.id;
   };
 
-  it('two subagents ask at once: each answer resumes only its own agent; nothing done runs again; `baton watch` prints the questions', async () => {
+  it('two subagents ask at once: each answer resumes only its own agent; nothing done runs again; `baton watch` prints the questions; `baton list --follow` lists the waiting task and prints it leaving that status', async () => {
     const id = await submitComparison();
     const watchOut: string[] = [];
     const watcher = spawn(process.execPath, ['packages/cli/src/main.ts', 'watch', id], { cwd: ROOT, env: { ...process.env, BATON_URL: url }, stdio: ['ignore', 'pipe', 'inherit'] });
     watcher.stdout.on('data', (d) => watchOut.push(String(d)));
     const watchExit = new Promise<number | null>((r) => watcher.once('exit', r));
+    // `baton list --follow --status awaiting_input`: the waiting task listed, then printed again as it leaves that status.
+    const listOut: string[] = [];
+    const lister = spawn(process.execPath, ['packages/cli/src/main.ts', 'list', '--follow', '--status', 'awaiting_input'], { cwd: ROOT, env: { ...process.env, BATON_URL: url }, stdio: ['ignore', 'pipe', 'inherit'] });
+    lister.stdout.on('data', (d) => listOut.push(String(d)));
+    await waitFor(() => listOut.join('').includes('following changes'), { what: '`baton list --follow` to list and follow' });
+    expect(listOut.join('')).toMatch(new RegExp(`^${id}  awaiting_input\\s+research  \\S+  \\(2 open requests\\)  Compare PostgreSQL`, 'm'));
 
     let t = await task(id);
     expect(t.status).toBe('awaiting_input');
@@ -81,6 +87,10 @@ describe('human in the loop, end to end', () => {
 
     await cli('answer', id, 'peer-reviewed papers'); // the only open question now
     await waitFor(async () => (await task(id)).status === 'completed', { timeoutMs: 30_000, what: 'the task to complete' });
+    await waitFor(() => new RegExp(`^${id}  completed`, 'm').test(listOut.join('')), { what: '`baton list --follow` to print the task leaving awaiting_input' });
+    lister.kill('SIGINT');
+    expect(await cli('list', '--status', 'completed')).toMatch(new RegExp(`^${id}  completed`, 'm'));
+    await expect(cli('list', '--follow', '--stuck')).rejects.toThrow(/--follow with --stuck: a task becomes stuck by not changing/);
 
     const events = await api.allEvents(id);
     const turns = (agentId: string) => events.filter((e) => e.type === 'ModelTurnRecorded' && e.data.agentId === agentId).map((e) => e.data.turn);

@@ -4,8 +4,8 @@ import { Command, InvalidArgumentError } from 'commander';
 import { recordAs, replay, stateAt, type RecordedEvent } from '@baton/domain';
 import { toTaskView, viewDiff, type TaskView } from '@baton/api';
 import type { VerifyResult } from '@baton/agents';
-import { answer, decide, describeEvent, describeTask } from './people.ts';
-import { ApiError, BatonClient, type ApiEvent } from '@baton/client';
+import { answer, decide, describeEvent, describeListItem, describeTask } from './people.ts';
+import { ApiError, BatonClient, type ApiEvent, type TaskSummary } from '@baton/client';
 import { printProfiles } from './cpuprofile.ts';
 import { runBench } from './bench.ts';
 import { runChaos } from './chaos.ts';
@@ -97,6 +97,52 @@ program
   .command('status <taskId>')
   .description('print a task: status, agents, open requests (with the command that decides each), result')
   .action(async (taskId: string) => console.log(describeTask(await client().request<TaskView>('GET', `/v1/tasks/${taskId}`))));
+
+program
+  .command('list')
+  .description('list your tasks, newest first; --follow then prints each change as it happens (Ctrl-C stops)')
+  .option('--status <status>', 'only tasks with this status (pending, running, awaiting_input, completed, failed, cancelled)')
+  .option('--team <team>', "only this team's tasks")
+  .option('--stuck', 'only tasks stuck: no transition for a while, nobody working on them, no person holding them')
+  .option('--limit <n>', 'at most this many (1..200)', positiveNumber('--limit'), 50)
+  .option('--follow', 'then print each change of your tasks (of --team, if given) as it happens; with --status, changes into it and out of it')
+  .action(async (opts: { status?: string; team?: string; stuck?: boolean; limit: number; follow?: boolean }) => {
+    const api = client();
+    if (opts.follow && opts.stuck) throw new Error('--follow with --stuck: a task becomes stuck by not changing, so there is no change to follow; run `baton list --stuck` again instead');
+    const load = () => api.list({ status: opts.status, team: opts.team, stuck: opts.stuck, limit: Math.floor(opts.limit) });
+    if (!opts.follow) {
+      const page = await load();
+      for (const t of page.items) console.log(describeListItem(t));
+      if (page.items.length === 0) console.log('no tasks');
+      return;
+    }
+    // The list is loaded once the stream is ready (and again after a reconnect, printing only
+    // what changed meanwhile): nothing between the two is missed. With --status, a task listed
+    // or printed before is printed again when it leaves that status.
+    const printed = new Map<string, number>();
+    const print = (t: TaskSummary): void => {
+      if ((printed.get(t.id) ?? -1) >= t.version) return;
+      if (opts.status && t.status !== opts.status && !printed.has(t.id)) return;
+      printed.set(t.id, t.version);
+      console.log(describeListItem(t));
+    };
+    let first = true;
+    await api.watchTasks(print, {
+      ...(opts.team ? { team: opts.team } : {}),
+      onState: (s) => {
+        if (s === 'reconnecting') return void console.error('(the stream dropped: reconnecting…)');
+        void load().then(
+          (page) => {
+            for (const t of page.items) print(t);
+            if (first && page.items.length === 0) console.log('no tasks');
+            if (first) console.log('following changes (Ctrl-C stops)…');
+            first = false;
+          },
+          (err: unknown) => console.error(`could not load the list: ${(err as Error).message}`),
+        );
+      },
+    });
+  });
 
 program
   .command('watch <taskId>')

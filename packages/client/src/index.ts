@@ -1,5 +1,5 @@
 import type { AgentView, ArtifactView, ChatStreamEvent, ChatSummaryView, ChatView, EventView, PendingRequestView, TaskListItem, TaskView } from '@baton/api';
-import { readSse } from './sse.ts';
+import { readSse, type SseFrame } from './sse.ts';
 
 export { parseFrame, readSse, type SseFrame } from './sse.ts';
 export type { AgentView, ChatStreamEvent, ChatSummaryView, ChatView, EventView, PendingRequestView, TaskView };
@@ -110,9 +110,9 @@ export class BatonClient {
   agents(id: string): Promise<AgentView[]> {
     return this.request<{ items: AgentView[] }>('GET', `/v1/tasks/${id}/agents`).then((r) => r.items);
   }
-  /** One page of the task list (`updatedAfter`: only tasks that changed after that ISO 8601 time, e.g. an item's `updatedAt`). */
-  list(q: { status?: string; team?: string; limit?: number; cursor?: string; updatedAfter?: string } = {}): Promise<{ items: TaskSummary[]; nextCursor: string | null }> {
-    const params = new URLSearchParams(Object.entries(q).filter(([, v]) => v !== undefined && v !== '').map(([k, v]): [string, string] => [k, String(v)]));
+  /** One page of the task list (`updatedAfter`: only tasks that changed after that ISO 8601 time, e.g. an item's `updatedAt`; `stuck`: only tasks stuck). */
+  list(q: { status?: string | undefined; team?: string | undefined; limit?: number; cursor?: string; updatedAfter?: string; stuck?: boolean | undefined } = {}): Promise<{ items: TaskSummary[]; nextCursor: string | null }> {
+    const params = new URLSearchParams(Object.entries(q).filter(([, v]) => v !== undefined && v !== '' && v !== false).map(([k, v]): [string, string] => [k, String(v)]));
     return this.request('GET', `/v1/tasks${params.size ? `?${params}` : ''}`);
   }
   /** Every task with this status, paging through `nextCursor`. */
@@ -192,32 +192,63 @@ export class BatonClient {
    */
   async follow(taskId: string, onEvent: (e: ApiEvent) => void, o: { signal?: AbortSignal; steps?: boolean; after?: number; onState?: (s: 'live' | 'reconnecting') => void } = {}): Promise<void> {
     let last = o.after ?? 0;
+    let ended = false;
+    await this.reconnecting(
+      () => {
+        const headers: Record<string, string> = {};
+        if (last > 0) headers['last-event-id'] = String(last); // resume after the last event shown
+        return { path: `/v1/tasks/${taskId}/events${o.steps === false ? '?steps=false' : ''}`, headers };
+      },
+      (f) => {
+        if (!f.data) return; // a heartbeat
+        const e = JSON.parse(f.data) as ApiEvent;
+        if (e.position <= last) return;
+        last = e.position;
+        onEvent(e);
+        if (FINAL.has(e.type)) ended = true;
+      },
+      { signal: o.signal, connected: () => o.onState?.('live'), reconnecting: () => o.onState?.('reconnecting'), done: () => ended },
+    );
+  }
+
+  /**
+   * Follow the changes of your tasks (SSE, the key in a header) until `signal` aborts: each
+   * change as the task's list summary (its newest version; changes that come together may show
+   * as one). `onState('live')` comes when the stream is ready — on connecting and after each
+   * reconnect: load the list then (`list()`), and nothing in between is missed. `team`: only
+   * that team's tasks.
+   */
+  async watchTasks(onTask: (t: TaskSummary) => void, o: { signal?: AbortSignal; team?: string; onState?: (s: 'live' | 'reconnecting') => void } = {}): Promise<void> {
+    await this.reconnecting(
+      () => ({ path: `/v1/tasks${o.team ? `?team=${encodeURIComponent(o.team)}` : ''}`, headers: {} }),
+      (f) => {
+        if (f.event === 'ready') o.onState?.('live');
+        else if (f.event === 'task') onTask(JSON.parse(f.data) as TaskSummary);
+      },
+      { signal: o.signal, reconnecting: () => o.onState?.('reconnecting') },
+    );
+  }
+
+  /**
+   * Read an SSE stream of the API, opening it again after a drop (backing off, up to 5 s) until
+   * `done()` or `signal` aborts. A refusal is thrown, but for 429 and 5xx (retried).
+   */
+  private async reconnecting(open: () => { path: string; headers: Record<string, string> }, onFrame: (f: SseFrame) => void, o: { signal?: AbortSignal | undefined; connected?: () => void; reconnecting: () => void; done?: () => boolean }): Promise<void> {
     for (let attempt = 0; ; attempt++) {
-      let ended = false;
       try {
-        const res = await this.fetch(`/v1/tasks/${taskId}/events${o.steps === false ? '?steps=false' : ''}`, {
-          headers: { accept: 'text/event-stream', ...(last > 0 ? { 'last-event-id': String(last) } : {}) },
-          ...(o.signal ? { signal: o.signal } : {}),
-        });
+        const { path: p, headers } = open();
+        const res = await this.fetch(p, { headers: { accept: 'text/event-stream', ...headers }, ...(o.signal ? { signal: o.signal } : {}) });
         if (!res.ok || !res.body) throw new ApiError(res.status, await res.json().catch(() => null));
-        o.onState?.('live');
+        o.connected?.();
         attempt = 0;
-        await readSse(res.body, (f) => {
-          if (!f.data) return; // a heartbeat
-          const e = JSON.parse(f.data) as ApiEvent;
-          if (e.position <= last) return;
-          last = e.position;
-          onEvent(e);
-          if (FINAL.has(e.type)) ended = true;
-        });
-        if (ended) return;
+        await readSse(res.body, onFrame);
       } catch (err) {
         if (o.signal?.aborted) return;
         if (err instanceof ApiError && err.status < 500 && err.status !== 429) throw err;
         if (attempt > 50) throw err;
       }
-      if (ended) return;
-      o.onState?.('reconnecting');
+      if (o.done?.() || o.signal?.aborted) return;
+      o.reconnecting();
       await new Promise((r) => setTimeout(r, Math.min(5000, 100 * 2 ** Math.min(attempt, 6))));
     }
   }

@@ -1,5 +1,5 @@
-import { useCallback, useEffect, useState } from 'react';
-import { api, apiKey, ApiError, isFinalStatus, type TaskView, type TeamInfo } from './api.ts';
+import { useCallback, useEffect, useRef, useState } from 'react';
+import { api, apiKey, ApiError, isFinalStatus, watchTasks, type TaskView, type TeamInfo } from './api.ts';
 import { Chat } from './Chat.tsx';
 import { ErrorLine } from './ErrorLine.tsx';
 import { ApprovePlan, TeamSelect } from './TeamSelect.tsx';
@@ -125,16 +125,35 @@ function TaskList({ selected, teams }: { selected: string | null; teams: TeamInf
       setError((err as Error).message);
     }
   }, [status, team]);
+  useEffect(() => void load(), [load]); // and again whenever a filter changes
+  // Live: the list loads again when the stream of changes is ready (after a reconnect too: nothing
+  // in between is missed) and after each change (changes that come together, one load). Polled
+  // only if the gateway refuses the stream.
+  const latest = useRef(load);
+  latest.current = load;
   useEffect(() => {
-    void load();
-    const t = setInterval(() => void load(), 4000);
-    const on = (): void => void load();
-    window.addEventListener('baton:tasks-changed', on);
+    const reload = (): void => void latest.current();
+    let soon: ReturnType<typeof setTimeout> | undefined;
+    let poll: ReturnType<typeof setInterval> | undefined;
+    const watch = watchTasks(
+      () => {
+        clearTimeout(soon);
+        soon = setTimeout(reload, 100);
+      },
+      reload,
+      () => {
+        reload();
+        poll = setInterval(reload, 4000);
+      },
+    );
+    window.addEventListener('baton:tasks-changed', reload);
     return () => {
-      clearInterval(t);
-      window.removeEventListener('baton:tasks-changed', on);
+      watch.stop();
+      clearTimeout(soon);
+      clearInterval(poll);
+      window.removeEventListener('baton:tasks-changed', reload);
     };
-  }, [load]);
+  }, []);
   const cancel = async (id: string): Promise<void> => {
     try {
       await api('POST', `/v1/tasks/${id}/cancel`, { reason: 'cancelled from the console' });

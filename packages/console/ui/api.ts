@@ -52,6 +52,20 @@ export function followEvents(taskId: string, after: number, onEvent: (e: EventVi
   return { stop: () => ctl.abort() };
 }
 
+/**
+ * Follow the changes of your tasks live (SSE through fetch, the key in a header): `onLive` when
+ * the stream is ready (on connecting, and after each reconnect: load the list then, nothing in
+ * between is missed), `onTask` with each changed task's summary. Until `stop()`; `onError` if
+ * the gateway refuses the stream for good (the caller falls back to polling).
+ */
+export function watchTasks(onTask: () => void, onLive: () => void, onError: (err: Error) => void): { stop(): void } {
+  const ctl = new AbortController();
+  client()
+    .watchTasks(onTask, { signal: ctl.signal, onState: (s) => s === 'live' && onLive() })
+    .catch((err: unknown) => ctl.signal.aborted || onError(err as Error));
+  return { stop: () => ctl.abort() };
+}
+
 /** Send a chat message and follow the reply as it streams (chat, delta…, then message or error). */
 export const sendChat = (body: { message: string; chatId?: string; team?: string }, on: (e: ChatStreamEvent) => void): Promise<void> => client().chat(body, on);
 

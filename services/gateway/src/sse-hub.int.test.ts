@@ -139,6 +139,55 @@ describe('SseHub', () => {
     hub.close();
   });
 
+  test("watchAll (a task list following changes): every task's transitions, in either mode; what it hears is not waste; the subscription lasts while it listens", async ({ nats }) => {
+    const names = busNames(nats.namespace);
+    const { nc, subscribed, unsubscribed } = countingSubscriptions(nats.nc);
+    const hub = new SseHub(names, silentLogger(), { cooldownMs: 60_000, now: () => 1_000 });
+    hub.attach(nc);
+    const received = async (): Promise<number> => (await nats.nc.flush(), nats.nc.stats().inMsgs);
+    const heard: string[] = [];
+    const stop = hub.watchAll((taskId) => heard.push(taskId));
+    expect(subscribed.sort()).toEqual([names.allEvents, names.allSignals].sort()); // nothing else watched: held for the list
+    expect(hub.listeningToAll).toBe(1);
+    // One task watched by a stream, thousands of others moving: heard by the list, so no waste — the mode stays.
+    const task = randomUUID();
+    const woke: string[] = [];
+    const off = hub.register(task, () => woke.push('task'), { steps: false });
+    const others = Array.from({ length: WASTE_WINDOW * 2 }, () => randomUUID());
+    for (const id of others) nats.nc.publish(names.signalSubject(id, 'TaskStarted'));
+    nats.nc.publish(names.eventSubject(task, 'TaskCompleted'));
+    await received();
+    expect(hub.mode).toBe('all');
+    expect(heard).toEqual([...others, task]);
+    expect(woke).toEqual(['task']);
+    // Without the list, the same waste moves the hub to a subscription per watched task…
+    stop();
+    for (let i = 0; i < WASTE_WINDOW; i++) nats.nc.publish(names.signalSubject(randomUUID(), 'TaskStarted'));
+    await received();
+    expect(hub.mode).toBe('per-task');
+    expect(unsubscribed.sort()).toEqual([names.allEvents, names.allSignals].sort());
+    // …where a list that starts listening gets every task's again, and the watched task is woken once (by its own subscription).
+    heard.length = 0;
+    woke.length = 0;
+    const stop2 = hub.watchAll((taskId) => heard.push(taskId));
+    expect(subscribed.filter((s) => s === names.allEvents)).toHaveLength(2);
+    const stranger = randomUUID();
+    nats.nc.publish(names.signalSubject(stranger, 'TaskStarted'));
+    nats.nc.publish(names.eventSubject(task, 'TaskFailed'));
+    await received();
+    expect(heard).toEqual([stranger, task]);
+    expect(woke).toEqual(['task']);
+    stop2();
+    stop2(); // twice is once
+    expect(hub.listeningToAll).toBe(0);
+    expect(unsubscribed.filter((s) => s === names.allEvents)).toHaveLength(2); // per-task mode, no listener: dropped
+    const before = await received();
+    nats.nc.publish(names.signalSubject(randomUUID(), 'TaskStarted'));
+    expect(await received()).toBe(before);
+    off();
+    hub.close();
+  });
+
   test('allPays: at most WASTE_PER_WATCH deliveries nobody needed per task watched in the window', () => {
     expect(allPays({ wasted: 0, watched: 0 })).toBe(true);
     expect(allPays({ wasted: WASTE_WINDOW, watched: WASTE_WINDOW / WASTE_PER_WATCH })).toBe(true);

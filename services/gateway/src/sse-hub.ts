@@ -83,6 +83,8 @@ export class SseHub {
   private every: [Subscription, Subscription] | null = null;
   /** The current window of mode `all`. */
   private window = { wasted: 0, watched: 0 };
+  /** Listeners of every task's transitions (task lists that follow changes): while any listens, the subscription to every task's is held, in either mode. */
+  private readonly everyListeners = new Set<(taskId: string) => void>();
   constructor(names: BusNames, log: Logger, opts: SseHubOptions = {}) {
     this.names = names;
     this.log = log;
@@ -141,6 +143,28 @@ export class SseHub {
     };
   }
 
+  /**
+   * Hear of every task's transitions (the task id of each): a list that follows changes. While
+   * any listens, the hub holds its subscription to every task's transitions, whatever the mode.
+   * Returns the way to stop listening.
+   */
+  watchAll(listener: (taskId: string) => void): () => void {
+    this.everyListeners.add(listener);
+    this.syncMode();
+    let listening = true;
+    return () => {
+      if (!listening) return;
+      listening = false;
+      this.everyListeners.delete(listener);
+      if (this.modeNow === 'per-task' && this.everyListeners.size === 0) this.dropEvery();
+    };
+  }
+
+  /** Listeners of every task's transitions (diagnostics, tests). */
+  get listeningToAll(): number {
+    return this.everyListeners.size;
+  }
+
   private setMode(mode: HubMode): void {
     if (mode === this.modeNow) return;
     this.modeNow = mode;
@@ -153,18 +177,25 @@ export class SseHub {
     // Subscribe the new way before dropping the old: a transition in between is delivered twice at worst.
     this.syncMode();
     for (const [taskId, w] of this.tasks) this.sync(taskId, w);
-    if (mode === 'per-task') this.dropEvery();
+    if (mode === 'per-task' && this.everyListeners.size === 0) this.dropEvery();
   }
 
-  /** Mode `all`: hold the subscription to every task's transitions from the first registration on. */
+  /**
+   * Hold the subscription to every task's transitions: in mode `all` from the first registration
+   * on, and while anything listens to every task's (`watchAll`).
+   */
   private syncMode(): void {
     const nc = this.nc;
-    if (!nc || nc.isClosed() || this.modeNow !== 'all' || this.every || this.tasks.size === 0) return;
+    if (!nc || nc.isClosed() || this.every) return;
+    if (!((this.modeNow === 'all' && this.tasks.size > 0) || this.everyListeners.size > 0)) return;
     const deliver = (err: Error | null, m: Msg): void => {
       if (err) return this.log.warn({ err }, 'sse hub subscription error');
       const taskId = this.names.taskOfTransition(m.subject);
+      if (taskId !== null) for (const l of this.everyListeners) l(taskId);
+      if (this.modeNow !== 'all') return; // held for the listeners: the watched tasks have subscriptions of their own
       const w = taskId === null ? undefined : this.tasks.get(taskId);
       if (w) return wakeTransition(w, m);
+      if (this.everyListeners.size > 0) return; // not for nothing: a list follows every task
       this.window.wasted++;
       if (this.window.wasted < WASTE_WINDOW) return;
       if (allPays(this.window)) this.window = { wasted: 0, watched: 0 };

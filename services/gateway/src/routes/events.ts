@@ -3,12 +3,13 @@ import { verifyRun } from '@baton/agents';
 import { STEP_EVENT_TYPES, TERMINAL_EVENT_TYPES, type EventType, type RecordedEvent } from '@baton/domain';
 import { redactCredentials, toEventView, toTaskView, type EventView } from '@baton/api';
 import type { RelayedEvent } from '@baton/bus';
-import { comesBefore, sameCursor, START, type LogCursor } from '@baton/event-store';
+import { comesBefore, listTasks, sameCursor, START, type LogCursor } from '@baton/event-store';
+import { setBounded } from '@baton/runtime';
 import type { ZodTypeProvider } from '@fastify/type-provider-zod';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { GatewayDeps } from '../deps.ts';
 import { HttpError, notFound } from '../errors.ts';
-import { EventsHeaders, EventsQuery, StateQuery, TaskIdParams } from './schemas.ts';
+import { EventsHeaders, EventsQuery, ListTasksQuery, StateQuery, TaskIdParams } from './schemas.ts';
 import { loadVisibleTask, visibleStateAt } from './tasks.ts';
 
 const BATCH = 500;
@@ -32,6 +33,18 @@ const MAX_RELAYED = 64;
 
 /** Retry-After of a stream refused for a cap (a slot frees when any stream ends). */
 const STREAM_RETRY_AFTER_S = 5;
+
+/**
+ * A task-list stream's look back past its previous sweep: a change committed this long after the
+ * time its writer stamped on it (a slow commit, another host's clock) is still found by a sweep.
+ */
+const LIST_SWEEP_OVERLAP_MS = 30_000;
+/** Tasks a task-list stream remembers having shown (the version of each), at most; one forgotten may be shown again, never missed. */
+const LIST_SHOWN_MAX = 10_000;
+/** Task ids a task-list stream collects between two reads, at most; more, and it sweeps instead. */
+const LIST_PENDING_MAX = 1_000;
+/** A list stream's sweep reads at most this many tasks per statement (it pages through more). */
+const LIST_SWEEP_PAGE = 200;
 
 export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
   const r = app.withTypeProvider<ZodTypeProvider>();
@@ -61,6 +74,123 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     for (const s of streams) if (s.tenant === tenant) mine++;
     if (mine >= ssePerTenant) throw refuse(`at most ${ssePerTenant} open event streams per tenant`);
   };
+
+  r.get('/v1/tasks', { schema: { querystring: ListTasksQuery, tags: ['tasks'], summary: "List tasks (JSON), or follow your tasks' changes (SSE with Accept: text/event-stream)" } }, async (req, reply) => {
+    const q = req.query;
+    if (!(req.headers.accept ?? '').includes('text/event-stream')) {
+      return listTasks(d.kysely, { tenantId: req.tenant, status: q.status, team: q.team, limit: q.limit, cursor: q.cursor, updatedAfter: q.updatedAfter, ...(q.stuck === 'true' ? { stuckAfterMs: d.limits.stuckAfterMs } : {}) });
+    }
+    // A stream follows changes from now on, each with the task's whole summary: a page, a time or
+    // a status to filter by are the JSON list's (a task's status changes; the client sees it in each summary).
+    const refused = (['status', 'cursor', 'updatedAfter', 'stuck'] as const).filter((f) => q[f] !== undefined);
+    if (refused.length > 0) throw new HttpError(400, 'validation_error', refused.map((f) => `query.${f}: not with Accept: text/event-stream (a stream sends every change of your tasks, each with its status; filter by team only)`).join('; '), refused.map((f) => ({ field: `query.${f}`, message: 'not with Accept: text/event-stream' })));
+    checkStreamCaps(req.tenant);
+    reply.hijack();
+    return streamTaskChanges(req, reply, q.team);
+  });
+
+  /**
+   * The changes of a tenant's tasks (of one team, or all), each as the task's list summary
+   * (`event: task`), from the moment the stream says `ready` on: a client that loads the list
+   * after `ready` misses nothing. A relayed transition of any task wakes it (the hub's
+   * `watchAll`); it then reads the `tasks` rows of the tasks that moved, and shows those whose
+   * version it has not shown yet. A sweep of what changed since the last one (looking
+   * LIST_SWEEP_OVERLAP_MS further back) is the safety net for a wake-up lost on the way: every
+   * heartbeat, every second while NATS is away.
+   */
+  function streamTaskChanges(req: FastifyRequest, reply: { raw: ServerResponse }, team: string | undefined): void {
+    const res = reply.raw;
+    const tenant = req.tenant;
+    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'x-accel-buffering': 'no' });
+    const openedAt = d.now().getTime();
+    let sweptAt = openedAt;
+    let closed = false;
+    let wake: (() => void) | null = null;
+    let pending = new Set<string>();
+    let sweepNeeded = false;
+    /** Version shown, by task. */
+    const shownVersion = new Map<string, number>();
+    const conn = {
+      tenant,
+      end: (reason: string) => {
+        if (closed) return;
+        closed = true;
+        if (reason === 'shutdown') res.write('event: shutdown\ndata: {}\n\n');
+        res.end();
+        wake?.();
+      },
+    };
+    streams.add(conn);
+    // Listening before `ready` goes out: a change the client's list load cannot see yet still comes.
+    const unwatch = d.hub.watchAll((taskId) => {
+      const known = d.tenants.get(taskId);
+      if (known !== undefined && known !== tenant) return; // another tenant's
+      if (pending.size >= LIST_PENDING_MAX) sweepNeeded = true;
+      else pending.add(taskId);
+      wake?.();
+    });
+    res.write('retry: 2000\n\nevent: ready\ndata: {}\n\n');
+    const heartbeat = setInterval(() => res.write(': heartbeat\n\n'), d.sseHeartbeatMs);
+    req.raw.on('close', () => conn.end('client'));
+
+    const show = (items: Awaited<ReturnType<typeof listTasks>>['items']): void => {
+      let frames = '';
+      for (const t of items) {
+        if ((shownVersion.get(t.id) ?? -1) >= t.version) continue;
+        setBounded(shownVersion, t.id, t.version, LIST_SHOWN_MAX);
+        frames += `event: task\ndata: ${JSON.stringify(t)}\n\n`;
+      }
+      if (frames) res.write(frames);
+    };
+
+    const loop = async (): Promise<void> => {
+      while (!closed) {
+        if (pending.size > 0) {
+          const ids = [...pending];
+          pending = new Set();
+          const page = await listTasks(d.kysely, { tenantId: tenant, team, ids, limit: ids.length });
+          if (closed) return;
+          for (const t of page.items) d.tenants.remember(t.id, tenant);
+          show(page.items);
+        }
+        if (sweepNeeded) {
+          sweepNeeded = false;
+          const startedAt = d.now().getTime();
+          const since = new Date(Math.max(openedAt, sweptAt - LIST_SWEEP_OVERLAP_MS)).toISOString();
+          for (let cursor: string | undefined; ; ) {
+            const page = await listTasks(d.kysely, { tenantId: tenant, team, updatedAfter: since, limit: LIST_SWEEP_PAGE, cursor });
+            if (closed) return;
+            show(page.items);
+            if (!page.nextCursor) break;
+            cursor = page.nextCursor;
+          }
+          sweptAt = startedAt;
+        }
+        if (pending.size > 0 || sweepNeeded) continue;
+        const wait = d.hub.connected ? d.sseHeartbeatMs : 1000;
+        let timer: NodeJS.Timeout | undefined;
+        const by = await new Promise<'event' | 'timer'>((resolve) => {
+          if (pending.size > 0 || sweepNeeded || closed) return resolve('event');
+          wake = () => resolve('event');
+          timer = setTimeout(() => resolve('timer'), wait);
+          timer.unref();
+        });
+        clearTimeout(timer);
+        wake = null;
+        if (by === 'timer') sweepNeeded = true;
+      }
+    };
+    loop()
+      .catch((err: unknown) => {
+        req.log.warn({ err }, 'task list stream failed');
+        conn.end('error');
+      })
+      .finally(() => {
+        clearInterval(heartbeat);
+        unwatch();
+        streams.delete(conn);
+      });
+  }
 
   r.get('/v1/tasks/:id/events', { schema: { params: TaskIdParams, querystring: EventsQuery, headers: EventsHeaders, tags: ['events'], summary: 'Events of a task (JSON, or SSE with Accept: text/event-stream)' } }, async (req, reply) => {
     const taskId = req.params.id;

@@ -1,14 +1,14 @@
 import { allTools, parseToolInput } from '@baton/agents';
 import { digestJson, exists, forkEvents, forkedArtifacts, stateAt, uuidV5, type Command, type TaskState } from '@baton/domain';
 import { redactCredentials, toAgentViews, toTaskView } from '@baton/api';
-import { importTask, listTasks } from '@baton/event-store';
+import { importTask } from '@baton/event-store';
 import { ArtifactVersionNotKeptError, copyTaskFiles, findDelivery, findEndpoint, listDeliveries, readArtifactVersion, requestRedelivery, storeWorkspace } from '@baton/storage';
 import multipart from '@fastify/multipart';
 import type { ZodTypeProvider } from '@fastify/type-provider-zod';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { GatewayDeps } from '../deps.ts';
 import { HttpError, notFound } from '../errors.ts';
-import { AgentParams, AnswerBody, ApprovalBody, ArtifactParams, CancelBody, DeliveryParams, ForkBody, ListTasksQuery, RequestParams, StateQuery, SubmitTaskBody, TaskIdParams } from './schemas.ts';
+import { AgentParams, AnswerBody, ApprovalBody, ArtifactParams, CancelBody, DeliveryParams, ForkBody, RequestParams, StateQuery, SubmitTaskBody, TaskIdParams } from './schemas.ts';
 import { runTaskCommand } from './commands.ts';
 import { checkSubmission, submitTask } from './submit.ts';
 import { readMultipartSubmission, resolveWorkspace, submitBodyLimit } from './workspace-input.ts';
@@ -69,10 +69,6 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
         return reply.status(201).send(toTaskView(state));
       },
     );
-  });
-
-  r.get('/v1/tasks', { schema: { querystring: ListTasksQuery, tags: ['tasks'], summary: 'List tasks' } }, async (req) => {
-    return listTasks(d.kysely, { tenantId: req.tenant, status: req.query.status, team: req.query.team, limit: req.query.limit, cursor: req.query.cursor, updatedAfter: req.query.updatedAfter, ...(req.query.stuck === 'true' ? { stuckAfterMs: d.limits.stuckAfterMs } : {}) });
   });
 
   r.get('/v1/tasks/:id', { schema: { params: TaskIdParams, tags: ['tasks'], summary: 'Get a task' } }, async (req) => {
