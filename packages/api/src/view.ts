@@ -62,6 +62,47 @@ export interface TaskListItem {
   forkedFrom: { taskId: string } | null;
 }
 
+/** A tenant's webhook endpoint, as `GET /v1/webhooks` lists it (never its secrets: they are shown once, in the answer that makes or rotates one, as `secret`). */
+export interface WebhookEndpointView {
+  id: string;
+  /** Without credentials. */
+  url: string;
+  events: string[];
+  createdAt: string;
+  rotatedAt: string | null;
+  /** Until then the previous secret signs too (after a rotation). */
+  previousSecretExpiresAt: string | null;
+}
+
+/** One recorded attempt to deliver a task's webhook or mail, as `GET /v1/tasks/:id/deliveries` lists it. */
+export interface DeliveryView {
+  id: string;
+  channel: 'webhook' | 'email';
+  /** The tenant's endpoint it went to; null: the task's own webhook (or a mail). */
+  endpointId: string | null;
+  /** A person asked for this attempt (a redelivery). */
+  redelivery: boolean;
+  webhookId: string;
+  eventId: string;
+  type: string;
+  /** Without credentials (a mail: its recipients). */
+  url: string;
+  attempt: number;
+  statusCode: number | null;
+  ok: boolean;
+  error: string | null;
+  durationMs: number;
+  attemptedAt: string;
+}
+
+/** A configured team, as `GET /v1/teams` lists it. */
+export interface TeamInfoView {
+  id: string;
+  description: string;
+  lead: { id: string; name: string; model: string; tools: string[]; delegatesTo: string[]; reviewAgent?: string };
+  agents: { id: string; name: string; model: string; tools: string[] }[];
+}
+
 /** A stored file of a task, as `GET /v1/tasks/:id/artifacts` lists it. */
 export type ArtifactView = TaskView['artifacts'][number];
 

@@ -184,18 +184,32 @@ describe('the web console, in Chromium', () => {
     await anonymous.close();
   });
 
-  it('the task list is live: it follows the stream of your tasks\' changes — a task submitted elsewhere appears, its status moves, no reload', async () => {
+  it('the task list is live: changes come on the stream of your tasks\' changes and are merged in — a task submitted elsewhere appears, its status moves, with no list request', async () => {
+    const listLoads: string[] = [];
+    const onRequest = (r: { url(): string; method(): string; headers(): Record<string, string> }): void => {
+      const u = new URL(r.url());
+      if (u.pathname === '/v1/tasks' && r.method() === 'GET' && !(r.headers()['accept'] ?? '').includes('text/event-stream')) listLoads.push(u.search);
+    };
     await page.goto(`${url}/#/tasks`);
-    const listStream = page.waitForRequest((r) => new URL(r.url()).pathname === '/v1/tasks' && (r.headers()['accept'] ?? '').includes('text/event-stream'));
-    await page.reload(); // a fresh load of the console
-    await listStream;
-    await page.locator('.task-list li[data-task]').first().waitFor();
-    const id = await submit({ prompt: 'A task submitted from another client', team: 'bench', requirePlanApproval: true });
-    const item = page.locator(`.task-list li[data-task="${id}"]`);
-    await item.waitFor();
-    await api.cancel(id, 'from another client');
-    await item.locator('.status.s-cancelled').waitFor();
-    await shot('5b-live-list');
+    page.on('request', onRequest);
+    try {
+      const listStream = page.waitForRequest((r) => new URL(r.url()).pathname === '/v1/tasks' && (r.headers()['accept'] ?? '').includes('text/event-stream'));
+      await page.reload(); // a fresh load of the console
+      await listStream;
+      // Two loads: the list's own, and the one when the stream is ready.
+      await waitFor(() => listLoads.length >= 2, { what: 'the list loaded, and again once the stream was ready' });
+      await page.locator('.task-list li[data-task]').first().waitFor();
+      const loads = listLoads.length;
+      const id = await submit({ prompt: 'A task submitted from another client', team: 'bench', requirePlanApproval: true });
+      const item = page.locator(`.task-list li[data-task="${id}"]`);
+      await item.waitFor();
+      await api.cancel(id, 'from another client');
+      await item.locator('.status.s-cancelled').waitFor();
+      expect(listLoads.length).toBe(loads); // it came on the stream: no poll, no reload
+      await shot('5b-live-list');
+    } finally {
+      page.off('request', onRequest);
+    }
   });
 
   it('chat: the reply streams word by word, the conversation survives a reload, and action mode turns it into a task', async () => {

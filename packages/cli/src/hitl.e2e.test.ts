@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import type { TaskView } from '@baton/api';
 import { waitFor } from '@baton/testing';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import type { ApiEvent, BatonClient } from '@baton/client';
 import { startE2eStack, type E2eStack } from './e2e-stack.ts';
 
@@ -70,6 +70,7 @@ describe('human in the loop, end to end', () => {
     const listOut: string[] = [];
     const lister = spawn(process.execPath, ['packages/cli/src/main.ts', 'list', '--follow', '--status', 'awaiting_input'], { cwd: ROOT, env: { ...process.env, BATON_URL: url }, stdio: ['ignore', 'pipe', 'inherit'] });
     lister.stdout.on('data', (d) => listOut.push(String(d)));
+    onTestFinished(() => void lister.kill()); // also when an expectation fails
     await waitFor(() => listOut.join('').includes('following changes'), { what: '`baton list --follow` to list and follow' });
     expect(listOut.join('')).toMatch(new RegExp(`^${id}  awaiting_input\\s+research  \\S+  \\(2 open requests\\)  Compare PostgreSQL`, 'm'));
 
@@ -190,5 +191,48 @@ describe('human in the loop, end to end', () => {
     t = await task(other.id);
     expect(t).toMatchObject({ status: 'failed', pendingRequests: [], error: { code: 'budget_exceeded', message: expect.stringMatching(/reached its budget \(\d+ of 1 tokens\); stopped by .*: too dear/) } });
     expect(t.agents.map((a) => a.status)).toEqual(['cancelled']);
+  });
+
+  it('webhooks, deliveries and teams from the CLI: an endpoint added (its secret shown once), listed, a delivery sent again, the secret rotated, the endpoint removed', async () => {
+    const received: string[] = [];
+    const endpoint = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c) => (body += c));
+      req.on('end', () => {
+        received.push((JSON.parse(body) as { type: string }).type);
+        res.writeHead(204).end();
+      });
+    });
+    await new Promise<void>((r) => endpoint.listen(0, '127.0.0.1', r));
+    try {
+      const hookUrl = `http://127.0.0.1:${(endpoint.address() as { port: number }).port}/tenant`;
+      expect(await cli('teams')).toMatch(/^research — .*\n {2}lead \S+ \(.+\); delegates to .*researcher/m);
+      const added = await cli('webhooks', 'add', hookUrl, '--events', 'task.completed');
+      const wid = added.split('  ')[0] as string;
+      expect(added).toMatch(/^secret: whsec_\S+ {2}\(shown this once/m);
+      const listed = await cli('webhooks');
+      expect(listed).toContain(`${wid}  ${hookUrl}  task.completed  since `);
+      expect(listed).not.toMatch(/whsec_/);
+
+      const t = await api.request<TaskView>('POST', '/v1/tasks', { prompt: 'bench', team: 'bench', requirePlanApproval: false });
+      await waitFor(() => received.includes('task.completed'), { timeoutMs: 30_000, what: 'the task.completed webhook' });
+      const deliveryLine = async () => (await cli('deliveries', t.id)).split('\n').find((l) => l.includes(`webhook task.completed  → ${hookUrl}`));
+      await waitFor(async () => (await deliveryLine()) !== undefined, { what: 'the delivery recorded' });
+      expect(await deliveryLine()).toMatch(/ {2}attempt 1 {2}ok 204 \(\d+ ms\)$/);
+      const deliveryId = (await deliveryLine())!.split('  ')[0] as string;
+      expect(await cli('redeliver', t.id, deliveryId)).toMatch(/^queued: redelivery \S+ of delivery /);
+      await waitFor(async () => (await cli('deliveries', t.id)).includes('(redelivery)  ok 204'), { timeoutMs: 30_000, what: 'the redelivery sent and recorded' });
+      expect(received.filter((x) => x === 'task.completed')).toHaveLength(2);
+
+      const rotated = await cli('webhooks', 'rotate-secret', wid, '--overlap', '60');
+      expect(rotated).toMatch(/rotated \S+ \(the previous secret signs too until \S+\)/);
+      expect(rotated).toMatch(/^secret: whsec_/m);
+      await expect(cli('webhooks', 'rotate-secret', wid, '--overlap', 'soon')).rejects.toThrow(/--overlap must be a whole number of seconds, got 'soon'/);
+      expect(await cli('webhooks', 'remove', wid)).toBe(`removed ${wid}\n`);
+      expect(await cli('webhooks', 'list')).toBe('no webhook endpoints\n');
+      await expect(cli('redeliver', t.id, deliveryId)).rejects.toThrow(/which has been deleted: there is nothing to send it to \(HTTP 409 endpoint_deleted\)/);
+    } finally {
+      await new Promise<void>((r) => endpoint.close(() => r()));
+    }
   });
 });

@@ -4,8 +4,10 @@ import { Command, InvalidArgumentError } from 'commander';
 import { recordAs, replay, stateAt, type RecordedEvent } from '@baton/domain';
 import { toTaskView, viewDiff, type TaskView } from '@baton/api';
 import type { VerifyResult } from '@baton/agents';
-import { answer, decide, describeEvent, describeListItem, describeTask } from './people.ts';
-import { ApiError, BatonClient, type ApiEvent, type TaskSummary } from '@baton/client';
+import { answer, decide, describeEvent, describeTask } from './people.ts';
+import { listTasks, type ListOptions } from './list.ts';
+import { describeDelivery, describeTeam, describeWebhook } from './views.ts';
+import { ApiError, BatonClient, type ApiEvent } from '@baton/client';
 import { printProfiles } from './cpuprofile.ts';
 import { runBench } from './bench.ts';
 import { runChaos } from './chaos.ts';
@@ -106,43 +108,7 @@ program
   .option('--stuck', 'only tasks stuck: no transition for a while, nobody working on them, no person holding them')
   .option('--limit <n>', 'at most this many (1..200)', positiveNumber('--limit'), 50)
   .option('--follow', 'then print each change of your tasks (of --team, if given) as it happens; with --status, changes into it and out of it')
-  .action(async (opts: { status?: string; team?: string; stuck?: boolean; limit: number; follow?: boolean }) => {
-    const api = client();
-    if (opts.follow && opts.stuck) throw new Error('--follow with --stuck: a task becomes stuck by not changing, so there is no change to follow; run `baton list --stuck` again instead');
-    const load = () => api.list({ status: opts.status, team: opts.team, stuck: opts.stuck, limit: Math.floor(opts.limit) });
-    if (!opts.follow) {
-      const page = await load();
-      for (const t of page.items) console.log(describeListItem(t));
-      if (page.items.length === 0) console.log('no tasks');
-      return;
-    }
-    // The list is loaded once the stream is ready (and again after a reconnect, printing only
-    // what changed meanwhile): nothing between the two is missed. With --status, a task listed
-    // or printed before is printed again when it leaves that status.
-    const printed = new Map<string, number>();
-    const print = (t: TaskSummary): void => {
-      if ((printed.get(t.id) ?? -1) >= t.version) return;
-      if (opts.status && t.status !== opts.status && !printed.has(t.id)) return;
-      printed.set(t.id, t.version);
-      console.log(describeListItem(t));
-    };
-    let first = true;
-    await api.watchTasks(print, {
-      ...(opts.team ? { team: opts.team } : {}),
-      onState: (s) => {
-        if (s === 'reconnecting') return void console.error('(the stream dropped: reconnecting…)');
-        void load().then(
-          (page) => {
-            for (const t of page.items) print(t);
-            if (first && page.items.length === 0) console.log('no tasks');
-            if (first) console.log('following changes (Ctrl-C stops)…');
-            first = false;
-          },
-          (err: unknown) => console.error(`could not load the list: ${(err as Error).message}`),
-        );
-      },
-    });
-  });
+  .action(async (opts: ListOptions) => listTasks(client(), opts, { log: (l) => console.log(l), error: (l) => console.error(l) }));
 
 program
   .command('watch <taskId>')
@@ -228,6 +194,69 @@ program
     for (const e of await client().allEvents(taskId)) {
       console.log(opts.json ? JSON.stringify(e) : `#${e.position}  ${e.streamId}@${e.version}  ${e.recordedAt}  ${e.type}  ${JSON.stringify(e.data)}`);
     }
+  });
+
+program
+  .command('deliveries <taskId>')
+  .description("every attempt to deliver the task's webhooks and mail: when, what, where, how it went (a failed webhook delivery with the command that sends it again)")
+  .action(async (taskId: string) => {
+    const items = await client().deliveries(taskId);
+    for (const d of items) console.log(describeDelivery(taskId, d));
+    if (items.length === 0) console.log('no deliveries');
+  });
+
+program
+  .command('redeliver <taskId> <deliveryId>')
+  .description("send a webhook delivery's message again now (a new attempt, listed by `baton deliveries`)")
+  .action(async (taskId: string, deliveryId: string) => {
+    const r = await client().redeliver(taskId, deliveryId);
+    console.log(`queued: redelivery ${r.redeliveryId} of delivery ${r.deliveryId} (a notifier sends it; \`baton deliveries ${taskId}\` shows the attempt)`);
+  });
+
+const webhooks = program.command('webhooks').description("the tenant's webhook endpoints: list (the default), add, remove, rotate-secret");
+webhooks
+  .command('list', { isDefault: true })
+  .description('the endpoints, without their secrets')
+  .action(async () => {
+    const items = await client().webhooks();
+    for (const w of items) console.log(describeWebhook(w));
+    if (items.length === 0) console.log('no webhook endpoints');
+  });
+webhooks
+  .command('add <url>')
+  .description('subscribe an endpoint to the webhooks of every task of the tenant; prints its signing secret, this once')
+  .option('--events <types>', 'comma-separated event types (default: task.completed,task.failed,task.cancelled,task.awaiting_input)')
+  .action(async (url: string, opts: { events?: string }) => {
+    const events = opts.events?.split(',').map((e) => e.trim()).filter(Boolean);
+    const w = await client().addWebhook(url, events);
+    console.log(describeWebhook(w));
+    console.log(`secret: ${w.secret}  (shown this once: keep it where the receiver verifies signatures)`);
+  });
+webhooks
+  .command('remove <webhookId>')
+  .description('delete an endpoint (no more deliveries to it)')
+  .action(async (id: string) => {
+    await client().removeWebhook(id);
+    console.log(`removed ${id}`);
+  });
+webhooks
+  .command('rotate-secret <webhookId>')
+  .description('a new signing secret, printed this once; the previous one keeps signing too for --overlap seconds')
+  .option('--overlap <seconds>', 'how long the previous secret keeps signing too (0..604800; default a day)', (v: string) => {
+    if (!/^\d+$/.test(v.trim())) throw new InvalidArgumentError(`--overlap must be a whole number of seconds, got '${v}'`);
+    return Number(v);
+  })
+  .action(async (id: string, opts: { overlap?: number }) => {
+    const w = await client().rotateWebhookSecret(id, opts.overlap);
+    console.log(describeWebhook(w));
+    console.log(`secret: ${w.secret}  (shown this once)`);
+  });
+
+program
+  .command('teams')
+  .description('the configured teams: each lead, whom it delegates to, and the agents with their models and tools')
+  .action(async () => {
+    for (const t of await client().teams()) console.log(describeTeam(t));
   });
 
 program

@@ -1,7 +1,7 @@
 import type { ApiEvent } from '@baton/client';
 import { describe, expect, it } from 'vitest';
 import type { TaskView } from '@baton/api';
-import { describeEvent, describeListItem, describeRequest, describeTask } from './people.ts';
+import { describeEvent, describeRequest, describeTask } from './people.ts';
 
 const taskId = '0b7c3f3e-4a51-4f4e-9d55-2d8f6f1c0a11';
 const started = (streamId: string, position: number): ApiEvent =>
@@ -33,18 +33,5 @@ describe('describeTask', () => {
       '    error: agent_lost: agent researcher-1 was started 5 times in a row',
       '  agent researcher-2 (researcher): completed, 3 turns',
     ]);
-  });
-});
-
-describe('describeListItem', () => {
-  const item = { id: 't-1', status: 'awaiting_input', prompt: 'Compare\n  PostgreSQL and SQLite', team: 'research', createdAt: '2026-11-26T20:00:00.000Z', updatedAt: '2026-11-26T20:01:00.000Z', version: 9, pendingRequests: [], forkedFrom: null };
-  it('one line: id, status, team, last change, prompt (whitespace folded, long ones cut)', () => {
-    expect(describeListItem(item)).toBe('t-1  awaiting_input  research  2026-11-26T20:01:00.000Z  Compare PostgreSQL and SQLite');
-    expect(describeListItem({ ...item, status: 'running', prompt: 'x'.repeat(200) })).toBe(`t-1  running         research  2026-11-26T20:01:00.000Z  ${'x'.repeat(79)}…`);
-  });
-  it('says how many requests are open and whose fork it is', () => {
-    const open = [{ requestId: 'a' }, { requestId: 'b' }] as unknown as typeof item.pendingRequests;
-    expect(describeListItem({ ...item, pendingRequests: open, forkedFrom: { taskId: 't-0' } })).toMatch(/ \(2 open requests, fork of t-0\) /);
-    expect(describeListItem({ ...item, pendingRequests: open.slice(1) })).toMatch(/ \(1 open request\) /);
   });
 });

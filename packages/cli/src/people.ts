@@ -1,6 +1,6 @@
 import { describeSpend, eventDataSchemas, isTaskStream } from '@baton/domain';
 import type { PendingRequestView, TaskView } from '@baton/api';
-import type { ApiEvent, BatonClient, TaskSummary } from '@baton/client';
+import type { ApiEvent, BatonClient } from '@baton/client';
 
 /**
  * The CLI's human-in-the-loop commands: find the request a person means, decide it through the
@@ -57,14 +57,6 @@ export function describeTask(t: TaskView): string {
   if (t.result) lines.push(`  result: ${t.result.summary}`);
   if (t.error) lines.push(`  error: ${t.error.code}: ${t.error.message}`);
   return lines.join('\n');
-}
-
-/** One line per task for `baton list`: id, status, team, last change, open requests, fork, prompt. */
-export function describeListItem(t: TaskSummary): string {
-  const open = t.pendingRequests.length;
-  const marks = [open > 0 ? `${open} open request${open === 1 ? '' : 's'}` : '', t.forkedFrom ? `fork of ${t.forkedFrom.taskId}` : ''].filter(Boolean);
-  const prompt = t.prompt.replace(/\s+/g, ' ');
-  return `${t.id}  ${t.status.padEnd(14)}  ${t.team}  ${t.updatedAt}${marks.length ? `  (${marks.join(', ')})` : ''}  ${prompt.length > 80 ? `${prompt.slice(0, 79)}…` : prompt}`;
 }
 
 /** One line per event for `baton watch`; requests are printed in full as they open. */

@@ -36,3 +36,26 @@ describe('BatonClient errors keep the server\'s words', () => {
     expect((err as Error).message).toMatch(new RegExp(`could not reach the Baton gateway at http://127.0.0.1:${port} \\(.*ECONNREFUSED`));
   });
 });
+
+describe('follow', () => {
+  it("a gateway's shutdown frame is not an event: the stream reconnects after the last event it showed (Last-Event-ID), nothing shown twice", async () => {
+    const asked: (string | undefined)[] = [];
+    const ev = (position: number, type: string) => `id: ${position}\nevent: ${type}\ndata: ${JSON.stringify({ position, type, taskId: 't', data: {}, metadata: {} })}\n\n`;
+    const server = createServer((req, res) => {
+      asked.push(req.headers['last-event-id'] as string | undefined);
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      // First: two events, then the gateway goes away. Then: the rest, from where the client says it is.
+      if (asked.length === 1) res.end(`retry: 10\n\n${ev(4, 'TaskStarted')}${ev(5, 'ModelTurnRecorded')}event: shutdown\ndata: {}\n\n`);
+      else res.end(`${ev(6, 'TaskCompleted')}`);
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const seen: number[] = [];
+      await new BatonClient(`http://127.0.0.1:${(server.address() as { port: number }).port}`).follow('t', (e) => seen.push(e.position));
+      expect(seen).toEqual([4, 5, 6]);
+      expect(asked).toEqual([undefined, '5']);
+    } finally {
+      await new Promise<void>((r) => server.close(() => r()));
+    }
+  });
+});

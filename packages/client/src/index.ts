@@ -1,8 +1,8 @@
-import type { AgentView, ArtifactView, ChatStreamEvent, ChatSummaryView, ChatView, EventView, PendingRequestView, TaskListItem, TaskView } from '@baton/api';
+import type { AgentView, ArtifactView, ChatStreamEvent, ChatSummaryView, ChatView, DeliveryView, EventView, PendingRequestView, TaskListItem, TaskView, TeamInfoView, WebhookEndpointView } from '@baton/api';
 import { readSse, type SseFrame } from './sse.ts';
 
 export { parseFrame, readSse, type SseFrame } from './sse.ts';
-export type { AgentView, ChatStreamEvent, ChatSummaryView, ChatView, EventView, PendingRequestView, TaskView };
+export type { AgentView, ChatStreamEvent, ChatSummaryView, ChatView, DeliveryView, EventView, PendingRequestView, TaskView, TeamInfoView, WebhookEndpointView };
 
 /**
  * The typed client of Baton's HTTP API — fetch only, so it runs in Node and in browsers. The CLI,
@@ -115,6 +115,33 @@ export class BatonClient {
     const params = new URLSearchParams(Object.entries(q).filter(([, v]) => v !== undefined && v !== '' && v !== false).map(([k, v]): [string, string] => [k, String(v)]));
     return this.request('GET', `/v1/tasks${params.size ? `?${params}` : ''}`);
   }
+  /** The configured teams and their agents. */
+  teams(): Promise<TeamInfoView[]> {
+    return this.request<{ items: TeamInfoView[] }>('GET', '/v1/teams').then((r) => r.items);
+  }
+  /** The tenant's webhook endpoints (without their secrets). */
+  webhooks(): Promise<WebhookEndpointView[]> {
+    return this.request<{ items: WebhookEndpointView[] }>('GET', '/v1/webhooks').then((r) => r.items);
+  }
+  /** Subscribe an endpoint to the webhooks of every task of the tenant; the answer holds its signing secret, shown this once. */
+  addWebhook(url: string, events?: string[]): Promise<WebhookEndpointView & { secret: string }> {
+    return this.request('POST', '/v1/webhooks', { url, ...(events ? { events } : {}) });
+  }
+  async removeWebhook(id: string): Promise<void> {
+    await this.request('DELETE', `/v1/webhooks/${id}`);
+  }
+  /** A new signing secret (shown this once); the previous one keeps signing too for `overlapSeconds` (default a day). */
+  rotateWebhookSecret(id: string, overlapSeconds?: number): Promise<WebhookEndpointView & { secret: string }> {
+    return this.request('POST', `/v1/webhooks/${id}/rotate-secret`, overlapSeconds === undefined ? {} : { overlapSeconds });
+  }
+  /** Every recorded attempt to deliver the task's webhooks and mail, oldest first. */
+  deliveries(taskId: string): Promise<DeliveryView[]> {
+    return this.request<{ items: DeliveryView[] }>('GET', `/v1/tasks/${taskId}/deliveries`).then((r) => r.items);
+  }
+  /** Send a webhook delivery's message again now (a new attempt, recorded among the deliveries). */
+  redeliver(taskId: string, deliveryId: string): Promise<{ redeliveryId: string; deliveryId: string; webhookId: string; status: 'queued' }> {
+    return this.request('POST', `/v1/tasks/${taskId}/deliveries/${deliveryId}/redeliver`);
+  }
   /** Every task with this status, paging through `nextCursor`. */
   async *tasks(status: string): AsyncGenerator<TaskSummary> {
     let cursor: string | null = null;
@@ -200,9 +227,10 @@ export class BatonClient {
         return { path: `/v1/tasks/${taskId}/events${o.steps === false ? '?steps=false' : ''}`, headers };
       },
       (f) => {
-        if (!f.data) return; // a heartbeat
+        // Events only: not `shutdown` (the gateway is going away: reconnect) nor anything else without a place in the log.
+        if (f.id === null || !f.data || f.event === 'shutdown') return;
         const e = JSON.parse(f.data) as ApiEvent;
-        if (e.position <= last) return;
+        if (typeof e.position !== 'number' || e.position <= last) return;
         last = e.position;
         onEvent(e);
         if (FINAL.has(e.type)) ended = true;

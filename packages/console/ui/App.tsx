@@ -1,12 +1,12 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
-import { api, apiKey, ApiError, isFinalStatus, watchTasks, type TaskView, type TeamInfo } from './api.ts';
+import { api, apiKey, ApiError, isFinalStatus, watchTasks, type TaskListItem, type TaskView, type TeamInfo } from './api.ts';
+import { mergeTask } from './task-list.ts';
 import { Chat } from './Chat.tsx';
 import { ErrorLine } from './ErrorLine.tsx';
 import { ApprovePlan, TeamSelect } from './TeamSelect.tsx';
 import { openTask, useAction, useRoute } from './hooks.ts';
 import { TaskPage } from './TaskPage.tsx';
 
-type TaskSummary = Pick<TaskView, 'id' | 'status' | 'prompt' | 'team' | 'createdAt' | 'updatedAt'> & { forkedFrom?: TaskView['forkedFrom']; pendingRequests?: unknown[] };
 const STATUSES = ['', 'pending', 'running', 'awaiting_input', 'completed', 'failed', 'cancelled'] as const;
 
 export function App() {
@@ -111,46 +111,61 @@ function NewTask({ teams }: { teams: TeamInfo[] }) {
   );
 }
 
+/** How many tasks the list shows (newest first). */
+const LIST_LIMIT = 100;
+
 function TaskList({ selected, teams }: { selected: string | null; teams: TeamInfo[] }) {
   const [status, setStatus] = useState('');
   const [team, setTeam] = useState('');
-  const [items, setItems] = useState<TaskSummary[]>([]);
+  const [items, setItems] = useState<TaskListItem[]>([]);
   const [error, setError] = useState<string | null>(null);
+  const filter = useRef({ status, team });
+  filter.current = { status, team };
+  const loads = useRef(0);
   const load = useCallback(async () => {
-    const q = new URLSearchParams({ limit: '100', ...(status ? { status } : {}), ...(team ? { team } : {}) });
+    const seq = ++loads.current;
+    const q = new URLSearchParams({ limit: String(LIST_LIMIT), ...(status ? { status } : {}), ...(team ? { team } : {}) });
     try {
-      setItems((await api<{ items: TaskSummary[] }>('GET', `/v1/tasks?${q}`)).items);
+      const page = await api<{ items: TaskListItem[] }>('GET', `/v1/tasks?${q}`);
+      if (seq !== loads.current) return; // a later load (the filters changed) answers for the list
+      // A change the stream brought while this load was on its way is newer than what it read: kept.
+      setItems((shown) => page.items.map((t) => shown.find((x) => x.id === t.id && x.version > t.version) ?? t));
       setError(null);
     } catch (err) {
-      setError((err as Error).message);
+      if (seq === loads.current) setError((err as Error).message);
     }
   }, [status, team]);
   useEffect(() => void load(), [load]); // and again whenever a filter changes
-  // Live: the list loads again when the stream of changes is ready (after a reconnect too: nothing
-  // in between is missed) and after each change (changes that come together, one load). Polled
-  // only if the gateway refuses the stream.
+  // Live: each change on the stream of your tasks' changes is merged into the list as it comes;
+  // the list is loaded again when the stream is ready (after a reconnect too: nothing in between
+  // is missed). Polled every 4 s while the stream is down, or if the gateway refuses it.
   const latest = useRef(load);
   latest.current = load;
   useEffect(() => {
     const reload = (): void => void latest.current();
-    let soon: ReturnType<typeof setTimeout> | undefined;
     let poll: ReturnType<typeof setInterval> | undefined;
+    const polling = (on: boolean): void => {
+      if (on && poll === undefined) poll = setInterval(reload, 4000);
+      if (!on && poll !== undefined) {
+        clearInterval(poll);
+        poll = undefined;
+      }
+    };
     const watch = watchTasks(
-      () => {
-        clearTimeout(soon);
-        soon = setTimeout(reload, 100);
+      (t) => setItems((shown) => mergeTask(shown, t, filter.current, LIST_LIMIT)),
+      (state) => {
+        polling(state === 'reconnecting');
+        if (state === 'live') reload();
       },
-      reload,
       () => {
         reload();
-        poll = setInterval(reload, 4000);
+        polling(true);
       },
     );
     window.addEventListener('baton:tasks-changed', reload);
     return () => {
       watch.stop();
-      clearTimeout(soon);
-      clearInterval(poll);
+      polling(false);
       window.removeEventListener('baton:tasks-changed', reload);
     };
   }, []);
@@ -187,7 +202,7 @@ function TaskList({ selected, teams }: { selected: string | null; teams: TeamInf
           <li key={t.id} className={t.id === selected ? 'selected' : ''} data-task={t.id}>
             <a href={`#/tasks/${t.id}`}>
               <span className={`status s-${t.status}`}>{t.status.replace('_', ' ')}</span>
-              {t.forkedFrom && <span className="fork" title={`fork of ${t.forkedFrom.taskId} at v${t.forkedFrom.atVersion}`}>⑂ fork</span>}
+              {t.forkedFrom && <span className="fork" title={`fork of ${t.forkedFrom.taskId}`}>⑂ fork</span>}
               <span className="prompt">{t.prompt}</span>
               <span className="meta">
                 {t.team} · {new Date(t.createdAt).toLocaleTimeString()}

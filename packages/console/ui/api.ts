@@ -1,8 +1,8 @@
-import type { AgentView, ChatMessageView, ChatStreamEvent, ChatSummaryView, ChatView, EventView, TaskView } from '@baton/api';
+import type { AgentView, ChatMessageView, ChatStreamEvent, ChatSummaryView, ChatView, EventView, TaskListItem, TaskView } from '@baton/api';
 import { ApiError, BatonClient } from '@baton/client';
 
 export { ApiError };
-export type { AgentView, ChatMessageView, ChatStreamEvent, ChatSummaryView, ChatView, EventView, TaskView };
+export type { AgentView, ChatMessageView, ChatStreamEvent, ChatSummaryView, ChatView, EventView, TaskListItem, TaskView };
 export type PendingRequest = TaskView['pendingRequests'][number];
 export interface TeamInfo {
   id: string;
@@ -53,15 +53,15 @@ export function followEvents(taskId: string, after: number, onEvent: (e: EventVi
 }
 
 /**
- * Follow the changes of your tasks live (SSE through fetch, the key in a header): `onLive` when
- * the stream is ready (on connecting, and after each reconnect: load the list then, nothing in
- * between is missed), `onTask` with each changed task's summary. Until `stop()`; `onError` if
- * the gateway refuses the stream for good (the caller falls back to polling).
+ * Follow the changes of your tasks live (SSE through fetch, the key in a header): `onState('live')`
+ * when the stream is ready (on connecting, and after each reconnect: load the list then, nothing
+ * in between is missed), `'reconnecting'` when it dropped; `onTask` with each changed task's list
+ * item. Until `stop()`; `onError` if the gateway refuses the stream for good.
  */
-export function watchTasks(onTask: () => void, onLive: () => void, onError: (err: Error) => void): { stop(): void } {
+export function watchTasks(onTask: (t: TaskListItem) => void, onState: (s: 'live' | 'reconnecting') => void, onError: (err: Error) => void): { stop(): void } {
   const ctl = new AbortController();
   client()
-    .watchTasks(onTask, { signal: ctl.signal, onState: (s) => s === 'live' && onLive() })
+    .watchTasks(onTask, { signal: ctl.signal, onState })
     .catch((err: unknown) => ctl.signal.aborted || onError(err as Error));
   return { stop: () => ctl.abort() };
 }

@@ -74,7 +74,7 @@ db.pool.query('select 1').catch((err: Error) => log.error({ err: err.message }, 
 void connectNats(config.NATS_URL, 'baton-gateway', log).then((c) => {
   nc = c;
   hub.attach(c);
-  serveDiagnostics(c, names, 'gateway', () => ({ pgQueries: db.queriesIssued(), cachedTasks: cache.size, sseHub: { mode: hub.mode, watchedTasks: hub.watchedTasks } }));
+  serveDiagnostics(c, names, 'gateway', () => ({ pgQueries: db.queriesIssued(), cachedTasks: cache.size, sseHub: { mode: hub.mode, watchedTasks: hub.watchedTasks, taskLists: hub.listeningToAll } }));
 });
 
 installShutdown(log, [

@@ -83,7 +83,7 @@ export class SseHub {
   private every: [Subscription, Subscription] | null = null;
   /** The current window of mode `all`. */
   private window = { wasted: 0, watched: 0 };
-  /** Listeners of every task's transitions (task lists that follow changes): while any listens, the subscription to every task's is held, in either mode. */
+  /** Listeners of every task's transitions (task lists that follow changes): while any listens, the hub stays in mode `all`. */
   private readonly everyListeners = new Set<(taskId: string) => void>();
   constructor(names: BusNames, log: Logger, opts: SseHubOptions = {}) {
     this.names = names;
@@ -145,18 +145,21 @@ export class SseHub {
 
   /**
    * Hear of every task's transitions (the task id of each): a list that follows changes. While
-   * any listens, the hub holds its subscription to every task's transitions, whatever the mode.
-   * Returns the way to stop listening.
+   * any listens, the hub is in mode `all` (what it is delivered is then never waste: the list
+   * hears it). Returns the way to stop listening.
    */
   watchAll(listener: (taskId: string) => void): () => void {
     this.everyListeners.add(listener);
+    // Every task's transitions come anyway: the watched tasks' own subscriptions would be paid for twice.
+    if (this.modeNow === 'per-task') this.setMode('all');
     this.syncMode();
     let listening = true;
     return () => {
       if (!listening) return;
       listening = false;
       this.everyListeners.delete(listener);
-      if (this.modeNow === 'per-task' && this.everyListeners.size === 0) this.dropEvery();
+      // What came while a list listened was no waste: the window starts afresh.
+      if (this.everyListeners.size === 0) this.window = { wasted: 0, watched: this.tasks.size };
     };
   }
 
@@ -177,22 +180,20 @@ export class SseHub {
     // Subscribe the new way before dropping the old: a transition in between is delivered twice at worst.
     this.syncMode();
     for (const [taskId, w] of this.tasks) this.sync(taskId, w);
-    if (mode === 'per-task' && this.everyListeners.size === 0) this.dropEvery();
+    if (mode === 'per-task') this.dropEvery();
   }
 
   /**
-   * Hold the subscription to every task's transitions: in mode `all` from the first registration
-   * on, and while anything listens to every task's (`watchAll`).
+   * Mode `all` (which a list listening with `watchAll` keeps): hold the subscription to every
+   * task's transitions from the first registration or listener on.
    */
   private syncMode(): void {
     const nc = this.nc;
-    if (!nc || nc.isClosed() || this.every) return;
-    if (!((this.modeNow === 'all' && this.tasks.size > 0) || this.everyListeners.size > 0)) return;
+    if (!nc || nc.isClosed() || this.every || this.modeNow !== 'all' || (this.tasks.size === 0 && this.everyListeners.size === 0)) return;
     const deliver = (err: Error | null, m: Msg): void => {
       if (err) return this.log.warn({ err }, 'sse hub subscription error');
       const taskId = this.names.taskOfTransition(m.subject);
       if (taskId !== null) for (const l of this.everyListeners) l(taskId);
-      if (this.modeNow !== 'all') return; // held for the listeners: the watched tasks have subscriptions of their own
       const w = taskId === null ? undefined : this.tasks.get(taskId);
       if (w) return wakeTransition(w, m);
       if (this.everyListeners.size > 0) return; // not for nothing: a list follows every task

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { busNames, ensureTopology, Relay } from '@baton/bus';
 import { handleCommand } from '@baton/event-store';
 import { silentLogger } from '@baton/runtime';
@@ -68,7 +69,9 @@ async function live(pg: PgFixture, nats: NatsFixture, o: { relay?: boolean; sseH
   const app = await testGateway(pg, nats, { apiKeys, ...(o.sseHeartbeatMs ? { sseHeartbeatMs: o.sseHeartbeatMs } : {}), ...(o.limits ? { limits: o.limits } : {}) });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
-  return { app, base, stop: async () => (await relay?.stop(), await app.close()) };
+  // A second gateway (another replica): the tasks submitted there are unknown to the first one's TaskTenants.
+  const replica = await testGateway(pg, nats, { apiKeys });
+  return { app, replica, base, names, stop: async () => (await relay?.stop(), await app.close(), await replica.close()) };
 }
 
 const submit = async (app: FastifyInstance, key: string, team: string): Promise<string> => {
@@ -79,19 +82,21 @@ const submit = async (app: FastifyInstance, key: string, team: string): Promise<
 
 describe('GET /v1/tasks as a stream (Accept: text/event-stream)', () => {
   test("a tenant's stream shows each change of its tasks once, newest version only, as the list's summary; another tenant's tasks never", async ({ pg, nats }) => {
-    const { app, base, stop } = await live(pg, nats);
+    // A sweep only every minute: what shows within the waits below came by its wake-up.
+    const { app, replica, base, stop } = await live(pg, nats, { sseHeartbeatMs: 60_000 });
+    const soon = { timeoutMs: 10_000 };
     try {
       const acme = await follow(base, 'key-acme');
       const mine = await submit(app, 'key-acme', 'bench');
-      const theirs = await submit(app, 'key-globex', 'bench');
-      await waitFor(() => acme.of(mine).length >= 1, { what: 'the submitted task on the stream' });
+      const theirs = await submit(replica, 'key-globex', 'bench'); // its tenant unknown here: the read's `where` keeps it out
+      await waitFor(() => acme.of(mine).length >= 1, { what: 'the submitted task on the stream', ...soon });
       const listed = (await app.inject({ method: 'GET', url: '/v1/tasks', headers: as('key-acme') })).json().items;
       expect(acme.of(mine)[0]).toEqual(listed.find((t: Summary) => t.id === mine)); // the JSON list's summary, field for field
       await handleCommand(pg.store, mine, { type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'bench-lead', configVersion: 'v' });
       await handleCommand(pg.store, theirs, { type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'bench-lead', configVersion: 'v' });
-      await waitFor(() => acme.of(mine).at(-1)?.status === 'running', { what: 'the start on the stream' });
+      await waitFor(() => acme.of(mine).at(-1)?.status === 'running', { what: 'the start on the stream', ...soon });
       await handleCommand(pg.store, mine, { type: 'CancelTask', reason: 'enough', requestedBy: 'test' });
-      await waitFor(() => acme.of(mine).at(-1)?.status === 'cancelled', { what: 'the cancellation on the stream' });
+      await waitFor(() => acme.of(mine).at(-1)?.status === 'cancelled', { what: 'the cancellation on the stream', ...soon });
       // Each version at most once, in order (changes that come together may show as their newest only).
       const versions = acme.of(mine).map((t) => t.version);
       expect(versions).toEqual([...new Set(versions)].sort((a, b) => a - b));
@@ -99,7 +104,7 @@ describe('GET /v1/tasks as a stream (Accept: text/event-stream)', () => {
       // The other tenant's task moved as often (woke this stream, read nothing of it).
       const globex = await follow(base, 'key-globex');
       await handleCommand(pg.store, theirs, { type: 'CancelTask', reason: 'enough', requestedBy: 'test' });
-      await waitFor(() => globex.of(theirs).at(-1)?.status === 'cancelled', { what: "globex's cancellation on its stream" });
+      await waitFor(() => globex.of(theirs).at(-1)?.status === 'cancelled', { what: "globex's cancellation on its stream", ...soon });
       expect(acme.tasks().map((t) => t.id)).not.toContain(theirs);
       expect(globex.of(mine)).toEqual([]);
       await acme.close();
@@ -132,11 +137,13 @@ describe('GET /v1/tasks as a stream (Accept: text/event-stream)', () => {
     }
   });
 
-  test('a change whose wake-up never comes (no relay) is found by the sweep; a list stream takes a stream slot like any', async ({ pg, nats }) => {
-    const { app, base, stop } = await live(pg, nats, { relay: false, sseHeartbeatMs: 200, limits: { ssePerTenant: 1 } });
+  test("a change whose wake-up never comes (no relay) is found by the sweep, however often other tasks' wake-ups come; a list stream takes a stream slot like any", async ({ pg, nats }) => {
+    const { app, base, names, stop } = await live(pg, nats, { relay: false, sseHeartbeatMs: 200, limits: { ssePerTenant: 1 } });
+    // Other tasks' transitions, more often than the sweep's interval: they wake the stream, and must not put its sweep off.
+    const others = setInterval(() => nats.nc.publish(names.signalSubject(randomUUID(), 'TaskStarted')), 20);
     try {
       const acme = await follow(base, 'key-acme');
-      const id = await submit(app, 'key-acme', 'bench'); // no relay: no transition on the bus, ever
+      const id = await submit(app, 'key-acme', 'bench'); // no relay: no transition of it on the bus, ever
       await waitFor(() => acme.of(id).length === 1, { what: 'the sweep to find the new task' });
       await handleCommand(pg.store, id, { type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'bench-lead', configVersion: 'v' });
       await waitFor(() => acme.of(id).at(-1)?.status === 'running', { what: 'the sweep to find the change' });
@@ -152,6 +159,7 @@ describe('GET /v1/tasks as a stream (Accept: text/event-stream)', () => {
       await acme.close();
       await waitFor(async () => (await fetch(`${base}/v1/tasks/${id}/events`, { headers: { accept: 'text/event-stream', ...as('key-acme') }, signal: AbortSignal.timeout(500) }).then((r) => (void r.body?.cancel(), r.status)).catch(() => 0)) === 200, { what: 'the slot to be free again' });
     } finally {
+      clearInterval(others);
       await stop();
     }
   });

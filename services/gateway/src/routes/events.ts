@@ -95,15 +95,16 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
    * after `ready` misses nothing. A relayed transition of any task wakes it (the hub's
    * `watchAll`); it then reads the `tasks` rows of the tasks that moved, and shows those whose
    * version it has not shown yet. A sweep of what changed since the last one (looking
-   * LIST_SWEEP_OVERLAP_MS further back) is the safety net for a wake-up lost on the way: every
-   * heartbeat, every second while NATS is away.
+   * LIST_SWEEP_OVERLAP_MS further back; the first, that far before the stream opened) is the
+   * safety net for a wake-up lost on the way: once per heartbeat interval (every second while
+   * NATS is away), however often wake-ups come.
    */
   function streamTaskChanges(req: FastifyRequest, reply: { raw: ServerResponse }, team: string | undefined): void {
     const res = reply.raw;
     const tenant = req.tenant;
     res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'x-accel-buffering': 'no' });
-    const openedAt = d.now().getTime();
-    let sweptAt = openedAt;
+    let sweptAt = d.now().getTime();
+    const heartbeat = setInterval(() => res.write(': heartbeat\n\n'), d.sseHeartbeatMs);
     let closed = false;
     let wake: (() => void) | null = null;
     let pending = new Set<string>();
@@ -115,6 +116,7 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
       end: (reason: string) => {
         if (closed) return;
         closed = true;
+        clearInterval(heartbeat);
         if (reason === 'shutdown') res.write('event: shutdown\ndata: {}\n\n');
         res.end();
         wake?.();
@@ -130,8 +132,9 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
       wake?.();
     });
     res.write('retry: 2000\n\nevent: ready\ndata: {}\n\n');
-    const heartbeat = setInterval(() => res.write(': heartbeat\n\n'), d.sseHeartbeatMs);
     req.raw.on('close', () => conn.end('client'));
+
+    const sweepEvery = (): number => (d.hub.connected ? d.sseHeartbeatMs : 1000);
 
     const show = (items: Awaited<ReturnType<typeof listTasks>>['items']): void => {
       let frames = '';
@@ -153,10 +156,10 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
           for (const t of page.items) d.tenants.remember(t.id, tenant);
           show(page.items);
         }
-        if (sweepNeeded) {
+        if (sweepNeeded || d.now().getTime() - sweptAt >= sweepEvery()) {
           sweepNeeded = false;
           const startedAt = d.now().getTime();
-          const since = new Date(Math.max(openedAt, sweptAt - LIST_SWEEP_OVERLAP_MS)).toISOString();
+          const since = new Date(sweptAt - LIST_SWEEP_OVERLAP_MS).toISOString();
           for (let cursor: string | undefined; ; ) {
             const page = await listTasks(d.kysely, { tenantId: tenant, team, updatedAfter: since, limit: LIST_SWEEP_PAGE, cursor });
             if (closed) return;
@@ -167,7 +170,7 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
           sweptAt = startedAt;
         }
         if (pending.size > 0 || sweepNeeded) continue;
-        const wait = d.hub.connected ? d.sseHeartbeatMs : 1000;
+        const wait = Math.max(1, sweptAt + sweepEvery() - d.now().getTime());
         let timer: NodeJS.Timeout | undefined;
         const by = await new Promise<'event' | 'timer'>((resolve) => {
           if (pending.size > 0 || sweepNeeded || closed) return resolve('event');
@@ -233,11 +236,13 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     let readNeeded = true; // something moved that only a read shows
     /** Relayed events that came since the last read began, in arrival order. */
     let relayed: RelayedEvent[] = [];
+    const heartbeat = setInterval(() => res.write(': heartbeat\n\n'), d.sseHeartbeatMs);
     const conn = {
       tenant: req.tenant,
       end: (reason: string) => {
         if (closed) return;
         closed = true;
+        clearInterval(heartbeat); // nothing written after the end
         if (reason === 'shutdown') res.write('event: shutdown\ndata: {}\n\n');
         res.end();
         wake?.('event');
@@ -250,7 +255,6 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
       wake?.('event');
     }, { steps });
     const skipTypes = steps ? [] : STEP_EVENT_TYPES;
-    const heartbeat = setInterval(() => res.write(': heartbeat\n\n'), d.sseHeartbeatMs);
     req.raw.on('close', () => conn.end('client'));
 
     const loop = async (): Promise<void> => {

@@ -1,3 +1,4 @@
+import type { TeamInfoView } from '@baton/api';
 import { inspectTopology, relayStatus, topologyProblems } from '@baton/bus';
 import { REQUEST_KINDS, TASK_STATUSES } from '@baton/domain';
 import { taskFigures } from '@baton/event-store';
@@ -63,7 +64,7 @@ export const systemRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => 
   app.get('/metrics', { schema: { hide: true } }, async (_req, reply) => reply.type(d.metrics.registry.contentType).send(await d.metrics.render()));
 
   app.get('/v1/teams', { schema: { tags: ['teams'], summary: 'Configured teams and their agents' } }, async () => ({
-    items: Object.values(d.teams).map((t) => ({
+    items: Object.values(d.teams).map((t): TeamInfoView => ({
       id: t.id,
       description: t.description,
       lead: { id: t.lead.id, name: t.lead.name, model: t.lead.model, tools: t.lead.tools, delegatesTo: t.lead.delegatesTo ?? [], ...(t.lead.reviewAgent ? { reviewAgent: t.lead.reviewAgent } : {}) },

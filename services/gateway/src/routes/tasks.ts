@@ -1,6 +1,6 @@
 import { allTools, parseToolInput } from '@baton/agents';
 import { digestJson, exists, forkEvents, forkedArtifacts, stateAt, uuidV5, type Command, type TaskState } from '@baton/domain';
-import { redactCredentials, toAgentViews, toTaskView } from '@baton/api';
+import { redactCredentials, toAgentViews, toTaskView, type DeliveryView } from '@baton/api';
 import { importTask } from '@baton/event-store';
 import { ArtifactVersionNotKeptError, copyTaskFiles, findDelivery, findEndpoint, listDeliveries, readArtifactVersion, requestRedelivery, storeWorkspace } from '@baton/storage';
 import multipart from '@fastify/multipart';
@@ -140,7 +140,7 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     await loadVisibleTask(d, req, req.params.id);
     const items = await listDeliveries(d.pool, req.params.id);
     // Rows recorded before credentials in webhook URLs were refused may hold them: never shown.
-    return { items: items.map((r) => ({ ...r, url: redactCredentials(r.url), error: r.error === null ? null : redactCredentials(r.error), attemptedAt: r.attemptedAt.toISOString() })) };
+    return { items: items.map((r): DeliveryView => ({ ...r, url: redactCredentials(r.url), error: r.error === null ? null : redactCredentials(r.error), attemptedAt: r.attemptedAt.toISOString() })) };
   });
 
   // Redelivery (docs/webhooks.md): recorded here, sent by a notifier (it holds the signing secret and the egress guard).

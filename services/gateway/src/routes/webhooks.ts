@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { redactCredentials, webhookUrlProblem } from '@baton/api';
+import { redactCredentials, webhookUrlProblem, type WebhookEndpointView } from '@baton/api';
 import { createEndpoint, deleteEndpoint, listEndpoints, rotateEndpointSecret, type WebhookEndpoint } from '@baton/storage';
 import type { ZodTypeProvider } from '@fastify/type-provider-zod';
 import type { FastifyInstance } from 'fastify';
@@ -14,7 +14,7 @@ export const MAX_ENDPOINTS_PER_TENANT = 20;
 const newSecret = (): string => `whsec_${randomBytes(24).toString('base64')}`;
 
 /** An endpoint as listed: never its secrets (they are shown once, when made). */
-const view = (e: WebhookEndpoint) => ({
+const view = (e: WebhookEndpoint): WebhookEndpointView => ({
   id: e.id,
   url: redactCredentials(e.url),
   events: e.events,

@@ -1,0 +1,67 @@
+import { createServer, type ServerResponse } from 'node:http';
+import { BatonClient, type TaskSummary } from '@baton/client';
+import { waitFor } from '@baton/testing';
+import { describe, expect, it } from 'vitest';
+import { LIST_CATCH_UP_MARGIN_MS, listTasks } from './list.ts';
+
+const task = (id: string, status: string, version: number, updatedAt: string): TaskSummary => ({ id, status, prompt: `task ${id}`, team: 'research', createdAt: '2026-11-26T20:00:00.000Z', updatedAt, version, pendingRequests: [], forkedFrom: null });
+
+describe('baton list --follow', () => {
+  it('lists once the stream is ready, prints each change; after a drop it reads what changed meanwhile (any status, since the newest change seen less a margin) and prints only what is new', async () => {
+    // Changes stamped by the server's clock, a little ahead of this one's.
+    const at = (s: number): string => new Date(Date.now() + 60_000 + s * 1000).toISOString();
+    const a3 = task('a', 'awaiting_input', 3, at(0));
+    const a4 = task('a', 'running', 4, at(1));
+    const b2 = task('b', 'awaiting_input', 2, at(2)); // opened its request while the stream was down
+    const c5 = task('c', 'completed', 5, at(3)); // never awaiting_input here: not printed
+    const lists: string[] = [];
+    let streams = 0;
+    const open: ServerResponse[] = [];
+    const server = createServer((req, res) => {
+      const u = new URL(req.url ?? '/', 'http://x');
+      if ((req.headers.accept ?? '').includes('text/event-stream')) {
+        streams++;
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        if (streams === 1) {
+          // Ready; then a change, once the list has been read; then the connection drops.
+          res.write('event: ready\ndata: {}\n\n');
+          const sendChange = setInterval(() => {
+            if (lists.length === 0) return;
+            clearInterval(sendChange);
+            res.end(`event: task\ndata: ${JSON.stringify(a4)}\n\n`);
+          }, 5);
+        } else {
+          res.write('event: ready\ndata: {}\n\n');
+          open.push(res);
+        }
+        return;
+      }
+      lists.push(u.search);
+      const items = u.searchParams.has('updatedAfter') ? [c5, b2, a4] : [a3];
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ items, nextCursor: null }));
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const out: string[] = [];
+    const errors: string[] = [];
+    const ctl = new AbortController();
+    try {
+      const api = new BatonClient(`http://127.0.0.1:${(server.address() as { port: number }).port}`);
+      const done = listTasks(api, { status: 'awaiting_input', limit: 50, follow: true, signal: ctl.signal }, { log: (l) => out.push(l), error: (l) => errors.push(l) });
+      await waitFor(() => out.some((l) => l.startsWith('b  ')), { what: 'the task that changed while the stream was down' });
+      ctl.abort();
+      await done;
+      expect(out.map((l) => l.split('  ').slice(0, 2).join(' '))).toEqual(['a awaiting_input', 'following changes (Ctrl-C stops)…', 'a running', 'b awaiting_input']);
+      expect(errors).toEqual(['(the stream dropped: reconnecting…)']);
+      // The list as asked; the catch-up: every status, since the newest change seen (a4's) less the margin.
+      const since = new Date(Date.parse(a4.updatedAt) - LIST_CATCH_UP_MARGIN_MS).toISOString();
+      expect(lists).toEqual(['?status=awaiting_input&limit=50', `?updatedAfter=${encodeURIComponent(since)}&limit=200`]);
+    } finally {
+      for (const r of open) r.end();
+      await new Promise<void>((r) => server.close(() => r()));
+    }
+  });
+
+  it('--follow with --stuck is refused, saying why', async () => {
+    await expect(listTasks(new BatonClient('http://127.0.0.1:9'), { stuck: true, follow: true, limit: 50 }, { log: () => {}, error: () => {} })).rejects.toThrow(/a task becomes stuck by not changing/);
+  });
+});

@@ -1,0 +1,69 @@
+import type { BatonClient, TaskSummary } from '@baton/client';
+import { describeListItem } from './views.ts';
+
+/** `baton list`'s options. */
+export interface ListOptions {
+  status?: string;
+  team?: string;
+  stuck?: boolean;
+  limit: number;
+  follow?: boolean;
+  signal?: AbortSignal;
+}
+
+/** `baton list --follow`, after a reconnect: reads what changed since this long before the newest change it saw (another writer's clock, a slow commit). */
+export const LIST_CATCH_UP_MARGIN_MS = 60_000;
+
+/**
+ * `baton list`: your tasks, newest first, one line each; with `follow`, then each change as it
+ * happens, until `signal` aborts (Ctrl-C). The list is loaded once the stream of changes is
+ * ready, so nothing between the two is missed. After a reconnect, what changed meanwhile is read
+ * (every task of the team that changed since a little before the newest change seen, page by
+ * page) and only what is new is printed. With `status`, a task listed or printed before is
+ * printed again when it leaves that status.
+ */
+export async function listTasks(api: BatonClient, opts: ListOptions, out: { log: (line: string) => void; error: (line: string) => void }): Promise<void> {
+  if (opts.follow && opts.stuck) throw new Error('--follow with --stuck: a task becomes stuck by not changing, so there is no change to follow; run `baton list --stuck` again instead');
+  const load = () => api.list({ status: opts.status, team: opts.team, stuck: opts.stuck, limit: Math.floor(opts.limit) });
+  if (!opts.follow) {
+    const page = await load();
+    for (const t of page.items) out.log(describeListItem(t));
+    if (page.items.length === 0) out.log('no tasks');
+    return;
+  }
+  const printed = new Map<string, number>();
+  let newest = '';
+  const print = (t: TaskSummary): void => {
+    if (t.updatedAt > newest) newest = t.updatedAt;
+    if ((printed.get(t.id) ?? -1) >= t.version) return;
+    if (opts.status && t.status !== opts.status && !printed.has(t.id)) return;
+    printed.set(t.id, t.version);
+    out.log(describeListItem(t));
+  };
+  const catchUp = async (): Promise<void> => {
+    const since = new Date(Date.parse(newest) - LIST_CATCH_UP_MARGIN_MS).toISOString();
+    for (let cursor: string | undefined; ; ) {
+      const page = await api.list({ team: opts.team, updatedAfter: since, limit: 200, ...(cursor ? { cursor } : {}) });
+      for (const t of page.items) print(t);
+      if (!page.nextCursor) return;
+      cursor = page.nextCursor;
+    }
+  };
+  const failed = (err: unknown): void => out.error(`could not load the list: ${(err as Error).message}`);
+  let first = true;
+  await api.watchTasks(print, {
+    ...(opts.team ? { team: opts.team } : {}),
+    ...(opts.signal ? { signal: opts.signal } : {}),
+    onState: (s) => {
+      if (s === 'reconnecting') return out.error('(the stream dropped: reconnecting…)');
+      if (!first) return void catchUp().catch(failed);
+      first = false;
+      newest = new Date().toISOString(); // until a change is seen: now (the margin covers the clocks' difference)
+      void load().then((page) => {
+        for (const t of page.items) print(t);
+        if (page.items.length === 0) out.log('no tasks');
+        out.log('following changes (Ctrl-C stops)…');
+      }, failed);
+    },
+  });
+}

@@ -1,0 +1,43 @@
+import type { DeliveryView, TaskSummary, TeamInfoView, WebhookEndpointView } from '@baton/client';
+import { describe, expect, it } from 'vitest';
+import { describeDelivery, describeListItem, describeTeam, describeWebhook } from './views.ts';
+
+describe('describeListItem', () => {
+  const item: TaskSummary = { id: 't-1', status: 'awaiting_input', prompt: 'Compare\n  PostgreSQL and SQLite', team: 'research', createdAt: '2026-11-26T20:00:00.000Z', updatedAt: '2026-11-26T20:01:00.000Z', version: 9, pendingRequests: [], forkedFrom: null };
+  it('one line: id, status, team, last change, prompt (whitespace folded, long ones cut)', () => {
+    expect(describeListItem(item)).toBe('t-1  awaiting_input  research  2026-11-26T20:01:00.000Z  Compare PostgreSQL and SQLite');
+    expect(describeListItem({ ...item, status: 'running', prompt: 'x'.repeat(200) })).toBe(`t-1  running         research  2026-11-26T20:01:00.000Z  ${'x'.repeat(79)}…`);
+  });
+  it('says how many requests are open and whose fork it is', () => {
+    const open = [{ requestId: 'a' }, { requestId: 'b' }] as unknown as TaskSummary['pendingRequests'];
+    expect(describeListItem({ ...item, pendingRequests: open, forkedFrom: { taskId: 't-0' } })).toMatch(/ \(2 open requests, fork of t-0\) /);
+    expect(describeListItem({ ...item, pendingRequests: open.slice(1) })).toMatch(/ \(1 open request\) /);
+  });
+});
+
+describe('describeWebhook', () => {
+  const w: WebhookEndpointView = { id: 'w-1', url: 'https://hooks.example.com/baton', events: ['task.completed', 'task.failed'], createdAt: '2026-11-26T10:00:00.000Z', rotatedAt: null, previousSecretExpiresAt: null };
+  it('id, URL, events, since when; a rotation and how long the previous secret still signs', () => {
+    expect(describeWebhook(w)).toBe('w-1  https://hooks.example.com/baton  task.completed,task.failed  since 2026-11-26T10:00:00.000Z');
+    expect(describeWebhook({ ...w, rotatedAt: '2026-11-26T11:00:00.000Z', previousSecretExpiresAt: '2026-11-27T11:00:00.000Z' })).toMatch(/rotated 2026-11-26T11:00:00.000Z \(the previous secret signs too until 2026-11-27T11:00:00.000Z\)$/);
+  });
+});
+
+describe('describeDelivery', () => {
+  const d: DeliveryView = { id: '17', channel: 'webhook', endpointId: null, redelivery: false, webhookId: 'wh-1', eventId: 'e-1', type: 'task.completed', url: 'https://hooks.example.com/baton', attempt: 1, statusCode: 200, ok: true, error: null, durationMs: 12, attemptedAt: '2026-11-26T12:00:00.000Z' };
+  it('a delivered one: when, what, where, how', () => {
+    expect(describeDelivery('t-1', d)).toBe('17  2026-11-26T12:00:00.000Z  webhook task.completed  → https://hooks.example.com/baton  attempt 1  ok 200 (12 ms)');
+  });
+  it('a failed webhook: why, and the command that sends it again; a mail never gets that command', () => {
+    expect(describeDelivery('t-1', { ...d, ok: false, statusCode: 500, error: 'HTTP 500', attempt: 3, redelivery: true })).toBe('17  2026-11-26T12:00:00.000Z  webhook task.completed  → https://hooks.example.com/baton  attempt 3 (redelivery)  failed 500: HTTP 500 (12 ms)\n   → baton redeliver t-1 17');
+    expect(describeDelivery('t-1', { ...d, ok: false, statusCode: null, error: null })).toMatch(/failed: no answer \(12 ms\)\n {3}→ baton redeliver t-1 17$/);
+    expect(describeDelivery('t-1', { ...d, channel: 'email', type: 'task.completed', url: 'ops@example.com', ok: false, statusCode: null, error: 'connection refused' })).not.toMatch(/redeliver/);
+  });
+});
+
+describe('describeTeam', () => {
+  it('the lead, whom it delegates to and who reviews; each agent with its model and tools', () => {
+    const t: TeamInfoView = { id: 'engineering', description: 'A planner, engineers and a reviewer', lead: { id: 'planner', name: 'Planner', model: 'claude-x', tools: ['Task'], delegatesTo: ['engineer'], reviewAgent: 'reviewer' }, agents: [{ id: 'engineer', name: 'Engineer', model: 'claude-y', tools: ['read_file', 'write_file'] }, { id: 'idle', name: 'Idle', model: 'claude-z', tools: [] }] };
+    expect(describeTeam(t)).toBe(['engineering — A planner, engineers and a reviewer', '  lead planner (claude-x); delegates to engineer; reviewed by reviewer', '  agent engineer (claude-y): read_file, write_file', '  agent idle (claude-z): no tools'].join('\n'));
+  });
+});

@@ -1,0 +1,37 @@
+import type { DeliveryView, TaskSummary, TeamInfoView, WebhookEndpointView } from '@baton/client';
+
+/** How the CLI prints what an operator lists: tasks, webhook endpoints, deliveries, teams (one line per item, or a short block). */
+
+/** One line per task for `baton list`: id, status, team, last change, open requests, fork, prompt. */
+export function describeListItem(t: TaskSummary): string {
+  const open = t.pendingRequests.length;
+  const marks = [open > 0 ? `${open} open request${open === 1 ? '' : 's'}` : '', t.forkedFrom ? `fork of ${t.forkedFrom.taskId}` : ''].filter(Boolean);
+  const prompt = t.prompt.replace(/\s+/g, ' ');
+  return `${t.id}  ${t.status.padEnd(14)}  ${t.team}  ${t.updatedAt}${marks.length ? `  (${marks.join(', ')})` : ''}  ${prompt.length > 80 ? `${prompt.slice(0, 79)}…` : prompt}`;
+}
+
+/** A webhook endpoint: id, URL, events, and its secrets' rotation when there was one. */
+export function describeWebhook(w: WebhookEndpointView): string {
+  const rotated = w.rotatedAt ? `  rotated ${w.rotatedAt}${w.previousSecretExpiresAt ? ` (the previous secret signs too until ${w.previousSecretExpiresAt})` : ''}` : '';
+  return `${w.id}  ${w.url}  ${w.events.join(',')}  since ${w.createdAt}${rotated}`;
+}
+
+/**
+ * One delivery attempt: when, what, where, how it went; a failed webhook delivery ends with the
+ * command that sends it again.
+ */
+export function describeDelivery(taskId: string, d: DeliveryView): string {
+  const how = d.ok ? `ok ${d.statusCode ?? ''}`.trimEnd() : `failed${d.statusCode !== null ? ` ${d.statusCode}` : ''}: ${d.error ?? 'no answer'}`;
+  const head = `${d.id}  ${d.attemptedAt}  ${d.channel === 'email' ? 'mail' : 'webhook'} ${d.type}  → ${d.url}  attempt ${d.attempt}${d.redelivery ? ' (redelivery)' : ''}  ${how} (${d.durationMs} ms)`;
+  return !d.ok && d.channel === 'webhook' ? `${head}\n   → baton redeliver ${taskId} ${d.id}` : head;
+}
+
+/** A team: its id and description, its lead (whom it delegates to) and its agents, with their models and tools. */
+export function describeTeam(t: TeamInfoView): string {
+  const lines = [`${t.id} — ${t.description}`];
+  const delegates = t.lead.delegatesTo.length ? `; delegates to ${t.lead.delegatesTo.join(', ')}` : '';
+  const review = t.lead.reviewAgent ? `; reviewed by ${t.lead.reviewAgent}` : '';
+  lines.push(`  lead ${t.lead.id} (${t.lead.model})${delegates}${review}`);
+  for (const a of t.agents) lines.push(`  agent ${a.id} (${a.model}): ${a.tools.join(', ') || 'no tools'}`);
+  return lines.join('\n');
+}
