@@ -1,5 +1,6 @@
 import { execFile, spawn } from 'node:child_process';
-import { access } from 'node:fs/promises';
+import { access, mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { createServer } from 'node:http';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -233,6 +234,39 @@ describe('human in the loop, end to end', () => {
       await expect(cli('redeliver', t.id, deliveryId)).rejects.toThrow(/which has been deleted: there is nothing to send it to \(HTTP 409 endpoint_deleted\)/);
     } finally {
       await new Promise<void>((r) => endpoint.close(() => r()));
+    }
+  });
+
+  it('baton submit --workspace <directory | .tar.gz> and --example: the task starts from that codebase (a directory archived without .git and node_modules); what the gateway refuses is said', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'baton-cli-ws-'));
+    try {
+      const app = path.join(dir, 'app');
+      await mkdir(path.join(app, 'src'), { recursive: true });
+      await mkdir(path.join(app, 'node_modules', 'left-pad'), { recursive: true });
+      await mkdir(path.join(app, '.git'), { recursive: true });
+      await writeFile(path.join(app, 'package.json'), '{"name":"app"}\n');
+      await writeFile(path.join(app, 'src', 'index.ts'), 'export const x = 1;\n');
+      await writeFile(path.join(app, 'node_modules', 'left-pad', 'index.js'), 'module.exports = 1;\n');
+      await writeFile(path.join(app, '.git', 'HEAD'), 'ref: refs/heads/main\n');
+      const fromDir = await cli('submit', 'Fix it', '--team', 'bench', '--workspace', app);
+      expect(fromDir).toMatch(/^ {2}workspace: upload app\.tar\.gz, 2 files, \d+ bytes \([0-9a-f]{12}\)$/m);
+      const dirTask = await task(fromDir.split(/\s+/)[1] as string);
+      // The same files as a .tar.gz of one's own: the same workspace (its digest).
+      const archive = path.join(dir, 'app.tgz');
+      await run('tar', ['-czf', archive, '-C', app, 'package.json', 'src']);
+      const fromArchive = await task((await cli('submit', 'Fix it', '--team', 'bench', '--workspace', archive)).split(/\s+/)[1] as string);
+      expect(fromArchive.workspace).toMatchObject({ source: 'upload', name: 'app.tgz', files: 2, digest: dirTask.workspace!.digest });
+      expect(await cli('submit', 'Add a report', '--team', 'bench', '--example', 'inventory')).toMatch(/^ {2}workspace: example inventory, \d+ files/m);
+      // Refused, saying why: both; not an archive; missing; a link the gateway will not take; an unknown example.
+      await expect(cli('submit', 'x', '--example', 'inventory', '--workspace', app)).rejects.toThrow(/give --example or --workspace, not both/);
+      await writeFile(path.join(dir, 'notes.txt'), 'hi');
+      await expect(cli('submit', 'x', '--workspace', path.join(dir, 'notes.txt'))).rejects.toThrow(/notes\.txt is a file but not a \.tar\.gz/);
+      await expect(cli('submit', 'x', '--workspace', path.join(dir, 'nope'))).rejects.toThrow(/--workspace: no such file or directory/);
+      await symlink('/etc/passwd', path.join(app, 'passwd'));
+      await expect(cli('submit', 'x', '--workspace', app)).rejects.toThrow(/passwd.*(HTTP 400 invalid_workspace)/s);
+      await expect(cli('submit', 'x', '--example', 'nope')).rejects.toThrow(/unknown example 'nope'; configured: .*inventory/);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
     }
   });
 });

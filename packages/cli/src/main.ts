@@ -6,6 +6,7 @@ import { toTaskView, viewDiff, type TaskView } from '@baton/api';
 import type { VerifyResult } from '@baton/agents';
 import { answer, decide, describeEvent, describeTask } from './people.ts';
 import { listTasks, type ListOptions } from './list.ts';
+import { WORKSPACE_EXCLUDES, workspaceFromPath } from './workspace.ts';
 import { describeDelivery, describeTeam, describeWebhook } from './views.ts';
 import { ApiError, BatonClient, type ApiEvent } from '@baton/client';
 import { printProfiles } from './cpuprofile.ts';
@@ -87,10 +88,14 @@ program
   .option('--timeout <seconds>', 'approval timeout in seconds', '600')
   .option('--budget-usd <n>', 'stop and ask a person once the task has spent this many US dollars', positiveNumber('--budget-usd'))
   .option('--budget-tokens <n>', 'stop and ask a person once the task has used this many tokens', positiveNumber('--budget-tokens'))
+  .option('--example <name>', 'start from a configured example project (GET /v1/examples)')
+  .option('--workspace <path>', `start from this codebase: a directory (archived without ${WORKSPACE_EXCLUDES.join(' and ')}) or a .tar.gz`)
   .option('--watch', 'then follow it live')
-  .action(async (prompt: string[], opts: { team: string; approval: boolean; timeout: string; watch?: boolean; budgetUsd?: number; budgetTokens?: number }) => {
+  .action(async (prompt: string[], opts: { team: string; approval: boolean; timeout: string; watch?: boolean; budgetUsd?: number; budgetTokens?: number; example?: string; workspace?: string }) => {
     const budget = opts.budgetUsd !== undefined || opts.budgetTokens !== undefined ? { ...(opts.budgetUsd !== undefined ? { usd: opts.budgetUsd } : {}), ...(opts.budgetTokens !== undefined ? { tokens: Math.ceil(opts.budgetTokens) } : {}) } : undefined;
-    const t = await client().request<TaskView>('POST', '/v1/tasks', { prompt: prompt.join(' '), team: opts.team, requirePlanApproval: opts.approval, approvalTimeoutSeconds: Number(opts.timeout), ...(budget ? { budget } : {}) });
+    if (opts.example !== undefined && opts.workspace !== undefined) throw new Error('give --example or --workspace, not both: a task starts from one codebase');
+    const workspace = opts.workspace !== undefined ? await workspaceFromPath(opts.workspace) : opts.example !== undefined ? { example: opts.example } : undefined;
+    const t = await client().request<TaskView>('POST', '/v1/tasks', { prompt: prompt.join(' '), team: opts.team, requirePlanApproval: opts.approval, approvalTimeoutSeconds: Number(opts.timeout), ...(budget ? { budget } : {}), ...(workspace ? { workspace } : {}) });
     console.log(describeTask(t));
     if (opts.watch) await watch(t.id);
   });

@@ -47,6 +47,8 @@ export function describeRequest(taskId: string, r: PendingRequestView): string {
 
 export function describeTask(t: TaskView): string {
   const lines = [`task ${t.id}  ${t.status}  v${t.version}  team ${t.team}${t.forkedFrom ? `  (fork of ${t.forkedFrom.taskId} at v${t.forkedFrom.atVersion})` : ''}`, `  prompt: ${t.prompt.slice(0, 200)}`];
+  const w = t.workspace;
+  if (w) lines.push(`  workspace: ${w.source === 'example' ? `example ${w.name}` : `upload${w.name ? ` ${w.name}` : ''}`}, ${w.files} files, ${w.bytes} bytes (${w.digest.slice(0, 12)})`);
   for (const a of t.agents) {
     lines.push(`  agent ${a.id} (${a.type}): ${a.status}, ${a.turns} turns${a.filesCreated.length ? `, files ${a.filesCreated.join(', ')}` : ''}`);
     // Why it failed, where the person looks (agent_lost, job_failed, …).
