@@ -269,4 +269,19 @@ describe('human in the loop, end to end', () => {
       await rm(dir, { recursive: true, force: true });
     }
   });
+
+  it('chat from the CLI: the reply streams to stdout, the conversation goes on with --chat, is listed, and becomes a task; a bad chat id is said', async () => {
+    const chat = (...args: string[]) => run(process.execPath, ['packages/cli/src/main.ts', 'chat', ...args], { cwd: ROOT, env: { ...process.env, BATON_URL: url } });
+    const first = await chat('Compare', 'PostgreSQL', 'and', 'SQLite');
+    expect(first.stdout).toMatch(/\[offline model\][\s\S]*\n$/);
+    const chatId = /chat ([0-9a-f-]{36}): continue with --chat \1/.exec(first.stderr)?.[1];
+    expect(chatId, first.stderr).toBeDefined();
+    const second = await chat('for', 'embedded', 'analytics', '--chat', chatId!);
+    expect(second.stderr).toContain(`chat ${chatId}:`);
+    expect(await cli('chats')).toMatch(new RegExp(`^${chatId}  research  \\S+  4 messages  Compare PostgreSQL and SQLite$`, 'm'));
+    const made = await cli('chat-task', chatId!, '--team', 'bench', '--no-approval');
+    expect(made).toMatch(/^task [0-9a-f-]{36} {2}\w+ {2}v\d+ {2}team bench/);
+    expect(await cli('chats')).toMatch(new RegExp(`^${chatId}  .*4 messages, 1 task  `, 'm'));
+    await expect(chat('hello', '--chat', '00000000-0000-4000-8000-000000000000')).rejects.toThrow(/chat 00000000-0000-4000-8000-000000000000 not found \(HTTP 404/);
+  });
 });

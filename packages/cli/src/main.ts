@@ -258,6 +258,45 @@ webhooks
   });
 
 program
+  .command('chat <message...>')
+  .description('talk with the team\'s model (chat mode, docs/chat.md): the reply streams as it is written; --chat continues a conversation')
+  .option('--chat <chatId>', 'continue this conversation (`baton chats` lists them)')
+  .option('--team <team>', 'the team whose model answers (a new conversation)')
+  .action(async (message: string[], opts: { chat?: string; team?: string }) => {
+    let chatId = opts.chat;
+    let failed: string | null = null;
+    await client().chat({ message: message.join(' '), ...(opts.chat ? { chatId: opts.chat } : {}), ...(opts.team ? { team: opts.team } : {}) }, (e) => {
+      if (e.event === 'chat') chatId = e.data.chatId;
+      else if (e.event === 'delta') process.stdout.write(e.data.text);
+      else if (e.event === 'message') process.stdout.write('\n');
+      else failed = `${e.data.error.code}: ${e.data.error.message}`;
+    });
+    if (failed) throw new Error(`the reply failed (recorded as such in chat ${chatId}): ${failed}`);
+    console.error(`(chat ${chatId}: continue with --chat ${chatId}; turn it into a task with \`baton chat-task ${chatId}\`)`);
+  });
+
+program
+  .command('chats')
+  .description('your conversations, the most recently active first')
+  .action(async () => {
+    const items = await client().chats();
+    for (const c of items) console.log(`${c.id}  ${c.team}  ${c.updatedAt}  ${c.messages} messages${c.tasks ? `, ${c.tasks} task${c.tasks === 1 ? '' : 's'}` : ''}  ${c.title}`);
+    if (items.length === 0) console.log('no conversations');
+  });
+
+program
+  .command('chat-task <chatId>')
+  .description("turn a conversation into a task (action mode): its prompt is the last message and the conversation before it")
+  .option('--team <team>', "the task's team (default: the conversation's)")
+  .option('--no-approval', 'do not ask for plan approval')
+  .option('--watch', 'then follow it live')
+  .action(async (chatId: string, opts: { team?: string; approval: boolean; watch?: boolean }) => {
+    const t = await client().chatToTask(chatId, { ...(opts.team ? { team: opts.team } : {}), requirePlanApproval: opts.approval });
+    console.log(describeTask(t));
+    if (opts.watch) await watch(t.id);
+  });
+
+program
   .command('teams')
   .description('the configured teams: each lead, whom it delegates to, and the agents with their models and tools')
   .action(async () => {
