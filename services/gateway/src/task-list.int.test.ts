@@ -82,7 +82,7 @@ const submit = async (app: FastifyInstance, key: string, team: string): Promise<
 
 describe('GET /v1/tasks as a stream (Accept: text/event-stream)', () => {
   test("a tenant's stream shows each change of its tasks once, newest version only, as the list's summary; another tenant's tasks never", async ({ pg, nats }) => {
-    // A sweep only every minute: what shows within the waits below came by its wake-up.
+    // A sweep only every four minutes: what shows within the waits below came by its wake-up.
     const { app, replica, base, stop } = await live(pg, nats, { sseHeartbeatMs: 60_000 });
     const soon = { timeoutMs: 10_000 };
     try {
@@ -150,7 +150,7 @@ describe('GET /v1/tasks as a stream (Accept: text/event-stream)', () => {
       // Sweeps look back over what they showed: nothing twice.
       const shown = acme.of(id).length;
       const beats = acme.heartbeats();
-      await waitFor(() => acme.heartbeats() >= beats + 5, { what: 'five more heartbeats (a sweep each)' });
+      await waitFor(() => acme.heartbeats() >= beats + 12, { what: 'twelve more heartbeats (a sweep every fourth)' });
       expect(acme.of(id)).toHaveLength(shown);
       // The tenant's one stream slot is taken: a second stream (of the list or of a task) is a 429.
       const second = await fetch(`${base}/v1/tasks`, { headers: { accept: 'text/event-stream', ...as('key-acme') } });

@@ -45,6 +45,15 @@ const LIST_SHOWN_MAX = 10_000;
 const LIST_PENDING_MAX = 1_000;
 /** A list stream's sweep reads at most this many tasks per statement (it pages through more). */
 const LIST_SWEEP_PAGE = 200;
+/**
+ * How often a list stream sweeps, in heartbeats, while NATS is connected (a wake-up is then
+ * rarely lost). A sweep reads the tenant's tasks by `updated_at`, which has no index on purpose
+ * (every step updates it: an index would end the `tasks` row's in-place updates), so it goes
+ * through the tenant's rows: every minute by default, not every heartbeat.
+ */
+const LIST_SWEEP_HEARTBEATS = 4;
+/** …and at most this far apart while NATS is away (every wake-up may be lost then). */
+const LIST_SWEEP_OFFLINE_MS = 5_000;
 
 export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
   const r = app.withTypeProvider<ZodTypeProvider>();
@@ -96,8 +105,8 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
    * `watchAll`); it then reads the `tasks` rows of the tasks that moved, and shows those whose
    * version it has not shown yet. A sweep of what changed since the last one (looking
    * LIST_SWEEP_OVERLAP_MS further back; the first, that far before the stream opened) is the
-   * safety net for a wake-up lost on the way: once per heartbeat interval (every second while
-   * NATS is away), however often wake-ups come.
+   * safety net for a wake-up lost on the way: every LIST_SWEEP_HEARTBEATS heartbeats (more often
+   * while NATS is away), however often wake-ups come.
    */
   function streamTaskChanges(req: FastifyRequest, reply: { raw: ServerResponse }, team: string | undefined): void {
     const res = reply.raw;
@@ -134,7 +143,7 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     res.write('retry: 2000\n\nevent: ready\ndata: {}\n\n');
     req.raw.on('close', () => conn.end('client'));
 
-    const sweepEvery = (): number => (d.hub.connected ? d.sseHeartbeatMs : 1000);
+    const sweepEvery = (): number => (d.hub.connected ? LIST_SWEEP_HEARTBEATS * d.sseHeartbeatMs : Math.min(d.sseHeartbeatMs, LIST_SWEEP_OFFLINE_MS));
 
     const show = (items: Awaited<ReturnType<typeof listTasks>>['items']): void => {
       let frames = '';
