@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { TaskView } from '@baton/api';
@@ -34,7 +35,7 @@ describe('the web console, in Chromium', () => {
   beforeAll(async () => {
     if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: install it (apt-get install chromium; .ci/run does) or set CHROMIUM_PATH`);
     await mkdir(SHOTS, { recursive: true });
-    stack = await startE2eStack('console', { apiKey: KEY, env: () => ({ BATON_API_KEYS: `${KEY}:acme`, RATE_LIMIT_WRITES_PER_S: '0', OFFLINE_CHAT_WORD_DELAY_MS: '30' }) });
+    stack = await startE2eStack('console', { apiKey: KEY, env: () => ({ BATON_API_KEYS: `${KEY}:acme`, RATE_LIMIT_WRITES_PER_S: '0', OFFLINE_CHAT_WORD_DELAY_MS: '30', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' }) });
     ({ api, url } = stack);
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
     context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
@@ -209,6 +210,38 @@ describe('the web console, in Chromium', () => {
       await shot('5b-live-list');
     } finally {
       page.off('request', onRequest);
+    }
+  });
+
+  it("a task's deliveries: each webhook attempt, how it went; Send again records a new attempt", async () => {
+    const got: string[] = [];
+    const receiver = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c) => (body += c));
+      req.on('end', () => {
+        got.push((JSON.parse(body) as { type: string }).type);
+        res.writeHead(204).end();
+      });
+    });
+    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+    try {
+      const hook = `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook`;
+      const id = await submit({ prompt: 'bench', team: 'bench', requirePlanApproval: false, webhook: { url: hook, events: ['task.completed'] } });
+      await waitFor(async () => (await api.deliveries(id)).some((d) => d.ok), { timeoutMs: 30_000, what: 'the webhook delivered' });
+      await open(id);
+      // The task is over: its live view says ended (it does not keep reconnecting).
+      await page.locator('.task-head .live.l-ended').waitFor();
+      const section = page.getByRole('region', { name: 'deliveries' });
+      const first = section.locator('li', { hasText: 'task.completed' });
+      await first.waitFor();
+      expect(await first.textContent()).toMatch(new RegExp(`ok 204 task.completed to ${hook}.*attempt 1`));
+      await section.getByRole('button', { name: /^send delivery \d+ again$/ }).click();
+      await section.locator('li', { hasText: '(sent again)' }).waitFor({ timeout: 30_000 });
+      expect(await section.locator('li').count()).toBe(2);
+      expect(got).toEqual(['task.completed', 'task.completed']);
+      await shot('5c-deliveries');
+    } finally {
+      await new Promise<void>((r) => receiver.close(() => r()));
     }
   });
 

@@ -58,4 +58,21 @@ describe('follow', () => {
       await new Promise<void>((r) => server.close(() => r()));
     }
   });
+
+  it('`event: end` (a stream resumed past the final event ends so at once) stops it: no reconnecting', async () => {
+    let connections = 0;
+    const server = createServer((_req, res) => {
+      connections++;
+      res.writeHead(200, { 'content-type': 'text/event-stream' }).end('retry: 10\n\nevent: end\ndata: {"reason":"final"}\n\n');
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const states: string[] = [];
+      await new BatonClient(`http://127.0.0.1:${(server.address() as { port: number }).port}`).follow('t', () => {}, { after: 9, onState: (s) => states.push(s) });
+      expect(connections).toBe(1);
+      expect(states).toEqual(['live']);
+    } finally {
+      await new Promise<void>((r) => server.close(() => r()));
+    }
+  });
 });

@@ -227,6 +227,8 @@ export class BatonClient {
         return { path: `/v1/tasks/${taskId}/events${o.steps === false ? '?steps=false' : ''}`, headers };
       },
       (f) => {
+        // `end`: the task is over (also when resumed after its final event): stop, do not reconnect.
+        if (f.event === 'end') return void (ended = true);
         // Events only: not `shutdown` (the gateway is going away: reconnect) nor anything else without a place in the log.
         if (f.id === null || !f.data || f.event === 'shutdown') return;
         const e = JSON.parse(f.data) as ApiEvent;

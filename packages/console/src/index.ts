@@ -15,7 +15,31 @@ export const CONSOLE_DIST = path.join(CONSOLE_ROOT, 'dist');
 const STAMP = path.join(CONSOLE_DIST, '.sources-digest');
 const SOURCES = ['ui', 'index.html', 'vite.config.ts', 'package.json'];
 
-/** The digest of the console's sources (what a build is of). */
+/**
+ * The workspace packages the bundle takes code from (`@baton/client`, `@baton/api` and what they
+ * depend on), as paths relative to the console: their `src` and `package.json`. A change there
+ * changes the bundle as much as one in `ui/` does.
+ */
+export function workspaceSources(root = CONSOLE_ROOT): string[] {
+  const out: string[] = [];
+  const seen = new Set<string>();
+  const visit = (pkgDir: string, withDev: boolean): void => {
+    const pkg = JSON.parse(readFileSync(path.join(pkgDir, 'package.json'), 'utf8')) as { dependencies?: Record<string, string>; devDependencies?: Record<string, string> };
+    const names = Object.keys({ ...pkg.dependencies, ...(withDev ? pkg.devDependencies : {}) }).filter((n) => n.startsWith('@baton/'));
+    for (const name of names.sort()) {
+      if (seen.has(name)) continue;
+      seen.add(name);
+      const dir = path.join(root, '..', name.slice('@baton/'.length));
+      if (!existsSync(path.join(dir, 'package.json'))) continue;
+      out.push(path.relative(root, path.join(dir, 'src')), path.relative(root, path.join(dir, 'package.json')));
+      visit(dir, false);
+    }
+  };
+  visit(root, true); // the console's own dev dependencies too: `@baton/api`'s functions are bundled
+  return out;
+}
+
+/** The digest of the console's sources (what a build is of): its own and its workspace dependencies'. */
 export function sourcesDigest(root = CONSOLE_ROOT): string {
   const h = createHash('sha256');
   const walk = (rel: string): void => {
@@ -27,7 +51,7 @@ export function sourcesDigest(root = CONSOLE_ROOT): string {
     }
     h.update(rel).update('\0').update(readFileSync(abs)).update('\0');
   };
-  for (const s of SOURCES) walk(s);
+  for (const s of [...SOURCES, ...workspaceSources(root)]) walk(s);
   return h.digest('hex');
 }
 

@@ -2,6 +2,7 @@ import { useCallback, useEffect, useRef, useState } from 'react';
 import Markdown from 'react-markdown';
 import remarkGfm from 'remark-gfm';
 import { api, apiText, download, followEvents, isFinalStatus, type AgentView, type EventView, type TaskView } from './api.ts';
+import { Deliveries } from './Deliveries.tsx';
 import { ErrorLine } from './ErrorLine.tsx';
 import { RequestCard } from './Requests.tsx';
 import { Timeline } from './Timeline.tsx';
@@ -138,6 +139,7 @@ export function TaskPage({ taskId }: { taskId: string }) {
       {(task.emails.length > 0 || task.notify) && <Mail task={task} />}
       {task.plan && <PlanView task={task} />}
       <Report task={task} />
+      <Deliveries taskId={task.id} version={task.version} />
       <Timeline task={task} events={events} />
       <Toasts task={task} agents={agents} onDone={decided} />
     </div>

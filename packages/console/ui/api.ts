@@ -1,8 +1,8 @@
-import type { AgentView, ChatMessageView, ChatStreamEvent, ChatSummaryView, ChatView, EventView, TaskListItem, TaskView } from '@baton/api';
+import type { AgentView, ChatMessageView, ChatStreamEvent, ChatSummaryView, ChatView, DeliveryView, EventView, TaskListItem, TaskView } from '@baton/api';
 import { ApiError, BatonClient } from '@baton/client';
 
 export { ApiError };
-export type { AgentView, ChatMessageView, ChatStreamEvent, ChatSummaryView, ChatView, EventView, TaskListItem, TaskView };
+export type { AgentView, ChatMessageView, ChatStreamEvent, ChatSummaryView, ChatView, DeliveryView, EventView, TaskListItem, TaskView };
 export type PendingRequest = TaskView['pendingRequests'][number];
 export interface TeamInfo {
   id: string;

@@ -352,9 +352,11 @@ describe('SSE', () => {
       expect(seen).toEqual(all); // every event, in order, exactly once
       expect(types[types.length - 1]).toBe('TaskCompleted');
 
-      // Reconnecting with the final event's id: the stream ends at once with nothing new.
+      // Reconnecting with the final event's id: the stream ends at once with nothing new, saying so (`end`: a client stops there).
       const again = await fetch(`${base}/v1/tasks/${id}/events`, { headers: { accept: 'text/event-stream', 'last-event-id': String(all[all.length - 1]) }, signal: AbortSignal.timeout(10_000) });
-      expect(await again.text()).not.toMatch(/^id:/m);
+      const rest = await again.text();
+      expect(rest).not.toMatch(/^id:/m);
+      expect(rest).toMatch(/^event: end\ndata: \{"reason":"final"\}$/m);
     } finally {
       // Also when an expectation fails: a relay left running holds a pool client, and the fixtures would wait for it.
       await relay.stop();
@@ -418,7 +420,7 @@ describe('SSE', () => {
       ]);
       await write(pg.store, id, { type: 'CompleteTask', summary: 'done', reportPath: null });
       const types = [...(await text).matchAll(/^event: (\w+)$/gm)].map((m) => m[1]);
-      expect(types).toEqual(['TaskSubmitted', 'TaskStarted', 'TaskCompleted']); // the stream ended after the final event
+      expect(types).toEqual(['TaskSubmitted', 'TaskStarted', 'TaskCompleted', 'end']); // the stream ended after the final event, saying so
       const page = (await app.inject({ method: 'GET', url: `/v1/tasks/${id}/events?steps=false` })).json() as { items: { type: string }[] };
       expect(page.items.map((e) => e.type)).toEqual(['TaskSubmitted', 'TaskStarted', 'TaskCompleted']);
       expect((await app.inject({ method: 'GET', url: `/v1/tasks/${id}/events` })).json().items).toHaveLength(4);
@@ -485,7 +487,7 @@ describe('SSE', () => {
       await handleCommand(pg.store, id, { type: 'CancelTask', reason: 'r', requestedBy: 'u' });
       await stream.ended; // after the final event
       expect(reads).toBe(opened + 2);
-      expect([...stream.text.matchAll(/^event: (\w+)$/gm)].map((m) => m[1])).toEqual(['TaskSubmitted', 'TaskStarted', 'ApprovalRequested', 'TaskCancelled']);
+      expect([...stream.text.matchAll(/^event: (\w+)$/gm)].map((m) => m[1])).toEqual(['TaskSubmitted', 'TaskStarted', 'ApprovalRequested', 'TaskCancelled', 'end']);
       // What a stream read from Postgres alone shows, byte for byte.
       const again = await openStream(`${base}/v1/tasks/${id}/events?steps=false`);
       await again.ended;
@@ -619,7 +621,7 @@ describe('SSE', () => {
     expect(held.finalChecks).toBe(0);
     // Resumed after the final event: nothing more to read, and the check ends the stream.
     const after = await fetch(`${base}/v1/tasks/${id}/events?after=${done.events.find((e) => e.type === 'TaskCancelled')?.position}`, { headers: { accept: 'text/event-stream' } });
-    expect(await after.text()).not.toMatch(/^event:/m);
+    expect((await after.text()).match(/^event: \w+$/gm)).toEqual(['event: end']); // no event, and the end
     expect(held.finalChecks).toBe(1);
     await app.close();
   });
@@ -659,7 +661,7 @@ describe('SSE', () => {
     await handleCommand(pg.store, id, { type: 'CancelTask', reason: 'r', requestedBy: 'u' });
     const res = await fetch(`${base}/v1/tasks/${id}/events`, { headers: { accept: 'text/event-stream' } });
     const text = await res.text();
-    expect(text.match(/^event: \w+$/gm)).toEqual(['event: TaskSubmitted', 'event: TaskStarted', 'event: TaskCancelled']);
+    expect(text.match(/^event: \w+$/gm)).toEqual(['event: TaskSubmitted', 'event: TaskStarted', 'event: TaskCancelled', 'event: end']);
     expect(reads).toBeGreaterThanOrEqual(1);
     expect(writes).toBe(reads);
     await app.close();

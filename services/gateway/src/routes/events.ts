@@ -253,6 +253,8 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
         closed = true;
         clearInterval(heartbeat); // nothing written after the end
         if (reason === 'shutdown') res.write('event: shutdown\ndata: {}\n\n');
+        // The task is over: a client stops here instead of reconnecting (a resumed stream past the final event ends so at once).
+        else if (reason === 'final') res.write('event: end\ndata: {"reason":"final"}\n\n');
         res.end();
         wake?.('event');
       },
