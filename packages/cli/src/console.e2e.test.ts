@@ -1,10 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { createServer } from 'node:http';
 import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { TaskView } from '@baton/api';
-import { waitFor } from '@baton/testing';
+import { waitFor, webhookReceiver } from '@baton/testing';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiEvent, BatonClient } from '@baton/client';
@@ -214,18 +213,9 @@ describe('the web console, in Chromium', () => {
   });
 
   it("a task's deliveries: each webhook attempt, how it went; Send again records a new attempt", async () => {
-    const got: string[] = [];
-    const receiver = createServer((req, res) => {
-      let body = '';
-      req.on('data', (c) => (body += c));
-      req.on('end', () => {
-        got.push((JSON.parse(body) as { type: string }).type);
-        res.writeHead(204).end();
-      });
-    });
-    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+    const receiver = await webhookReceiver();
     try {
-      const hook = `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook`;
+      const hook = receiver.url();
       const id = await submit({ prompt: 'bench', team: 'bench', requirePlanApproval: false, webhook: { url: hook, events: ['task.completed'] } });
       await waitFor(async () => (await api.deliveries(id)).some((d) => d.ok), { timeoutMs: 30_000, what: 'the webhook delivered' });
       await open(id);
@@ -238,10 +228,10 @@ describe('the web console, in Chromium', () => {
       await section.getByRole('button', { name: /^send delivery \d+ again$/ }).click();
       await section.locator('li', { hasText: '(sent again)' }).waitFor({ timeout: 30_000 });
       expect(await section.locator('li').count()).toBe(2);
-      expect(got).toEqual(['task.completed', 'task.completed']);
+      expect(receiver.types()).toEqual(['task.completed', 'task.completed']);
       await shot('5c-deliveries');
     } finally {
-      await new Promise<void>((r) => receiver.close(() => r()));
+      await receiver.close();
     }
   });
 

@@ -1,11 +1,10 @@
 import { execFile, spawn } from 'node:child_process';
 import { access, mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { createServer } from 'node:http';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import type { TaskView } from '@baton/api';
-import { waitFor } from '@baton/testing';
+import { waitFor, webhookReceiver, type WebhookReceiver } from '@baton/testing';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import type { ApiEvent, BatonClient } from '@baton/client';
@@ -24,19 +23,12 @@ describe('human in the loop, end to end', () => {
   let url: string;
   let workspaces: string;
   let db: pg.Pool;
-  const hooks: { type: string; requestIds: string[] }[] = [];
-  const receiver = createServer((req, res) => {
-    let body = '';
-    req.on('data', (c) => (body += c));
-    req.on('end', () => {
-      const parsed = JSON.parse(body) as { type: string; data: { task: TaskView } };
-      hooks.push({ type: parsed.type, requestIds: parsed.data.task.pendingRequests.map((r) => r.requestId) });
-      res.writeHead(204).end();
-    });
-  });
+  let receiver: WebhookReceiver;
+  /** The webhooks received: each one's type and the requests open in its task. */
+  const hooks = () => (receiver.bodies as { type: string; data: { task: TaskView } }[]).map((b) => ({ type: b.type, requestIds: b.data.task.pendingRequests.map((r) => r.requestId) }));
 
   beforeAll(async () => {
-    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+    receiver = await webhookReceiver();
     stack = await startE2eStack('hitl', { env: () => ({ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' }) });
     ({ api, url, workspaces } = stack);
     db = new pg.Pool({ connectionString: stack.dbUrl, max: 2 });
@@ -44,7 +36,7 @@ describe('human in the loop, end to end', () => {
 
   afterAll(async () => {
     await db?.end();
-    receiver.close();
+    await receiver?.close();
     await stack?.stop();
   });
 
@@ -54,7 +46,7 @@ describe('human in the loop, end to end', () => {
     const t = await api.request<TaskView>('POST', '/v1/tasks', {
       prompt: 'Compare PostgreSQL and SQLite for embedded analytics; ask me which sources to use',
       requirePlanApproval: false,
-      webhook: { url: `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook`, events: ['task.awaiting_input'] },
+      webhook: { url: receiver.url(), events: ['task.awaiting_input'] },
     });
     // Two researchers in parallel, each asking its own question.
     await waitFor(async () => (await task(t.id)).pendingRequests.length === 2, { timeoutMs: 30_000, what: 'both researchers to ask' });
@@ -113,8 +105,8 @@ describe('human in the loop, end to end', () => {
     expect(printed).toMatch(/→ baton answer /);
     expect(printed).toMatch(/TaskCompleted/);
     // A task.awaiting_input webhook as each request opened.
-    await waitFor(() => hooks.filter((h) => h.type === 'task.awaiting_input').length >= 2, { what: 'awaiting_input webhooks' });
-    expect(hooks.flatMap((h) => h.requestIds)).toEqual(expect.arrayContaining([byAgent['researcher-1']!.requestId, byAgent['researcher-2']!.requestId]));
+    await waitFor(() => hooks().filter((h) => h.type === 'task.awaiting_input').length >= 2, { what: 'awaiting_input webhooks' });
+    expect(hooks().flatMap((h) => h.requestIds)).toEqual(expect.arrayContaining([byAgent['researcher-1']!.requestId, byAgent['researcher-2']!.requestId]));
   });
 
   it('cancel while both subagents wait: requests close, agents stop, sandboxes are killed; `baton cancel` again is refused', async () => {
@@ -149,7 +141,7 @@ describe('human in the loop, end to end', () => {
   });
 
   it('a budget reached mid-run stops every model call and asks a person: a raise resumes the run where it stopped, a refusal fails it', async () => {
-    const hook = { url: `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook`, events: ['task.awaiting_input'] };
+    const hook = { url: receiver.url(), events: ['task.awaiting_input'] };
     // One token: the lead's first turn is allowed (nothing spent yet); the researcher's first model call finds it reached.
     const { id } = await api.request<TaskView>('POST', '/v1/tasks', { prompt: 'Write a short report on vector databases', requirePlanApproval: false, budget: { tokens: 1 }, webhook: hook });
     await waitFor(async () => (await task(id)).status === 'awaiting_input', { timeoutMs: 30_000, what: 'the budget request' });
@@ -183,7 +175,7 @@ describe('human in the loop, end to end', () => {
     const diff = await cli('replay', id, '--diff');
     expect(diff).toMatch(/BudgetExceeded\n(?: {4}.*\n)*? {4}pendingRequests\[0\]: ∅ → \{"kind":"budget","requestId":"budget-1"/);
     expect(diff).toMatch(/SubagentPaused\n(?: {4}.*\n)*? {4}status: "running" → "awaiting_input"/);
-    await waitFor(() => hooks.some((h) => h.requestIds.includes('budget-2')), { what: 'the awaiting_input webhook of the budget request' });
+    await waitFor(() => hooks().some((h) => h.requestIds.includes('budget-2')), { what: 'the awaiting_input webhook of the budget request' });
 
     // Refused: the run stops, failed with the reason.
     const other = await api.request<TaskView>('POST', '/v1/tasks', { prompt: 'Write a short report on vector databases', requirePlanApproval: false, budget: { tokens: 1 } });
@@ -195,18 +187,10 @@ describe('human in the loop, end to end', () => {
   });
 
   it('webhooks, deliveries and teams from the CLI: an endpoint added (its secret shown once), listed, a delivery sent again, the secret rotated, the endpoint removed', async () => {
-    const received: string[] = [];
-    const endpoint = createServer((req, res) => {
-      let body = '';
-      req.on('data', (c) => (body += c));
-      req.on('end', () => {
-        received.push((JSON.parse(body) as { type: string }).type);
-        res.writeHead(204).end();
-      });
-    });
-    await new Promise<void>((r) => endpoint.listen(0, '127.0.0.1', r));
+    const endpoint = await webhookReceiver();
+    const received = (): string[] => endpoint.types();
     try {
-      const hookUrl = `http://127.0.0.1:${(endpoint.address() as { port: number }).port}/tenant`;
+      const hookUrl = endpoint.url('/tenant');
       expect(await cli('teams')).toMatch(/^research — .*\n {2}lead \S+ \(.+\); delegates to .*researcher/m);
       const added = await cli('webhooks', 'add', hookUrl, '--events', 'task.completed');
       const wid = added.split('  ')[0] as string;
@@ -215,15 +199,16 @@ describe('human in the loop, end to end', () => {
       expect(listed).toContain(`${wid}  ${hookUrl}  task.completed  since `);
       expect(listed).not.toMatch(/whsec_/);
 
+      // (Waited for through the API: a CLI process per look would be slow on a busy machine.)
       const t = await api.request<TaskView>('POST', '/v1/tasks', { prompt: 'bench', team: 'bench', requirePlanApproval: false });
-      await waitFor(() => received.includes('task.completed'), { timeoutMs: 30_000, what: 'the task.completed webhook' });
-      const deliveryLine = async () => (await cli('deliveries', t.id)).split('\n').find((l) => l.includes(`webhook task.completed  → ${hookUrl}`));
-      await waitFor(async () => (await deliveryLine()) !== undefined, { what: 'the delivery recorded' });
-      expect(await deliveryLine()).toMatch(/ {2}attempt 1 {2}ok 204 \(\d+ ms\)$/);
-      const deliveryId = (await deliveryLine())!.split('  ')[0] as string;
+      await waitFor(async () => (await api.deliveries(t.id)).some((d) => d.url === hookUrl && d.ok), { timeoutMs: 30_000, what: 'the task.completed webhook delivered and recorded' });
+      const deliveryLine = (await cli('deliveries', t.id)).split('\n').find((l) => l.includes(`webhook task.completed  → ${hookUrl}`));
+      expect(deliveryLine).toMatch(/ {2}attempt 1 {2}ok 204 \(\d+ ms\)$/);
+      const deliveryId = deliveryLine!.split('  ')[0] as string;
       expect(await cli('redeliver', t.id, deliveryId)).toMatch(/^queued: redelivery \S+ of delivery /);
-      await waitFor(async () => (await cli('deliveries', t.id)).includes('(redelivery)  ok 204'), { timeoutMs: 30_000, what: 'the redelivery sent and recorded' });
-      expect(received.filter((x) => x === 'task.completed')).toHaveLength(2);
+      await waitFor(async () => (await api.deliveries(t.id)).some((d) => d.redelivery && d.ok), { timeoutMs: 30_000, what: 'the redelivery sent and recorded' });
+      expect(await cli('deliveries', t.id)).toContain('(redelivery)  ok 204');
+      expect(received().filter((x) => x === 'task.completed')).toHaveLength(2);
 
       const rotated = await cli('webhooks', 'rotate-secret', wid, '--overlap', '60');
       expect(rotated).toMatch(/rotated \S+ \(the previous secret signs too until \S+\)/);
@@ -233,7 +218,7 @@ describe('human in the loop, end to end', () => {
       expect(await cli('webhooks', 'list')).toBe('no webhook endpoints\n');
       await expect(cli('redeliver', t.id, deliveryId)).rejects.toThrow(/which has been deleted: there is nothing to send it to \(HTTP 409 endpoint_deleted\)/);
     } finally {
-      await new Promise<void>((r) => endpoint.close(() => r()));
+      await endpoint.close();
     }
   });
 

@@ -1,7 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -9,7 +7,7 @@ import type { TaskView } from '@baton/api';
 import { busNames, connectNats, requestDiagnostics } from '@baton/bus';
 import { silentLogger } from '@baton/runtime';
 import { otlpReceiver, type OtlpReceiver, type ReceivedSpan } from '@baton/telemetry';
-import { waitFor } from '@baton/testing';
+import { waitFor, webhookReceiver, type WebhookReceiver } from '@baton/testing';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { parse, stringify } from 'yaml';
@@ -30,18 +28,10 @@ describe('traces across the bus and metrics from every service', () => {
   let stack: E2eStack;
   let otlp: OtlpReceiver;
   let nc: Awaited<ReturnType<typeof connectNats>>;
-  const hooks: string[] = [];
-  const hookServer = createServer((req, res) => {
-    let body = '';
-    req.on('data', (c) => (body += c));
-    req.on('end', () => {
-      hooks.push((JSON.parse(body) as { type: string }).type);
-      res.writeHead(204).end();
-    });
-  });
+  let hookServer: WebhookReceiver;
 
   beforeAll(async () => {
-    await new Promise<void>((r) => hookServer.listen(0, '127.0.0.1', r));
+    hookServer = await webhookReceiver();
     otlp = await otlpReceiver();
     stack = await startE2eStack('tracing', {
       env: () => ({ OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_BSP_SCHEDULE_DELAY: '50', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' }),
@@ -52,12 +42,12 @@ describe('traces across the bus and metrics from every service', () => {
     await nc?.close();
     await stack?.stop();
     await otlp?.close();
-    hookServer.close();
+    await hookServer?.close();
   });
 
   test('one trace per task: HTTP → append → relay → NATS → orchestrator → runner → notifier, GenAI spans for model and tool calls, the approval joined to it', async () => {
     const { api } = stack;
-    const hook = `http://127.0.0.1:${(hookServer.address() as AddressInfo).port}/hook`;
+    const hook = hookServer.url();
     const submitted = await api.request<TaskView>('POST', '/v1/tasks', {
       prompt: 'Research how durable execution engines recover from crashes and write a short report',
       requirePlanApproval: true,
@@ -79,7 +69,7 @@ describe('traces across the bus and metrics from every service', () => {
       { timeoutMs: 60_000, intervalMs: 100, what: 'the task to complete' },
     );
     expect(approved).toBeGreaterThan(0);
-    await waitFor(() => hooks.includes('task.completed'), { timeoutMs: 30_000, what: 'the completion webhook' });
+    await waitFor(() => hookServer.types().includes('task.completed'), { timeoutMs: 30_000, what: 'the completion webhook' });
 
     // The task's trace is the one its submission started, named in the first event's metadata.
     const db = new pg.Pool({ connectionString: stack.dbUrl, max: 1 });
