@@ -55,6 +55,24 @@ const LIST_SWEEP_HEARTBEATS = 4;
 /** …and at most this far apart while NATS is away (every wake-up may be lost then). */
 const LIST_SWEEP_OFFLINE_MS = 5_000;
 
+/**
+ * A stream loop's wait: until it is woken or `ms` pass. When `ready()` already holds (a wake-up
+ * came while the loop was busy) it goes on at once; else `arm` hands the stream the function that
+ * wakes it, and takes it back (null) once awake.
+ */
+async function sleepUntilWoken(ready: () => boolean, ms: number, arm: (wake: (() => void) | null) => void): Promise<'event' | 'timer'> {
+  let timer: NodeJS.Timeout | undefined;
+  const by = await new Promise<'event' | 'timer'>((resolve) => {
+    if (ready()) return resolve('event');
+    arm(() => resolve('event'));
+    timer = setTimeout(() => resolve('timer'), ms);
+    timer.unref();
+  });
+  clearTimeout(timer);
+  arm(null);
+  return by;
+}
+
 export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
   const r = app.withTypeProvider<ZodTypeProvider>();
   const streams = new Set<{ tenant: string; end: (reason: string) => void }>();
@@ -180,15 +198,7 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
         }
         if (pending.size > 0 || sweepNeeded) continue;
         const wait = Math.max(1, sweptAt + sweepEvery() - d.now().getTime());
-        let timer: NodeJS.Timeout | undefined;
-        const by = await new Promise<'event' | 'timer'>((resolve) => {
-          if (pending.size > 0 || sweepNeeded || closed) return resolve('event');
-          wake = () => resolve('event');
-          timer = setTimeout(() => resolve('timer'), wait);
-          timer.unref();
-        });
-        clearTimeout(timer);
-        wake = null;
+        const by = await sleepUntilWoken(() => pending.size > 0 || sweepNeeded || closed, wait, (w) => (wake = w));
         if (by === 'timer') sweepNeeded = true;
       }
     };
@@ -241,7 +251,7 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     let preamble = 'retry: 2000\n\n';
     let cursor = start;
     let closed = false;
-    let wake: ((by: 'event' | 'timer') => void) | null = null;
+    let wake: (() => void) | null = null;
     let readNeeded = true; // something moved that only a read shows
     /** Relayed events that came since the last read began, in arrival order. */
     let relayed: RelayedEvent[] = [];
@@ -256,14 +266,14 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
         // The task is over: a client stops here instead of reconnecting (a resumed stream past the final event ends so at once).
         else if (reason === 'final') res.write('event: end\ndata: {"reason":"final"}\n\n');
         res.end();
-        wake?.('event');
+        wake?.();
       },
     };
     streams.add(conn);
     const unregister = d.hub.register(taskId, (e) => {
       if (e && relayed.length < MAX_RELAYED) relayed.push(e);
       else readNeeded = true;
-      wake?.('event');
+      wake?.();
     }, { steps });
     const skipTypes = steps ? [] : STEP_EVENT_TYPES;
     req.raw.on('close', () => conn.end('client'));
@@ -326,17 +336,9 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
         // as a safety net (and faster while NATS is away).
         const wait = hidden ? hiddenDelay : d.hub.connected ? d.sseHeartbeatMs : 1000;
         hiddenDelay = hidden ? Math.min(hiddenDelay * 2, 250) : 2;
-        let timer: NodeJS.Timeout | undefined;
-        const by = await new Promise<'event' | 'timer'>((resolve) => {
-          // A wake-up that came while this loop was not waiting (the final-event check above is
-          // awaited) is not lost: go on at once instead of sleeping until the backstop.
-          if (readNeeded || relayed.length > 0 || closed) return resolve('event');
-          wake = resolve;
-          timer = setTimeout(() => resolve('timer'), wait);
-          timer.unref();
-        });
-        clearTimeout(timer);
-        wake = null;
+        // A wake-up that came while this loop was not waiting (the final-event check above is
+        // awaited) is not lost: it goes on at once instead of sleeping until the backstop.
+        const by = await sleepUntilWoken(() => readNeeded || relayed.length > 0 || closed, wait, (w) => (wake = w));
         if (by === 'timer') readNeeded = true;
       }
     };
