@@ -195,7 +195,7 @@ async function benchM4(api: BatonClient, nc: NatsConnection, names: BusNames, ru
   const idSet = new Set(ids);
   const parked = async (): Promise<number> => {
     let n = 0;
-    for await (const t of api.tasks('awaiting_input')) if (idSet.has(t.id)) n++;
+    for await (const t of api.tasks({ status: 'awaiting_input' })) if (idSet.has(t.id)) n++;
     return n;
   };
   const parkDeadline = Date.now() + 300_000;
@@ -256,7 +256,7 @@ async function benchM4b(api: BatonClient, ids: readonly string[], round: number)
   const t0 = performance.now();
   const mine = new Set(ids);
   const queue: [string, string][] = [];
-  for await (const t of api.tasks('awaiting_input')) {
+  for await (const t of api.tasks({ status: 'awaiting_input' })) {
     if (!mine.delete(t.id)) continue;
     for (const r of t.pendingRequests) queue.push([t.id, r.requestId]);
   }
@@ -267,7 +267,7 @@ async function benchM4b(api: BatonClient, ids: readonly string[], round: number)
   const approvedIn = performance.now() - t0;
   const pending = new Set(ids);
   while (pending.size > 0) {
-    for await (const t of api.tasks('completed')) if (pending.delete(t.id) && pending.size === 0) break;
+    for await (const t of api.tasks({ status: 'completed' })) if (pending.delete(t.id) && pending.size === 0) break;
     if (performance.now() - t0 > 300_000) throw new Error(`M4b: ${pending.size} runs not completed after 300 s`);
     if (pending.size > 0) await new Promise((r) => setTimeout(r, 100));
   }

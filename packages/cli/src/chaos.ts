@@ -158,7 +158,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
         for (const status of ['awaiting_input', 'running']) {
           const listed: TaskSummary[] = [];
           try {
-            for await (const t of api.tasks(status)) listed.push(t);
+            for await (const t of api.tasks({ status })) listed.push(t);
           } catch {
             // A listing that fails (a service restarting) is simply tried again on the next round.
           }

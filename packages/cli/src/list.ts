@@ -42,12 +42,7 @@ export async function listTasks(api: BatonClient, opts: ListOptions, out: { log:
   };
   const catchUp = async (): Promise<void> => {
     const since = new Date(Date.parse(newest) - LIST_CATCH_UP_MARGIN_MS).toISOString();
-    for (let cursor: string | undefined; ; ) {
-      const page = await api.list({ team: opts.team, updatedAfter: since, limit: 200, ...(cursor ? { cursor } : {}) });
-      for (const t of page.items) print(t);
-      if (!page.nextCursor) return;
-      cursor = page.nextCursor;
-    }
+    for await (const t of api.tasks({ team: opts.team, updatedAfter: since })) print(t);
   };
   const failed = (err: unknown): void => out.error(`could not load the list: ${(err as Error).message}`);
   let first = true;

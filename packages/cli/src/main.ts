@@ -7,7 +7,7 @@ import type { VerifyResult } from '@baton/agents';
 import { answer, decide, describeEvent, describeTask } from './people.ts';
 import { listTasks, type ListOptions } from './list.ts';
 import { WORKSPACE_EXCLUDES, workspaceFromPath } from './workspace.ts';
-import { describeDelivery, describeTeam, describeWebhook } from './views.ts';
+import { describeChat, describeDelivery, describeTeam, describeWebhook } from './views.ts';
 import { ApiError, BatonClient, type ApiEvent } from '@baton/client';
 import { printProfiles } from './cpuprofile.ts';
 import { runBench } from './bench.ts';
@@ -280,7 +280,7 @@ program
   .description('your conversations, the most recently active first')
   .action(async () => {
     const items = await client().chats();
-    for (const c of items) console.log(`${c.id}  ${c.team}  ${c.updatedAt}  ${c.messages} messages${c.tasks ? `, ${c.tasks} task${c.tasks === 1 ? '' : 's'}` : ''}  ${c.title}`);
+    for (const c of items) console.log(describeChat(c));
     if (items.length === 0) console.log('no conversations');
   });
 

@@ -72,7 +72,7 @@ describe('Postgres outages', () => {
       while (!done) {
         const listed: TaskSummary[] = [];
         try {
-          for (const status of ['awaiting_input', 'running']) for await (const t of api.tasks(status)) listed.push(t);
+          for (const status of ['awaiting_input', 'running']) for await (const t of api.tasks({ status })) listed.push(t);
         } catch {
           failures.list++;
         }

@@ -1,6 +1,6 @@
-import type { DeliveryView, TaskSummary, TeamInfoView, WebhookEndpointView } from '@baton/client';
+import type { ChatSummaryView, DeliveryView, TaskSummary, TeamInfoView, WebhookEndpointView } from '@baton/client';
 import { describe, expect, it } from 'vitest';
-import { describeDelivery, describeListItem, describeTeam, describeWebhook } from './views.ts';
+import { describeChat, describeDelivery, describeListItem, describeTeam, describeWebhook } from './views.ts';
 
 describe('describeListItem', () => {
   const item: TaskSummary = { id: 't-1', status: 'awaiting_input', prompt: 'Compare\n  PostgreSQL and SQLite', team: 'research', createdAt: '2026-11-26T20:00:00.000Z', updatedAt: '2026-11-26T20:01:00.000Z', version: 9, pendingRequests: [], forkedFrom: null };
@@ -39,5 +39,14 @@ describe('describeTeam', () => {
   it('the lead, whom it delegates to and who reviews; each agent with its model and tools', () => {
     const t: TeamInfoView = { id: 'engineering', description: 'A planner, engineers and a reviewer', lead: { id: 'planner', name: 'Planner', model: 'claude-x', tools: ['Task'], delegatesTo: ['engineer'], reviewAgent: 'reviewer' }, agents: [{ id: 'engineer', name: 'Engineer', model: 'claude-y', tools: ['read_file', 'write_file'] }, { id: 'idle', name: 'Idle', model: 'claude-z', tools: [] }] };
     expect(describeTeam(t)).toBe(['engineering — A planner, engineers and a reviewer', '  lead planner (claude-x); delegates to engineer; reviewed by reviewer', '  agent engineer (claude-y): read_file, write_file', '  agent idle (claude-z): no tools'].join('\n'));
+  });
+});
+
+describe('describeChat', () => {
+  it('id, team, last activity, messages and the tasks made of it, title', () => {
+    const c: ChatSummaryView = { id: 'c-1', team: 'research', title: 'Compare PostgreSQL and SQLite', createdAt: '2026-11-26T10:00:00.000Z', updatedAt: '2026-11-26T10:05:00.000Z', version: 4, messages: 4, tasks: 0 };
+    expect(describeChat(c)).toBe('c-1  research  2026-11-26T10:05:00.000Z  4 messages  Compare PostgreSQL and SQLite');
+    expect(describeChat({ ...c, tasks: 1 })).toMatch(/ {2}4 messages, 1 task {2}/);
+    expect(describeChat({ ...c, tasks: 2 })).toMatch(/ {2}4 messages, 2 tasks {2}/);
   });
 });

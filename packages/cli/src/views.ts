@@ -1,6 +1,6 @@
-import type { DeliveryView, TaskSummary, TeamInfoView, WebhookEndpointView } from '@baton/client';
+import type { ChatSummaryView, DeliveryView, TaskSummary, TeamInfoView, WebhookEndpointView } from '@baton/client';
 
-/** How the CLI prints what an operator lists: tasks, webhook endpoints, deliveries, teams (one line per item, or a short block). */
+/** How the CLI prints what an operator lists: tasks, conversations, webhook endpoints, deliveries, teams (one line per item, or a short block). */
 
 /** One line per task for `baton list`: id, status, team, last change, open requests, fork, prompt. */
 export function describeListItem(t: TaskSummary): string {
@@ -34,4 +34,9 @@ export function describeTeam(t: TeamInfoView): string {
   lines.push(`  lead ${t.lead.id} (${t.lead.model})${delegates}${review}`);
   for (const a of t.agents) lines.push(`  agent ${a.id} (${a.model}): ${a.tools.join(', ') || 'no tools'}`);
   return lines.join('\n');
+}
+
+/** One line per conversation for `baton chats`: id, team, last activity, messages (and tasks made of it), title. */
+export function describeChat(c: ChatSummaryView): string {
+  return `${c.id}  ${c.team}  ${c.updatedAt}  ${c.messages} messages${c.tasks ? `, ${c.tasks} task${c.tasks === 1 ? '' : 's'}` : ''}  ${c.title}`;
 }

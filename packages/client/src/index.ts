@@ -142,11 +142,11 @@ export class BatonClient {
   redeliver(taskId: string, deliveryId: string): Promise<{ redeliveryId: string; deliveryId: string; webhookId: string; status: 'queued' }> {
     return this.request('POST', `/v1/tasks/${taskId}/deliveries/${deliveryId}/redeliver`);
   }
-  /** Every task with this status, paging through `nextCursor`. */
-  async *tasks(status: string): AsyncGenerator<TaskSummary> {
+  /** Every task the list query matches (a status, a team, changed after a time), paging through `nextCursor`. */
+  async *tasks(q: { status?: string; team?: string | undefined; updatedAfter?: string }): AsyncGenerator<TaskSummary> {
     let cursor: string | null = null;
     do {
-      const page: { items: TaskSummary[]; nextCursor: string | null } = await this.list({ status, limit: 200, ...(cursor ? { cursor } : {}) });
+      const page: { items: TaskSummary[]; nextCursor: string | null } = await this.list({ ...q, limit: 200, ...(cursor ? { cursor } : {}) });
       yield* page.items;
       cursor = page.nextCursor;
     } while (cursor);
