@@ -75,7 +75,7 @@ async function sleepUntilWoken(ready: () => boolean, ms: number, arm: (wake: (()
 
 export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
   const r = app.withTypeProvider<ZodTypeProvider>();
-  const streams = new Set<{ tenant: string; end: (reason: string) => void }>();
+  const streams = new Set<{ tenant: string; end: (reason: 'shutdown') => void }>();
   const { ssePerTenant, sseConnections } = d.limits;
   d.metrics.onScrape(() => d.metrics.sseConnections.set(streams.size));
   const hiddenReads = (): void => d.metrics.sseHiddenReads.inc();
@@ -102,6 +102,49 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     if (mine >= ssePerTenant) throw refuse(`at most ${ssePerTenant} open event streams per tenant`);
   };
 
+  /**
+   * An SSE response of this route: its head, a comment heartbeat, its slot among the streams (the
+   * caps; a shutdown ends it), ended when the client goes. `end(reason)` writes what the client
+   * needs to know — `shutdown`: reconnect; `final`: the task is over, stop — and calls `woken` so
+   * the stream's loop sees it. `run` runs that loop, ends the stream if it fails, and frees the
+   * heartbeat, the slot and what `release` lets go of, however it ends.
+   */
+  function openStream(req: FastifyRequest, reply: { raw: ServerResponse }, woken: () => void) {
+    const res = reply.raw;
+    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'x-accel-buffering': 'no' });
+    const heartbeat = setInterval(() => res.write(': heartbeat\n\n'), d.sseHeartbeatMs);
+    const stream = {
+      res,
+      tenant: req.tenant,
+      closed: false,
+      end(reason: 'client' | 'shutdown' | 'final' | 'error'): void {
+        if (stream.closed) return;
+        stream.closed = true;
+        clearInterval(heartbeat); // nothing written after the end
+        if (reason === 'shutdown') res.write('event: shutdown\ndata: {}\n\n');
+        // The task is over: a client stops here instead of reconnecting (a resumed stream past the final event ends so at once).
+        else if (reason === 'final') res.write('event: end\ndata: {"reason":"final"}\n\n');
+        res.end();
+        woken();
+      },
+      run(loop: () => Promise<void>, release: () => void, context: Record<string, unknown>): void {
+        loop()
+          .catch((err: unknown) => {
+            req.log.warn({ err, ...context }, 'SSE stream failed');
+            stream.end('error');
+          })
+          .finally(() => {
+            clearInterval(heartbeat);
+            release();
+            streams.delete(stream);
+          });
+      },
+    };
+    streams.add(stream);
+    req.raw.on('close', () => stream.end('client'));
+    return stream;
+  }
+
   r.get('/v1/tasks', { schema: { querystring: ListTasksQuery, tags: ['tasks'], summary: "List tasks (JSON), or follow your tasks' changes (SSE with Accept: text/event-stream)" } }, async (req, reply) => {
     const q = req.query;
     if (!(req.headers.accept ?? '').includes('text/event-stream')) {
@@ -127,29 +170,15 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
    * while NATS is away), however often wake-ups come.
    */
   function streamTaskChanges(req: FastifyRequest, reply: { raw: ServerResponse }, team: string | undefined): void {
-    const res = reply.raw;
     const tenant = req.tenant;
-    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'x-accel-buffering': 'no' });
-    let sweptAt = d.now().getTime();
-    const heartbeat = setInterval(() => res.write(': heartbeat\n\n'), d.sseHeartbeatMs);
-    let closed = false;
     let wake: (() => void) | null = null;
+    const stream = openStream(req, reply, () => wake?.());
+    const res = stream.res;
+    let sweptAt = d.now().getTime();
     let pending = new Set<string>();
     let sweepNeeded = false;
     /** Version shown, by task. */
     const shownVersion = new Map<string, number>();
-    const conn = {
-      tenant,
-      end: (reason: string) => {
-        if (closed) return;
-        closed = true;
-        clearInterval(heartbeat);
-        if (reason === 'shutdown') res.write('event: shutdown\ndata: {}\n\n');
-        res.end();
-        wake?.();
-      },
-    };
-    streams.add(conn);
     // Listening before `ready` goes out: a change the client's list load cannot see yet still comes.
     const unwatch = d.hub.watchAll((taskId) => {
       const known = d.tenants.get(taskId);
@@ -159,7 +188,6 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
       wake?.();
     });
     res.write('retry: 2000\n\nevent: ready\ndata: {}\n\n');
-    req.raw.on('close', () => conn.end('client'));
 
     const sweepEvery = (): number => (d.hub.connected ? LIST_SWEEP_HEARTBEATS * d.sseHeartbeatMs : Math.min(d.sseHeartbeatMs, LIST_SWEEP_OFFLINE_MS));
 
@@ -174,12 +202,12 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     };
 
     const loop = async (): Promise<void> => {
-      while (!closed) {
+      while (!stream.closed) {
         if (pending.size > 0) {
           const ids = [...pending];
           pending = new Set();
           const page = await listTasks(d.kysely, { tenantId: tenant, team, ids, limit: ids.length });
-          if (closed) return;
+          if (stream.closed) return;
           for (const t of page.items) d.tenants.remember(t.id, tenant);
           show(page.items);
         }
@@ -189,7 +217,7 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
           const since = new Date(sweptAt - LIST_SWEEP_OVERLAP_MS).toISOString();
           for (let cursor: string | undefined; ; ) {
             const page = await listTasks(d.kysely, { tenantId: tenant, team, updatedAfter: since, limit: LIST_SWEEP_PAGE, cursor });
-            if (closed) return;
+            if (stream.closed) return;
             show(page.items);
             if (!page.nextCursor) break;
             cursor = page.nextCursor;
@@ -198,20 +226,11 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
         }
         if (pending.size > 0 || sweepNeeded) continue;
         const wait = Math.max(1, sweptAt + sweepEvery() - d.now().getTime());
-        const by = await sleepUntilWoken(() => pending.size > 0 || sweepNeeded || closed, wait, (w) => (wake = w));
+        const by = await sleepUntilWoken(() => pending.size > 0 || sweepNeeded || stream.closed, wait, (w) => (wake = w));
         if (by === 'timer') sweepNeeded = true;
       }
     };
-    loop()
-      .catch((err: unknown) => {
-        req.log.warn({ err }, 'task list stream failed');
-        conn.end('error');
-      })
-      .finally(() => {
-        clearInterval(heartbeat);
-        unwatch();
-        streams.delete(conn);
-      });
+    stream.run(loop, unwatch, { list: tenant });
   }
 
   r.get('/v1/tasks/:id/events', { schema: { params: TaskIdParams, querystring: EventsQuery, headers: EventsHeaders, tags: ['events'], summary: 'Events of a task (JSON, or SSE with Accept: text/event-stream)' } }, async (req, reply) => {
@@ -244,39 +263,22 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
    * one is shown as it came (a stream of transitions then reads once, when it opens).
    */
   function streamEvents(req: FastifyRequest, reply: { raw: ServerResponse }, taskId: string, start: LogCursor, steps: boolean): void {
-    const res = reply.raw;
-    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'x-accel-buffering': 'no' });
+    let wake: (() => void) | null = null;
+    const stream = openStream(req, reply, () => wake?.());
+    const res = stream.res;
     // The head and the reconnect delay go out with the first read's events, in the same socket
     // write (Node sends a response's head with its first write); after that read, whatever it found.
     let preamble = 'retry: 2000\n\n';
     let cursor = start;
-    let closed = false;
-    let wake: (() => void) | null = null;
     let readNeeded = true; // something moved that only a read shows
     /** Relayed events that came since the last read began, in arrival order. */
     let relayed: RelayedEvent[] = [];
-    const heartbeat = setInterval(() => res.write(': heartbeat\n\n'), d.sseHeartbeatMs);
-    const conn = {
-      tenant: req.tenant,
-      end: (reason: string) => {
-        if (closed) return;
-        closed = true;
-        clearInterval(heartbeat); // nothing written after the end
-        if (reason === 'shutdown') res.write('event: shutdown\ndata: {}\n\n');
-        // The task is over: a client stops here instead of reconnecting (a resumed stream past the final event ends so at once).
-        else if (reason === 'final') res.write('event: end\ndata: {"reason":"final"}\n\n');
-        res.end();
-        wake?.();
-      },
-    };
-    streams.add(conn);
     const unregister = d.hub.register(taskId, (e) => {
       if (e && relayed.length < MAX_RELAYED) relayed.push(e);
       else readNeeded = true;
       wake?.();
     }, { steps });
     const skipTypes = steps ? [] : STEP_EVENT_TYPES;
-    req.raw.on('close', () => conn.end('client'));
 
     const loop = async (): Promise<void> => {
       let finalSeen = false;
@@ -285,12 +287,12 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
       let finalChecked = start === START;
       let hidden = false;
       let hiddenDelay = 2;
-      while (!closed) {
+      while (!stream.closed) {
         if (readNeeded) {
           readNeeded = false;
           relayed = []; // the read shows them, or says rows are still hidden
           const read = await d.store.readTaskAfter(taskId, cursor, BATCH, skipTypes);
-          if (closed) return;
+          if (stream.closed) return;
           hidden = read.hidden;
           if (hidden) hiddenReads();
           // A read's events in one write: one chunk, one socket write. (`res.cork()` would not do:
@@ -309,7 +311,7 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
             continue;
           }
         }
-        if (finalSeen) return conn.end('final');
+        if (finalSeen) return stream.end('final');
         // What came since the read began: shown already, skipped; the next event after this
         // stream's cursor by the relay's word, shown as it came; anything else, read. (Only
         // without steps: the link says nothing of the steps before the event.)
@@ -324,12 +326,12 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
           cursor = e.cursor;
           if (TERMINAL_EVENT_TYPES.has(view.type as EventType)) finalSeen = true;
         }
-        if (finalSeen) return conn.end('final');
+        if (finalSeen) return stream.end('final');
         if (readNeeded) continue;
         // Reconnected after the final event (Last-Event-ID at or past it): nothing more will come.
         if (!finalChecked) {
           finalChecked = true;
-          if (await d.store.finalEventSent(taskId, cursor, [...TERMINAL_EVENT_TYPES])) return conn.end('final');
+          if (await d.store.finalEventSent(taskId, cursor, [...TERMINAL_EVENT_TYPES])) return stream.end('final');
         }
         // Committed rows an older open transaction still hides: look again soon (a wake-up may
         // have come before they became visible). Else wait for a wake-up from NATS; poll slowly
@@ -338,20 +340,11 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
         hiddenDelay = hidden ? Math.min(hiddenDelay * 2, 250) : 2;
         // A wake-up that came while this loop was not waiting (the final-event check above is
         // awaited) is not lost: it goes on at once instead of sleeping until the backstop.
-        const by = await sleepUntilWoken(() => readNeeded || relayed.length > 0 || closed, wait, (w) => (wake = w));
+        const by = await sleepUntilWoken(() => readNeeded || relayed.length > 0 || stream.closed, wait, (w) => (wake = w));
         if (by === 'timer') readNeeded = true;
       }
     };
-    loop()
-      .catch((err: unknown) => {
-        req.log.warn({ err, taskId }, 'SSE stream failed');
-        conn.end('error');
-      })
-      .finally(() => {
-        clearInterval(heartbeat);
-        unregister();
-        streams.delete(conn);
-      });
+    stream.run(loop, unregister, { taskId });
   }
 
   r.get('/v1/tasks/:id/state', { schema: { params: TaskIdParams, querystring: StateQuery, tags: ['events'], summary: 'The task as it was after a version of its stream' } }, async (req) => {
