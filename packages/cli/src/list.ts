@@ -1,5 +1,5 @@
 import type { BatonClient, TaskSummary } from '@baton/client';
-import { describeListItem } from './views.ts';
+import { describeListItem, listing } from './views.ts';
 
 /** `baton list`'s options. */
 export interface ListOptions {
@@ -26,9 +26,7 @@ export async function listTasks(api: BatonClient, opts: ListOptions, out: { log:
   if (opts.follow && opts.stuck) throw new Error('--follow with --stuck: a task becomes stuck by not changing, so there is no change to follow; run `baton list --stuck` again instead');
   const load = () => api.list({ status: opts.status, team: opts.team, stuck: opts.stuck, limit: Math.floor(opts.limit) });
   if (!opts.follow) {
-    const page = await load();
-    for (const t of page.items) out.log(describeListItem(t));
-    if (page.items.length === 0) out.log('no tasks');
+    out.log(listing((await load()).items, describeListItem, 'no tasks'));
     return;
   }
   const printed = new Map<string, number>();

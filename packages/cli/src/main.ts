@@ -7,7 +7,7 @@ import type { VerifyResult } from '@baton/agents';
 import { answer, decide, describeEvent, describeTask } from './people.ts';
 import { listTasks, type ListOptions } from './list.ts';
 import { WORKSPACE_EXCLUDES, workspaceFromPath } from './workspace.ts';
-import { describeChat, describeDelivery, describeTeam, describeWebhook } from './views.ts';
+import { describeChat, describeDelivery, describeTeam, describeWebhook, listing } from './views.ts';
 import { ApiError, BatonClient, type ApiEvent } from '@baton/client';
 import { printProfiles } from './cpuprofile.ts';
 import { runBench } from './bench.ts';
@@ -205,9 +205,7 @@ program
   .command('deliveries <taskId>')
   .description("every attempt to deliver the task's webhooks and mail: when, what, where, how it went (a failed webhook delivery with the command that sends it again)")
   .action(async (taskId: string) => {
-    const items = await client().deliveries(taskId);
-    for (const d of items) console.log(describeDelivery(taskId, d));
-    if (items.length === 0) console.log('no deliveries');
+    console.log(listing(await client().deliveries(taskId), (d) => describeDelivery(taskId, d), 'no deliveries'));
   });
 
 program
@@ -223,9 +221,7 @@ webhooks
   .command('list', { isDefault: true })
   .description('the endpoints, without their secrets')
   .action(async () => {
-    const items = await client().webhooks();
-    for (const w of items) console.log(describeWebhook(w));
-    if (items.length === 0) console.log('no webhook endpoints');
+    console.log(listing(await client().webhooks(), describeWebhook, 'no webhook endpoints'));
   });
 webhooks
   .command('add <url>')
@@ -279,9 +275,7 @@ program
   .command('chats')
   .description('your conversations, the most recently active first')
   .action(async () => {
-    const items = await client().chats();
-    for (const c of items) console.log(describeChat(c));
-    if (items.length === 0) console.log('no conversations');
+    console.log(listing(await client().chats(), describeChat, 'no conversations'));
   });
 
 program

@@ -1,6 +1,6 @@
 import type { ChatSummaryView, DeliveryView, TaskSummary, TeamInfoView, WebhookEndpointView } from '@baton/client';
 import { describe, expect, it } from 'vitest';
-import { describeChat, describeDelivery, describeListItem, describeTeam, describeWebhook } from './views.ts';
+import { describeChat, describeDelivery, describeListItem, describeTeam, describeWebhook, listing } from './views.ts';
 
 describe('describeListItem', () => {
   const item: TaskSummary = { id: 't-1', status: 'awaiting_input', prompt: 'Compare\n  PostgreSQL and SQLite', team: 'research', createdAt: '2026-11-26T20:00:00.000Z', updatedAt: '2026-11-26T20:01:00.000Z', version: 9, pendingRequests: [], forkedFrom: null };
@@ -48,5 +48,12 @@ describe('describeChat', () => {
     expect(describeChat(c)).toBe('c-1  research  2026-11-26T10:05:00.000Z  4 messages  Compare PostgreSQL and SQLite');
     expect(describeChat({ ...c, tasks: 1 })).toMatch(/ {2}4 messages, 1 task {2}/);
     expect(describeChat({ ...c, tasks: 2 })).toMatch(/ {2}4 messages, 2 tasks {2}/);
+  });
+});
+
+describe('listing', () => {
+  it('a line per item, or what says there is none', () => {
+    expect(listing(['a', 'b'], (x) => `item ${x}`, 'none')).toBe('item a\nitem b');
+    expect(listing([], (x: string) => x, 'no tasks')).toBe('no tasks');
   });
 });

@@ -2,6 +2,11 @@ import type { ChatSummaryView, DeliveryView, TaskSummary, TeamInfoView, WebhookE
 
 /** How the CLI prints what an operator lists: tasks, conversations, webhook endpoints, deliveries, teams (one line per item, or a short block). */
 
+/** A list as the CLI prints it: one line (or block) per item, or `none` when there is no item. */
+export function listing<T>(items: readonly T[], describe: (item: T) => string, none: string): string {
+  return items.length === 0 ? none : items.map(describe).join('\n');
+}
+
 /** One line per task for `baton list`: id, status, team, last change, open requests, fork, prompt. */
 export function describeListItem(t: TaskSummary): string {
   const open = t.pendingRequests.length;
