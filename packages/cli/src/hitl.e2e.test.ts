@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import type { TaskView } from '@baton/api';
-import { waitFor, webhookReceiver, type WebhookReceiver } from '@baton/testing';
-import pg from 'pg';
+import { testPool, waitFor, webhookReceiver, type WebhookReceiver } from '@baton/testing';
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import type { ApiEvent, BatonClient } from '@baton/client';
 import { startE2eStack, type E2eStack } from './e2e-stack.ts';
@@ -31,7 +31,7 @@ describe('human in the loop, end to end', () => {
     receiver = await webhookReceiver();
     stack = await startE2eStack('hitl', { env: () => ({ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' }) });
     ({ api, url, workspaces } = stack);
-    db = new pg.Pool({ connectionString: stack.dbUrl, max: 2 });
+    db = testPool(stack.dbUrl);
   }, 90_000);
 
   afterAll(async () => {

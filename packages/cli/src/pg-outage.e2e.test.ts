@@ -1,8 +1,8 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { deleteNamespace, newNamespace, privatePostgres, waitFor, withDatabase, type PrivatePostgres } from '@baton/testing';
-import pg from 'pg';
+import { deleteNamespace, newNamespace, privatePostgres, testClient, waitFor, withDatabase, type PrivatePostgres } from '@baton/testing';
+import type pg from 'pg';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { ApiError, BatonClient, type TaskSummary } from '@baton/client';
 import { launch, prepareDatabase, SERVICES, type Launched } from './launcher.ts';
@@ -143,8 +143,7 @@ describe('Postgres outages', () => {
  * returns the locking session.
  */
 async function blockTasks(dbUrl: string, api: BatonClient): Promise<pg.Client> {
-  const c = new pg.Client({ connectionString: dbUrl });
-  c.on('error', () => {}); // it goes down with the server
+  const c = testClient(dbUrl); // it goes down with the server
   await c.connect();
   try {
     await c.query(`set lock_timeout = '10s'`);
@@ -167,8 +166,7 @@ async function blockTasks(dbUrl: string, api: BatonClient): Promise<pg.Client> {
 }
 
 async function countDeadLetters(dbUrl: string): Promise<number> {
-  const c = new pg.Client({ connectionString: dbUrl });
-  c.on('error', () => {});
+  const c = testClient(dbUrl);
   await c.connect();
   try {
     return (await c.query<{ n: number }>('select count(*)::int as n from dead_letters')).rows[0]?.n ?? 0;
@@ -182,8 +180,7 @@ async function completed(dbUrl: string): Promise<number> {
 }
 
 async function taskStatuses(dbUrl: string): Promise<Record<string, number>> {
-  const c = new pg.Client({ connectionString: dbUrl, connectionTimeoutMillis: 2000 });
-  c.on('error', () => {}); // Postgres may go away under it: the query fails, the test polls again
+  const c = testClient(dbUrl, { connectionTimeoutMillis: 2000 }); // Postgres may go away under it: the query fails, the test polls again
   await c.connect();
   try {
     const { rows } = await c.query<{ status: string; n: number }>('select status, count(*)::int as n from tasks group by status');

@@ -3,8 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import path from 'node:path';
 import type { TaskView } from '@baton/api';
-import { deleteNamespace, newNamespace, waitFor } from '@baton/testing';
-import pg from 'pg';
+import { deleteNamespace, newNamespace, testPool, waitFor } from '@baton/testing';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { BatonClient } from '@baton/client';
 import { launch, prepareDatabase, type Launched } from './launcher.ts';
@@ -59,7 +58,7 @@ describe('two runner processes', () => {
     launched.push(runnerA, runnerB);
     const api = new BatonClient(`http://127.0.0.1:${port}`);
     await waitReady(api);
-    const db = new pg.Pool({ connectionString: dbUrl, max: 2 });
+    const db = testPool(dbUrl);
     try {
       const ids: string[] = [];
       for (let i = 0; i < 4; i++) ids.push((await api.request<TaskView>('POST', '/v1/tasks', { prompt: `Compare event sourcing and CRUD, variant ${i}`, requirePlanApproval: false })).id);
@@ -134,7 +133,7 @@ describe('a runner restarted after a crash', () => {
     };
     const api = new BatonClient(`http://127.0.0.1:${port}`);
     await waitReady(api);
-    const db = new pg.Pool({ connectionString: dbUrl, max: 2 });
+    const db = testPool(dbUrl);
     try {
       // One subject: one researcher (researcher-1).
       const id = (await api.request<TaskView>('POST', '/v1/tasks', { prompt: 'Summarise event sourcing', requirePlanApproval: false })).id;

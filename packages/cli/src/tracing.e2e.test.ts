@@ -7,8 +7,7 @@ import type { TaskView } from '@baton/api';
 import { busNames, connectNats, requestDiagnostics } from '@baton/bus';
 import { silentLogger } from '@baton/runtime';
 import { otlpReceiver, type OtlpReceiver, type ReceivedSpan } from '@baton/telemetry';
-import { waitFor, webhookReceiver, type WebhookReceiver } from '@baton/testing';
-import pg from 'pg';
+import { testPool, waitFor, webhookReceiver, type WebhookReceiver } from '@baton/testing';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { startE2eStack, type E2eStack } from './e2e-stack.ts';
@@ -72,7 +71,7 @@ describe('traces across the bus and metrics from every service', () => {
     await waitFor(() => hookServer.types().includes('task.completed'), { timeoutMs: 30_000, what: 'the completion webhook' });
 
     // The task's trace is the one its submission started, named in the first event's metadata.
-    const db = new pg.Pool({ connectionString: stack.dbUrl, max: 1 });
+    const db = testPool(stack.dbUrl, { max: 1 });
     const first = (await db.query<{ metadata: { traceparent?: string } }>(`select metadata from events where task_id = $1 order by global_position limit 1`, [taskId])).rows[0];
     await db.end();
     const traceId = /^00-([0-9a-f]{32})-[0-9a-f]{16}-0[01]$/.exec(first?.metadata.traceparent ?? '')?.[1];

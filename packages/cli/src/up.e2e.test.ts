@@ -4,8 +4,7 @@ import { createServer } from 'node:http';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { deleteNamespace, newNamespace, waitFor, withDatabase } from '@baton/testing';
-import pg from 'pg';
+import { deleteNamespace, newNamespace, testClient, waitFor, withDatabase } from '@baton/testing';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { BatonClient, type ApiEvent } from '@baton/client';
 
@@ -18,7 +17,7 @@ describe('end to end: the four services as processes, started the way the README
   const namespace = newNamespace();
   afterAll(async () => {
     await deleteNamespace(inject('natsUrl'), namespace);
-    const admin = new pg.Client({ connectionString: inject('databaseUrl') });
+    const admin = testClient(inject('databaseUrl'));
     await admin.connect();
     await admin.query(`drop database if exists ${dbName} with (force)`).finally(() => admin.end());
   });

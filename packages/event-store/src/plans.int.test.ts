@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { taskStreamId, type NewEvent } from '@baton/domain';
-import { pgTest as test } from '@baton/testing';
-import pg from 'pg';
+import { pgTest as test, testPool } from '@baton/testing';
+import type pg from 'pg';
 import { describe, expect } from 'vitest';
 import { appendBatch } from './append.ts';
 import { EventStore, START } from './store.ts';
@@ -34,7 +34,7 @@ interface Plan {
 /** One connection that reports every statement's plan (generic, as prepared statements settle on) and the pages it touched. */
 async function explainedPool(url: string): Promise<{ pool: pg.Pool; plans: Plan[] }> {
   const plans: Plan[] = [];
-  const pool = new pg.Pool({ connectionString: url, max: 1 });
+  const pool = testPool(url, { max: 1 });
   pool.on('connect', (c) => {
     c.on('notice', (n) => {
       const text = n.message ?? '';

@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { WATCH_SINCE_LAG_S } from '@baton/db';
 import { taskStreamId, type NewEvent } from '@baton/domain';
-import { pgTest as test, waitFor } from '@baton/testing';
+import { pgTest as test, testClient, waitFor } from '@baton/testing';
 import { sql } from 'kysely';
-import pg from 'pg';
 import { describe, expect } from 'vitest';
 import { ConcurrencyError } from './errors.ts';
 import { appendBatch } from './append.ts';
@@ -87,7 +86,7 @@ describe('EventStore.append', () => {
   });
 
   test("an append of an agent's steps alone sends no NOTIFY, and a tailer can read past steps", async ({ pg: { url, store } }) => {
-    const listener = new pg.Client({ connectionString: url });
+    const listener = testClient(url);
     await listener.connect();
     const got: string[] = [];
     listener.on('notification', (n) => got.push(n.channel));
@@ -110,7 +109,7 @@ describe('EventStore.append', () => {
   });
 
   test('single, batched and imported appends all send one NOTIFY payload on commit', async ({ pg: { url, db, store } }) => {
-    const listener = new pg.Client({ connectionString: url });
+    const listener = testClient(url);
     await listener.connect();
     const got: string[] = [];
     listener.on('notification', (n) => got.push(n.payload ?? ''));
@@ -162,7 +161,7 @@ describe('EventStore.append', () => {
 describe('readAll (gap-safe tail)', () => {
   test('a transaction that commits late is still read by a tailing reader', async ({ pg: { url, store } }) => {
     // Transaction A takes a lower position but commits after B; a position-only cursor would skip A.
-    const a = new pg.Client({ connectionString: url });
+    const a = testClient(url);
     await a.connect();
     const taskA = randomUUID();
     const taskB = randomUUID();
@@ -201,8 +200,7 @@ describe('readAll (gap-safe tail)', () => {
       await store.append({ streamId: taskStreamId(taskId), taskId, expectedVersion: 0, events: [submitted(), ...Array.from({ length: 49 }, failed)] });
     }
     await db.pool.query('analyze events');
-    const c = new pg.Client({ connectionString: url });
-    c.on('error', () => {}); // the fixture drops the database (and this session) if the test fails
+    const c = testClient(url);
     await c.connect();
     // Near the end, so a tail reads little. (The horizon is cluster-wide: another test's open transaction may hide rows for a moment.)
     const seen = await waitFor(async () => (await store.readAll(START, 1990, c)).at(1989), { what: 'the history below the horizon' });
@@ -245,7 +243,7 @@ describe('task commands and the tasks read model', () => {
 
   test("watch_since (the watchdog's index) moves only once it lags a second: a lead's steps update the row in place (HOT)", async ({ pg: { url } }) => {
     // One connection, so that its table statistics can be flushed and read back.
-    const client = new pg.Client({ connectionString: url });
+    const client = testClient(url);
     await client.connect();
     try {
       const taskId = randomUUID();

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { agentStreamId, taskStreamId, type NewEvent } from '@baton/domain';
 import { toTaskView } from '@baton/api';
-import { pgTest as test, waitFor } from '@baton/testing';
-import pg from 'pg';
+import { pgTest as test, testClient, waitFor } from '@baton/testing';
+import type pg from 'pg';
 import { describe, expect } from 'vitest';
 import { keepUnfinished, servicesCachePolicy, TaskCache } from './task-cache.ts';
 import { loadTask } from './tasks.ts';
@@ -64,7 +64,7 @@ describe('TaskCache', () => {
     const taskId = randomUUID();
     await store.append({ streamId: taskStreamId(taskId), taskId, expectedVersion: 0, events: [submitted()] });
     // An agent-stream append takes a position, but its transaction stays open…
-    const slow = new pg.Client({ connectionString: url });
+    const slow = testClient(url);
     await slow.connect();
     await slow.query('begin');
     const late = turn('researcher-1', 1);

@@ -5,8 +5,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createDb, migrateToLatest } from '@baton/db';
-import { waitFor, withDatabase } from '@baton/testing';
-import pg from 'pg';
+import { testClient, waitFor, withDatabase } from '@baton/testing';
+import type pg from 'pg';
 import { afterAll, describe, expect, inject, test } from 'vitest';
 import { build } from './kustomize.ts';
 
@@ -37,8 +37,7 @@ function run(databaseUrl: string) {
 }
 
 async function admin<T>(fn: (c: pg.Client) => Promise<T>, url = inject('databaseUrl')): Promise<T> {
-  const c = new pg.Client({ connectionString: url });
-  c.on('error', () => {});
+  const c = testClient(url);
   await c.connect();
   try {
     return await fn(c);

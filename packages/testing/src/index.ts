@@ -10,4 +10,5 @@ export * from './tasks.ts';
 export { fakeMessagesApi, type FakeMessagesApi, type ServedStream, type StreamScript } from './fake-messages-api.ts';
 export { smtpCatcher, type CaughtMail, type SmtpCatcher } from './smtp.ts';
 export { writeSyscalls } from './syscalls.ts';
+export { testClient, testPool } from './pg-clients.ts';
 export { webhookReceiver, type WebhookReceiver } from './webhook-receiver.ts';
