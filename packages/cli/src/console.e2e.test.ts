@@ -173,7 +173,7 @@ describe('the web console, in Chromium', () => {
     await waitFor(async () => (await page.locator('.task-list li[data-task]').count()) === 1, { what: 'only the cancelled task' });
     await page.getByLabel('filter by status').selectOption('');
     await page.getByLabel('filter by team').selectOption('engineering');
-    await page.locator('.task-list li.hint', { hasText: 'No tasks yet.' }).waitFor();
+    await page.locator('.task-list li.hint', { hasText: 'No task matches these filters.' }).waitFor();
     await page.getByLabel('filter by team').selectOption('research');
     await page.locator(`li[data-task="${id}"]`).getByRole('button', { name: `cancel task ${id}` }).click();
     await waitFor(async () => (await task(id)).status === 'cancelled', { what: 'the cancel from the list' });
@@ -261,4 +261,38 @@ describe('the web console, in Chromium', () => {
     expect(t.metadata).toMatchObject({ chatId });
     await shot('7-chat-task');
   });
+
+  it('the task list pages: older tasks load on "Show older tasks" and stay shown, live, as new tasks come and a reload happens', async () => {
+    // More tasks than a page (100) holds: the ones the tests above made, and these.
+    const fillers: string[] = [];
+    for (let i = 0; i < 101; i++) fillers.push(await submit({ prompt: `page filler ${i}`, team: 'bench', requirePlanApproval: true }));
+    let total = 0;
+    for await (const _ of api.tasks({})) total++;
+    expect(total).toBeGreaterThan(100);
+    const rows = page.locator('.task-list li[data-task]');
+    await page.goto(`${url}/#/tasks`);
+    await page.reload(); // a fresh load (the open page had the new tasks come in live: its list is whole)
+    const older = page.getByRole('button', { name: /^Show older tasks/ });
+    await older.waitFor();
+    expect(await rows.count()).toBe(100);
+    expect(await older.textContent()).toBe('Show older tasks (100 shown)');
+    const secondPage = page.locator(`.task-list li[data-task="${fillers[0]}"]`); // the 101st newest
+    expect(await secondPage.count()).toBe(0);
+    await older.click();
+    await waitFor(async () => (await rows.count()) === total, { what: `all ${total} tasks shown` });
+    await older.waitFor({ state: 'detached' }); // every task is shown: nothing older to load
+    // A task on the second page still follows its changes live.
+    await api.cancel(fillers[0] as string, 'from another client');
+    await secondPage.locator('.status.s-cancelled').waitFor();
+    const oldest = (await rows.last().getAttribute('data-task')) as string;
+    // A new task goes on top and pushes nothing out; a reload of the list keeps both pages.
+    const newest = await submit({ prompt: 'newest of all', team: 'bench', requirePlanApproval: true });
+    await page.locator(`.task-list li[data-task="${newest}"]`).waitFor();
+    expect(await rows.first().getAttribute('data-task')).toBe(newest);
+    expect(await rows.count()).toBe(total + 1);
+    await page.evaluate("window.dispatchEvent(new Event('baton:tasks-changed'))"); // what the console does after its own submit
+    await waitFor(async () => (await rows.count()) === total + 1 && (await rows.last().getAttribute('data-task')) === oldest, { what: 'both pages after a reload' });
+    expect(await rows.first().locator('time').getAttribute('datetime')).toMatch(/^\d{4}-\d\d-\d\dT/);
+    await shot('8-task-list-pages');
+  }, 120_000);
 });

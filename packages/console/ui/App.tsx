@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
 import { api, apiKey, ApiError, isFinalStatus, watchTasks, type TaskListItem, type TaskView, type TeamInfo } from './api.ts';
-import { mergeTask } from './task-list.ts';
+import { createdWhen, freshest, mergeTask } from './task-list.ts';
 import { Chat } from './Chat.tsx';
 import { ErrorLine } from './ErrorLine.tsx';
 import { ApprovePlan, TeamSelect } from './TeamSelect.tsx';
@@ -111,31 +111,59 @@ function NewTask({ teams }: { teams: TeamInfo[] }) {
   );
 }
 
-/** How many tasks the list shows (newest first). */
-const LIST_LIMIT = 100;
+/** How many tasks one page of the list holds (newest first); "Show older tasks" loads the next. */
+const PAGE_SIZE = 100;
 
 function TaskList({ selected, teams }: { selected: string | null; teams: TeamInfo[] }) {
   const [status, setStatus] = useState('');
   const [team, setTeam] = useState('');
   const [items, setItems] = useState<TaskListItem[]>([]);
+  /** Where the next (older) page starts; null when every task the filters match is shown. */
+  const [more, setMore] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
+  const [loadingOlder, setLoadingOlder] = useState(false);
   const filter = useRef({ status, team });
   filter.current = { status, team };
+  const complete = useRef(true);
+  complete.current = more === null;
+  /** How many pages the person has asked for: a reload loads as many again, so older tasks stay shown. */
+  const pages = useRef(1);
   const loads = useRef(0);
   const load = useCallback(async () => {
     const seq = ++loads.current;
-    const q = new URLSearchParams({ limit: String(LIST_LIMIT), ...(status ? { status } : {}), ...(team ? { team } : {}) });
     try {
-      const page = await api<{ items: TaskListItem[] }>('GET', `/v1/tasks?${q}`);
+      const loaded: TaskListItem[] = [];
+      const ids = new Set<string>();
+      let cursor: string | null = null;
+      for (let p = 0; p < pages.current; p++) {
+        const q = new URLSearchParams({ limit: String(PAGE_SIZE), ...(status ? { status } : {}), ...(team ? { team } : {}), ...(cursor ? { cursor } : {}) });
+        const page: { items: TaskListItem[]; nextCursor: string | null } = await api('GET', `/v1/tasks?${q}`);
+        for (const t of page.items) {
+          if (ids.has(t.id)) continue; // a task that moved between two pages' reads: shown once
+          ids.add(t.id);
+          loaded.push(t);
+        }
+        cursor = page.nextCursor;
+        if (!cursor) break;
+      }
       if (seq !== loads.current) return; // a later load (the filters changed) answers for the list
-      // A change the stream brought while this load was on its way is newer than what it read: kept.
-      setItems((shown) => page.items.map((t) => shown.find((x) => x.id === t.id && x.version > t.version) ?? t));
+      setItems((shown) => freshest(loaded, shown));
+      setMore(cursor);
       setError(null);
     } catch (err) {
       if (seq === loads.current) setError((err as Error).message);
     }
   }, [status, team]);
-  useEffect(() => void load(), [load]); // and again whenever a filter changes
+  useEffect(() => {
+    pages.current = 1; // the first page again whenever a filter changes
+    void load();
+  }, [load]);
+  const older = async (): Promise<void> => {
+    pages.current++;
+    setLoadingOlder(true);
+    await load();
+    setLoadingOlder(false);
+  };
   // Live: each change on the stream of your tasks' changes is merged into the list as it comes;
   // the list is loaded again when the stream is ready (after a reconnect too: nothing in between
   // is missed). Polled every 4 s while the stream is down, or if the gateway refuses it.
@@ -152,7 +180,7 @@ function TaskList({ selected, teams }: { selected: string | null; teams: TeamInf
       }
     };
     const watch = watchTasks(
-      (t) => setItems((shown) => mergeTask(shown, t, filter.current, LIST_LIMIT)),
+      (t) => setItems((shown) => mergeTask(shown, t, filter.current, complete.current)),
       (state) => {
         polling(state === 'reconnecting');
         if (state === 'live') reload();
@@ -205,7 +233,7 @@ function TaskList({ selected, teams }: { selected: string | null; teams: TeamInf
               {t.forkedFrom && <span className="fork" title={`fork of ${t.forkedFrom.taskId}`}>⑂ fork</span>}
               <span className="prompt">{t.prompt}</span>
               <span className="meta">
-                {t.team} · {new Date(t.createdAt).toLocaleTimeString()}
+                {t.team} · <time dateTime={t.createdAt}>{createdWhen(t.createdAt)}</time>
               </span>
             </a>
             {!isFinalStatus(t.status) && (
@@ -215,8 +243,13 @@ function TaskList({ selected, teams }: { selected: string | null; teams: TeamInf
             )}
           </li>
         ))}
-        {items.length === 0 && !error && <li className="hint">No tasks yet.</li>}
+        {items.length === 0 && !error && <li className="hint">{status || team ? 'No task matches these filters.' : 'No tasks yet.'}</li>}
       </ul>
+      {more !== null && (
+        <button className="small older" onClick={() => void older()} disabled={loadingOlder}>
+          {loadingOlder ? 'Loading…' : `Show older tasks (${items.length} shown)`}
+        </button>
+      )}
     </div>
   );
 }
