@@ -3,7 +3,7 @@ import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import pino from 'pino';
 import { describe, expect } from 'vitest';
 import { z } from 'zod';
-import { startConsumer, retry, type DeadLetter } from './consumer.ts';
+import { ConsumerStoppingError, startConsumer, retry, type DeadLetter } from './consumer.ts';
 import { deadLetterRecorder } from './dead-letters.ts';
 import { busNames } from './subjects.ts';
 import { ensureTopology } from './topology.ts';
@@ -42,6 +42,38 @@ describe('startConsumer', () => {
     const { rows } = await pg.db.pool.query('select consumer, deliveries from dead_letters order by id');
     expect(rows).toHaveLength(2);
     expect(rows[0].consumer).toBe('runner-jobs');
+  });
+
+  test('stop() gives running handlers a grace, then aborts them with a ConsumerStoppingError and hands their messages back; a time limit aborts with another reason', async ({ nats }) => {
+    const names = busNames(nats.namespace);
+    await ensureTopology(await jetstreamManager(nats.nc), names);
+    const js = jetstream(nats.nc);
+    const reasons: unknown[] = [];
+    let running = 0;
+    const opts = {
+      js, stream: names.jobsStream, consumer: names.consumers.runner, schema: Job, log, maxHandlerMs: 60_000, stopGraceMs: 200,
+      onDeadLetter: async () => {},
+      // A handler that runs until its signal aborts, and notes why.
+      handle: async (_job: { n: number }, ctx: { signal: AbortSignal }) => {
+        running++;
+        await new Promise<void>((_, reject) => ctx.signal.addEventListener('abort', () => {
+          reasons.push(ctx.signal.reason);
+          reject(ctx.signal.reason as Error);
+        }, { once: true }));
+      },
+    };
+    const c = await startConsumer(opts);
+    await js.publish(names.jobSubject('run', '00000000-0000-4000-8000-000000000001', 'a'), JSON.stringify({ n: 1 }));
+    await waitFor(() => running === 1, { what: 'the handler to run' });
+    await c.stop();
+    expect(reasons).toHaveLength(1);
+    expect(reasons[0]).toBeInstanceOf(ConsumerStoppingError);
+    // Handed back: the next consumer gets the message again; its time limit aborts it for another reason.
+    const again = await startConsumer({ ...opts, maxHandlerMs: 100 });
+    await waitFor(() => reasons.length === 2, { what: 'the message delivered again, and its time limit' });
+    expect(reasons[1]).not.toBeInstanceOf(ConsumerStoppingError);
+    expect(String(reasons[1])).toMatch(/handler ran past 100 ms/);
+    await again.stop();
   });
 
   test('the acks of handlers that finish in separate callbacks of one event-loop turn go to the server in one socket write', async ({ nats }) => {

@@ -7,6 +7,18 @@ import type { ZodType } from 'zod';
 import { sendSoon } from './coalesce.ts';
 
 /** What a handler decides about a message. Returning nothing means ack. */
+/**
+ * Why a handler's signal aborted when its consumer is stopping (a graceful shutdown that ran
+ * past its grace): the message is handed back, and the handler may tell this apart from its
+ * own time running out (`maxHandlerMs`) by `signal.reason`.
+ */
+export class ConsumerStoppingError extends Error {
+  constructor() {
+    super('the consumer is stopping (a graceful shutdown): the message is handed back');
+    this.name = new.target.name;
+  }
+}
+
 export type Outcome = { kind: 'ack' } | { kind: 'retry'; delayMs?: number; reason?: string } | { kind: 'term'; reason: string };
 export const ack: Outcome = { kind: 'ack' };
 export const retry = (reason: string, delayMs?: number): Outcome => ({ kind: 'retry', reason, ...(delayMs !== undefined ? { delayMs } : {}) });
@@ -68,6 +80,11 @@ export interface ConsumerOptions<T> {
    * handler that hangs can then never hold its work forever (its late writes are fenced).
    */
   maxHandlerMs?: number;
+  /**
+   * How long `stop()` lets handlers still running finish before their signal aborts (reason: a
+   * ConsumerStoppingError) and their messages are handed back; default 10 s.
+   */
+  stopGraceMs?: number;
   onDeadLetter: (d: DeadLetter) => Promise<void>;
   /** The server said the stream or consumer is gone (a TopologyWatch re-creates it; pulls then resume). */
   onMissing?: (status: string) => void;
@@ -293,9 +310,9 @@ export async function startConsumer<T>(o: ConsumerOptions<T>): Promise<RunningCo
       messages.stop();
       await loop.catch(() => {});
       // Let in-flight work finish (graceful drain); handlers see the signal only if they are still running after that.
-      const grace = new Promise((r) => setTimeout(r, 10_000).unref());
+      const grace = new Promise((r) => setTimeout(r, o.stopGraceMs ?? 10_000).unref());
       await Promise.race([Promise.allSettled([...inFlight]), grace]);
-      abort.abort();
+      abort.abort(new ConsumerStoppingError());
       await Promise.allSettled([...inFlight]);
       sendSoon.flush(); // the acks of the last handlers go before the connection is drained
     },

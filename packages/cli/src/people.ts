@@ -81,6 +81,8 @@ export function describeEvent(e: ApiEvent): string {
     case 'SubagentStarted':
       // A runner records each attempt twice: its claim on the task stream, then on the agent's own stream (the fence).
       return `${head} ${String(d.agentId)} attempt ${String(d.attempt)} on ${String(d.runnerId)}${isTaskStream(e.streamId) ? '' : ' (its own stream: an older attempt still running is fenced off)'}`;
+    case 'SubagentHandedBack':
+      return `${head} ${String(d.agentId)} attempt ${String(d.attempt)} handed back by ${String(d.runnerId)} (${String(d.reason)}): the next attempt takes it up`;
     case 'SubagentCompleted':
       return `${head} ${String(d.agentId)}: ${String(d.summary).slice(0, 160)}`;
     case 'TaskCompleted':

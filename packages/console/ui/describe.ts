@@ -42,6 +42,8 @@ export function describe(e: EventView): string {
     case 'SubagentStarted':
       // A runner records each attempt twice: its claim on the task stream, then on the agent's own stream (the fence).
       return onTaskStream(e) ? `${s(d.agentId)} runs (attempt ${String(d.attempt)} on ${s(d.runnerId)})` : `${s(d.agentId)} takes its own stream for attempt ${String(d.attempt)} (an older attempt still running is fenced off)`;
+    case 'SubagentHandedBack':
+      return `${s(d.agentId)}'s attempt ${String(d.attempt)} handed back by ${s(d.runnerId)} (${s(d.reason, 100)}): the next attempt takes it up`;
     case 'SubagentPaused':
       return `${s(d.agentId)} paused: the budget is reached`;
     case 'SubagentCompleted':

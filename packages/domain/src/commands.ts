@@ -15,6 +15,8 @@ export type Command =
   | ({ type: 'StartSubagent' } & EventData<'SubagentStarted'>)
   /** The attempt just started takes the subagent's own stream (its version moves, so an older attempt's next write conflicts). */
   | ({ type: 'ClaimAgentStream' } & EventData<'SubagentStarted'>)
+  /** A stopping runner aborted the attempt it ran: the attempt goes back, and does not count as lost (its attempt must be current). */
+  | ({ type: 'HandBackSubagent' } & EventData<'SubagentHandedBack'>)
   | ({ type: 'CompleteSubagent' } & EventData<'SubagentCompleted'>)
   | ({ type: 'FailSubagent' } & EventData<'SubagentFailed'>)
   /** A subagent about to call its model found the budget held: it pauses (its attempt must be current). */

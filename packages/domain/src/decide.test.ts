@@ -174,6 +174,21 @@ describe('subagents', () => {
     const results: DecidedEvent = { type: 'ToolResultsRecorded', data: { agentId: 'researcher-1', results: [{ toolUseId: 'w1', toolName: 'write_file', content: 'ok', isError: false }] } };
     expect(stalled([...progressed, agentStarted('researcher-1', 3), results])).toBe(0);
   });
+  it('an attempt its stopping runner handed back does not count as lost; only the current attempt of a running agent can be handed back', () => {
+    const handedBack = (attempt: number): DecidedEvent => ({ type: 'SubagentHandedBack', data: { agentId: 'researcher-1', attempt, runnerId: 'r1', reason: 'its runner stopped (a graceful shutdown)' } });
+    const stalled = (hist: DecidedEvent[]) => stateOf(recorded(hist)).agents['researcher-1']?.stalledAttempts;
+    const base = [...leadWaitingOnTool, dispatched(), agentStarted('researcher-1', 1)];
+    given(base).when({ type: 'HandBackSubagent', agentId: 'researcher-1', attempt: 1, runnerId: 'r1', reason: 'its runner stopped (a graceful shutdown)' }).then([handedBack(1)]);
+    given(base).when({ type: 'HandBackSubagent', agentId: 'researcher-1', attempt: 2, runnerId: 'r1', reason: 'x' }).thenThrows(StaleAttemptError);
+    given([...base, agentStarted('researcher-1', 2)]).when({ type: 'HandBackSubagent', agentId: 'researcher-1', attempt: 1, runnerId: 'r1', reason: 'x' }).thenThrows(StaleAttemptError);
+    // Six deployments in a row, each interrupting the same long model call: nothing is counted as lost.
+    const deployments = [...leadWaitingOnTool, dispatched()];
+    for (let n = 1; n <= 6; n++) deployments.push(agentStarted('researcher-1', n), handedBack(n));
+    expect(stalled(deployments)).toBe(0);
+    expect(stateOf(recorded(deployments)).agents['researcher-1']).toMatchObject({ status: 'running', attempt: 6 });
+    // A crash is still a loss: attempts lost in a row count around a hand-back.
+    expect(stalled([...base, agentStarted('researcher-1', 2), handedBack(2), agentStarted('researcher-1', 3)])).toBe(2);
+  });
   it('illegal: dispatching a tool use twice, an unknown tool use, a duplicate agent id, completing a dispatched agent', () => {
     const hist = [...leadWaitingOnTool, dispatched()];
     given(hist).when(cmd('DispatchSubagent', dispatched('researcher-2').data)).thenThrows(IllegalTransitionError, /is dispatched/);

@@ -119,6 +119,13 @@ export function decide(command: Command, state: TaskState): DecidedEvent[] {
       return [{ type: 'SubagentFailed', data: rest as DecidedData<'SubagentFailed'> }];
     }
 
+    case 'HandBackSubagent': {
+      mustBeLive();
+      const agent = requireAgent(state, command.agentId);
+      if (agent.status !== 'running' || command.attempt !== agent.attempt) throw new StaleAttemptError(agent.id, command.attempt, agent.attempt);
+      return [{ type: 'SubagentHandedBack', data: rest as DecidedData<'SubagentHandedBack'> }];
+    }
+
     case 'PauseSubagent': {
       mustBeLive();
       const agent = requireAgent(state, command.agentId);

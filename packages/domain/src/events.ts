@@ -130,6 +130,13 @@ export const eventDataSchemas = {
     round: z.number().int().nonnegative().optional(),
   }),
   SubagentStarted: z.object({ agentId: AgentId, attempt: z.number().int().positive(), runnerId: z.string().min(1) }),
+  /**
+   * The runner of this attempt stopped gracefully (a deployment, a scale-down) and aborted it
+   * before it was done: the job goes back to the queue and the next attempt takes it up. Such an
+   * attempt was not lost to the agent's own work, so it does not count toward the attempts lost
+   * in a row (`stalledAttempts`) after which the watchdog gives the agent up.
+   */
+  SubagentHandedBack: z.object({ agentId: AgentId, attempt: z.number().int().positive(), runnerId: z.string().min(1), reason: z.string() }),
   SubagentCompleted: z.object({
     agentId: AgentId,
     attempt: z.number().int().positive(),

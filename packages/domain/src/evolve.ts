@@ -142,6 +142,10 @@ export function evolve(state: TaskState, event: RecordedEvent): TaskState {
       else if (agent && s.lead) s = resolveToolUse(s, s.lead.agentId, agent.toolUseId, { content: `subagent ${d.agentId} failed (${d.code}): ${d.message}`, isError: true });
       break;
     }
+    case 'SubagentHandedBack':
+      // The attempt's start counted it as lost until now: it was handed back instead (still running: the next attempt takes it up).
+      s = updateAgent(s, event.data.agentId, (a) => (a.attempt === event.data.attempt ? { ...a, stalledAttempts: Math.max(0, a.stalledAttempts - 1) } : a));
+      break;
     case 'SubagentPaused':
       s = updateAgent(s, event.data.agentId, (a) => (a.status === 'running' ? { ...a, status: 'paused', heldByBudget: true } : a));
       break;

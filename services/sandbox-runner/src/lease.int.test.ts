@@ -6,7 +6,8 @@ import { handleCommand, loadTask, type EventStore } from '@baton/event-store';
 import { silentLogger } from '@baton/runtime';
 import { LocalSandboxProvider } from '@baton/sandbox';
 import { acquireLease, leaseOf, searchCorpus, watchCandidates } from '@baton/storage';
-import { dispatchedTask, pgTest as test } from '@baton/testing';
+import { ConsumerStoppingError } from '@baton/bus';
+import { dispatchedTask, pgTest as test, waitFor } from '@baton/testing';
 import { afterEach, beforeEach, describe, expect } from 'vitest';
 import { handBackPredecessors } from './predecessors.ts';
 import { runSubagentJob, type RunnerDeps } from './subagent.ts';
@@ -72,6 +73,40 @@ describe('agent leases (the runner)', () => {
     release();
     expect(await job).toBe('completed');
     expect(await leaseOf(pg.db.pool, id, 'researcher-1')).toBeNull();
+  });
+});
+
+describe('a stopping runner hands its attempt back', () => {
+  /** A model call that lasts until the job's signal aborts (a long call a deployment interrupts). */
+  const endless: RunnerDeps['model'] = {
+    name: 'endless',
+    complete: (r) => new Promise((_, reject) => r.signal?.addEventListener('abort', () => reject(r.signal?.reason as Error), { once: true })),
+  };
+  const abortedRun = async (store: EventStore, id: string, reason: Error): Promise<void> => {
+    const ctl = new AbortController();
+    const job = runSubagentJob({ ...deps(store, 'runner-a'), model: endless }, id, 'researcher-1', () => {}, { signal: ctl.signal });
+    await waitFor(async () => (await leaseOf(store.pool, id, 'researcher-1'))?.holder === 'runner-a' && (await loadTask(store, id)).state.agents['researcher-1']?.status === 'running', { what: 'the attempt to run' });
+    ctl.abort(reason);
+    await expect(job).rejects.toThrow();
+  };
+
+  test('an attempt aborted because its runner stops is recorded as handed back and not counted as lost; one aborted for another reason is', async ({ pg }) => {
+    const id = await dispatchedTask(pg.store);
+    const agent = async () => (await loadTask(pg.store, id)).state.agents['researcher-1'];
+    // Six graceful stops in a row, each during the same long model call: more than WATCHDOG_MAX_STALLED_ATTEMPTS (5).
+    for (let n = 1; n <= 6; n++) {
+      await abortedRun(pg.store, id, new ConsumerStoppingError());
+      expect(await agent()).toMatchObject({ status: 'running', attempt: n, stalledAttempts: 0 });
+    }
+    const { events } = await loadTask(pg.store, id);
+    expect(events.filter((e) => e.type === 'SubagentHandedBack').map((e) => e.data)).toEqual(
+      [1, 2, 3, 4, 5, 6].map((attempt) => ({ agentId: 'researcher-1', attempt, runnerId: 'runner-a', reason: 'its runner stopped (a graceful shutdown)' })),
+    );
+    // Its time running out is not a hand-back: that attempt counts.
+    await abortedRun(pg.store, id, new Error('handler ran past 100 ms'));
+    expect(await agent()).toMatchObject({ status: 'running', attempt: 7, stalledAttempts: 1 });
+    // And the agent goes on to complete.
+    expect(await runSubagentJob(deps(pg.store, 'runner-b'), id, 'researcher-1', () => {})).toBe('completed');
   });
 });
 

@@ -1,5 +1,6 @@
 import { agentStreamId, isFinal, isToolUse, type Command, type RecordedEvent, type TaskState } from '@baton/domain';
 import { inSpan, metrics } from '@baton/telemetry';
+import { ConsumerStoppingError } from '@baton/bus';
 import { builtinTeams, editFileTool, findAgent, outboxRequest, runAgentLoop, submitReviewTool, writeFileTool, type AgentDefinition, type LoopHost, type ModelClient, type TeamCatalog, type TeamDefinition } from '@baton/agents';
 import { handleCommand, isConcurrencyError, loadTask, retryOnConflict, TaskWriter, type EventStore, type LoadedTask, type TaskLoader } from '@baton/event-store';
 import { acquireLease, releaseLease, renewLease, type CorpusHit, type StoredArtifact } from '@baton/storage';
@@ -285,9 +286,33 @@ export async function runSubagentJob(
     }
   } catch (err) {
     lease?.failed(err);
+    if (signal?.reason instanceof ConsumerStoppingError) await handBack(d, load, taskId, agentId, attempt);
     throw err;
   } finally {
     await lease?.release();
+  }
+}
+
+/**
+ * This runner is stopping and aborted the attempt it ran (its job goes back to the queue): the
+ * log says so, so that the attempt does not count as one lost to the agent's own work
+ * (`stalledAttempts`) — a deployment that interrupts an agent's long model call again and again
+ * must not get it given up. Only while the attempt is still the agent's current one.
+ */
+async function handBack(d: Pick<RunnerDeps, 'store' | 'runnerId' | 'log' | 'committed'>, load: TaskLoader, taskId: string, agentId: string, attempt: number): Promise<void> {
+  try {
+    const done = await handleCommand(
+      d.store,
+      taskId,
+      (s): Command | null => {
+        const a = s.agents[agentId];
+        return !isFinal(s) && a?.status === 'running' && a.attempt === attempt ? { type: 'HandBackSubagent', agentId, attempt, runnerId: d.runnerId, reason: 'its runner stopped (a graceful shutdown)' } : null;
+      },
+      { load },
+    );
+    d.committed?.(done.events);
+  } catch (err) {
+    d.log.warn({ err, taskId, agentId, attempt }, 'could not record the hand-back: the attempt counts as lost');
   }
 }
 
