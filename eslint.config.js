@@ -26,4 +26,15 @@ export default tseslint.config(
       'no-empty-pattern': 'off',
     },
   },
+  {
+    // A test's own Postgres connections listen for 'error' (@baton/testing's testPool/testClient):
+    // a bare client whose session the server ends throws in the worker and fails the run.
+    files: ['**/*.test.ts'],
+    rules: {
+      'no-restricted-syntax': ['error', {
+        selector: "NewExpression[callee.object.name='pg'][callee.property.name=/^(Pool|Client)$/]",
+        message: "use testPool/testClient from @baton/testing: a bare pg client's 'error' is thrown in the test worker",
+      }],
+    },
+  },
 );

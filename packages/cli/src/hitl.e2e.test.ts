@@ -17,6 +17,9 @@ const run = promisify(execFile);
  * Parallel waits, cancel and fork through the four services as processes, decided with the
  * CLI (`baton answer`, `baton cancel`) and followed with `baton watch`.
  */
+/** A test that runs the CLI as a process a dozen times: each start is slow on a busy machine (the whole suite beside it). */
+const CLI_TEST_MS = 240_000;
+
 describe('human in the loop, end to end', () => {
   let stack: E2eStack;
   let api: BatonClient;
@@ -220,7 +223,7 @@ describe('human in the loop, end to end', () => {
     } finally {
       await endpoint.close();
     }
-  });
+  }, CLI_TEST_MS);
 
   it('baton submit --workspace <directory | .tar.gz> and --example: the task starts from that codebase (a directory archived without .git and node_modules); what the gateway refuses is said', async () => {
     const dir = await mkdtemp(path.join(tmpdir(), 'baton-cli-ws-'));
@@ -253,7 +256,7 @@ describe('human in the loop, end to end', () => {
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
-  });
+  }, CLI_TEST_MS);
 
   it('chat from the CLI: the reply streams to stdout, the conversation goes on with --chat, is listed, and becomes a task; a bad chat id is said', async () => {
     const chat = (...args: string[]) => run(process.execPath, ['packages/cli/src/main.ts', 'chat', ...args], { cwd: ROOT, env: { ...process.env, BATON_URL: url } });
@@ -268,5 +271,5 @@ describe('human in the loop, end to end', () => {
     expect(made).toMatch(/^task [0-9a-f-]{36} {2}\w+ {2}v\d+ {2}team bench/);
     expect(await cli('chats')).toMatch(new RegExp(`^${chatId}  .*4 messages, 1 task  `, 'm'));
     await expect(chat('hello', '--chat', '00000000-0000-4000-8000-000000000000')).rejects.toThrow(/chat 00000000-0000-4000-8000-000000000000 not found \(HTTP 404/);
-  });
+  }, CLI_TEST_MS);
 });

@@ -9,10 +9,8 @@ import { listTasks, type ListOptions } from './list.ts';
 import { WORKSPACE_EXCLUDES, workspaceFromPath } from './workspace.ts';
 import { describeChat, describeDelivery, describeTeam, describeWebhook, listing } from './views.ts';
 import { ApiError, BatonClient, type ApiEvent } from '@baton/client';
-import { printProfiles } from './cpuprofile.ts';
-import { runBench } from './bench.ts';
-import { runChaos } from './chaos.ts';
-import { launch, prepareDatabase, redact } from './launcher.ts';
+// `up`, `bench`, `chaos` and `cpuprofile` load what they need (the services' packages, the
+// database, the sandboxes) when they run: every other command is an API call and starts fast.
 
 const program = new Command('baton').description('Baton: durable, human-in-the-loop runtime for multi-agent tasks');
 /** A commander option parser for a positive number, naming the option when it is not one. */
@@ -50,6 +48,7 @@ program
       env.MAIL_LINK_SECRET = randomBytes(32).toString('hex');
       say('MAIL_LINK_SECRET is not set: mailed links are signed with a secret made for this run (set it to keep links working across restarts)');
     }
+    const { launch, prepareDatabase, redact } = await import('./launcher.ts');
     say(`Postgres ${redact(env.DATABASE_URL)} · NATS ${env.NATS_URL} · model: ${env.ANTHROPIC_API_KEY ? 'Claude (key set)' : 'offline'}`);
     await prepareDatabase(env.DATABASE_URL, say);
     let stopping = false;
@@ -356,6 +355,7 @@ program
   .option('--out <file>', 'JSON results', '.bench/results.json')
   .option('--hops', 'trace the services and break M2 down by hop (tracing adds its own cost to every figure)')
   .action(async (opts: { m1Runs: string; m2Runs: string; m3Runs: string; m4Runs: string; m4Idle: string; rounds: string; only?: string; out: string; hops?: boolean }) => {
+    const { runBench } = await import('./bench.ts');
     await runBench({
       databaseUrl: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',
       natsUrl: process.env.NATS_URL ?? 'nats://127.0.0.1:4222',
@@ -380,6 +380,7 @@ program
   .option('--top <n>', 'rows per list', '15')
   .option('--skip-ms <ms>', 'leave out the first ms of each profile (start-up, warm-up)', '0')
   .action(async (files: string[], opts: { perStep?: string; top: string; skipMs: string }) => {
+    const { printProfiles } = await import('./cpuprofile.ts');
     await printProfiles(files, { top: Number(opts.top), skipMs: Number(opts.skipMs), ...(opts.perStep ? { perStep: Number(opts.perStep) } : {}) });
   });
 
@@ -393,6 +394,7 @@ program
   .option('--verbose', 'print service logs')
   .option('--faults <list>', 'more faults among the kills: bus-wipes=N,nats-restarts=N,postgres-restarts=N (NATS and Postgres faults run on private servers this run starts)', '')
   .action(async (opts: { tasks: string; kills: string; seed: string; timeout: string; verbose?: boolean; faults: string }) => {
+    const { runChaos } = await import('./chaos.ts');
     const report = await runChaos({
       databaseUrl: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',
       natsUrl: process.env.NATS_URL ?? 'nats://127.0.0.1:4222',
