@@ -24,6 +24,16 @@ describe('describeRequest', () => {
   });
 });
 
+describe('describeRequest: an approval', () => {
+  const approval = (plan: string) =>
+    describeRequest('t-1', { kind: 'approval', requestId: 'apr-1', agentId: 'lead', toolUseId: 'tu-1', toolName: 'submit_plan', input: { summary: 's' }, inputDigest: 'd', plan, deadline: '2026-11-26T19:18:27.302Z', onTimeout: 'reject', openedAt: '2026-11-26T19:08:27.302Z' }).split('\n');
+  it('a plan of one line follows its label; a longer one is indented under it, blank lines left blank', () => {
+    expect(approval('Research, then write.')[1]).toBe('   plan: Research, then write.');
+    expect(approval('Plan: add an endpoint.\n\n1. backend\n   locks: api/**\n').slice(1, 6)).toEqual(['   plan:', '     Plan: add an endpoint.', '', '     1. backend', '        locks: api/**']);
+    expect(approval('')[1]).toBe('   input: {"summary":"s"}');
+  });
+});
+
 describe('describeTask', () => {
   it("says why an agent failed, under the agent", () => {
     const agent = { id: 'researcher-1', type: 'researcher', role: 'delegation', status: 'failed', turns: 0, subtaskId: null, fileLocks: null, filesCreated: [], filesModified: [], tests: null, usage: { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 }, error: { code: 'agent_lost', message: 'agent researcher-1 was started 5 times in a row' } };

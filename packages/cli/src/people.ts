@@ -25,7 +25,10 @@ export function describeRequest(taskId: string, r: PendingRequestView): string {
   const lines: string[] = [];
   if (r.kind === 'approval') {
     lines.push(`⏸  approval ${r.requestId} — ${r.agentId} wants to call ${r.toolName}`);
-    if (r.plan) lines.push(...r.plan.split('\n').map((l) => `   plan: ${l}`));
+    // A plan of one line follows its label; a longer one is indented under it, as written (blank lines kept blank).
+    const plan = (r.plan ?? '').trim().split('\n');
+    if (plan.length === 1 && plan[0]) lines.push(`   plan: ${plan[0]}`);
+    else if (plan.length > 1) lines.push('   plan:', ...plan.map((l) => (l.trim() ? `     ${l}` : '')));
     lines.push(`   input: ${JSON.stringify(r.input)}`);
     lines.push(`   deadline: ${r.deadline} (then: ${r.onTimeout})`);
     lines.push(`   → baton approve ${taskId} ${r.requestId} [--input '<json>']   |   baton reject ${taskId} ${r.requestId} --reason '…'`);
