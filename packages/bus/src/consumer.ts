@@ -6,7 +6,6 @@ import type { Logger } from 'pino';
 import type { ZodType } from 'zod';
 import { sendSoon } from './coalesce.ts';
 
-/** What a handler decides about a message. Returning nothing means ack. */
 /**
  * Why a handler's signal aborted when its consumer is stopping (a graceful shutdown that ran
  * past its grace): the message is handed back, and the handler may tell this apart from its
@@ -19,6 +18,7 @@ export class ConsumerStoppingError extends Error {
   }
 }
 
+/** What a handler decides about a message. Returning nothing means ack. */
 export type Outcome = { kind: 'ack' } | { kind: 'retry'; delayMs?: number; reason?: string } | { kind: 'term'; reason: string };
 export const ack: Outcome = { kind: 'ack' };
 export const retry = (reason: string, delayMs?: number): Outcome => ({ kind: 'retry', reason, ...(delayMs !== undefined ? { delayMs } : {}) });

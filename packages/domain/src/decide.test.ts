@@ -181,6 +181,9 @@ describe('subagents', () => {
     given(base).when({ type: 'HandBackSubagent', agentId: 'researcher-1', attempt: 1, runnerId: 'r1', reason: 'its runner stopped (a graceful shutdown)' }).then([handedBack(1)]);
     given(base).when({ type: 'HandBackSubagent', agentId: 'researcher-1', attempt: 2, runnerId: 'r1', reason: 'x' }).thenThrows(StaleAttemptError);
     given([...base, agentStarted('researcher-1', 2)]).when({ type: 'HandBackSubagent', agentId: 'researcher-1', attempt: 1, runnerId: 'r1', reason: 'x' }).thenThrows(StaleAttemptError);
+    // Once per attempt: a second hand-back is refused, and a repeated event changes nothing.
+    given([...base, handedBack(1)]).when({ type: 'HandBackSubagent', agentId: 'researcher-1', attempt: 1, runnerId: 'r1', reason: 'x' }).thenThrows(IllegalTransitionError, /handed back already/);
+    expect(stalled([...leadWaitingOnTool, dispatched(), agentStarted('researcher-1', 1), agentStarted('researcher-1', 2), handedBack(2), handedBack(2)])).toBe(1);
     // Six deployments in a row, each interrupting the same long model call: nothing is counted as lost.
     const deployments = [...leadWaitingOnTool, dispatched()];
     for (let n = 1; n <= 6; n++) deployments.push(agentStarted('researcher-1', n), handedBack(n));

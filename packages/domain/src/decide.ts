@@ -123,6 +123,7 @@ export function decide(command: Command, state: TaskState): DecidedEvent[] {
       mustBeLive();
       const agent = requireAgent(state, command.agentId);
       if (agent.status !== 'running' || command.attempt !== agent.attempt) throw new StaleAttemptError(agent.id, command.attempt, agent.attempt);
+      if (agent.handedBack) throw new IllegalTransitionError(command.type, status, `attempt ${agent.attempt} of agent '${agent.id}' was handed back already`);
       return [{ type: 'SubagentHandedBack', data: rest as DecidedData<'SubagentHandedBack'> }];
     }
 

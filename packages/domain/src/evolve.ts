@@ -78,6 +78,7 @@ export function evolve(state: TaskState, event: RecordedEvent): TaskState {
         prompt: d.prompt,
         attempt: 0,
         stalledAttempts: 0,
+        handedBack: false,
         streamVersion: 0,
         filesCreated: [],
         filesModified: [],
@@ -99,7 +100,9 @@ export function evolve(state: TaskState, event: RecordedEvent): TaskState {
     }
     case 'SubagentStarted':
       // Recorded twice per attempt (the claim on the task stream, the fence on the agent's): only the claim starts one.
-      s = updateAgent(s, event.data.agentId, (a) => ({ ...a, status: 'running', attempt: event.data.attempt, stalledAttempts: event.data.attempt > a.attempt ? a.stalledAttempts + 1 : a.stalledAttempts }));
+      s = updateAgent(s, event.data.agentId, (a) =>
+        event.data.attempt > a.attempt ? { ...a, status: 'running', attempt: event.data.attempt, stalledAttempts: a.stalledAttempts + 1, handedBack: false } : { ...a, status: 'running', attempt: event.data.attempt },
+      );
       break;
     case 'SubagentCompleted': {
       const d = event.data;
@@ -144,7 +147,7 @@ export function evolve(state: TaskState, event: RecordedEvent): TaskState {
     }
     case 'SubagentHandedBack':
       // The attempt's start counted it as lost until now: it was handed back instead (still running: the next attempt takes it up).
-      s = updateAgent(s, event.data.agentId, (a) => (a.attempt === event.data.attempt ? { ...a, stalledAttempts: Math.max(0, a.stalledAttempts - 1) } : a));
+      s = updateAgent(s, event.data.agentId, (a) => (a.attempt === event.data.attempt && !a.handedBack ? { ...a, stalledAttempts: Math.max(0, a.stalledAttempts - 1), handedBack: true } : a));
       break;
     case 'SubagentPaused':
       s = updateAgent(s, event.data.agentId, (a) => (a.status === 'running' ? { ...a, status: 'paused', heldByBudget: true } : a));

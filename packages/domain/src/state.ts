@@ -47,6 +47,8 @@ export interface AgentState extends AgentLoopState {
    * the watchdog gives up after a few instead of starting it forever.
    */
   stalledAttempts: number;
+  /** The current attempt was handed back by its stopping runner (SubagentHandedBack): not counted in stalledAttempts, and not handed back twice. */
+  handedBack: boolean;
   /** Version of the agent's own stream `agent-<taskId>-<agentId>`. */
   streamVersion: number;
   filesCreated: string[];

@@ -51,7 +51,7 @@ export function watchdogActions(s: TaskState, leases: readonly Lease[], now: Dat
     if (l && l.holder !== WATCHDOG_HOLDER && l.expiresAt > now) continue; // being worked on
     const last = l?.lastError ? ` Last error: ${l.lastError}` : '';
     if (a.status === 'running' && a.stalledAttempts >= o.maxStalledAttempts) {
-      out.fail.push({ agentId: a.id, message: `agent ${a.id} was started ${a.stalledAttempts} times in a row (attempts ${a.attempt - a.stalledAttempts + 1}–${a.attempt}) and each attempt was lost before it recorded a turn: its runner stopped every time (a crash, out of memory, a kill). Given up rather than started again.${last}` });
+      out.fail.push({ agentId: a.id, message: `agent ${a.id} lost ${a.stalledAttempts} attempts in a row (the last: attempt ${a.attempt}), each before it recorded a turn: its runner stopped every time (a crash, out of memory, a kill; attempts a stopping runner handed back do not count). Given up rather than started again.${last}` });
       continue;
     }
     const tried = l?.holder === WATCHDOG_HOLDER && l.attempt === a.attempt ? l.fires : 0;

@@ -108,6 +108,18 @@ describe('a stopping runner hands its attempt back', () => {
     // And the agent goes on to complete.
     expect(await runSubagentJob(deps(pg.store, 'runner-b'), id, 'researcher-1', () => {})).toBe('completed');
   });
+
+  test('a job that starts once its runner is stopping claims nothing: no attempt, no lease, no hand-back', async ({ pg }) => {
+    const id = await dispatchedTask(pg.store);
+    const before = (await loadTask(pg.store, id)).events.length;
+    const ctl = new AbortController();
+    ctl.abort(new ConsumerStoppingError());
+    await expect(runSubagentJob({ ...deps(pg.store, 'runner-a'), model: endless }, id, 'researcher-1', () => {}, { signal: ctl.signal })).rejects.toBeInstanceOf(ConsumerStoppingError);
+    const after = await loadTask(pg.store, id);
+    expect(after.events).toHaveLength(before);
+    expect(after.state.agents['researcher-1']).toMatchObject({ status: 'dispatched', attempt: 0 });
+    expect(await leaseOf(pg.db.pool, id, 'researcher-1')).toBeNull();
+  });
 });
 
 describe("a restarted runner hands back its predecessor's agents", () => {

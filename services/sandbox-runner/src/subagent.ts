@@ -118,14 +118,20 @@ export async function runSubagentJob(
     return 'failed';
   }
   const attempt = agent0.attempt + 1;
+  // A job that starts once its runner is already stopping (it waited behind another of the same
+  // agent) claims nothing: its message goes back as it is.
+  signal?.throwIfAborted();
   // The lease first: a live one held by another runner means the agent is being run — this
   // delivery is a duplicate (an ack that came late, a re-dispatch) and is dropped; the lease's
   // holder owns the agent, and the watchdog re-dispatches it if that holder goes quiet.
   const lease = d.lease ? await holdLease(d, d.lease, taskId, agentId, attempt) : null;
   if (lease === 'held') return 'held-elsewhere';
+  /** This job recorded the attempt's start: only then is the attempt its to hand back. */
+  let ours = false;
   try {
     const claimed = await claimAttempt(d, taskId, agentId, attempt, initial);
     if (!claimed) return 'superseded';
+    ours = true;
     let sandbox: Sandbox;
     try {
       sandbox = await inSpan('baton.sandbox.open', { attributes: { 'baton.sandbox.provider': d.sandboxes.name, 'baton.task_id': taskId, 'gen_ai.agent.id': agentId, 'baton.attempt': attempt } }, () =>
@@ -286,7 +292,7 @@ export async function runSubagentJob(
     }
   } catch (err) {
     lease?.failed(err);
-    if (signal?.reason instanceof ConsumerStoppingError) await handBack(d, load, taskId, agentId, attempt);
+    if (ours && signal?.reason instanceof ConsumerStoppingError) await handBack(d, load, taskId, agentId, attempt);
     throw err;
   } finally {
     await lease?.release();
