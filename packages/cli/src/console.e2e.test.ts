@@ -294,5 +294,34 @@ describe('the web console, in Chromium', () => {
     await waitFor(async () => (await rows.count()) === total + 1 && (await rows.last().getAttribute('data-task')) === oldest, { what: 'both pages after a reload' });
     expect(await rows.first().locator('time').getAttribute('datetime')).toMatch(/^\d{4}-\d\d-\d\dT/);
     await shot('8-task-list-pages');
+    total += 1;
+    // On a fresh first page, tasks that come in live join it; a reload then keeps every one
+    // shown: it reads on down to the oldest task shown (here into the second page, which it
+    // shows whole), not only the one page asked for.
+    await page.reload();
+    await older.waitFor();
+    const lastShown = (await rows.last().getAttribute('data-task')) as string;
+    for (let i = 0; i < 3; i++) await submit({ prompt: `live ${i}`, team: 'bench', requirePlanApproval: true });
+    total += 3;
+    await waitFor(async () => (await rows.count()) === 103, { what: 'three tasks come in live' });
+    let listReads = 0;
+    const countReads = (r: { url(): string; request(): { method(): string; headers(): Record<string, string> } }): void => {
+      if (new URL(r.url()).pathname === '/v1/tasks' && r.request().method() === 'GET' && !(r.request().headers()['accept'] ?? '').includes('text/event-stream')) listReads++;
+    };
+    page.on('response', countReads);
+    await page.evaluate("window.dispatchEvent(new Event('baton:tasks-changed'))");
+    await waitFor(() => listReads >= 2, { what: 'the reload to read two pages (down to the oldest task shown)' });
+    page.off('response', countReads);
+    await waitFor(async () => (await rows.count()) === total, { what: `all ${total} tasks (two whole pages) after the reload` });
+    expect(await page.locator(`.task-list li[data-task="${lastShown}"]`).count()).toBe(1);
+    // Search: only tasks whose prompt contains the text (any case), one page of them; none says so.
+    await page.getByLabel('search prompts').fill('PAGE FILLER 10');
+    await waitFor(async () => (await rows.count()) === 2, { what: "the two fillers whose prompt contains 'page filler 10'" });
+    expect((await rows.locator('.prompt').allTextContents()).sort()).toEqual(['page filler 10', 'page filler 100']);
+    await older.waitFor({ state: 'detached' });
+    await page.getByLabel('search prompts').fill('no prompt says this');
+    await page.locator('.task-list li.hint', { hasText: 'No task matches these filters.' }).waitFor();
+    await page.getByLabel('search prompts').fill('');
+    await waitFor(async () => (await rows.count()) === 100, { what: 'the first page again once the search is cleared' });
   }, 120_000);
 });

@@ -61,6 +61,44 @@ describe('baton list --follow', () => {
     }
   });
 
+  it('--search: the list asks for it; of the changes the stream brings, only tasks whose prompt contains it are printed', async () => {
+    const at = new Date().toISOString();
+    const listed = { ...task('a', 'running', 2, at), prompt: 'A report on vector databases' };
+    const matching = { ...task('b', 'awaiting_input', 3, at), prompt: 'Compare VECTOR search engines' };
+    const other = { ...task('c', 'running', 4, at), prompt: 'Something else' };
+    const lists: string[] = [];
+    const server = createServer((req, res) => {
+      if ((req.headers.accept ?? '').includes('text/event-stream')) {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write('event: ready\ndata: {}\n\n');
+        const send = setInterval(() => {
+          if (lists.length === 0) return;
+          clearInterval(send);
+          res.write(`event: task\ndata: ${JSON.stringify(other)}\n\nevent: task\ndata: ${JSON.stringify(matching)}\n\n`);
+        }, 5);
+        req.on('close', () => clearInterval(send));
+        return;
+      }
+      lists.push(new URL(req.url ?? '/', 'http://x').search);
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ items: [listed], nextCursor: null }));
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const out: string[] = [];
+    const ctl = new AbortController();
+    try {
+      const api = new BatonClient(`http://127.0.0.1:${(server.address() as { port: number }).port}`);
+      const done = listTasks(api, { search: 'vector', limit: 50, follow: true, signal: ctl.signal }, { log: (l) => out.push(l), error: () => {} });
+      await waitFor(() => out.some((l) => l.startsWith('b  ')), { what: 'the matching change' });
+      ctl.abort();
+      await done;
+      expect(out.map((l) => l.split('  ')[0])).toEqual(['a', 'following changes (Ctrl-C stops)…', 'b']);
+      expect(lists).toEqual(['?search=vector&limit=50']);
+    } finally {
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+    }
+  });
+
   it('--follow with --stuck is refused, saying why', async () => {
     await expect(listTasks(new BatonClient('http://127.0.0.1:9'), { stuck: true, follow: true, limit: 50 }, { log: () => {}, error: () => {} })).rejects.toThrow(/a task becomes stuck by not changing/);
   });

@@ -1,10 +1,12 @@
-import type { BatonClient, TaskSummary } from '@baton/client';
+import { matchesSearch, type BatonClient, type TaskSummary } from '@baton/client';
 import { describeListItem, listing } from './views.ts';
 
 /** `baton list`'s options. */
 export interface ListOptions {
   status?: string;
   team?: string;
+  /** Only tasks whose prompt contains this text (ignoring case). */
+  search?: string;
   stuck?: boolean;
   limit: number;
   follow?: boolean;
@@ -20,11 +22,11 @@ export const LIST_CATCH_UP_MARGIN_MS = 60_000;
  * ready, so nothing between the two is missed. After a reconnect, what changed meanwhile is read
  * (every task of the team that changed since a little before the newest change seen, page by
  * page) and only what is new is printed. With `status`, a task listed or printed before is
- * printed again when it leaves that status.
+ * printed again when it leaves that status; with `search`, only tasks whose prompt contains it.
  */
 export async function listTasks(api: BatonClient, opts: ListOptions, out: { log: (line: string) => void; error: (line: string) => void }): Promise<void> {
   if (opts.follow && opts.stuck) throw new Error('--follow with --stuck: a task becomes stuck by not changing, so there is no change to follow; run `baton list --stuck` again instead');
-  const load = () => api.list({ status: opts.status, team: opts.team, stuck: opts.stuck, limit: Math.floor(opts.limit) });
+  const load = () => api.list({ status: opts.status, team: opts.team, search: opts.search, stuck: opts.stuck, limit: Math.floor(opts.limit) });
   if (!opts.follow) {
     out.log(listing((await load()).items, describeListItem, 'no tasks'));
     return;
@@ -34,13 +36,14 @@ export async function listTasks(api: BatonClient, opts: ListOptions, out: { log:
   const print = (t: TaskSummary): void => {
     if (t.updatedAt > newest) newest = t.updatedAt;
     if ((printed.get(t.id) ?? -1) >= t.version) return;
+    if (opts.search && !matchesSearch(t, opts.search)) return; // the stream brings every change: the search is applied here
     if (opts.status && t.status !== opts.status && !printed.has(t.id)) return;
     printed.set(t.id, t.version);
     out.log(describeListItem(t));
   };
   const catchUp = async (): Promise<void> => {
     const since = new Date(Date.parse(newest) - LIST_CATCH_UP_MARGIN_MS).toISOString();
-    for await (const t of api.tasks({ team: opts.team, updatedAfter: since })) print(t);
+    for await (const t of api.tasks({ team: opts.team, search: opts.search, updatedAfter: since })) print(t);
   };
   const failed = (err: unknown): void => out.error(`could not load the list: ${(err as Error).message}`);
   let first = true;

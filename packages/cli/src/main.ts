@@ -109,6 +109,7 @@ program
   .description('list your tasks, newest first; --follow then prints each change as it happens (Ctrl-C stops)')
   .option('--status <status>', 'only tasks with this status (pending, running, awaiting_input, completed, failed, cancelled)')
   .option('--team <team>', "only this team's tasks")
+  .option('--search <text>', 'only tasks whose prompt contains this text (ignoring case; its first 200 characters, as listed)')
   .option('--stuck', 'only tasks stuck: no transition for a while, nobody working on them, no person holding them')
   .option('--limit <n>', 'at most this many (1..200)', positiveNumber('--limit'), 50)
   .option('--follow', 'then print each change of your tasks (of --team, if given) as it happens; with --status, changes into it and out of it')

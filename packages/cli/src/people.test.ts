@@ -29,7 +29,9 @@ describe('describeRequest: an approval', () => {
     describeRequest('t-1', { kind: 'approval', requestId: 'apr-1', agentId: 'lead', toolUseId: 'tu-1', toolName: 'submit_plan', input: { summary: 's' }, inputDigest: 'd', plan, deadline: '2026-11-26T19:18:27.302Z', onTimeout: 'reject', openedAt: '2026-11-26T19:08:27.302Z' }).split('\n');
   it('a plan of one line follows its label; a longer one is indented under it, blank lines left blank', () => {
     expect(approval('Research, then write.')[1]).toBe('   plan: Research, then write.');
-    expect(approval('Plan: add an endpoint.\n\n1. backend\n   locks: api/**\n').slice(1, 6)).toEqual(['   plan:', '     Plan: add an endpoint.', '', '     1. backend', '        locks: api/**']);
+    expect(approval('\nPlan: add an endpoint.\n\n1. backend\n   locks: api/**\n').slice(1, 6)).toEqual(['   plan:', '     Plan: add an endpoint.', '', '     1. backend', '        locks: api/**']);
+    expect(approval('  indented first line\n  and the next')[1]).toBe('   plan:');
+    expect(approval('  indented first line\n  and the next')[2]).toBe('       indented first line');
     expect(approval('')[1]).toBe('   input: {"summary":"s"}');
   });
 });

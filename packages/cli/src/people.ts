@@ -26,7 +26,7 @@ export function describeRequest(taskId: string, r: PendingRequestView): string {
   if (r.kind === 'approval') {
     lines.push(`⏸  approval ${r.requestId} — ${r.agentId} wants to call ${r.toolName}`);
     // A plan of one line follows its label; a longer one is indented under it, as written (blank lines kept blank).
-    const plan = (r.plan ?? '').trim().split('\n');
+    const plan = (r.plan ?? '').replace(/^(\s*\n)+/, '').trimEnd().split('\n'); // blank lines before and after left out; indentation kept
     if (plan.length === 1 && plan[0]) lines.push(`   plan: ${plan[0]}`);
     else if (plan.length > 1) lines.push('   plan:', ...plan.map((l) => (l.trim() ? `     ${l}` : '')));
     lines.push(`   input: ${JSON.stringify(r.input)}`);
@@ -58,7 +58,7 @@ export function describeTask(t: TaskView): string {
     if (a.error) lines.push(`    error: ${a.error.code}: ${a.error.message}`);
   }
   if (t.budget) lines.push(`  budget: ${describeSpend(t.budget.spent, t.budget.limit)}`);
-  for (const r of t.pendingRequests) lines.push(describeRequest(t.id, r).replace(/^/gm, '  '));
+  for (const r of t.pendingRequests) lines.push(describeRequest(t.id, r).replace(/^(?=.)/gm, '  ')); // blank lines stay blank
   if (t.result) lines.push(`  result: ${t.result.summary}`);
   if (t.error) lines.push(`  error: ${t.error.code}: ${t.error.message}`);
   return lines.join('\n');

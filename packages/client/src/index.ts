@@ -1,6 +1,13 @@
 import type { AgentView, ArtifactView, ChatStreamEvent, ChatSummaryView, ChatView, DeliveryView, EventView, PendingRequestView, TaskListItem, TaskView, TeamInfoView, WebhookEndpointView } from '@baton/api';
 import { readSse, type SseFrame } from './sse.ts';
 
+/**
+ * Does a listed task match a list search (`GET /v1/tasks?search=`)? Its prompt as listed (the
+ * first 200 characters) contains the text, ignoring case: what the gateway's query asks of the
+ * read model, for clients that filter the changes a stream brings (the console, `baton list --follow`).
+ */
+export const matchesSearch = (t: Pick<TaskListItem, 'prompt'>, search: string): boolean => t.prompt.toLowerCase().includes(search.trim().toLowerCase());
+
 export { parseFrame, readSse, type SseFrame } from './sse.ts';
 export type { AgentView, ChatStreamEvent, ChatSummaryView, ChatView, DeliveryView, EventView, PendingRequestView, TaskView, TeamInfoView, WebhookEndpointView };
 
@@ -110,8 +117,8 @@ export class BatonClient {
   agents(id: string): Promise<AgentView[]> {
     return this.request<{ items: AgentView[] }>('GET', `/v1/tasks/${id}/agents`).then((r) => r.items);
   }
-  /** One page of the task list (`updatedAfter`: only tasks that changed after that ISO 8601 time, e.g. an item's `updatedAt`; `stuck`: only tasks stuck). */
-  list(q: { status?: string | undefined; team?: string | undefined; limit?: number; cursor?: string; updatedAfter?: string; stuck?: boolean | undefined } = {}): Promise<{ items: TaskSummary[]; nextCursor: string | null }> {
+  /** One page of the task list (`updatedAfter`: only tasks that changed after that ISO 8601 time, e.g. an item's `updatedAt`; `stuck`: only tasks stuck; `search`: only tasks whose prompt contains the text). */
+  list(q: { status?: string | undefined; team?: string | undefined; search?: string | undefined; limit?: number; cursor?: string; updatedAfter?: string; stuck?: boolean | undefined } = {}): Promise<{ items: TaskSummary[]; nextCursor: string | null }> {
     const params = new URLSearchParams(Object.entries(q).filter(([, v]) => v !== undefined && v !== '' && v !== false).map(([k, v]): [string, string] => [k, String(v)]));
     return this.request('GET', `/v1/tasks${params.size ? `?${params}` : ''}`);
   }
@@ -143,7 +150,7 @@ export class BatonClient {
     return this.request('POST', `/v1/tasks/${taskId}/deliveries/${deliveryId}/redeliver`);
   }
   /** Every task the list query matches (a status, a team, changed after a time), paging through `nextCursor`. */
-  async *tasks(q: { status?: string; team?: string | undefined; updatedAfter?: string }): AsyncGenerator<TaskSummary> {
+  async *tasks(q: { status?: string; team?: string | undefined; search?: string | undefined; updatedAfter?: string }): AsyncGenerator<TaskSummary> {
     let cursor: string | null = null;
     do {
       const page: { items: TaskSummary[]; nextCursor: string | null } = await this.list({ ...q, limit: 200, ...(cursor ? { cursor } : {}) });

@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
 import { api, apiKey, ApiError, isFinalStatus, watchTasks, type TaskListItem, type TaskView, type TeamInfo } from './api.ts';
-import { createdWhen, freshest, mergeTask } from './task-list.ts';
+import { createdWhen, mergeTask, reaches, settle } from './task-list.ts';
 import { Chat } from './Chat.tsx';
 import { ErrorLine } from './ErrorLine.tsx';
 import { ApprovePlan, TeamSelect } from './TeamSelect.tsx';
@@ -117,49 +117,78 @@ const PAGE_SIZE = 100;
 function TaskList({ selected, teams }: { selected: string | null; teams: TeamInfo[] }) {
   const [status, setStatus] = useState('');
   const [team, setTeam] = useState('');
+  /** The search as typed, and as applied (a moment after the typing stops). */
+  const [typed, setTyped] = useState('');
+  const [search, setSearch] = useState('');
+  useEffect(() => {
+    const t = setTimeout(() => setSearch(typed.trim()), 250);
+    return () => clearTimeout(t);
+  }, [typed]);
   const [items, setItems] = useState<TaskListItem[]>([]);
   /** Where the next (older) page starts; null when every task the filters match is shown. */
   const [more, setMore] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [loadingOlder, setLoadingOlder] = useState(false);
-  const filter = useRef({ status, team });
-  filter.current = { status, team };
+  const filter = useRef({ status, team, search });
+  filter.current = { status, team, search };
   const complete = useRef(true);
   complete.current = more === null;
-  /** How many pages the person has asked for: a reload loads as many again, so older tasks stay shown. */
+  /** Pages wanted: the first, and one more per "Show older tasks". */
   const pages = useRef(1);
+  /** Pages the last load that answered for the list read. */
+  const loadedPages = useRef(1);
+  /** The list as shown: a reload reads down to its oldest task, so none that came in live is dropped. */
+  const shown = useRef<TaskListItem[]>([]);
+  shown.current = items;
+  /** The changes the stream brought while a load is on its way (null: none is): merged into what it read. */
+  const arrived = useRef<TaskListItem[] | null>(null);
   const loads = useRef(0);
-  const load = useCallback(async () => {
-    const seq = ++loads.current;
-    try {
-      const loaded: TaskListItem[] = [];
-      const ids = new Set<string>();
-      let cursor: string | null = null;
-      for (let p = 0; p < pages.current; p++) {
-        const q = new URLSearchParams({ limit: String(PAGE_SIZE), ...(status ? { status } : {}), ...(team ? { team } : {}), ...(cursor ? { cursor } : {}) });
-        const page: { items: TaskListItem[]; nextCursor: string | null } = await api('GET', `/v1/tasks?${q}`);
-        for (const t of page.items) {
-          if (ids.has(t.id)) continue; // a task that moved between two pages' reads: shown once
-          ids.add(t.id);
-          loaded.push(t);
-        }
-        cursor = page.nextCursor;
-        if (!cursor) break;
+  /** Load the list: the pages wanted, and on down to the oldest task shown (`fresh`: the filters changed, the first page). True if it answered for the list. */
+  const load = useCallback(
+    async (opts: { fresh?: boolean } = {}): Promise<boolean> => {
+      const seq = ++loads.current;
+      arrived.current = [];
+      const oldest = opts.fresh ? undefined : shown.current.at(-1);
+      try {
+        const loaded: TaskListItem[] = [];
+        const ids = new Set<string>();
+        let cursor: string | null = null;
+        let n = 0;
+        do {
+          const q = new URLSearchParams({ limit: String(PAGE_SIZE), ...(status ? { status } : {}), ...(team ? { team } : {}), ...(search ? { search } : {}), ...(cursor ? { cursor } : {}) });
+          const page: { items: TaskListItem[]; nextCursor: string | null } = await api('GET', `/v1/tasks?${q}`);
+          n++;
+          for (const t of page.items) {
+            if (ids.has(t.id)) continue; // a task that moved between two pages' reads: shown once
+            ids.add(t.id);
+            loaded.push(t);
+          }
+          cursor = page.nextCursor;
+        } while (cursor && (n < pages.current || (oldest !== undefined && !reaches(loaded.at(-1) ?? oldest, oldest))));
+        if (seq !== loads.current) return false; // a later load answers for the list
+        const changes = arrived.current ?? [];
+        arrived.current = null;
+        setItems(settle(loaded, changes, filter.current, cursor === null));
+        setMore(cursor);
+        pages.current = loadedPages.current = n;
+        setError(null);
+        return true;
+      } catch (err) {
+        if (seq !== loads.current) return false;
+        arrived.current = null;
+        pages.current = loadedPages.current; // an older page asked for and not loaded is asked for again by the next click
+        setError((err as Error).message);
+        return false;
       }
-      if (seq !== loads.current) return; // a later load (the filters changed) answers for the list
-      setItems((shown) => freshest(loaded, shown));
-      setMore(cursor);
-      setError(null);
-    } catch (err) {
-      if (seq === loads.current) setError((err as Error).message);
-    }
-  }, [status, team]);
+    },
+    [status, team, search],
+  );
   useEffect(() => {
     pages.current = 1; // the first page again whenever a filter changes
-    void load();
+    void load({ fresh: true });
   }, [load]);
   const older = async (): Promise<void> => {
-    pages.current++;
+    pages.current = loadedPages.current + 1; // a reload meanwhile loads it too
     setLoadingOlder(true);
     await load();
     setLoadingOlder(false);
@@ -180,7 +209,10 @@ function TaskList({ selected, teams }: { selected: string | null; teams: TeamInf
       }
     };
     const watch = watchTasks(
-      (t) => setItems((shown) => mergeTask(shown, t, filter.current, complete.current)),
+      (t) => {
+        arrived.current?.push(t);
+        setItems((list) => mergeTask(list, t, filter.current, complete.current));
+      },
       (state) => {
         polling(state === 'reconnecting');
         if (state === 'live') reload();
@@ -223,6 +255,7 @@ function TaskList({ selected, teams }: { selected: string | null; teams: TeamInf
             </option>
           ))}
         </select>
+        <input type="search" aria-label="search prompts" placeholder="search" value={typed} onChange={(e) => setTyped(e.target.value)} />
       </div>
       <ErrorLine error={error} />
       <ul>
@@ -243,7 +276,7 @@ function TaskList({ selected, teams }: { selected: string | null; teams: TeamInf
             )}
           </li>
         ))}
-        {items.length === 0 && !error && <li className="hint">{status || team ? 'No task matches these filters.' : 'No tasks yet.'}</li>}
+        {items.length === 0 && !error && <li className="hint">{status || team || search ? 'No task matches these filters.' : 'No tasks yet.'}</li>}
       </ul>
       {more !== null && (
         <button className="small older" onClick={() => void older()} disabled={loadingOlder}>

@@ -1,9 +1,12 @@
 import type { TaskListItem } from '@baton/api';
+import { matchesSearch } from '@baton/client';
 
 /** The task list's filters (empty: any). */
 export interface ListFilter {
   status: string;
   team: string;
+  /** Text the prompt contains (ignoring case), as the API's `search`. */
+  search: string;
 }
 
 /**
@@ -18,7 +21,7 @@ export function mergeTask(items: readonly TaskListItem[], t: TaskListItem, filte
   const i = items.findIndex((x) => x.id === t.id);
   const shown = i >= 0 ? items[i] : undefined;
   if (shown && shown.version >= t.version) return items as TaskListItem[];
-  const matches = (!filter.status || t.status === filter.status) && (!filter.team || t.team === filter.team);
+  const matches = (!filter.status || t.status === filter.status) && (!filter.team || t.team === filter.team) && (!filter.search.trim() || matchesSearch(t, filter.search));
   const rest = shown ? items.filter((x) => x.id !== t.id) : [...items];
   if (!matches) return rest;
   if (shown) return items.map((x) => (x.id === t.id ? t : x));
@@ -29,11 +32,15 @@ export function mergeTask(items: readonly TaskListItem[], t: TaskListItem, filte
 }
 
 /**
- * The pages just loaded, as the list to show: where the stream brought a newer version of a
- * task while the load was on its way, the newer one is kept.
+ * The pages just loaded, as the list to show: the changes the stream brought while the load was
+ * on its way (it may have read a task before or after each) are merged into what it read.
  */
-export const freshest = (loaded: readonly TaskListItem[], shown: readonly TaskListItem[]): TaskListItem[] =>
-  loaded.map((t) => shown.find((x) => x.id === t.id && x.version > t.version) ?? t);
+export const settle = (loaded: readonly TaskListItem[], arrived: readonly TaskListItem[], filter: ListFilter, complete: boolean): TaskListItem[] =>
+  arrived.reduce<TaskListItem[]>((list, t) => mergeTask(list, t, filter, complete), [...loaded]);
+
+/** Is `t` where the list's order reaches `mark` (as old as it, or older)? The list is newest first, by creation time, then id. */
+export const reaches = (t: Pick<TaskListItem, 'createdAt' | 'id'>, mark: Pick<TaskListItem, 'createdAt' | 'id'>): boolean =>
+  t.createdAt < mark.createdAt || (t.createdAt === mark.createdAt && t.id <= mark.id);
 
 /** When a task was created, as the list shows it: the time if it is today (here), else the date and time. */
 export function createdWhen(iso: string, now: Date = new Date()): string {

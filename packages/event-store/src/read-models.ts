@@ -13,11 +13,13 @@ export interface TaskPage {
 }
 
 /** Keyset pagination over the tasks read model, newest first. */
-export async function listTasks(db: Kysely<Database>, q: { tenantId: string; status?: string | undefined; team?: string | undefined; limit: number; cursor?: string | undefined; stuckAfterMs?: number | undefined; /** ISO 8601: only tasks whose last change is later. */ updatedAfter?: string | undefined; /** Only these tasks. */ ids?: readonly string[] | undefined }): Promise<TaskPage> {
+export async function listTasks(db: Kysely<Database>, q: { tenantId: string; status?: string | undefined; team?: string | undefined; /** Text the listed prompt contains, ignoring case. */ search?: string | undefined; limit: number; cursor?: string | undefined; stuckAfterMs?: number | undefined; /** ISO 8601: only tasks whose last change is later. */ updatedAfter?: string | undefined; /** Only these tasks. */ ids?: readonly string[] | undefined }): Promise<TaskPage> {
   let query = db.selectFrom('tasks').selectAll().where('tenant_id', '=', q.tenantId);
   if (q.ids) query = q.ids.length > 0 ? query.where('id', 'in', [...q.ids]) : query.where(sql<boolean>`false`);
   if (q.status) query = query.where('status', '=', q.status);
   if (q.team) query = query.where('team', '=', q.team);
+  // The listed prompt (`title`, its first 200 characters) contains the text: LIKE's own characters are escaped, so they match themselves.
+  if (q.search) query = query.where('title', 'ilike', `%${q.search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
   if (q.updatedAfter) query = query.where('updated_at', '>', new Date(q.updatedAfter));
   if (q.stuckAfterMs !== undefined) query = query.where(stuck(q.stuckAfterMs));
   if (q.cursor) {

@@ -8,10 +8,9 @@ import { headers } from '@nats-io/nats-core';
 import { handleCommand, TaskCache } from '@baton/event-store';
 import { DEFAULT_WORKSPACE_LIMITS, storeArtifact } from '@baton/storage';
 import { limiter, silentLogger } from '@baton/runtime';
-import { stackTest, waitFor, type NatsFixture, type PgFixture } from '@baton/testing';
+import { stackTest, testClient, waitFor, type NatsFixture, type PgFixture } from '@baton/testing';
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { FastifyInstance } from 'fastify';
-import pg_ from 'pg';
 import { describe, expect } from 'vitest';
 import { buildApp } from './app.ts';
 import { DEFAULT_LIMITS } from './deps.ts';
@@ -146,6 +145,31 @@ describe('POST /v1/tasks', () => {
     const bad = await app.inject({ method: 'GET', url: '/v1/tasks?updatedAfter=2026-11-26T12:00:00' });
     expect(bad.statusCode).toBe(400);
     expect(bad.json().error.message).toMatch(/^query\.updatedAfter: must be an ISO 8601 time with a zone/);
+  });
+
+  test('search: only tasks whose listed prompt contains the text, ignoring case, % and _ as plain characters, page by page; a blank one is a 400 naming it', async ({ pg, nats }) => {
+    const app = await gateway(pg, nats);
+    const submit = async (prompt: string) => (await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt, team: 'bench' } })).json().id as string;
+    const vectors = await submit('A report on Vector databases');
+    const pgvector = await submit('Compare pgvector and Qdrant for VECTOR search');
+    const percent = await submit('Why 100% of snake_case names matter');
+    await submit('Something else entirely');
+    const list = async (q: string) => (await app.inject({ method: 'GET', url: `/v1/tasks?${q}` })).json() as { items: { id: string }[]; nextCursor: string | null };
+    const ids = async (search: string) => (await list(`search=${encodeURIComponent(search)}`)).items.map((t) => t.id);
+    expect(await ids('vector')).toEqual([pgvector, vectors]);
+    expect(await ids('  VECTOR DATA ')).toEqual([vectors]); // trimmed, any case
+    expect(await ids('100%')).toEqual([percent]);
+    expect(await ids('%')).toEqual([percent]); // a plain character, not "anything"
+    expect(await ids('e_c')).toEqual([percent]); // '_' is not "any one character": 'snake_case' has it, 'Something else' has no 'e_c'
+    expect(await ids('nothing like this')).toEqual([]);
+    // Page by page, with the other filters.
+    const first = await list('search=vector&limit=1');
+    expect(first.items.map((t) => t.id)).toEqual([pgvector]);
+    expect((await list(`search=vector&limit=1&cursor=${first.nextCursor}`)).items.map((t) => t.id)).toEqual([vectors]);
+    expect((await list('search=vector&team=research')).items).toEqual([]);
+    const blank = await app.inject({ method: 'GET', url: '/v1/tasks?search=%20%20' });
+    expect(blank.statusCode).toBe(400);
+    expect(blank.json().error.message).toMatch(/^query\.search: must not be blank/);
   });
 
   test('Idempotency-Key: same key and body → the same task; a different body → 422', async ({ pg, nats }) => {
@@ -382,7 +406,7 @@ describe('SSE', () => {
     })().catch(() => {});
     await waitFor(async () => types.includes('TaskSubmitted'), { what: 'the first event' });
     // An older transaction holds the horizon while a writer commits a step and sends its tick.
-    const blocker = new pg_.Client({ connectionString: pg.url });
+    const blocker = testClient(pg.url);
     await blocker.connect();
     await blocker.query('begin');
     await blocker.query('select pg_current_xact_id()');

@@ -70,6 +70,8 @@ export const ListTasksQuery = z.object({
   team: z.string().min(1).max(100).optional(),
   limit: queryInt(1, 200).default(50),
   cursor: z.string().max(200).optional(),
+  /** Only tasks whose prompt, as listed (its first 200 characters), contains this text, ignoring case (% and _ are plain characters). */
+  search: z.string().trim().min(1, 'must not be blank').max(200).optional(),
   /** true: only tasks stuck — work no person holds, no transition for STUCK_AFTER_MS, nobody holding a live lease. */
   stuck: z.enum(['true', 'false'], { error: "must be 'true' or 'false'" }).optional(),
   /**
