@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
-import { api, apiKey, ApiError, isFinalStatus, watchTasks, type TaskListItem, type TaskView, type TeamInfo } from './api.ts';
+import { api, apiKey, ApiError, isFinalStatus, listTasks, watchTasks, type TaskListItem, type TaskView, type TeamInfo } from './api.ts';
 import { createdWhen, mergeTask, reaches, settle } from './task-list.ts';
 import { Chat } from './Chat.tsx';
 import { ErrorLine } from './ErrorLine.tsx';
@@ -155,8 +155,7 @@ function TaskList({ selected, teams }: { selected: string | null; teams: TeamInf
         let cursor: string | null = null;
         let n = 0;
         do {
-          const q = new URLSearchParams({ limit: String(PAGE_SIZE), ...(status ? { status } : {}), ...(team ? { team } : {}), ...(search ? { search } : {}), ...(cursor ? { cursor } : {}) });
-          const page: { items: TaskListItem[]; nextCursor: string | null } = await api('GET', `/v1/tasks?${q}`);
+          const page: { items: TaskListItem[]; nextCursor: string | null } = await listTasks({ status, team, search, limit: PAGE_SIZE, ...(cursor ? { cursor } : {}) });
           n++;
           for (const t of page.items) {
             if (ids.has(t.id)) continue; // a task that moved between two pages' reads: shown once

@@ -22,6 +22,9 @@ const client = (): BatonClient => new BatonClient('', apiKey.get() || undefined)
 /** Call the API; a refusal throws an ApiError whose message is the API's own. */
 export const api = <T>(method: string, url: string, body?: unknown): Promise<T> => client().request<T>(method, url, body);
 
+/** One page of your tasks (the API's list query: status, team, search, cursor…). */
+export const listTasks = (q: Parameters<BatonClient['list']>[0]): ReturnType<BatonClient['list']> => client().list(q);
+
 /** A text resource (an artifact, the diff); null when it is not there. */
 export const apiText = (url: string): Promise<string | null> => client().text(url);
 

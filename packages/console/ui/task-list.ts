@@ -21,12 +21,12 @@ export function mergeTask(items: readonly TaskListItem[], t: TaskListItem, filte
   const i = items.findIndex((x) => x.id === t.id);
   const shown = i >= 0 ? items[i] : undefined;
   if (shown && shown.version >= t.version) return items as TaskListItem[];
-  const matches = (!filter.status || t.status === filter.status) && (!filter.team || t.team === filter.team) && (!filter.search.trim() || matchesSearch(t, filter.search));
+  const matches = (!filter.status || t.status === filter.status) && (!filter.team || t.team === filter.team) && matchesSearch(t, filter.search);
   const rest = shown ? items.filter((x) => x.id !== t.id) : [...items];
   if (!matches) return rest;
   if (shown) return items.map((x) => (x.id === t.id ? t : x));
   // A task the list does not show: put in by creation time (newest first).
-  const at = rest.findIndex((x) => x.createdAt < t.createdAt || (x.createdAt === t.createdAt && x.id < t.id));
+  const at = rest.findIndex((x) => reaches(x, t)); // the first one as old as it or older (not itself: it is not shown)
   if (at < 0) return complete ? [...rest, t] : rest;
   return [...rest.slice(0, at), t, ...rest.slice(at)];
 }

@@ -2,9 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { createDb, type Db } from '@baton/db';
 import { EventStore } from '@baton/event-store';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import pg from 'pg';
 import { inject, test as base } from 'vitest';
 import { withDatabase } from './infra.ts';
+import { testClient } from './pg-clients.ts';
 import { deleteNamespace } from './namespaces.ts';
 
 export interface PgFixture {
@@ -18,8 +18,7 @@ export interface PgFixture {
 export async function freshDatabase(): Promise<PgFixture & { drop: () => Promise<void> }> {
   const baseUrl = inject('databaseUrl');
   const name = `baton_t_${inject('runId')}_${randomBytes(4).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: baseUrl });
-  admin.on('error', () => {}); // the statement in flight fails instead
+  const admin = testClient(baseUrl);
   await admin.connect();
   try {
     await admin.query(`create database ${name} template ${inject('templateDb')}`);
@@ -35,8 +34,7 @@ export async function freshDatabase(): Promise<PgFixture & { drop: () => Promise
     store: new EventStore(db.pool),
     drop: async () => {
       await db.close();
-      const a = new pg.Client({ connectionString: baseUrl });
-      a.on('error', () => {});
+      const a = testClient(baseUrl);
       await a.connect();
       await a.query(`drop database if exists ${name} with (force)`).finally(() => a.end());
     },

@@ -1,4 +1,4 @@
-import pg from 'pg';
+import { testClient } from './pg-clients.ts';
 
 /**
  * Where the tests find Postgres and NATS:
@@ -60,8 +60,7 @@ async function dockerAnswers(): Promise<boolean> {
 }
 
 async function assertPostgres(url: string): Promise<void> {
-  const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 });
-  c.on('error', () => {});
+  const c = testClient(url, { connectionTimeoutMillis: 5000 });
   try {
     await c.connect();
     await c.query('select 1');
