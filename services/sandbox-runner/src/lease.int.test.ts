@@ -7,7 +7,7 @@ import { silentLogger } from '@baton/runtime';
 import { LocalSandboxProvider } from '@baton/sandbox';
 import { acquireLease, leaseOf, searchCorpus, watchCandidates } from '@baton/storage';
 import { ConsumerStoppingError } from '@baton/bus';
-import { dispatchedTask, pgTest as test, waitFor } from '@baton/testing';
+import { dispatchedTask, pgTest as test } from '@baton/testing';
 import { afterEach, beforeEach, describe, expect } from 'vitest';
 import { handBackPredecessors } from './predecessors.ts';
 import { runSubagentJob, type RunnerDeps } from './subagent.ts';
@@ -77,15 +77,22 @@ describe('agent leases (the runner)', () => {
 });
 
 describe('a stopping runner hands its attempt back', () => {
-  /** A model call that lasts until the job's signal aborts (a long call a deployment interrupts). */
-  const endless: RunnerDeps['model'] = {
+  /** A model call that lasts until the job's signal aborts (a long call a deployment interrupts); `entered` once it is made. */
+  const endless = (entered: () => void): RunnerDeps['model'] => ({
     name: 'endless',
-    complete: (r) => new Promise((_, reject) => r.signal?.addEventListener('abort', () => reject(r.signal?.reason as Error), { once: true })),
-  };
+    complete: (r) =>
+      new Promise((_, reject) => {
+        r.signal?.addEventListener('abort', () => reject(r.signal?.reason as Error), { once: true });
+        entered();
+      }),
+  });
+  /** One job, aborted with `reason` while it is in its model call (its attempt claimed). */
   const abortedRun = async (store: EventStore, id: string, reason: Error): Promise<void> => {
     const ctl = new AbortController();
-    const job = runSubagentJob({ ...deps(store, 'runner-a'), model: endless }, id, 'researcher-1', () => {}, { signal: ctl.signal });
-    await waitFor(async () => (await leaseOf(store.pool, id, 'researcher-1'))?.holder === 'runner-a' && (await loadTask(store, id)).state.agents['researcher-1']?.status === 'running', { what: 'the attempt to run' });
+    let inCall!: () => void;
+    const called = new Promise<void>((r) => (inCall = r));
+    const job = runSubagentJob({ ...deps(store, 'runner-a'), model: endless(inCall) }, id, 'researcher-1', () => {}, { signal: ctl.signal });
+    await Promise.race([called, job]);
     ctl.abort(reason);
     await expect(job).rejects.toThrow();
   };
@@ -114,7 +121,7 @@ describe('a stopping runner hands its attempt back', () => {
     const before = (await loadTask(pg.store, id)).events.length;
     const ctl = new AbortController();
     ctl.abort(new ConsumerStoppingError());
-    await expect(runSubagentJob({ ...deps(pg.store, 'runner-a'), model: endless }, id, 'researcher-1', () => {}, { signal: ctl.signal })).rejects.toBeInstanceOf(ConsumerStoppingError);
+    await expect(runSubagentJob({ ...deps(pg.store, 'runner-a'), model: endless(() => {}) }, id, 'researcher-1', () => {}, { signal: ctl.signal })).rejects.toBeInstanceOf(ConsumerStoppingError);
     const after = await loadTask(pg.store, id);
     expect(after.events).toHaveLength(before);
     expect(after.state.agents['researcher-1']).toMatchObject({ status: 'dispatched', attempt: 0 });
