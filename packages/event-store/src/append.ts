@@ -23,12 +23,20 @@ export const NOTIFY_CHANNEL = 'baton_events';
  */
 export const NOTIFY_PAYLOAD = '';
 
+/** An event to append, with the time its writer recorded it at, if it has one. */
+export type TimedEvent = NewEvent & { recordedAt?: Date };
+
 export interface AppendInput {
   streamId: string;
   taskId: string;
   /** The version the caller read; 0 for a new stream. */
   expectedVersion: number;
-  events: readonly NewEvent[];
+  /**
+   * The events, each with the time its writer decided it (and folded it with: recorded as is, so
+   * the state a reader folds from the log is the writer's to the millisecond); none: the
+   * database's clock at the append.
+   */
+  events: readonly TimedEvent[];
   /** The `tasks` read-model row after these events, written in the same transaction. */
   readModel?: TaskRow | undefined;
 }
@@ -70,11 +78,11 @@ const TASKS_UPSERT_CONFLICT = `on conflict (id) do update set
 const APPEND_SQL = `
 with params as materialized (
   select $1::int[] as item, $2::text[] as stream_id, $3::uuid[] as task_id, $4::int[] as expected, $5::int[] as version,
-         $6::uuid[] as event_id, $7::text[] as type, $8::jsonb[] as data, $9::jsonb[] as metadata
+         $6::uuid[] as event_id, $7::text[] as type, $8::jsonb[] as data, $9::jsonb[] as metadata, $10::timestamptz[] as recorded_at
 ), input as (
   select i.* from params p,
-    unnest(p.item, p.stream_id, p.task_id, p.expected, p.version, p.event_id, p.type, p.data, p.metadata)
-    with ordinality as i(item, stream_id, task_id, expected, version, event_id, type, data, metadata, seq)
+    unnest(p.item, p.stream_id, p.task_id, p.expected, p.version, p.event_id, p.type, p.data, p.metadata, p.recorded_at)
+    with ordinality as i(item, stream_id, task_id, expected, version, event_id, type, data, metadata, recorded_at, seq)
 ), streams as (
   select item, stream_id, expected from input where expected is not null
 ), items as (
@@ -85,8 +93,8 @@ with params as materialized (
   left join lateral (select e.stream_version as v from events e where e.stream_id = s.stream_id order by e.stream_version desc limit 1) g on true
   group by s.item
 ), ins as (
-  insert into events (stream_id, stream_version, task_id, event_id, type, schema_version, data, metadata)
-  select i.stream_id, i.version, i.task_id, i.event_id, i.type, $10::int, i.data, i.metadata
+  insert into events (stream_id, stream_version, task_id, event_id, type, schema_version, data, metadata, recorded_at)
+  select i.stream_id, i.version, i.task_id, i.event_id, i.type, $11::int, i.data, i.metadata, coalesce(i.recorded_at, now())
   from input i join items it on it.item = i.item
   where it.ok
   order by i.seq
@@ -94,7 +102,7 @@ with params as materialized (
   returning stream_id, global_position, type
 ), proj as (
   insert into tasks
-  select r.* from jsonb_populate_recordset(null::tasks, $11::jsonb) r
+  select r.* from jsonb_populate_recordset(null::tasks, $12::jsonb) r
   where exists (select 1 from ins where ins.stream_id = '${taskStreamId('')}' || r.id::text)
   ${TASKS_UPSERT_CONFLICT}
   returning 1
@@ -107,12 +115,12 @@ select it.item, it.current,
        array(select ins.global_position::text from ins join streams s on s.stream_id = ins.stream_id and s.item = it.item order by ins.global_position) as positions
 from items it`;
 
-/** The statement's parameters: nine columns of one entry per event, then the schema version stamped on every row and the read models. */
+/** The statement's parameters: ten columns of one entry per event, then the schema version stamped on every row and the read models. */
 class Columns {
-  readonly cols: unknown[][] = Array.from({ length: 9 }, () => []);
+  readonly cols: unknown[][] = Array.from({ length: 10 }, () => []);
   readonly readModels: TaskRow[] = [];
 
-  add(item: number, streamId: string, taskId: string, expected: number | null, version: number, e: NewEvent): void {
+  add(item: number, streamId: string, taskId: string, expected: number | null, version: number, e: TimedEvent): void {
     const c = this.cols;
     c[0]!.push(item);
     c[1]!.push(streamId);
@@ -123,6 +131,7 @@ class Columns {
     c[6]!.push(e.type);
     c[7]!.push(JSON.stringify(e.data));
     c[8]!.push(JSON.stringify({ ...e.metadata, schemaVersion: CURRENT_SCHEMA_VERSION }));
+    c[9]!.push(e.recordedAt ?? null);
   }
 
   values(): unknown[] {
@@ -173,13 +182,13 @@ export function appendOne(pool: Pick<pg.Pool, 'query'>, input: AppendInput): Pro
 
 /**
  * A whole new task (a fork): one item spanning its streams, each expected empty, every event
- * at its given version, inserted in the given (log) order.
+ * at its given version, inserted in the given (log) order, all recorded at `recordedAt`.
  */
-export function appendImport(pool: Pick<pg.Pool, 'query'>, taskId: string, events: readonly ForkedEvent[], readModel: TaskRow): Promise<BatchItemResult> {
+export function appendImport(pool: Pick<pg.Pool, 'query'>, taskId: string, events: readonly ForkedEvent[], readModel: TaskRow, recordedAt: Date): Promise<BatchItemResult> {
   const cols = new Columns();
   const seen = new Set<string>();
   for (const c of events) {
-    cols.add(0, c.streamId, taskId, seen.has(c.streamId) ? null : 0, c.version, c.event);
+    cols.add(0, c.streamId, taskId, seen.has(c.streamId) ? null : 0, c.version, { ...c.event, recordedAt });
     seen.add(c.streamId);
   }
   cols.readModels.push(readModel);

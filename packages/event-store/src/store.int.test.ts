@@ -7,7 +7,7 @@ import { describe, expect } from 'vitest';
 import { ConcurrencyError } from './errors.ts';
 import { appendBatch } from './append.ts';
 import { NOTIFY_PAYLOAD, START, type LogCursor } from './store.ts';
-import { loadTask, handleCommand } from './tasks.ts';
+import { loadTask, handleCommand, importTask } from './tasks.ts';
 import { listTasks, rebuildTasksReadModel } from './read-models.ts';
 import type { TaskRow } from './task-row.ts';
 
@@ -128,6 +128,7 @@ describe('EventStore.append', () => {
         { streamId: `agent-${forked}-r1`, version: 1, event: failed() },
         { streamId: taskStreamId(forked), version: 2, event: failed() },
       ],
+      recordedAt: new Date(),
       readModel: { id: forked, tenant_id: 't', status: 'failed', team: 'research', title: 'p', created_at: new Date().toISOString(), updated_at: new Date().toISOString(), version: 2, pending_requests: [], next_deadline: null, watch_since: null, forked_from: null },
     });
     await expect.poll(() => got.length, { timeout: 5000 }).toBe(3);
@@ -149,12 +150,12 @@ describe('EventStore.append', () => {
     ];
     const readModel = { id: forked, tenant_id: 't', status: 'running' as const, team: 'research', title: 'p', created_at: new Date().toISOString(), updated_at: new Date().toISOString(), version: 1, pending_requests: [], next_deadline: null, watch_since: null, forked_from: null };
     await store.append({ streamId: `agent-${forked}-r1`, taskId: forked, expectedVersion: 0, events: [failed()] });
-    await expect(store.importTask({ taskId: forked, events, readModel })).rejects.toBeInstanceOf(ConcurrencyError);
+    await expect(store.importTask({ taskId: forked, events, readModel, recordedAt: new Date() })).rejects.toBeInstanceOf(ConcurrencyError);
     expect(await store.readTask(forked)).toHaveLength(1);
     const other = randomUUID();
     const again = events.map((e) => ({ ...e, streamId: e.streamId.replace(forked, other) }));
-    expect((await store.importTask({ taskId: other, events: again, readModel: { ...readModel, id: other } })).duplicate).toBe(false);
-    expect(await store.importTask({ taskId: other, events: again, readModel: { ...readModel, id: other } })).toEqual({ positions: [], duplicate: true });
+    expect((await store.importTask({ taskId: other, events: again, readModel: { ...readModel, id: other }, recordedAt: new Date() })).duplicate).toBe(false);
+    expect(await store.importTask({ taskId: other, events: again, readModel: { ...readModel, id: other }, recordedAt: new Date() })).toEqual({ positions: [], duplicate: true });
   });
 });
 
@@ -239,6 +240,26 @@ describe('task commands and the tasks read model', () => {
     await db.pool.query('delete from tasks');
     expect(await rebuildTasksReadModel(db.kysely, store)).toBe(1);
     expect((await listTasks(db.kysely, { tenantId: 't1', limit: 10 })).items).toMatchObject([{ id: taskId, status: 'cancelled', version: 3 }]);
+  });
+
+  test("the log records each event at its writer's time: the state folded from it, the read model and the writer's own state agree", async ({ pg: { db, store } }) => {
+    const taskId = randomUUID();
+    const base = { prompt: 'p', team: 'research', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 't-at', requestHash: null, forkedFrom: null, workspace: null, budget: null };
+    // Times far from the database's clock, and apart by less than a millisecond's rounding.
+    const at = (ms: number) => () => new Date(Date.UTC(2031, 4, 6, 7, 8, 9, ms));
+    await handleCommand(store, taskId, { type: 'SubmitTask', ...base }, { now: at(1) });
+    const written = await handleCommand(store, taskId, { type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'lead', configVersion: 'v1' }, { now: at(2) });
+    const loaded = await loadTask(store, taskId);
+    expect(loaded.events.map((e) => e.recordedAt.toISOString())).toEqual([at(1)().toISOString(), at(2)().toISOString()]);
+    expect(loaded.state).toEqual(written.state);
+    expect(loaded.state).toMatchObject({ createdAt: at(1)().toISOString(), updatedAt: at(2)().toISOString() });
+    expect((await listTasks(db.kysely, { tenantId: 't-at', limit: 10 })).items).toMatchObject([{ id: taskId, createdAt: at(1)().toISOString(), updatedAt: at(2)().toISOString() }]);
+    // A fork's copied history is recorded at the time of the fork.
+    const forked = randomUUID();
+    const imported = await importTask(store, forked, [{ streamId: taskStreamId(forked), version: 1, event: submitted() }], { now: at(3) });
+    const reloaded = await loadTask(store, forked);
+    expect(reloaded.events.map((e) => e.recordedAt.toISOString())).toEqual([at(3)().toISOString()]);
+    expect(reloaded.state).toEqual(imported.state);
   });
 
   test("watch_since (the watchdog's index) moves only once it lags a second: a lead's steps update the row in place (HOT)", async ({ pg: { url } }) => {

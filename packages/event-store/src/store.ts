@@ -129,9 +129,9 @@ export class EventStore {
    * with the read model and NOTIFY, in one statement. Refused if the task already has events,
    * unless they are exactly these (a retried import is a no-op).
    */
-  async importTask(input: { taskId: string; events: readonly ForkedEvent[]; readModel: TaskRow }): Promise<{ positions: bigint[]; duplicate: boolean }> {
+  async importTask(input: { taskId: string; events: readonly ForkedEvent[]; readModel: TaskRow; recordedAt: Date }): Promise<{ positions: bigint[]; duplicate: boolean }> {
     const { taskId, events } = input;
-    const row = await appendImport(this.pool, taskId, events, input.readModel);
+    const row = await appendImport(this.pool, taskId, events, input.readModel, input.recordedAt);
     if (row.positions.length === events.length) return { positions: row.positions, duplicate: false };
     const first = events[0]?.event.id;
     const dup = first ? await this.pool.query('select 1 from events where event_id = $1 and task_id = $2', [first, taskId]) : { rowCount: 0 };

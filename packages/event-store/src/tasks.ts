@@ -58,7 +58,7 @@ export async function retryOnConflict<T>(attempt: (n: number) => Promise<T>, opt
 interface PendingGroup {
   streamId: string;
   expectedVersion: number;
-  events: NewEvent[];
+  /** The events as decided, each with the time it was decided at (the time it is recorded with). */
   recorded: RecordedEvent[];
 }
 
@@ -103,7 +103,7 @@ export class TaskWriter {
     let s = this.state;
     // Traced work leaves its trace context on what it decides: the relay carries it on.
     const trace = currentTraceCarrier();
-    const added: { group: string; expectedVersion: number; event: NewEvent; recorded: RecordedEvent }[] = [];
+    const added: { group: string; expectedVersion: number; recorded: RecordedEvent }[] = [];
     for (const command of Array.isArray(commands) ? commands : [commands as Command]) {
       for (const d of decide(command, s)) {
         const event = { id: o.eventIds?.[added.length] ?? newId(), type: d.type, data: d.data, metadata: { ...trace, ...this.opts.metadata, ...o.metadata, ...d.metadata } } as NewEvent;
@@ -111,14 +111,13 @@ export class TaskWriter {
         const current = isTaskStream(streamId) ? s.version : (s.agents[(d.data as { agentId: string }).agentId]?.streamVersion ?? 0);
         const recorded = recordAs(event, { taskId: this.taskId, streamId, version: current + 1, position: s.lastPosition, recordedAt: at });
         s = fold([recorded], s);
-        added.push({ group: streamId, expectedVersion: current, event, recorded });
+        added.push({ group: streamId, expectedVersion: current, recorded });
       }
     }
     this.state = s;
     for (const a of added) {
       let g = this.groups.find((x) => x.streamId === a.group);
-      if (!g) this.groups.push((g = { streamId: a.group, expectedVersion: a.expectedVersion, events: [], recorded: [] }));
-      g.events.push(a.event);
+      if (!g) this.groups.push((g = { streamId: a.group, expectedVersion: a.expectedVersion, recorded: [] }));
       g.recorded.push(a.recorded);
     }
     return added.map((a) => a.recorded);
@@ -137,7 +136,7 @@ export class TaskWriter {
         streamId: g.streamId,
         taskId: this.taskId,
         expectedVersion: g.expectedVersion,
-        events: g.events,
+        events: g.recorded,
         readModel: isTaskStream(g.streamId) && this.state.status !== 'none' ? toTaskRow(this.state) : undefined,
       });
       this.groups.shift();
@@ -191,7 +190,7 @@ export async function importTask(store: EventStore, taskId: string, copied: read
   const record = (positions: readonly bigint[]): RecordedEvent[] =>
     copied.map((c, i) => recordAs(c.event, { taskId, streamId: c.streamId, version: c.version, position: positions[i] ?? BigInt(i + 1), recordedAt }));
   const preview = fold(record([]));
-  const res = await store.importTask({ taskId, events: copied, readModel: toTaskRow(preview) });
+  const res = await store.importTask({ taskId, events: copied, readModel: toTaskRow(preview), recordedAt });
   if (res.duplicate) return loadTask(store, taskId);
   const events = record(res.positions);
   const last = events[events.length - 1];

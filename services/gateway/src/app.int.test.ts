@@ -67,6 +67,11 @@ describe('POST /v1/tasks', () => {
     expect(got.json()).toMatchObject({ id: res.json().id, status: 'pending' });
     const list = await app.inject({ method: 'GET', url: '/v1/tasks?status=pending' });
     expect(list.json().items.map((t: { id: string }) => t.id)).toEqual([res.json().id]);
+    // One time of creation wherever it is read: the answer, the task, the list, its first event.
+    const { createdAt } = res.json();
+    expect([got.json().createdAt, list.json().items[0].createdAt]).toEqual([createdAt, createdAt]);
+    const events = await app.inject({ method: 'GET', url: `/v1/tasks/${res.json().id}/events`, headers: { accept: 'application/json' } });
+    expect(events.json().items[0]).toMatchObject({ type: 'TaskSubmitted', recordedAt: createdAt });
   });
 
   test('bad input is rejected with 400 naming the field, and nothing is recorded', async ({ pg, nats }) => {
