@@ -132,4 +132,14 @@ describe('submit_plan (the engineering lead)', () => {
     expect(msg).toMatch(/dependency cycle: a → b → a/);
     expect(triage(false, { summary: 'x', subtasks: [] }).results[0]?.content).toMatch(/subtasks: Too small/i);
   });
+
+  it('a subtask id that is not a plain name, and a field the tool does not know (a misspelt depends_on), are named errors, not dropped or passed on', () => {
+    const msg = triage(false, { ...planInput([
+      { id: '../x', agent: 'backend-engineer', description: 'x', file_locks: ['api/**'] },
+      { id: 'b', agent: 'backend-engineer', description: 'y', file_locks: ['web/**'], dependsOn: ['a'] },
+    ]), notes: 'extra' }).results[0]?.content ?? '';
+    expect(msg).toMatch(/subtasks\.0\.id: lowercase letters, digits, - and _/);
+    expect(msg).toMatch(/subtasks\.1\.dependsOn: unknown field 'dependsOn'/);
+    expect(msg).toMatch(/notes: unknown field 'notes'/);
+  });
 });

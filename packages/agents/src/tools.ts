@@ -1,11 +1,12 @@
-import { EMAIL_BODY_MAX, EMAIL_MAX_ATTACHMENTS, EMAIL_SUBJECT_MAX, EmailAddress, MAX_MAIL_RECIPIENTS, planProblems, ReviewIssue, ReviewVerdict, type PlanSubtask } from '@baton/domain';
+import { EMAIL_BODY_MAX, EMAIL_MAX_ATTACHMENTS, EMAIL_SUBJECT_MAX, EmailAddress, MAX_MAIL_RECIPIENTS, planProblems, ReviewIssue, ReviewVerdict, SubtaskId, type PlanSubtask } from '@baton/domain';
 import { z } from 'zod';
 import type { ToolSpec } from './model.ts';
 import type { AgentDefinition, TeamDefinition } from './teams.ts';
 
 /**
  * One zod schema per tool: it is both the JSON Schema the model sees and the parser of the
- * model's input (and of a person's edited input, for approvals).
+ * model's input (and of a person's edited input, for approvals). Strict: a key the tool does not
+ * know is an error naming it (a misspelt `dependsOn` must not be dropped silently).
  */
 export interface ToolDefinition<I extends z.ZodObject = z.ZodObject> {
   name: string;
@@ -44,6 +45,13 @@ export function toolSpec(t: ToolDefinition): ToolSpec {
   return spec;
 }
 
+/** A zod issue as problems at paths: a key the schema does not know is named in the path. */
+function issueAt(i: z.core.$ZodIssue): { path: string; message: string }[] {
+  const at = (...p: PropertyKey[]) => p.map(String).join('.') || '(input)';
+  if (i.code === 'unrecognized_keys') return i.keys.map((k) => ({ path: at(...i.path, k), message: `unknown field '${k}'` }));
+  return [{ path: at(...i.path), message: i.message }];
+}
+
 export type ParseResult<T> = { ok: true; value: T } | { ok: false; error: string; issues: { path: string; message: string }[] };
 
 /**
@@ -53,7 +61,7 @@ export type ParseResult<T> = { ok: true; value: T } | { ok: false; error: string
  */
 export function parseToolInput<I extends z.ZodObject>(t: ToolDefinition<I>, input: unknown, team?: TeamDefinition): ParseResult<z.infer<I>> {
   const r = t.input.safeParse(input);
-  const issues = r.success ? (team && t.check ? t.check(r.data, team) : []) : r.error.issues.map((i) => ({ path: i.path.join('.') || '(input)', message: i.message }));
+  const issues = r.success ? (team && t.check ? t.check(r.data, team) : []) : r.error.issues.flatMap(issueAt);
   if (r.success && issues.length === 0) return { ok: true, value: r.data };
   return { ok: false, error: `invalid input for ${t.name}: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`, issues };
 }
@@ -67,7 +75,7 @@ export const taskTool = defineTool({
   name: 'Task',
   description: 'Delegate a piece of work to a subagent. The subagent works in its own context and returns a summary and the files it produced.',
   runsIn: 'delegation',
-  input: z.object({
+  input: z.strictObject({
     agent: z.string().min(1).describe('The subagent type to delegate to (one of the team\'s agents)'),
     prompt: z.string().min(1).max(20_000).describe('Complete instructions for the subagent; it cannot see your conversation'),
     description: z.string().max(200).optional().describe('A short label for this delegation'),
@@ -77,8 +85,8 @@ export const taskTool = defineTool({
     delegationTargets(team.lead).includes(input.agent) && team.agents[input.agent] ? [] : [{ path: 'agent', message: `unknown agent '${input.agent}'; this team delegates to: ${delegationTargets(team.lead).join(', ')}` }],
 });
 
-const PlanSubtaskInput = z.object({
-  id: z.string().min(1).max(40).describe('A short id, e.g. "api-report" (lowercase letters, digits, - and _)'),
+const PlanSubtaskInput = z.strictObject({
+  id: SubtaskId.describe('A short id, e.g. "api-report" (lowercase letters, digits, - and _)'),
   agent: z.string().min(1).describe('The engineer agent type that does it'),
   description: z.string().min(1).max(8000).describe('Complete instructions: the agent sees only this, its dependencies\' summaries and the files'),
   file_locks: z.array(z.string().min(1).max(300)).min(1).max(100).describe('Paths or globs this subtask may create, change or delete (e.g. "api/**"); nothing else'),
@@ -97,7 +105,7 @@ export const submitPlanTool = defineTool({
   description:
     'Submit your plan: subtasks for your engineers, each with the files it may change (file_locks) and the subtasks it depends on. Subtasks whose dependencies are done run in parallel; two subtasks that can run at the same time may not lock the same file. Once every subtask is done the reviewer reviews the change. The result, when all of that is finished, is each subtask\'s outcome and the review\'s verdict.',
   runsIn: 'delegation',
-  input: z.object({
+  input: z.strictObject({
     summary: z.string().min(1).max(4000).describe('The plan in a few sentences: what changes and why this split'),
     subtasks: z.array(PlanSubtaskInput).min(1).max(20),
   }),
@@ -114,10 +122,10 @@ export const submitReviewTool = defineTool({
   description: 'Record your review of the change: the verdict, every issue (severity, file, line, message) and a summary. Call it once, after reading every changed file.',
   runsIn: 'runner',
   input: z
-    .object({
+    .strictObject({
       verdict: ReviewVerdict.describe('approve, or request_changes (the engineers then address the issues)'),
       issues: z
-        .array(ReviewIssue.extend({ file: ReviewIssue.shape.file.default(null), line: ReviewIssue.shape.line.default(null) }))
+        .array(ReviewIssue.extend({ file: ReviewIssue.shape.file.default(null), line: ReviewIssue.shape.line.default(null) }).strict())
         .max(100)
         .default([]),
       summary: z.string().min(1).max(8000),
@@ -129,7 +137,7 @@ export const benchStepTool = defineTool({
   name: 'bench_step',
   description: 'Record one benchmark step (does nothing else).',
   runsIn: 'orchestrator',
-  input: z.object({ step: z.number().int().positive() }),
+  input: z.strictObject({ step: z.number().int().positive() }),
 });
 
 /** The gate of the benchmark workload: a no-op whose call needs approval (BENCHMARKS.md: after turn 3). */
@@ -137,7 +145,7 @@ export const benchGateTool = defineTool({
   name: 'bench_gate',
   description: 'A benchmark checkpoint that a person approves (does nothing else).',
   runsIn: 'orchestrator',
-  input: z.object({ step: z.number().int().positive() }),
+  input: z.strictObject({ step: z.number().int().positive() }),
 });
 
 export const askUserTool = defineTool({
@@ -145,7 +153,7 @@ export const askUserTool = defineTool({
   description:
     'Ask the person who gave you this task one or more questions and wait for the answers. Use it when the request is too vague to do well, or a choice is theirs to make. The answers come back as this tool\'s result.',
   runsIn: 'person',
-  input: z.object({
+  input: z.strictObject({
     questions: z.array(z.string().min(1).max(1000)).min(1).max(10).describe('The questions, each one self-contained'),
     context: z.string().max(4000).default('').describe('Why you are asking: what is unclear'),
     options: z.array(z.string().min(1).max(200)).max(20).optional().describe('Suggested answers the person may pick from'),
@@ -158,28 +166,28 @@ export const writeFileTool = defineTool({
   name: 'write_file',
   description: 'Create or overwrite a file in your workspace.',
   runsIn: 'runner',
-  input: z.object({ path: relPath, content: z.string().max(1_000_000) }),
+  input: z.strictObject({ path: relPath, content: z.string().max(1_000_000) }),
 });
 
 export const readFileTool = defineTool({
   name: 'read_file',
   description: 'Read a text file from your workspace.',
   runsIn: 'runner',
-  input: z.object({ path: relPath }),
+  input: z.strictObject({ path: relPath }),
 });
 
 export const listDirectoryTool = defineTool({
   name: 'list_directory',
   description: 'List the entries of a directory in your workspace.',
   runsIn: 'runner',
-  input: z.object({ path: relPath.default('.') }),
+  input: z.strictObject({ path: relPath.default('.') }),
 });
 
 export const editFileTool = defineTool({
   name: 'edit_file',
   description: 'Replace an exact piece of text in a file of your workspace. old_string must occur exactly once unless replace_all is true.',
   runsIn: 'runner',
-  input: z.object({
+  input: z.strictObject({
     path: relPath,
     old_string: z.string().min(1).max(200_000).describe('The exact text to replace'),
     new_string: z.string().max(200_000).describe('The text to put in its place'),
@@ -191,14 +199,14 @@ export const globTool = defineTool({
   name: 'glob',
   description: 'Find files in your workspace whose path matches a glob pattern (e.g. "**/*.md", "src/*.ts").',
   runsIn: 'runner',
-  input: z.object({ pattern: z.string().min(1).max(500), path: relPath.default('.').describe('Directory to search from') }),
+  input: z.strictObject({ pattern: z.string().min(1).max(500), path: relPath.default('.').describe('Directory to search from') }),
 });
 
 export const searchFilesTool = defineTool({
   name: 'search_files',
   description: 'Search the text files of your workspace for a regular expression; returns path:line: text for each match.',
   runsIn: 'runner',
-  input: z.object({
+  input: z.strictObject({
     pattern: z.string().min(1).max(500).describe('A JavaScript regular expression'),
     path: relPath.default('.').describe('Directory to search from'),
     glob: z.string().min(1).max(500).optional().describe('Only files whose path matches this glob'),
@@ -212,14 +220,14 @@ export const runCommandTool = defineTool({
   name: 'run_command',
   description: 'Run a shell command (bash) in your sandbox, with your workspace as the working directory. Returns the exit code and output (truncated to 4,000 characters).',
   runsIn: 'runner',
-  input: z.object({ command: z.string().min(1).max(20_000), cwd: relPath.optional(), timeout_seconds: timeoutSeconds }),
+  input: z.strictObject({ command: z.string().min(1).max(20_000), cwd: relPath.optional(), timeout_seconds: timeoutSeconds }),
 });
 
 export const runTestsTool = defineTool({
   name: 'run_tests',
   description: "Run the project's tests (your configured test command unless you give one). Returns the exit code, pass/fail counts when recognisable, and the output (truncated to 4,000 characters).",
   runsIn: 'runner',
-  input: z.object({
+  input: z.strictObject({
     command: z.string().min(1).max(20_000).optional().describe('Override the configured test command'),
     path: relPath.optional().describe('Only the tests under this path (appended to the command)'),
     timeout_seconds: timeoutSeconds,
@@ -230,7 +238,7 @@ export const webSearchTool = defineTool({
   name: 'web_search',
   description: 'Search the web (offline: a local full-text corpus) and return the best matching pages with a snippet and their source.',
   runsIn: 'runner',
-  input: z.object({ query: z.string().min(1).max(500), max_results: z.number().int().min(1).max(20).default(5) }),
+  input: z.strictObject({ query: z.string().min(1).max(500), max_results: z.number().int().min(1).max(20).default(5) }),
 });
 
 /**
@@ -244,7 +252,7 @@ export const sendEmailTool = defineTool({
     "Send an email: markdown body, optionally with some of the task's files (its artifacts, e.g. report.md) attached. The mail is queued in the task's outbox and delivered once by Baton's notifier; the result says it was queued and under which id (whether it was delivered is recorded on the task later, not told to you). A person may have to approve it first.",
   runsIn: 'runner',
   approval: 'always',
-  input: z.object({
+  input: z.strictObject({
     to: z.array(EmailAddress).min(1).max(MAX_MAIL_RECIPIENTS).describe('Recipients (email addresses)'),
     subject: z.string().trim().min(1).max(EMAIL_SUBJECT_MAX),
     body: z.string().min(1).max(EMAIL_BODY_MAX).describe('The message, in markdown'),

@@ -17,3 +17,17 @@ describe('busNames', () => {
     expect(busNames().taskOfTransition(busNames('t2').eventSubject(id, 'TaskCompleted'))).toBeNull();
   });
 });
+
+describe('jobSubject', () => {
+  it('keeps valid ids as they are and escapes anything that would make a subject no stream takes', () => {
+    const id = '0b6f3c5e-6a43-4f0e-9d0e-2a4c0f7b9a11';
+    const names = busNames();
+    expect(names.jobSubject('run', id, 'api-report_2')).toBe(`baton.jobs.run.${id}.api-report_2`);
+    for (const bad of ['../x', 'a b', 'a.b', '*', '>', '']) {
+      const subject = names.jobSubject('run', id, bad);
+      expect(subject.split('.')).toHaveLength(5);
+      expect(subject.split('.').every((t) => /^[A-Za-z0-9_~-]+$/.test(t))).toBe(true);
+    }
+    expect(names.jobSubject('run', id, 'a.b')).not.toBe(names.jobSubject('run', id, 'a-b'));
+  });
+});

@@ -39,6 +39,14 @@ export interface BusNames {
 
 export type JobKind = 'run' | 'release';
 
+/**
+ * A name as one subject token. Ids that reach subjects are validated where they are made (task
+ * ids are UUIDs, agent and subtask ids `[a-z0-9_-]`), so this changes nothing for them; anything
+ * else is escaped rather than allowed to make a subject no stream takes (a '.', a space, an empty
+ * token), which would hold up the relay's publishing for every task.
+ */
+export const subjectToken = (name: string): string => (/^[A-Za-z0-9_-]+$/.test(name) ? name : `~${Buffer.from(name).toString('hex')}`);
+
 export function busNames(namespace = ''): BusNames {
   if (namespace && !/^[a-z0-9]{1,20}$/.test(namespace)) throw new Error(`namespace '${namespace}' must be 1-20 lowercase letters or digits`);
   const root = namespace ? `${namespace}.baton` : 'baton';
@@ -64,7 +72,7 @@ export function busNames(namespace = ''): BusNames {
     liveTicks: `${root}.live`,
     triggerSubject: (taskId, type) => `${root}.triggers.${taskId}.${type}`,
     allTriggers: `${root}.triggers.>`,
-    jobSubject: (kind, taskId, agentId) => `${root}.jobs.${kind}.${taskId}.${agentId}`,
+    jobSubject: (kind, taskId, agentId) => `${root}.jobs.${kind}.${subjectToken(taskId)}.${subjectToken(agentId)}`,
     allJobs: `${root}.jobs.>`,
     consumers: { orchestrator: 'orchestrator-task-events', notifier: 'notifier-webhooks', runner: 'runner-jobs' },
     diagSubject: (service) => `${root}.diag.${service}`,

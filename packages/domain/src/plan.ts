@@ -7,7 +7,8 @@ import { z } from 'zod';
  * Pure checks here; which agent types exist is the caller's knowledge (the team).
  */
 
-const SUBTASK_ID_RE = /^[a-z0-9][a-z0-9_-]{0,39}$/;
+/** A subtask's id, which is also its agent's id: a name in bus subjects, URLs and the workspace's paths. */
+export const SubtaskId = z.string().regex(/^[a-z0-9][a-z0-9_-]{0,39}$/, 'lowercase letters, digits, - and _, starting with a letter or digit (at most 40)');
 /** Agent ids the runtime gives to reviewers and rework rounds: a subtask may not take them. */
 const RESERVED_ID_RE = /^(lead|review-\d+)$|-fix\d+$/;
 
@@ -24,7 +25,7 @@ export const ReviewVerdict = z.enum(['approve', 'request_changes']);
 export type ReviewVerdict = z.infer<typeof ReviewVerdict>;
 
 export const PlanSubtask = z.object({
-  id: z.string().regex(SUBTASK_ID_RE, 'lowercase letters, digits, - and _ (at most 40)'),
+  id: SubtaskId,
   agent: z.string().min(1).max(100),
   description: z.string().min(1).max(8000),
   fileLocks: z.array(z.string().min(1).max(300)).max(100),
@@ -87,10 +88,18 @@ export function planProblems(subtasks: readonly PlanSubtask[], agents: readonly 
   return problems;
 }
 
+/** A workspace path as one spelling (`./a//b` → `a/b`): how tool paths are checked and recorded, and how locks must be written. */
+export const normalPath = (p: string): string => path.posix.normalize(p.replace(/\\/g, '/')).replace(/^\.\//, '');
+
 function lockProblem(glob: string): string | null {
   if (glob.includes('\0')) return 'contains a NUL byte';
   if (glob.startsWith('/')) return `'${glob}' is absolute; locks are relative to the workspace`;
   if (glob.split('/').some((p) => p === '..')) return `'${glob}' contains '..'`;
+  // Locks are compared with each other and with the paths tools are given as written: one
+  // spelling per path, or 'a//b' and 'a/b' would be two locks on one file.
+  if (glob.endsWith('/')) return `'${glob}' ends in '/'; lock a directory's files with '${glob}**'`;
+  if (glob === '.') return `'.' locks the whole workspace; lock the files this subtask changes`;
+  if (normalPath(glob) !== glob) return `'${glob}' is not written as a plain relative path: write '${normalPath(glob)}'`;
   if (glob === '**' || glob === '**/*' || glob === '*') return `'${glob}' locks the whole workspace; lock the files this subtask changes`;
   return null;
 }

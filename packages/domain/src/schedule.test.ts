@@ -95,6 +95,17 @@ describe('plan validation', () => {
       expect.stringMatching(/^subtasks\.6\.file_locks\.0: '\*\*' locks the whole workspace/),
     ]));
   });
+  it('a lock is written one way only: empty segments, ./, a trailing / or \\ are refused with the spelling to use, so two spellings of one file cannot both be locked at once', () => {
+    expect(problems([st('a', [], ['api//inventory.ts']), st('b', [], ['./api/x.ts']), st('c', [], ['api/./y.ts']), st('d', [], ['web/']), st('e', [], ['.']), st('f', [], ['src\\z.ts'])])).toEqual([
+      "subtasks.0.file_locks.0: 'api//inventory.ts' is not written as a plain relative path: write 'api/inventory.ts'",
+      "subtasks.1.file_locks.0: './api/x.ts' is not written as a plain relative path: write 'api/x.ts'",
+      "subtasks.2.file_locks.0: 'api/./y.ts' is not written as a plain relative path: write 'api/y.ts'",
+      "subtasks.3.file_locks.0: 'web/' ends in '/'; lock a directory's files with 'web/**'",
+      "subtasks.4.file_locks.0: '.' locks the whole workspace; lock the files this subtask changes",
+      "subtasks.5.file_locks.0: 'src\\z.ts' is not written as a plain relative path: write 'src/z.ts'",
+    ]);
+    expect(problems([st('a', [], ['api/inventory.ts']), st('b', [], ['api//inventory.ts'])])).toEqual([expect.stringMatching(/^subtasks\.1\.file_locks\.0: 'api\/\/inventory\.ts' is not written as a plain relative path/)]);
+  });
   it('lock overlap: exact for paths, conservative for two globs', () => {
     expect(globsOverlap('api/a.ts', 'api/**')).toBe(true);
     expect(globsOverlap('api/**', 'web/**')).toBe(false);

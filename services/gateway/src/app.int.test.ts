@@ -85,7 +85,8 @@ describe('POST /v1/tasks', () => {
       [{ prompt: 'x', webhook: { url: 'ftp://x' } }, /body\.webhook\.url/],
       [{ prompt: 'x', webhook: { url: 'http://x', events: ['task.exploded'] } }, /body\.webhook\.events\.0/],
       [{ prompt: 'x', team: 'nope' }, /body\.team: unknown team 'nope'/],
-      [{ prompt: 'x', surprise: 1 }, /surprise/],
+      [{ prompt: 'x', surprise: 1 }, /^body\.surprise: unknown field 'surprise'$/],
+      [{ prompt: 'x', webhook: { url: 'http://x', secret: 's' } }, /^body\.webhook\.secret: unknown field 'secret'$/],
       [{ prompt: 'x', budget: {} }, /body\.budget: name usd and\/or tokens/],
       [{ prompt: 'x', budget: { usd: 0 } }, /body\.budget\.usd: must be above 0/],
       [{ prompt: 'x', budget: { tokens: 1.5 } }, /body\.budget\.tokens: must be a whole number/],
@@ -248,6 +249,10 @@ describe('reads, tenancy, errors', () => {
     const nobody = await app.inject({ method: 'POST', url: `/v1/tasks/${id}/approvals/apr-1`, payload: { decision: 'approve', input: { agent: 'nobody', prompt: 'p' } } });
     expect(nobody.statusCode).toBe(400);
     expect(nobody.json().error.message).toMatch(/body\.input\.agent: unknown agent 'nobody'; this team delegates to: researcher, report-writer/);
+    // A field the tool does not take is named, not dropped.
+    const extra = await app.inject({ method: 'POST', url: `/v1/tasks/${id}/approvals/apr-1`, payload: { decision: 'approve', input: { agent: 'researcher', prompt: 'p', priority: 'high' } } });
+    expect(extra.statusCode).toBe(400);
+    expect(extra.json().error).toMatchObject({ message: "body.input.priority: unknown field 'priority'", details: [{ field: 'body.input.priority', message: "unknown field 'priority'" }] });
     const ok = await app.inject({ method: 'POST', url: `/v1/tasks/${id}/approvals/apr-1`, payload: { decision: 'approve', input: { agent: 'researcher', prompt: 'narrower' } } });
     expect(ok.statusCode).toBe(200);
     expect(ok.json()).toMatchObject({ status: 'running', pendingRequests: [] });

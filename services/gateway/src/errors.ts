@@ -59,7 +59,13 @@ export function errorHandler(err: FastifyError, req: FastifyRequest, reply: Fast
     // Fields are named as everywhere else: params., query., headers., body.
     const context = (err as { validationContext?: string }).validationContext ?? 'request';
     const where = context === 'querystring' ? 'query' : context;
-    const details = err.validation.map((v) => ({ field: `${where}${v.instancePath}`.replace(/\//g, '.'), message: v.message }));
+    const field = (instancePath: string, ...more: string[]): string => [where, ...instancePath.split('/').filter(Boolean), ...more].join('.');
+    const details = err.validation.flatMap((v) =>
+      // A key the schema does not know is named in the field, one detail per key.
+      v.keyword === 'unrecognized_keys' && Array.isArray(v.params.keys)
+        ? (v.params.keys as string[]).map((k) => ({ field: field(v.instancePath, k), message: `unknown field '${k}'` }))
+        : [{ field: field(v.instancePath), message: v.message }],
+    );
     send(400, 'validation_error', details.map((d) => `${d.field}: ${d.message}`).join('; '), details);
     return;
   }

@@ -1,13 +1,10 @@
 import path from 'node:path';
-import { withinLocks } from '@baton/domain';
+import { normalPath, withinLocks } from '@baton/domain';
 
 /** Tools that may change the workspace: after them it is synced before their results are recorded. */
 export const MUTATING_TOOLS: ReadonlySet<string> = new Set(['write_file', 'edit_file', 'run_command', 'run_tests']);
 const WRITES: ReadonlySet<string> = new Set(['write_file', 'edit_file']);
 const PATH_TOOLS: ReadonlySet<string> = new Set(['write_file', 'edit_file', 'read_file', 'list_directory']);
-
-/** A tool's path argument as one spelling (`./a//b` → `a/b`), as recorded in results and checked against scopes. */
-export const normalPath = (p: string): string => path.posix.normalize(p.replace(/\\/g, '/')).replace(/^\.\//, '');
 
 const matches = (p: string, globs: readonly string[]): boolean => globs.some((g) => path.posix.matchesGlob(p, g));
 

@@ -1,4 +1,4 @@
-import { agentStreamId, isFinal, isToolUse, type Command, type RecordedEvent, type TaskState } from '@baton/domain';
+import { agentStreamId, isFinal, isToolUse, normalPath, type Command, type RecordedEvent, type TaskState } from '@baton/domain';
 import { inSpan, metrics } from '@baton/telemetry';
 import { ConsumerStoppingError } from '@baton/bus';
 import { builtinTeams, editFileTool, findAgent, outboxRequest, runAgentLoop, submitReviewTool, writeFileTool, type AgentDefinition, type LoopHost, type ModelClient, type TeamCatalog, type TeamDefinition } from '@baton/agents';
@@ -7,7 +7,7 @@ import { acquireLease, releaseLease, renewLease, type CorpusHit, type StoredArti
 import type pg from 'pg';
 import type { Logger } from '@baton/runtime';
 import { DEFAULT_LIMITS, SandboxFencedError, type Sandbox, type SandboxProvider, type SandboxSpec } from '@baton/sandbox';
-import { fileAccessViolation, MUTATING_TOOLS, normalPath, type WritePolicy } from './files.ts';
+import { fileAccessViolation, MUTATING_TOOLS, type WritePolicy } from './files.ts';
 import { editFile, runTool, type ToolEnv } from './tools.ts';
 
 export interface RunnerDeps {

@@ -1,9 +1,9 @@
 import path from 'node:path';
-import type { ToolResult, ToolUseBlock } from '@baton/domain';
+import { normalPath, type ToolResult, type ToolUseBlock } from '@baton/domain';
 import { allTools, parseToolInput, type SendEmailInput } from '@baton/agents';
 import type { CorpusHit } from '@baton/storage';
 import type { CommandResult, Sandbox } from '@baton/sandbox';
-import { normalPath, restricts, writeRefusal, type WritePolicy } from './files.ts';
+import { restricts, writeRefusal, type WritePolicy } from './files.ts';
 import { parseTestCounts } from './test-counts.ts';
 
 export const MAX_RESULT_CHARS = 4000;
