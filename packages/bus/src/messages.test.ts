@@ -3,7 +3,7 @@ import { recorded, waitFor } from '@baton/testing';
 import { describe, expect, it } from 'vitest';
 import { headers } from '@nats-io/nats-core';
 import { CURRENT_SCHEMA_VERSION } from '@baton/domain';
-import { BusEvent, encodeEvent, EVENT_SCHEMA_HEADER, messagesFor, publishWakeUps, readRelayed, recordedFromBus, RELAYED_CURSOR_HEADER, RELAYED_PREV_HEADER } from './messages.ts';
+import { BusEvent, encodeEvent, EVENT_SCHEMA_HEADER, MAX_EVENT_MESSAGE_BYTES, messagesFor, publishWakeUps, readRelayed, recordedFromBus, RELAYED_CURSOR_HEADER, RELAYED_PREV_HEADER } from './messages.ts';
 import { busNames } from './subjects.ts';
 
 const names = busNames('');
@@ -118,3 +118,26 @@ describe('the domain event a bus message carries (recordedFromBus)', () => {
   });
 });
 
+
+describe('an event too big to carry (MAX_EVENT_MESSAGE_BYTES)', () => {
+  const big = recorded([{ type: 'TaskCompleted', data: { summary: 'x'.repeat(MAX_EVENT_MESSAGE_BYTES), reportPath: null } }])[0]!;
+  const small = recorded([{ type: 'TaskCompleted', data: { summary: 'done', reportPath: null } }])[0]!;
+  const decoded = (bytes: Uint8Array) => BusEvent.parse(JSON.parse(new TextDecoder().decode(bytes)));
+
+  it('travels without its data, well under NATS\'s default max_payload, and everything that would apply it reads the log instead', () => {
+    const bytes = encodeEvent(big);
+    expect(bytes.byteLength).toBeLessThan(4096);
+    expect(decoded(bytes)).toMatchObject({ id: big.id, type: 'TaskCompleted', position: Number(big.position), data: null });
+    expect(recordedFromBus(decoded(bytes), String(CURRENT_SCHEMA_VERSION))).toBeNull();
+    const hs = headers();
+    hs.set(RELAYED_CURSOR_HEADER, `7:${big.position}`);
+    expect(readRelayed({ headers: hs, data: bytes })?.event()).toBeNull();
+    // Every message for it (the event, its lead trigger) is as small.
+    expect(messagesFor(big, names).every((m) => (m.data as Uint8Array).byteLength < 4096)).toBe(true);
+  });
+
+  it('an event that fits is carried whole', () => {
+    expect(decoded(encodeEvent(small)).data).toEqual(small.data);
+    expect(recordedFromBus(decoded(encodeEvent(small)), String(CURRENT_SCHEMA_VERSION))).toEqual(small);
+  });
+});

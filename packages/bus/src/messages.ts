@@ -34,9 +34,9 @@ export const EVENT_SCHEMA_HEADER = 'Baton-Schema';
  * task instead of reading Postgres (`TaskCache.advance`); null when it is not an event of this
  * version's schema (`schema`, the message's EVENT_SCHEMA_HEADER, is another version or absent —
  * a sender of another release during a rolling update —, or its type, data or metadata do not
- * parse, or its time is not one): the message then only wakes, and the task is read. The data
- * folded is the data as sent, as a read returns it; the time is the sender's (for an event not
- * yet read back, the writer's clock rather than Postgres's: folded into the task's timestamps only).
+ * parse — or were left out, the event being too big to carry —, or its time is not one): the
+ * message then only wakes, and the task is read. The data folded is the data as sent, as a read
+ * returns it; the time is the one recorded (the writer's).
  */
 export function recordedFromBus(e: BusEvent, schema: string | undefined): RecordedEvent | null {
   const recordedAt = new Date(e.recordedAt);
@@ -66,9 +66,22 @@ export const RunnerJob = z.discriminatedUnion('kind', [
 ]);
 export type RunnerJob = z.infer<typeof RunnerJob>;
 
+/**
+ * The largest event a bus message carries whole. NATS refuses a message over its server's
+ * max_payload (1 MiB unless configured otherwise), and the relay sends a batch again until it is
+ * taken: one refused event would hold up every task's messages. A bigger event (a long result, an
+ * approval of a large file's write) travels without its data (`data: null`): every consumer then
+ * reads it from the log, as it does for a message it cannot apply.
+ */
+export const MAX_EVENT_MESSAGE_BYTES = 256 * 1024;
+
+const encoder = new TextEncoder();
+
+/** An event as the bus carries it: the API's event object, without its data when too big (MAX_EVENT_MESSAGE_BYTES). */
 export function encodeEvent(e: RecordedEvent): Uint8Array {
   const view: EventView = toEventView(e);
-  return new TextEncoder().encode(JSON.stringify(view));
+  const whole = encoder.encode(JSON.stringify(view));
+  return whole.byteLength <= MAX_EVENT_MESSAGE_BYTES ? whole : encoder.encode(JSON.stringify({ ...view, data: null }));
 }
 
 /**
@@ -129,7 +142,7 @@ export interface RelayedEvent {
   cursor: LogCursor;
   /** The task's previous relayed event, as the relay vouches (null: it does not). */
   prev: LogCursor | null;
-  /** The event itself, parsed on first use; null when the body is not the event its headers place. */
+  /** The event itself, parsed on first use; null when the body is not the event its headers place, or came without its data (too big to carry). */
   event(): BusEvent | null;
 }
 
@@ -151,7 +164,8 @@ export function readRelayed(m: Pick<Msg, 'headers' | 'data'>): RelayedEvent | nu
       if (parsed !== undefined) return parsed;
       try {
         const r = BusEvent.safeParse(JSON.parse(new TextDecoder().decode(m.data)));
-        parsed = r.success && BigInt(r.data.position) === cursor.data.position ? r.data : null;
+        // Data left out (too big to carry): the event is read from the log.
+        parsed = r.success && r.data.data !== null && BigInt(r.data.position) === cursor.data.position ? r.data : null;
       } catch {
         parsed = null;
       }

@@ -64,6 +64,24 @@ describe('Relay', () => {
     expect(cp.position).toBeGreaterThan(0n);
   });
 
+  test("an event bigger than NATS takes (over max_payload) goes out without its data, and the events after it follow: one event cannot hold up every task's", async ({ pg, nats }) => {
+    const { names, jsm, js } = await setup(nats.nc, nats.namespace);
+    const big = randomUUID();
+    const bigEvent: NewEvent = { id: randomUUID(), type: 'TaskFailed', data: { code: 'c', message: 'x'.repeat(1_200_000) } };
+    await pg.store.append({ streamId: taskStreamId(big), taskId: big, expectedVersion: 0, events: [bigEvent] });
+    const after = await appendTasks(pg.store, 3);
+    const relay = new Relay({ pool: pg.db.pool, store: pg.store, nc: nats.nc, names, log, batchSize: 7 });
+    relay.start();
+    try {
+      await waitFor(async () => (await jsm.streams.info(names.eventsStream)).state.messages === 1 + after.length, { what: 'the big event and the ones after it published' });
+    } finally {
+      await relay.stop();
+    }
+    expect(await publishedIds(jsm, js, names)).toEqual([bigEvent.id, ...after]);
+    const first = await (await js.consumers.get(names.eventsStream)).next({ expires: 2000 });
+    expect(first?.json()).toMatchObject({ id: bigEvent.id, type: 'TaskFailed', data: null });
+  });
+
   test('killed mid-batch: nothing is lost and re-published duplicates are dropped', async ({ pg, nats }) => {
     const { names, jsm, js } = await setup(nats.nc, nats.namespace);
     const ids = await appendTasks(pg.store, 30);

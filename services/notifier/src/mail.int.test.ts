@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { outboxRequest, sendEmailTool } from '@baton/agents';
-import { busNames, encodeEvent, ensureTopology, Relay } from '@baton/bus';
+import { busNames, encodeEvent, ensureTopology, MAX_EVENT_MESSAGE_BYTES, Relay } from '@baton/bus';
 import type { Command, NotifyConfig } from '@baton/domain';
 import { handleCommand, loadTask } from '@baton/event-store';
 import { verifyLinkToken } from '@baton/mail';
@@ -46,13 +46,13 @@ async function startStack(pg: PgFixture, nats: NatsFixture, o: { notifiers?: num
 }
 
 /** A task whose lead waits for approval of a delegation (the request `apr-lead-tu1`). */
-async function awaitingApproval(pg: PgFixture, notify: NotifyConfig | null, tenantId = 'acme'): Promise<string> {
+async function awaitingApproval(pg: PgFixture, notify: NotifyConfig | null, tenantId = 'acme', prompt = 'go <b>now</b>'): Promise<string> {
   const id = randomUUID();
   const run = (c: Command) => handleCommand(pg.store, id, c);
   await run({ type: 'SubmitTask', prompt: 'Research event sourcing', team: 'research', requirePlanApproval: true, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId, requestHash: null, forkedFrom: null, workspace: null, budget: null, notify });
   await run({ type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'research-lead', configVersion: 'v' });
-  await run({ type: 'RecordModelTurn', agentId: 'lead', turn: 1, model: 'm', stopReason: 'tool_use', offline: true, durationMs: 0, usage, content: [{ type: 'text', text: 'Plan: **research** first' }, { type: 'tool_use', id: 'tu1', name: 'Task', input: { agent: 'researcher', prompt: 'go <b>now</b>' } }] });
-  await run({ type: 'RequestApproval', requestId: 'apr-lead-tu1', agentId: 'lead', toolUseId: 'tu1', toolName: 'Task', input: { agent: 'researcher', prompt: 'go <b>now</b>' }, inputDigest: 'd', plan: 'Plan: **research** first', deadline: new Date(Date.now() + 600_000).toISOString(), onTimeout: 'reject' });
+  await run({ type: 'RecordModelTurn', agentId: 'lead', turn: 1, model: 'm', stopReason: 'tool_use', offline: true, durationMs: 0, usage, content: [{ type: 'text', text: 'Plan: **research** first' }, { type: 'tool_use', id: 'tu1', name: 'Task', input: { agent: 'researcher', prompt } }] });
+  await run({ type: 'RequestApproval', requestId: 'apr-lead-tu1', agentId: 'lead', toolUseId: 'tu1', toolName: 'Task', input: { agent: 'researcher', prompt }, inputDigest: 'd', plan: 'Plan: **research** first', deadline: new Date(Date.now() + 600_000).toISOString(), onTimeout: 'reject' });
   return id;
 }
 
@@ -129,6 +129,17 @@ describe('mail notifications', () => {
       'email email.completed mailto:bob@example.com 1 true 250',
     ]);
     expect(new Set(deliveries.map((d) => d.webhookId)).size).toBe(4);
+  });
+
+  test('a request whose event is too big to travel on the bus whole (it comes without its data) is mailed all the same, read from the log', async ({ pg, nats }) => {
+    const stack = await startStack(pg, nats);
+    const prompt = `${'long brief '.repeat(Math.ceil(MAX_EVENT_MESSAGE_BYTES / 11))}the end`;
+    const id = await awaitingApproval(pg, { email: { to: ['ann@example.com'], on: ['awaiting_input'] } }, 'acme', prompt);
+    await waitFor(() => smtp.mails.length === 1, { what: 'the approval mail' });
+    expect(smtp.mails[0]).toMatchObject({ subject: '[Baton] Approval needed: Task — Research event sourcing', envelopeTo: ['ann@example.com'] });
+    expect(smtp.mails[0]?.text).toMatch(/"prompt": "long brief long brief[^]*more characters; see the console\)/);
+    await stack.stop();
+    expect((await listDeliveries(pg.db.pool, id)).map((d) => `${d.type} ${d.ok}`)).toEqual(['email.awaiting_input true']);
   });
 
   test('a server that refuses (451) and then accepts: retried with backoff, one mail, every attempt recorded; a moment not asked for sends nothing', async ({ pg, nats }) => {

@@ -59,8 +59,11 @@ const artifactUrl = (d: MailDeps, taskId: string, path: string): string => `${d.
 export async function deliverMails(d: MailDeps, event: BusEvent, deliveryCount: number): Promise<MailRetry | null> {
   if (!MAIL_EVENT_TYPES.has(event.type)) return null;
   const events = await d.store.readTask(event.taskId);
+  // The event as the log holds it: a message may come without its data (too big to carry).
+  const recorded = events.find((e) => e.position === BigInt(event.position));
+  if (!recorded) return null;
   const state = fold(events);
-  const planned = plannedMails(event, state);
+  const planned = plannedMails(recorded, state);
   let retry: MailRetry | null = null;
   for (const p of planned) {
     const r = await deliverOne(d, event, state, events, p, deliveryCount >= d.maxAttempts);
