@@ -60,13 +60,16 @@ const engineeringLead: Play = (req, turn) => {
 const camel = (id: string): string => id.replace(/[-_]+([a-z0-9])/g, (_, c: string) => c.toUpperCase());
 
 /** The subtask an engineer's brief names, its first lock's directory and the review issues (if this is a round of changes). */
-function briefOf(brief: string): { id: string; dir: string; issues: { file: string; name: string }[]; description: string } {
+function briefOf(brief: string): { id: string; dir: string; file: string | null; issues: { file: string; name: string }[]; description: string } {
   const id = /subtask '([^']+)'/.exec(brief)?.[1] ?? 'change';
-  const lock = /the only paths you may create, change or delete: ([^\s,]+)/.exec(brief)?.[1] ?? 'src/**';
-  const dir = lock.replace(/\/?\*.*$/, '') || '.';
+  // The first lock, without the sentence's full stop when it is the last one.
+  const lock = (/the only paths you may create, change or delete: ([^\s,]+)/.exec(brief)?.[1] ?? 'src/**').replace(/\.$/, '');
+  // A lock on one file (no wildcard): that file is the one to change, in its directory.
+  const file = /[*?[{]/.test(lock) ? null : lock;
+  const dir = file ? path.posix.dirname(file) : lock.replace(/\/?\*.*$/, '') || '.';
   const issues = [...brief.matchAll(/^- \[\w+\] ([^:\s]+)(?::\d+)?: exported function `(\w+)` has no doc comment/gm)].map((m) => ({ file: m[1] ?? '', name: m[2] ?? '' }));
   const description = oneLine(/Your subtask: (.*)/.exec(brief)?.[1] ?? brief, 160).replace(/[^\p{L}\p{N} .,:;()/-]/gu, '').slice(0, 120);
-  return { id, dir, issues, description };
+  return { id, dir, file, issues, description };
 }
 
 /** An engineer, test-first: find a module, write a failing test, run it, implement, run the suite, report. */
@@ -98,25 +101,30 @@ const engineer: Play = (req, turn) => {
 
   const globbed = history.find((c) => c.name === 'glob');
   if (!globbed) return { content: [text(`Looking at ${b.dir}/ first.`), call(req, turn, 'glob', { pattern: '*.ts', path: b.dir })], stopReason: 'tool_use' };
-  const sources = (globbed.isError || !globbed.result ? [] : globbed.result.split('\n')).filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts') && !f.endsWith('.d.ts'));
-  const target = sources[0] ?? `${b.dir}/${b.id}.ts`;
+  // The glob's answer is a path per line, or a sentence when nothing matched ("no files match …").
+  const listed = globbed.isError || !globbed.result || globbed.result.startsWith('no files match ') ? [] : globbed.result.split('\n');
+  const sources = listed.filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts') && !f.endsWith('.d.ts'));
+  const target = b.file ?? sources[0] ?? `${b.dir}/${b.id}.ts`;
   const fn = `${camel(b.id)}ChangeNote`;
   const testPath = `${path.posix.dirname(target)}/${path.posix.basename(target, '.ts')}.${b.id}.test.ts`;
   const writes = history.filter((c) => c.name === 'write_file');
-  if (writes.length === 0) {
+  // Test-first needs room for a test file: a lock on one file leaves none.
+  const testFirst = b.file === null;
+  const before = testFirst ? 1 : 0;
+  if (testFirst && writes.length === 0) {
     const body = `import { ${fn} } from './${path.posix.basename(target)}';\n\ndescribe('${fn}', () => {\n  it('says what subtask ${b.id} changed', () => {\n    expect(${fn}()).toBe('${b.description}');\n  });\n});\n`;
     return { content: [text(`Test first: ${testPath} expects ${fn}() from ${target}.`), call(req, turn, 'write_file', { path: testPath, content: body })], stopReason: 'tool_use' };
   }
-  if (tests.length === 0) return { content: [text('Running the new test; it should fail, as nothing implements it yet.'), call(req, turn, 'run_tests', { path: testPath })], stopReason: 'tool_use' };
+  if (testFirst && tests.length === 0) return { content: [text('Running the new test; it should fail, as nothing implements it yet.'), call(req, turn, 'run_tests', { path: testPath })], stopReason: 'tool_use' };
   const read = history.find((c) => c.name === 'read_file');
-  if (!read && sources.length > 0) return { content: [text(`Reading ${target} before changing it.`), call(req, turn, 'read_file', { path: target })], stopReason: 'tool_use' };
-  if (writes.length === 1) {
-    const before = read && !read.isError && read.result ? `${read.result.replace(/\s*$/, '')}\n\n` : '';
-    const impl = `${before}export function ${fn}(): string {\n  return '${b.description}';\n}\n`;
-    return { content: [text(`The test failed as expected; implementing ${fn} in ${target}.`), call(req, turn, 'write_file', { path: target, content: impl })], stopReason: 'tool_use' };
+  if (!read && (b.file !== null || sources.length > 0)) return { content: [text(`Reading ${target} before changing it.`), call(req, turn, 'read_file', { path: target })], stopReason: 'tool_use' };
+  if (writes.length === before) {
+    const kept = read && !read.isError && read.result ? `${read.result.replace(/\s*$/, '')}\n\n` : '';
+    const impl = `${kept}export function ${fn}(): string {\n  return '${b.description}';\n}\n`;
+    return { content: [text(`${testFirst ? 'The test failed as expected; implementing' : 'Implementing'} ${fn} in ${target}.`), call(req, turn, 'write_file', { path: target, content: impl })], stopReason: 'tool_use' };
   }
-  if (tests.length === 1) return { content: [text('Running the whole suite.'), call(req, turn, 'run_tests', {})], stopReason: 'tool_use' };
-  return done(`Added ${fn} to ${target}, test-first (${testPath})`);
+  if (tests.length === before) return { content: [text('Running the whole suite.'), call(req, turn, 'run_tests', {})], stopReason: 'tool_use' };
+  return done(testFirst ? `Added ${fn} to ${target}, test-first (${testPath})` : `Added ${fn} to ${target} (my lock is that one file: no room for a new test)`);
 };
 
 /** The reviewer: read every changed file, flag new exported functions without a doc comment and failing tests, record the verdict. */

@@ -144,6 +144,31 @@ describe('offline engineering lead', () => {
   });
 });
 
+describe('offline engineer', () => {
+  const engineer = (messages: ModelMessage[]) => model.complete({ agentType: 'backend-engineer', model: 'm', system: '', messages, tools: specs('glob', 'read_file', 'write_file', 'run_tests'), maxTokens: 100 });
+  const brief = (locks: string) => `You are doing subtask 'report' of this plan: p\nYour subtask: a report\nFile locks — the only paths you may create, change or delete: ${locks}. A write anywhere else is refused.`;
+  /** The conversation after each of the engineer's turns, each tool call answered with the next result. */
+  async function run(start: ModelMessage[], results: string[]) {
+    let history = start;
+    const turns: ContentBlock[][] = [];
+    for (const r of [...results, '']) {
+      const t = await engineer(history);
+      turns.push(t.content);
+      if (t.stopReason !== 'tool_use') break;
+      history = answered(history, t.content, r);
+    }
+    return turns.map((c) => toolUses(c).map((u) => `${u.name} ${String(u.input.pattern ?? u.input.path ?? '')}`.trim()));
+  }
+
+  it('a glob that matched nothing ("no files match …") is no file: it creates its own module, test-first', async () => {
+    expect(await run([{ role: 'user', content: brief('api/**') }], ['no files match *.ts', 'ok', 'FAIL', 'ok', 'PASS'])).toEqual([['glob *.ts'], ['write_file api/report.report.test.ts'], ['run_tests api/report.report.test.ts'], ['write_file api/report.ts'], ['run_tests'], []]);
+  });
+
+  it('a lock on one file: it changes that file (no room for a test file), then runs the suite', async () => {
+    expect(await run([{ role: 'user', content: brief('api/inventory.ts') }], ['api/inventory.ts\napi/other.ts', 'export const x = 1;', 'ok', 'PASS'])).toEqual([['glob *.ts'], ['read_file api/inventory.ts'], ['write_file api/inventory.ts'], ['run_tests'], []]);
+  });
+});
+
 describe('offline researcher', () => {
   const researcher = (messages: ModelMessage[]) => model.complete({ agentType: 'researcher', model: 'm', system: '', messages, tools: specs('web_search', 'write_file', 'ask_user'), maxTokens: 100 });
   it('asks first when the brief says to check with the user, then searches, then writes notes with the answer and the sources', async () => {
