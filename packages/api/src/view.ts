@@ -16,7 +16,7 @@ export interface TaskView {
   /** The files the task started from (digest-pinned), or null. */
   workspace: InputWorkspace | null;
   pendingRequests: PendingRequestView[];
-  /** The lead's phase: planning, awaiting_approval, delegating, reviewing, done or failed. */
+  /** The lead's phase: planning, awaiting_approval, delegating, reviewing, done, failed or cancelled. */
   lead: { phase: LeadPhase } | null;
   /** The lead's plan and each subtask's state (engineering teams), once recorded. */
   plan: PlanView | null;

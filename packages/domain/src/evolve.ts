@@ -462,7 +462,7 @@ function stopEverything(s: TaskState, at: string): TaskState {
     agents[id] = a.status === 'dispatched' || a.status === 'running' || a.status === 'paused' ? { ...a, status: 'cancelled' } : a;
   }
   const plan: PlanState | null = s.plan && (s.plan.status === 'running' || s.plan.status === 'reviewing')
-    ? { ...s.plan, status: 'failed', subtasks: s.plan.subtasks.map((t) => (t.status === 'pending' || t.status === 'running' ? { ...t, status: 'cancelled' } : t)) }
+    ? { ...s.plan, status: s.status === 'cancelled' ? 'cancelled' : 'failed', subtasks: s.plan.subtasks.map((t) => (t.status === 'pending' || t.status === 'running' ? { ...t, status: 'cancelled' } : t)) }
     : s.plan;
   return { ...s, pendingRequests: {}, decidedRequests: decided, agents, plan };
 }

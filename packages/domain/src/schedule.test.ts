@@ -168,13 +168,14 @@ describe('scheduling (pure: a function of the task state)', () => {
     expect(r.leadResult()).toMatchObject({ isError: true, outcome: { subtasks: [{ id: 'a', status: 'failed' }, { id: 'b', status: 'skipped' }, { id: 'c', status: 'skipped' }, { id: 'd', status: 'done' }] } });
   });
 
-  it('given a cancelled run, then nothing more is dispatched and open subtasks are cancelled', () => {
+  it('given a cancelled run, then nothing more is dispatched, open subtasks and the plan are cancelled (not failed), and so is the lead', () => {
     const r = new Run().plan([st('a'), st('b', ['a'])]);
     r.tick();
     r.apply({ type: 'CancelTask', reason: 'stop', requestedBy: 'u' });
     expect(schedulePlan(r.state)).toEqual([]);
     expect(r.state.plan?.subtasks.map((t) => t.status)).toEqual(['cancelled', 'cancelled']);
-    expect(leadPhase(r.state)).toBe('failed');
+    expect(r.state.plan?.status).toBe('cancelled');
+    expect(leadPhase(r.state)).toBe('cancelled');
   });
 
   it('decide refuses a dispatch that jumps the DAG or takes a held lock', () => {

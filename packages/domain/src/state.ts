@@ -104,7 +104,8 @@ export interface PlanState {
   /** 0 while the first build runs; n once a review asked for changes n times. */
   round: number;
   reviews: Review[];
-  status: 'running' | 'reviewing' | 'completed' | 'failed';
+  /** cancelled: the task was cancelled while the plan ran (failed: a subtask, the review or the task failed). */
+  status: 'running' | 'reviewing' | 'completed' | 'failed' | 'cancelled';
 }
 
 /** A tool call of an agent that the agent is waiting on. */
@@ -319,12 +320,12 @@ export function deriveStatus(s: TaskState): TaskStatus {
 /** A plan still being carried out (subtasks or the review may run). */
 export const planIsRunning = (s: TaskState): boolean => s.plan !== null && (s.plan.status === 'running' || s.plan.status === 'reviewing');
 
-export type LeadPhase = 'planning' | 'awaiting_approval' | 'delegating' | 'reviewing' | 'done' | 'failed';
+export type LeadPhase = 'planning' | 'awaiting_approval' | 'delegating' | 'reviewing' | 'done' | 'failed' | 'cancelled';
 
 /** Where the lead stands, as people see it: planning, awaiting approval, delegating, reviewing, done or failed. */
 export function leadPhase(s: TaskState): LeadPhase {
   if (s.status === 'completed') return 'done';
-  if (s.status === 'failed' || s.status === 'cancelled') return 'failed';
+  if (s.status === 'failed' || s.status === 'cancelled') return s.status;
   const leadId = s.lead?.agentId;
   if (leadId && Object.values(s.pendingRequests).some((r) => r.kind === 'approval' && r.agentId === leadId)) return 'awaiting_approval';
   if (s.plan?.status === 'reviewing' || activeAgents(s).some((a) => a.role === 'review')) return 'reviewing';
