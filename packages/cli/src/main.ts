@@ -109,7 +109,10 @@ program
   .description('list your tasks, newest first; --follow then prints each change as it happens (Ctrl-C stops)')
   .option('--status <status>', 'only tasks with this status (pending, running, awaiting_input, completed, failed, cancelled)')
   .option('--team <team>', "only this team's tasks")
-  .option('--search <text>', 'only tasks whose prompt contains this text (ignoring case; its first 200 characters, as listed)')
+  .option('--search <text>', 'only tasks whose prompt contains this text (ignoring case; its first 200 characters, as listed)', (v: string) => {
+    if (v.trim() === '') throw new InvalidArgumentError('--search needs some text to look for');
+    return v;
+  })
   .option('--stuck', 'only tasks stuck: no transition for a while, nobody working on them, no person holding them')
   .option('--limit <n>', 'at most this many (1..200)', positiveNumber('--limit'), 50)
   .option('--follow', 'then print each change of your tasks (of --team, if given) as it happens; with --status, changes into it and out of it')
@@ -158,9 +161,9 @@ program
 program
   .command('fork <taskId>')
   .description('start a new task whose history is a copy of this one up to --at <version>')
-  .requiredOption('--at <version>', 'version of the task stream to fork at')
-  .action(async (taskId: string, opts: { at: string }) => {
-    console.log(describeTask(await client().request<TaskView>('POST', `/v1/tasks/${taskId}/fork`, { atVersion: Number(opts.at) })));
+  .requiredOption('--at <version>', 'version of the task stream to fork at', streamVersion)
+  .action(async (taskId: string, opts: { at: number }) => {
+    console.log(describeTask(await client().request<TaskView>('POST', `/v1/tasks/${taskId}/fork`, { atVersion: opts.at })));
   });
 
 program
@@ -315,13 +318,12 @@ program
 program
   .command('replay <taskId>')
   .description('fold a task event by event, printing the state after each (or the state at --at N)')
-  .option('--at <version>', 'print the task as it was after this version of its stream')
+  .option('--at <version>', 'print the task as it was after this version of its stream', streamVersion)
   .option('--diff', 'print what each event changed in the task (as the API shows it)')
-  .action(async (taskId: string, opts: { at?: string; diff?: boolean }) => {
+  .action(async (taskId: string, opts: { at?: number; diff?: boolean }) => {
     const events = (await client().allEvents(taskId)).map(toRecorded);
     if (opts.at !== undefined) {
-      const at = Number(opts.at);
-      const s = Number.isInteger(at) && at > 0 ? stateAt(events, at) : null;
+      const s = stateAt(events, opts.at);
       if (!s) throw new Error(`the task stream has no version ${opts.at}`);
       console.log(JSON.stringify(toTaskView(s), null, 2));
       return;

@@ -96,7 +96,7 @@ describe('POST /v1/chat', () => {
     const badId = await app.inject({ method: 'GET', url: '/v1/chats/not-a-uuid' });
     expect(badId.statusCode).toBe(400);
     expect(badId.json().error.message).toMatch(/params\.id: must be a chat id/);
-    expect((await app.inject({ method: 'GET', url: '/v1/chats?limit=0' })).json().error.message).toMatch(/query\.limit/);
+    expect((await app.inject({ method: 'GET', url: '/v1/chats?limit=0' })).json().error.message).toMatch(/^query\.limit: must be a whole number from 1 to /);
     const badTask = await app.inject({ method: 'POST', url: `/v1/chats/${first.chatId}/task`, payload: { requirePlanApproval: 'yes', prompt: 'x' } });
     expect(badTask.statusCode).toBe(400);
     expect(badTask.json().error.message).toMatch(/body\.requirePlanApproval/);

@@ -299,6 +299,7 @@ describe('GET /v1/tasks/:id/diff and forks', () => {
     expect([beyond.statusCode, beyond.json().error.message]).toEqual([404, `the task stream has no version ${version + 100} (it is at version ${version + 1})`]);
     expect((await get('/artifacts?at=first')).json().error.message).toMatch(/query\.at/);
     expect((await get('/diff?at=0')).json().error.message).toMatch(/query\.at/);
+    for (const at of ['0', '-1', 'x', '1.5']) expect((await get(`/diff?at=${at}`)).json().error.message).toBe('query.at: must be a whole number, 1 or more');
     // A fork copies TaskSubmitted (so the digest) and the artifacts its history names: the same change.
     const fork = await app.inject({ method: 'POST', url: `/v1/tasks/${task.id}/fork`, headers: auth, payload: { atVersion: version } });
     expect(fork.statusCode).toBe(201);

@@ -7,7 +7,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { GatewayDeps } from '../deps.ts';
 import { HttpError, notFound } from '../errors.ts';
-import { SubmitTaskBody } from './schemas.ts';
+import { queryInt, SubmitTaskBody } from './schemas.ts';
 import { checkSubmission, submitTask, type TaskSubmission } from './submit.ts';
 
 /**
@@ -23,7 +23,7 @@ export const PostChatBody = z.strictObject({
   message: z.string().trim().min(1, 'must not be empty').max(CHAT_MESSAGE_MAX_CHARS, `must be at most ${CHAT_MESSAGE_MAX_CHARS} characters`),
   team: TeamName.optional().describe("A new conversation's team (default research); a conversation keeps its team"),
 });
-export const ListChatsQuery = z.object({ limit: z.string().regex(/^\d{1,3}$/, 'must be a number 1..200').transform(Number).pipe(z.number().int().min(1).max(200)).default(50) });
+export const ListChatsQuery = z.object({ limit: queryInt(1, 200).default(50) });
 /** POST /v1/tasks' body minus the prompt (made from the conversation) and the workspace; the team defaults to the chat's. */
 export const ChatTaskFields = SubmitTaskBody.omit({ prompt: true, workspace: true, team: true }).extend({ team: TeamName.optional() });
 export const ChatTaskBody = ChatTaskFields.nullish();

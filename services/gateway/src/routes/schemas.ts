@@ -7,7 +7,11 @@ import { z } from 'zod';
  * fraction, spaces or empty value (what z.coerce.number would let through as 1000, 0, …).
  */
 const digits = z.string().regex(/^\d{1,15}$/, 'must be a non-negative integer (digits only)');
-const queryInt = (min: number, max: number) => digits.transform(Number).pipe(z.number().int().min(min).max(max));
+/** A whole number from `min` to `max`: one message for every way to miss (`-1`, `0`, `x`, too big). */
+export const queryInt = (min: number, max: number) => {
+  const range = max === Number.MAX_SAFE_INTEGER ? `a whole number, ${min} or more` : `a whole number from ${min} to ${max}`;
+  return z.string().regex(/^\d{1,16}$/, `must be ${range}`).transform(Number).pipe(z.number().int().min(min, `must be ${range}`).max(max, `must be ${range}`));
+};
 /** An event's position in a task (its SSE id): where to resume after. */
 const Position = digits.describe('An event position (its SSE id)').transform(Number);
 

@@ -1,0 +1,25 @@
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const MAIN = fileURLToPath(new URL('./main.ts', import.meta.url));
+
+/** Runs the CLI against no gateway at all: an argument it refuses never gets as far as a request. */
+const baton = (...args: string[]) =>
+  new Promise<{ code: number; stderr: string }>((resolve) => {
+    execFile(process.execPath, [MAIN, ...args], { env: { ...process.env, BATON_URL: 'http://127.0.0.1:9' } }, (err, _stdout, stderr) => resolve({ code: typeof err?.code === 'number' ? err.code : 0, stderr }));
+  });
+
+describe('arguments the CLI refuses before asking the gateway, naming the option', () => {
+  const task = '00000000-0000-4000-8000-000000000001';
+  it.each([
+    [['replay', task, '--at', 'abc'], "--at must be a version of the task stream (1 or more), got 'abc'"],
+    [['fork', task, '--at', '0'], "--at must be a version of the task stream (1 or more), got '0'"],
+    [['list', '--search', ' '], '--search needs some text to look for'],
+  ])('%j', async (args, message) => {
+    const r = await baton(...args);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(message);
+    expect(r.stderr).not.toMatch(/ECONNREFUSED|fetch failed|cannot reach/i);
+  });
+});
