@@ -178,6 +178,17 @@ describe('POST /v1/tasks', () => {
     expect(blank.json().error.message).toMatch(/^query\.search: must not be blank/);
   });
 
+  test('a query parameter no route takes is a 400 naming it (a misspelt filter is not ignored)', async ({ pg, nats }) => {
+    const app = await gateway(pg, nats);
+    const id = (await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x' } })).json().id as string;
+    for (const [url, field] of [['/v1/tasks?state=running', 'state'], [`/v1/tasks/${id}/events?since=3`, 'since'], [`/v1/tasks/${id}/state?version=1`, 'version'], [`/v1/tasks/${id}/artifacts?at=1&x=2`, 'x'], ['/v1/chats?limit=5&page=2', 'page']] as const) {
+      const res = await app.inject({ method: 'GET', url });
+      expect(res.statusCode, url).toBe(400);
+      expect(res.json().error).toMatchObject({ code: 'validation_error', message: `query.${field}: unknown query parameter '${field}'` });
+    }
+    expect((await app.inject({ method: 'GET', url: '/v1/tasks?status=pending&limit=5' })).statusCode).toBe(200);
+  });
+
   test('Idempotency-Key: same key and body → the same task; a different body → 422', async ({ pg, nats }) => {
     const app = await gateway(pg, nats);
     const send = (prompt: string) => app.inject({ method: 'POST', url: '/v1/tasks', headers: { 'idempotency-key': 'k-123' }, payload: { prompt } });

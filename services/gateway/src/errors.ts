@@ -63,7 +63,7 @@ export function errorHandler(err: FastifyError, req: FastifyRequest, reply: Fast
     const details = err.validation.flatMap((v) =>
       // A key the schema does not know is named in the field, one detail per key.
       v.keyword === 'unrecognized_keys' && Array.isArray(v.params.keys)
-        ? (v.params.keys as string[]).map((k) => ({ field: field(v.instancePath, k), message: `unknown field '${k}'` }))
+        ? (v.params.keys as string[]).map((k) => ({ field: field(v.instancePath, k), message: where === 'query' ? `unknown query parameter '${k}'` : `unknown field '${k}'` }))
         : [{ field: field(v.instancePath), message: v.message }],
     );
     send(400, 'validation_error', details.map((d) => `${d.field}: ${d.message}`).join('; '), details);

@@ -23,7 +23,7 @@ export const PostChatBody = z.strictObject({
   message: z.string().trim().min(1, 'must not be empty').max(CHAT_MESSAGE_MAX_CHARS, `must be at most ${CHAT_MESSAGE_MAX_CHARS} characters`),
   team: TeamName.optional().describe("A new conversation's team (default research); a conversation keeps its team"),
 });
-export const ListChatsQuery = z.object({ limit: queryInt(1, 200).default(50) });
+export const ListChatsQuery = z.strictObject({ limit: queryInt(1, 200).default(50) });
 /** POST /v1/tasks' body minus the prompt (made from the conversation) and the workspace; the team defaults to the chat's. */
 export const ChatTaskFields = SubmitTaskBody.omit({ prompt: true, workspace: true, team: true }).extend({ team: TeamName.optional() });
 export const ChatTaskBody = ChatTaskFields.nullish();

@@ -69,7 +69,8 @@ export const SubmitTaskBody = z.strictObject({
 });
 export type SubmitTaskBody = z.infer<typeof SubmitTaskBody>;
 
-export const ListTasksQuery = z.object({
+/** Query strings are strict: a misspelt parameter (`?state=running`) is a 400 naming it, not a filter silently ignored. */
+export const ListTasksQuery = z.strictObject({
   status: z.enum(['pending', 'running', 'awaiting_input', 'completed', 'failed', 'cancelled']).optional(),
   team: z.string().min(1).max(100).optional(),
   limit: queryInt(1, 200).default(50),
@@ -103,19 +104,19 @@ export const ForkBody = z.strictObject({
 
 export const CancelBody = z.strictObject({ reason: z.string().max(4000).optional() }).nullish();
 
-export const EventsQuery = z.object({
+export const EventsQuery = z.strictObject({
   after: Position.optional(),
   limit: queryInt(1, 5000).default(1000),
   /** false: transitions only (status changes, agents, requests, decisions, artifacts) — no model turns or tool results. */
   steps: z.enum(['true', 'false'], { error: "must be 'true' or 'false'" }).default('true').transform((v) => v === 'true'),
 });
 
-export const DiffQuery = z.object({ format: z.enum(['text', 'json'], { error: "must be 'text' or 'json'" }).default('text'), at: queryInt(1, Number.MAX_SAFE_INTEGER).optional() });
+export const DiffQuery = z.strictObject({ format: z.enum(['text', 'json'], { error: "must be 'text' or 'json'" }).default('text'), at: queryInt(1, Number.MAX_SAFE_INTEGER).optional() });
 
 /** SSE resumes after `Last-Event-ID` (an event's position); any other header is left alone. */
 export const EventsHeaders = z.looseObject({ 'last-event-id': Position.optional() });
 
-export const StateQuery = z.object({ at: queryInt(1, Number.MAX_SAFE_INTEGER).optional() });
+export const StateQuery = z.strictObject({ at: queryInt(1, Number.MAX_SAFE_INTEGER).optional() });
 
 /** The types subscribed to when a webhook names none. */
 export const DEFAULT_WEBHOOK_TYPES = ['task.completed', 'task.failed', 'task.cancelled', 'task.awaiting_input'];
