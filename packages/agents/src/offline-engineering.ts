@@ -43,7 +43,9 @@ const engineeringLead: Play = (req, turn) => {
     if (frontend && has('frontend-engineer')) side('frontend', 'frontend-engineer', frontend);
     if (subtasks.length === 0) side('change', has('backend-engineer') ? 'backend-engineer' : 'frontend-engineer', backend ?? frontend ?? 'src');
     const summary = `${task}.${feedback} ${subtasks.length > 1 ? `Two engineers work in parallel, each in its own part of the codebase (${subtasks.map((s) => (s.file_locks as string[])[0]).join(' and ')}).` : 'One engineer makes the change.'} Then the reviewer reviews it.`;
-    return { content: [text(`Plan: ${summary}`), call(req, turn, 'submit_plan', { summary, subtasks })], stopReason: 'tool_use' };
+    // The plan itself is what the approval shows after these words (submit_plan's describe): not said twice.
+    const why = subtasks.length > 1 ? 'I split the change by where it lives in the codebase, so that two engineers can work at once without touching the same files.' : 'The change fits one engineer.';
+    return { content: [text(feedback ? `${why} This plan takes your feedback into account.` : why), call(req, turn, 'submit_plan', { summary, subtasks })], stopReason: 'tool_use' };
   }
   const result = last.result ?? '';
   let outcome: { status?: string; subtasks?: { id: string; status: string; summary: string | null }[]; review?: { verdict: string; summary: string; rounds: number } | null };
