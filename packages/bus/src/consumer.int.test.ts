@@ -39,6 +39,7 @@ describe('startConsumer', () => {
     expect(attempts.get(2)).toBe(2);
     expect(attempts.get(3)).toBe(3);
     expect(dead.map((d) => d.error).sort()).toEqual([expect.stringMatching(/gave up after 3 attempts: always fails/), expect.stringMatching(/invalid payload/)].sort());
+    expect(dead.map((d) => d.unsettled)).toEqual([false, false]); // each failed in the handler's own words
     const { rows } = await pg.db.pool.query('select consumer, deliveries from dead_letters order by id');
     expect(rows).toHaveLength(2);
     expect(rows[0].consumer).toBe('runner-jobs');
@@ -174,6 +175,7 @@ describe('startConsumer', () => {
     await c.stop();
     expect(handled).toBe(0);
     expect(dead[0]?.error).toMatch(/delivered 3 times without being settled/);
+    expect(dead[0]?.unsettled).toBe(true); // nothing said against the message: its processes died
   });
 
   test('a handler that hangs past maxHandlerMs is aborted and its message handed back for another delivery', async ({ nats }) => {

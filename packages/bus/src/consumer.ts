@@ -44,6 +44,14 @@ export interface DeadLetter {
   deliveries: number;
   payload: string;
   error: string;
+  /**
+   * Every counted delivery ended with the handler never settling the message — the process died
+   * (a crash, a kill, a stop past its grace) or its ack deadline passed — rather than with an
+   * error the handler reported. Not the message's fault as far as anyone knows: processes killed
+   * while a Postgres outage kept handing it back count too (a restarted process forgets which of
+   * its predecessor's deliveries failed on a lost connection).
+   */
+  unsettled: boolean;
 }
 
 export interface ConsumerOptions<T> {
@@ -166,9 +174,9 @@ export async function startConsumer<T>(o: ConsumerOptions<T>): Promise<RunningCo
 
   const delayFor = (deliveryCount: number): number => backoff[Math.min(deliveryCount - 1, backoff.length - 1)] ?? 1000;
 
-  const deadLetter = async (m: JsMsg, error: string): Promise<void> => {
+  const deadLetter = async (m: JsMsg, error: string, unsettled = false): Promise<void> => {
     try {
-      await o.onDeadLetter({ consumer: o.consumer, subject: m.subject, streamSequence: m.info.streamSequence, deliveries: m.info.deliveryCount, payload: m.string(), error });
+      await o.onDeadLetter({ consumer: o.consumer, subject: m.subject, streamSequence: m.info.streamSequence, deliveries: m.info.deliveryCount, payload: m.string(), error, unsettled });
       m.term();
       settled(m);
       handled('dead_letter');
@@ -202,7 +210,7 @@ export async function startConsumer<T>(o: ConsumerOptions<T>): Promise<RunningCo
     const deliveryCount = m.info.deliveryCount;
     // Deliveries that count: this one and the earlier ones that did not fail on a lost connection.
     const attempt = attemptsOf(m);
-    if (attempt > maxAttempts) return deadLetter(m, `delivered ${deliveryCount} times without being settled (handler crashed or timed out)${attempt < deliveryCount ? `; ${deliveryCount - attempt} failed on a lost connection and do not count` : ''}`);
+    if (attempt > maxAttempts) return deadLetter(m, `delivered ${deliveryCount} times without being settled (handler crashed or timed out)${attempt < deliveryCount ? `; ${deliveryCount - attempt} failed on a lost connection and do not count` : ''}`, true);
     let payload: T;
     try {
       payload = o.schema.parse(m.json());

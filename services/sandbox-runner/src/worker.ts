@@ -1,4 +1,5 @@
-import { deadLetterRecorder, publishWakeUps, RunnerJob, startConsumer, TopologyWatch, type BusNames, type RunningConsumer, type TopologyOptions } from '@baton/bus';
+import { deadLetterRecorder, publishWakeUps, RunnerJob, startConsumer, TopologyWatch, type BusNames, type DeadLetter, type RunningConsumer, type TopologyOptions } from '@baton/bus';
+import type { AgentState } from '@baton/domain';
 import { metrics } from '@baton/telemetry';
 import { keyedSerial } from '@baton/runtime';
 import { handleCommand, loadTask } from '@baton/event-store';
@@ -25,8 +26,21 @@ export interface RunnerWorkerDeps extends RunnerDeps {
 }
 
 /**
+ * What a dead-lettered run job does to its agent. A job whose handler failed
+ * CONSUMER_MAX_ATTEMPTS times fails the agent visibly (SubagentFailed, `job_failed`). One whose
+ * deliveries all ended unsettled — its runners killed or stopped while it ran, perhaps while an
+ * outage kept handing it back — says nothing against the agent: it is left to the watchdog, which
+ * re-dispatches it (a fresh job) once it has been idle WATCHDOG_GRACE_MS with no live lease, and
+ * fails it (`agent_lost`) only after WATCHDOG_MAX_REDISPATCHES of its attempts are lost.
+ */
+export function deadJobFailsAgent(dl: Pick<DeadLetter, 'unsettled'>, agent: Pick<AgentState, 'status'> | undefined): boolean {
+  return !dl.unsettled && agent !== undefined && (agent.status === 'dispatched' || agent.status === 'running');
+}
+
+/**
  * Competing consumers on the runner work queue. A job whose attempts are exhausted is
- * recorded as a dead letter and the subagent fails visibly (SubagentFailed), never silently.
+ * recorded as a dead letter and, when it failed, the subagent fails visibly (SubagentFailed),
+ * never silently (`deadJobFailsAgent`).
  */
 export async function startRunner(d: RunnerWorkerDeps): Promise<RunningConsumer> {
   const recordDeadLetter = deadLetterRecorder(d.pool);
@@ -57,11 +71,12 @@ export async function startRunner(d: RunnerWorkerDeps): Promise<RunningConsumer>
       const job = RunnerJob.safeParse(safeJson(dl.payload));
       if (!job.success || job.data.kind !== 'run') return;
       const { taskId, agentId } = job.data;
-      const { state } = await loadTask(d.store, taskId);
-      const agent = state.agents[agentId];
-      if (agent && ['dispatched', 'running'].includes(agent.status)) {
-        await handleCommand(d.store, taskId, { type: 'FailSubagent', agentId, code: 'job_failed', message: dl.error });
+      if (dl.unsettled) {
+        d.log.warn({ taskId, agentId, error: dl.error }, 'job dead-lettered unsettled: the watchdog re-dispatches its agent');
+        return;
       }
+      const { state } = await loadTask(d.store, taskId);
+      if (deadJobFailsAgent(dl, state.agents[agentId])) await handleCommand(d.store, taskId, { type: 'FailSubagent', agentId, code: 'job_failed', message: dl.error });
       await d.sandboxes.kill(taskId, agentId);
     },
     handle: async (job, ctx) => {
