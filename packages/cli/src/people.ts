@@ -1,5 +1,5 @@
 import { describeSpend, eventDataSchemas, isTaskStream } from '@baton/domain';
-import type { PendingRequestView, TaskView } from '@baton/api';
+import type { PendingRequestView, PlanView, TaskView } from '@baton/api';
 import type { ApiEvent, BatonClient } from '@baton/client';
 
 /**
@@ -58,10 +58,30 @@ export function describeTask(t: TaskView): string {
     if (a.error) lines.push(`    error: ${a.error.code}: ${a.error.message}`);
   }
   if (t.budget) lines.push(`  budget: ${describeSpend(t.budget.spent, t.budget.limit)}`);
+  if (t.plan) lines.push(...describePlan(t.plan));
   for (const r of t.pendingRequests) lines.push(describeRequest(t.id, r).replace(/^(?=.)/gm, '  ')); // blank lines stay blank
   if (t.result) lines.push(`  result: ${t.result.summary}`);
   if (t.error) lines.push(`  error: ${t.error.code}: ${t.error.message}`);
   return lines.join('\n');
+}
+
+/**
+ * A plan as `baton status` prints it: each subtask with its state and last test run, the review
+ * that stands, and — marked `!` — what a completed task may still leave wrong: a change the last
+ * review did not approve, tests that still fail.
+ */
+export function describePlan(p: PlanView): string[] {
+  const lines = [`  plan: ${p.status}${p.round > 0 ? ` (after ${p.round} round${p.round > 1 ? 's' : ''} of changes)` : ''}: ${p.summary.slice(0, 200)}`];
+  for (const s of p.subtasks) {
+    const tests = s.tests ? `, tests ${s.tests.passed} passed, ${s.tests.failed} failed` : '';
+    lines.push(`    ${s.id} [${s.agent}] ${s.status}${tests}; locks ${s.fileLocks.join(', ')}${s.dependsOn.length > 0 ? `; after ${s.dependsOn.join(', ')}` : ''}`);
+  }
+  const review = p.reviews.at(-1);
+  if (review) lines.push(`  review, round ${review.round}: ${review.verdict.replace('_', ' ')}${review.issues.length > 0 ? ` (${review.issues.length} issue${review.issues.length > 1 ? 's' : ''})` : ''}: ${review.summary.slice(0, 200)}`);
+  if (p.status === 'completed' && review?.verdict === 'request_changes') lines.push(`  ! not approved: the last review asked for changes and no round of changes was left (max ${p.maxReviewRounds})`);
+  const failing = p.subtasks.filter((s) => (s.tests?.failed ?? 0) > 0).map((s) => s.id);
+  if (failing.length > 0) lines.push(`  ! tests still fail in ${failing.join(', ')} (their last run)`);
+  return lines;
 }
 
 /** One line per event for `baton watch`; requests are printed in full as they open. */
