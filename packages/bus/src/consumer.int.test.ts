@@ -4,7 +4,7 @@ import pino from 'pino';
 import { describe, expect } from 'vitest';
 import { z } from 'zod';
 import { ConsumerStoppingError, startConsumer, retry, type DeadLetter } from './consumer.ts';
-import { deadLetterRecorder } from './dead-letters.ts';
+import { countDeadLetters, deadLetterGivesUp, deadLetterRecorder } from './dead-letters.ts';
 import { busNames } from './subjects.ts';
 import { ensureTopology } from './topology.ts';
 
@@ -199,5 +199,20 @@ describe('startConsumer', () => {
     expect(deliveries[0]?.aborted()).toBe(true);
     await waitFor(async () => (await (await jetstreamManager(nats.nc)).streams.info(names.jobsStream)).state.messages === 0, { what: 'work queue empty' });
     await c.stop();
+  });
+
+  test("dead letters are counted per piece of work (an agent's jobs, a task's triggers); an unsettled one gives its work up only at the third", async ({ pg }) => {
+    const record = deadLetterRecorder(pg.db.pool);
+    const dl = (seq: number, subject: string, unsettled: boolean): DeadLetter => ({ consumer: 'c', subject, streamSequence: seq, deliveries: 6, payload: '{}', error: 'e', unsettled });
+    await record(dl(1, 'baton.jobs.run.t1.researcher-1', true));
+    await record(dl(2, 'baton.jobs.run.t1.researcher-10', true));
+    await record(dl(3, 'baton.triggers.t1.ApprovalGranted', true));
+    await record(dl(4, 'baton.triggers.t1.SubagentCompleted', true));
+    await record(dl(4, 'baton.triggers.t1.SubagentCompleted', true)); // recorded once
+    expect(await countDeadLetters(pg.db.pool, 'c', { subject: 'baton.jobs.run.t1.researcher-1' })).toBe(1);
+    expect(await countDeadLetters(pg.db.pool, 'c', { prefix: 'baton.triggers.t1.' })).toBe(2);
+    expect(await countDeadLetters(pg.db.pool, 'other', { prefix: 'baton.' })).toBe(0);
+    expect([1, 2, 3].map((n) => deadLetterGivesUp({ unsettled: true }, n))).toEqual([false, false, true]);
+    expect(deadLetterGivesUp({ unsettled: false }, 1)).toBe(true);
   });
 });

@@ -45,11 +45,11 @@ export interface DeadLetter {
   payload: string;
   error: string;
   /**
-   * Every counted delivery ended with the handler never settling the message — the process died
-   * (a crash, a kill, a stop past its grace) or its ack deadline passed — rather than with an
-   * error the handler reported. Not the message's fault as far as anyone knows: processes killed
-   * while a Postgres outage kept handing it back count too (a restarted process forgets which of
-   * its predecessor's deliveries failed on a lost connection).
+   * Its last counted delivery was never settled by its handler — the process died (a crash, a
+   * kill), handed the message back (a stop) or ran out of time — rather than ending in an error
+   * the handler reported (earlier deliveries may have). Nothing says the message is at fault:
+   * processes restarted during a Postgres outage count deliveries that only failed on the lost
+   * connection (a restarted process forgets its predecessor's). See `deadLetterGivesUp`.
    */
   unsettled: boolean;
 }

@@ -11,3 +11,24 @@ export function deadLetterRecorder(pool: pg.Pool): (d: DeadLetter) => Promise<vo
     );
   };
 }
+
+/** How many dead letters `consumer` has recorded for one piece of work: its exact subject (an agent's jobs), or every subject under a prefix (a task's lead triggers). */
+export async function countDeadLetters(pool: Pick<pg.Pool, 'query'>, consumer: string, work: { subject: string } | { prefix: string }): Promise<number> {
+  const res = 'subject' in work
+    ? await pool.query<{ n: number }>('select count(*)::int as n from dead_letters where consumer = $1 and subject = $2', [consumer, work.subject])
+    : await pool.query<{ n: number }>('select count(*)::int as n from dead_letters where consumer = $1 and starts_with(subject, $2)', [consumer, work.prefix]);
+  return res.rows[0]?.n ?? 0;
+}
+
+/** The unsettled dead letter of one piece of work that gives it up: the ones before it are left to the watchdog. */
+export const UNSETTLED_DEAD_LETTERS_TO_GIVE_UP = 3;
+
+/**
+ * Whether a dead letter gives its work up for good (its agent or task then fails visibly). One
+ * whose handler failed does. One that was only never settled — its last delivery's process died,
+ * handed it back or ran out of time, as when processes restarted during an outage forget which
+ * deliveries failed on a lost connection — leaves the work to the watchdog, which wakes or
+ * re-dispatches it — until the UNSETTLED_DEAD_LETTERS_TO_GIVE_UP-th of the same work (`recorded`,
+ * this one included), so work that keeps killing its processes is still given up.
+ */
+export const deadLetterGivesUp = (dl: Pick<DeadLetter, 'unsettled'>, recorded: number): boolean => !dl.unsettled || recorded >= UNSETTLED_DEAD_LETTERS_TO_GIVE_UP;

@@ -67,7 +67,7 @@ describe('baton status: a plan', () => {
     // Approved, every test passing: nothing marked.
     const ok = describePlan(plan({ round: 0, subtasks: [subtask('api', 'done', 0)], reviews: [review('approve', 1)] }));
     expect(ok.filter((l) => l.startsWith('  !'))).toEqual([]);
-    // While it runs, a review asking for changes is the next round's work, not a warning.
-    expect(describePlan(plan({ status: 'running', subtasks: [subtask('api', 'running', null)], reviews: [review('request_changes', 1)] })).filter((l) => l.startsWith('  !'))).toEqual([]);
+    // While it runs, a review asking for changes is the next round's work and a failing test the first step of test-first: no warning.
+    expect(describePlan(plan({ status: 'running', subtasks: [subtask('api', 'running', 1)], reviews: [review('request_changes', 1)] })).filter((l) => l.startsWith('  !'))).toEqual([]);
   });
 });

@@ -1,4 +1,4 @@
-import { BusEvent, deadLetterRecorder, EVENT_SCHEMA_HEADER, NotifierAudience, publishWakeUps, recordedFromBus, Relay, startConsumer, TopologyWatch, type BusNames, type RunningConsumer, type TopologyOptions } from '@baton/bus';
+import { BusEvent, countDeadLetters, deadLetterGivesUp, deadLetterRecorder, EVENT_SCHEMA_HEADER, NotifierAudience, publishWakeUps, recordedFromBus, Relay, startConsumer, TopologyWatch, type BusNames, type RunningConsumer, type TopologyOptions } from '@baton/bus';
 import { isFinal, nextDeadline } from '@baton/domain';
 import { handleCommand, keepUnfinished, loadTask, type EventStore } from '@baton/event-store';
 import { WEBHOOK_ENDPOINTS_CHANNEL } from '@baton/db';
@@ -114,12 +114,19 @@ export async function startOrchestrator(d: OrchestratorDeps): Promise<Orchestrat
     maxAttempts: d.maxAttempts,
     ...(d.heartbeatMs ? { heartbeatMs: d.heartbeatMs } : {}),
     onMissing: () => topology.poke(),
-    // A lead trigger that keeps failing (the model, a bug) ends the task visibly instead of leaving it running.
+    // A lead trigger that keeps failing (the model, a bug) ends the task visibly instead of leaving it
+    // running. One only never settled (orchestrators killed under it) leaves the lead to the
+    // watchdog, which wakes it, until the task's UNSETTLED_DEAD_LETTERS_TO_GIVE_UP-th (deadLetterGivesUp).
     onDeadLetter: async (dl) => {
       await recordDeadLetter(dl);
       const event = BusEvent.safeParse(safeJson(dl.payload));
       if (!event.success) return;
       const taskId = event.data.taskId;
+      const recorded = await countDeadLetters(d.pool, dl.consumer, { prefix: d.names.triggerSubject(taskId, '') });
+      if (!deadLetterGivesUp(dl, recorded)) {
+        d.log.warn({ taskId, error: dl.error, deadLetters: recorded }, 'lead trigger dead-lettered unsettled: the watchdog wakes the lead');
+        return;
+      }
       await handleCommand(d.store, taskId, (s) => (isFinal(s) || s.status === 'none' ? null : { type: 'FailTask', code: 'lead_failed', message: `the lead could not take its step after ${dl.deliveries} attempts: ${dl.error}` }), { load: d.load ?? ((id: string) => loadTask(d.store, id)), metadata: { actor: 'baton:orchestrator' }, now: d.now });
       d.log.error({ taskId, error: dl.error }, 'lead failed for good: task failed');
     },

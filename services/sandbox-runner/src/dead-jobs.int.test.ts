@@ -19,7 +19,7 @@ beforeEach(async () => {
 afterEach(async () => rm(root, { recursive: true, force: true }));
 
 describe('a run job dead-lettered', () => {
-  test('with every delivery unsettled (handed back, never failed by its handler): recorded, and its agent is left to the watchdog, not failed', async ({ pg, nats }) => {
+  test('unsettled (handed back each time, never failed by its handler): recorded, and its agent is left to the watchdog — until its third such dead letter, which fails it', async ({ pg, nats }) => {
     const names = busNames(nats.namespace);
     await ensureTopology(await jetstreamManager(nats.nc), names);
     const js = jetstream(nats.nc);
@@ -33,16 +33,23 @@ describe('a run job dead-lettered', () => {
       sandboxes: new LocalSandboxProvider({ root, pool }), artifacts: artifactStore(pool), search: (q, n) => searchCorpus(pool, 'docs', q, n),
       lease: { db: pool, ttlMs: 30_000 }, concurrency: 1, maxAttempts: 1, maxJobMs: 300, heartbeatMs: 100,
     });
+    const dead = async () => (await pool.query<{ error: string }>('select error from dead_letters where consumer = $1 order by id', [names.consumers.runner])).rows;
+    const failures = async () => (await loadTask(pg.store, id)).events.filter((e) => e.type === 'SubagentFailed');
     try {
-      await js.publish(names.jobSubject('run', id, 'researcher-1'), JSON.stringify({ kind: 'run', taskId: id, agentId: 'researcher-1', causeEventId: dispatch?.id }));
-      const dead = async () => (await pool.query<{ error: string }>('select error from dead_letters where consumer = $1', [names.consumers.runner])).rows;
-      await waitFor(async () => (await dead()).length === 1, { what: 'the job dead-lettered' });
-      expect((await dead())[0]?.error).toMatch(/without being settled/);
+      // The job again, as the watchdog re-dispatches it (each time a new message).
+      for (let n = 1; n <= 3; n++) {
+        await js.publish(names.jobSubject('run', id, 'researcher-1'), JSON.stringify({ kind: 'run', taskId: id, agentId: 'researcher-1', causeEventId: dispatch?.id }));
+        await waitFor(async () => (await dead()).length === n, { what: `dead letter ${n}` });
+        expect((await dead())[n - 1]?.error).toMatch(/without being settled/);
+        if (n < 3) {
+          expect(await failures()).toEqual([]);
+          expect((await loadTask(pg.store, id)).state.agents['researcher-1']?.status).toBe('running');
+        }
+      }
+      await waitFor(async () => (await failures()).length === 1, { what: 'the agent failed at its third dead letter' });
     } finally {
       await runner.stop();
     }
-    const { state, events } = await loadTask(pg.store, id);
-    expect(events.filter((e) => e.type === 'SubagentFailed')).toEqual([]);
-    expect(state.agents['researcher-1']?.status).toBe('running');
+    expect((await failures())[0]?.data).toMatchObject({ agentId: 'researcher-1', code: 'job_failed', message: expect.stringMatching(/without being settled .*the agent's jobs dead-lettered 3 times: given up/) });
   });
 });

@@ -1,4 +1,4 @@
-import { deadLetterRecorder, publishWakeUps, RunnerJob, startConsumer, TopologyWatch, type BusNames, type DeadLetter, type RunningConsumer, type TopologyOptions } from '@baton/bus';
+import { countDeadLetters, deadLetterGivesUp, deadLetterRecorder, publishWakeUps, RunnerJob, startConsumer, TopologyWatch, type BusNames, type DeadLetter, type RunningConsumer, type TopologyOptions } from '@baton/bus';
 import type { AgentState } from '@baton/domain';
 import { metrics } from '@baton/telemetry';
 import { keyedSerial } from '@baton/runtime';
@@ -26,15 +26,16 @@ export interface RunnerWorkerDeps extends RunnerDeps {
 }
 
 /**
- * What a dead-lettered run job does to its agent. A job whose handler failed
- * CONSUMER_MAX_ATTEMPTS times fails the agent visibly (SubagentFailed, `job_failed`). One whose
- * deliveries all ended unsettled — its runners killed or stopped while it ran, perhaps while an
- * outage kept handing it back — says nothing against the agent: it is left to the watchdog, which
- * re-dispatches it (a fresh job) once it has been idle WATCHDOG_GRACE_MS with no live lease, and
- * fails it (`agent_lost`) only after WATCHDOG_MAX_REDISPATCHES of its attempts are lost.
+ * Whether a dead-lettered run job fails its agent (SubagentFailed, `job_failed`): when the agent
+ * is still dispatched or running and the dead letter gives the work up (`deadLetterGivesUp`: its
+ * handler failed, or it is the agent's UNSETTLED_DEAD_LETTERS_TO_GIVE_UP-th unsettled one,
+ * `recorded` counting the agent's dead letters, this one included). An unsettled one before that
+ * — its runners killed or stopped under it, perhaps while an outage kept handing it back — leaves
+ * the agent to the watchdog, which re-dispatches it (a fresh job) once it has been idle
+ * WATCHDOG_GRACE_MS with no live lease.
  */
-export function deadJobFailsAgent(dl: Pick<DeadLetter, 'unsettled'>, agent: Pick<AgentState, 'status'> | undefined): boolean {
-  return !dl.unsettled && agent !== undefined && (agent.status === 'dispatched' || agent.status === 'running');
+export function deadJobFailsAgent(dl: Pick<DeadLetter, 'unsettled'>, agent: Pick<AgentState, 'status'> | undefined, recorded: number): boolean {
+  return deadLetterGivesUp(dl, recorded) && agent !== undefined && (agent.status === 'dispatched' || agent.status === 'running');
 }
 
 /**
@@ -71,12 +72,16 @@ export async function startRunner(d: RunnerWorkerDeps): Promise<RunningConsumer>
       const job = RunnerJob.safeParse(safeJson(dl.payload));
       if (!job.success || job.data.kind !== 'run') return;
       const { taskId, agentId } = job.data;
-      if (dl.unsettled) {
-        d.log.warn({ taskId, agentId, error: dl.error }, 'job dead-lettered unsettled: the watchdog re-dispatches its agent');
-        return;
-      }
       const { state } = await loadTask(d.store, taskId);
-      if (deadJobFailsAgent(dl, state.agents[agentId])) await handleCommand(d.store, taskId, { type: 'FailSubagent', agentId, code: 'job_failed', message: dl.error });
+      const agent = state.agents[agentId];
+      const recorded = await countDeadLetters(d.pool, dl.consumer, { subject: dl.subject });
+      if (deadJobFailsAgent(dl, agent, recorded)) {
+        const message = dl.unsettled ? `${dl.error} (the agent's jobs dead-lettered ${recorded} times: given up)` : dl.error;
+        await handleCommand(d.store, taskId, { type: 'FailSubagent', agentId, code: 'job_failed', message });
+      } else if (agent && (agent.status === 'dispatched' || agent.status === 'running')) {
+        d.log.warn({ taskId, agentId, error: dl.error, deadLetters: recorded }, 'job dead-lettered unsettled: the watchdog re-dispatches its agent');
+        return; // its sandbox stays for the next attempt
+      }
       await d.sandboxes.kill(taskId, agentId);
     },
     handle: async (job, ctx) => {
