@@ -1,4 +1,4 @@
-import { BusEvent, countDeadLetters, deadLetterGivesUp, deadLetterRecorder, EVENT_SCHEMA_HEADER, NotifierAudience, publishWakeUps, recordedFromBus, Relay, startConsumer, TopologyWatch, type BusNames, type RunningConsumer, type TopologyOptions } from '@baton/bus';
+import { BusEvent, countDeadLetters, deadLetterGivesUp, deadLetterRecorder, EVENT_SCHEMA_HEADER, NotifierAudience, publishWakeUps, recordedFromBus, Relay, startConsumer, TopologyWatch, type BusNames, type DeadLetter, type RunningConsumer, type TopologyOptions } from '@baton/bus';
 import { isFinal, nextDeadline } from '@baton/domain';
 import { handleCommand, keepUnfinished, loadTask, type EventStore } from '@baton/event-store';
 import { WEBHOOK_ENDPOINTS_CHANNEL } from '@baton/db';
@@ -103,7 +103,6 @@ export async function startOrchestrator(d: OrchestratorDeps): Promise<Orchestrat
   topology.start();
   watchdog.start();
   const serialised = keyedSerial();
-  const recordDeadLetter = deadLetterRecorder(d.pool);
   const consumer = await startConsumer({
     js: d.js,
     stream: d.names.eventsStream,
@@ -114,22 +113,7 @@ export async function startOrchestrator(d: OrchestratorDeps): Promise<Orchestrat
     maxAttempts: d.maxAttempts,
     ...(d.heartbeatMs ? { heartbeatMs: d.heartbeatMs } : {}),
     onMissing: () => topology.poke(),
-    // A lead trigger that keeps failing (the model, a bug) ends the task visibly instead of leaving it
-    // running. One only never settled (orchestrators killed under it) leaves the lead to the
-    // watchdog, which wakes it, until the task's UNSETTLED_DEAD_LETTERS_TO_GIVE_UP-th (deadLetterGivesUp).
-    onDeadLetter: async (dl) => {
-      await recordDeadLetter(dl);
-      const event = BusEvent.safeParse(safeJson(dl.payload));
-      if (!event.success) return;
-      const taskId = event.data.taskId;
-      const recorded = await countDeadLetters(d.pool, dl.consumer, { prefix: d.names.triggerSubject(taskId, '') });
-      if (!deadLetterGivesUp(dl, recorded)) {
-        d.log.warn({ taskId, error: dl.error, deadLetters: recorded }, 'lead trigger dead-lettered unsettled: the watchdog wakes the lead');
-        return;
-      }
-      await handleCommand(d.store, taskId, (s) => (isFinal(s) || s.status === 'none' ? null : { type: 'FailTask', code: 'lead_failed', message: `the lead could not take its step after ${dl.deliveries} attempts: ${dl.error}` }), { load: d.load ?? ((id: string) => loadTask(d.store, id)), metadata: { actor: 'baton:orchestrator' }, now: d.now });
-      d.log.error({ taskId, error: dl.error }, 'lead failed for good: task failed');
-    },
+    onDeadLetter: leadDeadLetters(d),
     // The consumer's filter (baton.triggers.>) delivers only events that can wake the lead.
     handle: async (event, ctx) => {
       const { appended, state } = await serialised(event.taskId, () => advanceTask(lead, event.taskId, recordedFromBus(event, ctx.headers?.get(EVENT_SCHEMA_HEADER))));
@@ -152,6 +136,30 @@ export async function startOrchestrator(d: OrchestratorDeps): Promise<Orchestrat
       await deadlines.stop();
       await relay?.stop();
     },
+  };
+}
+
+/**
+ * What a dead-lettered lead trigger does. It is recorded; one that gives its work up
+ * (`deadLetterGivesUp`: its handler kept failing — the model, a bug —, or it is the task's
+ * UNSETTLED_DEAD_LETTERS_TO_GIVE_UP-th unsettled one) ends the task visibly (`lead_failed`)
+ * instead of leaving it running; one only cut short before that (orchestrators killed under it)
+ * leaves the lead to the watchdog, which wakes it.
+ */
+export function leadDeadLetters(d: Pick<OrchestratorDeps, 'pool' | 'store' | 'names' | 'log' | 'now' | 'load'>): (dl: DeadLetter) => Promise<void> {
+  const record = deadLetterRecorder(d.pool);
+  return async (dl) => {
+    await record(dl);
+    const event = BusEvent.safeParse(safeJson(dl.payload));
+    if (!event.success) return;
+    const taskId = event.data.taskId;
+    const recorded = await countDeadLetters(d.pool, dl.consumer, { prefix: d.names.triggerSubject(taskId, '') });
+    if (!deadLetterGivesUp(dl, recorded)) {
+      d.log.warn({ taskId, error: dl.error, deadLetters: recorded }, 'lead trigger dead-lettered unsettled: the watchdog wakes the lead');
+      return;
+    }
+    await handleCommand(d.store, taskId, (s) => (isFinal(s) || s.status === 'none' ? null : { type: 'FailTask', code: 'lead_failed', message: `the lead could not take its step after ${dl.deliveries} attempts: ${dl.error}` }), { load: d.load ?? ((id: string) => loadTask(d.store, id)), metadata: { actor: 'baton:orchestrator' }, now: d.now });
+    d.log.error({ taskId, error: dl.error }, 'lead failed for good: task failed');
   };
 }
 
