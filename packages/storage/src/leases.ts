@@ -17,6 +17,11 @@ export interface Lease {
   holder: string;
   expiresAt: Date;
   fires: number;
+  /**
+   * Why the agent's last lease was lost (a runner stopped, a sandbox would not start): kept when
+   * the next holder takes the lease, so the watchdog can name it if that attempt is lost too — or
+   * if it gives the agent up while a new runner is just taking it.
+   */
   lastError: string | null;
 }
 
@@ -32,7 +37,7 @@ export async function acquireLease(db: Db, l: { taskId: string; agentId: string;
     `insert into agent_leases as l (task_id, agent_id, attempt, holder, expires_at)
      values ($1, $2, $3, $4, now() + make_interval(secs => $5::double precision / 1000))
      on conflict (task_id, agent_id) do update set attempt = excluded.attempt, holder = excluded.holder, expires_at = excluded.expires_at,
-       fires = 0, last_error = null, updated_at = now()
+       fires = 0, updated_at = now()
      where l.expires_at <= now() or l.holder = excluded.holder
      returning 1`,
     [l.taskId, l.agentId, l.attempt, l.holder, l.ttlMs],

@@ -145,5 +145,8 @@ describe("a restarted runner hands back its predecessor's agents", () => {
     expect((await leaseOf(pg.db.pool, b, 'researcher-1'))!.expiresAt.getTime()).toBeGreaterThan(Date.now());
     // Nothing left to hand back the second time.
     expect(await handBackPredecessors(pg.db.pool, self, log, (pid) => pid === 200)).toBe(0);
+    // The next runner to take the lease keeps that error on it: the watchdog names it if this attempt is lost too.
+    expect(await take(a, 'node-7-300')).toEqual({ taken: true });
+    expect(await leaseOf(pg.db.pool, a, 'researcher-1')).toMatchObject({ holder: 'node-7-300', lastError: 'runner node-7-100 stopped while running this agent (node-7-300 started in its place)' });
   });
 });
