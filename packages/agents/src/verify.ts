@@ -1,4 +1,4 @@
-import { digestJson, evolve, initialState, schedulePlan, type Command, type RecordedEvent, type TaskState } from '@baton/domain';
+import { activeAgents, digestJson, evolve, initialState, schedulePlan, type Command, type RecordedEvent, type TaskState } from '@baton/domain';
 import { triageToolUses } from './loop.ts';
 import { findAgent, type TeamDefinition } from './teams.ts';
 
@@ -79,7 +79,7 @@ function check(s: TaskState, e: RecordedEvent, team: TeamDefinition): string[] |
     }
     case 'TaskCompleted': {
       const lead = s.lead;
-      const ok = lead !== null && lead.phase === 'done' && !Object.values(s.agents).some((a) => a.status === 'dispatched' || a.status === 'running');
+      const ok = lead !== null && lead.phase === 'done' && activeAgents(s).length === 0;
       return ok ? null : [`does not complete the task here (lead ${lead ? lead.phase : 'not started'})`];
     }
     default:

@@ -282,7 +282,7 @@ export function addUsage(total: UsageTotals, u: Usage): UsageTotals {
 export const isFinal = (s: TaskState): boolean => s.status === 'completed' || s.status === 'failed' || s.status === 'cancelled';
 export const exists = (s: TaskState): boolean => s.status !== 'none';
 export const hasOpenRequests = (s: TaskState): boolean => Object.keys(s.pendingRequests).length > 0;
-export const isAgentActive = (a: AgentState): boolean => a.status === 'dispatched' || a.status === 'running';
+export const isAgentActive = (a: Pick<AgentState, 'status'>): boolean => a.status === 'dispatched' || a.status === 'running';
 export const activeAgents = (s: TaskState): AgentState[] => Object.values(s.agents).filter(isAgentActive);
 /** The agent's loop can move now: a model turn is due, or every tool use it made has a result. */
 export const loopCanMove = (l: AgentLoopState): boolean => l.phase === 'model' || (l.phase === 'tools' && l.openToolUses.every((t) => t.state === 'resolved'));

@@ -56,12 +56,31 @@ const artifactUrl = (d: MailDeps, taskId: string, path: string): string => `${d.
  * (EmailSent / EmailFailed). Returns a retry when some mail failed in a way another attempt may
  * mend (4xx, no connection) or another notifier is sending it.
  */
-export async function deliverMails(d: MailDeps, event: BusEvent, deliveryCount: number): Promise<MailRetry | null> {
+/** A task's events as read from the log, and among them the event a bus message names. */
+export interface LoggedEvent {
+  events: RecordedEvent[];
+  recorded: RecordedEvent;
+}
+
+/**
+ * The event a bus message names as the log holds it (a message may come without its data, too
+ * big to carry), with its task's events: read once, on first use, for the webhooks and the mails
+ * of one message alike; null when the log has no such event.
+ */
+export function loggedEvent(store: Pick<EventStore, 'readTask'>, event: Pick<BusEvent, 'taskId' | 'position'>): () => Promise<LoggedEvent | null> {
+  let read: Promise<LoggedEvent | null> | undefined;
+  return () =>
+    (read ??= store.readTask(event.taskId).then((events) => {
+      const recorded = events.find((e) => e.position === BigInt(event.position));
+      return recorded ? { events, recorded } : null;
+    }));
+}
+
+export async function deliverMails(d: MailDeps, event: BusEvent, deliveryCount: number, logged: () => Promise<LoggedEvent | null>): Promise<MailRetry | null> {
   if (!MAIL_EVENT_TYPES.has(event.type)) return null;
-  const events = await d.store.readTask(event.taskId);
-  // The event as the log holds it: a message may come without its data (too big to carry).
-  const recorded = events.find((e) => e.position === BigInt(event.position));
-  if (!recorded) return null;
+  const read = await logged();
+  if (!read) return null;
+  const { events, recorded } = read;
   const state = fold(events);
   const planned = plannedMails(recorded, state);
   let retry: MailRetry | null = null;

@@ -6,7 +6,7 @@ import { listEndpoints, validSecrets, wasDelivered, type WebhookEndpoint } from 
 import { jetstreamManager, type JetStreamClient } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type pg from 'pg';
-import { deliverMails, type MailDeps } from './mail.ts';
+import { deliverMails, loggedEvent, type LoggedEvent, type MailDeps } from './mail.ts';
 import { startRedeliveries } from './redeliver.ts';
 import { sendMessage as send, webhookIdOf, type Message } from './send.ts';
 import { needsState, webhookMessagesFor } from './webhook.ts';
@@ -126,8 +126,9 @@ export async function startNotifier(d: NotifierDeps): Promise<RunningConsumer> {
         ...(subs.webhook ? [{ url: subs.webhook.url, events: subs.webhook.events, secrets: [d.secret], endpointId: null }] : []),
         ...(subs.tenantId ? await endpointsOf(subs.tenantId, { trustEmpty: hasOwnTargets(subs) }) : []).map((e) => ({ url: e.url, events: e.events, secrets: validSecrets(e, d.now()), endpointId: e.id })),
       ];
-      const hookOutcome = targets.length > 0 ? await deliverWebhooks(event, ctx, targets) : undefined;
-      const mailRetry = mail && (subs.notify || event.type === 'EmailRequested') ? await deliverMails(mail, event, ctx.deliveryCount) : null;
+      const logged = loggedEvent(d.store, event);
+      const hookOutcome = targets.length > 0 ? await deliverWebhooks(event, ctx, targets, logged) : undefined;
+      const mailRetry = mail && (subs.notify || event.type === 'EmailRequested') ? await deliverMails(mail, event, ctx.deliveryCount, logged) : null;
       if (hookOutcome) return hookOutcome;
       if (mailRetry) return retry(mailRetry.reason, mailRetry.delayMs);
     },
@@ -138,14 +139,13 @@ export async function startNotifier(d: NotifierDeps): Promise<RunningConsumer> {
    * status change, a subagent's moment), each signed, delivered and the attempt recorded. A message
    * delivered to a target already is skipped, so a retry re-sends only those that failed.
    */
-  async function deliverWebhooks(event: BusEvent, ctx: HandlerContext, targets: Target[]): Promise<Outcome | undefined> {
+  async function deliverWebhooks(event: BusEvent, ctx: HandlerContext, targets: Target[], logged: () => Promise<LoggedEvent | null>): Promise<Outcome | undefined> {
     const wanted = targets.filter((t) => t.events.includes(`event.${event.type}`) || needsState(t.events));
     if (wanted.length === 0) return undefined;
-    const events = await d.store.readTask(event.taskId);
-    const position = BigInt(event.position);
-    const recorded = events.find((e) => e.position === position);
-    if (!recorded) return undefined;
-    const before = fold(events.filter((e) => e.position < position));
+    const read = await logged();
+    if (!read) return undefined;
+    const { events, recorded } = read;
+    const before = fold(events.filter((e) => e.position < recorded.position));
     const after = fold([recorded], before);
     const messages = webhookMessagesFor(recorded, before, after);
     let outcome: Outcome | undefined;

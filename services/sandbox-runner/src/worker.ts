@@ -1,5 +1,5 @@
 import { countDeadLetters, deadLetterGivesUp, deadLetterRecorder, publishWakeUps, RunnerJob, startConsumer, TopologyWatch, type BusNames, type DeadLetter, type RunningConsumer, type TopologyOptions } from '@baton/bus';
-import type { AgentState } from '@baton/domain';
+import { isAgentActive, type AgentState } from '@baton/domain';
 import { metrics } from '@baton/telemetry';
 import { keyedSerial } from '@baton/runtime';
 import { handleCommand, loadTask } from '@baton/event-store';
@@ -35,7 +35,7 @@ export interface RunnerWorkerDeps extends RunnerDeps {
  * WATCHDOG_GRACE_MS with no live lease.
  */
 export function deadJobFailsAgent(dl: Pick<DeadLetter, 'unsettled'>, agent: Pick<AgentState, 'status'> | undefined, recorded: number): boolean {
-  return deadLetterGivesUp(dl, recorded) && agent !== undefined && (agent.status === 'dispatched' || agent.status === 'running');
+  return deadLetterGivesUp(dl, recorded) && agent !== undefined && isAgentActive(agent);
 }
 
 /**
@@ -78,7 +78,7 @@ export async function startRunner(d: RunnerWorkerDeps): Promise<RunningConsumer>
       if (deadJobFailsAgent(dl, agent, recorded)) {
         const message = dl.unsettled ? `${dl.error} (the agent's jobs dead-lettered ${recorded} times: given up)` : dl.error;
         await handleCommand(d.store, taskId, { type: 'FailSubagent', agentId, code: 'job_failed', message });
-      } else if (agent && (agent.status === 'dispatched' || agent.status === 'running')) {
+      } else if (agent && isAgentActive(agent)) {
         d.log.warn({ taskId, agentId, error: dl.error, deadLetters: recorded }, 'job dead-lettered unsettled: the watchdog re-dispatches its agent');
         return; // its sandbox stays for the next attempt
       }
