@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { isGlob } from '@baton/domain';
 import { call, calls, firstPrompt, oneLine, rejectedPlans, text, type Play } from './offline-script.ts';
 import { WORKSPACE_FILES_HEADING } from './teams.ts';
 
@@ -67,7 +68,7 @@ function briefOf(brief: string): { id: string; dir: string; file: string | null;
   // The first lock, without the sentence's full stop when it is the last one.
   const lock = (/the only paths you may create, change or delete: ([^\s,]+)/.exec(brief)?.[1] ?? 'src/**').replace(/\.$/, '');
   // A lock on one file (no wildcard): that file is the one to change, in its directory.
-  const file = /[*?[{]/.test(lock) ? null : lock;
+  const file = isGlob(lock) ? null : lock;
   const dir = file ? path.posix.dirname(file) : lock.replace(/\/?\*.*$/, '') || '.';
   const issues = [...brief.matchAll(/^- \[\w+\] ([^:\s]+)(?::\d+)?: exported function `(\w+)` has no doc comment/gm)].map((m) => ({ file: m[1] ?? '', name: m[2] ?? '' }));
   const description = oneLine(/Your subtask: (.*)/.exec(brief)?.[1] ?? brief, 160).replace(/[^\p{L}\p{N} .,:;()/-]/gu, '').slice(0, 120);

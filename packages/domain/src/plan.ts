@@ -150,6 +150,8 @@ export function ancestors(subtasks: readonly Pick<PlanSubtask, 'id' | 'dependsOn
 }
 
 const WILDCARD = /[*?[{]/;
+/** A lock with a wildcard (a glob), not one plain path. */
+export const isGlob = (lock: string): boolean => WILDCARD.test(lock);
 const staticPrefix = (g: string): string => {
   const i = g.search(WILDCARD);
   return i < 0 ? g : g.slice(0, i);
@@ -167,8 +169,8 @@ const staticSuffix = (g: string): string => {
  */
 export function globsOverlap(a: string, b: string): boolean {
   if (a === b) return true;
-  const aw = WILDCARD.test(a);
-  const bw = WILDCARD.test(b);
+  const aw = isGlob(a);
+  const bw = isGlob(b);
   if (!aw && !bw) return false;
   if (!aw) return path.posix.matchesGlob(a, b);
   if (!bw) return path.posix.matchesGlob(b, a);

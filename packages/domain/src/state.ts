@@ -322,7 +322,7 @@ export const planIsRunning = (s: TaskState): boolean => s.plan !== null && (s.pl
 
 export type LeadPhase = 'planning' | 'awaiting_approval' | 'delegating' | 'reviewing' | 'done' | 'failed' | 'cancelled';
 
-/** Where the lead stands, as people see it: planning, awaiting approval, delegating, reviewing, done or failed. */
+/** Where the lead stands, as people see it: planning, awaiting approval, delegating, reviewing, done, failed or cancelled. */
 export function leadPhase(s: TaskState): LeadPhase {
   if (s.status === 'completed') return 'done';
   if (s.status === 'failed' || s.status === 'cancelled') return s.status;
