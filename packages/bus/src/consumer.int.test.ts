@@ -201,9 +201,42 @@ describe('startConsumer', () => {
     await c.stop();
   });
 
+  test('a stream deleted and made again numbers its messages from 1 again: a new message\'s dead letter is recorded and counted beside the old one of the same sequence, and a message is recorded once however often it is reported', async ({ pg, nats }) => {
+    const names = busNames(nats.namespace);
+    const jsm = await jetstreamManager(nats.nc);
+    await ensureTopology(jsm, names);
+    const js = jetstream(nats.nc);
+    const record = deadLetterRecorder(pg.db.pool);
+    const dead: DeadLetter[] = [];
+    const subject = names.jobSubject('run', '00000000-0000-4000-8000-000000000001', 'researcher-1');
+    const run = async (): Promise<void> => {
+      const c = await startConsumer({
+        js, stream: names.jobsStream, consumer: names.consumers.runner, schema: Job, log, maxAttempts: 1,
+        onDeadLetter: async (d) => { await record(d); dead.push(d); },
+        handle: async () => { throw new Error('always fails'); },
+      });
+      const before = dead.length;
+      await js.publish(subject, JSON.stringify({ n: 1 }));
+      await waitFor(() => dead.length === before + 1, { what: 'the job dead-lettered' });
+      await c.stop();
+    };
+    await run();
+    await jsm.streams.delete(names.jobsStream); // a bus wipe; the topology is made again
+    await ensureTopology(jsm, names);
+    await run();
+    expect(dead.map((d) => d.streamSequence)).toEqual([1, 1]);
+    expect(dead[0]!.storedAtNanos).not.toBe(dead[1]!.storedAtNanos);
+    await record(dead[1]!); // reported again (a redelivery after a crash before the term)
+    const { rows } = await pg.db.pool.query<{ stream_sequence: string; stored_at: Date }>('select stream_sequence, stored_at from dead_letters order by id');
+    expect(rows.map((r) => r.stream_sequence)).toEqual(['1', '1']);
+    expect(rows.every((r) => r.stored_at instanceof Date)).toBe(true);
+    expect(Math.abs(rows[1]!.stored_at.getTime() - Number(dead[1]!.storedAtNanos / 1_000_000n))).toBeLessThanOrEqual(1);
+    expect(await countDeadLetters(pg.db.pool, names.consumers.runner, { subject })).toBe(2);
+  });
+
   test("dead letters are counted per piece of work (an agent's jobs, a task's triggers); an unsettled one gives its work up only at the third", async ({ pg }) => {
     const record = deadLetterRecorder(pg.db.pool);
-    const dl = (seq: number, subject: string, unsettled: boolean): DeadLetter => ({ consumer: 'c', subject, streamSequence: seq, deliveries: 6, payload: '{}', error: 'e', unsettled });
+    const dl = (seq: number, subject: string, unsettled: boolean): DeadLetter => ({ consumer: 'c', subject, streamSequence: seq, storedAtNanos: 1_795_000_000_000_000_000n + BigInt(seq) * 1000n, deliveries: 6, payload: '{}', error: 'e', unsettled });
     await record(dl(1, 'baton.jobs.run.t1.researcher-1', true));
     await record(dl(2, 'baton.jobs.run.t1.researcher-10', true));
     await record(dl(3, 'baton.triggers.t1.ApprovalGranted', true));

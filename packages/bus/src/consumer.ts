@@ -41,6 +41,12 @@ export interface DeadLetter {
   consumer: string;
   subject: string;
   streamSequence: number;
+  /**
+   * When the stream stored the message, in nanoseconds since the epoch (NATS's own stamp, the same
+   * on every delivery). With the sequence it names one message for good: a stream deleted and
+   * made again (a bus wipe, the log re-feeding it) numbers its messages from 1 again.
+   */
+  storedAtNanos: bigint;
   deliveries: number;
   payload: string;
   error: string;
@@ -141,12 +147,14 @@ export async function startConsumer<T>(o: ConsumerOptions<T>): Promise<RunningCo
   const heartbeatMs = o.heartbeatMs ?? 10_000;
   const isTransient = o.isTransient ?? lostInfrastructure;
   const connectionBackoff = o.connectionBackoffMs ?? [250, 1000, 2000, 5000];
-  // Stream sequence → this process's deliveries of it that failed on a lost connection (not
-  // counted toward maxAttempts). Forgotten once the message is settled here; bounded, since a
-  // message handed back may be settled by another replica.
-  const connectionFailures = new Map<number, number>();
-  const attemptsOf = (m: JsMsg): number => m.info.deliveryCount - (connectionFailures.get(m.info.streamSequence) ?? 0);
-  const settled = (m: JsMsg): void => void connectionFailures.delete(m.info.streamSequence);
+  // A message (its sequence and stored time: a stream made again numbers from 1 again) → this
+  // process's deliveries of it that failed on a lost connection (not counted toward maxAttempts).
+  // Forgotten once the message is settled here; bounded, since a message handed back may be
+  // settled by another replica.
+  const connectionFailures = new Map<string, number>();
+  const keyOf = (m: JsMsg): string => `${m.info.streamSequence}@${m.timestampNanos}`;
+  const attemptsOf = (m: JsMsg): number => m.info.deliveryCount - (connectionFailures.get(keyOf(m)) ?? 0);
+  const settled = (m: JsMsg): void => void connectionFailures.delete(keyOf(m));
   const consumer = await o.js.consumers.get(o.stream, o.consumer);
   // Pending, unacknowledged and redelivered counts, read from the server when metrics are scraped.
   const stopScrape = onScrape(async () => {
@@ -176,7 +184,7 @@ export async function startConsumer<T>(o: ConsumerOptions<T>): Promise<RunningCo
 
   const deadLetter = async (m: JsMsg, error: string, unsettled = false): Promise<void> => {
     try {
-      await o.onDeadLetter({ consumer: o.consumer, subject: m.subject, streamSequence: m.info.streamSequence, deliveries: m.info.deliveryCount, payload: m.string(), error, unsettled });
+      await o.onDeadLetter({ consumer: o.consumer, subject: m.subject, streamSequence: m.info.streamSequence, storedAtNanos: m.timestampNanos, deliveries: m.info.deliveryCount, payload: m.string(), error, unsettled });
       m.term();
       settled(m);
       handled('dead_letter');
@@ -268,8 +276,8 @@ export async function startConsumer<T>(o: ConsumerOptions<T>): Promise<RunningCo
       }
       if (isTransient(err)) {
         // A lost connection says nothing about the message: retry it, and do not count this delivery.
-        const failures = (connectionFailures.get(m.info.streamSequence) ?? 0) + 1;
-        setBounded(connectionFailures, m.info.streamSequence, failures, 10_000);
+        const failures = (connectionFailures.get(keyOf(m)) ?? 0) + 1;
+        setBounded(connectionFailures, keyOf(m), failures, 10_000);
         const delayMs = connectionBackoff[Math.min(failures - 1, connectionBackoff.length - 1)] ?? 1000;
         // Once per message at warn: an outage fails every message in flight, again and again.
         (failures === 1 ? o.log.warn : o.log.debug).call(o.log, { err, subject: m.subject, deliveryCount, connectionFailures: failures, delayMs }, 'handler failed on a lost connection; will retry (not counted as an attempt)');

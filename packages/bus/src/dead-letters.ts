@@ -1,13 +1,17 @@
 import type pg from 'pg';
 import type { DeadLetter } from './consumer.ts';
 
-/** Record a dead letter in Postgres (idempotent per consumer and stream sequence). */
+/**
+ * Record a dead letter in Postgres, once per message (consumer, stream sequence and the time the
+ * stream stored it, to the microsecond: a stream made again reuses sequences).
+ */
 export function deadLetterRecorder(pool: pg.Pool): (d: DeadLetter) => Promise<void> {
   return async (d) => {
     await pool.query(
-      `insert into dead_letters (consumer, subject, stream_sequence, deliveries, payload, error)
-       values ($1, $2, $3, $4, $5, $6) on conflict (consumer, stream_sequence) do nothing`,
-      [d.consumer, d.subject, d.streamSequence, d.deliveries, d.payload, d.error],
+      `insert into dead_letters (consumer, subject, stream_sequence, stored_at, deliveries, payload, error)
+       values ($1, $2, $3, 'epoch'::timestamptz + $4::bigint * interval '1 microsecond', $5, $6, $7)
+       on conflict (consumer, stream_sequence, stored_at) do nothing`,
+      [d.consumer, d.subject, d.streamSequence, String(d.storedAtNanos / 1000n), d.deliveries, d.payload, d.error],
     );
   };
 }

@@ -41,6 +41,25 @@ describe('createDb({ countQueries })', () => {
     }
   });
 
+  test('014 keeps the dead letters recorded before (no stored time) and takes a new message of the same stream sequence beside one', async ({ pg: { url } }) => {
+    const db = createDb(url, { max: 2 });
+    try {
+      const down = await new Migrator({ db: db.kysely, provider: migrationProvider }).migrateTo('013_artifact_versions');
+      expect(down.error).toBeUndefined();
+      const insert = `insert into dead_letters (consumer, subject, stream_sequence, deliveries, payload, error) values ('c', 's', 7, 5, '{}', 'e')`;
+      await db.pool.query(insert);
+      await expect(db.pool.query(insert)).rejects.toThrow(/dead_letters_uq/); // the sequence alone was the key
+      expect(await migrateToLatest(db.kysely)).toContain('014_dead_letter_identity');
+      const again = `insert into dead_letters (consumer, subject, stream_sequence, stored_at, deliveries, payload, error) values ('c', 's', 7, '2026-11-27T04:00:00.000001Z', 5, '{}', 'e') on conflict (consumer, stream_sequence, stored_at) do nothing`;
+      await db.pool.query(again);
+      await db.pool.query(again); // the same message: once
+      const { rows } = await db.pool.query<{ stored_at: Date | null }>('select stored_at from dead_letters order by id');
+      expect(rows.map((r) => r.stored_at?.toISOString() ?? null)).toEqual([null, '2026-11-27T04:00:00.000Z']);
+    } finally {
+      await db.close();
+    }
+  });
+
   test('011 keeps an events_task_tx_idx built beforehand (concurrently, on a large log) instead of failing', async ({ pg: { url } }) => {
     const db = createDb(url, { max: 2 });
     try {

@@ -47,6 +47,8 @@ export interface DeadLettersTable {
   consumer: string;
   subject: string;
   stream_sequence: string;
+  /** When the stream stored the message (null for rows recorded before migration 014). */
+  stored_at: Date | null;
   deliveries: number;
   payload: string;
   error: string;

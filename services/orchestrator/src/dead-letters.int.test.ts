@@ -18,7 +18,7 @@ describe('a dead-lettered lead trigger (leadDeadLetters)', () => {
       return { id, payload: new TextDecoder().decode(encodeEvent(trigger)), subject: names.triggerSubject(id, trigger.type) };
     };
     let seq = 0;
-    const dl = (t: { payload: string; subject: string }, unsettled: boolean): DeadLetter => ({ consumer: names.consumers.orchestrator, subject: t.subject, streamSequence: ++seq, deliveries: 6, payload: t.payload, error: unsettled ? 'delivered 6 times without being settled' : 'gave up after 5 attempts: model down', unsettled });
+    const dl = (t: { payload: string; subject: string }, unsettled: boolean): DeadLetter => ({ consumer: names.consumers.orchestrator, subject: t.subject, streamSequence: ++seq, storedAtNanos: BigInt(Date.now()) * 1_000_000n, deliveries: 6, payload: t.payload, error: unsettled ? 'delivered 6 times without being settled' : 'gave up after 5 attempts: model down', unsettled });
     const status = async (id: string) => (await loadTask(pg.store, id)).state;
 
     const cut = await running();

@@ -12,6 +12,7 @@ import * as m010 from './010_webhook_redeliveries.ts';
 import * as m011 from './011_events_task_tx_idx.ts';
 import * as m012 from './012_webhook_endpoints_notify.ts';
 import * as m013 from './013_artifact_versions.ts';
+import * as m014 from './014_dead_letter_identity.ts';
 
 /** Numbered migrations, imported statically so they run the same from source and from a build. */
 export const migrations: Record<string, Migration> = {
@@ -28,6 +29,7 @@ export const migrations: Record<string, Migration> = {
   '011_events_task_tx_idx': m011,
   '012_webhook_endpoints_notify': m012,
   '013_artifact_versions': m013,
+  '014_dead_letter_identity': m014,
 };
 
 export const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };
