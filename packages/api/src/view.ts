@@ -1,4 +1,4 @@
-import { type EmailState, type NotifyConfig, spentOf, isAgentActive, leadPhase, loopOf, type AgentLoopState, type InputWorkspace, type LeadPhase, type Budget, type PendingRequest, type PlanState, type RecordedEvent, type Review, type Spent, type TaskState, type TaskStatus, type TestCounts } from '@baton/domain';
+import { type EmailState, type NotifyConfig, planAcceptance, spentOf, isAgentActive, leadPhase, loopOf, type AgentLoopState, type InputWorkspace, type LeadPhase, type Budget, type PendingRequest, type PlanAcceptance, type PlanState, type RecordedEvent, type Review, type Spent, type SubtaskStatus, type TaskState, type TaskStatus, type TestCounts } from '@baton/domain';
 
 /** The task object of API.md, built from the folded state. */
 export interface TaskView {
@@ -186,7 +186,7 @@ export interface PlanView {
     description: string;
     fileLocks: string[];
     dependsOn: string[];
-    status: string;
+    status: SubtaskStatus;
     agentIds: string[];
     summary: string | null;
     filesCreated: string[];
@@ -195,6 +195,12 @@ export interface PlanView {
   }[];
   /** Every review so far, in order; the last is the verdict that stands. */
   reviews: Review[];
+  /**
+   * Whether the change can be taken as it stands (null while the plan runs), and why not: a task
+   * ends `completed` once its lead has finished, even when the last review still asks for
+   * changes or tests still fail.
+   */
+  acceptance: PlanAcceptance;
 }
 
 export function toPlanView(p: PlanState): PlanView {
@@ -206,6 +212,7 @@ export function toPlanView(p: PlanState): PlanView {
     reviewAgent: p.reviewAgent,
     subtasks: p.subtasks.map(({ id, agent, description, fileLocks, dependsOn, status, agentIds, summary, filesCreated, filesModified, tests }) => ({ id, agent, description, fileLocks, dependsOn, status, agentIds, summary, filesCreated, filesModified, tests })),
     reviews: p.reviews,
+    acceptance: planAcceptance(p),
   };
 }
 

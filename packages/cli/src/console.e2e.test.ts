@@ -102,6 +102,23 @@ describe('the web console, in Chromium', () => {
     expect(await readFile(await file.path(), 'utf8')).toBe(await api.artifact(id, 'notes.md'));
   });
 
+  it('an engineering task: the plan as a DAG with each subtask\'s tests, the reviews, the change, and whether it is accepted', async () => {
+    const id = await submit({ prompt: 'Add a low-stock report to the inventory app', team: 'engineering', workspace: { example: 'inventory' } });
+    await awaitingInput(id);
+    const request = (await task(id)).pendingRequests[0]!;
+    await api.request('POST', `/v1/tasks/${id}/approvals/${request.requestId}`, { decision: 'approve' });
+    await waitFor(async () => (await task(id)).status === 'completed', { timeoutMs: 180_000, what: 'the engineering task to complete' });
+    await open(id);
+    const plan = page.locator('section.plan');
+    await plan.locator('.acceptance[data-accepted="true"]').waitFor();
+    expect(await plan.locator('.acceptance').textContent()).toBe("The change is accepted: the last review approved it, and no subtask's last test run fails.");
+    expect(await plan.locator('[data-subtask]').evaluateAll((els) => els.map((e) => e.getAttribute('data-subtask')))).toEqual(['backend', 'frontend']);
+    expect(await plan.locator('[data-subtask="backend"]').textContent()).toMatch(/tests \d+ passed, 0 failed/);
+    expect(await plan.locator('.review').textContent()).toMatch(/round 1\): approve/);
+    await plan.locator('details.diff').waitFor();
+    await shot('engineering-accepted');
+  }, 240_000);
+
   it('review & edit: an edit naming no such agent is refused on the card and the request stays open; a valid edit runs', async () => {
     const id = await submit({ prompt: REPORT });
     await awaitingInput(id);

@@ -69,7 +69,7 @@ describe('engineering team, end to end', () => {
     const done = await task(submitted.id);
     expect(done.status).toBe('completed');
     expect(done.lead?.phase).toBe('done');
-    expect(done.plan).toMatchObject({ status: 'completed', round: 1, reviews: [{ verdict: 'request_changes' }, { verdict: 'approve' }] });
+    expect(done.plan).toMatchObject({ status: 'completed', round: 1, reviews: [{ verdict: 'request_changes' }, { verdict: 'approve' }], acceptance: { accepted: true, concerns: [] } });
     expect(done.plan?.subtasks.map((t) => [t.id, t.status, t.agentIds])).toEqual([
       ['backend', 'done', ['backend', 'backend-fix1']],
       ['frontend', 'done', ['frontend', 'frontend-fix1']],

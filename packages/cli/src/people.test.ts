@@ -1,6 +1,7 @@
 import type { ApiEvent } from '@baton/client';
 import { describe, expect, it } from 'vitest';
 import type { PlanView, TaskView } from '@baton/api';
+import { planAcceptance, type SubtaskStatus } from '@baton/domain';
 import { describeEvent, describePlan, describeRequest, describeTask } from './people.ts';
 
 const taskId = '0b7c3f3e-4a51-4f4e-9d55-2d8f6f1c0a11';
@@ -49,10 +50,13 @@ describe('describeTask', () => {
 });
 
 describe('baton status: a plan', () => {
-  const subtask = (id: string, status: string, failed: number | null, dependsOn: string[] = []): PlanView['subtasks'][number] => ({
+  const subtask = (id: string, status: SubtaskStatus, failed: number | null, dependsOn: string[] = []): PlanView['subtasks'][number] => ({
     id, agent: 'backend-engineer', description: 'd', fileLocks: [`${id}/**`], dependsOn, status, agentIds: [id], summary: null, filesCreated: [], filesModified: [], tests: failed === null ? null : { passed: 3, failed, skipped: 0 },
   });
-  const plan = (o: Partial<PlanView>): PlanView => ({ summary: 'add a report', status: 'completed', round: 1, maxReviewRounds: 1, reviewAgent: 'reviewer', subtasks: [subtask('api', 'done', 0), subtask('web', 'done', 2, ['api'])], reviews: [], ...o });
+  const plan = (o: Partial<PlanView>): PlanView => {
+    const p = { summary: 'add a report', status: 'completed' as const, round: 1, maxReviewRounds: 1, reviewAgent: 'reviewer', subtasks: [subtask('api', 'done', 0), subtask('web', 'done', 2, ['api'])], reviews: [], ...o };
+    return { ...p, acceptance: planAcceptance(p) };
+  };
   const review = (verdict: 'approve' | 'request_changes', round: number) => ({ agentId: `review-${round}`, round, verdict, issues: verdict === 'approve' ? [] : [{ severity: 'major' as const, file: 'web/a.ts', line: 3, message: 'm' }], summary: `round ${round}` });
 
   it('each subtask with its last tests, the review that stands, and what a completed task still leaves wrong', () => {
@@ -61,12 +65,14 @@ describe('baton status: a plan', () => {
       '    api [backend-engineer] done, tests 3 passed, 0 failed; locks api/**',
       '    web [backend-engineer] done, tests 3 passed, 2 failed; locks web/**; after api',
       '  review, round 1: request changes (1 issue): round 1',
-      '  ! not approved: the last review asked for changes and no round of changes was left (max 1)',
-      '  ! tests still fail in web (their last run)',
+      '  ! not accepted:',
+      '  ! the last review (round 1) asked for changes (1 issue) and no round of changes was left (at most 1)',
+      '  ! tests still fail in web (its last run)',
     ]);
-    // Approved, every test passing: nothing marked.
+    // Approved, every test passing: accepted, nothing marked.
     const ok = describePlan(plan({ round: 0, subtasks: [subtask('api', 'done', 0)], reviews: [review('approve', 1)] }));
     expect(ok.filter((l) => l.startsWith('  !'))).toEqual([]);
+    expect(ok.at(-1)).toBe('  accepted');
     // While it runs, a review asking for changes is the next round's work and a failing test the first step of test-first: no warning.
     expect(describePlan(plan({ status: 'running', subtasks: [subtask('api', 'running', 1)], reviews: [review('request_changes', 1)] })).filter((l) => l.startsWith('  !'))).toEqual([]);
   });

@@ -78,10 +78,9 @@ export function describePlan(p: PlanView): string[] {
   }
   const review = p.reviews.at(-1);
   if (review) lines.push(`  review, round ${review.round}: ${review.verdict.replace('_', ' ')}${review.issues.length > 0 ? ` (${review.issues.length} issue${review.issues.length > 1 ? 's' : ''})` : ''}: ${review.summary.slice(0, 200)}`);
-  if (p.status === 'completed' && review?.verdict === 'request_changes') lines.push(`  ! not approved: the last review asked for changes and no round of changes was left (max ${p.maxReviewRounds})`);
-  // While it runs a failing test is the point (test-first): only a plan that ended is marked.
-  const failing = p.status === 'running' || p.status === 'reviewing' ? [] : p.subtasks.filter((s) => (s.tests?.failed ?? 0) > 0).map((s) => s.id);
-  if (failing.length > 0) lines.push(`  ! tests still fail in ${failing.join(', ')} (their last run)`);
+  // While it runs nothing is judged (a failing test is then the point: test-first).
+  if (p.acceptance.accepted === true) lines.push('  accepted');
+  if (p.acceptance.accepted === false) lines.push('  ! not accepted:', ...p.acceptance.concerns.map((c) => `  ! ${c.message}`));
   return lines;
 }
 

@@ -270,6 +270,22 @@ function PlanView({ task }: { task: TaskView }) {
           )}
         </div>
       )}
+      {plan.acceptance.accepted !== null && (
+        <div className={`card acceptance ${plan.acceptance.accepted ? 'v-approve' : 'v-request_changes'}`} role="status" data-accepted={String(plan.acceptance.accepted)}>
+          {plan.acceptance.accepted ? (
+            <b>The change is accepted{plan.reviewAgent ? ': the last review approved it' : ''}, and no subtask's last test run fails.</b>
+          ) : (
+            <>
+              <b>The change is not accepted:</b>
+              <ul>
+                {plan.acceptance.concerns.map((c) => (
+                  <li key={c.code}>{c.message}</li>
+                ))}
+              </ul>
+            </>
+          )}
+        </div>
+      )}
       {diff && (
         <details className="diff" open>
           <summary>The change</summary>

@@ -18,6 +18,7 @@ import { initialState } from './state.ts';
 /** The task decider: `{ decide, evolve, initialState }`. */
 export const taskDecider = { decide, evolve, initialState } as const;
 export * from './plan.ts';
+export * from './acceptance.ts';
 export * from './schedule.ts';
 export { planOutcome } from './evolve.ts';
 export * from './chat.ts';

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { Command, DecidedEvent } from './commands.ts';
 import { decide } from './decide.ts';
 import { InvalidCommandError, IllegalTransitionError } from './errors.ts';
+import { planAcceptance } from './acceptance.ts';
 import { planProblems, globsOverlap, type PlanSubtask } from './plan.ts';
 import { reviewAgentId, schedulePlan } from './schedule.ts';
 import { leadPhase, type TaskState } from './state.ts';
@@ -38,9 +39,12 @@ class Run {
     this.apply(...d);
     return d.map((x) => x.agentId);
   }
-  finish(agentId: string, o: { success?: boolean; files?: string[] } = {}): void {
+  finish(agentId: string, o: { success?: boolean; files?: string[]; failingTests?: number } = {}): void {
     this.apply({ type: 'StartSubagent', agentId, attempt: 1, runnerId: 'r' });
-    this.apply({ type: 'CompleteSubagent', agentId, attempt: 1, summary: `${agentId} done`, filesCreated: [], filesModified: o.files ?? [`${agentId}/x.ts`], success: o.success ?? true, iterationCapReached: false, tests: { passed: 2, failed: 0, skipped: 0 } });
+    this.apply({ type: 'CompleteSubagent', agentId, attempt: 1, summary: `${agentId} done`, filesCreated: [], filesModified: o.files ?? [`${agentId}/x.ts`], success: o.success ?? true, iterationCapReached: false, tests: { passed: 2, failed: o.failingTests ?? 0, skipped: 0 } });
+  }
+  acceptance() {
+    return planAcceptance(this.state.plan!);
   }
   fail(agentId: string): void {
     this.apply({ type: 'FailSubagent', agentId, code: 'boom', message: 'it broke' });
@@ -163,8 +167,10 @@ describe('scheduling (pure: a function of the task state)', () => {
     expect(r.subtask('c')?.status).toBe('skipped');
     expect(r.tick()).toEqual([]);
     expect(r.state.plan?.status).toBe('running'); // d is still at work
+    expect(r.acceptance()).toEqual({ accepted: null, concerns: [] });
     r.finish('d');
     expect(r.state.plan?.status).toBe('failed');
+    expect(r.acceptance()).toEqual({ accepted: false, concerns: [{ code: 'subtasks_failed', message: 'subtask a failed; b, c were skipped' }] });
     expect(r.leadResult()).toMatchObject({ isError: true, outcome: { subtasks: [{ id: 'a', status: 'failed' }, { id: 'b', status: 'skipped' }, { id: 'c', status: 'skipped' }, { id: 'd', status: 'done' }] } });
   });
 
@@ -176,6 +182,7 @@ describe('scheduling (pure: a function of the task state)', () => {
     expect(r.state.plan?.subtasks.map((t) => t.status)).toEqual(['cancelled', 'cancelled']);
     expect(r.state.plan?.status).toBe('cancelled');
     expect(leadPhase(r.state)).toBe('cancelled');
+    expect(r.acceptance()).toEqual({ accepted: false, concerns: [{ code: 'cancelled', message: 'the task was cancelled while the plan ran' }] });
   });
 
   it('decide refuses a dispatch that jumps the DAG or takes a held lock', () => {
@@ -199,8 +206,10 @@ describe('review and the request-changes round', () => {
     expect(r.tick()).toEqual([reviewAgentId(0)]);
     expect(r.state.agents['review-1']?.prompt).toMatch(/Changed files \(read every one\): api\/x\.ts, web\/view\.ts/);
     expect(leadPhase(r.state)).toBe('reviewing');
+    expect(r.acceptance().accepted).toBeNull(); // reviewing
     r.review('review-1', 'approve');
     expect(r.state.plan?.status).toBe('completed');
+    expect(r.acceptance()).toEqual({ accepted: true, concerns: [] });
     expect(r.leadResult()?.outcome.review).toEqual({ verdict: 'approve', summary: 'approve', issues: [], rounds: 0 });
   });
 
@@ -223,6 +232,8 @@ describe('review and the request-changes round', () => {
     expect(r.tick()).toEqual([]);
     expect(r.state.plan?.status).toBe('completed');
     expect(r.leadResult()?.outcome.review).toMatchObject({ verdict: 'request_changes', rounds: 1 });
+    // The task may still end completed (its lead has finished); the plan is not accepted, and says why.
+    expect(r.acceptance()).toEqual({ accepted: false, concerns: [{ code: 'changes_requested', message: 'the last review (round 1) asked for changes (1 issue) and no round of changes was left (at most 1)' }] });
     expect(r.subtask('web')?.agentIds).toEqual(['web', 'web-fix1']);
   });
 
@@ -238,5 +249,24 @@ describe('review and the request-changes round', () => {
     r.apply({ type: 'CompleteSubagent', agentId: 'review-1', attempt: 1, summary: 'hmm', filesCreated: [], filesModified: [], success: true, iterationCapReached: false });
     expect(r.state.plan?.status).toBe('failed');
     expect(r.leadResult()?.isError).toBe(true);
+    expect(r.acceptance()).toEqual({ accepted: false, concerns: [{ code: 'review_missing', message: 'the review of round 0 ended without a verdict' }] });
+  });
+
+  it('a plan whose subtasks ended with failing tests completes but is not accepted; one approved with green tests is, with no reviewer too', () => {
+    const red = new Run().plan(subtasks(), { agent: 'reviewer', rounds: 0 });
+    red.tick();
+    red.finish('api', { failingTests: 2 });
+    red.finish('web', { failingTests: 1 });
+    expect(red.acceptance().accepted).toBeNull(); // test-first: red tests while it runs are the point
+    red.tick();
+    red.review('review-1', 'approve');
+    expect(red.state.plan?.status).toBe('completed');
+    expect(red.acceptance()).toEqual({ accepted: false, concerns: [{ code: 'tests_failing', message: 'tests still fail in api, web (their last run)' }] });
+    const green = new Run().plan(subtasks());
+    green.tick();
+    green.finish('api');
+    green.finish('web');
+    expect(green.state.plan?.status).toBe('completed');
+    expect(green.acceptance()).toEqual({ accepted: true, concerns: [] });
   });
 });

@@ -1,5 +1,5 @@
 import { given } from '@baton/testing';
-import type { DecidedEvent, PendingRequest } from '@baton/domain';
+import type { DecidedEvent, PendingRequest, PlanState } from '@baton/domain';
 import { describe, expect, it } from 'vitest';
 import { endMail, outboxMail, requestMail } from './compose.ts';
 
@@ -34,6 +34,19 @@ describe('mail contents', () => {
     expect(m.html).not.toMatch(/<img|href="javascript/);
     expect(m.html).toMatch(/<a href="https:\/\/b\/v1\/tasks\/x\/artifacts\/report\.md">report\.md<\/a> \(10 bytes, attached\)/);
     expect(m.text).toMatch(/# Findings[\s\S]*Files:\n- report\.md \(10 bytes, attached\): https:\/\/b\/v1\/tasks\/x\/artifacts\/report\.md/);
+  });
+  it('an engineering task completed with a change that is not accepted says so, and why, in the subject and the body', () => {
+    const done = given([submitted, started, { type: 'TaskCompleted', data: { summary: 'built it', reportPath: null } }]).state;
+    const plan: PlanState = {
+      toolUseId: 'plan-1', summary: 'add a report', reviewAgent: 'reviewer', maxReviewRounds: 1, round: 1, status: 'completed',
+      subtasks: [{ id: 'api', agent: 'backend-engineer', description: 'd', fileLocks: ['api/**'], dependsOn: [], status: 'done', agentIds: ['api'], summary: null, filesCreated: [], filesModified: [], tests: { passed: 3, failed: 1, skipped: 0 }, rework: null }],
+      reviews: [{ agentId: 'review-2', round: 1, verdict: 'request_changes', issues: [{ severity: 'major', file: 'api/a.ts', line: 3, message: 'm' }], summary: 'no' }],
+    };
+    const m = endMail({ ...done, plan }, { report: null, artifacts: [], console: 'c' });
+    expect(m.subject).toBe('[Baton] Done, not accepted: Research <b>event sourcing</b>');
+    expect(m.text).toContain('The change is not accepted:\n- the last review (round 1) asked for changes (1 issue) and no round of changes was left (at most 1)\n- tests still fail in api (its last run)\n\nbuilt it');
+    expect(m.html).toContain('<li>tests still fail in api (its last run)</li>');
+    expect(endMail({ ...done, plan: { ...plan, reviews: [{ ...plan.reviews[0]!, verdict: 'approve', issues: [] }], subtasks: [{ ...plan.subtasks[0]!, tests: { passed: 4, failed: 0, skipped: 0 } }] } }, { report: null, artifacts: [], console: 'c' }).subject).toBe('[Baton] Done: Research <b>event sourcing</b>');
   });
   it('a failure says why', () => {
     const failed = given([submitted, started, { type: 'TaskFailed', data: { code: 'lead_failed', message: 'boom' } }]).state;

@@ -1,4 +1,4 @@
-import type { PendingRequest, TaskState } from '@baton/domain';
+import { planAcceptance, type PendingRequest, type TaskState } from '@baton/domain';
 import { escapeHtml, renderMarkdown } from './markdown.ts';
 
 /**
@@ -81,13 +81,19 @@ export interface ListedArtifact {
 /** The end of a run: the report (completed) or why it ended (failed, cancelled). */
 export function endMail(task: TaskState, o: { report: string | null; artifacts: ListedArtifact[]; console: string }): MailContent {
   const status = task.status;
-  const title = status === 'completed' ? 'Done' : status === 'failed' ? 'Failed' : 'Cancelled';
+  // An engineering task completes once its lead has finished; its change may still not be acceptable.
+  const concerns = status === 'completed' && task.plan ? planAcceptance(task.plan).concerns : [];
+  const title = status === 'completed' ? (concerns.length > 0 ? 'Done, not accepted' : 'Done') : status === 'failed' ? 'Failed' : 'Cancelled';
   const subject = `[Baton] ${title}: ${taskLine(task)}`;
   const lines = [`Task ${task.id} ${status}.`, '', oneLine(task.prompt, 500)];
   const html = [`<p>Task <code>${escapeHtml(task.id)}</code> <b>${escapeHtml(status)}</b>.</p>`, `<p style="color:#555">${escapeHtml(oneLine(task.prompt, 500))}</p>`];
   if (task.error) {
     lines.push('', `${task.error.code}: ${task.error.message}`);
     html.push(`<p><b>${escapeHtml(task.error.code)}</b>: ${escapeHtml(task.error.message)}</p>`);
+  }
+  if (concerns.length > 0) {
+    lines.push('', 'The change is not accepted:', ...concerns.map((c) => `- ${c.message}`));
+    html.push(`<p><b>The change is not accepted:</b></p><ul>${concerns.map((c) => `<li>${escapeHtml(c.message)}</li>`).join('')}</ul>`);
   }
   if (task.result?.summary) {
     lines.push('', task.result.summary);
