@@ -188,9 +188,12 @@ describe('the web console, in Chromium', () => {
     await page.locator(`li[data-task="${fork.id}"] .fork`).waitFor();
     await page.getByLabel('filter by status').selectOption('cancelled');
     await waitFor(async () => (await page.locator('.task-list li[data-task]').count()) === 1, { what: 'only the cancelled task' });
-    await page.getByLabel('filter by status').selectOption('');
+    // Both filters at once: no task of this file is a cancelled engineering task.
     await page.getByLabel('filter by team').selectOption('engineering');
     await page.locator('.task-list li.hint', { hasText: 'No task matches these filters.' }).waitFor();
+    await page.getByLabel('filter by status').selectOption('');
+    await waitFor(async () => (await page.locator(`.task-list li[data-task="${id}"]`).count()) === 0, { what: 'the research task filtered out' });
+    expect((await page.locator('.task-list li[data-task] .meta').allTextContents()).filter((t) => !t.startsWith('engineering ·'))).toEqual([]);
     await page.getByLabel('filter by team').selectOption('research');
     await page.locator(`li[data-task="${id}"]`).getByRole('button', { name: `cancel task ${id}` }).click();
     await waitFor(async () => (await task(id)).status === 'cancelled', { what: 'the cancel from the list' });
