@@ -8,8 +8,11 @@ import type { GatewayDeps } from '../deps.ts';
 /**
  * The web console (packages/console, React + Vite) as built files at `/`: index.html (never
  * cached: it names the current assets) and the content-hashed assets under /assets (cached for
- * good). One route per file, registered at start — no catch-all, so unknown paths stay the
- * API's 404. Not built (a checkout nobody ran `infra/baton setup` in): `/` says how, in a 503.
+ * good). The top-level files get one route each, registered at start — no catch-all at `/`, so
+ * unknown paths stay the API's 404 —, and `/assets/*` is looked up when asked for: a console
+ * rebuilt while the gateway runs (a pull, then `infra/baton cli`, rebuilds it) names new
+ * assets, which must not 404 until a restart. Not built (a checkout nobody ran
+ * `infra/baton setup` in): `/` says how, in a 503.
  */
 export const consoleRoutes = (d: Pick<GatewayDeps, 'log'>, dist: string = CONSOLE_DIST) => async (app: FastifyInstance) => {
   if (!existsSync(path.join(dist, 'index.html'))) {
@@ -24,8 +27,17 @@ export const consoleRoutes = (d: Pick<GatewayDeps, 'log'>, dist: string = CONSOL
     root: dist,
     prefix: '/',
     wildcard: false,
+    globIgnore: ['assets/**'],
     index: ['index.html'],
     schemaHide: true,
-    setHeaders: (reply, file) => reply.header('cache-control', file.includes(`${path.sep}assets${path.sep}`) ? 'public, max-age=31536000, immutable' : 'no-cache'),
+    setHeaders: (reply) => reply.header('cache-control', 'no-cache'),
+  });
+  await app.register(fastifyStatic, {
+    root: path.join(dist, 'assets'),
+    prefix: '/assets/',
+    wildcard: true,
+    decorateReply: false,
+    schemaHide: true,
+    setHeaders: (reply) => reply.header('cache-control', 'public, max-age=31536000, immutable'),
   });
 };
