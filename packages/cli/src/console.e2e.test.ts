@@ -100,11 +100,43 @@ describe('the web console, in Chromium', () => {
     const [file] = await Promise.all([page.waitForEvent('download'), files.getByRole('button', { name: 'notes.md' }).click()]);
     expect(file.suggestedFilename()).toBe('notes.md');
     expect(await readFile(await file.path(), 'utf8')).toBe(await api.artifact(id, 'notes.md'));
+    // The state asked for from the bottom of a long page comes into view there, with the focus.
+    await page.locator('.timeline li[data-type="TaskCompleted"]').getByRole('button', { name: 'state' }).click();
+    await at.locator('.status.s-completed').waitFor();
+    const inView = async (): Promise<{ focused: boolean; top: number; height: number }> => at.evaluate((el) => ({ focused: el === el.ownerDocument.activeElement, top: el.getBoundingClientRect().top, height: el.ownerDocument.defaultView?.innerHeight ?? 0 }));
+    let seen = {};
+    await waitFor(async () => {
+      const v = await inView();
+      seen = v;
+      return v.focused && v.top > -1 && v.top < v.height; // (subpixel: scrolled to its top)
+    }, { what: 'the state card in view, focused' }).catch((err: Error) => {
+      throw new Error(`${err.message}: ${JSON.stringify(seen)}`);
+    });
+    // A double-click on "fork from here" makes one fork.
+    const forks: string[] = [];
+    page.on('request', (r) => {
+      if (r.method() === 'POST' && r.url().endsWith('/fork')) forks.push(r.url());
+    });
+    await page.locator('.timeline li[data-type="ApprovalRequested"]').first().getByRole('button', { name: /^fork from version/ }).dblclick();
+    await waitFor(async () => !page.url().includes(id), { what: 'the fork opened' });
+    expect(forks).toHaveLength(1);
   });
 
   it('an engineering task: the plan as a DAG with each subtask\'s tests, the reviews, the change, and whether it is accepted', async () => {
     const id = await submit({ prompt: 'Add a low-stock report to the inventory app', team: 'engineering', workspace: { example: 'inventory' } });
     await awaitingInput(id);
+    // The plan's long JSON lines wrap in their box: the page is no wider than the window, and the banner's buttons are on screen — on a laptop and on a phone.
+    for (const viewport of [{ width: 1280, height: 900 }, { width: 390, height: 844 }]) {
+      await page.setViewportSize(viewport);
+      await open(id);
+      const approve = page.getByRole('region', { name: 'waiting for you' }).getByRole('button', { name: 'Approve submit_plan' });
+      await approve.waitFor();
+      expect(await page.evaluate('document.documentElement.scrollWidth'), `page width at ${viewport.width}`).toBeLessThanOrEqual(viewport.width);
+      const box = await approve.boundingBox();
+      expect(box && box.x + box.width, `the banner's Approve at ${viewport.width}`).toBeLessThanOrEqual(viewport.width);
+      await shot(`engineering-plan-${viewport.width}`);
+    }
+    await page.setViewportSize({ width: 1400, height: 1000 });
     const request = (await task(id)).pendingRequests[0]!;
     await api.request('POST', `/v1/tasks/${id}/approvals/${request.requestId}`, { decision: 'approve' });
     await waitFor(async () => (await task(id)).status === 'completed', { timeoutMs: 180_000, what: 'the engineering task to complete' });
@@ -116,8 +148,54 @@ describe('the web console, in Chromium', () => {
     expect(await plan.locator('[data-subtask="backend"]').textContent()).toMatch(/tests \d+ passed, 0 failed/);
     expect(await plan.locator('.review').textContent()).toMatch(/round 1\): approve/);
     await plan.locator('details.diff').waitFor();
+    expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(1400); // the diff's long lines scroll in their box
     await shot('engineering-accepted');
   }, 240_000);
+
+  it('a request opened between the page\'s first reads still shows; the banner names what it approves and steps aside while the person edits; Discard drops the edits; a double-click approves once', async () => {
+    const early = await api.request<TaskView>('POST', '/v1/tasks', { prompt: REPORT });
+    const id = early.id;
+    await awaitingInput(id);
+    // The page's first read of the task answers with it as it was before the lead asked — as when
+    // the request is recorded between that read and the read of the task's events.
+    let first = true;
+    await page.route(`**/v1/tasks/${id}`, (route) => {
+      if (!first || route.request().method() !== 'GET') return route.continue();
+      first = false;
+      return route.fulfill({ json: early });
+    });
+    await open(id);
+    const banner = page.getByRole('region', { name: 'waiting for you' });
+    await banner.getByRole('button', { name: 'Approve Task → researcher' }).waitFor();
+    await page.unroute(`**/v1/tasks/${id}`);
+    expect(first).toBe(false);
+
+    // Review & Edit from the banner: the card's text box has the focus, and the banner has no Approve that would drop the edits.
+    await banner.getByRole('button', { name: 'Review & Edit' }).click();
+    await banner.getByText('Editing below').waitFor();
+    expect(await banner.getByRole('button', { name: /Approve/ }).count()).toBe(0);
+    await waitFor(async () => (await page.evaluate("document.activeElement?.getAttribute('aria-label')")) === 'edited input', { what: 'the focus in the edited input' });
+    const original = await page.getByLabel('edited input').inputValue();
+    await page.getByLabel('edited input').fill('{ "agent": "nobody" }');
+    await page.getByRole('button', { name: 'Discard edits' }).click();
+    await page.locator('article.approval').getByRole('button', { name: 'Review & Edit' }).click();
+    expect(await page.getByLabel('edited input').inputValue()).toBe(original);
+    await page.getByLabel('edited input').press('Escape');
+    await banner.getByRole('button', { name: 'Approve Task → researcher' }).waitFor();
+
+    // A double-click on the banner's Approve is one decision: the next request (the report writer's) stays open.
+    const decisions: string[] = [];
+    page.on('request', (r) => {
+      if (r.method() === 'POST' && r.url().includes('/approvals/')) decisions.push(r.url());
+    });
+    await banner.getByRole('button', { name: 'Approve Task → researcher' }).dblclick();
+    await waitFor(async () => (await task(id)).pendingRequests.some((r) => r.kind === 'approval' && r.input.agent === 'report-writer'), { timeoutMs: 30_000, what: "the report writer's request" });
+    await banner.getByRole('button', { name: 'Approve Task → report-writer' }).waitFor();
+    expect(decisions).toHaveLength(1);
+    expect((await task(id)).pendingRequests).toHaveLength(1);
+    await banner.getByRole('button', { name: 'Cancel task' }).click();
+    await waitFor(async () => (await task(id)).status === 'cancelled', { what: 'the task cancelled' });
+  });
 
   it('review & edit: an edit naming no such agent is refused on the card and the request stays open; a valid edit runs', async () => {
     const id = await submit({ prompt: REPORT });
@@ -187,7 +265,7 @@ describe('the web console, in Chromium', () => {
     await page.goto(`${url}/#/tasks`);
     await page.locator(`li[data-task="${fork.id}"] .fork`).waitFor();
     await page.getByLabel('filter by status').selectOption('cancelled');
-    await waitFor(async () => (await page.locator('.task-list li[data-task]').count()) === 1, { what: 'only the cancelled task' });
+    await waitFor(async () => (await page.locator('.task-list li[data-task]').count()) > 0 && (await page.locator('.task-list li[data-task] .status').allTextContents()).every((t) => t === 'cancelled'), { what: 'only cancelled tasks' });
     // Both filters at once: no task of this file is a cancelled engineering task.
     await page.getByLabel('filter by team').selectOption('engineering');
     await page.locator('.task-list li.hint', { hasText: 'No task matches these filters.' }).waitFor();

@@ -3,7 +3,7 @@ import Markdown from 'react-markdown';
 import remarkGfm from 'remark-gfm';
 import { api, type PendingRequest, type TaskView } from './api.ts';
 import { ErrorLine } from './ErrorLine.tsx';
-import { countdown, useAction, useNow } from './hooks.ts';
+import { countdown, useAction, useArmed, useNow } from './hooks.ts';
 
 type Approval = Extract<PendingRequest, { kind: 'approval' }>;
 type Clarification = Extract<PendingRequest, { kind: 'clarification' }>;
@@ -38,8 +38,16 @@ function useDecision(onDone: (t: TaskView) => void) {
 
 function ApprovalCard({ taskId, r, editing, setEditing, onDone }: { taskId: string; r: Approval; editing: boolean; setEditing: (on: boolean) => void; onDone: (t: TaskView) => void }) {
   const { error, setError, busy, run } = useDecision(onDone);
-  const [draft, setDraft] = useState(() => JSON.stringify(r.input, null, 2));
+  const asProposed = (): string => JSON.stringify(r.input, null, 2);
+  const [draft, setDraft] = useState(asProposed);
   const [rejecting, setRejecting] = useState(false);
+  // Disabled for a moment after the card shows: it may have just taken the place of one decided with a double-click.
+  const armed = useArmed(r.requestId);
+  const discard = (): void => {
+    setDraft(asProposed());
+    setError(null);
+    setEditing(false);
+  };
   const [reason, setReason] = useState('');
   const url = `/v1/tasks/${taskId}/approvals/${encodeURIComponent(r.requestId)}`;
   const target = typeof r.input.agent === 'string' ? r.input.agent : null;
@@ -71,13 +79,13 @@ function ApprovalCard({ taskId, r, editing, setEditing, onDone }: { taskId: stri
         <div className="edit">
           <label>
             Tool input (JSON) — checked against the tool's schema and meaning when you approve
-            <textarea aria-label="edited input" value={draft} onChange={(e) => setDraft(e.target.value)} rows={Math.min(20, draft.split('\n').length + 1)} spellCheck={false} />
+            <textarea aria-label="edited input" value={draft} onChange={(e) => setDraft(e.target.value)} onKeyDown={(e) => e.key === 'Escape' && discard()} rows={Math.min(20, draft.split('\n').length + 1)} spellCheck={false} />
           </label>
           <div className="row">
             <button className="primary" disabled={busy} onClick={() => void saveEdit()}>
               Approve with edits
             </button>
-            <button onClick={() => setEditing(false)}>Discard edits</button>
+            <button onClick={discard}>Discard edits</button>
           </div>
         </div>
       ) : (
@@ -102,7 +110,7 @@ function ApprovalCard({ taskId, r, editing, setEditing, onDone }: { taskId: stri
       ) : (
         !editing && (
           <div className="row">
-            <button className="primary" disabled={busy} onClick={() => void run('POST', url, { decision: 'approve' })}>
+            <button className="primary" disabled={busy || !armed} onClick={() => void run('POST', url, { decision: 'approve' })}>
               Approve
             </button>
             <button disabled={busy} onClick={() => setEditing(true)}>

@@ -7,6 +7,7 @@ import { ErrorLine } from './ErrorLine.tsx';
 import { RequestCard } from './Requests.tsx';
 import { Timeline } from './Timeline.tsx';
 import { Toasts } from './Toasts.tsx';
+import { useAction, useArmed } from './hooks.ts';
 
 /** A task: what waits for the person first, then the agents at work, the report or change, and the run's timeline — live. */
 export function TaskPage({ taskId }: { taskId: string }) {
@@ -56,6 +57,10 @@ export function TaskPage({ taskId }: { taskId: string }) {
           if (s === 'ended') void refresh();
         },
       );
+      // What was recorded between the first read of the task and the read of its events comes on
+      // no stream (the stream starts after those events): read the task again, or a request
+      // opened meanwhile would never show.
+      await refresh();
     })();
     return () => {
       cancelled = true;
@@ -69,47 +74,31 @@ export function TaskPage({ taskId }: { taskId: string }) {
     setEditing(null);
     void refresh();
   };
+  // Its own error: a refusal stays shown (a refresh clears only the page's load errors).
+  const cancelling = useAction();
   const cancel = async (): Promise<void> => {
-    try {
-      decided(await api<TaskView>('POST', `/v1/tasks/${taskId}/cancel`, { reason: 'cancelled from the console' }));
-      window.dispatchEvent(new Event('baton:tasks-changed'));
-    } catch (err) {
-      setError((err as Error).message);
-    }
+    const t = await cancelling.run(() => api<TaskView>('POST', `/v1/tasks/${taskId}/cancel`, { reason: 'cancelled from the console' }));
+    if (!t) return;
+    decided(t);
+    window.dispatchEvent(new Event('baton:tasks-changed'));
   };
 
   if (!task) return error ? <div className="error" role="alert">{error}</div> : <p className="hint">Loading…</p>;
   const approvals = task.pendingRequests.filter((r) => r.kind === 'approval');
   const waiting = task.pendingRequests.length > 0 && !isFinalStatus(task.status);
-  const approveFirst = async (): Promise<void> => {
-    const r = approvals[0];
-    if (!r) return;
-    try {
-      decided(await api<TaskView>('POST', `/v1/tasks/${taskId}/approvals/${encodeURIComponent(r.requestId)}`, { decision: 'approve' }));
-    } catch (err) {
-      setError((err as Error).message);
-    }
-  };
   return (
     <div className="task-page">
       {waiting && (
         <div className="banner" role="region" aria-label="waiting for you">
           <span>{approvals.length > 0 ? 'Waiting for your approval…' : task.pendingRequests.some((r) => r.kind === 'budget') ? 'Waiting for your decision on the budget…' : 'Waiting for your answer…'}</span>
-          {approvals.length > 0 && (
-            <>
-              <button className="primary" onClick={() => void approveFirst()}>
-                Approve
-              </button>
-              <button onClick={() => setEditing(approvals[0]?.requestId ?? null)}>Review &amp; Edit</button>
-            </>
-          )}
-          <button className="danger" onClick={() => void cancel()}>
+          {approvals[0] && <BannerApproval taskId={taskId} r={approvals[0]} editing={editing !== null} onEdit={(id) => setEditing(id)} onDone={decided} />}
+          <button className="danger" disabled={cancelling.busy} onClick={() => void cancel()}>
             Cancel task
           </button>
         </div>
       )}
       <header className="task-head">
-        <h2>{task.prompt}</h2>
+        <h2 title={task.prompt.length > 300 ? task.prompt.slice(0, 2000) : undefined}>{task.prompt}</h2>
         <div className="row meta">
           <span className={`status s-${task.status}`}>{task.status.replace('_', ' ')}</span>
           <span>team {task.team}</span>
@@ -125,13 +114,13 @@ export function TaskPage({ taskId }: { taskId: string }) {
           </span>
           <span className={`live l-${live}`}>{live === 'live' ? '● live' : live === 'reconnecting' ? '○ reconnecting' : live === 'ended' ? 'ended' : 'connecting'}</span>
           {!isFinalStatus(task.status) && !waiting && (
-            <button className="small danger" onClick={() => void cancel()}>
+            <button className="small danger" disabled={cancelling.busy} onClick={() => void cancel()}>
               Cancel task
             </button>
           )}
         </div>
       </header>
-      <ErrorLine error={error} />
+      <ErrorLine error={error ?? cancelling.error} />
       {task.pendingRequests.map((r) => (
         <RequestCard key={r.requestId} taskId={task.id} request={r} editing={editing === r.requestId} setEditing={(on) => setEditing(on ? r.requestId : null)} onDone={decided} />
       ))}
@@ -207,6 +196,44 @@ function Report({ task }: { task: TaskView }) {
       )}
       <ErrorLine error={error} />
     </section>
+  );
+}
+
+type Approval = Extract<TaskView['pendingRequests'][number], { kind: 'approval' }>;
+
+/**
+ * The banner's shortcut for the first approval: it names what it approves, is disabled while a
+ * decision is on its way and for a moment after a new request takes its place (the rest of a
+ * double-click is not a decision on a plan nobody saw), and while the person edits a request it
+ * steps aside — approving there would drop their edits.
+ */
+function BannerApproval({ taskId, r, editing, onEdit, onDone }: { taskId: string; r: Approval; editing: boolean; onEdit: (requestId: string) => void; onDone: (t: TaskView) => void }) {
+  const action = useAction();
+  const armed = useArmed(r.requestId);
+  const target = typeof r.input.agent === 'string' ? ` → ${r.input.agent}` : '';
+  if (editing) return <span className="meta">Editing below: approve with your edits, or discard them, on the card.</span>;
+  const approve = async (): Promise<void> => {
+    const t = await action.run(() => api<TaskView>('POST', `/v1/tasks/${taskId}/approvals/${encodeURIComponent(r.requestId)}`, { decision: 'approve' }));
+    if (t) onDone(t);
+  };
+  return (
+    <>
+      <button className="primary" disabled={action.busy || !armed} title={`Approve ${r.agentId}'s call to ${r.toolName}${target}`} onClick={() => void approve()}>
+        Approve {r.toolName}
+        {target}
+      </button>
+      <button
+        disabled={action.busy}
+        onClick={() => {
+          onEdit(r.requestId);
+          // Where the person edits: the card's text box, not the banner they clicked.
+          requestAnimationFrame(() => document.querySelector<HTMLTextAreaElement>(`[data-request="${CSS.escape(r.requestId)}"] textarea`)?.focus());
+        }}
+      >
+        Review &amp; Edit
+      </button>
+      <ErrorLine error={action.error} />
+    </>
   );
 }
 

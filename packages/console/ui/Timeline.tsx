@@ -1,8 +1,8 @@
-import { useState } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import { api, download, type EventView, type TaskView } from './api.ts';
 import { agentOf, describe, onTaskStream } from './describe.ts';
 import { ErrorLine } from './ErrorLine.tsx';
-import { go } from './hooks.ts';
+import { go, useAction } from './hooks.ts';
 
 /** The run as it happened: every agent's turns, tool calls, requests and decisions; fork from any task-stream entry. */
 export function Timeline({ task, events }: { task: TaskView; events: EventView[] }) {
@@ -17,15 +17,21 @@ export function Timeline({ task, events }: { task: TaskView; events: EventView[]
     }
   };
   const agents = [...new Set(events.map(agentOf))];
+  // One fork per click: a double-click does not make two tasks.
+  const forking = useAction();
   const fork = async (version: number): Promise<void> => {
-    try {
-      const t = await api<TaskView>('POST', `/v1/tasks/${task.id}/fork`, { atVersion: version });
-      window.dispatchEvent(new Event('baton:tasks-changed'));
-      go(`#/tasks/${t.id}`);
-    } catch (err) {
-      setError((err as Error).message);
-    }
+    const t = await forking.run(() => api<TaskView>('POST', `/v1/tasks/${task.id}/fork`, { atVersion: version }));
+    if (!t) return;
+    window.dispatchEvent(new Event('baton:tasks-changed'));
+    go(`#/tasks/${t.id}`);
   };
+  // The state asked for opens above the timeline: bring it into view, and focus it, where the person is.
+  const stateCard = useRef<HTMLDivElement>(null);
+  useEffect(() => {
+    if (!stateAt) return;
+    stateCard.current?.scrollIntoView({ block: 'nearest' });
+    stateCard.current?.focus({ preventScroll: true });
+  }, [stateAt]);
   const shown = filter ? events.filter((e) => agentOf(e) === filter) : events;
   return (
     <section className="timeline">
@@ -40,9 +46,9 @@ export function Timeline({ task, events }: { task: TaskView; events: EventView[]
           ))}
         </select>
       </h3>
-      <ErrorLine error={error} />
+      <ErrorLine error={error ?? forking.error} />
       {stateAt && (
-        <div className="card state-at" aria-label="state at version">
+        <div className="card state-at" aria-label="state at version" ref={stateCard} tabIndex={-1}>
           <div className="row">
             <b>The task after version {stateAt.version}</b>
             <span className={`status s-${stateAt.task.status}`}>{stateAt.task.status.replace('_', ' ')}</span>
@@ -79,12 +85,12 @@ export function Timeline({ task, events }: { task: TaskView; events: EventView[]
               <span className="what">{describe(e)}</span>
               <span className="row">
                 {onTask && (
-                  <button className="small" title={`the task as it was after version ${e.version}`} onClick={() => void showState(e.version)}>
+                  <button className="small" title={`the task as it was after version ${e.version}`} aria-label={`state after version ${e.version}`} onClick={() => void showState(e.version)}>
                     state
                   </button>
                 )}
                 {onTask && e.version < task.version && (
-                  <button className="small fork-here" title={`a new task from version ${e.version}`} onClick={() => void fork(e.version)}>
+                  <button className="small fork-here" title={`a new task from version ${e.version}`} aria-label={`fork from version ${e.version}`} disabled={forking.busy} onClick={() => void fork(e.version)}>
                     fork from here
                   </button>
                 )}

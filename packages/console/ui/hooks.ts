@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'react';
+import { useEffect, useRef, useState } from 'react';
 
 /** The location hash as a route: `#/tasks/<id>`, `#/chat/<id>`, or the list. */
 export type Route = { page: 'tasks'; taskId: string | null } | { page: 'chat'; chatId: string | null };
@@ -50,7 +50,11 @@ export function countdown(deadline: string, now: number): string {
 export function useAction() {
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
+  // A second click before the button re-renders disabled (a double-click) is not a second action.
+  const inFlight = useRef(false);
   const run = async <T,>(f: () => Promise<T>): Promise<T | undefined> => {
+    if (inFlight.current) return undefined;
+    inFlight.current = true;
     setBusy(true);
     setError(null);
     try {
@@ -59,10 +63,26 @@ export function useAction() {
       setError((err as Error).message);
       return undefined;
     } finally {
+      inFlight.current = false;
       setBusy(false);
     }
   };
   return { error, setError, busy, run };
+}
+
+/**
+ * False for `ms` after `key` (a request's id) first shows, then true: a decision button that
+ * appears where the person just clicked (the next request, once one is decided) does not take
+ * the rest of a double-click as a decision on something they have not seen.
+ */
+export function useArmed(key: string | null, ms = 700): boolean {
+  const [armed, setArmed] = useState<string | null>(null);
+  useEffect(() => {
+    if (key === null) return;
+    const t = setTimeout(() => setArmed(key), ms);
+    return () => clearTimeout(t);
+  }, [key, ms]);
+  return key !== null && armed === key;
 }
 
 /** Open a task that was just made (the list refreshes). */
