@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { TaskView } from '@baton/api';
-import { waitFor, webhookReceiver } from '@baton/testing';
+import { tarGz, waitFor, webhookReceiver } from '@baton/testing';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiEvent, BatonClient } from '@baton/client';
@@ -195,6 +195,35 @@ describe('the web console, in Chromium', () => {
     expect((await task(id)).pendingRequests).toHaveLength(1);
     await banner.getByRole('button', { name: 'Cancel task' }).click();
     await waitFor(async () => (await task(id)).status === 'cancelled', { what: 'the task cancelled' });
+  });
+
+  it('a task from the form starts from an example project or an uploaded .tar.gz; an upload not yet chosen, or not an archive, is named', async () => {
+    await page.goto(`${url}/#/tasks`);
+    const form = page.locator('form.new-task');
+    await form.getByLabel('team').selectOption('engineering');
+    await form.getByLabel('workspace').selectOption('example:inventory');
+    expect(await form.getByLabel('workspace').locator('option:checked').textContent()).toMatch(/^example: inventory \(\d+ files\)$/);
+    await form.getByLabel('prompt').fill('Add a low-stock report to the inventory app');
+    await form.getByRole('button', { name: 'Submit' }).click();
+    await page.locator('.task-head h2', { hasText: 'Add a low-stock report' }).waitFor();
+    const fromExample = page.url().split('#/tasks/')[1]!;
+    expect((await task(fromExample)).workspace).toMatchObject({ source: 'example', name: 'inventory' });
+    await api.request('POST', `/v1/tasks/${fromExample}/cancel`, { reason: 'done looking' });
+
+    await page.goto(`${url}/#/tasks`);
+    await form.getByLabel('prompt').fill('Fix the failing test');
+    await form.getByLabel('workspace').selectOption('upload');
+    await form.getByRole('button', { name: 'Submit' }).click();
+    await form.getByRole('alert').getByText('Choose the .tar.gz of the project to start from').waitFor();
+    await form.getByLabel('project archive').setInputFiles({ name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('not an archive') });
+    await form.getByRole('button', { name: 'Submit' }).click();
+    await form.getByRole('alert').getByText(/not a gzip file/).waitFor();
+    await form.getByLabel('project archive').setInputFiles({ name: 'app.tar.gz', mimeType: 'application/gzip', buffer: await tarGz([{ name: 'src/app.ts', content: 'export const x = 1;\n' }, { name: 'README.md', content: '# app\n' }]) });
+    await form.getByRole('button', { name: 'Submit' }).click();
+    await page.locator('.task-head h2', { hasText: 'Fix the failing test' }).waitFor();
+    const fromUpload = page.url().split('#/tasks/')[1]!;
+    expect((await task(fromUpload)).workspace).toMatchObject({ source: 'upload', name: 'app.tar.gz', files: 2 });
+    await api.request('POST', `/v1/tasks/${fromUpload}/cancel`, { reason: 'done looking' });
   });
 
   it('review & edit: an edit naming no such agent is refused on the card and the request stays open; a valid edit runs', async () => {

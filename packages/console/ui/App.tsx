@@ -74,17 +74,50 @@ function KeyBox() {
   );
 }
 
+/** A configured example project a task can start from (GET /v1/examples). */
+interface Example {
+  name: string;
+  files: number;
+  bytes: number;
+  error: string | null;
+}
+
+/** The workspace picker's value: none, an example by name, or an uploaded archive. */
+const UPLOAD = 'upload';
+const EXAMPLE = 'example:';
+
+/** A file's bytes as base64 (the JSON body's `workspace.archiveBase64`). */
+async function base64Of(file: File): Promise<string> {
+  const bytes = new Uint8Array(await file.arrayBuffer());
+  let binary = '';
+  for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return btoa(binary);
+}
+
 function NewTask({ teams }: { teams: TeamInfo[] }) {
   const [prompt, setPrompt] = useState('');
   const [team, setTeam] = useState('research');
   const [approve, setApprove] = useState(true);
   const [budget, setBudget] = useState('');
+  const [examples, setExamples] = useState<Example[]>([]);
+  const [workspace, setWorkspace] = useState('');
+  const [archive, setArchive] = useState<File | null>(null);
   const { error, setError, busy, run } = useAction();
+  useEffect(() => {
+    api<{ items: Example[] }>('GET', '/v1/examples').then(
+      (r) => setExamples(r.items.filter((x) => x.error === null)),
+      () => setExamples([]), // the form works without them: no example to pick
+    );
+  }, []);
   const submit = async (): Promise<void> => {
     if (!prompt.trim()) return setError('Write what the task should do.');
     const usd = budget.trim() ? Number(budget) : undefined;
     if (usd !== undefined && !(usd > 0)) return setError('The budget must be a number of dollars above 0.');
-    const t = await run(() => api<TaskView>('POST', '/v1/tasks', { prompt, team, requirePlanApproval: approve, ...(usd !== undefined ? { budget: { usd } } : {}) }));
+    if (workspace === UPLOAD && !archive) return setError('Choose the .tar.gz of the project to start from, or pick no workspace.');
+    const t = await run(async () => {
+      const ws = workspace.startsWith(EXAMPLE) ? { example: workspace.slice(EXAMPLE.length) } : workspace === UPLOAD && archive ? { archiveBase64: await base64Of(archive), name: archive.name } : undefined;
+      return api<TaskView>('POST', '/v1/tasks', { prompt, team, requirePlanApproval: approve, ...(usd !== undefined ? { budget: { usd } } : {}), ...(ws ? { workspace: ws } : {}) });
+    });
     if (!t) return;
     setPrompt('');
     openTask(t.id);
@@ -105,6 +138,18 @@ function NewTask({ teams }: { teams: TeamInfo[] }) {
         <button type="submit" disabled={busy}>
           Submit
         </button>
+      </div>
+      <div className="row">
+        <select aria-label="workspace" value={workspace} onChange={(e) => setWorkspace(e.target.value)}>
+          <option value="">no workspace (start from nothing)</option>
+          {examples.map((x) => (
+            <option key={x.name} value={`${EXAMPLE}${x.name}`}>
+              example: {x.name} ({x.files} files)
+            </option>
+          ))}
+          <option value={UPLOAD}>upload a project (.tar.gz)…</option>
+        </select>
+        {workspace === UPLOAD && <input type="file" aria-label="project archive" accept=".tar.gz,.tgz,application/gzip" onChange={(e) => setArchive(e.target.files?.[0] ?? null)} />}
       </div>
       <ErrorLine error={error} />
     </form>
