@@ -103,7 +103,10 @@ describe('the web console, in Chromium', () => {
     // The state asked for from the bottom of a long page comes into view there, with the focus.
     await page.locator('.timeline li[data-type="TaskCompleted"]').getByRole('button', { name: 'state' }).click();
     await at.locator('.status.s-completed').waitFor();
-    const inView = async (): Promise<{ focused: boolean; top: number; height: number }> => at.evaluate((el) => ({ focused: el === el.ownerDocument.activeElement, top: el.getBoundingClientRect().top, height: el.ownerDocument.defaultView?.innerHeight ?? 0 }));
+    const inView = async (): Promise<{ focused: boolean; top: number; height: number }> => at.evaluate((node) => {
+      const el = node as unknown as { ownerDocument: { activeElement: unknown; defaultView: { innerHeight: number } | null }; getBoundingClientRect(): { top: number } };
+      return { focused: el === el.ownerDocument.activeElement, top: el.getBoundingClientRect().top, height: el.ownerDocument.defaultView?.innerHeight ?? 0 };
+    });
     let seen = {};
     await waitFor(async () => {
       const v = await inView();
@@ -144,7 +147,7 @@ describe('the web console, in Chromium', () => {
     const plan = page.locator('section.plan');
     await plan.locator('.acceptance[data-accepted="true"]').waitFor();
     expect(await plan.locator('.acceptance').textContent()).toBe("The change is accepted: the last review approved it, and no subtask's last test run fails.");
-    expect(await plan.locator('[data-subtask]').evaluateAll((els) => els.map((e) => e.getAttribute('data-subtask')))).toEqual(['backend', 'frontend']);
+    expect(await Promise.all((await plan.locator('[data-subtask]').all()).map((l) => l.getAttribute('data-subtask')))).toEqual(['backend', 'frontend']);
     expect(await plan.locator('[data-subtask="backend"]').textContent()).toMatch(/tests \d+ passed, 0 failed/);
     expect(await plan.locator('.review').textContent()).toMatch(/round 1\): approve/);
     await plan.locator('details.diff').waitFor();
@@ -272,6 +275,10 @@ describe('the web console, in Chromium', () => {
     const asking = page.locator('.toast.asking');
     await waitFor(async () => (await asking.count()) === 2, { what: 'two asking toasts' });
     expect(await page.locator('.toasts .toast').first().getAttribute('class')).toMatch(/asking/); // questions float on top
+    // Each says what its agent works on (the question's context), so the two can be told apart.
+    const contexts = await asking.locator('.context').allTextContents();
+    expect(contexts).toHaveLength(2);
+    expect(new Set(contexts).size).toBe(2);
     await shot('5-toasts');
     const first = asking.first();
     const firstAgent = await first.getAttribute('data-agent');
@@ -285,6 +292,9 @@ describe('the web console, in Chromium', () => {
     await second.getByRole('button', { name: 'Answer' }).click();
     await page.locator('.toast.t-completed').waitFor({ timeout: 30_000 });
     expect(await api.artifactOf(id, firstAgent as string, 'notes.md')).toMatch(/- both/);
+    // The end's toast can be dismissed (it covered the timeline's buttons).
+    await page.locator('.toast.t-completed').getByRole('button', { name: 'dismiss' }).click();
+    await waitFor(async () => (await page.locator('.toast').count()) === 0, { what: 'the toast dismissed' });
   });
 
   it('the task list filters by status and team, marks forks; without the key the console says one is needed', async () => {
@@ -295,9 +305,11 @@ describe('the web console, in Chromium', () => {
     await page.locator(`li[data-task="${fork.id}"] .fork`).waitFor();
     await page.getByLabel('filter by status').selectOption('cancelled');
     await waitFor(async () => (await page.locator('.task-list li[data-task]').count()) > 0 && (await page.locator('.task-list li[data-task] .status').allTextContents()).every((t) => t === 'cancelled'), { what: 'only cancelled tasks' });
-    // Both filters at once: no task of this file is a cancelled engineering task.
-    await page.getByLabel('filter by team').selectOption('engineering');
+    // With filters no task matches, the list says so.
+    await page.getByLabel('search prompts').fill(`no such prompt ${randomBytes(4).toString('hex')}`);
     await page.locator('.task-list li.hint', { hasText: 'No task matches these filters.' }).waitFor();
+    await page.getByLabel('search prompts').fill('');
+    await page.getByLabel('filter by team').selectOption('engineering');
     await page.getByLabel('filter by status').selectOption('');
     await waitFor(async () => (await page.locator(`.task-list li[data-task="${id}"]`).count()) === 0, { what: 'the research task filtered out' });
     expect((await page.locator('.task-list li[data-task] .meta').allTextContents()).filter((t) => !t.startsWith('engineering ·'))).toEqual([]);
@@ -309,6 +321,16 @@ describe('the web console, in Chromium', () => {
     await anonymous.goto(`${url}/`);
     await anonymous.getByRole('alert').getByText('This gateway needs an API key: enter yours above.').waitFor();
     await anonymous.close();
+    // A key that is sent and refused is named as such, not as a missing key.
+    const wrong = await browser.newContext();
+    await wrong.addInitScript({ content: `localStorage.setItem('baton.apiKey', 'not-the-key')` });
+    const wrongPage = await wrong.newPage();
+    await wrongPage.goto(`${url}/`);
+    await wrongPage.getByRole('alert').getByText(/^The gateway refused this API key \(.+\): enter another above\.$/).waitFor();
+    await wrong.close();
+    // A task id that is no id says so.
+    await page.goto(`${url}/#/tasks/not-a-task`);
+    await page.getByRole('alert').getByText("No task 'not-a-task': a task id is a UUID").waitFor();
   });
 
   it('the task list is live: changes come on the stream of your tasks\' changes and are merged in — a task submitted elsewhere appears, its status moves, with no list request', async () => {

@@ -19,11 +19,18 @@ export function App() {
         setTeams(r.items);
         setAuthProblem(null);
       },
-      (err: unknown) => setAuthProblem(err instanceof ApiError && (err.status === 401 || err.status === 403) ? 'This gateway needs an API key: enter yours above.' : (err as Error).message),
+      (err: unknown) => {
+        const refused = err instanceof ApiError && (err.status === 401 || err.status === 403);
+        // A key that was sent and refused is not a missing key: say which, with the gateway's words.
+        setAuthProblem(!refused ? (err as Error).message : apiKey.get() ? `The gateway refused this API key (${(err as Error).message}): enter another above.` : 'This gateway needs an API key: enter yours above.');
+      },
     );
   }, []);
   return (
     <div className="app">
+      <button className="skip" onClick={() => document.getElementById('content')?.focus()}>
+        Skip to the {route.page === 'chat' ? 'conversation' : 'task'}
+      </button>
       <header className="top">
         <a className="brand" href="#/tasks">Baton</a>
         <nav className="modes" aria-label="mode">
@@ -41,7 +48,17 @@ export function App() {
             <NewTask teams={teams} />
             <TaskList selected={route.taskId} teams={teams} />
           </aside>
-          <section className="main">{route.taskId ? <TaskPage key={route.taskId} taskId={route.taskId} /> : <p className="hint">Submit a task, or pick one from the list.</p>}</section>
+          <section className="main" id="content" tabIndex={-1}>
+            {route.taskId ? (
+              <TaskPage key={route.taskId} taskId={route.taskId} />
+            ) : route.badId ? (
+              <div className="error" role="alert">
+                No task '{route.badId}': a task id is a UUID, like 0b9f4c1e-2d3a-4b5c-8d7e-6f5a4b3c2d1e. Pick one from the list.
+              </div>
+            ) : (
+              <p className="hint">Submit a task, or pick one from the list.</p>
+            )}
+          </section>
         </main>
       )}
     </div>

@@ -42,7 +42,7 @@ export function Chat({ chatId, teams }: { chatId: string | null; teams: TeamInfo
           ))}
         </ul>
       </aside>
-      <section className="main">
+      <section className="main" id="content" tabIndex={-1}>
         <Conversation key={chatId ?? 'new'} chatId={chatId} teams={teams} onChanged={() => void loadList()} />
       </section>
     </main>

@@ -1,3 +1,4 @@
+import { useState } from 'react';
 import type { AgentView, TaskView } from './api.ts';
 import { isFinalStatus } from './api.ts';
 import { ClarificationCard } from './Requests.tsx';
@@ -7,25 +8,36 @@ const ACTIVE = new Set(['dispatched', 'running', 'paused', 'waiting']);
 
 /**
  * One toast per active agent, newest on top; those that ask a question float above the rest and
- * are answered in place. When the task ends, one toast says how.
+ * are answered in place (with the question's context, so two agents asking the same question
+ * can be told apart). When the task ends, one toast says how, until dismissed. Only questions
+ * and the end are announced to screen readers, not every step's progress.
  */
 export function Toasts({ task, agents, onDone }: { task: TaskView; agents: AgentView[]; onDone: (t: TaskView) => void }) {
+  const [dismissed, setDismissed] = useState<string | null>(null);
   if (isFinalStatus(task.status)) {
+    if (dismissed === task.id) return null;
     const text = task.status === 'completed' ? 'All done' : task.status === 'failed' ? `Failed: ${task.error?.message ?? ''}` : 'Cancelled';
     return (
-      <div className="toasts" aria-live="polite">
-        <div className={`toast final t-${task.status}`} role="status">
-          {text}
+      <div className="toasts">
+        <div className={`toast final t-${task.status} row`} role="status">
+          <span>{text}</span>
+          <button className="small dismiss" aria-label="dismiss" onClick={() => setDismissed(task.id)}>
+            ×
+          </button>
         </div>
       </div>
     );
   }
+  const contextOf = (requestId: string): string | null => {
+    const r = task.pendingRequests.find((p) => p.requestId === requestId);
+    return r?.kind === 'clarification' && r.context ? r.context : null;
+  };
   const active = agents.filter((a) => ACTIVE.has(a.status) || (a.role === 'lead' && a.currentAction !== null)).reverse();
   const ordered = [...active.filter((a) => a.openQuestion), ...active.filter((a) => !a.openQuestion)];
   return (
-    <div className="toasts" aria-live="polite">
+    <div className="toasts">
       {ordered.map((a) => (
-        <div key={a.id} className={`toast${a.openQuestion ? ' asking' : ''}`} data-agent={a.id} role="status">
+        <div key={a.id} className={`toast${a.openQuestion ? ' asking' : ''}`} data-agent={a.id} role={a.openQuestion ? 'status' : undefined}>
           <div className="row">
             <span className="badge agent">{a.id}</span>
             <span className="action">{a.currentAction ?? a.status}</span>
@@ -34,6 +46,7 @@ export function Toasts({ task, agents, onDone }: { task: TaskView; agents: Agent
             <div className="bar" style={{ width: `${progressPct(a)}%` }} />
           </div>
           <div className="meta">{progressText(a)}</div>
+          {a.openQuestion && contextOf(a.openQuestion.requestId) && <div className="context">{contextOf(a.openQuestion.requestId)}</div>}
           {a.openQuestion && <ClarificationCard compact taskId={task.id} r={a.openQuestion} onDone={onDone} />}
         </div>
       ))}

@@ -1,13 +1,5 @@
 import { useEffect, useRef, useState } from 'react';
-
-/** The location hash as a route: `#/tasks/<id>`, `#/chat/<id>`, or the list. */
-export type Route = { page: 'tasks'; taskId: string | null } | { page: 'chat'; chatId: string | null };
-
-export function parseRoute(hash: string): Route {
-  const m = /^#\/(tasks|chat)(?:\/([0-9a-f-]{36}))?/.exec(hash);
-  if (m?.[1] === 'chat') return { page: 'chat', chatId: m[2] ?? null };
-  return { page: 'tasks', taskId: m?.[2] ?? null };
-}
+import { parseRoute, type Route } from './route.ts';
 
 export const go = (hash: string): void => {
   window.location.hash = hash;
