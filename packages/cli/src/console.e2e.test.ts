@@ -314,7 +314,13 @@ describe('the web console, in Chromium', () => {
     await waitFor(async () => (await page.locator(`.task-list li[data-task="${id}"]`).count()) === 0, { what: 'the research task filtered out' });
     expect((await page.locator('.task-list li[data-task] .meta').allTextContents()).filter((t) => !t.startsWith('engineering ·'))).toEqual([]);
     await page.getByLabel('filter by team').selectOption('research');
-    await page.locator(`li[data-task="${id}"]`).getByRole('button', { name: `cancel task ${id}` }).click();
+    // A misclick on the list's Cancel ends nothing: it asks to confirm (and is named by the task's prompt).
+    const cancelButton = page.locator(`li[data-task="${id}"] button[data-cancel]`);
+    expect(await cancelButton.getAttribute('aria-label')).toBe(`cancel task ${REPORT}`);
+    await cancelButton.click();
+    await cancelButton.getByText('Confirm cancel').waitFor();
+    expect((await task(id)).status).toBe('awaiting_input');
+    await cancelButton.click();
     await waitFor(async () => (await task(id)).status === 'cancelled', { what: 'the cancel from the list' });
 
     const anonymous = await browser.newPage();
@@ -391,9 +397,15 @@ describe('the web console, in Chromium', () => {
     await page.evaluate(`window.__sawStream = false; new MutationObserver(() => { const el = document.querySelector('.msg.streaming'); if (el && el.textContent && el.textContent !== '…') window.__sawStream = true; }).observe(document.body, { subtree: true, childList: true, characterData: true });`);
     await page.getByRole('button', { name: 'Send' }).click();
     await page.getByRole('alert').getByText('Write a message first.').waitFor();
-    await page.getByLabel('message', { exact: true }).fill('Which databases handle embedded analytics well?');
-    await page.getByRole('button', { name: 'Send' }).click();
+    // Shift+Enter is a new line; Enter sends.
+    const message = page.getByLabel('message', { exact: true });
+    await message.fill('Which databases handle');
+    await message.press('Shift+Enter');
+    await message.pressSequentially('embedded analytics well?');
+    expect(await message.inputValue()).toBe('Which databases handle\nembedded analytics well?');
+    await message.press('Enter');
     await page.locator('.msg.assistant:not(.streaming)').waitFor({ timeout: 30_000 });
+    expect(await page.locator('.msg.user').first().textContent()).toMatch(/Which databases handle\s+embedded analytics well\?/);
     expect(await page.evaluate('window.__sawStream')).toBe(true);
     await page.waitForURL(/#\/chat\/[0-9a-f-]{36}$/);
     const chatId = /#\/chat\/([0-9a-f-]{36})$/.exec(page.url())?.[1] as string;

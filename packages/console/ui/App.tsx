@@ -290,7 +290,16 @@ function TaskList({ selected, teams }: { selected: string | null; teams: TeamInf
       window.removeEventListener('baton:tasks-changed', reload);
     };
   }, []);
+  // Cancelling from the list takes a second click on "Confirm" (a misclick would end a run); the ask lapses after 5 s.
+  const [confirming, setConfirming] = useState<string | null>(null);
+  useEffect(() => {
+    if (confirming === null) return;
+    const t = setTimeout(() => setConfirming(null), 5000);
+    return () => clearTimeout(t);
+  }, [confirming]);
   const cancel = async (id: string): Promise<void> => {
+    if (confirming !== id) return setConfirming(id);
+    setConfirming(null);
     try {
       await api('POST', `/v1/tasks/${id}/cancel`, { reason: 'cancelled from the console' });
       await load();
@@ -331,8 +340,8 @@ function TaskList({ selected, teams }: { selected: string | null; teams: TeamInf
               </span>
             </a>
             {!isFinalStatus(t.status) && (
-              <button className="small" onClick={() => void cancel(t.id)} aria-label={`cancel task ${t.id}`}>
-                Cancel
+              <button className={`small${confirming === t.id ? ' danger' : ''}`} onClick={() => void cancel(t.id)} aria-label={confirming === t.id ? `confirm: cancel task ${t.prompt.slice(0, 80)}` : `cancel task ${t.prompt.slice(0, 80)}`} data-cancel={t.id}>
+                {confirming === t.id ? 'Confirm cancel' : 'Cancel'}
               </button>
             )}
           </li>

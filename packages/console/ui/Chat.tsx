@@ -1,6 +1,5 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
-import Markdown from 'react-markdown';
-import remarkGfm from 'remark-gfm';
+import { RenderedMarkdown } from './Markdown.tsx';
 import { api, sendChat, type ChatMessageView, type ChatSummaryView, type ChatView, type TaskView, type TeamInfo } from './api.ts';
 import { ErrorLine } from './ErrorLine.tsx';
 import { ApprovePlan, TeamSelect } from './TeamSelect.tsx';
@@ -136,7 +135,7 @@ function Conversation({ chatId, teams, onChanged }: { chatId: string | null; tea
       <div className="messages" aria-label="messages">
         {messages.map((m) => (
           <div key={m.id} className={`msg ${m.role}${m.error ? ' failed' : ''}`} data-role={m.role}>
-            {m.error ? <em>Reply failed ({m.error.code}): {m.error.message}</em> : <Markdown remarkPlugins={[remarkGfm]}>{m.text}</Markdown>}
+            {m.error ? <em>Reply failed ({m.error.code}): {m.error.message}</em> : <RenderedMarkdown>{m.text}</RenderedMarkdown>}
             {m.role === 'assistant' && <span className="meta">{m.offline ? 'offline model' : m.model}</span>}
           </div>
         ))}
@@ -164,7 +163,18 @@ function Conversation({ chatId, teams, onChanged }: { chatId: string | null; tea
             void send();
           }}
         >
-          <textarea aria-label="message" rows={2} value={draft} placeholder="Ask anything; switch to action mode to hand it to the agents" onChange={(e) => setDraft(e.target.value)} />
+          <textarea
+            aria-label="message"
+            rows={2}
+            value={draft}
+            placeholder="Ask anything (Enter sends, Shift+Enter for a new line); switch to action mode to hand it to the agents"
+            onChange={(e) => setDraft(e.target.value)}
+            onKeyDown={(e) => {
+              if (e.key !== 'Enter' || e.shiftKey || e.nativeEvent.isComposing) return;
+              e.preventDefault();
+              e.currentTarget.form?.requestSubmit();
+            }}
+          />
           <button className="primary" type="submit" disabled={busy}>
             Send
           </button>

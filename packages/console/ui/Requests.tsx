@@ -1,6 +1,5 @@
 import { useState } from 'react';
-import Markdown from 'react-markdown';
-import remarkGfm from 'remark-gfm';
+import { RenderedMarkdown } from './Markdown.tsx';
 import { api, type PendingRequest, type TaskView } from './api.ts';
 import { ErrorLine } from './ErrorLine.tsx';
 import { countdown, useAction, useArmed, useNow } from './hooks.ts';
@@ -73,7 +72,7 @@ function ApprovalCard({ taskId, r, editing, setEditing, onDone }: { taskId: stri
         <Deadline deadline={r.deadline} then={r.onTimeout === 'approve' ? 'approved' : 'rejected'} />
       </header>
       <div className="plan-text">
-        <Markdown remarkPlugins={[remarkGfm]}>{r.plan}</Markdown>
+        <RenderedMarkdown>{r.plan}</RenderedMarkdown>
       </div>
       {editing ? (
         <div className="edit">

@@ -1,6 +1,5 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
-import Markdown from 'react-markdown';
-import remarkGfm from 'remark-gfm';
+import { RenderedMarkdown } from './Markdown.tsx';
 import { api, apiText, download, followEvents, isFinalStatus, type AgentView, type EventView, type TaskView } from './api.ts';
 import { Deliveries } from './Deliveries.tsx';
 import { ErrorLine } from './ErrorLine.tsx';
@@ -174,7 +173,7 @@ function Report({ task }: { task: TaskView }) {
       {task.result && <p className="summary">{task.result.summary}</p>}
       {report !== null && (
         <article className="markdown" aria-label="report">
-          <Markdown remarkPlugins={[remarkGfm]}>{report}</Markdown>
+          <RenderedMarkdown>{report}</RenderedMarkdown>
         </article>
       )}
       {task.artifacts.length > 0 && (
