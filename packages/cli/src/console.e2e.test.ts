@@ -322,6 +322,15 @@ describe('the web console, in Chromium', () => {
     expect((await task(id)).status).toBe('awaiting_input');
     await cancelButton.click();
     await waitFor(async () => (await task(id)).status === 'cancelled', { what: 'the cancel from the list' });
+    // The filters survive a reload (kept for this tab), and are cleared for the tests after this one.
+    await page.getByLabel('search prompts').fill('vector');
+    await waitFor(async () => String(await page.evaluate("sessionStorage.getItem('baton.taskFilters')")).includes('"search":"vector"'), { what: 'the search applied' });
+    await page.reload();
+    await page.locator(`li[data-task="${id}"]`).waitFor();
+    expect([await page.getByLabel('filter by team').inputValue(), await page.getByLabel('search prompts').inputValue()]).toEqual(['research', 'vector']);
+    await page.getByLabel('filter by team').selectOption('');
+    await page.getByLabel('search prompts').fill('');
+    await waitFor(async () => (await page.evaluate("sessionStorage.getItem('baton.taskFilters')")) === JSON.stringify({ status: '', team: '', search: '' }), { what: 'the filters cleared' });
 
     const anonymous = await browser.newPage();
     await anonymous.goto(`${url}/`);

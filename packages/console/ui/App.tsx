@@ -176,16 +176,35 @@ function NewTask({ teams }: { teams: TeamInfo[] }) {
 /** How many tasks one page of the list holds (newest first); "Show older tasks" loads the next. */
 const PAGE_SIZE = 100;
 
+/** The list's filters, kept for this browser tab: a reload (or a visit to a chat) keeps them. */
+const FILTERS_KEY = 'baton.taskFilters';
+interface Filters {
+  status: string;
+  team: string;
+  search: string;
+}
+function savedFilters(): Filters {
+  try {
+    const f = JSON.parse(sessionStorage.getItem(FILTERS_KEY) ?? '{}') as Partial<Filters>;
+    const text = (v: unknown): string => (typeof v === 'string' ? v : '');
+    return { status: text(f.status), team: text(f.team), search: text(f.search) };
+  } catch {
+    return { status: '', team: '', search: '' };
+  }
+}
+
 function TaskList({ selected, teams }: { selected: string | null; teams: TeamInfo[] }) {
-  const [status, setStatus] = useState('');
-  const [team, setTeam] = useState('');
+  const [initial] = useState(savedFilters);
+  const [status, setStatus] = useState(initial.status);
+  const [team, setTeam] = useState(initial.team);
   /** The search as typed, and as applied (a moment after the typing stops). */
-  const [typed, setTyped] = useState('');
-  const [search, setSearch] = useState('');
+  const [typed, setTyped] = useState(initial.search);
+  const [search, setSearch] = useState(initial.search);
   useEffect(() => {
     const t = setTimeout(() => setSearch(typed.trim()), 250);
     return () => clearTimeout(t);
   }, [typed]);
+  useEffect(() => sessionStorage.setItem(FILTERS_KEY, JSON.stringify({ status, team, search } satisfies Filters)), [status, team, search]);
   const [items, setItems] = useState<TaskListItem[]>([]);
   /** Where the next (older) page starts; null when every task the filters match is shown. */
   const [more, setMore] = useState<string | null>(null);
