@@ -1,9 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { taskStreamId, type NewEvent } from '@baton/domain';
 import { pgTest as test, testPool } from '@baton/testing';
+import type { Database } from '@baton/db';
+import { Kysely, PostgresDialect } from 'kysely';
 import type pg from 'pg';
 import { describe, expect } from 'vitest';
 import { appendBatch } from './append.ts';
+import { listTasks } from './read-models.ts';
 import { EventStore, START } from './store.ts';
 import { TaskCache } from './task-cache.ts';
 
@@ -106,5 +109,39 @@ describe('statement plans on a growing log', () => {
     await hotPath(late.pool, taskId, 6); // new plans, made on the grown log
     expectTaskSized(late.plans);
     await late.pool.end();
+  });
+});
+
+describe('the task list search on many tasks', () => {
+  test("a word few of a tenant's many tasks contain is found by the trigram index, in a few pages, not by reading every task", async ({ pg: { url, db } }) => {
+    // The index as the migrations made it; dropped while the tasks are loaded and built again after (faster than 200,000 inserts into it).
+    const made = await db.pool.query<{ indexdef: string }>(`select indexdef from pg_indexes where indexname = 'tasks_title_trgm_idx'`);
+    expect(made.rows).toHaveLength(1);
+    await db.pool.query('drop index tasks_title_trgm_idx');
+    await db.pool.query(
+      `insert into tasks (id, tenant_id, status, team, title, created_at, updated_at, version)
+       select gen_random_uuid(), 'acme', 'completed', 'research', 'Write a report on topic ' || g || ' ' || md5(g::text), now() - g * interval '1 second', now(), 5
+       from generate_series(1, 200000) g`,
+    );
+    await db.pool.query(`update tasks set title = 'Compare zebrafish studies' where title like 'Write a report on topic 777 %'`);
+    await db.pool.query(made.rows[0]!.indexdef);
+    await db.pool.query('analyze tasks');
+    const explained = await explainedPool(url);
+    // The list's statement is unnamed (Kysely): planned each time with the search's own text, not generically.
+    await explained.pool.query('set plan_cache_mode = auto');
+    const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool: explained.pool }) });
+    try {
+      const page = await listTasks(kysely, { tenantId: 'acme', search: 'zebrafish', limit: 50 });
+      expect(page.items.map((t) => t.prompt)).toEqual(['Compare zebrafish studies']);
+      const plan = explained.plans.find((p) => p.query.includes('ilike'));
+      expect(plan?.text).toMatch(/tasks_title_trgm_idx/);
+      expect(plan?.buffers).toBeLessThan(100); // the tenant's tasks are ~4,300 pages
+      // A word in every task still pages newest first, and answers the same either way.
+      const common = await listTasks(kysely, { tenantId: 'acme', search: 'REPORT', limit: 3 });
+      expect(common.items).toHaveLength(3);
+      expect(common.items[0]!.prompt).toMatch(/^Write a report on topic 1 /);
+    } finally {
+      await kysely.destroy();
+    }
   });
 });

@@ -13,6 +13,7 @@ import * as m011 from './011_events_task_tx_idx.ts';
 import * as m012 from './012_webhook_endpoints_notify.ts';
 import * as m013 from './013_artifact_versions.ts';
 import * as m014 from './014_dead_letter_identity.ts';
+import * as m015 from './015_task_search_trgm.ts';
 
 /** Numbered migrations, imported statically so they run the same from source and from a build. */
 export const migrations: Record<string, Migration> = {
@@ -30,6 +31,7 @@ export const migrations: Record<string, Migration> = {
   '012_webhook_endpoints_notify': m012,
   '013_artifact_versions': m013,
   '014_dead_letter_identity': m014,
+  '015_task_search_trgm': m015,
 };
 
 export const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };
