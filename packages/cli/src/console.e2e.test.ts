@@ -73,6 +73,7 @@ describe('the web console, in Chromium', () => {
     expect(await card.locator('.badge.agent').allTextContents()).toEqual(['lead', 'researcher']);
     expect(await card.locator('.deadline').textContent()).toMatch(/decides itself in \d+m \d\ds — then: rejected/);
     expect(await card.locator('.plan-text').textContent()).toMatch(/Plan for "Write a short report on vector databases"/);
+    await waitFor(() => card.getByRole('button', { name: 'Approve', exact: true }).isEnabled(), { what: 'the card armed' });
     await shot('1-approval');
     await page.getByRole('region', { name: 'waiting for you' }).getByRole('button', { name: 'Approve' }).click();
     // The research runs; the next delegation (the report writer) comes to the person, live.
