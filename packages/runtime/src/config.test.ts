@@ -13,6 +13,19 @@ describe('loadConfig', () => {
     expect(c).toMatchObject({ PORT: 8080, BATON_NAMESPACE: '' });
     expect(c.SOME_API_KEY).toBeUndefined();
   });
+  it('settings whose default is unsafe in production are refused empty (a blank Secret key must not open the API or sign with the development secret), each named', () => {
+    const withSecrets = schema.extend({ BATON_API_KEYS: z.string().optional(), WEBHOOK_SECRET: z.string().optional() });
+    let err: unknown;
+    try {
+      loadConfig('gateway', withSecrets, { BATON_API_KEYS: '', WEBHOOK_SECRET: ' ', DATABASE_URL: '', PORT: 'eighty', ANTHROPIC_API_KEY: '' });
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as ConfigError).issues.map((i) => i.split(':')[0]).sort()).toEqual(['BATON_API_KEYS', 'DATABASE_URL', 'PORT', 'WEBHOOK_SECRET']);
+    expect((err as ConfigError).message).toMatch(/BATON_API_KEYS: is set but empty; leave it out for its default, or give a value/);
+    expect(loadConfig('gateway', withSecrets, {}).BATON_API_KEYS).toBeUndefined(); // left out: the default
+  });
   it('lists every problem, by variable, in one error', () => {
     let err: unknown;
     try {

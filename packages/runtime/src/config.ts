@@ -10,15 +10,22 @@ export class ConfigError extends Error {
   }
 }
 
+/**
+ * Settings whose default is unsafe in production — an open API, webhooks signed with the public
+ * development secret, a database or NATS on localhost, unsigned mail links —, so an empty value
+ * (a Kubernetes Secret key left blank, `FOO=` in a file) is refused instead of meaning "unset".
+ * Leave them out to get the default.
+ */
+export const UNSAFE_WHEN_EMPTY: ReadonlySet<string> = new Set(['DATABASE_URL', 'NATS_URL', 'BATON_API_KEYS', 'WEBHOOK_SECRET', 'MAIL_LINK_SECRET']);
+
 /** Parse an environment with a zod schema; on failure every problem is listed, by variable name. */
 export function loadConfig<S extends z.ZodType>(service: string, schema: S, env: Record<string, string | undefined>): z.infer<S> {
-  // A variable set to nothing (`FOO=`, compose's `${FOO:-}`) is not set: its default applies.
+  // Any other variable set to nothing (`FOO=`, compose's `${FOO:-}`) is not set: its default applies.
+  const empty = Object.entries(env).filter(([k, v]) => v !== undefined && v.trim() === '' && UNSAFE_WHEN_EMPTY.has(k)).map(([k]) => `${k}: is set but empty; leave it out for its default, or give a value (an empty value is refused here: its default is not safe for production)`);
   const res = schema.safeParse(Object.fromEntries(Object.entries(env).filter(([, v]) => v !== '')));
-  if (res.success) return res.data;
-  throw new ConfigError(
-    service,
-    res.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`),
-  );
+  const issues = [...empty, ...(res.success ? [] : res.error.issues.filter((i) => !empty.some((e) => e.startsWith(`${String(i.path[0])}:`))).map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`))];
+  if (res.success && issues.length === 0) return res.data;
+  throw new ConfigError(service, issues);
 }
 
 /**
