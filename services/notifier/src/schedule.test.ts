@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_RETRY_HORIZON_MS, retrySchedule } from './schedule.ts';
+import { DEFAULT_RETRY_HORIZON_MS, nextRetryDelay, retrySchedule } from './schedule.ts';
 
 const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 const HOUR = 3_600_000;
@@ -26,5 +26,22 @@ describe('retry schedule', () => {
   it('a horizon shorter than the first wait: every wait shrinks to fit', () => {
     const s = retrySchedule(1000, 4);
     expect(Math.abs(sum(s) - 1000)).toBeLessThan(5);
+  });
+});
+
+describe('the wait before the next attempt', () => {
+  const schedule = retrySchedule(DEFAULT_RETRY_HORIZON_MS, 12);
+  it("is the schedule's, unless the receiver asks for longer (Retry-After)", () => {
+    expect(nextRetryDelay(schedule, 1, null)).toBe(5000);
+    expect(nextRetryDelay(schedule, 3, null)).toBe(80_000);
+    expect(nextRetryDelay(schedule, 1, 60_000)).toBe(60_000);
+  });
+  it('a Retry-After shorter than the schedule does not shorten it: 12 attempts still span the horizon, not 12 seconds', () => {
+    const waits = Array.from({ length: 11 }, (_, i) => nextRetryDelay(schedule, i + 1, 1000));
+    expect(waits).toEqual(schedule);
+  });
+  it("a far-off Retry-After waits at most the schedule's longest wait (not past the horizon)", () => {
+    expect(nextRetryDelay(schedule, 2, 30 * 86_400_000)).toBe(Math.max(...schedule));
+    expect(nextRetryDelay(schedule, 50, null)).toBe(schedule.at(-1));
   });
 });

@@ -29,3 +29,15 @@ export function retrySchedule(horizonMs: number, attempts: number, firstMs = 500
   }
   return grown.map((d) => Math.max(1, Math.round(Math.min(d, hi))));
 }
+
+/**
+ * The wait before a message's next attempt (pure): the schedule's for this attempt, or longer when
+ * a receiver asked for it (`Retry-After`) — never shorter (`Retry-After: 1` would spend every
+ * attempt in seconds and give the message up during a short maintenance window), and never past
+ * the schedule's longest wait (a far-off one would push the retries past the horizon).
+ */
+export function nextRetryDelay(schedule: readonly number[], attempt: number, retryAfterMs: number | null): number {
+  const scheduled = schedule[Math.min(Math.max(attempt, 1) - 1, schedule.length - 1)] ?? 1000;
+  if (retryAfterMs === null) return scheduled;
+  return Math.min(Math.max(retryAfterMs, scheduled), Math.max(scheduled, ...schedule));
+}

@@ -8,6 +8,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import type pg from 'pg';
 import { deliverMails, loggedEvent, type LoggedEvent, type MailDeps } from './mail.ts';
 import { startRedeliveries } from './redeliver.ts';
+import { nextRetryDelay } from './schedule.ts';
 import { sendMessage as send, webhookIdOf, type Message } from './send.ts';
 import { needsState, webhookMessagesFor } from './webhook.ts';
 
@@ -156,7 +157,7 @@ export async function startNotifier(d: NotifierDeps): Promise<RunningConsumer> {
         // Delivered already: the bus was re-fed from the log, or the event came again for another message or its mail.
         if (await wasDelivered(d.pool, event.taskId, webhookId, t.endpointId)) continue;
         const r = await sendMessage({ taskId: event.taskId, eventId: event.id, webhookId, message: m, state: after, url: t.url, secrets: t.secrets, endpointId: t.endpointId, attempt: ctx.deliveryCount, redeliveryId: null });
-        if (!r.ok && !r.gone) outcome ??= retry(r.error ?? 'failed', r.retryAfterMs ?? undefined);
+        if (!r.ok && !r.gone) outcome ??= retry(r.error ?? 'failed', nextRetryDelay(d.backoffMs, ctx.deliveryCount, r.retryAfterMs));
       }
     }
     return outcome;
