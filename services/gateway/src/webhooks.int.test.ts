@@ -19,6 +19,18 @@ describe('webhook subscriptions of a task', () => {
       expect(res.statusCode).toBe(400);
       expect(res.json().error.message).toMatch(/body\.webhook\.events\.1/);
     }
+    // An event type that does not exist, or an agent's steps (never on the bus): refused, saying why, rather than accepted and never sent.
+    const refused = async (type: string): Promise<string> => {
+      const res = await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x', webhook: { url: 'https://hooks.example.com/x', events: [type] } } });
+      expect(res.statusCode).toBe(400);
+      return res.json().error.message as string;
+    };
+    expect(await refused('event.ModelTurnRecorded')).toMatch(/body\.webhook\.events\.0: an agent's steps \(ModelTurnRecorded, ToolResultsRecorded\) make no webhook .*GET \/v1\/tasks\/:id\/events/);
+    expect(await refused('event.ToolResultsRecorded')).toMatch(/make no webhook/);
+    expect(await refused('event.TaskExploded')).toMatch(/body\.webhook\.events\.0: unknown event type 'TaskExploded'; known: TaskSubmitted, /);
+    const endpoint = await app.inject({ method: 'POST', url: '/v1/webhooks', payload: { url: 'https://hooks.example.com/y', events: ['event.ModelTurnRecorded'] } });
+    expect(endpoint.statusCode).toBe(400);
+    expect(endpoint.json().error.message).toMatch(/body\.events\.0: an agent's steps/);
   });
 });
 

@@ -1,4 +1,4 @@
-import { NotifyConfig } from '@baton/domain';
+import { EVENT_TYPES, isEventType, isStepEvent, NotifyConfig, STEP_EVENT_TYPES } from '@baton/domain';
 import { EXAMPLE_NAME } from '@baton/storage';
 import { z } from 'zod';
 
@@ -22,10 +22,23 @@ export const AgentParams = TaskIdParams.extend({ agentId: z.string().min(1).max(
 export const RequestParams = TaskIdParams.extend({ requestId: z.string().min(1).max(100) });
 export const DeliveryParams = TaskIdParams.extend({ deliveryId: z.string().regex(/^[1-9][0-9]{0,17}$/, 'must be a delivery id (the id of an item of GET /v1/tasks/:id/deliveries)') });
 
-export const webhookType = z.string().regex(
-  /^(task\.(running|awaiting_input|completed|failed|cancelled)|agent\.(started|awaiting_input|completed|failed)|event\.[A-Za-z]+)$/,
-  'one of task.running, task.awaiting_input, task.completed, task.failed, task.cancelled, agent.started, agent.awaiting_input, agent.completed, agent.failed or event.<EventType>',
-);
+/**
+ * A webhook type: a task's or an agent's moment, or `event.<EventType>` for an event type the bus
+ * carries. An agent's steps (model turns, tool results) are not relayed, so they can make no
+ * webhook: refused with where to follow them instead, rather than accepted and never sent.
+ */
+export const webhookType = z
+  .string()
+  .regex(
+    /^(task\.(running|awaiting_input|completed|failed|cancelled)|agent\.(started|awaiting_input|completed|failed)|event\.[A-Za-z]+)$/,
+    'one of task.running, task.awaiting_input, task.completed, task.failed, task.cancelled, agent.started, agent.awaiting_input, agent.completed, agent.failed or event.<EventType>',
+  )
+  .superRefine((t, ctx) => {
+    if (!t.startsWith('event.')) return;
+    const type = t.slice('event.'.length);
+    if (isStepEvent(type)) ctx.addIssue({ code: 'custom', message: `an agent's steps (${STEP_EVENT_TYPES.join(', ')}) make no webhook (they are not sent on the bus); follow them with GET /v1/tasks/:id/events` });
+    else if (!isEventType(type)) ctx.addIssue({ code: 'custom', message: `unknown event type '${type}'; known: ${EVENT_TYPES.filter((e) => !isStepEvent(e)).join(', ')}` });
+  });
 
 /** The files a task starts from: a configured example, or a .tar.gz upload (base64 in JSON; a file part in multipart). */
 export const WorkspaceInput = z
