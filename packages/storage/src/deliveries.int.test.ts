@@ -19,4 +19,13 @@ describe('webhook deliveries', () => {
     ]);
     expect(await listDeliveries(db.pool, randomUUID())).toEqual([]);
   });
+
+  test('listed by id as a number: the 10th attempt after the 9th, not after the 1st', async ({ pg: { db } }) => {
+    const taskId = randomUUID();
+    const eventId = randomUUID();
+    for (let attempt = 1; attempt <= 12; attempt++) {
+      await recordDelivery(db.pool, { taskId, eventId, webhookId: `msg_${eventId}`, type: 'task.completed', url: 'https://example.com/h', attempt, statusCode: 503, ok: false, error: 'HTTP 503', durationMs: 1 });
+    }
+    expect((await listDeliveries(db.pool, taskId)).map((d) => d.attempt)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
+  });
 });

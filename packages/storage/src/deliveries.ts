@@ -44,8 +44,8 @@ export async function wasDelivered(pool: Pick<pg.Pool, 'query'>, taskId: string,
 /** A task's delivery attempts, in the order they were recorded. */
 export async function listDeliveries(pool: Pick<pg.Pool, 'query'>, taskId: string): Promise<RecordedDelivery[]> {
   const { rows } = await pool.query(
-    `select id::text as id, channel, redelivery_id, endpoint_id, webhook_id, event_id, type, url, attempt, status_code, ok, error, duration_ms, attempted_at
-       from webhook_deliveries where task_id = $1 order by id`,
+    `select d.id::text as id, channel, redelivery_id, endpoint_id, webhook_id, event_id, type, url, attempt, status_code, ok, error, duration_ms, attempted_at
+       from webhook_deliveries d where task_id = $1 order by d.id`, // d.id, the number: a bare "id" is the text alias (10 before 2)
     [taskId],
   );
   return rows.map((r) => ({
