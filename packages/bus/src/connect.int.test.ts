@@ -5,7 +5,7 @@ import { privateNats, stackTest, waitFor, type PrivateNats } from '@baton/testin
 import { connect } from '@nats-io/transport-node';
 import { afterEach, describe, expect, it } from 'vitest';
 import { sendSoon } from './coalesce.ts';
-import { connectNats, drainNats } from './connect.ts';
+import { connectNats, drainNats, natsAnswers } from './connect.ts';
 import { LIVE_TICK_GAP_MS, liveTicksDue, publishWakeUps } from './messages.ts';
 import { busNames } from './subjects.ts';
 
@@ -29,8 +29,12 @@ describe('connectNats', () => {
       })();
       const sub = nc.subscribe('ping', { callback: (_err, m) => void m.respond('pong') });
       expect((await nc.request('ping', '', { timeout: 2000 })).string()).toBe('pong');
+      await natsAnswers(nc); // readiness: the server answers
       await server.stop();
       await waitFor(() => statuses.includes('disconnect'), { what: 'the disconnect to be seen' });
+      // Reconnecting is not closed: readiness asks the server, which does not answer.
+      expect(nc.isClosed()).toBe(false);
+      await expect(natsAnswers(nc, 300)).rejects.toThrow(/disconnected|no answer to a ping within 300 ms/);
       // Well past 10 attempts 50 ms apart (the default limit, which would close the connection).
       await waitFor(() => statuses.filter((s) => s === 'reconnecting').length >= 25, { timeoutMs: 20_000, what: '25 reconnect attempts' });
       expect(nc.isClosed()).toBe(false);

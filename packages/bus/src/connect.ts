@@ -56,6 +56,21 @@ export async function connectNats(url: string, name: string, log: Logger, opts: 
 }
 
 /**
+ * Whether NATS answers on this connection now: a ping's round trip within `timeoutMs`. A
+ * connection that is reconnecting is not closed (`isClosed()` stays false for as long as it
+ * retries), so readiness asks the server instead. Rejects naming why.
+ */
+export async function natsAnswers(nc: Pick<NatsConnection, 'isClosed' | 'rtt'>, timeoutMs = 1000): Promise<void> {
+  if (nc.isClosed()) throw new Error('connection closed');
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([nc.rtt(), new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer to a ping within ${timeoutMs} ms (disconnected, reconnecting?)`)), timeoutMs)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
  * Drain a service's connection on shutdown, after sending the live ticks still due and what
  * `sendSoon` still holds (acks, fast-path wake-ups): once a drain has begun, nothing more can be
  * published.

@@ -116,7 +116,7 @@ export function createGatewayMetrics() {
     onScrape: (refresh: () => Promise<void> | void): void => void own.add(refresh),
     /** The process-wide series (after their scrape-time refreshers) and the app's. */
     render: async (): Promise<string> => {
-      await Promise.all([refreshBeforeScrape(), ...[...own].map(async (f) => f())]);
+      await Promise.all([refreshBeforeScrape(), ...[...own].map((f) => bounded(async () => f()))]);
       return client.Registry.merge([registry, r]).metrics();
     },
   };
@@ -125,10 +125,20 @@ export type GatewayMetrics = ReturnType<typeof createGatewayMetrics>;
 
 const refreshers = new Set<() => Promise<void>>();
 
+/** How long a scrape waits for a refresher: one whose server does not answer (NATS reconnecting) must not hold the scrape up past Prometheus's timeout. */
+export const SCRAPE_REFRESH_TIMEOUT_MS = 1000;
+
+/** Run a refresher for at most SCRAPE_REFRESH_TIMEOUT_MS; failing or late, its gauges keep their values. */
+async function bounded(refresh: () => Promise<void>): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([refresh().catch(() => {}), new Promise<void>((resolve) => (timer = setTimeout(resolve, SCRAPE_REFRESH_TIMEOUT_MS)))]);
+  clearTimeout(timer);
+}
+
 /**
  * Run `refresh` before each scrape (gauges read from the database or the NATS server: the relay's
- * lag, a consumer's pending count). A refresher that fails leaves its gauges as they were. Returns
- * the function that removes it.
+ * lag, a consumer's pending count). A refresher that fails, or does not answer within
+ * SCRAPE_REFRESH_TIMEOUT_MS, leaves its gauges as they were. Returns the function that removes it.
  */
 export function onScrape(refresh: () => Promise<void>): () => void {
   refreshers.add(refresh);
@@ -136,7 +146,7 @@ export function onScrape(refresh: () => Promise<void>): () => void {
 }
 
 async function refreshBeforeScrape(): Promise<void> {
-  await Promise.all([...refreshers].map((r) => r().catch(() => {})));
+  await Promise.all([...refreshers].map(bounded));
 }
 
 /** The process-wide registry in Prometheus text format, refreshed first. */

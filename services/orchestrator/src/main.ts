@@ -1,5 +1,5 @@
 import { loadTeamsOrExit, modelFromConfig, TeamCatalog } from '@baton/agents';
-import { busNames, connectNats, drainNats, ensureTopology, relayStatus, serveDiagnostics } from '@baton/bus';
+import { busNames, connectNats, drainNats, ensureTopology, natsAnswers, relayStatus, serveDiagnostics } from '@baton/bus';
 import { metrics, onScrape } from '@baton/telemetry';
 import { createDb } from '@baton/db';
 import { EventStore, servicesCachePolicy, TaskCache } from '@baton/event-store';
@@ -58,7 +58,7 @@ onScrape(async () => {
   metrics.relayLagEvents.set(s.unpublished);
   metrics.relayLagSeconds.set(s.oldestUnpublishedS ?? 0);
 });
-const ops = await startOps(config, { log, checks: { postgres: () => db.pool.query('select 1'), nats: async () => nc.isClosed() && Promise.reject(new Error('connection closed')) } });
+const ops = await startOps(config, { log, checks: { postgres: () => db.pool.query('select 1'), nats: () => natsAnswers(nc) } });
 serveDiagnostics(nc, names, 'orchestrator', () => ({ pgQueries: db.queriesIssued(), cachedTasks: cache.size, opsPort: ops.port }));
 installShutdown(log, [
   { name: 'stop consuming and finish in-flight work', run: () => orchestrator.stop() },

@@ -1,7 +1,7 @@
 import { appendFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { loadTeamsOrExit, modelFromConfig, TeamCatalog } from '@baton/agents';
-import { busNames, connectNats, drainNats, ensureTopology, serveDiagnostics } from '@baton/bus';
+import { busNames, connectNats, drainNats, ensureTopology, natsAnswers, serveDiagnostics } from '@baton/bus';
 import { createDb } from '@baton/db';
 import { EventStore, servicesCachePolicy, TaskCache } from '@baton/event-store';
 import { loadTeamConfig, saveTeamConfigs, readWorkspace } from '@baton/storage';
@@ -67,7 +67,7 @@ const runner = await startRunner({
   topology: topologyFromEnv(config),
 });
 log.info({ runnerId, sandboxes: sandboxes.name }, 'sandbox-runner started');
-const ops = await startOps(config, { log, checks: { postgres: () => db.pool.query('select 1'), nats: async () => nc.isClosed() && Promise.reject(new Error('connection closed')) } });
+const ops = await startOps(config, { log, checks: { postgres: () => db.pool.query('select 1'), nats: () => natsAnswers(nc) } });
 serveDiagnostics(nc, names, 'sandbox-runner', () => ({ pgQueries: db.queriesIssued(), cachedTasks: cache.size, opsPort: ops.port }));
 installShutdown(log, [
   { name: 'stop taking jobs and finish in-flight ones', run: () => runner.stop() },

@@ -1,5 +1,5 @@
 import type { TeamInfoView } from '@baton/api';
-import { inspectTopology, relayStatus, topologyProblems } from '@baton/bus';
+import { inspectTopology, natsAnswers, relayStatus, topologyProblems } from '@baton/bus';
 import { REQUEST_KINDS, TASK_STATUSES } from '@baton/domain';
 import { taskFigures } from '@baton/event-store';
 import { jetstreamManager } from '@nats-io/jetstream';
@@ -18,10 +18,10 @@ export const systemRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => 
       checks.postgres = `unreachable: ${(err as Error).message}`;
     }
     const nc = d.nats();
-    const natsUp = nc !== null && !nc.isClosed() && !nc.isDraining();
-    checks.nats = natsUp ? 'ok' : 'unreachable';
+    // Asked of the server (a ping): a reconnecting connection is not closed, and looked fine.
+    checks.nats = nc === null || nc.isDraining() ? 'unreachable' : await natsAnswers(nc).then(() => 'ok', (err: unknown) => `unreachable: ${(err as Error).message}`);
     // The bus: its streams and consumers must exist (the services re-create them within seconds when lost).
-    if (natsUp) {
+    if (nc && checks.nats === 'ok') {
       try {
         const problems = topologyProblems(await inspectTopology(await jetstreamManager(nc), d.names));
         checks.bus = problems.length === 0 ? 'ok' : problems.join('; ');

@@ -1,0 +1,24 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { metrics, onScrape, renderMetrics, SCRAPE_REFRESH_TIMEOUT_MS } from './metrics.ts';
+
+describe('scrape-time refreshers', () => {
+  const removers: (() => void)[] = [];
+  afterEach(() => {
+    for (const r of removers.splice(0)) r();
+    vi.useRealTimers();
+  });
+
+  it('one whose server never answers (NATS reconnecting) does not hold the scrape: its gauge keeps its value', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    metrics.relayLagEvents.set(7);
+    removers.push(onScrape(() => new Promise<void>(() => {})));
+    removers.push(onScrape(async () => Promise.reject(new Error('down'))));
+    let text: string | null = null;
+    const scrape = renderMetrics().then((t) => (text = t));
+    await vi.advanceTimersByTimeAsync(SCRAPE_REFRESH_TIMEOUT_MS - 1);
+    expect(text).toBeNull();
+    await vi.advanceTimersByTimeAsync(1);
+    await scrape;
+    expect(text).toMatch(/^baton_relay_lag_events 7$/m);
+  });
+});
