@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_RESTART_POLICY, restartDelay } from './launcher.ts';
+import { DEFAULT_RESTART_POLICY, restartDelay, serviceEnv } from './launcher.ts';
 
 describe('restartDelay (the supervisor\'s backoff)', () => {
   const policy = DEFAULT_RESTART_POLICY;
@@ -25,5 +25,15 @@ describe('restartDelay (the supervisor\'s backoff)', () => {
     const p = { initialMs: 100, maxMs: 1000, resetAfterMs: 5000 };
     expect([0, 1, 2, 3, 4].map((s) => restartDelay(p, s, 0).delayMs)).toEqual([100, 200, 400, 800, 1000]);
     expect(restartDelay(p, 10_000, 0).delayMs).toBe(1000);
+  });
+});
+
+describe('serviceEnv (one OPS_PORT for the three workers)', () => {
+  it('OPS_PORT=N gives the orchestrator N, the runner N+1, the notifier N+2 (one port for all three: the second would refuse to start); 0 and unset stay', () => {
+    const env = { OPS_PORT: '9700', PORT: '8080' };
+    expect(['orchestrator', 'sandbox-runner', 'notifier', 'gateway'].map((n) => serviceEnv(n as Parameters<typeof serviceEnv>[0], env).OPS_PORT)).toEqual(['9700', '9701', '9702', '9700']);
+    expect(serviceEnv('notifier', { OPS_PORT: '0' }).OPS_PORT).toBe('0');
+    expect(serviceEnv('notifier', {}).OPS_PORT).toBeUndefined();
+    expect(serviceEnv('notifier', env).PORT).toBe('8080');
   });
 });

@@ -8,6 +8,21 @@ export const SERVICES = ['orchestrator', 'sandbox-runner', 'notifier', 'gateway'
 export type ServiceName = (typeof SERVICES)[number];
 
 const ROOT = path.resolve(import.meta.dirname, '../../..');
+
+/** Where each worker's ops port sits from one `OPS_PORT=N` (the order of their defaults, 9464–9466). */
+const OPS_PORT_OFFSET: Partial<Record<ServiceName, number>> = { orchestrator: 0, 'sandbox-runner': 1, notifier: 2 };
+
+/**
+ * A service's environment: the one given, but `OPS_PORT=N` (not 0) becomes N, N+1, N+2 for the
+ * orchestrator, the runner and the notifier — one port for all three would have the second and
+ * third refuse to start. 0 stays 0 (each takes a free port).
+ */
+export function serviceEnv(name: ServiceName, env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const offset = OPS_PORT_OFFSET[name];
+  const base = Number(env.OPS_PORT);
+  if (offset === undefined || !env.OPS_PORT || !Number.isInteger(base) || base <= 0) return env;
+  return { ...env, OPS_PORT: String(base + offset) };
+}
 const COLORS: Record<ServiceName, string> = { gateway: '36', orchestrator: '35', 'sandbox-runner': '33', notifier: '32' };
 const LEVELS: Record<number, string> = { 10: 'TRACE', 20: 'DEBUG', 30: 'INFO', 40: 'WARN', 50: 'ERROR', 60: 'FATAL' };
 
@@ -119,7 +134,7 @@ export function launch(o: LaunchOptions): Launched {
     const say = (level: 'INFO' | 'WARN' | 'ERROR', m: string): void => write(`${prefix} ${new Date().toISOString().slice(11, 23)} ${level.padEnd(5)} ${m}`);
     const child = spawn(process.execPath, [path.join(ROOT, 'services', name, 'src', 'main.ts')], {
       cwd: ROOT,
-      env: { ...o.env, LOG_PRETTY: 'false' },
+      env: { ...serviceEnv(name, o.env), LOG_PRETTY: 'false' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const startedAt = Date.now();

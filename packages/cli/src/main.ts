@@ -65,7 +65,8 @@ program
       },
     });
     say(`starting services; the API will be at http://${env.HOST ?? '127.0.0.1'}:${opts.port} (docs at /docs). Ctrl-C to stop.`);
-    if (!env.OPS_PORT) say(`metrics: the gateway's /metrics; the orchestrator's, runner's and notifier's (with /healthz, /readyz) on ports 9464, 9465, 9466${env.OTEL_EXPORTER_OTLP_ENDPOINT ? ` · traces to ${env.OTEL_EXPORTER_OTLP_ENDPOINT}` : ''}`);
+    const opsBase = Number(env.OPS_PORT ?? 9464);
+    if (env.OPS_PORT !== '0') say(`metrics: the gateway's /metrics; the orchestrator's, runner's and notifier's (with /healthz, /readyz) on ports ${opsBase}, ${opsBase + 1}, ${opsBase + 2}${env.OTEL_EXPORTER_OTLP_ENDPOINT ? ` · traces to ${env.OTEL_EXPORTER_OTLP_ENDPOINT}` : ''}`);
     const stop = (sig: NodeJS.Signals) => {
       if (stopping) return;
       stopping = true;

@@ -41,6 +41,23 @@ describe('start-up with a bad team config', () => {
     expect(err?.stderr).toMatch(/invalid configuration:\n {2}- DATABASE_URL: must be a postgres:\/\/ URL\n {2}- LOG_LEVEL: /);
   });
 
+  it('settings whose default is unsafe are refused empty, and a runner told to use E2B without a key is refused, each exit 78 naming the variable (not restarted for ever behind a stack trace)', async () => {
+    const start = (service: string, env: Record<string, string>) =>
+      run(process.execPath, [path.join(ROOT, 'services', service, 'src', 'main.ts')], { env: { ...process.env, DATABASE_URL: inject('databaseUrl'), NATS_URL: inject('natsUrl'), ...env }, timeout: 30_000 }).then(
+        () => null,
+        (e: { code: number; stderr: string }) => e,
+      );
+    const gateway = await start('gateway', { BATON_API_KEYS: '', PORT: '0' });
+    expect(gateway?.code).toBe(78);
+    expect(gateway?.stderr).toMatch(/BATON_API_KEYS: is set but empty; leave it out for its default, or give a value/);
+    const notifier = await start('notifier', { WEBHOOK_SECRET: '', OPS_PORT: '0' });
+    expect(notifier?.code).toBe(78);
+    expect(notifier?.stderr).toMatch(/WEBHOOK_SECRET: is set but empty/);
+    const runner = await start('sandbox-runner', { SANDBOX_PROVIDER: 'e2b', OPS_PORT: '0' });
+    expect(runner?.code).toBe(78);
+    expect(runner?.stderr).toMatch(/E2B_API_KEY: required when SANDBOX_PROVIDER=e2b/);
+  });
+
   it('a port already taken: the gateway (PORT) and a worker (OPS_PORT) say which and how to choose another, and exit 78; baton up stops instead of restarting for ever', async () => {
     const taken = createServer();
     await new Promise<void>((r) => taken.listen(0, '127.0.0.1', r));

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { commonEnv, ConfigError, loadConfig } from './config.ts';
+import { commonEnv, ConfigError, durationMs, loadConfig } from './config.ts';
 
 describe('loadConfig', () => {
   const schema = z.object({ ...commonEnv, PORT: z.coerce.number().int().min(1).max(65535).default(8080) });
@@ -25,6 +25,14 @@ describe('loadConfig', () => {
     expect((err as ConfigError).issues.map((i) => i.split(':')[0]).sort()).toEqual(['BATON_API_KEYS', 'DATABASE_URL', 'PORT', 'WEBHOOK_SECRET']);
     expect((err as ConfigError).message).toMatch(/BATON_API_KEYS: is set but empty; leave it out for its default, or give a value/);
     expect(loadConfig('gateway', withSecrets, {}).BATON_API_KEYS).toBeUndefined(); // left out: the default
+  });
+  it('a duration is at least its minimum (0 would be a busy loop or a timeout that fails everything) and at most what a timer holds', () => {
+    const timed = z.object({ HEARTBEAT_MS: durationMs(15_000), LATENCY_MS: durationMs(0, 0) });
+    expect(loadConfig('svc', timed, {})).toEqual({ HEARTBEAT_MS: 15_000, LATENCY_MS: 0 });
+    expect(loadConfig('svc', timed, { LATENCY_MS: '0', HEARTBEAT_MS: '100' })).toEqual({ HEARTBEAT_MS: 100, LATENCY_MS: 0 });
+    for (const [value, message] of [['0', 'must be at least 100 ms'], ['3000000000', 'must be at most 2147483647 ms'], ['1.5', 'must be a whole number of milliseconds']]) {
+      expect(() => loadConfig('svc', timed, { HEARTBEAT_MS: value })).toThrow(`HEARTBEAT_MS: ${message}`);
+    }
   });
   it('lists every problem, by variable, in one error', () => {
     let err: unknown;

@@ -52,6 +52,9 @@ function listenProblem(err: unknown): string | null {
       return 'this user may not listen on that port';
     case 'EADDRNOTAVAIL':
       return 'the host is not an address of this machine';
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return 'the host name does not resolve';
     default:
       return null;
   }
@@ -62,13 +65,16 @@ function listenProblem(err: unknown): string | null {
  * how to choose another (`setting`), on stderr, and exit 78 like a bad configuration: `baton up`
  * then stops, instead of restarting the service for ever behind a stack trace.
  */
-export async function listenOrExit<T>(where: { host: string; port: number; setting: string }, listen: () => Promise<T>): Promise<T> {
+export async function listenOrExit<T>(where: { host: string; port: number; setting: string; hostSetting: string }, listen: () => Promise<T>): Promise<T> {
   try {
     return await listen();
   } catch (err) {
     const problem = listenProblem(err);
     if (!problem) throw err;
-    console.error(`cannot listen on ${where.host}:${where.port}: ${problem}. Stop what holds it, or choose another with ${where.setting}.`);
+    const code = (err as NodeJS.ErrnoException).code;
+    // The port is the problem (in use, not permitted), or the host (not ours, not a name): say which setting to change.
+    const fix = code === 'EADDRINUSE' || code === 'EACCES' ? `Stop what holds it, or choose another with ${where.setting}.` : `Choose another with ${where.hostSetting}.`;
+    console.error(`cannot listen on ${where.host}:${where.port}: ${problem}. ${fix}`);
     process.exit(78);
   }
 }
@@ -123,4 +129,17 @@ export const topologyFromEnv = (c: { EVENTS_ACK_WAIT_MS: number; JOBS_ACK_WAIT_M
   ackWaitMs: { orchestrator: c.EVENTS_ACK_WAIT_MS, notifier: c.EVENTS_ACK_WAIT_MS, runner: c.JOBS_ACK_WAIT_MS },
 });
 
-export const durationMs = (def: number) => z.coerce.number().int().nonnegative().default(def);
+/** The longest wait a Node timer holds (longer ones fire at once, with a TimeoutOverflowWarning). */
+export const MAX_TIMER_MS = 2_147_483_647;
+
+/**
+ * A duration in milliseconds: whole, at least `min` (100 unless said: a period of 0 is a busy
+ * loop, a timeout of 0 fails everything), at most what a timer holds (about 24.8 days).
+ */
+export const durationMs = (def: number, min = 100) =>
+  z.coerce
+    .number()
+    .int('must be a whole number of milliseconds')
+    .min(min, `must be at least ${min} ms`)
+    .max(MAX_TIMER_MS, `must be at most ${MAX_TIMER_MS} ms (about 24.8 days: the longest a timer holds)`)
+    .default(def);

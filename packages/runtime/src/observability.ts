@@ -18,7 +18,7 @@ export function startTelemetry(service: string, env: Record<string, string | und
  * /metrics. Returns the server (its port: the one chosen when OPS_PORT is 0).
  */
 export async function startOps(config: { OPS_PORT: number; OPS_HOST: string }, o: { log: Logger; checks: Record<string, () => Promise<unknown>> }): Promise<OpsServer> {
-  const ops = await listenOrExit({ host: config.OPS_HOST, port: config.OPS_PORT, setting: 'OPS_PORT (0: any free port)' }, () =>
+  const ops = await listenOrExit({ host: config.OPS_HOST, port: config.OPS_PORT, setting: 'OPS_PORT (0: any free port)', hostSetting: 'OPS_HOST' }, () =>
     serveOps({
       port: config.OPS_PORT,
       host: config.OPS_HOST,

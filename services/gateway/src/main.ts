@@ -67,7 +67,7 @@ void listExamples(config.BATON_EXAMPLES_DIR, workspaceLimits(config)).then(
   },
   (err: Error) => log.warn({ dir: config.BATON_EXAMPLES_DIR, err: err.message }, 'examples directory unreadable'),
 );
-await listenOrExit({ host: config.HOST, port: config.PORT, setting: 'PORT (baton up --port N)' }, () => app.listen({ port: config.PORT, host: config.HOST }));
+await listenOrExit({ host: config.HOST, port: config.PORT, setting: 'PORT (baton up --port N)', hostSetting: 'HOST' }, () => app.listen({ port: config.PORT, host: config.HOST }));
 const address = app.server.address();
 log.info({ url: `http://${config.HOST}:${typeof address === 'object' && address ? address.port : config.PORT}` }, 'gateway listening');
 db.pool.query('select 1').catch((err: Error) => log.error({ err: err.message }, 'Postgres is unreachable; /readyz reports 503 until it is back'));

@@ -22,7 +22,7 @@ const schema = z.object({
   BUS_REPLAY_WINDOW_MS: z.coerce.number().int().min(0).max(7 * 86_400_000).default(600_000),
   CONSUMER_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(8),
   /** Offline model latency per turn (0 = instant); lets a demo look like real work. */
-  OFFLINE_MODEL_LATENCY_MS: durationMs(0),
+  OFFLINE_MODEL_LATENCY_MS: durationMs(0, 0),
   ...modelEnv,
 });
 export type OrchestratorConfig = z.infer<typeof schema>;

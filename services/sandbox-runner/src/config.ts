@@ -13,7 +13,7 @@ const schema = z.object({
   CONSUMER_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(5),
   /** A runner holds a lease on each agent it runs, renewed every third of this; one not renewed for this long is taken over. */
   LEASE_TTL_MS: z.coerce.number().int().min(300).max(3_600_000).default(20_000),
-  OFFLINE_MODEL_LATENCY_MS: durationMs(0),
+  OFFLINE_MODEL_LATENCY_MS: durationMs(0, 0),
   ...modelEnv,
   /** `auto`: E2B when E2B_API_KEY is set, else local (bubblewrap). */
   SANDBOX_PROVIDER: z.enum(['auto', 'local', 'e2b']).default('auto'),
@@ -39,6 +39,8 @@ const schema = z.object({
   BATON_CORPUS: z.string().min(1).max(100).default('docs'),
   /** Test hook: append one JSON line per tool execution (crash tests check nothing ran twice). */
   BATON_TOOL_AUDIT_FILE: z.string().min(1).optional(),
+}).superRefine((c, ctx) => {
+  if (c.SANDBOX_PROVIDER === 'e2b' && !c.E2B_API_KEY) ctx.addIssue({ code: 'custom', path: ['E2B_API_KEY'], message: 'required when SANDBOX_PROVIDER=e2b' });
 });
 export type RunnerConfig = z.infer<typeof schema>;
 export const loadRunnerConfig = (env: Record<string, string | undefined>): RunnerConfig => loadConfig('sandbox-runner', schema, env);
