@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { evolve, type DecidedEvent } from '@baton/domain';
 import { recorded, stateOf } from '@baton/testing';
-import { needsState, sign, verify, webhookMessagesFor } from './webhook.ts';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { deliver, needsState, sign, verify, webhookMessagesFor } from './webhook.ts';
 
 const secret = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 
@@ -105,5 +107,22 @@ describe('webhook messages', () => {
   it('a subscription needs the state unless it names only event.* types', () => {
     expect(needsState(['event.TaskCompleted'])).toBe(false);
     expect(needsState(['event.TaskCompleted', 'agent.failed'])).toBe(true);
+  });
+});
+
+describe('a delivery that fails before any answer', () => {
+  it('says why — refused, or TLS to a server that speaks plain HTTP — not just "fetch failed"', async () => {
+    const server = createServer((_req, res) => res.end('ok'));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as AddressInfo).port;
+    try {
+      const tls = await deliver(`https://127.0.0.1:${port}/hook`, {}, '{}', 5000);
+      expect(tls.ok).toBe(false);
+      expect(tls.error).toMatch(/^fetch failed: .*(SSL|TLS|ssl|tls|EPROTO)/);
+    } finally {
+      await new Promise((r) => server.close(r));
+    }
+    const refused = await deliver(`http://127.0.0.1:${port}/hook`, {}, '{}', 5000); // closed now
+    expect(refused.error).toMatch(/^fetch failed: .*ECONNREFUSED/);
   });
 });

@@ -87,6 +87,17 @@ export interface DeliveryResult {
 }
 
 /** POST one delivery; redirects are not followed (3xx is a failure), as the spec advises. */
+/**
+ * A failed request in words an operator can act on: fetch says only "fetch failed", and why —
+ * refused, a name that does not resolve, a TLS error — is in its cause (and the cause's code).
+ */
+export function transportError(e: Error): string {
+  const cause = e.cause as (Error & { code?: string }) | undefined;
+  if (!(cause instanceof Error)) return e.message;
+  const code = cause.code && !cause.message.includes(cause.code) ? ` (${cause.code})` : '';
+  return `${e.message}: ${cause.message}${code}`;
+}
+
 export async function deliver(url: string, headers: Record<string, string>, body: string, timeoutMs: number): Promise<DeliveryResult> {
   const started = performance.now();
   try {
@@ -109,6 +120,6 @@ export async function deliver(url: string, headers: Record<string, string>, body
     };
   } catch (err) {
     const e = err as Error;
-    return { ok: false, status: null, error: e.name === 'TimeoutError' ? `timed out after ${timeoutMs} ms` : e.message, durationMs: Math.round(performance.now() - started), gone: false, retryAfterMs: null };
+    return { ok: false, status: null, error: e.name === 'TimeoutError' ? `timed out after ${timeoutMs} ms` : transportError(e), durationMs: Math.round(performance.now() - started), gone: false, retryAfterMs: null };
   }
 }
