@@ -41,7 +41,7 @@ describe('start-up with a bad team config', () => {
     expect(err?.stderr).toMatch(/invalid configuration:\n {2}- DATABASE_URL: must be a postgres:\/\/ URL\n {2}- LOG_LEVEL: /);
   });
 
-  it('settings whose default is unsafe are refused empty, and a runner told to use E2B without a key is refused, each exit 78 naming the variable (not restarted for ever behind a stack trace)', async () => {
+  it('settings whose default is unsafe are refused empty, and a runner told to use E2B without a key, or given a workspace root it cannot write under, is refused, each exit 78 naming the variable (not restarted for ever behind a stack trace)', async () => {
     const start = (service: string, env: Record<string, string>) =>
       run(process.execPath, [path.join(ROOT, 'services', service, 'src', 'main.ts')], { env: { ...process.env, DATABASE_URL: inject('databaseUrl'), NATS_URL: inject('natsUrl'), ...env }, timeout: 30_000 }).then(
         () => null,
@@ -56,6 +56,10 @@ describe('start-up with a bad team config', () => {
     const runner = await start('sandbox-runner', { SANDBOX_PROVIDER: 'e2b', OPS_PORT: '0' });
     expect(runner?.code).toBe(78);
     expect(runner?.stderr).toMatch(/E2B_API_KEY: required when SANDBOX_PROVIDER=e2b/);
+    // A workspace root it cannot write under would fail every agent while it reported ready.
+    const unusable = await start('sandbox-runner', { SANDBOX_PROVIDER: 'local', WORKSPACE_ROOT: '/etc/passwd/workspaces', OPS_PORT: '0' });
+    expect(unusable?.code).toBe(78);
+    expect(unusable?.stderr).toMatch(/WORKSPACE_ROOT: cannot make workspaces under \/etc\/passwd\/workspaces: ENOTDIR/);
   });
 
   it('a port already taken: the gateway (PORT) and a worker (OPS_PORT) say which and how to choose another, and exit 78; baton up stops instead of restarting for ever', async () => {

@@ -38,9 +38,14 @@ export function configOrExit<T>(load: () => T): T {
     return load();
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
-    console.error(err.message);
-    process.exit(78);
+    return exitOnConfigError(err);
   }
+}
+
+/** A configuration problem found after parsing (a directory that cannot be used…): printed, exit 78, as configOrExit. */
+export function exitOnConfigError(err: ConfigError): never {
+  console.error(err.message);
+  process.exit(78);
 }
 
 /** Why a listen failed, for the errors another start cannot fix; null for any other error. */

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { chmod, mkdir, readdir, rm, rmdir } from 'node:fs/promises';
+import { chmod, mkdir, readdir, rm, rmdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type pg from 'pg';
 import { Cgroups } from './cgroups.ts';
@@ -65,6 +65,29 @@ export class LocalSandboxProvider implements SandboxProvider {
   /** The controllers (memory, pids) that hold a sandbox's processes together, if any. */
   get cgroupControllers(): string[] {
     return this.cgroups?.controllers ?? [];
+  }
+
+  /**
+   * Why this runner cannot make workspaces under its root (null: it can): the root made if
+   * missing, a file written and removed there, within `timeoutMs` (a path under /proc can hang a
+   * recursive mkdir for ever). Checked at start, so a runner that could only fail every agent
+   * says so and stops instead of reporting ready.
+   */
+  async rootProblem(timeoutMs = 5000): Promise<string | null> {
+    const probe = path.join(this.root, `.baton-probe-${process.pid}`);
+    const check = (async (): Promise<string | null> => {
+      await mkdir(this.root, { recursive: true });
+      await writeFile(probe, 'ok');
+      await rm(probe, { force: true });
+      return null;
+    })().catch((err: unknown) => `cannot make workspaces under ${this.root}: ${(err as Error).message}`);
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<string>((resolve) => (timer = setTimeout(() => resolve(`cannot make workspaces under ${this.root}: no answer from the file system within ${timeoutMs} ms`), timeoutMs)));
+    try {
+      return await Promise.race([check, late]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** Commands can run here (bubblewrap found). */

@@ -51,7 +51,7 @@ export function watchdogActions(s: TaskState, leases: readonly Lease[], now: Dat
     if (l && l.holder !== WATCHDOG_HOLDER && l.expiresAt > now) continue; // being worked on
     const last = l?.lastError ? ` Last error: ${l.lastError}` : '';
     if (a.status === 'running' && a.stalledAttempts >= o.maxStalledAttempts) {
-      out.fail.push({ agentId: a.id, message: `agent ${a.id} lost ${a.stalledAttempts} attempts in a row (the last: attempt ${a.attempt}), each before it recorded a turn: its runner stopped every time (a crash, out of memory, a kill; attempts a stopping runner handed back do not count). Given up rather than started again.${last}` });
+      out.fail.push({ agentId: a.id, message: `agent ${a.id} lost ${a.stalledAttempts} attempts in a row (the last: attempt ${a.attempt}), each ended before it recorded a turn — its runner died (a crash, out of memory, a kill) or failed it at once (see the last error, if any); attempts a stopping runner handed back do not count. Given up rather than started again.${last}` });
       continue;
     }
     const tried = l?.holder === WATCHDOG_HOLDER && l.attempt === a.attempt ? l.fires : 0;

@@ -4,8 +4,9 @@ import { loadTeamsOrExit, modelFromConfig, TeamCatalog } from '@baton/agents';
 import { busNames, connectNats, drainNats, ensureTopology, natsAnswers, serveDiagnostics } from '@baton/bus';
 import { createDb } from '@baton/db';
 import { EventStore, servicesCachePolicy, TaskCache } from '@baton/event-store';
+import { LocalSandboxProvider } from '@baton/sandbox';
 import { loadTeamConfig, saveTeamConfigs, readWorkspace } from '@baton/storage';
-import { configOrExit, createLogger, installCrashGuards, installShutdown, retryForever, startOps, startTelemetry, topologyFromEnv } from '@baton/runtime';
+import { ConfigError, configOrExit, createLogger, exitOnConfigError, installCrashGuards, installShutdown, retryForever, startOps, startTelemetry, topologyFromEnv } from '@baton/runtime';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { loadRunnerConfig } from './config.ts';
 import { defaultRunnerId, handBackPredecessors } from './predecessors.ts';
@@ -21,6 +22,10 @@ const tracing = startTelemetry('sandbox-runner', process.env, log);
 const teams = loadTeamsOrExit(config.BATON_TEAMS_DIR, log);
 const db = createDb(config.DATABASE_URL, { max: config.PG_POOL_MAX, applicationName: 'baton-runner', countQueries: true, log });
 const cache = new TaskCache(db.pool, servicesCachePolicy);
+const sandboxes = sandboxProviderFromConfig(config, db.pool, log);
+// A root it cannot make workspaces under would fail every agent (and report ready): say so and stop.
+const rootProblem = sandboxes instanceof LocalSandboxProvider ? await sandboxes.rootProblem() : null;
+if (rootProblem) exitOnConfigError(new ConfigError('sandbox-runner', [`WORKSPACE_ROOT: ${rootProblem}`]));
 await retryForever('connecting to Postgres', log, () => db.pool.query('select 1'));
 const nc = await connectNats(config.NATS_URL, 'baton-sandbox-runner', log);
 const names = busNames(config.BATON_NAMESPACE);
@@ -30,7 +35,6 @@ const runnerId = config.RUNNER_ID ?? defaultRunnerId(hostname(), process.pid);
 await handBackPredecessors(db.pool, { runnerId, explicit: config.RUNNER_ID !== undefined, host: hostname() }, log).catch((err: unknown) =>
   log.warn({ err }, 'could not hand back the agents of an earlier runner process (their leases run out by themselves)'),
 );
-const sandboxes = sandboxProviderFromConfig(config, db.pool, log);
 const catalog = new TeamCatalog(teams, (v) => loadTeamConfig(db.pool, v));
 await retryForever('recording team config versions', log, () => saveTeamConfigs(db.pool, catalog.versions()));
 const search = await retryForever('indexing the web_search corpus', log, () => prepareSearch(db.pool, config.BATON_CORPUS, config.BATON_CORPUS_DIR, log));
