@@ -16,6 +16,12 @@ export function deadLetterRecorder(pool: pg.Pool): (d: DeadLetter) => Promise<vo
   };
 }
 
+/** Every consumer's dead letters: how many, and when the last was recorded (the gateway's gauges, read at scrape). */
+export async function deadLetterCounts(pool: Pick<pg.Pool, 'query'>): Promise<{ consumer: string; count: number; lastRecordedAt: Date }[]> {
+  const { rows } = await pool.query<{ consumer: string; n: number; last: Date }>('select consumer, count(*)::int as n, max(recorded_at) as last from dead_letters group by consumer order by consumer');
+  return rows.map((r) => ({ consumer: r.consumer, count: r.n, lastRecordedAt: r.last }));
+}
+
 /** How many dead letters `consumer` has recorded for one piece of work: its exact subject (an agent's jobs), or every subject under a prefix (a task's lead triggers). */
 export async function countDeadLetters(pool: Pick<pg.Pool, 'query'>, consumer: string, work: { subject: string } | { prefix: string }): Promise<number> {
   const res = 'subject' in work

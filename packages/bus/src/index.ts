@@ -6,6 +6,6 @@ export { Relay, relayStatus, type RelayOptions } from './relay.ts';
 export { hasOwnTargets, mayNotify, NotifierAudience, type NotifierAudienceOptions } from './audience.ts';
 export { connectNats, drainNats, natsAnswers } from './connect.ts';
 export { LiveTicksPayload, parseLiveTicks } from './live-ticks.ts';
-export { countDeadLetters, deadLetterGivesUp, deadLetterRecorder, UNSETTLED_DEAD_LETTERS_TO_GIVE_UP } from './dead-letters.ts';
+export { countDeadLetters, deadLetterCounts, deadLetterGivesUp, deadLetterRecorder, UNSETTLED_DEAD_LETTERS_TO_GIVE_UP } from './dead-letters.ts';
 export { BatchPublisher, isStoreFailure, PublishError, STREAM_STORE_FAILED, type BatchPublisherOptions, type OutMessage } from './publisher.ts';
 export { Diagnostics, diagnostics, requestDiagnostics, serveDiagnostics } from './diagnostics.ts';

@@ -97,6 +97,8 @@ export function createGatewayMetrics() {
     parkedTasks: new client.Gauge({ name: 'baton_parked_tasks', help: 'Tasks waiting for a person (approval, answer or budget), holding no compute', registers: [r] }),
     openRequests: new client.Gauge({ name: 'baton_open_requests', help: 'Requests waiting for a person, by kind', labelNames: ['kind'] as const, registers: [r] }),
     openRequestOldestSeconds: new client.Gauge({ name: 'baton_open_request_oldest_age_seconds', help: 'Age of the oldest request waiting for a person, by kind (0: none)', labelNames: ['kind'] as const, registers: [r] }),
+    deadLetters: new client.Gauge({ name: 'baton_dead_letters', help: 'Messages given up after their attempts (table dead_letters), by consumer: a webhook or mail no longer tried, a job or lead trigger failed', labelNames: ['consumer'] as const, registers: [r] }),
+    deadLetterLastSeconds: new client.Gauge({ name: 'baton_dead_letter_last_timestamp_seconds', help: 'When the last dead letter of a consumer was recorded (Unix seconds)', labelNames: ['consumer'] as const, registers: [r] }),
     stuckTasks: new client.Gauge({ name: 'baton_stuck_tasks', help: 'Tasks with work no person holds, no transition for STUCK_AFTER_MS and no live agent lease', registers: [r] }),
 
     // Gateway HTTP.

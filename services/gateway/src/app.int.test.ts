@@ -3,7 +3,7 @@ import type { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { builtinTeams } from '@baton/agents';
-import { busNames, ensureTopology, publishWakeUps, Relay, RELAYED_CURSOR_HEADER, RELAYED_PREV_HEADER } from '@baton/bus';
+import { busNames, deadLetterRecorder, ensureTopology, publishWakeUps, Relay, RELAYED_CURSOR_HEADER, RELAYED_PREV_HEADER } from '@baton/bus';
 import { headers } from '@nats-io/nats-core';
 import { handleCommand, TaskCache } from '@baton/event-store';
 import { DEFAULT_WORKSPACE_LIMITS, storeArtifact } from '@baton/storage';
@@ -291,6 +291,15 @@ describe('reads, tenancy, errors', () => {
     expect(listed.items.map((t: { id: string }) => t.id)).toEqual([idle]);
     expect((await app.inject({ method: 'GET', url: '/v1/tasks?stuck=maybe' })).json().error.message).toMatch(/query.stuck/);
     expect((await app.inject({ method: 'GET', url: '/metrics' })).body).toMatch(/^baton_stuck_tasks 1$/m);
+  });
+
+  test('the dead letters every process recorded are gauges of the gateway, by consumer (a counter in each process would reset with it)', async ({ pg, nats }) => {
+    const app = await gateway(pg, nats);
+    const record = deadLetterRecorder(pg.db.pool);
+    for (const seq of [1, 2]) await record({ consumer: 'notifier-webhooks', subject: 's', streamSequence: seq, storedAtNanos: BigInt(seq), deliveries: 12, payload: '{}', error: 'gave up after 12 attempts: HTTP 503', unsettled: false });
+    const body = (await app.inject({ method: 'GET', url: '/metrics' })).body;
+    expect(body).toMatch(/^baton_dead_letters\{consumer="notifier-webhooks"\} 2$/m);
+    expect(body).toMatch(/^baton_dead_letter_last_timestamp_seconds\{consumer="notifier-webhooks"\} \d+(\.\d+)?$/m);
   });
 
   test('readyz is 200 with Postgres and NATS up, 503 without NATS or with the bus streams gone (naming them); it says when no relay leads', async ({ pg, nats }) => {

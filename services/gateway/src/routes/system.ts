@@ -1,5 +1,5 @@
 import type { TeamInfoView } from '@baton/api';
-import { inspectTopology, natsAnswers, relayStatus, topologyProblems } from '@baton/bus';
+import { deadLetterCounts, inspectTopology, natsAnswers, relayStatus, topologyProblems } from '@baton/bus';
 import { REQUEST_KINDS, TASK_STATUSES } from '@baton/domain';
 import { taskFigures } from '@baton/event-store';
 import { jetstreamManager } from '@nats-io/jetstream';
@@ -60,6 +60,15 @@ export const systemRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => 
       d.metrics.openRequestOldestSeconds.set({ kind }, f.openRequests[kind]?.oldestS ?? 0);
     }
     d.metrics.stuckTasks.set(f.stuck);
+  });
+  // Dead letters, from Postgres (every process records its own; a counter in each would reset with it).
+  d.metrics.onScrape(async () => {
+    const counts = await deadLetterCounts(d.pool).catch(() => null);
+    if (!counts) return;
+    for (const c of counts) {
+      d.metrics.deadLetters.set({ consumer: c.consumer }, c.count);
+      d.metrics.deadLetterLastSeconds.set({ consumer: c.consumer }, c.lastRecordedAt.getTime() / 1000);
+    }
   });
   app.get('/metrics', { schema: { hide: true } }, async (_req, reply) => reply.type(d.metrics.registry.contentType).send(await d.metrics.render()));
 
