@@ -23,14 +23,20 @@ export function startRedeliveries(d: RedeliveryDeps): { stop(): Promise<void> } 
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> = Promise.resolve();
+  // Failing looks in a row: the first is logged, the rest (a Postgres outage fails every look, each second) only at debug, until one works.
+  let failing = 0;
   const tick = async (): Promise<void> => {
     try {
       for (const c of await claimRedeliveries(d.pool, 10, d.leaseMs)) {
         if (stopped) return;
         await redeliver(d, c);
       }
+      if (failing > 0) d.log.info({ failedLooks: failing }, 'redeliveries: looking works again');
+      failing = 0;
     } catch (err) {
-      d.log.error({ err }, 'redelivery failed (tried again at the next look)');
+      failing++;
+      if (failing === 1) d.log.error({ err }, 'redelivery failed (tried again at each next look; further failures in a row are logged at debug)');
+      else d.log.debug({ err, failedLooks: failing }, 'redelivery failed again');
     }
   };
   const loop = (): void => {
