@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { commonEnv, ConfigError, durationMs, loadConfig } from './config.ts';
+import { tmpdir } from 'node:os';
+import { commonEnv, ConfigError, durationMs, existingDirectory, loadConfig } from './config.ts';
 
 describe('loadConfig', () => {
   const schema = z.object({ ...commonEnv, PORT: z.coerce.number().int().min(1).max(65535).default(8080) });
@@ -33,6 +34,12 @@ describe('loadConfig', () => {
     for (const [value, message] of [['0', 'must be at least 100 ms'], ['3000000000', 'must be at most 2147483647 ms'], ['1.5', 'must be a whole number of milliseconds']]) {
       expect(() => loadConfig('svc', timed, { HEARTBEAT_MS: value })).toThrow(`HEARTBEAT_MS: ${message}`);
     }
+  });
+  it('a directory whose files are read (examples, a corpus) must exist: a misspelt one is named at start, not an empty list (or a corpus index emptied) later', () => {
+    const dirs = z.object({ BATON_EXAMPLES_DIR: existingDirectory().default(tmpdir()) });
+    expect(loadConfig('gateway', dirs, {}).BATON_EXAMPLES_DIR).toBe(tmpdir());
+    expect(() => loadConfig('gateway', dirs, { BATON_EXAMPLES_DIR: '/nonexistent/examples' })).toThrow('BATON_EXAMPLES_DIR: no such directory (it must exist when the service starts)');
+    expect(() => loadConfig('gateway', dirs, { BATON_EXAMPLES_DIR: '/etc/passwd' })).toThrow(/no such directory/);
   });
   it('lists every problem, by variable, in one error', () => {
     let err: unknown;

@@ -1,3 +1,4 @@
+import { statSync } from 'node:fs';
 import { tracingEnvShape } from '@baton/telemetry';
 import { z } from 'zod';
 
@@ -133,6 +134,13 @@ export const modelEnv = {
 export const topologyFromEnv = (c: { EVENTS_ACK_WAIT_MS: number; JOBS_ACK_WAIT_MS: number }) => ({
   ackWaitMs: { orchestrator: c.EVENTS_ACK_WAIT_MS, notifier: c.EVENTS_ACK_WAIT_MS, runner: c.JOBS_ACK_WAIT_MS },
 });
+
+/** A directory that must exist when the service starts (its files are read: examples, a corpus). */
+export const existingDirectory = () =>
+  z
+    .string()
+    .min(1)
+    .refine((d) => statSync(d, { throwIfNoEntry: false })?.isDirectory() === true, 'no such directory (it must exist when the service starts)');
 
 /** The longest wait a Node timer holds (longer ones fire at once, with a TimeoutOverflowWarning). */
 export const MAX_TIMER_MS = 2_147_483_647;

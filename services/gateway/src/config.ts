@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { NotifyConfig } from '@baton/domain';
 import { MIN_LINK_SECRET_LENGTH } from '@baton/mail';
-import { commonEnv, durationMs, loadConfig, modelEnv } from '@baton/runtime';
+import { commonEnv, durationMs, existingDirectory, loadConfig, modelEnv } from '@baton/runtime';
 import { DEFAULT_WORKSPACE_LIMITS, type WorkspaceLimits } from '@baton/storage';
 import { z } from 'zod';
 import { DEFAULT_LIMITS, type GatewayLimits } from './deps.ts';
@@ -39,7 +39,7 @@ const schema = z.object({
   SSE_HEARTBEAT_MS: durationMs(15_000),
   BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(50 * MiB).default(MiB),
   /** Example projects (`<dir>/<name>/`) a task can start from: `workspace: { example: name }`. */
-  BATON_EXAMPLES_DIR: z.string().min(1).default(DEFAULT_EXAMPLES_DIR),
+  BATON_EXAMPLES_DIR: existingDirectory().default(DEFAULT_EXAMPLES_DIR),
   /** An uploaded workspace: the .tar.gz itself, its files' bytes once unpacked, its number of files. */
   WORKSPACE_MAX_ARCHIVE_BYTES: z.coerce.number().int().min(1024).max(1024 * MiB).default(DEFAULT_WORKSPACE_LIMITS.maxArchiveBytes),
   WORKSPACE_MAX_BYTES: z.coerce.number().int().min(1024).max(4096 * MiB).default(DEFAULT_WORKSPACE_LIMITS.maxBytes),

@@ -1,7 +1,7 @@
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { commonEnv, opsEnv, durationMs, loadConfig, modelEnv } from '@baton/runtime';
+import { commonEnv, opsEnv, durationMs, existingDirectory, loadConfig, modelEnv } from '@baton/runtime';
 import { z } from 'zod';
 
 const schema = z.object({
@@ -35,7 +35,7 @@ const schema = z.object({
   /** How often sandboxes left by dead tasks are swept. */
   SANDBOX_SWEEP_INTERVAL_MS: durationMs(300_000),
   /** The offline web_search corpus: a directory of text/markdown/HTML files (default: the project's own docs). */
-  BATON_CORPUS_DIR: z.string().min(1).default(fileURLToPath(new URL('../../..', import.meta.url))),
+  BATON_CORPUS_DIR: existingDirectory().default(fileURLToPath(new URL('../../..', import.meta.url))),
   BATON_CORPUS: z.string().min(1).max(100).default('docs'),
   /** Test hook: append one JSON line per tool execution (crash tests check nothing ran twice). */
   BATON_TOOL_AUDIT_FILE: z.string().min(1).optional(),
