@@ -2,7 +2,7 @@ export * from './subjects.ts';
 export * from './messages.ts';
 export * from './topology.ts';
 export * from './consumer.ts';
-export { Relay, relayStatus, type RelayOptions } from './relay.ts';
+export { Relay, relayStatus, reportRelayLag, type RelayOptions } from './relay.ts';
 export { hasOwnTargets, mayNotify, NotifierAudience, type NotifierAudienceOptions } from './audience.ts';
 export { connectNats, drainNats, natsAnswers } from './connect.ts';
 export { LiveTicksPayload, parseLiveTicks } from './live-ticks.ts';

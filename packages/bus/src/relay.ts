@@ -6,7 +6,7 @@ import { STEP_EVENT_TYPES, TERMINAL_EVENT_TYPES } from '@baton/domain';
 import { messagesFor, type RelayLink } from './messages.ts';
 import { BatchPublisher } from './publisher.ts';
 import { setBounded } from '@baton/runtime';
-import { metrics } from '@baton/telemetry';
+import { metrics, onScrape } from '@baton/telemetry';
 import type { BusNames } from './subjects.ts';
 import type { NotifierAudience } from './audience.ts';
 
@@ -271,6 +271,21 @@ export async function relayStatus(pool: Pick<pg.Pool, 'query'>, processorId = 'r
   );
   const row = lag.rows[0];
   return { leading: lock.rows[0]?.leading === true, unpublished: row?.n ?? 0, oldestUnpublishedS: row?.oldest ? (Date.now() - row.oldest.getTime()) / 1000 : null };
+}
+
+/**
+ * The relay's gauges (leading, lag in transitions and seconds), read from Postgres when scraped —
+ * so any process can report them: the orchestrators, and the gateway, which then shows the lag
+ * growing while no orchestrator runs at all (no orchestrator, no scrape of one). `register`:
+ * the process's scrape hooks (default) or an app's own (the gateway's, one per app).
+ */
+export function reportRelayLag(pool: Pick<pg.Pool, 'query'>, register: (refresh: () => Promise<void>) => unknown = onScrape): void {
+  register(async () => {
+    const s = await relayStatus(pool);
+    metrics.relayLeading.set(s.leading ? 1 : 0);
+    metrics.relayLagEvents.set(s.unpublished);
+    metrics.relayLagSeconds.set(s.oldestUnpublishedS ?? 0);
+  });
 }
 
 /** Tasks whose last relayed event the relay remembers (beyond it, a task's next event goes unlinked: its live views read Postgres). */

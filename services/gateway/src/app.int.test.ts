@@ -302,6 +302,15 @@ describe('reads, tenancy, errors', () => {
     expect(body).toMatch(/^baton_dead_letter_last_timestamp_seconds\{consumer="notifier-webhooks"\} \d+(\.\d+)?$/m);
   });
 
+  test("the relay's lag is on the gateway's /metrics too: with no orchestrator running (nothing else to scrape), it shows transitions waiting and no relay leading", async ({ pg, nats }) => {
+    const app = await gateway(pg, nats);
+    await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'bench', team: 'bench' } });
+    const body = (await app.inject({ method: 'GET', url: '/metrics' })).body;
+    expect(body).toMatch(/^baton_relay_leading 0$/m);
+    expect(body).toMatch(/^baton_relay_lag_events 1$/m);
+    expect(body).toMatch(/^baton_relay_lag_seconds \d/m);
+  });
+
   test('readyz is 200 with Postgres and NATS up, 503 without NATS or with the bus streams gone (naming them); it says when no relay leads', async ({ pg, nats }) => {
     const names = busNames(nats.namespace);
     await ensureTopology(await jetstreamManager(nats.nc), names);

@@ -1,6 +1,5 @@
 import { loadTeamsOrExit, modelFromConfig, TeamCatalog } from '@baton/agents';
-import { busNames, connectNats, drainNats, ensureTopology, natsAnswers, relayStatus, serveDiagnostics } from '@baton/bus';
-import { metrics, onScrape } from '@baton/telemetry';
+import { busNames, connectNats, drainNats, ensureTopology, natsAnswers, reportRelayLag, serveDiagnostics } from '@baton/bus';
 import { createDb } from '@baton/db';
 import { EventStore, servicesCachePolicy, TaskCache } from '@baton/event-store';
 import { loadTeamConfig, saveTeamConfigs, workspaceManifest } from '@baton/storage';
@@ -52,12 +51,7 @@ const orchestrator = await startOrchestrator({
 });
 log.info({ namespace: names.namespace || '(default)', model: model.name, relay: config.RELAY_ENABLED }, 'orchestrator started');
 // The relay's lag, read when scraped: how far the log head is ahead of what was published.
-onScrape(async () => {
-  const s = await relayStatus(db.pool);
-  metrics.relayLeading.set(s.leading ? 1 : 0);
-  metrics.relayLagEvents.set(s.unpublished);
-  metrics.relayLagSeconds.set(s.oldestUnpublishedS ?? 0);
-});
+reportRelayLag(db.pool);
 const ops = await startOps(config, { log, checks: { postgres: () => db.pool.query('select 1'), nats: () => natsAnswers(nc) } });
 serveDiagnostics(nc, names, 'orchestrator', () => ({ pgQueries: db.queriesIssued(), cachedTasks: cache.size, opsPort: ops.port }));
 installShutdown(log, [
