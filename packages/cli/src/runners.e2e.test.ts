@@ -156,7 +156,7 @@ describe('a runner restarted after a crash', () => {
         { timeoutMs: 30_000, what: 'the agent to fail' },
       );
       expect(failed.code).toBe('agent_lost');
-      expect(failed.message).toMatch(/lost 3 attempts in a row \(the last: attempt 3\), each before it recorded a turn/);
+      expect(failed.message).toMatch(/lost 3 attempts in a row \(the last: attempt 3\), each ended before it recorded a turn/);
       expect(failed.message).toContain(`Last error: runner ${runnerIds[2]} stopped while running this agent`);
       // Three attempts, each by a new process, and no fourth.
       const agentId = 'researcher-1';

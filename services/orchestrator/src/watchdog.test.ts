@@ -43,7 +43,7 @@ describe('watchdogActions', () => {
     // Five: given up, naming the attempts and the lease's last word.
     expect(watchdogActions(task([agent('a', 'running', 7, 5)]), dead(7), now, opts)).toMatchObject({
       redispatch: [],
-      fail: [{ agentId: 'a', message: expect.stringMatching(/lost 5 attempts in a row \(the last: attempt 7\), each before it recorded a turn.*Last error: runner runner-a restarted/) }],
+      fail: [{ agentId: 'a', message: expect.stringMatching(/lost 5 attempts in a row \(the last: attempt 7\), each ended before it recorded a turn.*Last error: runner runner-a restarted/) }],
     });
     // Even with a job waiting in the queue (the queue does not explain a runner that dies).
     expect(watchdogActions(task([agent('a', 'running', 7, 5)]), dead(7), now, { ...opts, jobsBacklog: true }).fail).toHaveLength(1);
