@@ -51,6 +51,11 @@ export const DOMAIN_STATUS: Record<DomainError['code'], number> = {
  * The one error handler: `{ error: { code, message, details? } }` (API.md). 4xx messages pass
  * through; 5xx answer a generic message and log the full error.
  */
+/** How often a 503 for an unavailable Postgres or NATS is logged (the others in between are counted). */
+const UNAVAILABLE_LOG_EVERY_MS = 10_000;
+let unavailableLoggedAt = 0;
+let unavailableSince = 0;
+
 export function errorHandler(err: FastifyError, req: FastifyRequest, reply: FastifyReply): void {
   const send = (status: number, code: string, message: string, details?: unknown): void => {
     void reply.status(status).send({ error: { code, message, ...(details !== undefined ? { details } : {}) } });
@@ -87,7 +92,14 @@ export function errorHandler(err: FastifyError, req: FastifyRequest, reply: Fast
   }
   if (typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500) return send(err.statusCode, 'bad_request', err.message);
   if (isUnavailable(err)) {
-    req.log.error({ err }, 'dependency unavailable');
+    // Expected while Postgres or NATS is away (the pools log the outage themselves): one line per
+    // UNAVAILABLE_LOG_EVERY_MS with how many more were answered 503, not a stack trace per request.
+    const now = Date.now();
+    if (now - unavailableLoggedAt >= UNAVAILABLE_LOG_EVERY_MS) {
+      req.log.warn({ error: err.message, code: err.code, alsoAnswered503: unavailableSince }, 'a backing service is unavailable: answered 503');
+      unavailableLoggedAt = now;
+      unavailableSince = 0;
+    } else unavailableSince++;
     return send(503, 'unavailable', 'a backing service is unavailable; nothing was recorded — retry later');
   }
   req.log.error({ err }, 'unhandled error');
