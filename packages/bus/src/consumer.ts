@@ -1,6 +1,6 @@
 import { isConnectionError, setBounded } from '@baton/runtime';
 import { contextFromCarrier, inSpan, metrics, onScrape, runInContext, SpanKind, withTaskId, type Span } from '@baton/telemetry';
-import type { JetStreamClient, JsMsg } from '@nats-io/jetstream';
+import type { ConsumerInfo, JetStreamClient, JsMsg } from '@nats-io/jetstream';
 import type { MsgHdrs } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
 import type { ZodType } from 'zod';
@@ -22,6 +22,13 @@ export class ConsumerStoppingError extends Error {
 export type Outcome = { kind: 'ack' } | { kind: 'retry'; delayMs?: number; reason?: string } | { kind: 'term'; reason: string };
 export const ack: Outcome = { kind: 'ack' };
 export const retry = (reason: string, delayMs?: number): Outcome => ({ kind: 'retry', reason, ...(delayMs !== undefined ? { delayMs } : {}) });
+
+/** A consumer's pending, unacknowledged and redelivered counts as the server reports them, into its gauges. */
+export function setConsumerGauges(consumer: string, info: Pick<ConsumerInfo, 'num_pending' | 'num_ack_pending' | 'num_redelivered'>): void {
+  metrics.consumerPending.set({ consumer }, info.num_pending);
+  metrics.consumerAckPending.set({ consumer }, info.num_ack_pending);
+  metrics.consumerRedelivered.set({ consumer }, info.num_redelivered);
+}
 
 export interface HandlerContext {
   subject: string;
@@ -157,12 +164,7 @@ export async function startConsumer<T>(o: ConsumerOptions<T>): Promise<RunningCo
   const settled = (m: JsMsg): void => void connectionFailures.delete(keyOf(m));
   const consumer = await o.js.consumers.get(o.stream, o.consumer);
   // Pending, unacknowledged and redelivered counts, read from the server when metrics are scraped.
-  const stopScrape = onScrape(async () => {
-    const info = await consumer.info();
-    metrics.consumerPending.set({ consumer: o.consumer }, info.num_pending);
-    metrics.consumerAckPending.set({ consumer: o.consumer }, info.num_ack_pending);
-    metrics.consumerRedelivered.set({ consumer: o.consumer }, info.num_redelivered);
-  });
+  const stopScrape = onScrape(async () => setConsumerGauges(o.consumer, await consumer.info()));
   const handled = (outcome: 'ack' | 'retry' | 'transient' | 'dead_letter' | 'handed_back'): void => metrics.messagesHandled.inc({ consumer: o.consumer, outcome });
   // Short pull expiry: a pull the server lost (it happens on NATS 2.9 around consumer updates)
   // is replaced within seconds rather than after the 30 s default.

@@ -2,14 +2,16 @@ import {
   AckPolicy,
   DeliverPolicy,
   DiscardPolicy,
+  jetstreamManager,
   RetentionPolicy,
   StorageType,
   type ConsumerConfig,
   type JetStreamManager,
   type StreamConfig,
 } from '@nats-io/jetstream';
-import { nanos } from '@nats-io/nats-core';
+import { nanos, type NatsConnection } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
+import { setConsumerGauges } from './consumer.ts';
 import type { BusNames } from './subjects.ts';
 
 export interface TopologyOptions {
@@ -159,6 +161,24 @@ export async function inspectTopology(jsm: JetStreamManager, names: BusNames): P
     if (!info) missingConsumers.push(config.durable_name as string);
   }
   return { streams, missingConsumers };
+}
+
+/**
+ * Every Baton consumer's backlog (pending, unacknowledged, redelivered), read from the server when
+ * scraped (`register`: an app's scrape hooks). Each consumer process reports its own; this lets
+ * one process (the gateway) report them all, so a queue that grows while no runner (or no
+ * orchestrator, no notifier) is running shows on a dashboard.
+ */
+export function reportConsumerBacklogs(nats: () => NatsConnection | null, names: BusNames, register: (refresh: () => Promise<void>) => unknown): void {
+  register(async () => {
+    const nc = nats();
+    if (!nc || nc.isClosed()) return;
+    const jsm = await jetstreamManager(nc);
+    await Promise.all(consumerConfigs(names).map(async ({ stream, config }) => {
+      const info = await jsm.consumers.info(stream, config.durable_name as string).catch(() => null);
+      if (info) setConsumerGauges(config.durable_name as string, info);
+    }));
+  });
 }
 
 /** The problems a report shows, in words (empty: all there). */

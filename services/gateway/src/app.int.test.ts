@@ -9,7 +9,7 @@ import { handleCommand, TaskCache } from '@baton/event-store';
 import { DEFAULT_WORKSPACE_LIMITS, storeArtifact } from '@baton/storage';
 import { limiter, silentLogger } from '@baton/runtime';
 import { stackTest, testClient, waitFor, type NatsFixture, type PgFixture } from '@baton/testing';
-import { jetstreamManager } from '@nats-io/jetstream';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { FastifyInstance } from 'fastify';
 import { describe, expect } from 'vitest';
 import { buildApp } from './app.ts';
@@ -309,6 +309,16 @@ describe('reads, tenancy, errors', () => {
     expect(body).toMatch(/^baton_relay_leading 0$/m);
     expect(body).toMatch(/^baton_relay_lag_events 1$/m);
     expect(body).toMatch(/^baton_relay_lag_seconds \d/m);
+  });
+
+  test("every consumer's backlog is on the gateway's /metrics too: a runner job waiting with no runner running shows", async ({ pg, nats }) => {
+    const names = busNames(nats.namespace);
+    await ensureTopology(await jetstreamManager(nats.nc), names);
+    const app = await gateway(pg, nats);
+    await jetstream(nats.nc).publish(names.jobSubject('run', randomUUID(), 'researcher-1'), '{}');
+    const body = (await app.inject({ method: 'GET', url: '/metrics' })).body;
+    expect(body).toMatch(/^baton_consumer_pending_messages\{consumer="runner-jobs"\} 1$/m);
+    expect(body).toMatch(/^baton_consumer_pending_messages\{consumer="orchestrator-task-events"\} 0$/m);
   });
 
   test('readyz is 200 with Postgres and NATS up, 503 without NATS or with the bus streams gone (naming them); it says when no relay leads', async ({ pg, nats }) => {

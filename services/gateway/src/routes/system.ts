@@ -1,5 +1,5 @@
 import type { TeamInfoView } from '@baton/api';
-import { deadLetterCounts, inspectTopology, natsAnswers, relayStatus, reportRelayLag, topologyProblems } from '@baton/bus';
+import { deadLetterCounts, inspectTopology, natsAnswers, relayStatus, reportConsumerBacklogs, reportRelayLag, topologyProblems } from '@baton/bus';
 import { REQUEST_KINDS, TASK_STATUSES } from '@baton/domain';
 import { taskFigures } from '@baton/event-store';
 import { jetstreamManager } from '@nats-io/jetstream';
@@ -63,6 +63,8 @@ export const systemRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => 
   });
   // The relay's lag, from Postgres: shown here too, so it grows on the dashboard while no orchestrator runs (nothing else would report it then).
   reportRelayLag(d.pool, d.metrics.onScrape);
+  // Every consumer's backlog from the NATS server: the runners' queue shows growing while no runner runs.
+  reportConsumerBacklogs(d.nats, d.names, d.metrics.onScrape);
   // Dead letters, from Postgres (every process records its own; a counter in each would reset with it).
   d.metrics.onScrape(async () => {
     const counts = await deadLetterCounts(d.pool).catch(() => null);
