@@ -26,6 +26,7 @@ describe('loadConfig', () => {
     expect((err as ConfigError).issues.map((i) => i.split(':')[0]).sort()).toEqual(['BATON_API_KEYS', 'DATABASE_URL', 'PORT', 'WEBHOOK_SECRET']);
     expect((err as ConfigError).message).toMatch(/BATON_API_KEYS: is set but empty; leave it out for its default, or give a value/);
     expect(loadConfig('gateway', withSecrets, {}).BATON_API_KEYS).toBeUndefined(); // left out: the default
+    expect(loadConfig('gateway', schema, { WEBHOOK_SECRET: '' }).PORT).toBe(8080); // another service's setting: not this one's to refuse
   });
   it('a duration is at least its minimum (0 would be a busy loop or a timeout that fails everything) and at most what a timer holds', () => {
     const timed = z.object({ HEARTBEAT_MS: durationMs(15_000), LATENCY_MS: durationMs(0, 0) });

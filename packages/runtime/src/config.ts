@@ -22,7 +22,9 @@ export const UNSAFE_WHEN_EMPTY: ReadonlySet<string> = new Set(['DATABASE_URL', '
 /** Parse an environment with a zod schema; on failure every problem is listed, by variable name. */
 export function loadConfig<S extends z.ZodType>(service: string, schema: S, env: Record<string, string | undefined>): z.infer<S> {
   // Any other variable set to nothing (`FOO=`, compose's `${FOO:-}`) is not set: its default applies.
-  const empty = Object.entries(env).filter(([k, v]) => v !== undefined && v.trim() === '' && UNSAFE_WHEN_EMPTY.has(k)).map(([k]) => `${k}: is set but empty; leave it out for its default, or give a value (an empty value is refused here: its default is not safe for production)`);
+  // Only the service's own settings: the gateway does not refuse the notifier's WEBHOOK_SECRET.
+  const own = 'shape' in schema && typeof schema.shape === 'object' && schema.shape !== null ? new Set(Object.keys(schema.shape)) : null;
+  const empty = Object.entries(env).filter(([k, v]) => v !== undefined && v.trim() === '' && UNSAFE_WHEN_EMPTY.has(k) && (own === null || own.has(k))).map(([k]) => `${k}: is set but empty; leave it out for its default, or give a value (an empty value is refused here: its default is not safe for production)`);
   const res = schema.safeParse(Object.fromEntries(Object.entries(env).filter(([, v]) => v !== '')));
   const issues = [...empty, ...(res.success ? [] : res.error.issues.filter((i) => !empty.some((e) => e.startsWith(`${String(i.path[0])}:`))).map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`))];
   if (res.success && issues.length === 0) return res.data;
