@@ -1,3 +1,4 @@
+import { within } from '@baton/runtime';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { sendSoon } from './coalesce.ts';
@@ -62,12 +63,7 @@ export async function connectNats(url: string, name: string, log: Logger, opts: 
  */
 export async function natsAnswers(nc: Pick<NatsConnection, 'isClosed' | 'rtt'>, timeoutMs = 1000): Promise<void> {
   if (nc.isClosed()) throw new Error('connection closed');
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    await Promise.race([nc.rtt(), new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer to a ping within ${timeoutMs} ms (disconnected, reconnecting?)`)), timeoutMs)))]);
-  } finally {
-    clearTimeout(timer);
-  }
+  await within(timeoutMs, () => nc.rtt(), `no answer to a ping within ${timeoutMs} ms (disconnected, reconnecting?)`);
 }
 
 /**

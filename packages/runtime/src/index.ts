@@ -5,4 +5,4 @@ export { installCrashGuards, isConnectionError } from './crash-guard.ts';
 export { keyedSerial } from './keyed.ts';
 export { setBounded } from './bounded.ts';
 export { limiter } from './limiter.ts';
-export { startOps, startTelemetry } from './observability.ts';
+export { startOps, startTelemetry, within } from './observability.ts';

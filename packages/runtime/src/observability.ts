@@ -33,10 +33,11 @@ export async function startOps(config: { OPS_PORT: number; OPS_HOST: string }, o
   return ops;
 }
 
-async function within<T>(ms: number, fn: () => Promise<T>): Promise<T> {
+/** `fn`'s answer, or — after `ms` — an error saying there was none (`late`: its message). */
+export async function within<T>(ms: number, fn: () => Promise<T>, late = `no answer within ${ms} ms`): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   try {
-    return await Promise.race([fn(), new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms)))]);
+    return await Promise.race([fn(), new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(late)), ms)))]);
   } finally {
     clearTimeout(timer);
   }
