@@ -28,28 +28,31 @@ export function Toasts({ task, agents, onDone }: { task: TaskView; agents: Agent
       </div>
     );
   }
-  const contextOf = (requestId: string): string | null => {
-    const r = task.pendingRequests.find((p) => p.requestId === requestId);
-    return r?.kind === 'clarification' && r.context ? r.context : null;
+  const contextOf = (a: AgentView): string | null => {
+    const r = a.openQuestion && task.pendingRequests.find((p) => p.requestId === a.openQuestion?.requestId);
+    return r && r.kind === 'clarification' && r.context ? r.context : null;
   };
   const active = agents.filter((a) => ACTIVE.has(a.status) || (a.role === 'lead' && a.currentAction !== null)).reverse();
   const ordered = [...active.filter((a) => a.openQuestion), ...active.filter((a) => !a.openQuestion)];
   return (
     <div className="toasts">
-      {ordered.map((a) => (
-        <div key={a.id} className={`toast${a.openQuestion ? ' asking' : ''}`} data-agent={a.id} role={a.openQuestion ? 'status' : undefined}>
-          <div className="row">
-            <span className="badge agent">{a.id}</span>
-            <span className="action">{a.currentAction ?? a.status}</span>
+      {ordered.map((a) => {
+        const context = contextOf(a);
+        return (
+          <div key={a.id} className={`toast${a.openQuestion ? ' asking' : ''}`} data-agent={a.id} role={a.openQuestion ? 'status' : undefined}>
+            <div className="row">
+              <span className="badge agent">{a.id}</span>
+              <span className="action">{a.currentAction ?? a.status}</span>
+            </div>
+            <div className="progress" title={progressText(a)}>
+              <div className="bar" style={{ width: `${progressPct(a)}%` }} />
+            </div>
+            <div className="meta">{progressText(a)}</div>
+            {context && <div className="context">{context}</div>}
+            {a.openQuestion && <ClarificationCard compact taskId={task.id} r={a.openQuestion} onDone={onDone} />}
           </div>
-          <div className="progress" title={progressText(a)}>
-            <div className="bar" style={{ width: `${progressPct(a)}%` }} />
-          </div>
-          <div className="meta">{progressText(a)}</div>
-          {a.openQuestion && contextOf(a.openQuestion.requestId) && <div className="context">{contextOf(a.openQuestion.requestId)}</div>}
-          {a.openQuestion && <ClarificationCard compact taskId={task.id} r={a.openQuestion} onDone={onDone} />}
-        </div>
-      ))}
+        );
+      })}
     </div>
   );
 }
