@@ -214,7 +214,7 @@ program
 
 program
   .command('redeliver <taskId> <deliveryId>')
-  .description("send a webhook delivery's message again now (a new attempt, listed by `baton deliveries`)")
+  .description("send a delivery's webhook message, or its notification mail, again now (a new attempt, listed by `baton deliveries`)")
   .action(async (taskId: string, deliveryId: string) => {
     const r = await client().redeliver(taskId, deliveryId);
     console.log(`queued: redelivery ${r.redeliveryId} of delivery ${r.deliveryId} (a notifier sends it; \`baton deliveries ${taskId}\` shows the attempt)`);

@@ -28,10 +28,11 @@ describe('describeDelivery', () => {
   it('a delivered one: when, what, where, how', () => {
     expect(describeDelivery('t-1', d)).toBe('17  2026-11-26T12:00:00.000Z  webhook task.completed  → https://hooks.example.com/baton  attempt 1  ok 200 (12 ms)');
   });
-  it('a failed webhook: why, and the command that sends it again; a mail never gets that command', () => {
+  it("a failed webhook or notification mail: why, and the command that sends it again; an agent's mail never gets that command", () => {
     expect(describeDelivery('t-1', { ...d, ok: false, statusCode: 500, error: 'HTTP 500', attempt: 3, redelivery: true })).toBe('17  2026-11-26T12:00:00.000Z  webhook task.completed  → https://hooks.example.com/baton  attempt 3 (redelivery)  failed 500: HTTP 500 (12 ms)\n   → baton redeliver t-1 17');
     expect(describeDelivery('t-1', { ...d, ok: false, statusCode: null, error: null })).toMatch(/failed: no answer \(12 ms\)\n {3}→ baton redeliver t-1 17$/);
-    expect(describeDelivery('t-1', { ...d, channel: 'email', type: 'task.completed', url: 'ops@example.com', ok: false, statusCode: null, error: 'connection refused' })).not.toMatch(/redeliver/);
+    expect(describeDelivery('t-1', { ...d, channel: 'email', type: 'email.completed', url: 'mailto:ops@example.com', ok: false, statusCode: 550, error: 'mailbox full' })).toBe('17  2026-11-26T12:00:00.000Z  mail email.completed  → mailto:ops@example.com  attempt 1  failed 550: mailbox full (12 ms)\n   → baton redeliver t-1 17');
+    expect(describeDelivery('t-1', { ...d, channel: 'email', type: 'email.outbox', url: 'mailto:ops@example.com', ok: false, statusCode: null, error: 'connection refused' })).not.toMatch(/redeliver/);
   });
 });
 

@@ -22,13 +22,13 @@ export function describeWebhook(w: WebhookEndpointView): string {
 }
 
 /**
- * One delivery attempt: when, what, where, how it went; a failed webhook delivery ends with the
- * command that sends it again.
+ * One delivery attempt: when, what, where, how it went; a failed webhook delivery or notification
+ * mail ends with the command that sends it again (an agent's own mail is not sent again).
  */
 export function describeDelivery(taskId: string, d: DeliveryView): string {
   const how = d.ok ? `ok ${d.statusCode ?? ''}`.trimEnd() : `failed${d.statusCode !== null ? ` ${d.statusCode}` : ''}: ${d.error ?? 'no answer'}`;
   const head = `${d.id}  ${d.attemptedAt}  ${d.channel === 'email' ? 'mail' : 'webhook'} ${d.type}  → ${d.url}  attempt ${d.attempt}${d.redelivery ? ' (redelivery)' : ''}  ${how} (${d.durationMs} ms)`;
-  return !d.ok && d.channel === 'webhook' ? `${head}\n   → baton redeliver ${taskId} ${d.id}` : head;
+  return !d.ok && d.type !== 'email.outbox' ? `${head}\n   → baton redeliver ${taskId} ${d.id}` : head;
 }
 
 /** A team: its id and description, its lead (whom it delegates to) and its agents, with their models and tools. */

@@ -1,7 +1,7 @@
-import { given } from '@baton/testing';
+import { given, recorded } from '@baton/testing';
 import type { DecidedEvent } from '@baton/domain';
 import { describe, expect, it } from 'vitest';
-import { mailIds, plannedMails } from './plan.ts';
+import { mailIds, mailToResend, plannedMails } from './plan.ts';
 
 const submitted = (on: string[]): DecidedEvent => ({ type: 'TaskSubmitted', data: { prompt: 'p', team: 'research', requirePlanApproval: true, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 't', requestHash: null, forkedFrom: null, workspace: null, budget: null, notify: { email: { to: ['ann@example.com', 'bob@example.com'], on: on as never } } } });
 const started: DecidedEvent = { type: 'TaskStarted', data: { leadAgentId: 'lead', leadAgentType: 'research-lead', configVersion: 'v' } };
@@ -30,5 +30,29 @@ describe('which mails an event makes', () => {
     expect(mailIds('t', 'completed', 'a@x.io', 'baton.example')).toEqual(mailIds('t', 'completed', 'a@x.io', 'baton.example'));
     expect(mailIds('t', 'completed', 'a@x.io', 'baton.example').messageId).toMatch(/^<[0-9a-f]{32}@baton\.example>$/);
     expect(mailIds('t', 'completed', 'b@x.io', 'd').deliveryId).not.toBe(mailIds('t', 'completed', 'a@x.io', 'd').deliveryId);
+  });
+});
+
+describe('which mails a person may have sent again', () => {
+  const history = (extra: DecidedEvent[] = []) => recorded([submitted(['awaiting_input', 'completed']), started, turn, asked, ...extra]);
+  const deliveryOf = (events: ReturnType<typeof recorded>, type: string, key: string, recipient: string, eventType: string) => ({
+    type,
+    eventId: events.find((e) => e.type === eventType)?.id ?? 'none',
+    webhookId: mailIds(events[0]?.taskId ?? '', key, recipient, 'any.example').deliveryId,
+  });
+  it("a request's mail while the request is open, as it would be made now; not once it is decided", () => {
+    const open = history();
+    const ann = deliveryOf(open, 'email.awaiting_input', 'request:clr-1', 'ann@example.com', 'ClarificationRequested');
+    expect(mailToResend(ann, open, given(open).state)).toEqual({ ok: true, mail: expect.objectContaining({ kind: 'request', key: 'request:clr-1', recipient: 'ann@example.com' }) });
+    const answered = history([{ type: 'ClarificationAnswered', data: { requestId: 'clr-1', answers: ['x'], answeredBy: 'u' } }]);
+    expect(mailToResend({ ...ann, eventId: answered[3]?.id ?? '' }, answered, given(answered).state)).toEqual({ ok: false, code: 'request_closed', message: expect.stringMatching(/\(clr-1\) is no longer open/) });
+  });
+  it("the end mail at any time; an agent's outbox mail never; a delivery the task no longer makes is named", () => {
+    const done = history([{ type: 'TaskCompleted', data: { summary: 's', reportPath: null } } as DecidedEvent]);
+    const bob = deliveryOf(done, 'email.completed', 'completed', 'bob@example.com', 'TaskCompleted');
+    expect(mailToResend(bob, done, given(done).state)).toEqual({ ok: true, mail: { kind: 'end', moment: 'completed', key: 'completed', recipient: 'bob@example.com' } });
+    expect(mailToResend({ ...bob, type: 'email.outbox' }, done, given(done).state)).toMatchObject({ ok: false, code: 'agent_mail' });
+    expect(mailToResend({ ...bob, webhookId: 'mail_other' }, done, given(done).state)).toMatchObject({ ok: false, code: 'mail_unknown' });
+    expect(mailToResend({ ...bob, eventId: 'gone' }, done, given(done).state)).toMatchObject({ ok: false, code: 'mail_unknown' });
   });
 });

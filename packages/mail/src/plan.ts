@@ -42,3 +42,32 @@ export function mailIds(taskId: string, key: string, recipient: string, domain: 
   const h = createHash('sha256').update(`${taskId}\n${key}\n${recipient}`).digest('hex').slice(0, 32);
   return { deliveryId: `mail_${h}`, messageId: `<${h}@${domain}>` };
 }
+
+/** What a recorded mail delivery names: its type (`email.<moment>`), the event that made it, its delivery id (`mail_…`). */
+export interface MailDelivery {
+  type: string;
+  eventId: string;
+  webhookId: string;
+}
+
+/** Whether a mail may be sent again at a person's asking, and as what. */
+export type MailResend = { ok: true; mail: PlannedMail } | { ok: false; code: 'agent_mail' | 'request_closed' | 'mail_unknown'; message: string };
+
+/**
+ * May a person have this mail sent again (`POST …/deliveries/:id/redeliver`), and which mail is
+ * it? A notification is made again as it would be now: a request's mail only while the request
+ * is still open (with new links: the old ones may have expired), the task's end mail at any time.
+ * An agent's outbox mail is not: its outcome is on the task (EmailSent / EmailFailed) and the agent
+ * went on from it; sending it later would make the log untrue. Pure: the gateway asks before
+ * recording the request, the notifier again before sending (a request may close in between).
+ */
+export function mailToResend(delivery: MailDelivery, events: readonly { id: string; type: string; data: unknown; metadata?: unknown }[], state: TaskState): MailResend {
+  if (delivery.type === 'email.outbox')
+    return { ok: false, code: 'agent_mail', message: "an agent's mail (send_email) is not sent again: what became of it is recorded on the task (EmailSent / EmailFailed) and the agent went on from that; ask for a new mail instead" };
+  const event = events.find((e) => e.id === delivery.eventId);
+  const mail = event ? plannedMails(event, state).find((p) => mailIds(state.id, p.key, p.recipient, '').deliveryId === delivery.webhookId) : undefined;
+  if (mail) return { ok: true, mail };
+  if (delivery.type === 'email.awaiting_input' && event)
+    return { ok: false, code: 'request_closed', message: `the request this mail asked about (${String((event.data as { requestId?: unknown }).requestId)}) is no longer open: there is nothing left to decide` };
+  return { ok: false, code: 'mail_unknown', message: `the task makes no such mail any more (${delivery.type})` };
+}

@@ -67,10 +67,10 @@ export async function listDeliveries(pool: Pick<pg.Pool, 'query'>, taskId: strin
 }
 
 /** One recorded attempt of a task (null: no such delivery of that task). */
-export async function findDelivery(pool: Pick<pg.Pool, 'query'>, taskId: string, deliveryId: string): Promise<{ id: string; channel: 'webhook' | 'email'; webhookId: string; endpointId: string | null } | null> {
-  const { rows } = await pool.query('select id::text as id, channel, webhook_id, endpoint_id from webhook_deliveries where task_id = $1 and id = $2', [taskId, deliveryId]);
+export async function findDelivery(pool: Pick<pg.Pool, 'query'>, taskId: string, deliveryId: string): Promise<{ id: string; channel: 'webhook' | 'email'; webhookId: string; endpointId: string | null; eventId: string; type: string; url: string } | null> {
+  const { rows } = await pool.query('select id::text as id, channel, webhook_id, endpoint_id, event_id, type, url from webhook_deliveries where task_id = $1 and id = $2', [taskId, deliveryId]);
   const r = rows[0];
-  return r ? { id: r.id, channel: r.channel, webhookId: r.webhook_id, endpointId: r.endpoint_id } : null;
+  return r ? { id: r.id, channel: r.channel, webhookId: r.webhook_id, endpointId: r.endpoint_id, eventId: r.event_id, type: r.type, url: r.url } : null;
 }
 
 /** Ask for a delivery's message to be sent again (a notifier claims the request; docs/webhooks.md). */
@@ -82,6 +82,8 @@ export async function requestRedelivery(pool: Pick<pg.Pool, 'query'>, r: { taskI
 /** A claimed redelivery request, with what its delivery sent. */
 export interface ClaimedRedelivery {
   id: string;
+  /** What the delivery asked about was: a webhook message or a mail. */
+  channel: 'webhook' | 'email';
   endpointId: string | null;
   taskId: string;
   eventId: string;
@@ -101,10 +103,10 @@ export async function claimRedeliveries(pool: Pick<pg.Pool, 'query'>, limit: num
        update webhook_redeliveries set claimed_until = now() + make_interval(secs => $2::double precision / 1000)
         where id in (select id from webhook_redeliveries where done_at is null and (claimed_until is null or claimed_until < now()) order by id limit $1 for update skip locked)
         returning id, task_id, delivery_id)
-     select c.id::text as id, c.task_id, d.endpoint_id, d.event_id, d.webhook_id, d.type, d.url from claimed c join webhook_deliveries d on d.id = c.delivery_id order by c.id`,
+     select c.id::text as id, c.task_id, d.channel, d.endpoint_id, d.event_id, d.webhook_id, d.type, d.url from claimed c join webhook_deliveries d on d.id = c.delivery_id order by c.id`,
     [limit, leaseMs],
   );
-  return rows.map((r) => ({ id: r.id, endpointId: r.endpoint_id, taskId: r.task_id, eventId: r.event_id, webhookId: r.webhook_id, type: r.type, url: r.url }));
+  return rows.map((r) => ({ id: r.id, channel: r.channel, endpointId: r.endpoint_id, taskId: r.task_id, eventId: r.event_id, webhookId: r.webhook_id, type: r.type, url: r.url }));
 }
 
 export async function finishRedelivery(pool: Pick<pg.Pool, 'query'>, id: string): Promise<void> {

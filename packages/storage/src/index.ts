@@ -43,5 +43,5 @@ export {
   type Lease,
   type WatchCandidate,
 } from './leases.ts';
-export { claimMail, mailSends, settleMail, type MailClaim, type MailKey } from './mail.ts';
+export { claimMail, mailInFlight, mailSends, mailSendState, recordMailResend, settleMail, type MailClaim, type MailKey } from './mail.ts';
 export { createEndpoint, deleteEndpoint, findEndpoint, listEndpoints, rotateEndpointSecret, tenantsWithEndpoints, validSecrets, type WebhookEndpoint } from './webhook-endpoints.ts';

@@ -74,3 +74,29 @@ export async function mailSends(pool: Pick<pg.Pool, 'query'>, taskId: string): P
   const { rows } = await pool.query(`select mail_key, recipient, state, attempts, last_error from mail_sends where task_id = $1 order by mail_key, recipient`, [taskId]);
   return rows.map((r) => ({ key: r.mail_key, recipient: r.recipient, state: r.state, attempts: r.attempts, lastError: r.last_error }));
 }
+
+/** Where one mail stands in the ledger (null: never claimed). */
+export async function mailSendState(pool: Pick<pg.Pool, 'query'>, k: MailKey): Promise<{ state: 'sending' | 'retry' | 'sent' | 'failed' | 'unknown'; attempts: number } | null> {
+  const { rows } = await pool.query('select state, attempts from mail_sends where task_id = $1 and mail_key = $2 and recipient = $3', [k.taskId, k.key, k.recipient]);
+  const r = rows[0];
+  return r ? { state: r.state, attempts: r.attempts } : null;
+}
+
+/** Still being tried by the notifiers (a claim is live or will be retried): a person's resend would make two. */
+export const mailInFlight = (s: { state: string } | null): boolean => s?.state === 'sending' || s?.state === 'retry';
+
+/**
+ * What a person's resend of a finished mail came to (docs/email.md, "Sending a mail again"): sent,
+ * the ledger says so; not sent, it keeps its state (failed, unknown, or sent before) with the
+ * newest error. Only a mail the notifiers are done with (`mailInFlight` false) is resent.
+ */
+export async function recordMailResend(pool: Pick<pg.Pool, 'query'>, k: MailKey & { messageId: string; ok: boolean; error: string | null }): Promise<void> {
+  await pool.query(
+    `insert into mail_sends as m (task_id, mail_key, recipient, message_id, state, attempts, last_error)
+     values ($1, $2, $3, $4, case when $5 then 'sent' else 'failed' end, 1, $6)
+     on conflict (task_id, mail_key, recipient) do update
+       set state = case when $5 then 'sent' else m.state end, attempts = m.attempts + 1, last_error = $6, updated_at = now()
+       where m.state not in ('sending', 'retry')`,
+    [k.taskId, k.key, k.recipient, k.messageId, k.ok, k.error],
+  );
+}

@@ -1,5 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { recordDelivery } from '@baton/storage';
+import type { Command } from '@baton/domain';
+import { handleCommand, loadTask } from '@baton/event-store';
+import { mailIds } from '@baton/mail';
+import { claimMail, recordDelivery, settleMail } from '@baton/storage';
 import { stackTest as test } from '@baton/testing';
 import { describe, expect } from 'vitest';
 import { testGateway as gateway } from './test-gateway.ts';
@@ -35,7 +38,7 @@ describe('webhook subscriptions of a task', () => {
 });
 
 describe('POST /v1/tasks/:id/deliveries/:deliveryId/redeliver', () => {
-  test('records a request (202) the notifier picks up; 404 for an unknown delivery or another tenant; 409 for a mail; 400 for a bad id', async ({ pg, nats }) => {
+  test('records a request (202) the notifier picks up; 404 for an unknown delivery or another tenant; 409 for a mail the task does not make; 400 for a bad id', async ({ pg, nats }) => {
     const app = await gateway(pg, nats, { apiKeys });
     const id = (await app.inject({ method: 'POST', url: '/v1/tasks', headers: a, payload: { prompt: 'x', webhook: { url: 'https://hooks.example.com/x', events: ['task.cancelled'] } } })).json().id as string;
     const eventId = randomUUID();
@@ -57,10 +60,47 @@ describe('POST /v1/tasks/:id/deliveries/:deliveryId/redeliver', () => {
     expect(unknown.json().error.code).toBe('not_found');
     const other = (await app.inject({ method: 'POST', url: '/v1/tasks', headers: a, payload: { prompt: 'y' } })).json().id as string;
     expect((await app.inject({ method: 'POST', url: `/v1/tasks/${other}/deliveries/${hook!.id}/redeliver`, headers: a })).statusCode).toBe(404); // not this task's
-    expect((await app.inject({ method: 'POST', url: `/v1/tasks/${id}/deliveries/${mail!.id}/redeliver`, headers: a })).json().error.code).toBe('not_a_webhook');
+    expect((await app.inject({ method: 'POST', url: `/v1/tasks/${id}/deliveries/${mail!.id}/redeliver`, headers: a })).json().error).toMatchObject({ code: 'mail_unknown', message: expect.stringMatching(/the task makes no such mail any more \(email\.completed\)/) });
     const bad = await app.inject({ method: 'POST', url: `/v1/tasks/${id}/deliveries/abc/redeliver`, headers: a });
     expect(bad.statusCode).toBe(400);
     expect(bad.json().error.message).toMatch(/params\.deliveryId/);
+    expect((await pg.db.pool.query('select count(*)::int as n from webhook_redeliveries')).rows[0].n).toBe(1);
+  });
+
+  test("a notification mail: 202 once the notifiers have given up on it; 409 while they still try, once its request is decided, and for an agent's mail", async ({ pg, nats }) => {
+    const app = await gateway(pg, nats, { apiKeys });
+    const id = (await app.inject({ method: 'POST', url: '/v1/tasks', headers: a, payload: { prompt: 'x', notify: { email: { to: ['ann@example.com'], on: ['awaiting_input'] } } } })).json().id as string;
+    const usage = { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
+    const run = (c: Command) => handleCommand(pg.store, id, c);
+    await run({ type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'research-lead', configVersion: 'v' });
+    await run({ type: 'RecordModelTurn', agentId: 'lead', turn: 1, model: 'm', stopReason: 'tool_use', offline: true, durationMs: 0, usage, content: [{ type: 'tool_use', id: 'tu1', name: 'Task', input: { agent: 'researcher', prompt: 'p' } }] });
+    await run({ type: 'RequestApproval', requestId: 'apr-1', agentId: 'lead', toolUseId: 'tu1', toolName: 'Task', input: { agent: 'researcher', prompt: 'p' }, inputDigest: 'd', plan: 'p', deadline: new Date(Date.now() + 600_000).toISOString(), onTimeout: 'reject' });
+    const requested = (await loadTask(pg.store, id)).events.find((e) => e.type === 'ApprovalRequested')!;
+    const key = { taskId: id, key: 'request:apr-1', recipient: 'ann@example.com' };
+    const { deliveryId: webhookId } = mailIds(id, key.key, key.recipient, 'baton.example');
+    await recordDelivery(pg.db.pool, { taskId: id, eventId: requested.id, webhookId, channel: 'email', type: 'email.awaiting_input', url: 'mailto:ann@example.com', attempt: 1, statusCode: 451, ok: false, error: '451 later', durationMs: 3 });
+    await recordDelivery(pg.db.pool, { taskId: id, eventId: requested.id, webhookId: 'mail_outbox', channel: 'email', type: 'email.outbox', url: 'mailto:bob@example.com', attempt: 1, statusCode: 550, ok: false, error: '550 no', durationMs: 3 });
+    const [mail, outbox] = (await app.inject({ method: 'GET', url: `/v1/tasks/${id}/deliveries`, headers: a })).json().items as { id: string }[];
+    const redeliver = (deliveryId: string) => app.inject({ method: 'POST', url: `/v1/tasks/${id}/deliveries/${deliveryId}/redeliver`, headers: a });
+
+    await claimMail(pg.db.pool, { ...key, messageId: '<m@x>', holder: 'n1', leaseMs: 60_000 });
+    await settleMail(pg.db.pool, { ...key, holder: 'n1', state: 'retry', error: '451 later' });
+    const trying = await redeliver(mail!.id);
+    expect(trying.statusCode).toBe(409);
+    expect(trying.json().error).toMatchObject({ code: 'mail_in_flight', message: expect.stringMatching(/still trying to send this mail \(attempt 1 so far\)/) });
+    await claimMail(pg.db.pool, { ...key, messageId: '<m@x>', holder: 'n1', leaseMs: 60_000 });
+    await settleMail(pg.db.pool, { ...key, holder: 'n1', state: 'failed', error: '451 later' });
+    const queued = await redeliver(mail!.id);
+    expect(queued.statusCode).toBe(202);
+    expect(queued.json()).toMatchObject({ deliveryId: mail!.id, webhookId, status: 'queued' });
+
+    const agents = await redeliver(outbox!.id);
+    expect(agents.statusCode).toBe(409);
+    expect(agents.json().error).toMatchObject({ code: 'agent_mail', message: expect.stringMatching(/an agent's mail \(send_email\) is not sent again/) });
+    expect((await app.inject({ method: 'POST', url: `/v1/tasks/${id}/approvals/apr-1`, headers: a, payload: { decision: 'approve' } })).statusCode).toBe(200);
+    const closed = await redeliver(mail!.id);
+    expect(closed.statusCode).toBe(409);
+    expect(closed.json().error).toMatchObject({ code: 'request_closed', message: expect.stringMatching(/\(apr-1\) is no longer open/) });
     expect((await pg.db.pool.query('select count(*)::int as n from webhook_redeliveries')).rows[0].n).toBe(1);
   });
 

@@ -6,7 +6,7 @@ import type { Command, NotifyConfig } from '@baton/domain';
 import { handleCommand, loadTask } from '@baton/event-store';
 import { verifyLinkToken } from '@baton/mail';
 import { silentLogger, type Logger } from '@baton/runtime';
-import { claimMail, listDeliveries, mailSends, storeArtifact } from '@baton/storage';
+import { claimMail, listDeliveries, mailSends, requestRedelivery, storeArtifact } from '@baton/storage';
 import { smtpCatcher, stackTest as test, waitFor, type NatsFixture, type PgFixture, type SmtpCatcher } from '@baton/testing';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import pino from 'pino';
@@ -175,6 +175,54 @@ describe('mail notifications', () => {
     expect(smtp.received).toBe(1);
     expect(smtp.mails).toHaveLength(1);
     expect((await listDeliveries(pg.db.pool, id)).map((d) => [d.attempt, d.ok])).toEqual([[1, true]]);
+  });
+});
+
+describe('a mail sent again at a person\'s asking (a redelivery of its delivery)', () => {
+  test('a request mail the server refused for good is sent again, with new links; once the request is decided, asking again sends nothing and says why', async ({ pg, nats }) => {
+    smtp.refuseNext(1, 550, 'mailbox full');
+    const stack = await startStack(pg, nats);
+    const id = await awaitingApproval(pg, { email: { to: ['ann@example.com'], on: ['awaiting_input', 'completed'] } });
+    await waitFor(async () => (await mailSends(pg.db.pool, id))[0]?.state === 'failed', { what: 'the mail given up (550)' });
+    expect(smtp.mails).toHaveLength(0);
+    const [first] = await listDeliveries(pg.db.pool, id);
+    await requestRedelivery(pg.db.pool, { taskId: id, deliveryId: first!.id, requestedBy: 'ops@acme' });
+    await waitFor(() => smtp.mails.length === 1, { what: 'the mail sent again' });
+    const links = [...smtp.mails[0]!.text.matchAll(/^(Approve|Reject): (\S+)$/gm)].map((m) => m[2]);
+    expect(links).toHaveLength(2);
+    expect(verifyLinkToken(SECRET, tokenOf(links[0]), new Date())).toMatchObject({ ok: true, claims: { k: id, r: 'apr-lead-tu1', d: 'approve', a: 'ann@example.com' } });
+    await waitFor(async () => (await listDeliveries(pg.db.pool, id)).length === 2, { what: 'the second attempt recorded' });
+    expect((await listDeliveries(pg.db.pool, id)).map((d) => [d.attempt, d.ok, d.redelivery, d.statusCode, d.webhookId === first!.webhookId])).toEqual([[1, false, false, 550, true], [2, true, true, 250, true]]);
+    expect(await mailSends(pg.db.pool, id)).toEqual([{ key: 'request:apr-lead-tu1', recipient: 'ann@example.com', state: 'sent', attempts: 2, lastError: null }]);
+
+    // Decided: the request's mail has nothing left to ask. Recorded as a failed attempt naming why; nothing sent.
+    await handleCommand(pg.store, id, { type: 'DecideApproval', requestId: 'apr-lead-tu1', decision: 'approve', decidedBy: 'u' });
+    await requestRedelivery(pg.db.pool, { taskId: id, deliveryId: first!.id, requestedBy: 'ops@acme' });
+    await waitFor(async () => (await listDeliveries(pg.db.pool, id)).length === 3, { what: 'the refused resend recorded' });
+    await stack.stop();
+    expect(smtp.mails).toHaveLength(1);
+    expect((await listDeliveries(pg.db.pool, id))[2]).toMatchObject({ attempt: 3, ok: false, redelivery: true, error: expect.stringMatching(/^not sent: the request this mail asked about \(apr-lead-tu1\) is no longer open/) });
+  });
+
+  test('the end mail is sent again, the report attached as it is now; with mail off, the attempt says so', async ({ pg, nats }) => {
+    let stack = await startStack(pg, nats);
+    const id = await awaitingApproval(pg, { email: { to: ['ann@example.com'], on: ['completed'] } });
+    await complete(pg, id);
+    await waitFor(() => smtp.mails.length === 1, { what: 'the report mail' });
+    await waitFor(async () => (await listDeliveries(pg.db.pool, id)).length === 1, { what: 'its attempt recorded' });
+    const [first] = await listDeliveries(pg.db.pool, id);
+    await requestRedelivery(pg.db.pool, { taskId: id, deliveryId: first!.id, requestedBy: 'ops@acme' });
+    await waitFor(() => smtp.mails.length === 2, { what: 'the report mailed again' });
+    expect(smtp.mails[1]).toMatchObject({ subject: smtp.mails[0]!.subject, messageId: smtp.mails[0]!.messageId });
+    expect(smtp.mails[1]!.attachments.map((a) => a.filename)).toEqual(['report.md']);
+    await stack.stop();
+
+    stack = await startStack(pg, nats, { mailOff: true });
+    await requestRedelivery(pg.db.pool, { taskId: id, deliveryId: first!.id, requestedBy: 'ops@acme' });
+    await waitFor(async () => (await listDeliveries(pg.db.pool, id)).length === 3, { what: 'the resend with mail off recorded' });
+    await stack.stop();
+    expect(smtp.mails).toHaveLength(2);
+    expect((await listDeliveries(pg.db.pool, id)).map((d) => [d.attempt, d.ok, d.error])).toEqual([[1, true, null], [2, true, null], [3, false, 'not sent: mail is off: the notifier has no SMTP_URL']]);
   });
 });
 

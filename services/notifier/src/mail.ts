@@ -2,9 +2,9 @@ import type { BusEvent } from '@baton/bus';
 import { inSpan, metrics, SpanKind } from '@baton/telemetry';
 import { fold, type RecordedEvent, type RecordedEventOf, type TaskState } from '@baton/domain';
 import { handleCommand, type EventStore } from '@baton/event-store';
-import { endMail, mailIds, MAIL_EVENT_TYPES, outboxMail, plannedMails, requestMail, signLinkToken, type LinkAction, type ListedArtifact, type PlannedMail } from '@baton/mail';
+import { endMail, mailIds, MAIL_EVENT_TYPES, mailToResend, outboxMail, plannedMails, requestMail, signLinkToken, type LinkAction, type ListedArtifact, type PlannedMail } from '@baton/mail';
 import type { Logger } from '@baton/runtime';
-import { claimMail, readArtifact, recordDelivery, settleMail } from '@baton/storage';
+import { claimMail, mailInFlight, mailSendState, nextAttempt, readArtifact, recordDelivery, recordMailResend, settleMail, type ClaimedRedelivery } from '@baton/storage';
 import type pg from 'pg';
 import { SendError, type Mailer, type OutgoingMail } from './mailer.ts';
 
@@ -146,6 +146,49 @@ async function deliverOne(d: MailDeps, event: BusEvent, state: TaskState, events
     if (giveUp && p.kind === 'outbox') await settleOutbox(d, taskId, p.emailId, { code: e.permanent ? 'smtp_rejected' : 'smtp_unavailable', message: e.message });
     return giveUp ? null : { reason: `mail not sent: ${e.message}` };
   }
+}
+
+/**
+ * A person asked for a notification mail again (a redelivery request of a mail's delivery,
+ * docs/email.md): made as it would be now (`mailToResend`: a request's mail only while it is
+ * open, with new links), sent once and recorded as the mail's next attempt, the ledger updated.
+ * Not sent, and recorded as an attempt naming why: mail off, an agent's mail, a request decided
+ * meanwhile, a mail the notifiers are still trying. A failure is not retried (one attempt per
+ * request, as for webhooks).
+ */
+export async function resendMail(d: Pick<MailDeps, 'store' | 'pool' | 'log'>, mail: MailDeps | null, c: ClaimedRedelivery): Promise<void> {
+  const events = await d.store.readTask(c.taskId);
+  const state = fold(events);
+  const attempt = { channel: 'email' as const, taskId: c.taskId, eventId: c.eventId, webhookId: c.webhookId, type: c.type, url: c.url, attempt: await nextAttempt(d.pool, c.taskId, c.webhookId), redeliveryId: c.id };
+  const started = performance.now();
+  const notSent = async (why: string): Promise<void> => {
+    d.log.warn({ taskId: c.taskId, redeliveryId: c.id, why }, 'mail not sent again');
+    await recordDelivery(d.pool, { ...attempt, statusCode: null, ok: false, error: `not sent: ${why}`, durationMs: 0 });
+  };
+  const resend = mailToResend(c, events, state);
+  if (!resend.ok) return notSent(resend.message);
+  const p = resend.mail;
+  if (!mail?.mailer) return notSent('mail is off: the notifier has no SMTP_URL');
+  const mailer = mail.mailer;
+  const key = { taskId: c.taskId, key: p.key, recipient: p.recipient };
+  const ledger = await mailSendState(d.pool, key);
+  if (mailInFlight(ledger)) return notSent(`the notifiers are still trying to send it (attempt ${ledger?.attempts ?? 0})`);
+  const { messageId } = mailIds(c.taskId, p.key, p.recipient, new URL(mail.publicUrl).hostname || 'baton');
+  const elapsed = (): number => Math.round(performance.now() - started);
+  const outcome = await (async (): Promise<{ ok: boolean; statusCode: number | null; error: string | null }> => {
+    try {
+      const outgoing = await compose(mail, state, events, p, messageId);
+      const r = await inSpan('smtp send', { kind: SpanKind.CLIENT, attributes: { 'baton.task_id': c.taskId, 'baton.mail.moment': p.moment, 'baton.mail.redelivery': c.id } }, () => mailer.send(outgoing));
+      return { ok: true, statusCode: r.code, error: r.rejected.length > 0 ? `refused: ${r.rejected.join(', ')}` : null };
+    } catch (err) {
+      return { ok: false, statusCode: err instanceof SendError ? err.code : null, error: (err as Error).message };
+    }
+  })();
+  const { ok, statusCode, error } = outcome;
+  metrics.deliveries.inc({ channel: 'email', outcome: ok ? 'delivered' : 'failed' });
+  metrics.deliverySeconds.observe({ channel: 'email' }, elapsed() / 1000);
+  await recordDelivery(d.pool, { ...attempt, statusCode, ok, error, durationMs: elapsed() });
+  await recordMailResend(d.pool, { ...key, messageId, ok, error });
 }
 
 /** The mail itself: its contents (@baton/mail), links, and files. */

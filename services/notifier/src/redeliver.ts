@@ -1,6 +1,7 @@
 import { fold } from '@baton/domain';
 import type { EventStore } from '@baton/event-store';
 import { claimRedeliveries, findEndpoint, finishRedelivery, nextAttempt, recordDelivery, validSecrets, type ClaimedRedelivery } from '@baton/storage';
+import { resendMail, type MailDeps } from './mail.ts';
 import { sendMessage, type SendDeps } from './send.ts';
 
 export interface RedeliveryDeps extends SendDeps {
@@ -11,13 +12,16 @@ export interface RedeliveryDeps extends SendDeps {
   everyMs: number;
   /** How long a claim holds a request (then another notifier may take it). */
   leaseMs: number;
+  /** For a mail's delivery (null: mail is off). */
+  mail: MailDeps | null;
 }
 
 /**
  * Redelivery requests (POST /v1/tasks/:id/deliveries/:deliveryId/redeliver): claimed from
- * webhook_redeliveries, each sent once more — the same webhook-id, type and task as it stood after
- * the event, a fresh timestamp and signature — and recorded as the message's next attempt. One
- * attempt per request: a failed redelivery is recorded, not retried.
+ * webhook_redeliveries, each sent once more — a webhook message with the same webhook-id, type and
+ * task as it stood after the event, a fresh timestamp and signature; a notification mail as it
+ * would be made now (`resendMail`) — and recorded as the message's next attempt. One attempt per
+ * request: a failed redelivery is recorded, not retried.
  */
 export function startRedeliveries(d: RedeliveryDeps): { stop(): Promise<void> } {
   let stopped = false;
@@ -56,6 +60,11 @@ export function startRedeliveries(d: RedeliveryDeps): { stop(): Promise<void> } 
 }
 
 async function redeliver(d: RedeliveryDeps, c: ClaimedRedelivery): Promise<void> {
+  if (c.channel === 'email') {
+    await resendMail(d, d.mail, c);
+    await finishRedelivery(d.pool, c.id);
+    return;
+  }
   const events = await d.store.readTask(c.taskId);
   const i = events.findIndex((e) => e.id === c.eventId);
   // A tenant endpoint's message goes to it as it is now (its URL and valid secrets); gone: not sent.

@@ -162,7 +162,8 @@ export async function startNotifier(d: NotifierDeps): Promise<RunningConsumer> {
     }
     return outcome;
   }
-  const redeliveries = startRedeliveries({ ...d, everyMs: d.redeliverEveryMs ?? 1000, leaseMs: 3 * d.timeoutMs + 10_000 });
+  // A claim outlasts the longest send it covers: a webhook's three timeouts, or a mail's lease.
+  const redeliveries = startRedeliveries({ ...d, mail, everyMs: d.redeliverEveryMs ?? 1000, leaseMs: Math.max(3 * d.timeoutMs + 10_000, mail?.leaseMs ?? 0) });
   return {
     get inFlight() {
       return consumer.inFlight;

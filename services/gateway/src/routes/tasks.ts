@@ -2,7 +2,8 @@ import { allTools, parseToolInput } from '@baton/agents';
 import { digestJson, exists, forkEvents, forkedArtifacts, stateAt, uuidV5, type Command, type TaskState } from '@baton/domain';
 import { redactCredentials, toAgentViews, toTaskView, type DeliveryView } from '@baton/api';
 import { importTask } from '@baton/event-store';
-import { ArtifactVersionNotKeptError, copyTaskFiles, findDelivery, findEndpoint, listDeliveries, readArtifactVersion, requestRedelivery, storeWorkspace } from '@baton/storage';
+import { mailToResend } from '@baton/mail';
+import { ArtifactVersionNotKeptError, copyTaskFiles, findDelivery, findEndpoint, listDeliveries, mailInFlight, mailSendState, readArtifactVersion, requestRedelivery, storeWorkspace } from '@baton/storage';
 import multipart from '@fastify/multipart';
 import type { ZodTypeProvider } from '@fastify/type-provider-zod';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
@@ -143,13 +144,19 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     return { items: items.map((r): DeliveryView => ({ ...r, url: redactCredentials(r.url), error: r.error === null ? null : redactCredentials(r.error), attemptedAt: r.attemptedAt.toISOString() })) };
   });
 
-  // Redelivery (docs/webhooks.md): recorded here, sent by a notifier (it holds the signing secret and the egress guard).
-  r.post('/v1/tasks/:id/deliveries/:deliveryId/redeliver', { schema: { params: DeliveryParams, tags: ['webhooks'], summary: "Send a delivery's webhook message again now (a new attempt, listed in /deliveries)" } }, async (req, reply) => {
+  // Redelivery (docs/webhooks.md, docs/email.md): recorded here, sent by a notifier (it holds the signing secret, the egress guard and the SMTP server).
+  r.post('/v1/tasks/:id/deliveries/:deliveryId/redeliver', { schema: { params: DeliveryParams, tags: ['webhooks'], summary: "Send a delivery's webhook message, or its notification mail, again now (a new attempt, listed in /deliveries)" } }, async (req, reply) => {
     const { id, deliveryId } = req.params;
-    await loadVisibleTask(d, req, id);
+    const loaded = await loadVisibleTask(d, req, id);
     const delivery = await findDelivery(d.pool, id, deliveryId);
     if (!delivery) throw notFound(`delivery ${deliveryId} of task ${id}`);
-    if (delivery.channel !== 'webhook') throw new HttpError(409, 'not_a_webhook', `delivery ${deliveryId} is a mail: only webhook deliveries can be redelivered`);
+    if (delivery.channel === 'email') {
+      // Refused now what the notifier would only record as not sent (it asks again before sending).
+      const resend = mailToResend(delivery, loaded.events, loaded.state);
+      if (!resend.ok) throw new HttpError(409, resend.code, `delivery ${deliveryId}: ${resend.message}`);
+      const ledger = await mailSendState(d.pool, { taskId: id, key: resend.mail.key, recipient: resend.mail.recipient });
+      if (mailInFlight(ledger)) throw new HttpError(409, 'mail_in_flight', `delivery ${deliveryId}: the notifiers are still trying to send this mail (attempt ${ledger?.attempts ?? 0} so far): it is sent again by itself; ask once they have given up`);
+    }
     if (delivery.endpointId && !(await findEndpoint(d.pool, delivery.endpointId))) throw new HttpError(409, 'endpoint_deleted', `delivery ${deliveryId} went to the tenant's endpoint ${delivery.endpointId}, which has been deleted: there is nothing to send it to`);
     const redeliveryId = await requestRedelivery(d.pool, { taskId: id, deliveryId, requestedBy: req.actor });
     return reply.status(202).send({ redeliveryId, deliveryId, webhookId: delivery.webhookId, status: 'queued' });
