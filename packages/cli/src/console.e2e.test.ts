@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { TaskView } from '@baton/api';
-import { tarGz, waitFor, webhookReceiver } from '@baton/testing';
+import { smtpCatcher, tarGz, waitFor, webhookReceiver, type SmtpCatcher } from '@baton/testing';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiEvent, BatonClient } from '@baton/client';
@@ -23,6 +23,7 @@ const KEY = `console-test-key-${randomBytes(6).toString('hex')}`;
  */
 describe('the web console, in Chromium', () => {
   let stack: E2eStack;
+  let smtp: SmtpCatcher;
   let api: BatonClient;
   let url: string;
   let browser: Browser;
@@ -34,7 +35,8 @@ describe('the web console, in Chromium', () => {
   beforeAll(async () => {
     if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: install it (apt-get install chromium; .ci/run does) or set CHROMIUM_PATH`);
     await mkdir(SHOTS, { recursive: true });
-    stack = await startE2eStack('console', { apiKey: KEY, env: () => ({ BATON_API_KEYS: `${KEY}:acme`, RATE_LIMIT_WRITES_PER_S: '0', OFFLINE_CHAT_WORD_DELAY_MS: '30', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' }) });
+    smtp = await smtpCatcher();
+    stack = await startE2eStack('console', { apiKey: KEY, env: ({ url }) => ({ BATON_API_KEYS: `${KEY}:acme`, RATE_LIMIT_WRITES_PER_S: '0', OFFLINE_CHAT_WORD_DELAY_MS: '30', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', SMTP_URL: smtp.url, MAIL_FROM: 'Baton <baton@example.com>', PUBLIC_URL: url, MAIL_LINK_SECRET: randomBytes(32).toString('hex') }) });
     ({ api, url } = stack);
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
     context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
@@ -47,6 +49,7 @@ describe('the web console, in Chromium', () => {
   afterAll(async () => {
     await browser?.close();
     await stack?.stop();
+    await smtp?.close();
   });
 
   afterEach(() => {
@@ -398,6 +401,21 @@ describe('the web console, in Chromium', () => {
     } finally {
       await receiver.close();
     }
+  });
+
+  it('a notification mail the SMTP server refused for good: Send again mails it, and the new attempt is shown', async () => {
+    smtp.refuseNext(1, 550, 'mailbox full');
+    const id = await submit({ prompt: 'bench', team: 'bench', requirePlanApproval: false, notify: { email: { to: ['ann@example.com'], on: ['completed'] } } });
+    await waitFor(async () => (await api.deliveries(id)).some((d) => d.type === 'email.completed' && !d.ok), { timeoutMs: 30_000, what: 'the end mail refused' });
+    await open(id);
+    const section = page.getByRole('region', { name: 'deliveries' });
+    const refused = section.locator('li', { hasText: 'email.completed' });
+    await refused.waitFor();
+    expect(await refused.textContent()).toMatch(/failed 550 email\.completed mail to mailto:ann@example\.com.*attempt 1.*550 mailbox full/);
+    await refused.getByRole('button', { name: /^send delivery \d+ again$/ }).click();
+    await section.locator('li', { hasText: '(sent again)' }).waitFor({ timeout: 30_000 });
+    expect(await section.locator('li', { hasText: '(sent again)' }).textContent()).toMatch(/^ok 250 email\.completed/);
+    expect(smtp.mails.filter((m) => m.headers.get('x-baton-task') === id).map((m) => m.to)).toEqual([['ann@example.com']]);
   });
 
   it('chat: the reply streams word by word, the conversation survives a reload, and action mode turns it into a task', async () => {

@@ -7,9 +7,11 @@ const REDELIVERY_WAIT_MS = 30_000;
 
 /**
  * Every attempt to deliver the task's webhooks and mail (`GET /v1/tasks/:id/deliveries`), newest
- * first: when, what, where, how it went. A webhook attempt can be sent again ("Send again": a new
- * attempt, recorded here once a notifier has sent it). Read when the task moves, on Refresh, and
- * while a redelivery is on its way. Shown only once there is an attempt.
+ * first: when, what, where, how it went. A webhook message or a notification mail can be sent again
+ * ("Send again": a new attempt, recorded here once a notifier has sent it; a mail that cannot be —
+ * its request decided, still being tried — is refused with the reason); an agent's own mail
+ * (`email.outbox`) cannot. Read when the task moves, on Refresh, and while a redelivery is on its
+ * way. Shown only once there is an attempt.
  */
 export function Deliveries({ taskId, version }: { taskId: string; version: number }) {
   const [items, setItems] = useState<DeliveryView[]>([]);
@@ -73,7 +75,7 @@ export function Deliveries({ taskId, version }: { taskId: string; version: numbe
               {d.redelivery ? ' (sent again)' : ''} · {new Date(d.attemptedAt).toLocaleTimeString()} · {d.durationMs} ms
               {d.error ? ` · ${d.error}` : ''}
             </span>{' '}
-            {d.channel === 'webhook' && (
+            {d.type !== 'email.outbox' && (
               <button className="small" disabled={queued !== null} onClick={() => void sendAgain(d)} aria-label={`send delivery ${d.id} again`}>
                 {queued?.deliveryId === d.id ? 'Queued…' : 'Send again'}
               </button>
