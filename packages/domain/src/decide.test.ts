@@ -121,6 +121,14 @@ describe('RecordModelTurn', () => {
     given(hist).when({ type: 'ClaimAgentStream', agentId: 'researcher-1', attempt: 2, runnerId: 'r1' }).thenThrows(StaleAttemptError);
     given([...leadWaitingOnTool, dispatched()]).when({ type: 'ClaimAgentStream', agentId: 'researcher-1', attempt: 0, runnerId: 'r1' }).thenThrows(StaleAttemptError);
   });
+  it("a fence that commits after the task was cancelled (the claim before the cancel, the fence after) does not bring the agent back to running; a stale fence does not move the attempt back", () => {
+    const claimed = [...leadWaitingOnTool, dispatched(), agentStarted('researcher-1', 1)];
+    const cancelled = stateOf(recorded([...claimed, { type: 'TaskCancelled', data: { reason: 'r', requestedBy: 'u' } } as DecidedEvent, agentStarted('researcher-1', 1)]));
+    expect(cancelled.status).toBe('cancelled');
+    expect(cancelled.agents['researcher-1']).toMatchObject({ status: 'cancelled', attempt: 1 });
+    const newer = stateOf(recorded([...claimed, agentStarted('researcher-1', 2), agentStarted('researcher-1', 1)]));
+    expect(newer.agents['researcher-1']).toMatchObject({ status: 'running', attempt: 2 });
+  });
   it('a subagent turn counts on the agent and on the task usage', () => {
     const hist = [...leadWaitingOnTool, dispatched(), agentStarted()];
     const turn = { ...(leadTurn(1).data as object), agentId: 'researcher-1' };

@@ -99,10 +99,11 @@ export function evolve(state: TaskState, event: RecordedEvent): TaskState {
       break;
     }
     case 'SubagentStarted':
-      // Recorded twice per attempt (the claim on the task stream, the fence on the agent's): only the claim starts one.
-      s = updateAgent(s, event.data.agentId, (a) =>
-        event.data.attempt > a.attempt ? { ...a, status: 'running', attempt: event.data.attempt, stalledAttempts: a.stalledAttempts + 1, handedBack: false } : { ...a, status: 'running', attempt: event.data.attempt },
-      );
+      // Recorded twice per attempt (the claim on the task stream, the fence on the agent's): only
+      // the claim starts one. The fence changes nothing here (its stream's version moves, below):
+      // what the task stream said in between stands — a cancel, a failure, a newer attempt.
+      if (event.data.attempt > (s.agents[event.data.agentId]?.attempt ?? 0))
+        s = updateAgent(s, event.data.agentId, (a) => ({ ...a, status: 'running', attempt: event.data.attempt, stalledAttempts: a.stalledAttempts + 1, handedBack: false }));
       break;
     case 'SubagentCompleted': {
       const d = event.data;

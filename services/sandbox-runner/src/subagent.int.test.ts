@@ -234,6 +234,30 @@ describe('runSubagentJob', () => {
     expect(events.filter((e) => e.type === 'ModelTurnRecorded')).toHaveLength(2); // the lead's, and the one in flight at the cancel
   });
 
+  test('a cancel that commits between the claim of an attempt and its fence: no model call, no turn, the agent stays cancelled', async ({ pg }) => {
+    const id = await dispatchedTask(pg.store);
+    // The store as the runner sees it, with the cancel landing just before the fence (the agent stream's SubagentStarted).
+    const store = Object.create(pg.store) as EventStore;
+    let cancelledFirst = false;
+    store.append = async (a) => {
+      if (!cancelledFirst && a.streamId === agentStreamId(id, 'researcher-1') && a.events[0]?.type === 'SubagentStarted') {
+        cancelledFirst = true;
+        await handleCommand(pg.store, id, { type: 'CancelTask', reason: 'stop', requestedBy: 'u' });
+      }
+      return pg.store.append(a);
+    };
+    let calls = 0;
+    const offline = new OfflineModel();
+    const counting: ModelClient = { name: 'counting', complete: async (r) => (calls++, offline.complete(r)) };
+    expect(await runSubagentJob(deps(store, counting), id, 'researcher-1', () => {})).toBe('cancelled');
+    expect(cancelledFirst).toBe(true);
+    expect(calls).toBe(0);
+    const { state, events } = await loadTask(pg.store, id);
+    expect(state.status).toBe('cancelled');
+    expect(state.agents['researcher-1']?.status).toBe('cancelled');
+    expect(events.filter((e) => e.streamId === agentStreamId(id, 'researcher-1')).map((e) => e.type)).toEqual(['SubagentStarted']);
+  });
+
   test('a job whose cause event is not readable yet is retried rather than taken for nothing to do', async ({ pg }) => {
     const id = await dispatchedTask(pg.store);
     await expect(runSubagentJob(deps(pg.store), id, 'researcher-1', () => {}, { causeEventId: randomUUID() })).rejects.toThrow(CauseNotVisibleError);

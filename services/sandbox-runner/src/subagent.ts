@@ -180,7 +180,6 @@ export async function runSubagentJob(
       };
       let outcome = null as JobOutcome | null;
       const stop = (o: JobOutcome): false => ((outcome = o), false);
-      let first = true;
       /** The task as the last proceed read it (other agents' spending included). */
       let latest: TaskState | null = null;
 
@@ -236,8 +235,9 @@ export async function runSubagentJob(
         proceed: async () => {
           heartbeat();
           // The task as others see it: cancelled, or this attempt superseded, stops the job here.
-          const fresh = first ? writer.state : (await load(taskId)).state;
-          first = false;
+          // Read before the first turn too: a cancel can commit between the attempt's claim (on
+          // the task stream) and its fence (on the agent's), which the writer's state cannot show.
+          const fresh = (await load(taskId)).state;
           latest = fresh;
           const current = fresh.agents[agentId];
           if (isFinal(fresh) || current?.status === 'cancelled') return stop('cancelled');
