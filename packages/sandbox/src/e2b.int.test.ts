@@ -58,7 +58,7 @@ describe('E2B sandbox provider lifecycle', () => {
     const live = spec();
     await p.open(live);
     const liveId = (await pg.db.pool.query('select external_id from sandboxes where task_id = $1', [live.taskId])).rows[0]?.external_id as string;
-    expect(await p.sweep(async (ids) => new Set(ids.filter((i) => i === live.taskId)))).toBeGreaterThanOrEqual(1);
+    expect(await p.sweep(async (ids) => new Map(ids.map((i) => [i, i === live.taskId ? 'live' : 'finished'] as const)))).toBeGreaterThanOrEqual(1);
     expect(fake.sandboxes.has(second)).toBe(false);
     expect(fake.sandboxes.has(liveId)).toBe(true);
   });

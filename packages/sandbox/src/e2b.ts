@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { CommandExitError, Sandbox as E2B, FileNotFoundError, TimeoutError, type ConnectionOpts } from 'e2b';
 import type pg from 'pg';
-import { sandboxIdOf, type CommandResult, type RunOptions, type Sandbox, type SandboxFiles, type SandboxProvider, type SandboxSpec } from './provider.ts';
+import { sandboxIdOf, type CommandResult, type RunOptions, type Sandbox, type SandboxFiles, type SandboxProvider, type SandboxSpec, type TaskLiveness } from './provider.ts';
 import { SandboxRegistry } from './registry.ts';
 import { resolveRelative, textOf, WorkspacePathError, type WalkedFile } from './workspace.ts';
 
@@ -81,13 +81,13 @@ export class E2BSandboxProvider implements SandboxProvider {
     if (row) await this.registry.killed(id);
   }
 
-  async sweep(isLive: (taskIds: string[]) => Promise<Set<string>>): Promise<number> {
+  async sweep(liveness: TaskLiveness): Promise<number> {
     const rows = await this.registry.live(this.name);
     if (rows.length === 0) return 0;
-    const live = await isLive([...new Set(rows.map((r) => r.taskId))]);
+    const known = await liveness([...new Set(rows.map((r) => r.taskId))]);
     let swept = 0;
     for (const r of rows) {
-      if (live.has(r.taskId)) continue;
+      if (known.get(r.taskId) === 'live') continue;
       await this.kill(r.taskId, r.agentId);
       swept++;
     }

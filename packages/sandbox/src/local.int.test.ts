@@ -52,7 +52,7 @@ describe('local sandbox provider', () => {
     const dead = spec();
     await (await p.open(live)).files.write('a.txt', 'x');
     await (await p.open(dead)).files.write('a.txt', 'x');
-    expect(await p.sweep(async () => new Set([live.taskId]))).toBe(1);
+    expect(await p.sweep(async (ids) => new Map(ids.map((i) => [i, i === live.taskId ? 'live' : 'finished'] as const)))).toBe(1);
     await expect(readFile(path.join(root, dead.taskId, dead.agentId, 'a.txt'))).rejects.toThrow(/ENOENT/);
     expect(await readFile(path.join(root, live.taskId, live.agentId, 'a.txt'), 'utf8')).toBe('x');
   });

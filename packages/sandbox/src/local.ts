@@ -4,7 +4,7 @@ import path from 'node:path';
 import type pg from 'pg';
 import { Cgroups } from './cgroups.ts';
 import { confinedArgv, findBwrap, runArgv } from './confine.ts';
-import { sandboxIdOf, type CommandResult, type RunOptions, type Sandbox, type SandboxFiles, type SandboxProvider, type SandboxSpec } from './provider.ts';
+import { sandboxIdOf, type CommandResult, type RunOptions, type Sandbox, type SandboxFiles, type SandboxProvider, type SandboxSpec, type TaskLiveness } from './provider.ts';
 import { SandboxRegistry, type StoredFile } from './registry.ts';
 import { resolveToolchain, type SandboxToolchain, type ToolchainOption } from './toolchain.ts';
 import { Workspace, type WalkedFile } from './workspace.ts';
@@ -155,19 +155,22 @@ export class LocalSandboxProvider implements SandboxProvider {
     await this.registry.killed(id);
   }
 
-  async sweep(isLive: (taskIds: string[]) => Promise<Set<string>>): Promise<number> {
+  async sweep(liveness: TaskLiveness): Promise<number> {
     const rows = await this.registry.live(this.name);
     const localTasks = (await readdir(this.root).catch(() => [] as string[])).filter((t) => /^[0-9a-f-]{36}$/.test(t));
     const taskIds = [...new Set([...rows.map((r) => r.taskId), ...localTasks])];
     if (taskIds.length === 0) return 0;
-    const live = await isLive(taskIds);
+    const known = await liveness(taskIds);
     let swept = 0;
+    // The registry's rows are this deployment's own: killed unless their task is live.
     for (const r of rows) {
-      if (live.has(r.taskId)) continue;
+      if (known.get(r.taskId) === 'live') continue;
       await this.kill(r.taskId, r.agentId);
       swept++;
     }
-    for (const t of localTasks) if (!live.has(t)) await rm(path.join(this.root, t), { recursive: true, force: true });
+    // Files left under the root: removed only for a task this deployment knows as finished. A task
+    // it does not know is another deployment's sharing this root (the default is per host): left alone.
+    for (const t of localTasks) if (known.get(t) === 'finished') await rm(path.join(this.root, t), { recursive: true, force: true });
     return swept;
   }
 

@@ -87,9 +87,16 @@ export interface SandboxProvider {
   pause(sandbox: Sandbox): Promise<void>;
   /** The agent is done: free everything. Idempotent; killing an unknown sandbox is fine. */
   kill(taskId: string, agentId: string): Promise<void>;
-  /** Kill every sandbox whose task is no longer live (a crash left them); returns how many. */
-  sweep(isLive: (taskIds: string[]) => Promise<Set<string>>): Promise<number>;
+  /**
+   * Kill every sandbox whose task is no longer live (a crash left them); returns how many. Only
+   * what is this deployment's: its own registry's sandboxes, and files of tasks its log knows
+   * as finished — never a task it does not know (another deployment's sharing the host's root).
+   */
+  sweep(liveness: TaskLiveness): Promise<number>;
 }
+
+/** What this deployment's log says of these tasks: live or finished; a task it does not know is absent. */
+export type TaskLiveness = (taskIds: string[]) => Promise<Map<string, 'live' | 'finished'>>;
 
 /** A sandbox opened by a newer attempt: this runner must stop. */
 export class SandboxFencedError extends Error {

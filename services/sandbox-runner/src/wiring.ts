@@ -1,6 +1,6 @@
 import { indexCorpus, readArtifact, readArtifactVersion, searchCorpus, storeArtifact } from '@baton/storage';
 import type { Logger } from '@baton/runtime';
-import { E2BSandboxProvider, LocalSandboxProvider, type SandboxProvider } from '@baton/sandbox';
+import { E2BSandboxProvider, LocalSandboxProvider, type SandboxProvider, type TaskLiveness } from '@baton/sandbox';
 import type pg from 'pg';
 import type { RunnerConfig } from './config.ts';
 import type { ArtifactStore } from './subagent.ts';
@@ -29,11 +29,11 @@ export function artifactStore(pool: pg.Pool): ArtifactStore {
   };
 }
 
-/** Which of these tasks are still live (not completed, failed or cancelled; unknown ones are not). */
-export function liveTasks(pool: pg.Pool): (taskIds: string[]) => Promise<Set<string>> {
+/** Which of these tasks this deployment's log knows, live or finished (completed, failed or cancelled); unknown ones are absent. */
+export function taskLiveness(pool: pg.Pool): TaskLiveness {
   return async (taskIds) => {
-    const { rows } = await pool.query(`select id from tasks where id = any($1::uuid[]) and status not in ('completed', 'failed', 'cancelled')`, [taskIds]);
-    return new Set(rows.map((r) => r.id as string));
+    const { rows } = await pool.query(`select id, status in ('completed', 'failed', 'cancelled') as finished from tasks where id = any($1::uuid[])`, [taskIds]);
+    return new Map(rows.map((r) => [r.id as string, r.finished ? 'finished' : 'live']));
   };
 }
 
@@ -41,7 +41,7 @@ export function liveTasks(pool: pg.Pool): (taskIds: string[]) => Promise<Set<str
 export function startSweeper(provider: SandboxProvider, pool: pg.Pool, intervalMs: number, log: Logger): () => void {
   const sweep = async (): Promise<void> => {
     try {
-      const n = await provider.sweep(liveTasks(pool));
+      const n = await provider.sweep(taskLiveness(pool));
       if (n > 0) log.info({ swept: n }, 'orphaned sandboxes killed');
     } catch (err) {
       log.warn({ err }, 'sandbox sweep failed');
