@@ -117,6 +117,17 @@ describe('POST /v1/tasks with a workspace', () => {
     const big = await send(form({ prompt: 'x' }, Buffer.alloc(LIMITS.maxArchiveBytes + 1, 1)));
     expect(big.statusCode).toBe(413);
     expect(big.json().error).toMatchObject({ code: 'workspace_too_large', message: 'workspace: the archive is larger than 65536 bytes' });
+    // A body that is not well-formed multipart (cut short, no boundary): a 400 saying so, not a 500.
+    const raw = (contentType: string, payload: string) => app.inject({ method: 'POST', url: '/v1/tasks', headers: { 'content-type': contentType }, payload });
+    for (const [contentType, payload] of [
+      ['multipart/form-data; boundary=xyz', '--xyz\r\nContent-Disposition: form-data; name="task"\r\n\r\n{"prompt":"cut"}'],
+      ['multipart/form-data', 'garbage'],
+      ['multipart/form-data; boundary=xyz', 'garbage'],
+    ]) {
+      const res = await raw(contentType as string, payload as string);
+      expect(res.statusCode, payload).toBe(400);
+      expect(res.json().error).toMatchObject({ code: 'bad_multipart', message: expect.stringMatching(/^multipart: the body is not well-formed multipart\/form-data \(.+\); the form has a 'task' field/) });
+    }
     // Without a file part the form is just the JSON body.
     expect((await send(form({ prompt: 'no files' }, null))).json()).toMatchObject({ prompt: 'no files', workspace: null });
     expect(await count(pg, `select count(*)::int as n from events where type = 'TaskSubmitted'`)).toBe(1);

@@ -76,7 +76,9 @@ export async function readMultipartSubmission(d: GatewayDeps, req: FastifyReques
       case 'FST_INVALID_JSON_FIELD_ERROR':
         throw new HttpError(400, 'invalid_json', 'task: not valid JSON');
       default:
-        throw err;
+        if (err instanceof HttpError) throw err;
+        // The parser's own complaints (no boundary, a body cut short, a broken header): the client's body, not a fault here.
+        throw new HttpError(400, 'bad_multipart', `multipart: the body is not well-formed multipart/form-data (${(err as Error).message}); ${form}`);
     }
   }
   if (task === undefined) throw new HttpError(400, 'validation_error', `task: missing; ${form}`, [{ field: 'task', message: 'required' }]);
