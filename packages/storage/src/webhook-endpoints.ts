@@ -1,3 +1,4 @@
+import { inTransaction } from '@baton/db';
 import type pg from 'pg';
 
 /** A tenant's webhook subscription (POST /v1/webhooks): delivered for every task of the tenant. */
@@ -35,6 +36,20 @@ export const validSecrets = (e: Pick<WebhookEndpoint, 'secret' | 'previousSecret
 export async function createEndpoint(pool: Pick<pg.Pool, 'query'>, e: { id: string; tenantId: string; url: string; events: string[]; secret: string }): Promise<WebhookEndpoint> {
   const { rows } = await pool.query(`insert into webhook_endpoints (id, tenant_id, url, events, secret) values ($1, $2, $3, $4, $5) returning ${COLUMNS}`, [e.id, e.tenantId, e.url, e.events, e.secret]);
   return toEndpoint(rows[0]);
+}
+
+/**
+ * Create an endpoint unless the tenant has `max` already (null then). Creations of one tenant take
+ * turns (a transaction-scoped advisory lock), so concurrent requests cannot go past the cap
+ * between counting and inserting.
+ */
+export async function createEndpointUnderCap(pool: pg.Pool, e: { id: string; tenantId: string; url: string; events: string[]; secret: string }, max: number): Promise<WebhookEndpoint | null> {
+  return inTransaction(pool, async (client) => {
+    await client.query(`select pg_advisory_xact_lock(hashtext('baton.webhook_endpoints'), hashtext($1))`, [e.tenantId]);
+    const { rows } = await client.query<{ n: number }>('select count(*)::int as n from webhook_endpoints where tenant_id = $1', [e.tenantId]);
+    if ((rows[0]?.n ?? 0) >= max) return null;
+    return createEndpoint(client, e);
+  });
 }
 
 /** The tenants that have at least one endpoint (what the relay asks: does the notifier serve this tenant's tasks?). */

@@ -120,6 +120,18 @@ describe('POST /v1/tasks/:id/deliveries/:deliveryId/redeliver', () => {
 });
 
 describe('/v1/webhooks (a tenant\'s endpoints)', () => {
+  test('at most 20 endpoints per tenant, also when many are asked for at once; another tenant has its own 20', async ({ pg, nats }) => {
+    const app = await gateway(pg, nats, { apiKeys });
+    const create = (h: Record<string, string>, n: number) => app.inject({ method: 'POST', url: '/v1/webhooks', headers: h, payload: { url: `https://hooks.example.com/${n}` } });
+    const codes = (await Promise.all(Array.from({ length: 30 }, (_, n) => create(a, n)))).map((r) => r.statusCode);
+    expect(codes.filter((c) => c === 201)).toHaveLength(20);
+    expect(codes.filter((c) => c === 409)).toHaveLength(10);
+    expect((await app.inject({ method: 'GET', url: '/v1/webhooks', headers: a })).json().items).toHaveLength(20);
+    const refused = await create(a, 99);
+    expect(refused.json().error).toMatchObject({ code: 'too_many_webhooks', message: 'a tenant has at most 20 webhook endpoints; delete one first' });
+    expect((await create(b, 0)).statusCode).toBe(201);
+  });
+
   test('create (the secret shown once), list without secrets, rotate (the previous secret kept for the overlap), delete; per tenant; bad input named', async ({ pg, nats }) => {
     const app = await gateway(pg, nats, { apiKeys });
     const created = await app.inject({ method: 'POST', url: '/v1/webhooks', headers: a, payload: { url: 'https://hooks.example.com/a', events: ['task.running', 'agent.failed'] } });

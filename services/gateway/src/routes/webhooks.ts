@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { redactCredentials, webhookUrlProblem, type WebhookEndpointView } from '@baton/api';
-import { createEndpoint, deleteEndpoint, listEndpoints, rotateEndpointSecret, type WebhookEndpoint } from '@baton/storage';
+import { createEndpointUnderCap, deleteEndpoint, listEndpoints, rotateEndpointSecret, type WebhookEndpoint } from '@baton/storage';
 import type { ZodTypeProvider } from '@fastify/type-provider-zod';
 import type { FastifyInstance } from 'fastify';
 import type { GatewayDeps } from '../deps.ts';
@@ -33,8 +33,8 @@ export const webhookRoutes = (d: GatewayDeps) => async (app: FastifyInstance) =>
   r.post('/v1/webhooks', { schema: { body: WebhookBody, tags: ['webhooks'], summary: "Subscribe an endpoint to the webhooks of every task of the tenant (the answer shows its secret, once)" } }, async (req, reply) => {
     const problem = webhookUrlProblem(req.body.url, { allowPrivateNetworks: d.allowPrivateWebhooks });
     if (problem) throw new HttpError(400, 'validation_error', `body.url: ${problem}`, [{ field: 'body.url', message: problem }]);
-    if ((await listEndpoints(d.pool, req.tenant)).length >= MAX_ENDPOINTS_PER_TENANT) throw new HttpError(409, 'too_many_webhooks', `a tenant has at most ${MAX_ENDPOINTS_PER_TENANT} webhook endpoints; delete one first`);
-    const e = await createEndpoint(d.pool, { id: d.newId(), tenantId: req.tenant, url: req.body.url, events: req.body.events, secret: newSecret() });
+    const e = await createEndpointUnderCap(d.pool, { id: d.newId(), tenantId: req.tenant, url: req.body.url, events: req.body.events, secret: newSecret() }, MAX_ENDPOINTS_PER_TENANT);
+    if (!e) throw new HttpError(409, 'too_many_webhooks', `a tenant has at most ${MAX_ENDPOINTS_PER_TENANT} webhook endpoints; delete one first`);
     return reply.status(201).send({ ...view(e), secret: e.secret });
   });
 
