@@ -31,6 +31,11 @@ describe('webhook subscriptions of a task', () => {
     expect(await refused('event.ModelTurnRecorded')).toMatch(/body\.webhook\.events\.0: an agent's steps \(ModelTurnRecorded, ToolResultsRecorded\) make no webhook .*GET \/v1\/tasks\/:id\/events/);
     expect(await refused('event.ToolResultsRecorded')).toMatch(/make no webhook/);
     expect(await refused('event.TaskExploded')).toMatch(/body\.webhook\.events\.0: unknown event type 'TaskExploded'; known: TaskSubmitted, /);
+    expect(await (async () => {
+      const res = await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x', webhook: { url: `https://hooks.example.com/${'a'.repeat(2100)}` } } });
+      expect(res.statusCode).toBe(400);
+      return res.json().error.message as string;
+    })()).toMatch(/body\.webhook\.url: must be at most 2048 characters/);
     const endpoint = await app.inject({ method: 'POST', url: '/v1/webhooks', payload: { url: 'https://hooks.example.com/y', events: ['event.ModelTurnRecorded'] } });
     expect(endpoint.statusCode).toBe(400);
     expect(endpoint.json().error.message).toMatch(/body\.events\.0: an agent's steps/);
@@ -164,6 +169,8 @@ describe('/v1/webhooks (a tenant\'s endpoints)', () => {
       [{ url: 'http://127.0.0.1/x' }, /body\.url/],
       [{ url: 'https://hooks.example.com/x', events: ['task.exploded'] }, /body\.events\.0/],
       [{ url: 'https://hooks.example.com/x', secret: 'mine' }, /secret/],
+      [{ url: `https://hooks.example.com/${'a'.repeat(2100)}` }, /body\.url: must be at most 2048 characters/],
+      [{ url: 'https://hooks.example.com/x', events: ['task.failed', 'task.completed', 'task.failed'] }, /body\.events\.2: 'task\.failed' is listed twice/],
     ];
     for (const [payload, field] of cases) {
       const res = await app.inject({ method: 'POST', url: '/v1/webhooks', headers: a, payload: payload as object });

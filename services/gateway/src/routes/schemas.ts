@@ -40,6 +40,23 @@ export const webhookType = z
     else if (!isEventType(type)) ctx.addIssue({ code: 'custom', message: `unknown event type '${type}'; known: ${EVENT_TYPES.filter((e) => !isStepEvent(e)).join(', ')}` });
   });
 
+/** The types subscribed to when a webhook names none. */
+export const DEFAULT_WEBHOOK_TYPES = ['task.completed', 'task.failed', 'task.cancelled', 'task.awaiting_input'];
+/** A webhook's address: http(s), and no longer than URLs are taken by servers and proxies at large. */
+export const WebhookUrl = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).max(2048, 'must be at most 2048 characters');
+/** The types a webhook is sent for, each once. */
+const webhookTypes = (fallback: string[]) =>
+  z
+    .array(webhookType)
+    .min(1)
+    .max(50)
+    .superRefine((types, ctx) => {
+      types.forEach((t, i) => {
+        if (types.indexOf(t) !== i) ctx.addIssue({ code: 'custom', path: [i], message: `'${t}' is listed twice` });
+      });
+    })
+    .default(fallback);
+
 /** The files a task starts from: a configured example, or a .tar.gz upload (base64 in JSON; a file part in multipart). */
 export const WorkspaceInput = z
   .strictObject({
@@ -69,8 +86,8 @@ export const SubmitTaskBody = z.strictObject({
   approvalTimeoutSeconds: z.number().int().min(1).max(30 * 24 * 3600).default(600),
   webhook: z
     .strictObject({
-      url: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }),
-      events: z.array(webhookType).min(1).max(50).default(['task.completed', 'task.failed', 'task.cancelled', 'task.awaiting_input']),
+      url: WebhookUrl,
+      events: webhookTypes(DEFAULT_WEBHOOK_TYPES),
     })
     .optional(),
   metadata: z.record(z.string(), z.unknown()).default({}).refine((m) => JSON.stringify(m).length <= 16_384, 'must serialise to at most 16 KiB'),
@@ -131,12 +148,10 @@ export const EventsHeaders = z.looseObject({ 'last-event-id': Position.optional(
 
 export const StateQuery = z.strictObject({ at: queryInt(1, Number.MAX_SAFE_INTEGER).optional() });
 
-/** The types subscribed to when a webhook names none. */
-export const DEFAULT_WEBHOOK_TYPES = ['task.completed', 'task.failed', 'task.cancelled', 'task.awaiting_input'];
 export const WebhookIdParams = z.object({ webhookId: z.uuid('must be a webhook id (UUID)') });
 export const WebhookBody = z.strictObject({
-  url: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }),
-  events: z.array(webhookType).min(1).max(50).default(DEFAULT_WEBHOOK_TYPES),
+  url: WebhookUrl,
+  events: webhookTypes(DEFAULT_WEBHOOK_TYPES),
 });
 export const RotateSecretBody = z
   .strictObject({
