@@ -264,6 +264,22 @@ describe('reads, tenancy, errors', () => {
     const extra = await app.inject({ method: 'POST', url: `/v1/tasks/${id}/approvals/apr-1`, payload: { decision: 'approve', input: { agent: 'researcher', prompt: 'p', priority: 'high' } } });
     expect(extra.statusCode).toBe(400);
     expect(extra.json().error).toMatchObject({ message: "body.input.priority: unknown field 'priority'", details: [{ field: 'body.input.priority', message: "unknown field 'priority'" }] });
+    // What the decision would drop is refused by name, not accepted and lost.
+    for (const [payload, message] of [
+      [{ decision: 'reject', input: { agent: 'researcher', prompt: 'p' } }, "body.input: an edited input goes with decision 'approve' (a rejection runs nothing)"],
+      [{ decision: 'approve', reason: 'because' }, "body.reason: a reason goes with decision 'reject' (the agent re-plans with it); an approval records none"],
+      [{ decision: 'reject', budget: { tokens: 10 } }, "body.budget: a new limit goes with decision 'approve' (a rejection stops the run at its budget)"],
+    ] as const) {
+      const res = await app.inject({ method: 'POST', url: `/v1/tasks/${id}/approvals/apr-1`, payload });
+      expect(res.statusCode, JSON.stringify(payload)).toBe(400);
+      expect(res.json().error.message).toBe(message);
+    }
+    // A route that takes no body names a field sent to it; none, or {}, is fine.
+    const verifyJunk = await app.inject({ method: 'POST', url: `/v1/tasks/${id}/verify`, payload: { junk: 1 } });
+    expect(verifyJunk.statusCode).toBe(400);
+    expect(verifyJunk.json().error.message).toMatch(/body\.junk/);
+    expect((await app.inject({ method: 'POST', url: `/v1/tasks/${id}/verify`, payload: {} })).statusCode).toBe(200);
+    expect((await app.inject({ method: 'POST', url: `/v1/tasks/${id}/verify` })).statusCode).toBe(200);
     const ok = await app.inject({ method: 'POST', url: `/v1/tasks/${id}/approvals/apr-1`, payload: { decision: 'approve', input: { agent: 'researcher', prompt: 'narrower' } } });
     expect(ok.statusCode).toBe(200);
     expect(ok.json()).toMatchObject({ status: 'running', pendingRequests: [] });

@@ -9,7 +9,7 @@ import type { ZodTypeProvider } from '@fastify/type-provider-zod';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { GatewayDeps } from '../deps.ts';
 import { HttpError, notFound } from '../errors.ts';
-import { EventsHeaders, EventsQuery, ListTasksQuery, StateQuery, TaskIdParams } from './schemas.ts';
+import { EventsHeaders, EventsQuery, ListTasksQuery, NoBody, StateQuery, TaskIdParams } from './schemas.ts';
 import { loadVisibleTask, visibleStateAt } from './tasks.ts';
 
 const BATCH = 500;
@@ -353,7 +353,7 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
   });
 
   // The determinism check: the current code against the run's recorded model outputs and tool results (docs/verify.md).
-  r.post('/v1/tasks/:id/verify', { schema: { params: TaskIdParams, tags: ['events'], summary: 'Re-run the code\'s decisions against the recorded run: the first divergence, or identical' } }, async (req) => {
+  r.post('/v1/tasks/:id/verify', { schema: { params: TaskIdParams, body: NoBody, tags: ['events'], summary: 'Re-run the code\'s decisions against the recorded run: the first divergence, or identical' } }, async (req) => {
     const { state, events } = await loadVisibleTask(d, req, req.params.id);
     const team = d.teams[state.team];
     if (!team) throw new HttpError(422, 'unknown_team', `the task's team '${state.team}' is not configured here; configured: ${Object.keys(d.teams).join(', ')}`);

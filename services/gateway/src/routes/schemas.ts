@@ -116,13 +116,21 @@ export const ListTasksQuery = z.strictObject({
   updatedAfter: z.iso.datetime({ offset: true, error: 'must be an ISO 8601 time with a zone, e.g. 2026-11-26T12:00:00.000Z' }).optional(),
 });
 
-export const ApprovalBody = z.strictObject({
-  decision: z.enum(['approve', 'reject']),
-  input: z.record(z.string(), z.unknown()).optional(),
-  reason: z.string().max(4000).optional(),
-  /** Approving a budget request: the new limit (measures not named keep theirs). */
-  budget: BudgetInput.optional(),
-});
+export const ApprovalBody = z
+  .strictObject({
+    decision: z.enum(['approve', 'reject']),
+    input: z.record(z.string(), z.unknown()).optional(),
+    reason: z.string().max(4000).optional(),
+    /** Approving a budget request: the new limit (measures not named keep theirs). */
+    budget: BudgetInput.optional(),
+  })
+  // What the decision would drop is refused, not accepted and lost: an edited input or a new limit
+  // is an approval's, a reason (which the agent reads) a rejection's.
+  .superRefine((b, ctx) => {
+    if (b.decision === 'reject' && b.input !== undefined) ctx.addIssue({ code: 'custom', path: ['input'], message: "an edited input goes with decision 'approve' (a rejection runs nothing)" });
+    if (b.decision === 'reject' && b.budget !== undefined) ctx.addIssue({ code: 'custom', path: ['budget'], message: "a new limit goes with decision 'approve' (a rejection stops the run at its budget)" });
+    if (b.decision === 'approve' && b.reason !== undefined) ctx.addIssue({ code: 'custom', path: ['reason'], message: "a reason goes with decision 'reject' (the agent re-plans with it); an approval records none" });
+  });
 
 export const AnswerBody = z.strictObject({
   answers: z.union([z.string().trim().min(1, 'must not be empty').max(20_000), z.array(z.string().trim().min(1, 'must not be empty').max(20_000)).min(1).max(50)]),
@@ -133,6 +141,9 @@ export const ForkBody = z.strictObject({
 });
 
 export const CancelBody = z.strictObject({ reason: z.string().max(4000).optional() }).nullish();
+
+/** A route that takes no body: none, or an empty object — any field is refused by name, not ignored. */
+export const NoBody = z.strictObject({}).nullish();
 
 export const EventsQuery = z.strictObject({
   after: Position.optional(),

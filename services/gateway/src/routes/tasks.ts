@@ -9,7 +9,7 @@ import type { ZodTypeProvider } from '@fastify/type-provider-zod';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { GatewayDeps } from '../deps.ts';
 import { HttpError, notFound } from '../errors.ts';
-import { AgentParams, AnswerBody, ApprovalBody, ArtifactParams, CancelBody, DeliveryParams, ForkBody, RequestParams, StateQuery, SubmitTaskBody, TaskIdParams } from './schemas.ts';
+import { AgentParams, AnswerBody, ApprovalBody, ArtifactParams, CancelBody, DeliveryParams, ForkBody, NoBody, RequestParams, StateQuery, SubmitTaskBody, TaskIdParams } from './schemas.ts';
 import { runTaskCommand } from './commands.ts';
 import { checkSubmission, submitTask } from './submit.ts';
 import { readMultipartSubmission, resolveWorkspace, submitBodyLimit } from './workspace-input.ts';
@@ -145,7 +145,7 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
   });
 
   // Redelivery (docs/webhooks.md, docs/email.md): recorded here, sent by a notifier (it holds the signing secret, the egress guard and the SMTP server).
-  r.post('/v1/tasks/:id/deliveries/:deliveryId/redeliver', { schema: { params: DeliveryParams, tags: ['webhooks'], summary: "Send a delivery's webhook message, or its notification mail, again now (a new attempt, listed in /deliveries)" } }, async (req, reply) => {
+  r.post('/v1/tasks/:id/deliveries/:deliveryId/redeliver', { schema: { params: DeliveryParams, body: NoBody, tags: ['webhooks'], summary: "Send a delivery's webhook message, or its notification mail, again now (a new attempt, listed in /deliveries)" } }, async (req, reply) => {
     const { id, deliveryId } = req.params;
     const loaded = await loadVisibleTask(d, req, id);
     const delivery = await findDelivery(d.pool, id, deliveryId);

@@ -5,7 +5,7 @@ import type { ZodTypeProvider } from '@fastify/type-provider-zod';
 import type { FastifyInstance } from 'fastify';
 import type { GatewayDeps } from '../deps.ts';
 import { HttpError, notFound } from '../errors.ts';
-import { DEFAULT_ROTATION_OVERLAP_SECONDS, RotateSecretBody, WebhookBody, WebhookIdParams } from './schemas.ts';
+import { DEFAULT_ROTATION_OVERLAP_SECONDS, NoBody, RotateSecretBody, WebhookBody, WebhookIdParams } from './schemas.ts';
 
 /** A tenant has at most this many endpoints. */
 export const MAX_ENDPOINTS_PER_TENANT = 20;
@@ -42,7 +42,7 @@ export const webhookRoutes = (d: GatewayDeps) => async (app: FastifyInstance) =>
     return { items: (await listEndpoints(d.pool, req.tenant)).map(view) };
   });
 
-  r.delete('/v1/webhooks/:webhookId', { schema: { params: WebhookIdParams, tags: ['webhooks'], summary: 'Delete an endpoint (no more deliveries to it)' } }, async (req, reply) => {
+  r.delete('/v1/webhooks/:webhookId', { schema: { params: WebhookIdParams, body: NoBody, tags: ['webhooks'], summary: 'Delete an endpoint (no more deliveries to it)' } }, async (req, reply) => {
     if (!(await deleteEndpoint(d.pool, req.tenant, req.params.webhookId))) throw notFound(`webhook ${req.params.webhookId}`);
     return reply.status(204).send();
   });
