@@ -82,6 +82,9 @@ describe('human in the loop, end to end', () => {
     expect(t.agents.find((a) => a.id === 'researcher-1')).toMatchObject({ status: 'paused', turns: 1 });
     expect(t.pendingRequests.map((r) => r.requestId)).toEqual([byAgent['researcher-1']!.requestId]);
 
+    // Answered already: the server's answer says so (and how), not a guess that the id is wrong.
+    await expect(cli('answer', id, 'again', '--request', byAgent['researcher-2']!.requestId)).rejects.toThrow(/already (answered|decided).*\(HTTP 409 /);
+    await expect(cli('answer', id, 'x', '--request', 'clr-nobody')).rejects.toThrow(/clr-nobody.*\(HTTP 404 /);
     await cli('answer', id, 'peer-reviewed papers'); // the only open question now
     await waitFor(async () => (await task(id)).status === 'completed', { timeoutMs: 30_000, what: 'the task to complete' });
     await waitFor(() => new RegExp(`^${id}  completed`, 'm').test(listOut.join('')), { what: '`baton list --follow` to print the task leaving awaiting_input' });

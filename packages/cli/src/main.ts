@@ -7,7 +7,7 @@ import type { VerifyResult } from '@baton/agents';
 import { answer, decide, describeEvent, describeTask } from './people.ts';
 import { listTasks, type ListOptions } from './list.ts';
 import { WORKSPACE_EXCLUDES, workspaceFromPath } from './workspace.ts';
-import { describeChat, describeDelivery, describeTeam, describeWebhook, listing } from './views.ts';
+import { describeChat, describeDeliveries, describeTeam, describeWebhook, listing } from './views.ts';
 import { ApiError, BatonClient, type ApiEvent } from '@baton/client';
 // `up`, `bench`, `chaos` and `cpuprofile` load what they need (the services' packages, the
 // database, the sandboxes) when they run: every other command is an API call and starts fast.
@@ -209,7 +209,8 @@ program
   .command('deliveries <taskId>')
   .description("every attempt to deliver the task's webhooks and mail: when, what, where, how it went (a failed webhook delivery with the command that sends it again)")
   .action(async (taskId: string) => {
-    console.log(listing(await client().deliveries(taskId), (d) => describeDelivery(taskId, d), 'no deliveries'));
+    const items = await client().deliveries(taskId);
+    console.log(items.length === 0 ? 'no deliveries' : describeDeliveries(taskId, items).join('\n'));
   });
 
 program

@@ -7,14 +7,11 @@ import type { ApiEvent, BatonClient } from '@baton/client';
  * public API, and print requests so that a person can decide without opening anything else.
  */
 
-/** The open request a command refers to: the one named, or the only one of that kind. */
-export function pickRequest(task: TaskView, kind: PendingRequestView['kind'], requestId?: string): PendingRequestView {
+/** The open request a command refers to: the one named (named but not open: only its id, and the server says why — decided already, how and by whom, or no such request), or the only one of that kind. */
+export function pickRequest(task: TaskView, kind: PendingRequestView['kind'], requestId?: string): PendingRequestView | { requestId: string; kind: null } {
   const open = task.pendingRequests.filter((r) => r.kind === kind);
-  if (requestId) {
-    const r = task.pendingRequests.find((x) => x.requestId === requestId);
-    if (!r) throw new Error(`task ${task.id} has no open request '${requestId}'${task.pendingRequests.length ? `; open: ${task.pendingRequests.map((x) => x.requestId).join(', ')}` : ''}`);
-    return r;
-  }
+  // A request named but not open: the server says why (decided already — how and by whom — or no such request).
+  if (requestId) return task.pendingRequests.find((x) => x.requestId === requestId) ?? { requestId, kind: null };
   if (open.length === 1) return open[0] as PendingRequestView;
   if (open.length === 0) throw new Error(`task ${task.id} has no open ${kind} request (status ${task.status})`);
   throw new Error(`task ${task.id} has ${open.length} open ${kind} requests; name one: ${open.map((r) => r.requestId).join(', ')}`);

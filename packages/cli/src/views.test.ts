@@ -1,6 +1,6 @@
 import type { ChatSummaryView, DeliveryView, TaskSummary, TeamInfoView, WebhookEndpointView } from '@baton/client';
 import { describe, expect, it } from 'vitest';
-import { describeChat, describeDelivery, describeListItem, describeTeam, describeWebhook, listing } from './views.ts';
+import { describeChat, describeDeliveries, describeDelivery, describeListItem, describeTeam, describeWebhook, listing } from './views.ts';
 
 describe('describeListItem', () => {
   const item: TaskSummary = { id: 't-1', status: 'awaiting_input', prompt: 'Compare\n  PostgreSQL and SQLite', team: 'research', createdAt: '2026-11-26T20:00:00.000Z', updatedAt: '2026-11-26T20:01:00.000Z', version: 9, pendingRequests: [], forkedFrom: null };
@@ -33,6 +33,18 @@ describe('describeDelivery', () => {
     expect(describeDelivery('t-1', { ...d, ok: false, statusCode: null, error: null })).toMatch(/failed: no answer \(12 ms\)\n {3}→ baton redeliver t-1 17$/);
     expect(describeDelivery('t-1', { ...d, channel: 'email', type: 'email.completed', url: 'mailto:ops@example.com', ok: false, statusCode: 550, error: 'mailbox full' })).toBe('17  2026-11-26T12:00:00.000Z  mail email.completed  → mailto:ops@example.com  attempt 1  failed 550: mailbox full (12 ms)\n   → baton redeliver t-1 17');
     expect(describeDelivery('t-1', { ...d, channel: 'email', type: 'email.outbox', url: 'mailto:ops@example.com', ok: false, statusCode: null, error: 'connection refused' })).not.toMatch(/redeliver/);
+  });
+  it('in a list, only the latest attempt of each message offers the command: not a failure a later attempt mended', () => {
+    const fail = { ...d, ok: false, statusCode: 500, error: 'HTTP 500' };
+    const lines = describeDeliveries('t-1', [
+      { ...fail, id: '1' },
+      { ...d, id: '2', attempt: 2 },
+      { ...fail, id: '3', webhookId: 'wh-2' },
+      { ...fail, id: '4', webhookId: 'wh-2', attempt: 2 },
+      { ...fail, id: '5', endpointId: 'ep-1' },
+    ]);
+    expect(lines.map((l) => l.includes('baton redeliver'))).toEqual([false, false, false, true, true]);
+    expect(lines[3]).toMatch(/→ baton redeliver t-1 4$/);
   });
 });
 

@@ -22,13 +22,22 @@ export function describeWebhook(w: WebhookEndpointView): string {
 }
 
 /**
- * One delivery attempt: when, what, where, how it went; a failed webhook delivery or notification
- * mail ends with the command that sends it again (an agent's own mail is not sent again).
+ * One delivery attempt: when, what, where, how it went. `last`: it is the latest attempt of its
+ * message (a webhook message, to one endpoint, or a mail); failed, it ends with the command that
+ * sends it again — not an earlier failure a later attempt mended, nor an agent's own mail.
  */
-export function describeDelivery(taskId: string, d: DeliveryView): string {
+export function describeDelivery(taskId: string, d: DeliveryView, last = true): string {
   const how = d.ok ? `ok ${d.statusCode ?? ''}`.trimEnd() : `failed${d.statusCode !== null ? ` ${d.statusCode}` : ''}: ${d.error ?? 'no answer'}`;
   const head = `${d.id}  ${d.attemptedAt}  ${d.channel === 'email' ? 'mail' : 'webhook'} ${d.type}  → ${d.url}  attempt ${d.attempt}${d.redelivery ? ' (redelivery)' : ''}  ${how} (${d.durationMs} ms)`;
-  return !d.ok && d.type !== 'email.outbox' ? `${head}\n   → baton redeliver ${taskId} ${d.id}` : head;
+  return last && !d.ok && d.type !== 'email.outbox' ? `${head}\n   → baton redeliver ${taskId} ${d.id}` : head;
+}
+
+/** `baton deliveries`: every attempt, in order, the latest failed attempt of each message with the command that sends it again. */
+export function describeDeliveries(taskId: string, items: readonly DeliveryView[]): string[] {
+  const message = (d: DeliveryView): string => `${d.channel} ${d.webhookId} ${d.endpointId ?? ''}`;
+  const latest = new Map<string, string>();
+  for (const d of items) if (Number(d.id) > Number(latest.get(message(d)) ?? -1)) latest.set(message(d), d.id);
+  return items.map((d) => describeDelivery(taskId, d, latest.get(message(d)) === d.id));
 }
 
 /** A team: its id and description, its lead (whom it delegates to) and its agents, with their models and tools. */
