@@ -25,6 +25,14 @@ describe('describeRequest', () => {
   });
 });
 
+describe('describeRequest: a question', () => {
+  it('the command names the request (it works whatever else is open) and asks one answer per question', () => {
+    const q = (questions: string[]) => describeRequest('t-1', { kind: 'clarification', requestId: 'clr-1', agentId: 'lead', toolUseId: 'tu1', questions, context: '', openedAt: '2026-11-26T19:08:27.302Z' });
+    expect(q(['Which?'])).toContain("→ baton answer t-1 '<answer>' --request clr-1");
+    expect(q(['Topic?', 'Audience?'])).toContain("→ baton answer t-1 '<answer 1>' '<answer 2>' --request clr-1");
+  });
+});
+
 describe('describeRequest: an approval', () => {
   const approval = (plan: string) =>
     describeRequest('t-1', { kind: 'approval', requestId: 'apr-1', agentId: 'lead', toolUseId: 'tu-1', toolName: 'submit_plan', input: { summary: 's' }, inputDigest: 'd', plan, deadline: '2026-11-26T19:18:27.302Z', onTimeout: 'reject', openedAt: '2026-11-26T19:08:27.302Z' }).split('\n');

@@ -40,7 +40,9 @@ export function describeRequest(taskId: string, r: PendingRequestView): string {
     r.questions.forEach((q, i) => lines.push(`   ${i + 1}. ${q}`));
     if (r.options?.length) lines.push(`   options: ${r.options.join(' | ')}`);
     if (r.deadline) lines.push(`   deadline: ${r.deadline}`);
-    lines.push(`   → baton answer ${taskId} '<answer>' [more answers…] [--request ${r.requestId}]`);
+    // One answer per question, in order (or one for all); the request named, so the command works whatever else is open.
+    const answers = r.questions.length > 1 ? r.questions.map((_, i) => `'<answer ${i + 1}>'`).join(' ') : "'<answer>'";
+    lines.push(`   → baton answer ${taskId} ${answers} --request ${r.requestId}`);
   }
   return lines.join('\n');
 }

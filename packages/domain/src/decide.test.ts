@@ -275,13 +275,19 @@ describe('clarifications', () => {
   it('the lead asks → awaiting_input; the answer becomes the tool result', () => {
     const s0 = given(leadWaitingOnTool).when(cmd('RequestClarification', clarificationRequested.data)).then([clarificationRequested]);
     expect(s0.status).toBe('awaiting_input');
-    const s = given([...leadWaitingOnTool, clarificationRequested]).when({ type: 'AnswerClarification', requestId: 'clr-1', answers: ['AI safety', 'for execs'], answeredBy: 'u' }).then([
-      { type: 'ClarificationAnswered', data: { requestId: 'clr-1', answers: ['AI safety', 'for execs'], answeredBy: 'u', agentId: 'lead' } },
+    const s = given([...leadWaitingOnTool, clarificationRequested]).when({ type: 'AnswerClarification', requestId: 'clr-1', answers: ['AI safety'], answeredBy: 'u' }).then([
+      { type: 'ClarificationAnswered', data: { requestId: 'clr-1', answers: ['AI safety'], answeredBy: 'u', agentId: 'lead' } },
     ]);
     expect(s.status).toBe('running');
-    expect(s.lead?.openToolUses[0]?.result?.content).toBe('AI safety\nfor execs');
-    const one = given([...leadWaitingOnTool, clarificationRequested]).when({ type: 'AnswerClarification', requestId: 'clr-1', answers: ['AI safety'], answeredBy: 'u' });
-    expect(one.state().lead?.openToolUses[0]?.result?.content).toBe('Q: What?\nA: AI safety');
+    expect(s.lead?.openToolUses[0]?.result?.content).toBe('Q: What?\nA: AI safety');
+    // More answers than questions would reach the agent as an unlabelled blob: refused, saying how many.
+    given([...leadWaitingOnTool, clarificationRequested]).when({ type: 'AnswerClarification', requestId: 'clr-1', answers: ['AI safety', 'for execs'], answeredBy: 'u' }).thenThrows(InvalidCommandError, /asks 1 question: give one answer per question, in order, or one answer for all \(2 were given\)/);
+    const three: DecidedEvent = { type: 'ClarificationRequested', data: { ...(clarificationRequested.data as object), questions: ['Topic?', 'Audience?', 'Length?'] } as never };
+    given([...leadWaitingOnTool, three]).when({ type: 'AnswerClarification', requestId: 'clr-1', answers: ['a', 'b'], answeredBy: 'u' }).thenThrows(InvalidCommandError, /asks 3 questions/);
+    const all = given([...leadWaitingOnTool, three]).when({ type: 'AnswerClarification', requestId: 'clr-1', answers: ['a', 'b', 'c'], answeredBy: 'u' }).state();
+    expect(all.lead?.openToolUses[0]?.result?.content).toBe('Q: Topic?\nA: a\n\nQ: Audience?\nA: b\n\nQ: Length?\nA: c');
+    const oneForAll = given([...leadWaitingOnTool, three]).when({ type: 'AnswerClarification', requestId: 'clr-1', answers: ['short, for execs, on AI safety'], answeredBy: 'u' }).state();
+    expect(oneForAll.lead?.openToolUses[0]?.result?.content).toBe('short, for execs, on AI safety');
   });
   it('a subagent that asks is paused until the answer, then dispatched again', () => {
     const hist = [...leadWaitingOnTool, dispatched(), agentStarted(), agentTurn('researcher-1', 1, [{ id: 'a-tu', name: 'ask_user', input: { questions: ['Which?'] } }])];

@@ -208,6 +208,10 @@ export function decide(command: Command, state: TaskState): DecidedEvent[] {
     case 'AnswerClarification': {
       const req = requireOpenRequest(state, command.requestId, command.type);
       if (req.kind !== 'clarification') throw new InvalidCommandError(`request '${req.requestId}' is ${req.kind === 'approval' ? 'an approval' : 'a budget request'}, not a clarification`, { requestId: req.requestId });
+      // One answer per question, in order (the agent reads them as pairs), or one for them all.
+      const asked = req.questions.length;
+      if (command.answers.length > 1 && command.answers.length !== asked)
+        throw new InvalidCommandError(`request '${req.requestId}' asks ${asked} question${asked === 1 ? '' : 's'}: give one answer per question, in order, or one answer for all (${command.answers.length} were given)`, { requestId: req.requestId });
       return [{ type: 'ClarificationAnswered', data: { requestId: req.requestId, answers: command.answers, answeredBy: command.answeredBy, agentId: req.agentId } }];
     }
 
