@@ -919,6 +919,13 @@ describe('human in the loop over HTTP', () => {
     const empty = await app.inject({ method: 'POST', url: `/v1/tasks/${id}/answers/clr-1`, payload: { answers: ['  '] } });
     expect(empty.statusCode).toBe(400);
     expect(empty.json().error.message).toMatch(/body\.answers/);
+    for (const answers of [5, [1], null, Array(51).fill('a')]) {
+      const res = await app.inject({ method: 'POST', url: `/v1/tasks/${id}/answers/clr-1`, payload: { answers } });
+      expect(res.json().error.message, JSON.stringify(answers)).toBe('body.answers: must be an answer (a string of 1–20000 characters) or a list of 1–50 of them, one per question');
+    }
+    const tooMany = await app.inject({ method: 'POST', url: `/v1/tasks/${id}/answers/clr-1`, payload: { answers: ['a', 'b'] } });
+    expect(tooMany.statusCode).toBe(422);
+    expect(tooMany.json().error.message).toMatch(/asks 1 question: give one answer per question, in order, or one answer for all \(2 were given\)/);
     const ok = await app.inject({ method: 'POST', url: `/v1/tasks/${id}/answers/clr-1`, payload: { answers: 'LLM evaluation' } });
     expect(ok.statusCode).toBe(200);
     expect(ok.json().pendingRequests.map((r: { requestId: string }) => r.requestId)).toEqual(['apr-1']); // the other request is untouched

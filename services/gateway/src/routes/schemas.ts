@@ -133,7 +133,9 @@ export const ApprovalBody = z
   });
 
 export const AnswerBody = z.strictObject({
-  answers: z.union([z.string().trim().min(1, 'must not be empty').max(20_000), z.array(z.string().trim().min(1, 'must not be empty').max(20_000)).min(1).max(50)]),
+  answers: z.union([z.string().trim().min(1, 'must not be empty').max(20_000), z.array(z.string().trim().min(1, 'must not be empty').max(20_000)).min(1).max(50)], {
+    error: 'must be an answer (a string of 1–20000 characters) or a list of 1–50 of them, one per question',
+  }),
 });
 
 export const ForkBody = z.strictObject({
