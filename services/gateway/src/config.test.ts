@@ -35,3 +35,17 @@ describe('gateway config: mail', () => {
     expect(() => loadGatewayConfig({ MAIL_LINK_SECRET: 'short' })).toThrow(/MAIL_LINK_SECRET: must be at least 32 characters/);
   });
 });
+
+describe('gateway config: API keys', () => {
+  it('key:tenant pairs; a key given twice (to one tenant or two) is refused by position, the key never shown', () => {
+    expect(loadGatewayConfig({ BATON_API_KEYS: 'key-of-acme-000001:acme, key-of-beta-000001:beta' }).BATON_API_KEYS).toMatch(/acme/);
+    let message = '';
+    try {
+      loadGatewayConfig({ BATON_API_KEYS: 'sharedkey-1234567890:acme,other-key-123456789:acme,sharedkey-1234567890:beta' });
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(message).toMatch(/BATON_API_KEYS: pair 3 repeats the key of pair 1: a key belongs to one tenant/);
+    expect(message).not.toMatch(/sharedkey/);
+  });
+});

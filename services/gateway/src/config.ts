@@ -35,7 +35,15 @@ const schema = z.object({
   BATON_API_KEYS: z
     .string()
     .default('')
-    .refine((s) => s === '' || s.split(',').every((p) => /^[^:\s]{16,}:[A-Za-z0-9_-]{1,64}$/.test(p.trim())), 'must be comma-separated key:tenant pairs (keys ≥ 16 characters)'),
+    .refine((s) => s === '' || s.split(',').every((p) => /^[^:\s]{16,}:[A-Za-z0-9_-]{1,64}$/.test(p.trim())), 'must be comma-separated key:tenant pairs (keys ≥ 16 characters)')
+    // A key given twice would belong to whichever tenant came last: refused, naming the key's position (never the key).
+    .superRefine((s, ctx) => {
+      const keys = s.split(',').map((p) => p.trim().slice(0, Math.max(0, p.trim().lastIndexOf(':'))));
+      keys.forEach((k, i) => {
+        const first = keys.indexOf(k);
+        if (k !== '' && first !== i) ctx.addIssue({ code: 'custom', message: `pair ${i + 1} repeats the key of pair ${first + 1}: a key belongs to one tenant` });
+      });
+    }),
   SSE_HEARTBEAT_MS: durationMs(15_000),
   BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(50 * MiB).default(MiB),
   /** Example projects (`<dir>/<name>/`) a task can start from: `workspace: { example: name }`. */
