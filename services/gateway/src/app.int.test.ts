@@ -222,8 +222,10 @@ describe('reads, tenancy, errors', () => {
 
   test('API keys: 401 without a key; a tenant never sees another tenant\'s task', async ({ pg, nats }) => {
     const app = await gateway(pg, nats, { apiKeys: new Map([['key-of-tenant-a-0001', 'a'], ['key-of-tenant-b-0001', 'b']]) });
-    expect((await app.inject({ method: 'GET', url: '/v1/tasks' })).statusCode).toBe(401);
-    expect((await app.inject({ method: 'GET', url: '/v1/tasks', headers: { authorization: 'Bearer wrong-key-wrong-key' } })).statusCode).toBe(401);
+    const missing = await app.inject({ method: 'GET', url: '/v1/tasks' });
+    expect([missing.statusCode, missing.headers['www-authenticate']]).toEqual([401, 'Bearer realm="baton"']);
+    const wrong = await app.inject({ method: 'GET', url: '/v1/tasks', headers: { authorization: 'Bearer wrong-key-wrong-key' } });
+    expect([wrong.statusCode, wrong.headers['www-authenticate']]).toEqual([401, 'Bearer realm="baton", error="invalid_token"']);
     const a = { authorization: 'Bearer key-of-tenant-a-0001' };
     const b = { authorization: 'Bearer key-of-tenant-b-0001' };
     const created = await app.inject({ method: 'POST', url: '/v1/tasks', headers: a, payload: { prompt: 'mine' } });

@@ -24,6 +24,16 @@ const WRITES = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 export const REQUEST_TIMEOUT_MS = 120_000;
 
 /** Build the gateway's Fastify app from its dependencies (tests call this directly). */
+/** Whether `text` is JSON at all (to tell a poisoned body from a malformed one). */
+function wellFormedJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   // Per-request access logs are off (they would dominate at load); /metrics counts requests.
   // Request logs at warn and above unless the service logs more (debug, trace) or less (error, fatal, silent).
@@ -48,7 +58,17 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser(['text/plain', 'application/json']);
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
-    parseJson(req, body as string, (err, value) => (err ? done(err, undefined) : done(jsonDepthError(value, 'body'), value)));
+    // Only what the parser would misread or misname is refused before it: a compressed body, another charset.
+    const encoding = req.headers['content-encoding']?.trim().toLowerCase();
+    if (encoding && encoding !== 'identity') return done(new HttpError(415, 'unsupported_media_type', `headers.content-encoding: '${encoding}' is not taken: send the body uncompressed`), undefined);
+    const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(req.headers['content-type'] ?? '')?.[1]?.toLowerCase();
+    if (charset && charset !== 'utf-8' && charset !== 'utf8') return done(new HttpError(415, 'unsupported_media_type', `headers.content-type: charset '${charset}' is not taken: JSON bodies are UTF-8`), undefined);
+    parseJson(req, body as string, (err, value) => {
+      if (!err) return done(jsonDepthError(value, 'body'), value);
+      // Valid JSON refused all the same: a key that could rewrite how every object behaves.
+      if (wellFormedJson(body as string)) return done(new HttpError(400, 'invalid_json', 'body: a key named __proto__, or constructor holding prototype, is refused (prototype poisoning)'), undefined);
+      done(err, undefined);
+    });
   });
   app.setNotFoundHandler((req, reply) => {
     void reply.status(404).send({ error: { code: 'not_found', message: `no route ${req.method} ${req.url.split('?')[0]}` } });
@@ -116,10 +136,11 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     }
     const header = req.headers.authorization ?? '';
     const m = /^Bearer\s+(.+)$/i.exec(header);
-    if (!m) throw new HttpError(401, 'unauthorized', 'missing Authorization: Bearer <api key>');
+    // RFC 9110: a 401 says how to authenticate.
+    if (!m) throw new HttpError(401, 'unauthorized', 'missing Authorization: Bearer <api key>', undefined, { 'www-authenticate': 'Bearer realm="baton"' });
     const given = Buffer.from((m[1] as string).trim());
     const match = keys.find((k) => k.key.length === given.length && timingSafeEqual(k.key, given));
-    if (!match) throw new HttpError(401, 'unauthorized', 'invalid API key');
+    if (!match) throw new HttpError(401, 'unauthorized', 'invalid API key', undefined, { 'www-authenticate': 'Bearer realm="baton", error="invalid_token"' });
     req.tenant = match.tenant;
     req.actor = `key:${match.key.subarray(0, 6).toString()}…@${match.tenant}`;
   });

@@ -1,4 +1,5 @@
 import { connect } from 'node:net';
+import { gzipSync } from 'node:zlib';
 import { handleCommand } from '@baton/event-store';
 import { recordDelivery } from '@baton/storage';
 import { pgTest, stackTest as test, waitFor, type PgFixture } from '@baton/testing';
@@ -110,7 +111,14 @@ describe('every refusal has the API error shape, the framework\'s own too', () =
     expectError(await app.inject({ method: 'GET', url: `/v1/tasks/${'a'.repeat(10_000)}` }), 414, 'uri_too_long', /longer than 100 characters/);
     expectError(await app.inject({ method: 'GET', url: '/v1/tasks/%E0%A4%A' }), 400, 'invalid_url');
     expectError(await app.inject({ method: 'POST', url: '/v1/tasks', headers: { 'content-type': 'application/xml' }, payload: '<task/>' }), 415, 'unsupported_media_type');
-    expectError(await app.inject({ method: 'POST', url: '/v1/tasks', headers: { 'content-type': 'text/plain' }, payload: 'Research X' }), 415, 'unsupported_media_type');
+    expectError(await app.inject({ method: 'POST', url: '/v1/tasks', headers: { 'content-type': 'text/plain' }, payload: 'Research X' }), 415, 'unsupported_media_type', /^headers\.content-type: 'text\/plain' is not taken here: send application\/json or multipart\/form-data$/);
+    expectError(await app.inject({ method: 'POST', url: '/v1/webhooks', headers: { 'content-type': 'text/plain' }, payload: 'x' }), 415, 'unsupported_media_type', /send application\/json$/);
+    // What the JSON parser would misread, or misname: named for what it is.
+    expectError(await app.inject({ method: 'POST', url: '/v1/tasks', headers: { ...json, 'content-encoding': 'gzip' }, payload: gzipSync('{"prompt":"x"}') }), 415, 'unsupported_media_type', /content-encoding: 'gzip' is not taken: send the body uncompressed/);
+    expectError(await app.inject({ method: 'POST', url: '/v1/tasks', headers: { 'content-type': 'application/json; charset=utf-16' }, payload: '{"prompt":"x"}' }), 415, 'unsupported_media_type', /charset 'utf-16' is not taken: JSON bodies are UTF-8/);
+    expect((await app.inject({ method: 'POST', url: '/v1/tasks', headers: { 'content-type': 'application/json; charset=UTF-8' }, payload: '{"prompt":"x"}' })).statusCode).toBe(201);
+    for (const poisoned of ['{"prompt":"x","__proto__":{"a":1}}', '{"prompt":"x","constructor":{"prototype":{"a":1}}}'])
+      expectError(await app.inject({ method: 'POST', url: '/v1/tasks', headers: json, payload: poisoned }), 400, 'invalid_json', /a key named __proto__, or constructor holding prototype, is refused/);
     expectError(await app.inject({ method: 'POST', url: '/v1/tasks/00000000-0000-4000-8000-000000000000/cancel', headers: json, payload: JSON.stringify({ reason: 'x'.repeat(70_000) }) }), 413, 'payload_too_large');
     expectError(await app.inject({ method: 'POST', url: '/v1/tasks', headers: json, payload: '{"prompt": ' }), 400, 'invalid_json');
     expectError(await app.inject({ method: 'POST', url: '/v1/tasks', headers: json, payload: '' }), 400, 'invalid_json');

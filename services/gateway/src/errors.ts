@@ -86,7 +86,10 @@ export function errorHandler(err: FastifyError, req: FastifyRequest, reply: Fast
   if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') return send(414, 'uri_too_long', `a path segment is longer than ${MAX_PATH_PARAM} characters`);
   if (err.code === 'FST_ERR_BAD_URL') return send(400, 'invalid_url', 'the path is not valid percent-encoded UTF-8');
   if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return send(413, 'payload_too_large', err.message);
-  if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return send(415, 'unsupported_media_type', err.message);
+  if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+    const takes = req.method === 'POST' && req.routeOptions.url === '/v1/tasks' ? 'application/json or multipart/form-data' : 'application/json';
+    return send(415, 'unsupported_media_type', `headers.content-type: '${req.headers['content-type'] ?? ''}' is not taken here: send ${takes}`);
+  }
   if (err.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || err.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || err instanceof SyntaxError) {
     return send(400, 'invalid_json', `body: ${err.message}`);
   }
