@@ -16,6 +16,9 @@ describe('arguments the CLI refuses before asking the gateway, naming the option
     [['replay', task, '--at', 'abc'], "--at must be a version of the task stream (1 or more), got 'abc'"],
     [['fork', task, '--at', '0'], "--at must be a version of the task stream (1 or more), got '0'"],
     [['list', '--search', ' '], '--search needs some text to look for'],
+    [['submit', 'x', '--budget-tokens', '1.5'], "--budget-tokens must be a whole number of 1 or more, got '1.5'"],
+    [['submit', 'x', '--timeout', 'abc'], "--timeout must be a whole number of 1 or more, got 'abc'"],
+    [['approve', task, 'budget-1', '--tokens', '0'], "--tokens must be a whole number of 1 or more, got '0'"],
   ])('%j', async (args, message) => {
     const r = await baton(...args);
     expect(r.code).toBe(1);

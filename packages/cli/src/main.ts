@@ -19,6 +19,11 @@ const positiveNumber = (flag: string) => (v: string): number => {
   if (!/^\d+(\.\d+)?$/.test(v.trim()) || !(n > 0)) throw new InvalidArgumentError(`${flag} must be a positive number, got '${v}'`);
   return n;
 };
+/** A commander option parser for a whole number of 1 or more (tokens, seconds), naming the option when it is not one. */
+const wholeNumber = (flag: string) => (v: string): number => {
+  if (!/^[1-9]\d*$/.test(v.trim())) throw new InvalidArgumentError(`${flag} must be a whole number of 1 or more, got '${v}'`);
+  return Number(v);
+};
 /** A commander option parser for --at: a version of the task stream. */
 const streamVersion = (v: string): number => {
   if (!/^[1-9]\d*$/.test(v.trim())) throw new InvalidArgumentError(`--at must be a version of the task stream (1 or more), got '${v}'`);
@@ -85,17 +90,17 @@ program
   .description('submit a task and print it')
   .option('--team <team>', 'team', 'research')
   .option('--no-approval', 'do not ask for plan approval')
-  .option('--timeout <seconds>', 'approval timeout in seconds', '600')
+  .option('--timeout <seconds>', 'approval timeout in seconds', wholeNumber('--timeout'), 600)
   .option('--budget-usd <n>', 'stop and ask a person once the task has spent this many US dollars', positiveNumber('--budget-usd'))
-  .option('--budget-tokens <n>', 'stop and ask a person once the task has used this many tokens', positiveNumber('--budget-tokens'))
+  .option('--budget-tokens <n>', 'stop and ask a person once the task has used this many tokens', wholeNumber('--budget-tokens'))
   .option('--example <name>', 'start from a configured example project (GET /v1/examples)')
   .option('--workspace <path>', `start from this codebase: a directory (archived without ${WORKSPACE_EXCLUDES.join(' and ')}) or a .tar.gz`)
   .option('--watch', 'then follow it live')
-  .action(async (prompt: string[], opts: { team: string; approval: boolean; timeout: string; watch?: boolean; budgetUsd?: number; budgetTokens?: number; example?: string; workspace?: string }) => {
-    const budget = opts.budgetUsd !== undefined || opts.budgetTokens !== undefined ? { ...(opts.budgetUsd !== undefined ? { usd: opts.budgetUsd } : {}), ...(opts.budgetTokens !== undefined ? { tokens: Math.ceil(opts.budgetTokens) } : {}) } : undefined;
+  .action(async (prompt: string[], opts: { team: string; approval: boolean; timeout: number; watch?: boolean; budgetUsd?: number; budgetTokens?: number; example?: string; workspace?: string }) => {
+    const budget = opts.budgetUsd !== undefined || opts.budgetTokens !== undefined ? { ...(opts.budgetUsd !== undefined ? { usd: opts.budgetUsd } : {}), ...(opts.budgetTokens !== undefined ? { tokens: opts.budgetTokens } : {}) } : undefined;
     if (opts.example !== undefined && opts.workspace !== undefined) throw new Error('give --example or --workspace, not both: a task starts from one codebase');
     const workspace = opts.workspace !== undefined ? await workspaceFromPath(opts.workspace) : opts.example !== undefined ? { example: opts.example } : undefined;
-    const t = await client().request<TaskView>('POST', '/v1/tasks', { prompt: prompt.join(' '), team: opts.team, requirePlanApproval: opts.approval, approvalTimeoutSeconds: Number(opts.timeout), ...(budget ? { budget } : {}), ...(workspace ? { workspace } : {}) });
+    const t = await client().request<TaskView>('POST', '/v1/tasks', { prompt: prompt.join(' '), team: opts.team, requirePlanApproval: opts.approval, approvalTimeoutSeconds: opts.timeout, ...(budget ? { budget } : {}), ...(workspace ? { workspace } : {}) });
     console.log(describeTask(t));
     if (opts.watch) await watch(t.id);
   });
@@ -129,9 +134,9 @@ program
   .description('approve an approval request (the only open one if no id is given), or raise a budget request\'s limit')
   .option('--input <json>', 'approve with this edited tool input')
   .option('--usd <n>', 'a budget request: the new limit in US dollars', positiveNumber('--usd'))
-  .option('--tokens <n>', 'a budget request: the new limit in tokens', positiveNumber('--tokens'))
+  .option('--tokens <n>', 'a budget request: the new limit in tokens', wholeNumber('--tokens'))
   .action(async (taskId: string, requestId: string | undefined, opts: { input?: string; usd?: number; tokens?: number }) => {
-    const budget = opts.usd !== undefined || opts.tokens !== undefined ? { ...(opts.usd !== undefined ? { usd: opts.usd } : {}), ...(opts.tokens !== undefined ? { tokens: Math.ceil(opts.tokens) } : {}) } : undefined;
+    const budget = opts.usd !== undefined || opts.tokens !== undefined ? { ...(opts.usd !== undefined ? { usd: opts.usd } : {}), ...(opts.tokens !== undefined ? { tokens: opts.tokens } : {}) } : undefined;
     console.log(describeTask(await decide(client(), taskId, { approve: true, ...(opts.input !== undefined ? { input: opts.input } : {}), ...(budget ? { budget } : {}), ...(requestId ? { requestId } : {}) })));
   });
 
