@@ -30,7 +30,7 @@ export interface ForkedEvent {
 export function forkEvents(source: readonly RecordedEvent[], atVersion: number, newTaskId: string, opts: { now: Date; requestedBy: string }): ForkedEvent[] {
   const at = stateAt(source, atVersion);
   if (!at) throw new InvalidCommandError(`the task has no version ${atVersion}`, { atVersion });
-  if (isFinal(at)) throw new IllegalTransitionError('ForkTask', at.status, `version ${atVersion} is the end of the task; fork at an earlier version`);
+  if (isFinal(at)) throw new IllegalTransitionError('ForkTask', at.status, `version ${atVersion} is the end of the task; fork at an earlier version (1..${atVersion - 1})`);
   const sourceId = at.id;
   const deadline = new Date(opts.now.getTime() + at.approvalTimeoutSeconds * 1000).toISOString();
   const out: ForkedEvent[] = [];

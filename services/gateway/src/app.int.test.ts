@@ -247,6 +247,11 @@ describe('reads, tenancy, errors', () => {
     const c2 = await app.inject({ method: 'POST', url: `/v1/tasks/${id}/cancel` });
     expect(c2.statusCode).toBe(409);
     expect(c2.json().error).toMatchObject({ code: 'task_final', message: expect.stringMatching(/already cancelled/) });
+    // The range a fork is offered is one it takes: a finished task's last version is its end.
+    const beyond = await app.inject({ method: 'POST', url: `/v1/tasks/${id}/fork`, payload: { atVersion: 9 } });
+    expect(beyond.json().error).toMatchObject({ code: 'invalid_version', message: 'body.atVersion: the task is at version 2; fork at 1..1' });
+    const end = await app.inject({ method: 'POST', url: `/v1/tasks/${id}/fork`, payload: { atVersion: 2 } });
+    expect(end.json().error.message).toMatch(/version 2 is the end of the task; fork at an earlier version \(1\.\.1\)/);
   });
 
   test('approvals: invalid edit → 400 naming the field (request stays open); approve once → 200, twice → 409', async ({ pg, nats }) => {

@@ -1,5 +1,5 @@
 import { allTools, parseToolInput } from '@baton/agents';
-import { digestJson, exists, forkEvents, forkedArtifacts, stateAt, uuidV5, type Command, type TaskState } from '@baton/domain';
+import { digestJson, exists, forkEvents, isFinal, forkedArtifacts, stateAt, uuidV5, type Command, type TaskState } from '@baton/domain';
 import { redactCredentials, toAgentViews, toTaskView, type DeliveryView } from '@baton/api';
 import { importTask } from '@baton/event-store';
 import { mailToResend } from '@baton/mail';
@@ -114,7 +114,9 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
   r.post('/v1/tasks/:id/fork', { schema: { params: TaskIdParams, body: ForkBody, tags: ['tasks'], summary: 'Fork a task: a new task whose history is a copy up to a version, which then continues' } }, async (req, reply) => {
     const source = await loadVisibleTask(d, req, req.params.id);
     const { atVersion } = req.body;
-    if (atVersion > source.state.version) throw new HttpError(422, 'invalid_version', `body.atVersion: the task is at version ${source.state.version}; fork at 1..${source.state.version}`, [{ field: 'body.atVersion', message: `at most ${source.state.version}` }]);
+    // A finished task's last version is its end, which a fork cannot continue from: the range says so.
+    const last = isFinal(source.state) ? source.state.version - 1 : source.state.version;
+    if (atVersion > source.state.version) throw new HttpError(422, 'invalid_version', `body.atVersion: the task is at version ${source.state.version}; fork at 1..${last}`, [{ field: 'body.atVersion', message: `at most ${last}` }]);
     const newId = d.newId();
     const copied = forkEvents(source.events, atVersion, newId, { now: d.now(), requestedBy: req.actor });
     // Files first (artifacts the copied history names, workspaces of live sandboxes): the fork's agents resume with them.
