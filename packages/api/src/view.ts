@@ -45,6 +45,8 @@ export interface TaskView {
   emails: EmailState[];
   result: { summary: string; reportPath?: string } | null;
   error: { code: string; message: string } | null;
+  /** Who cancelled it, why and when; null unless cancelled. */
+  cancellation: { reason: string; requestedBy: string; at: string } | null;
 }
 
 /** A task as `GET /v1/tasks` lists it (a summary from the read model; the full object is TaskView). */
@@ -171,6 +173,7 @@ export function toTaskView(s: TaskState): TaskView {
     emails: Object.values(s.emails),
     result: s.result ? { summary: s.result.summary, ...(s.result.reportPath ? { reportPath: s.result.reportPath } : {}) } : null,
     error: s.error,
+    cancellation: s.cancellation,
   };
 }
 

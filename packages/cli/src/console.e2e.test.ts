@@ -270,6 +270,8 @@ describe('the web console, in Chromium', () => {
     await page.locator('.toast.t-cancelled', { hasText: 'Cancelled' }).waitFor();
     await page.locator('.task-head .status.s-cancelled').waitFor();
     expect((await task(id)).status).toBe('cancelled');
+    // Who cancelled it and why stay on the page.
+    expect(await page.locator('.card.cancelled').textContent()).toMatch(/^Cancelled by key:\S+@acme at .+: cancelled from the console$/);
   });
 
   it('two researchers ask at once: their toasts stack above the rest and are answered in place; an empty answer says so', async () => {

@@ -55,6 +55,10 @@ describe('describeTask', () => {
       '  agent researcher-2 (researcher): completed, 3 turns',
     ]);
   });
+  it('says who cancelled it, when and why', () => {
+    const task = { id: 't-1', status: 'cancelled', version: 4, team: 'research', forkedFrom: null, prompt: 'p', agents: [], budget: null, pendingRequests: [], result: null, error: null, cancellation: { reason: 'no longer needed', requestedBy: 'key:abc…@acme', at: '2026-11-27T07:00:00.000Z' } } as unknown as TaskView;
+    expect(describeTask(task).split('\n').slice(2)).toEqual(['  cancelled by key:abc…@acme at 2026-11-27T07:00:00.000Z: no longer needed']);
+  });
 });
 
 describe('baton status: a plan', () => {

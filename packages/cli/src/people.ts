@@ -61,6 +61,7 @@ export function describeTask(t: TaskView): string {
   for (const r of t.pendingRequests) lines.push(describeRequest(t.id, r).replace(/^(?=.)/gm, '  ')); // blank lines stay blank
   if (t.result) lines.push(`  result: ${t.result.summary}`);
   if (t.error) lines.push(`  error: ${t.error.code}: ${t.error.message}`);
+  if (t.cancellation) lines.push(`  cancelled by ${t.cancellation.requestedBy} at ${t.cancellation.at}: ${t.cancellation.reason}`);
   return lines.join('\n');
 }
 

@@ -124,6 +124,11 @@ export function TaskPage({ taskId }: { taskId: string }) {
         <RequestCard key={r.requestId} taskId={task.id} request={r} editing={editing === r.requestId} setEditing={(on) => setEditing(on ? r.requestId : null)} onDone={decided} />
       ))}
       {task.error && <div className="card failed">Failed ({task.error.code}): {task.error.message}</div>}
+      {task.cancellation && (
+        <div className="card cancelled">
+          Cancelled by {task.cancellation.requestedBy} at {new Date(task.cancellation.at).toLocaleString()}: {task.cancellation.reason}
+        </div>
+      )}
       {(task.emails.length > 0 || task.notify) && <Mail task={task} />}
       {task.plan && <PlanView task={task} />}
       <Report task={task} />

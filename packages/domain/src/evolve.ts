@@ -270,6 +270,7 @@ export function evolve(state: TaskState, event: RecordedEvent): TaskState {
       break;
     case 'TaskCancelled':
       s.status = 'cancelled';
+      s.cancellation = { reason: event.data.reason, requestedBy: event.data.requestedBy, at };
       s = stopEverything(s, at);
       break;
     default: {

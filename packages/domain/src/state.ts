@@ -234,6 +234,8 @@ export interface TaskState {
   plan: PlanState | null;
   result: { summary: string; reportPath: string | null } | null;
   error: { code: string; message: string } | null;
+  /** Who cancelled the task, why and when (null unless cancelled). */
+  cancellation: { reason: string; requestedBy: string; at: string } | null;
 }
 
 export const emptyUsage = (): UsageTotals => ({ inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 });
@@ -266,6 +268,7 @@ export const initialState = (): TaskState => ({
   plan: null,
   result: null,
   error: null,
+  cancellation: null,
 });
 
 export function addUsage(total: UsageTotals, u: Usage): UsageTotals {

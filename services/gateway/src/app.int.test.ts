@@ -244,6 +244,9 @@ describe('reads, tenancy, errors', () => {
     const c1 = await app.inject({ method: 'POST', url: `/v1/tasks/${id}/cancel`, payload: { reason: 'changed my mind' } });
     expect(c1.statusCode).toBe(200);
     expect(c1.json().status).toBe('cancelled');
+    // Who and why, in the task itself (not only in the log's TaskCancelled).
+    expect(c1.json().cancellation).toEqual({ reason: 'changed my mind', requestedBy: 'anonymous', at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) });
+    expect((await app.inject({ method: 'GET', url: `/v1/tasks/${id}` })).json().cancellation).toMatchObject({ reason: 'changed my mind' });
     const c2 = await app.inject({ method: 'POST', url: `/v1/tasks/${id}/cancel` });
     expect(c2.statusCode).toBe(409);
     expect(c2.json().error).toMatchObject({ code: 'task_final', message: expect.stringMatching(/already cancelled/) });
