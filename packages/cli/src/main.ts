@@ -212,7 +212,7 @@ program
 
 program
   .command('deliveries <taskId>')
-  .description("every attempt to deliver the task's webhooks and mail: when, what, where, how it went (a failed webhook delivery with the command that sends it again)")
+  .description("every attempt to deliver the task's webhooks and mail: when, what, where, how it went (a failed webhook message or notification mail with the command that sends it again)")
   .action(async (taskId: string) => {
     const items = await client().deliveries(taskId);
     console.log(items.length === 0 ? 'no deliveries' : describeDeliveries(taskId, items).join('\n'));

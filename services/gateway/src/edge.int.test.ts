@@ -151,6 +151,7 @@ describe('resuming events: Last-Event-ID and ?after= are positions, digits only'
     const id = (await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x' } })).json().id as string;
     await app.inject({ method: 'POST', url: `/v1/tasks/${id}/cancel` });
     const sse = (lastEventId: string) => app.inject({ method: 'GET', url: `/v1/tasks/${id}/events`, headers: { accept: 'text/event-stream', 'last-event-id': lastEventId } });
+    expectError(await sse('9'.repeat(19)), 400, 'validation_error', /^headers\.last-event-id: must be a non-negative integer of at most 15 digits/);
     for (const bad of ['garbage', '-1', '1e3', '', '1.5', ' 1', '0x10', '9'.repeat(16)]) {
       expectError(await sse(bad), 400, 'validation_error', /^headers\.last-event-id: must be a non-negative integer/);
       expectError(await app.inject({ method: 'GET', url: `/v1/tasks/${id}/events?after=${encodeURIComponent(bad)}` }), 400, 'validation_error', /^query\.after: must be a non-negative integer/);

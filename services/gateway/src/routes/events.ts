@@ -153,7 +153,9 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     // A stream follows changes from now on, each with the task's whole summary: a page, a time, a
     // status or a search to filter by are the JSON list's (a task's status changes; the client
     // sees it, and the prompt, in each summary: matchesSearch).
-    const refused = (['status', 'cursor', 'updatedAfter', 'stuck', 'search'] as const).filter((f) => q[f] !== undefined);
+    // `limit` has a default: whether the client sent it is in the URL itself.
+    const sent = new URLSearchParams(req.url.split('?')[1] ?? '');
+    const refused = (['status', 'cursor', 'updatedAfter', 'stuck', 'search', 'limit'] as const).filter((f) => (f === 'limit' ? sent.has('limit') : q[f] !== undefined));
     if (refused.length > 0) throw new HttpError(400, 'validation_error', refused.map((f) => `query.${f}: not with Accept: text/event-stream (a stream sends every change of your tasks, each with its status; filter by team only)`).join('; '), refused.map((f) => ({ field: `query.${f}`, message: 'not with Accept: text/event-stream' })));
     checkStreamCaps(req.tenant);
     reply.hijack();

@@ -6,7 +6,7 @@ import { z } from 'zod';
  * A non-negative integer from a query string or header: digits only — no sign, exponent,
  * fraction, spaces or empty value (what z.coerce.number would let through as 1000, 0, …).
  */
-const digits = z.string().regex(/^\d{1,15}$/, 'must be a non-negative integer (digits only)');
+const digits = z.string().regex(/^\d{1,15}$/, 'must be a non-negative integer of at most 15 digits (digits only)');
 /** A whole number from `min` to `max`: one message for every way to miss (`-1`, `0`, `x`, too big). */
 export const queryInt = (min: number, max: number) => {
   const range = max === Number.MAX_SAFE_INTEGER ? `a whole number, ${min} or more` : `a whole number from ${min} to ${max}`;
