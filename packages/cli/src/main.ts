@@ -197,7 +197,10 @@ program
   });
 
 async function watch(taskId: string): Promise<void> {
-  await client().follow(taskId, (e) => console.log(describeEvent(e)));
+  // The task as it stands now: a request in the history it shows as not open is printed without a command to paste.
+  const now = await client().request<TaskView>('GET', `/v1/tasks/${taskId}`);
+  const open = new Set(now.pendingRequests.map((r) => r.requestId));
+  await client().follow(taskId, (e) => console.log(describeEvent(e, (requestId) => e.version <= now.version && !open.has(requestId))));
 }
 
 program

@@ -10,8 +10,13 @@ const started = (streamId: string, position: number): ApiEvent =>
 
 describe('baton watch lines', () => {
   it('tells the two records of a subagent\'s start apart: the runner\'s claim on the task stream, then the fence on the agent\'s own stream', () => {
-    expect(describeEvent(started(`task-${taskId}`, 9))).toBe('#9 SubagentStarted researcher-1 attempt 1 on vm-1');
+    expect(describeEvent(started(`task-${taskId}`, 9))).toBe('#9 v1 SubagentStarted researcher-1 attempt 1 on vm-1');
     expect(describeEvent(started(`agent-${taskId}-researcher-1`, 11))).toBe('#11 SubagentStarted researcher-1 attempt 1 on vm-1 (its own stream: an older attempt still running is fenced off)');
+  });
+  it('a request prints the command that decides it, unless it was closed before the watch began', () => {
+    const asked = { id: 'e2', type: 'ClarificationRequested', taskId, streamId: `task-${taskId}`, version: 5, position: 22, recordedAt: '2026-11-26T16:00:00.000Z', data: { requestId: 'clr-1', agentId: 'lead', toolUseId: 'tu1', questions: ['Which?'], context: '' }, metadata: {} } as unknown as ApiEvent;
+    expect(describeEvent(asked).split('\n')).toEqual(['#22 v5 ClarificationRequested', '?  question clr-1 from lead', '   1. Which?', `   → baton answer ${taskId} '<answer>' --request clr-1`]);
+    expect(describeEvent(asked, (id) => id === 'clr-1').split('\n').at(-1)).toBe('   (decided or closed since: no longer open)');
   });
 });
 

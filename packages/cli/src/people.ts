@@ -84,15 +84,23 @@ export function describePlan(p: PlanView): string[] {
   return lines;
 }
 
-/** One line per event for `baton watch`; requests are printed in full as they open. */
-export function describeEvent(e: ApiEvent): string {
+/**
+ * One line per event for `baton watch`: its position in the log and, for the task stream's
+ * events, their version (`v16`: what `fork --at` and `--at` take). Requests are printed in full as
+ * they open, with the command that decides them — but for one `closed` already (the task as it
+ * stood when the watch began: no use pasting it).
+ */
+export function describeEvent(e: ApiEvent, closed: (requestId: string) => boolean = () => false): string {
   const d = e.data;
-  const head = `#${e.position} ${e.type}`;
+  const head = `#${e.position}${isTaskStream(e.streamId) ? ` v${e.version}` : ''} ${e.type}`;
   switch (e.type) {
     case 'ApprovalRequested':
     case 'ClarificationRequested':
-    case 'BudgetExceeded':
-      return `${head}\n${describeRequest(e.taskId, requestFromEvent(e))}`;
+    case 'BudgetExceeded': {
+      const described = describeRequest(e.taskId, requestFromEvent(e));
+      if (!closed(String(d.requestId))) return `${head}\n${described}`;
+      return `${head}\n${described.replace(/\n {3}→ .*$/, '\n   (decided or closed since: no longer open)')}`;
+    }
     case 'ModelTurnRecorded': {
       const content = d.content as { type: string; text?: string; name?: string }[];
       const text = content.filter((b) => b.type === 'text').map((b) => b.text).join(' ').slice(0, 160);
