@@ -2,7 +2,7 @@
  * docs/api.md, generated from the gateway's OpenAPI document (what /docs serves): every route
  * with its summary, parameters, body fields and answers. Pure; the test keeps the file current.
  */
-type Schema = { type?: string | string[]; properties?: Record<string, Schema>; required?: string[]; items?: Schema; enum?: unknown[]; description?: string; anyOf?: Schema[]; oneOf?: Schema[]; default?: unknown; minimum?: number; maximum?: number; minLength?: number; maxLength?: number; format?: string; const?: unknown };
+type Schema = { type?: string | string[]; properties?: Record<string, Schema>; required?: string[]; items?: Schema; enum?: unknown[]; description?: string; anyOf?: Schema[]; oneOf?: Schema[]; default?: unknown; minimum?: number; maximum?: number; exclusiveMinimum?: number | boolean; exclusiveMaximum?: number | boolean; minLength?: number; maxLength?: number; format?: string; const?: unknown };
 type Operation = { summary?: string; tags?: string[]; parameters?: { name: string; in: string; required?: boolean; schema?: Schema; description?: string }[]; requestBody?: { content?: Record<string, { schema?: Schema }> }; responses?: Record<string, { description?: string }> };
 export interface OpenApiDocument {
   info: { title: string; version: string };
@@ -27,7 +27,14 @@ function limits(s: Schema | undefined): string {
   if (!s) return '';
   const parts: string[] = [];
   if (s.minLength !== undefined || s.maxLength !== undefined) parts.push(`${s.minLength ?? 0}..${s.maxLength ?? '∞'} chars`);
-  if (s.minimum !== undefined || s.maximum !== undefined) parts.push(`${s.minimum ?? '−∞'}..${s.maximum ?? '∞'}`);
+  // A bound the value may not equal is written as such (`above 0`, not `0..`); JSON Schema spells it
+  // as a number of its own (2019+) or as `true` beside minimum/maximum (draft 4).
+  const bound = (exclusive: number | boolean | undefined, inclusive: number | undefined): { value: number; exclusive: boolean } | null =>
+    typeof exclusive === 'number' ? { value: exclusive, exclusive: true } : inclusive !== undefined ? { value: inclusive, exclusive: exclusive === true } : null;
+  const low = bound(s.exclusiveMinimum, s.minimum);
+  const high = bound(s.exclusiveMaximum, s.maximum);
+  if (low?.exclusive || high?.exclusive) parts.push([low && `${low.exclusive ? 'above' : 'at least'} ${low.value}`, high && `${high.exclusive ? 'below' : 'at most'} ${high.value}`].filter(Boolean).join(', '));
+  else if (low || high) parts.push(`${low?.value ?? '−∞'}..${high?.value ?? '∞'}`);
   if (s.default !== undefined) parts.push(`default ${JSON.stringify(s.default)}`);
   return parts.join(', ');
 }

@@ -144,6 +144,12 @@ export const ForkBody = z.strictObject({
 
 export const CancelBody = z.strictObject({ reason: z.string().max(4000).optional() }).nullish();
 
+/**
+ * What a route answers when it succeeds with a status other than 200, for the OpenAPI document and
+ * docs/api.md (the body is the API's own view, serialized as it is: not validated again).
+ */
+export const answers = (status: 201 | 202 | 204, description: string) => ({ [status]: z.unknown().describe(description) });
+
 /** A route that takes no body: none, or an empty object — any field is refused by name, not ignored. */
 export const NoBody = z.strictObject({}).nullish();
 

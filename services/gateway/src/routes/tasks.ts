@@ -9,7 +9,7 @@ import type { ZodTypeProvider } from '@fastify/type-provider-zod';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { GatewayDeps } from '../deps.ts';
 import { HttpError, notFound } from '../errors.ts';
-import { AgentParams, AnswerBody, ApprovalBody, ArtifactParams, CancelBody, DeliveryParams, ForkBody, NoBody, RequestParams, StateQuery, SubmitTaskBody, TaskIdParams } from './schemas.ts';
+import { AgentParams, answers, AnswerBody, ApprovalBody, ArtifactParams, CancelBody, DeliveryParams, ForkBody, NoBody, RequestParams, StateQuery, SubmitTaskBody, TaskIdParams } from './schemas.ts';
 import { runTaskCommand } from './commands.ts';
 import { checkSubmission, submitTask } from './submit.ts';
 import { readMultipartSubmission, resolveWorkspace, submitBodyLimit } from './workspace-input.ts';
@@ -42,7 +42,7 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
         // JSON may carry a base64 workspace archive; every other route keeps the default limit.
         bodyLimit: submitBodyLimit(d),
         preValidation: async (req) => readMultipartSubmission(d, req),
-        schema: { body: SubmitTaskBody, tags: ['tasks'], summary: 'Submit a task (JSON, or multipart/form-data: a task field with the JSON body and a workspace file part with a .tar.gz)' },
+        schema: { body: SubmitTaskBody, response: answers(201, 'The task, created (with Idempotency-Key repeated: the same task, and idempotent-replayed: true)'), tags: ['tasks'], summary: 'Submit a task (JSON, or multipart/form-data: a task field with the JSON body and a workspace file part with a .tar.gz)' },
       },
       async (req, reply) => {
         const { workspace: workspaceInput, ...body } = req.body;
@@ -111,7 +111,7 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     return command(req, req.params.id, () => ({ type: 'CancelTask', reason: req.body?.reason ?? 'cancelled by user', requestedBy: req.actor }));
   });
 
-  r.post('/v1/tasks/:id/fork', { schema: { params: TaskIdParams, body: ForkBody, tags: ['tasks'], summary: 'Fork a task: a new task whose history is a copy up to a version, which then continues' } }, async (req, reply) => {
+  r.post('/v1/tasks/:id/fork', { schema: { params: TaskIdParams, body: ForkBody, response: answers(201, 'The new task'), tags: ['tasks'], summary: 'Fork a task: a new task whose history is a copy up to a version, which then continues' } }, async (req, reply) => {
     const source = await loadVisibleTask(d, req, req.params.id);
     const { atVersion } = req.body;
     // A finished task's last version is its end, which a fork cannot continue from: the range says so.
@@ -147,7 +147,7 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
   });
 
   // Redelivery (docs/webhooks.md, docs/email.md): recorded here, sent by a notifier (it holds the signing secret, the egress guard and the SMTP server).
-  r.post('/v1/tasks/:id/deliveries/:deliveryId/redeliver', { schema: { params: DeliveryParams, body: NoBody, tags: ['webhooks'], summary: "Send a delivery's webhook message, or its notification mail, again now (a new attempt, listed in /deliveries)" } }, async (req, reply) => {
+  r.post('/v1/tasks/:id/deliveries/:deliveryId/redeliver', { schema: { params: DeliveryParams, body: NoBody, response: answers(202, 'Queued: {redeliveryId, deliveryId, webhookId, status}'), tags: ['webhooks'], summary: "Send a delivery's webhook message, or its notification mail, again now (a new attempt, listed in /deliveries)" } }, async (req, reply) => {
     const { id, deliveryId } = req.params;
     const loaded = await loadVisibleTask(d, req, id);
     const delivery = await findDelivery(d.pool, id, deliveryId);
