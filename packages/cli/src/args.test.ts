@@ -26,3 +26,12 @@ describe('arguments the CLI refuses before asking the gateway, naming the option
     expect(r.stderr).not.toMatch(/ECONNREFUSED|fetch failed|cannot reach/i);
   });
 });
+
+describe('an artifact path the URL would fold into another route is refused before any request', () => {
+  it.each([['../etc/passwd'], ['a/./b'], ['/abs'], ['a//b']])('%s', async (file) => {
+    const r = await baton('artifact', '00000000-0000-4000-8000-000000000001', file);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(`'${file}' is not an artifact path: artifact paths are relative, with no empty, '.' or '..' segment`);
+    expect(r.stderr).not.toMatch(/ECONNREFUSED|fetch failed|cannot reach|no route/i);
+  });
+});

@@ -177,7 +177,9 @@ program
   .description("list a task's files: path, bytes, the agent that stored it, digest (--at N: as they were after version N of its stream)")
   .option('--at <version>', 'as the files were after this version of the task stream', streamVersion)
   .action(async (taskId: string, opts: { at?: number }) => {
-    for (const a of await client().artifacts(taskId, opts)) console.log(`${a.path}  ${a.bytes} B  ${a.agentId ?? '-'}  ${a.sha256.slice(0, 12)}`);
+    const files = await client().artifacts(taskId, opts);
+    if (files.length === 0) console.log(opts.at !== undefined ? `no files at version ${opts.at} of the task stream` : 'no files yet');
+    for (const a of files) console.log(`${a.path}  ${a.bytes} B  ${a.agentId ?? '-'}  ${a.sha256.slice(0, 12)}`);
   });
 
 program

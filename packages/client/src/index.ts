@@ -71,7 +71,15 @@ function parseBody(text: string): unknown {
 }
 
 const FINAL = new Set(['TaskCompleted', 'TaskFailed', 'TaskCancelled']);
-const path = (p: string): string => p.split('/').map(encodeURIComponent).join('/');
+/**
+ * An artifact path in a URL, each segment encoded. A `.` or `..` segment would be folded into the
+ * URL itself (the request would go to another route), and artifact paths never have one: refused here.
+ */
+const path = (p: string): string => {
+  const segments = p.split('/');
+  if (segments.some((s) => s === '.' || s === '..' || s === '')) throw new Error(`'${p}' is not an artifact path: artifact paths are relative, with no empty, '.' or '..' segment (e.g. report.md, src/app.ts)`);
+  return segments.map(encodeURIComponent).join('/');
+};
 /** `?at=N` (a version of the task stream) when one is given. */
 const atQuery = (at: number | undefined): string => (at === undefined ? '' : `?at=${at}`);
 

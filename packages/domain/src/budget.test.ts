@@ -1,6 +1,6 @@
 import { given, recorded, stateOf } from '@baton/testing';
 import { describe, expect, it } from 'vitest';
-import { budgetHold, budgetReached, nextBudgetRequestId, raisedLimit, spentOf } from './budget.ts';
+import { budgetHold, budgetReached, describeSpend, nextBudgetRequestId, raisedLimit, spentOf } from './budget.ts';
 import type { Command, DecidedEvent } from './commands.ts';
 import { IllegalTransitionError, InvalidCommandError, StaleAttemptError } from './errors.ts';
 import { wakes } from './events.ts';
@@ -143,5 +143,13 @@ describe('deciding on the budget', () => {
     const s = stateOf(recorded([...held, raised, { type: 'SubagentStarted', data: { agentId: 'researcher-1', attempt: 2, runnerId: 'r1' } }, turn('researcher-1', 2, 1000, 0.01)]));
     expect(nextBudgetRequestId(s)).toBe('budget-2');
     expect(budgetHold(s, 'researcher-1', { attempt: 2, now: NOW })?.[0]).toMatchObject({ type: 'ExceedBudget', requestId: 'budget-2' });
+  });
+});
+
+describe('describeSpend', () => {
+  it('dollars with cents, four decimals under a dollar, and a tiny limit as it is (not $0.0000)', () => {
+    expect(describeSpend({ usd: 12.5, tokens: 3000 }, { usd: 20, tokens: 10_000 })).toBe('$12.50 of $20.00, 3000 of 10000 tokens');
+    expect(describeSpend({ usd: 0.52, tokens: 0 }, { usd: 0.5, tokens: null })).toBe('$0.5200 of $0.5000');
+    expect(describeSpend({ usd: 0, tokens: 0 }, { usd: 0.000001, tokens: null })).toBe('$0.0000 of $0.0000010');
   });
 });

@@ -52,7 +52,8 @@ export function budgetHold(s: TaskState, agentId: string, o: { attempt?: number 
   return out;
 }
 
-const usd = (n: number): string => `$${n.toFixed(n < 1 ? 4 : 2)}`;
+/** Dollars with cents, or four decimals under a dollar, or as many as a tiny amount needs to show (not $0.0000 for a limit of $0.000001). */
+const usd = (n: number): string => `$${n >= 1 ? n.toFixed(2) : n === 0 || n >= 0.0001 ? n.toFixed(4) : n.toPrecision(2)}`;
 
 /** "$0.5200 of $0.5000, 12000 of 10000 tokens": what was spent against each limit. */
 export function describeSpend(spent: Spent, limit: Budget): string {
