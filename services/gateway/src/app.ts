@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { timingSafeEqual } from 'node:crypto';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
@@ -57,16 +58,19 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   // JSON is Fastify's own parser (prototype poisoning refused), then a nesting limit.
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser(['text/plain', 'application/json']);
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, raw, done) => {
     // Only what the parser would misread or misname is refused before it: a compressed body, another charset.
     const encoding = req.headers['content-encoding']?.trim().toLowerCase();
     if (encoding && encoding !== 'identity') return done(new HttpError(415, 'unsupported_media_type', `headers.content-encoding: '${encoding}' is not taken: send the body uncompressed`), undefined);
     const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(req.headers['content-type'] ?? '')?.[1]?.toLowerCase();
     if (charset && charset !== 'utf-8' && charset !== 'utf8') return done(new HttpError(415, 'unsupported_media_type', `headers.content-type: charset '${charset}' is not taken: JSON bodies are UTF-8`), undefined);
-    parseJson(req, body as string, (err, value) => {
+    // Bytes that are not UTF-8 would be stored as U+FFFD, the text silently changed: refused.
+    if (!isUtf8(raw as Buffer)) return done(new HttpError(400, 'invalid_json', 'body: not valid UTF-8'), undefined);
+    const body = (raw as Buffer).toString('utf8');
+    parseJson(req, body, (err, value) => {
       if (!err) return done(jsonDepthError(value, 'body'), value);
       // Valid JSON refused all the same: a key that could rewrite how every object behaves.
-      if (wellFormedJson(body as string)) return done(new HttpError(400, 'invalid_json', 'body: a key named __proto__, or constructor holding prototype, is refused (prototype poisoning)'), undefined);
+      if (wellFormedJson(body)) return done(new HttpError(400, 'invalid_json', 'body: a key named __proto__, or constructor holding prototype, is refused (prototype poisoning)'), undefined);
       done(err, undefined);
     });
   });

@@ -117,6 +117,8 @@ describe('every refusal has the API error shape, the framework\'s own too', () =
     expectError(await app.inject({ method: 'POST', url: '/v1/tasks', headers: { ...json, 'content-encoding': 'gzip' }, payload: gzipSync('{"prompt":"x"}') }), 415, 'unsupported_media_type', /content-encoding: 'gzip' is not taken: send the body uncompressed/);
     expectError(await app.inject({ method: 'POST', url: '/v1/tasks', headers: { 'content-type': 'application/json; charset=utf-16' }, payload: '{"prompt":"x"}' }), 415, 'unsupported_media_type', /charset 'utf-16' is not taken: JSON bodies are UTF-8/);
     expect((await app.inject({ method: 'POST', url: '/v1/tasks', headers: { 'content-type': 'application/json; charset=UTF-8' }, payload: '{"prompt":"x"}' })).statusCode).toBe(201);
+    expectError(await app.inject({ method: 'POST', url: '/v1/tasks', headers: json, payload: Buffer.concat([Buffer.from('{"prompt":"'), Buffer.from([0xff, 0xfe]), Buffer.from('"}')]) }), 400, 'invalid_json', /^body: not valid UTF-8$/);
+    expect((await app.inject({ method: 'POST', url: '/v1/tasks', headers: json, payload: Buffer.from('{"prompt":"naïve café 日本 🚀"}') })).json().prompt).toBe('naïve café 日本 🚀');
     for (const poisoned of ['{"prompt":"x","__proto__":{"a":1}}', '{"prompt":"x","constructor":{"prototype":{"a":1}}}'])
       expectError(await app.inject({ method: 'POST', url: '/v1/tasks', headers: json, payload: poisoned }), 400, 'invalid_json', /a key named __proto__, or constructor holding prototype, is refused/);
     expectError(await app.inject({ method: 'POST', url: '/v1/tasks/00000000-0000-4000-8000-000000000000/cancel', headers: json, payload: JSON.stringify({ reason: 'x'.repeat(70_000) }) }), 413, 'payload_too_large');
