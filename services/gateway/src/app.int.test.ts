@@ -982,4 +982,23 @@ describe('human in the loop over HTTP', () => {
     expect(atEnd.statusCode).toBe(422);
     expect(atEnd.json().error.message).toMatch(/fork at an earlier version/);
   });
+
+  test('a fork with an Idempotency-Key, retried: the same fork (idempotent-replayed); the key for another fork is a 422', async ({ pg, nats }) => {
+    const app = await gateway(pg, nats);
+    const id = await waitingTask(app, pg);
+    const fork = (atVersion: number, key = 'fork-key-1') => app.inject({ method: 'POST', url: `/v1/tasks/${id}/fork`, headers: { 'idempotency-key': key }, payload: { atVersion } });
+    const first = await fork(2);
+    expect(first.statusCode).toBe(201);
+    expect(first.headers['idempotent-replayed']).toBeUndefined();
+    const again = await fork(2);
+    expect(again.statusCode).toBe(201);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.json().id).toBe(first.json().id);
+    const other = await fork(1);
+    expect(other.statusCode).toBe(422);
+    expect(other.json().error).toMatchObject({ code: 'idempotency_key_reused', message: `this Idempotency-Key was already used for another fork (of task ${id} at version 2)` });
+    expect((await fork(1, 'fork-key-2')).json().id).not.toBe(first.json().id);
+    const forks = (await app.inject({ method: 'GET', url: '/v1/tasks?limit=50' })).json().items.filter((t: { forkedFrom: { taskId: string } | null }) => t.forkedFrom?.taskId === id);
+    expect(forks).toHaveLength(2);
+  });
 });

@@ -14,6 +14,14 @@ import { runTaskCommand } from './commands.ts';
 import { checkSubmission, submitTask } from './submit.ts';
 import { readMultipartSubmission, resolveWorkspace, submitBodyLimit } from './workspace-input.ts';
 
+/** The request's Idempotency-Key (POST /v1/tasks, fork), if it sent one: 1..255 characters. */
+function idempotencyKey(req: FastifyRequest): string | undefined {
+  const header = req.headers['idempotency-key'];
+  const key = typeof header === 'string' ? header.trim() : undefined;
+  if (key !== undefined && (key.length === 0 || key.length > 255)) throw new HttpError(400, 'validation_error', 'headers.idempotency-key: must be 1..255 characters');
+  return key;
+}
+
 /** Load a task the caller's tenant may see; another tenant's task is a plain 404. */
 export async function loadVisibleTask(d: GatewayDeps, req: FastifyRequest, taskId: string) {
   const loaded = await d.load(taskId);
@@ -47,9 +55,7 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
       async (req, reply) => {
         const { workspace: workspaceInput, ...body } = req.body;
         checkSubmission(d, body);
-        const keyHeader = req.headers['idempotency-key'];
-        const key = typeof keyHeader === 'string' ? keyHeader.trim() : undefined;
-        if (key !== undefined && (key.length === 0 || key.length > 255)) throw new HttpError(400, 'validation_error', 'headers.idempotency-key: must be 1..255 characters');
+        const key = idempotencyKey(req);
         // Checked and digested now; stored only if this request creates the task.
         const workspace = await resolveWorkspace(d, workspaceInput, req.workspaceUpload);
         // The request hash covers the workspace by its digest (the same files by JSON or multipart are the same request).
@@ -117,7 +123,19 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     // A finished task's last version is its end, which a fork cannot continue from: the range says so.
     const last = isFinal(source.state) ? source.state.version - 1 : source.state.version;
     if (atVersion > source.state.version) throw new HttpError(422, 'invalid_version', `body.atVersion: the task is at version ${source.state.version}; fork at 1..${last}`, [{ field: 'body.atVersion', message: `at most ${last}` }]);
-    const newId = d.newId();
+    // With an Idempotency-Key, a retried fork (a timeout, a double click) is the same fork.
+    const key = idempotencyKey(req);
+    const newId = key ? uuidV5(`${req.tenant}\nfork\n${key}`) : d.newId();
+    if (key) {
+      const earlier = (await d.load(newId)).state;
+      if (exists(earlier)) {
+        const from = earlier.forkedFrom;
+        if (earlier.tenantId !== req.tenant || from?.taskId !== source.state.id || from.atVersion !== atVersion)
+          throw new HttpError(422, 'idempotency_key_reused', `this Idempotency-Key was already used for another fork${from ? ` (of task ${from.taskId} at version ${from.atVersion})` : ''}`);
+        void reply.header('idempotent-replayed', 'true');
+        return reply.status(201).send(toTaskView(earlier));
+      }
+    }
     const copied = forkEvents(source.events, atVersion, newId, { now: d.now(), requestedBy: req.actor });
     // Files first (artifacts the copied history names, workspaces of live sandboxes): the fork's agents resume with them.
     const { state } = await d.bulk(async () => {
