@@ -33,13 +33,31 @@ export async function startE2eStack(name: string, o: { env?: (ctx: { url: string
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const { ANTHROPIC_API_KEY: _key, ...env } = process.env; // the offline model plays every role
+  // A service that refuses its configuration (exit 78, not restarted): said now, not after the 60 s wait for readiness.
+  let refused: (err: Error) => void = () => {};
+  const gaveUp = new Promise<never>((_, reject) => (refused = reject));
+  gaveUp.catch(() => {});
   const services = launch({
+    onExit: (e) => {
+      if (e.restartInMs === null && e.code === 78) refused(new Error(`${e.name} of the ${name} stack refused its configuration (exit 78; its FATAL line is above): the stack is not ready`));
+    },
     env: { ...env, DATABASE_URL: dbUrl, NATS_URL: inject('natsUrl'), BATON_NAMESPACE: namespace, PORT: String(port), WORKSPACE_ROOT: workspaces, LOG_LEVEL: 'warn', ...o.env?.({ url }) },
     write: (l) => (/ERROR|FATAL/.test(l) ? console.error(l) : undefined),
     color: false,
   });
   const api = new BatonClient(url, o.apiKey);
-  await waitReady(api);
+  const stop = async (): Promise<void> => {
+    await services.stop('SIGTERM');
+    await deleteNamespace(inject('natsUrl'), namespace);
+    await rm(workspaces, { recursive: true, force: true });
+    await dropDatabase(dbUrl);
+  };
+  try {
+    await Promise.race([waitReady(api), gaveUp]);
+  } catch (err) {
+    await stop();
+    throw err;
+  }
   return {
     url,
     dbUrl,
@@ -47,11 +65,6 @@ export async function startE2eStack(name: string, o: { env?: (ctx: { url: string
     namespace,
     api,
     services,
-    async stop() {
-      await services.stop('SIGTERM');
-      await deleteNamespace(inject('natsUrl'), namespace);
-      await rm(workspaces, { recursive: true, force: true });
-      await dropDatabase(dbUrl);
-    },
+    stop,
   };
 }
