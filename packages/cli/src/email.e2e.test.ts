@@ -59,7 +59,8 @@ describe('mail, end to end', () => {
 
     // Researcher, report writer, email agent (delegations), then the mail itself: four approvals, all by mail.
     const approvals = smtp.mails.filter((m) => m.subject.startsWith('[Baton] Approval needed'));
-    expect(approvals.map((m) => m.subject.replace(/ — .*/, ''))).toEqual(['[Baton] Approval needed: Task', '[Baton] Approval needed: Task', '[Baton] Approval needed: Task', '[Baton] Approval needed: send_email']);
+    // Each names what it approves: the delegations their agent (the mails of one run are told apart).
+    expect(approvals.map((m) => m.subject.replace(/ — .*/, ''))).toEqual(['[Baton] Approval needed: Task → researcher', '[Baton] Approval needed: Task → report-writer', '[Baton] Approval needed: Task → email-agent', '[Baton] Approval needed: send_email']);
     expect(approvals[3]?.text).toMatch(/Email to: reader@example\.com\nSubject: Report: Research the history of event sourcing\nAttached: report\.md/);
     const events = await api.allEvents(id);
     expect(events.filter((e) => e.type === 'ApprovalGranted').map((e) => e.data.decidedBy)).toEqual(Array(4).fill('mail:approver@example.com'));

@@ -12,7 +12,7 @@ const links = { approve: 'https://baton.example/mail/decide?token=A', reject: 'h
 describe('mail contents', () => {
   it('an approval: the plan rendered, the input shown escaped, Approve / Reject / Open in console', () => {
     const m = requestMail(task, approval, links);
-    expect(m.subject).toBe('[Baton] Approval needed: Task — Research <b>event sourcing</b>');
+    expect(m.subject).toBe('[Baton] Approval needed: Task → researcher — Research <b>event sourcing</b>');
     expect(m.text).toMatch(/The lead waits for your approval to call Task\.[\s\S]*Plan: \*\*research\*\* first[\s\S]*"prompt": "<script>alert\(1\)<\/script>"[\s\S]*Approve: https:\/\/baton\.example\/mail\/decide\?token=A\nReject: https:\/\/baton\.example\/mail\/decide\?token=R\nOpen in console: https:\/\/baton\.example\/#\/tasks\/x/);
     expect(m.html).toContain('<strong>research</strong>');
     expect(m.html).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');

@@ -45,7 +45,9 @@ export function requestMail(task: TaskState, req: PendingRequest, links: Request
   let subject: string;
   const header = `Task ${task.id}: ${oneLine(task.prompt, 500)}`;
   if (req.kind === 'approval') {
-    subject = `[Baton] Approval needed: ${req.toolName} — ${taskLine(task)}`;
+    // What is approved, as the console's banner names it: a delegation names the agent it goes to (mails of one run differ).
+    const target = typeof (req.input as { agent?: unknown }).agent === 'string' ? ` → ${(req.input as { agent: string }).agent}` : '';
+    subject = `[Baton] Approval needed: ${req.toolName}${target} — ${taskLine(task)}`;
     const input = clip(JSON.stringify(req.input, null, 2), MAX_INPUT_CHARS);
     lines.push(`${who} waits for your approval to call ${req.toolName}.`, '', header, '', 'The plan:', req.plan, '', 'The input:', input);
     html.push(`<p>${escapeHtml(who)} waits for your approval to call <b>${escapeHtml(req.toolName)}</b>.</p>`, `<p style="color:#555">${escapeHtml(header)}</p>`, '<h3>The plan</h3>', renderMarkdown(req.plan), '<h3>The input</h3>', pre(input));

@@ -97,7 +97,7 @@ describe('mail notifications', () => {
     const id = await awaitingApproval(pg, { email: { to: ['ann@example.com', 'bob@example.com'], on: ['awaiting_input', 'completed'] } });
     await waitFor(() => smtp.mails.length === 2, { what: 'the approval mails' });
     const ann = smtp.mails.find((m) => m.to[0] === 'ann@example.com')!;
-    expect(ann).toMatchObject({ from: 'baton@example.com', subject: '[Baton] Approval needed: Task — Research event sourcing', envelopeTo: ['ann@example.com'] });
+    expect(ann).toMatchObject({ from: 'baton@example.com', subject: '[Baton] Approval needed: Task → researcher — Research event sourcing', envelopeTo: ['ann@example.com'] });
     expect(ann.headers.get('x-baton-task')).toBe(id);
     expect(ann.html).toContain('<strong>research</strong>');
     expect(ann.html).toContain('go &lt;b&gt;now&lt;/b&gt;');
@@ -136,7 +136,7 @@ describe('mail notifications', () => {
     const prompt = `${'long brief '.repeat(Math.ceil(MAX_EVENT_MESSAGE_BYTES / 11))}the end`;
     const id = await awaitingApproval(pg, { email: { to: ['ann@example.com'], on: ['awaiting_input'] } }, 'acme', prompt);
     await waitFor(() => smtp.mails.length === 1, { what: 'the approval mail' });
-    expect(smtp.mails[0]).toMatchObject({ subject: '[Baton] Approval needed: Task — Research event sourcing', envelopeTo: ['ann@example.com'] });
+    expect(smtp.mails[0]).toMatchObject({ subject: '[Baton] Approval needed: Task → researcher — Research event sourcing', envelopeTo: ['ann@example.com'] });
     expect(smtp.mails[0]?.text).toMatch(/"prompt": "long brief long brief[^]*more characters; see the console\)/);
     await stack.stop();
     expect((await listDeliveries(pg.db.pool, id)).map((d) => `${d.type} ${d.ok}`)).toEqual(['email.awaiting_input true']);
