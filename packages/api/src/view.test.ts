@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fold, type RecordedEvent } from '@baton/domain';
 import { describe, expect, it } from 'vitest';
-import { describeCall, toEventView, toTaskView } from './view.ts';
+import { describeCall, toAgentViews, toEventView, toTaskView } from './view.ts';
 
 // The domain's released (v1) event fixtures, folded and shown as the API shows them.
 const fixture = path.join(import.meta.dirname, '../../domain/src/fixtures/v1/research-run.json');
@@ -36,5 +36,25 @@ describe('what an agent is doing, in words', () => {
     expect(describeCall({ name: 'run_tests', input: {} })).toBe('running tests');
     expect(describeCall({ name: 'run_command', input: { command: 'x'.repeat(100) } })).toBe(`running: ${'x'.repeat(59)}…`);
     expect(describeCall({ name: 'bench_step', input: {} })).toBe('running bench_step');
+  });
+});
+
+describe('an agent held at the budget', () => {
+  it('is said to be paused at the budget, not thinking', () => {
+    const T = '00000000-0000-4000-8000-000000000002';
+    const usage = { inputTokens: 990, outputTokens: 10, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0.01 };
+    const turn = (agentId: string, n: number, toolUse?: string) => ({ type: 'ModelTurnRecorded', data: { agentId, turn: n, model: 'm', content: toolUse ? [{ type: 'tool_use', id: toolUse, name: 'Task', input: { agent: 'researcher', prompt: 'p' } }] : [{ type: 'text', text: 'working' }], stopReason: toolUse ? 'tool_use' : 'end_turn', usage, offline: true, durationMs: 1 } });
+    const history = [
+      { type: 'TaskSubmitted', data: { prompt: 'p', team: 'research', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 't', requestHash: null, forkedFrom: null, workspace: null, budget: { usd: null, tokens: 1000 } } },
+      { type: 'TaskStarted', data: { leadAgentId: 'lead', leadAgentType: 'research-lead', configVersion: 'v1' } },
+      turn('lead', 1, 'tu1'),
+      { type: 'SubagentDispatched', data: { agentId: 'researcher-1', agentType: 'researcher', toolUseId: 'tu1', prompt: 'p' } },
+      { type: 'SubagentStarted', data: { agentId: 'researcher-1', attempt: 1, runnerId: 'r1' } },
+      turn('researcher-1', 1),
+      { type: 'BudgetExceeded', data: { requestId: 'budget-1', agentId: 'researcher-1', spent: { usd: 0.02, tokens: 2000 }, limit: { usd: null, tokens: 1000 }, deadline: '2026-01-01T00:20:00.000Z', onTimeout: 'stop' } },
+      { type: 'SubagentPaused', data: { agentId: 'researcher-1', attempt: 1, reason: 'budget' } },
+    ].map((e, i) => ({ ...e, id: `b${i}`, taskId: T, streamId: `task-${T}`, version: i + 1, position: BigInt(i + 1), recordedAt: new Date(Date.UTC(2026, 0, 1, 0, 0, i)), metadata: {}, schemaVersion: 1 })) as RecordedEvent[];
+    const researcher = toAgentViews(fold(history)).find((a) => a.id === 'researcher-1');
+    expect(researcher).toMatchObject({ status: 'paused', currentAction: 'paused at the budget: waiting for a person to raise it or stop the run' });
   });
 });

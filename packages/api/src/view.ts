@@ -311,6 +311,9 @@ function openQuestion(s: TaskState, agentId: string): AgentView['openQuestion'] 
 /** What an agent is doing, from its loop: thinking (a model turn is due), running tools, or waiting — on whom. */
 function currentAction(s: TaskState, agentId: string, loop: AgentLoopState, live: boolean): string | null {
   if (!live) return null;
+  // Held at the budget: no model call until a person decides (not "thinking", which it is not).
+  const budgetOpen = Object.values(s.pendingRequests).some((r) => r.kind === 'budget');
+  if (s.agents[agentId]?.heldByBudget || (budgetOpen && agentId === s.lead?.agentId)) return 'paused at the budget: waiting for a person to raise it or stop the run';
   const l = loopOf(s, agentId) ?? loop;
   const tests = s.agents[agentId]?.tests;
   if (l.phase === 'model') return l.turns === 0 ? 'starting' : `thinking (turn ${l.turns + 1})${tests ? ` · last tests: ${tests.passed} passed, ${tests.failed} failed` : ''}`;

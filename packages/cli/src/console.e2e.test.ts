@@ -141,6 +141,8 @@ describe('the web console, in Chromium', () => {
       expect(await page.evaluate('document.documentElement.scrollWidth'), `page width at ${viewport.width}`).toBeLessThanOrEqual(viewport.width);
       const box = await approve.boundingBox();
       expect(box && box.x + box.width, `the banner's Approve at ${viewport.width}`).toBeLessThanOrEqual(viewport.width);
+      // On screen, not below the whole task list (one column: the task opened comes first).
+      expect(box && box.y + box.height, `the banner's Approve within the first screen at ${viewport.width}`).toBeLessThanOrEqual(viewport.height);
       await shot(`engineering-plan-${viewport.width}`);
     }
     await page.setViewportSize({ width: 1400, height: 1000 });
@@ -189,6 +191,8 @@ describe('the web console, in Chromium', () => {
     expect(await page.getByLabel('edited input').inputValue()).toBe(original);
     await page.getByLabel('edited input').press('Escape');
     await banner.getByRole('button', { name: 'Approve Task → researcher' }).waitFor();
+    // The keyboard stays where the person was: on the card's Review & Edit, not the top of the page.
+    await waitFor(async () => (await page.evaluate('document.activeElement?.textContent')) === 'Review & Edit', { what: 'the focus back on Review & Edit' });
 
     // A double-click on the banner's Approve is one decision: the next request (the report writer's) stays open.
     const decisions: string[] = [];
@@ -405,6 +409,19 @@ describe('the web console, in Chromium', () => {
     }
   });
 
+  it('a live view the gateway refuses (a revoked key) says so, instead of reconnecting for ever', async () => {
+    const id = await submit({ prompt: 'bench', team: 'bench', requirePlanApproval: true });
+    await awaitingInput(id);
+    const events = (u: URL): boolean => u.pathname === `/v1/tasks/${id}/events`;
+    await page.route(events, (route) =>
+      route.request().headers().accept?.includes('text/event-stream') ? route.fulfill({ status: 403, json: { error: { code: 'forbidden', message: 'the key was revoked' } } }) : route.continue(),
+    );
+    await open(id);
+    await page.locator('.task-head .live.l-lost', { hasText: 'not live' }).waitFor();
+    expect(await page.getByRole('alert').filter({ hasText: 'The live view stopped' }).textContent()).toMatch(/The live view stopped: .*the key was revoked.*Reload the page/);
+    await page.unroute(events);
+  });
+
   it('a notification mail the SMTP server refused for good: Send again mails it, and the new attempt is shown', async () => {
     smtp.refuseNext(1, 550, 'mailbox full');
     const id = await submit({ prompt: 'bench', team: 'bench', requirePlanApproval: false, notify: { email: { to: ['ann@example.com'], on: ['completed'] } } });
@@ -434,7 +451,14 @@ describe('the web console, in Chromium', () => {
     await message.pressSequentially('embedded analytics well?');
     expect(await message.inputValue()).toBe('Which databases handle\nembedded analytics well?');
     await message.press('Enter');
+    // Enter again while the reply streams: nothing is sent (the replies would interleave); the draft stays.
+    await page.locator('.msg.streaming').waitFor();
+    await message.fill('and a second question');
+    await message.press('Enter');
     await page.locator('.msg.assistant:not(.streaming)').waitFor({ timeout: 30_000 });
+    expect(await message.inputValue()).toBe('and a second question');
+    expect(await page.locator('.messages .msg[data-role]').count()).toBe(2);
+    await message.fill('');
     expect(await page.locator('.msg.user').first().textContent()).toMatch(/Which databases handle\s+embedded analytics well\?/);
     expect(await page.evaluate('window.__sawStream')).toBe(true);
     await page.waitForURL(/#\/chat\/[0-9a-f-]{36}$/);

@@ -229,7 +229,8 @@ export class BatonClient {
 
   /**
    * Follow a task's events live (SSE, the key in a header) until the task's final event or
-   * `signal` aborts; after a drop it reconnects with Last-Event-ID — no event twice, none missed.
+   * `signal` aborts; after a drop it reconnects with Last-Event-ID — no event twice, none missed —
+   * for as long as the gateway is away (at most 5 s apart); a refusal (4xx but 429) ends it.
    * `after`: start after this position; `steps: false` for transitions only.
    */
   async follow(taskId: string, onEvent: (e: ApiEvent) => void, o: { signal?: AbortSignal; steps?: boolean; after?: number; onState?: (s: 'live' | 'reconnecting') => void } = {}): Promise<void> {
@@ -289,8 +290,8 @@ export class BatonClient {
         await readSse(res.body, onFrame);
       } catch (err) {
         if (o.signal?.aborted) return;
+        // Refused (a revoked key, a task gone): no attempt will do better. Unreachable or 5xx: wait and look again, however long it takes.
         if (err instanceof ApiError && err.status < 500 && err.status !== 429) throw err;
-        if (attempt > 50) throw err;
       }
       if (o.done?.() || o.signal?.aborted) return;
       o.reconnecting();

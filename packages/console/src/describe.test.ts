@@ -30,3 +30,11 @@ group('an agent\'s progress line', () => {
     expect(progressText({ progress: { turns: 2 }, turns: 2, tests: { passed: 15, failed: 0, skipped: 0 } })).toBe('2 turns · tests 15 passed, 0 failed');
   });
 });
+
+group('a budget, in words', () => {
+  const at = { id: 'b', taskId: 't', streamId: 'task-t', version: 9, position: 20, recordedAt: '2026-11-27T07:00:00.000Z', metadata: {} };
+  it('what was spent against each limit it has, not JSON', () => {
+    expect(describe({ ...at, type: 'BudgetExceeded', data: { requestId: 'budget-1', agentId: 'researcher-1', spent: { usd: 0, tokens: 2573 }, limit: { usd: null, tokens: 1500 } } } as never)).toBe('budget reached (2573 tokens spent, limit 1500 tokens)');
+    expect(describe({ ...at, type: 'BudgetRaised', data: { requestId: 'budget-1', limit: { usd: 2.5, tokens: null }, decidedBy: 'u' } } as never)).toBe('budget raised to $2.50 by u');
+  });
+});

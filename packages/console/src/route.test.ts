@@ -16,5 +16,6 @@ describe('the console route (the location hash)', () => {
     expect(parseRoute('#/tasks/not-a-task')).toEqual({ page: 'tasks', taskId: null, badId: 'not-a-task' });
     expect(parseRoute(`#/tasks/${id.slice(0, 30)}`)).toEqual({ page: 'tasks', taskId: null, badId: id.slice(0, 30) });
     expect(parseRoute('#/chat/%E0%A4%A')).toEqual({ page: 'chat', chatId: null, badId: '%E0%A4%A' }); // not valid percent-encoding: no throw
+    expect(parseRoute('#/tasks/zzz%3Cb%3Ex')).toEqual({ page: 'tasks', taskId: null, badId: 'zzz<b>x' }); // decoded, as a person reads it (React escapes it)
   });
 });

@@ -9,8 +9,16 @@ import { TaskPage } from './TaskPage.tsx';
 
 const STATUSES = ['', 'pending', 'running', 'awaiting_input', 'completed', 'failed', 'cancelled'] as const;
 
+/** The width under which the page is one column (styles.css: the task opened comes first, then the list). */
+const ONE_COLUMN = '(max-width: 800px)';
+
 export function App() {
   const route = useRoute();
+  const opened = route.page === 'tasks' ? route.taskId : route.chatId;
+  // In one column, a task picked far down the list opens at the top of the page: go there.
+  useEffect(() => {
+    if (opened && window.matchMedia(ONE_COLUMN).matches) window.scrollTo({ top: 0 });
+  }, [opened]);
   const [teams, setTeams] = useState<TeamInfo[]>([]);
   const [authProblem, setAuthProblem] = useState<string | null>(null);
   useEffect(() => {
@@ -41,9 +49,9 @@ export function App() {
       </header>
       {authProblem && <div className="error banner-error" role="alert">{authProblem}</div>}
       {route.page === 'chat' ? (
-        <Chat chatId={route.chatId} teams={teams} />
+        <Chat chatId={route.chatId} badId={route.badId} teams={teams} />
       ) : (
-        <main className="split">
+        <main className={`split${route.taskId ? ' opened' : ''}`}>
           <aside className="side">
             <NewTask teams={teams} />
             <TaskList selected={route.taskId} teams={teams} />
@@ -206,6 +214,8 @@ function TaskList({ selected, teams }: { selected: string | null; teams: TeamInf
   }, [typed]);
   useEffect(() => sessionStorage.setItem(FILTERS_KEY, JSON.stringify({ status, team, search } satisfies Filters)), [status, team, search]);
   const [items, setItems] = useState<TaskListItem[]>([]);
+  /** The list has been read at least once (before that, an empty list says nothing). */
+  const [read, setRead] = useState(false);
   /** Where the next (older) page starts; null when every task the filters match is shown. */
   const [more, setMore] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
@@ -249,6 +259,7 @@ function TaskList({ selected, teams }: { selected: string | null; teams: TeamInf
         const changes = arrived.current ?? [];
         arrived.current = null;
         setItems(settle(loaded, changes, filter.current, cursor === null));
+        setRead(true);
         setMore(cursor);
         pages.current = loadedPages.current = n;
         setError(null);
@@ -365,7 +376,7 @@ function TaskList({ selected, teams }: { selected: string | null; teams: TeamInf
             )}
           </li>
         ))}
-        {items.length === 0 && !error && <li className="hint">{status || team || search ? 'No task matches these filters.' : 'No tasks yet.'}</li>}
+        {items.length === 0 && !error && <li className="hint">{!read ? 'Loading…' : status || team || search ? 'No task matches these filters.' : 'No tasks yet.'}</li>}
       </ul>
       {more !== null && (
         <button className="small older" onClick={() => void older()} disabled={loadingOlder}>

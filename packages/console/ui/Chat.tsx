@@ -10,7 +10,7 @@ import { go, openTask, useAction } from './hooks.ts';
  * the conversation is durable (a reload continues it). Action mode turns the conversation into a
  * task, carrying it as the task's context.
  */
-export function Chat({ chatId, teams }: { chatId: string | null; teams: TeamInfo[] }) {
+export function Chat({ chatId, badId, teams }: { chatId: string | null; badId?: string | undefined; teams: TeamInfo[] }) {
   const [list, setList] = useState<ChatSummaryView[]>([]);
   const loadList = useCallback(async () => {
     try {
@@ -23,7 +23,7 @@ export function Chat({ chatId, teams }: { chatId: string | null; teams: TeamInfo
     void loadList();
   }, [loadList, chatId]);
   return (
-    <main className="split">
+    <main className={`split${chatId ? ' opened' : ''}`}>
       <aside className="side">
         <button className="primary" onClick={() => go('#/chat')}>
           New conversation
@@ -42,36 +42,74 @@ export function Chat({ chatId, teams }: { chatId: string | null; teams: TeamInfo
         </ul>
       </aside>
       <section className="main" id="content" tabIndex={-1}>
-        <Conversation key={chatId ?? 'new'} chatId={chatId} teams={teams} onChanged={() => void loadList()} />
+        {badId !== undefined ? (
+          <div className="error" role="alert">
+            No conversation '{badId}': a conversation id is a UUID. Pick one from the list, or start a new one.
+          </div>
+        ) : (
+          <Conversation key={chatId ?? 'new'} chatId={chatId} teams={teams} onChanged={() => void loadList()} />
+        )}
       </section>
     </main>
   );
 }
 
+/** What the person had typed when a new conversation became its own page (`#/chat/<id>`): that page starts with it. */
+let carriedDraft = '';
+
 function Conversation({ chatId, teams, onChanged }: { chatId: string | null; teams: TeamInfo[]; onChanged: () => void }) {
   const [chat, setChat] = useState<ChatView | null>(null);
   const [messages, setMessages] = useState<ChatMessageView[]>([]);
   const [streaming, setStreaming] = useState<string | null>(null);
-  const [draft, setDraft] = useState('');
+  const [draft, setDraft] = useState(() => {
+    const d = carriedDraft;
+    carriedDraft = '';
+    return d;
+  });
+  const latestDraft = useRef(draft);
+  latestDraft.current = draft;
   const [team, setTeam] = useState('research');
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   const [action, setAction] = useState(false);
   const bottom = useRef<HTMLDivElement | null>(null);
   const currentId = useRef<string | null>(chatId);
+  /** A message on its way (set at once: a second Enter in the same moment sees it, unlike `busy`). */
+  const sending = useRef(false);
+  /** Still the conversation on screen: one left mid-reply does not pull the person back when its reply ends. */
+  const mounted = useRef(true);
+  useEffect(
+    () => () => {
+      mounted.current = false;
+    },
+    [],
+  );
 
-  const load = useCallback(async (id: string) => {
+  const load = useCallback(async (id: string): Promise<boolean> => {
     try {
       const c = await api<ChatView>('GET', `/v1/chats/${id}`);
+      if (!mounted.current) return true;
       setChat(c);
       setMessages(c.messages);
       setTeam(c.team);
+      setError(null);
+      return true;
     } catch (err) {
-      setError((err as Error).message);
+      if (mounted.current) setError((err as Error).message);
+      return false;
     }
   }, []);
+  // A conversation that could not be read (the gateway away) is read again until it can be: it never stays blank.
   useEffect(() => {
-    if (chatId) void load(chatId);
+    if (!chatId) return;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let delay = 1000;
+    const attempt = async (): Promise<void> => {
+      if (await load(chatId)) return;
+      if (mounted.current) timer = setTimeout(() => void attempt(), (delay = Math.min(delay * 2, 10_000)));
+    };
+    void attempt();
+    return () => clearTimeout(timer);
   }, [chatId, load]);
   useEffect(() => {
     // (Newer browsers return a promise from scrollIntoView: an effect must return nothing.)
@@ -79,16 +117,19 @@ function Conversation({ chatId, teams, onChanged }: { chatId: string | null; tea
   }, [messages, streaming]);
 
   const send = async (): Promise<void> => {
+    // One message at a time: Enter while a reply streams does not start another (their words would interleave).
+    if (sending.current) return;
     const message = draft.trim();
     setError(null);
     if (!message) return setError('Write a message first.');
+    sending.current = true;
     setBusy(true);
     setStreaming('');
     try {
       await sendChat({ message, ...(currentId.current ? { chatId: currentId.current } : { team }) }, (e) => {
         if (e.event === 'chat') {
           currentId.current = e.data.chatId;
-          setDraft('');
+          setDraft((d) => (d.trim() === message ? '' : d)); // what the person typed meanwhile stays
           setMessages((m) => [...m, e.data.message]);
         } else if (e.event === 'delta') setStreaming((t) => (t ?? '') + e.data.text);
         else if (e.event === 'message') {
@@ -103,24 +144,33 @@ function Conversation({ chatId, teams, onChanged }: { chatId: string | null; tea
       });
       const id = currentId.current;
       onChanged();
+      if (!mounted.current) return; // the person went elsewhere meanwhile: stay there
       if (id && id !== chatId) {
+        carriedDraft = latestDraft.current;
         go(`#/chat/${id}`);
         return;
       }
       if (id) await load(id);
     } catch (err) {
+      if (!mounted.current) return;
       setError((err as Error).message);
+      // A new conversation whose first message was recorded before the stream broke: open it (its reply, or the failure, is read there).
+      const id = currentId.current;
+      if (id && id !== chatId) go(`#/chat/${id}`);
     } finally {
-      setStreaming(null);
-      setBusy(false);
+      sending.current = false;
+      if (mounted.current) {
+        setStreaming(null);
+        setBusy(false);
+      }
     }
   };
 
   return (
     <div className="chat">
       <div className="row chat-head">
-        <h2>{chat ? `Conversation · ${chat.team}` : 'New conversation'}</h2>
-        {!chat && (
+        <h2>{chat ? `Conversation · ${chat.team}` : chatId ? 'Conversation' : 'New conversation'}</h2>
+        {!chat && !chatId && (
           <TeamSelect label="chat team" value={team} onChange={setTeam} teams={teams} />
         )}
         <div className="mode-toggle" role="group" aria-label="chat or action mode">

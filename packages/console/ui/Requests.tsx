@@ -1,4 +1,4 @@
-import { useState } from 'react';
+import { useRef, useState } from 'react';
 import { RenderedMarkdown } from './Markdown.tsx';
 import { api, type PendingRequest, type TaskView } from './api.ts';
 import { ErrorLine } from './ErrorLine.tsx';
@@ -42,10 +42,16 @@ function ApprovalCard({ taskId, r, editing, setEditing, onDone }: { taskId: stri
   const [rejecting, setRejecting] = useState(false);
   // Disabled for a moment after the card shows: it may have just taken the place of one decided with a double-click.
   const armed = useArmed(r.requestId);
+  const card = useRef<HTMLElement>(null);
+  /** Keyboard focus back where the person was (the card's button that opened the form), not lost to the page's top. */
+  const refocus = (label: string): void => {
+    requestAnimationFrame(() => [...(card.current?.querySelectorAll('button') ?? [])].find((b) => b.textContent?.trim() === label)?.focus());
+  };
   const discard = (): void => {
     setDraft(asProposed());
     setError(null);
     setEditing(false);
+    refocus('Review & Edit');
   };
   const [reason, setReason] = useState('');
   const url = `/v1/tasks/${taskId}/approvals/${encodeURIComponent(r.requestId)}`;
@@ -61,7 +67,7 @@ function ApprovalCard({ taskId, r, editing, setEditing, onDone }: { taskId: stri
     if (await run('POST', url, { decision: 'approve', input })) setEditing(false);
   };
   return (
-    <article className="card request approval" data-request={r.requestId} aria-label={`approval ${r.requestId}`}>
+    <article ref={card} className="card request approval" data-request={r.requestId} aria-label={`approval ${r.requestId}`}>
       <header>
         <span className="badge agent">{r.agentId}</span> wants to call <b>{r.toolName}</b>
         {target && (
@@ -98,11 +104,28 @@ function ApprovalCard({ taskId, r, editing, setEditing, onDone }: { taskId: stri
             void run('POST', url, { decision: 'reject', ...(reason.trim() ? { reason: reason.trim() } : {}) });
           }}
         >
-          <input aria-label="reason" placeholder="Why? The agent re-plans with your reason" value={reason} onChange={(e) => setReason(e.target.value)} autoFocus />
+          <input
+            aria-label="reason"
+            placeholder="Why? The agent re-plans with your reason"
+            value={reason}
+            onChange={(e) => setReason(e.target.value)}
+            onKeyDown={(e) => {
+              if (e.key !== 'Escape') return;
+              setRejecting(false);
+              refocus('Reject…');
+            }}
+            autoFocus
+          />
           <button type="submit" disabled={busy}>
             Reject
           </button>
-          <button type="button" onClick={() => setRejecting(false)}>
+          <button
+            type="button"
+            onClick={() => {
+              setRejecting(false);
+              refocus('Reject…');
+            }}
+          >
             Back
           </button>
         </form>
@@ -146,7 +169,8 @@ export function ClarificationCard({ taskId, r, onDone, compact = false }: { task
   const send = async (values: string[]): Promise<void> => {
     const filled = values.map((a) => a.trim());
     if (filled.some((a) => a === '')) {
-      setError(r.questions.length > 1 ? 'Answer every question (or pick an option).' : 'Write an answer (or pick an option).');
+      const orPick = r.options?.length ? ' (or pick an option)' : '';
+      setError(r.questions.length > 1 ? `Answer every question${orPick}.` : `Write an answer${orPick}.`);
       return;
     }
     await run('POST', `/v1/tasks/${taskId}/answers/${encodeURIComponent(r.requestId)}`, { answers: filled });
@@ -175,7 +199,17 @@ export function ClarificationCard({ taskId, r, onDone, compact = false }: { task
         {r.options && r.options.length > 0 && (
           <div className="row options">
             {r.options.map((o) => (
-              <button type="button" key={o} disabled={busy} onClick={() => void send(r.questions.map((_, i) => (answers[i]?.trim() ? (answers[i] as string) : o)))}>
+              <button
+                type="button"
+                key={o}
+                disabled={busy}
+                // One question: the option is the answer. Several: it fills the first one still empty (not every one), for the person to go on.
+                onClick={() => {
+                  if (r.questions.length === 1) return void send([o]);
+                  const empty = answers.findIndex((a) => !a.trim());
+                  if (empty >= 0) setAnswers(answers.map((a, j) => (j === empty ? o : a)));
+                }}
+              >
                 {o}
               </button>
             ))}

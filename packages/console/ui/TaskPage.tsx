@@ -13,8 +13,10 @@ export function TaskPage({ taskId }: { taskId: string }) {
   const [task, setTask] = useState<TaskView | null>(null);
   const [agents, setAgents] = useState<AgentView[]>([]);
   const [events, setEvents] = useState<EventView[]>([]);
-  const [live, setLive] = useState<'connecting' | 'live' | 'reconnecting' | 'ended'>('connecting');
+  const [live, setLive] = useState<'connecting' | 'live' | 'reconnecting' | 'ended' | 'lost'>('connecting');
   const [error, setError] = useState<string | null>(null);
+  /** Why the live view ended, if the gateway refused it (kept apart from `error`, which each refresh clears). */
+  const [lost, setLost] = useState<string | null>(null);
   const [editing, setEditing] = useState<string | null>(null);
   const refreshTimer = useRef<ReturnType<typeof setTimeout> | null>(null);
 
@@ -55,6 +57,10 @@ export function TaskPage({ taskId }: { taskId: string }) {
           setLive(s);
           if (s === 'ended') void refresh();
         },
+        (err) => {
+          setLive('lost');
+          setLost(`The live view stopped: ${err.message}. Reload the page to follow the task again.`);
+        },
       );
       // What was recorded between the first read of the task and the read of its events comes on
       // no stream (the stream starts after those events): read the task again, or a request
@@ -90,12 +96,14 @@ export function TaskPage({ taskId }: { taskId: string }) {
       {waiting && (
         <div className="banner" role="region" aria-label="waiting for you">
           <span>{approvals.length > 0 ? 'Waiting for your approval…' : task.pendingRequests.some((r) => r.kind === 'budget') ? 'Waiting for your decision on the budget…' : 'Waiting for your answer…'}</span>
-          {approvals[0] && <BannerApproval taskId={taskId} r={approvals[0]} editing={editing !== null} onEdit={(id) => setEditing(id)} onDone={decided} />}
+          {/* Keyed by the request: what the last one left (an error, a busy state) is not shown beside the next. */}
+          {approvals[0] && <BannerApproval key={approvals[0].requestId} taskId={taskId} r={approvals[0]} editing={editing !== null} onEdit={(id) => setEditing(id)} onDone={decided} />}
           <button className="danger" disabled={cancelling.busy} onClick={() => void cancel()}>
             Cancel task
           </button>
         </div>
       )}
+      <ErrorLine error={lost} />
       <header className="task-head">
         <h2 title={task.prompt.length > 300 ? task.prompt.slice(0, 2000) : undefined}>{task.prompt}</h2>
         <div className="row meta">
@@ -111,7 +119,7 @@ export function TaskPage({ taskId }: { taskId: string }) {
           <span>
             {task.usage.inputTokens + task.usage.outputTokens} tokens{task.usage.costUsd > 0 ? `, $${task.usage.costUsd.toFixed(4)}` : ''}
           </span>
-          <span className={`live l-${live}`}>{live === 'live' ? '● live' : live === 'reconnecting' ? '○ reconnecting' : live === 'ended' ? 'ended' : 'connecting'}</span>
+          <span className={`live l-${live}`}>{live === 'live' ? '● live' : live === 'reconnecting' ? '○ reconnecting' : live === 'ended' ? 'ended' : live === 'lost' ? '✕ not live' : 'connecting'}</span>
           {!isFinalStatus(task.status) && !waiting && (
             <button className="small danger" disabled={cancelling.busy} onClick={() => void cancel()}>
               Cancel task

@@ -63,10 +63,13 @@ export function Timeline({ task, events }: { task: TaskView; events: EventView[]
             files then:{' '}
             {stateAt.task.artifacts.length === 0
               ? 'none'
-              : stateAt.task.artifacts.map((a) => (
-                  <button key={a.path} className="link" title={`${a.path} as it was after version ${stateAt.version} (${a.bytes} bytes)`} onClick={() => void download(task.id, a.path, stateAt.version).catch((err: unknown) => setError((err as Error).message))}>
-                    {a.path}
-                  </button>
+              : stateAt.task.artifacts.map((a, i) => (
+                  <span key={a.path}>
+                    {i > 0 && ', '}
+                    <button className="link" title={`${a.path} as it was after version ${stateAt.version} (${a.bytes} bytes)`} onClick={() => void download(task.id, a.path, stateAt.version).catch((err: unknown) => setError((err as Error).message))}>
+                      {a.path}
+                    </button>
+                  </span>
                 ))}
           </div>
           <details>

@@ -44,13 +44,14 @@ export async function download(taskId: string, file: string, at?: number): Promi
  * reads the SSE stream through fetch (the key in a header, never in a URL) and resumes with
  * Last-Event-ID after a drop. It ends after the task's final event, or on `stop()`.
  */
-export function followEvents(taskId: string, after: number, onEvent: (e: EventView) => void, onState: (s: 'live' | 'reconnecting' | 'ended') => void): { stop(): void } {
+export function followEvents(taskId: string, after: number, onEvent: (e: EventView) => void, onState: (s: 'live' | 'reconnecting' | 'ended') => void, onLost: (err: Error) => void): { stop(): void } {
   const ctl = new AbortController();
+  // It reconnects for as long as the gateway is away; it ends only when refused (`onLost`: said on the page).
   client()
     .follow(taskId, onEvent, { after, signal: ctl.signal, onState })
     .then(
       () => ctl.signal.aborted || onState('ended'),
-      () => onState('reconnecting'),
+      (err: unknown) => ctl.signal.aborted || onLost(err as Error),
     );
   return { stop: () => ctl.abort() };
 }

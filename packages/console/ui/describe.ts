@@ -5,6 +5,13 @@ export const onTaskStream = (e: EventView): boolean => e.streamId.startsWith('ta
 
 type Content = { type: string; text?: string; name?: string; input?: Record<string, unknown> }[];
 
+/** A budget's measures in words: "$0.02, 2573 tokens" (a measure with no limit left out). */
+const measures = (v: unknown): string => {
+  const m = (v ?? {}) as { usd?: number | null; tokens?: number | null };
+  const parts = [typeof m.usd === 'number' ? `$${m.usd >= 1 ? m.usd.toFixed(2) : m.usd.toFixed(4)}` : null, typeof m.tokens === 'number' ? `${m.tokens} tokens` : null].filter(Boolean);
+  return parts.join(', ') || 'no limit';
+};
+
 /** What an event says, in a line. */
 export function describe(e: EventView): string {
   const d = (e.data ?? {}) as Record<string, unknown>;
@@ -50,10 +57,14 @@ export function describe(e: EventView): string {
       return `${s(d.agentId)} finished: ${s(d.summary, 120)}`;
     case 'SubagentFailed':
       return `${s(d.agentId)} failed (${s(d.code)}): ${s(d.message)}`;
-    case 'BudgetExceeded':
-      return `budget reached (${s(d.spent)} of ${s(d.limit)})`;
+    case 'BudgetExceeded': {
+      // What was spent in the measures that have a limit.
+      const limit = (d.limit ?? {}) as { usd?: number | null; tokens?: number | null };
+      const spent = (d.spent ?? {}) as { usd?: number; tokens?: number };
+      return `budget reached (${measures({ usd: limit.usd != null ? spent.usd : null, tokens: limit.tokens != null ? spent.tokens : null })} spent, limit ${measures(limit)})`;
+    }
     case 'BudgetRaised':
-      return `budget raised to ${s(d.limit)} by ${s(d.decidedBy)}`;
+      return `budget raised to ${measures(d.limit)} by ${s(d.decidedBy)}`;
     case 'ArtifactStored':
       return `stored ${s(d.path)} (${String(d.bytes)} bytes)`;
     case 'PlanRecorded':

@@ -18,7 +18,8 @@ export function parseRoute(hash: string): Route {
   const m = /^#\/(tasks|chat)(?:\/([^/?#]*))?/.exec(hash);
   const segment = m?.[2] ? decoded(m[2]).trim().toLowerCase() : '';
   const id = UUID.test(segment) ? segment : null;
-  const bad = segment && !id ? { badId: m?.[2] ?? '' } : {};
+  // Named as the person would read it (decoded), not as the URL encodes it.
+  const bad = segment && !id ? { badId: decoded(m?.[2] ?? '') } : {};
   if (m?.[1] === 'chat') return { page: 'chat', chatId: id, ...bad };
   return { page: 'tasks', taskId: id, ...bad };
 }
