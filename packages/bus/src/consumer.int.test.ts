@@ -77,6 +77,35 @@ describe('startConsumer', () => {
     await again.stop();
   });
 
+  test('once stop() begins, nothing new starts: messages pulled and waiting for a slot go back unstarted, and a handler told `stopping` hands its message back uncounted', async ({ nats }) => {
+    const names = busNames(nats.namespace);
+    await ensureTopology(await jetstreamManager(nats.nc), names);
+    const js = jetstream(nats.nc);
+    const started: number[] = [];
+    let release: () => void = () => {};
+    const opts = {
+      js, stream: names.jobsStream, consumer: names.consumers.runner, schema: Job, log, concurrency: 1, stopGraceMs: 60_000,
+      onDeadLetter: async () => {},
+      handle: async (job: { n: number }, ctx: { stopping: AbortSignal }) => {
+        started.push(job.n);
+        if (job.n === 1) await new Promise<void>((r) => (release = r)); // the one running when the stop begins
+        ctx.stopping.throwIfAborted(); // what a runner's job checks before it claims anything
+      },
+    };
+    const c = await startConsumer(opts);
+    for (const n of [1, 2, 3]) await js.publish(names.jobSubject('run', '00000000-0000-4000-8000-000000000001', `a${n}`), JSON.stringify({ n }));
+    await waitFor(() => started.length === 1, { what: 'the first handler to run' });
+    const stopped = c.stop();
+    release();
+    await stopped;
+    expect(started).toEqual([1]); // 2 and 3 were pulled (or waiting) but never begun
+    // Handed back, not counted: the next consumer runs all three (the first one was handed back by its `stopping` check).
+    const again = await startConsumer({ ...opts, handle: async (job: { n: number }) => void started.push(job.n) });
+    await waitFor(() => started.length === 4, { what: 'the three messages delivered again' });
+    expect(started.slice(1).sort()).toEqual([1, 2, 3]);
+    await again.stop();
+  });
+
   test('the acks of handlers that finish in separate callbacks of one event-loop turn go to the server in one socket write', async ({ nats }) => {
     const names = busNames(nats.namespace);
     await ensureTopology(await jetstreamManager(nats.nc), names);

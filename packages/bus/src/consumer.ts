@@ -40,6 +40,12 @@ export interface HandlerContext {
   working(): void;
   /** Aborted when the consumer stops; long handlers should give up and let the message be redelivered. */
   signal: AbortSignal;
+  /**
+   * Aborted the moment the consumer begins to stop (before the grace period that `signal` waits
+   * for): start no new work. A handler that throws its reason (a ConsumerStoppingError) hands the
+   * message back, uncounted.
+   */
+  stopping: AbortSignal;
   /** The consumer's span for this message (the API's no-op span when tracing is off). */
   span: Span;
 }
@@ -170,6 +176,8 @@ export async function startConsumer<T>(o: ConsumerOptions<T>): Promise<RunningCo
   // is replaced within seconds rather than after the 30 s default.
   const messages = await consumer.consume({ max_messages: Math.max(concurrency, 1) * 2, expires: o.pullExpiresMs ?? 5000 });
   const abort = new AbortController();
+  /** Aborted as `stop()` begins: messages not started yet go back, handlers start nothing new. */
+  const stopping = new AbortController();
   const inFlight = new Set<Promise<void>>();
   let slotFree: (() => void) | null = null;
 
@@ -255,6 +263,7 @@ export async function startConsumer<T>(o: ConsumerOptions<T>): Promise<RunningCo
             if (!expired) m.working();
           },
           signal: own.signal,
+          stopping: stopping.signal,
           span,
         }),
       )) ?? ack;
@@ -271,7 +280,7 @@ export async function startConsumer<T>(o: ConsumerOptions<T>): Promise<RunningCo
       }
     } catch (err) {
       if (expired) return;
-      if (own.signal.aborted) {
+      if (own.signal.aborted || err instanceof ConsumerStoppingError) {
         m.nak(0);
         handled('handed_back');
         return;
@@ -307,6 +316,12 @@ export async function startConsumer<T>(o: ConsumerOptions<T>): Promise<RunningCo
       while (inFlight.size >= concurrency) {
         await new Promise<void>((r) => (slotFree = r));
       }
+      // Pulled before the consumer began to stop, not started: handed back for another process, never begun here.
+      if (stopping.signal.aborted) {
+        m.nak(0);
+        handled('handed_back');
+        continue;
+      }
       const p: Promise<void> = handleOne(m)
         .catch((err: unknown) => o.log.error({ err }, 'unexpected consumer error'))
         .finally(() => {
@@ -324,6 +339,7 @@ export async function startConsumer<T>(o: ConsumerOptions<T>): Promise<RunningCo
       return inFlight.size;
     },
     async stop() {
+      stopping.abort(new ConsumerStoppingError());
       stopScrape();
       messages.stop();
       await loop.catch(() => {});

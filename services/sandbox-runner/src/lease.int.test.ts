@@ -119,9 +119,10 @@ describe('a stopping runner hands its attempt back', () => {
   test('a job that starts once its runner is stopping claims nothing: no attempt, no lease, no hand-back', async ({ pg }) => {
     const id = await dispatchedTask(pg.store);
     const before = (await loadTask(pg.store, id)).events.length;
-    const ctl = new AbortController();
-    ctl.abort(new ConsumerStoppingError());
-    await expect(runSubagentJob({ ...deps(pg.store, 'runner-a'), model: endless(() => {}) }, id, 'researcher-1', () => {}, { signal: ctl.signal })).rejects.toBeInstanceOf(ConsumerStoppingError);
+    // Stopping has begun (its grace period running): `stopping` is aborted, the handler's `signal` not yet.
+    const stopping = new AbortController();
+    stopping.abort(new ConsumerStoppingError());
+    await expect(runSubagentJob({ ...deps(pg.store, 'runner-a'), model: endless(() => {}) }, id, 'researcher-1', () => {}, { signal: new AbortController().signal, stopping: stopping.signal })).rejects.toBeInstanceOf(ConsumerStoppingError);
     const after = await loadTask(pg.store, id);
     expect(after.events).toHaveLength(before);
     expect(after.state.agents['researcher-1']).toMatchObject({ status: 'dispatched', attempt: 0 });

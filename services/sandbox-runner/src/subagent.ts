@@ -101,7 +101,12 @@ export async function runSubagentJob(
   taskId: string,
   agentId: string,
   heartbeat: () => void,
-  opts: { signal?: AbortSignal; /** The event that made the job: it must be readable before the state is trusted. */ causeEventId?: string } = {},
+  opts: {
+    signal?: AbortSignal;
+    /** Aborted as soon as the runner begins to stop: a job that has not claimed its attempt yet claims none (its message goes back). */
+    stopping?: AbortSignal;
+    /** The event that made the job: it must be readable before the state is trusted. */ causeEventId?: string;
+  } = {},
 ): Promise<JobOutcome> {
   const { signal } = opts;
   const teams = d.teams ?? builtinTeams;
@@ -120,6 +125,7 @@ export async function runSubagentJob(
   const attempt = agent0.attempt + 1;
   // A job that starts once its runner is already stopping (it waited behind another of the same
   // agent) claims nothing: its message goes back as it is.
+  opts.stopping?.throwIfAborted();
   signal?.throwIfAborted();
   // The lease first: a live one held by another runner means the agent is being run — this
   // delivery is a duplicate (an ack that came late, a re-dispatch) and is dropped; the lease's

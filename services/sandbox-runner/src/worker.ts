@@ -96,7 +96,7 @@ export async function startRunner(d: RunnerWorkerDeps): Promise<RunningConsumer>
       ctx.span.setAttributes({ 'gen_ai.agent.id': job.agentId, 'baton.cause_event_id': job.causeEventId });
       let outcome: string = 'error';
       try {
-        outcome = await perAgent(`${job.taskId}/${job.agentId}`, () => runSubagentJob({ ...d, load, committed: (events) => publishWakeUps(d.nc ?? null, d.names, events) }, job.taskId, job.agentId, ctx.working, { signal: ctx.signal, causeEventId: job.causeEventId }));
+        outcome = await perAgent(`${job.taskId}/${job.agentId}`, () => runSubagentJob({ ...d, load, committed: (events) => publishWakeUps(d.nc ?? null, d.names, events) }, job.taskId, job.agentId, ctx.working, { signal: ctx.signal, stopping: ctx.stopping, causeEventId: job.causeEventId }));
       } finally {
         metrics.jobs.inc({ kind: job.kind, outcome });
         metrics.jobSeconds.observe({ kind: job.kind }, (performance.now() - started) / 1000);
