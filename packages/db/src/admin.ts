@@ -16,7 +16,10 @@ export async function ensureDatabase(url: string): Promise<boolean> {
     try {
       await client.query(`create database "${name}"`);
     } catch (err) {
-      if ((err as { code?: string }).code !== '42P04') throw err; // created concurrently
+      // Created concurrently: 42P04 once the other is committed, 23505 (pg_database's unique name) while both race.
+      const code = (err as { code?: string }).code;
+      if (code === '42P04' || code === '23505') return false;
+      throw err;
     }
     return true;
   } finally {

@@ -1,6 +1,7 @@
 import { pgTest as test } from '@baton/testing';
 import { describe, expect } from 'vitest';
 import { Migrator } from 'kysely/migration';
+import { ensureDatabase } from './admin.ts';
 import { createDb, migrateToLatest } from './db.ts';
 import { migrationProvider } from './migrations/index.ts';
 
@@ -72,6 +73,20 @@ describe('createDb({ countQueries })', () => {
       expect(idx.rows.map((r) => r.indexdef)).toEqual([expect.stringContaining('(task_id, transaction_id, global_position)')]);
     } finally {
       await db.close();
+    }
+  });
+});
+
+describe('ensureDatabase', () => {
+  test('several at once for a database that does not exist (two `baton up`s on a fresh machine): one creates it, the rest find it, none fails', async ({ pg }) => {
+    const url = new URL(pg.url);
+    url.pathname = `/${pg.name}_race`;
+    try {
+      const created = await Promise.all([1, 2, 3, 4].map(() => ensureDatabase(url.toString())));
+      expect(created.filter(Boolean)).toHaveLength(1);
+      expect(await ensureDatabase(url.toString())).toBe(false);
+    } finally {
+      await pg.db.pool.query(`drop database if exists "${pg.name}_race"`);
     }
   });
 });
