@@ -1,4 +1,5 @@
 import { fold } from '@baton/domain';
+import { isConnectionError } from '@baton/runtime';
 import type { EventStore } from '@baton/event-store';
 import { claimRedeliveries, findEndpoint, finishRedelivery, nextAttempt, recordDelivery, validSecrets, type ClaimedRedelivery } from '@baton/storage';
 import { resendMail, type MailDeps } from './mail.ts';
@@ -39,7 +40,9 @@ export function startRedeliveries(d: RedeliveryDeps): { stop(): Promise<void> } 
       failing = 0;
     } catch (err) {
       failing++;
-      if (failing === 1) d.log.error({ err }, 'redelivery failed (tried again at each next look; further failures in a row are logged at debug)');
+      // Postgres away is an outage the pool reports itself: one line, not a stack.
+      if (failing === 1 && isConnectionError(err)) d.log.warn({ error: (err as Error).message }, 'redeliveries: Postgres unreachable; looking again each second (further failures in a row at debug)');
+      else if (failing === 1) d.log.error({ err }, 'redelivery failed (tried again at each next look; further failures in a row are logged at debug)');
       else d.log.debug({ err, failedLooks: failing }, 'redelivery failed again');
     }
   };
