@@ -2,7 +2,7 @@ import { pgTest as test } from '@baton/testing';
 import { describe, expect } from 'vitest';
 import { Migrator } from 'kysely/migration';
 import { ensureDatabase } from './admin.ts';
-import { createDb, migrateToLatest } from './db.ts';
+import { createDb, migrateToLatest, schemaReady, SchemaNotReadyError } from './db.ts';
 import { migrationProvider } from './migrations/index.ts';
 
 describe('createDb({ countQueries })', () => {
@@ -88,5 +88,25 @@ describe('ensureDatabase', () => {
     } finally {
       await pg.db.pool.query(`drop database if exists "${pg.name}_race"`);
     }
+  });
+});
+
+describe('schemaReady (the services\' readiness)', () => {
+  test('ready on a migrated database; not ready, naming what is missing and how to apply it, on an empty one or one a migration behind', async ({ pg }) => {
+    await expect(schemaReady(pg.db.pool)()).resolves.toBeUndefined();
+    const url = new URL(pg.url);
+    url.pathname = `/${pg.name}_empty`;
+    await ensureDatabase(url.toString());
+    const empty = createDb(url.toString());
+    try {
+      await expect(schemaReady(empty.pool)()).rejects.toThrow(SchemaNotReadyError);
+      await expect(schemaReady(empty.pool)()).rejects.toThrow(/^no migration applied to this database: run the migrations first \(infra\/baton up does; a deployment runs node packages\/db\/src\/migrate-cli\.ts/);
+    } finally {
+      await empty.close();
+      await pg.db.pool.query(`drop database if exists "${pg.name}_empty"`);
+    }
+    const last = (await pg.db.pool.query<{ name: string }>('select name from kysely_migration order by name desc limit 1')).rows[0]!.name;
+    await pg.db.pool.query('delete from kysely_migration where name = $1', [last]);
+    await expect(schemaReady(pg.db.pool)()).rejects.toThrow(new RegExp(`^1 migration not applied \\(${last}\\): run the migrations first`));
   });
 });

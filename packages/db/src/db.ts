@@ -1,7 +1,7 @@
 import { Kysely, PostgresDialect } from 'kysely';
 import { Migrator } from 'kysely/migration';
 import pg from 'pg';
-import { migrationProvider } from './migrations/index.ts';
+import { migrationProvider, migrations } from './migrations/index.ts';
 import type { Database } from './schema.ts';
 
 export interface Db {
@@ -89,4 +89,43 @@ export async function migrateToLatest(kysely: Kysely<Database>): Promise<string[
   const { error, results } = await migrator.migrateToLatest();
   if (error) throw error instanceof Error ? error : new Error(String(error));
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}
+
+/** Postgres answers, but this database lacks migrations the code needs. */
+export class SchemaNotReadyError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+/** How to apply the migrations, as a service's readiness says it. */
+const HOW_TO_MIGRATE = 'run the migrations first (infra/baton up does; a deployment runs node packages/db/src/migrate-cli.ts, or the wait-for-migrations init container)';
+
+/**
+ * A readiness check: Postgres answers and every migration this code knows is applied. A service
+ * started before its migrations then reports not ready, naming what is missing, instead of ready
+ * with every request failing on a table that is not there. Once all are applied it is only a
+ * `select 1` (migrations are not undone under a running service).
+ */
+export function schemaReady(pool: Pick<pg.Pool, 'query'>): () => Promise<void> {
+  let applied = false;
+  return async () => {
+    if (applied) {
+      await pool.query('select 1');
+      return;
+    }
+    const known = Object.keys(migrations).sort();
+    const rows = await pool.query<{ name: string }>('select name from kysely_migration').then(
+      (r) => r.rows,
+      (err: { code?: string }) => {
+        if (err.code === '42P01') throw new SchemaNotReadyError(`no migration applied to this database: ${HOW_TO_MIGRATE}`);
+        throw err;
+      },
+    );
+    const done = new Set(rows.map((r) => r.name));
+    const missing = known.filter((m) => !done.has(m));
+    if (missing.length > 0) throw new SchemaNotReadyError(`${missing.length} migration${missing.length === 1 ? '' : 's'} not applied (${missing.join(', ')}): ${HOW_TO_MIGRATE}`);
+    applied = true;
+  };
 }

@@ -347,6 +347,15 @@ describe('reads, tenancy, errors', () => {
     expect(body).toMatch(/^baton_consumer_pending_messages\{consumer="orchestrator-task-events"\} 0$/m);
   });
 
+  test("readyz is 503 on a database its migrations have not reached, naming what is missing (not 'ready' while every request would fail)", async ({ pg, nats }) => {
+    const last = (await pg.db.pool.query<{ name: string }>('select name from kysely_migration order by name desc limit 1')).rows[0]!.name;
+    await pg.db.pool.query('delete from kysely_migration where name = $1', [last]);
+    const app = await gateway(pg, nats);
+    const res = await app.inject({ method: 'GET', url: '/readyz' });
+    expect(res.statusCode).toBe(503);
+    expect(res.json().checks.postgres).toMatch(new RegExp(`^1 migration not applied \\(${last}\\): run the migrations first`));
+  });
+
   test('readyz is 200 with Postgres and NATS up, 503 without NATS or with the bus streams gone (naming them); it says when no relay leads', async ({ pg, nats }) => {
     const names = busNames(nats.namespace);
     await ensureTopology(await jetstreamManager(nats.nc), names);

@@ -1,5 +1,5 @@
 import { busNames, connectNats, drainNats, ensureTopology, natsAnswers, serveDiagnostics } from '@baton/bus';
-import { createDb } from '@baton/db';
+import { createDb, schemaReady } from '@baton/db';
 import { EventStore } from '@baton/event-store';
 import { configOrExit, createLogger, installCrashGuards, installShutdown, retryForever, startOps, startTelemetry, topologyFromEnv } from '@baton/runtime';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
@@ -55,7 +55,7 @@ const notifier = await startNotifier({
 });
 if (config.WEBHOOK_ALLOW_PRIVATE_NETWORKS) log.warn('WEBHOOK_ALLOW_PRIVATE_NETWORKS=true: webhooks may reach loopback and private addresses (development only)');
 log.info('notifier started');
-const ops = await startOps(config, { log, checks: { postgres: () => db.pool.query('select 1'), nats: () => natsAnswers(nc) } });
+const ops = await startOps(config, { log, checks: { postgres: schemaReady(db.pool), nats: () => natsAnswers(nc) } });
 serveDiagnostics(nc, names, 'notifier', () => ({ pgQueries: db.queriesIssued(), opsPort: ops.port }));
 installShutdown(log, [
   { name: 'stop deliveries and finish in-flight ones', run: async () => { await notifier.stop(); mailer?.close(); } },

@@ -1,6 +1,6 @@
 import { loadTeamsOrExit, modelFromConfig, TeamCatalog } from '@baton/agents';
 import { busNames, connectNats, drainNats, ensureTopology, natsAnswers, reportRelayLag, serveDiagnostics } from '@baton/bus';
-import { createDb } from '@baton/db';
+import { createDb, schemaReady } from '@baton/db';
 import { EventStore, servicesCachePolicy, TaskCache } from '@baton/event-store';
 import { loadTeamConfig, saveTeamConfigs, workspaceManifest } from '@baton/storage';
 import { configOrExit, createLogger, installCrashGuards, installShutdown, retryForever, startOps, startTelemetry, topologyFromEnv } from '@baton/runtime';
@@ -52,7 +52,7 @@ const orchestrator = await startOrchestrator({
 log.info({ namespace: names.namespace || '(default)', model: model.name, relay: config.RELAY_ENABLED }, 'orchestrator started');
 // The relay's lag, read when scraped: how far the log head is ahead of what was published.
 reportRelayLag(db.pool);
-const ops = await startOps(config, { log, checks: { postgres: () => db.pool.query('select 1'), nats: () => natsAnswers(nc) } });
+const ops = await startOps(config, { log, checks: { postgres: schemaReady(db.pool), nats: () => natsAnswers(nc) } });
 serveDiagnostics(nc, names, 'orchestrator', () => ({ pgQueries: db.queriesIssued(), cachedTasks: cache.size, opsPort: ops.port }));
 installShutdown(log, [
   { name: 'stop consuming and finish in-flight work', run: () => orchestrator.stop() },

@@ -2,7 +2,7 @@ import { appendFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { loadTeamsOrExit, modelFromConfig, TeamCatalog } from '@baton/agents';
 import { busNames, connectNats, drainNats, ensureTopology, natsAnswers, serveDiagnostics } from '@baton/bus';
-import { createDb } from '@baton/db';
+import { createDb, schemaReady } from '@baton/db';
 import { EventStore, servicesCachePolicy, TaskCache } from '@baton/event-store';
 import { LocalSandboxProvider } from '@baton/sandbox';
 import { loadTeamConfig, saveTeamConfigs, readWorkspace } from '@baton/storage';
@@ -71,7 +71,7 @@ const runner = await startRunner({
   topology: topologyFromEnv(config),
 });
 log.info({ runnerId, sandboxes: sandboxes.name }, 'sandbox-runner started');
-const ops = await startOps(config, { log, checks: { postgres: () => db.pool.query('select 1'), nats: () => natsAnswers(nc) } });
+const ops = await startOps(config, { log, checks: { postgres: schemaReady(db.pool), nats: () => natsAnswers(nc) } });
 serveDiagnostics(nc, names, 'sandbox-runner', () => ({ pgQueries: db.queriesIssued(), cachedTasks: cache.size, opsPort: ops.port }));
 installShutdown(log, [
   { name: 'stop taking jobs and finish in-flight ones', run: () => runner.stop() },

@@ -1,5 +1,6 @@
 import type { TeamInfoView } from '@baton/api';
 import { deadLetterCounts, inspectTopology, natsAnswers, relayStatus, reportConsumerBacklogs, reportRelayLag, topologyProblems } from '@baton/bus';
+import { schemaReady, SchemaNotReadyError } from '@baton/db';
 import { REQUEST_KINDS, TASK_STATUSES } from '@baton/domain';
 import { taskFigures } from '@baton/event-store';
 import { jetstreamManager } from '@nats-io/jetstream';
@@ -7,15 +8,16 @@ import type { FastifyInstance } from 'fastify';
 import type { GatewayDeps } from '../deps.ts';
 
 export const systemRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
+  const schema = schemaReady(d.pool);
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
 
   app.get('/readyz', { schema: { hide: true } }, async (_req, reply) => {
     const checks: Record<string, string> = {};
     try {
-      await d.pool.query('select 1');
+      await schema();
       checks.postgres = 'ok';
     } catch (err) {
-      checks.postgres = `unreachable: ${(err as Error).message}`;
+      checks.postgres = err instanceof SchemaNotReadyError ? err.message : `unreachable: ${(err as Error).message}`;
     }
     const nc = d.nats();
     // Asked of the server (a ping): a reconnecting connection is not closed, and looked fine.
