@@ -26,7 +26,17 @@ export const AgentFile = z.strictObject({
   name: z.string().min(1).max(200),
   model: z.string().min(1).max(200),
   prompt_file: z.string().min(1).max(300),
-  tools: z.array(z.string().min(1)).max(50),
+  // An unknown tool is named with the file's other problems, not only once they are mended.
+  tools: z
+    .array(
+      z
+        .string()
+        .min(1)
+        .superRefine((t, ctx) => {
+          if (!(t in allTools)) ctx.addIssue({ code: 'custom', message: `unknown tool '${t}' (known: ${Object.keys(allTools).join(', ')})` });
+        }),
+    )
+    .max(50),
   file_scope: z.strictObject({ allowed: z.array(Glob).default([]), blocked: z.array(Glob).default([]) }).optional(),
   test_command: z.string().min(1).max(2000).optional(),
   max_turns: z.number().int().min(1).max(500).default(10),
@@ -81,14 +91,14 @@ function loadAgent(dir: string, id: string, rel: (f: string) => string, problems
   const parsed = AgentFile.safeParse(raw);
   if (!parsed.success) {
     problems.push(...issues(rel(file), parsed.error));
+    // A prompt file that is not there is named now too, not once the rest is mended.
+    const promptFile = (raw as { prompt_file?: unknown } | null)?.prompt_file;
+    if (typeof promptFile === 'string' && promptFile && !existsSync(path.resolve(dir, promptFile))) problems.push(`${rel(file)}: prompt_file: '${promptFile}' does not exist`);
     return null;
   }
   const a = parsed.data;
   const before = problems.length;
   if (a.id !== id) problems.push(`${rel(file)}: id: '${a.id}' does not match the file name ('${id}')`);
-  a.tools.forEach((t, i) => {
-    if (!allTools[t]) problems.push(`${rel(file)}: tools.${i}: unknown tool '${t}' (known: ${Object.keys(allTools).join(', ')})`);
-  });
   const promptPath = path.resolve(dir, a.prompt_file);
   let prompt = '';
   if (!existsSync(promptPath)) problems.push(`${rel(file)}: prompt_file: '${a.prompt_file}' does not exist`);
