@@ -183,7 +183,9 @@ export async function startConsumer<T>(o: ConsumerOptions<T>): Promise<RunningCo
 
   void (async () => {
     for await (const s of messages.status()) {
-      if (s.type === 'heartbeats_missed' || s.type === 'consumer_not_found' || s.type === 'consumer_deleted' || s.type === 'stream_not_found') {
+      // Missed heartbeats while every slot is busy are this process not pulling (by design), not NATS away: debug then.
+      if (s.type === 'heartbeats_missed' && inFlight.size >= concurrency) o.log.debug({ status: s, inFlight: inFlight.size }, 'consumer status (every slot busy: not pulling)');
+      else if (s.type === 'heartbeats_missed' || s.type === 'consumer_not_found' || s.type === 'consumer_deleted' || s.type === 'stream_not_found') {
         o.log.warn({ status: s }, 'consumer status');
       }
       if (s.type === 'consumer_not_found' || s.type === 'consumer_deleted' || s.type === 'stream_not_found') o.onMissing?.(s.type);

@@ -325,6 +325,9 @@ describe('reads, tenancy, errors', () => {
     for (const seq of [1, 2]) await record({ consumer: 'notifier-webhooks', subject: 's', streamSequence: seq, storedAtNanos: BigInt(seq), deliveries: 12, payload: '{}', error: 'gave up after 12 attempts: HTTP 503', unsettled: false });
     const body = (await app.inject({ method: 'GET', url: '/metrics' })).body;
     expect(body).toMatch(/^baton_dead_letters\{consumer="notifier-webhooks"\} 2$/m);
+    // The others at 0: a dashboard shows 0, not "No data".
+    expect(body).toMatch(/^baton_dead_letters\{consumer="runner-jobs"\} 0$/m);
+    expect(body).toMatch(/^baton_dead_letters\{consumer="orchestrator-task-events"\} 0$/m);
     expect(body).toMatch(/^baton_dead_letter_last_timestamp_seconds\{consumer="notifier-webhooks"\} \d+(\.\d+)?$/m);
   });
 

@@ -71,6 +71,8 @@ export const systemRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => 
   d.metrics.onScrape(async () => {
     const counts = await deadLetterCounts(d.pool).catch(() => null);
     if (!counts) return;
+    // Every consumer is shown, at 0 until its first dead letter (a dashboard shows 0, not "No data", on a healthy deployment).
+    for (const consumer of Object.values(d.names.consumers)) if (!counts.some((c) => c.consumer === consumer)) d.metrics.deadLetters.set({ consumer }, 0);
     for (const c of counts) {
       d.metrics.deadLetters.set({ consumer: c.consumer }, c.count);
       d.metrics.deadLetterLastSeconds.set({ consumer: c.consumer }, c.lastRecordedAt.getTime() / 1000);
