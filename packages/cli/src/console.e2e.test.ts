@@ -418,6 +418,7 @@ describe('the web console, in Chromium', () => {
     );
     await open(id);
     await page.locator('.task-head .live.l-lost', { hasText: 'not live' }).waitFor();
+    expect(await page.title()).toBe('bench — Baton'); // the tab names the task
     expect(await page.getByRole('alert').filter({ hasText: 'The live view stopped' }).textContent()).toMatch(/The live view stopped: .*the key was revoked.*Reload the page/);
     await page.unroute(events);
   });
@@ -460,6 +461,8 @@ describe('the web console, in Chromium', () => {
     expect(await page.locator('.messages .msg[data-role]').count()).toBe(2);
     await message.fill('');
     expect(await page.locator('.msg.user').first().textContent()).toMatch(/Which databases handle\s+embedded analytics well\?/);
+    // As written: the person's line break is kept (not folded as markdown would).
+    expect(await page.locator('.msg.user .as-written').first().innerText()).toBe('Which databases handle\nembedded analytics well?');
     expect(await page.evaluate('window.__sawStream')).toBe(true);
     await page.waitForURL(/#\/chat\/[0-9a-f-]{36}$/);
     const chatId = /#\/chat\/([0-9a-f-]{36})$/.exec(page.url())?.[1] as string;

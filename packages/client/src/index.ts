@@ -97,7 +97,7 @@ export class BatonClient {
       return await fetch(`${this.baseUrl}${p}`, { ...init, headers: { ...this.headers, ...(init.headers as Record<string, string> | undefined) } });
     } catch (err) {
       if ((err as Error).name === 'AbortError') throw err;
-      throw new UnreachableError(this.baseUrl || '(this page)', err);
+      throw new UnreachableError(this.baseUrl || 'this page’s address', err);
     }
   }
 

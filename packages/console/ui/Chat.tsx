@@ -185,7 +185,8 @@ function Conversation({ chatId, teams, onChanged }: { chatId: string | null; tea
       <div className="messages" aria-label="messages">
         {messages.map((m) => (
           <div key={m.id} className={`msg ${m.role}${m.error ? ' failed' : ''}`} data-role={m.role}>
-            {m.error ? <em>Reply failed ({m.error.code}): {m.error.message}</em> : <RenderedMarkdown>{m.text}</RenderedMarkdown>}
+            {/* What the person wrote, as written (their line breaks kept); the model's reply rendered as markdown. */}
+            {m.error ? <em>Reply failed ({m.error.code}): {m.error.message}</em> : m.role === 'user' ? <div className="as-written">{m.text}</div> : <RenderedMarkdown>{m.text}</RenderedMarkdown>}
             {m.role === 'assistant' && <span className="meta">{m.offline ? 'offline model' : m.model}</span>}
           </div>
         ))}

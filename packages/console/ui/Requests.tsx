@@ -246,8 +246,16 @@ function BudgetCard({ taskId, r, onDone }: { taskId: string; r: Budget; onDone: 
       </header>
       <p>No agent calls a model until you decide.</p>
       <div className="row">
-        {r.limit.usd !== null && <input aria-label="new limit in USD" value={usd} onChange={(e) => setUsd(e.target.value)} />}
-        {r.limit.tokens !== null && <input aria-label="new limit in tokens" value={tokens} onChange={(e) => setTokens(e.target.value)} />}
+        {r.limit.usd !== null && (
+          <label>
+            New limit, US$ <input aria-label="new limit in USD" value={usd} onChange={(e) => setUsd(e.target.value)} />
+          </label>
+        )}
+        {r.limit.tokens !== null && (
+          <label>
+            New limit, tokens <input aria-label="new limit in tokens" value={tokens} onChange={(e) => setTokens(e.target.value)} />
+          </label>
+        )}
         <button className="primary" disabled={busy} onClick={() => void raise()}>
           Raise and continue
         </button>

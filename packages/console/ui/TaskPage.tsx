@@ -20,6 +20,15 @@ export function TaskPage({ taskId }: { taskId: string }) {
   const [editing, setEditing] = useState<string | null>(null);
   const refreshTimer = useRef<ReturnType<typeof setTimeout> | null>(null);
 
+  // The browser tab names the task (several tasks open in tabs are told apart).
+  const prompt = task?.prompt;
+  useEffect(() => {
+    if (prompt) document.title = `${prompt.length > 60 ? `${prompt.slice(0, 59)}…` : prompt} — Baton`;
+    return () => {
+      document.title = 'Baton';
+    };
+  }, [prompt]);
+
   const refresh = useCallback(async () => {
     try {
       const [t, a] = await Promise.all([api<TaskView>('GET', `/v1/tasks/${taskId}`), api<{ items: AgentView[] }>('GET', `/v1/tasks/${taskId}/agents`)]);
