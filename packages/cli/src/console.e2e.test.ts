@@ -343,8 +343,16 @@ describe('the web console, in Chromium', () => {
     await waitFor(async () => (await page.evaluate("sessionStorage.getItem('baton.taskFilters')")) === JSON.stringify({ status: '', team: '', search: '' }), { what: 'the filters cleared' });
 
     const anonymous = await browser.newPage();
+    const refusedLists: number[] = [];
+    anonymous.on('response', (r) => {
+      if (new URL(r.url()).pathname === '/v1/tasks' && r.status() === 401) refusedLists.push(Date.now());
+    });
     await anonymous.goto(`${url}/`);
     await anonymous.getByRole('alert').getByText('This gateway needs an API key: enter yours above.').waitFor();
+    // Without a key the list is not polled (each poll would be refused every 4 s): over a poll period and more, nothing is asked again.
+    const asked = refusedLists.length;
+    await anonymous.waitForTimeout(4500);
+    expect(refusedLists.length).toBe(asked);
     await anonymous.close();
     // A key that is sent and refused is named as such, not as a missing key.
     const wrong = await browser.newContext();

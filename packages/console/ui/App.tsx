@@ -308,9 +308,11 @@ function TaskList({ selected, teams }: { selected: string | null; teams: TeamInf
         polling(state === 'reconnecting');
         if (state === 'live') reload();
       },
-      () => {
+      (err) => {
         reload();
-        polling(true);
+        // Refused for the key (missing or wrong): polling would be refused too, every 4 s; the page asks for a key, whose saving reloads it.
+        const forKey = err instanceof ApiError && (err.status === 401 || err.status === 403);
+        if (!forKey) polling(true);
       },
     );
     window.addEventListener('baton:tasks-changed', reload);
