@@ -350,6 +350,7 @@ describe('the web console, in Chromium', () => {
     await anonymous.goto(`${url}/`);
     await anonymous.getByRole('alert').getByText('This gateway needs an API key: enter yours above.').waitFor();
     // Without a key the list is not polled (each poll would be refused every 4 s): over a poll period and more, nothing is asked again.
+    await anonymous.waitForLoadState('networkidle'); // the first reads (the list, its stream, the list again) answered
     const asked = refusedLists.length;
     await anonymous.waitForTimeout(4500);
     expect(refusedLists.length).toBe(asked);
