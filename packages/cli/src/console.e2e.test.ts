@@ -290,6 +290,12 @@ describe('the web console, in Chromium', () => {
     expect(contexts).toHaveLength(2);
     expect(new Set(contexts).size).toBe(2);
     await shot('5-toasts');
+    // They cover the page's right edge: folded to one line on request, and back.
+    await page.getByRole('button', { name: 'Hide progress' }).click();
+    expect(await page.locator('.toast.folded').textContent()).toMatch(/^\d+ agents at work, 2 asking — show$/);
+    expect(await asking.count()).toBe(0);
+    await page.locator('.toast.folded').click();
+    await waitFor(async () => (await asking.count()) === 2, { what: 'the toasts shown again' });
     const first = asking.first();
     const firstAgent = await first.getAttribute('data-agent');
     await first.getByRole('button', { name: 'Answer' }).click();

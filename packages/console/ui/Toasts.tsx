@@ -14,6 +14,8 @@ const ACTIVE = new Set(['dispatched', 'running', 'paused', 'waiting']);
  */
 export function Toasts({ task, agents, onDone }: { task: TaskView; agents: AgentView[]; onDone: (t: TaskView) => void }) {
   const [dismissed, setDismissed] = useState<string | null>(null);
+  /** Folded to one line (they cover the page's right edge): questions stay answerable on the page's cards. */
+  const [folded, setFolded] = useState(false);
   if (isFinalStatus(task.status)) {
     if (dismissed === task.id) return null;
     const text = task.status === 'completed' ? 'All done' : task.status === 'failed' ? `Failed: ${task.error?.message ?? ''}` : 'Cancelled';
@@ -34,8 +36,21 @@ export function Toasts({ task, agents, onDone }: { task: TaskView; agents: Agent
   };
   const active = agents.filter((a) => ACTIVE.has(a.status) || (a.role === 'lead' && a.currentAction !== null)).reverse();
   const ordered = [...active.filter((a) => a.openQuestion), ...active.filter((a) => !a.openQuestion)];
+  if (ordered.length === 0) return null;
+  const asking = ordered.filter((a) => a.openQuestion).length;
+  if (folded)
+    return (
+      <div className="toasts">
+        <button className="toast folded" aria-expanded={false} onClick={() => setFolded(false)}>
+          {ordered.length} agent{ordered.length === 1 ? '' : 's'} at work{asking > 0 ? `, ${asking} asking` : ''} — show
+        </button>
+      </div>
+    );
   return (
     <div className="toasts">
+      <button className="small fold" aria-expanded onClick={() => setFolded(true)}>
+        Hide progress
+      </button>
       {ordered.map((a) => {
         const context = contextOf(a);
         return (
