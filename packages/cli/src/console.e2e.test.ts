@@ -298,6 +298,11 @@ describe('the web console, in Chromium', () => {
     await waitFor(async () => (await asking.count()) === 2, { what: 'the toasts shown again' });
     const first = asking.first();
     const firstAgent = await first.getAttribute('data-agent');
+    // The toast and the question's card on the page are one draft: typed in one, it is in the other.
+    const requestId = await first.locator('article.clarification').getAttribute('data-request');
+    await first.getByRole('textbox').fill('half typed');
+    expect(await page.locator(`article.clarification:not(.compact)[data-request="${requestId}"]`).getByRole('textbox').inputValue()).toBe('half typed');
+    await first.getByRole('textbox').fill('');
     await first.getByRole('button', { name: 'Answer' }).click();
     await first.locator('.error').getByText('Write an answer (or pick an option).').waitFor();
     await first.getByRole('button', { name: 'both' }).click(); // an option is an answer

@@ -1,4 +1,4 @@
-import { useRef, useState } from 'react';
+import { useRef, useState, useSyncExternalStore } from 'react';
 import { RenderedMarkdown } from './Markdown.tsx';
 import { api, type PendingRequest, type TaskView } from './api.ts';
 import { ErrorLine } from './ErrorLine.tsx';
@@ -163,9 +163,31 @@ function InputView({ input }: { input: Record<string, unknown> }) {
   );
 }
 
+/**
+ * What a person has typed into an open question, by request: one draft that the question's card
+ * and its toast both show and edit (typed in one, it is there in the other), until it is sent.
+ */
+const drafts = new Map<string, string[]>();
+const draftWatchers = new Set<() => void>();
+const watchDrafts = (f: () => void): (() => void) => {
+  draftWatchers.add(f);
+  return () => draftWatchers.delete(f);
+};
+function draftOf(requestId: string, questions: number): string[] {
+  let d = drafts.get(requestId);
+  if (!d) drafts.set(requestId, (d = Array.from({ length: questions }, () => '')));
+  return d;
+}
+function setQuestionDraft(requestId: string, d: string[] | null): void {
+  if (d) drafts.set(requestId, d);
+  else drafts.delete(requestId);
+  for (const f of draftWatchers) f();
+}
+
 export function ClarificationCard({ taskId, r, onDone, compact = false }: { taskId: string; r: Pick<Clarification, 'requestId' | 'questions' | 'options'> & Partial<Clarification>; onDone: (t: TaskView) => void; compact?: boolean }) {
   const { error, setError, busy, run } = useDecision(onDone);
-  const [answers, setAnswers] = useState<string[]>(() => r.questions.map(() => ''));
+  const answers = useSyncExternalStore(watchDrafts, () => draftOf(r.requestId, r.questions.length));
+  const setAnswers = (a: string[]): void => setQuestionDraft(r.requestId, a);
   const send = async (values: string[]): Promise<void> => {
     const filled = values.map((a) => a.trim());
     if (filled.some((a) => a === '')) {
@@ -173,7 +195,7 @@ export function ClarificationCard({ taskId, r, onDone, compact = false }: { task
       setError(r.questions.length > 1 ? `Answer every question${orPick}.` : `Write an answer${orPick}.`);
       return;
     }
-    await run('POST', `/v1/tasks/${taskId}/answers/${encodeURIComponent(r.requestId)}`, { answers: filled });
+    if (await run('POST', `/v1/tasks/${taskId}/answers/${encodeURIComponent(r.requestId)}`, { answers: filled })) setQuestionDraft(r.requestId, null);
   };
   return (
     <article className={`card request clarification${compact ? ' compact' : ''}`} data-request={r.requestId} aria-label={`question ${r.requestId}`}>
