@@ -17,9 +17,10 @@ export function pickRequest(task: TaskView, kind: PendingRequestView['kind'], re
   throw new Error(`task ${task.id} has ${open.length} open ${kind} requests; name one: ${open.map((r) => r.requestId).join(', ')}`);
 }
 
-/** A request, as a person reads it, with the command that decides it. */
-export function describeRequest(taskId: string, r: PendingRequestView): string {
+/** A request, as a person reads it, with the command that decides it (`open` false: one closed since, and no command to paste). */
+export function describeRequest(taskId: string, r: PendingRequestView, open = true): string {
   const lines: string[] = [];
+  let command: string;
   if (r.kind === 'approval') {
     lines.push(`⏸  approval ${r.requestId} — ${r.agentId} wants to call ${r.toolName}`);
     // A plan of one line follows its label; a longer one is indented under it, as written (blank lines kept blank).
@@ -28,13 +29,13 @@ export function describeRequest(taskId: string, r: PendingRequestView): string {
     else if (plan.length > 1) lines.push('   plan:', ...plan.map((l) => (l.trim() ? `     ${l}` : '')));
     lines.push(`   input: ${JSON.stringify(r.input)}`);
     lines.push(`   deadline: ${r.deadline} (then: ${r.onTimeout})`);
-    lines.push(`   → baton approve ${taskId} ${r.requestId} [--input '<json>']   |   baton reject ${taskId} ${r.requestId} --reason '…'`);
+    command = `baton approve ${taskId} ${r.requestId} [--input '<json>']   |   baton reject ${taskId} ${r.requestId} --reason '…'`;
   } else if (r.kind === 'budget') {
     lines.push(`$  budget ${r.requestId} — the task reached its budget (${describeSpend(r.spent, r.limit)}); no agent calls a model until this is decided`);
     lines.push(`   deadline: ${r.deadline} (then: ${r.onTimeout})`);
     // The limits the budget has, each to be raised (one it does not have would be added, not raised).
     const raise = [r.limit.usd !== null ? '--usd <new limit>' : null, r.limit.tokens !== null ? '--tokens <new limit>' : null].filter(Boolean).join(' ');
-    lines.push(`   → baton approve ${taskId} ${r.requestId} ${raise}   |   baton reject ${taskId} ${r.requestId} --reason '…'`);
+    command = `baton approve ${taskId} ${r.requestId} ${raise}   |   baton reject ${taskId} ${r.requestId} --reason '…'`;
   } else {
     lines.push(`?  question ${r.requestId} from ${r.agentId}${r.context ? ` — ${r.context}` : ''}`);
     r.questions.forEach((q, i) => lines.push(`   ${i + 1}. ${q}`));
@@ -42,8 +43,9 @@ export function describeRequest(taskId: string, r: PendingRequestView): string {
     if (r.deadline) lines.push(`   deadline: ${r.deadline}`);
     // One answer per question, in order (or one for all); the request named, so the command works whatever else is open.
     const answers = r.questions.length > 1 ? r.questions.map((_, i) => `'<answer ${i + 1}>'`).join(' ') : "'<answer>'";
-    lines.push(`   → baton answer ${taskId} ${answers} --request ${r.requestId}`);
+    command = `baton answer ${taskId} ${answers} --request ${r.requestId}`;
   }
+  lines.push(open ? `   → ${command}` : '   (decided or closed since: no longer open)');
   return lines.join('\n');
 }
 
@@ -96,11 +98,8 @@ export function describeEvent(e: ApiEvent, closed: (requestId: string) => boolea
   switch (e.type) {
     case 'ApprovalRequested':
     case 'ClarificationRequested':
-    case 'BudgetExceeded': {
-      const described = describeRequest(e.taskId, requestFromEvent(e));
-      if (!closed(String(d.requestId))) return `${head}\n${described}`;
-      return `${head}\n${described.replace(/\n {3}→ .*$/, '\n   (decided or closed since: no longer open)')}`;
-    }
+    case 'BudgetExceeded':
+      return `${head}\n${describeRequest(e.taskId, requestFromEvent(e), !closed(String(d.requestId)))}`;
     case 'ModelTurnRecorded': {
       const content = d.content as { type: string; text?: string; name?: string }[];
       const text = content.filter((b) => b.type === 'text').map((b) => b.text).join(' ').slice(0, 160);
