@@ -2,7 +2,7 @@ import { IllegalTransitionError, InvalidCommandError } from './errors.ts';
 import { agentOfStream, agentStreamId, isTaskStream, REQUEST_EVENT_TYPES, taskStreamId, type EventData, type NewEvent, type RecordedEvent } from './events.ts';
 import { uuidV5 } from './ids.ts';
 import { stateAt } from './replay.ts';
-import { isFinal } from './state.ts';
+import { isFinal, type TaskState } from './state.ts';
 
 /** Was this event copied from another task by a fork (its history, not something that happened in this task)? */
 export const isCopied = (e: { metadata?: unknown }): boolean => typeof (e.metadata as { copiedFrom?: unknown } | null | undefined)?.copiedFrom === 'string';
@@ -20,6 +20,9 @@ export interface ForkedEvent {
   event: NewEvent;
 }
 
+/** The last version a task can be forked at: its current one, or the one before a finished task's end (a fork cannot continue from an end). */
+export const lastForkableVersion = (s: TaskState): number => (isFinal(s) ? s.version - 1 : s.version);
+
 /**
  * The history of a fork: every event of the source task up to version `atVersion` of its task
  * stream (agent-stream events recorded before that point included), copied onto the new
@@ -30,7 +33,7 @@ export interface ForkedEvent {
 export function forkEvents(source: readonly RecordedEvent[], atVersion: number, newTaskId: string, opts: { now: Date; requestedBy: string }): ForkedEvent[] {
   const at = stateAt(source, atVersion);
   if (!at) throw new InvalidCommandError(`the task has no version ${atVersion}`, { atVersion });
-  if (isFinal(at)) throw new IllegalTransitionError('ForkTask', at.status, `version ${atVersion} is the end of the task; fork at an earlier version (1..${atVersion - 1})`);
+  if (isFinal(at)) throw new IllegalTransitionError('ForkTask', at.status, `version ${atVersion} is the end of the task; fork at an earlier version (1..${lastForkableVersion(at)})`);
   const sourceId = at.id;
   const deadline = new Date(opts.now.getTime() + at.approvalTimeoutSeconds * 1000).toISOString();
   const out: ForkedEvent[] = [];

@@ -24,7 +24,6 @@ const WRITES = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 /** How long a request's headers and body may take to arrive (node checks every 30 s): 408 after. */
 export const REQUEST_TIMEOUT_MS = 120_000;
 
-/** Build the gateway's Fastify app from its dependencies (tests call this directly). */
 /** Whether `text` is JSON at all (to tell a poisoned body from a malformed one). */
 function wellFormedJson(text: string): boolean {
   try {
@@ -35,6 +34,7 @@ function wellFormedJson(text: string): boolean {
   }
 }
 
+/** Build the gateway's Fastify app from its dependencies (tests call this directly). */
 export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   // Per-request access logs are off (they would dominate at load); /metrics counts requests.
   // Request logs at warn and above unless the service logs more (debug, trace) or less (error, fatal, silent).

@@ -7,7 +7,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { GatewayDeps } from '../deps.ts';
 import { HttpError, notFound } from '../errors.ts';
-import { answers, queryInt, SubmitTaskBody } from './schemas.ts';
+import { queryInt, SubmitTaskBody, succeedsWith } from './schemas.ts';
 import { checkSubmission, submitTask, type TaskSubmission } from './submit.ts';
 
 /**
@@ -154,7 +154,7 @@ export const chatRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     return toChatView((await loadVisibleChat(req, req.params.id)).state);
   });
 
-  r.post('/v1/chats/:id/task', { schema: { params: ChatIdParams, body: ChatTaskBody, response: answers(201, 'The task (asked again at the same message with the same settings: the same task)'), tags: ['chat'], summary: 'Turn the conversation into a task: the last user message is the request, the conversation its context' } }, async (req, reply) => {
+  r.post('/v1/chats/:id/task', { schema: { params: ChatIdParams, body: ChatTaskBody, response: succeedsWith(201, 'The task (asked again at the same message with the same settings: the same task)'), tags: ['chat'], summary: 'Turn the conversation into a task: the last user message is the request, the conversation its context' } }, async (req, reply) => {
     const chatId = req.params.id;
     const { state } = await loadVisibleChat(req, chatId);
     const fields = req.body ?? ChatTaskFields.parse({});

@@ -44,18 +44,17 @@ export const webhookType = z
 export const DEFAULT_WEBHOOK_TYPES = ['task.completed', 'task.failed', 'task.cancelled', 'task.awaiting_input'];
 /** A webhook's address: http(s), and no longer than URLs are taken by servers and proxies at large. */
 export const WebhookUrl = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).max(2048, 'must be at most 2048 characters');
-/** The types a webhook is sent for, each once. */
-const webhookTypes = (fallback: string[]) =>
-  z
-    .array(webhookType)
-    .min(1)
-    .max(50)
-    .superRefine((types, ctx) => {
-      types.forEach((t, i) => {
-        if (types.indexOf(t) !== i) ctx.addIssue({ code: 'custom', path: [i], message: `'${t}' is listed twice` });
-      });
-    })
-    .default(fallback);
+/** The types a webhook is sent for, each once (none named: DEFAULT_WEBHOOK_TYPES). */
+const WebhookTypes = z
+  .array(webhookType)
+  .min(1)
+  .max(50)
+  .superRefine((types, ctx) => {
+    types.forEach((t, i) => {
+      if (types.indexOf(t) !== i) ctx.addIssue({ code: 'custom', path: [i], message: `'${t}' is listed twice` });
+    });
+  })
+  .default(DEFAULT_WEBHOOK_TYPES);
 
 /** The files a task starts from: a configured example, or a .tar.gz upload (base64 in JSON; a file part in multipart). */
 export const WorkspaceInput = z
@@ -87,7 +86,7 @@ export const SubmitTaskBody = z.strictObject({
   webhook: z
     .strictObject({
       url: WebhookUrl,
-      events: webhookTypes(DEFAULT_WEBHOOK_TYPES),
+      events: WebhookTypes,
     })
     .optional(),
   metadata: z.record(z.string(), z.unknown()).default({}).refine((m) => JSON.stringify(m).length <= 16_384, 'must serialise to at most 16 KiB'),
@@ -148,7 +147,7 @@ export const CancelBody = z.strictObject({ reason: z.string().max(4000).optional
  * What a route answers when it succeeds with a status other than 200, for the OpenAPI document and
  * docs/api.md (the body is the API's own view, serialized as it is: not validated again).
  */
-export const answers = (status: 201 | 202 | 204, description: string) => ({ [status]: z.unknown().describe(description) });
+export const succeedsWith = (status: 201 | 202 | 204, description: string) => ({ [status]: z.unknown().describe(description) });
 
 /** A route that takes no body: none, or an empty object — any field is refused by name, not ignored. */
 export const NoBody = z.strictObject({}).nullish();
@@ -170,7 +169,7 @@ export const StateQuery = z.strictObject({ at: queryInt(1, Number.MAX_SAFE_INTEG
 export const WebhookIdParams = z.object({ webhookId: z.uuid('must be a webhook id (UUID)') });
 export const WebhookBody = z.strictObject({
   url: WebhookUrl,
-  events: webhookTypes(DEFAULT_WEBHOOK_TYPES),
+  events: WebhookTypes,
 });
 export const RotateSecretBody = z
   .strictObject({

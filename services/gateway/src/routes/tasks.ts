@@ -1,5 +1,5 @@
 import { allTools, parseToolInput } from '@baton/agents';
-import { digestJson, exists, forkEvents, isFinal, forkedArtifacts, stateAt, uuidV5, type Command, type TaskState } from '@baton/domain';
+import { digestJson, exists, forkedArtifacts, forkEvents, lastForkableVersion, stateAt, uuidV5, type Command, type TaskState } from '@baton/domain';
 import { redactCredentials, toAgentViews, toTaskView, type DeliveryView } from '@baton/api';
 import { importTask } from '@baton/event-store';
 import { mailToResend } from '@baton/mail';
@@ -9,7 +9,7 @@ import type { ZodTypeProvider } from '@fastify/type-provider-zod';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { GatewayDeps } from '../deps.ts';
 import { HttpError, notFound } from '../errors.ts';
-import { AgentParams, answers, AnswerBody, ApprovalBody, ArtifactParams, CancelBody, DeliveryParams, ForkBody, NoBody, RequestParams, StateQuery, SubmitTaskBody, TaskIdParams } from './schemas.ts';
+import { AgentParams, AnswerBody, ApprovalBody, ArtifactParams, CancelBody, DeliveryParams, ForkBody, NoBody, RequestParams, StateQuery, SubmitTaskBody, succeedsWith, TaskIdParams } from './schemas.ts';
 import { runTaskCommand } from './commands.ts';
 import { checkSubmission, submitTask } from './submit.ts';
 import { readMultipartSubmission, resolveWorkspace, submitBodyLimit } from './workspace-input.ts';
@@ -50,7 +50,7 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
         // JSON may carry a base64 workspace archive; every other route keeps the default limit.
         bodyLimit: submitBodyLimit(d),
         preValidation: async (req) => readMultipartSubmission(d, req),
-        schema: { body: SubmitTaskBody, response: answers(201, 'The task, created (with Idempotency-Key repeated: the same task, and idempotent-replayed: true)'), tags: ['tasks'], summary: 'Submit a task (JSON, or multipart/form-data: a task field with the JSON body and a workspace file part with a .tar.gz)' },
+        schema: { body: SubmitTaskBody, response: succeedsWith(201, 'The task, created (with Idempotency-Key repeated: the same task, and idempotent-replayed: true)'), tags: ['tasks'], summary: 'Submit a task (JSON, or multipart/form-data: a task field with the JSON body and a workspace file part with a .tar.gz)' },
       },
       async (req, reply) => {
         const { workspace: workspaceInput, ...body } = req.body;
@@ -117,11 +117,10 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     return command(req, req.params.id, () => ({ type: 'CancelTask', reason: req.body?.reason ?? 'cancelled by user', requestedBy: req.actor }));
   });
 
-  r.post('/v1/tasks/:id/fork', { schema: { params: TaskIdParams, body: ForkBody, response: answers(201, 'The new task'), tags: ['tasks'], summary: 'Fork a task: a new task whose history is a copy up to a version, which then continues' } }, async (req, reply) => {
+  r.post('/v1/tasks/:id/fork', { schema: { params: TaskIdParams, body: ForkBody, response: succeedsWith(201, 'The new task'), tags: ['tasks'], summary: 'Fork a task: a new task whose history is a copy up to a version, which then continues' } }, async (req, reply) => {
     const source = await loadVisibleTask(d, req, req.params.id);
     const { atVersion } = req.body;
-    // A finished task's last version is its end, which a fork cannot continue from: the range says so.
-    const last = isFinal(source.state) ? source.state.version - 1 : source.state.version;
+    const last = lastForkableVersion(source.state);
     if (atVersion > source.state.version) throw new HttpError(422, 'invalid_version', `body.atVersion: the task is at version ${source.state.version}; fork at 1..${last}`, [{ field: 'body.atVersion', message: `at most ${last}` }]);
     // With an Idempotency-Key, a retried fork (a timeout, a double click) is the same fork.
     const key = idempotencyKey(req);
@@ -165,7 +164,7 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
   });
 
   // Redelivery (docs/webhooks.md, docs/email.md): recorded here, sent by a notifier (it holds the signing secret, the egress guard and the SMTP server).
-  r.post('/v1/tasks/:id/deliveries/:deliveryId/redeliver', { schema: { params: DeliveryParams, body: NoBody, response: answers(202, 'Queued: {redeliveryId, deliveryId, webhookId, status}'), tags: ['webhooks'], summary: "Send a delivery's webhook message, or its notification mail, again now (a new attempt, listed in /deliveries)" } }, async (req, reply) => {
+  r.post('/v1/tasks/:id/deliveries/:deliveryId/redeliver', { schema: { params: DeliveryParams, body: NoBody, response: succeedsWith(202, 'Queued: {redeliveryId, deliveryId, webhookId, status}'), tags: ['webhooks'], summary: "Send a delivery's webhook message, or its notification mail, again now (a new attempt, listed in /deliveries)" } }, async (req, reply) => {
     const { id, deliveryId } = req.params;
     const loaded = await loadVisibleTask(d, req, id);
     const delivery = await findDelivery(d.pool, id, deliveryId);

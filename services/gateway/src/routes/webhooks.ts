@@ -5,7 +5,7 @@ import type { ZodTypeProvider } from '@fastify/type-provider-zod';
 import type { FastifyInstance } from 'fastify';
 import type { GatewayDeps } from '../deps.ts';
 import { HttpError, notFound } from '../errors.ts';
-import { answers, DEFAULT_ROTATION_OVERLAP_SECONDS, NoBody, RotateSecretBody, WebhookBody, WebhookIdParams } from './schemas.ts';
+import { DEFAULT_ROTATION_OVERLAP_SECONDS, NoBody, RotateSecretBody, succeedsWith, WebhookBody, WebhookIdParams } from './schemas.ts';
 
 /** A tenant has at most this many endpoints. */
 export const MAX_ENDPOINTS_PER_TENANT = 20;
@@ -30,7 +30,7 @@ const view = (e: WebhookEndpoint): WebhookEndpointView => ({
 export const webhookRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
   const r = app.withTypeProvider<ZodTypeProvider>();
 
-  r.post('/v1/webhooks', { schema: { body: WebhookBody, response: answers(201, 'The endpoint, with its secret (shown here only)'), tags: ['webhooks'], summary: "Subscribe an endpoint to the webhooks of every task of the tenant (the answer shows its secret, once)" } }, async (req, reply) => {
+  r.post('/v1/webhooks', { schema: { body: WebhookBody, response: succeedsWith(201, 'The endpoint, with its secret (shown here only)'), tags: ['webhooks'], summary: "Subscribe an endpoint to the webhooks of every task of the tenant (the answer shows its secret, once)" } }, async (req, reply) => {
     const problem = webhookUrlProblem(req.body.url, { allowPrivateNetworks: d.allowPrivateWebhooks });
     if (problem) throw new HttpError(400, 'validation_error', `body.url: ${problem}`, [{ field: 'body.url', message: problem }]);
     const e = await createEndpointUnderCap(d.pool, { id: d.newId(), tenantId: req.tenant, url: req.body.url, events: req.body.events, secret: newSecret() }, MAX_ENDPOINTS_PER_TENANT);
@@ -42,7 +42,7 @@ export const webhookRoutes = (d: GatewayDeps) => async (app: FastifyInstance) =>
     return { items: (await listEndpoints(d.pool, req.tenant)).map(view) };
   });
 
-  r.delete('/v1/webhooks/:webhookId', { schema: { params: WebhookIdParams, body: NoBody, response: answers(204, 'Deleted (no body)'), tags: ['webhooks'], summary: 'Delete an endpoint (no more deliveries to it)' } }, async (req, reply) => {
+  r.delete('/v1/webhooks/:webhookId', { schema: { params: WebhookIdParams, body: NoBody, response: succeedsWith(204, 'Deleted (no body)'), tags: ['webhooks'], summary: 'Delete an endpoint (no more deliveries to it)' } }, async (req, reply) => {
     if (!(await deleteEndpoint(d.pool, req.tenant, req.params.webhookId))) throw notFound(`webhook ${req.params.webhookId}`);
     return reply.status(204).send();
   });
