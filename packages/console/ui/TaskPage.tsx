@@ -13,10 +13,12 @@ export function TaskPage({ taskId }: { taskId: string }) {
   const [task, setTask] = useState<TaskView | null>(null);
   const [agents, setAgents] = useState<AgentView[]>([]);
   const [events, setEvents] = useState<EventView[]>([]);
-  const [live, setLive] = useState<'connecting' | 'live' | 'reconnecting' | 'ended' | 'lost'>('connecting');
+  const [streamState, setStreamState] = useState<'connecting' | 'live' | 'reconnecting' | 'ended'>('connecting');
   const [error, setError] = useState<string | null>(null);
   /** Why the live view ended, if the gateway refused it (kept apart from `error`, which each refresh clears). */
   const [lost, setLost] = useState<string | null>(null);
+  // What the page says of its live view: the stream's own state, or lost once refused.
+  const live = lost !== null ? 'lost' : streamState;
   const [editing, setEditing] = useState<string | null>(null);
   const refreshTimer = useRef<ReturnType<typeof setTimeout> | null>(null);
 
@@ -63,11 +65,10 @@ export function TaskPage({ taskId }: { taskId: string }) {
           refreshTimer.current = setTimeout(() => void refresh(), 120);
         },
         (s) => {
-          setLive(s);
+          setStreamState(s);
           if (s === 'ended') void refresh();
         },
         (err) => {
-          setLive('lost');
           setLost(`The live view stopped: ${err.message}. Reload the page to follow the task again.`);
         },
       );
