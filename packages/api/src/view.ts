@@ -105,6 +105,14 @@ export interface TeamInfoView {
   agents: { id: string; name: string; model: string; tools: string[] }[];
 }
 
+/** A task's change against its input workspace, as `GET /v1/tasks/:id/diff?format=json` gives it. */
+export interface TaskChangeView {
+  /** Changed files, sorted by path; the patch holds one `diff --git` section per file, in this order. */
+  files: { path: string; status: 'added' | 'modified' | 'deleted'; additions: number; deletions: number; binary: boolean }[];
+  /** A git-style unified diff of every change ('' when nothing changed). */
+  patch: string;
+}
+
 /** A stored file of a task, as `GET /v1/tasks/:id/artifacts` lists it. */
 export type ArtifactView = TaskView['artifacts'][number];
 

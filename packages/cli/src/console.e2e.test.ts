@@ -4,7 +4,7 @@ import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { TaskView } from '@baton/api';
 import { smtpCatcher, tarGz, waitFor, webhookReceiver, type SmtpCatcher } from '@baton/testing';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Page, type Request } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiEvent, BatonClient } from '@baton/client';
 import { startE2eStack, type E2eStack } from './e2e-stack.ts';
@@ -149,15 +149,28 @@ describe('the web console, in Chromium', () => {
     const request = (await task(id)).pendingRequests[0]!;
     await api.request('POST', `/v1/tasks/${id}/approvals/${request.requestId}`, { decision: 'approve' });
     await waitFor(async () => (await task(id)).status === 'completed', { timeoutMs: 180_000, what: 'the engineering task to complete' });
+    const changeReads: string[] = [];
+    const countChangeReads = (r: Request) => void (new URL(r.url()).pathname.endsWith('/diff') && changeReads.push(r.url()));
+    page.on('request', countChangeReads);
     await open(id);
     const plan = page.locator('section.plan');
     await plan.locator('.acceptance[data-accepted="true"]').waitFor();
     expect(await plan.locator('.acceptance').textContent()).toBe("The change is accepted: the last review approved it, and no subtask's last test run fails.");
     expect(await Promise.all((await plan.locator('[data-subtask]').all()).map((l) => l.getAttribute('data-subtask')))).toEqual(['backend', 'frontend']);
     expect(await plan.locator('[data-subtask="backend"]').textContent()).toMatch(/tests \d+ passed, 0 failed/);
-    expect(await plan.locator('.review').textContent()).toMatch(/round 1\): approve/);
+    expect(await plan.locator('.review').textContent()).toMatch(/^Review \(review-2\): approve/);
     await plan.locator('details.diff').waitFor();
     expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(1400); // the diff's long lines scroll in their box
+    // The change file by file, as the API lists it: each file its own fold, named with what changed in it.
+    const change = await api.change(id);
+    expect(await plan.locator('details.diff > summary').textContent()).toBe(`The change: ${change.files.length} files · +${change.files.reduce((n, f) => n + f.additions, 0)} −${change.files.reduce((n, f) => n + f.deletions, 0)}`);
+    expect(await plan.locator('details.diff-file').evaluateAll((els) => els.map((e) => e.getAttribute('data-file')))).toEqual(change.files.map((f) => f.path));
+    const first = change.files[0]!;
+    expect(await plan.locator('details.diff-file').first().locator('summary').textContent()).toBe(`${first.path} ${first.status} · +${first.additions} −${first.deletions}`);
+    // Read once for the finished task: its events in (the timeline ends at TaskCompleted), the page's re-renders read it no more.
+    await page.locator('.timeline li[data-type="TaskCompleted"]').waitFor();
+    page.off('request', countChangeReads);
+    expect(changeReads).toHaveLength(1);
     await shot('engineering-accepted');
   }, 240_000);
 

@@ -74,16 +74,16 @@ describe('baton status: a plan', () => {
     const p = { summary: 'add a report', status: 'completed' as const, round: 1, maxReviewRounds: 1, reviewAgent: 'reviewer', subtasks: [subtask('api', 'done', 0), subtask('web', 'done', 2, ['api'])], reviews: [], ...o };
     return { ...p, acceptance: planAcceptance(p) };
   };
-  const review = (verdict: 'approve' | 'request_changes', round: number) => ({ agentId: `review-${round}`, round, verdict, issues: verdict === 'approve' ? [] : [{ severity: 'major' as const, file: 'web/a.ts', line: 3, message: 'm' }], summary: `round ${round}` });
+  const review = (verdict: 'approve' | 'request_changes', round: number) => ({ agentId: `review-${round + 1}`, round, verdict, issues: verdict === 'approve' ? [] : [{ severity: 'major' as const, file: 'web/a.ts', line: 3, message: 'm' }], summary: `round ${round}` });
 
   it('each subtask with its last tests, the review that stands, and what a completed task still leaves wrong', () => {
     expect(describePlan(plan({ reviews: [review('request_changes', 1)] }))).toEqual([
       '  plan: completed (after 1 round of changes): add a report',
       '    api [backend-engineer] done, tests 3 passed, 0 failed; locks api/**',
       '    web [backend-engineer] done, tests 3 passed, 2 failed; locks web/**; after api',
-      '  review, round 1: request changes (1 issue): round 1',
+      '  review (review-2): request changes (1 issue): round 1',
       '  ! not accepted:',
-      '  ! the last review (round 1) asked for changes (1 issue) and no round of changes was left (at most 1)',
+      '  ! the last review (review-2) asked for changes (1 issue) and no round of changes was left (at most 1)',
       '  ! tests still fail in web (its last run)',
     ]);
     // Approved, every test passing: accepted, nothing marked.

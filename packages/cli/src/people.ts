@@ -79,7 +79,7 @@ export function describePlan(p: PlanView): string[] {
     lines.push(`    ${s.id} [${s.agent}] ${s.status}${tests}; locks ${s.fileLocks.join(', ')}${s.dependsOn.length > 0 ? `; after ${s.dependsOn.join(', ')}` : ''}`);
   }
   const review = p.reviews.at(-1);
-  if (review) lines.push(`  review, round ${review.round}: ${review.verdict.replace('_', ' ')}${review.issues.length > 0 ? ` (${review.issues.length} issue${review.issues.length > 1 ? 's' : ''})` : ''}: ${review.summary.slice(0, 200)}`);
+  if (review) lines.push(`  review (${review.agentId}): ${review.verdict.replace('_', ' ')}${review.issues.length > 0 ? ` (${review.issues.length} issue${review.issues.length > 1 ? 's' : ''})` : ''}: ${review.summary.slice(0, 200)}`);
   // While it runs nothing is judged (a failing test is then the point: test-first).
   if (p.acceptance.accepted === true) lines.push('  accepted');
   if (p.acceptance.accepted === false) lines.push('  ! not accepted:', ...p.acceptance.concerns.map((c) => `  ! ${c.message}`));

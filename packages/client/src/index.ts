@@ -1,4 +1,4 @@
-import type { AgentView, ArtifactView, ChatStreamEvent, ChatSummaryView, ChatView, DeliveryView, EventView, PendingRequestView, TaskListItem, TaskView, TeamInfoView, WebhookEndpointView } from '@baton/api';
+import type { AgentView, ArtifactView, ChatStreamEvent, ChatSummaryView, ChatView, DeliveryView, EventView, PendingRequestView, TaskChangeView, TaskListItem, TaskView, TeamInfoView, WebhookEndpointView } from '@baton/api';
 import { readSse, type SseFrame } from './sse.ts';
 
 /**
@@ -200,6 +200,11 @@ export class BatonClient {
   /** The task's change against its input workspace as a unified diff; `at`: as it stood after that version. */
   async diff(taskId: string, opts: { at?: number } = {}): Promise<string> {
     return (await this.ok(`/v1/tasks/${taskId}/diff${atQuery(opts.at)}`)).text();
+  }
+  /** The same change per file (path, status, lines added and removed) with the patch; `at` as for `diff`. */
+  async change(taskId: string, opts: { at?: number } = {}): Promise<TaskChangeView> {
+    const at = opts.at === undefined ? '' : `&at=${opts.at}`;
+    return this.request<TaskChangeView>('GET', `/v1/tasks/${taskId}/diff?format=json${at}`);
   }
   /** The artifact an agent produced at a path (stored under `<agentId>/<path>` when another agent's holds the path). */
   async artifactOf(taskId: string, agentId: string, file: string): Promise<string> {

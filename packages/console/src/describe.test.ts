@@ -17,6 +17,11 @@ group('the timeline\'s lines', () => {
     expect([agentOf(claim), agentOf(fence)]).toEqual(['researcher-1', 'researcher-1']);
   });
 
+  it('names a review by its reviewer (the badge), not by the zero-based round it follows', () => {
+    const review = event(`task-${taskId}`, 'ReviewRecorded', { agentId: 'review-1', round: 0, verdict: 'request_changes', issues: [], summary: 'tests missing' });
+    expect([agentOf(review), describe(review)]).toEqual(['review-1', 'review: request changes — tests missing']);
+  });
+
   it('names the task for task-stream events of no agent', () => {
     expect(agentOf(event(`task-${taskId}`, 'TaskStarted', { leadAgentId: 'lead', leadAgentType: 'research-lead' }))).toBe('task');
   });

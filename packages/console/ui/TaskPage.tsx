@@ -1,6 +1,7 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
 import { RenderedMarkdown } from './Markdown.tsx';
-import { api, apiText, download, followEvents, isFinalStatus, type AgentView, type EventView, type TaskView } from './api.ts';
+import { api, apiText, download, followEvents, isFinalStatus, taskChange, type AgentView, type EventView, type TaskChangeView, type TaskView } from './api.ts';
+import { changeKey, changeTotals, fileSections, fileStat, lineKind, UNFOLDED_FILES } from './change.ts';
 import { Deliveries } from './Deliveries.tsx';
 import { ErrorLine } from './ErrorLine.tsx';
 import { RequestCard } from './Requests.tsx';
@@ -262,7 +263,9 @@ function BannerApproval({ taskId, r, editing, onEdit, onDone }: { taskId: string
 /** An engineering plan as a DAG (columns by dependency depth), each subtask's state, the reviews, and the diff. */
 function PlanView({ task }: { task: TaskView }) {
   const plan = task.plan as NonNullable<TaskView['plan']>;
-  const [diff, setDiff] = useState<string | null>(null);
+  const [change, setChange] = useState<TaskChangeView | null>(null);
+  const [changeError, setChangeError] = useState<string | null>(null);
+  const key = changeKey(task);
   const depth = new Map<string, number>();
   const depthOf = (id: string, seen = new Set<string>()): number => {
     if (depth.has(id)) return depth.get(id) as number;
@@ -277,12 +280,20 @@ function PlanView({ task }: { task: TaskView }) {
   for (const t of plan.subtasks) (columns[depthOf(t.id)] ??= []).push(t);
   const review = plan.reviews.at(-1);
   useEffect(() => {
-    if (task.workspace || plan.subtasks.some((t) => t.filesCreated.length + t.filesModified.length > 0)) apiText(`/v1/tasks/${task.id}/diff`).then(setDiff, () => setDiff(null));
-  }, [task.id, task.version, task.workspace, plan.subtasks]);
+    let mounted = true;
+    taskChange(task.id).then(
+      (c) => mounted && (setChange(c), setChangeError(null)),
+      (err: unknown) => mounted && setChangeError(`The change could not be read: ${(err as Error).message}`),
+    );
+    return () => {
+      mounted = false;
+    };
+  }, [task.id, key]);
+  const sections = change ? fileSections(change) : [];
   return (
     <section className="plan">
       <h3>
-        Plan <span className={`status s-${plan.status}`}>{plan.status}</span> {plan.round > 0 && <span className="meta">round {plan.round}</span>}
+        Plan <span className={`status s-${plan.status}`}>{plan.status}</span> {plan.round > 0 && <span className="meta">after {plan.round} {plan.round === 1 ? 'round' : 'rounds'} of changes</span>}
       </h3>
       <p>{plan.summary}</p>
       <div className="dag" aria-label="plan">
@@ -306,7 +317,7 @@ function PlanView({ task }: { task: TaskView }) {
       </div>
       {review && (
         <div className={`card review v-${review.verdict}`}>
-          Reviewer ({review.agentId}, round {review.round}): <b>{review.verdict.replace('_', ' ')}</b> — {review.summary}
+          Review ({review.agentId}): <b>{review.verdict.replace('_', ' ')}</b> — {review.summary}
           {review.issues.length > 0 && (
             <ul>
               {review.issues.map((x, i) => (
@@ -335,19 +346,27 @@ function PlanView({ task }: { task: TaskView }) {
           )}
         </div>
       )}
-      {diff && (
+      {sections.length > 0 && change && (
         <details className="diff" open>
-          <summary>The change</summary>
-          <pre>
-            {diff.split('\n').map((l, i) => (
-              <span key={i} className={l.startsWith('+') && !l.startsWith('+++') ? 'add' : l.startsWith('-') && !l.startsWith('---') ? 'del' : l.startsWith('@@') ? 'hunk' : ''}>
-                {l}
-                {'\n'}
-              </span>
-            ))}
-          </pre>
+          <summary>The change: {changeTotals(change)}</summary>
+          {sections.map(({ file, lines }) => (
+            <details key={file.path} className="diff-file" data-file={file.path} open={sections.length <= UNFOLDED_FILES}>
+              <summary>
+                <code>{file.path}</code> <span className="meta">{fileStat(file)}</span>
+              </summary>
+              <pre>
+                {lines.map((l, i) => (
+                  <span key={i} className={lineKind(l)}>
+                    {l}
+                    {'\n'}
+                  </span>
+                ))}
+              </pre>
+            </details>
+          ))}
         </details>
       )}
+      <ErrorLine error={changeError} />
     </section>
   );
 }

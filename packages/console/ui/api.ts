@@ -1,8 +1,8 @@
-import type { AgentView, ChatMessageView, ChatStreamEvent, ChatSummaryView, ChatView, DeliveryView, EventView, TaskListItem, TaskView } from '@baton/api';
+import type { AgentView, ChatMessageView, ChatStreamEvent, ChatSummaryView, ChatView, DeliveryView, EventView, TaskChangeView, TaskListItem, TaskView } from '@baton/api';
 import { ApiError, BatonClient } from '@baton/client';
 
 export { ApiError };
-export type { AgentView, ChatMessageView, ChatStreamEvent, ChatSummaryView, ChatView, DeliveryView, EventView, TaskListItem, TaskView };
+export type { AgentView, ChatMessageView, ChatStreamEvent, ChatSummaryView, ChatView, DeliveryView, EventView, TaskChangeView, TaskListItem, TaskView };
 export type PendingRequest = TaskView['pendingRequests'][number];
 export interface TeamInfo {
   id: string;
@@ -27,6 +27,9 @@ export const listTasks = (q: Parameters<BatonClient['list']>[0]): ReturnType<Bat
 
 /** A text resource (an artifact, the diff); null when it is not there. */
 export const apiText = (url: string): Promise<string | null> => client().text(url);
+
+/** The task's change against its input workspace, per file, with the patch. */
+export const taskChange = (taskId: string): Promise<TaskChangeView> => client().change(taskId);
 
 /** Download an artifact with the key (links cannot send a header): fetched, then saved from a blob. */
 export async function download(taskId: string, file: string, at?: number): Promise<void> {

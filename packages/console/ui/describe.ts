@@ -70,7 +70,7 @@ export function describe(e: EventView): string {
     case 'PlanRecorded':
       return `plan: ${s(d.summary)}`;
     case 'ReviewRecorded':
-      return `review round ${String(d.round)}: ${s(d.verdict)} — ${s(d.summary, 120)}`;
+      return `review: ${s(d.verdict).replace('_', ' ')} — ${s(d.summary, 120)}`;
     case 'TaskCompleted':
       return `completed: ${s(d.summary)}`;
     case 'TaskFailed':

@@ -1,3 +1,4 @@
+import { reviewAgentId } from './schedule.ts';
 import type { PlanState, SubtaskState } from './state.ts';
 
 /** Why an ended plan is not accepted. */
@@ -40,7 +41,7 @@ export function planAcceptance(plan: PlanFacts): PlanAcceptance {
     } else if (stopped.length > 0 || plan.subtasks.some((t) => t.status === 'pending' || t.status === 'running')) {
       concerns.push({ code: 'task_failed', message: `the task failed while the plan ran (${stopped.length > 0 ? `${stopped.join(', ')} stopped` : 'the review stopped'})` });
     } else if (plan.reviewAgent && plan.reviews.length < plan.round + 1) {
-      concerns.push({ code: 'review_missing', message: `the review of round ${plan.round} ended without a verdict` });
+      concerns.push({ code: 'review_missing', message: `the review (${reviewAgentId(plan.round)}) ended without a verdict` });
     } else {
       concerns.push({ code: 'task_failed', message: 'the task failed while the plan ran' });
     }
@@ -48,7 +49,7 @@ export function planAcceptance(plan: PlanFacts): PlanAcceptance {
   const review = plan.reviews.at(-1);
   if (plan.status === 'completed' && review?.verdict === 'request_changes') {
     const issues = review.issues.length;
-    concerns.push({ code: 'changes_requested', message: `the last review (round ${review.round}) asked for changes${issues > 0 ? ` (${issues} ${plural(issues, 'issue', 'issues')})` : ''} and no round of changes was left (at most ${plan.maxReviewRounds})` });
+    concerns.push({ code: 'changes_requested', message: `the last review (${review.agentId}) asked for changes${issues > 0 ? ` (${issues} ${plural(issues, 'issue', 'issues')})` : ''} and no round of changes was left (at most ${plan.maxReviewRounds})` });
   }
   const failing = plan.subtasks.filter((t) => (t.tests?.failed ?? 0) > 0).map((t) => t.id);
   if (failing.length > 0) concerns.push({ code: 'tests_failing', message: `tests still fail in ${failing.join(', ')} (${plural(failing.length, 'its', 'their')} last run)` });

@@ -233,7 +233,7 @@ describe('review and the request-changes round', () => {
     expect(r.state.plan?.status).toBe('completed');
     expect(r.leadResult()?.outcome.review).toMatchObject({ verdict: 'request_changes', rounds: 1 });
     // The task may still end completed (its lead has finished); the plan is not accepted, and says why.
-    expect(r.acceptance()).toEqual({ accepted: false, concerns: [{ code: 'changes_requested', message: 'the last review (round 1) asked for changes (1 issue) and no round of changes was left (at most 1)' }] });
+    expect(r.acceptance()).toEqual({ accepted: false, concerns: [{ code: 'changes_requested', message: 'the last review (review-2) asked for changes (1 issue) and no round of changes was left (at most 1)' }] });
     expect(r.subtask('web')?.agentIds).toEqual(['web', 'web-fix1']);
   });
 
@@ -249,7 +249,7 @@ describe('review and the request-changes round', () => {
     r.apply({ type: 'CompleteSubagent', agentId: 'review-1', attempt: 1, summary: 'hmm', filesCreated: [], filesModified: [], success: true, iterationCapReached: false });
     expect(r.state.plan?.status).toBe('failed');
     expect(r.leadResult()?.isError).toBe(true);
-    expect(r.acceptance()).toEqual({ accepted: false, concerns: [{ code: 'review_missing', message: 'the review of round 0 ended without a verdict' }] });
+    expect(r.acceptance()).toEqual({ accepted: false, concerns: [{ code: 'review_missing', message: 'the review (review-1) ended without a verdict' }] });
   });
 
   it('a plan whose subtasks ended with failing tests completes but is not accepted; one approved with green tests is, with no reviewer too', () => {

@@ -44,7 +44,7 @@ describe('mail contents', () => {
     };
     const m = endMail({ ...done, plan }, { report: null, artifacts: [], console: 'c' });
     expect(m.subject).toBe('[Baton] Done, not accepted: Research <b>event sourcing</b>');
-    expect(m.text).toContain('The change is not accepted:\n- the last review (round 1) asked for changes (1 issue) and no round of changes was left (at most 1)\n- tests still fail in api (its last run)\n\nbuilt it');
+    expect(m.text).toContain('The change is not accepted:\n- the last review (review-2) asked for changes (1 issue) and no round of changes was left (at most 1)\n- tests still fail in api (its last run)\n\nbuilt it');
     expect(m.html).toContain('<li>tests still fail in api (its last run)</li>');
     expect(endMail({ ...done, plan: { ...plan, reviews: [{ ...plan.reviews[0]!, verdict: 'approve', issues: [] }], subtasks: [{ ...plan.subtasks[0]!, tests: { passed: 4, failed: 0, skipped: 0 } }] } }, { report: null, artifacts: [], console: 'c' }).subject).toBe('[Baton] Done: Research <b>event sourcing</b>');
   });

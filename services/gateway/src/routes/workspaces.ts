@@ -1,3 +1,4 @@
+import type { TaskChangeView } from '@baton/api';
 import { listExamples, taskChange } from '@baton/storage';
 import type { ZodTypeProvider } from '@fastify/type-provider-zod';
 import type { FastifyInstance } from 'fastify';
@@ -17,7 +18,7 @@ export const workspaceRoutes = (d: GatewayDeps) => async (app: FastifyInstance) 
   r.get('/v1/tasks/:id/diff', { schema: { params: TaskIdParams, querystring: DiffQuery, tags: ['workspaces'], summary: "The task's change against its input workspace, as a unified diff (?format=json: per-file summary and the patch; ?at=N: the change as it stood after version N of the task stream)" } }, async (req, reply) => {
     const state = await visibleStateAt(d, req, req.params.id, req.query.at);
     const change = await taskChange(d.pool, state).catch(versionGone);
-    if (req.query.format === 'json') return change;
+    if (req.query.format === 'json') return change satisfies TaskChangeView;
     return reply.type('text/x-diff; charset=utf-8').send(change.patch);
   });
 };
