@@ -306,7 +306,7 @@ function callModel(h: LoopHost, taskId: string, turn: number): Promise<ModelResp
         metrics.tokens.inc({ ...labels, kind: 'output' }, u.outputTokens);
         if (u.cacheReadTokens) metrics.tokens.inc({ ...labels, kind: 'cache_read' }, u.cacheReadTokens);
         if (u.cacheWriteTokens) metrics.tokens.inc({ ...labels, kind: 'cache_write' }, u.cacheWriteTokens);
-        if (u.costUsd) metrics.costUsd.inc(labels, u.costUsd);
+        metrics.costUsd.inc(labels, u.costUsd); // at 0 too: a team's spending series exists from its first turn (a dashboard shows $0, not "No data")
         return res;
       } finally {
         metrics.modelSeconds.observe({ model: h.def.model, outcome }, (performance.now() - started) / 1000);

@@ -164,6 +164,8 @@ describe('traces across the bus and metrics from every service', () => {
     }
     const o = await text(`${orchestrator}/metrics`);
     expect(o).toMatch(/^baton_model_turns_total\{team="research",model="offline[^"]*"\} [1-9]/m);
+    // Spending shows from the first turn, at $0 with the offline model (a dashboard's cost panel reads 0, not "No data").
+    expect(o).toMatch(/^baton_model_cost_usd_total\{team="research",model="offline[^"]*"\} 0$/m);
     expect(o).toMatch(/^baton_step_duration_seconds_count\{runs_in="orchestrator",team="research"\} [1-9]/m);
     expect(o).toMatch(/^baton_relay_published_total [1-9]/m);
     expect(o).toMatch(/^baton_relay_leading 1$/m);

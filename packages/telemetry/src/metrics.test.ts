@@ -1,5 +1,12 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { metrics, onScrape, renderMetrics, SCRAPE_REFRESH_TIMEOUT_MS } from './metrics.ts';
+import { createGatewayMetrics, metrics, onScrape, renderMetrics, SCRAPE_REFRESH_TIMEOUT_MS } from './metrics.ts';
+
+describe("the gateway's series", () => {
+  it('chat replies by outcome exist at 0 before the first reply (a failure rate reads 0, not "No data")', async () => {
+    const text = await createGatewayMetrics().render();
+    for (const outcome of ['recorded', 'failed', 'unrecorded']) expect(text).toMatch(new RegExp(`^baton_chat_replies_total\\{outcome="${outcome}"\\} 0$`, 'm'));
+  });
+});
 
 describe('scrape-time refreshers', () => {
   const removers: (() => void)[] = [];

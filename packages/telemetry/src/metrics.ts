@@ -110,6 +110,8 @@ export function createGatewayMetrics() {
     tasksSubmitted: new client.Counter({ name: 'baton_tasks_submitted_total', help: 'Tasks submitted, by team', labelNames: ['team'] as const, registers: [r] }),
     sseHiddenReads: new client.Counter({ name: 'baton_sse_hidden_reads_total', help: 'SSE reads that found events still hidden by the commit horizon (looked again within milliseconds)', registers: [r] }),
   };
+  // Every outcome from the start: a rate of failed replies reads 0, not "No data", before the first.
+  for (const outcome of ['recorded', 'failed', 'unrecorded'] as const) series.chatReplies.inc({ outcome }, 0);
   const own = new Set<() => Promise<void> | void>();
   return {
     registry: r,
