@@ -70,6 +70,7 @@ describe('the web console, in Chromium', () => {
     const id = await submit({ prompt: REPORT });
     await awaitingInput(id);
     await open(id);
+    expect(await page.getByRole('heading', { level: 1 }).allTextContents()).toEqual(['Baton']); // the page's one top heading, for screen readers' outline
     await page.getByRole('region', { name: 'waiting for you' }).getByText('Waiting for your approval…').waitFor();
     const card = page.locator('article.approval');
     await card.getByText('wants to call').waitFor();

@@ -40,7 +40,9 @@ export function App() {
         Skip to the {route.page === 'chat' ? 'conversation' : 'task'}
       </button>
       <header className="top">
-        <a className="brand" href="#/tasks">Baton</a>
+        <h1 className="brand">
+          <a href="#/tasks">Baton</a>
+        </h1>
         <nav className="modes" aria-label="mode">
           <a className={route.page === 'tasks' ? 'on' : ''} href="#/tasks">Tasks</a>
           <a className={route.page === 'chat' ? 'on' : ''} href="#/chat">Chat</a>
