@@ -94,6 +94,8 @@ export interface DeliveryView {
   ok: boolean;
   error: string | null;
   durationMs: number;
+  /** The notifiers try this message no more after this attempt: the last one allowed failed, or the receiver answered 410 Gone (a person can still send it again). */
+  givenUp: boolean;
   attemptedAt: string;
 }
 

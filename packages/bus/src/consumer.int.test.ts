@@ -201,7 +201,7 @@ describe('startConsumer', () => {
     await waitFor(() => dead.length === 1, { what: 'dead letter after crashes' });
     await c.stop();
     expect(handled).toBe(0);
-    expect(dead[0]?.error).toMatch(/delivered 3 times without being settled/);
+    expect(dead[0]?.error).toMatch(/delivered 3 times, past the 2 attempts allowed, without being settled/);
     expect(dead[0]?.unsettled).toBe(true); // nothing said against the message: its processes died
   });
 

@@ -35,6 +35,10 @@ export interface HandlerContext {
   /** The message's headers (its own; absent when it has none). */
   headers: MsgHdrs | undefined;
   deliveryCount: number;
+  /** The attempts that count, this one included (deliveries failed on a lost connection do not). */
+  attempt: number;
+  /** This is the last attempt allowed: a retry asked for now makes the message a dead letter. */
+  lastAttempt: boolean;
   streamSequence: number;
   /** Extend ack_wait (the helper also does this on a timer while the handler runs). */
   working(): void;
@@ -230,7 +234,7 @@ export async function startConsumer<T>(o: ConsumerOptions<T>): Promise<RunningCo
     const deliveryCount = m.info.deliveryCount;
     // Deliveries that count: this one and the earlier ones that did not fail on a lost connection.
     const attempt = attemptsOf(m);
-    if (attempt > maxAttempts) return deadLetter(m, `delivered ${deliveryCount} times without being settled (handler crashed or timed out)${attempt < deliveryCount ? `; ${deliveryCount - attempt} failed on a lost connection and do not count` : ''}`, true);
+    if (attempt > maxAttempts) return deadLetter(m, `delivered ${deliveryCount} times, past the ${maxAttempts} attempts allowed, without being settled (a handler that crashed or ran out of time; or fewer attempts allowed since)${attempt < deliveryCount ? `; ${deliveryCount - attempt} failed on a lost connection and do not count` : ''}`, true);
     let payload: T;
     try {
       payload = o.schema.parse(m.json());
@@ -260,6 +264,8 @@ export async function startConsumer<T>(o: ConsumerOptions<T>): Promise<RunningCo
           subject: m.subject,
           headers: m.headers,
           deliveryCount,
+          attempt,
+          lastAttempt: attempt >= maxAttempts,
           streamSequence: m.info.streamSequence,
           working: () => {
             if (!expired) m.working();

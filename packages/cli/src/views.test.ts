@@ -24,13 +24,15 @@ describe('describeWebhook', () => {
 });
 
 describe('describeDelivery', () => {
-  const d: DeliveryView = { id: '17', channel: 'webhook', endpointId: null, redelivery: false, webhookId: 'wh-1', eventId: 'e-1', type: 'task.completed', url: 'https://hooks.example.com/baton', attempt: 1, statusCode: 200, ok: true, error: null, durationMs: 12, attemptedAt: '2026-11-26T12:00:00.000Z' };
+  const d: DeliveryView = { id: '17', channel: 'webhook', endpointId: null, redelivery: false, webhookId: 'wh-1', eventId: 'e-1', type: 'task.completed', url: 'https://hooks.example.com/baton', attempt: 1, statusCode: 200, ok: true, error: null, durationMs: 12, givenUp: false, attemptedAt: '2026-11-26T12:00:00.000Z' };
   it('a delivered one: when, what, where, how', () => {
     expect(describeDelivery('t-1', d)).toBe('17  2026-11-26T12:00:00.000Z  webhook task.completed  → https://hooks.example.com/baton  attempt 1  ok 200 (12 ms)');
   });
   it("a failed webhook or notification mail: why, and the command that sends it again; an agent's mail never gets that command", () => {
     expect(describeDelivery('t-1', { ...d, ok: false, statusCode: 500, error: 'HTTP 500', attempt: 3, redelivery: true })).toBe('17  2026-11-26T12:00:00.000Z  webhook task.completed  → https://hooks.example.com/baton  attempt 3 (redelivery)  failed 500: HTTP 500 (12 ms)\n   → baton redeliver t-1 17');
     expect(describeDelivery('t-1', { ...d, ok: false, statusCode: null, error: null })).toMatch(/failed: no answer \(12 ms\)\n {3}→ baton redeliver t-1 17$/);
+    // The last attempt the notifiers make says so: no retry is coming, only a person's.
+    expect(describeDelivery('t-1', { ...d, ok: false, statusCode: 410, error: 'HTTP 410', givenUp: true })).toBe('17  2026-11-26T12:00:00.000Z  webhook task.completed  → https://hooks.example.com/baton  attempt 1  failed 410: HTTP 410 (12 ms); given up: no more attempts\n   → baton redeliver t-1 17');
     expect(describeDelivery('t-1', { ...d, channel: 'email', type: 'email.completed', url: 'mailto:ops@example.com', ok: false, statusCode: 550, error: 'mailbox full' })).toBe('17  2026-11-26T12:00:00.000Z  mail email.completed  → mailto:ops@example.com  attempt 1  failed 550: mailbox full (12 ms)\n   → baton redeliver t-1 17');
     expect(describeDelivery('t-1', { ...d, channel: 'email', type: 'email.outbox', url: 'mailto:ops@example.com', ok: false, statusCode: null, error: 'connection refused' })).not.toMatch(/redeliver/);
   });

@@ -28,7 +28,7 @@ export function describeWebhook(w: WebhookEndpointView): string {
  */
 export function describeDelivery(taskId: string, d: DeliveryView, last = true): string {
   const how = d.ok ? `ok ${d.statusCode ?? ''}`.trimEnd() : `failed${d.statusCode !== null ? ` ${d.statusCode}` : ''}: ${d.error ?? 'no answer'}`;
-  const head = `${d.id}  ${d.attemptedAt}  ${d.channel === 'email' ? 'mail' : 'webhook'} ${d.type}  → ${d.url}  attempt ${d.attempt}${d.redelivery ? ' (redelivery)' : ''}  ${how} (${d.durationMs} ms)`;
+  const head = `${d.id}  ${d.attemptedAt}  ${d.channel === 'email' ? 'mail' : 'webhook'} ${d.type}  → ${d.url}  attempt ${d.attempt}${d.redelivery ? ' (redelivery)' : ''}  ${how} (${d.durationMs} ms)${d.givenUp ? '; given up: no more attempts' : ''}`;
   return last && !d.ok && d.type !== 'email.outbox' ? `${head}\n   → baton redeliver ${taskId} ${d.id}` : head;
 }
 

@@ -74,6 +74,7 @@ export function Deliveries({ taskId, version }: { taskId: string; version: numbe
               · attempt {d.attempt}
               {d.redelivery ? ' (sent again)' : ''} · {new Date(d.attemptedAt).toLocaleTimeString()} · {d.durationMs} ms
               {d.error ? ` · ${d.error}` : ''}
+              {d.givenUp ? ' · given up: no more attempts' : ''}
             </span>{' '}
             {d.type !== 'email.outbox' && (
               <button className="small" disabled={queued !== null} onClick={() => void sendAgain(d)} aria-label={`send delivery ${d.id} again`}>

@@ -22,29 +22,40 @@ export interface DeliveryAttempt {
   redeliveryId?: string | null;
   /** The tenant's endpoint it went to (POST /v1/webhooks); absent: the task's own webhook. */
   endpointId?: string | null;
+  /** The notifiers try no more after this attempt (the last allowed failed, or 410 Gone). Absent: false. */
+  givenUp?: boolean;
 }
 
 /** A recorded attempt, as a task's delivery list shows it. */
-export type RecordedDelivery = Omit<DeliveryAttempt, 'taskId' | 'channel' | 'redeliveryId' | 'endpointId'> & { id: string; channel: 'webhook' | 'email'; endpointId: string | null; redelivery: boolean; attemptedAt: Date };
+export type RecordedDelivery = Omit<DeliveryAttempt, 'taskId' | 'channel' | 'redeliveryId' | 'endpointId' | 'givenUp'> & { id: string; channel: 'webhook' | 'email'; endpointId: string | null; redelivery: boolean; givenUp: boolean; attemptedAt: Date };
 
 export async function recordDelivery(pool: Pick<pg.Pool, 'query'>, a: DeliveryAttempt): Promise<void> {
   await pool.query(
-    `insert into webhook_deliveries (task_id, event_id, webhook_id, type, url, attempt, status_code, ok, error, duration_ms, channel, redelivery_id, endpoint_id)
-     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
-    [a.taskId, a.eventId, a.webhookId, a.type, a.url, a.attempt, a.statusCode, a.ok, a.error, a.durationMs, a.channel ?? 'webhook', a.redeliveryId ?? null, a.endpointId ?? null],
+    `insert into webhook_deliveries (task_id, event_id, webhook_id, type, url, attempt, status_code, ok, error, duration_ms, channel, redelivery_id, endpoint_id, given_up)
+     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+    [a.taskId, a.eventId, a.webhookId, a.type, a.url, a.attempt, a.statusCode, a.ok, a.error, a.durationMs, a.channel ?? 'webhook', a.redeliveryId ?? null, a.endpointId ?? null, a.givenUp ?? false],
   );
 }
 
-/** Was this event's webhook delivered already? (A re-published event — the bus was re-fed from the log — is not sent twice.) */
-export async function wasDelivered(pool: Pick<pg.Pool, 'query'>, taskId: string, webhookId: string, endpointId: string | null = null): Promise<boolean> {
-  const r = await pool.query('select 1 from webhook_deliveries where task_id = $1 and webhook_id = $2 and endpoint_id is not distinct from $3 and ok limit 1', [taskId, webhookId, endpointId]);
-  return (r.rowCount ?? 0) > 0;
+/**
+ * Where a message stands with one target: `settled` once it was delivered or the receiver said
+ * 410 Gone (a re-published event — the bus re-fed from the log — or a retry for another target
+ * sends it no more), and the attempts made so far (the next is numbered one more, a person's
+ * redeliveries included, so no two attempts share a number).
+ */
+export async function targetDeliveries(pool: Pick<pg.Pool, 'query'>, taskId: string, webhookId: string, endpointId: string | null = null): Promise<{ settled: boolean; attempts: number }> {
+  const { rows } = await pool.query(
+    `select coalesce(bool_or(ok or status_code = 410), false) as settled, coalesce(max(attempt), 0)::int as attempts
+       from webhook_deliveries where task_id = $1 and webhook_id = $2 and endpoint_id is not distinct from $3`,
+    [taskId, webhookId, endpointId],
+  );
+  return { settled: rows[0].settled, attempts: rows[0].attempts };
 }
 
 /** A task's delivery attempts, in the order they were recorded. */
 export async function listDeliveries(pool: Pick<pg.Pool, 'query'>, taskId: string): Promise<RecordedDelivery[]> {
   const { rows } = await pool.query(
-    `select d.id::text as id, channel, redelivery_id, endpoint_id, webhook_id, event_id, type, url, attempt, status_code, ok, error, duration_ms, attempted_at
+    `select d.id::text as id, channel, redelivery_id, endpoint_id, webhook_id, event_id, type, url, attempt, status_code, ok, error, duration_ms, given_up, attempted_at
        from webhook_deliveries d where task_id = $1 order by d.id`, // d.id, the number: a bare "id" is the text alias (10 before 2)
     [taskId],
   );
@@ -62,6 +73,7 @@ export async function listDeliveries(pool: Pick<pg.Pool, 'query'>, taskId: strin
     ok: r.ok,
     error: r.error,
     durationMs: r.duration_ms,
+    givenUp: r.given_up,
     attemptedAt: r.attempted_at,
   }));
 }

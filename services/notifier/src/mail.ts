@@ -26,8 +26,6 @@ export interface MailDeps {
   leaseMs: number;
   /** Who holds the claims this process takes (unique per process). */
   holder: string;
-  /** The event's last delivery: a failure then is final. */
-  maxAttempts: number;
 }
 
 /** A mail that must be tried again later (the consumer naks the event with backoff). */
@@ -76,7 +74,7 @@ export function loggedEvent(store: Pick<EventStore, 'readTask'>, event: Pick<Bus
     }));
 }
 
-export async function deliverMails(d: MailDeps, event: BusEvent, deliveryCount: number, logged: () => Promise<LoggedEvent | null>): Promise<MailRetry | null> {
+export async function deliverMails(d: MailDeps, event: BusEvent, lastAttempt: boolean, logged: () => Promise<LoggedEvent | null>): Promise<MailRetry | null> {
   if (!MAIL_EVENT_TYPES.has(event.type)) return null;
   const read = await logged();
   if (!read) return null;
@@ -85,7 +83,7 @@ export async function deliverMails(d: MailDeps, event: BusEvent, deliveryCount: 
   const planned = plannedMails(recorded, state);
   let retry: MailRetry | null = null;
   for (const p of planned) {
-    const r = await deliverOne(d, event, state, events, p, deliveryCount >= d.maxAttempts);
+    const r = await deliverOne(d, event, state, events, p, lastAttempt);
     if (r && (!retry || (r.delayMs ?? Infinity) < (retry.delayMs ?? Infinity))) retry = r;
   }
   return retry;
@@ -107,7 +105,7 @@ async function deliverOne(d: MailDeps, event: BusEvent, state: TaskState, events
     }
     if (claim.state === 'unknown' && claim.marked) {
       const message = 'outcome unknown: the notifier sending it stopped before recording what the SMTP server said; not sent again (it may have gone out)';
-      await recordDelivery(d.pool, { ...attempt, attempt: 0, statusCode: null, ok: false, error: message, durationMs: 0 });
+      await recordDelivery(d.pool, { ...attempt, attempt: 0, statusCode: null, ok: false, error: message, durationMs: 0, givenUp: true });
       if (p.kind === 'outbox') await settleOutbox(d, taskId, p.emailId, { code: 'outcome_unknown', message });
       d.log.warn({ taskId, key: p.key, recipient: p.recipient }, message);
     }
@@ -120,7 +118,7 @@ async function deliverOne(d: MailDeps, event: BusEvent, state: TaskState, events
     mail = await compose(d, state, events, p, messageId);
   } catch (err) {
     const e = err instanceof ComposeError ? err : new ComposeError('compose_failed', (err as Error).message);
-    await recordDelivery(d.pool, { ...attempt, attempt: claim.attempt, statusCode: null, ok: false, error: e.message, durationMs: elapsed() });
+    await recordDelivery(d.pool, { ...attempt, attempt: claim.attempt, statusCode: null, ok: false, error: e.message, durationMs: elapsed(), givenUp: true });
     await settleMail(d.pool, { taskId, key: p.key, recipient: p.recipient, holder: d.holder, state: 'failed', error: e.message });
     if (p.kind === 'outbox') await settleOutbox(d, taskId, p.emailId, { code: e.code, message: e.message });
     return null;
@@ -140,7 +138,7 @@ async function deliverOne(d: MailDeps, event: BusEvent, state: TaskState, events
     const giveUp = e.permanent || last;
     metrics.deliveries.inc({ channel: 'email', outcome: giveUp ? 'failed' : 'retried' });
     metrics.deliverySeconds.observe({ channel: 'email' }, elapsed() / 1000);
-    await recordDelivery(d.pool, { ...attempt, attempt: claim.attempt, statusCode: e.code, ok: false, error: e.message, durationMs: elapsed() });
+    await recordDelivery(d.pool, { ...attempt, attempt: claim.attempt, statusCode: e.code, ok: false, error: e.message, durationMs: elapsed(), givenUp: giveUp });
     await settleMail(d.pool, { taskId, key: p.key, recipient: p.recipient, holder: d.holder, state: giveUp ? 'failed' : 'retry', error: e.message });
     d.log.warn({ taskId, key: p.key, recipient: p.recipient, attempt: claim.attempt, code: e.code, error: e.message, giveUp }, 'mail not sent');
     if (giveUp && p.kind === 'outbox') await settleOutbox(d, taskId, p.emailId, { code: e.permanent ? 'smtp_rejected' : 'smtp_unavailable', message: e.message });

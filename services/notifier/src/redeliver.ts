@@ -78,7 +78,7 @@ async function redeliver(d: RedeliveryDeps, c: ClaimedRedelivery): Promise<void>
   if (i >= 0 && target) {
     const data = (events[i]?.data ?? {}) as { agentId?: unknown };
     const agentId = c.type.startsWith('agent.') && typeof data.agentId === 'string' ? data.agentId : null;
-    await sendMessage(d, { taskId: c.taskId, eventId: c.eventId, webhookId: c.webhookId, message: { type: c.type, agentId }, state: fold(events.slice(0, i + 1)), ...target, endpointId: c.endpointId, attempt, redeliveryId: c.id });
+    await sendMessage(d, { taskId: c.taskId, eventId: c.eventId, webhookId: c.webhookId, message: { type: c.type, agentId }, state: fold(events.slice(0, i + 1)), ...target, endpointId: c.endpointId, attempt, redeliveryId: c.id, lastAttempt: false });
   } else {
     // Not sent, and said where the person who asked will look: an attempt of the message, failed, naming why.
     const why = i < 0 ? 'the event is not in the task' : c.endpointId ? 'the endpoint was deleted' : 'the task has no webhook';

@@ -30,6 +30,8 @@ export interface Message {
   attempt: number;
   /** Set when a person asked for it again (POST …/deliveries/:deliveryId/redeliver). */
   redeliveryId: string | null;
+  /** The last automatic attempt allowed: a failure is recorded as given up (a 410 Gone always is). */
+  lastAttempt: boolean;
 }
 
 /** A message's webhook-id: one per (event, type), the same on every attempt and redelivery. */
@@ -65,7 +67,7 @@ export async function sendMessage(d: SendDeps, s: Message): Promise<DeliveryResu
   metrics.deliveries.inc({ channel: 'webhook', outcome: r.ok ? 'delivered' : r.gone ? 'gone' : 'failed' });
   metrics.deliverySeconds.observe({ channel: 'webhook' }, r.durationMs / 1000);
   const error = r.error === null ? null : redactCredentials(r.error);
-  await recordDelivery(d.pool, { taskId: s.taskId, eventId: s.eventId, webhookId: s.webhookId, type: s.message.type, url, attempt: s.attempt, statusCode: r.status, ok: r.ok, error, durationMs: r.durationMs, redeliveryId: s.redeliveryId, endpointId: s.endpointId });
+  await recordDelivery(d.pool, { taskId: s.taskId, eventId: s.eventId, webhookId: s.webhookId, type: s.message.type, url, attempt: s.attempt, statusCode: r.status, ok: r.ok, error, durationMs: r.durationMs, redeliveryId: s.redeliveryId, endpointId: s.endpointId, givenUp: !r.ok && (r.gone || s.lastAttempt) });
   if (!r.ok) d.log.warn({ taskId: s.taskId, url, attempt: s.attempt, error }, 'webhook delivery failed');
   return r;
 }

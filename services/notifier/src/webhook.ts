@@ -76,6 +76,13 @@ export function webhookMessagesFor(event: { type: string; data: unknown; metadat
 /** Does a subscription need the task's state to know an event's messages (any task.* or agent.* type)? */
 export const needsState = (subscribed: readonly string[]): boolean => subscribed.some((t) => !t.startsWith('event.'));
 
+/**
+ * A tenant's endpoint serves the transitions recorded after it was made (docs/webhooks.md): an
+ * older event, retried for another target or re-fed to the bus from the log, does not reach it.
+ * Both times are Postgres's; an event recorded in the same millisecond is served. Pure.
+ */
+export const endpointServes = (endpoint: { createdAt: Date }, event: { recordedAt: string }): boolean => Date.parse(event.recordedAt) >= endpoint.createdAt.getTime();
+
 export interface DeliveryResult {
   ok: boolean;
   status: number | null;

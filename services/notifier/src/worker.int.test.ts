@@ -267,6 +267,46 @@ describe('notifier and a tenant\'s endpoints', () => {
   });
 });
 
+describe('notifier and several targets of one event', () => {
+  test("each target keeps its own course: a 410 is not sent again while another fails, the retry waits as long as the most patient receiver asked, the attempts are numbered per target and the last says it was given up; an endpoint made after the event never gets it", async ({ pg, nats }) => {
+    const got: { path: string; at: number }[] = [];
+    const server = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        const path = new URL(req.url ?? '/', 'http://x').pathname;
+        got.push({ path, at: Date.now() });
+        if (path === '/gone') res.writeHead(410).end();
+        else if (path === '/later') res.writeHead(503, { 'retry-after': '2' }).end();
+        else res.writeHead(500).end();
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+    const gone = await createEndpoint(pg.db.pool, { id: randomUUID(), tenantId: 'd', url: `${base}/gone`, events: ['task.cancelled'], secret: SECRET });
+    const later = await createEndpoint(pg.db.pool, { id: randomUUID(), tenantId: 'd', url: `${base}/later`, events: ['task.cancelled'], secret: SECRET });
+    // The schedule's first wait is 50 ms; the receiver at /later asks for 2 s (within the schedule's longest, 3 s).
+    const stack = await startStack(pg, nats, { maxAttempts: 3, backoffMs: [50, 3000], allowPrivateNetworks: true, endpointsCacheMs: 0 });
+    const id = await submit(pg, { url: `${base}/fail`, events: ['task.cancelled'] });
+    await handleCommand(pg.store, id, { type: 'CancelTask', reason: 'r', requestedBy: 'u' });
+    await waitFor(() => got.length >= 3, { what: 'the first attempt to each target' });
+    const late = await createEndpoint(pg.db.pool, { id: randomUUID(), tenantId: 'd', url: `${base}/late`, events: ['task.cancelled'], secret: SECRET });
+    await waitFor(async () => (await pg.db.pool.query('select count(*)::int as n from dead_letters')).rows[0].n === 1, { timeoutMs: 30_000, what: 'the message given up after its attempts' });
+    await stack.stop();
+    server.close();
+
+    const rows = await listDeliveries(pg.db.pool, id);
+    const of = (endpointId: string | null) => rows.filter((r) => r.endpointId === endpointId).map((r) => [r.attempt, r.statusCode, r.givenUp]);
+    expect(of(gone.id)).toEqual([[1, 410, true]]);
+    expect(of(null)).toEqual([[1, 500, false], [2, 500, false], [3, 500, true]]);
+    expect(of(later.id)).toEqual([[1, 503, false], [2, 503, false], [3, 503, true]]);
+    expect(of(late.id)).toEqual([]);
+    expect(got.filter((g) => g.path === '/gone' || g.path === '/late').map((g) => g.path)).toEqual(['/gone']);
+    // The first retry came no sooner than /later asked, for every target (the own webhook's schedule said 50 ms).
+    const own = got.filter((g) => g.path === '/fail');
+    expect(own[1]!.at - own[0]!.at).toBeGreaterThanOrEqual(1900);
+  });
+});
+
 describe('notifier and relay: only what the notifier serves reaches it', () => {
   test('the transitions of a task with no targets never reach the notifier; a tenant\'s first endpoint, added while both run, gets the very next task\'s messages', async ({ pg, nats }) => {
     const hooks = await receiver();

@@ -2,7 +2,7 @@ import { BusEvent, deadLetterRecorder, hasOwnTargets, retry, startConsumer, Topo
 import { fold, notifiesAnyone, NotifyConfig, taskStreamId, WebhookConfig } from '@baton/domain';
 import type { EventStore } from '@baton/event-store';
 import { setBounded, type Logger } from '@baton/runtime';
-import { listEndpoints, validSecrets, wasDelivered, type WebhookEndpoint } from '@baton/storage';
+import { listEndpoints, targetDeliveries, validSecrets, type WebhookEndpoint } from '@baton/storage';
 import { jetstreamManager, type JetStreamClient } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type pg from 'pg';
@@ -10,7 +10,7 @@ import { deliverMails, loggedEvent, type LoggedEvent, type MailDeps } from './ma
 import { startRedeliveries } from './redeliver.ts';
 import { nextRetryDelay } from './schedule.ts';
 import { sendMessage as send, webhookIdOf, type Message } from './send.ts';
-import { needsState, webhookMessagesFor } from './webhook.ts';
+import { endpointServes, needsState, webhookMessagesFor } from './webhook.ts';
 
 export interface NotifierDeps {
   store: EventStore;
@@ -37,7 +37,7 @@ export interface NotifierDeps {
   /** How often redelivery requests are looked for (default 1000 ms). */
   redeliverEveryMs?: number;
   /** Mail (docs/email.md): the task's notify mails and the agents' outbox; absent: no mail handling at all. */
-  mail?: Omit<MailDeps, 'store' | 'pool' | 'log' | 'now' | 'maxAttempts'>;
+  mail?: Omit<MailDeps, 'store' | 'pool' | 'log' | 'now'>;
 }
 
 /** What a task asked to be told of: its webhook and its mail recipients (fixed at submission). */
@@ -89,7 +89,7 @@ export async function startNotifier(d: NotifierDeps): Promise<RunningConsumer> {
     setBounded(endpointCache, tenantId, { at: Date.now(), list }, 10_000);
     return list;
   };
-  const mail: MailDeps | null = d.mail ? { ...d.mail, store: d.store, pool: d.pool, log: d.log.child({ component: 'mail' }), now: d.now, maxAttempts: d.maxAttempts } : null;
+  const mail: MailDeps | null = d.mail ? { ...d.mail, store: d.store, pool: d.pool, log: d.log.child({ component: 'mail' }), now: d.now } : null;
   const sendMessage = (m: Message) => send(d, m);
 
   const nc = d.nc;
@@ -125,11 +125,12 @@ export async function startNotifier(d: NotifierDeps): Promise<RunningConsumer> {
       const subs = await subscriptionsOf(event.taskId);
       const targets: Target[] = [
         ...(subs.webhook ? [{ url: subs.webhook.url, events: subs.webhook.events, secrets: [d.secret], endpointId: null }] : []),
-        ...(subs.tenantId ? await endpointsOf(subs.tenantId, { trustEmpty: hasOwnTargets(subs) }) : []).map((e) => ({ url: e.url, events: e.events, secrets: validSecrets(e, d.now()), endpointId: e.id })),
+        // An endpoint serves the transitions committed after it was made: a retry of an older event (another target failing) does not reach it.
+        ...(subs.tenantId ? await endpointsOf(subs.tenantId, { trustEmpty: hasOwnTargets(subs) }) : []).filter((e) => endpointServes(e, event)).map((e) => ({ url: e.url, events: e.events, secrets: validSecrets(e, d.now()), endpointId: e.id })),
       ];
       const logged = loggedEvent(d.store, event);
       const hookOutcome = targets.length > 0 ? await deliverWebhooks(event, ctx, targets, logged) : undefined;
-      const mailRetry = mail && (subs.notify || event.type === 'EmailRequested') ? await deliverMails(mail, event, ctx.deliveryCount, logged) : null;
+      const mailRetry = mail && (subs.notify || event.type === 'EmailRequested') ? await deliverMails(mail, event, ctx.lastAttempt, logged) : null;
       if (hookOutcome) return hookOutcome;
       if (mailRetry) return retry(mailRetry.reason, mailRetry.delayMs);
     },
@@ -138,7 +139,9 @@ export async function startNotifier(d: NotifierDeps): Promise<RunningConsumer> {
   /**
    * The event's webhook messages each target subscribed to (webhookMessagesFor: its type, the task's
    * status change, a subagent's moment), each signed, delivered and the attempt recorded. A message
-   * delivered to a target already is skipped, so a retry re-sends only those that failed.
+   * a target has settled (delivered, or 410 Gone) is skipped, so a retry re-sends only what failed;
+   * the retry waits as long as the most patient failing receiver asked (`Retry-After`). On the
+   * last attempt allowed, each failure is recorded as the one after which nobody tries again.
    */
   async function deliverWebhooks(event: BusEvent, ctx: HandlerContext, targets: Target[], logged: () => Promise<LoggedEvent | null>): Promise<Outcome | undefined> {
     const wanted = targets.filter((t) => t.events.includes(`event.${event.type}`) || needsState(t.events));
@@ -149,18 +152,24 @@ export async function startNotifier(d: NotifierDeps): Promise<RunningConsumer> {
     const before = fold(events.filter((e) => e.position < recorded.position));
     const after = fold([recorded], before);
     const messages = webhookMessagesFor(recorded, before, after);
-    let outcome: Outcome | undefined;
+    let wait: { reason: string; delayMs: number } | null = null;
+    let failed = 0;
     for (const t of wanted) {
       for (const m of messages) {
         if (!t.events.includes(m.type)) continue;
         const webhookId = webhookIdOf(event.id, m.type);
-        // Delivered already: the bus was re-fed from the log, or the event came again for another message or its mail.
-        if (await wasDelivered(d.pool, event.taskId, webhookId, t.endpointId)) continue;
-        const r = await sendMessage({ taskId: event.taskId, eventId: event.id, webhookId, message: m, state: after, url: t.url, secrets: t.secrets, endpointId: t.endpointId, attempt: ctx.deliveryCount, redeliveryId: null });
-        if (!r.ok && !r.gone) outcome ??= retry(r.error ?? 'failed', nextRetryDelay(d.backoffMs, ctx.deliveryCount, r.retryAfterMs));
+        // Settled already: the bus was re-fed from the log, or the event came again for another target, message or its mail.
+        const sent = await targetDeliveries(d.pool, event.taskId, webhookId, t.endpointId);
+        if (sent.settled) continue;
+        const r = await sendMessage({ taskId: event.taskId, eventId: event.id, webhookId, message: m, state: after, url: t.url, secrets: t.secrets, endpointId: t.endpointId, attempt: sent.attempts + 1, redeliveryId: null, lastAttempt: ctx.lastAttempt });
+        if (r.ok || r.gone) continue;
+        failed++;
+        const delayMs = nextRetryDelay(d.backoffMs, ctx.attempt, r.retryAfterMs);
+        if (!wait || delayMs > wait.delayMs) wait = { reason: r.error ?? 'failed', delayMs };
       }
     }
-    return outcome;
+    if (!wait) return undefined;
+    return retry(failed > 1 ? `${failed} messages not delivered; the longest wait asked: ${wait.reason}` : wait.reason, wait.delayMs);
   }
   // A claim outlasts the longest send it covers: a webhook's three timeouts, or a mail's lease.
   const redeliveries = startRedeliveries({ ...d, mail, everyMs: d.redeliverEveryMs ?? 1000, leaseMs: Math.max(3 * d.timeoutMs + 10_000, mail?.leaseMs ?? 0) });
