@@ -5,6 +5,8 @@ export interface TestCounts {
   skipped: number;
   /** Which summary format matched. */
   format: string;
+  /** Test files that failed as a whole (vitest's "Test Files 1 failed": one that did not load counts no failed test). */
+  failedFiles?: number;
 }
 
 const num = (m: RegExpExecArray | null, i = 1): number => (m ? Number(m[i]) : 0);
@@ -25,7 +27,8 @@ export function parseTestCounts(output: string): TestCounts | null {
   const vitest = last(/^\s*Tests\s+(.*\(\d+\))\s*$/m);
   if (vitest) {
     const s = vitest[1] ?? '';
-    return { passed: num(/(\d+) passed/.exec(s)), failed: num(/(\d+) failed/.exec(s)), skipped: num(/(\d+) skipped/.exec(s)) + num(/(\d+) todo/.exec(s)), format: 'vitest' };
+    const files = last(/^\s*Test Files\s+(.*\(\d+\))\s*$/m)?.[1] ?? '';
+    return { passed: num(/(\d+) passed/.exec(s)), failed: num(/(\d+) failed/.exec(s)), skipped: num(/(\d+) skipped/.exec(s)) + num(/(\d+) todo/.exec(s)), format: 'vitest', failedFiles: num(/(\d+) failed/.exec(files)) };
   }
   // jest: "Tests:       1 failed, 4 passed, 5 total"
   const jest = last(/^Tests:\s+(.*\d+ total)\s*$/m);
@@ -56,4 +59,34 @@ export function parseTestCounts(output: string): TestCounts | null {
   const goFail = [...text.matchAll(/^\s*--- FAIL: /gm)].length;
   if (goPass + goFail > 0) return { passed: goPass, failed: goFail, skipped: [...text.matchAll(/^\s*--- SKIP: /gm)].length, format: 'go' };
   return null;
+}
+
+/** What a test run records (`tests` of its result) and how its first line reads. */
+export interface TestRun {
+  tests: { passed: number; failed: number; skipped: number };
+  summary: string;
+}
+
+/**
+ * A test run as recorded, from its counts and how it ended. The exit code has the last word: a
+ * run that failed records at least one failure even when its counts show none (a test file that
+ * did not load, a runner that crashed after its tests, a timeout) — a suite that does not pass
+ * never reads "0 failed". A run that passed without recognisable counts records 0 failed (it
+ * passed), so an earlier run's failures do not stand for it. Pure.
+ */
+export function testRun(counts: TestCounts | null, end: { exitCode: number | null; timedOut: boolean }): TestRun {
+  const passed = end.exitCode === 0 && !end.timedOut;
+  const verdict = end.timedOut ? 'tests timed out' : passed ? 'tests passed' : 'tests failed';
+  if (!counts) {
+    return passed
+      ? { tests: { passed: 0, failed: 0, skipped: 0 }, summary: `${verdict} (no pass/fail counts recognised)` }
+      : { tests: { passed: 0, failed: 1, skipped: 0 }, summary: `${verdict} (no pass/fail counts recognised: counted as 1 failed)` };
+  }
+  const unexplained = !passed && counts.failed === 0;
+  const failed = unexplained ? Math.max(1, counts.failedFiles ?? 0) : counts.failed;
+  const why = !unexplained ? '' : counts.failedFiles ? ` — ${counts.failedFiles} test ${counts.failedFiles === 1 ? 'file' : 'files'} failed without a failed test (did not load?)` : end.timedOut ? ' — counted as 1 failed' : ` — the runner exited with ${end.exitCode ?? 'a signal'} although no test failed: counted as 1 failed`;
+  return {
+    tests: { passed: counts.passed, failed, skipped: counts.skipped },
+    summary: `${verdict}: ${counts.passed} passed, ${failed} failed${counts.skipped ? `, ${counts.skipped} skipped` : ''} (${counts.format})${why}`,
+  };
 }

@@ -4,7 +4,7 @@ import { allTools, parseToolInput, type SendEmailInput } from '@baton/agents';
 import type { CorpusHit } from '@baton/storage';
 import type { CommandResult, Sandbox } from '@baton/sandbox';
 import { restricts, writeRefusal, type WritePolicy } from './files.ts';
-import { parseTestCounts } from './test-counts.ts';
+import { parseTestCounts, testRun } from './test-counts.ts';
 
 export const MAX_RESULT_CHARS = 4000;
 const MAX_MATCHES = 200;
@@ -112,12 +112,8 @@ const impls: Record<string, (input: Input, env: ToolEnv, toolUseId: string) => P
     const guard = await guardWrites(env);
     const r = await env.sandbox.run(command, { timeoutMs: (i.timeout_seconds as number) * 1000, ...(env.signal ? { signal: env.signal } : {}) });
     const { files, reverted } = await guard.settle();
-    const counts = parseTestCounts(`${r.stdout}\n${r.stderr}`);
-    const verdict = r.timedOut ? 'tests timed out' : r.exitCode === 0 ? 'tests passed' : 'tests failed';
-    const summary = counts ? `${verdict}: ${counts.passed} passed, ${counts.failed} failed${counts.skipped ? `, ${counts.skipped} skipped` : ''} (${counts.format})` : `${verdict} (no pass/fail counts recognised)`;
-    // Without recognisable counts, a failed run still counts as one failure (the exit code says so).
-    const tests = counts ? { passed: counts.passed, failed: counts.failed, skipped: counts.skipped } : r.exitCode === 0 ? undefined : { passed: 0, failed: 1, skipped: 0 };
-    return { content: `${summary}\n$ ${command}\n${formatCommand(r, i.timeout_seconds as number)}${reverted}`, isError: r.exitCode !== 0, files, ...(tests ? { tests } : {}) };
+    const { tests, summary } = testRun(parseTestCounts(`${r.stdout}\n${r.stderr}`), r);
+    return { content: `${summary}\n$ ${command}\n${formatCommand(r, i.timeout_seconds as number)}${reverted}`, isError: r.exitCode !== 0 || r.timedOut, files, tests };
   },
   submit_review: async (i) => {
     const issues = i.issues as unknown[];
