@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { DecidedEvent } from './commands.ts';
 import { InvalidCommandError } from './errors.ts';
 import { agentStreamId, recordAs, type RecordedEvent } from './events.ts';
-import { forkEvents, isCopied, notifiesAnyone } from './fork.ts';
+import { forkEvents, forkFiles, isCopied, notifiesAnyone } from './fork.ts';
 
 const NEW = '00000000-0000-4000-8000-00000000f0f0';
 const usage = { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
@@ -66,5 +66,25 @@ describe('forkEvents', () => {
 
   it('a version the task never reached is refused', () => {
     expect(() => forkEvents(history(), 42, NEW, { now: new Date(), requestedBy: 'u' })).toThrow(InvalidCommandError);
+  });
+});
+
+describe('forkFiles', () => {
+  const sha = (c: string) => c.repeat(64);
+  const stored = (path: string, c: string) => ({ type: 'ArtifactStored' as const, data: { agentId: 'researcher-1', path, bytes: 1, sha256: sha(c), mediaType: 'text/plain' } });
+  const withFiles = (): RecordedEvent[] => recorded([...task.slice(0, 5), stored('notes.md', 'a'), stored('notes.md', 'b'), stored('notes.md', 'c'), ...task.slice(5)]);
+
+  it("each artifact as the copied history names it last, every version it names, and not what came after", () => {
+    const source = withFiles();
+    const files = forkFiles(source, forkEvents(source, 7, NEW, { now: new Date(), requestedBy: 'u' }));
+    expect(files.artifacts.map((a) => [a.path, a.sha256])).toEqual([['notes.md', sha('b')]]);
+    expect(files.versions).toEqual([sha('a'), sha('b')]);
+  });
+
+  it('names the agents that recorded anything after the fork point (their live workspaces are ahead of the fork): on their own streams or on the task\'s', () => {
+    const source = history();
+    expect(forkFiles(source, forkEvents(source, 5, NEW, { now: new Date(), requestedBy: 'u' })).movedOn).toEqual(['researcher-1']);
+    expect(forkFiles(source, forkEvents(source, 6, NEW, { now: new Date(), requestedBy: 'u' })).movedOn).toEqual(['researcher-1']); // its answer came after
+    expect(forkFiles(source, forkEvents(source, 7, NEW, { now: new Date(), requestedBy: 'u' })).movedOn).toEqual([]);
   });
 });

@@ -54,9 +54,33 @@ export function forkEvents(source: readonly RecordedEvent[], atVersion: number, 
   return out;
 }
 
-/** The artifacts a fork's copied history names, each as it names it last (its version at the fork point): what the fork's files are copied as. */
-export function forkedArtifacts(copied: readonly ForkedEvent[]): EventData<'ArtifactStored'>[] {
+/** What a fork takes from its source's storage (forkFiles). */
+export interface ForkFiles {
+  /** Each artifact the copied history names, as it names it last (its version at the fork point): the fork's files. */
+  artifacts: EventData<'ArtifactStored'>[];
+  /** Every artifact version the copied history names (sha256), so the fork's `?at=` reads and a rebuilt workspace find each. */
+  versions: string[];
+  /**
+   * Agents that recorded something after the fork point: their live workspaces hold what the
+   * fork's history does not (a file written twice once the fork's agent does its turns again),
+   * so they are not copied — the fork's agent rebuilds its workspace from the log.
+   */
+  movedOn: string[];
+}
+
+/** What a fork copies of its source's files, given the source's events and the fork's copied history (a prefix of them). Pure. */
+export function forkFiles(source: readonly RecordedEvent[], copied: readonly ForkedEvent[]): ForkFiles {
   const last = new Map<string, EventData<'ArtifactStored'>>();
-  for (const c of copied) if (c.event.type === 'ArtifactStored') last.set(c.event.data.path, c.event.data);
-  return [...last.values()];
+  const versions = new Set<string>();
+  for (const c of copied) {
+    if (c.event.type !== 'ArtifactStored') continue;
+    last.set(c.event.data.path, c.event.data);
+    versions.add(c.event.data.sha256);
+  }
+  const movedOn = new Set<string>();
+  for (const e of source.slice(copied.length)) {
+    const agent = agentOfStream(e.taskId, e.streamId) ?? (e.data as { agentId?: unknown }).agentId;
+    if (typeof agent === 'string') movedOn.add(agent);
+  }
+  return { artifacts: [...last.values()], versions: [...versions], movedOn: [...movedOn] };
 }

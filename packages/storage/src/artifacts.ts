@@ -85,14 +85,17 @@ export async function readArtifactVersion(pool: pg.Pool, taskId: string, sha256:
 }
 
 /**
- * A fork's files: the artifacts its copied history names, each in the version it names (its
- * last `ArtifactStored` of that path: the content as it was at the fork point; one stored before
- * versions were kept, and since replaced, comes as it is now), and the sandboxes still live on
- * the source (paused ones above all, so a forked agent resumes with its workspace). Workspaces
- * are not versioned with the log: the fork gets them as they are now. Run before the fork's
- * events are written.
+ * A fork's files (`forkFiles` in the domain says which): the artifacts its copied history names,
+ * each in the version it names last (the content as it was at the fork point; one stored before
+ * versions were kept, and since replaced, comes as it is now), every version the history names
+ * (`versions`: what `?at=` and a rebuilt workspace read), and the workspaces of sandboxes still
+ * live on the source (paused ones above all, so a forked agent resumes with its workspace) —
+ * but not of agents that recorded anything after the fork point (`movedOn`): a workspace is not
+ * versioned with the log, so theirs holds changes the fork's history does not, and the fork's
+ * agent rebuilds its workspace from the log instead. Run before the fork's events are written.
  */
-export async function copyTaskFiles(pool: pg.Pool, from: string, to: string, artifacts: readonly StoredArtifact[]): Promise<void> {
+export async function copyTaskFiles(pool: pg.Pool, from: string, to: string, files: { artifacts: readonly StoredArtifact[]; versions: readonly string[]; movedOn: readonly string[] }): Promise<void> {
+  const { artifacts } = files;
   await inTransaction(pool, async (client) => {
     if (artifacts.length > 0) {
       await client.query(
@@ -109,19 +112,25 @@ export async function copyTaskFiles(pool: pg.Pool, from: string, to: string, art
       );
       await client.query(`insert into artifact_versions (task_id, sha256, content) select task_id, sha256, content from artifacts where task_id = $1::uuid on conflict do nothing`, [to]);
     }
+    if (files.versions.length > 0) {
+      await client.query(
+        `insert into artifact_versions (task_id, sha256, content) select $2::uuid, sha256, content from artifact_versions where task_id = $1::uuid and sha256 = any($3::text[]) on conflict do nothing`,
+        [from, to, files.versions],
+      );
+    }
     await client.query(
       `insert into sandboxes (id, task_id, agent_id, provider, state, attempt, generation)
        select $2::text || '/' || agent_id, $2::uuid, agent_id, provider, 'paused', attempt, generation from sandboxes
-        where task_id = $1::uuid and state <> 'killed' and provider = 'local'
+        where task_id = $1::uuid and state <> 'killed' and provider = 'local' and agent_id <> all($3::text[])
        on conflict do nothing`,
-      [from, to],
+      [from, to, files.movedOn],
     );
     await client.query(
       `insert into sandbox_files (sandbox_id, path, mode, content)
        select $2::text || '/' || s.agent_id, f.path, f.mode, f.content from sandboxes s join sandbox_files f on f.sandbox_id = s.id
-        where s.task_id = $1::uuid and s.state <> 'killed' and s.provider = 'local'
+        where s.task_id = $1::uuid and s.state <> 'killed' and s.provider = 'local' and s.agent_id <> all($3::text[])
        on conflict do nothing`,
-      [from, to],
+      [from, to, files.movedOn],
     );
   });
 }

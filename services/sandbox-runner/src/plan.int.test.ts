@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { builtinTeams, OfflineModel } from '@baton/agents';
-import { agentStreamId, forkEvents, forkedArtifacts, schedulePlan, type Command, type TaskState } from '@baton/domain';
+import { agentStreamId, forkEvents, forkFiles, schedulePlan, type Command, type TaskState } from '@baton/domain';
 import { handleCommand, importTask, loadTask, type EventStore } from '@baton/event-store';
 import { copyTaskFiles, readArtifact } from '@baton/storage';
 import { findBwrap, LocalSandboxProvider } from '@baton/sandbox';
@@ -127,7 +127,7 @@ describe.runIf(findBwrap() !== null)('a plan on the example project (offline eng
     // Fork at this version: the copy continues from here.
     const forkId = randomUUID();
     const copied = forkEvents(mid.events, mid.state.version, forkId, { now: new Date(), requestedBy: 'test' });
-    await copyTaskFiles(pg.store.pool, id, forkId, forkedArtifacts(copied));
+    await copyTaskFiles(pg.store.pool, id, forkId, forkFiles(mid.events, copied));
     await importTask(pg.store, forkId, copied);
     for (const task of [id, forkId]) {
       const ran = await drive(pg.store, task);

@@ -1,5 +1,5 @@
 import { allTools, parseToolInput } from '@baton/agents';
-import { digestJson, exists, forkedArtifacts, forkEvents, lastForkableVersion, stateAt, uuidV5, type Command, type TaskState } from '@baton/domain';
+import { digestJson, exists, forkEvents, forkFiles, lastForkableVersion, stateAt, uuidV5, type Command, type TaskState } from '@baton/domain';
 import { redactCredentials, toAgentViews, toTaskView, type DeliveryView } from '@baton/api';
 import { importTask } from '@baton/event-store';
 import { mailToResend } from '@baton/mail';
@@ -138,7 +138,7 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     const copied = forkEvents(source.events, atVersion, newId, { now: d.now(), requestedBy: req.actor });
     // Files first (artifacts the copied history names, workspaces of live sandboxes): the fork's agents resume with them.
     const { state } = await d.bulk(async () => {
-      await copyTaskFiles(d.pool, source.state.id, newId, forkedArtifacts(copied));
+      await copyTaskFiles(d.pool, source.state.id, newId, forkFiles(source.events, copied));
       return importTask(d.store, newId, copied, { now: d.now });
     });
     return reply.status(201).send(toTaskView(state));
