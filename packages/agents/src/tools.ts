@@ -160,7 +160,13 @@ export const askUserTool = defineTool({
   }),
 });
 
-const relPath = z.string().min(1).max(1024).describe('Path relative to the workspace root');
+const relPath = z
+  .string()
+  .min(1)
+  .max(1024)
+  // eslint-disable-next-line no-control-regex -- the point: C0 controls and DEL (a path is shown as one line, in diffs and listings)
+  .refine((p) => !/[\u0000-\u001f\u007f]/.test(p), 'a path may not contain control characters (a line break, a tab, a NUL byte)')
+  .describe('Path relative to the workspace root');
 
 export const writeFileTool = defineTool({
   name: 'write_file',
