@@ -53,11 +53,16 @@ describe('describeRequest: an approval', () => {
 describe('describeTask', () => {
   it("says why an agent failed, under the agent", () => {
     const agent = { id: 'researcher-1', type: 'researcher', role: 'delegation', status: 'failed', turns: 0, subtaskId: null, fileLocks: null, filesCreated: [], filesModified: [], tests: null, usage: { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 }, error: { code: 'agent_lost', message: 'agent researcher-1 was started 5 times in a row' } };
-    const task = { id: 't-1', status: 'running', version: 9, team: 'research', forkedFrom: null, prompt: 'p', agents: [agent, { ...agent, id: 'researcher-2', status: 'completed', turns: 3, error: undefined }], budget: null, pendingRequests: [], result: null, error: null } as unknown as TaskView;
+    const engineer = { ...agent, id: 'backend', type: 'backend-engineer', status: 'completed', turns: 6, error: undefined, filesCreated: ['api/a.test.ts'], filesModified: ['api/a.ts'] };
+    const fixer = { ...engineer, id: 'backend-fix1', filesCreated: [] };
+    const task = { id: 't-1', status: 'running', version: 9, team: 'research', forkedFrom: null, prompt: 'p', agents: [agent, { ...agent, id: 'researcher-2', status: 'completed', turns: 3, error: undefined }, engineer, fixer], budget: null, pendingRequests: [], result: null, error: null } as unknown as TaskView;
     expect(describeTask(task).split('\n').slice(2)).toEqual([
       '  agent researcher-1 (researcher): failed, 0 turns',
       '    error: agent_lost: agent researcher-1 was started 5 times in a row',
       '  agent researcher-2 (researcher): completed, 3 turns',
+      // The files each agent created and changed (a fix round's agent only changes files).
+      '  agent backend (backend-engineer): completed, 6 turns; created api/a.test.ts; modified api/a.ts',
+      '  agent backend-fix1 (backend-engineer): completed, 6 turns; modified api/a.ts',
     ]);
   });
   it('says who cancelled it, when and why', () => {
