@@ -100,7 +100,12 @@ function lockProblem(glob: string): string | null {
   if (glob.endsWith('/')) return `'${glob}' ends in '/'; lock a directory's files with '${glob}**'`;
   if (glob === '.') return `'.' locks the whole workspace; lock the files this subtask changes`;
   if (normalPath(glob) !== glob) return `'${glob}' is not written as a plain relative path: write '${normalPath(glob)}'`;
-  if (glob === '**' || glob === '**/*' || glob === '*') return `'${glob}' locks the whole workspace; lock the files this subtask changes`;
+  // Nothing but wildcards ('**', '**/**', '*/*'): files anywhere, whichever subtask's they are.
+  const segments = glob.split('/');
+  if (segments.every((s) => /^\*+$/.test(s))) {
+    if (segments.some((s) => s.length > 1)) return `'${glob}' locks the whole workspace; lock the files this subtask changes`;
+    return `'${glob}' locks every file ${segments.length === 1 ? 'at the top of the workspace' : `${segments.length} directories down`}, whichever subtask changes them; lock the files this subtask changes`;
+  }
   return null;
 }
 

@@ -110,6 +110,14 @@ describe('plan validation', () => {
     ]);
     expect(problems([st('a', [], ['api/inventory.ts']), st('b', [], ['api//inventory.ts'])])).toEqual([expect.stringMatching(/^subtasks\.1\.file_locks\.0: 'api\/\/inventory\.ts' is not written as a plain relative path/)]);
   });
+  it('a lock of nothing but wildcards is refused however it is spelled, and says what it would lock', () => {
+    const refusal = (glob: string) => problems([st('a', [], [glob])]);
+    expect(refusal('**/**')).toEqual(["subtasks.0.file_locks.0: '**/**' locks the whole workspace; lock the files this subtask changes"]);
+    expect(refusal('**/*/**')).toEqual(["subtasks.0.file_locks.0: '**/*/**' locks the whole workspace; lock the files this subtask changes"]);
+    expect(refusal('*')).toEqual(["subtasks.0.file_locks.0: '*' locks every file at the top of the workspace, whichever subtask changes them; lock the files this subtask changes"]);
+    expect(refusal('*/*')).toEqual(["subtasks.0.file_locks.0: '*/*' locks every file 2 directories down, whichever subtask changes them; lock the files this subtask changes"]);
+    expect(refusal('*.json')).toEqual([]);
+  });
   it('lock overlap: exact for paths, conservative for two globs', () => {
     expect(globsOverlap('api/a.ts', 'api/**')).toBe(true);
     expect(globsOverlap('api/**', 'web/**')).toBe(false);
