@@ -21,6 +21,17 @@ describe('Workspace', () => {
     expect(await ws.read('a/b.md')).toBe('two');
     expect(await ws.list('.')).toEqual(['a/']);
   });
+  it("says what went wrong by the workspace's own path, never the host's (the model reads it)", async () => {
+    const missing = await ws.read('web/x.ts').then(() => null, (e: Error & { code?: string }) => e);
+    expect([missing?.message, missing?.code]).toEqual(['web/x.ts: no such file or directory', 'ENOENT']);
+    await ws.write('f.txt', 'x');
+    await expect(ws.list('f.txt')).rejects.toThrow(/^f\.txt: a part of the path is a file, not a directory$/);
+    await expect(ws.write('f.txt/under', 'x')).rejects.toThrow(/^f\.txt\/under: /);
+    for (const op of [() => ws.read('nope/a'), () => ws.list('nope'), () => ws.write('f.txt/under', 'x')]) {
+      const err = await op().then(() => null, (e: Error) => e);
+      expect(err?.message).not.toContain(ws.root);
+    }
+  });
   it('refuses absolute paths, .. and NUL bytes', async () => {
     await expect(ws.read('/etc/passwd')).rejects.toThrow(/absolute paths are not allowed/);
     await expect(ws.read('../secret.txt')).rejects.toThrow(/'\.\.' is not allowed/);

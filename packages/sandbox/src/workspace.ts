@@ -17,6 +17,19 @@ export function textOf(bytes: Buffer, size: number, maxBytes: number): string {
   return size > maxBytes ? `${text}\n[truncated: file is ${size} bytes, showing the first ${maxBytes}]` : text;
 }
 
+/** What a file system error code means, said without a path. */
+const FS_ERRORS: Record<string, string> = {
+  ENOENT: 'no such file or directory',
+  ENOTDIR: 'a part of the path is a file, not a directory',
+  EISDIR: 'is a directory, not a file',
+  EACCES: 'permission denied',
+  EPERM: 'permission denied',
+  ELOOP: 'is a symbolic link (never followed)',
+  ENAMETOOLONG: 'the name is too long',
+  ENOSPC: 'no space left in the workspace',
+  EDQUOT: 'the workspace is over its disk quota',
+};
+
 export class WorkspacePathError extends Error {
   constructor(p: string, why: string) {
     super(`path '${p}' is not allowed: ${why}`);
@@ -84,6 +97,20 @@ export class Workspace {
     }
   }
 
+  /**
+   * A file system error, told by the workspace-relative path: the host's path of the workspace
+   * (a temp dir, the task's id) is nobody's business, least of all the model's, which reads it.
+   */
+  private told<T>(rel: string, op: () => Promise<T>): Promise<T> {
+    return op().catch((err: unknown) => {
+      if (err instanceof WorkspacePathError) throw err;
+      const code = (err as NodeJS.ErrnoException).code;
+      const why = code ? FS_ERRORS[code] : undefined;
+      if (why) throw Object.assign(new Error(`${rel}: ${why}`, { cause: err }), { code }); // the code kept: callers may tell a missing file apart
+      throw new Error((err as Error).message.split(`${this.root}/`).join('').split(this.root).join('.'), { cause: err });
+    });
+  }
+
   /** Resolve a relative path inside the workspace, refusing escapes. Does not touch the disk. */
   resolve(rel: string): string {
     return path.join(this.root, ...resolveRelative(rel));
@@ -96,7 +123,11 @@ export class Workspace {
     }
   }
 
-  async write(rel: string, content: string | Uint8Array, mode = 0o644): Promise<'created' | 'modified'> {
+  write(rel: string, content: string | Uint8Array, mode = 0o644): Promise<'created' | 'modified'> {
+    return this.told(rel, () => this.writeAt(rel, content, mode));
+  }
+
+  private async writeAt(rel: string, content: string | Uint8Array, mode: number): Promise<'created' | 'modified'> {
     const abs = this.resolve(rel);
     await this.assertNoLinks(abs);
     await this.mkdirs(path.dirname(abs));
@@ -117,7 +148,11 @@ export class Workspace {
   }
 
   /** Up to maxBytes of a regular file (never through a link), with its full size and mode. */
-  async readBytes(rel: string, maxBytes = 50_000_000): Promise<{ bytes: Buffer; size: number; mode: number }> {
+  readBytes(rel: string, maxBytes = 50_000_000): Promise<{ bytes: Buffer; size: number; mode: number }> {
+    return this.told(rel, () => this.readBytesAt(rel, maxBytes));
+  }
+
+  private async readBytesAt(rel: string, maxBytes: number): Promise<{ bytes: Buffer; size: number; mode: number }> {
     const abs = this.resolve(rel);
     await this.assertNoLinks(abs);
     const fh = await open(abs, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
@@ -218,11 +253,13 @@ export class Workspace {
     await rm(abs, { force: true, recursive: true });
   }
 
-  async list(rel = '.'): Promise<string[]> {
-    const abs = this.resolve(rel);
-    await this.assertNoLinks(abs);
-    const entries = await readdir(abs, { withFileTypes: true });
-    return entries.map((e) => (e.isDirectory() ? `${e.name}/` : e.isSymbolicLink() ? `${e.name}@` : e.name)).sort();
+  list(rel = '.'): Promise<string[]> {
+    return this.told(rel, async () => {
+      const abs = this.resolve(rel);
+      await this.assertNoLinks(abs);
+      const entries = await readdir(abs, { withFileTypes: true });
+      return entries.map((e) => (e.isDirectory() ? `${e.name}/` : e.isSymbolicLink() ? `${e.name}@` : e.name)).sort();
+    });
   }
 }
 
