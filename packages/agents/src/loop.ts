@@ -208,6 +208,7 @@ async function loopUntilSettled(h: LoopHost, stepStarts: () => void, stepDone: (
 
     if (loop.phase === 'tools') {
       const t = triageToolUses({ state: s, agentId: h.agentId, team: h.team, def: h.def, runsIn: h.runsIn, now: h.now(), plan: (c) => h.plan(c) });
+      if (mustCommitBeforeTools(h, t.runs) && !(await h.commit())) return 'stopped';
       const results = t.results.slice();
       for (const r of t.runs) results.push(await executeTraced(h, r.call, r.input));
       stepDone();
@@ -332,6 +333,21 @@ function executeTraced(h: LoopHost, call: ToolCall, input: Record<string, unknow
       }
     },
   );
+}
+
+/** Tools that take seconds to minutes (a command in the sandbox): what the agent is doing is worth showing while they run. */
+const SLOW_TOOLS: ReadonlySet<string> = new Set(['run_command', 'run_tests']);
+
+/**
+ * Before the turn's tools run, its model turn is made durable when they are slow (commands) or
+ * the model is a real one: the task then shows what the agent runs ("running tests", not
+ * "thinking" for a whole test run), and a runner that dies mid-tool resumes at the tools rather
+ * than paying for the turn again (and getting another answer). The instant offline model's
+ * quick tools keep riding along with their results: one commit per step.
+ */
+function mustCommitBeforeTools(h: LoopHost, runs: readonly { call: ToolCall }[]): boolean {
+  if (runs.length === 0 || !h.pending().some((e) => e.type === 'ModelTurnRecorded')) return false;
+  return !h.def.model.startsWith('offline') || runs.some((r) => SLOW_TOOLS.has(r.call.name));
 }
 
 function mustCommitBeforeModel(h: LoopHost): boolean {

@@ -1,14 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { allTools, builtinTeams, OfflineModel, outboxRequest, sendEmailTool, toolSpec, type ModelClient, type ModelRequest } from '@baton/agents';
-import { agentStreamId } from '@baton/domain';
+import { agentStreamId, loopOf } from '@baton/domain';
 import { handleCommand, loadTask, TaskWriter, type EventStore } from '@baton/event-store';
 import { readArtifact, searchCorpus, storeArtifact } from '@baton/storage';
 import { findBwrap, LocalSandboxProvider } from '@baton/sandbox';
 import { silentLogger } from '@baton/runtime';
-import { dispatchedTask, pgTest as test } from '@baton/testing';
+import { dispatchedTask, pgTest as test, waitFor } from '@baton/testing';
 import { afterEach, beforeEach, describe, expect } from 'vitest';
 import { CauseNotVisibleError, claimAttempt, runSubagentJob, type RunnerDeps } from './subagent.ts';
 import { artifactStore } from './wiring.ts';
@@ -293,5 +293,35 @@ describe('runSubagentJob', () => {
     expect(results[2]).toMatchObject({ isError: false, content: expect.stringMatching(/^tests passed: 1 passed, 0 failed \(node-spec\)\n\$ node --test/) });
     expect(state.agents['engineer-1']?.filesCreated).toEqual(['sum.test.mjs']);
     expect((await pg.db.pool.query('select state from sandboxes where task_id = $1', [id])).rows).toEqual([{ state: 'killed' }]);
+  });
+
+  test.runIf(findBwrap() !== null)("a turn that runs tests is recorded before they run (the offline model too): the task shows 'running tests' meanwhile, not the turn before; a quick tool's turn rides along with its result", async ({ pg }) => {
+    // The test command waits for a file the test makes once it has seen the turn recorded.
+    const engineer = { id: 'engineer', name: 'Engineer', model: 'offline-engineer', prompt: 'p', tools: ['write_file', 'run_tests'], maxTurns: 5, maxTokens: 100, testCommand: 'while [ ! -f go ]; do sleep 0.05; done; echo "# pass 1"; echo "# fail 0"' };
+    const team = { ...builtinTeams.research!, agents: { ...builtinTeams.research!.agents, engineer } };
+    const usage = { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
+    const script: ModelClient = {
+      name: 'script',
+      complete: async (r) => {
+        const turn = r.messages.filter((m) => m.role === 'assistant').length + 1;
+        if (turn === 1) return { content: [{ type: 'tool_use', id: 'w1', name: 'write_file', input: { path: 'a.txt', content: 'a' } }], stopReason: 'tool_use', usage, model: 'offline-engineer', offline: true };
+        if (turn === 2) return { content: [{ type: 'tool_use', id: 't1', name: 'run_tests', input: {} }], stopReason: 'tool_use', usage, model: 'offline-engineer', offline: true };
+        return { content: [{ type: 'text', text: 'done' }], stopReason: 'end_turn', usage, model: 'offline-engineer', offline: true };
+      },
+    };
+    const id = await dispatchedTask(pg.store, 'engineer', 'run the tests');
+    const seen: string[] = [];
+    const job = runSubagentJob({ ...deps(pg.store, script), teams: { research: team } }, id, 'engineer-1', () => {});
+    await waitFor(async () => {
+      const { state, events } = await loadTask(pg.store, id);
+      seen.push(events.filter((e) => e.streamId === agentStreamId(id, 'engineer-1')).map((e) => e.type).join(','));
+      return loopOf(state, 'engineer-1')?.openToolUses.some((t) => t.name === 'run_tests' && t.state !== 'resolved') ?? false;
+    }, { what: "the turn asking for run_tests recorded while the tests run" });
+    await writeFile(path.join(root, id, 'engineer-1', 'go'), '');
+    expect(await job).toBe('completed');
+    // Never seen: the write_file turn without its result (it rode along with it).
+    expect(seen.some((s) => s === 'SubagentStarted,ModelTurnRecorded')).toBe(false);
+    const own = (await loadTask(pg.store, id)).events.filter((e) => e.streamId === agentStreamId(id, 'engineer-1')).map((e) => e.type);
+    expect(own).toEqual(['SubagentStarted', 'ModelTurnRecorded', 'ToolResultsRecorded', 'ModelTurnRecorded', 'ToolResultsRecorded', 'ModelTurnRecorded']);
   });
 });
