@@ -57,4 +57,17 @@ describe('an agent held at the budget', () => {
     const researcher = toAgentViews(fold(history)).find((a) => a.id === 'researcher-1');
     expect(researcher).toMatchObject({ status: 'paused', currentAction: 'paused at the budget: waiting for a person to raise it or stop the run' });
   });
+
+  it("the lead running a plan counts its subtasks done, and in a round of changes names the round (not 2/2 done going back to 0/2)", () => {
+    // A recorded engineering run (the verify corpus): two subtasks, a review asking for changes, a round of changes.
+    const run = JSON.parse(readFileSync(path.join(import.meta.dirname, '../../agents/src/fixtures/runs/engineering-reviewed.json'), 'utf8')) as (RecordedEvent & { position: string; recordedAt: string })[];
+    const upTo = (last: (e: RecordedEvent) => boolean): RecordedEvent[] => {
+      const all = run.map((e) => ({ ...e, position: BigInt(e.position), recordedAt: new Date(e.recordedAt) })) as RecordedEvent[];
+      return all.slice(0, all.findIndex(last) + 1);
+    };
+    const lead = (events: RecordedEvent[]) => toAgentViews(fold(events))[0]?.currentAction;
+    expect(lead(upTo((e) => e.type === 'SubagentCompleted' && e.data.agentId === 'backend'))).toBe('running the plan (1/2 subtasks done)');
+    expect(lead(upTo((e) => e.type === 'SubagentDispatched' && e.data.agentId === 'frontend-fix1'))).toBe('running the plan, round 1 of changes (0/2 subtasks done)');
+    expect(lead(upTo((e) => e.type === 'SubagentCompleted' && e.data.agentId === 'backend-fix1'))).toBe('running the plan, round 1 of changes (1/2 subtasks done)');
+  });
 });

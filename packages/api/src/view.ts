@@ -333,7 +333,12 @@ function currentAction(s: TaskState, agentId: string, loop: AgentLoopState, live
   if (on('awaiting_approval').length) return `waiting for approval of ${on('awaiting_approval').join(', ')}`;
   if (on('awaiting_answer').length) return 'waiting for an answer';
   if (on('dispatched').length) {
-    if (s.plan && waiting.some((t) => t.toolUseId === s.plan?.toolUseId)) return s.plan.status === 'reviewing' ? 'waiting for the review' : `running the plan (${s.plan.subtasks.filter((t) => t.status === 'done').length}/${s.plan.subtasks.length} subtasks done)`;
+    if (s.plan && waiting.some((t) => t.toolUseId === s.plan?.toolUseId)) {
+      if (s.plan.status === 'reviewing') return 'waiting for the review';
+      // In a round of changes the subtasks the review sent back run again: counted afresh, the round named (not 2/2 done going back to 0/2).
+      const round = s.plan.round > 0 ? `, round ${s.plan.round} of changes` : '';
+      return `running the plan${round} (${s.plan.subtasks.filter((t) => t.status === 'done').length}/${s.plan.subtasks.length} subtasks done)`;
+    }
     return 'waiting for subagents';
   }
   return waiting.length ? [...new Set(waiting.map(describeCall))].join(', ') : 'recording results';
