@@ -37,10 +37,30 @@ describe('BatonClient errors keep the server\'s words', () => {
   });
 });
 
+const ev = (position: number, type: string) => `id: ${position}\nevent: ${type}\ndata: ${JSON.stringify({ id: `e${position}`, position, type, taskId: 't', data: {}, metadata: {} })}\n\n`;
+
 describe('follow', () => {
+  it('the stream is in commit order: an event whose position is lower than one shown already (its transaction began first, committed later) is shown, not dropped; a repeat is not; a reconnect resumes after the last one received', async () => {
+    const asked: (string | undefined)[] = [];
+    const server = createServer((req, res) => {
+      asked.push(req.headers['last-event-id'] as string | undefined);
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      if (asked.length === 1) res.end(`retry: 10\n\n${ev(4, 'TaskStarted')}${ev(6, 'ModelTurnRecorded')}${ev(5, 'SubagentDispatched')}${ev(5, 'SubagentDispatched')}event: shutdown\ndata: {}\n\n`);
+      else res.end(ev(7, 'TaskCompleted'));
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const seen: number[] = [];
+      await new BatonClient(`http://127.0.0.1:${(server.address() as { port: number }).port}`).follow('t', (e) => seen.push(e.position));
+      expect(seen).toEqual([4, 6, 5, 7]);
+      expect(asked).toEqual([undefined, '5']);
+    } finally {
+      await new Promise<void>((r) => server.close(() => r()));
+    }
+  });
+
   it("a gateway's shutdown frame is not an event: the stream reconnects after the last event it showed (Last-Event-ID), nothing shown twice", async () => {
     const asked: (string | undefined)[] = [];
-    const ev = (position: number, type: string) => `id: ${position}\nevent: ${type}\ndata: ${JSON.stringify({ position, type, taskId: 't', data: {}, metadata: {} })}\n\n`;
     const server = createServer((req, res) => {
       asked.push(req.headers['last-event-id'] as string | undefined);
       res.writeHead(200, { 'content-type': 'text/event-stream' });

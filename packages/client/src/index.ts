@@ -239,7 +239,11 @@ export class BatonClient {
    * `after`: start after this position; `steps: false` for transitions only.
    */
   async follow(taskId: string, onEvent: (e: ApiEvent) => void, o: { signal?: AbortSignal; steps?: boolean; after?: number; onState?: (s: 'live' | 'reconnecting') => void } = {}): Promise<void> {
+    // The stream is in commit order, not position order: a transaction that began first can commit
+    // after a later one, so positions may go down. `last` is the last event received (where a
+    // reconnect resumes, by Last-Event-ID); an event is told apart from a repeat by its id.
     let last = o.after ?? 0;
+    const seen = new Set<string>();
     let ended = false;
     await this.reconnecting(
       () => {
@@ -253,7 +257,8 @@ export class BatonClient {
         // Events only: not `shutdown` (the gateway is going away: reconnect) nor anything else without a place in the log.
         if (f.id === null || !f.data || f.event === 'shutdown') return;
         const e = JSON.parse(f.data) as ApiEvent;
-        if (typeof e.position !== 'number' || e.position <= last) return;
+        if (typeof e.position !== 'number' || seen.has(e.id)) return;
+        seen.add(e.id);
         last = e.position;
         onEvent(e);
         if (FINAL.has(e.type)) ended = true;

@@ -46,22 +46,28 @@ export function TaskPage({ taskId }: { taskId: string }) {
   useEffect(() => {
     let stream: { stop(): void } | null = null;
     let cancelled = false;
+    // The timeline comes from one stream, from the start: the event stream is gap-free (commit
+    // order), where a snapshot by position followed from its last event could miss an event whose
+    // transaction began first and committed after the snapshot. Events arriving together are shown
+    // together (one render per batch, not per event).
+    let batch: EventView[] = [];
+    let flush: ReturnType<typeof setTimeout> | null = null;
+    const show = (): void => {
+      flush = null;
+      const got = batch;
+      batch = [];
+      if (!cancelled) setEvents((prev) => [...prev, ...got]);
+    };
+    setEvents([]);
     void (async () => {
       await refresh();
-      let initial: EventView[] = [];
-      try {
-        initial = (await api<{ items: EventView[] }>('GET', `/v1/tasks/${taskId}/events?limit=5000`)).items;
-      } catch (err) {
-        setError((err as Error).message);
-      }
       if (cancelled) return;
-      setEvents(initial);
-      const after = initial.at(-1)?.position ?? 0;
       stream = followEvents(
         taskId,
-        after,
+        0,
         (e) => {
-          setEvents((prev) => (prev.some((x) => x.id === e.id) ? prev : [...prev, e]));
+          batch.push(e);
+          flush ??= setTimeout(show, 0);
           if (refreshTimer.current) clearTimeout(refreshTimer.current);
           refreshTimer.current = setTimeout(() => void refresh(), 120);
         },
@@ -73,14 +79,11 @@ export function TaskPage({ taskId }: { taskId: string }) {
           setLost(`The live view stopped: ${err.message}. Reload the page to follow the task again.`);
         },
       );
-      // What was recorded between the first read of the task and the read of its events comes on
-      // no stream (the stream starts after those events): read the task again, or a request
-      // opened meanwhile would never show.
-      await refresh();
     })();
     return () => {
       cancelled = true;
       stream?.stop();
+      if (flush) clearTimeout(flush);
       if (refreshTimer.current) clearTimeout(refreshTimer.current);
     };
   }, [taskId, refresh]);
