@@ -121,7 +121,8 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     const source = await loadVisibleTask(d, req, req.params.id);
     const { atVersion } = req.body;
     const last = lastForkableVersion(source.state);
-    if (atVersion > source.state.version) throw new HttpError(422, 'invalid_version', `body.atVersion: the task is at version ${source.state.version}; fork at 1..${last}`, [{ field: 'body.atVersion', message: `at most ${last}` }]);
+    // Past the end, or the end itself (a fork cannot continue from a finished task's final event): one refusal, naming the range.
+    if (atVersion > last) throw new HttpError(422, 'invalid_version', `body.atVersion: ${atVersion > source.state.version ? `the task is at version ${source.state.version}` : `version ${atVersion} is the end of the task`}; fork at 1..${last}`, [{ field: 'body.atVersion', message: `at most ${last}` }]);
     // With an Idempotency-Key, a retried fork (a timeout, a double click) is the same fork.
     const key = idempotencyKey(req);
     const newId = key ? uuidV5(`${req.tenant}\nfork\n${key}`) : d.newId();
