@@ -225,10 +225,10 @@ export class BatonClient {
     const out: ApiEvent[] = [];
     let after = 0;
     for (;;) {
-      const page = await this.request<{ items: ApiEvent[] }>('GET', `/v1/tasks/${taskId}/events?after=${after}&limit=5000`);
+      const page = await this.request<{ items: ApiEvent[]; next: number | null }>('GET', `/v1/tasks/${taskId}/events?after=${after}&limit=5000`);
       out.push(...page.items);
-      if (page.items.length < 5000) return out;
-      after = (page.items[page.items.length - 1] as ApiEvent).position;
+      if (page.next === null) return out;
+      after = page.next;
     }
   }
 

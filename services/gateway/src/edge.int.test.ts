@@ -168,6 +168,11 @@ describe('resuming events: Last-Event-ID and ?after= are positions, digits only'
     expect(resumed.statusCode).toBe(200);
     expect([...resumed.body.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]))).toEqual([second?.position]);
     expect((await app.inject({ method: 'GET', url: `/v1/tasks/${id}/events?after=${first?.position}` })).json().items).toHaveLength(1);
+    // A full page says where the next starts (the list stopped short at 1000 without saying so); the last says null.
+    const page = (await app.inject({ method: 'GET', url: `/v1/tasks/${id}/events?limit=1` })).json();
+    expect(page).toEqual({ items: [expect.objectContaining({ position: first?.position })], next: first?.position });
+    const rest = (await app.inject({ method: 'GET', url: `/v1/tasks/${id}/events?after=${page.next}&limit=10` })).json();
+    expect(rest).toEqual({ items: [expect.objectContaining({ position: second?.position })], next: null });
   });
 });
 

@@ -252,7 +252,8 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     if (!wantsSse) {
       // A snapshot of what is committed now, by position. Tailing without gaps is SSE's job.
       const items = await d.store.readTaskPage(taskId, BigInt(after ?? 0), req.query.limit, req.query.steps ? [] : STEP_EVENT_TYPES);
-      return { items: items.map(eventView) };
+      // `next`: a full page may have more after it (pass it as ?after=); null: this page is the last of what is committed now.
+      return { items: items.map(eventView), next: items.length === req.query.limit ? Number(items.at(-1)?.position) : null };
     }
     checkStreamCaps(req.tenant); // and at once (nothing awaited) the stream takes its slot
     reply.hijack();
