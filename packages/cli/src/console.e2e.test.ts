@@ -153,6 +153,9 @@ describe('the web console, in Chromium', () => {
     const changeReads: string[] = [];
     const countChangeReads = (r: Request) => void (new URL(r.url()).pathname.endsWith('/diff') && changeReads.push(r.url()));
     page.on('request', countChangeReads);
+    // The page showed this task already: away and back, so the task page mounts afresh and its reads are counted.
+    await page.goto(`${url}/#/chat`);
+    await page.getByRole('heading', { name: 'New conversation' }).waitFor();
     await open(id);
     const plan = page.locator('section.plan');
     await plan.locator('.acceptance[data-accepted="true"]').waitFor();

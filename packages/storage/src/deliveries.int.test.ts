@@ -11,11 +11,13 @@ describe('webhook deliveries', () => {
     await recordDelivery(db.pool, failed);
     await recordDelivery(db.pool, { ...failed, attempt: 2, statusCode: 200, ok: true, error: null, durationMs: 7 });
     await recordDelivery(db.pool, { ...failed, taskId: randomUUID() });
+    await recordDelivery(db.pool, { ...failed, attempt: 3, statusCode: 410, error: 'HTTP 410', durationMs: 3, givenUp: true });
     const list = await listDeliveries(db.pool, taskId);
     const { taskId: _, ...first } = failed;
     expect(list).toEqual([
-      { ...first, id: expect.any(String), channel: 'webhook', endpointId: null, redelivery: false, attemptedAt: expect.any(Date) },
-      { ...first, id: expect.any(String), channel: 'webhook', endpointId: null, redelivery: false, attempt: 2, statusCode: 200, ok: true, error: null, durationMs: 7, attemptedAt: expect.any(Date) },
+      { ...first, id: expect.any(String), channel: 'webhook', endpointId: null, redelivery: false, givenUp: false, attemptedAt: expect.any(Date) },
+      { ...first, id: expect.any(String), channel: 'webhook', endpointId: null, redelivery: false, givenUp: false, attempt: 2, statusCode: 200, ok: true, error: null, durationMs: 7, attemptedAt: expect.any(Date) },
+      { ...first, id: expect.any(String), channel: 'webhook', endpointId: null, redelivery: false, givenUp: true, attempt: 3, statusCode: 410, error: 'HTTP 410', durationMs: 3, attemptedAt: expect.any(Date) },
     ]);
     expect(await listDeliveries(db.pool, randomUUID())).toEqual([]);
   });
