@@ -216,6 +216,9 @@ describe('human in the loop, end to end', () => {
       expect(await cli('deliveries', t.id)).toContain('(redelivery)  ok 204');
       expect(received().filter((x) => x === 'task.completed')).toHaveLength(2);
 
+      expect(await cli('webhooks', 'show', wid)).toContain(`${wid}  ${hookUrl}  task.completed  since `);
+      expect(await cli('webhooks', 'update', wid, '--events', 'task.completed,task.failed')).toContain(`${wid}  ${hookUrl}  task.completed,task.failed  since `);
+      await expect(cli('webhooks', 'update', wid)).rejects.toThrow(/give --url, --events or both/);
       const rotated = await cli('webhooks', 'rotate-secret', wid, '--overlap', '60');
       expect(rotated).toMatch(/rotated \S+ \(the previous secret signs too until \S+\)/);
       expect(rotated).toMatch(/^secret: whsec_/m);

@@ -231,7 +231,7 @@ program
     console.log(`queued: redelivery ${r.redeliveryId} of delivery ${r.deliveryId} (a notifier sends it; \`baton deliveries ${taskId}\` shows the attempt)`);
   });
 
-const webhooks = program.command('webhooks').description("the tenant's webhook endpoints: list (the default), add, remove, rotate-secret");
+const webhooks = program.command('webhooks').description("the tenant's webhook endpoints: list (the default), add, show, update, remove, rotate-secret");
 webhooks
   .command('list', { isDefault: true })
   .description('the endpoints, without their secrets')
@@ -247,6 +247,22 @@ webhooks
     const w = await client().addWebhook(url, events);
     console.log(describeWebhook(w));
     console.log(`secret: ${w.secret}  (shown this once: keep it where the receiver verifies signatures)`);
+  });
+webhooks
+  .command('show <webhookId>')
+  .description('one endpoint, without its secrets')
+  .action(async (id: string) => {
+    console.log(describeWebhook(await client().webhook(id)));
+  });
+webhooks
+  .command('update <webhookId>')
+  .description("change an endpoint's URL or event types; its id and signing secrets stay (receivers keep verifying)")
+  .option('--url <url>', 'where it is sent from now on')
+  .option('--events <types>', 'comma-separated event types, replacing the ones it has')
+  .action(async (id: string, opts: { url?: string; events?: string }) => {
+    if (opts.url === undefined && opts.events === undefined) throw new InvalidArgumentError('give --url, --events or both');
+    const events = opts.events?.split(',').map((e) => e.trim()).filter(Boolean);
+    console.log(describeWebhook(await client().updateWebhook(id, { ...(opts.url !== undefined ? { url: opts.url } : {}), ...(events ? { events } : {}) })));
   });
 webhooks
   .command('remove <webhookId>')

@@ -142,6 +142,14 @@ export class BatonClient {
   addWebhook(url: string, events?: string[]): Promise<WebhookEndpointView & { secret: string }> {
     return this.request('POST', '/v1/webhooks', { url, ...(events ? { events } : {}) });
   }
+  /** One endpoint, without its secrets. */
+  webhook(id: string): Promise<WebhookEndpointView> {
+    return this.request('GET', `/v1/webhooks/${id}`);
+  }
+  /** Change an endpoint's URL or types (what is not given stays); its id and secrets stay. */
+  updateWebhook(id: string, change: { url?: string; events?: string[] }): Promise<WebhookEndpointView> {
+    return this.request('PATCH', `/v1/webhooks/${id}`, change);
+  }
   async removeWebhook(id: string): Promise<void> {
     await this.request('DELETE', `/v1/webhooks/${id}`);
   }

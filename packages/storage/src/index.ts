@@ -44,4 +44,4 @@ export {
   type WatchCandidate,
 } from './leases.ts';
 export { claimMail, mailInFlight, mailSends, mailSendState, recordMailResend, settleMail, type MailClaim, type MailKey } from './mail.ts';
-export { createEndpoint, createEndpointUnderCap, deleteEndpoint, findEndpoint, listEndpoints, rotateEndpointSecret, tenantsWithEndpoints, validSecrets, type WebhookEndpoint } from './webhook-endpoints.ts';
+export { createEndpoint, createEndpointUnderCap, deleteEndpoint, findEndpoint, listEndpoints, rotateEndpointSecret, tenantEndpoint, tenantsWithEndpoints, updateEndpoint, validSecrets, type WebhookEndpoint } from './webhook-endpoints.ts';

@@ -69,6 +69,25 @@ export async function findEndpoint(pool: Pick<pg.Pool, 'query'>, id: string): Pr
   return rows[0] ? toEndpoint(rows[0]) : null;
 }
 
+/** A tenant's endpoint (null: no such endpoint of the tenant). */
+export async function tenantEndpoint(pool: Pick<pg.Pool, 'query'>, tenantId: string, id: string): Promise<WebhookEndpoint | null> {
+  const { rows } = await pool.query(`select ${COLUMNS} from webhook_endpoints where tenant_id = $1 and id = $2`, [tenantId, id]);
+  return rows[0] ? toEndpoint(rows[0]) : null;
+}
+
+/**
+ * Change where an endpoint is sent and for which types, keeping its id and secrets (receivers go
+ * on verifying; null: no such endpoint of the tenant). What is retried or sent again after goes
+ * to it as it is then.
+ */
+export async function updateEndpoint(pool: Pick<pg.Pool, 'query'>, u: { tenantId: string; id: string; url?: string; events?: string[] }): Promise<WebhookEndpoint | null> {
+  const { rows } = await pool.query(
+    `update webhook_endpoints set url = coalesce($3, url), events = coalesce($4::text[], events) where tenant_id = $1 and id = $2 returning ${COLUMNS}`,
+    [u.tenantId, u.id, u.url ?? null, u.events ?? null],
+  );
+  return rows[0] ? toEndpoint(rows[0]) : null;
+}
+
 /** Delete a tenant's endpoint (false: no such endpoint of the tenant). */
 export async function deleteEndpoint(pool: Pick<pg.Pool, 'query'>, tenantId: string, id: string): Promise<boolean> {
   const r = await pool.query('delete from webhook_endpoints where tenant_id = $1 and id = $2', [tenantId, id]);

@@ -151,6 +151,28 @@ describe('/v1/webhooks (a tenant\'s endpoints)', () => {
     expect(JSON.stringify(listed)).not.toMatch(/whsec_/);
     expect((await app.inject({ method: 'GET', url: '/v1/webhooks', headers: b })).json().items).toEqual([]);
 
+    // One endpoint, and a change to it: its id and secret stay (receivers keep verifying).
+    expect((await app.inject({ method: 'GET', url: `/v1/webhooks/${hook.id}`, headers: a })).json()).toEqual(listed[0]);
+    expect((await app.inject({ method: 'GET', url: `/v1/webhooks/${hook.id}`, headers: b })).statusCode).toBe(404);
+    const moved = await app.inject({ method: 'PATCH', url: `/v1/webhooks/${hook.id}`, headers: a, payload: { url: 'https://hooks.example.com/moved' } });
+    expect(moved.json()).toEqual({ ...listed[0], url: 'https://hooks.example.com/moved' });
+    const retyped = await app.inject({ method: 'PATCH', url: `/v1/webhooks/${hook.id}`, headers: a, payload: { events: ['task.completed'] } });
+    expect(retyped.json()).toMatchObject({ url: 'https://hooks.example.com/moved', events: ['task.completed'] });
+    expect((await pg.db.pool.query('select secret from webhook_endpoints where id = $1', [hook.id])).rows[0].secret).toBe(hook.secret);
+    const patchCases: [unknown, RegExp][] = [
+      [{}, /give url, events or both/],
+      [{ url: 'http://127.0.0.1/x' }, /^body\.url: /],
+      [{ events: [] }, /^body\.events/],
+      [{ events: ['task.completed', 'task.completed'] }, /body\.events\.1: 'task\.completed' is listed twice/],
+      [{ url: 'https://hooks.example.com/x', secret: 'mine' }, /secret/],
+    ];
+    for (const [payload, message] of patchCases) {
+      const res = await app.inject({ method: 'PATCH', url: `/v1/webhooks/${hook.id}`, headers: a, payload: payload as object });
+      expect([res.statusCode, res.json().error.message], JSON.stringify(payload)).toEqual([400, expect.stringMatching(message)]);
+    }
+    expect((await app.inject({ method: 'PATCH', url: `/v1/webhooks/${hook.id}`, headers: b, payload: { events: ['task.failed'] } })).statusCode).toBe(404);
+    expect((await app.inject({ method: 'GET', url: `/v1/webhooks/${hook.id}`, headers: a })).json().events).toEqual(['task.completed']);
+
     const rotated = await app.inject({ method: 'POST', url: `/v1/webhooks/${hook.id}/rotate-secret`, headers: a, payload: { overlapSeconds: 3600 } });
     expect(rotated.statusCode).toBe(200);
     expect(rotated.json().secret).not.toBe(hook.secret);

@@ -171,6 +171,13 @@ export const WebhookBody = z.strictObject({
   url: WebhookUrl,
   events: WebhookTypes,
 });
+/** A change to an endpoint: its URL, its types, or both (what is not given stays). */
+export const WebhookPatchBody = z
+  .strictObject({
+    url: WebhookUrl.optional(),
+    events: WebhookTypes.unwrap().optional(),
+  })
+  .refine((b) => b.url !== undefined || b.events !== undefined, { message: 'give url, events or both' });
 export const RotateSecretBody = z
   .strictObject({
     /** How long the previous secret keeps signing too (receivers switch meanwhile). */

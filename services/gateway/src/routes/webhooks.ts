@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { redactCredentials, webhookUrlProblem, type WebhookEndpointView } from '@baton/api';
-import { createEndpointUnderCap, deleteEndpoint, listEndpoints, rotateEndpointSecret, type WebhookEndpoint } from '@baton/storage';
+import { createEndpointUnderCap, deleteEndpoint, listEndpoints, rotateEndpointSecret, tenantEndpoint, updateEndpoint, type WebhookEndpoint } from '@baton/storage';
 import type { ZodTypeProvider } from '@fastify/type-provider-zod';
 import type { FastifyInstance } from 'fastify';
 import type { GatewayDeps } from '../deps.ts';
 import { HttpError, notFound } from '../errors.ts';
-import { DEFAULT_ROTATION_OVERLAP_SECONDS, NoBody, RotateSecretBody, succeedsWith, WebhookBody, WebhookIdParams } from './schemas.ts';
+import { DEFAULT_ROTATION_OVERLAP_SECONDS, NoBody, RotateSecretBody, succeedsWith, WebhookBody, WebhookIdParams, WebhookPatchBody } from './schemas.ts';
 
 /** A tenant has at most this many endpoints. */
 export const MAX_ENDPOINTS_PER_TENANT = 20;
@@ -30,9 +30,14 @@ const view = (e: WebhookEndpoint): WebhookEndpointView => ({
 export const webhookRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
   const r = app.withTypeProvider<ZodTypeProvider>();
 
-  r.post('/v1/webhooks', { schema: { body: WebhookBody, response: succeedsWith(201, 'The endpoint, with its secret (shown here only)'), tags: ['webhooks'], summary: "Subscribe an endpoint to the webhooks of every task of the tenant (the answer shows its secret, once)" } }, async (req, reply) => {
-    const problem = webhookUrlProblem(req.body.url, { allowPrivateNetworks: d.allowPrivateWebhooks });
+  /** A URL the notifier may send to (public, no credentials): else 400 naming what is wrong. */
+  const checkUrl = (url: string): void => {
+    const problem = webhookUrlProblem(url, { allowPrivateNetworks: d.allowPrivateWebhooks });
     if (problem) throw new HttpError(400, 'validation_error', `body.url: ${problem}`, [{ field: 'body.url', message: problem }]);
+  };
+
+  r.post('/v1/webhooks', { schema: { body: WebhookBody, response: succeedsWith(201, 'The endpoint, with its secret (shown here only)'), tags: ['webhooks'], summary: "Subscribe an endpoint to the webhooks of every task of the tenant (the answer shows its secret, once)" } }, async (req, reply) => {
+    checkUrl(req.body.url);
     const e = await createEndpointUnderCap(d.pool, { id: d.newId(), tenantId: req.tenant, url: req.body.url, events: req.body.events, secret: newSecret() }, MAX_ENDPOINTS_PER_TENANT);
     if (!e) throw new HttpError(409, 'too_many_webhooks', `a tenant has at most ${MAX_ENDPOINTS_PER_TENANT} webhook endpoints; delete one first`);
     return reply.status(201).send({ ...view(e), secret: e.secret });
@@ -40,6 +45,19 @@ export const webhookRoutes = (d: GatewayDeps) => async (app: FastifyInstance) =>
 
   r.get('/v1/webhooks', { schema: { tags: ['webhooks'], summary: "The tenant's webhook endpoints (without their secrets)" } }, async (req) => {
     return { items: (await listEndpoints(d.pool, req.tenant)).map(view) };
+  });
+
+  r.get('/v1/webhooks/:webhookId', { schema: { params: WebhookIdParams, tags: ['webhooks'], summary: 'One endpoint (without its secrets)' } }, async (req) => {
+    const e = await tenantEndpoint(d.pool, req.tenant, req.params.webhookId);
+    if (!e) throw notFound(`webhook ${req.params.webhookId}`);
+    return view(e);
+  });
+
+  r.patch('/v1/webhooks/:webhookId', { schema: { params: WebhookIdParams, body: WebhookPatchBody, tags: ['webhooks'], summary: 'Change an endpoint\'s URL or types, keeping its id and secrets (retries and redeliveries go to it as changed)' } }, async (req) => {
+    if (req.body.url !== undefined) checkUrl(req.body.url);
+    const e = await updateEndpoint(d.pool, { tenantId: req.tenant, id: req.params.webhookId, ...req.body });
+    if (!e) throw notFound(`webhook ${req.params.webhookId}`);
+    return view(e);
   });
 
   r.delete('/v1/webhooks/:webhookId', { schema: { params: WebhookIdParams, body: NoBody, response: succeedsWith(204, 'Deleted (no body)'), tags: ['webhooks'], summary: 'Delete an endpoint (no more deliveries to it)' } }, async (req, reply) => {
