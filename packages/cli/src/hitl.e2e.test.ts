@@ -144,6 +144,9 @@ describe('human in the loop, end to end', () => {
     expect(after).toMatchObject({ status: 'awaiting_input', version: source.version });
     const forkEvents: ApiEvent[] = await api.allEvents(forkId);
     expect(forkEvents[0]).toMatchObject({ type: 'TaskSubmitted', data: { forkedFrom: { taskId: id, atVersion: source.version } } });
+    // The fork made again by the current code, with the configuration it was pinned to (recorded by the services that loaded it).
+    expect(await cli('verify', forkId)).toMatch(/^identical: [1-9]\d* decisions checked over \d+ events, with the run's own team configuration \(sha256:[0-9a-f]+\)\n$/);
+    await expect(cli('verify', forkId, '--config', 'then')).rejects.toThrow(/--config must be pinned or current, got 'then'/);
   });
 
   it('a budget reached mid-run stops every model call and asks a person: a raise resumes the run where it stopped, a refusal fails it', async () => {

@@ -331,12 +331,20 @@ program
 program
   .command('verify <taskId>')
   .description('re-run the current code\'s decisions against the task\'s recorded run (model outputs and tool results as inputs, nothing executed): the first divergence, or identical')
-  .action(async (taskId: string) => {
-    const r = await client().request<VerifyResult>('POST', `/v1/tasks/${taskId}/verify`);
+  .option('--config <which>', "the team configuration to check with: pinned (the run's own, the default: a divergence is the code's) or current (the one loaded now: a configuration change shows too)", (v: string) => {
+    if (v !== 'pinned' && v !== 'current') throw new InvalidArgumentError(`--config must be pinned or current, got '${v}'`);
+    return v;
+  })
+  .action(async (taskId: string, opts: { config?: 'pinned' | 'current' }) => {
+    const r = await client().request<VerifyResult & { config: { version: string; pinnedVersion: string | null; note?: string } }>('POST', `/v1/tasks/${taskId}/verify${opts.config ? `?config=${opts.config}` : ''}`);
+    const config = r.config.version === r.config.pinnedVersion ? `with the run's own team configuration (${r.config.version})` : `with the current team configuration (${r.config.version}; the run's: ${r.config.pinnedVersion ?? 'none'})`;
     if (r.identical) {
-      console.log(`identical: ${r.checked} decisions checked over ${r.events} events`);
+      console.log(`identical: ${r.checked} decisions checked over ${r.events} events, ${config}`);
+      if (r.config.note) console.log(`  note: ${r.config.note}`);
       return;
     }
+    console.log(config);
+    if (r.config.note) console.log(`  note: ${r.config.note}`);
     console.log(`diverges at #${r.at.position} (${r.at.streamId} v${r.at.version}, ${r.at.type}) after ${r.checked - 1} identical decisions`);
     console.log(`  recorded: ${r.recorded}`);
     for (const d of r.decided) console.log(`  now:      ${d}`);

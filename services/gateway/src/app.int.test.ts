@@ -2,11 +2,11 @@ import { randomUUID } from 'node:crypto';
 import type { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { builtinTeams } from '@baton/agents';
+import { builtinTeams, configVersion, type TeamDefinition } from '@baton/agents';
 import { busNames, deadLetterRecorder, ensureTopology, publishWakeUps, Relay, RELAYED_CURSOR_HEADER, RELAYED_PREV_HEADER } from '@baton/bus';
 import { headers } from '@nats-io/nats-core';
 import { handleCommand, TaskCache } from '@baton/event-store';
-import { DEFAULT_WORKSPACE_LIMITS, storeArtifact } from '@baton/storage';
+import { DEFAULT_WORKSPACE_LIMITS, saveTeamConfigs, storeArtifact } from '@baton/storage';
 import { limiter, silentLogger } from '@baton/runtime';
 import { stackTest, testClient, waitFor, type NatsFixture, type PgFixture } from '@baton/testing';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
@@ -923,10 +923,28 @@ describe('human in the loop over HTTP', () => {
     const run = async (requestId: string) => (await leadAsksApproval(pg, app, requestId)).id;
     const same = await app.inject({ method: 'POST', url: `/v1/tasks/${await run('apr-lead-tu1')}/verify` });
     expect(same.statusCode).toBe(200);
-    expect(same.json()).toEqual({ identical: true, checked: 1, events: 4 });
+    // Its pinned configuration ('v') was never recorded: checked with the current one, and said so.
+    const current = configVersion(builtinTeams.research!);
+    expect(same.json()).toEqual({ identical: true, checked: 1, events: 4, config: { version: current, pinnedVersion: 'v', note: "the run's configuration (v) is not recorded here: checked with the current one" } });
     const other = (await app.inject({ method: 'POST', url: `/v1/tasks/${await run('apr-1')}/verify` })).json();
     expect(other).toMatchObject({ identical: false, checked: 1, at: { type: 'ApprovalRequested', version: 4 }, recorded: expect.stringMatching(/^ApprovalRequested apr-1:/), decided: [expect.stringMatching(/^ApprovalRequested apr-lead-tu1: lead asks to call Task/)] });
     expect((await app.inject({ method: 'POST', url: `/v1/tasks/00000000-0000-4000-8000-000000000000/verify` })).statusCode).toBe(404);
+
+    // A run made under a configuration since changed (its delegations needed no approval then), recorded
+    // as the services record theirs: checked with its own, it is identical (the code did not change);
+    // with the current one, the change of configuration shows.
+    const then: TeamDefinition = { ...builtinTeams.research!, approvals: [{ tool: 'Task', require: 'never', onTimeout: 'reject' }] };
+    await saveTeamConfigs(pg.db.pool, [{ version: configVersion(then), teamId: 'research', definition: then }]);
+    const id = (await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x' } })).json().id as string;
+    await handleCommand(pg.store, id, { type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'research-lead', configVersion: configVersion(then) });
+    await handleCommand(pg.store, id, { type: 'RecordModelTurn', agentId: 'lead', turn: 1, model: 'm', content: [{ type: 'tool_use', id: 'tu1', name: 'Task', input: { agent: 'researcher', prompt: 'p' } }], stopReason: 'tool_use', usage: { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 }, offline: true, durationMs: 0 });
+    await handleCommand(pg.store, id, { type: 'DispatchSubagent', agentId: 'researcher-1', agentType: 'researcher', toolUseId: 'tu1', prompt: 'p' });
+    const own = (await app.inject({ method: 'POST', url: `/v1/tasks/${id}/verify` })).json();
+    expect(own).toMatchObject({ identical: true, config: { version: configVersion(then), pinnedVersion: configVersion(then) } });
+    expect(own.config.note).toBeUndefined();
+    const now = (await app.inject({ method: 'POST', url: `/v1/tasks/${id}/verify?config=current` })).json();
+    expect(now).toMatchObject({ identical: false, at: { type: 'SubagentDispatched' }, decided: [expect.stringMatching(/^ApprovalRequested apr-lead-tu1/)], config: { version: current, pinnedVersion: configVersion(then) } });
+    expect((await app.inject({ method: 'POST', url: `/v1/tasks/${id}/verify?config=then` })).json().error.message).toMatch(/^query\.config: must be 'pinned' or 'current'/);
   });
 
   test('answers: each request on its own; an empty answer is 400; twice is 409; a final task is 409', async ({ pg, nats }) => {

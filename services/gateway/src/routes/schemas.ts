@@ -151,6 +151,10 @@ export const succeedsWith = (status: 201 | 202 | 204, description: string) => ({
 
 /** A route that takes no body: none, or an empty object — any field is refused by name, not ignored. */
 export const NoBody = z.strictObject({}).nullish();
+/** Which team configuration verify checks a run with: the one the run was pinned to (default), or the one loaded now. */
+export const VerifyQuery = z.strictObject({
+  config: z.enum(['pinned', 'current'], { error: "must be 'pinned' or 'current'" }).default('pinned'),
+});
 
 export const EventsQuery = z.strictObject({
   after: Position.optional(),
