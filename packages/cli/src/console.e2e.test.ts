@@ -167,10 +167,16 @@ describe('the web console, in Chromium', () => {
     expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(1400); // the diff's long lines scroll in their box
     // The change file by file, as the API lists it: each file its own fold, named with what changed in it.
     const change = await api.change(id);
-    expect(await plan.locator('details.diff > summary').textContent()).toBe(`The change: ${change.files.length} files · +${change.files.reduce((n, f) => n + f.additions, 0)} −${change.files.reduce((n, f) => n + f.deletions, 0)}`);
+    expect(await plan.locator('details.diff > summary').textContent()).toBe(`The change: ${change.files.length} files · +${change.files.reduce((n, f) => n + f.additions, 0)} −${change.files.reduce((n, f) => n + f.deletions, 0)} Download patch`);
     expect(await plan.locator('details.diff-file').evaluateAll((els) => els.map((e) => e.getAttribute('data-file')))).toEqual(change.files.map((f) => f.path));
     const first = change.files[0]!;
     expect(await plan.locator('details.diff-file').first().locator('summary').textContent()).toBe(`${first.path} ${first.status} · +${first.additions} −${first.deletions}`);
+    // The input it started from, in the task's head; the patch downloads as the API gives it.
+    expect(await page.locator('.task-head .workspace').textContent()).toMatch(/^from example inventory · \d+ files, \d+ bytes$/);
+    const [saved] = await Promise.all([page.waitForEvent('download'), plan.getByRole('button', { name: 'Download patch' }).click()]);
+    expect(saved.suggestedFilename()).toBe(`task-${id.slice(0, 8)}.patch`);
+    expect(await readFile(await saved.path(), 'utf8')).toBe(change.patch);
+    expect(await plan.locator('details.diff').getAttribute('open')).not.toBeNull(); // the click did not fold the change
     // Read once for the finished task: its events in (the timeline ends at TaskCompleted), the page's re-renders read it no more.
     await page.locator('.timeline li[data-type="TaskCompleted"]').waitFor();
     page.off('request', countChangeReads);

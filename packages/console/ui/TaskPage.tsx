@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
 import { RenderedMarkdown } from './Markdown.tsx';
-import { api, apiText, download, followEvents, isFinalStatus, taskChange, type AgentView, type EventView, type TaskChangeView, type TaskView } from './api.ts';
+import { api, apiText, download, followEvents, isFinalStatus, saveText, taskChange, type AgentView, type EventView, type TaskChangeView, type TaskView } from './api.ts';
 import { changeKey, changeTotals, fileSections, fileStat, lineKind, UNFOLDED_FILES } from './change.ts';
 import { Deliveries } from './Deliveries.tsx';
 import { ErrorLine } from './ErrorLine.tsx';
@@ -123,6 +123,11 @@ export function TaskPage({ taskId }: { taskId: string }) {
         <div className="row meta">
           <span className={`status s-${task.status}`}>{task.status.replace('_', ' ')}</span>
           <span>team {task.team}</span>
+          {task.workspace && (
+            <span className="workspace" title={`input workspace, digest ${task.workspace.digest}`}>
+              from {task.workspace.source === 'example' ? `example ${task.workspace.name ?? ''}` : `upload${task.workspace.name ? ` ${task.workspace.name}` : ''}`} · {task.workspace.files} files, {task.workspace.bytes} bytes
+            </span>
+          )}
           <span>v{task.version}</span>
           {task.forkedFrom && (
             <a href={`#/tasks/${task.forkedFrom.taskId}`}>
@@ -351,7 +356,19 @@ function PlanView({ task }: { task: TaskView }) {
       )}
       {sections.length > 0 && change && (
         <details className="diff" open>
-          <summary>The change: {changeTotals(change)}</summary>
+          <summary>
+            The change: {changeTotals(change)}{' '}
+            <button
+              className="small"
+              title="git apply it in a checkout of the input"
+              onClick={(e) => {
+                e.preventDefault(); // a click in the summary would fold the change too
+                saveText(change.patch, `task-${task.id.slice(0, 8)}.patch`, 'text/x-diff');
+              }}
+            >
+              Download patch
+            </button>
+          </summary>
           {sections.map(({ file, lines }) => (
             <details key={file.path} className="diff-file" data-file={file.path} open={sections.length <= UNFOLDED_FILES}>
               <summary>

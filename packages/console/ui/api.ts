@@ -34,10 +34,17 @@ export const taskChange = (taskId: string): Promise<TaskChangeView> => client().
 /** Download an artifact with the key (links cannot send a header): fetched, then saved from a blob. */
 export async function download(taskId: string, file: string, at?: number): Promise<void> {
   const res = await client().artifactResponse(taskId, file, at === undefined ? {} : { at });
-  const href = URL.createObjectURL(await res.blob());
+  save(await res.blob(), file.split('/').at(-1) ?? file);
+}
+
+/** Save what the page has already (a patch) as a file. */
+export const saveText = (text: string, name: string, type: string): void => save(new Blob([text], { type }), name);
+
+function save(blob: Blob, name: string): void {
+  const href = URL.createObjectURL(blob);
   const a = document.createElement('a');
   a.href = href;
-  a.download = file.split('/').at(-1) ?? file;
+  a.download = name;
   a.click();
   setTimeout(() => URL.revokeObjectURL(href), 10_000);
 }
