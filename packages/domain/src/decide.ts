@@ -8,7 +8,7 @@ import {
   TaskFinalError,
 } from './errors.ts';
 import { budgetReached, describeSpend, openBudgetRequest, raisedLimit, spentOf, type BudgetRequest } from './budget.ts';
-import { overlappingLocks, planProblems } from './plan.ts';
+import { overlappingLocks, planProblems, reworkFor } from './plan.ts';
 import { activeAgents, exists, isFinal, loopOf, planIsRunning, type AgentLoopState, type AgentState, type OpenToolUse, type TaskState } from './state.ts';
 
 /**
@@ -86,7 +86,10 @@ export function decide(command: Command, state: TaskState): DecidedEvent[] {
       if (!state.plan || state.plan.reviews.some((r) => r.round === command.round)) throw new IllegalTransitionError(command.type, status, `round ${command.round} was already reviewed`);
       if (command.round !== agent.round) throw new InvalidCommandError(`the reviewer of round ${agent.round} cannot record round ${command.round}`);
       if (command.verdict === 'request_changes' && command.issues.length === 0) throw new InvalidCommandError('a review that requests changes names at least one issue');
-      return [{ type: 'ReviewRecorded', data: rest as DecidedData<'ReviewRecorded'> }];
+      // A round of changes to come: who addresses which issue is decided now, and recorded.
+      const { rework: _given, ...review } = rest as DecidedData<'ReviewRecorded'>;
+      const rework = command.verdict === 'request_changes' && state.plan.round < state.plan.maxReviewRounds ? reworkFor(state.plan.subtasks, command.issues) : null;
+      return [{ type: 'ReviewRecorded', data: rework ? { ...review, rework } : review }];
     }
 
     case 'StartSubagent': {

@@ -188,6 +188,13 @@ export const eventDataSchemas = {
     verdict: ReviewVerdict,
     issues: z.array(ReviewIssue),
     summary: z.string(),
+    /**
+     * Which subtasks a round of changes gives which issues (indexes into `issues`), as decided
+     * when the review was recorded (`reworkFor`). Absent — reviews recorded before it was, or
+     * with no round of changes to come — the fold routes them as it did then: each issue to every
+     * subtask whose locks hold its file.
+     */
+    rework: z.array(z.object({ subtaskId: z.string(), issues: z.array(z.number().int().nonnegative()) })).optional(),
   }),
   ArtifactStored: z.object({
     agentId: AgentId.nullable(),

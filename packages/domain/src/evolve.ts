@@ -234,7 +234,7 @@ export function evolve(state: TaskState, event: RecordedEvent): TaskState {
       if (!s.plan) break;
       const review = { agentId: d.agentId, round: d.round, verdict: d.verdict, issues: d.issues, summary: d.summary };
       let plan: PlanState = { ...s.plan, reviews: [...s.plan.reviews, review], status: 'running' };
-      if (d.verdict === 'request_changes' && plan.round < plan.maxReviewRounds) plan = reworkRound(plan, d.issues);
+      if (d.verdict === 'request_changes' && plan.round < plan.maxReviewRounds) plan = reworkRound(plan, d.issues, d.rework);
       s.plan = plan;
       break;
     }
@@ -385,17 +385,23 @@ function updateSubtask(s: TaskState, id: string, f: (t: SubtaskState) => Subtask
 }
 
 /**
- * A review asked for changes with rounds left: the subtasks that own the files it names (by
- * their locks) go back to pending with their issues; issues about no file (or a file nobody
- * owns) go to every subtask that changed files.
+ * A review asked for changes with rounds left: the subtasks it gives issues to go back to pending
+ * with them — as the review recorded (`rework`, decided by `reworkFor`), or, for a review
+ * recorded before that was, as the fold routed them then: each issue to every subtask whose
+ * locks hold its file; issues about no file (or a file nobody owns) to every subtask that
+ * changed files.
  */
-function reworkRound(plan: PlanState, issues: readonly ReviewIssue[]): PlanState {
-  const changed = plan.subtasks.filter((t) => t.filesCreated.length + t.filesModified.length > 0);
-  const general = changed.length > 0 ? changed : plan.subtasks;
+function reworkRound(plan: PlanState, issues: readonly ReviewIssue[], rework: readonly { subtaskId: string; issues: number[] }[] | undefined): PlanState {
   const assigned = new Map<string, ReviewIssue[]>();
-  for (const issue of issues) {
-    const owners = issue.file ? plan.subtasks.filter((t) => withinLocks(issue.file as string, t.fileLocks)) : [];
-    for (const t of owners.length > 0 ? owners : general) assigned.set(t.id, [...(assigned.get(t.id) ?? []), issue]);
+  if (rework) {
+    for (const r of rework) assigned.set(r.subtaskId, r.issues.flatMap((i) => (issues[i] ? [issues[i]] : [])));
+  } else {
+    const changed = plan.subtasks.filter((t) => t.filesCreated.length + t.filesModified.length > 0);
+    const general = changed.length > 0 ? changed : plan.subtasks;
+    for (const issue of issues) {
+      const owners = issue.file ? plan.subtasks.filter((t) => withinLocks(issue.file as string, t.fileLocks)) : [];
+      for (const t of owners.length > 0 ? owners : general) assigned.set(t.id, [...(assigned.get(t.id) ?? []), issue]);
+    }
   }
   return {
     ...plan,

@@ -195,3 +195,32 @@ export function overlappingLocks(a: readonly string[], b: readonly string[]): [s
 
 /** Whether a workspace path is inside a set of locks. */
 export const withinLocks = (p: string, locks: readonly string[]): boolean => locks.some((g) => g === p || path.posix.matchesGlob(p, g));
+
+/**
+ * Who addresses each issue of a review asking for changes (indexes into `issues`, by subtask, in
+ * plan order). An issue about a file goes to the one subtask that owns it: of the subtasks whose
+ * locks hold the file, those that changed it — else all of them — and of those the last to run
+ * (the one the others come before: subtasks whose locks overlap are ordered by their
+ * dependencies). Two owners fixing one issue made the same change twice. An issue about no file,
+ * or a file no lock holds, goes to every subtask that changed files (every subtask if none did).
+ * Pure.
+ */
+export function reworkFor(
+  subtasks: readonly (Pick<PlanSubtask, 'id' | 'dependsOn' | 'fileLocks'> & { filesCreated: readonly string[]; filesModified: readonly string[] })[],
+  issues: readonly Pick<ReviewIssue, 'file'>[],
+): { subtaskId: string; issues: number[] }[] {
+  const before = ancestors(subtasks);
+  const changedFiles = subtasks.filter((t) => t.filesCreated.length + t.filesModified.length > 0);
+  const general = changedFiles.length > 0 ? changedFiles : subtasks;
+  const out = new Map<string, number[]>();
+  issues.forEach((issue, i) => {
+    const file = issue.file;
+    const holders = file ? subtasks.filter((t) => withinLocks(file, t.fileLocks)) : [];
+    const changers = holders.filter((t) => t.filesCreated.includes(file as string) || t.filesModified.includes(file as string));
+    const candidates = changers.length > 0 ? changers : holders;
+    // The last to run: no other candidate comes after it.
+    const last = candidates.filter((t) => !candidates.some((o) => o !== t && before.get(o.id)?.has(t.id)));
+    for (const t of candidates.length > 0 ? last : general) out.set(t.id, [...(out.get(t.id) ?? []), i]);
+  });
+  return subtasks.filter((t) => out.has(t.id)).map((t) => ({ subtaskId: t.id, issues: out.get(t.id) ?? [] }));
+}

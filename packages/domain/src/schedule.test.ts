@@ -4,7 +4,8 @@ import type { Command, DecidedEvent } from './commands.ts';
 import { decide } from './decide.ts';
 import { InvalidCommandError, IllegalTransitionError } from './errors.ts';
 import { planAcceptance } from './acceptance.ts';
-import { planProblems, globsOverlap, type PlanSubtask } from './plan.ts';
+import { planProblems, globsOverlap, reworkFor, type PlanSubtask } from './plan.ts';
+import { fold } from './evolve.ts';
 import { reviewAgentId, schedulePlan } from './schedule.ts';
 import { leadPhase, type TaskState } from './state.ts';
 
@@ -204,6 +205,42 @@ describe('scheduling (pure: a function of the task state)', () => {
 
 describe('review and the request-changes round', () => {
   const subtasks = () => [st('api', [], ['api/**']), st('web', [], ['web/**'], 'frontend-engineer')];
+
+  it("an issue goes to one owner of its file: of the subtasks whose locks hold it, the last to change it — two owners made the same fix twice; the routing is recorded with the review", () => {
+    // first and second both lock api/** (so second runs after first); ui locks web/**.
+    const r = new Run().plan([st('first', [], ['api/**']), st('second', ['first'], ['api/**']), st('ui', [], ['web/**'], 'frontend-engineer')], { agent: 'reviewer', rounds: 1 });
+    r.tick();
+    r.finish('first', { files: ['api/a.ts'] });
+    r.finish('ui', { files: ['web/v.ts'] });
+    r.tick();
+    r.finish('second', { files: ['api/a.ts', 'api/b.ts'] });
+    r.tick();
+    r.review('review-1', 'request_changes', [
+      { file: 'api/a.ts', message: 'both changed it: the later one fixes it' },
+      { file: 'api/c.ts', message: 'nobody changed it: the later holder' },
+      { file: 'web/v.ts', message: 'the only holder' },
+      { file: null, message: 'about no file: every subtask that changed files' },
+    ]);
+    const review = r.events.find((e) => e.type === 'ReviewRecorded');
+    expect(review?.data).toMatchObject({ rework: [{ subtaskId: 'first', issues: [3] }, { subtaskId: 'second', issues: [0, 1, 3] }, { subtaskId: 'ui', issues: [2, 3] }] });
+    expect(r.subtask('first')?.rework?.map((i) => i.message)).toEqual(['about no file: every subtask that changed files']);
+    expect(r.subtask('second')?.rework?.map((i) => i.message)).toEqual(['both changed it: the later one fixes it', 'nobody changed it: the later holder', 'about no file: every subtask that changed files']);
+    // A file only the earlier one changed goes to it.
+    expect(reworkFor([{ id: 'first', dependsOn: [], fileLocks: ['api/**'], filesCreated: ['api/x.ts'], filesModified: [] }, { id: 'second', dependsOn: ['first'], fileLocks: ['api/**'], filesCreated: [], filesModified: ['api/b.ts'] }], [{ file: 'api/x.ts' }])).toEqual([{ subtaskId: 'first', issues: [0] }]);
+  });
+
+  it('a review recorded before the routing was (no rework in it) is folded as it was then: each issue to every subtask whose locks hold its file', () => {
+    const r = new Run().plan([st('first', [], ['api/**']), st('second', ['first'], ['api/**'])], { agent: 'reviewer', rounds: 1 });
+    r.tick();
+    r.finish('first', { files: ['api/a.ts'] });
+    r.tick();
+    r.finish('second', { files: ['api/a.ts'] });
+    r.tick();
+    r.review('review-1', 'request_changes', [{ file: 'api/a.ts', message: 'm' }]);
+    const old = r.events.map((e) => (e.type === 'ReviewRecorded' ? { ...e, data: { ...e.data, rework: undefined } } : e)) as typeof r.events;
+    const plan = fold(old).plan;
+    expect(plan?.subtasks.map((t) => [t.id, t.status, t.rework?.length ?? 0])).toEqual([['first', 'pending', 1], ['second', 'pending', 1]]);
+  });
 
   it('the reviewer starts once every subtask is done; an approval completes the plan with the verdict', () => {
     const r = new Run().plan(subtasks(), { agent: 'reviewer', rounds: 1 });
