@@ -337,7 +337,8 @@ program
   })
   .action(async (taskId: string, opts: { config?: 'pinned' | 'current' }) => {
     const r = await client().request<VerifyResult & { config: { version: string; pinnedVersion: string | null; note?: string } }>('POST', `/v1/tasks/${taskId}/verify${opts.config ? `?config=${opts.config}` : ''}`);
-    const config = r.config.version === r.config.pinnedVersion ? `with the run's own team configuration (${r.config.version})` : `with the current team configuration (${r.config.version}; the run's: ${r.config.pinnedVersion ?? 'none'})`;
+    const own = r.config.version === r.config.pinnedVersion;
+    const config = opts.config === 'current' ? `with the current team configuration (${r.config.version}${own ? ", the run's own too" : `; the run's: ${r.config.pinnedVersion ?? 'none'}`})` : own ? `with the run's own team configuration (${r.config.version})` : `with the current team configuration (${r.config.version}; the run's: ${r.config.pinnedVersion ?? 'none'})`;
     if (r.identical) {
       console.log(`identical: ${r.checked} decisions checked over ${r.events} events, ${config}`);
       if (r.config.note) console.log(`  note: ${r.config.note}`);

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { pgTest as test } from '@baton/testing';
 import { describe, expect } from 'vitest';
-import { listDeliveries, recordDelivery, type DeliveryAttempt } from './deliveries.ts';
+import { listDeliveries, recordDelivery, recordNextAttempt, type DeliveryAttempt } from './deliveries.ts';
 
 describe('webhook deliveries', () => {
   test('recorded attempts are listed per task, in order', async ({ pg: { db } }) => {
@@ -29,5 +29,16 @@ describe('webhook deliveries', () => {
       await recordDelivery(db.pool, { taskId, eventId, webhookId: `msg_${eventId}`, type: 'task.completed', url: 'https://example.com/h', attempt, statusCode: 503, ok: false, error: 'HTTP 503', durationMs: 1 });
     }
     expect((await listDeliveries(db.pool, taskId)).map((d) => d.attempt)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
+  });
+
+  test('attempts recorded at once for one message and target (an automatic retry, redeliveries) get a number each, in the order recorded', async ({ pg: { db } }) => {
+    const taskId = randomUUID();
+    const eventId = randomUUID();
+    const attempt = { taskId, eventId, webhookId: `msg_${eventId}`, type: 'task.completed', url: 'https://example.com/h', statusCode: 500, ok: false, error: 'HTTP 500', durationMs: 1 };
+    const numbers = await Promise.all(Array.from({ length: 8 }, () => recordNextAttempt(db.pool, attempt)));
+    expect([...numbers].sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    // Another target of the same message counts on its own.
+    expect(await recordNextAttempt(db.pool, { ...attempt, endpointId: randomUUID() })).toBe(1);
+    expect((await listDeliveries(db.pool, taskId)).map((d) => d.attempt)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 1]); // listed as recorded: numbered in that order
   });
 });

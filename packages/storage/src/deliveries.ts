@@ -1,3 +1,4 @@
+import { inTransaction } from '@baton/db';
 import type pg from 'pg';
 
 /**
@@ -29,27 +30,40 @@ export interface DeliveryAttempt {
 /** A recorded attempt, as a task's delivery list shows it. */
 export type RecordedDelivery = Omit<DeliveryAttempt, 'taskId' | 'channel' | 'redeliveryId' | 'endpointId' | 'givenUp'> & { id: string; channel: 'webhook' | 'email'; endpointId: string | null; redelivery: boolean; givenUp: boolean; attemptedAt: Date };
 
+const INSERT_DELIVERY = `insert into webhook_deliveries (task_id, event_id, webhook_id, type, url, attempt, status_code, ok, error, duration_ms, channel, redelivery_id, endpoint_id, given_up)
+     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`;
+const deliveryValues = (a: DeliveryAttempt): unknown[] => [a.taskId, a.eventId, a.webhookId, a.type, a.url, a.attempt, a.statusCode, a.ok, a.error, a.durationMs, a.channel ?? 'webhook', a.redeliveryId ?? null, a.endpointId ?? null, a.givenUp ?? false];
+
+/** Record an attempt numbered by its caller (a mail's claim numbers its own). */
 export async function recordDelivery(pool: Pick<pg.Pool, 'query'>, a: DeliveryAttempt): Promise<void> {
-  await pool.query(
-    `insert into webhook_deliveries (task_id, event_id, webhook_id, type, url, attempt, status_code, ok, error, duration_ms, channel, redelivery_id, endpoint_id, given_up)
-     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
-    [a.taskId, a.eventId, a.webhookId, a.type, a.url, a.attempt, a.statusCode, a.ok, a.error, a.durationMs, a.channel ?? 'webhook', a.redeliveryId ?? null, a.endpointId ?? null, a.givenUp ?? false],
-  );
+  await pool.query(INSERT_DELIVERY, deliveryValues(a));
 }
 
 /**
- * Where a message stands with one target: `settled` once it was delivered or the receiver said
- * 410 Gone (a re-published event — the bus re-fed from the log — or a retry for another target
- * sends it no more), and the attempts made so far (the next is numbered one more, a person's
- * redeliveries included, so no two attempts share a number).
+ * Record an attempt as the message's next to its target, numbered when it is recorded: the
+ * message's attempts take turns (a transaction-scoped advisory lock), so an automatic retry and
+ * a person's redelivery that end at once get two numbers, not one twice. Returns the number.
  */
-export async function targetDeliveries(pool: Pick<pg.Pool, 'query'>, taskId: string, webhookId: string, endpointId: string | null = null): Promise<{ settled: boolean; attempts: number }> {
+export async function recordNextAttempt(pool: pg.Pool, a: Omit<DeliveryAttempt, 'attempt'>): Promise<number> {
+  return inTransaction(pool, async (client) => {
+    await client.query(`select pg_advisory_xact_lock(hashtext('baton.webhook_deliveries'), hashtext($1 || ' ' || $2 || ' ' || coalesce($3, '')))`, [a.taskId, a.webhookId, a.endpointId ?? null]);
+    const attempt = await nextAttempt(client, a.taskId, a.webhookId, a.endpointId ?? null);
+    await client.query(INSERT_DELIVERY, deliveryValues({ ...a, attempt }));
+    return attempt;
+  });
+}
+
+/**
+ * Has a message settled with one target: delivered, or the receiver said 410 Gone? (A
+ * re-published event — the bus re-fed from the log — or a retry for another target sends it no
+ * more.)
+ */
+export async function targetSettled(pool: Pick<pg.Pool, 'query'>, taskId: string, webhookId: string, endpointId: string | null = null): Promise<boolean> {
   const { rows } = await pool.query(
-    `select coalesce(bool_or(ok or status_code = 410), false) as settled, coalesce(max(attempt), 0)::int as attempts
-       from webhook_deliveries where task_id = $1 and webhook_id = $2 and endpoint_id is not distinct from $3`,
+    `select coalesce(bool_or(ok or status_code = 410), false) as settled from webhook_deliveries where task_id = $1 and webhook_id = $2 and endpoint_id is not distinct from $3`,
     [taskId, webhookId, endpointId],
   );
-  return { settled: rows[0].settled, attempts: rows[0].attempts };
+  return rows[0].settled;
 }
 
 /** A task's delivery attempts, in the order they were recorded. */
@@ -126,7 +140,7 @@ export async function finishRedelivery(pool: Pick<pg.Pool, 'query'>, id: string)
 }
 
 /** The number of a message's next attempt (after every recorded one). */
-export async function nextAttempt(pool: Pick<pg.Pool, 'query'>, taskId: string, webhookId: string, endpointId: string | null = null): Promise<number> {
+async function nextAttempt(pool: Pick<pg.Pool, 'query'>, taskId: string, webhookId: string, endpointId: string | null = null): Promise<number> {
   const { rows } = await pool.query('select coalesce(max(attempt), 0)::int + 1 as n from webhook_deliveries where task_id = $1 and webhook_id = $2 and endpoint_id is not distinct from $3', [taskId, webhookId, endpointId]);
   return rows[0].n;
 }

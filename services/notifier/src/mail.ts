@@ -4,7 +4,7 @@ import { fold, type RecordedEvent, type RecordedEventOf, type TaskState } from '
 import { handleCommand, type EventStore } from '@baton/event-store';
 import { endMail, mailIds, MAIL_EVENT_TYPES, mailToResend, outboxMail, plannedMails, requestMail, signLinkToken, type LinkAction, type ListedArtifact, type PlannedMail } from '@baton/mail';
 import type { Logger } from '@baton/runtime';
-import { claimMail, mailInFlight, mailSendState, nextAttempt, readArtifact, recordDelivery, recordMailResend, settleMail, type ClaimedRedelivery } from '@baton/storage';
+import { claimMail, mailInFlight, mailSendState, readArtifact, recordDelivery, recordMailResend, recordNextAttempt, settleMail, type ClaimedRedelivery } from '@baton/storage';
 import type pg from 'pg';
 import { SendError, type Mailer, type OutgoingMail } from './mailer.ts';
 
@@ -157,11 +157,11 @@ async function deliverOne(d: MailDeps, event: BusEvent, state: TaskState, events
 export async function resendMail(d: Pick<MailDeps, 'store' | 'pool' | 'log'>, mail: MailDeps | null, c: ClaimedRedelivery): Promise<void> {
   const events = await d.store.readTask(c.taskId);
   const state = fold(events);
-  const attempt = { channel: 'email' as const, taskId: c.taskId, eventId: c.eventId, webhookId: c.webhookId, type: c.type, url: c.url, attempt: await nextAttempt(d.pool, c.taskId, c.webhookId), redeliveryId: c.id };
+  const attempt = { channel: 'email' as const, taskId: c.taskId, eventId: c.eventId, webhookId: c.webhookId, type: c.type, url: c.url, redeliveryId: c.id };
   const started = performance.now();
   const notSent = async (why: string): Promise<void> => {
     d.log.warn({ taskId: c.taskId, redeliveryId: c.id, why }, 'mail not sent again');
-    await recordDelivery(d.pool, { ...attempt, statusCode: null, ok: false, error: `not sent: ${why}`, durationMs: 0 });
+    await recordNextAttempt(d.pool, { ...attempt, statusCode: null, ok: false, error: `not sent: ${why}`, durationMs: 0 });
   };
   const resend = mailToResend(c, events, state);
   if (!resend.ok) return notSent(resend.message);
@@ -185,7 +185,7 @@ export async function resendMail(d: Pick<MailDeps, 'store' | 'pool' | 'log'>, ma
   const { ok, statusCode, error } = outcome;
   metrics.deliveries.inc({ channel: 'email', outcome: ok ? 'delivered' : 'failed' });
   metrics.deliverySeconds.observe({ channel: 'email' }, elapsed() / 1000);
-  await recordDelivery(d.pool, { ...attempt, statusCode, ok, error, durationMs: elapsed() });
+  await recordNextAttempt(d.pool, { ...attempt, statusCode, ok, error, durationMs: elapsed() });
   await recordMailResend(d.pool, { ...key, messageId, ok, error });
 }
 

@@ -1,7 +1,7 @@
 import { fold } from '@baton/domain';
 import { isConnectionError } from '@baton/runtime';
 import type { EventStore } from '@baton/event-store';
-import { claimRedeliveries, findEndpoint, finishRedelivery, nextAttempt, recordDelivery, validSecrets, type ClaimedRedelivery } from '@baton/storage';
+import { claimRedeliveries, findEndpoint, finishRedelivery, recordNextAttempt, validSecrets, type ClaimedRedelivery } from '@baton/storage';
 import { resendMail, type MailDeps } from './mail.ts';
 import { sendMessage, type SendDeps } from './send.ts';
 
@@ -74,16 +74,15 @@ async function redeliver(d: RedeliveryDeps, c: ClaimedRedelivery): Promise<void>
   const endpoint = c.endpointId ? await findEndpoint(d.pool, c.endpointId) : null;
   const own = fold(events).webhook;
   const target = c.endpointId ? (endpoint ? { url: endpoint.url, secrets: validSecrets(endpoint, d.now()) } : null) : own ? { url: own.url, secrets: [d.secret] } : null;
-  const attempt = await nextAttempt(d.pool, c.taskId, c.webhookId, c.endpointId);
   if (i >= 0 && target) {
     const data = (events[i]?.data ?? {}) as { agentId?: unknown };
     const agentId = c.type.startsWith('agent.') && typeof data.agentId === 'string' ? data.agentId : null;
-    await sendMessage(d, { taskId: c.taskId, eventId: c.eventId, webhookId: c.webhookId, message: { type: c.type, agentId }, state: fold(events.slice(0, i + 1)), ...target, endpointId: c.endpointId, attempt, redeliveryId: c.id, lastAttempt: false });
+    await sendMessage(d, { taskId: c.taskId, eventId: c.eventId, webhookId: c.webhookId, message: { type: c.type, agentId }, state: fold(events.slice(0, i + 1)), ...target, endpointId: c.endpointId, redeliveryId: c.id, lastAttempt: false });
   } else {
     // Not sent, and said where the person who asked will look: an attempt of the message, failed, naming why.
     const why = i < 0 ? 'the event is not in the task' : c.endpointId ? 'the endpoint was deleted' : 'the task has no webhook';
     d.log.warn({ taskId: c.taskId, redeliveryId: c.id, why }, 'redelivery not sent');
-    await recordDelivery(d.pool, { taskId: c.taskId, eventId: c.eventId, webhookId: c.webhookId, type: c.type, url: c.url, attempt, statusCode: null, ok: false, error: `not sent: ${why}`, durationMs: 0, redeliveryId: c.id, endpointId: c.endpointId });
+    await recordNextAttempt(d.pool, { taskId: c.taskId, eventId: c.eventId, webhookId: c.webhookId, type: c.type, url: c.url, statusCode: null, ok: false, error: `not sent: ${why}`, durationMs: 0, redeliveryId: c.id, endpointId: c.endpointId });
   }
   await finishRedelivery(d.pool, c.id);
 }

@@ -2,7 +2,7 @@ import { toAgentViews, toTaskView, redactCredentials } from '@baton/api';
 import { failSpan, inSpan, metrics, SpanKind } from '@baton/telemetry';
 import type { TaskState } from '@baton/domain';
 import type { Logger } from '@baton/runtime';
-import { recordDelivery } from '@baton/storage';
+import { recordNextAttempt } from '@baton/storage';
 import type pg from 'pg';
 import { assertPublicUrl } from './egress.ts';
 import { deliver, signAll, type DeliveryResult, type WebhookMessage } from './webhook.ts';
@@ -27,7 +27,6 @@ export interface Message {
   secrets: string[];
   /** The tenant's endpoint it goes to; null: the task's own webhook. */
   endpointId: string | null;
-  attempt: number;
   /** Set when a person asked for it again (POST …/deliveries/:deliveryId/redeliver). */
   redeliveryId: string | null;
   /** The last automatic attempt allowed: a failure is recorded as given up (a 410 Gone always is). */
@@ -51,7 +50,7 @@ export async function sendMessage(d: SendDeps, s: Message): Promise<DeliveryResu
   const headers = { 'webhook-id': s.webhookId, 'webhook-timestamp': String(timestamp), 'webhook-signature': signAll(s.secrets, s.webhookId, timestamp, body) };
   // Credentials in a URL (registered before the gateway refused them) are never stored, logged or traced.
   const url = redactCredentials(s.url);
-  const r: DeliveryResult = await inSpan('POST', { kind: SpanKind.CLIENT, attributes: { 'http.request.method': 'POST', 'url.full': url, 'baton.task_id': s.taskId, 'baton.webhook.type': s.message.type, 'baton.delivery.attempt': s.attempt } }, async (span) => {
+  const r: DeliveryResult = await inSpan('POST', { kind: SpanKind.CLIENT, attributes: { 'http.request.method': 'POST', 'url.full': url, 'baton.task_id': s.taskId, 'baton.webhook.type': s.message.type, 'baton.delivery.redelivery': s.redeliveryId !== null } }, async (span) => {
     let res: DeliveryResult;
     try {
       if (!d.allowPrivateNetworks) await assertPublicUrl(s.url);
@@ -67,7 +66,8 @@ export async function sendMessage(d: SendDeps, s: Message): Promise<DeliveryResu
   metrics.deliveries.inc({ channel: 'webhook', outcome: r.ok ? 'delivered' : r.gone ? 'gone' : 'failed' });
   metrics.deliverySeconds.observe({ channel: 'webhook' }, r.durationMs / 1000);
   const error = r.error === null ? null : redactCredentials(r.error);
-  await recordDelivery(d.pool, { taskId: s.taskId, eventId: s.eventId, webhookId: s.webhookId, type: s.message.type, url, attempt: s.attempt, statusCode: r.status, ok: r.ok, error, durationMs: r.durationMs, redeliveryId: s.redeliveryId, endpointId: s.endpointId, givenUp: !r.ok && (r.gone || s.lastAttempt) });
-  if (!r.ok) d.log.warn({ taskId: s.taskId, url, attempt: s.attempt, error }, 'webhook delivery failed');
+  // Numbered as it is recorded: an automatic retry and a person's redelivery ending at once get two numbers.
+  const attempt = await recordNextAttempt(d.pool, { taskId: s.taskId, eventId: s.eventId, webhookId: s.webhookId, type: s.message.type, url, statusCode: r.status, ok: r.ok, error, durationMs: r.durationMs, redeliveryId: s.redeliveryId, endpointId: s.endpointId, givenUp: !r.ok && (r.gone || s.lastAttempt) });
+  if (!r.ok) d.log.warn({ taskId: s.taskId, url, attempt, redelivery: s.redeliveryId !== null, error }, 'webhook delivery failed');
   return r;
 }

@@ -105,6 +105,17 @@ export function transportError(e: Error): string {
   return `${e.message}: ${cause.message}${code}`;
 }
 
+/**
+ * How long a receiver asked to wait (`Retry-After`, RFC 9110): seconds, or an HTTP date (a date
+ * in the past, 0, or anything else: null, no wish). Pure.
+ */
+export function retryAfterOf(header: string | null, now: number): number | null {
+  const v = header?.trim() ?? '';
+  if (/^\d+$/.test(v)) return Number(v) > 0 ? Number(v) * 1000 : null;
+  const at = Date.parse(v);
+  return Number.isFinite(at) && at > now ? at - now : null;
+}
+
 export async function deliver(url: string, headers: Record<string, string>, body: string, timeoutMs: number): Promise<DeliveryResult> {
   const started = performance.now();
   try {
@@ -116,14 +127,14 @@ export async function deliver(url: string, headers: Record<string, string>, body
       signal: AbortSignal.timeout(timeoutMs),
     });
     await res.arrayBuffer().catch(() => undefined);
-    const retryAfter = Number(res.headers.get('retry-after'));
+    const retryAfterMs = retryAfterOf(res.headers.get('retry-after'), Date.now());
     return {
       ok: res.status >= 200 && res.status < 300,
       status: res.status,
       error: res.status >= 200 && res.status < 300 ? null : `HTTP ${res.status}`,
       durationMs: Math.round(performance.now() - started),
       gone: res.status === 410,
-      retryAfterMs: Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter * 1000 : null,
+      retryAfterMs,
     };
   } catch (err) {
     const e = err as Error;

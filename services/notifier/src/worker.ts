@@ -2,7 +2,7 @@ import { BusEvent, deadLetterRecorder, hasOwnTargets, retry, startConsumer, Topo
 import { fold, notifiesAnyone, NotifyConfig, taskStreamId, WebhookConfig } from '@baton/domain';
 import type { EventStore } from '@baton/event-store';
 import { setBounded, type Logger } from '@baton/runtime';
-import { listEndpoints, targetDeliveries, validSecrets, type WebhookEndpoint } from '@baton/storage';
+import { listEndpoints, targetSettled, validSecrets, type WebhookEndpoint } from '@baton/storage';
 import { jetstreamManager, type JetStreamClient } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type pg from 'pg';
@@ -159,9 +159,8 @@ export async function startNotifier(d: NotifierDeps): Promise<RunningConsumer> {
         if (!t.events.includes(m.type)) continue;
         const webhookId = webhookIdOf(event.id, m.type);
         // Settled already: the bus was re-fed from the log, or the event came again for another target, message or its mail.
-        const sent = await targetDeliveries(d.pool, event.taskId, webhookId, t.endpointId);
-        if (sent.settled) continue;
-        const r = await sendMessage({ taskId: event.taskId, eventId: event.id, webhookId, message: m, state: after, url: t.url, secrets: t.secrets, endpointId: t.endpointId, attempt: sent.attempts + 1, redeliveryId: null, lastAttempt: ctx.lastAttempt });
+        if (await targetSettled(d.pool, event.taskId, webhookId, t.endpointId)) continue;
+        const r = await sendMessage({ taskId: event.taskId, eventId: event.id, webhookId, message: m, state: after, url: t.url, secrets: t.secrets, endpointId: t.endpointId, redeliveryId: null, lastAttempt: ctx.lastAttempt });
         if (r.ok || r.gone) continue;
         failed++;
         const delayMs = nextRetryDelay(d.backoffMs, ctx.attempt, r.retryAfterMs);
