@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { allTools, builtinTeams, OfflineModel, outboxRequest, sendEmailTool, toolSpec, type ModelClient, type ModelRequest } from '@baton/agents';
-import { agentStreamId, loopOf } from '@baton/domain';
+import { allTools, builtinTeams, OfflineModel, outboxRequest, sendEmailTool, toolSpec, type AgentDefinition, type ModelClient, type ModelRequest, type TeamDefinition } from '@baton/agents';
+import { agentStreamId, loopOf, type ContentBlock } from '@baton/domain';
 import { handleCommand, loadTask, TaskWriter, type EventStore } from '@baton/event-store';
 import { readArtifact, searchCorpus, storeArtifact } from '@baton/storage';
 import { findBwrap, LocalSandboxProvider } from '@baton/sandbox';
@@ -24,6 +24,19 @@ const deps = (store: EventStore, model: ModelClient = new OfflineModel(), runner
   const { pool } = store;
   return { store, model, sandboxes: new LocalSandboxProvider({ root, pool }), artifacts: artifactStore(pool), search: (q, n) => searchCorpus(pool, 'docs', q, n), runnerId, now: () => new Date(), log };
 };
+/** The research team with an `engineer` agent, and a model that answers turn n with the n-th list of tool uses, then 'done'. */
+function withEngineer(o: Pick<AgentDefinition, 'model' | 'tools'> & Partial<AgentDefinition>, turns: ContentBlock[][]): { team: TeamDefinition; script: ModelClient } {
+  const engineer: AgentDefinition = { id: 'engineer', name: 'Engineer', prompt: 'p', maxTurns: 5, maxTokens: 100, ...o };
+  const usage = { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
+  const script: ModelClient = {
+    name: 'script',
+    complete: async (r) => {
+      const content = turns[r.messages.filter((m) => m.role === 'assistant').length];
+      return content ? { content, stopReason: 'tool_use', usage, model: o.model, offline: true } : { content: [{ type: 'text', text: 'done' }], stopReason: 'end_turn', usage, model: o.model, offline: true };
+    },
+  };
+  return { team: { ...builtinTeams.research!, agents: { ...builtinTeams.research!.agents, engineer } }, script };
+}
 const artifact = async (store: EventStore, id: string, file: string): Promise<string | undefined> => (await readArtifact(store.pool, id, file))?.content.toString('utf8');
 
 describe('runSubagentJob', () => {
@@ -267,23 +280,13 @@ describe('runSubagentJob', () => {
   });
 
   test.runIf(findBwrap() !== null)('a configured engineer: its tools, test command and named env run in its sandbox; the sandbox is killed when it completes', async ({ pg }) => {
-    const engineer = { id: 'engineer', name: 'Engineer', model: 'm', prompt: 'p', tools: ['write_file', 'run_command', 'run_tests'], maxTurns: 5, maxTokens: 100, testCommand: 'node --test', sandbox: { network: false, env: ['BATON_PASSED_IN'], limits: { processes: 64 } } };
-    const team = { ...builtinTeams.research!, agents: { ...builtinTeams.research!.agents, engineer } };
-    const usage = { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
-    const script: ModelClient = {
-      name: 'script',
-      complete: async (r) => {
-        const turn = r.messages.filter((m) => m.role === 'assistant').length + 1;
-        if (turn === 1) {
-          return { content: [
-            { type: 'tool_use', id: 'e1', name: 'write_file', input: { path: 'sum.test.mjs', content: "import test from 'node:test';\nimport assert from 'node:assert';\ntest('sum', () => assert.equal(1 + 2, 3));\n" } },
-            { type: 'tool_use', id: 'e2', name: 'run_command', input: { command: 'echo "in=${BATON_PASSED_IN:-none} out=${BATON_NOT_PASSED:-none}"' } },
-            { type: 'tool_use', id: 'e3', name: 'run_tests', input: {} },
-          ], stopReason: 'tool_use', usage, model: 'm', offline: true };
-        }
-        return { content: [{ type: 'text', text: 'done' }], stopReason: 'end_turn', usage, model: 'm', offline: true };
-      },
-    };
+    const { team, script } = withEngineer({ model: 'm', tools: ['write_file', 'run_command', 'run_tests'], testCommand: 'node --test', sandbox: { network: false, env: ['BATON_PASSED_IN'], limits: { processes: 64 } } }, [
+      [
+        { type: 'tool_use', id: 'e1', name: 'write_file', input: { path: 'sum.test.mjs', content: "import test from 'node:test';\nimport assert from 'node:assert';\ntest('sum', () => assert.equal(1 + 2, 3));\n" } },
+        { type: 'tool_use', id: 'e2', name: 'run_command', input: { command: 'echo "in=${BATON_PASSED_IN:-none} out=${BATON_NOT_PASSED:-none}"' } },
+        { type: 'tool_use', id: 'e3', name: 'run_tests', input: {} },
+      ],
+    ]);
     const id = await dispatchedTask(pg.store, 'engineer', 'make the tests pass');
     const d = { ...deps(pg.store, script), teams: { research: team }, hostEnv: { BATON_PASSED_IN: 'yes', BATON_NOT_PASSED: 'secret' } };
     expect(await runSubagentJob(d, id, 'engineer-1', () => {})).toBe('completed');
@@ -297,18 +300,10 @@ describe('runSubagentJob', () => {
 
   test.runIf(findBwrap() !== null)("a turn that runs tests is recorded before they run (the offline model too): the task shows 'running tests' meanwhile, not the turn before; a quick tool's turn rides along with its result", async ({ pg }) => {
     // The test command waits for a file the test makes once it has seen the turn recorded.
-    const engineer = { id: 'engineer', name: 'Engineer', model: 'offline-engineer', prompt: 'p', tools: ['write_file', 'run_tests'], maxTurns: 5, maxTokens: 100, testCommand: 'while [ ! -f go ]; do sleep 0.05; done; echo "# pass 1"; echo "# fail 0"' };
-    const team = { ...builtinTeams.research!, agents: { ...builtinTeams.research!.agents, engineer } };
-    const usage = { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
-    const script: ModelClient = {
-      name: 'script',
-      complete: async (r) => {
-        const turn = r.messages.filter((m) => m.role === 'assistant').length + 1;
-        if (turn === 1) return { content: [{ type: 'tool_use', id: 'w1', name: 'write_file', input: { path: 'a.txt', content: 'a' } }], stopReason: 'tool_use', usage, model: 'offline-engineer', offline: true };
-        if (turn === 2) return { content: [{ type: 'tool_use', id: 't1', name: 'run_tests', input: {} }], stopReason: 'tool_use', usage, model: 'offline-engineer', offline: true };
-        return { content: [{ type: 'text', text: 'done' }], stopReason: 'end_turn', usage, model: 'offline-engineer', offline: true };
-      },
-    };
+    const { team, script } = withEngineer({ model: 'offline-engineer', tools: ['write_file', 'run_tests'], testCommand: 'while [ ! -f go ]; do sleep 0.05; done; echo "# pass 1"; echo "# fail 0"' }, [
+      [{ type: 'tool_use', id: 'w1', name: 'write_file', input: { path: 'a.txt', content: 'a' } }],
+      [{ type: 'tool_use', id: 't1', name: 'run_tests', input: {} }],
+    ]);
     const id = await dispatchedTask(pg.store, 'engineer', 'run the tests');
     const seen: string[] = [];
     const job = runSubagentJob({ ...deps(pg.store, script), teams: { research: team } }, id, 'engineer-1', () => {});
