@@ -89,6 +89,31 @@ describe('runSubagentJob', () => {
     expect(await artifact(pg.store, id, 'notes.md')).toMatch(/Recorded hit/);
   });
 
+  test("an agent resumed into an empty workspace that had written nothing yet (a fork past its question, say) starts again from the files it began with", async ({ pg }) => {
+    const id = await dispatchedTask(pg.store);
+    // A file stored before the researcher started: its workspace began with it.
+    const brief = await storeArtifact(pg.store.pool, { taskId: id, path: 'brief.md', agentId: null, content: Buffer.from('# the brief\n') });
+    await handleCommand(pg.store, id, { type: 'StoreArtifact', agentId: null, path: 'brief.md', bytes: brief.bytes, sha256: brief.sha256, mediaType: brief.mediaType });
+    // It started and read the brief (no write), then its sandbox was lost: no sandbox, nothing on disk.
+    const { state } = await handleCommand(pg.store, id, { type: 'StartSubagent', agentId: 'researcher-1', attempt: 1, runnerId: 'runner-a' });
+    const usage = { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
+    const read = (n: number) => ({ type: 'tool_use' as const, id: `r${n}`, name: 'read_file', input: { path: 'brief.md' } });
+    const a = new TaskWriter(pg.store, id, state);
+    a.apply([
+      { type: 'RecordModelTurn', agentId: 'researcher-1', turn: 1, model: 'offline', content: [read(1)], stopReason: 'tool_use', usage, offline: true, durationMs: 0, attempt: 1 },
+      { type: 'RecordToolResults', agentId: 'researcher-1', results: [{ toolUseId: 'r1', toolName: 'read_file', content: '# the brief\n', isError: false }], attempt: 1 },
+    ]);
+    await a.flush();
+    // Resumed: it reads the brief again, then ends.
+    const script: ModelClient = {
+      name: 'script',
+      complete: async (r) => (r.messages.filter((m) => m.role === 'assistant').length === 1 ? { content: [read(2)], stopReason: 'tool_use', usage, model: 'm', offline: true } : { content: [{ type: 'text', text: 'done' }], stopReason: 'end_turn', usage, model: 'm', offline: true }),
+    };
+    expect(await runSubagentJob(deps(pg.store, script, 'runner-b'), id, 'researcher-1', () => {})).toBe('completed');
+    const results = (await loadTask(pg.store, id)).events.flatMap((e) => (e.type === 'ToolResultsRecorded' ? e.data.results : []));
+    expect(results.find((r) => r.toolUseId === 'r2')).toMatchObject({ isError: false, content: '# the brief\n' });
+  });
+
   test('a superseded runner stops instead of completing', async ({ pg }) => {
     const id = await dispatchedTask(pg.store);
     await handleCommand(pg.store, id, { type: 'StartSubagent', agentId: 'researcher-1', attempt: 1, runnerId: 'runner-a' });

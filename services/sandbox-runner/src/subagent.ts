@@ -350,21 +350,31 @@ function sandboxSpec(d: RunnerDeps, def: AgentDefinition, taskId: string, agentI
  * task's artifacts so far on top — the files earlier agents produced or changed (the
  * researcher's notes for the writer; a dependency's changes for an engineer).
  */
-async function seedInputs(d: RunnerDeps, sandbox: Sandbox, state: TaskState, taskId: string, artifacts: readonly { path: string; sha256: string }[] = state.artifacts): Promise<void> {
+async function seedInputs(d: RunnerDeps, sandbox: Sandbox, state: TaskState, taskId: string, artifacts: readonly { path: string; sha256: string }[] = state.artifacts): Promise<number> {
   const inputs = state.workspace && d.inputWorkspace ? await d.inputWorkspace(state.workspace.digest) : [];
-  if (inputs.length === 0 && (!d.artifacts || artifacts.length === 0)) return;
-  for (const f of inputs) await sandbox.files.write(f.path, f.content);
+  if (inputs.length === 0 && (!d.artifacts || artifacts.length === 0)) return 0;
+  let written = 0;
+  for (const f of inputs) {
+    await sandbox.files.write(f.path, f.content);
+    written++;
+  }
   for (const a of d.artifacts ? artifacts : []) {
     const content = await d.artifacts?.read(taskId, a.path, a.sha256);
-    if (content) await sandbox.files.write(a.path, content);
+    if (content) {
+      await sandbox.files.write(a.path, content);
+      written++;
+    }
   }
   await sandbox.sync();
+  return written;
 }
 
 /**
- * An agent resumed into an empty workspace although its history wrote files: its sandbox's files
- * are gone — a fork of a task whose sandboxes were released (a finished or cancelled one), made
- * while this agent was at work. Its workspace is rebuilt from the log: seeded as it was when the
+ * An agent resumed into an empty workspace: its sandbox's files are gone — a fork of a task whose
+ * sandboxes were released (a finished or cancelled one), or whose agent moved on past the fork
+ * point (its live workspace is not copied), made while this agent was at work; it may have
+ * written nothing yet (it asked a question first, or only read). Its workspace is rebuilt from
+ * the log: seeded as it was when the
  * agent first started (the input workspace, the artifacts stored before then, in those versions),
  * then its recorded file writes (`write_file`, `edit_file` that succeeded) applied again in order,
  * so the files its history describes are there when it goes on and when its outputs are stored.
@@ -373,9 +383,10 @@ async function seedInputs(d: RunnerDeps, sandbox: Sandbox, state: TaskState, tas
  * recorded writes come back: the one case this misreads.)
  */
 async function restoreLostWorkspace(d: RunnerDeps, sandbox: Sandbox, state: TaskState, events: readonly RecordedEvent[], taskId: string, agentId: string): Promise<void> {
+  if ((await sandbox.files.list('.')).length > 0) return;
   const writes = recordedWrites(events, agentId);
-  if (writes.length === 0 || (await sandbox.files.list('.')).length > 0) return;
-  await seedInputs(d, sandbox, state, taskId, artifactsAtStart(events, agentId));
+  const seeded = await seedInputs(d, sandbox, state, taskId, artifactsAtStart(events, agentId));
+  if (seeded === 0 && writes.length === 0) return; // it started from nothing and wrote nothing: nothing is gone
   let replayed = 0;
   for (const w of writes) {
     try {
@@ -388,7 +399,7 @@ async function restoreLostWorkspace(d: RunnerDeps, sandbox: Sandbox, state: Task
   }
   await sandbox.sync();
   const commands = events.some((e) => e.type === 'ToolResultsRecorded' && e.data.agentId === agentId && e.data.results.some((r) => r.toolName === 'run_command' || r.toolName === 'run_tests'));
-  d.log.warn({ taskId, agentId, replayed, of: writes.length, commandsNotReplayed: commands }, 'the agent\'s workspace was gone (a fork of a task whose sandboxes were released): rebuilt from the log');
+  d.log.warn({ taskId, agentId, seeded, replayed, of: writes.length, commandsNotReplayed: commands }, "the agent's workspace was gone (a fork of a task whose sandboxes were released, or that moved on): rebuilt from the log");
 }
 
 /**
