@@ -150,12 +150,12 @@ describe('the web console, in Chromium', () => {
     const request = (await task(id)).pendingRequests[0]!;
     await api.request('POST', `/v1/tasks/${id}/approvals/${request.requestId}`, { decision: 'approve' });
     await waitFor(async () => (await task(id)).status === 'completed', { timeoutMs: 180_000, what: 'the engineering task to complete' });
+    // The page showed this task already: away and back, so the task page mounts afresh and its reads are counted (from then on only).
+    await page.goto(`${url}/#/chat`);
+    await page.getByRole('heading', { name: 'New conversation' }).waitFor();
     const changeReads: string[] = [];
     const countChangeReads = (r: Request) => void (new URL(r.url()).pathname.endsWith('/diff') && changeReads.push(r.url()));
     page.on('request', countChangeReads);
-    // The page showed this task already: away and back, so the task page mounts afresh and its reads are counted.
-    await page.goto(`${url}/#/chat`);
-    await page.getByRole('heading', { name: 'New conversation' }).waitFor();
     await open(id);
     const plan = page.locator('section.plan');
     await plan.locator('.acceptance[data-accepted="true"]').waitFor();

@@ -233,10 +233,12 @@ export class BatonClient {
     const out: ApiEvent[] = [];
     let after = 0;
     for (;;) {
-      const page = await this.request<{ items: ApiEvent[]; next: number | null }>('GET', `/v1/tasks/${taskId}/events?after=${after}&limit=5000`);
+      const page = await this.request<{ items: ApiEvent[]; next?: number | null }>('GET', `/v1/tasks/${taskId}/events?after=${after}&limit=5000`);
       out.push(...page.items);
-      if (page.next === null) return out;
-      after = page.next;
+      // `next` (a gateway before it had none: a full page may have more).
+      const next = page.next !== undefined ? page.next : page.items.length === 5000 ? (page.items.at(-1)?.position ?? null) : null;
+      if (next === null) return out;
+      after = next;
     }
   }
 

@@ -1,6 +1,6 @@
 import { isToolUse, textOf, type ContentBlock, type ToolResult } from './content.ts';
 import { isTaskStream, type RecordedEvent } from './events.ts';
-import { withinLocks, type ReviewIssue } from './plan.ts';
+import { reworkByLocks, type ReviewIssue, type Rework } from './plan.ts';
 import {
   addUsage,
   deriveStatus,
@@ -391,18 +391,9 @@ function updateSubtask(s: TaskState, id: string, f: (t: SubtaskState) => Subtask
  * locks hold its file; issues about no file (or a file nobody owns) to every subtask that
  * changed files.
  */
-function reworkRound(plan: PlanState, issues: readonly ReviewIssue[], rework: readonly { subtaskId: string; issues: number[] }[] | undefined): PlanState {
+function reworkRound(plan: PlanState, issues: readonly ReviewIssue[], rework: Rework | undefined): PlanState {
   const assigned = new Map<string, ReviewIssue[]>();
-  if (rework) {
-    for (const r of rework) assigned.set(r.subtaskId, r.issues.flatMap((i) => (issues[i] ? [issues[i]] : [])));
-  } else {
-    const changed = plan.subtasks.filter((t) => t.filesCreated.length + t.filesModified.length > 0);
-    const general = changed.length > 0 ? changed : plan.subtasks;
-    for (const issue of issues) {
-      const owners = issue.file ? plan.subtasks.filter((t) => withinLocks(issue.file as string, t.fileLocks)) : [];
-      for (const t of owners.length > 0 ? owners : general) assigned.set(t.id, [...(assigned.get(t.id) ?? []), issue]);
-    }
-  }
+  for (const r of rework ?? reworkByLocks(plan.subtasks, issues)) assigned.set(r.subtaskId, r.issues.flatMap((i) => (issues[i] ? [issues[i]] : [])));
   return {
     ...plan,
     round: plan.round + 1,

@@ -205,22 +205,33 @@ export const withinLocks = (p: string, locks: readonly string[]): boolean => loc
  * or a file no lock holds, goes to every subtask that changed files (every subtask if none did).
  * Pure.
  */
-export function reworkFor(
-  subtasks: readonly (Pick<PlanSubtask, 'id' | 'dependsOn' | 'fileLocks'> & { filesCreated: readonly string[]; filesModified: readonly string[] })[],
-  issues: readonly Pick<ReviewIssue, 'file'>[],
-): { subtaskId: string; issues: number[] }[] {
+export function reworkFor(subtasks: readonly ReworkSubtask[], issues: readonly Pick<ReviewIssue, 'file'>[]): Rework {
   const before = ancestors(subtasks);
+  return route(subtasks, issues, (file) => {
+    const holders = subtasks.filter((t) => withinLocks(file, t.fileLocks));
+    const changers = holders.filter((t) => t.filesCreated.includes(file) || t.filesModified.includes(file));
+    const candidates = changers.length > 0 ? changers : holders;
+    // The last to run: no other candidate comes after it.
+    return candidates.filter((t) => !candidates.some((o) => o !== t && before.get(o.id)?.has(t.id)));
+  });
+}
+
+/** How reviews recorded before `reworkFor` (no `rework` in them) are folded: each issue to every subtask whose locks hold its file. Pure. */
+export const reworkByLocks = (subtasks: readonly ReworkSubtask[], issues: readonly Pick<ReviewIssue, 'file'>[]): Rework =>
+  route(subtasks, issues, (file) => subtasks.filter((t) => withinLocks(file, t.fileLocks)));
+
+type ReworkSubtask = Pick<PlanSubtask, 'id' | 'dependsOn' | 'fileLocks'> & { filesCreated: readonly string[]; filesModified: readonly string[] };
+/** Issues (indexes into the review's) by subtask, in plan order. */
+export type Rework = { subtaskId: string; issues: number[] }[];
+
+/** Each issue to the owners `ownersOf` names for its file; an issue about no file, or a file nobody owns, to every subtask that changed files (every subtask if none did). */
+function route(subtasks: readonly ReworkSubtask[], issues: readonly Pick<ReviewIssue, 'file'>[], ownersOf: (file: string) => readonly ReworkSubtask[]): Rework {
   const changedFiles = subtasks.filter((t) => t.filesCreated.length + t.filesModified.length > 0);
   const general = changedFiles.length > 0 ? changedFiles : subtasks;
   const out = new Map<string, number[]>();
   issues.forEach((issue, i) => {
-    const file = issue.file;
-    const holders = file ? subtasks.filter((t) => withinLocks(file, t.fileLocks)) : [];
-    const changers = holders.filter((t) => t.filesCreated.includes(file as string) || t.filesModified.includes(file as string));
-    const candidates = changers.length > 0 ? changers : holders;
-    // The last to run: no other candidate comes after it.
-    const last = candidates.filter((t) => !candidates.some((o) => o !== t && before.get(o.id)?.has(t.id)));
-    for (const t of candidates.length > 0 ? last : general) out.set(t.id, [...(out.get(t.id) ?? []), i]);
+    const owners = issue.file ? ownersOf(issue.file) : [];
+    for (const t of owners.length > 0 ? owners : general) out.set(t.id, [...(out.get(t.id) ?? []), i]);
   });
   return subtasks.filter((t) => out.has(t.id)).map((t) => ({ subtaskId: t.id, issues: out.get(t.id) ?? [] }));
 }

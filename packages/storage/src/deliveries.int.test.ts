@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { pgTest as test } from '@baton/testing';
 import { describe, expect } from 'vitest';
-import { listDeliveries, recordDelivery, recordNextAttempt, type DeliveryAttempt } from './deliveries.ts';
+import { listDeliveries, recordDelivery, recordNextAttempt, targetSettled, type DeliveryAttempt } from './deliveries.ts';
 
 describe('webhook deliveries', () => {
   test('recorded attempts are listed per task, in order', async ({ pg: { db } }) => {
@@ -40,5 +40,19 @@ describe('webhook deliveries', () => {
     // Another target of the same message counts on its own.
     expect(await recordNextAttempt(db.pool, { ...attempt, endpointId: randomUUID() })).toBe(1);
     expect((await listDeliveries(db.pool, taskId)).map((d) => d.attempt)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 1]); // listed as recorded: numbered in that order
+  });
+
+  test("a target has settled a message once delivered, or once its URL as it is now said 410 Gone — an endpoint moved elsewhere since is tried there", async ({ pg: { db } }) => {
+    const taskId = randomUUID();
+    const eventId = randomUUID();
+    const endpointId = randomUUID();
+    const gone = { taskId, eventId, webhookId: `msg_${eventId}`, type: 'task.completed', url: 'https://old.example.com/h', statusCode: 410, ok: false, error: 'HTTP 410', durationMs: 1, endpointId, givenUp: true };
+    expect(await targetSettled(db.pool, taskId, gone.webhookId, endpointId, gone.url)).toBe(false);
+    await recordNextAttempt(db.pool, gone);
+    expect(await targetSettled(db.pool, taskId, gone.webhookId, endpointId, gone.url)).toBe(true);
+    expect(await targetSettled(db.pool, taskId, gone.webhookId, endpointId, 'https://new.example.com/h')).toBe(false);
+    expect(await targetSettled(db.pool, taskId, gone.webhookId, null, gone.url)).toBe(false); // another target
+    await recordNextAttempt(db.pool, { ...gone, url: 'https://new.example.com/h', statusCode: 204, ok: true, error: null, givenUp: false });
+    expect(await targetSettled(db.pool, taskId, gone.webhookId, endpointId, 'https://elsewhere.example.com/h')).toBe(true); // delivered is delivered
   });
 });

@@ -54,14 +54,15 @@ export async function recordNextAttempt(pool: pg.Pool, a: Omit<DeliveryAttempt, 
 }
 
 /**
- * Has a message settled with one target: delivered, or the receiver said 410 Gone? (A
- * re-published event — the bus re-fed from the log — or a retry for another target sends it no
- * more.)
+ * Has a message settled with one target: delivered, or its URL as it is now (`url`, as recorded:
+ * without credentials) said 410 Gone? (A re-published event — the bus re-fed from the log — or a
+ * retry for another target sends it no more; an endpoint moved to another URL since its 410 is
+ * tried there.)
  */
-export async function targetSettled(pool: Pick<pg.Pool, 'query'>, taskId: string, webhookId: string, endpointId: string | null = null): Promise<boolean> {
+export async function targetSettled(pool: Pick<pg.Pool, 'query'>, taskId: string, webhookId: string, endpointId: string | null, url: string): Promise<boolean> {
   const { rows } = await pool.query(
-    `select coalesce(bool_or(ok or status_code = 410), false) as settled from webhook_deliveries where task_id = $1 and webhook_id = $2 and endpoint_id is not distinct from $3`,
-    [taskId, webhookId, endpointId],
+    `select coalesce(bool_or(ok or (status_code = 410 and url = $4)), false) as settled from webhook_deliveries where task_id = $1 and webhook_id = $2 and endpoint_id is not distinct from $3`,
+    [taskId, webhookId, endpointId, url],
   );
   return rows[0].settled;
 }

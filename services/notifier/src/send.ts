@@ -15,7 +15,7 @@ export interface SendDeps {
   allowPrivateNetworks: boolean;
 }
 
-/** One message to send: the event's webhook message, the task as it stood after the event, where to, which attempt. */
+/** One message to send: the event's webhook message, the task as it stood after the event, where to (its attempt is numbered when recorded). */
 export interface Message {
   taskId: string;
   eventId: string;

@@ -3,7 +3,7 @@ import { evolve, type DecidedEvent } from '@baton/domain';
 import { recorded, stateOf } from '@baton/testing';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { deliver, needsState, retryAfterOf, sign, verify, webhookMessagesFor } from './webhook.ts';
+import { CLOCK_TOLERANCE_MS, deliver, endpointServes, needsState, retryAfterOf, sign, verify, webhookMessagesFor } from './webhook.ts';
 
 const secret = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 
@@ -134,5 +134,13 @@ describe("a receiver's Retry-After", () => {
     expect(retryAfterOf('Fri, 27 Nov 2026 11:00:04 GMT', now)).toBe(4000);
     expect(retryAfterOf('Fri, 27 Nov 2026 10:59:00 GMT', now)).toBeNull();
     expect([retryAfterOf('0', now), retryAfterOf('soon', now), retryAfterOf(null, now), retryAfterOf('-5', now)]).toEqual([null, null, null, null]);
+  });
+});
+
+describe("a tenant endpoint's events", () => {
+  it('are those recorded after it was made, give or take the clocks of the services and Postgres', () => {
+    const endpoint = { createdAt: new Date('2026-11-27T11:00:00.000Z') };
+    const at = (ms: number) => ({ recordedAt: new Date(endpoint.createdAt.getTime() + ms).toISOString() });
+    expect([at(1), at(0), at(-CLOCK_TOLERANCE_MS), at(-CLOCK_TOLERANCE_MS - 1), at(-60_000)].map((e) => endpointServes(endpoint, e))).toEqual([true, true, true, false, false]);
   });
 });

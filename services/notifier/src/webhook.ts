@@ -76,12 +76,17 @@ export function webhookMessagesFor(event: { type: string; data: unknown; metadat
 /** Does a subscription need the task's state to know an event's messages (any task.* or agent.* type)? */
 export const needsState = (subscribed: readonly string[]): boolean => subscribed.some((t) => !t.startsWith('event.'));
 
+/** How far apart the clocks of the service that recorded an event and of Postgres may be, for `endpointServes`. */
+export const CLOCK_TOLERANCE_MS = 5000;
+
 /**
  * A tenant's endpoint serves the transitions recorded after it was made (docs/webhooks.md): an
  * older event, retried for another target or re-fed to the bus from the log, does not reach it.
- * Both times are Postgres's; an event recorded in the same millisecond is served. Pure.
+ * The endpoint's time is Postgres's, the event's the clock of the service that recorded it: an
+ * event recorded up to CLOCK_TOLERANCE_MS before the endpoint was made is served too (a service
+ * whose clock is behind must not hide the next events from a new endpoint). Pure.
  */
-export const endpointServes = (endpoint: { createdAt: Date }, event: { recordedAt: string }): boolean => Date.parse(event.recordedAt) >= endpoint.createdAt.getTime();
+export const endpointServes = (endpoint: { createdAt: Date }, event: { recordedAt: string }): boolean => Date.parse(event.recordedAt) >= endpoint.createdAt.getTime() - CLOCK_TOLERANCE_MS;
 
 export interface DeliveryResult {
   ok: boolean;

@@ -1,3 +1,4 @@
+import { redactCredentials } from '@baton/api';
 import { BusEvent, deadLetterRecorder, hasOwnTargets, retry, startConsumer, TopologyWatch, type BusNames, type HandlerContext, type Outcome, type RunningConsumer, type TopologyOptions } from '@baton/bus';
 import { fold, notifiesAnyone, NotifyConfig, taskStreamId, WebhookConfig } from '@baton/domain';
 import type { EventStore } from '@baton/event-store';
@@ -159,7 +160,7 @@ export async function startNotifier(d: NotifierDeps): Promise<RunningConsumer> {
         if (!t.events.includes(m.type)) continue;
         const webhookId = webhookIdOf(event.id, m.type);
         // Settled already: the bus was re-fed from the log, or the event came again for another target, message or its mail.
-        if (await targetSettled(d.pool, event.taskId, webhookId, t.endpointId)) continue;
+        if (await targetSettled(d.pool, event.taskId, webhookId, t.endpointId, redactCredentials(t.url))) continue;
         const r = await sendMessage({ taskId: event.taskId, eventId: event.id, webhookId, message: m, state: after, url: t.url, secrets: t.secrets, endpointId: t.endpointId, redeliveryId: null, lastAttempt: ctx.lastAttempt });
         if (r.ok || r.gone) continue;
         failed++;

@@ -323,24 +323,20 @@ describe('runSubagentJob', () => {
     expect((await pg.db.pool.query('select state from sandboxes where task_id = $1', [id])).rows).toEqual([{ state: 'killed' }]);
   });
 
-  test.runIf(findBwrap() !== null)("a turn that runs tests is recorded before they run (the offline model too): the task shows 'running tests' meanwhile, not the turn before; a quick tool's turn rides along with its result", async ({ pg }) => {
+  test.runIf(findBwrap() !== null)("a turn that runs tests is recorded before they run (the offline model too): the task shows 'running tests' meanwhile, not the turn before", async ({ pg }) => {
     // The test command waits for a file the test makes once it has seen the turn recorded.
     const { team, script } = withEngineer({ model: 'offline-engineer', tools: ['write_file', 'run_tests'], testCommand: 'while [ ! -f go ]; do sleep 0.05; done; echo "# pass 1"; echo "# fail 0"' }, [
       [{ type: 'tool_use', id: 'w1', name: 'write_file', input: { path: 'a.txt', content: 'a' } }],
       [{ type: 'tool_use', id: 't1', name: 'run_tests', input: {} }],
     ]);
     const id = await dispatchedTask(pg.store, 'engineer', 'run the tests');
-    const seen: string[] = [];
     const job = runSubagentJob({ ...deps(pg.store, script), teams: { research: team } }, id, 'engineer-1', () => {});
     await waitFor(async () => {
-      const { state, events } = await loadTask(pg.store, id);
-      seen.push(events.filter((e) => e.streamId === agentStreamId(id, 'engineer-1')).map((e) => e.type).join(','));
+      const { state } = await loadTask(pg.store, id);
       return loopOf(state, 'engineer-1')?.openToolUses.some((t) => t.name === 'run_tests' && t.state !== 'resolved') ?? false;
     }, { what: "the turn asking for run_tests recorded while the tests run" });
     await writeFile(path.join(root, id, 'engineer-1', 'go'), '');
     expect(await job).toBe('completed');
-    // Never seen: the write_file turn without its result (it rode along with it).
-    expect(seen.some((s) => s === 'SubagentStarted,ModelTurnRecorded')).toBe(false);
     const own = (await loadTask(pg.store, id)).events.filter((e) => e.streamId === agentStreamId(id, 'engineer-1')).map((e) => e.type);
     expect(own).toEqual(['SubagentStarted', 'ModelTurnRecorded', 'ToolResultsRecorded', 'ModelTurnRecorded', 'ToolResultsRecorded', 'ModelTurnRecorded']);
   });
