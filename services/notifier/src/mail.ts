@@ -185,8 +185,9 @@ export async function resendMail(d: Pick<MailDeps, 'store' | 'pool' | 'log'>, ma
   const { ok, statusCode, error } = outcome;
   metrics.deliveries.inc({ channel: 'email', outcome: ok ? 'delivered' : 'failed' });
   metrics.deliverySeconds.observe({ channel: 'email' }, elapsed() / 1000);
-  await recordNextAttempt(d.pool, { ...attempt, statusCode, ok, error, durationMs: elapsed() });
+  // The ledger first: once the attempt is listed, the ledger says what became of it.
   await recordMailResend(d.pool, { ...key, messageId, ok, error });
+  await recordNextAttempt(d.pool, { ...attempt, statusCode, ok, error, durationMs: elapsed() });
 }
 
 /** The mail itself: its contents (@baton/mail), links, and files. */
