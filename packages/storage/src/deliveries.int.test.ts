@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { pgTest as test } from '@baton/testing';
 import { describe, expect } from 'vitest';
-import { listDeliveries, recordDelivery, recordNextAttempt, targetSettled, type DeliveryAttempt } from './deliveries.ts';
+import { listDeliveries, recordDelivery, recordNextAttempt, requestRedelivery, targetSettled, type DeliveryAttempt } from './deliveries.ts';
 
 describe('webhook deliveries', () => {
   test('recorded attempts are listed per task, in order', async ({ pg: { db } }) => {
@@ -54,5 +54,25 @@ describe('webhook deliveries', () => {
     expect(await targetSettled(db.pool, taskId, gone.webhookId, null, gone.url)).toBe(false); // another target
     await recordNextAttempt(db.pool, { ...gone, url: 'https://new.example.com/h', statusCode: 204, ok: true, error: null, givenUp: false });
     expect(await targetSettled(db.pool, taskId, gone.webhookId, endpointId, 'https://elsewhere.example.com/h')).toBe(true); // delivered is delivered
+  });
+
+  test("a person's redelivery that fails after the notifiers gave the message up is given up too; one before, or one that succeeds, is not", async ({ pg: { db } }) => {
+    const taskId = randomUUID();
+    const eventId = randomUUID();
+    const failed = { taskId, eventId, webhookId: `msg_${eventId}`, type: 'task.completed', url: 'https://example.com/h', statusCode: 500, ok: false, error: 'HTTP 500', durationMs: 1 };
+    await recordNextAttempt(db.pool, failed);
+    const [first] = await listDeliveries(db.pool, taskId);
+    const asked = () => requestRedelivery(db.pool, { taskId, deliveryId: first!.id, requestedBy: 'ops' });
+    await recordNextAttempt(db.pool, { ...failed, redeliveryId: await asked() }); // the automatic course still runs
+    await recordNextAttempt(db.pool, { ...failed, givenUp: true }); // the last automatic attempt
+    await recordNextAttempt(db.pool, { ...failed, redeliveryId: await asked() });
+    await recordNextAttempt(db.pool, { ...failed, redeliveryId: await asked(), statusCode: 204, ok: true, error: null });
+    expect((await listDeliveries(db.pool, taskId)).map((d) => [d.attempt, d.redelivery, d.ok, d.givenUp])).toEqual([
+      [1, false, false, false],
+      [2, true, false, false],
+      [3, false, false, true],
+      [4, true, false, true],
+      [5, true, true, false],
+    ]);
   });
 });

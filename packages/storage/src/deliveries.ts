@@ -42,13 +42,21 @@ export async function recordDelivery(pool: Pick<pg.Pool, 'query'>, a: DeliveryAt
 /**
  * Record an attempt as the message's next to its target, numbered when it is recorded: the
  * message's attempts take turns (a transaction-scoped advisory lock), so an automatic retry and
- * a person's redelivery that end at once get two numbers, not one twice. Returns the number.
+ * a person's redelivery that end at once get two numbers, not one twice. A person's redelivery
+ * that fails after the notifiers gave the message up is given up too (nothing else will try it).
+ * Returns the number.
  */
 export async function recordNextAttempt(pool: pg.Pool, a: Omit<DeliveryAttempt, 'attempt'>): Promise<number> {
   return inTransaction(pool, async (client) => {
     await client.query(`select pg_advisory_xact_lock(hashtext('baton.webhook_deliveries'), hashtext($1 || ' ' || $2 || ' ' || coalesce($3, '')))`, [a.taskId, a.webhookId, a.endpointId ?? null]);
-    const attempt = await nextAttempt(client, a.taskId, a.webhookId, a.endpointId ?? null);
-    await client.query(INSERT_DELIVERY, deliveryValues({ ...a, attempt }));
+    const { rows } = await client.query<{ n: number; given_up: boolean }>(
+      `select coalesce(max(attempt), 0)::int + 1 as n, coalesce(bool_or(given_up), false) as given_up
+         from webhook_deliveries where task_id = $1 and webhook_id = $2 and endpoint_id is not distinct from $3`,
+      [a.taskId, a.webhookId, a.endpointId ?? null],
+    );
+    const attempt = rows[0]?.n ?? 1;
+    const givenUp = (a.givenUp ?? false) || (!a.ok && a.redeliveryId != null && rows[0]?.given_up === true);
+    await client.query(INSERT_DELIVERY, deliveryValues({ ...a, attempt, givenUp }));
     return attempt;
   });
 }
@@ -140,8 +148,3 @@ export async function finishRedelivery(pool: Pick<pg.Pool, 'query'>, id: string)
   await pool.query('update webhook_redeliveries set done_at = now() where id = $1', [id]);
 }
 
-/** The number of a message's next attempt (after every recorded one). */
-async function nextAttempt(pool: Pick<pg.Pool, 'query'>, taskId: string, webhookId: string, endpointId: string | null = null): Promise<number> {
-  const { rows } = await pool.query('select coalesce(max(attempt), 0)::int + 1 as n from webhook_deliveries where task_id = $1 and webhook_id = $2 and endpoint_id is not distinct from $3', [taskId, webhookId, endpointId]);
-  return rows[0].n;
-}
