@@ -8,7 +8,7 @@ import {
   TaskFinalError,
 } from './errors.ts';
 import { budgetReached, describeSpend, openBudgetRequest, raisedLimit, spentOf, type BudgetRequest } from './budget.ts';
-import { overlappingLocks, planProblems, reworkFor } from './plan.ts';
+import { overlappingLocks, planProblems, reworkFor, startsRoundOfChanges } from './plan.ts';
 import { activeAgents, exists, isFinal, loopOf, planIsRunning, type AgentLoopState, type AgentState, type OpenToolUse, type TaskState } from './state.ts';
 
 /**
@@ -88,7 +88,7 @@ export function decide(command: Command, state: TaskState): DecidedEvent[] {
       if (command.verdict === 'request_changes' && command.issues.length === 0) throw new InvalidCommandError('a review that requests changes names at least one issue');
       // A round of changes to come: who addresses which issue is decided now, and recorded.
       const { rework: _given, ...review } = rest as DecidedData<'ReviewRecorded'>;
-      const rework = command.verdict === 'request_changes' && state.plan.round < state.plan.maxReviewRounds ? reworkFor(state.plan.subtasks, command.issues) : null;
+      const rework = startsRoundOfChanges(state.plan, command.verdict) ? reworkFor(state.plan.subtasks, command.issues) : null;
       return [{ type: 'ReviewRecorded', data: rework ? { ...review, rework } : review }];
     }
 

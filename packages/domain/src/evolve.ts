@@ -1,6 +1,6 @@
 import { isToolUse, textOf, type ContentBlock, type ToolResult } from './content.ts';
 import { isTaskStream, type RecordedEvent } from './events.ts';
-import { reworkByLocks, type ReviewIssue, type Rework } from './plan.ts';
+import { reworkByLocks, startsRoundOfChanges, type ReviewIssue, type Rework } from './plan.ts';
 import {
   addUsage,
   deriveStatus,
@@ -234,7 +234,7 @@ export function evolve(state: TaskState, event: RecordedEvent): TaskState {
       if (!s.plan) break;
       const review = { agentId: d.agentId, round: d.round, verdict: d.verdict, issues: d.issues, summary: d.summary };
       let plan: PlanState = { ...s.plan, reviews: [...s.plan.reviews, review], status: 'running' };
-      if (d.verdict === 'request_changes' && plan.round < plan.maxReviewRounds) plan = reworkRound(plan, d.issues, d.rework);
+      if (startsRoundOfChanges(plan, d.verdict)) plan = reworkRound(plan, d.issues, d.rework);
       s.plan = plan;
       break;
     }

@@ -196,6 +196,9 @@ export function overlappingLocks(a: readonly string[], b: readonly string[]): [s
 /** Whether a workspace path is inside a set of locks. */
 export const withinLocks = (p: string, locks: readonly string[]): boolean => locks.some((g) => g === p || path.posix.matchesGlob(p, g));
 
+/** Does this review start a round of changes: it asks for changes and the plan has a round left? Pure. */
+export const startsRoundOfChanges = (plan: { round: number; maxReviewRounds: number }, verdict: ReviewVerdict): boolean => verdict === 'request_changes' && plan.round < plan.maxReviewRounds;
+
 /**
  * Who addresses each issue of a review asking for changes (indexes into `issues`, by subtask, in
  * plan order). An issue about a file goes to the one subtask that owns it: of the subtasks whose

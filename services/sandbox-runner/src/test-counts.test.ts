@@ -32,7 +32,7 @@ describe('testRun: what a run records', () => {
   });
   it('failed tests are counted as the runner counts them; a passing run with no counts records 0 failed, so an older failure does not stand', () => {
     expect(testRun(vitest('1 failed | 2 passed (3)', '2 failed | 5 passed (7)'), { exitCode: 1, timedOut: false }).tests).toEqual({ passed: 5, failed: 2, skipped: 0 });
-    expect(testRun(null, { exitCode: 0, timedOut: false })).toEqual({ tests: { passed: 0, failed: 0, skipped: 0 }, summary: 'tests passed (no pass/fail counts recognised)' });
-    expect(testRun(null, { exitCode: 2, timedOut: false })).toEqual({ tests: { passed: 0, failed: 1, skipped: 0 }, summary: 'tests failed (no pass/fail counts recognised: counted as 1 failed)' });
+    expect(testRun(null, { exitCode: 0, timedOut: false })).toEqual({ ok: true, tests: { passed: 0, failed: 0, skipped: 0 }, summary: 'tests passed (no pass/fail counts recognised)' });
+    expect(testRun(null, { exitCode: 2, timedOut: false })).toEqual({ ok: false, tests: { passed: 0, failed: 1, skipped: 0 }, summary: 'tests failed (no pass/fail counts recognised: counted as 1 failed)' });
   });
 });

@@ -63,6 +63,8 @@ export function parseTestCounts(output: string): TestCounts | null {
 
 /** What a test run records (`tests` of its result) and how its first line reads. */
 export interface TestRun {
+  /** The run passed: exited 0 in time (what makes its tool result an error or not). */
+  ok: boolean;
   tests: { passed: number; failed: number; skipped: number };
   summary: string;
 }
@@ -79,13 +81,14 @@ export function testRun(counts: TestCounts | null, end: { exitCode: number | nul
   const verdict = end.timedOut ? 'tests timed out' : passed ? 'tests passed' : 'tests failed';
   if (!counts) {
     return passed
-      ? { tests: { passed: 0, failed: 0, skipped: 0 }, summary: `${verdict} (no pass/fail counts recognised)` }
-      : { tests: { passed: 0, failed: 1, skipped: 0 }, summary: `${verdict} (no pass/fail counts recognised: counted as 1 failed)` };
+      ? { ok: true, tests: { passed: 0, failed: 0, skipped: 0 }, summary: `${verdict} (no pass/fail counts recognised)` }
+      : { ok: false, tests: { passed: 0, failed: 1, skipped: 0 }, summary: `${verdict} (no pass/fail counts recognised: counted as 1 failed)` };
   }
   const unexplained = !passed && counts.failed === 0;
   const failed = unexplained ? Math.max(1, counts.failedFiles ?? 0) : counts.failed;
   const why = !unexplained ? '' : counts.failedFiles ? ` — ${counts.failedFiles} test ${counts.failedFiles === 1 ? 'file' : 'files'} failed without a failed test (did not load?)` : end.timedOut ? ' — counted as 1 failed' : ` — the runner exited with ${end.exitCode ?? 'a signal'} although no test failed: counted as 1 failed`;
   return {
+    ok: passed,
     tests: { passed: counts.passed, failed, skipped: counts.skipped },
     summary: `${verdict}: ${counts.passed} passed, ${failed} failed${counts.skipped ? `, ${counts.skipped} skipped` : ''} (${counts.format})${why}`,
   };

@@ -112,8 +112,8 @@ const impls: Record<string, (input: Input, env: ToolEnv, toolUseId: string) => P
     const guard = await guardWrites(env);
     const r = await env.sandbox.run(command, { timeoutMs: (i.timeout_seconds as number) * 1000, ...(env.signal ? { signal: env.signal } : {}) });
     const { files, reverted } = await guard.settle();
-    const { tests, summary } = testRun(parseTestCounts(`${r.stdout}\n${r.stderr}`), r);
-    return { content: `${summary}\n$ ${command}\n${formatCommand(r, i.timeout_seconds as number)}${reverted}`, isError: r.exitCode !== 0 || r.timedOut, files, tests };
+    const run = testRun(parseTestCounts(`${r.stdout}\n${r.stderr}`), r);
+    return { content: `${run.summary}\n$ ${command}\n${formatCommand(r, i.timeout_seconds as number)}${reverted}`, isError: !run.ok, files, tests: run.tests };
   },
   submit_review: async (i) => {
     const issues = i.issues as unknown[];
