@@ -177,6 +177,10 @@ describe('the web console, in Chromium', () => {
     expect(saved.suggestedFilename()).toBe(`task-${id.slice(0, 8)}.patch`);
     expect(await readFile(await saved.path(), 'utf8')).toBe(change.patch);
     expect(await plan.locator('details.diff').getAttribute('open')).not.toBeNull(); // the click did not fold the change
+    // Every file (the input with the change applied) downloads as one .tar.gz, with the key, as the API gives it.
+    const [archive] = await Promise.all([page.waitForEvent('download'), page.locator('.artifacts').getByRole('button', { name: 'Download all files' }).click()]);
+    expect(archive.suggestedFilename()).toBe(`task-${id.slice(0, 8)}.tar.gz`);
+    expect(await readFile(await archive.path())).toEqual(Buffer.from((await api.archive(id)).content));
     // Read once for the finished task: its events in (the timeline ends at TaskCompleted), the page's re-renders read it no more.
     await page.locator('.timeline li[data-type="TaskCompleted"]').waitFor();
     page.off('request', countChangeReads);

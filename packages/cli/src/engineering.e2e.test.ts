@@ -1,4 +1,6 @@
 import { execFile } from 'node:child_process';
+import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import type { AgentView, TaskView } from '@baton/api';
@@ -116,6 +118,30 @@ describe('engineering team, end to end', () => {
     expect(diffThen).toContain(`+++ b/${String(frontendStored!.data.path)}`);
     expect(diffThen).not.toContain('+++ b/web/format.ts');
     expect(await cli('diff', submitted.id)).toBe(patch);
+    // The task's files as a .tar.gz: the example with the patch applied, byte for byte; an existing file is not overwritten without --force.
+    const dir = await mkdtemp(path.join(tmpdir(), 'baton-archive-'));
+    try {
+      const file = path.join(dir, 'change.tar.gz');
+      expect(await cli('archive', submitted.id, '--out', file)).toMatch(/^wrote .*change\.tar\.gz \(\d+ bytes\); unpack it with: mkdir /);
+      await mkdir(path.join(dir, 'archived'));
+      await run('tar', ['-xzf', file, '-C', path.join(dir, 'archived')]);
+      await cp(path.join(ROOT, 'examples/inventory'), path.join(dir, 'patched'), { recursive: true });
+      await writeFile(path.join(dir, 'change.patch'), patch);
+      await run('git', ['apply', path.join(dir, 'change.patch')], { cwd: path.join(dir, 'patched') });
+      await run('diff', ['-r', path.join(dir, 'patched'), path.join(dir, 'archived')]); // exit 1 (a rejection) on any difference
+      await expect(cli('archive', submitted.id, '--out', file)).rejects.toThrow(/change\.tar\.gz exists: choose another with --out, or replace it with --force/);
+      expect(await cli('archive', submitted.id, '--out', file, '--force')).toMatch(/^wrote /);
+      // Without --out: the gateway's name (with the version for --at), in the current directory.
+      const { stdout } = await run(process.execPath, [path.join(ROOT, 'packages/cli/src/main.ts'), 'archive', submitted.id, '--at', at], { cwd: dir, env: { ...process.env, BATON_URL: url } });
+      expect(stdout).toMatch(new RegExp(`^wrote task-${submitted.id.slice(0, 8)}-v${at}\\.tar\\.gz `));
+      const then = path.join(dir, 'then');
+      await mkdir(then);
+      await run('tar', ['-xzf', path.join(dir, `task-${submitted.id.slice(0, 8)}-v${at}.tar.gz`), '-C', then]);
+      expect(await readFile(path.join(then, String(frontendStored!.data.path)), 'utf8')).toBe(await cli('artifact', submitted.id, String(frontendStored!.data.path), '--at', at));
+      expect(await readFile(path.join(then, 'web/format.ts'), 'utf8')).toBe(await readFile(path.join(ROOT, 'examples/inventory/web/format.ts'), 'utf8'));
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
     const listedThen = (await cli('artifacts', submitted.id, '--at', at)).split('\n').map((l) => l.split('  ')[0]);
     expect(listedThen).toContain(frontendStored!.data.path);
     expect(listedThen).not.toContain('web/format.ts');

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { randomBytes } from 'node:crypto';
+import { writeFile } from 'node:fs/promises';
 import { Command, InvalidArgumentError } from 'commander';
 import { recordAs, replay, stateAt, type RecordedEvent } from '@baton/domain';
 import { toTaskView, viewDiff, type TaskView } from '@baton/api';
@@ -196,6 +197,22 @@ program
   .option('--at <version>', 'the change as it stood after this version of the task stream', streamVersion)
   .action(async (taskId: string, opts: { at?: number }) => {
     process.stdout.write(await client().diff(taskId, opts));
+  });
+
+program
+  .command('archive <taskId>')
+  .description("save the task's files as a .tar.gz: its input workspace with the agents' files over it (--at N: as they stood after version N of the task stream); submit it again with --workspace")
+  .option('--at <version>', 'the files as they stood after this version of the task stream', streamVersion)
+  .option('--out <file>', "where to write it ('-': standard output); default: the name the gateway gives it, in this directory")
+  .option('--force', 'replace the file if it exists')
+  .action(async (taskId: string, opts: { at?: number; out?: string; force?: boolean }) => {
+    const { name, content } = await client().archive(taskId, opts);
+    if (opts.out === '-') return void process.stdout.write(content);
+    const file = opts.out ?? name;
+    await writeFile(file, content, { flag: opts.force ? 'w' : 'wx' }).catch((err: NodeJS.ErrnoException) => {
+      throw err.code === 'EEXIST' ? new Error(`${file} exists: choose another with --out, or replace it with --force`) : err;
+    });
+    console.log(`wrote ${file} (${content.length} bytes); unpack it with: mkdir ${taskId.slice(0, 8)} && tar -xzf ${file} -C ${taskId.slice(0, 8)}`);
   });
 
 async function watch(taskId: string): Promise<void> {

@@ -214,6 +214,15 @@ export class BatonClient {
     const at = opts.at === undefined ? '' : `&at=${opts.at}`;
     return this.request<TaskChangeView>('GET', `/v1/tasks/${taskId}/diff?format=json${at}`);
   }
+  /**
+   * The task's files as a .tar.gz (its input workspace with the agents' files over it, modes kept;
+   * uploadable again as a workspace) and the file name the gateway gives it; `at` as for `diff`.
+   */
+  async archive(taskId: string, opts: { at?: number } = {}): Promise<{ name: string; content: Uint8Array }> {
+    const res = await this.ok(`/v1/tasks/${taskId}/archive${atQuery(opts.at)}`);
+    const name = /filename="([^"]+)"/.exec(res.headers.get('content-disposition') ?? '')?.[1] ?? `task-${taskId.slice(0, 8)}.tar.gz`;
+    return { name, content: new Uint8Array(await res.arrayBuffer()) };
+  }
   /** The artifact an agent produced at a path (stored under `<agentId>/<path>` when another agent's holds the path). */
   async artifactOf(taskId: string, agentId: string, file: string): Promise<string> {
     const a = (await this.artifacts(taskId)).find((x) => x.agentId === agentId && (x.path === file || x.path === `${agentId}/${file}`));

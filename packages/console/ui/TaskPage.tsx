@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
 import { RenderedMarkdown } from './Markdown.tsx';
-import { api, apiText, download, followEvents, isFinalStatus, saveText, taskChange, type AgentView, type EventView, type TaskChangeView, type TaskView } from './api.ts';
+import { api, apiText, download, downloadArchive, followEvents, isFinalStatus, saveText, taskChange, type AgentView, type EventView, type TaskChangeView, type TaskView } from './api.ts';
 import { changeKey, changeTotals, fileSections, fileStat, lineKind, UNFOLDED_FILES } from './change.ts';
 import { Deliveries } from './Deliveries.tsx';
 import { ErrorLine } from './ErrorLine.tsx';
@@ -210,7 +210,16 @@ function Report({ task }: { task: TaskView }) {
       )}
       {task.artifacts.length > 0 && (
         <div className="artifacts">
-          <h3>Artifacts</h3>
+          <h3>
+            Artifacts{' '}
+            <button
+              className="small"
+              title={task.workspace ? 'the input workspace with the agents\' files over it, as a .tar.gz (submit it again as a workspace)' : 'every file the agents stored, as a .tar.gz'}
+              onClick={() => void downloadArchive(task.id).catch((err: unknown) => setError(`The files could not be downloaded: ${(err as Error).message}`))}
+            >
+              Download all files
+            </button>
+          </h3>
           <ul>
             {task.artifacts.map((a) => (
               <li key={a.path}>

@@ -37,6 +37,12 @@ export async function download(taskId: string, file: string, at?: number): Promi
   save(await res.blob(), file.split('/').at(-1) ?? file);
 }
 
+/** Download the task's files as a .tar.gz (its input with the agents' files over it), named as the gateway names it. */
+export async function downloadArchive(taskId: string): Promise<void> {
+  const { name, content } = await client().archive(taskId);
+  save(new Blob([content as Uint8Array<ArrayBuffer>], { type: 'application/gzip' }), name);
+}
+
 /** Save what the page has already (a patch) as a file. */
 export const saveText = (text: string, name: string, type: string): void => save(new Blob([text], { type }), name);
 

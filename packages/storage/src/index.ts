@@ -14,6 +14,8 @@ export {
   readWorkspace,
   storeWorkspace,
   taskChange,
+  taskTree,
+  workspaceArchive,
   workspaceDigest,
   workspaceManifest,
   type ExampleSummary,

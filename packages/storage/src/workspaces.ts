@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto';
 import { lstat, readdir, readFile, readlink } from 'node:fs/promises';
 import path from 'node:path';
-import { createGunzip } from 'node:zlib';
+import { pipeline, type Readable } from 'node:stream';
+import { createGunzip, createGzip } from 'node:zlib';
 import type pg from 'pg';
-import { extract, type Header } from 'tar-stream';
+import { extract, pack, type Header } from 'tar-stream';
 import { readArtifacts } from './artifacts.ts';
 import { diffWorkspaces, type WorkspaceDiff } from './diff.ts';
 import { inTransaction } from '@baton/db';
@@ -495,18 +496,44 @@ export interface TaskFiles {
 }
 
 /**
- * A task's change: its tree — the input workspace's files (none without one) overlaid with the
- * task's recorded artifacts, each in the version recorded — diffed against the input workspace.
- * Given the state at an earlier version, the change as it stood then.
+ * A task's tree — the input workspace's files (none without one) overlaid with the task's
+ * recorded artifacts, each in the version recorded — beside the input, both sorted by path. A
+ * file the task created gets mode 0644; one it changed keeps the input's mode. Given the state at
+ * an earlier version, the tree as it stood then.
  */
-export async function taskChange(pool: pg.Pool, task: TaskFiles): Promise<WorkspaceDiff> {
-  const before = new Map<string, Buffer>();
+export async function taskTree(pool: pg.Pool, task: TaskFiles): Promise<{ input: WorkspaceFile[]; tree: WorkspaceFile[] }> {
+  let input: WorkspaceFile[] = [];
   if (task.workspace) {
     const files = await readWorkspace(pool, task.workspace.digest);
     if (!files) throw new Error(`input workspace ${task.workspace.digest} of task ${task.id} is not stored`);
-    for (const f of files) before.set(f.path, f.content);
+    input = files;
   }
-  const after = new Map(before);
-  for (const [p, content] of await readArtifacts(pool, task.id, task.artifacts)) after.set(p, content);
-  return diffWorkspaces(before, after);
+  const tree = new Map(input.map((f) => [f.path, f]));
+  for (const [p, content] of await readArtifacts(pool, task.id, task.artifacts)) tree.set(p, { path: p, mode: tree.get(p)?.mode ?? 0o644, content });
+  return { input, tree: [...tree.values()].sort((a, b) => compare(a.path, b.path)) };
+}
+
+/** A task's change: its tree (`taskTree`) diffed against its input workspace. */
+export async function taskChange(pool: pg.Pool, task: TaskFiles): Promise<WorkspaceDiff> {
+  const { input, tree } = await taskTree(pool, task);
+  const contents = (files: readonly WorkspaceFile[]) => new Map(files.map((f) => [f.path, f.content]));
+  return diffWorkspaces(contents(input), contents(tree));
+}
+
+/**
+ * Files as a gzip-compressed tar, streamed: a regular file entry per file (directories are implied
+ * by the paths), each with its mode and the given modification time — the archive an upload
+ * reads back (`parseWorkspaceArchive`) as the same files.
+ */
+export function workspaceArchive(files: readonly WorkspaceFile[], mtime: Date): Readable {
+  const p = pack();
+  void (async () => {
+    for (const f of files) {
+      await new Promise<void>((resolve, reject) => p.entry({ name: f.path, mode: f.mode, mtime, size: f.content.length, type: 'file' }, f.content, (err) => (err ? reject(err) : resolve())));
+    }
+    p.finalize();
+  })().catch((err: unknown) => p.destroy(err as Error));
+  const gz = createGzip();
+  pipeline(p, gz, () => {}); // an error destroys the gzip stream too: the response is cut, not left hanging
+  return gz;
 }

@@ -1,5 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createDb } from '@baton/db';
@@ -155,7 +156,7 @@ describe('POST /v1/tasks with a workspace', () => {
     expect(broken.json().error).toMatchObject({ code: 'invalid_workspace', details: [{ entry: 'escape', message: expect.stringMatching(/links out/) }] });
     const badName = await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x', workspace: { example: '../etc' } } });
     expect(badName.json().error.message).toMatch(/body\.workspace\.example: must be an example name/);
-    expect(Object.keys((await app.inject({ method: 'GET', url: '/docs/json' })).json().paths)).toEqual(expect.arrayContaining(['/v1/examples', '/v1/tasks/{id}/diff']));
+    expect(Object.keys((await app.inject({ method: 'GET', url: '/docs/json' })).json().paths)).toEqual(expect.arrayContaining(['/v1/examples', '/v1/tasks/{id}/diff', '/v1/tasks/{id}/archive']));
     // A missing examples directory: no examples.
     const none = await gateway(pg);
     expect((await none.inject({ method: 'GET', url: '/v1/examples' })).json()).toEqual({ items: [] });
@@ -329,6 +330,65 @@ describe('GET /v1/tasks/:id/diff and forks', () => {
     expect(gone.json().error.message).toMatch(/artifact 'src\/app.ts' of task .*: the version recorded \(sha256 [0-9a-f]{12}…\) is not kept/);
     expect((await get(`/diff?at=${version}`)).statusCode).toBe(410);
 
+  });
+
+  test('GET /v1/tasks/:id/archive: the task\'s tree as a .tar.gz (the input with the agents\' files over it, modes kept) that the system tar extracts and an upload reads back as the same files; ?at=N as it stood then; tenant-scoped; 410 when a version is not kept', async ({ pg }) => {
+    const app = await gateway(pg, { apiKeys: new Map([['key-tenant-a-0123456789', 'a'], ['key-tenant-b-0123456789', 'b']]) });
+    const auth = { authorization: 'Bearer key-tenant-a-0123456789' };
+    const task = (await app.inject({ method: 'POST', url: '/v1/tasks', headers: auth, payload: { prompt: 'Fix', workspace: { archiveBase64: (await project()).toString('base64') } } })).json();
+    const get = (url: string, headers = auth) => app.inject({ method: 'GET', url: `/v1/tasks/${task.id}${url}`, headers });
+    const files = async (res: { rawPayload: Buffer }) => (await parseWorkspaceArchive(res.rawPayload)).map((f) => ({ path: f.path, mode: f.mode, content: f.content.toString() }));
+    const input = [
+      { path: 'README.md', mode: 0o644, content: '# App\n' },
+      { path: 'bin/run', mode: 0o755, content: '#!/bin/sh\n' },
+      { path: 'src/app.ts', mode: 0o644, content: 'export const a = 1;\n' },
+    ];
+    const untouched = await get('/archive');
+    expect([untouched.statusCode, untouched.headers['content-type'], untouched.headers['content-disposition']]).toEqual([200, 'application/gzip', `attachment; filename="task-${task.id.slice(0, 8)}.tar.gz"`]);
+    expect(await files(untouched)).toEqual(input);
+
+    await artifact(pg, task.id, 'src/app.ts', 'export const a = 2;\n');
+    await artifact(pg, task.id, 'docs/CHANGELOG.md', '- a is 2\n');
+    const version = (await get('')).json().version as number;
+    const tree = [...input.slice(0, 2), { path: 'docs/CHANGELOG.md', mode: 0o644, content: '- a is 2\n' }, { path: 'src/app.ts', mode: 0o644, content: 'export const a = 2;\n' }].sort((a, b) => (a.path < b.path ? -1 : 1));
+    const changed = await get('/archive');
+    expect(await files(changed)).toEqual(tree);
+    // The system's tar reads it too: directories made, modes kept.
+    const dir = await mkdtemp(path.join(tmpdir(), 'baton-gw-archive-'));
+    tempDirs.push(dir);
+    await writeFile(path.join(dir, 'task.tar.gz'), changed.rawPayload);
+    await mkdir(path.join(dir, 'out'));
+    execFileSync('tar', ['-xzf', path.join(dir, 'task.tar.gz'), '-C', path.join(dir, 'out')]);
+    expect(await readFile(path.join(dir, 'out/docs/CHANGELOG.md'), 'utf8')).toBe('- a is 2\n');
+    expect((await stat(path.join(dir, 'out/bin/run'))).mode & 0o777).toBe(0o755);
+    // Uploaded again, it is a new task's workspace whose change is empty: the tree, byte for byte.
+    const again = (await app.inject({ method: 'POST', url: '/v1/tasks', headers: auth, payload: { prompt: 'Go on', workspace: { archiveBase64: changed.rawPayload.toString('base64') } } })).json();
+    expect(again.workspace).toMatchObject({ files: 4, source: 'upload' });
+    expect((await app.inject({ method: 'GET', url: `/v1/tasks/${again.id}/diff`, headers: auth })).body).toBe('');
+    expect(await files(await app.inject({ method: 'GET', url: `/v1/tasks/${again.id}/archive`, headers: auth }))).toEqual(tree);
+
+    // ?at=N: as it stood then, after a later rewrite; named with its version.
+    await artifact(pg, task.id, 'src/app.ts', 'export const a = 3;\n');
+    expect((await files(await get('/archive'))).find((f) => f.path === 'src/app.ts')?.content).toBe('export const a = 3;\n');
+    const then = await get(`/archive?at=${version}`);
+    expect(then.headers['content-disposition']).toBe(`attachment; filename="task-${task.id.slice(0, 8)}-v${version}.tar.gz"`);
+    expect(await files(then)).toEqual(tree);
+    expect(await files(await get('/archive?at=1'))).toEqual(input);
+    for (const at of ['0', 'x']) expect((await get(`/archive?at=${at}`)).json().error.message).toBe('query.at: must be a whole number, 1 or more');
+    expect((await get(`/archive?at=${version + 100}`)).statusCode).toBe(404);
+    expect((await get('/archive?format=zip')).json().error.message).toMatch(/format/);
+    // Another tenant's task, or none, is not found.
+    expect((await get('/archive', { authorization: 'Bearer key-tenant-b-0123456789' })).statusCode).toBe(404);
+    expect((await app.inject({ method: 'GET', url: `/v1/tasks/${randomUUID()}/archive`, headers: auth })).statusCode).toBe(404);
+    // No workspace: the agents' files alone.
+    const bare = (await app.inject({ method: 'POST', url: '/v1/tasks', headers: auth, payload: { prompt: 'Write' } })).json();
+    expect(await files(await app.inject({ method: 'GET', url: `/v1/tasks/${bare.id}/archive`, headers: auth }))).toEqual([]);
+    await artifact(pg, bare.id, 'report.md', '# Report\n');
+    expect(await files(await app.inject({ method: 'GET', url: `/v1/tasks/${bare.id}/archive`, headers: auth }))).toEqual([{ path: 'report.md', mode: 0o644, content: '# Report\n' }]);
+    // A version whose bytes are not kept is gone, and says so (before any byte is sent).
+    await pg.db.pool.query(`delete from artifact_versions where task_id = $1 and content = $2`, [task.id, Buffer.from('export const a = 2;\n')]);
+    const gone = await get(`/archive?at=${version}`);
+    expect([gone.statusCode, gone.json().error.code]).toEqual([410, 'version_not_kept']);
   });
 });
 

@@ -10,7 +10,7 @@ import type { ZodTypeProvider } from '@fastify/type-provider-zod';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { GatewayDeps } from '../deps.ts';
 import { HttpError, notFound } from '../errors.ts';
-import { EventsHeaders, EventsQuery, ListTasksQuery, NoBody, StateQuery, TaskIdParams, VerifyQuery } from './schemas.ts';
+import { EventsHeaders, EventsQuery, ListTasksQuery, NoBody, AtQuery, TaskIdParams, VerifyQuery } from './schemas.ts';
 import { loadVisibleTask, visibleStateAt } from './tasks.ts';
 
 const BATCH = 500;
@@ -352,7 +352,7 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     stream.run(loop, unregister, { taskId });
   }
 
-  r.get('/v1/tasks/:id/state', { schema: { params: TaskIdParams, querystring: StateQuery, tags: ['events'], summary: 'The task as it was after a version of its stream' } }, async (req) => {
+  r.get('/v1/tasks/:id/state', { schema: { params: TaskIdParams, querystring: AtQuery, tags: ['events'], summary: 'The task as it was after a version of its stream' } }, async (req) => {
     return toTaskView(await visibleStateAt(d, req, req.params.id, req.query.at));
   });
 

@@ -168,7 +168,8 @@ export const DiffQuery = z.strictObject({ format: z.enum(['text', 'json'], { err
 /** SSE resumes after `Last-Event-ID` (an event's position); any other header is left alone. */
 export const EventsHeaders = z.looseObject({ 'last-event-id': Position.optional() });
 
-export const StateQuery = z.strictObject({ at: queryInt(1, Number.MAX_SAFE_INTEGER).optional() });
+/** `?at=N`: as it stood after version N of the task stream (now without it). */
+export const AtQuery = z.strictObject({ at: queryInt(1, Number.MAX_SAFE_INTEGER).optional() });
 
 export const WebhookIdParams = z.object({ webhookId: z.uuid('must be a webhook id (UUID)') });
 export const WebhookBody = z.strictObject({

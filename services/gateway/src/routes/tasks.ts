@@ -9,7 +9,7 @@ import type { ZodTypeProvider } from '@fastify/type-provider-zod';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { GatewayDeps } from '../deps.ts';
 import { HttpError, notFound } from '../errors.ts';
-import { AgentParams, AnswerBody, ApprovalBody, ArtifactParams, CancelBody, DeliveryParams, ForkBody, NoBody, RequestParams, StateQuery, SubmitTaskBody, succeedsWith, TaskIdParams } from './schemas.ts';
+import { AgentParams, AnswerBody, ApprovalBody, ArtifactParams, CancelBody, DeliveryParams, ForkBody, NoBody, RequestParams, AtQuery, SubmitTaskBody, succeedsWith, TaskIdParams } from './schemas.ts';
 import { runTaskCommand } from './commands.ts';
 import { checkSubmission, submitTask } from './submit.ts';
 import { readMultipartSubmission, resolveWorkspace, submitBodyLimit } from './workspace-input.ts';
@@ -183,12 +183,12 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
   });
 
   // Artifacts: the log says which exist (ArtifactStored) and in which version; the bytes of every version are kept (artifact_versions).
-  r.get('/v1/tasks/:id/artifacts', { schema: { params: TaskIdParams, querystring: StateQuery, tags: ['artifacts'], summary: 'Files the agents produced (?at=N: as they were after version N of the task stream)' } }, async (req) => {
+  r.get('/v1/tasks/:id/artifacts', { schema: { params: TaskIdParams, querystring: AtQuery, tags: ['artifacts'], summary: 'Files the agents produced (?at=N: as they were after version N of the task stream)' } }, async (req) => {
     const state = await visibleStateAt(d, req, req.params.id, req.query.at);
     return { items: state.artifacts.map((a) => ({ path: a.path, bytes: a.bytes, sha256: a.sha256, mediaType: a.mediaType, agentId: a.agentId })) };
   });
 
-  r.get('/v1/tasks/:id/artifacts/*', { schema: { params: ArtifactParams, querystring: StateQuery, tags: ['artifacts'], summary: 'Download one artifact, with its media type (?at=N: its content after version N of the task stream)' } }, async (req, reply) => {
+  r.get('/v1/tasks/:id/artifacts/*', { schema: { params: ArtifactParams, querystring: AtQuery, tags: ['artifacts'], summary: 'Download one artifact, with its media type (?at=N: its content after version N of the task stream)' } }, async (req, reply) => {
     const state = await visibleStateAt(d, req, req.params.id, req.query.at);
     const file = req.params['*'];
     const listed = state.artifacts.find((a) => a.path === file);
