@@ -146,6 +146,11 @@ describe('engineering team, end to end', () => {
     expect(listedThen).toContain(frontendStored!.data.path);
     expect(listedThen).not.toContain('web/format.ts');
     expect(await cli('artifact', submitted.id, String(frontendStored!.data.path), '--at', at)).toBe(await (await fetch(`${url}/v1/tasks/${submitted.id}/artifacts/${String(frontendStored!.data.path)}?at=${at}`)).text());
+    // The audit of who decided what: only the requests and decisions, by type; an unknown type is named.
+    const decisions = (await cli('events', submitted.id, '--type', 'ApprovalRequested,ApprovalGranted', '--json')).trim().split('\n').map((l) => JSON.parse(l) as { type: string; position: number });
+    expect(decisions.map((e) => e.type)).toEqual(events.filter((e) => e.type === 'ApprovalRequested' || e.type === 'ApprovalGranted').map((e) => e.type));
+    expect(decisions.map((e) => e.type)).toContain('ApprovalGranted');
+    await expect(cli('events', submitted.id, '--type', 'ApprovalGranted,PlanOK')).rejects.toThrow(/query\.type: unknown event type 'PlanOK'; known: /);
     const fork = await api.request<TaskView>('POST', `/v1/tasks/${submitted.id}/fork`, { atVersion: frontendStored!.version });
     await waitFor(async () => ['completed', 'failed'].includes((await task(fork.id)).status), { timeoutMs: 180_000, what: 'the fork to finish' });
     const forked = await task(fork.id);

@@ -224,10 +224,11 @@ async function watch(taskId: string): Promise<void> {
 
 program
   .command('events <taskId>')
-  .description('print every event of a task')
+  .description('print every event of a task (--type: only those types)')
   .option('--json', 'one JSON object per line')
-  .action(async (taskId: string, opts: { json?: boolean }) => {
-    for (const e of await client().allEvents(taskId)) {
+  .option('--type <types>', 'only events of these types, comma-separated (e.g. ApprovalRequested,ApprovalGranted)')
+  .action(async (taskId: string, opts: { json?: boolean; type?: string }) => {
+    for (const e of await client().allEvents(taskId, opts.type === undefined ? {} : { types: opts.type.split(',') })) {
       console.log(opts.json ? JSON.stringify(e) : `#${e.position}  ${e.streamId}@${e.version}  ${e.recordedAt}  ${e.type}  ${JSON.stringify(e.data)}`);
     }
   });

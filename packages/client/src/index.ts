@@ -237,12 +237,13 @@ export class BatonClient {
     return res.text();
   }
 
-  /** Every event of a task, paging through the JSON list. */
-  async allEvents(taskId: string): Promise<ApiEvent[]> {
+  /** Every event of a task (`types`: only those), paging through the JSON list. */
+  async allEvents(taskId: string, opts: { types?: readonly string[] } = {}): Promise<ApiEvent[]> {
     const out: ApiEvent[] = [];
+    const only = opts.types ? `&type=${encodeURIComponent(opts.types.join(','))}` : '';
     let after = 0;
     for (;;) {
-      const page = await this.request<{ items: ApiEvent[]; next?: number | null }>('GET', `/v1/tasks/${taskId}/events?after=${after}&limit=5000`);
+      const page = await this.request<{ items: ApiEvent[]; next?: number | null }>('GET', `/v1/tasks/${taskId}/events?after=${after}&limit=5000${only}`);
       out.push(...page.items);
       // `next` (a gateway before it had none: a full page may have more).
       const next = page.next !== undefined ? page.next : page.items.length === 5000 ? (page.items.at(-1)?.position ?? null) : null;

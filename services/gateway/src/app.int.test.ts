@@ -514,7 +514,7 @@ describe('SSE', () => {
     await app.close();
   });
 
-  test('steps=false: only transitions, in SSE and in the JSON list; a stream of transitions is not woken by steps; a bad value is a 400 naming it', async ({ pg, nats }) => {
+  test('steps=false: only transitions, in SSE and in the JSON list; a stream of transitions is not woken by steps; a bad value is a 400 naming it; ?type=A,B: only those types in the JSON list', async ({ pg, nats }) => {
     const { names, relay, app, base, id } = await liveGateway(pg, nats);
     try {
       const res = await fetch(`${base}/v1/tasks/${id}/events?steps=false`, { headers: { accept: 'text/event-stream' } });
@@ -538,6 +538,20 @@ describe('SSE', () => {
       const bad = await app.inject({ method: 'GET', url: `/v1/tasks/${id}/events?steps=maybe` });
       expect(bad.statusCode).toBe(400);
       expect(bad.json().error.message).toMatch(/steps/);
+      // ?type=A,B: only those types (with steps=false, never a step); an unknown type is named; a stream refuses it.
+      const only = async (q: string) => ((await app.inject({ method: 'GET', url: `/v1/tasks/${id}/events?${q}` })).json() as { items: { type: string }[] }).items.map((e) => e.type);
+      expect(await only('type=TaskCompleted,ModelTurnRecorded')).toEqual(['ModelTurnRecorded', 'TaskCompleted']);
+      expect(await only('type=TaskCompleted,ModelTurnRecorded&steps=false')).toEqual(['TaskCompleted']);
+      expect(await only('type=%20TaskSubmitted%20,,TaskSubmitted')).toEqual(['TaskSubmitted']);
+      expect(await only('type=ApprovalRequested')).toEqual([]);
+      const paged = (await app.inject({ method: 'GET', url: `/v1/tasks/${id}/events?type=TaskStarted,TaskCompleted&limit=1` })).json() as { items: { type: string; position: number }[]; next: number | null };
+      expect([paged.items.map((e) => e.type), paged.next]).toEqual([['TaskStarted'], paged.items[0]!.position]);
+      expect(await only(`type=TaskStarted,TaskCompleted&after=${paged.next}`)).toEqual(['TaskCompleted']);
+      const unknown = await app.inject({ method: 'GET', url: `/v1/tasks/${id}/events?type=TaskCompleted,TaskDone` });
+      expect([unknown.statusCode, unknown.json().error.message]).toEqual([400, expect.stringMatching(/^query\.type: unknown event type 'TaskDone'; known: TaskSubmitted, /)]);
+      expect((await app.inject({ method: 'GET', url: `/v1/tasks/${id}/events?type=,` })).json().error.message).toBe('query.type: name at least one event type (comma-separated)');
+      const streamed = await app.inject({ method: 'GET', url: `/v1/tasks/${id}/events?type=TaskCompleted`, headers: { accept: 'text/event-stream' } });
+      expect([streamed.statusCode, streamed.json().error.message]).toEqual([400, 'query.type: filters the JSON list only; a stream takes steps=false (transitions only)']);
     } finally {
       // Also when an expectation fails: a relay left running holds a pool client, and the fixtures would wait for it.
       await relay.stop();

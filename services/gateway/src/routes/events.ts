@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { configVersion, TeamCatalog, verifyRun } from '@baton/agents';
-import { STEP_EVENT_TYPES, TERMINAL_EVENT_TYPES, type EventType, type RecordedEvent } from '@baton/domain';
+import { EVENT_TYPES, isStepEvent, STEP_EVENT_TYPES, TERMINAL_EVENT_TYPES, type EventType, type RecordedEvent } from '@baton/domain';
 import { redactCredentials, toEventView, toTaskView, type EventView } from '@baton/api';
 import type { RelayedEvent } from '@baton/bus';
 import { comesBefore, listTasks, sameCursor, START, type LogCursor } from '@baton/event-store';
@@ -237,7 +237,7 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     stream.run(loop, unwatch, { list: tenant });
   }
 
-  r.get('/v1/tasks/:id/events', { schema: { params: TaskIdParams, querystring: EventsQuery, headers: EventsHeaders, tags: ['events'], summary: 'Events of a task (JSON, or SSE with Accept: text/event-stream)' } }, async (req, reply) => {
+  r.get('/v1/tasks/:id/events', { schema: { params: TaskIdParams, querystring: EventsQuery, headers: EventsHeaders, tags: ['events'], summary: 'Events of a task (JSON, or SSE with Accept: text/event-stream); ?steps=false: transitions only; ?type=A,B: only those types (JSON only)' } }, async (req, reply) => {
     const taskId = req.params.id;
     let tenant = d.tenants.get(taskId);
     if (tenant === undefined) {
@@ -252,10 +252,14 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     const cursor = await resumeCursor(taskId, after, lastEventId !== undefined ? 'headers.last-event-id' : 'query.after');
     if (!wantsSse) {
       // A snapshot of what is committed now, by position. Tailing without gaps is SSE's job.
-      const items = await d.store.readTaskPage(taskId, BigInt(after ?? 0), req.query.limit, req.query.steps ? [] : STEP_EVENT_TYPES);
+      // (?type= is read as the types to leave out: no other statement, no other plan.)
+      const only = req.query.type;
+      const skip = only ? EVENT_TYPES.filter((t) => !only.includes(t) || (!req.query.steps && isStepEvent(t))) : req.query.steps ? [] : STEP_EVENT_TYPES;
+      const items = await d.store.readTaskPage(taskId, BigInt(after ?? 0), req.query.limit, skip);
       // `next`: a full page may have more after it (pass it as ?after=); null: this page is the last of what is committed now.
       return { items: items.map(eventView), next: items.length === req.query.limit ? Number(items.at(-1)?.position) : null };
     }
+    if (req.query.type) throw new HttpError(400, 'validation_error', 'query.type: filters the JSON list only; a stream takes steps=false (transitions only)');
     checkStreamCaps(req.tenant); // and at once (nothing awaited) the stream takes its slot
     reply.hijack();
     return streamEvents(req, reply, taskId, cursor, req.query.steps);

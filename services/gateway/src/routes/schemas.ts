@@ -1,4 +1,4 @@
-import { EVENT_TYPES, isEventType, isStepEvent, NotifyConfig, STEP_EVENT_TYPES } from '@baton/domain';
+import { EVENT_TYPES, isEventType, isStepEvent, NotifyConfig, STEP_EVENT_TYPES, type EventType } from '@baton/domain';
 import { EXAMPLE_NAME } from '@baton/storage';
 import { z } from 'zod';
 
@@ -161,6 +161,17 @@ export const EventsQuery = z.strictObject({
   limit: queryInt(1, 5000).default(1000),
   /** false: transitions only (status changes, agents, requests, decisions, artifacts) — no model turns or tool results. */
   steps: z.enum(['true', 'false'], { error: "must be 'true' or 'false'" }).default('true').transform((v) => v === 'true'),
+  /** Only events of these types, comma-separated (the JSON list; an SSE stream refuses it). */
+  type: z
+    .string()
+    .max(4000)
+    .transform((s, ctx) => {
+      const types = [...new Set(s.split(',').map((t) => t.trim()).filter((t) => t !== ''))];
+      if (types.length === 0) ctx.addIssue({ code: 'custom', message: 'name at least one event type (comma-separated)' });
+      for (const t of types) if (!isEventType(t)) ctx.addIssue({ code: 'custom', message: `unknown event type '${t}'; known: ${EVENT_TYPES.join(', ')}` });
+      return types as EventType[];
+    })
+    .optional(),
 });
 
 export const DiffQuery = z.strictObject({ format: z.enum(['text', 'json'], { error: "must be 'text' or 'json'" }).default('text'), at: queryInt(1, Number.MAX_SAFE_INTEGER).optional() });
