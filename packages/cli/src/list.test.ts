@@ -7,13 +7,14 @@ import { LIST_CATCH_UP_MARGIN_MS, listTasks } from './list.ts';
 const task = (id: string, status: string, version: number, updatedAt: string): TaskSummary => ({ id, status, prompt: `task ${id}`, team: 'research', createdAt: '2026-11-26T20:00:00.000Z', updatedAt, version, pendingRequests: [], forkedFrom: null });
 
 describe('baton list --follow', () => {
-  it('lists once the stream is ready, prints each change; after a drop it reads what changed meanwhile (any status, since the newest change seen less a margin) and prints only what is new', async () => {
+  it('lists once the stream is ready, prints each change (with --status, a task that leaves it once, not its changes after); after a drop it reads what changed meanwhile (any status, since the newest change seen less a margin) and prints only what is new', async () => {
     // Changes stamped by the server's clock, a little ahead of this one's.
     const at = (s: number): string => new Date(Date.now() + 60_000 + s * 1000).toISOString();
     const a3 = task('a', 'awaiting_input', 3, at(0));
     const a4 = task('a', 'running', 4, at(1));
     const b2 = task('b', 'awaiting_input', 2, at(2)); // opened its request while the stream was down
     const c5 = task('c', 'completed', 5, at(3)); // never awaiting_input here: not printed
+    const a5 = task('a', 'running', 5, at(4)); // a's change after it left awaiting_input: not printed
     const lists: string[] = [];
     let streams = 0;
     const open: ServerResponse[] = [];
@@ -37,7 +38,7 @@ describe('baton list --follow', () => {
         return;
       }
       lists.push(u.search);
-      const items = u.searchParams.has('updatedAfter') ? [c5, b2, a4] : [a3];
+      const items = u.searchParams.has('updatedAfter') ? [a5, c5, b2, a4] : [a3];
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ items, nextCursor: null }));
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -93,6 +94,40 @@ describe('baton list --follow', () => {
       await done;
       expect(out.map((l) => l.split('  ')[0])).toEqual(['a', 'following changes (Ctrl-C stops)…', 'b']);
       expect(lists).toEqual(['?search=vector&limit=50']);
+    } finally {
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+    }
+  });
+
+  it("a stream the gateway refuses for now (429, too many open streams) is said, in the gateway's words, and asked again no sooner than its Retry-After", async () => {
+    const asked: number[] = [];
+    const server = createServer((req, res) => {
+      if ((req.headers.accept ?? '').includes('text/event-stream')) {
+        asked.push(performance.now());
+        if (asked.length === 1) {
+          res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '1' }).end(JSON.stringify({ error: { code: 'too_many_streams', message: 'at most 3 open event streams per tenant; close one or retry later' } }));
+          return;
+        }
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write('event: ready\ndata: {}\n\n');
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ items: [], nextCursor: null }));
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const out: string[] = [];
+    const errors: string[] = [];
+    const ctl = new AbortController();
+    try {
+      const api = new BatonClient(`http://127.0.0.1:${(server.address() as { port: number }).port}`);
+      const done = listTasks(api, { limit: 50, follow: true, signal: ctl.signal }, { log: (l) => out.push(l), error: (l) => errors.push(l) });
+      await waitFor(() => out.includes('following changes (Ctrl-C stops)…'), { what: 'the stream, asked again' });
+      ctl.abort();
+      await done;
+      expect(errors).toEqual(['(the gateway refused the stream: at most 3 open event streams per tenant; close one or retry later (HTTP 429 too_many_streams); trying again in 1 s)']);
+      expect(asked).toHaveLength(2);
+      expect(asked[1]! - asked[0]!).toBeGreaterThanOrEqual(990); // Retry-After: 1, not the 100 ms a drop waits
     } finally {
       server.closeAllConnections();
       await new Promise<void>((r) => server.close(() => r()));

@@ -1,5 +1,5 @@
 import { matchesSearch, type BatonClient, type TaskSummary } from '@baton/client';
-import { describeListItem, listing } from './views.ts';
+import { describeListItem, describeReconnect, listing } from './views.ts';
 
 /** `baton list`'s options. */
 export interface ListOptions {
@@ -31,14 +31,17 @@ export async function listTasks(api: BatonClient, opts: ListOptions, out: { log:
     out.log(listing((await load()).items, describeListItem, 'no tasks'));
     return;
   }
-  const printed = new Map<string, number>();
+  /** Each task's line printed last: its version (a change seen twice is printed once) and status. */
+  const printed = new Map<string, { version: number; status: string }>();
   let newest = '';
   const print = (t: TaskSummary): void => {
     if (t.updatedAt > newest) newest = t.updatedAt;
-    if ((printed.get(t.id) ?? -1) >= t.version) return;
+    const last = printed.get(t.id);
+    if ((last?.version ?? -1) >= t.version) return;
     if (opts.search && !matchesSearch(t, opts.search)) return; // the stream brings every change: the search is applied here
-    if (opts.status && t.status !== opts.status && !printed.has(t.id)) return;
-    printed.set(t.id, t.version);
+    // With a status: its tasks' changes, and the change by which one leaves it (once; not what it does after).
+    if (opts.status && t.status !== opts.status && last?.status !== opts.status) return;
+    printed.set(t.id, { version: t.version, status: t.status });
     out.log(describeListItem(t));
   };
   const catchUp = async (): Promise<void> => {
@@ -50,8 +53,8 @@ export async function listTasks(api: BatonClient, opts: ListOptions, out: { log:
   await api.watchTasks(print, {
     ...(opts.team ? { team: opts.team } : {}),
     ...(opts.signal ? { signal: opts.signal } : {}),
-    onState: (s) => {
-      if (s === 'reconnecting') return out.error('(the stream dropped: reconnecting…)');
+    onState: (s, r) => {
+      if (s === 'reconnecting') return out.error(describeReconnect(r));
       if (!first) return void catchUp().catch(failed);
       first = false;
       newest = new Date().toISOString(); // until a change is seen: now (the margin covers the clocks' difference)

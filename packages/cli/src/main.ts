@@ -8,7 +8,7 @@ import type { VerifyResult } from '@baton/agents';
 import { answer, decide, describeEvent, describeTask } from './people.ts';
 import { listTasks, type ListOptions } from './list.ts';
 import { WORKSPACE_EXCLUDES, workspaceFromPath } from './workspace.ts';
-import { describeChat, describeDeliveries, describeTeam, describeWebhook, listing } from './views.ts';
+import { describeChat, describeDeliveries, describeReconnect, describeTeam, describeWebhook, listing } from './views.ts';
 import { ApiError, BatonClient, type ApiEvent } from '@baton/client';
 // `up`, `bench`, `chaos` and `cpuprofile` load what they need (the services' packages, the
 // database, the sandboxes) when they run: every other command is an API call and starts fast.
@@ -219,7 +219,9 @@ async function watch(taskId: string): Promise<void> {
   // The task as it stands now: a request in the history it shows as not open is printed without a command to paste.
   const now = await client().request<TaskView>('GET', `/v1/tasks/${taskId}`);
   const open = new Set(now.pendingRequests.map((r) => r.requestId));
-  await client().follow(taskId, (e) => console.log(describeEvent(e, (requestId) => e.version <= now.version && !open.has(requestId))));
+  await client().follow(taskId, (e) => console.log(describeEvent(e, (requestId) => e.version <= now.version && !open.has(requestId))), {
+    onState: (s, r) => void (s === 'reconnecting' && console.error(describeReconnect(r))),
+  });
 }
 
 program

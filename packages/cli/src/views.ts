@@ -1,4 +1,4 @@
-import type { ChatSummaryView, DeliveryView, TaskSummary, TeamInfoView, WebhookEndpointView } from '@baton/client';
+import { ApiError, type ChatSummaryView, type DeliveryView, type Reconnect, type TaskSummary, type TeamInfoView, type WebhookEndpointView } from '@baton/client';
 
 /** How the CLI prints what an operator lists: tasks, conversations, webhook endpoints, deliveries, teams (one line per item, or a short block). */
 
@@ -53,4 +53,12 @@ export function describeTeam(t: TeamInfoView): string {
 /** One line per conversation for `baton chats`: id, team, last activity, messages (and tasks made of it), title. */
 export function describeChat(c: ChatSummaryView): string {
   return `${c.id}  ${c.team}  ${c.updatedAt}  ${c.messages} messages${c.tasks ? `, ${c.tasks} task${c.tasks === 1 ? '' : 's'}` : ''}  ${c.title}`;
+}
+
+/** What the CLI says when a live stream is opened again: why (the gateway's own words for a refusal), and when. */
+export function describeReconnect(r: Reconnect | undefined): string {
+  const when = r ? `${Math.round(r.inMs / 100) / 10} s` : '';
+  if (r?.cause instanceof ApiError) return `(the gateway refused the stream: ${r.cause.message} (${r.cause.summary}); trying again in ${when})`;
+  if (r?.cause) return `(the stream dropped: ${r.cause.message}; reconnecting in ${when})`;
+  return '(the stream dropped: reconnecting…)';
 }

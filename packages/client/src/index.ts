@@ -1,4 +1,5 @@
 import type { AgentView, ArtifactView, ChatStreamEvent, ChatSummaryView, ChatView, DeliveryView, EventView, PendingRequestView, TaskChangeView, TaskListItem, TaskView, TeamInfoView, WebhookEndpointView } from '@baton/api';
+import { retryAfterMs } from '@baton/api/http'; // this module alone: the client stays free of the domain's schemas
 import { readSse, type SseFrame } from './sse.ts';
 
 /**
@@ -17,6 +18,17 @@ export type { AgentView, ChatStreamEvent, ChatSummaryView, ChatView, DeliveryVie
  * status, the API's error code and its message ("request 'apr-…' was already decided: rejected:
  * too broad"); a gateway that does not answer is an UnreachableError naming the URL.
  */
+/**
+ * Why a stream is being opened again, and when: `cause` null when it ended without an error (the
+ * gateway closed it), else what failed — an ApiError for a 429 (too many open streams) or a 5xx,
+ * another Error when the gateway could not be reached; `inMs` the wait (at least what the
+ * gateway's Retry-After asked, up to a minute).
+ */
+export interface Reconnect {
+  cause: Error | null;
+  inMs: number;
+}
+
 export class ApiError extends Error {
   readonly status: number;
   readonly code: string;
@@ -258,7 +270,7 @@ export class BatonClient {
    * for as long as the gateway is away (at most 5 s apart); a refusal (4xx but 429) ends it.
    * `after`: start after this position; `steps: false` for transitions only.
    */
-  async follow(taskId: string, onEvent: (e: ApiEvent) => void, o: { signal?: AbortSignal; steps?: boolean; after?: number; onState?: (s: 'live' | 'reconnecting') => void } = {}): Promise<void> {
+  async follow(taskId: string, onEvent: (e: ApiEvent) => void, o: { signal?: AbortSignal; steps?: boolean; after?: number; onState?: (s: 'live' | 'reconnecting', r?: Reconnect) => void } = {}): Promise<void> {
     // The stream is in commit order, not position order: a transaction that began first can commit
     // after a later one, so positions may go down. `last` is the last event received (where a
     // reconnect resumes, by Last-Event-ID); an event is told apart from a repeat by its id.
@@ -283,7 +295,7 @@ export class BatonClient {
         onEvent(e);
         if (FINAL.has(e.type)) ended = true;
       },
-      { signal: o.signal, connected: () => o.onState?.('live'), reconnecting: () => o.onState?.('reconnecting'), done: () => ended },
+      { signal: o.signal, connected: () => o.onState?.('live'), reconnecting: (r) => o.onState?.('reconnecting', r), done: () => ended },
     );
   }
 
@@ -294,14 +306,14 @@ export class BatonClient {
    * reconnect: load the list then (`list()`), and nothing in between is missed. `team`: only
    * that team's tasks.
    */
-  async watchTasks(onTask: (t: TaskSummary) => void, o: { signal?: AbortSignal; team?: string; onState?: (s: 'live' | 'reconnecting') => void } = {}): Promise<void> {
+  async watchTasks(onTask: (t: TaskSummary) => void, o: { signal?: AbortSignal; team?: string; onState?: (s: 'live' | 'reconnecting', r?: Reconnect) => void } = {}): Promise<void> {
     await this.reconnecting(
       () => ({ path: `/v1/tasks${o.team ? `?team=${encodeURIComponent(o.team)}` : ''}`, headers: {} }),
       (f) => {
         if (f.event === 'ready') o.onState?.('live');
         else if (f.event === 'task') onTask(JSON.parse(f.data) as TaskSummary);
       },
-      { signal: o.signal, reconnecting: () => o.onState?.('reconnecting') },
+      { signal: o.signal, reconnecting: (r) => o.onState?.('reconnecting', r) },
     );
   }
 
@@ -309,23 +321,33 @@ export class BatonClient {
    * Read an SSE stream of the API, opening it again after a drop (backing off, up to 5 s) until
    * `done()` or `signal` aborts. A refusal is thrown, but for 429 and 5xx (retried).
    */
-  private async reconnecting(open: () => { path: string; headers: Record<string, string> }, onFrame: (f: SseFrame) => void, o: { signal?: AbortSignal | undefined; connected?: () => void; reconnecting: () => void; done?: () => boolean }): Promise<void> {
+  private async reconnecting(open: () => { path: string; headers: Record<string, string> }, onFrame: (f: SseFrame) => void, o: { signal?: AbortSignal | undefined; connected?: () => void; reconnecting: (r: Reconnect) => void; done?: () => boolean }): Promise<void> {
     for (let attempt = 0; ; attempt++) {
+      let cause: Error | null = null;
+      let askedMs = 0;
       try {
         const { path: p, headers } = open();
         const res = await this.fetch(p, { headers: { accept: 'text/event-stream', ...headers }, ...(o.signal ? { signal: o.signal } : {}) });
-        if (!res.ok || !res.body) throw new ApiError(res.status, await res.json().catch(() => null));
+        if (!res.ok || !res.body) {
+          askedMs = Math.min(60_000, retryAfterMs(res.headers.get('retry-after'), Date.now()) ?? 0);
+          throw new ApiError(res.status, await res.json().catch(() => null));
+        }
         o.connected?.();
         attempt = 0;
         await readSse(res.body, onFrame);
       } catch (err) {
         if (o.signal?.aborted) return;
-        // Refused (a revoked key, a task gone): no attempt will do better. Unreachable or 5xx: wait and look again, however long it takes.
+        // Refused (a revoked key, a task gone): no attempt will do better. Unreachable, 429 or 5xx: wait (as long as the gateway asks) and look again, however long it takes.
         if (err instanceof ApiError && err.status < 500 && err.status !== 429) throw err;
+        cause = err instanceof Error ? err : new Error(String(err));
       }
       if (o.done?.() || o.signal?.aborted) return;
-      o.reconnecting();
-      await new Promise((r) => setTimeout(r, Math.min(5000, 100 * 2 ** Math.min(attempt, 6))));
+      const inMs = Math.max(Math.min(5000, 100 * 2 ** Math.min(attempt, 6)), askedMs);
+      o.reconnecting({ cause, inMs });
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, inMs);
+        o.signal?.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
+      });
     }
   }
 

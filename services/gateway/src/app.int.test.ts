@@ -1,5 +1,6 @@
-import { randomUUID } from 'node:crypto';
-import type { Socket } from 'node:net';
+import { createHash, randomUUID } from 'node:crypto';
+import type { AddressInfo, Socket } from 'node:net';
+import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { builtinTeams, configVersion, type TeamDefinition } from '@baton/agents';
@@ -12,7 +13,7 @@ import { stackTest, testClient, waitFor, type NatsFixture, type PgFixture } from
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { FastifyInstance } from 'fastify';
 import { describe, expect } from 'vitest';
-import { buildApp } from './app.ts';
+import { buildApp, keyFingerprint } from './app.ts';
 import { DEFAULT_LIMITS } from './deps.ts';
 import { createGatewayMetrics } from '@baton/telemetry';
 import { SseHub } from './sse-hub.ts';
@@ -236,6 +237,32 @@ describe('reads, tenancy, errors', () => {
     expect((await app.inject({ method: 'POST', url: `/v1/tasks/${id}/cancel`, headers: b })).statusCode).toBe(404);
     expect((await app.inject({ method: 'GET', url: '/v1/tasks', headers: b })).json().items).toEqual([]);
     expect((await app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
+    // The same routes spelled otherwise need the key too: a letter percent-encoded, or the absolute
+    // form of the request target (both reach /v1/tasks) — and over real HTTP, nothing gets through.
+    for (const url of ['/%761/tasks', '/v%31/tasks', `/v1/tasks/${id}`.replace('tasks', 'task%73'), '/v1%2Ftasks']) {
+      const res = await app.inject({ method: 'GET', url });
+      expect([url, res.statusCode]).toEqual([url, url === '/v1%2Ftasks' ? 404 : 401]);
+      expect((await app.inject({ method: 'POST', url: url.replace(/\/[^/]+$/, '/tasks'), payload: { prompt: 'sneaked in' } })).statusCode).not.toBe(201);
+    }
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const { port } = app.server.address() as AddressInfo;
+    const raw = (target: string, method = 'GET') =>
+      new Promise<number>((resolve, reject) => {
+        const r = request({ host: '127.0.0.1', port, method, path: target, headers: { 'content-type': 'application/json' } }, (res) => (res.resume(), resolve(res.statusCode ?? 0)));
+        r.on('error', reject);
+        r.end(method === 'POST' ? JSON.stringify({ prompt: 'sneaked in' }) : undefined);
+      });
+    expect(await raw(`http://127.0.0.1:${port}/v1/tasks`)).toBe(401);
+    expect(await raw(`http://127.0.0.1:${port}/v1/tasks`, 'POST')).toBe(401);
+    expect(await raw('/%761/tasks', 'POST')).toBe(401);
+    expect(await raw(`http://127.0.0.1:${port}/%761/tasks/${id}`)).toBe(401);
+    expect(Number((await pg.db.pool.query("select count(*)::int as n from events where type = 'TaskSubmitted'")).rows[0].n)).toBe(1);
+    // Who did it: the key's fingerprint (sha256, 8 hex digits) and tenant — none of the key itself.
+    const cancelled = (await app.inject({ method: 'POST', url: `/v1/tasks/${id}/cancel`, headers: a, payload: { reason: 'done' } })).json();
+    const fingerprint = createHash('sha256').update('key-of-tenant-a-0001').digest('hex').slice(0, 8);
+    expect(cancelled.cancellation.requestedBy).toBe(`key:${fingerprint}@a`);
+    expect(keyFingerprint('key-of-tenant-a-0001')).toBe(fingerprint);
+    expect(JSON.stringify((await app.inject({ method: 'GET', url: `/v1/tasks/${id}/events`, headers: a })).json())).not.toContain('key-of');
   });
 
   test('cancel → cancelled; cancelling again → 409', async ({ pg, nats }) => {

@@ -1,5 +1,5 @@
 import { isUtf8 } from 'node:buffer';
-import { timingSafeEqual } from 'node:crypto';
+import { createHash, timingSafeEqual } from 'node:crypto';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from '@fastify/type-provider-zod';
@@ -127,12 +127,13 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     req.trace.span = null;
   });
 
-  const keys = [...deps.apiKeys.entries()].map(([k, tenant]) => ({ key: Buffer.from(k), tenant }));
+  // Who did it, as the log records it: the key's fingerprint (never any of the key itself), and its tenant.
+  const keys = [...deps.apiKeys.entries()].map(([k, tenant]) => ({ key: Buffer.from(k), tenant, actor: `key:${keyFingerprint(k)}@${tenant}` }));
   app.decorateRequest('tenant', '');
   app.decorateRequest('actor', '');
   app.decorateRequest('workspaceUpload', null);
   app.addHook('onRequest', async (req) => {
-    if (!req.url.startsWith('/v1/')) return;
+    if (!isApiRoute(req)) return;
     if (keys.length === 0) {
       req.tenant = 'default';
       req.actor = 'anonymous';
@@ -146,7 +147,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     const match = keys.find((k) => k.key.length === given.length && timingSafeEqual(k.key, given));
     if (!match) throw new HttpError(401, 'unauthorized', 'invalid API key', undefined, { 'www-authenticate': 'Bearer realm="baton", error="invalid_token"' });
     req.tenant = match.tenant;
-    req.actor = `key:${match.key.subarray(0, 6).toString()}…@${match.tenant}`;
+    req.actor = match.actor;
   });
 
   // Writes per tenant: a token bucket each, in this process (so the limit is per replica).
@@ -154,7 +155,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   const buckets = new Map<string, Bucket>();
   const { writesPerS, burst } = deps.limits;
   app.addHook('onRequest', async (req) => {
-    if (writesPerS === 0 || !req.url.startsWith('/v1/') || !WRITES.has(req.method)) return;
+    if (writesPerS === 0 || !isApiRoute(req) || !WRITES.has(req.method)) return;
     const { bucket, retryAfterS } = takeToken(buckets.get(req.tenant), performance.now(), writesPerS, burst);
     buckets.set(req.tenant, bucket);
     if (retryAfterS !== null) {
@@ -179,4 +180,23 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   await app.register(mailRoutes(deps));
   await app.register(webhookRoutes(deps));
   return app;
+}
+
+/**
+ * Whether a request is for the API (`/v1/…`): the key and the write limit apply. Judged by the
+ * route the router matched, never by the raw request target — `/%761/tasks` (an encoded letter)
+ * and `http://host/v1/tasks` (absolute form) reach the same routes as `/v1/tasks`. A request no
+ * route matches is a 404 either way.
+ */
+function isApiRoute(req: FastifyRequest): boolean {
+  return req.routeOptions.url?.startsWith('/v1/') === true;
+}
+
+/**
+ * An API key's name in the log (`decidedBy`, `requestedBy`, the trace's `baton.actor`): the first
+ * 8 hex digits of its SHA-256 — tells a tenant's keys apart and gives nothing of the key away.
+ * The operator finds it with `printf %s "$KEY" | sha256sum | cut -c1-8`.
+ */
+export function keyFingerprint(key: string): string {
+  return createHash('sha256').update(key).digest('hex').slice(0, 8);
 }

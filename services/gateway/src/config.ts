@@ -35,7 +35,7 @@ const schema = z.object({
   BATON_API_KEYS: z
     .string()
     .default('')
-    .refine((s) => s === '' || s.split(',').every((p) => /^[^:\s]{16,}:[A-Za-z0-9_-]{1,64}$/.test(p.trim())), 'must be comma-separated key:tenant pairs (keys ≥ 16 characters)')
+    .refine((s) => s === '' || s.split(',').every((p) => /^[^:\s]{16,}:[A-Za-z0-9_-]{1,64}$/.test(p.trim())), 'must be comma-separated key:tenant pairs: a key of 16 or more characters without ":" or white space, a tenant of 1–64 letters, digits, "_" or "-"')
     // A key given twice would belong to whichever tenant came last: refused, naming the key's position (never the key).
     .superRefine((s, ctx) => {
       const keys = s.split(',').map((p) => p.trim().slice(0, Math.max(0, p.trim().lastIndexOf(':'))));

@@ -189,6 +189,8 @@ describe('writes are rate limited per tenant', () => {
     expect(limited.headers['retry-after']).toBe('100'); // one token at 0.01/s
     // Every write counts, whatever the route or the outcome.
     expectError(await app.inject({ method: 'POST', url: '/v1/tasks/00000000-0000-4000-8000-000000000000/cancel', headers: as('a') }), 429, 'rate_limited');
+    // However the route is spelled (a letter percent-encoded).
+    expectError(await app.inject({ method: 'POST', url: '/%761/tasks', headers: as('a'), payload: { prompt: 'x' } }), 429, 'rate_limited');
     expect((await app.inject({ method: 'GET', url: '/v1/tasks', headers: as('a') })).statusCode).toBe(200);
     expect((await submit('b')).statusCode).toBe(201);
     expect(await count(pg)).toBe(3);

@@ -3,7 +3,7 @@ import { evolve, type DecidedEvent } from '@baton/domain';
 import { recorded, stateOf } from '@baton/testing';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { CLOCK_TOLERANCE_MS, deliver, endpointServes, needsState, retryAfterOf, sign, verify, webhookMessagesFor } from './webhook.ts';
+import { CLOCK_TOLERANCE_MS, deliver, endpointServes, needsState, sign, verify, webhookMessagesFor } from './webhook.ts';
 
 const secret = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 
@@ -124,16 +124,6 @@ describe('a delivery that fails before any answer', () => {
     }
     const refused = await deliver(`http://127.0.0.1:${port}/hook`, {}, '{}', 5000); // closed now
     expect(refused.error).toMatch(/^fetch failed: .*ECONNREFUSED/);
-  });
-});
-
-describe("a receiver's Retry-After", () => {
-  it('in seconds or as an HTTP date (a date was ignored); past, zero or nonsense: no wish', () => {
-    const now = Date.parse('2026-11-27T11:00:00.000Z');
-    expect(retryAfterOf('120', now)).toBe(120_000);
-    expect(retryAfterOf('Fri, 27 Nov 2026 11:00:04 GMT', now)).toBe(4000);
-    expect(retryAfterOf('Fri, 27 Nov 2026 10:59:00 GMT', now)).toBeNull();
-    expect([retryAfterOf('0', now), retryAfterOf('soon', now), retryAfterOf(null, now), retryAfterOf('-5', now)]).toEqual([null, null, null, null]);
   });
 });
 

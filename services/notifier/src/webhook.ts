@@ -1,5 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { notifiesAnyone, type TaskState } from '@baton/domain';
+import { retryAfterMs } from '@baton/api';
 
 /**
  * Standard Webhooks signing: `v1,<base64 HMAC-SHA256(secret, "{id}.{timestamp}.{body}")>`,
@@ -110,17 +111,6 @@ export function transportError(e: Error): string {
   return `${e.message}: ${cause.message}${code}`;
 }
 
-/**
- * How long a receiver asked to wait (`Retry-After`, RFC 9110): seconds, or an HTTP date (a date
- * in the past, 0, or anything else: null, no wish). Pure.
- */
-export function retryAfterOf(header: string | null, now: number): number | null {
-  const v = header?.trim() ?? '';
-  if (/^\d+$/.test(v)) return Number(v) > 0 ? Number(v) * 1000 : null;
-  const at = Date.parse(v);
-  return Number.isFinite(at) && at > now ? at - now : null;
-}
-
 export async function deliver(url: string, headers: Record<string, string>, body: string, timeoutMs: number): Promise<DeliveryResult> {
   const started = performance.now();
   try {
@@ -132,14 +122,14 @@ export async function deliver(url: string, headers: Record<string, string>, body
       signal: AbortSignal.timeout(timeoutMs),
     });
     await res.arrayBuffer().catch(() => undefined);
-    const retryAfterMs = retryAfterOf(res.headers.get('retry-after'), Date.now());
+    const retryAfter = retryAfterMs(res.headers.get('retry-after'), Date.now());
     return {
       ok: res.status >= 200 && res.status < 300,
       status: res.status,
       error: res.status >= 200 && res.status < 300 ? null : `HTTP ${res.status}`,
       durationMs: Math.round(performance.now() - started),
       gone: res.status === 410,
-      retryAfterMs,
+      retryAfterMs: retryAfter,
     };
   } catch (err) {
     const e = err as Error;
