@@ -138,7 +138,11 @@ function describeDecision(d: Decision): string {
     case 'DispatchSubagent':
       return `SubagentDispatched ${d.agentId} (${d.agentType}${d.subtaskId ? `, subtask ${d.subtaskId}` : ''}): ${cut(d.prompt)}`;
     case 'RecordPlan':
-      return `PlanRecorded: ${d.subtasks.map((t) => `${t.id} → ${t.agent}`).join(', ')}`;
+      // Everything the comparison looks at, so that two plans that differ read differently.
+      return cut(
+        `PlanRecorded: ${d.subtasks.map((t) => `${t.id} → ${t.agent} [${t.fileLocks.join(' ')}]${t.dependsOn.length ? ` after ${t.dependsOn.join(', ')}` : ''} "${cut(t.description, 40)}"`).join(', ')}; ${d.reviewAgent ? `reviewed by ${d.reviewAgent}, at most ${d.maxReviewRounds} round${d.maxReviewRounds === 1 ? '' : 's'} of changes` : 'no review'}`,
+        600,
+      );
   }
 }
 

@@ -1,7 +1,9 @@
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import type { TaskView } from '@baton/api';
 import { smtpCatcher, tarGz, waitFor, webhookReceiver, type SmtpCatcher } from '@baton/testing';
 import { chromium, type Browser, type BrowserContext, type Page, type Request } from 'playwright-core';
@@ -349,6 +351,8 @@ describe('the web console, in Chromium', () => {
     const id = await submit({ prompt: REPORT });
     await awaitingInput(id);
     const fork = await api.request<TaskView>('POST', `/v1/tasks/${id}/fork`, { atVersion: (await task(id)).version });
+    // A cancelled task of this test's own (the filter below needs one, whatever ran before).
+    await api.request('POST', `/v1/tasks/${await submit({ prompt: 'Cancelled before it starts' })}/cancel`, {});
     await page.goto(`${url}/#/tasks`);
     await page.locator(`li[data-task="${fork.id}"] .fork`).waitFor();
     await page.getByLabel('filter by status').selectOption('cancelled');
@@ -401,6 +405,14 @@ describe('the web console, in Chromium', () => {
     await wrongPage.goto(`${url}/`);
     await wrongPage.getByRole('alert').getByText(/^The gateway refused this API key \(.+\): enter another above\.$/).waitFor();
     await wrong.close();
+    // The CLI, likewise: without a key it says where one goes; a refused key is named as such.
+    const cliRefused = (key: string | undefined) =>
+      promisify(execFile)(process.execPath, [path.join(ROOT, 'packages/cli/src/main.ts'), 'list'], { env: { ...process.env, BATON_URL: url, BATON_API_KEY: key ?? '' } }).then(
+        () => 'accepted',
+        (err: { stderr: string }) => err.stderr,
+      );
+    expect(await cliRefused(undefined)).toBe('baton: missing Authorization: Bearer <api key> (HTTP 401 unauthorized)\nbaton: this gateway needs an API key: set BATON_API_KEY\n');
+    expect(await cliRefused('not-the-key-not-the-key')).toMatch(/^baton: invalid API key \(HTTP 401 unauthorized\)\nbaton: the key in BATON_API_KEY was refused: is it one of the gateway's \(BATON_API_KEYS\)\?\n$/);
     // A task id that is no id says so.
     await page.goto(`${url}/#/tasks/not-a-task`);
     await page.getByRole('alert').getByText("No task 'not-a-task': a task id is a UUID").waitFor();

@@ -498,5 +498,7 @@ function toRecorded(e: ApiEvent): RecordedEvent {
 program.parseAsync(process.argv).catch((err: Error) => {
   // The server's own words (and its status and code), or which gateway could not be reached.
   console.error(`baton: ${err.message}${err instanceof ApiError ? ` (${err.summary})` : ''}`);
+  // Refused for the key: say where the CLI takes one from.
+  if (err instanceof ApiError && err.status === 401) console.error(process.env.BATON_API_KEY ? 'baton: the key in BATON_API_KEY was refused: is it one of the gateway\'s (BATON_API_KEYS)?' : 'baton: this gateway needs an API key: set BATON_API_KEY');
   process.exit(1);
 });

@@ -75,7 +75,9 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     });
   });
   app.setNotFoundHandler((req, reply) => {
-    void reply.status(404).send({ error: { code: 'not_found', message: `no route ${req.method} ${req.url.split('?')[0]}` } });
+    // The path as asked, cut short: an answer is not an echo of whatever was sent.
+    const p = req.url.split('?')[0] ?? '';
+    void reply.status(404).send({ error: { code: 'not_found', message: `no route ${req.method} ${p.length > 200 ? `${p.slice(0, 200)}… (${p.length} characters)` : p}` } });
   });
 
   await app.register(swagger, {

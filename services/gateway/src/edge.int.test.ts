@@ -106,6 +106,9 @@ describe('every refusal has the API error shape, the framework\'s own too', () =
   pgTest('404, 414, 400 bad URL, 415, 413, invalid and empty JSON (inject)', async ({ pg }) => {
     const app = await gateway(pg, null);
     expectError(await app.inject({ method: 'GET', url: '/v1/nothing' }), 404, 'not_found', /no route GET \/v1\/nothing/);
+    // A long path is not echoed whole.
+    const long = await app.inject({ method: 'GET', url: `/v1/${'x'.repeat(9000)}` });
+    expect([long.statusCode, long.json().error.message]).toEqual([404, `no route GET /v1/${'x'.repeat(196)}… (9004 characters)`]);
     expectError(await app.inject({ method: 'DELETE', url: '/v1/tasks' }), 404, 'not_found');
     // A path segment over the router's limit (a 10,000-character task id).
     expectError(await app.inject({ method: 'GET', url: `/v1/tasks/${'a'.repeat(10_000)}` }), 414, 'uri_too_long', /longer than 100 characters/);
