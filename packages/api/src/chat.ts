@@ -1,4 +1,5 @@
 import type { ChatMessage, ChatState, StopReason } from '@baton/domain';
+import { oneLine } from './text.ts';
 
 /**
  * Chat mode as the HTTP API shows it (docs/chat.md): the conversation (`GET /v1/chats/:id`), the
@@ -138,8 +139,7 @@ export function toChatView(s: ChatState): ChatView {
 
 /** A conversation's title: its first message on one line, cut at 80 characters. */
 export function chatTitle(firstMessage: string): string {
-  const line = firstMessage.replace(/\s+/g, ' ').trim();
-  return line.length > 80 ? `${line.slice(0, 79)}…` : line;
+  return oneLine(firstMessage, 80);
 }
 
 /** One SSE frame: its `event` (default `message`), `data` (lines joined) and `id`, if any. */

@@ -1,4 +1,5 @@
 import { type EmailState, type NotifyConfig, planAcceptance, spentOf, isAgentActive, leadPhase, loopOf, type AgentLoopState, type InputWorkspace, type LeadPhase, type Budget, type PendingRequest, type PlanAcceptance, type PlanState, type RecordedEvent, type Review, type Spent, type SubtaskStatus, type TaskState, type TaskStatus, type TestCounts } from '@baton/domain';
+import { oneLine } from './text.ts';
 
 /** The task object of API.md, built from the folded state. */
 export interface TaskView {
@@ -348,9 +349,7 @@ function currentAction(s: TaskState, agentId: string, loop: AgentLoopState, live
 export function describeCall(t: { name: string; input: Record<string, unknown> }): string {
   const arg = (k: string): string => {
     const v = t.input[k];
-    if (typeof v !== 'string') return '';
-    const line = v.replace(/\s+/g, ' ').trim();
-    return line.length > 60 ? `${line.slice(0, 59)}…` : line;
+    return typeof v === 'string' ? oneLine(v, 60) : '';
   };
   switch (t.name) {
     case 'web_search':

@@ -18,6 +18,11 @@ describe('baton watch lines', () => {
     expect(describeEvent(asked).split('\n')).toEqual(['#22 v5 ClarificationRequested', '?  question clr-1 from lead', '   1. Which?', `   → baton answer ${taskId} '<answer>' --request clr-1`]);
     expect(describeEvent(asked, (id) => id === 'clr-1').split('\n').at(-1)).toBe('   (decided or closed since: no longer open)');
   });
+  it('an event is one line, however many lines its prompt or summary has', () => {
+    const event = (type: string, data: Record<string, unknown>) => ({ id: 'e3', type, taskId, streamId: `task-${taskId}`, version: 7, position: 30, recordedAt: '2026-11-26T16:00:00.000Z', data, metadata: {} }) as unknown as ApiEvent;
+    expect(describeEvent(event('SubagentDispatched', { agentId: 'researcher-1', prompt: 'Find:\n- one\n\n- two' }))).toBe('#30 v7 SubagentDispatched researcher-1: Find: - one - two');
+    expect(describeEvent(event('TaskCompleted', { summary: `Done.\n\n${'x'.repeat(400)}` }))).toBe(`#30 v7 TaskCompleted: Done. ${'x'.repeat(293)}…`);
+  });
 });
 
 describe('describeRequest', () => {
@@ -55,11 +60,11 @@ describe('describeTask', () => {
     const agent = { id: 'researcher-1', type: 'researcher', role: 'delegation', status: 'failed', turns: 0, subtaskId: null, fileLocks: null, filesCreated: [], filesModified: [], tests: null, usage: { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 }, error: { code: 'agent_lost', message: 'agent researcher-1 was started 5 times in a row' } };
     const engineer = { ...agent, id: 'backend', type: 'backend-engineer', status: 'completed', turns: 6, error: undefined, filesCreated: ['api/a.test.ts'], filesModified: ['api/a.ts'] };
     const fixer = { ...engineer, id: 'backend-fix1', filesCreated: [] };
-    const task = { id: 't-1', status: 'running', version: 9, team: 'research', forkedFrom: null, prompt: 'p', agents: [agent, { ...agent, id: 'researcher-2', status: 'completed', turns: 3, error: undefined }, engineer, fixer], budget: null, pendingRequests: [], result: null, error: null } as unknown as TaskView;
+    const task = { id: 't-1', status: 'running', version: 9, team: 'research', forkedFrom: null, prompt: 'p', agents: [agent, { ...agent, id: 'researcher-2', status: 'completed', turns: 1, error: undefined }, engineer, fixer], budget: null, pendingRequests: [], result: null, error: null } as unknown as TaskView;
     expect(describeTask(task).split('\n').slice(2)).toEqual([
       '  agent researcher-1 (researcher): failed, 0 turns',
       '    error: agent_lost: agent researcher-1 was started 5 times in a row',
-      '  agent researcher-2 (researcher): completed, 3 turns',
+      '  agent researcher-2 (researcher): completed, 1 turn',
       // The files each agent created and changed (a fix round's agent only changes files).
       '  agent backend (backend-engineer): completed, 6 turns; created api/a.test.ts; modified api/a.ts',
       '  agent backend-fix1 (backend-engineer): completed, 6 turns; modified api/a.ts',

@@ -1,5 +1,5 @@
 import { describeSpend, eventDataSchemas, isTaskStream } from '@baton/domain';
-import type { PendingRequestView, PlanView, TaskView } from '@baton/api';
+import { oneLine, type PendingRequestView, type PlanView, type TaskView } from '@baton/api';
 import type { ApiEvent, BatonClient } from '@baton/client';
 
 /**
@@ -55,7 +55,7 @@ export function describeTask(t: TaskView): string {
   if (w) lines.push(`  workspace: ${w.source === 'example' ? `example ${w.name}` : `upload${w.name ? ` ${w.name}` : ''}`}, ${w.files} files, ${w.bytes} bytes (${w.digest.slice(0, 12)})`);
   for (const a of t.agents) {
     const files = [a.filesCreated.length ? `created ${a.filesCreated.join(', ')}` : '', a.filesModified.length ? `modified ${a.filesModified.join(', ')}` : ''].filter(Boolean).join('; ');
-    lines.push(`  agent ${a.id} (${a.type}): ${a.status}, ${a.turns} turns${files ? `; ${files}` : ''}`);
+    lines.push(`  agent ${a.id} (${a.type}): ${a.status}, ${a.turns} turn${a.turns === 1 ? '' : 's'}${files ? `; ${files}` : ''}`);
     // Why it failed, where the person looks (agent_lost, job_failed, …).
     if (a.error) lines.push(`    error: ${a.error.code}: ${a.error.message}`);
   }
@@ -103,23 +103,23 @@ export function describeEvent(e: ApiEvent, closed: (requestId: string) => boolea
       return `${head}\n${describeRequest(e.taskId, requestFromEvent(e), !closed(String(d.requestId)))}`;
     case 'ModelTurnRecorded': {
       const content = d.content as { type: string; text?: string; name?: string }[];
-      const text = content.filter((b) => b.type === 'text').map((b) => b.text).join(' ').slice(0, 160);
+      const text = oneLine(content.filter((b) => b.type === 'text').map((b) => b.text).join(' '), 160);
       const tools = content.filter((b) => b.type === 'tool_use').map((b) => b.name);
       return `${head} ${String(d.agentId)} turn ${String(d.turn)}${text ? `: ${text}` : ''}${tools.length ? ` → ${tools.join(', ')}` : ''}`;
     }
     case 'SubagentDispatched':
-      return `${head} ${String(d.agentId)}: ${String(d.prompt).slice(0, 120)}`;
+      return `${head} ${String(d.agentId)}: ${oneLine(String(d.prompt), 120)}`;
     case 'SubagentStarted':
       // A runner records each attempt twice: its claim on the task stream, then on the agent's own stream (the fence).
       return `${head} ${String(d.agentId)} attempt ${String(d.attempt)} on ${String(d.runnerId)}${isTaskStream(e.streamId) ? '' : ' (its own stream: an older attempt still running is fenced off)'}`;
     case 'SubagentHandedBack':
       return `${head} ${String(d.agentId)} attempt ${String(d.attempt)} handed back by ${String(d.runnerId)} (${String(d.reason)}): the next attempt takes it up`;
     case 'SubagentCompleted':
-      return `${head} ${String(d.agentId)}: ${String(d.summary).slice(0, 160)}`;
+      return `${head} ${String(d.agentId)}: ${oneLine(String(d.summary), 160)}`;
     case 'TaskCompleted':
-      return `${head}: ${String(d.summary).slice(0, 300)}`;
+      return `${head}: ${oneLine(String(d.summary), 300)}`;
     case 'TaskFailed':
-      return `${head}: ${String(d.code)}: ${String(d.message)}`;
+      return `${head}: ${String(d.code)}: ${oneLine(String(d.message), 300)}`;
     default:
       return `${head}${'requestId' in d ? ` ${String(d.requestId)}` : ''}${'agentId' in d ? ` ${String(d.agentId)}` : ''}`;
   }

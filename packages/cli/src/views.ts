@@ -1,3 +1,4 @@
+import { oneLine } from '@baton/api';
 import { ApiError, type ChatSummaryView, type DeliveryView, type Reconnect, type TaskSummary, type TeamInfoView, type WebhookEndpointView } from '@baton/client';
 
 /** How the CLI prints what an operator lists: tasks, conversations, webhook endpoints, deliveries, teams (one line per item, or a short block). */
@@ -11,8 +12,7 @@ export function listing<T>(items: readonly T[], describe: (item: T) => string, n
 export function describeListItem(t: TaskSummary): string {
   const open = t.pendingRequests.length;
   const marks = [open > 0 ? `${open} open request${open === 1 ? '' : 's'}` : '', t.forkedFrom ? `fork of ${t.forkedFrom.taskId}` : ''].filter(Boolean);
-  const prompt = t.prompt.replace(/\s+/g, ' ');
-  return `${t.id}  ${t.status.padEnd(14)}  ${t.team}  ${t.updatedAt}${marks.length ? `  (${marks.join(', ')})` : ''}  ${prompt.length > 80 ? `${prompt.slice(0, 79)}…` : prompt}`;
+  return `${t.id}  ${t.status.padEnd(14)}  ${t.team}  ${t.updatedAt}${marks.length ? `  (${marks.join(', ')})` : ''}  ${oneLine(t.prompt, 80)}`;
 }
 
 /** A webhook endpoint: id, URL, events, and its secrets' rotation when there was one. */

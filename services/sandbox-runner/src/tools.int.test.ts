@@ -67,6 +67,9 @@ describe('runner tools', () => {
       await runTool(call('write_file', { path: 'math.test.mjs', content: "import test from 'node:test';\nimport assert from 'node:assert';\ntest('adds', () => assert.equal(1 + 1, 2));\ntest('fails', () => assert.equal(1 + 1, 3));\n" }), ALL, env);
       const ok = await runTool(call('run_command', { command: 'echo hi; echo oops >&2' }), ALL, env);
       expect(ok).toMatchObject({ isError: false, content: expect.stringMatching(/^exit code 0 \([\d.]+ s\)\n--- stdout ---\nhi\n\n--- stderr ---\noops\n$/) });
+      // Colours and cursor moves are left out of what the model reads.
+      const coloured = await runTool(call('run_command', { command: "printf '\\033[1m\\033[32m✓\\033[39m\\033[22m passed\\033[2K\\n' ; printf '\\033[31mred\\033[0m\\n' >&2" }), ALL, env);
+      expect(coloured.content).toMatch(/^exit code 0 \([\d.]+ s\)\n--- stdout ---\n✓ passed\n\n--- stderr ---\nred\n$/);
       const tests = await runTool(call('run_tests', {}), ALL, env);
       expect(tests).toMatchObject({ isError: true, content: expect.stringMatching(/^tests failed: 1 passed, 1 failed \(node-spec\)\n\$ node --test\nexit code 1/) });
       const slow = await runTool(call('run_command', { command: 'sleep 30', timeout_seconds: 1 }), ALL, env);

@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { stripVTControlCharacters } from 'node:util';
 import { normalPath, type ToolResult, type ToolUseBlock } from '@baton/domain';
 import { allTools, parseToolInput, type SendEmailInput } from '@baton/agents';
 import type { CorpusHit } from '@baton/storage';
@@ -214,12 +215,16 @@ export function applyEdit(text: string, oldString: string, newString: string, al
   return { text: all ? text.split(oldString).join(newString) : text.replace(oldString, () => newString), count: all ? count : 1 };
 }
 
-/** A command's outcome as the model reads it: exit code (or timeout), then its output, truncated with the fact stated. */
+/**
+ * A command's outcome as the model reads it: exit code (or timeout), then its output — terminal
+ * escape sequences (colours, cursor moves) left out, they are noise to a model — truncated with
+ * the fact stated.
+ */
 export function formatCommand(r: CommandResult, timeoutSeconds: number): string {
   const head = r.timedOut ? `timed out after ${timeoutSeconds} s: the command was killed` : `exit code ${r.exitCode ?? 'none (killed by a signal)'}`;
   const parts = [`${head} (${(r.durationMs / 1000).toFixed(1)} s)`];
-  if (r.stdout) parts.push(`--- stdout ---\n${r.stdout}${r.stdoutBytes > Buffer.byteLength(r.stdout) ? `\n[${r.stdoutBytes} bytes in all]` : ''}`);
-  if (r.stderr) parts.push(`--- stderr ---\n${r.stderr}${r.stderrBytes > Buffer.byteLength(r.stderr) ? `\n[${r.stderrBytes} bytes in all]` : ''}`);
+  if (r.stdout) parts.push(`--- stdout ---\n${stripVTControlCharacters(r.stdout)}${r.stdoutBytes > Buffer.byteLength(r.stdout) ? `\n[${r.stdoutBytes} bytes in all]` : ''}`);
+  if (r.stderr) parts.push(`--- stderr ---\n${stripVTControlCharacters(r.stderr)}${r.stderrBytes > Buffer.byteLength(r.stderr) ? `\n[${r.stderrBytes} bytes in all]` : ''}`);
   return truncate(parts.join('\n'));
 }
 
