@@ -1,4 +1,4 @@
-import { digestJson } from '@baton/domain';
+import { digestJson , own } from '@baton/domain';
 import { loadTeams } from './config.ts';
 import type { ApprovalRule } from './policy.ts';
 import { delegationTargets } from './tools.ts';
@@ -85,7 +85,7 @@ export class TeamCatalog {
 
   /** The team for a run: its pinned version if given and known, else the current one (undefined: no such team). */
   async resolve(teamId: string, version?: string): Promise<TeamDefinition | undefined> {
-    if (!version) return this.current[teamId];
+    if (!version) return own(this.current, teamId);
     const hit = this.pinned.get(version);
     if (hit) return hit;
     const stored = (await this.fetch(version)) as TeamDefinition | null;
@@ -93,7 +93,7 @@ export class TeamCatalog {
       this.pinned.set(version, stored);
       return stored;
     }
-    return this.current[teamId]; // the version was never recorded (older data): the current config
+    return own(this.current, teamId); // the version was never recorded (older data): the current config
   }
 }
 

@@ -246,6 +246,11 @@ describe('approvals', () => {
   });
   it('unknown request, a clarification answered as an approval, or a final task are refused', () => {
     given(waiting).when({ type: 'DecideApproval', requestId: 'nope', decision: 'approve', decidedBy: 'u' }).thenThrows(RequestNotFoundError);
+    // A name every object inherits is no request (it read as one already decided, "undefined").
+    for (const requestId of ['constructor', 'toString', '__proto__']) {
+      given(waiting).when({ type: 'DecideApproval', requestId, decision: 'approve', decidedBy: 'u' }).thenThrows(RequestNotFoundError);
+      given(waiting).when({ type: 'AnswerClarification', requestId, answers: ['x'], answeredBy: 'u' }).thenThrows(RequestNotFoundError);
+    }
     given([...leadWaitingOnTool, clarificationRequested]).when({ type: 'DecideApproval', requestId: 'clr-1', decision: 'approve', decidedBy: 'u' }).thenThrows(InvalidCommandError, /not an approval/);
     given([...leadWaitingOnTool, { type: 'TaskFailed', data: { code: 'x', message: 'y' } }]).when({ type: 'DecideApproval', requestId: 'apr-1', decision: 'approve', decidedBy: 'u' }).thenThrows(TaskFinalError);
   });

@@ -1,4 +1,5 @@
 import type { Command, DecidedEvent } from './commands.ts';
+import { own } from './ids.ts';
 import {
   IllegalTransitionError,
   InvalidCommandError,
@@ -192,7 +193,7 @@ export function decide(command: Command, state: TaskState): DecidedEvent[] {
     case 'TimeOutApproval':
     case 'TimeOutClarification': {
       // A deadline that fires after a decision is a no-op, not an error: the poller just moves on.
-      const req = exists(state) && !isFinal(state) ? state.pendingRequests[command.requestId] : undefined;
+      const req = exists(state) && !isFinal(state) ? own(state.pendingRequests, command.requestId) : undefined;
       if (!req) return [];
       if (req.kind === 'budget') return stopAtBudget(state, req, { reason: 'no decision before the deadline', decidedBy: 'baton:deadline', timedOut: true });
       if (req.kind === 'approval') return [{ type: 'ApprovalTimedOut', data: { requestId: req.requestId, action: req.onTimeout, agentId: req.agentId } }];
@@ -326,7 +327,7 @@ function requirePlanDispatch(state: TaskState, c: Extract<Command, { type: 'Disp
 }
 
 function requireNewRequest(state: TaskState, requestId: string): void {
-  if (state.pendingRequests[requestId] || state.decidedRequests[requestId]) {
+  if (own(state.pendingRequests, requestId) || own(state.decidedRequests, requestId)) {
     throw new InvalidCommandError(`request '${requestId}' already exists`, { requestId });
   }
 }
@@ -344,10 +345,10 @@ function requireAsker(state: TaskState, agentId: string, toolUseId: string, comm
 
 function requireOpenRequest(state: TaskState, requestId: string, command: string) {
   if (!exists(state)) throw new IllegalTransitionError(command, 'not submitted');
-  const decided = state.decidedRequests[requestId];
+  const decided = own(state.decidedRequests, requestId);
   if (decided) throw new RequestAlreadyDecidedError(requestId, decided.decision);
   if (isFinal(state)) throw new TaskFinalError(command, state.status);
-  const req = state.pendingRequests[requestId];
+  const req = own(state.pendingRequests, requestId);
   if (!req) throw new RequestNotFoundError(requestId);
   return req;
 }

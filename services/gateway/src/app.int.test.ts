@@ -86,6 +86,10 @@ describe('POST /v1/tasks', () => {
       [{ prompt: 'x', webhook: { url: 'ftp://x' } }, /body\.webhook\.url/],
       [{ prompt: 'x', webhook: { url: 'http://x', events: ['task.exploded'] } }, /body\.webhook\.events\.0/],
       [{ prompt: 'x', team: 'nope' }, /body\.team: unknown team 'nope'/],
+      // Names every object inherits are not teams (they reached the lead, which failed on them).
+      [{ prompt: 'x', team: 'constructor' }, /body\.team: unknown team 'constructor'/],
+      [{ prompt: 'x', team: 'toString' }, /body\.team: unknown team 'toString'/],
+      [{ prompt: 'x', team: '__proto__' }, /body\.team: unknown team '__proto__'/],
       [{ prompt: 'x', surprise: 1 }, /^body\.surprise: unknown field 'surprise'$/],
       [{ prompt: 'x', webhook: { url: 'http://x', secret: 's' } }, /^body\.webhook\.secret: unknown field 'secret'$/],
       [{ prompt: 'x', budget: {} }, /body\.budget: name usd and\/or tokens/],

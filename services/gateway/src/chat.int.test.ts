@@ -83,6 +83,7 @@ describe('POST /v1/chat', () => {
       [{ message: 'x'.repeat(10_001) }, /body\.message: must be at most 10000 characters/],
       [{ message: 'x', chatId: 'nope' }, /body\.chatId: must be a chat id/],
       [{ message: 'x', team: 'nope' }, /body\.team: unknown team 'nope'/],
+      [{ message: 'x', team: 'constructor' }, /body\.team: unknown team 'constructor'/],
       [{ message: 'x', chatId: first.chatId, team: 'bench' }, /body\.team: this chat is with team 'research'/],
       [{ message: 'x', surprise: 1 }, /surprise/],
       [{ message: 'a\u0000b' }, /body\.message: contains a NUL/],

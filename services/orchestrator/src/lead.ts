@@ -1,4 +1,4 @@
-import { activeAgents, isFinal, LEAD_AGENT_ID, schedulePlan, type Command, type RecordedEvent, type TaskState, type ToolResult } from '@baton/domain';
+import { activeAgents, isFinal, LEAD_AGENT_ID, schedulePlan, type Command, type RecordedEvent, type TaskState, type ToolResult , own } from '@baton/domain';
 import {
   builtinTeams,
   configVersion,
@@ -79,7 +79,7 @@ async function runLead(deps: LeadDeps, initial: TaskState, history: readonly Rec
     return true;
   };
 
-  const team = deps.catalog ? await deps.catalog.resolve(initial.team, initial.lead?.configVersion) : (deps.teams ?? builtinTeams)[initial.team];
+  const team = deps.catalog ? await deps.catalog.resolve(initial.team, initial.lead?.configVersion) : own(deps.teams ?? builtinTeams, initial.team);
   if (!team) {
     writer.apply({ type: 'FailTask', code: 'unknown_team', message: `team '${initial.team}' is not configured` });
     await commit();

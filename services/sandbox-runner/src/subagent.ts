@@ -1,4 +1,4 @@
-import { agentStreamId, isFinal, isToolUse, normalPath, type Command, type RecordedEvent, type TaskState } from '@baton/domain';
+import { agentStreamId, isFinal, isToolUse, normalPath, type Command, type RecordedEvent, type TaskState , own } from '@baton/domain';
 import { inSpan, metrics } from '@baton/telemetry';
 import { ConsumerStoppingError } from '@baton/bus';
 import { builtinTeams, editFileTool, findAgent, outboxRequest, runAgentLoop, submitReviewTool, writeFileTool, type AgentDefinition, type LoopHost, type ModelClient, type TeamCatalog, type TeamDefinition } from '@baton/agents';
@@ -116,7 +116,7 @@ export async function runSubagentJob(
   if (opts.causeEventId && !initial.events.some((e) => e.id === opts.causeEventId)) throw new CauseNotVisibleError(opts.causeEventId);
   const agent0 = initial.state.agents[agentId];
   if (!agent0 || isFinal(initial.state) || (agent0.status !== 'dispatched' && agent0.status !== 'running')) return 'nothing-to-do';
-  const team = d.catalog ? await d.catalog.resolve(initial.state.team, initial.state.lead?.configVersion) : teams[initial.state.team];
+  const team = d.catalog ? await d.catalog.resolve(initial.state.team, initial.state.lead?.configVersion) : own(teams, initial.state.team);
   const def = team ? findAgent(team, agent0.type) : undefined;
   if (!team || !def) {
     await handleCommand(d.store, taskId, { type: 'FailSubagent', agentId, code: 'unknown_agent', message: `agent type '${agent0.type}' is not configured in team '${initial.state.team}'` }, { load });

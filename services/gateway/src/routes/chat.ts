@@ -1,6 +1,6 @@
 import { chatRequest, OfflineChatModel, type StreamingModel, type TeamDefinition } from '@baton/agents';
 import { chatTitle, toChatMessageView, toChatView, toTaskView, type ChatMessageView, type ChatStreamEvent } from '@baton/api';
-import { CHAT_MESSAGE_MAX_CHARS, chatExists, chatTaskPrompt, chatTurns, cleanText, digestJson, textOf, uuidV5, type ChatMessage, type ChatState, type NewChatEvent } from '@baton/domain';
+import { CHAT_MESSAGE_MAX_CHARS, chatExists, chatTaskPrompt, chatTurns, cleanText, digestJson, textOf, uuidV5, type ChatMessage, type ChatState, type NewChatEvent , own } from '@baton/domain';
 import { listChats, loadChat, recordChat, type LoadedChat } from '@baton/event-store';
 import type { ZodTypeProvider } from '@fastify/type-provider-zod';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -59,7 +59,7 @@ export const chatRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
   };
 
   const teamOf = (name: string, field: string): TeamDefinition => {
-    const team = d.teams[name];
+    const team = own(d.teams, name);
     if (!team) throw new HttpError(400, 'validation_error', `${field}: unknown team '${name}'; configured: ${Object.keys(d.teams).join(', ')}`, [{ field, message: 'unknown team' }]);
     return team;
   };
@@ -72,7 +72,7 @@ export const chatRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
       throw new HttpError(400, 'validation_error', `body.team: ${msg}`, [{ field: 'body.team', message: msg }]);
     }
     const teamName = loaded?.state.team ?? askedTeam ?? 'research';
-    const team = loaded ? d.teams[teamName] : teamOf(teamName, 'body.team');
+    const team = loaded ? own(d.teams, teamName) : teamOf(teamName, 'body.team');
     if (!team) throw new HttpError(409, 'team_unavailable', `this chat's team '${teamName}' is no longer configured`);
     const chatId = given ?? d.newId();
     // The person's message is recorded before the model is called.

@@ -1,4 +1,4 @@
-import { DomainError, exists, isFinal, type Command, type PendingRequest, type TaskState } from '@baton/domain';
+import { DomainError, exists, isFinal, type Command, type PendingRequest, type TaskState , own } from '@baton/domain';
 import { escapeHtml, renderMarkdown, verifyLinkToken, type LinkAction, type LinkClaims } from '@baton/mail';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { z } from 'zod';
@@ -86,10 +86,10 @@ export const mailRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     // A task of another tenant (or none) is never shown: the link's tenant must be the task's.
     if (!exists(loaded.state) || loaded.state.tenantId !== claims.t) throw new Page(404, 'No such task', para('This link names a task this server does not have for its tenant. Nothing was decided.'));
     const state = loaded.state;
-    const decided = state.decidedRequests[claims.r];
+    const decided = own(state.decidedRequests, claims.r);
     if (decided) throw new Page(409, 'Already decided', `${para(`This request was decided already: ${decided.decision} (${decided.at}). Nothing was changed.`)}${consoleLink(state.id)}`);
     if (isFinal(state)) throw new Page(409, `The task is ${state.status}`, `${para('Nothing is waiting for a decision any more. Nothing was changed.')}${consoleLink(state.id)}`);
-    const request = state.pendingRequests[claims.r];
+    const request = own(state.pendingRequests, claims.r);
     if (!request) throw new Page(404, 'No such request', `${para('The task has no such request. Nothing was changed.')}${consoleLink(state.id)}`);
     return { claims, loaded, request };
   };

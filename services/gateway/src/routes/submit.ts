@@ -1,4 +1,4 @@
-import { exists, initialState, uuidV5, type Budget, type Command, type InputWorkspace, type TaskState } from '@baton/domain';
+import { exists, initialState, uuidV5, type Budget, type Command, type InputWorkspace, type TaskState , own } from '@baton/domain';
 import { webhookUrlProblem } from '@baton/api';
 import { publishWakeUps } from '@baton/bus';
 import { isConcurrencyError, loadTask, TaskWriter } from '@baton/event-store';
@@ -20,7 +20,7 @@ const budgetFor = (b: { usd?: number | undefined; tokens?: number | undefined } 
 
 /** The checks of a submission beyond its schema: a configured team, a webhook URL that can be delivered to (400 naming the field). */
 export function checkSubmission(d: GatewayDeps, body: Pick<TaskSubmission, 'team' | 'webhook'>): void {
-  if (!d.teams[body.team]) {
+  if (!own(d.teams, body.team)) {
     throw new HttpError(400, 'validation_error', `body.team: unknown team '${body.team}'; configured: ${Object.keys(d.teams).join(', ')}`, [{ field: 'body.team', message: 'unknown team' }]);
   }
   // What can never be delivered is refused now (the notifier checks resolved addresses again at delivery).

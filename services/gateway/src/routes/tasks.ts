@@ -1,5 +1,5 @@
 import { allTools, parseToolInput } from '@baton/agents';
-import { digestJson, exists, forkEvents, forkFiles, lastForkableVersion, stateAt, uuidV5, type Command, type TaskState } from '@baton/domain';
+import { digestJson, exists, forkEvents, forkFiles, lastForkableVersion, stateAt, uuidV5, type Command, type TaskState , own } from '@baton/domain';
 import { redactCredentials, toAgentViews, toTaskView, type DeliveryView } from '@baton/api';
 import { importTask } from '@baton/event-store';
 import { mailToResend } from '@baton/mail';
@@ -93,13 +93,13 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     const { id, requestId } = req.params;
     const body = req.body;
     return command(req, id, (s) => {
-      const open = s.pendingRequests[requestId];
+      const open = own(s.pendingRequests, requestId);
       let input = body.input;
       if (body.decision === 'approve' && input !== undefined && open?.kind === 'approval') {
         const tool = allTools[open.toolName];
         if (tool) {
           // The same checks the model's own call had (a plan's agents, dependencies and locks).
-          const parsed = parseToolInput(tool, input, d.teams[s.team]);
+          const parsed = parseToolInput(tool, input, own(d.teams, s.team));
           if (!parsed.ok) throw new HttpError(400, 'validation_error', parsed.issues.map((i) => `body.input.${i.path}: ${i.message}`).join('; '), parsed.issues.map((i) => ({ field: `body.input.${i.path}`, message: i.message })));
           input = parsed.value;
         }
