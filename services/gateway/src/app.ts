@@ -1,5 +1,6 @@
 import { isUtf8 } from 'node:buffer';
 import { createHash, timingSafeEqual } from 'node:crypto';
+import { isIP } from 'node:net';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from '@fastify/type-provider-zod';
@@ -134,9 +135,22 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   app.decorateRequest('tenant', '');
   app.decorateRequest('actor', '');
   app.decorateRequest('workspaceUpload', null);
+  // Every answer: not to be sniffed into another type, nor framed by another site's page (the console keeps the key and has Approve buttons).
+  app.addHook('onSend', async (_req, reply) => {
+    void reply.header('x-content-type-options', 'nosniff');
+    void reply.header('x-frame-options', 'DENY');
+  });
+  const openHosts = new Set(deps.openApiHosts ?? []);
   app.addHook('onRequest', async (req) => {
     if (!isApiRoute(req)) return;
+    // A browser says when another site's page sent a request: the API is not for such pages (without a key a form could start or cancel tasks).
+    if (req.headers['sec-fetch-site'] === 'cross-site') throw new HttpError(403, 'cross_site_request', "a request from another site's page is refused (Sec-Fetch-Site: cross-site): call the API from your own code, the CLI or the console");
     if (keys.length === 0) {
+      // Open: only at names no page can rebind to this gateway (DNS rebinding), or the ones configured.
+      const host = hostName(req.headers.host);
+      if (!(host === null || isIP(host) !== 0 || host === 'localhost' || host.endsWith('.localhost') || openHosts.has(host))) {
+        throw new HttpError(403, 'host_not_allowed', `this gateway runs without API keys, so its API answers at localhost or an IP address, not at '${host}' (a page could rebind that name to it): set BATON_API_KEYS, or name the host in OPEN_API_HOSTS`);
+      }
       req.tenant = 'default';
       req.actor = 'anonymous';
       return;
@@ -201,4 +215,13 @@ function isApiRoute(req: FastifyRequest): boolean {
  */
 export function keyFingerprint(key: string): string {
   return createHash('sha256').update(key).digest('hex').slice(0, 8);
+}
+
+/** The host name a Host header names (no port, brackets off an IPv6 address, lower case); null when there is none. */
+export function hostName(header: string | undefined): string | null {
+  if (!header) return null;
+  const h = header.trim().toLowerCase();
+  if (h.startsWith('[')) return h.slice(1, h.indexOf(']') > 0 ? h.indexOf(']') : undefined);
+  const colon = h.lastIndexOf(':');
+  return colon > 0 && /^\d*$/.test(h.slice(colon + 1)) ? h.slice(0, colon) : h;
 }

@@ -44,6 +44,15 @@ const schema = z.object({
         if (k !== '' && first !== i) ctx.addIssue({ code: 'custom', message: `pair ${i + 1} repeats the key of pair ${first + 1}: a key belongs to one tenant` });
       });
     }),
+  /**
+   * Without API keys, the API answers only at localhost or an IP address (a page whose DNS name is
+   * rebound to this gateway cannot use it); these host names too, comma-separated.
+   */
+  OPEN_API_HOSTS: z
+    .string()
+    .default('')
+    .transform((s) => s.split(',').map((h) => h.trim().toLowerCase()).filter((h) => h !== ''))
+    .pipe(z.array(z.string().regex(/^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/, 'host names (no scheme, port or path), comma-separated'))),
   SSE_HEARTBEAT_MS: durationMs(15_000),
   BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(50 * MiB).default(MiB),
   /** Example projects (`<dir>/<name>/`) a task can start from: `workspace: { example: name }`. */

@@ -26,6 +26,8 @@ export interface GatewayDeps {
   tenants: TaskTenants;
   teams: Readonly<Record<string, TeamDefinition>>;
   apiKeys: Map<string, string>;
+  /** Without API keys, the host names (besides localhost and IP addresses) the API answers at (OPEN_API_HOSTS). */
+  openApiHosts?: readonly string[];
   log: Logger;
   metrics: GatewayMetrics;
   now: () => Date;

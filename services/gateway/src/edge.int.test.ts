@@ -203,6 +203,33 @@ describe('writes are rate limited per tenant', () => {
   });
 });
 
+describe("another site's pages", () => {
+  pgTest("a request a browser marks cross-site is refused (a form could start or cancel tasks); without keys the API answers only at localhost, an IP address or OPEN_API_HOSTS (DNS rebinding); every answer is neither sniffed nor framed", async ({ pg }) => {
+    const app = await gateway(pg, null, { openApiHosts: ['baton.internal'] });
+    const before = await count(pg);
+    // A post from another site's page (a multipart form needs no preflight), and a bare POST.
+    const crossSite = { 'sec-fetch-site': 'cross-site', origin: 'https://evil.example' };
+    expectError(await app.inject({ method: 'POST', url: '/v1/tasks', headers: crossSite, payload: { prompt: 'x' } }), 403, 'cross_site_request', /Sec-Fetch-Site: cross-site/);
+    const id = (await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'mine' } })).json().id as string;
+    expectError(await app.inject({ method: 'POST', url: `/v1/tasks/${id}/cancel`, headers: crossSite }), 403, 'cross_site_request');
+    expect((await app.inject({ method: 'GET', url: `/v1/tasks/${id}` })).json().status).not.toBe('cancelled');
+    // The console's own requests (same-origin), a CLI's (no such header) and a navigation to the page go on.
+    expect((await app.inject({ method: 'GET', url: '/v1/tasks', headers: { 'sec-fetch-site': 'same-origin' } })).statusCode).toBe(200);
+    expect((await app.inject({ method: 'GET', url: '/healthz', headers: crossSite })).statusCode).toBe(200);
+    // Open (no keys): a name a page could rebind to this gateway is refused; localhost, addresses and configured names are not.
+    expectError(await app.inject({ method: 'GET', url: '/v1/tasks', headers: { host: 'attacker-rebind.example:8080' } }), 403, 'host_not_allowed', /not at 'attacker-rebind\.example' .*set BATON_API_KEYS, or name the host in OPEN_API_HOSTS/);
+    for (const host of ['localhost:8080', 'app.localhost', '127.0.0.1:8080', '[::1]:8080', '10.0.0.5', 'BATON.internal:443']) expect([host, (await app.inject({ method: 'GET', url: '/v1/tasks', headers: { host } })).statusCode]).toEqual([host, 200]);
+    expect(await count(pg)).toBe(before + 1);
+    // With keys, the Host is the key's business, not the gateway's.
+    const keyed = await gateway(pg, null, { apiKeys: new Map([['key-of-tenant-a-0001', 'a']]) });
+    expect((await keyed.inject({ method: 'GET', url: '/v1/tasks', headers: { host: 'baton.example.com', authorization: 'Bearer key-of-tenant-a-0001' } })).statusCode).toBe(200);
+    for (const url of ['/v1/tasks', '/', '/healthz', '/v1/nothing']) {
+      const res = await app.inject({ method: 'GET', url });
+      expect([url, res.headers['x-content-type-options'], res.headers['x-frame-options']]).toEqual([url, 'nosniff', 'DENY']);
+    }
+  });
+});
+
 describe('SSE connection caps', () => {
   test('per tenant and per gateway: 429 too_many_streams with Retry-After before the stream starts; a closed stream frees its slot', async ({ pg, nats }) => {
     const keys = new Map([['key-of-tenant-a-0001', 'a'], ['key-of-tenant-b-0001', 'b'], ['key-of-tenant-c-0001', 'c']]);

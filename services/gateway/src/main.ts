@@ -41,6 +41,7 @@ const app = await buildApp({
   tenants: new TaskTenants(),
   teams,
   apiKeys,
+  openApiHosts: config.OPEN_API_HOSTS,
   log,
   metrics: createGatewayMetrics(),
   now: () => new Date(),

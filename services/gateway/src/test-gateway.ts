@@ -24,7 +24,7 @@ import { TaskTenants } from './task-tenants.ts';
 export async function testGateway(
   pg: { db: Pick<Db, 'pool' | 'kysely'>; store: EventStore },
   nats: { nc: NatsConnection; namespace: string } | null,
-  opts: { apiKeys?: Map<string, string>; namespace?: string; sseHeartbeatMs?: number; examplesDir?: string; workspaceLimits?: WorkspaceLimits; limits?: Partial<GatewayLimits>; allowPrivateWebhooks?: boolean; budgets?: TenantBudgets; chatModel?: StreamingModel; notify?: Record<string, NotifyConfig>; mailLinkSecret?: string } = {},
+  opts: { apiKeys?: Map<string, string>; openApiHosts?: string[]; namespace?: string; sseHeartbeatMs?: number; examplesDir?: string; workspaceLimits?: WorkspaceLimits; limits?: Partial<GatewayLimits>; allowPrivateWebhooks?: boolean; budgets?: TenantBudgets; chatModel?: StreamingModel; notify?: Record<string, NotifyConfig>; mailLinkSecret?: string } = {},
 ): Promise<FastifyInstance> {
   const log = silentLogger();
   const names = busNames(opts.namespace ?? nats?.namespace ?? '');
@@ -41,6 +41,7 @@ export async function testGateway(
     tenants: new TaskTenants(),
     teams: builtinTeams,
     apiKeys: opts.apiKeys ?? new Map(),
+    ...(opts.openApiHosts ? { openApiHosts: opts.openApiHosts } : {}),
     log,
     metrics: createGatewayMetrics(),
     now: () => new Date(),
