@@ -8,7 +8,7 @@ describe('webhookUrlProblem', () => {
     for (const url of [
       'http://127.0.0.1/hook', 'http://2130706433/', 'http://0x7f.1/', 'http://0177.0.0.1/', 'http://127.1/', 'http://%31%32%37.0.0.1/',
       'http://10.1.2.3/', 'http://172.20.0.1/', 'http://192.168.1.1:8080/', 'http://100.64.0.1/', 'http://169.254.169.254/latest/meta-data', 'http://0.0.0.0/', 'http://0/', 'http://224.0.0.1/', 'http://255.255.255.255/',
-      'http://[::1]/', 'http://[::]/', 'http://[::ffff:127.0.0.1]/', 'http://[::ffff:10.0.0.1]/', 'http://[::127.0.0.1]/', 'http://[fe80::1]/', 'http://[fc00::]/', 'http://[fd12:3456::1]/', 'http://[ff02::1]/',
+      'http://[::1]/', 'http://[::]/', 'http://[::ffff:127.0.0.1]/', 'http://[::ffff:10.0.0.1]/', 'http://[::127.0.0.1]/', 'http://[fe80::1]/', 'http://[fc00::]/', 'http://[fd12:3456::1]/', 'http://[ff02::1]/', 'http://[64:ff9b::7f00:1]/', 'http://[64:ff9b::127.0.0.1]/', 'http://[2002:7f00:1::]/',
       'http://localhost/', 'http://LOCALHOST./x', 'https://api.localhost/', 'http://a.b.localhost:3000/',
     ]) {
       expect(webhookUrlProblem(url, strict), url).toMatch(/a webhook may not reach/);
@@ -39,6 +39,11 @@ describe('isNonPublicAddress', () => {
   it('classifies resolved addresses, IPv4-mapped ones by their IPv4 address', () => {
     expect(['10.0.0.5', '::1', '::ffff:10.0.0.1', '::ffff:a00:1', 'fe80::1'].map(isNonPublicAddress)).toEqual([true, true, true, true, true]);
     expect(['93.184.216.34', '2606:4700::1111', '::ffff:93.184.216.34'].map(isNonPublicAddress)).toEqual([false, false, false]);
+    // An IPv6 address carrying an IPv4 one is judged by it: NAT64 and 6to4 reach 127.0.0.1 and 10.0.0.1 through a gateway.
+    expect(['64:ff9b::7f00:1', '64:ff9b::127.0.0.1', '64:FF9B::a00:1', '2002:7f00:1::', '2002:a00:1:1::5', '2002:c0a8:101::1'].map(isNonPublicAddress)).toEqual([true, true, true, true, true, true]);
+    expect(['64:ff9b::5db8:d822', '2002:5db8:d822::1'].map(isNonPublicAddress)).toEqual([false, false]); // 93.184.216.34 that way
+    // Local-use NAT64, Teredo, discard-only and documentation prefixes.
+    expect(['64:ff9b:1::a00:1', '2001:0:4136:e378:8000:63bf:3fff:fdd2', '100::1', '2001:db8::1'].map(isNonPublicAddress)).toEqual([true, true, true, true]);
     expect(() => isNonPublicAddress('example.com')).toThrow(/not an IP address/);
   });
 });
