@@ -69,6 +69,12 @@ export function sandboxContract(name: string, make: (pool: pg.Pool) => Promise<S
       expect(r).toMatchObject({ exitCode: 4, timedOut: false, stdout: 'input given none\n', stderr: 'err\n' });
       await sbx.run('echo made > made.txt', { timeoutMs: 20_000 });
       expect(await sbx.files.read('made.txt')).toBe('made\n');
+      // Names a command makes that no path can carry (a backslash, a line break) are left out of
+      // walks, so a sync still goes through; a path with a backslash is refused, not split.
+      await sbx.run(`printf x > 'back\\slash.txt'; mkdir -p 'odd\\dir' && printf y > 'odd\\dir/in.txt'; printf z > "$(printf 'line\\nbreak.txt')"`, { timeoutMs: 20_000 });
+      expect((await sbx.files.walk()).files.map((f) => f.path)).toEqual(['dir/in.txt', 'made.txt']);
+      await sbx.sync();
+      await expect(sbx.files.read('back\\slash.txt')).rejects.toThrow(/contains a backslash: directories are separated by '\/'/);
       const slow = await sbx.run('sleep 30', { timeoutMs: 1000 });
       expect(slow).toMatchObject({ timedOut: true, exitCode: null });
       expect(slow.durationMs).toBeLessThan(15_000);

@@ -3,7 +3,7 @@ import { CommandExitError, Sandbox as E2B, FileNotFoundError, TimeoutError, type
 import type pg from 'pg';
 import { sandboxIdOf, type CommandResult, type RunOptions, type Sandbox, type SandboxFiles, type SandboxProvider, type SandboxSpec, type TaskLiveness } from './provider.ts';
 import { SandboxRegistry } from './registry.ts';
-import { resolveRelative, textOf, WorkspacePathError, type WalkedFile } from './workspace.ts';
+import { resolveRelative, textOf, unnameable, WorkspacePathError, type WalkedFile } from './workspace.ts';
 
 export interface E2BProviderOptions {
   pool: pg.Pool;
@@ -135,7 +135,9 @@ class E2BSandbox implements Sandbox {
         const entries = await sbx.files.list(abs(p), { depth: 64 });
         const files: WalkedFile[] = entries
           .filter((e) => e.type === 'file')
-          .map((e) => ({ path: path.posix.relative(E2B_WORKSPACE, e.path), size: e.size, mode: e.mode & 0o777, mtimeMs: e.modifiedTime ? new Date(e.modifiedTime).getTime() : 0 }))
+          .map((e) => ({ ...e, rel: path.posix.relative(E2B_WORKSPACE, e.path) }))
+          .filter((e) => !e.rel.split('/').some(unnameable))
+          .map((e) => ({ path: e.rel, size: e.size, mode: e.mode & 0o777, mtimeMs: e.modifiedTime ? new Date(e.modifiedTime).getTime() : 0 }))
           .sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
         return { files: files.slice(0, limit), truncated: files.length > limit };
       },

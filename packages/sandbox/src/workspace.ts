@@ -2,14 +2,24 @@ import { chownSync, closeSync, constants, fchownSync, lstatSync, mkdirSync, open
 import { chown, lstat, mkdir, open, readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 
-/** The components of a path relative to a workspace root; absolute paths, `..` and NUL are refused. */
+/** The components of a path relative to a workspace root; absolute paths, `..`, NUL and backslashes are refused. */
 export function resolveRelative(rel: string): string[] {
   if (rel.includes('\0')) throw new WorkspacePathError(rel, 'contains a NUL byte');
   if (path.isAbsolute(rel)) throw new WorkspacePathError(rel, 'absolute paths are not allowed; use a path relative to the workspace');
-  const parts = rel.split(/[\\/]+/).filter((p) => p !== '' && p !== '.');
+  // A backslash is a character of a name on this system, not a separator: a path that holds one would name another file than it seems to.
+  if (rel.includes('\\')) throw new WorkspacePathError(rel, "contains a backslash: directories are separated by '/'");
+  const parts = rel.split(/\/+/).filter((p) => p !== '' && p !== '.');
   if (parts.some((p) => p === '..')) throw new WorkspacePathError(rel, "'..' is not allowed");
   return parts;
 }
+
+/**
+ * A name no workspace path can carry — a backslash or a control character (see resolveRelative;
+ * uploads refuse control characters too). A file or directory so named, made by a command, is
+ * left out of every walk (never synced, listed or kept), like a link.
+ */
+// eslint-disable-next-line no-control-regex -- the point: C0 controls and DEL
+export const unnameable = (name: string): boolean => /[\\\u0000-\u001f\u007f]/.test(name);
 
 /** A file's first maxBytes as text, saying so when the file is longer (every provider's `read`). */
 export function textOf(bytes: Buffer, size: number, maxBytes: number): string {
@@ -189,6 +199,7 @@ export class Workspace {
         throw e;
       }
       for (const e of entries) {
+        if (unnameable(e.name)) continue;
         const abs = path.join(dir, e.name);
         if (e.isDirectory()) {
           if (!opts.skipDirs?.has(e.name)) stack.push(abs);

@@ -94,6 +94,11 @@ describe('parseWorkspaceArchive', () => {
     ]);
   });
 
+  test('a backslash in a path (no sandbox path carries one) is refused, by name', async () => {
+    const err = await refusal(await tarGz([{ name: 'api/back\\slash".ts', content: 'x' }, { name: 'ok.txt', content: 'x' }]));
+    expect(err.problems).toEqual([{ entry: 'api/back\\slash".ts', message: "the path contains a backslash (directories are separated by '/')" }]);
+  });
+
   test('a path that is both a file and a directory is refused', async () => {
     const err = await refusal(await tarGz([{ name: 'a', content: 'file' }, { name: 'a/b', content: 'under a file' }, { name: 'c', content: 'x' }, { name: 'c/', type: 'directory' }]));
     expect(err.problems).toEqual(
