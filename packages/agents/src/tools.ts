@@ -1,4 +1,4 @@
-import { EMAIL_BODY_MAX, EMAIL_MAX_ATTACHMENTS, EMAIL_SUBJECT_MAX, EmailAddress, MAX_MAIL_RECIPIENTS, planProblems, ReviewIssue, ReviewVerdict, SubtaskId, type PlanSubtask } from '@baton/domain';
+import { EMAIL_BODY_MAX, EMAIL_MAX_ATTACHMENTS, EMAIL_SUBJECT_MAX, EmailAddress, MAX_MAIL_RECIPIENTS, pathCharacterProblem, planProblems, ReviewIssue, ReviewVerdict, SubtaskId, type PlanSubtask } from '@baton/domain';
 import { z } from 'zod';
 import type { ToolSpec } from './model.ts';
 import type { AgentDefinition, TeamDefinition } from './teams.ts';
@@ -164,8 +164,10 @@ const relPath = z
   .string()
   .min(1)
   .max(1024)
-  // eslint-disable-next-line no-control-regex -- the point: C0 controls and DEL (a path is shown as one line, in diffs and listings)
-  .refine((p) => !/[\u0000-\u001f\u007f]/.test(p), 'a path may not contain control characters (a line break, a tab, a NUL byte)')
+  .superRefine((p, ctx) => {
+    const problem = pathCharacterProblem(p);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  })
   .describe('Path relative to the workspace root');
 
 export const writeFileTool = defineTool({

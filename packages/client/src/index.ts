@@ -232,7 +232,9 @@ export class BatonClient {
    */
   async archive(taskId: string, opts: { at?: number } = {}): Promise<{ name: string; content: Uint8Array }> {
     const res = await this.ok(`/v1/tasks/${taskId}/archive${atQuery(opts.at)}`);
-    const name = /filename="([^"]+)"/.exec(res.headers.get('content-disposition') ?? '')?.[1] ?? `task-${taskId.slice(0, 8)}.tar.gz`;
+    const disposition = res.headers.get('content-disposition') ?? '';
+    const exact = /filename\*=UTF-8''([^;\s]+)/i.exec(disposition)?.[1];
+    const name = (exact ? decodeURIComponent(exact) : /filename="([^"]+)"/.exec(disposition)?.[1]) ?? `task-${taskId.slice(0, 8)}.tar.gz`;
     return { name, content: new Uint8Array(await res.arrayBuffer()) };
   }
   /** The artifact an agent produced at a path (stored under `<agentId>/<path>` when another agent's holds the path). */

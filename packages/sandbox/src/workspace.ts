@@ -1,6 +1,7 @@
 import { chownSync, closeSync, constants, fchownSync, lstatSync, mkdirSync, openSync, readdirSync, writeSync, type Dirent, type Stats } from 'node:fs';
 import { chown, lstat, mkdir, open, readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
+import { pathCharacterProblem } from '@baton/domain';
 
 /** The components of a path relative to a workspace root; absolute paths, `..`, NUL and backslashes are refused. */
 export function resolveRelative(rel: string): string[] {
@@ -14,12 +15,11 @@ export function resolveRelative(rel: string): string[] {
 }
 
 /**
- * A name no workspace path can carry — a backslash or a control character (see resolveRelative;
- * uploads refuse control characters too). A file or directory so named, made by a command, is
- * left out of every walk (never synced, listed or kept), like a link.
+ * A name no workspace path can carry (the domain's `pathCharacterProblem`: a control character, a
+ * backslash, a bidirectional control). A file or directory so named, made by a command, is left
+ * out of every walk (never synced, listed or kept), like a link.
  */
-// eslint-disable-next-line no-control-regex -- the point: C0 controls and DEL
-export const unnameable = (name: string): boolean => /[\\\u0000-\u001f\u007f]/.test(name);
+export const unnameable = (name: string): boolean => pathCharacterProblem(name) !== null;
 
 /** A file's first maxBytes as text, saying so when the file is longer (every provider's `read`). */
 export function textOf(bytes: Buffer, size: number, maxBytes: number): string {

@@ -97,6 +97,8 @@ describe('parseWorkspaceArchive', () => {
   test('a backslash in a path (no sandbox path carries one) is refused, by name', async () => {
     const err = await refusal(await tarGz([{ name: 'api/back\\slash".ts', content: 'x' }, { name: 'ok.txt', content: 'x' }]));
     expect(err.problems).toEqual([{ entry: 'api/back\\slash".ts', message: "the path contains a backslash (directories are separated by '/')" }]);
+    const bidi = await refusal(await tarGz([{ name: 'api/\u202eevil.md', content: 'x' }]));
+    expect(bidi.problems).toEqual([{ entry: 'api/\u202eevil.md', message: 'the path contains a bidirectional control character (U+202E: the name would display as another)' }]);
   });
 
   test('a path that is both a file and a directory is refused', async () => {

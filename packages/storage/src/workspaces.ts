@@ -8,6 +8,7 @@ import { extract, pack, type Header } from 'tar-stream';
 import { readArtifacts } from './artifacts.ts';
 import { diffWorkspaces, type WorkspaceDiff } from './diff.ts';
 import { inTransaction } from '@baton/db';
+import { pathCharacterProblem } from '@baton/domain';
 
 /**
  * Input workspaces: the files a task starts from. An upload (a .tar.gz) or a configured example
@@ -92,17 +93,12 @@ const mib = (n: number): string => (n % (1024 * 1024) === 0 ? `${n / (1024 * 102
 /**
  * A path as stored: relative, '/'-separated, no '.' or empty components (a leading './' and
  * doubled slashes go). Returns a problem instead for an absolute path, any '..' component, a NUL
- * byte or another control character (a path is shown as one line: to agents in the lead's file
- * listing, to people in diffs and lists — a line break in it could pass for more lines), a
- * backslash (no sandbox path carries one), or a path over MAX_WORKSPACE_PATH characters.
+ * byte, another control character, a backslash or a bidirectional control (the domain's
+ * `pathCharacterProblem`), or a path over MAX_WORKSPACE_PATH characters.
  */
 function cleanPath(raw: string): { path: string } | { problem: string } {
-  if (raw.includes('\0')) return { problem: 'the path contains a NUL byte' };
-  // eslint-disable-next-line no-control-regex -- the point: C0 controls and DEL
-  const control = /[\u0001-\u001f\u007f]/.exec(raw);
-  if (control) return { problem: `the path contains a control character (U+${control[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}${control[0] === '\n' ? ', a line break' : control[0] === '\t' ? ', a tab' : ''})` };
-  // A sandbox path cannot carry one either (it reads as a separator elsewhere; here it would name another file than it seems to).
-  if (raw.includes('\\')) return { problem: "the path contains a backslash (directories are separated by '/')" };
+  const problem = pathCharacterProblem(raw);
+  if (problem) return { problem };
   if (raw.length > MAX_WORKSPACE_PATH) return { problem: `the path is longer than ${MAX_WORKSPACE_PATH} characters` };
   if (raw.startsWith('/')) return { problem: 'absolute path (paths must be relative to the workspace root)' };
   const parts = raw.split('/');

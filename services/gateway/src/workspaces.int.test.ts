@@ -344,7 +344,7 @@ describe('GET /v1/tasks/:id/diff and forks', () => {
       { path: 'src/app.ts', mode: 0o644, content: 'export const a = 1;\n' },
     ];
     const untouched = await get('/archive');
-    expect([untouched.statusCode, untouched.headers['content-type'], untouched.headers['content-disposition']]).toEqual([200, 'application/gzip', `attachment; filename="task-${task.id.slice(0, 8)}.tar.gz"`]);
+    expect([untouched.statusCode, untouched.headers['content-type'], untouched.headers['content-disposition']]).toEqual([200, 'application/gzip', `attachment; filename="task-${task.id.slice(0, 8)}.tar.gz"; filename*=UTF-8''task-${task.id.slice(0, 8)}.tar.gz`]);
     expect(await files(untouched)).toEqual(input);
 
     await artifact(pg, task.id, 'src/app.ts', 'export const a = 2;\n');
@@ -371,7 +371,7 @@ describe('GET /v1/tasks/:id/diff and forks', () => {
     await artifact(pg, task.id, 'src/app.ts', 'export const a = 3;\n');
     expect((await files(await get('/archive'))).find((f) => f.path === 'src/app.ts')?.content).toBe('export const a = 3;\n');
     const then = await get(`/archive?at=${version}`);
-    expect(then.headers['content-disposition']).toBe(`attachment; filename="task-${task.id.slice(0, 8)}-v${version}.tar.gz"`);
+    expect(then.headers['content-disposition']).toBe(`attachment; filename="task-${task.id.slice(0, 8)}-v${version}.tar.gz"; filename*=UTF-8''task-${task.id.slice(0, 8)}-v${version}.tar.gz`);
     expect(await files(then)).toEqual(tree);
     expect(await files(await get('/archive?at=1'))).toEqual(input);
     for (const at of ['0', 'x']) expect((await get(`/archive?at=${at}`)).json().error.message).toBe('query.at: must be a whole number, 1 or more');
@@ -385,6 +385,10 @@ describe('GET /v1/tasks/:id/diff and forks', () => {
     expect(await files(await app.inject({ method: 'GET', url: `/v1/tasks/${bare.id}/archive`, headers: auth }))).toEqual([]);
     await artifact(pg, bare.id, 'report.md', '# Report\n');
     expect(await files(await app.inject({ method: 'GET', url: `/v1/tasks/${bare.id}/archive`, headers: auth }))).toEqual([{ path: 'report.md', mode: 0o644, content: '# Report\n' }]);
+    // A file's name in Content-Disposition: plain ASCII for old clients, the exact name in filename* (quotes cannot break out).
+    await artifact(pg, bare.id, 'notes/ü名 "q".md', 'x');
+    const named = await app.inject({ method: 'GET', url: `/v1/tasks/${bare.id}/artifacts/notes/${encodeURIComponent('ü名 "q".md')}`, headers: auth });
+    expect([named.statusCode, named.headers['content-disposition']]).toEqual([200, `inline; filename="__ _q_.md"; filename*=UTF-8''%C3%BC%E5%90%8D%20%22q%22.md`]);
     // A version whose bytes are not kept is gone, and says so (before any byte is sent).
     await pg.db.pool.query(`delete from artifact_versions where task_id = $1 and content = $2`, [task.id, Buffer.from('export const a = 2;\n')]);
     const gone = await get(`/archive?at=${version}`);

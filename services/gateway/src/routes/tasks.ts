@@ -199,12 +199,21 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     return reply
       .header('content-type', listed.mediaType)
       .header('etag', `"${listed.sha256}"`)
-      .header('content-disposition', `inline; filename="${encodeURIComponent(file.split('/').pop() ?? file)}"`)
+      .header('content-disposition', contentDisposition('inline', file.split('/').pop() ?? file))
       .header('x-content-type-options', 'nosniff')
       .header('content-security-policy', "default-src 'none'; sandbox")
       .send(content);
   });
 };
+
+/**
+ * A Content-Disposition naming a file (RFC 6266): `filename` in plain ASCII for old clients (other
+ * characters, quotes and backslashes as `_`), `filename*` the exact name in UTF-8 (RFC 8187).
+ */
+export function contentDisposition(type: 'inline' | 'attachment', name: string): string {
+  const ascii = name.replace(/[^\x20-\x7e]|["\\]/g, '_');
+  return `${type}; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(name).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)}`;
+}
 
 /** A recorded version whose bytes are not kept is gone for good: 410, naming it. */
 export function versionGone(err: unknown): never {

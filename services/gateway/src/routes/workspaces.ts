@@ -4,7 +4,7 @@ import type { ZodTypeProvider } from '@fastify/type-provider-zod';
 import type { FastifyInstance } from 'fastify';
 import type { GatewayDeps } from '../deps.ts';
 import { AtQuery, DiffQuery, TaskIdParams } from './schemas.ts';
-import { versionGone, visibleStateAt } from './tasks.ts';
+import { contentDisposition, versionGone, visibleStateAt } from './tasks.ts';
 
 /** Workspaces: the examples a task can start from, and a task's change against its input. */
 export const workspaceRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
@@ -29,7 +29,7 @@ export const workspaceRoutes = (d: GatewayDeps) => async (app: FastifyInstance) 
     const name = `task-${state.id.slice(0, 8)}${req.query.at === undefined ? '' : `-v${req.query.at}`}.tar.gz`;
     return reply
       .type('application/gzip')
-      .header('content-disposition', `attachment; filename="${name}"`)
+      .header('content-disposition', contentDisposition('attachment', name))
       .send(workspaceArchive(tree, new Date(state.updatedAt)));
   });
 };
