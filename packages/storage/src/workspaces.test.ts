@@ -197,10 +197,11 @@ describe('examples', () => {
     return dir;
   }
 
-  test('listExamples: directories with valid names; a broken example is listed with its error; a missing dir is empty', async () => {
+  test('listExamples: each directory; a broken example or a name no example may have is listed with its error; a missing dir is empty', async () => {
     const dir = await examplesDir();
     const list = await listExamples(dir);
     expect(list).toEqual([
+      { name: 'Bad Name', files: 0, bytes: 0, error: "'Bad Name' is not an example name (lowercase letters, digits, '-' and '_', starting with a letter or a digit): rename the directory to offer it" },
       { name: 'linked', files: 0, bytes: 0, error: expect.stringMatching(/'in': symbolic link to 'a\.txt' — points inside .*'out': symbolic link to '\/etc\/hostname' — links out/) },
       { name: 'todo-api', files: 2, bytes: 32, error: null },
     ]);

@@ -436,7 +436,8 @@ async function exampleNames(dir: string): Promise<string[]> {
     if (err.code === 'ENOENT' || err.code === 'ENOTDIR') return [];
     throw err;
   });
-  return entries.filter((e) => e.isDirectory() && EXAMPLE_NAME.test(e.name)).map((e) => e.name).sort(compare);
+  // Every directory but hidden ones: one whose name is no example name is listed with that error, not skipped unsaid.
+  return entries.filter((e) => e.isDirectory() && !e.name.startsWith('.')).map((e) => e.name).sort(compare);
 }
 
 export interface ExampleSummary {
@@ -456,6 +457,10 @@ export async function listExamples(dir: string, limits: Partial<WorkspaceLimits>
   const lim: WorkspaceLimits = { ...DEFAULT_WORKSPACE_LIMITS, ...limits };
   const out: ExampleSummary[] = [];
   for (const name of await exampleNames(dir)) {
+    if (!EXAMPLE_NAME.test(name)) {
+      out.push({ name, files: 0, bytes: 0, error: `'${name}' is not an example name (lowercase letters, digits, '-' and '_', starting with a letter or a digit): rename the directory to offer it` });
+      continue;
+    }
     try {
       const { files, bytes } = await walkExample(path.join(dir, name), lim);
       out.push({ name, files: files.length, bytes, error: null });
@@ -472,7 +477,7 @@ export async function loadExample(dir: string, name: string, limits: Partial<Wor
   const lim: WorkspaceLimits = { ...DEFAULT_WORKSPACE_LIMITS, ...limits };
   const root = path.join(dir, name);
   const isExample = EXAMPLE_NAME.test(name) && (await lstat(root).then((s) => s.isDirectory(), () => false));
-  if (!isExample) throw new UnknownExampleError(name, await exampleNames(dir));
+  if (!isExample) throw new UnknownExampleError(name, (await exampleNames(dir)).filter((n) => EXAMPLE_NAME.test(n)));
   const { files } = await walkExample(root, lim);
   const out: WorkspaceFile[] = [];
   let bytes = 0;
