@@ -130,7 +130,7 @@ describe('submit_plan (the engineering lead)', () => {
     expect(msg).toMatch(/subtasks\.2\.agent: unknown agent 'designer'/);
     expect(msg).toMatch(/subtasks\.2\.depends_on\.0: unknown subtask 'nope'/);
     expect(msg).toMatch(/dependency cycle: a → b → a/);
-    expect(triage(false, { summary: 'x', subtasks: [] }).results[0]?.content).toMatch(/subtasks: Too small/i);
+    expect(triage(false, { summary: 'x', subtasks: [] }).results[0]?.content).toMatch(/^invalid input for submit_plan: subtasks: must have at least 1 item$/);
   });
 
   it('a subtask id that is not a plain name, and a field the tool does not know (a misspelt depends_on), are named errors, not dropped or passed on', () => {

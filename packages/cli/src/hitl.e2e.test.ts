@@ -56,7 +56,7 @@ describe('human in the loop, end to end', () => {
     return t.id;
   };
 
-  it('two subagents ask at once: each answer resumes only its own agent; nothing done runs again; `baton watch` prints the questions; `baton list --follow` lists the waiting task and prints it leaving that status', async () => {
+  it('two subagents ask at once: each answer resumes only its own agent; nothing done runs again; `baton watch` prints the questions; `baton list --follow` lists the waiting task and prints each change by which it leaves that status', async () => {
     const id = await submitComparison();
     const watchOut: string[] = [];
     const watcher = spawn(process.execPath, ['packages/cli/src/main.ts', 'watch', id], { cwd: ROOT, env: { ...process.env, BATON_URL: url }, stdio: ['ignore', 'pipe', 'inherit'] });
@@ -87,7 +87,8 @@ describe('human in the loop, end to end', () => {
     await expect(cli('answer', id, 'x', '--request', 'clr-nobody')).rejects.toThrow(/clr-nobody.*\(HTTP 404 /);
     await cli('answer', id, 'peer-reviewed papers'); // the only open question now
     await waitFor(async () => (await task(id)).status === 'completed', { timeoutMs: 30_000, what: 'the task to complete' });
-    await waitFor(() => new RegExp(`^${id}  completed`, 'm').test(listOut.join('')), { what: '`baton list --follow` to print the task leaving awaiting_input' });
+    // The last answer's change, by which the task leaves awaiting_input for good: running, no request open (what it does after is not awaiting_input's business).
+    await waitFor(() => new RegExp(`^${id}  running\\s+research  \\S+  Compare PostgreSQL`, 'm').test(listOut.join('')), { what: '`baton list --follow` to print the task leaving awaiting_input' });
     lister.kill('SIGINT');
     expect(await cli('list', '--status', 'completed')).toMatch(new RegExp(`^${id}  completed`, 'm'));
     await expect(cli('list', '--follow', '--stuck')).rejects.toThrow(/--follow with --stuck: a task becomes stuck by not changing/);

@@ -29,7 +29,7 @@ describe('start-up with a bad team config', () => {
       timeout: 30_000,
     }).then(() => null, (e: { code: number; stdout: string }) => e);
     expect(err?.code).toBe(78);
-    expect(err?.stdout).toMatch(/research\/team\.json: \(file\): Unrecognized key: \\"colour\\"/);
+    expect(err?.stdout).toMatch(/research\/team\.json: \(file\): unknown field 'colour'/);
   });
 
   it.each(['gateway', 'orchestrator', 'sandbox-runner', 'notifier'])('%s with an invalid environment exits 78 (not restarted by baton up), naming every bad variable', async (service) => {

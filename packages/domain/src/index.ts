@@ -1,3 +1,4 @@
+import './messages.ts'; // zod's messages, in plain words, for every schema (set once)
 export * from './content.ts';
 export * from './events.ts';
 export * from './state.ts';
@@ -23,3 +24,4 @@ export * from './schedule.ts';
 export { planOutcome } from './evolve.ts';
 export * from './chat.ts';
 export * from './email.ts';
+export { plainMessage } from './messages.ts';
