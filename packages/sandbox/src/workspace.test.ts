@@ -1,4 +1,5 @@
-import { mkdtemp, mkdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { lstat, mkdtemp, mkdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -31,6 +32,15 @@ describe('Workspace', () => {
       const err = await op().then(() => null, (e: Error) => e);
       expect(err?.message).not.toContain(ws.root);
     }
+  });
+  it('a named pipe a command left is never opened: a write replaces it (opening it blocked a runner thread for good), a read refuses it; a directory is not written over', async () => {
+    await mkdir(path.join(base, 'ws', 'api'), { recursive: true });
+    execFileSync('mkfifo', [path.join(base, 'ws', 'api/routes.ts')]);
+    await expect(ws.read('api/routes.ts')).rejects.toThrow(/not a regular file/);
+    expect(await ws.write('api/routes.ts', 'restored')).toBe('modified');
+    expect(await readFile(path.join(base, 'ws', 'api/routes.ts'), 'utf8')).toBe('restored');
+    expect((await lstat(path.join(base, 'ws', 'api/routes.ts'))).isFile()).toBe(true);
+    await expect(ws.write('api', 'x')).rejects.toThrow(/^api: is a directory, not a file$/);
   });
   it('refuses absolute paths, .. and NUL bytes', async () => {
     await expect(ws.read('/etc/passwd')).rejects.toThrow(/absolute paths are not allowed/);

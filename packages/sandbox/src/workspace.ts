@@ -141,15 +141,21 @@ export class Workspace {
     const abs = this.resolve(rel);
     await this.assertNoLinks(abs);
     await this.mkdirs(path.dirname(abs));
-    const existed = await lstat(abs).then(() => true, () => false);
-    const fh = await open(abs, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW, mode & 0o777);
+    const was = await lstat(abs).catch(() => null);
+    if (was?.isDirectory()) throw Object.assign(new Error('EISDIR'), { code: 'EISDIR' });
+    // A named pipe, socket or device a command left at the path is replaced, never opened: opening
+    // a pipe nobody reads blocks (a thread of the runner's, for good), a device is not the workspace's.
+    if (was && !was.isFile()) await rm(abs, { force: true });
+    // O_NONBLOCK besides: should one appear in between, the open fails instead of waiting.
+    const fh = await open(abs, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW | constants.O_NONBLOCK, mode & 0o777);
     try {
+      if (!(await fh.stat()).isFile()) throw new WorkspacePathError(rel, 'not a regular file');
       await fh.writeFile(content);
       if (this.owner) await fh.chown(this.owner.uid, this.owner.gid);
     } finally {
       await fh.close();
     }
-    return existed ? 'modified' : 'created';
+    return was ? 'modified' : 'created';
   }
 
   async read(rel: string, maxBytes = 1_000_000): Promise<string> {
