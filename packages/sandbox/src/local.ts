@@ -1,6 +1,8 @@
+import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { chmod, mkdir, readdir, rm, rmdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import type pg from 'pg';
 import { Cgroups } from './cgroups.ts';
 import { confinedArgv, findBwrap, runArgv } from './confine.ts';
@@ -143,14 +145,14 @@ export class LocalSandboxProvider implements SandboxProvider {
     // Hold nothing on this host while the agent waits: the synced copy is the workspace now.
     this.localGeneration.delete(sandbox.id);
     const [taskId, agentId] = sandbox.id.split('/') as [string, string];
-    await rm(path.join(this.root, taskId, agentId), { recursive: true, force: true });
+    await removeTree(path.join(this.root, taskId, agentId));
   }
 
   async kill(taskId: string, agentId: string): Promise<void> {
     const id = sandboxIdOf(taskId, agentId);
     this.localGeneration.delete(id);
     await this.cgroups?.remove(cgroupName({ taskId, agentId }));
-    await rm(path.join(this.root, taskId, agentId), { recursive: true, force: true });
+    await removeTree(path.join(this.root, taskId, agentId));
     await rmdir(path.join(this.root, taskId)).catch(() => {}); // only once it is empty
     await this.registry.killed(id);
   }
@@ -163,14 +165,21 @@ export class LocalSandboxProvider implements SandboxProvider {
     const known = await liveness(taskIds);
     let swept = 0;
     // The registry's rows are this deployment's own: killed unless their task is live.
+    // One that cannot be removed does not stop the others: each is tried, then the failures are named.
+    const failures: string[] = [];
     for (const r of rows) {
       if (known.get(r.taskId) === 'live') continue;
-      await this.kill(r.taskId, r.agentId);
-      swept++;
+      try {
+        await this.kill(r.taskId, r.agentId);
+        swept++;
+      } catch (err) {
+        failures.push(`${r.taskId}/${r.agentId}: ${(err as Error).message}`);
+      }
     }
     // Files left under the root: removed only for a task this deployment knows as finished. A task
     // it does not know is another deployment's sharing this root (the default is per host): left alone.
-    for (const t of localTasks) if (known.get(t) === 'finished') await rm(path.join(this.root, t), { recursive: true, force: true });
+    for (const t of localTasks) if (known.get(t) === 'finished') await removeTree(path.join(this.root, t)).catch((err: Error) => void failures.push(`${t}: ${err.message}`));
+    if (failures.length > 0) throw new Error(`swept ${swept}; could not remove ${failures.length}: ${failures.join('; ')}`);
     return swept;
   }
 
@@ -235,4 +244,17 @@ export function sandboxUser(id: string): { uid: number; gid: number } | null {
   if (process.getuid?.() !== 0) return null;
   const n = createHash('sha256').update(id).digest().readUInt16BE(0) % 4096;
   return { uid: 200_000 + n, gid: 200_000 + n };
+}
+
+/**
+ * Remove a directory tree, however deep: a command may leave paths longer than the system takes
+ * whole (ENAMETOOLONG for Node's recursive rm), which the system's `rm -rf` removes step by step.
+ */
+export async function removeTree(dir: string): Promise<void> {
+  try {
+    await rm(dir, { recursive: true, force: true });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENAMETOOLONG') throw err;
+    await promisify(execFile)('rm', ['-rf', '--one-file-system', '--', dir]);
+  }
 }

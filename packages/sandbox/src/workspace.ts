@@ -187,7 +187,11 @@ export class Workspace {
    * Every regular file under a directory (relative paths, sorted), never descending through a
    * link; at most `limit` entries (the walk says when it stopped early).
    */
-  async walk(rel = '.', limit = 10_000, opts: { skipDirs?: ReadonlySet<string> } = {}): Promise<{ files: WalkedFile[]; truncated: boolean }> {
+  walk(rel = '.', limit = 10_000, opts: { skipDirs?: ReadonlySet<string> } = {}): Promise<{ files: WalkedFile[]; truncated: boolean }> {
+    return this.told(rel, () => this.walkAt(rel, limit, opts));
+  }
+
+  private async walkAt(rel: string, limit: number, opts: { skipDirs?: ReadonlySet<string> }): Promise<{ files: WalkedFile[]; truncated: boolean }> {
     const start = this.resolve(rel);
     await this.assertNoLinks(start);
     const files: WalkedFile[] = [];
@@ -201,7 +205,8 @@ export class Workspace {
       try {
         entries = readdirSync(dir, { withFileTypes: true });
       } catch (e) {
-        if ((e as NodeJS.ErrnoException).code === 'ENOENT' || (e as NodeJS.ErrnoException).code === 'ENOTDIR') continue;
+        // Gone meanwhile, or deeper than a path may be long (no path could name what is inside): nothing to walk.
+        if (['ENOENT', 'ENOTDIR', 'ENAMETOOLONG'].includes((e as NodeJS.ErrnoException).code ?? '')) continue;
         throw e;
       }
       for (const e of entries) {
@@ -212,7 +217,13 @@ export class Workspace {
           continue;
         }
         if (!e.isFile()) continue; // links, sockets, devices: never followed, never copied
-        const st = lstatSync(abs, { throwIfNoEntry: false });
+        let st: Stats | undefined;
+        try {
+          st = lstatSync(abs, { throwIfNoEntry: false });
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code === 'ENAMETOOLONG') continue; // as for a directory
+          throw err;
+        }
         if (!st?.isFile()) continue;
         files.push({ path: abs.slice(this.root.length + 1), size: st.size, mode: st.mode & 0o777, mtimeMs: st.mtimeMs });
         if (files.length >= limit) return { files: files.sort(byPath), truncated: true };

@@ -72,6 +72,10 @@ describe('runner tools', () => {
       expect(coloured.content).toMatch(/^exit code 0 \([\d.]+ s\)\n--- stdout ---\n✓ passed\n\n--- stderr ---\nred\n$/);
       const tests = await runTool(call('run_tests', {}), ALL, env);
       expect(tests).toMatchObject({ isError: true, content: expect.stringMatching(/^tests failed: 1 passed, 1 failed \(node-spec\)\n\$ node --test\nexit code 1/) });
+      // Tests that could not be run (the workspace could not be read around them) did not pass: a failed run, with the reason.
+      const unreadable = { ...env.sandbox, files: { ...env.sandbox.files, walk: () => Promise.reject(new Error('src: the name is too long')) } };
+      const notRun = await runTool(call('run_tests', {}), ALL, { ...env, sandbox: unreadable });
+      expect(notRun).toMatchObject({ isError: true, tests: { passed: 0, failed: 1, skipped: 0 }, content: 'tests could not be run (counted as 1 failed): src: the name is too long\n$ node --test' });
       const slow = await runTool(call('run_command', { command: 'sleep 30', timeout_seconds: 1 }), ALL, env);
       expect(slow).toMatchObject({ isError: true, content: expect.stringMatching(/^timed out after 1 s: the command was killed/) });
       // Files a command makes or changes are reported like written ones (and so become artifacts).

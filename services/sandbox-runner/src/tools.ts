@@ -110,11 +110,17 @@ const impls: Record<string, (input: Input, env: ToolEnv, toolUseId: string) => P
     const configured = (i.command as string | undefined) ?? env.testCommand;
     if (!configured) throw new Error('no test command: this agent has no test_command configured; pass one as `command`');
     const command = i.path ? `${configured} ${shellQuote(normalPath(i.path as string))}` : configured;
-    const guard = await guardWrites(env);
-    const r = await env.sandbox.run(command, { timeoutMs: (i.timeout_seconds as number) * 1000, ...(env.signal ? { signal: env.signal } : {}) });
-    const { files, reverted } = await guard.settle();
-    const run = testRun(parseTestCounts(`${r.stdout}\n${r.stderr}`), r);
-    return { content: `${run.summary}\n$ ${command}\n${formatCommand(r, i.timeout_seconds as number)}${reverted}`, isError: !run.ok, files, tests: run.tests };
+    try {
+      const guard = await guardWrites(env);
+      const r = await env.sandbox.run(command, { timeoutMs: (i.timeout_seconds as number) * 1000, ...(env.signal ? { signal: env.signal } : {}) });
+      const { files, reverted } = await guard.settle();
+      const run = testRun(parseTestCounts(`${r.stdout}\n${r.stderr}`), r);
+      return { content: `${run.summary}\n$ ${command}\n${formatCommand(r, i.timeout_seconds as number)}${reverted}`, isError: !run.ok, files, tests: run.tests };
+    } catch (err) {
+      if (env.signal?.aborted) throw err;
+      // Tests that could not be run did not pass: the run is recorded as failed (a change is not accepted on no verdict).
+      return { content: `tests could not be run (counted as 1 failed): ${(err as Error).message}\n$ ${command}`, isError: true, tests: { passed: 0, failed: 1, skipped: 0 } };
+    }
   },
   submit_review: async (i) => {
     const issues = i.issues as unknown[];
