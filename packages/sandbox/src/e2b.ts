@@ -137,7 +137,7 @@ class E2BSandbox implements Sandbox {
           .filter((e) => e.type === 'file')
           .map((e) => ({ ...e, rel: path.posix.relative(E2B_WORKSPACE, e.path) }))
           .filter((e) => !e.rel.split('/').some(unnameable))
-          .map((e) => ({ path: e.rel, size: e.size, mode: e.mode & 0o777, mtimeMs: e.modifiedTime ? new Date(e.modifiedTime).getTime() : 0 }))
+          .map((e) => ({ path: e.rel, size: e.size, mode: e.mode & 0o777, changedMs: e.modifiedTime ? new Date(e.modifiedTime).getTime() : 0 }))
           .sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
         return { files: files.slice(0, limit), truncated: files.length > limit };
       },

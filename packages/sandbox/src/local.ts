@@ -231,7 +231,7 @@ const MAX_SYNCED_FILES = 100_000;
 /** The files of a workspace that are kept in Postgres. */
 const syncedFiles = (ws: Workspace) => ws.walk('.', MAX_SYNCED_FILES, { skipDirs: UNSYNCED_DIRS });
 
-const manifestOf = (files: readonly WalkedFile[]): Map<string, string> => new Map(files.map((f) => [f.path, `${f.size}:${f.mtimeMs}:${f.mode}`]));
+const manifestOf = (files: readonly WalkedFile[]): Map<string, string> => new Map(files.map((f) => [f.path, `${f.size}:${f.changedMs}:${f.mode}`]));
 
 const cgroupName = (spec: Pick<SandboxSpec, 'taskId' | 'agentId'>): string => createHash('sha256').update(sandboxIdOf(spec.taskId, spec.agentId)).digest('hex').slice(0, 16);
 

@@ -225,7 +225,7 @@ export class Workspace {
           throw err;
         }
         if (!st?.isFile()) continue;
-        files.push({ path: abs.slice(this.root.length + 1), size: st.size, mode: st.mode & 0o777, mtimeMs: st.mtimeMs });
+        files.push({ path: abs.slice(this.root.length + 1), size: st.size, mode: st.mode & 0o777, changedMs: st.ctimeMs });
         if (files.length >= limit) return { files: files.sort(byPath), truncated: true };
         if (++sinceYield >= 2000) {
           sinceYield = 0;
@@ -295,7 +295,12 @@ export interface WalkedFile {
   path: string;
   size: number;
   mode: number;
-  mtimeMs: number;
+  /**
+   * When the file last changed, as far as the provider can tell: locally its status-change time
+   * (ctime — a command can set a file's modification time back, `touch -r`, but not that), on
+   * E2B its modification time. Size, mode and this tell a changed file from an unchanged one.
+   */
+  changedMs: number;
 }
 
 const byPath = (a: WalkedFile, b: WalkedFile): number => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0);

@@ -81,6 +81,9 @@ describe('runner tools', () => {
       // Files a command makes or changes are reported like written ones (and so become artifacts).
       const made = await runTool(call('run_command', { command: 'echo report > out.md; mkdir -p node_modules/x && touch node_modules/x/i.js; echo more >> math.test.mjs' }), ALL, env);
       expect(made.files).toEqual({ created: ['out.md'], modified: ['math.test.mjs'] });
+      // An edit that keeps the size and sets the modification time back is a change all the same.
+      const stealth = await runTool(call('run_command', { command: "touch -r math.test.mjs /tmp/when && sed -i 's/adds/sdda/' math.test.mjs && touch -r /tmp/when math.test.mjs" }), ALL, env);
+      expect([stealth.content.slice(0, 11), stealth.files]).toEqual(['exit code 0', { created: [], modified: ['math.test.mjs'] }]);
       const loud = await runTool(call('run_command', { command: 'seq 1 100000' }), ALL, env);
       expect(loud.content).toMatch(/\[output truncated: \d+ characters, showing the first 1000 and the last 3000\]\n[\s\S]*100000\n$/);
     });

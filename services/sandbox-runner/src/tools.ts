@@ -153,7 +153,7 @@ const shellQuote = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
 async function guardWrites(env: ToolEnv): Promise<{ settle(): Promise<{ files: NonNullable<ToolResult['files']>; reverted: string }> }> {
   const { sandbox, policy } = env;
   const before = await sandbox.files.walk('.', 50_000);
-  const seen = new Map(before.files.map((f) => [f.path, `${f.size}:${f.mtimeMs}`]));
+  const seen = new Map(before.files.map((f) => [f.path, `${f.size}:${f.changedMs}`]));
   const refusal = (p: string): string | null => (policy && restricts(policy) ? writeRefusal(policy, p) : null);
   const saved = new Map<string, Buffer>();
   let budget = MAX_GUARDED_BYTES;
@@ -188,7 +188,7 @@ async function guardWrites(env: ToolEnv): Promise<{ settle(): Promise<{ files: N
       for (const f of files) {
         if (UNREPORTED.test(f.path)) continue;
         const was = seen.get(f.path);
-        const changed = was === undefined ? 'created' : was !== `${f.size}:${f.mtimeMs}` ? 'modified' : null;
+        const changed = was === undefined ? 'created' : was !== `${f.size}:${f.changedMs}` ? 'modified' : null;
         if (!changed) continue;
         const why = refusal(f.path);
         if (why) await undo(changed, f.path, why);
