@@ -131,12 +131,12 @@ class E2BSandbox implements Sandbox {
         });
       },
       list: async (p) => (await sbx.files.list(abs(p))).map((e) => (e.type === 'dir' ? `${e.name}/` : e.name)).sort(),
-      walk: async (p = '.', limit = 10_000) => {
+      walk: async (p = '.', limit = 10_000, opts = {}) => {
         const entries = await sbx.files.list(abs(p), { depth: 64 });
         const files: WalkedFile[] = entries
           .filter((e) => e.type === 'file')
           .map((e) => ({ ...e, rel: path.posix.relative(E2B_WORKSPACE, e.path) }))
-          .filter((e) => !e.rel.split('/').some(unnameable))
+          .filter((e) => !e.rel.split('/').some(unnameable) && !e.rel.split('/').slice(0, -1).some((d) => opts.skipDirs?.has(d)))
           .map((e) => ({ path: e.rel, size: e.size, mode: e.mode & 0o777, changedMs: e.modifiedTime ? new Date(e.modifiedTime).getTime() : 0 }))
           .sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
         return { files: files.slice(0, limit), truncated: files.length > limit };

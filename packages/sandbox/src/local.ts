@@ -211,7 +211,7 @@ class LocalSandbox implements Sandbox {
       write: (p, content) => ws.write(p, content),
       remove: (p) => ws.remove(p),
       list: (p) => ws.list(p),
-      walk: (p, limit) => ws.walk(p, limit),
+      walk: (p, limit, opts) => ws.walk(p, limit, opts),
     };
   }
 

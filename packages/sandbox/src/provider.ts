@@ -59,7 +59,8 @@ export interface SandboxFiles {
   /** Remove a file, or a directory with everything in it. A missing one is not an error; the workspace root cannot be removed. */
   remove(path: string): Promise<void>;
   list(path: string): Promise<string[]>;
-  walk(path?: string, limit?: number): Promise<{ files: WalkedFile[]; truncated: boolean }>;
+  /** Every regular file under a path, at most `limit` (`truncated` says when there were more); `skipDirs`: directory names not descended into (node_modules…). */
+  walk(path?: string, limit?: number, opts?: { skipDirs?: ReadonlySet<string> }): Promise<{ files: WalkedFile[]; truncated: boolean }>;
 }
 
 export interface Sandbox {

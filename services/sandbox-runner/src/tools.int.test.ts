@@ -81,6 +81,13 @@ describe('runner tools', () => {
       // Files a command makes or changes are reported like written ones (and so become artifacts).
       const made = await runTool(call('run_command', { command: 'echo report > out.md; mkdir -p node_modules/x && touch node_modules/x/i.js; echo more >> math.test.mjs' }), ALL, env);
       expect(made.files).toEqual({ created: ['out.md'], modified: ['math.test.mjs'] });
+      // Dependencies (60,000 files under node_modules, an ordinary install) are not walked: the command's own change is still seen.
+      const deps = await runTool(call('run_command', { command: 'mkdir -p node_modules/big && cd node_modules/big && seq 1 60000 | xargs touch && cd ../.. && echo again >> math.test.mjs', timeout_seconds: 120 }), ALL, env);
+      expect([deps.content.slice(0, 11), deps.files]).toEqual(['exit code 0', { created: [], modified: ['math.test.mjs'] }]);
+      // Past 50,000 files of the project's own, what one walk saw and the other did not is said to be unchecked — not reported as created or deleted.
+      const many = await runTool(call('run_command', { command: 'mkdir -p data && cd data && seq 1 50001 | xargs touch', timeout_seconds: 120 }), ALL, env);
+      expect([many.files, many.content]).toEqual([{ created: [], modified: [] }, expect.stringMatching(/\n\[the workspace has more than 50000 files besides dependencies: files created or deleted beyond those were not checked\]$/)]);
+      await runTool(call('run_command', { command: 'rm -rf data' }), ALL, env);
       // An edit that keeps the size and sets the modification time back is a change all the same.
       const stealth = await runTool(call('run_command', { command: "touch -r math.test.mjs /tmp/when && sed -i 's/adds/sdda/' math.test.mjs && touch -r /tmp/when math.test.mjs" }), ALL, env);
       expect([stealth.content.slice(0, 11), stealth.files]).toEqual(['exit code 0', { created: [], modified: ['math.test.mjs'] }]);

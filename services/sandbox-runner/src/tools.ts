@@ -135,8 +135,11 @@ const impls: Record<string, (input: Input, env: ToolEnv, toolUseId: string) => P
   },
 };
 
-/** Paths a command's file changes are not reported for (dependency installs, VCS internals). */
+/** Directories a command's file changes are not reported for (dependency installs, VCS internals): not walked at all. */
+const UNREPORTED_DIRS: ReadonlySet<string> = new Set(['node_modules', '.git', '__pycache__', '.cache']);
 const UNREPORTED = /(^|\/)(node_modules|\.git|__pycache__|\.cache)\//;
+/** Files a command's changes are checked among; past that, what was not seen is said to be unchecked. */
+const MAX_GUARDED_FILES = 50_000;
 const MAX_REPORTED_FILES = 200;
 
 /** Bytes of protected files kept before a command so its changes to them can be undone. */
@@ -152,7 +155,7 @@ const shellQuote = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
  */
 async function guardWrites(env: ToolEnv): Promise<{ settle(): Promise<{ files: NonNullable<ToolResult['files']>; reverted: string }> }> {
   const { sandbox, policy } = env;
-  const before = await sandbox.files.walk('.', 50_000);
+  const before = await sandbox.files.walk('.', MAX_GUARDED_FILES, { skipDirs: UNREPORTED_DIRS });
   const seen = new Map(before.files.map((f) => [f.path, `${f.size}:${f.changedMs}`]));
   const refusal = (p: string): string | null => (policy && restricts(policy) ? writeRefusal(policy, p) : null);
   const saved = new Map<string, Buffer>();
@@ -165,8 +168,11 @@ async function guardWrites(env: ToolEnv): Promise<{ settle(): Promise<{ files: N
   }
   return {
     async settle() {
-      const { files } = await sandbox.files.walk('.', 50_000);
+      const after = await sandbox.files.walk('.', MAX_GUARDED_FILES, { skipDirs: UNREPORTED_DIRS });
+      const files = after.files;
       const now = new Set(files.map((f) => f.path));
+      // A walk cut short saw only part of the workspace: a file one walk saw and the other did not is neither created nor deleted, only unchecked.
+      const partial = before.truncated || after.truncated;
       const created: string[] = [];
       const modified: string[] = [];
       const undone: string[] = [];
@@ -188,6 +194,7 @@ async function guardWrites(env: ToolEnv): Promise<{ settle(): Promise<{ files: N
       for (const f of files) {
         if (UNREPORTED.test(f.path)) continue;
         const was = seen.get(f.path);
+        if (was === undefined && partial) continue;
         const changed = was === undefined ? 'created' : was !== `${f.size}:${f.changedMs}` ? 'modified' : null;
         if (!changed) continue;
         const why = refusal(f.path);
@@ -195,10 +202,11 @@ async function guardWrites(env: ToolEnv): Promise<{ settle(): Promise<{ files: N
         else (changed === 'created' ? created : modified).push(f.path);
       }
       for (const p of seen.keys()) {
-        const why = now.has(p) || UNREPORTED.test(p) ? null : refusal(p);
+        const why = now.has(p) || partial || UNREPORTED.test(p) ? null : refusal(p);
         if (why) await undo('deleted', p, why);
       }
-      const reverted = reason ? `\n[reverted: the command changed files outside what this agent may change (${reason}): ${undone.join('; ')}]` : '';
+      const unchecked = partial ? `\n[the workspace has more than ${MAX_GUARDED_FILES} files besides dependencies: files created or deleted beyond those were not checked]` : '';
+      const reverted = `${reason ? `\n[reverted: the command changed files outside what this agent may change (${reason}): ${undone.join('; ')}]` : ''}${unchecked}`;
       return { files: { created: created.slice(0, MAX_REPORTED_FILES), modified: modified.slice(0, MAX_REPORTED_FILES) }, reverted };
     },
   };
