@@ -215,7 +215,7 @@ describe('human in the loop, end to end', () => {
       const deliveryLine = (await cli('deliveries', t.id)).split('\n').find((l) => l.includes(`webhook task.completed  → ${hookUrl}`));
       expect(deliveryLine).toMatch(/ {2}attempt 1 {2}ok 204 \(\d+ ms\)$/);
       const deliveryId = deliveryLine!.split('  ')[0] as string;
-      expect(await cli('redeliver', t.id, deliveryId)).toMatch(/^queued: redelivery \S+ of delivery /);
+      expect(await cli('redeliver', t.id, deliveryId)).toMatch(/^queued: delivery \S+ is sent again by a notifier \(redelivery request #\d+\); `baton deliveries /);
       await waitFor(async () => (await api.deliveries(t.id)).some((d) => d.redelivery && d.ok), { timeoutMs: 30_000, what: 'the redelivery sent and recorded' });
       expect(await cli('deliveries', t.id)).toContain('(redelivery)  ok 204');
       expect(received().filter((x) => x === 'task.completed')).toHaveLength(2);

@@ -248,7 +248,7 @@ program
   .description("send a delivery's webhook message, or its notification mail, again now (a new attempt, listed by `baton deliveries`)")
   .action(async (taskId: string, deliveryId: string) => {
     const r = await client().redeliver(taskId, deliveryId);
-    console.log(`queued: redelivery ${r.redeliveryId} of delivery ${r.deliveryId} (a notifier sends it; \`baton deliveries ${taskId}\` shows the attempt)`);
+    console.log(`queued: delivery ${r.deliveryId} is sent again by a notifier (redelivery request #${r.redeliveryId}); \`baton deliveries ${taskId}\` shows the attempt`);
   });
 
 const webhooks = program.command('webhooks').description("the tenant's webhook endpoints: list (the default), add, show, update, remove, rotate-secret");

@@ -140,6 +140,10 @@ describe('every refusal has the API error shape, the framework\'s own too', () =
     const huge = await fetch(`${base}/v1/tasks?cursor=${'a'.repeat(20_000)}`);
     expect(huge.status).toBe(431);
     expect(await huge.json()).toEqual({ error: { code: 'headers_too_large', message: expect.stringMatching(/16 KiB/) } });
+    // A plugin's refusal (the static files' 403 for a path that leaves their root) keeps a code that says what its status says.
+    const up = await raw(app, 'GET /assets/../../package.json HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n');
+    expect(up).toMatch(/^HTTP\/1\.1 (403 Forbidden\r\n[\s\S]*"code":"forbidden"|404 Not Found\r\n[\s\S]*"code":"not_found")/);
+    expect(up).not.toMatch(/"name"|"version"/); // no file from outside the console's directory
     const garbage = await raw(app, 'NOT HTTP AT ALL\r\n\r\n');
     expect(garbage).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
     expect(JSON.parse(garbage.slice(garbage.indexOf('\r\n\r\n') + 4))).toEqual({ error: { code: 'bad_request', message: 'not a valid HTTP request' } });

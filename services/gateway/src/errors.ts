@@ -93,7 +93,8 @@ export function errorHandler(err: FastifyError, req: FastifyRequest, reply: Fast
   if (err.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || err.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || err instanceof SyntaxError) {
     return send(400, 'invalid_json', `body: ${err.message}`);
   }
-  if (typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500) return send(err.statusCode, 'bad_request', err.message);
+  // Any other 4xx (a plugin's: the static files' 403 for a path that leaves their root): a code that says the same as its status.
+  if (typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500) return send(err.statusCode, CLIENT_ERROR_CODES[err.statusCode] ?? 'bad_request', err.message);
   if (isUnavailable(err)) {
     // Expected while Postgres or NATS is away (the pools log the outage themselves): one line per
     // UNAVAILABLE_LOG_EVERY_MS with how many more were answered 503, not a stack trace per request.
@@ -108,6 +109,8 @@ export function errorHandler(err: FastifyError, req: FastifyRequest, reply: Fast
   req.log.error({ err }, 'unhandled error');
   send(500, 'internal', 'internal error');
 }
+
+const CLIENT_ERROR_CODES: Readonly<Record<number, string>> = { 401: 'unauthorized', 403: 'forbidden', 404: 'not_found', 405: 'method_not_allowed', 406: 'not_acceptable', 409: 'conflict', 410: 'gone', 411: 'length_required', 412: 'precondition_failed', 416: 'range_not_satisfiable', 429: 'rate_limited' };
 
 function isUnavailable(err: unknown): boolean {
   const e = err as { code?: string; message?: string };
