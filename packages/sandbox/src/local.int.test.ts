@@ -46,6 +46,20 @@ describe('local sandbox provider', () => {
     expect((await pg.db.pool.query('select state from sandboxes where id = $1', [`${s.taskId}/${s.agentId}`])).rows[0]?.state).toBe('killed');
   });
 
+  test('files past what one statement carries (60 MB here) sync in batches, in one transaction, and resume elsewhere whole', async ({ pg }) => {
+    const a = new LocalSandboxProvider({ root: path.join(root, 'a'), pool: pg.db.pool });
+    const s = spec();
+    const sbx = await a.open(s);
+    const big = (n: number) => Buffer.alloc(19_000_000, n);
+    for (const n of [1, 2, 3]) await sbx.files.write(`data/${n}.bin`, big(n));
+    await sbx.files.write('small.txt', 'x');
+    await sbx.sync();
+    await a.pause(sbx);
+    const resumed = await new LocalSandboxProvider({ root: path.join(root, 'b'), pool: pg.db.pool }).open({ ...s, attempt: 2 });
+    expect((await resumed.files.walk()).files.map((f) => [f.path, f.size])).toEqual([['data/1.bin', 19_000_000], ['data/2.bin', 19_000_000], ['data/3.bin', 19_000_000], ['small.txt', 1]]);
+    expect((await resumed.files.readBytes('data/3.bin')).bytes.equals(big(3))).toBe(true);
+  });
+
   test('sweep kills the sandboxes of tasks that are no longer live', async ({ pg }) => {
     const p = new LocalSandboxProvider({ root, pool: pg.db.pool });
     const live = spec();

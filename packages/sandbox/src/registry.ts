@@ -36,6 +36,9 @@ const rowOf = (r: Record<string, unknown>): SandboxRow => ({
  * Every write names the attempt that makes it; a newer attempt fences older ones out, so a
  * runner that lost its job can never overwrite the workspace of the one that took it over.
  */
+/** The files' bytes one statement of saveFiles carries at most (a file larger than this goes alone). */
+export const SAVE_BATCH_BYTES = 32 * 1024 * 1024;
+
 export class SandboxRegistry {
   private readonly pool: pg.Pool;
   constructor(pool: pg.Pool) {
@@ -83,11 +86,15 @@ export class SandboxRegistry {
   }
 
   /**
-   * Write the changed and removed files of a workspace in one statement, fenced by attempt;
-   * returns the new generation.
+   * Write the changed and removed files of a workspace, fenced by attempt; returns the new
+   * generation. One statement (one round trip) when the files are small; past SAVE_BATCH_BYTES,
+   * one transaction whose inserts go in batches (a statement's parameters are one string in the
+   * driver: 300 MB of files were a RangeError, and the sync failed for good).
    */
   async saveFiles(id: string, attempt: number, changed: readonly StoredFile[], removed: readonly string[]): Promise<number> {
-    // One statement (one round trip): the fenced generation bump gates the delete and the upsert.
+    const bytes = changed.reduce((n, f) => n + f.content.length, 0);
+    if (bytes > SAVE_BATCH_BYTES) return this.saveFilesInBatches(id, attempt, changed, removed);
+    // The fenced generation bump gates the delete and the upsert.
     const { rows } = await this.pool.query(
       `with g as (update sandboxes set generation = generation + 1, updated_at = now() where id = $1 and attempt = $2 returning generation),
             d as (delete from sandbox_files where sandbox_id = $1 and path = any($3::text[]) and exists (select 1 from g)),
@@ -99,6 +106,27 @@ export class SandboxRegistry {
     );
     if (rows.length === 0) throw new SandboxFencedError(id, attempt);
     return Number(rows[0].generation);
+  }
+
+  private saveFilesInBatches(id: string, attempt: number, changed: readonly StoredFile[], removed: readonly string[]): Promise<number> {
+    return inTransaction(this.pool, async (client) => {
+      const g = await client.query('update sandboxes set generation = generation + 1, updated_at = now() where id = $1 and attempt = $2 returning generation', [id, attempt]);
+      if (g.rows.length === 0) throw new SandboxFencedError(id, attempt);
+      await client.query('delete from sandbox_files where sandbox_id = $1 and path = any($2::text[])', [id, removed]);
+      for (let i = 0; i < changed.length; ) {
+        const batch: StoredFile[] = [];
+        for (let size = 0; i < changed.length && (batch.length === 0 || size + (changed[i] as StoredFile).content.length <= SAVE_BATCH_BYTES); i++) {
+          batch.push(changed[i] as StoredFile);
+          size += (changed[i] as StoredFile).content.length;
+        }
+        await client.query(
+          `insert into sandbox_files (sandbox_id, path, mode, content) select $1, p, m, c from unnest($2::text[], $3::int[], $4::bytea[]) as t(p, m, c)
+           on conflict (sandbox_id, path) do update set mode = excluded.mode, content = excluded.content`,
+          [id, batch.map((f) => f.path), batch.map((f) => f.mode), batch.map((f) => f.content)],
+        );
+      }
+      return Number(g.rows[0].generation);
+    });
   }
 
   /** Forget a sandbox's files and mark it killed. */
