@@ -1,10 +1,22 @@
-import { createServer, type ServerResponse } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { BatonClient, type TaskSummary } from '@baton/client';
 import { waitFor } from '@baton/testing';
 import { describe, expect, it } from 'vitest';
-import { LIST_CATCH_UP_MARGIN_MS, listTasks } from './list.ts';
+import { LIST_CATCH_UP_MARGIN_MS, listTasks, type ListOptions } from './list.ts';
 
 const task = (id: string, status: string, version: number, updatedAt: string): TaskSummary => ({ id, status, prompt: `task ${id}`, team: 'research', createdAt: '2026-11-26T20:00:00.000Z', updatedAt, version, pendingRequests: [], forkedFrom: null });
+
+/** `baton list --follow` against a local server standing in for the gateway: what it prints, and how to stop it. */
+async function following(server: Server, opts: Omit<ListOptions, 'follow' | 'signal'>): Promise<{ out: string[]; errors: string[]; stop: () => Promise<void> }> {
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const out: string[] = [];
+  const errors: string[] = [];
+  const ctl = new AbortController();
+  const api = new BatonClient(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+  const done = listTasks(api, { ...opts, follow: true, signal: ctl.signal }, { log: (l) => out.push(l), error: (l) => errors.push(l) });
+  return { out, errors, stop: () => (ctl.abort(), done) };
+}
 
 describe('baton list --follow', () => {
   it('lists once the stream is ready, prints each change (with --status, a task that leaves it once, not its changes after); after a drop it reads what changed meanwhile (any status, since the newest change seen less a margin) and prints only what is new', async () => {
@@ -41,16 +53,10 @@ describe('baton list --follow', () => {
       const items = u.searchParams.has('updatedAfter') ? [a5, c5, b2, a4] : [a3];
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ items, nextCursor: null }));
     });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    const out: string[] = [];
-    const errors: string[] = [];
-    const ctl = new AbortController();
+    const { out, errors, stop } = await following(server, { status: 'awaiting_input', limit: 50 });
     try {
-      const api = new BatonClient(`http://127.0.0.1:${(server.address() as { port: number }).port}`);
-      const done = listTasks(api, { status: 'awaiting_input', limit: 50, follow: true, signal: ctl.signal }, { log: (l) => out.push(l), error: (l) => errors.push(l) });
       await waitFor(() => out.some((l) => l.startsWith('b  ')), { what: 'the task that changed while the stream was down' });
-      ctl.abort();
-      await done;
+      await stop();
       expect(out.map((l) => l.split('  ').slice(0, 2).join(' '))).toEqual(['a awaiting_input', 'following changes (Ctrl-C stops)…', 'a running', 'b awaiting_input']);
       expect(errors).toEqual(['(the stream dropped: reconnecting…)']);
       // The list as asked; the catch-up: every status, since the newest change seen (a4's) less the margin.
@@ -83,15 +89,10 @@ describe('baton list --follow', () => {
       lists.push(new URL(req.url ?? '/', 'http://x').search);
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ items: [listed], nextCursor: null }));
     });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    const out: string[] = [];
-    const ctl = new AbortController();
+    const { out, stop } = await following(server, { search: 'vector', limit: 50 });
     try {
-      const api = new BatonClient(`http://127.0.0.1:${(server.address() as { port: number }).port}`);
-      const done = listTasks(api, { search: 'vector', limit: 50, follow: true, signal: ctl.signal }, { log: (l) => out.push(l), error: () => {} });
       await waitFor(() => out.some((l) => l.startsWith('b  ')), { what: 'the matching change' });
-      ctl.abort();
-      await done;
+      await stop();
       expect(out.map((l) => l.split('  ')[0])).toEqual(['a', 'following changes (Ctrl-C stops)…', 'b']);
       expect(lists).toEqual(['?search=vector&limit=50']);
     } finally {
@@ -115,16 +116,10 @@ describe('baton list --follow', () => {
       }
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ items: [], nextCursor: null }));
     });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    const out: string[] = [];
-    const errors: string[] = [];
-    const ctl = new AbortController();
+    const { out, errors, stop } = await following(server, { limit: 50 });
     try {
-      const api = new BatonClient(`http://127.0.0.1:${(server.address() as { port: number }).port}`);
-      const done = listTasks(api, { limit: 50, follow: true, signal: ctl.signal }, { log: (l) => out.push(l), error: (l) => errors.push(l) });
       await waitFor(() => out.includes('following changes (Ctrl-C stops)…'), { what: 'the stream, asked again' });
-      ctl.abort();
-      await done;
+      await stop();
       expect(errors).toEqual(['(the gateway refused the stream: at most 3 open event streams per tenant; close one or retry later (HTTP 429 too_many_streams); trying again in 1 s)']);
       expect(asked).toHaveLength(2);
       expect(asked[1]! - asked[0]!).toBeGreaterThanOrEqual(990); // Retry-After: 1, not the 100 ms a drop waits
