@@ -512,7 +512,13 @@ export async function taskTree(pool: pg.Pool, task: TaskFiles): Promise<{ input:
     input = files;
   }
   const tree = new Map(input.map((f) => [f.path, f]));
-  for (const [p, content] of await readArtifacts(pool, task.id, task.artifacts)) tree.set(p, { path: p, mode: tree.get(p)?.mode ?? 0o644, content });
+  for (const [p, content] of await readArtifacts(pool, task.id, task.artifacts)) {
+    // In the order stored, the newer wins where a file and a directory of one name meet: a file
+    // that became a directory (api/types.ts → api/types.ts/index.ts) is gone, and so is what was
+    // under a directory that became a file — the tree stays one a file system (and tar) can hold.
+    for (const k of [...tree.keys()]) if (p.startsWith(`${k}/`) || k.startsWith(`${p}/`)) tree.delete(k);
+    tree.set(p, { path: p, mode: tree.get(p)?.mode ?? 0o644, content });
+  }
   return { input, tree: [...tree.values()].sort((a, b) => compare(a.path, b.path)) };
 }
 

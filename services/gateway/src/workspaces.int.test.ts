@@ -389,6 +389,14 @@ describe('GET /v1/tasks/:id/diff and forks', () => {
     await artifact(pg, bare.id, 'notes/ü名 "q".md', 'x');
     const named = await app.inject({ method: 'GET', url: `/v1/tasks/${bare.id}/artifacts/notes/${encodeURIComponent('ü名 "q".md')}`, headers: auth });
     expect([named.statusCode, named.headers['content-disposition']]).toEqual([200, `inline; filename="__ _q_.md"; filename*=UTF-8''%C3%BC%E5%90%8D%20%22q%22.md`]);
+    // A file an agent turned into a directory: the later one wins, and the archive is one tar (and an upload) takes.
+    await artifact(pg, task.id, 'src/app.ts/index.ts', 'export const a = 4;\n');
+    const reshaped = await files(await get('/archive'));
+    expect(reshaped.map((f) => f.path)).toEqual(['README.md', 'bin/run', 'docs/CHANGELOG.md', 'src/app.ts/index.ts']);
+    expect((await get('/diff?format=json')).json().files.filter((f: { path: string }) => f.path.startsWith('src/'))).toEqual([
+      { path: 'src/app.ts', status: 'deleted', additions: 0, deletions: 1, binary: false },
+      { path: 'src/app.ts/index.ts', status: 'added', additions: 1, deletions: 0, binary: false },
+    ]);
     // A version whose bytes are not kept is gone, and says so (before any byte is sent).
     await pg.db.pool.query(`delete from artifact_versions where task_id = $1 and content = $2`, [task.id, Buffer.from('export const a = 2;\n')]);
     const gone = await get(`/archive?at=${version}`);

@@ -82,6 +82,18 @@ describe('file locks and file scope', () => {
     expect(await env.sandbox.files.read('api/stock.ts')).toBe('export const a = 1;\nmore\n');
   });
 
+  test.runIf(canRun)('a directory or a link left where a file outside the locks was is removed and the file restored; every other change is still undone, and the allowed ones reported', async ({ pg }) => {
+    const env: ToolEnv = { sandbox: await sandbox(pg.db.pool), policy: locked };
+    // package.json sorts before web/: once its undoing stopped the rest (web/old.ts stayed deleted, api/ok.ts unreported).
+    const r = await run(env, 'run_command', { command: 'rm package.json && mkdir package.json && rm web/view.ts && ln -s /etc/hostname web/view.ts && rm web/old.ts && echo ok > api/ok.ts' });
+    expect(r.files).toEqual({ created: ['api/ok.ts'], modified: [] });
+    expect(r.content).toMatch(/deleted package\.json \(restored\)/);
+    expect(r.content).toMatch(/deleted web\/old\.ts \(restored\)/);
+    expect(r.content).toMatch(/deleted web\/view\.ts \(restored\)/);
+    expect((await env.sandbox.files.walk()).files.map((f) => f.path)).toEqual(['api/ok.ts', 'api/stock.ts', 'package.json', 'web/old.ts', 'web/view.ts']);
+    expect(await env.sandbox.files.read('web/view.ts')).toBe('export const v = 1;\n');
+  });
+
   test.runIf(canRun)('symlink tricks: a link inside the locks pointing out is never written through by the file tools, and a command writing through it is undone', async ({ pg }) => {
     const env: ToolEnv = { sandbox: await sandbox(pg.db.pool), policy: locked };
     await run(env, 'run_command', { command: 'ln -s ../web api/link && ln -s ../package.json api/pkg.json' });

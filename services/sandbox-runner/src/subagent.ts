@@ -361,12 +361,35 @@ async function seedInputs(d: RunnerDeps, sandbox: Sandbox, state: TaskState, tas
   for (const a of d.artifacts ? artifacts : []) {
     const content = await d.artifacts?.read(taskId, a.path, a.sha256);
     if (content) {
-      await sandbox.files.write(a.path, content);
+      await writeOver(sandbox, a.path, content);
       written++;
     }
   }
   await sandbox.sync();
   return written;
+}
+
+/**
+ * Write an artifact over what is there, as the task's tree lays it (storage's taskTree): where a
+ * file and a directory of one name meet, the later one wins — a directory in the way is removed,
+ * and so is a file standing where a directory of the path must be (a file an agent turned into a
+ * directory). Seeding failed there for good before, and the agent was lost.
+ */
+export async function writeOver(sandbox: Sandbox, file: string, content: string | Uint8Array): Promise<void> {
+  await sandbox.files.write(file, content).catch(async (err: Error & { code?: string }) => {
+    if (err.code === 'EISDIR') await sandbox.files.remove(file);
+    else if (err.code === 'ENOTDIR') {
+      const parts = file.split('/');
+      for (let i = 1; i < parts.length; i++) {
+        const ancestor = parts.slice(0, i).join('/');
+        if (await sandbox.files.readBytes(ancestor, 0).then(() => true, () => false)) {
+          await sandbox.files.remove(ancestor);
+          break;
+        }
+      }
+    } else throw err;
+    await sandbox.files.write(file, content);
+  });
 }
 
 /**

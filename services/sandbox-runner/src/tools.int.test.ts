@@ -7,6 +7,7 @@ import { DEFAULT_LIMITS, findBwrap, LocalSandboxProvider, type Sandbox } from '@
 import { pgTest as test } from '@baton/testing';
 import type pg from 'pg';
 import { afterEach, beforeEach, describe, expect } from 'vitest';
+import { writeOver } from './subagent.ts';
 import { applyEdit, MAX_RESULT_CHARS, runTool, truncate, type ToolEnv } from './tools.ts';
 
 let root: string;
@@ -52,6 +53,16 @@ describe('runner tools', () => {
     expect(r.isError).toBe(false);
     expect(r.content).toMatch(/^Results for "bubblewrap sandbox escape" \(offline corpus\):\n\n1\. .+\n {3}source: \S+\.md\n/);
     expect((await runTool(call('web_search', { query: 'zzyzx qqxq' }), ALL, env)).content).toMatch(/no results/);
+  });
+
+  test('seeding lays files as the task\'s tree does: where a file and a directory of one name meet, the later wins (a file turned into a directory seeded nothing before)', async ({ pg }) => {
+    const sbx = await sandbox(pg.db.pool);
+    await sbx.files.write('api/types.ts', 'export type A = 1;\n'); // the input's file…
+    await writeOver(sbx, 'api/types.ts/inner.ts', 'export type B = 2;\n'); // …an agent made a directory of
+    await sbx.files.write('web/view/a.ts', 'a'); // a directory…
+    await writeOver(sbx, 'web/view', 'now a file'); // …a later artifact made a file of
+    expect((await sbx.files.walk()).files.map((f) => f.path)).toEqual(['api/types.ts/inner.ts', 'web/view']);
+    expect(await sbx.files.read('web/view')).toBe('now a file');
   });
 
   test('truncation keeps 4,000 characters of the start and the end and says so', () => {

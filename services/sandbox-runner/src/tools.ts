@@ -178,18 +178,27 @@ async function guardWrites(env: ToolEnv): Promise<{ settle(): Promise<{ files: N
       const undone: string[] = [];
       /** Why the first undone change was refused (the rest share the agent's policy). */
       let reason: string | null = null;
+      // Each change is undone on its own: one that cannot be (a directory or a link left where the
+      // file was, removed first; anything else said) never stops the others being undone, or the
+      // command's allowed changes being reported.
       const undo = async (what: 'created' | 'modified' | 'deleted', p: string, why: string): Promise<void> => {
         reason ??= why;
-        if (what === 'created') {
-          await sandbox.files.remove(p);
-          undone.push(`created ${p} (removed)`);
-          return;
-        }
-        const bytes = saved.get(p);
-        if (bytes) {
-          await sandbox.files.write(p, bytes);
+        try {
+          if (what === 'created') {
+            await sandbox.files.remove(p);
+            undone.push(`created ${p} (removed)`);
+            return;
+          }
+          const bytes = saved.get(p);
+          if (!bytes) return void undone.push(`${what} ${p} (could not be restored: too large to keep a copy)`);
+          await sandbox.files.write(p, bytes).catch(async () => {
+            await sandbox.files.remove(p); // what stands there now (a directory, a link), then the file again
+            await sandbox.files.write(p, bytes);
+          });
           undone.push(`${what} ${p} (restored)`);
-        } else undone.push(`${what} ${p} (could not be restored: too large to keep a copy)`);
+        } catch (err) {
+          undone.push(`${what} ${p} (could not be ${what === 'created' ? 'removed' : 'restored'}: ${(err as Error).message})`);
+        }
       };
       for (const f of files) {
         if (UNREPORTED.test(f.path)) continue;
