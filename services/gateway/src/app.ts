@@ -10,7 +10,7 @@ import { contextFromCarrier, failSpan, runInContext, SpanKind, tracer, tracingOn
 import type { GatewayDeps } from './deps.ts';
 import { jsonDepthError } from './json-depth.ts';
 import { takeToken, type Bucket } from './rate-limit.ts';
-import { clientErrorHandler, errorHandler, HttpError, MAX_PATH_PARAM, textError } from './errors.ts';
+import { clientErrorHandler, errorHandler, HttpError, MAX_PATH_PARAM, SECURITY_HEADERS, textError } from './errors.ts';
 import { chatRoutes } from './routes/chat.ts';
 import { eventRoutes } from './routes/events.ts';
 import { mailRoutes } from './routes/mail.ts';
@@ -135,10 +135,9 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   app.decorateRequest('tenant', '');
   app.decorateRequest('actor', '');
   app.decorateRequest('workspaceUpload', null);
-  // Every answer: not to be sniffed into another type, nor framed by another site's page (the console keeps the key and has Approve buttons).
+  // Every answer (SECURITY_HEADERS): here for routes, in errorHandler for the framework's errors, in the SSE heads and the raw parser answers.
   app.addHook('onSend', async (_req, reply) => {
-    void reply.header('x-content-type-options', 'nosniff');
-    void reply.header('x-frame-options', 'DENY');
+    void reply.headers(SECURITY_HEADERS);
   });
   const openHosts = new Set(deps.openApiHosts ?? []);
   app.addHook('onRequest', async (req) => {

@@ -145,7 +145,15 @@ describe('every refusal has the API error shape, the framework\'s own too', () =
     expect(up).toMatch(/^HTTP\/1\.1 (403 Forbidden\r\n[\s\S]*"code":"forbidden"|404 Not Found\r\n[\s\S]*"code":"not_found")/);
     expect(up).not.toMatch(/"name"|"version"/); // no file from outside the console's directory
     const garbage = await raw(app, 'NOT HTTP AT ALL\r\n\r\n');
-    expect(garbage).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
+    expect(garbage).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n[\s\S]*x-content-type-options: nosniff\r\nx-frame-options: DENY\r\n/);
+    // The framework's own refusals and a stream's head carry them too.
+    for (const url of [`/v1/tasks/${'a'.repeat(200)}`, '/v1/tasks/%E0%A4%A']) {
+      const res = await fetch(`${base}${url}`);
+      expect([url, res.status, res.headers.get('x-content-type-options'), res.headers.get('x-frame-options')]).toEqual([url, res.status, 'nosniff', 'DENY']);
+    }
+    const stream = await fetch(`${base}/v1/tasks`, { headers: { accept: 'text/event-stream' } });
+    expect([stream.headers.get('content-type'), stream.headers.get('x-content-type-options'), stream.headers.get('x-frame-options')]).toEqual(['text/event-stream; charset=utf-8', 'nosniff', 'DENY']);
+    await stream.body?.cancel();
     expect(JSON.parse(garbage.slice(garbage.indexOf('\r\n\r\n') + 4))).toEqual({ error: { code: 'bad_request', message: 'not a valid HTTP request' } });
     // A NUL in a header value: node's parser refuses it (no header reaches a route with one).
     expect(await raw(app, 'GET /v1/tasks HTTP/1.1\r\nhost: x\r\nidempotency-key: a\0b\r\n\r\n')).toMatch(/^HTTP\/1\.1 400 .*\r\n[\s\S]*"code":"bad_request"/);

@@ -23,6 +23,9 @@ export class HttpError extends Error {
   }
 }
 
+/** Every answer's: not to be sniffed into another type, nor framed by another site's page (the console keeps the key and has Approve buttons). */
+export const SECURITY_HEADERS: Readonly<Record<string, string>> = { 'x-content-type-options': 'nosniff', 'x-frame-options': 'DENY' };
+
 /** The router's longest path parameter (a task id is 36); a longer one is a 414. */
 export const MAX_PATH_PARAM = 100;
 
@@ -58,7 +61,7 @@ let unavailableSince = 0;
 
 export function errorHandler(err: FastifyError, req: FastifyRequest, reply: FastifyReply): void {
   const send = (status: number, code: string, message: string, details?: unknown): void => {
-    void reply.status(status).send({ error: { code, message, ...(details !== undefined ? { details } : {}) } });
+    void reply.headers(SECURITY_HEADERS).status(status).send({ error: { code, message, ...(details !== undefined ? { details } : {}) } });
   };
   if (hasZodFastifySchemaValidationErrors(err)) {
     // Fields are named as everywhere else: params., query., headers., body.
@@ -131,6 +134,6 @@ export function clientErrorHandler(err: Error & { code?: string }, socket: Duple
         ? [408, 'request_timeout', 'the request was not received in time']
         : [400, 'bad_request', 'not a valid HTTP request'];
   const body = JSON.stringify({ error: { code, message } });
-  if (socket.writable) socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+  if (socket.writable) socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${Object.entries(SECURITY_HEADERS).map(([k, v]) => `${k}: ${v}\r\n`).join('')}connection: close\r\n\r\n${body}`);
   socket.destroy(err);
 }

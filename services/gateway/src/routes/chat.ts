@@ -6,7 +6,7 @@ import type { ZodTypeProvider } from '@fastify/type-provider-zod';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { GatewayDeps } from '../deps.ts';
-import { HttpError, notFound } from '../errors.ts';
+import { HttpError, notFound, SECURITY_HEADERS } from '../errors.ts';
 import { queryInt, SubmitTaskBody, succeedsWith } from './schemas.ts';
 import { checkSubmission, submitTask, type TaskSubmission } from './submit.ts';
 
@@ -99,7 +99,7 @@ export const chatRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
   function streamReply(req: FastifyRequest, reply: FastifyReply, state: ChatState, team: TeamDefinition, userMessage: ChatMessageView, created: boolean): void {
     const res = reply.raw;
     const chatId = state.id;
-    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', 'x-accel-buffering': 'no', 'x-chat-id': chatId });
+    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', 'x-accel-buffering': 'no', 'x-chat-id': chatId, ...SECURITY_HEADERS });
     const send = (e: ChatStreamEvent): void => {
       if (!res.destroyed && !res.writableEnded) res.write(sseFrame(e));
     };

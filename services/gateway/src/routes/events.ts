@@ -9,7 +9,7 @@ import { setBounded } from '@baton/runtime';
 import type { ZodTypeProvider } from '@fastify/type-provider-zod';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { GatewayDeps } from '../deps.ts';
-import { HttpError, notFound } from '../errors.ts';
+import { HttpError, notFound, SECURITY_HEADERS } from '../errors.ts';
 import { EventsHeaders, EventsQuery, ListTasksQuery, NoBody, AtQuery, TaskIdParams, VerifyQuery } from './schemas.ts';
 import { loadVisibleTask, visibleStateAt } from './tasks.ts';
 
@@ -112,7 +112,7 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
    */
   function openStream(req: FastifyRequest, reply: { raw: ServerResponse }, woken: () => void) {
     const res = reply.raw;
-    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'x-accel-buffering': 'no' });
+    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'x-accel-buffering': 'no', ...SECURITY_HEADERS });
     const heartbeat = setInterval(() => res.write(': heartbeat\n\n'), d.sseHeartbeatMs);
     const stream = {
       res,
