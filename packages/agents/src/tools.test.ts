@@ -8,6 +8,7 @@ describe("a file tool's path", () => {
     expect(parseToolInput(readFileTool, { path: 'a\tb.ts' }).ok).toBe(false);
     const back = parseToolInput(readFileTool, { path: 'src\\app.ts' });
     expect(!back.ok && back.error).toMatch(/path: the path contains a backslash \(directories are separated by '\/'\)/);
+    for (const path of ['a\u0085b.ts', 'a\u2028b.ts', 'a\u009b31m.ts', 'a\u200fb.ts']) expect([path, parseToolInput(readFileTool, { path }).ok]).toEqual([path, false]);
     const bidi = parseToolInput(writeFileTool, { path: 'api/\u202eevil.md', content: 'x' });
     expect(!bidi.ok && bidi.error).toMatch(/path: the path contains a bidirectional control character \(U\+202E: the name would display as another\)/);
     expect(parseToolInput(writeFileTool, { path: 'src/ünïcode names.ts', content: 'x' }).ok).toBe(true);

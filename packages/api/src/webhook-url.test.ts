@@ -43,7 +43,8 @@ describe('isNonPublicAddress', () => {
     expect(['64:ff9b::7f00:1', '64:ff9b::127.0.0.1', '64:FF9B::a00:1', '2002:7f00:1::', '2002:a00:1:1::5', '2002:c0a8:101::1'].map(isNonPublicAddress)).toEqual([true, true, true, true, true, true]);
     expect(['64:ff9b::5db8:d822', '2002:5db8:d822::1'].map(isNonPublicAddress)).toEqual([false, false]); // 93.184.216.34 that way
     // Local-use NAT64, Teredo, discard-only and documentation prefixes.
-    expect(['64:ff9b:1::a00:1', '2001:0:4136:e378:8000:63bf:3fff:fdd2', '100::1', '2001:db8::1'].map(isNonPublicAddress)).toEqual([true, true, true, true]);
+    expect(['64:ff9b:1::a00:1', '2001:0:4136:e378:8000:63bf:3fff:fdd2', '100::1', '2001:db8::1', '3fff::1', 'fec0::1', '::ffff:0:7f00:1', '::ffff:0:10.0.0.1'].map(isNonPublicAddress)).toEqual([true, true, true, true, true, true, true, true]);
+    expect(isNonPublicAddress('::ffff:0:5db8:d822')).toBe(false);
     expect(() => isNonPublicAddress('example.com')).toThrow(/not an IP address/);
   });
 });

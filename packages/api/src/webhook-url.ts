@@ -14,8 +14,9 @@ for (const [net, bits] of [
 ] as const) blocked.addSubnet(net, bits, 'ipv4');
 // ::/96 holds :: (unspecified), ::1 (loopback) and the old IPv4-compatible addresses; then unique
 // local, link-local, multicast, discard-only (100::/64), local-use NAT64 (64:ff9b:1::/48, RFC 8215),
-// Teredo (2001::/32, its IPv4 obscured) and documentation (2001:db8::/32).
-for (const [net, bits] of [['::', 96], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8], ['100::', 64], ['64:ff9b:1::', 48], ['2001::', 32], ['2001:db8::', 32]] as const) blocked.addSubnet(net, bits, 'ipv6');
+// Teredo (2001::/32, its IPv4 obscured), the old site-local (fec0::/10) and documentation
+// (2001:db8::/32, 3fff::/20).
+for (const [net, bits] of [['::', 96], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8], ['100::', 64], ['64:ff9b:1::', 48], ['2001::', 32], ['2001:db8::', 32], ['3fff::', 20]] as const) blocked.addSubnet(net, bits, 'ipv6');
 
 /**
  * An IP address a webhook may not reach. An IPv6 address that carries an IPv4 one is judged by it:
@@ -32,11 +33,13 @@ export function isNonPublicAddress(ip: string): boolean {
   return blocked.check(ip, version === 6 ? 'ipv6' : 'ipv4');
 }
 
-/** The IPv4 address a NAT64 (64:ff9b::/96) or 6to4 (2002::/16) address carries, or null. */
+/** The IPv4 address a NAT64 (64:ff9b::/96), IPv4-translated (::ffff:0:0:0/96) or 6to4 (2002::/16) address carries, or null. */
 function embeddedIpv4(ip: string): string | null {
   const words = ipv6Words(ip);
   const v4 = (hi: number, lo: number): string => [hi >> 8, hi & 255, lo >> 8, lo & 255].join('.');
   if (words[0] === 0x64 && words[1] === 0xff9b && words.slice(2, 6).every((w) => w === 0)) return v4(words[6] as number, words[7] as number);
+  // IPv4-translated (SIIT, ::ffff:0:a.b.c.d, RFC 2765)
+  if (words.slice(0, 4).every((w) => w === 0) && words[4] === 0xffff && words[5] === 0) return v4(words[6] as number, words[7] as number);
   if (words[0] === 0x2002) return v4(words[1] as number, words[2] as number);
   return null;
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import { recordAs, replay, stateAt, type RecordedEvent } from '@baton/domain';
 import { toTaskView, viewDiff, type TaskView } from '@baton/api';
@@ -210,7 +211,9 @@ program
     if (opts.out === '-') return void process.stdout.write(content);
     const file = opts.out ?? name;
     await writeFile(file, content, { flag: opts.force ? 'w' : 'wx' }).catch((err: NodeJS.ErrnoException) => {
-      throw err.code === 'EEXIST' ? new Error(`${file} exists: choose another with --out, or replace it with --force`) : err;
+      if (err.code === 'EEXIST') throw new Error(`${file} exists: choose another with --out, or replace it with --force`);
+      if (err.code === 'EISDIR') throw new Error(`${file} is a directory: --out names the file to write (e.g. ${path.join(file, name)})`);
+      throw err;
     });
     console.log(`wrote ${file} (${content.length} bytes); unpack it with: mkdir ${taskId.slice(0, 8)} && tar -xzf ${file} -C ${taskId.slice(0, 8)}`);
   });

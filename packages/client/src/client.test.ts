@@ -96,3 +96,20 @@ describe('follow', () => {
     }
   });
 });
+
+describe('archive: the name the gateway gives, as a name only', () => {
+  it('a file name, never a path or a control character, whatever Content-Disposition says', async () => {
+    const names = [`attachment; filename="x"; filename*=UTF-8''..%2F..%2Fpwned.tgz`, `attachment; filename="ok.tar.gz"`, `attachment; filename*=UTF-8''%C3%BC.tar.gz`, `attachment; filename*=UTF-8''..`, `attachment; filename*=UTF-8''a%0Ab`, ''];
+    let i = 0;
+    const server = createServer((_req, res) => void res.writeHead(200, { 'content-type': 'application/gzip', ...(names[i] ? { 'content-disposition': names[i] } : {}) }).end('x'));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const client = new BatonClient(`http://127.0.0.1:${(server.address() as { port: number }).port}`);
+      const got: string[] = [];
+      for (i = 0; i < names.length; i++) got.push((await client.archive('12345678-aaaa')).name);
+      expect(got).toEqual(['pwned.tgz', 'ok.tar.gz', 'ü.tar.gz', 'task-12345678.tar.gz', 'task-12345678.tar.gz', 'task-12345678.tar.gz']);
+    } finally {
+      await new Promise<void>((r) => server.close(() => r()));
+    }
+  });
+});

@@ -234,7 +234,11 @@ export class BatonClient {
     const res = await this.ok(`/v1/tasks/${taskId}/archive${atQuery(opts.at)}`);
     const disposition = res.headers.get('content-disposition') ?? '';
     const exact = /filename\*=UTF-8''([^;\s]+)/i.exec(disposition)?.[1];
-    const name = (exact ? decodeURIComponent(exact) : /filename="([^"]+)"/.exec(disposition)?.[1]) ?? `task-${taskId.slice(0, 8)}.tar.gz`;
+    const given = (exact ? decodeURIComponent(exact) : /filename="([^"]+)"/.exec(disposition)?.[1]) ?? '';
+    // A name, never a path: whatever the answer says, the file lands where the caller writes it.
+    const base = given.split(/[\\/]/).pop() ?? '';
+    // eslint-disable-next-line no-control-regex -- the point: no control characters in a file name
+    const name = base === '' || base === '.' || base === '..' || /[\u0000-\u001f\u007f]/.test(base) ? `task-${taskId.slice(0, 8)}.tar.gz` : base;
     return { name, content: new Uint8Array(await res.arrayBuffer()) };
   }
   /** The artifact an agent produced at a path (stored under `<agentId>/<path>` when another agent's holds the path). */

@@ -94,17 +94,18 @@ export function cleanText<T>(value: T): { value: T; replaced: number } {
  * The one rule for the characters of a workspace path (an upload's entries, an agent's tool
  * paths, the names a sandbox walk keeps): why a path cannot be taken, or null. A path is shown as
  * one line — to agents in the lead's listing, to people in diffs and lists — so no control
- * character (a line break could pass for more lines); no backslash (a separator elsewhere, a
- * character of the name here: it would name another file than it seems to); no bidirectional
- * control (U+202A–U+202E, U+2066–U+2069: a name that displays as another).
+ * character, C0 or C1, nor U+2028/U+2029 (a line break could pass for more lines); no backslash
+ * (a separator elsewhere, a character of the name here: it would name another file than it seems
+ * to); no bidirectional control or mark (U+202A–U+202E, U+2066–U+2069, U+200E, U+200F, U+061C: a
+ * name that displays as another).
  */
 export function pathCharacterProblem(p: string): string | null {
   if (p.includes('\0')) return 'the path contains a NUL byte';
-  // eslint-disable-next-line no-control-regex -- the point: C0 controls and DEL
-  const control = /[\u0001-\u001f\u007f]/.exec(p)?.[0];
+  // eslint-disable-next-line no-control-regex -- the point: C0 controls, DEL, C1 controls (NEL among them) and the line and paragraph separators
+  const control = /[\u0001-\u001f\u007f-\u009f\u2028\u2029]/.exec(p)?.[0];
   if (control) return `the path contains a control character (U+${codePoint(control)}${control === '\n' ? ', a line break' : control === '\t' ? ', a tab' : ''})`;
   if (p.includes('\\')) return "the path contains a backslash (directories are separated by '/')";
-  const bidi = /[\u202a-\u202e\u2066-\u2069]/.exec(p)?.[0];
+  const bidi = /[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]/.exec(p)?.[0];
   if (bidi) return `the path contains a bidirectional control character (U+${codePoint(bidi)}: the name would display as another)`;
   return null;
 }

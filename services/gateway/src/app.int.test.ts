@@ -573,6 +573,8 @@ describe('SSE', () => {
       const only = async (q: string) => ((await app.inject({ method: 'GET', url: `/v1/tasks/${id}/events?${q}` })).json() as { items: { type: string }[] }).items.map((e) => e.type);
       expect(await only('type=TaskCompleted,ModelTurnRecorded')).toEqual(['ModelTurnRecorded', 'TaskCompleted']);
       expect(await only('type=TaskCompleted,ModelTurnRecorded&steps=false')).toEqual(['TaskCompleted']);
+      const contradiction = await app.inject({ method: 'GET', url: `/v1/tasks/${id}/events?type=ModelTurnRecorded&steps=false` });
+      expect([contradiction.statusCode, contradiction.json().error.message]).toEqual([400, 'query.type: ModelTurnRecorded is a step, which steps=false leaves out: ask for it without steps=false']);
       expect(await only('type=%20TaskSubmitted%20,,TaskSubmitted')).toEqual(['TaskSubmitted']);
       expect(await only('type=ApprovalRequested')).toEqual([]);
       const paged = (await app.inject({ method: 'GET', url: `/v1/tasks/${id}/events?type=TaskStarted,TaskCompleted&limit=1` })).json() as { items: { type: string; position: number }[]; next: number | null };

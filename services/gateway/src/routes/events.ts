@@ -254,6 +254,7 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
       // A snapshot of what is committed now, by position. Tailing without gaps is SSE's job.
       // (?type= is read as the types to leave out: no other statement, no other plan.)
       const only = req.query.type;
+      if (only && !req.query.steps && only.every(isStepEvent)) throw new HttpError(400, 'validation_error', `query.type: ${only.join(', ')} ${only.length === 1 ? 'is a step' : 'are steps'}, which steps=false leaves out: ask for ${only.length === 1 ? 'it' : 'them'} without steps=false`);
       const skip = only ? EVENT_TYPES.filter((t) => !only.includes(t) || (!req.query.steps && isStepEvent(t))) : req.query.steps ? [] : STEP_EVENT_TYPES;
       const items = await d.store.readTaskPage(taskId, BigInt(after ?? 0), req.query.limit, skip);
       // `next`: a full page may have more after it (pass it as ?after=); null: this page is the last of what is committed now.
