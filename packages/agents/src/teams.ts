@@ -1,4 +1,4 @@
-import { digestJson , own } from '@baton/domain';
+import { digestJson, own } from '@baton/domain';
 import { loadTeams } from './config.ts';
 import type { ApprovalRule } from './policy.ts';
 import { delegationTargets } from './tools.ts';

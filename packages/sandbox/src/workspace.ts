@@ -142,10 +142,10 @@ export class Workspace {
     await this.assertNoLinks(abs);
     await this.mkdirs(path.dirname(abs));
     const was = await lstat(abs).catch(() => null);
-    if (was?.isDirectory()) throw Object.assign(new Error('EISDIR'), { code: 'EISDIR' });
     // A named pipe, socket or device a command left at the path is replaced, never opened: opening
     // a pipe nobody reads blocks (a thread of the runner's, for good), a device is not the workspace's.
-    if (was && !was.isFile()) await rm(abs, { force: true });
+    // (A directory stays: the open below fails with EISDIR.)
+    if (was && !was.isFile() && !was.isDirectory()) await rm(abs, { force: true });
     // O_NONBLOCK besides: should one appear in between, the open fails instead of waiting.
     const fh = await open(abs, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW | constants.O_NONBLOCK, mode & 0o777);
     try {

@@ -34,6 +34,7 @@ describe('mailed decision links', () => {
     expect(page.statusCode).toBe(200);
     expect(page.headers['content-type']).toBe('text/html; charset=utf-8');
     expect(page.headers['cache-control']).toBe('no-store');
+    expect([page.headers['x-content-type-options'], page.headers['content-security-policy']]).toEqual(['nosniff', expect.stringContaining("frame-ancestors 'none'")]);
     expect(page.body).toContain('Approve this request?');
     expect(page.body).toContain('<strong>research</strong>');
     expect(page.body).toContain('&lt;script&gt;x()&lt;/script&gt;');

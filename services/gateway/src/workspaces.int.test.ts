@@ -389,6 +389,7 @@ describe('GET /v1/tasks/:id/diff and forks', () => {
     await artifact(pg, bare.id, 'notes/ü名 "q".md', 'x');
     const named = await app.inject({ method: 'GET', url: `/v1/tasks/${bare.id}/artifacts/notes/${encodeURIComponent('ü名 "q".md')}`, headers: auth });
     expect([named.statusCode, named.headers['content-disposition']]).toEqual([200, `inline; filename="__ _q_.md"; filename*=UTF-8''%C3%BC%E5%90%8D%20%22q%22.md`]);
+    expect([named.headers['x-content-type-options'], named.headers['content-security-policy']]).toEqual(['nosniff', "default-src 'none'; sandbox"]);
     // A file an agent turned into a directory: the later one wins, and the archive is one tar (and an upload) takes.
     await artifact(pg, task.id, 'src/app.ts/index.ts', 'export const a = 4;\n');
     const reshaped = await files(await get('/archive'));

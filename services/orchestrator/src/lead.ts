@@ -1,4 +1,4 @@
-import { activeAgents, isFinal, LEAD_AGENT_ID, schedulePlan, type Command, type RecordedEvent, type TaskState, type ToolResult , own } from '@baton/domain';
+import { activeAgents, isFinal, LEAD_AGENT_ID, own, schedulePlan, type Command, type RecordedEvent, type TaskState, type ToolResult } from '@baton/domain';
 import {
   builtinTeams,
   configVersion,

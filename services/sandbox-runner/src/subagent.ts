@@ -1,4 +1,4 @@
-import { agentStreamId, isFinal, isToolUse, normalPath, type Command, type RecordedEvent, type TaskState , own } from '@baton/domain';
+import { agentStreamId, isFinal, isToolUse, normalPath, own, type Command, type RecordedEvent, type TaskState } from '@baton/domain';
 import { inSpan, metrics } from '@baton/telemetry';
 import { ConsumerStoppingError } from '@baton/bus';
 import { builtinTeams, editFileTool, findAgent, outboxRequest, runAgentLoop, submitReviewTool, writeFileTool, type AgentDefinition, type LoopHost, type ModelClient, type TeamCatalog, type TeamDefinition } from '@baton/agents';

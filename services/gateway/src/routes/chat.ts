@@ -1,6 +1,6 @@
 import { chatRequest, OfflineChatModel, type StreamingModel, type TeamDefinition } from '@baton/agents';
 import { chatTitle, toChatMessageView, toChatView, toTaskView, type ChatMessageView, type ChatStreamEvent } from '@baton/api';
-import { CHAT_MESSAGE_MAX_CHARS, chatExists, chatTaskPrompt, chatTurns, cleanText, digestJson, textOf, uuidV5, type ChatMessage, type ChatState, type NewChatEvent , own } from '@baton/domain';
+import { CHAT_MESSAGE_MAX_CHARS, chatExists, chatTaskPrompt, chatTurns, cleanText, digestJson, own, textOf, uuidV5, type ChatMessage, type ChatState, type NewChatEvent } from '@baton/domain';
 import { listChats, loadChat, recordChat, type LoadedChat } from '@baton/event-store';
 import type { ZodTypeProvider } from '@fastify/type-provider-zod';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';

@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { configVersion, TeamCatalog, verifyRun } from '@baton/agents';
-import { EVENT_TYPES, isStepEvent, STEP_EVENT_TYPES, TERMINAL_EVENT_TYPES, type EventType, type RecordedEvent , own } from '@baton/domain';
+import { EVENT_TYPES, isStepEvent, own, STEP_EVENT_TYPES, TERMINAL_EVENT_TYPES, type EventType, type RecordedEvent } from '@baton/domain';
 import { redactCredentials, toEventView, toTaskView, type EventView } from '@baton/api';
 import type { RelayedEvent } from '@baton/bus';
 import { comesBefore, listTasks, sameCursor, START, type LogCursor } from '@baton/event-store';

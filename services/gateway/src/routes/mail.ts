@@ -1,4 +1,4 @@
-import { DomainError, exists, isFinal, type Command, type PendingRequest, type TaskState , own } from '@baton/domain';
+import { DomainError, exists, isFinal, own, type Command, type PendingRequest, type TaskState } from '@baton/domain';
 import { escapeHtml, renderMarkdown, verifyLinkToken, type LinkAction, type LinkClaims } from '@baton/mail';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { z } from 'zod';
@@ -38,7 +38,6 @@ const sendPage = (reply: FastifyReply, p: { status: number; title: string; html:
     .header('content-type', 'text/html; charset=utf-8')
     .header('cache-control', 'no-store')
     .header('referrer-policy', 'no-referrer')
-    .header('x-content-type-options', 'nosniff')
     .header('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
     .send(
       `<!doctype html><html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><meta name="referrer" content="no-referrer"><title>${escapeHtml(p.title)} — Baton</title></head>` +

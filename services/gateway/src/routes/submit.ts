@@ -1,4 +1,4 @@
-import { exists, initialState, uuidV5, type Budget, type Command, type InputWorkspace, type TaskState , own } from '@baton/domain';
+import { exists, initialState, own, uuidV5, type Budget, type Command, type InputWorkspace, type TaskState } from '@baton/domain';
 import { webhookUrlProblem } from '@baton/api';
 import { publishWakeUps } from '@baton/bus';
 import { isConcurrencyError, loadTask, TaskWriter } from '@baton/event-store';

@@ -1,5 +1,5 @@
 import { allTools, parseToolInput } from '@baton/agents';
-import { digestJson, exists, forkEvents, forkFiles, lastForkableVersion, stateAt, uuidV5, type Command, type TaskState , own } from '@baton/domain';
+import { digestJson, exists, forkEvents, forkFiles, lastForkableVersion, own, stateAt, uuidV5, type Command, type TaskState } from '@baton/domain';
 import { redactCredentials, toAgentViews, toTaskView, type DeliveryView } from '@baton/api';
 import { importTask } from '@baton/event-store';
 import { mailToResend } from '@baton/mail';
@@ -200,7 +200,6 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
       .header('content-type', listed.mediaType)
       .header('etag', `"${listed.sha256}"`)
       .header('content-disposition', contentDisposition('inline', file.split('/').pop() ?? file))
-      .header('x-content-type-options', 'nosniff')
       .header('content-security-policy', "default-src 'none'; sandbox")
       .send(content);
   });
