@@ -4,7 +4,7 @@ import type { TaskState } from '@baton/domain';
 import type { Logger } from '@baton/runtime';
 import { recordNextAttempt } from '@baton/storage';
 import type pg from 'pg';
-import { assertPublicUrl } from './egress.ts';
+import type { Dispatcher } from 'undici';
 import { deliver, signAll, type DeliveryResult, type WebhookMessage } from './webhook.ts';
 
 export interface SendDeps {
@@ -12,7 +12,8 @@ export interface SendDeps {
   log: Logger;
   timeoutMs: number;
   now: () => Date;
-  allowPrivateNetworks: boolean;
+  /** The connections webhooks go through: `webhookAgent`, which refuses non-public addresses unless allowed. */
+  agent: Dispatcher;
 }
 
 /** One message to send: the event's webhook message, the task as it stood after the event, where to (its attempt is numbered when recorded). */
@@ -51,14 +52,8 @@ export async function sendMessage(d: SendDeps, s: Message): Promise<DeliveryResu
   // Credentials in a URL (registered before the gateway refused them) are never stored, logged or traced.
   const url = redactCredentials(s.url);
   const r: DeliveryResult = await inSpan('POST', { kind: SpanKind.CLIENT, attributes: { 'http.request.method': 'POST', 'url.full': url, 'baton.task_id': s.taskId, 'baton.webhook.type': s.message.type, 'baton.delivery.redelivery': s.redeliveryId !== null } }, async (span) => {
-    let res: DeliveryResult;
-    try {
-      if (!d.allowPrivateNetworks) await assertPublicUrl(s.url);
-      res = await deliver(s.url, headers, body, d.timeoutMs);
-    } catch (err) {
-      // Refused (non-public address) or unresolvable: recorded like any failed attempt.
-      res = { ok: false, status: null, error: (err as Error).message, durationMs: 0, gone: false, retryAfterMs: null };
-    }
+    // Refused (a non-public address), unresolvable, unreachable: a failed attempt like any other.
+    const res = await deliver(s.url, headers, body, d.timeoutMs, d.agent);
     if (res.status !== null) span.setAttribute('http.response.status_code', res.status);
     if (!res.ok) failSpan(span, new Error(redactCredentials(res.error ?? 'failed')));
     return res;

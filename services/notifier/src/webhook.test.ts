@@ -3,6 +3,7 @@ import { evolve, type DecidedEvent } from '@baton/domain';
 import { recorded, stateOf } from '@baton/testing';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { webhookAgent } from './egress.ts';
 import { CLOCK_TOLERANCE_MS, deliver, endpointServes, needsState, sign, verify, webhookMessagesFor } from './webhook.ts';
 
 const secret = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
@@ -115,14 +116,15 @@ describe('a delivery that fails before any answer', () => {
     const server = createServer((_req, res) => res.end('ok'));
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     const port = (server.address() as AddressInfo).port;
+    const agent = webhookAgent({ allowPrivateNetworks: true });
     try {
-      const tls = await deliver(`https://127.0.0.1:${port}/hook`, {}, '{}', 5000);
+      const tls = await deliver(`https://127.0.0.1:${port}/hook`, {}, '{}', 5000, agent);
       expect(tls.ok).toBe(false);
       expect(tls.error).toMatch(/^fetch failed: .*(SSL|TLS|ssl|tls|EPROTO)/);
     } finally {
       await new Promise((r) => server.close(r));
     }
-    const refused = await deliver(`http://127.0.0.1:${port}/hook`, {}, '{}', 5000); // closed now
+    const refused = await deliver(`http://127.0.0.1:${port}/hook`, {}, '{}', 5000, agent); // closed now
     expect(refused.error).toMatch(/^fetch failed: .*ECONNREFUSED/);
   });
 });

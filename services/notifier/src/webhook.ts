@@ -1,6 +1,8 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { notifiesAnyone, type TaskState } from '@baton/domain';
 import { retryAfterMs } from '@baton/api';
+import { fetch, type Dispatcher } from 'undici';
+import { EgressDeniedError } from './egress.ts';
 
 /**
  * Standard Webhooks signing: `v1,<base64 HMAC-SHA256(secret, "{id}.{timestamp}.{body}")>`,
@@ -99,7 +101,6 @@ export interface DeliveryResult {
   retryAfterMs: number | null;
 }
 
-/** POST one delivery; redirects are not followed (3xx is a failure), as the spec advises. */
 /**
  * A failed request in words an operator can act on: fetch says only "fetch failed", and why —
  * refused, a name that does not resolve, a TLS error — is in its cause (and the cause's code).
@@ -107,14 +108,20 @@ export interface DeliveryResult {
 export function transportError(e: Error): string {
   const cause = e.cause as (Error & { code?: string }) | undefined;
   if (!(cause instanceof Error)) return e.message;
+  if (cause instanceof EgressDeniedError) return cause.message;
   const code = cause.code && !cause.message.includes(cause.code) ? ` (${cause.code})` : '';
   return `${e.message}: ${cause.message}${code}`;
 }
 
-export async function deliver(url: string, headers: Record<string, string>, body: string, timeoutMs: number): Promise<DeliveryResult> {
+/**
+ * POST one delivery through `agent` (egress.ts: the SSRF guard); redirects are not followed (3xx
+ * is a failure), as the spec advises. Never throws: a request that fails is a failed result.
+ */
+export async function deliver(url: string, headers: Record<string, string>, body: string, timeoutMs: number, agent: Dispatcher): Promise<DeliveryResult> {
   const started = performance.now();
   try {
     const res = await fetch(url, {
+      dispatcher: agent,
       method: 'POST',
       headers: { 'content-type': 'application/json', 'user-agent': 'Baton-Webhooks/1', ...headers },
       body,

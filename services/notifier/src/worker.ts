@@ -8,6 +8,7 @@ import { jetstreamManager, type JetStreamClient } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type pg from 'pg';
 import { deliverMails, loggedEvent, type LoggedEvent, type MailDeps } from './mail.ts';
+import { webhookAgent } from './egress.ts';
 import { startRedeliveries } from './redeliver.ts';
 import { nextRetryDelay } from './schedule.ts';
 import { sendMessage as send, webhookIdOf, type Message } from './send.ts';
@@ -91,7 +92,9 @@ export async function startNotifier(d: NotifierDeps): Promise<RunningConsumer> {
     return list;
   };
   const mail: MailDeps | null = d.mail ? { ...d.mail, store: d.store, pool: d.pool, log: d.log.child({ component: 'mail' }), now: d.now } : null;
-  const sendMessage = (m: Message) => send(d, m);
+  // One pool of connections for every webhook: the SSRF guard is in its connections (egress.ts).
+  const agent = webhookAgent({ allowPrivateNetworks: d.allowPrivateNetworks });
+  const sendMessage = (m: Message) => send({ ...d, agent }, m);
 
   const nc = d.nc;
   const topology = nc
@@ -172,7 +175,7 @@ export async function startNotifier(d: NotifierDeps): Promise<RunningConsumer> {
     return retry(failed > 1 ? `${failed} messages not delivered; the longest wait asked: ${wait.reason}` : wait.reason, wait.delayMs);
   }
   // A claim outlasts the longest send it covers: a webhook's three timeouts, or a mail's lease.
-  const redeliveries = startRedeliveries({ ...d, mail, everyMs: d.redeliverEveryMs ?? 1000, leaseMs: Math.max(3 * d.timeoutMs + 10_000, mail?.leaseMs ?? 0) });
+  const redeliveries = startRedeliveries({ ...d, agent, mail, everyMs: d.redeliverEveryMs ?? 1000, leaseMs: Math.max(3 * d.timeoutMs + 10_000, mail?.leaseMs ?? 0) });
   return {
     get inFlight() {
       return consumer.inFlight;
@@ -181,6 +184,7 @@ export async function startNotifier(d: NotifierDeps): Promise<RunningConsumer> {
       await redeliveries.stop();
       await topology?.stop();
       await consumer.stop();
+      await agent.close();
     },
   };
 }
