@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { cleanText, textProblems } from './text.ts';
+import { cleanText, formatBytes, textProblems } from './text.ts';
 
 describe('textProblems', () => {
   it('names every string with a NUL or a lone surrogate, at any depth, keys too', () => {
@@ -38,5 +38,11 @@ describe('cleanText', () => {
     const clean = { a: ['b'], n: 1, d: null };
     expect(cleanText(clean).value).toBe(clean);
     expect(cleanText(42)).toEqual({ value: 42, replaced: 0 });
+  });
+});
+
+describe('formatBytes', () => {
+  it('says a byte count in binary units, whole numbers whole', () => {
+    expect([0, 1023, 1024, 1536, 10 * 1024 * 1024, 1.25 * 1024 ** 3, 5 * 1024 ** 4].map(formatBytes)).toEqual(['0 bytes', '1023 bytes', '1 KiB', '1.5 KiB', '10 MiB', '1.3 GiB', '5120 GiB']);
   });
 });

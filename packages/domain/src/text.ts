@@ -111,3 +111,13 @@ export function pathCharacterProblem(p: string): string | null {
 }
 
 const codePoint = (c: string): string => (c.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0');
+
+/** A byte count in words: `10 MiB`, `1.3 GiB`, `512 bytes` (binary units; whole numbers shown whole). Pure. */
+export function formatBytes(n: number): string {
+  for (const [unit, size] of [['GiB', 1024 ** 3], ['MiB', 1024 ** 2], ['KiB', 1024]] as const) {
+    if (n < size) continue;
+    const v = n / size;
+    return `${Number.isInteger(v) ? v : v.toFixed(1)} ${unit}`;
+  }
+  return `${n} bytes`;
+}

@@ -2,6 +2,6 @@ export * from './provider.ts';
 export { Workspace, WorkspacePathError, type WalkedFile } from './workspace.ts';
 export { ADDRESS_SPACE_HEADROOM_MB, confinedArgv, findBwrap, runArgv } from './confine.ts';
 export { detectToolchain, resolveToolchain, TOOLCHAIN_MOUNTS, type SandboxToolchain, type ToolchainOption } from './toolchain.ts';
-export { LocalSandboxProvider, SandboxUnavailableError, sandboxUser, type LocalProviderOptions } from './local.ts';
+export { DEFAULT_MAX_WORKSPACE_BYTES, LocalSandboxProvider, SandboxUnavailableError, sandboxUser, workspaceSizeProblem, type LocalProviderOptions } from './local.ts';
 export { SandboxRegistry, type SandboxRow } from './registry.ts';
 export { E2BSandboxProvider, type E2BProviderOptions } from './e2b.ts';

@@ -6,8 +6,8 @@ import { pgTest as test, waitFor } from '@baton/testing';
 import { afterEach, beforeEach, describe, expect } from 'vitest';
 import { findBwrap } from './confine.ts';
 import { sandboxContract } from './contract.ts';
-import { LocalSandboxProvider } from './local.ts';
-import { DEFAULT_LIMITS, SandboxFencedError, type SandboxSpec } from './provider.ts';
+import { LocalSandboxProvider, workspaceSizeProblem } from './local.ts';
+import { DEFAULT_LIMITS, SandboxFencedError, WorkspaceTooLargeError, type SandboxSpec } from './provider.ts';
 
 let root: string;
 let outside: string;
@@ -58,6 +58,37 @@ describe('local sandbox provider', () => {
     const resumed = await new LocalSandboxProvider({ root: path.join(root, 'b'), pool: pg.db.pool }).open({ ...s, attempt: 2 });
     expect((await resumed.files.walk()).files.map((f) => [f.path, f.size])).toEqual([['data/1.bin', 19_000_000], ['data/2.bin', 19_000_000], ['data/3.bin', 19_000_000], ['small.txt', 1]]);
     expect((await resumed.files.readBytes('data/3.bin')).bytes.equals(big(3))).toBe(true);
+  });
+
+  test('a workspace past its limit saves nothing more (WorkspaceTooLargeError names the total and the largest files); back under it, it saves again', async ({ pg }) => {
+    const p = new LocalSandboxProvider({ root, pool: pg.db.pool, maxWorkspaceBytes: 1024 * 1024 });
+    const s = spec();
+    const sbx = await p.open(s);
+    await sbx.files.write('keep.txt', 'v1');
+    await sbx.sync();
+    const saved = async () => (await pg.db.pool.query('select path, length(content)::int as n from sandbox_files where sandbox_id = $1 order by path', [`${s.taskId}/${s.agentId}`])).rows;
+    const generation = async () => Number((await pg.db.pool.query('select generation from sandboxes where id = $1', [`${s.taskId}/${s.agentId}`])).rows[0].generation);
+    const before = await generation();
+    await sbx.files.write('out/big.bin', Buffer.alloc(900 * 1024, 1));
+    await sbx.files.write('out/more.bin', Buffer.alloc(300 * 1024, 2));
+    await sbx.files.write('keep.txt', 'v2');
+    // Dependency directories are not saved, and not counted either.
+    await sbx.files.write('node_modules/dep/index.js', Buffer.alloc(2 * 1024 * 1024, 3));
+    const err = await sbx.sync().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(WorkspaceTooLargeError);
+    expect((err as WorkspaceTooLargeError).code).toBe('workspace_too_large');
+    expect((err as Error).message).toBe('the workspace holds 1.2 MiB in 3 files, over its limit of 1 MiB (SANDBOX_MAX_WORKSPACE_BYTES): nothing since its last save was kept; the largest: out/big.bin (900 KiB), out/more.bin (300 KiB), keep.txt (2 bytes)');
+    expect(await saved()).toEqual([{ path: 'keep.txt', n: 2 }]);
+    expect(await generation()).toBe(before);
+    await sbx.files.remove('out/big.bin');
+    await sbx.sync();
+    expect(await saved()).toEqual([{ path: 'keep.txt', n: 2 }, { path: 'out/more.bin', n: 300 * 1024 }]);
+    expect((await sbx.files.readBytes('keep.txt')).bytes.toString()).toBe('v2');
+  });
+
+  test('the limit is a pure rule: the total against the limit, and words naming the largest files', () => {
+    expect(workspaceSizeProblem([{ path: 'a', size: 10 }], 10)).toBeNull();
+    expect(workspaceSizeProblem([{ path: 'b', size: 6 }, { path: 'a', size: 6 }], 10)).toBe('the workspace holds 12 bytes in 2 files, over its limit of 10 bytes (SANDBOX_MAX_WORKSPACE_BYTES): nothing since its last save was kept; the largest: a (6 bytes), b (6 bytes)');
   });
 
   test('sweep kills the sandboxes of tasks that are no longer live', async ({ pg }) => {

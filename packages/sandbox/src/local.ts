@@ -3,10 +3,11 @@ import { createHash } from 'node:crypto';
 import { chmod, mkdir, readdir, rm, rmdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { formatBytes } from '@baton/domain';
 import type pg from 'pg';
 import { Cgroups } from './cgroups.ts';
 import { confinedArgv, findBwrap, runArgv } from './confine.ts';
-import { sandboxIdOf, type CommandResult, type RunOptions, type Sandbox, type SandboxFiles, type SandboxProvider, type SandboxSpec, type TaskLiveness } from './provider.ts';
+import { sandboxIdOf, WorkspaceTooLargeError, type CommandResult, type RunOptions, type Sandbox, type SandboxFiles, type SandboxProvider, type SandboxSpec, type TaskLiveness } from './provider.ts';
 import { SandboxRegistry, type StoredFile } from './registry.ts';
 import { resolveToolchain, type SandboxToolchain, type ToolchainOption } from './toolchain.ts';
 import { Workspace, type WalkedFile } from './workspace.ts';
@@ -19,6 +20,13 @@ export interface LocalProviderOptions {
   bwrap?: string | null;
   /** Largest workspace file synced to Postgres (bigger ones stay local and are reported). */
   maxSyncFileBytes?: number;
+  /**
+   * The most a workspace's files may hold, together (dependency directories such as node_modules
+   * not counted: they are not saved). A sync past it saves nothing and throws
+   * WorkspaceTooLargeError: what a runaway command writes reaches neither Postgres nor, for
+   * longer than the agent's turn, the host's disk. Default DEFAULT_MAX_WORKSPACE_BYTES.
+   */
+  maxWorkspaceBytes?: number;
   /** Per-sandbox cgroups (default: detected; null turns them off). */
   cgroups?: Cgroups | null;
   /**
@@ -49,6 +57,7 @@ export class LocalSandboxProvider implements SandboxProvider {
   private readonly registry: SandboxRegistry;
   private readonly bwrap: string | null;
   private readonly maxSyncFileBytes: number;
+  private readonly maxWorkspaceBytes: number;
   /** The generation each local workspace directory holds (a restart forgets, and restores). */
   private readonly localGeneration = new Map<string, number>();
   private readonly cgroups: Cgroups | null;
@@ -60,6 +69,7 @@ export class LocalSandboxProvider implements SandboxProvider {
     this.registry = new SandboxRegistry(opts.pool);
     this.bwrap = opts.bwrap === undefined ? findBwrap() : opts.bwrap;
     this.maxSyncFileBytes = opts.maxSyncFileBytes ?? 20_000_000;
+    this.maxWorkspaceBytes = opts.maxWorkspaceBytes ?? DEFAULT_MAX_WORKSPACE_BYTES;
     this.cgroups = opts.cgroups === undefined ? Cgroups.detect() : opts.cgroups;
     this.toolchain = resolveToolchain(opts.toolchain);
   }
@@ -122,6 +132,8 @@ export class LocalSandboxProvider implements SandboxProvider {
       run: (command, opts) => this.runIn(ws, spec, user, command, opts),
       sync: async () => {
         const { files, truncated } = await syncedFiles(ws);
+        const problem = workspaceSizeProblem(files, this.maxWorkspaceBytes);
+        if (problem) throw new WorkspaceTooLargeError(problem);
         const next = manifestOf(files);
         const changed: StoredFile[] = [];
         for (const f of files) {
@@ -225,6 +237,20 @@ class LocalSandbox implements Sandbox {
 }
 
 /** Directories a command can re-create (dependency installs) are not copied to Postgres. */
+/** A local workspace's default limit (SANDBOX_MAX_WORKSPACE_BYTES): 1 GiB. */
+export const DEFAULT_MAX_WORKSPACE_BYTES = 1024 * 1024 * 1024;
+
+/**
+ * Why a workspace's files are too many bytes to keep, or null (pure): their total and the
+ * largest few, in words an agent's reader can act on.
+ */
+export function workspaceSizeProblem(files: readonly { path: string; size: number }[], limit: number): string | null {
+  const total = files.reduce((n, f) => n + f.size, 0);
+  if (total <= limit) return null;
+  const largest = [...files].sort((a, b) => b.size - a.size || a.path.localeCompare(b.path)).slice(0, 3);
+  return `the workspace holds ${formatBytes(total)} in ${files.length.toLocaleString('en-US')} files, over its limit of ${formatBytes(limit)} (SANDBOX_MAX_WORKSPACE_BYTES): nothing since its last save was kept; the largest: ${largest.map((f) => `${f.path} (${formatBytes(f.size)})`).join(', ')}`;
+}
+
 const UNSYNCED_DIRS: ReadonlySet<string> = new Set(['node_modules']);
 const MAX_SYNCED_FILES = 100_000;
 

@@ -99,6 +99,18 @@ export interface SandboxProvider {
 /** What this deployment's log says of these tasks: live or finished; a task it does not know is absent. */
 export type TaskLiveness = (taskIds: string[]) => Promise<Map<string, 'live' | 'finished'>>;
 
+/**
+ * A local workspace grew past its limit (`maxWorkspaceBytes`): nothing since its last save is
+ * kept, and the agent fails with this message (the runner does not retry what would grow again).
+ */
+export class WorkspaceTooLargeError extends Error {
+  readonly code = 'workspace_too_large';
+  constructor(message: string) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
 /** A sandbox opened by a newer attempt: this runner must stop. */
 export class SandboxFencedError extends Error {
   readonly code = 'sandbox_fenced';

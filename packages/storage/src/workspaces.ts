@@ -8,7 +8,7 @@ import { extract, pack, type Header } from 'tar-stream';
 import { readArtifacts } from './artifacts.ts';
 import { diffWorkspaces, type WorkspaceDiff } from './diff.ts';
 import { inTransaction } from '@baton/db';
-import { pathCharacterProblem } from '@baton/domain';
+import { formatBytes, pathCharacterProblem } from '@baton/domain';
 
 /**
  * Input workspaces: the files a task starts from. An upload (a .tar.gz) or a configured example
@@ -88,7 +88,6 @@ function invalid(what: string, problems: WorkspaceProblem[]): WorkspaceArchiveEr
 const tooLarge = (message: string, entry?: string): WorkspaceArchiveError =>
   new WorkspaceArchiveError('workspace_too_large', message, entry === undefined ? [] : [{ entry, message }]);
 
-const mib = (n: number): string => (n % (1024 * 1024) === 0 ? `${n / (1024 * 1024)} MiB` : `${n} bytes`);
 
 /**
  * A path as stored: relative, '/'-separated, no '.' or empty components (a leading './' and
@@ -139,7 +138,7 @@ class Collector {
   /** Count content bytes against maxBytes (throws past it). */
   countBytes(entry: string, n: number): void {
     this.bytes += n;
-    if (this.bytes > this.limits.maxBytes) throw tooLarge(`the workspace's files add up to more than ${mib(this.limits.maxBytes)}`, entry);
+    if (this.bytes > this.limits.maxBytes) throw tooLarge(`the workspace's files add up to more than ${formatBytes(this.limits.maxBytes)}`, entry);
   }
 
   problem(entry: string, message: string): void {
@@ -192,7 +191,7 @@ const compare = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
  */
 export async function parseWorkspaceArchive(archive: Buffer, limits: Partial<WorkspaceLimits> = {}): Promise<WorkspaceFile[]> {
   const lim: WorkspaceLimits = { ...DEFAULT_WORKSPACE_LIMITS, ...limits };
-  if (archive.length > lim.maxArchiveBytes) throw tooLarge(`the archive is ${archive.length} bytes; at most ${mib(lim.maxArchiveBytes)} are accepted`);
+  if (archive.length > lim.maxArchiveBytes) throw tooLarge(`the archive is ${archive.length} bytes; at most ${formatBytes(lim.maxArchiveBytes)} are accepted`);
   if (archive.length < 2 || archive[0] !== 0x1f || archive[1] !== 0x8b) {
     throw new WorkspaceArchiveError('invalid_workspace', 'not a gzip file: a workspace archive is a .tar.gz (tar -czf workspace.tar.gz -C <dir> .)');
   }
@@ -214,7 +213,7 @@ export async function parseWorkspaceArchive(archive: Buffer, limits: Partial<Wor
     gunzip.on('data', (chunk: Buffer) => {
       if (done) return;
       inflated += chunk.length;
-      if (inflated > streamCap) return fail(tooLarge(`the archive unpacks to more than ${mib(streamCap)} (files limited to ${mib(lim.maxBytes)})`));
+      if (inflated > streamCap) return fail(tooLarge(`the archive unpacks to more than ${formatBytes(streamCap)} (files limited to ${formatBytes(lim.maxBytes)})`));
       if (!tar.write(chunk)) gunzip.pause();
     });
     tar.on('drain', () => gunzip.resume());
@@ -485,7 +484,7 @@ export async function loadExample(dir: string, name: string, limits: Partial<Wor
     const content = await readFile(f.abs);
     // The file may have grown since the walk: the limit holds for what is actually read.
     bytes += content.length;
-    if (bytes > lim.maxBytes) throw tooLarge(`the workspace's files add up to more than ${mib(lim.maxBytes)}`, f.path);
+    if (bytes > lim.maxBytes) throw tooLarge(`the workspace's files add up to more than ${formatBytes(lim.maxBytes)}`, f.path);
     out.push({ path: f.path, mode: f.mode, content });
   }
   return out.sort((a, b) => compare(a.path, b.path));

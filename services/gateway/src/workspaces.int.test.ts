@@ -117,7 +117,7 @@ describe('POST /v1/tasks with a workspace', () => {
     expect(twice.json().error).toMatchObject({ code: 'validation_error', message: expect.stringMatching(/^task\.workspace: /) });
     const big = await send(form({ prompt: 'x' }, Buffer.alloc(LIMITS.maxArchiveBytes + 1, 1)));
     expect(big.statusCode).toBe(413);
-    expect(big.json().error).toMatchObject({ code: 'workspace_too_large', message: 'workspace: the archive is larger than 65536 bytes' });
+    expect(big.json().error).toMatchObject({ code: 'workspace_too_large', message: 'workspace: the archive is larger than 64 KiB' });
     // A body that is not well-formed multipart (cut short, no boundary): a 400 saying so, not a 500.
     const raw = (contentType: string, payload: string) => app.inject({ method: 'POST', url: '/v1/tasks', headers: { 'content-type': contentType }, payload });
     for (const [contentType, payload] of [
@@ -180,7 +180,7 @@ describe('POST /v1/tasks with a workspace', () => {
     expect(compressed.json().error).toMatchObject({ code: 'workspace_too_large', message: expect.stringMatching(/the archive is 65537 bytes/) });
     const inflated = await submit({ archiveBase64: b64(await tarGz([{ name: 'zeros.bin', content: Buffer.alloc(LIMITS.maxBytes + 1) }])) });
     expect(inflated.statusCode).toBe(413);
-    expect(inflated.json().error).toMatchObject({ code: 'workspace_too_large', details: [{ entry: 'zeros.bin', message: "the workspace's files add up to more than 262144 bytes" }] });
+    expect(inflated.json().error).toMatchObject({ code: 'workspace_too_large', details: [{ entry: 'zeros.bin', message: "the workspace's files add up to more than 256 KiB" }] });
     const many = await submit({ archiveBase64: b64(await tarGz(Array.from({ length: LIMITS.maxFiles + 1 }, (_, i) => ({ name: `f${i}`, content: '' })))) });
     expect(many.statusCode).toBe(413);
     expect(many.json().error.message).toBe('the workspace has more than 50 files');

@@ -2,6 +2,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { commonEnv, opsEnv, durationMs, existingDirectory, loadConfig, modelEnv } from '@baton/runtime';
+import { DEFAULT_MAX_WORKSPACE_BYTES } from '@baton/sandbox';
 import { z } from 'zod';
 
 const schema = z.object({
@@ -30,6 +31,12 @@ const schema = z.object({
    */
   SANDBOX_TOOLCHAIN_NODE: z.string().min(1).optional(),
   SANDBOX_TOOLCHAIN_NODE_MODULES: z.string().min(1).optional(),
+  /**
+   * The most one local workspace's files may hold together (node_modules and other dependency
+   * directories not counted); past it the agent fails with \`workspace_too_large\` and nothing
+   * more is saved (docs/workspaces.md).
+   */
+  SANDBOX_MAX_WORKSPACE_BYTES: z.coerce.number().int().min(1024 * 1024).max(1024 ** 4).default(DEFAULT_MAX_WORKSPACE_BYTES),
   /** The longest one job may run before it is aborted and handed back (a hung job never holds an agent for ever). */
   JOB_MAX_MS: durationMs(3_600_000),
   /** How often sandboxes left by dead tasks are swept. */

@@ -304,6 +304,31 @@ describe('runSubagentJob', () => {
     expect(await runSubagentJob(deps(pg.store), id, 'researcher-1', () => {}, { causeEventId: dispatch.id })).toBe('completed');
   });
 
+  test('an agent whose workspace grows past its limit fails at once with workspace_too_large (no retry); nothing of it is saved, its sandbox goes, and the lead is told', async ({ pg }) => {
+    const { team, script } = withEngineer({ model: 'm', tools: ['write_file'] }, [
+      [{ type: 'tool_use', id: 'w1', name: 'write_file', input: { path: 'small.txt', content: 'ok' } }],
+      [
+        { type: 'tool_use', id: 'w2', name: 'write_file', input: { path: 'out/a.txt', content: 'x'.repeat(600 * 1024) } },
+        { type: 'tool_use', id: 'w3', name: 'write_file', input: { path: 'out/b.txt', content: 'y'.repeat(500 * 1024) } },
+      ],
+    ]);
+    const id = await dispatchedTask(pg.store, 'engineer', 'write a lot');
+    const d = { ...deps(pg.store, script), teams: { research: team }, sandboxes: new LocalSandboxProvider({ root, pool: pg.store.pool, maxWorkspaceBytes: 1024 * 1024 }) };
+    expect(await runSubagentJob(d, id, 'engineer-1', () => {})).toBe('failed');
+    const { state, events } = await loadTask(pg.store, id);
+    expect(state.agents['engineer-1']).toMatchObject({ status: 'failed', attempt: 1, error: { code: 'workspace_too_large', message: 'the workspace holds 1.1 MiB in 3 files, over its limit of 1 MiB (SANDBOX_MAX_WORKSPACE_BYTES): nothing since its last save was kept; the largest: out/a.txt (600 KiB), out/b.txt (500 KiB), small.txt (2 bytes)' } });
+    // The lead's delegation is answered with the failure, in those words.
+    expect(state.lead?.openToolUses[0]).toMatchObject({ state: 'resolved' });
+    // The turn that grew it was never committed: the log ends at the last turn whose files were saved.
+    const own = events.filter((e) => e.streamId === agentStreamId(id, 'engineer-1')).map((e) => e.type);
+    expect(own).toEqual(['SubagentStarted', 'ModelTurnRecorded', 'ToolResultsRecorded', 'ModelTurnRecorded']);
+    expect((await pg.db.pool.query('select state from sandboxes where task_id = $1', [id])).rows).toEqual([{ state: 'killed' }]);
+    expect((await pg.db.pool.query('select count(*)::int as n from sandbox_files where sandbox_id like $1', [`${id}/%`])).rows[0].n).toBe(0);
+    await expect(readFile(path.join(root, id, 'engineer-1', 'out/a.txt'))).rejects.toThrow(/ENOENT/);
+    // Delivered again, the job has nothing to do.
+    expect(await runSubagentJob(d, id, 'engineer-1', () => {})).toBe('nothing-to-do');
+  });
+
   test.runIf(findBwrap() !== null)('a configured engineer: its tools, test command and named env run in its sandbox; the sandbox is killed when it completes', async ({ pg }) => {
     const { team, script } = withEngineer({ model: 'm', tools: ['write_file', 'run_command', 'run_tests'], testCommand: 'node --test', sandbox: { network: false, env: ['BATON_PASSED_IN'], limits: { processes: 64 } } }, [
       [

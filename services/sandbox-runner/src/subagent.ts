@@ -6,7 +6,7 @@ import { handleCommand, isConcurrencyError, loadTask, retryOnConflict, TaskWrite
 import { acquireLease, releaseLease, renewLease, type CorpusHit, type StoredArtifact } from '@baton/storage';
 import type pg from 'pg';
 import type { Logger } from '@baton/runtime';
-import { DEFAULT_LIMITS, SandboxFencedError, type Sandbox, type SandboxProvider, type SandboxSpec } from '@baton/sandbox';
+import { DEFAULT_LIMITS, SandboxFencedError, WorkspaceTooLargeError, type Sandbox, type SandboxProvider, type SandboxSpec } from '@baton/sandbox';
 import { fileAccessViolation, MUTATING_TOOLS, type WritePolicy } from './files.ts';
 import { editFile, runTool, type ToolEnv } from './tools.ts';
 
@@ -297,12 +297,36 @@ export async function runSubagentJob(
       metrics.sandboxSeconds.observe({ provider, end }, (performance.now() - openedAt) / 1000);
     }
   } catch (err) {
+    // Past its workspace's limit the agent fails now: a retry would run to the same place.
+    if (ours && err instanceof WorkspaceTooLargeError) return failOverLimit(d, load, taskId, agentId, attempt, err);
     lease?.failed(err);
     if (ours && signal?.reason instanceof ConsumerStoppingError) await handBack(d, load, taskId, agentId, attempt);
     throw err;
   } finally {
     await lease?.release();
   }
+}
+
+/**
+ * The agent's workspace grew past its limit (WorkspaceTooLargeError): the agent fails with the
+ * error's words (`workspace_too_large`) while the attempt is still its current one, and its
+ * sandbox goes (what grew stays out of Postgres and off the host). The lead is told as of any
+ * failed agent, and can delegate again.
+ */
+async function failOverLimit(d: Pick<RunnerDeps, 'store' | 'sandboxes' | 'committed' | 'log'>, load: TaskLoader, taskId: string, agentId: string, attempt: number, err: WorkspaceTooLargeError): Promise<JobOutcome> {
+  const done = await handleCommand(
+    d.store,
+    taskId,
+    (s): Command | null => {
+      const a = s.agents[agentId];
+      return !isFinal(s) && a && a.attempt === attempt && (a.status === 'running' || a.status === 'paused') ? { type: 'FailSubagent', agentId, code: err.code, message: err.message } : null;
+    },
+    { load },
+  );
+  d.committed?.(done.events);
+  d.log.warn({ taskId, agentId, attempt, error: err.message }, 'agent failed: its workspace is over its limit');
+  await d.sandboxes.kill(taskId, agentId);
+  return done.events.length > 0 ? 'failed' : 'superseded';
 }
 
 /**

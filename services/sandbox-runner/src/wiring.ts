@@ -15,7 +15,7 @@ export function sandboxProviderFromConfig(c: RunnerConfig, pool: pg.Pool, log: L
   }
   const named = (v: string | undefined): string | null | undefined => (v === 'none' ? null : v);
   const toolchain = { node: named(c.SANDBOX_TOOLCHAIN_NODE), nodeModules: named(c.SANDBOX_TOOLCHAIN_NODE_MODULES) };
-  const local = new LocalSandboxProvider({ root: c.WORKSPACE_ROOT, pool, toolchain });
+  const local = new LocalSandboxProvider({ root: c.WORKSPACE_ROOT, pool, toolchain, maxWorkspaceBytes: c.SANDBOX_MAX_WORKSPACE_BYTES });
   if (!local.toolchain.nodeModules) log.warn({ toolchain: local.toolchain }, 'sandboxes: no node_modules with vitest to lend (SANDBOX_TOOLCHAIN_NODE_MODULES): test commands that need vitest will fail');
   if (local.canRunCommands) log.info({ root: c.WORKSPACE_ROOT, toolchain: local.toolchain }, 'sandboxes: local (bubblewrap)');
   else log.warn({ root: c.WORKSPACE_ROOT }, 'sandboxes: local WITHOUT bubblewrap: file tools work, run_command/run_tests are refused (apt-get install bubblewrap)');

@@ -1,4 +1,4 @@
-import type { InputWorkspace } from '@baton/domain';
+import { formatBytes, type InputWorkspace } from '@baton/domain';
 import { loadExample, parseWorkspaceArchive, UnknownExampleError, workspaceDigest, type WorkspaceFile } from '@baton/storage';
 import type { FastifyRequest } from 'fastify';
 import type { GatewayDeps, WorkspaceUpload } from '../deps.ts';
@@ -45,7 +45,6 @@ export const submitBodyLimit = (d: GatewayDeps): number => d.bodyLimit + Math.ce
  */
 export async function readMultipartSubmission(d: GatewayDeps, req: FastifyRequest): Promise<void> {
   if (!req.isMultipart()) return;
-  const mib = (n: number) => (n % (1024 * 1024) === 0 ? `${n / (1024 * 1024)} MiB` : `${n} bytes`);
   const form = "the form has a 'task' field (the JSON body) and a 'workspace' file part (the .tar.gz)";
   let task: unknown;
   let upload: WorkspaceUpload | null = null;
@@ -58,7 +57,7 @@ export async function readMultipartSubmission(d: GatewayDeps, req: FastifyReques
         }
         upload = { archive: await part.toBuffer(), name: part.filename ? part.filename.slice(0, 255) : null };
       } else if (part.fieldname === 'task') {
-        if (part.valueTruncated) throw new HttpError(413, 'payload_too_large', `task: the field is larger than ${mib(d.bodyLimit)}`);
+        if (part.valueTruncated) throw new HttpError(413, 'payload_too_large', `task: the field is larger than ${formatBytes(d.bodyLimit)}`);
         task = part.value;
       } else {
         throw new HttpError(400, 'validation_error', `multipart: unexpected field '${part.fieldname}'; ${form}`, [{ field: part.fieldname, message: 'unexpected field' }]);
@@ -67,7 +66,7 @@ export async function readMultipartSubmission(d: GatewayDeps, req: FastifyReques
   } catch (err) {
     switch ((err as { code?: string }).code) {
       case 'FST_REQ_FILE_TOO_LARGE':
-        throw new HttpError(413, 'workspace_too_large', `workspace: the archive is larger than ${mib(d.workspaceLimits.maxArchiveBytes)}`);
+        throw new HttpError(413, 'workspace_too_large', `workspace: the archive is larger than ${formatBytes(d.workspaceLimits.maxArchiveBytes)}`);
       case 'FST_FILES_LIMIT':
       case 'FST_FIELDS_LIMIT':
       case 'FST_PARTS_LIMIT':
