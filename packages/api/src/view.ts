@@ -31,6 +31,7 @@ export interface TaskView {
     fileLocks: string[] | null;
     filesCreated: string[];
     filesModified: string[];
+    filesDeleted: string[];
     tests: TestCounts | null;
     usage: TaskView['usage'];
     summary?: string;
@@ -40,6 +41,8 @@ export interface TaskView {
   /** The spending limit in force and what was spent against it (tokens: input, output and cache); null: no budget. */
   budget: { limit: Budget; spent: Spent } | null;
   artifacts: { path: string; bytes: number; sha256: string; mediaType: string; agentId: string | null }[];
+  /** Files agents deleted (input files or earlier artifacts), gone from the task's files: its tree, diff and archive. */
+  deletedFiles: string[];
   /** Who is mailed and when (docs/email.md); null: nobody. */
   notify: NotifyConfig | null;
   /** Outbox mails the agents asked for (send_email), in the order asked: queued, sent or failed. */
@@ -172,6 +175,7 @@ export function toTaskView(s: TaskState): TaskView {
       fileLocks: a.fileLocks,
       filesCreated: a.filesCreated,
       filesModified: a.filesModified,
+      filesDeleted: a.filesDeleted,
       tests: a.tests,
       usage: { ...a.usage, costUsd: Math.round(a.usage.costUsd * 1e6) / 1e6 },
       ...(a.summary !== null ? { summary: a.summary } : {}),
@@ -180,6 +184,7 @@ export function toTaskView(s: TaskState): TaskView {
     usage: { ...s.usage, costUsd: Math.round(s.usage.costUsd * 1e6) / 1e6 },
     budget: s.budget ? budgetView(s.budget, spentOf(s)) : null,
     artifacts: s.artifacts.map(({ path, bytes, sha256, mediaType, agentId }) => ({ path, bytes, sha256, mediaType, agentId })),
+    deletedFiles: s.deletedFiles,
     notify: s.notify,
     emails: Object.values(s.emails),
     result: s.result ? { summary: s.result.summary, ...(s.result.reportPath ? { reportPath: s.result.reportPath } : {}) } : null,
@@ -205,6 +210,7 @@ export interface PlanView {
     summary: string | null;
     filesCreated: string[];
     filesModified: string[];
+    filesDeleted: string[];
     tests: TestCounts | null;
   }[];
   /** Every review so far, in order; the last is the verdict that stands. */
@@ -224,7 +230,7 @@ export function toPlanView(p: PlanState): PlanView {
     round: p.round,
     maxReviewRounds: p.maxReviewRounds,
     reviewAgent: p.reviewAgent,
-    subtasks: p.subtasks.map(({ id, agent, description, fileLocks, dependsOn, status, agentIds, summary, filesCreated, filesModified, tests }) => ({ id, agent, description, fileLocks, dependsOn, status, agentIds, summary, filesCreated, filesModified, tests })),
+    subtasks: p.subtasks.map(({ id, agent, description, fileLocks, dependsOn, status, agentIds, summary, filesCreated, filesModified, filesDeleted, tests }) => ({ id, agent, description, fileLocks, dependsOn, status, agentIds, summary, filesCreated, filesModified, filesDeleted, tests })),
     reviews: p.reviews,
     acceptance: planAcceptance(p),
   };
@@ -249,6 +255,7 @@ export interface AgentView {
   progress: { done: number; total: number } | { turns: number };
   filesCreated: string[];
   filesModified: string[];
+  filesDeleted: string[];
   tests: TestCounts | null;
   /** The question it waits on, if any. */
   openQuestion: { requestId: string; questions: string[]; options?: string[] } | null;
@@ -278,6 +285,7 @@ export function toAgentViews(s: TaskState): AgentView[] {
       progress: { done, total: s.plan?.subtasks.length ?? 0 },
       filesCreated: files.filter((f) => s.plan?.subtasks.some((t) => t.filesCreated.includes(f))),
       filesModified: files.filter((f) => !s.plan?.subtasks.some((t) => t.filesCreated.includes(f))),
+      filesDeleted: s.plan ? [...new Set(s.plan.subtasks.flatMap((t) => t.filesDeleted))].filter((f) => !files.includes(f)).sort() : [],
       tests: null,
       openQuestion: openQuestion(s, s.lead.agentId),
       summary: s.lead.finalText,
@@ -300,6 +308,7 @@ export function toAgentViews(s: TaskState): AgentView[] {
       progress: { turns: a.turns },
       filesCreated: a.filesCreated,
       filesModified: a.filesModified,
+      filesDeleted: a.filesDeleted,
       tests: a.tests,
       openQuestion: openQuestion(s, a.id),
       summary: a.summary,

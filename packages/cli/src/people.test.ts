@@ -57,7 +57,7 @@ describe('describeRequest: an approval', () => {
 
 describe('describeTask', () => {
   it("says why an agent failed, under the agent", () => {
-    const agent = { id: 'researcher-1', type: 'researcher', role: 'delegation', status: 'failed', turns: 0, subtaskId: null, fileLocks: null, filesCreated: [], filesModified: [], tests: null, usage: { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 }, error: { code: 'agent_lost', message: 'agent researcher-1 was started 5 times in a row' } };
+    const agent = { id: 'researcher-1', type: 'researcher', role: 'delegation', status: 'failed', turns: 0, subtaskId: null, fileLocks: null, filesCreated: [], filesModified: [], filesDeleted: [], tests: null, usage: { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 }, error: { code: 'agent_lost', message: 'agent researcher-1 was started 5 times in a row' } };
     const engineer = { ...agent, id: 'backend', type: 'backend-engineer', status: 'completed', turns: 6, error: undefined, filesCreated: ['api/a.test.ts'], filesModified: ['api/a.ts'] };
     const fixer = { ...engineer, id: 'backend-fix1', filesCreated: [] };
     const task = { id: 't-1', status: 'running', version: 9, team: 'research', forkedFrom: null, prompt: 'p', agents: [agent, { ...agent, id: 'researcher-2', status: 'completed', turns: 1, error: undefined }, engineer, fixer], budget: null, pendingRequests: [], result: null, error: null } as unknown as TaskView;
@@ -78,7 +78,7 @@ describe('describeTask', () => {
 
 describe('baton status: a plan', () => {
   const subtask = (id: string, status: SubtaskStatus, failed: number | null, dependsOn: string[] = []): PlanView['subtasks'][number] => ({
-    id, agent: 'backend-engineer', description: 'd', fileLocks: [`${id}/**`], dependsOn, status, agentIds: [id], summary: null, filesCreated: [], filesModified: [], tests: failed === null ? null : { passed: 3, failed, skipped: 0 },
+    id, agent: 'backend-engineer', description: 'd', fileLocks: [`${id}/**`], dependsOn, status, agentIds: [id], summary: null, filesCreated: [], filesModified: [], filesDeleted: [], tests: failed === null ? null : { passed: 3, failed, skipped: 0 },
   });
   const plan = (o: Partial<PlanView>): PlanView => {
     const p = { summary: 'add a report', status: 'completed' as const, round: 1, maxReviewRounds: 1, reviewAgent: 'reviewer', subtasks: [subtask('api', 'done', 0), subtask('web', 'done', 2, ['api'])], reviews: [], ...o };

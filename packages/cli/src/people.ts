@@ -54,7 +54,7 @@ export function describeTask(t: TaskView): string {
   const w = t.workspace;
   if (w) lines.push(`  workspace: ${w.source === 'example' ? `example ${w.name}` : `upload${w.name ? ` ${w.name}` : ''}`}, ${w.files} files, ${w.bytes} bytes (${w.digest.slice(0, 12)})`);
   for (const a of t.agents) {
-    const files = [a.filesCreated.length ? `created ${a.filesCreated.join(', ')}` : '', a.filesModified.length ? `modified ${a.filesModified.join(', ')}` : ''].filter(Boolean).join('; ');
+    const files = [a.filesCreated.length ? `created ${a.filesCreated.join(', ')}` : '', a.filesModified.length ? `modified ${a.filesModified.join(', ')}` : '', a.filesDeleted.length ? `deleted ${a.filesDeleted.join(', ')}` : ''].filter(Boolean).join('; ');
     lines.push(`  agent ${a.id} (${a.type}): ${a.status}, ${a.turns} turn${a.turns === 1 ? '' : 's'}${files ? `; ${files}` : ''}`);
     // Why it failed, where the person looks (agent_lost, job_failed, …).
     if (a.error) lines.push(`    error: ${a.error.code}: ${a.error.message}`);

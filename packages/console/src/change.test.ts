@@ -55,9 +55,10 @@ describe("the console's change, file by file", () => {
     expect(['+a', '+++ b/x', '-a', '--- a/x', '@@ -1 +1 @@', ' a'].map(lineKind)).toEqual(['add', '', 'del', '', 'hunk', '']);
   });
 
-  it('reads the change again only when the input or a recorded file changes, not on every event', () => {
-    const task = { workspace: null, artifacts: [{ path: 'a.ts', bytes: 3, sha256: 'x', mediaType: 'text/plain', agentId: 'e1' }] };
+  it('reads the change again only when the input, a recorded file or a deletion changes, not on every event', () => {
+    const task = { workspace: null, artifacts: [{ path: 'a.ts', bytes: 3, sha256: 'x', mediaType: 'text/plain', agentId: 'e1' }], deletedFiles: [] };
     expect(changeKey(task)).toBe(changeKey({ ...task, artifacts: [...task.artifacts] }));
     expect(changeKey(task)).not.toBe(changeKey({ ...task, artifacts: [{ ...task.artifacts[0]!, sha256: 'y' }] }));
+    expect(changeKey(task)).not.toBe(changeKey({ ...task, deletedFiles: ['old.ts'] }));
   });
 });

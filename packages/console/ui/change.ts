@@ -37,8 +37,8 @@ export function changeTotals(change: TaskChangeView): string {
  * What the change depends on: the input workspace and the recorded files laid over it. The page
  * reads the change again only when this moves — not on every event of a running task.
  */
-export const changeKey = (task: Pick<TaskView, 'workspace' | 'artifacts'>): string =>
-  JSON.stringify([task.workspace, task.artifacts.map((a) => [a.path, a.sha256])]);
+export const changeKey = (task: Pick<TaskView, 'workspace' | 'artifacts' | 'deletedFiles'>): string =>
+  JSON.stringify([task.workspace, task.artifacts.map((a) => [a.path, a.sha256]), task.deletedFiles]);
 
 /** Files shown unfolded: all of a small change; a big one opens folded, each file a click away. */
 export const UNFOLDED_FILES = 6;

@@ -67,6 +67,8 @@ export function describe(e: EventView): string {
       return `budget raised to ${measures(d.limit)} by ${s(d.decidedBy)}`;
     case 'ArtifactStored':
       return `stored ${s(d.path)} (${String(d.bytes)} bytes)`;
+    case 'FileDeleted':
+      return `deleted ${s(d.path)}`;
     case 'PlanRecorded':
       return `plan: ${s(d.summary)}`;
     case 'ReviewRecorded':

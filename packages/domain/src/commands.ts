@@ -24,6 +24,7 @@ export type Command =
   /** An agent about to call its model found the budget reached: the budget request opens (a no-op if one is open, or the budget was raised meanwhile). */
   | { type: 'ExceedBudget'; requestId: string; agentId: string; deadline: string }
   | ({ type: 'StoreArtifact' } & EventData<'ArtifactStored'>)
+  | ({ type: 'DeleteFile' } & EventData<'FileDeleted'>)
   | ({ type: 'RecordPlan' } & EventData<'PlanRecorded'>)
   | ({ type: 'RecordReview' } & EventData<'ReviewRecorded'>)
   | ({ type: 'CompleteTask' } & EventData<'TaskCompleted'>)

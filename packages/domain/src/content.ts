@@ -26,8 +26,8 @@ export const ToolResult = z.object({
   toolName: z.string().min(1),
   content: z.string(),
   isError: z.boolean().default(false),
-  /** Files the call created or modified in the agent's workspace (so a takeover runner knows them too). */
-  files: z.object({ created: z.array(z.string()), modified: z.array(z.string()) }).optional(),
+  /** Files the call created, modified or deleted in the agent's workspace (so a takeover runner knows them too). */
+  files: z.object({ created: z.array(z.string()), modified: z.array(z.string()), deleted: z.array(z.string()).optional() }).optional(),
   /** A test run's counts (run_tests), so the agent's progress and completion can report them. */
   tests: TestCounts.optional(),
 });

@@ -162,6 +162,23 @@ describe('subagents', () => {
     expect(s.lead?.openToolUses[0]).toMatchObject({ state: 'resolved', result: { isError: false } });
     expect(JSON.parse(s.lead?.openToolUses[0]?.result?.content ?? '{}')).toMatchObject({ summary: 'found things', filesCreated: ['notes.md'] });
   });
+  it('a deleted file (DeleteFile → FileDeleted) leaves the artifacts and joins deletedFiles until stored again; the agent and the lead are told', () => {
+    const stored = (path: string): DecidedEvent => ({ type: 'ArtifactStored', data: { agentId: 'researcher-1', path, bytes: 1, sha256: 'a'.repeat(64), mediaType: 'text/plain' } });
+    const deleted = (path: string): DecidedEvent => ({ type: 'FileDeleted', data: { agentId: 'researcher-1', path } });
+    const base = [...leadWaitingOnTool, dispatched(), agentStarted(), stored('old.md'), stored('keep.md')];
+    let s = given(base).when({ type: 'DeleteFile', agentId: 'researcher-1', path: 'old.md' }).then([deleted('old.md')]);
+    expect(s.artifacts.map((a) => a.path)).toEqual(['keep.md']);
+    s = stateOf(recorded([...base, deleted('old.md'), deleted('README.md'), deleted('old.md')]));
+    expect(s.deletedFiles).toEqual(['README.md', 'old.md']);
+    s = stateOf(recorded([...base, deleted('old.md'), deleted('README.md'), stored('README.md')]));
+    expect(s.deletedFiles).toEqual(['old.md']);
+    expect(s.artifacts.map((a) => a.path)).toEqual(['keep.md', 'README.md']);
+    const done = { ...agentCompleted(), data: { ...agentCompleted().data, filesDeleted: ['old.md'] } } as DecidedEvent;
+    s = stateOf(recorded([...base, deleted('old.md'), done]));
+    expect(s.agents['researcher-1']?.filesDeleted).toEqual(['old.md']);
+    expect(JSON.parse(s.lead?.openToolUses[0]?.result?.content ?? '{}')).toMatchObject({ filesDeleted: ['old.md'] });
+    given(running).when({ type: 'DeleteFile', agentId: 'nobody', path: 'x' }).thenThrows(Error);
+  });
   it('a takeover is a new attempt; the superseded attempt can no longer complete', () => {
     const hist = [...leadWaitingOnTool, dispatched(), agentStarted('researcher-1', 1)];
     const s = given(hist).when({ type: 'StartSubagent', agentId: 'researcher-1', attempt: 2, runnerId: 'r2' }).then([{ type: 'SubagentStarted', data: { agentId: 'researcher-1', attempt: 2, runnerId: 'r2' } }]);

@@ -153,6 +153,11 @@ export function decide(command: Command, state: TaskState): DecidedEvent[] {
       if (command.agentId !== null) requireAgent(state, command.agentId);
       return [{ type: 'ArtifactStored', data: rest as DecidedData<'ArtifactStored'> }];
 
+    case 'DeleteFile':
+      mustBeLive();
+      if (command.agentId !== null) requireAgent(state, command.agentId);
+      return [{ type: 'FileDeleted', data: rest as DecidedData<'FileDeleted'> }];
+
     case 'CompleteTask': {
       mustBeLive();
       const lead = requireLead(state, command.type);

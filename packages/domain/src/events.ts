@@ -143,6 +143,8 @@ export const eventDataSchemas = {
     summary: z.string(),
     filesCreated: z.array(z.string()),
     filesModified: z.array(z.string()),
+    /** Files of the task it deleted (each also a FileDeleted); absent when none. */
+    filesDeleted: z.array(z.string()).optional(),
     success: z.boolean(),
     iterationCapReached: z.boolean().default(false),
     /** The counts of its last test run (run_tests), if it ran tests. */
@@ -202,6 +204,16 @@ export const eventDataSchemas = {
     bytes: z.number().int().nonnegative(),
     sha256: z.string().regex(/^[0-9a-f]{64}$/),
     mediaType: z.string().min(1),
+  }),
+  /**
+   * An agent deleted a file of the task (a command removed it): an input file or an earlier
+   * artifact. It leaves the task's files — its artifacts, tree, diff and archive, and the
+   * workspaces later agents start from — until a later ArtifactStored of the path. Committed
+   * with the agent's SubagentCompleted, as its ArtifactStored are.
+   */
+  FileDeleted: z.object({
+    agentId: AgentId.nullable(),
+    path: z.string().min(1),
   }),
   /**
    * An agent asked for a mail (send_email): the outbox. The notifier delivers it once, from the

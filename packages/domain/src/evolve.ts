@@ -82,6 +82,7 @@ export function evolve(state: TaskState, event: RecordedEvent): TaskState {
         streamVersion: 0,
         filesCreated: [],
         filesModified: [],
+        filesDeleted: [],
         summary: null,
         error: null,
         usage: emptyUsage(),
@@ -113,6 +114,7 @@ export function evolve(state: TaskState, event: RecordedEvent): TaskState {
         summary: d.summary,
         filesCreated: d.filesCreated,
         filesModified: d.filesModified,
+        filesDeleted: d.filesDeleted ?? [],
         tests: d.tests ?? a.tests,
       }));
       const agent = s.agents[d.agentId];
@@ -123,6 +125,8 @@ export function evolve(state: TaskState, event: RecordedEvent): TaskState {
           summary: d.summary,
           filesCreated: union(t.filesCreated, d.filesCreated),
           filesModified: union(t.filesModified, d.filesModified).filter((f) => !t.filesCreated.includes(f) && !d.filesCreated.includes(f)),
+          // A file deleted in one round and written again in a later one is changed, not deleted.
+          filesDeleted: union(t.filesDeleted, d.filesDeleted ?? []).filter((f) => !d.filesCreated.includes(f) && !d.filesModified.includes(f)),
           tests: d.tests ?? agent.tests ?? t.tests,
           rework: null,
         }));
@@ -130,7 +134,7 @@ export function evolve(state: TaskState, event: RecordedEvent): TaskState {
       } else if (agent?.role === 'review') {
         s = settlePlan(s);
       } else if (agent && s.lead) {
-        const content = JSON.stringify({ summary: d.summary, filesCreated: d.filesCreated, filesModified: d.filesModified, success: d.success });
+        const content = JSON.stringify({ summary: d.summary, filesCreated: d.filesCreated, filesModified: d.filesModified, ...(d.filesDeleted?.length ? { filesDeleted: d.filesDeleted } : {}), success: d.success });
         s = resolveToolUse(s, s.lead.agentId, agent.toolUseId, { content, isError: !d.success });
       }
       break;
@@ -219,7 +223,7 @@ export function evolve(state: TaskState, event: RecordedEvent): TaskState {
       s.plan = {
         toolUseId: d.toolUseId,
         summary: d.summary,
-        subtasks: d.subtasks.map((t): SubtaskState => ({ ...t, status: 'pending', agentIds: [], summary: null, filesCreated: [], filesModified: [], tests: null, rework: null })),
+        subtasks: d.subtasks.map((t): SubtaskState => ({ ...t, status: 'pending', agentIds: [], summary: null, filesCreated: [], filesModified: [], filesDeleted: [], tests: null, rework: null })),
         reviewAgent: d.reviewAgent,
         maxReviewRounds: d.maxReviewRounds,
         round: 0,
@@ -241,6 +245,13 @@ export function evolve(state: TaskState, event: RecordedEvent): TaskState {
     case 'ArtifactStored': {
       const d = event.data;
       s.artifacts = [...s.artifacts.filter((a) => a.path !== d.path), { path: d.path, bytes: d.bytes, sha256: d.sha256, mediaType: d.mediaType, agentId: d.agentId }];
+      if (s.deletedFiles.includes(d.path)) s.deletedFiles = s.deletedFiles.filter((p) => p !== d.path);
+      break;
+    }
+    case 'FileDeleted': {
+      const d = event.data;
+      s.artifacts = s.artifacts.filter((a) => a.path !== d.path);
+      if (!s.deletedFiles.includes(d.path)) s.deletedFiles = [...s.deletedFiles, d.path].sort();
       break;
     }
     case 'EmailRequested': {
@@ -447,7 +458,7 @@ export function planOutcome(plan: PlanState): Record<string, unknown> {
   const review = plan.reviews.at(-1) ?? null;
   return {
     status: plan.status,
-    subtasks: plan.subtasks.map((t) => ({ id: t.id, agent: t.agent, status: t.status, summary: t.summary, filesCreated: t.filesCreated, filesModified: t.filesModified, tests: t.tests })),
+    subtasks: plan.subtasks.map((t) => ({ id: t.id, agent: t.agent, status: t.status, summary: t.summary, filesCreated: t.filesCreated, filesModified: t.filesModified, ...(t.filesDeleted.length > 0 ? { filesDeleted: t.filesDeleted } : {}), tests: t.tests })),
     review: review ? { verdict: review.verdict, summary: review.summary, issues: review.issues, rounds: plan.round } : null,
   };
 }

@@ -81,6 +81,14 @@ describe('forkFiles', () => {
     expect(files.versions).toEqual([sha('a'), sha('b')]);
   });
 
+  it('an artifact deleted in the copied history (FileDeleted) is not among the fork\'s files; its versions stay named', () => {
+    const deleted = { type: 'FileDeleted' as const, data: { agentId: 'researcher-1', path: 'notes.md' } };
+    const source = recorded([...task.slice(0, 5), stored('notes.md', 'a'), deleted, stored('other.md', 'b'), ...task.slice(5)]);
+    const files = forkFiles(source, forkEvents(source, 8, NEW, { now: new Date(), requestedBy: 'u' }));
+    expect(files.artifacts.map((a) => a.path)).toEqual(['other.md']);
+    expect(files.versions).toEqual([sha('a'), sha('b')]);
+  });
+
   it('names the agents that recorded anything after the fork point (their live workspaces are ahead of the fork): on their own streams or on the task\'s', () => {
     const source = history();
     expect(forkFiles(source, forkEvents(source, 5, NEW, { now: new Date(), requestedBy: 'u' })).movedOn).toEqual(['researcher-1']);

@@ -73,6 +73,7 @@ export function forkFiles(source: readonly RecordedEvent[], copied: readonly For
   const last = new Map<string, EventData<'ArtifactStored'>>();
   const versions = new Set<string>();
   for (const c of copied) {
+    if (c.event.type === 'FileDeleted') last.delete(c.event.data.path);
     if (c.event.type !== 'ArtifactStored') continue;
     last.set(c.event.data.path, c.event.data);
     versions.add(c.event.data.sha256);

@@ -40,9 +40,9 @@ class Run {
     this.apply(...d);
     return d.map((x) => x.agentId);
   }
-  finish(agentId: string, o: { success?: boolean; files?: string[]; failingTests?: number } = {}): void {
+  finish(agentId: string, o: { success?: boolean; files?: string[]; deleted?: string[]; failingTests?: number } = {}): void {
     this.apply({ type: 'StartSubagent', agentId, attempt: 1, runnerId: 'r' });
-    this.apply({ type: 'CompleteSubagent', agentId, attempt: 1, summary: `${agentId} done`, filesCreated: [], filesModified: o.files ?? [`${agentId}/x.ts`], success: o.success ?? true, iterationCapReached: false, tests: { passed: 2, failed: o.failingTests ?? 0, skipped: 0 } });
+    this.apply({ type: 'CompleteSubagent', agentId, attempt: 1, summary: `${agentId} done`, filesCreated: [], filesModified: o.files ?? [`${agentId}/x.ts`], ...(o.deleted ? { filesDeleted: o.deleted } : {}), success: o.success ?? true, iterationCapReached: false, tests: { passed: 2, failed: o.failingTests ?? 0, skipped: 0 } });
   }
   acceptance() {
     return planAcceptance(this.state.plan!);
@@ -247,9 +247,10 @@ describe('review and the request-changes round', () => {
     expect(r.tick()).toEqual(['api', 'web']);
     r.finish('api');
     expect(r.tick()).toEqual([]);
-    r.finish('web', { files: ['web/view.ts'] });
+    r.finish('web', { files: ['web/view.ts'], deleted: ['web/old.ts'] });
     expect(r.tick()).toEqual([reviewAgentId(0)]);
-    expect(r.state.agents['review-1']?.prompt).toMatch(/Changed files \(read every one\): api\/x\.ts, web\/view\.ts/);
+    expect(r.state.agents['review-1']?.prompt).toMatch(/Changed files \(read every one\): api\/x\.ts, web\/view\.ts\n\nDeleted files \(gone from your workspace\): web\/old\.ts/);
+    expect(r.state.agents['review-1']?.prompt).toMatch(/web \(frontend-engineer\): web done — changed web\/view\.ts, web\/old\.ts \(deleted\)/);
     expect(leadPhase(r.state)).toBe('reviewing');
     expect(r.acceptance().accepted).toBeNull(); // reviewing
     r.review('review-1', 'approve');

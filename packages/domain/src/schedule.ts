@@ -50,8 +50,8 @@ export function schedulePlan(s: TaskState): Dispatch[] {
 }
 
 const bullet = (lines: readonly string[]): string => lines.map((l) => `- ${l}`).join('\n');
-const files = (t: Pick<SubtaskState, 'filesCreated' | 'filesModified'>): string =>
-  [...t.filesCreated.map((f) => `${f} (new)`), ...t.filesModified].join(', ') || 'no files';
+const files = (t: Pick<SubtaskState, 'filesCreated' | 'filesModified' | 'filesDeleted'>): string =>
+  [...t.filesCreated.map((f) => `${f} (new)`), ...t.filesModified, ...t.filesDeleted.map((f) => `${f} (deleted)`)].join(', ') || 'no files';
 const tests = (t: Pick<SubtaskState, 'tests'>): string => (t.tests ? `tests: ${t.tests.passed} passed, ${t.tests.failed} failed` : 'no test run recorded');
 
 /** What a subtask's agent is told: its part of the plan, its locks, what its dependencies did, and (in a later round) the review's issues. */
@@ -74,10 +74,12 @@ export function subtaskBrief(plan: PlanState, t: SubtaskState): string {
 /** What the reviewer is told: the plan, and every subtask's outcome with the files it changed. */
 export function reviewBrief(plan: PlanState): string {
   const changed = [...new Set(plan.subtasks.flatMap((t) => [...t.filesCreated, ...t.filesModified]))].sort();
+  const deleted = [...new Set(plan.subtasks.flatMap((t) => t.filesDeleted))].filter((f) => !changed.includes(f)).sort();
   return [
     `Review the change made for this plan: ${plan.summary}`,
     `Subtasks:\n${bullet(plan.subtasks.map((t) => `${t.id} (${t.agent}): ${t.summary ?? 'no summary'} — changed ${files(t)}; ${tests(t)}`))}`,
     `Changed files (read every one): ${changed.join(', ') || 'none'}`,
+    deleted.length > 0 ? `Deleted files (gone from your workspace): ${deleted.join(', ')}` : '',
     plan.round > 0 ? `This is the review after round ${plan.round} of changes; the previous review said: ${plan.reviews.at(-1)?.summary ?? ''}` : '',
     'Finish by calling submit_review with your verdict (approve or request_changes), the issues (severity, file, line, message) and a summary.',
   ]

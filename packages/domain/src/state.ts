@@ -53,6 +53,8 @@ export interface AgentState extends AgentLoopState {
   streamVersion: number;
   filesCreated: string[];
   filesModified: string[];
+  /** Files of the task it deleted. */
+  filesDeleted: string[];
   summary: string | null;
   error: { code: string; message: string } | null;
   usage: UsageTotals;
@@ -77,6 +79,7 @@ export interface SubtaskState extends PlanSubtask {
   summary: string | null;
   filesCreated: string[];
   filesModified: string[];
+  filesDeleted: string[];
   tests: TestCounts | null;
   /** The review issues its next round must address (set when a review asks for changes). */
   rework: ReviewIssue[] | null;
@@ -228,6 +231,11 @@ export interface TaskState {
   /** The spending limit in force (raised by a person's decision); null: none. */
   budget: Budget | null;
   artifacts: Artifact[];
+  /**
+   * Paths agents deleted (FileDeleted) and nothing stored again since, sorted: gone from the
+   * task's tree — input files among them too, which `artifacts` cannot say.
+   */
+  deletedFiles: string[];
   /** Outbox mails the agents asked for (send_email), by email id. */
   emails: Record<string, EmailState>;
   /** The lead's plan (engineering teams), once recorded. */
@@ -264,6 +272,7 @@ export const initialState = (): TaskState => ({
   usage: emptyUsage(),
   budget: null,
   artifacts: [],
+  deletedFiles: [],
   emails: {},
   plan: null,
   result: null,

@@ -39,7 +39,7 @@ describe('mail contents', () => {
     const done = given([submitted, started, { type: 'TaskCompleted', data: { summary: 'built it', reportPath: null } }]).state;
     const plan: PlanState = {
       toolUseId: 'plan-1', summary: 'add a report', reviewAgent: 'reviewer', maxReviewRounds: 1, round: 1, status: 'completed',
-      subtasks: [{ id: 'api', agent: 'backend-engineer', description: 'd', fileLocks: ['api/**'], dependsOn: [], status: 'done', agentIds: ['api'], summary: null, filesCreated: [], filesModified: [], tests: { passed: 3, failed: 1, skipped: 0 }, rework: null }],
+      subtasks: [{ id: 'api', agent: 'backend-engineer', description: 'd', fileLocks: ['api/**'], dependsOn: [], status: 'done', agentIds: ['api'], summary: null, filesCreated: [], filesModified: [], filesDeleted: [], tests: { passed: 3, failed: 1, skipped: 0 }, rework: null }],
       reviews: [{ agentId: 'review-2', round: 1, verdict: 'request_changes', issues: [{ severity: 'major', file: 'api/a.ts', line: 3, message: 'm' }], summary: 'no' }],
     };
     const m = endMail({ ...done, plan }, { report: null, artifacts: [], console: 'c' });

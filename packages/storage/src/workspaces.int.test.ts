@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { pgTest as test } from '@baton/testing';
 import { describe, expect } from 'vitest';
 import { storeArtifact } from './artifacts.ts';
-import { readWorkspace, storeWorkspace, taskChange, workspaceDigest, workspaceManifest, type WorkspaceFile } from './workspaces.ts';
+import { readWorkspace, storeWorkspace, taskChange, taskTree, workspaceDigest, workspaceManifest, type WorkspaceFile } from './workspaces.ts';
 
 const file = (path: string, content: string | Buffer, mode = 0o644): WorkspaceFile => ({ path, mode, content: Buffer.isBuffer(content) ? content : Buffer.from(content) });
 
@@ -50,21 +50,29 @@ describe('input workspaces in Postgres', () => {
     const notes = await storeArtifact(db.pool, { taskId, path: 'NOTES.md', agentId: null, content: Buffer.from('done\n') });
     await storeArtifact(db.pool, { taskId, path: 'unrecorded.txt', agentId: null, content: Buffer.from('not in the log') });
     const artifacts = [app, notes];
-    const change = await taskChange(db.pool, { id: taskId, workspace: { digest: ws.digest }, artifacts });
+    const change = await taskChange(db.pool, { id: taskId, workspace: { digest: ws.digest }, artifacts, deletedFiles: [] });
     expect(change.files).toEqual([
       { path: 'NOTES.md', status: 'added', additions: 1, deletions: 0, binary: false },
       { path: 'src/app.ts', status: 'modified', additions: 1, deletions: 1, binary: false },
     ]);
     expect(change.patch).toContain('diff --git a/src/app.ts b/src/app.ts\n--- a/src/app.ts\n+++ b/src/app.ts\n@@ -1,1 +1,1 @@\n-const a = 1;\n+const a = 2;\n');
     expect(change.patch).not.toContain('unrecorded');
-    const bare = await taskChange(db.pool, { id: taskId, workspace: null, artifacts: [notes] });
+    const bare = await taskChange(db.pool, { id: taskId, workspace: null, artifacts: [notes], deletedFiles: [] });
     expect(bare.files).toEqual([{ path: 'NOTES.md', status: 'added', additions: 1, deletions: 0, binary: false }]);
-    expect(await taskChange(db.pool, { id: randomUUID(), workspace: { digest: ws.digest }, artifacts: [] })).toEqual({ files: [], patch: '' });
-    await expect(taskChange(db.pool, { id: taskId, workspace: { digest: 'e'.repeat(64) }, artifacts: [] })).rejects.toThrow(/is not stored/);
-    await expect(taskChange(db.pool, { id: taskId, workspace: null, artifacts: [{ path: 'missing.md', sha256: 'f'.repeat(64) }] })).rejects.toThrow(/artifact 'missing.md' .*: the version recorded \(sha256 ffffffffffff…\) is not kept/);
+    expect(await taskChange(db.pool, { id: randomUUID(), workspace: { digest: ws.digest }, artifacts: [], deletedFiles: [] })).toEqual({ files: [], patch: '' });
+    await expect(taskChange(db.pool, { id: taskId, workspace: { digest: 'e'.repeat(64) }, artifacts: [], deletedFiles: [] })).rejects.toThrow(/is not stored/);
+    await expect(taskChange(db.pool, { id: taskId, workspace: null, artifacts: [{ path: 'missing.md', sha256: 'f'.repeat(64) }], deletedFiles: [] })).rejects.toThrow(/artifact 'missing.md' .*: the version recorded \(sha256 ffffffffffff…\) is not kept/);
 
     // Each artifact in the version recorded: a state from before a rewrite diffs as it stood then.
     await storeArtifact(db.pool, { taskId, path: 'src/app.ts', agentId: 'coder-1', content: Buffer.from('const a = 3;\n') });
-    expect((await taskChange(db.pool, { id: taskId, workspace: { digest: ws.digest }, artifacts })).patch).toContain('+const a = 2;\n');
+    expect((await taskChange(db.pool, { id: taskId, workspace: { digest: ws.digest }, artifacts, deletedFiles: [] })).patch).toContain('+const a = 2;\n');
+
+    // A file an agent deleted (FileDeleted) is gone from the tree: an input file shows as deleted.
+    const gone = await taskChange(db.pool, { id: taskId, workspace: { digest: ws.digest }, artifacts: [notes], deletedFiles: ['README.md'] });
+    expect(gone.files).toEqual([
+      { path: 'NOTES.md', status: 'added', additions: 1, deletions: 0, binary: false },
+      { path: 'README.md', status: 'deleted', additions: 0, deletions: 1, binary: false },
+    ]);
+    expect((await taskTree(db.pool, { id: taskId, workspace: { digest: ws.digest }, artifacts: [notes], deletedFiles: ['README.md'] })).tree.map((f) => f.path)).toEqual(['NOTES.md', 'src/app.ts']);
   });
 });

@@ -495,6 +495,8 @@ export interface TaskFiles {
   id: string;
   workspace: { digest: string } | null;
   artifacts: readonly { path: string; sha256: string }[];
+  /** Paths agents deleted since (TaskState.deletedFiles): not in the tree. */
+  deletedFiles: readonly string[];
 }
 
 /**
@@ -511,6 +513,7 @@ export async function taskTree(pool: pg.Pool, task: TaskFiles): Promise<{ input:
     input = files;
   }
   const tree = new Map(input.map((f) => [f.path, f]));
+  for (const p of task.deletedFiles) tree.delete(p);
   for (const [p, content] of await readArtifacts(pool, task.id, task.artifacts)) {
     // In the order stored, the newer wins where a file and a directory of one name meet: a file
     // that became a directory (api/types.ts → api/types.ts/index.ts) is gone, and so is what was

@@ -1,7 +1,7 @@
 import type { DecidedEvent } from '@baton/domain';
 import { recorded } from '@baton/testing';
 import { describe, expect, it } from 'vitest';
-import { artifactsAtStart, recordedWrites } from './subagent.ts';
+import { filesAtStart, recordedWrites } from './subagent.ts';
 
 const usage = { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
 const turn = (agentId: string, n: number, uses: { id: string; name: string; input: Record<string, unknown> }[]): DecidedEvent => ({
@@ -31,9 +31,10 @@ describe('the file writes an agent recorded (what rebuilds a workspace that is g
   });
 });
 
-describe('the artifacts an agent was seeded with', () => {
+describe('the task files an agent was seeded with', () => {
+  const stored = (agentId: string, path: string, sha: string): DecidedEvent => ({ type: 'ArtifactStored', data: { agentId, path, bytes: 1, sha256: sha.repeat(64), mediaType: 'text/plain' } });
+  const deleted = (agentId: string, path: string): DecidedEvent => ({ type: 'FileDeleted', data: { agentId, path } });
   it('the last version of each path stored before its first start; what others stored while it worked left out', () => {
-    const stored = (agentId: string, path: string, sha: string): DecidedEvent => ({ type: 'ArtifactStored', data: { agentId, path, bytes: 1, sha256: sha.repeat(64), mediaType: 'text/plain' } });
     const events = recorded([
       stored('researcher-1', 'notes.md', 'a'),
       stored('researcher-1', 'notes.md', 'b'),
@@ -41,7 +42,19 @@ describe('the artifacts an agent was seeded with', () => {
       stored('backend', 'api/x.ts', 'c'),
       { type: 'SubagentStarted', data: { agentId: 'frontend', attempt: 2, runnerId: 'r' } },
     ]);
-    expect(artifactsAtStart(events, 'frontend')).toEqual([{ path: 'notes.md', sha256: 'b'.repeat(64) }]);
-    expect(artifactsAtStart(events, 'nobody')).toHaveLength(2); // never started: everything stored so far
+    expect(filesAtStart(events, 'frontend')).toEqual({ artifacts: [{ path: 'notes.md', sha256: 'b'.repeat(64) }], deletedFiles: [] });
+    expect(filesAtStart(events, 'nobody').artifacts).toHaveLength(2); // never started: everything stored so far
+  });
+  it('the files deleted before its start, unless stored again; an artifact deleted is not seeded', () => {
+    const events = recorded([
+      stored('a', 'old.ts', 'a'),
+      deleted('a', 'old.ts'),
+      deleted('a', 'README.md'),
+      deleted('a', 'back.ts'),
+      stored('b', 'back.ts', 'b'),
+      { type: 'SubagentStarted', data: { agentId: 'c', attempt: 1, runnerId: 'r' } },
+      deleted('d', 'later.ts'),
+    ]);
+    expect(filesAtStart(events, 'c')).toEqual({ artifacts: [{ path: 'back.ts', sha256: 'b'.repeat(64) }], deletedFiles: ['README.md', 'old.ts'] });
   });
 });

@@ -329,6 +329,42 @@ describe('runSubagentJob', () => {
     expect(await runSubagentJob(d, id, 'engineer-1', () => {})).toBe('nothing-to-do');
   });
 
+  test.runIf(findBwrap() !== null)("files a command deletes leave the task's files (FileDeleted): gone from its artifacts and from the next agent's workspace; one deleted and written again is back", async ({ pg }) => {
+    const { team, script } = withEngineer({ model: 'm', tools: ['write_file', 'run_command'] }, [
+      [{ type: 'tool_use', id: 'c1', name: 'run_command', input: { command: 'echo s > scratch.txt' } }],
+      [{ type: 'tool_use', id: 'c2', name: 'run_command', input: { command: 'rm old.ts README.md scratch.txt && rm -r docs' } }],
+      [{ type: 'tool_use', id: 'w1', name: 'write_file', input: { path: 'README.md', content: '# new\n' } }],
+    ]);
+    const { script: look } = withEngineer({ model: 'm', tools: ['run_command'] }, [[{ type: 'tool_use', id: 'l1', name: 'run_command', input: { command: 'find . -type f | sort' } }]]);
+    const input = [
+      { path: 'README.md', mode: 0o644, content: Buffer.from('# old\n') },
+      { path: 'old.ts', mode: 0o644, content: Buffer.from('x') },
+      { path: 'docs/a.md', mode: 0o644, content: Buffer.from('a') },
+      { path: 'keep.ts', mode: 0o644, content: Buffer.from('k') },
+    ];
+    const id = randomUUID();
+    const workspace = { digest: 'a'.repeat(64), source: 'upload' as const, name: null, files: input.length, bytes: 9 };
+    await handleCommand(pg.store, id, { type: 'SubmitTask', prompt: 'tidy', team: 'research', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 'd', requestHash: null, forkedFrom: null, workspace, budget: null });
+    await handleCommand(pg.store, id, { type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'research-lead', configVersion: 'v' });
+    const usage = { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
+    await handleCommand(pg.store, id, { type: 'RecordModelTurn', agentId: 'lead', turn: 1, model: 'm', stopReason: 'tool_use', offline: true, durationMs: 0, usage, content: [{ type: 'tool_use', id: 'tu1', name: 'Task', input: { agent: 'engineer', prompt: 'tidy' } }, { type: 'tool_use', id: 'tu2', name: 'Task', input: { agent: 'engineer', prompt: 'look' } }] });
+    await handleCommand(pg.store, id, { type: 'DispatchSubagent', agentId: 'engineer-1', agentType: 'engineer', toolUseId: 'tu1', prompt: 'tidy' });
+    const d = { ...deps(pg.store, script), teams: { research: team }, inputWorkspace: async () => input };
+    expect(await runSubagentJob(d, id, 'engineer-1', () => {})).toBe('completed');
+    const { state, events } = await loadTask(pg.store, id);
+    // The scratch file made and deleted within the agent's run was never the task's; README.md, deleted and written again, is changed.
+    expect(state.agents['engineer-1']).toMatchObject({ status: 'completed', filesCreated: [], filesModified: ['README.md'], filesDeleted: ['docs/a.md', 'old.ts'] });
+    expect(state.deletedFiles).toEqual(['docs/a.md', 'old.ts']);
+    expect(state.artifacts.map((a) => a.path)).toEqual(['README.md']);
+    expect(events.filter((e) => e.type === 'FileDeleted').map((e) => e.data)).toEqual([{ agentId: 'engineer-1', path: 'docs/a.md' }, { agentId: 'engineer-1', path: 'old.ts' }]);
+    expect(JSON.parse(state.lead?.openToolUses.find((t) => t.toolUseId === 'tu1')?.result?.content ?? '{}')).toMatchObject({ filesDeleted: ['docs/a.md', 'old.ts'] });
+    // The next agent starts from the task's files: the deleted ones are not there.
+    await handleCommand(pg.store, id, { type: 'DispatchSubagent', agentId: 'engineer-2', agentType: 'engineer', toolUseId: 'tu2', prompt: 'look' });
+    expect(await runSubagentJob({ ...d, model: look }, id, 'engineer-2', () => {})).toBe('completed');
+    const listing = (await loadTask(pg.store, id)).events.filter((e) => e.type === 'ToolResultsRecorded' && e.data.agentId === 'engineer-2').flatMap((e) => (e.data as { results: { content: string }[] }).results)[0]?.content;
+    expect(listing).toMatch(/--- stdout ---\n\.\/README\.md\n\.\/keep\.ts\n$/);
+  });
+
   test.runIf(findBwrap() !== null)('a configured engineer: its tools, test command and named env run in its sandbox; the sandbox is killed when it completes', async ({ pg }) => {
     const { team, script } = withEngineer({ model: 'm', tools: ['write_file', 'run_command', 'run_tests'], testCommand: 'node --test', sandbox: { network: false, env: ['BATON_PASSED_IN'], limits: { processes: 64 } } }, [
       [

@@ -269,8 +269,9 @@ export async function runSubagentJob(
           const review = agent0.role === 'review' ? lastReview(own, agentId, agent0.round) : null;
           return [
             ...stored.map((x): Command => ({ type: 'StoreArtifact', agentId, path: x.path, bytes: x.bytes, sha256: x.sha256, mediaType: x.mediaType })),
+            ...files.deleted.map((path): Command => ({ type: 'DeleteFile', agentId, path })),
             ...(review ? [review] : []),
-            { type: 'CompleteSubagent', agentId, attempt, summary, filesCreated: files.created, filesModified: files.modified, success: !capped, iterationCapReached: capped, ...(tests ? { tests } : {}) },
+            { type: 'CompleteSubagent', agentId, attempt, summary, filesCreated: files.created, filesModified: files.modified, ...(files.deleted.length > 0 ? { filesDeleted: files.deleted } : {}), success: !capped, iterationCapReached: capped, ...(tests ? { tests } : {}) },
           ];
         },
       };
@@ -369,13 +370,19 @@ function sandboxSpec(d: RunnerDeps, def: AgentDefinition, taskId: string, agentI
   return { taskId, agentId, attempt, network: def.sandbox?.network ?? false, env, limits: { ...DEFAULT_LIMITS, ...def.sandbox?.limits } };
 }
 
+/** The task's files at a point: its artifacts (each in a version) and the paths deleted since (TaskState's, or `filesAtStart`). */
+type TaskFilesAt = { artifacts: readonly { path: string; sha256: string }[]; deletedFiles: readonly string[] };
+
 /**
- * A new agent's workspace: the task's input workspace (the codebase it started from), then the
- * task's artifacts so far on top — the files earlier agents produced or changed (the
- * researcher's notes for the writer; a dependency's changes for an engineer).
+ * A new agent's workspace: the task's input workspace (the codebase it started from) without the
+ * files agents deleted, then the task's artifacts so far on top — the files earlier agents
+ * produced or changed (the researcher's notes for the writer; a dependency's changes for an
+ * engineer). As storage's taskTree lays the task's tree.
  */
-async function seedInputs(d: RunnerDeps, sandbox: Sandbox, state: TaskState, taskId: string, artifacts: readonly { path: string; sha256: string }[] = state.artifacts): Promise<number> {
-  const inputs = state.workspace && d.inputWorkspace ? await d.inputWorkspace(state.workspace.digest) : [];
+async function seedInputs(d: RunnerDeps, sandbox: Sandbox, state: TaskState, taskId: string, at: TaskFilesAt = state): Promise<number> {
+  const { artifacts } = at;
+  const deleted = new Set(at.deletedFiles);
+  const inputs = (state.workspace && d.inputWorkspace ? await d.inputWorkspace(state.workspace.digest) : []).filter((f) => !deleted.has(f.path));
   if (inputs.length === 0 && (!d.artifacts || artifacts.length === 0)) return 0;
   let written = 0;
   for (const f of inputs) {
@@ -432,7 +439,7 @@ export async function writeOver(sandbox: Sandbox, file: string, content: string 
 async function restoreLostWorkspace(d: RunnerDeps, sandbox: Sandbox, state: TaskState, events: readonly RecordedEvent[], taskId: string, agentId: string): Promise<void> {
   if ((await sandbox.files.list('.')).length > 0) return;
   const writes = recordedWrites(events, agentId);
-  const seeded = await seedInputs(d, sandbox, state, taskId, artifactsAtStart(events, agentId));
+  const seeded = await seedInputs(d, sandbox, state, taskId, filesAtStart(events, agentId));
   if (seeded === 0 && writes.length === 0) return; // it started from nothing and wrote nothing: nothing is gone
   let replayed = 0;
   for (const w of writes) {
@@ -450,17 +457,25 @@ async function restoreLostWorkspace(d: RunnerDeps, sandbox: Sandbox, state: Task
 }
 
 /**
- * The artifacts an agent's workspace was seeded with: those stored before it first started (the
- * last version of each path before then), not those other agents stored while it worked (pure).
+ * The task's files an agent's workspace was seeded with: the artifacts stored before it first
+ * started (the last version of each path before then) and the files deleted by then, not what
+ * other agents stored or deleted while it worked (pure).
  */
-export function artifactsAtStart(events: readonly RecordedEvent[], agentId: string): { path: string; sha256: string }[] {
+export function filesAtStart(events: readonly RecordedEvent[], agentId: string): TaskFilesAt {
   const start = events.find((e) => e.type === 'SubagentStarted' && e.data.agentId === agentId)?.position;
   const last = new Map<string, { path: string; sha256: string }>();
+  const deleted = new Set<string>();
   for (const e of events) {
     if (start !== undefined && e.position >= start) break;
-    if (e.type === 'ArtifactStored') last.set(e.data.path, { path: e.data.path, sha256: e.data.sha256 });
+    if (e.type === 'ArtifactStored') {
+      last.set(e.data.path, { path: e.data.path, sha256: e.data.sha256 });
+      deleted.delete(e.data.path);
+    } else if (e.type === 'FileDeleted') {
+      last.delete(e.data.path);
+      deleted.add(e.data.path);
+    }
   }
-  return [...last.values()];
+  return { artifacts: [...last.values()], deletedFiles: [...deleted].sort() };
 }
 
 /** The ids of an agent's tool uses whose results were recorded as no error. */
@@ -551,16 +566,25 @@ export async function claimAttempt(d: Pick<RunnerDeps, 'store' | 'runnerId' | 'n
   }
 }
 
-/** Files created/modified, from the recorded tool results (so a takeover runner reports them too). */
-export function collectFiles(events: readonly RecordedEvent[]): { created: string[]; modified: string[] } {
-  const created = new Set<string>();
-  const modified = new Set<string>();
+/** Files created, modified and deleted, from the recorded tool results (so a takeover runner reports them too). Pure. */
+export function collectFiles(events: readonly RecordedEvent[]): { created: string[]; modified: string[]; deleted: string[] } {
+  // Each path's effect since the agent began, in the order its tools had them: a file created and
+  // then deleted was never the task's; one deleted and then written again is changed, not new.
+  const effect = new Map<string, 'created' | 'modified' | 'deleted'>();
   for (const e of events) {
     if (e.type !== 'ToolResultsRecorded') continue;
     for (const r of e.data.results) {
-      for (const p of r.files?.created ?? []) created.add(p);
-      for (const p of r.files?.modified ?? []) if (!created.has(p)) modified.add(p);
+      for (const p of r.files?.created ?? []) {
+        const was = effect.get(p);
+        effect.set(p, was === undefined ? 'created' : was === 'deleted' ? 'modified' : was);
+      }
+      for (const p of r.files?.modified ?? []) if (effect.get(p) !== 'created') effect.set(p, 'modified');
+      for (const p of r.files?.deleted ?? []) {
+        if (effect.get(p) === 'created') effect.delete(p);
+        else effect.set(p, 'deleted');
+      }
     }
   }
-  return { created: [...created].sort(), modified: [...modified].sort() };
+  const of = (kind: 'created' | 'modified' | 'deleted') => [...effect].filter(([, k]) => k === kind).map(([p]) => p).sort();
+  return { created: of('created'), modified: of('modified'), deleted: of('deleted') };
 }

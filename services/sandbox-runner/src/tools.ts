@@ -149,7 +149,8 @@ const shellQuote = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
 
 /**
  * Watch a command's effect on the workspace: what it created or modified is reported (and kept
- * as artifacts like written files); what it created, changed or deleted outside the agent's
+ * as artifacts like written files), and what it deleted (recorded as FileDeleted when the agent
+ * completes: gone from the task's files); what it created, changed or deleted outside the agent's
  * policy (file scope and locks) is undone — created files removed, changed or deleted ones put
  * back — and the undoing is reported to the model.
  */
@@ -175,6 +176,7 @@ async function guardWrites(env: ToolEnv): Promise<{ settle(): Promise<{ files: N
       const partial = before.truncated || after.truncated;
       const created: string[] = [];
       const modified: string[] = [];
+      const deleted: string[] = [];
       const undone: string[] = [];
       /** Why the first undone change was refused (the rest share the agent's policy). */
       let reason: string | null = null;
@@ -211,12 +213,15 @@ async function guardWrites(env: ToolEnv): Promise<{ settle(): Promise<{ files: N
         else (changed === 'created' ? created : modified).push(f.path);
       }
       for (const p of seen.keys()) {
-        const why = now.has(p) || partial || UNREPORTED.test(p) ? null : refusal(p);
+        if (now.has(p) || partial || UNREPORTED.test(p)) continue;
+        const why = refusal(p);
         if (why) await undo('deleted', p, why);
+        else deleted.push(p);
       }
       const unchecked = partial ? `\n[the workspace has more than ${MAX_GUARDED_FILES} files besides dependencies: files created or deleted beyond those were not checked]` : '';
       const reverted = `${reason ? `\n[reverted: the command changed files outside what this agent may change (${reason}): ${undone.join('; ')}]` : ''}${unchecked}`;
-      return { files: { created: created.slice(0, MAX_REPORTED_FILES), modified: modified.slice(0, MAX_REPORTED_FILES) }, reverted };
+      const reported = { created: created.slice(0, MAX_REPORTED_FILES), modified: modified.slice(0, MAX_REPORTED_FILES), ...(deleted.length > 0 ? { deleted: deleted.sort().slice(0, MAX_REPORTED_FILES) } : {}) };
+      return { files: reported, reverted };
     },
   };
 }
