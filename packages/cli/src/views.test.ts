@@ -30,14 +30,16 @@ describe('describeDelivery', () => {
   });
   it("a failed webhook or notification mail: why, and the command that sends it again; an agent's mail never gets that command", () => {
     expect(describeDelivery('t-1', { ...d, ok: false, statusCode: 500, error: 'HTTP 500', attempt: 3, redelivery: true })).toBe('17  2026-11-26T12:00:00.000Z  webhook task.completed  → https://hooks.example.com/baton  attempt 3 (redelivery)  failed 500: HTTP 500 (12 ms)\n   → baton redeliver t-1 17');
-    expect(describeDelivery('t-1', { ...d, ok: false, statusCode: null, error: null })).toMatch(/failed: no answer \(12 ms\)\n {3}→ baton redeliver t-1 17$/);
+    expect(describeDelivery('t-1', { ...d, ok: false, statusCode: null, error: null })).toMatch(/failed: no answer \(12 ms\)\n {3}\(the notifiers try again by themselves\)$/);
+    expect(describeDelivery('t-1', { ...d, ok: false, statusCode: null, error: null, givenUp: true })).toMatch(/given up: no more attempts\n {3}→ baton redeliver t-1 17$/);
+    expect(describeDelivery('t-1', { ...d, channel: 'email', type: 'email.outbox', url: 'mailto:a@example.com, b@example.com', statusCode: 250, error: 'refused: b@example.com (550 no such user)' })).toMatch(/ok 250 \(refused: b@example\.com \(550 no such user\)\) \(12 ms\)$/);
     // The last attempt the notifiers make says so: no retry is coming, only a person's.
     expect(describeDelivery('t-1', { ...d, ok: false, statusCode: 410, error: 'HTTP 410', givenUp: true })).toBe('17  2026-11-26T12:00:00.000Z  webhook task.completed  → https://hooks.example.com/baton  attempt 1  failed 410: HTTP 410 (12 ms); given up: no more attempts\n   → baton redeliver t-1 17');
-    expect(describeDelivery('t-1', { ...d, channel: 'email', type: 'email.completed', url: 'mailto:ops@example.com', ok: false, statusCode: 550, error: 'mailbox full' })).toBe('17  2026-11-26T12:00:00.000Z  mail email.completed  → mailto:ops@example.com  attempt 1  failed 550: mailbox full (12 ms)\n   → baton redeliver t-1 17');
+    expect(describeDelivery('t-1', { ...d, channel: 'email', type: 'email.completed', url: 'mailto:ops@example.com', ok: false, statusCode: 550, error: 'mailbox full', givenUp: true })).toBe('17  2026-11-26T12:00:00.000Z  mail email.completed  → mailto:ops@example.com  attempt 1  failed 550: mailbox full (12 ms); given up: no more attempts\n   → baton redeliver t-1 17');
     expect(describeDelivery('t-1', { ...d, channel: 'email', type: 'email.outbox', url: 'mailto:ops@example.com', ok: false, statusCode: null, error: 'connection refused' })).not.toMatch(/redeliver/);
   });
   it('in a list, only the latest attempt of each message offers the command: not a failure a later attempt mended', () => {
-    const fail = { ...d, ok: false, statusCode: 500, error: 'HTTP 500' };
+    const fail = { ...d, ok: false, statusCode: 500, error: 'HTTP 500', givenUp: true };
     const lines = describeDeliveries('t-1', [
       { ...fail, id: '1' },
       { ...d, id: '2', attempt: 2 },

@@ -22,14 +22,17 @@ export function describeWebhook(w: WebhookEndpointView): string {
 }
 
 /**
- * One delivery attempt: when, what, where, how it went. `last`: it is the latest attempt of its
- * message (a webhook message, to one endpoint, or a mail); failed, it ends with the command that
- * sends it again — not an earlier failure a later attempt mended, nor an agent's own mail.
+ * One delivery attempt: when, what, where, how it went (an accepted mail that some recipients
+ * refused says so). `last`: it is the latest attempt of its message (a webhook message, to one
+ * endpoint, or a mail); failed, it ends with the command that sends it again once the notifiers
+ * have stopped trying (given up, or a person's redelivery, which is tried once) — while they
+ * still try, that they do; never for an earlier failure a later attempt mended, nor an agent's own mail.
  */
 export function describeDelivery(taskId: string, d: DeliveryView, last = true): string {
-  const how = d.ok ? `ok ${d.statusCode ?? ''}`.trimEnd() : `failed${d.statusCode !== null ? ` ${d.statusCode}` : ''}: ${d.error ?? 'no answer'}`;
+  const how = d.ok ? `ok ${d.statusCode ?? ''}`.trimEnd() + (d.error ? ` (${d.error})` : '') : `failed${d.statusCode !== null ? ` ${d.statusCode}` : ''}: ${d.error ?? 'no answer'}`;
   const head = `${d.id}  ${d.attemptedAt}  ${d.channel === 'email' ? 'mail' : 'webhook'} ${d.type}  → ${d.url}  attempt ${d.attempt}${d.redelivery ? ' (redelivery)' : ''}  ${how} (${d.durationMs} ms)${d.givenUp ? '; given up: no more attempts' : ''}`;
-  return last && !d.ok && d.type !== 'email.outbox' ? `${head}\n   → baton redeliver ${taskId} ${d.id}` : head;
+  if (!last || d.ok || d.type === 'email.outbox') return head;
+  return d.givenUp || d.redelivery ? `${head}\n   → baton redeliver ${taskId} ${d.id}` : `${head}\n   (the notifiers try again by themselves)`;
 }
 
 /** `baton deliveries`: every attempt, in order, the latest failed attempt of each message with the command that sends it again. */

@@ -1,7 +1,7 @@
 import { given } from '@baton/testing';
 import type { DecidedEvent, PendingRequest, PlanState } from '@baton/domain';
 import { describe, expect, it } from 'vitest';
-import { endMail, outboxMail, requestMail } from './compose.ts';
+import { endMail, excerpt, MAX_INLINE_REPORT_CHARS, outboxMail, requestMail } from './compose.ts';
 
 const submitted: DecidedEvent = { type: 'TaskSubmitted', data: { prompt: 'Research <b>event sourcing</b>', team: 'research', requirePlanApproval: true, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 't', requestHash: null, forkedFrom: null, workspace: null, budget: null } };
 const started: DecidedEvent = { type: 'TaskStarted', data: { leadAgentId: 'lead', leadAgentType: 'research-lead', configVersion: 'v' } };
@@ -51,6 +51,29 @@ describe('mail contents', () => {
   it('a failure says why', () => {
     const failed = given([submitted, started, { type: 'TaskFailed', data: { code: 'lead_failed', message: 'boom' } }]).state;
     expect(endMail(failed, { report: null, artifacts: [], console: 'c' })).toMatchObject({ subject: '[Baton] Failed: Research <b>event sourcing</b>', text: expect.stringMatching(/lead_failed: boom/) });
+  });
+  it('a cancellation says who cancelled, when and why', () => {
+    const cancelled = given([submitted, started, { type: 'TaskCancelled', data: { reason: 'changed my mind', requestedBy: 'key:1a2b3c4d@t' } }]).state;
+    const m = endMail(cancelled, { report: null, artifacts: [], console: 'c' });
+    expect(m.text).toMatch(/Cancelled by key:1a2b3c4d@t at \S+: changed my mind/);
+    expect(m.html).toMatch(/Cancelled by key:1a2b3c4d@t at \S+: changed my mind/);
+  });
+  it('images are never loaded: a remote one becomes a link, any other its alt text', () => {
+    const m = outboxMail(task, { subject: 's', body: '![pixel](https://tracker.example/p.gif?who=reader) ![local](images/a.png) ![](data:image/png;base64,AAAA)', agentId: 'writer-1' });
+    expect(m.html).not.toContain('<img');
+    expect(m.html).toContain('<a href="https://tracker.example/p.gif?who=reader">[image: pixel]</a>');
+    expect(m.html).toContain('[image: local]');
+    expect(m.html).toContain('[image: image]');
+  });
+  it('a long report only begins in the mail (its text and its HTML), cut at a line, and says where the rest is', () => {
+    const done = given([submitted, started, { type: 'TaskCompleted', data: { summary: 'written', reportPath: 'report.md' } }]).state;
+    const report = Array.from({ length: 4000 }, (_, i) => `line ${i} ${'漢'.repeat(40)}`).join('\n');
+    const m = endMail(done, { report, artifacts: [{ path: 'report.md', bytes: Buffer.byteLength(report), url: 'u', attached: false }], console: 'c' });
+    expect(m.text.length).toBeLessThan(MAX_INLINE_REPORT_CHARS + 2000);
+    expect(m.html.length).toBeLessThan(3 * MAX_INLINE_REPORT_CHARS);
+    expect(m.text).toMatch(/漢\n\n\[The report goes on: [0-9]{3},[0-9]{3} characters in all; the whole of it is under Files below\.\]/);
+    expect(excerpt('ab\ud83d\ude00cd', 3)).toBe('ab'); // never half of a surrogate pair
+    expect(excerpt('short', 10)).toBe('short');
   });
   it('an outbox mail: the agent’s subject, its markdown as text and HTML, and where it came from', () => {
     const m = outboxMail(task, { subject: 'The report', body: '# Hi\n\n**bold**', agentId: 'email-agent-1' });

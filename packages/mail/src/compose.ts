@@ -72,6 +72,18 @@ export function requestMail(task: TaskState, req: PendingRequest, links: Request
   return { subject, text: lines.join('\n'), html: layout(subject, html.join('\n')) };
 }
 
+/** The most of a report a completion mail shows (its text and its HTML each): ~100 KB. */
+export const MAX_INLINE_REPORT_CHARS = 100_000;
+
+/** The start of a text, at most `max` characters, cut at a line's end when one is near (pure). */
+export function excerpt(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const line = text.lastIndexOf('\n', max);
+  let cut = line > max * 0.8 ? line : max;
+  if (/[\ud800-\udbff]/.test(text.charAt(cut - 1))) cut--; // never half of a pair
+  return text.slice(0, cut);
+}
+
 /** An artifact of a finished task as the report mail lists it. */
 export interface ListedArtifact {
   path: string;
@@ -93,6 +105,11 @@ export function endMail(task: TaskState, o: { report: string | null; artifacts: 
     lines.push('', `${task.error.code}: ${task.error.message}`);
     html.push(`<p><b>${escapeHtml(task.error.code)}</b>: ${escapeHtml(task.error.message)}</p>`);
   }
+  if (status === 'cancelled' && task.cancellation) {
+    const c = task.cancellation;
+    lines.push('', `Cancelled by ${c.requestedBy} at ${c.at}: ${c.reason}`);
+    html.push(`<p>Cancelled by ${escapeHtml(c.requestedBy)} at ${escapeHtml(c.at)}: ${escapeHtml(c.reason)}</p>`);
+  }
   if (concerns.length > 0) {
     lines.push('', 'The change is not accepted:', ...concerns.map((c) => `- ${c.message}`));
     html.push(`<p><b>The change is not accepted:</b></p><ul>${concerns.map((c) => `<li>${escapeHtml(c.message)}</li>`).join('')}</ul>`);
@@ -102,8 +119,12 @@ export function endMail(task: TaskState, o: { report: string | null; artifacts: 
     html.push(`<p>${escapeHtml(task.result.summary)}</p>`);
   }
   if (o.report !== null) {
-    lines.push('', '---', '', o.report, '', '---');
-    html.push('<hr>', renderMarkdown(o.report), '<hr>');
+    // The report is in the mail as text and as HTML (and attached when small enough): a long
+    // one only begins here, so the mail stays one a server takes (a 3 MB report made a 12 MB mail).
+    const shown = excerpt(o.report, MAX_INLINE_REPORT_CHARS);
+    const rest = shown.length < o.report.length ? `[The report goes on: ${o.report.length.toLocaleString('en-US')} characters in all; the whole of it is under Files below.]` : null;
+    lines.push('', '---', '', shown, ...(rest ? ['', rest] : []), '', '---');
+    html.push('<hr>', renderMarkdown(shown), ...(rest ? [`<p><i>${escapeHtml(rest)}</i></p>`] : []), '<hr>');
   }
   if (o.artifacts.length > 0) {
     const item = (a: ListedArtifact): string => `${a.path} (${a.bytes} bytes${a.attached ? ', attached' : ''}): ${a.url}`;

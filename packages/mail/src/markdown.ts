@@ -4,8 +4,17 @@ import MarkdownIt from 'markdown-it';
  * Markdown → HTML for mail bodies, with markdown-it: raw HTML in the source is escaped (not
  * passed through), links are only http(s)/mailto (markdown-it refuses javascript:, vbscript:,
  * file: and data: except images), bare URLs become links. What an agent wrote cannot inject markup.
+ * Images are never loaded: an image a mail client fetched would tell its server who reads the
+ * mail and when (a tracking pixel, or data carried out in its URL, from text a model wrote after
+ * reading the web). Each becomes a link (http(s)) or its alt text, as the console shows them.
  */
 const md = new MarkdownIt({ html: false, linkify: true, typographer: false });
+md.renderer.rules.image = (tokens, idx, options, env, self) => {
+  const token = tokens[idx];
+  const src = String(token?.attrGet('src') ?? '');
+  const alt = String(self.renderInlineAsText(token?.children ?? [], options, env) || 'image');
+  return /^https?:\/\//i.test(src) ? `<a href="${escapeHtml(src)}">[image: ${escapeHtml(alt)}]</a>` : `[image: ${escapeHtml(alt)}]`;
+};
 
 export const renderMarkdown = (source: string): string => md.render(source);
 

@@ -37,10 +37,12 @@ export function plannedMails(event: { type: string; data: unknown; metadata?: un
   return notify.to.map((recipient) => ({ kind: 'end', moment, key: moment, recipient }));
 }
 
-/** A mail's stable ids: its delivery id (`mail_…`, in the delivery list) and its Message-ID, the same on every attempt. */
-export function mailIds(taskId: string, key: string, recipient: string, domain: string): { deliveryId: string; messageId: string } {
+/** A mail's stable ids: its delivery id (`mail_…`, in the delivery list) and its Message-ID, the same on every automatic attempt (a redelivery's is its own). */
+export function mailIds(taskId: string, key: string, recipient: string, domain: string, redeliveryId?: string): { deliveryId: string; messageId: string } {
   const h = createHash('sha256').update(`${taskId}\n${key}\n${recipient}`).digest('hex').slice(0, 32);
-  return { deliveryId: `mail_${h}`, messageId: `<${h}@${domain}>` };
+  // A mail sent again at a person's asking is a new message (new links, the state as it is now):
+  // its own Message-ID, or a client that drops a repeated one hides the mail with working links.
+  return { deliveryId: `mail_${h}`, messageId: `<${h}${redeliveryId ? `.r${redeliveryId}` : ''}@${domain}>` };
 }
 
 /** What a recorded mail delivery names: its type (`email.<moment>`), the event that made it, its delivery id (`mail_…`). */

@@ -45,8 +45,10 @@ export function verifyLinkToken(secret: string, token: string, now: Date): Token
   const parts = token.split('.');
   if (parts.length !== 3 || parts[0] !== PREFIX || !/^[A-Za-z0-9_-]+$/.test(parts[1] ?? '') || !/^[A-Za-z0-9_-]+$/.test(parts[2] ?? '')) return { ok: false, reason: 'malformed' };
   const [, payload, signature] = parts as [string, string, string];
-  const expected = mac(secret, `${PREFIX}.${payload}`);
-  const given = Buffer.from(signature, 'base64url');
+  // Compared as the text it is signed as: base64url decodes leniently (the last character's
+  // unused bits), so comparing decoded bytes took four spellings of one signature.
+  const expected = Buffer.from(mac(secret, `${PREFIX}.${payload}`).toString('base64url'));
+  const given = Buffer.from(signature);
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { ok: false, reason: 'bad_signature' };
   let claims: LinkClaims;
   try {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { pgTest as test } from '@baton/testing';
 import { describe, expect } from 'vitest';
-import { listDeliveries, recordDelivery, recordNextAttempt, requestRedelivery, targetSettled, type DeliveryAttempt } from './deliveries.ts';
+import { finishRedelivery, listDeliveries, recordDelivery, recordNextAttempt, requestRedelivery, targetSettled, type DeliveryAttempt } from './deliveries.ts';
 
 describe('webhook deliveries', () => {
   test('recorded attempts are listed per task, in order', async ({ pg: { db } }) => {
@@ -54,6 +54,19 @@ describe('webhook deliveries', () => {
     expect(await targetSettled(db.pool, taskId, gone.webhookId, null, gone.url)).toBe(false); // another target
     await recordNextAttempt(db.pool, { ...gone, url: 'https://new.example.com/h', statusCode: 204, ok: true, error: null, givenUp: false });
     expect(await targetSettled(db.pool, taskId, gone.webhookId, endpointId, 'https://elsewhere.example.com/h')).toBe(true); // delivered is delivered
+  });
+
+  test('asking again while a redelivery of the delivery is queued is the same request (a double-click sends once); once it is done, a new one', async ({ pg: { db } }) => {
+    const taskId = randomUUID();
+    const eventId = randomUUID();
+    await recordNextAttempt(db.pool, { taskId, eventId, webhookId: `msg_${eventId}`, type: 'task.completed', url: 'https://example.com/h', statusCode: 500, ok: false, error: 'HTTP 500', durationMs: 1 });
+    const [first] = await listDeliveries(db.pool, taskId);
+    const ask = () => requestRedelivery(db.pool, { taskId, deliveryId: first!.id, requestedBy: 'ops' });
+    const ids = await Promise.all([ask(), ask(), ask(), ask()]);
+    expect(new Set(ids).size).toBe(1);
+    expect((await db.pool.query('select count(*)::int as n from webhook_redeliveries where task_id = $1', [taskId])).rows[0].n).toBe(1);
+    await finishRedelivery(db.pool, ids[0]!);
+    expect(await ask()).not.toBe(ids[0]);
   });
 
   test("a person's redelivery that fails after the notifiers gave the message up is given up too; one before, or one that succeeds, is not", async ({ pg: { db } }) => {

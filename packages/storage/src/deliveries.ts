@@ -109,9 +109,23 @@ export async function findDelivery(pool: Pick<pg.Pool, 'query'>, taskId: string,
 }
 
 /** Ask for a delivery's message to be sent again (a notifier claims the request; docs/webhooks.md). */
+/**
+ * Ask for a delivery to be sent again; the id of the request. A request for the same delivery
+ * still queued is that request (one open per delivery, by a unique index): asking twice sends once.
+ */
 export async function requestRedelivery(pool: Pick<pg.Pool, 'query'>, r: { taskId: string; deliveryId: string; requestedBy: string }): Promise<string> {
-  const { rows } = await pool.query('insert into webhook_redeliveries (task_id, delivery_id, requested_by) values ($1, $2, $3) returning id::text as id', [r.taskId, r.deliveryId, r.requestedBy]);
-  return rows[0].id;
+  for (;;) {
+    const { rows } = await pool.query(
+      `with ins as (insert into webhook_redeliveries (task_id, delivery_id, requested_by) values ($1, $2, $3)
+                    on conflict (delivery_id) where done_at is null do nothing returning id)
+       select id::text as id from ins
+       union all
+       select id::text from webhook_redeliveries where delivery_id = $2 and done_at is null and not exists (select 1 from ins)`,
+      [r.taskId, r.deliveryId, r.requestedBy],
+    );
+    // Empty only if the open request was done between the insert and the look: ask again.
+    if (rows[0]) return rows[0].id;
+  }
 }
 
 /** A claimed redelivery request, with what its delivery sent. */

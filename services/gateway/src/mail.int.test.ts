@@ -39,8 +39,9 @@ describe('mailed decision links', () => {
     expect(page.body).toContain('<strong>research</strong>');
     expect(page.body).toContain('&lt;script&gt;x()&lt;/script&gt;');
     expect(page.body).not.toContain('<script>');
-    expect(page.body).toMatch(new RegExp(`<form method="post" action="/mail/decide"><input type="hidden" name="token" value="${token}">`));
-    expect(page.body).toContain(`href="/#/tasks/${id}"`);
+    // Relative: behind a proxy serving the gateway under a path, the form and the link stay under it.
+    expect(page.body).toMatch(new RegExp(`<form method="post" action="decide"><input type="hidden" name="token" value="${token}">`));
+    expect(page.body).toContain(`href="../#/tasks/${id}"`);
     expect(Object.keys((await loadTask(pg.store, id)).state.pendingRequests)).toEqual(['apr-lead-tu1']); // nothing decided
 
     const post = await app.inject({ method: 'POST', url: '/mail/decide', ...form([['token', token]]) });
@@ -80,6 +81,14 @@ describe('mailed decision links', () => {
     }
     const missing = await app.inject({ method: 'POST', url: '/mail/decide', ...form([]) });
     expect([missing.statusCode, missing.body]).toEqual([400, expect.stringMatching(/body\.token: /)]);
+    // The text rules of every request (no NUL) refuse here too: a page naming the field, not a 500.
+    const nul = await app.inject({ method: 'POST', url: '/mail/decide', ...form([['token', token], ['reason', 'a\u0000b']]) });
+    expect([nul.statusCode, nul.body]).toEqual([400, expect.stringMatching(/This request could not be read[\s\S]*body\.reason: contains a NUL character/)]);
+    // One spelling per signature: the last character's unused bits changed is another token.
+    const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+    const other = `${sig.slice(0, -1)}${alphabet[alphabet.indexOf(sig.at(-1) ?? 'A') ^ 1]}`;
+    expect(Buffer.from(other, 'base64url').equals(Buffer.from(sig, 'base64url'))).toBe(true); // the same bytes
+    expect((await app.inject({ method: 'GET', url: `/mail/decide?token=${v}.${payload}.${other}` })).statusCode).toBe(400);
     expect((await loadTask(pg.store, id)).events).toHaveLength(before);
 
     const page = await app.inject({ method: 'GET', url: `/mail/decide?token=${token}` });

@@ -171,7 +171,7 @@ export async function resendMail(d: Pick<MailDeps, 'store' | 'pool' | 'log'>, ma
   const key = { taskId: c.taskId, key: p.key, recipient: p.recipient };
   const ledger = await mailSendState(d.pool, key);
   if (mailInFlight(ledger)) return notSent(`the notifiers are still trying to send it (attempt ${ledger?.attempts ?? 0})`);
-  const { messageId } = mailIds(c.taskId, p.key, p.recipient, new URL(mail.publicUrl).hostname || 'baton');
+  const { messageId } = mailIds(c.taskId, p.key, p.recipient, new URL(mail.publicUrl).hostname || 'baton', c.id);
   const elapsed = (): number => Math.round(performance.now() - started);
   const outcome = await (async (): Promise<{ ok: boolean; statusCode: number | null; error: string | null }> => {
     try {

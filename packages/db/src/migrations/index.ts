@@ -15,6 +15,7 @@ import * as m013 from './013_artifact_versions.ts';
 import * as m014 from './014_dead_letter_identity.ts';
 import * as m015 from './015_task_search_trgm.ts';
 import * as m016 from './016_delivery_given_up.ts';
+import * as m017 from './017_one_open_redelivery.ts';
 
 /** Numbered migrations, imported statically so they run the same from source and from a build. */
 export const migrations: Record<string, Migration> = {
@@ -34,6 +35,7 @@ export const migrations: Record<string, Migration> = {
   '014_dead_letter_identity': m014,
   '015_task_search_trgm': m015,
   '016_delivery_given_up': m016,
+  '017_one_open_redelivery': m017,
 };
 
 export const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

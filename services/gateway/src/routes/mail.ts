@@ -3,7 +3,7 @@ import { escapeHtml, renderMarkdown, verifyLinkToken, type LinkAction, type Link
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { z } from 'zod';
 import type { GatewayDeps } from '../deps.ts';
-import { DOMAIN_STATUS } from '../errors.ts';
+import { DOMAIN_STATUS, HttpError } from '../errors.ts';
 import { runTaskCommand } from './commands.ts';
 
 /**
@@ -44,7 +44,9 @@ const sendPage = (reply: FastifyReply, p: { status: number; title: string; html:
         `<body style="font-family:system-ui,-apple-system,Segoe UI,sans-serif;line-height:1.45;color:#1b1f24;max-width:720px;margin:0 auto;padding:16px"><h1 style="font-size:1.4em">${escapeHtml(p.title)}</h1>${p.html}</body></html>`,
     );
 
-const consoleLink = (taskId: string): string => `<p><a href="/#/tasks/${escapeHtml(taskId)}">Open the task in the console</a></p>`;
+// Links and forms are relative to the page (/mail/…): behind a proxy that serves the gateway
+// under a path (PUBLIC_URL=https://host/baton) they stay under it.
+const consoleLink = (taskId: string): string => `<p><a href="../#/tasks/${escapeHtml(taskId)}">Open the task in the console</a></p>`;
 const para = (s: string): string => `<p>${escapeHtml(s)}</p>`;
 const pre = (s: string): string => `<pre style="background:#f4f5f7;padding:12px;border-radius:6px;white-space:pre-wrap;word-break:break-word">${escapeHtml(s)}</pre>`;
 const button = (label: string, colour: string): string => `<button type="submit" style="padding:10px 18px;border:0;border-radius:6px;background:${colour};color:#fff;font-weight:600;font-size:1em;cursor:pointer">${escapeHtml(label)}</button>`;
@@ -60,7 +62,8 @@ export const mailRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
   });
   app.setErrorHandler((err, _req, reply) => {
     if (err instanceof Page) return sendPage(reply, err);
-    const status = (err as { statusCode?: number }).statusCode ?? 500;
+    // The gateway's own refusals (text rules: a NUL in a reason) are HttpErrors; the framework's carry statusCode.
+    const status = err instanceof HttpError ? err.status : ((err as { statusCode?: number }).statusCode ?? 500);
     if (status >= 500) d.log.error({ err }, 'mail page failed');
     return sendPage(reply, { status, title: status >= 500 ? 'Something went wrong' : 'This request could not be read', html: para(status >= 500 ? 'Nothing was decided. Try again, or use the console.' : (err as Error).message) });
   });
@@ -117,8 +120,8 @@ export const mailRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     if (request.kind !== 'approval') throw new Page(409, 'Decide in the console', `${para('This request is not an approval.')}${consoleLink(claims.k)}`);
     const form =
       claims.d === 'approve'
-        ? `<form method="post" action="/mail/decide">${hidden(token)}${button('Approve', '#1a7f37')}</form>`
-        : `<form method="post" action="/mail/decide">${hidden(token)}<p><label>Why (the agent is told, and re-plans with it)<br><textarea name="reason" rows="3" maxlength="4000" style="width:100%"></textarea></label></p>${button('Reject', '#cf222e')}</form>`;
+        ? `<form method="post" action="decide">${hidden(token)}${button('Approve', '#1a7f37')}</form>`
+        : `<form method="post" action="decide">${hidden(token)}<p><label>Why (the agent is told, and re-plans with it)<br><textarea name="reason" rows="3" maxlength="4000" style="width:100%"></textarea></label></p>${button('Reject', '#cf222e')}</form>`;
     return sendPage(reply, { status: 200, title: claims.d === 'approve' ? 'Approve this request?' : 'Reject this request?', html: `${summary(loaded.state, request)}${form}${consoleLink(claims.k)}` });
   });
 
@@ -141,7 +144,7 @@ export const mailRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
       .map((q) => `<p><label>${escapeHtml(q)}<br><input name="answer" required maxlength="20000" style="width:100%"${options ? ' list="options"' : ''}></label></p>`)
       .join('');
     const context = request.context ? para(request.context) : '';
-    return sendPage(reply, { status: 200, title: 'Answer the question', html: `${summary(loaded.state, request)}${context}<form method="post" action="/mail/answer">${hidden(token)}${fields}${options}${button('Send the answer', '#0969da')}</form>${consoleLink(claims.k)}` });
+    return sendPage(reply, { status: 200, title: 'Answer the question', html: `${summary(loaded.state, request)}${context}<form method="post" action="answer">${hidden(token)}${fields}${options}${button('Send the answer', '#0969da')}</form>${consoleLink(claims.k)}` });
   });
 
   app.post('/mail/answer', async (req, reply) => {
