@@ -60,7 +60,7 @@ export async function claimMail(pool: Pick<pg.Pool, 'query'>, k: MailKey & { mes
  * failed (given up). Only the holder may (a claim taken over meanwhile is not overwritten, except
  * `unknown`, which the holder's own outcome replaces: it knows).
  */
-export async function settleMail(pool: Pick<pg.Pool, 'query'>, k: MailKey & { holder: string; state: 'sent' | 'retry' | 'failed'; error: string | null }): Promise<boolean> {
+export async function settleMail(pool: Pick<pg.Pool, 'query'>, k: MailKey & { holder: string; state: 'sent' | 'retry' | 'failed' | 'unknown'; error: string | null }): Promise<boolean> {
   const r = await pool.query(
     `update mail_sends set state = $5, last_error = $6, lease_until = null, updated_at = now()
      where task_id = $1 and mail_key = $2 and recipient = $3 and holder = $4 and state in ('sending', 'unknown')`,

@@ -11,6 +11,7 @@ import { smtpCatcher, stackTest as test, waitFor, type NatsFixture, type PgFixtu
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect } from 'vitest';
+import { createServer, type AddressInfo } from 'node:net';
 import { smtpMailer } from './mailer.ts';
 import { startNotifier } from './worker.ts';
 
@@ -25,7 +26,7 @@ beforeEach(async () => {
 afterEach(async () => smtp.close());
 
 /** A relay and a notifier with mail on (against the test SMTP server unless `mailer: null`). */
-async function startStack(pg: PgFixture, nats: NatsFixture, o: { notifiers?: number; leaseMs?: number; mailOff?: boolean; maxAttempts?: number; log?: Logger } = {}) {
+async function startStack(pg: PgFixture, nats: NatsFixture, o: { notifiers?: number; leaseMs?: number; mailOff?: boolean; maxAttempts?: number; log?: Logger; mailTimeoutMs?: number } = {}) {
   const names = busNames(nats.namespace);
   await ensureTopology(await jetstreamManager(nats.nc), names);
   const log = o.log ?? silentLogger();
@@ -33,7 +34,7 @@ async function startStack(pg: PgFixture, nats: NatsFixture, o: { notifiers?: num
   relay.start();
   const notifiers: Awaited<ReturnType<typeof startNotifier>>[] = [];
   for (let i = 0; i < (o.notifiers ?? 1); i++) {
-    const mailer = o.mailOff ? null : smtpMailer(smtp.url, 5000);
+    const mailer = o.mailOff ? null : smtpMailer(smtp.url, o.mailTimeoutMs ?? 5000);
     notifiers.push(
       await startNotifier({
         store: pg.store, pool: pg.db.pool, js: jetstream(nats.nc), names, log, secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', timeoutMs: 2000, concurrency: 4, now: () => new Date(),
@@ -158,6 +159,28 @@ describe('mail notifications', () => {
     expect(deliveries.map((d) => [d.attempt, d.ok, d.statusCode])).toEqual([[1, false, 451], [2, false, 451], [3, true, 250]]);
     expect(deliveries[0]?.error).toMatch(/451 try again later/);
     expect(await mailSends(pg.db.pool, id)).toEqual([{ key: 'request:apr-lead-tu1', recipient: 'ann@example.com', state: 'sent', attempts: 3, lastError: null }]);
+  });
+
+  test('a server that takes the whole message and answers too late: outcome unknown, not sent again (it got it); one that never greets is tried again', async ({ pg, nats }) => {
+    const release = smtp.hold(); // the final answer held past MAIL_TIMEOUT_MS
+    const stack = await startStack(pg, nats, { mailTimeoutMs: 300 });
+    const id = await awaitingApproval(pg, { email: { to: ['ann@example.com'], on: ['awaiting_input'] } });
+    await waitFor(async () => (await listDeliveries(pg.db.pool, id)).some((d) => d.givenUp), { what: 'the attempt recorded as given up' });
+    release();
+    await waitFor(() => smtp.mails.length === 1, { what: 'the held mail taken after all' });
+    await stack.stop();
+    expect(smtp.received).toBe(1); // before: once per attempt, each answered late
+    const deliveries = await listDeliveries(pg.db.pool, id);
+    expect(deliveries.map((d) => [d.attempt, d.ok, d.givenUp])).toEqual([[1, false, true]]);
+    expect(deliveries[0]?.error).toMatch(/^outcome unknown: no answer after the whole message was sent \(.*\); not sent again \(it may have gone out\)$/);
+    expect((await mailSends(pg.db.pool, id))[0]).toMatchObject({ state: 'unknown', attempts: 1 });
+
+    // Nothing handed over (a server that never greets): a plain failure, retried.
+    const silent = createServer(() => {});
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    const err = await smtpMailer(`smtp://127.0.0.1:${(silent.address() as AddressInfo).port}`, 300).send({ from: 'a@example.com', to: ['b@example.com'], subject: 's', text: 't', html: 'h', messageId: '<m@x>', attachments: [], headers: {} }).catch((e: unknown) => e);
+    silent.close();
+    expect(err).toMatchObject({ name: 'SendError', outcomeUnknown: false, permanent: false });
   });
 
   test('two notifiers and the event delivered twice (the bus re-fed) while the SMTP server is slow: one mail', async ({ pg, nats }) => {

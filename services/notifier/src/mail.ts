@@ -135,6 +135,18 @@ async function deliverOne(d: MailDeps, event: BusEvent, state: TaskState, events
     return null;
   } catch (err) {
     const e = err instanceof SendError ? err : new SendError((err as Error).message, null, false, { cause: err });
+    if (e.outcomeUnknown) {
+      // The server holds the whole message and did not say: at most once, as for a notifier that
+      // died there (a slow server answered each attempt late, and got every one of them).
+      const message = `outcome unknown: ${e.message}; not sent again (it may have gone out)`;
+      metrics.deliveries.inc({ channel: 'email', outcome: 'failed' });
+      metrics.deliverySeconds.observe({ channel: 'email' }, elapsed() / 1000);
+      await recordDelivery(d.pool, { ...attempt, attempt: claim.attempt, statusCode: null, ok: false, error: message, durationMs: elapsed(), givenUp: true });
+      await settleMail(d.pool, { taskId, key: p.key, recipient: p.recipient, holder: d.holder, state: 'unknown', error: message });
+      d.log.warn({ taskId, key: p.key, recipient: p.recipient, attempt: claim.attempt }, message);
+      if (p.kind === 'outbox') await settleOutbox(d, taskId, p.emailId, { code: 'outcome_unknown', message });
+      return null;
+    }
     const giveUp = e.permanent || last;
     metrics.deliveries.inc({ channel: 'email', outcome: giveUp ? 'failed' : 'retried' });
     metrics.deliverySeconds.observe({ channel: 'email' }, elapsed() / 1000);

@@ -1,4 +1,6 @@
+import { Readable } from 'node:stream';
 import { createTransport } from 'nodemailer';
+import MailComposer from 'nodemailer/lib/mail-composer';
 
 /** A mail as the notifier hands it to SMTP. */
 export interface OutgoingMail {
@@ -22,17 +24,21 @@ export interface SendResult {
 }
 
 /**
- * The SMTP server did not take the mail. `permanent`: it refused it (5xx), so another attempt
- * would be refused too; otherwise (4xx, could not connect, timed out) it may be tried again.
+ * The SMTP server did not take the mail, or did not say. `permanent`: it refused it (5xx), so
+ * another attempt would be refused too; `outcomeUnknown`: the whole message was handed over and
+ * no answer came (timed out, the connection dropped) — it may have gone out, and sending it again
+ * may make two. Otherwise (4xx, could not connect, no answer before the message) it may be tried again.
  */
 export class SendError extends Error {
   readonly code: number | null;
   readonly permanent: boolean;
-  constructor(message: string, code: number | null, permanent: boolean, options?: ErrorOptions) {
+  readonly outcomeUnknown: boolean;
+  constructor(message: string, code: number | null, permanent: boolean, options?: ErrorOptions & { outcomeUnknown?: boolean }) {
     super(message, options);
     this.name = new.target.name;
     this.code = code;
     this.permanent = permanent;
+    this.outcomeUnknown = options?.outcomeUnknown ?? false;
   }
 }
 
@@ -47,8 +53,17 @@ export function smtpMailer(url: string, timeoutMs: number): Mailer {
   const transport = createTransport({ url, connectionTimeout: timeoutMs, greetingTimeout: timeoutMs, socketTimeout: timeoutMs, disableFileAccess: true, disableUrlAccess: true });
   return {
     async send(m) {
+      // The message is built first and given as a stream SMTP reads only after DATA: once it has
+      // been read to its end, the server holds all of it, and a missing answer is not a refusal.
+      const message = await new Promise<Buffer>((resolve, reject) =>
+        new MailComposer({ from: m.from, to: m.to, subject: m.subject, text: m.text, html: m.html, messageId: m.messageId, attachments: m.attachments, headers: m.headers, disableFileAccess: true, disableUrlAccess: true })
+          .compile()
+          .build((err, built) => (err ? reject(err) : resolve(built))),
+      );
+      let handedOver = false;
+      const raw = Readable.from([message]).once('end', () => (handedOver = true));
       try {
-        const info = await transport.sendMail({ from: m.from, to: m.to, subject: m.subject, text: m.text, html: m.html, messageId: m.messageId, attachments: m.attachments, headers: m.headers });
+        const info = await transport.sendMail({ envelope: { from: m.from, to: m.to }, raw });
         const rejected = (info.rejected ?? []).map(String);
         const accepted = (info.accepted ?? []).map(String);
         const code = Number(/^(\d{3})/.exec(info.response ?? '')?.[1] ?? NaN);
@@ -56,6 +71,7 @@ export function smtpMailer(url: string, timeoutMs: number): Mailer {
       } catch (err) {
         const e = err as Error & { responseCode?: number; response?: string };
         const code = typeof e.responseCode === 'number' ? e.responseCode : null;
+        if (code === null && handedOver) throw new SendError(`no answer after the whole message was sent (${e.message})`, null, false, { cause: err, outcomeUnknown: true });
         throw new SendError(e.response ?? e.message, code, code !== null && code >= 500, { cause: err });
       }
     },
