@@ -52,5 +52,7 @@ export interface EmailState {
   requestedAt: string;
   settledAt: string | null;
   messageId: string | null;
+  /** Sent, but these recipients the SMTP server refused (EmailSent.rejected): they did not get it. */
+  refused: string[];
   error: { code: string; message: string } | null;
 }

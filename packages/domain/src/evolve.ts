@@ -258,7 +258,7 @@ export function evolve(state: TaskState, event: RecordedEvent): TaskState {
       const d = event.data;
       s.emails = {
         ...s.emails,
-        [d.emailId]: { emailId: d.emailId, agentId: d.agentId, toolUseId: d.toolUseId, to: d.to, subject: d.subject, attachments: d.attachments.map((a) => a.path), status: 'queued', requestedAt: at, settledAt: null, messageId: null, error: null },
+        [d.emailId]: { emailId: d.emailId, agentId: d.agentId, toolUseId: d.toolUseId, to: d.to, subject: d.subject, attachments: d.attachments.map((a) => a.path), status: 'queued', requestedAt: at, settledAt: null, messageId: null, refused: [], error: null },
       };
       break;
     }
@@ -266,7 +266,7 @@ export function evolve(state: TaskState, event: RecordedEvent): TaskState {
     case 'EmailFailed': {
       const email = s.emails[event.data.emailId];
       if (!email) break;
-      const outcome = event.type === 'EmailSent' ? { status: 'sent' as const, messageId: event.data.messageId } : { status: 'failed' as const, error: { code: event.data.code, message: event.data.message } };
+      const outcome = event.type === 'EmailSent' ? { status: 'sent' as const, messageId: event.data.messageId, refused: event.data.rejected } : { status: 'failed' as const, error: { code: event.data.code, message: event.data.message } };
       s.emails = { ...s.emails, [email.emailId]: { ...email, ...outcome, settledAt: at } };
       break;
     }

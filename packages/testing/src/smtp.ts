@@ -26,6 +26,8 @@ export interface SmtpCatcher {
   refuseNext(n: number, code: number, message: string): void;
   /** Hold every mail's final reply until the returned function is called (a slow server). */
   hold(): () => void;
+  /** Refuse this recipient at RCPT TO with this reply, the others taken (e.g. 550 no such user). */
+  refuseRecipient(address: string, code: number, message: string): void;
   close(): Promise<void>;
 }
 
@@ -37,6 +39,7 @@ export interface SmtpCatcher {
 export async function smtpCatcher(): Promise<SmtpCatcher> {
   let refusals: { left: number; code: number; message: string } | null = null;
   let gate: Promise<void> | null = null;
+  const refusedRecipients = new Map<string, { code: number; message: string }>();
   const catcher: SmtpCatcher = {
     url: '',
     mails: [],
@@ -52,6 +55,9 @@ export async function smtpCatcher(): Promise<SmtpCatcher> {
         release();
       };
     },
+    refuseRecipient(address, code, message) {
+      refusedRecipients.set(address, { code, message });
+    },
     close: () => new Promise<void>((r) => server.close(() => r())),
   };
   const server = new SMTPServer({
@@ -59,6 +65,10 @@ export async function smtpCatcher(): Promise<SmtpCatcher> {
     disabledCommands: ['STARTTLS', 'AUTH'],
     logger: false,
     size: 50 * 1024 * 1024,
+    onRcptTo(address, _session, callback) {
+      const refusal = refusedRecipients.get(address.address);
+      callback(refusal ? Object.assign(new Error(refusal.message), { responseCode: refusal.code }) : undefined);
+    },
     onData(stream, session, callback) {
       const chunks: Buffer[] = [];
       stream.on('data', (c: Buffer) => chunks.push(c));

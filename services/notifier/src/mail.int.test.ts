@@ -271,6 +271,17 @@ describe('the outbox', () => {
     expect((await listDeliveries(pg.db.pool, id)).map((d) => `${d.channel} ${d.type} ${d.url} ${d.ok}`)).toEqual(['email email.outbox mailto:ann@example.com, bob@example.com true']);
   });
 
+  test('a recipient the server refuses while taking the others: sent, and the task and the attempt say who did not get it, and why', async ({ pg, nats }) => {
+    smtp.refuseRecipient('bob@example.com', 550, 'no such user');
+    const stack = await startStack(pg, nats);
+    const { id, emailId } = await outboxTask(pg, ['ann@example.com', 'bob@example.com']);
+    await waitFor(async () => (await loadTask(pg.store, id)).state.emails[emailId]?.status === 'sent', { what: 'EmailSent' });
+    await stack.stop();
+    expect(smtp.mails.map((m) => m.envelopeTo)).toEqual([['ann@example.com']]);
+    expect((await loadTask(pg.store, id)).state.emails[emailId]).toMatchObject({ status: 'sent', refused: ['bob@example.com'] });
+    expect((await listDeliveries(pg.db.pool, id))[0]).toMatchObject({ ok: true, error: expect.stringMatching(/^refused: bob@example\.com \(550 no such user\)$/) });
+  });
+
   test('refused for good (550): not retried, EmailFailed recorded; with mail off: EmailFailed mail_off', async ({ pg, nats }) => {
     smtp.refuseNext(1, 550, 'no such user');
     let stack = await startStack(pg, nats);

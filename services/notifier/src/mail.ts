@@ -128,7 +128,7 @@ async function deliverOne(d: MailDeps, event: BusEvent, state: TaskState, events
     const r = await inSpan('smtp send', { kind: SpanKind.CLIENT, attributes: { 'baton.task_id': taskId, 'baton.mail.moment': p.moment, 'baton.mail.attempt': claim.attempt } }, () => mailer.send(mail));
     metrics.deliveries.inc({ channel: 'email', outcome: 'delivered' });
     metrics.deliverySeconds.observe({ channel: 'email' }, elapsed() / 1000);
-    const partly = r.rejected.length > 0 ? `; refused: ${r.rejected.join(', ')}` : '';
+    const partly = r.refusals.length > 0 ? `; refused: ${r.refusals.join(', ')}` : '';
     await recordDelivery(d.pool, { ...attempt, attempt: claim.attempt, statusCode: r.code, ok: true, error: partly ? partly.slice(2) : null, durationMs: elapsed() });
     await settleMail(d.pool, { taskId, key: p.key, recipient: p.recipient, holder: d.holder, state: 'sent', error: null });
     if (p.kind === 'outbox') await recordOutcome(d, taskId, { type: 'RecordEmailSent', emailId: p.emailId, messageId, accepted: r.accepted, rejected: r.rejected });
@@ -189,7 +189,7 @@ export async function resendMail(d: Pick<MailDeps, 'store' | 'pool' | 'log'>, ma
     try {
       const outgoing = await compose(mail, state, events, p, messageId);
       const r = await inSpan('smtp send', { kind: SpanKind.CLIENT, attributes: { 'baton.task_id': c.taskId, 'baton.mail.moment': p.moment, 'baton.mail.redelivery': c.id } }, () => mailer.send(outgoing));
-      return { ok: true, statusCode: r.code, error: r.rejected.length > 0 ? `refused: ${r.rejected.join(', ')}` : null };
+      return { ok: true, statusCode: r.code, error: r.refusals.length > 0 ? `refused: ${r.refusals.join(', ')}` : null };
     } catch (err) {
       return { ok: false, statusCode: err instanceof SendError ? err.code : null, error: (err as Error).message };
     }

@@ -15,10 +15,12 @@ export interface OutgoingMail {
   headers: Record<string, string>;
 }
 
-/** What the SMTP server said: the recipients it took and refused, its last reply. */
+/** What the SMTP server said: the recipients it took and refused (each refusal with its reply), its last reply. */
 export interface SendResult {
   accepted: string[];
   rejected: string[];
+  /** `address (reply)` per refused recipient, e.g. `b@example.com (450 greylisted)`. */
+  refusals: string[];
   code: number | null;
   response: string;
 }
@@ -67,7 +69,9 @@ export function smtpMailer(url: string, timeoutMs: number): Mailer {
         const rejected = (info.rejected ?? []).map(String);
         const accepted = (info.accepted ?? []).map(String);
         const code = Number(/^(\d{3})/.exec(info.response ?? '')?.[1] ?? NaN);
-        return { accepted, rejected, code: Number.isFinite(code) ? code : null, response: info.response ?? '' };
+        const replies = new Map((info.rejectedErrors ?? []).map((e) => [String((e as Error & { recipient?: unknown }).recipient ?? ''), (e as Error & { response?: string }).response ?? e.message]));
+        const refusals = rejected.map((a) => (replies.get(a) ? `${a} (${replies.get(a)})` : a));
+        return { accepted, rejected, refusals, code: Number.isFinite(code) ? code : null, response: info.response ?? '' };
       } catch (err) {
         const e = err as Error & { responseCode?: number; response?: string };
         const code = typeof e.responseCode === 'number' ? e.responseCode : null;
