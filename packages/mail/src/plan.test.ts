@@ -1,7 +1,7 @@
 import { given, recorded } from '@baton/testing';
 import type { DecidedEvent } from '@baton/domain';
 import { describe, expect, it } from 'vitest';
-import { mailIds, mailToResend, plannedMails } from './plan.ts';
+import { distinctAddresses, mailIds, mailToResend, plannedMails } from './plan.ts';
 
 const submitted = (on: string[]): DecidedEvent => ({ type: 'TaskSubmitted', data: { prompt: 'p', team: 'research', requirePlanApproval: true, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 't', requestHash: null, forkedFrom: null, workspace: null, budget: null, notify: { email: { to: ['ann@example.com', 'bob@example.com'], on: on as never } } } });
 const started: DecidedEvent = { type: 'TaskStarted', data: { leadAgentId: 'lead', leadAgentType: 'research-lead', configVersion: 'v' } };
@@ -15,6 +15,9 @@ describe('which mails an event makes', () => {
     expect(plannedMails(asked, given([submitted(['completed']), started, turn, asked]).state)).toEqual([]);
     const answered = given([submitted(['awaiting_input']), started, turn, asked, { type: 'ClarificationAnswered', data: { requestId: 'clr-1', answers: ['x'], answeredBy: 'u' } }]).state;
     expect(plannedMails(asked, answered)).toEqual([]); // decided before the mail went: none
+  });
+  it('one mail per address, whatever the case of its letters (the first spelling kept)', () => {
+    expect(distinctAddresses(['Ann@Example.com', 'bob@example.com', 'ann@example.com', 'ANN@EXAMPLE.COM'])).toEqual(['Ann@Example.com', 'bob@example.com']);
   });
   it('the end of a run, if asked for; nothing for an event a fork copied (but a request it reopened); an outbox mail for any task', () => {
     const failed: DecidedEvent = { type: 'TaskFailed', data: { code: 'x', message: 'y' } };

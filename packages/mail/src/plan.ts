@@ -27,14 +27,21 @@ export function plannedMails(event: { type: string; data: unknown; metadata?: un
   }
   const notify = state.notify?.email;
   if (!notify) return [];
+  const to = distinctAddresses(notify.to);
   if (REQUEST_EVENTS.has(event.type)) {
     const request = state.pendingRequests[(event.data as { requestId: string }).requestId];
     if (!request || !notify.on.includes('awaiting_input')) return [];
-    return notify.to.map((recipient) => ({ kind: 'request', moment: 'awaiting_input', key: `request:${request.requestId}`, recipient, request }));
+    return to.map((recipient) => ({ kind: 'request', moment: 'awaiting_input', key: `request:${request.requestId}`, recipient, request }));
   }
   const moment = END_MOMENTS[event.type];
   if (!moment || !notify.on.includes(moment)) return [];
-  return notify.to.map((recipient) => ({ kind: 'end', moment, key: moment, recipient }));
+  return to.map((recipient) => ({ kind: 'end', moment, key: moment, recipient }));
+}
+
+/** Addresses once each, whatever their letters' case (`Ann@Example.com` is `ann@example.com`: one mail), the first spelling kept. Pure. */
+export function distinctAddresses(addresses: readonly string[]): string[] {
+  const seen = new Set<string>();
+  return addresses.filter((a) => !seen.has(a.toLowerCase()) && seen.add(a.toLowerCase()));
 }
 
 /** A mail's stable ids: its delivery id (`mail_…`, in the delivery list) and its Message-ID, the same on every automatic attempt (a redelivery's is its own). */
