@@ -35,3 +35,10 @@ describe('an artifact path the URL would fold into another route is refused befo
     expect(r.stderr).not.toMatch(/ECONNREFUSED|fetch failed|cannot reach|no route/i);
   });
 });
+
+describe('the help', () => {
+  it('says where the commands go and where the key comes from (BATON_URL, BATON_API_KEY)', async () => {
+    const stdout = await new Promise<string>((resolve) => execFile(process.execPath, [MAIN, '--help'], (_err, out) => resolve(out)));
+    expect(stdout).toMatch(/Environment:\n {2}BATON_URL +the gateway the commands talk to \(default http:\/\/127\.0\.0\.1:8080\)\n {2}BATON_API_KEY +the API key/);
+  });
+});
