@@ -45,5 +45,5 @@ export {
   type Lease,
   type WatchCandidate,
 } from './leases.ts';
-export { claimMail, mailInFlight, mailSends, mailSendState, recordMailResend, settleMail, type MailClaim, type MailKey } from './mail.ts';
+export { claimMail, MailClaimLostError, mailInFlight, mailSends, mailSendState, markHandingOver, recordMailResend, settleMail, type MailClaim, type MailKey } from './mail.ts';
 export { createEndpoint, createEndpointUnderCap, deleteEndpoint, findEndpoint, listEndpoints, rotateEndpointSecret, tenantEndpoint, tenantsWithEndpoints, updateEndpoint, validSecrets, type WebhookEndpoint } from './webhook-endpoints.ts';

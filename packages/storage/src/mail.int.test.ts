@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { pgTest as test } from '@baton/testing';
 import { describe, expect } from 'vitest';
-import { claimMail, mailSends, settleMail } from './mail.ts';
+import { claimMail, MailClaimLostError, mailSends, markHandingOver, settleMail } from './mail.ts';
 
 const key = () => ({ taskId: randomUUID(), key: 'completed', recipient: 'ann@example.com', messageId: '<m@baton>' });
 
@@ -27,14 +27,26 @@ describe('the mail ledger', () => {
     expect(await mailSends(db.pool, k.taskId)).toEqual([{ key: 'completed', recipient: 'ann@example.com', state: 'failed', attempts: 2, lastError: '550 no such user' }]);
   });
 
-  test('a holder gone while sending: once its lease ends the mail is marked unknown (once) and never claimed again', async ({ pg: { db } }) => {
+  test('a holder gone after handing the message over: once its lease ends the mail is marked unknown (once) and never claimed again', async ({ pg: { db } }) => {
     const k = key();
     expect(await claimMail(db.pool, { ...k, holder: 'a', leaseMs: 1 })).toEqual({ claimed: true, attempt: 1 });
+    await markHandingOver(db.pool, { ...k, holder: 'a' });
     await db.pool.query(`select pg_sleep(0.01)`); // the 1 ms lease is over (Postgres's clock)
     expect(await claimMail(db.pool, { ...k, holder: 'b', leaseMs: 60_000 })).toEqual({ claimed: false, state: 'unknown', marked: true });
     expect(await claimMail(db.pool, { ...k, holder: 'c', leaseMs: 60_000 })).toEqual({ claimed: false, state: 'unknown', marked: false });
     // The first holder was only slow: its outcome replaces unknown.
     expect(await settleMail(db.pool, { ...k, holder: 'a', state: 'sent', error: null })).toBe(true);
     expect((await mailSends(db.pool, k.taskId))[0]?.state).toBe('sent');
+  });
+
+  test('a holder gone before handing the message over sent nothing: once its lease ends the next claims it and sends; the first, if only slow, may not hand it over', async ({ pg: { db } }) => {
+    const k = key();
+    expect(await claimMail(db.pool, { ...k, holder: 'a', leaseMs: 1 })).toEqual({ claimed: true, attempt: 1 });
+    await db.pool.query(`select pg_sleep(0.01)`);
+    expect(await claimMail(db.pool, { ...k, holder: 'b', leaseMs: 60_000 })).toEqual({ claimed: true, attempt: 2 });
+    await expect(markHandingOver(db.pool, { ...k, holder: 'a' })).rejects.toBeInstanceOf(MailClaimLostError);
+    await markHandingOver(db.pool, { ...k, holder: 'b' });
+    expect(await settleMail(db.pool, { ...k, holder: 'b', state: 'sent', error: null })).toBe(true);
+    expect(await mailSends(db.pool, k.taskId)).toEqual([{ key: 'completed', recipient: 'ann@example.com', state: 'sent', attempts: 2, lastError: null }]);
   });
 });

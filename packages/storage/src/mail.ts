@@ -4,9 +4,11 @@ import type pg from 'pg';
  * The mail ledger (docs/email.md): one row per (task, moment, recipient), claimed before the
  * mail is sent, so that at most one notifier sends it — whatever the bus redelivers, however many
  * notifiers run. A claim is a lease: a holder that stops while sending leaves it `sending` until
- * the lease ends, and the next to look marks it `unknown` (it may have gone out: it is never sent
- * again). A definite failure (the SMTP server refused, or could not be reached) is `retry`, and
- * the next delivery of the event claims it again.
+ * the lease ends. Then, if it had begun to hand the message over (`markHandingOver`, recorded
+ * before the first byte after DATA), the next to look marks it `unknown` (it may have gone out:
+ * it is never sent again); if not, nothing went, and the next to look claims it and sends it. A
+ * definite failure (the SMTP server refused, or could not be reached) is `retry`, and the next
+ * delivery of the event claims it again.
  */
 export interface MailKey {
   taskId: string;
@@ -29,8 +31,8 @@ export async function claimMail(pool: Pick<pg.Pool, 'query'>, k: MailKey & { mes
     `insert into mail_sends as m (task_id, mail_key, recipient, message_id, state, attempts, holder, lease_until)
      values ($1, $2, $3, $4, 'sending', 1, $5, now() + make_interval(secs => $6::double precision / 1000))
      on conflict (task_id, mail_key, recipient) do update
-       set state = 'sending', attempts = m.attempts + 1, holder = excluded.holder, lease_until = excluded.lease_until, updated_at = now()
-       where m.state = 'retry'
+       set state = 'sending', attempts = m.attempts + 1, holder = excluded.holder, lease_until = excluded.lease_until, handed_over_at = null, updated_at = now()
+       where m.state = 'retry' or (m.state = 'sending' and m.lease_until <= now() and m.handed_over_at is null)
      returning attempts`,
     [k.taskId, k.key, k.recipient, k.messageId, k.holder, k.leaseMs],
   );
@@ -38,7 +40,7 @@ export async function claimMail(pool: Pick<pg.Pool, 'query'>, k: MailKey & { mes
   // Someone else's: an outcome, a live lease, or a holder that went away mid-send.
   const lost = await pool.query(
     `update mail_sends set state = 'unknown', last_error = 'the notifier sending it stopped before recording the outcome; not sent again (it may have gone out)', updated_at = now()
-     where task_id = $1 and mail_key = $2 and recipient = $3 and state = 'sending' and lease_until <= now()
+     where task_id = $1 and mail_key = $2 and recipient = $3 and state = 'sending' and lease_until <= now() and handed_over_at is not null
      returning 1`,
     [k.taskId, k.key, k.recipient],
   );
@@ -53,6 +55,24 @@ export async function claimMail(pool: Pick<pg.Pool, 'query'>, k: MailKey & { mes
   // 'retry' cannot be seen here (the insert would have claimed it) except in a race with another claim: busy.
   if (row.state === 'retry') return { claimed: false, state: 'busy', retryInMs: 100 };
   return { claimed: false, state: row.state as 'sent' | 'failed' | 'unknown', marked: false };
+}
+
+/** The claim was taken over (its lease ended first): this holder must not send. */
+export class MailClaimLostError extends Error {
+  constructor(k: MailKey) {
+    super(`mail ${k.key} of task ${k.taskId} to ${k.recipient}: the claim was taken over (its lease ended); not sent by this holder`);
+    this.name = new.target.name;
+  }
+}
+
+/**
+ * The holder is about to hand the message over (the SMTP server said go ahead after DATA): from
+ * now a stop leaves the mail `unknown`, not to be sent again. Throws MailClaimLostError if the
+ * claim is no longer its own (its lease ended and another took the mail): then it sends nothing.
+ */
+export async function markHandingOver(pool: Pick<pg.Pool, 'query'>, k: MailKey & { holder: string }): Promise<void> {
+  const r = await pool.query(`update mail_sends set handed_over_at = now() where task_id = $1 and mail_key = $2 and recipient = $3 and holder = $4 and state = 'sending'`, [k.taskId, k.key, k.recipient, k.holder]);
+  if ((r.rowCount ?? 0) === 0) throw new MailClaimLostError(k);
 }
 
 /**

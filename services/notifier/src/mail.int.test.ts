@@ -6,7 +6,7 @@ import type { Command, NotifyConfig } from '@baton/domain';
 import { handleCommand, loadTask } from '@baton/event-store';
 import { verifyLinkToken } from '@baton/mail';
 import { silentLogger, type Logger } from '@baton/runtime';
-import { claimMail, listDeliveries, mailSends, requestRedelivery, storeArtifact } from '@baton/storage';
+import { claimMail, listDeliveries, mailSends, markHandingOver, requestRedelivery, storeArtifact } from '@baton/storage';
 import { smtpCatcher, stackTest as test, waitFor, type NatsFixture, type PgFixture, type SmtpCatcher } from '@baton/testing';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import pino from 'pino';
@@ -301,13 +301,24 @@ describe('the outbox', () => {
 
   test('a notifier that stopped while sending: the mail is never sent again; its outcome is recorded as unknown', async ({ pg, nats }) => {
     const { id, emailId } = await outboxTask(pg, ['ann@example.com']);
-    // What a notifier killed mid-send leaves: a claim whose lease has run out, nothing recorded.
+    // What a notifier killed while handing the message over leaves: a claim whose lease has run out, nothing recorded.
     await claimMail(pg.db.pool, { taskId: id, key: `email:${emailId}`, recipient: 'ann@example.com', messageId: '<m@x>', holder: 'killed', leaseMs: 1 });
+    await markHandingOver(pg.db.pool, { taskId: id, key: `email:${emailId}`, recipient: 'ann@example.com', holder: 'killed' });
     const stack = await startStack(pg, nats);
     await waitFor(async () => (await loadTask(pg.store, id)).state.emails[emailId]?.status === 'failed', { what: 'EmailFailed outcome_unknown' });
     await stack.stop();
     expect(smtp.received).toBe(0);
     expect((await loadTask(pg.store, id)).state.emails[emailId]?.error?.code).toBe('outcome_unknown');
     expect((await listDeliveries(pg.db.pool, id)).map((d) => [d.attempt, d.ok, d.error])).toEqual([[0, false, expect.stringMatching(/^outcome unknown/)]]);
+  });
+
+  test('a notifier that stopped before the message went (connecting, at MAIL or RCPT): the next one sends it, once', async ({ pg, nats }) => {
+    const { id, emailId } = await outboxTask(pg, ['ann@example.com']);
+    await claimMail(pg.db.pool, { taskId: id, key: `email:${emailId}`, recipient: 'ann@example.com', messageId: '<m@x>', holder: 'killed', leaseMs: 1 });
+    const stack = await startStack(pg, nats);
+    await waitFor(async () => (await loadTask(pg.store, id)).state.emails[emailId]?.status === 'sent', { what: 'EmailSent' });
+    await stack.stop();
+    expect(smtp.mails).toHaveLength(1);
+    expect((await listDeliveries(pg.db.pool, id)).map((d) => [d.attempt, d.ok])).toEqual([[2, true]]);
   });
 });

@@ -4,7 +4,7 @@ import { fold, type RecordedEvent, type RecordedEventOf, type TaskState } from '
 import { handleCommand, type EventStore } from '@baton/event-store';
 import { endMail, mailIds, MAIL_EVENT_TYPES, mailToResend, outboxMail, plannedMails, requestMail, signLinkToken, type LinkAction, type ListedArtifact, type PlannedMail } from '@baton/mail';
 import type { Logger } from '@baton/runtime';
-import { claimMail, mailInFlight, mailSendState, readArtifact, recordDelivery, recordMailResend, recordNextAttempt, settleMail, type ClaimedRedelivery } from '@baton/storage';
+import { claimMail, MailClaimLostError, mailInFlight, mailSendState, markHandingOver, readArtifact, recordDelivery, recordMailResend, recordNextAttempt, settleMail, type ClaimedRedelivery } from '@baton/storage';
 import type pg from 'pg';
 import { SendError, type Mailer, type OutgoingMail } from './mailer.ts';
 
@@ -125,7 +125,7 @@ async function deliverOne(d: MailDeps, event: BusEvent, state: TaskState, events
   }
   try {
     const mailer = d.mailer;
-    const r = await inSpan('smtp send', { kind: SpanKind.CLIENT, attributes: { 'baton.task_id': taskId, 'baton.mail.moment': p.moment, 'baton.mail.attempt': claim.attempt } }, () => mailer.send(mail));
+    const r = await inSpan('smtp send', { kind: SpanKind.CLIENT, attributes: { 'baton.task_id': taskId, 'baton.mail.moment': p.moment, 'baton.mail.attempt': claim.attempt } }, () => mailer.send(mail, { beforeData: () => markHandingOver(d.pool, { taskId, key: p.key, recipient: p.recipient, holder: d.holder }) }));
     metrics.deliveries.inc({ channel: 'email', outcome: 'delivered' });
     metrics.deliverySeconds.observe({ channel: 'email' }, elapsed() / 1000);
     const partly = r.refusals.length > 0 ? `; refused: ${r.refusals.join(', ')}` : '';
@@ -134,6 +134,11 @@ async function deliverOne(d: MailDeps, event: BusEvent, state: TaskState, events
     if (p.kind === 'outbox') await recordOutcome(d, taskId, { type: 'RecordEmailSent', emailId: p.emailId, messageId, accepted: r.accepted, rejected: r.rejected });
     return null;
   } catch (err) {
+    if (err instanceof MailClaimLostError) {
+      // Its lease ended before the message went (a stall, a pause): another holder sends it.
+      d.log.warn({ taskId, key: p.key, recipient: p.recipient, attempt: claim.attempt }, err.message);
+      return null;
+    }
     const e = err instanceof SendError ? err : new SendError((err as Error).message, null, false, { cause: err });
     if (e.outcomeUnknown) {
       // The server holds the whole message and did not say: at most once, as for a notifier that

@@ -45,7 +45,11 @@ export class SendError extends Error {
 }
 
 export interface Mailer {
-  send(mail: OutgoingMail): Promise<SendResult>;
+  /**
+   * Send one mail. `beforeData` runs once the server has said go ahead after DATA, before the
+   * message's first byte; if it throws, nothing is sent and `send` throws that error.
+   */
+  send(mail: OutgoingMail, o?: { beforeData?: () => Promise<void> }): Promise<SendResult>;
   close(): void;
 }
 
@@ -54,7 +58,7 @@ export function smtpMailer(url: string, timeoutMs: number): Mailer {
   // The URL's own settings, plus timeouts; attachments are given as bytes, never read from a path or URL.
   const transport = createTransport({ url, connectionTimeout: timeoutMs, greetingTimeout: timeoutMs, socketTimeout: timeoutMs, disableFileAccess: true, disableUrlAccess: true });
   return {
-    async send(m) {
+    async send(m, o = {}) {
       // The message is built first and given as a stream SMTP reads only after DATA: once it has
       // been read to its end, the server holds all of it, and a missing answer is not a refusal.
       const message = await new Promise<Buffer>((resolve, reject) =>
@@ -63,7 +67,24 @@ export function smtpMailer(url: string, timeoutMs: number): Mailer {
           .build((err, built) => (err ? reject(err) : resolve(built))),
       );
       let handedOver = false;
-      const raw = Readable.from([message]).once('end', () => (handedOver = true));
+      let refused: unknown = null;
+      let started = false;
+      const raw = new Readable({
+        read() {
+          if (started) return;
+          started = true;
+          (o.beforeData ?? (async () => {}))().then(
+            () => {
+              this.push(message);
+              this.push(null);
+            },
+            (err: unknown) => {
+              refused = err;
+              this.destroy(err as Error);
+            },
+          );
+        },
+      }).once('end', () => (handedOver = true));
       try {
         const info = await transport.sendMail({ envelope: { from: m.from, to: m.to }, raw });
         const rejected = (info.rejected ?? []).map(String);
@@ -73,6 +94,7 @@ export function smtpMailer(url: string, timeoutMs: number): Mailer {
         const refusals = rejected.map((a) => (replies.get(a) ? `${a} (${replies.get(a)})` : a));
         return { accepted, rejected, refusals, code: Number.isFinite(code) ? code : null, response: info.response ?? '' };
       } catch (err) {
+        if (refused) throw refused;
         const e = err as Error & { responseCode?: number; response?: string };
         const code = typeof e.responseCode === 'number' ? e.responseCode : null;
         if (code === null && handedOver) throw new SendError(`no answer after the whole message was sent (${e.message})`, null, false, { cause: err, outcomeUnknown: true });

@@ -16,6 +16,7 @@ import * as m014 from './014_dead_letter_identity.ts';
 import * as m015 from './015_task_search_trgm.ts';
 import * as m016 from './016_delivery_given_up.ts';
 import * as m017 from './017_one_open_redelivery.ts';
+import * as m018 from './018_mail_handed_over.ts';
 
 /** Numbered migrations, imported statically so they run the same from source and from a build. */
 export const migrations: Record<string, Migration> = {
@@ -36,6 +37,7 @@ export const migrations: Record<string, Migration> = {
   '015_task_search_trgm': m015,
   '016_delivery_given_up': m016,
   '017_one_open_redelivery': m017,
+  '018_mail_handed_over': m018,
 };
 
 export const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };
