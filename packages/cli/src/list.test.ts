@@ -19,7 +19,7 @@ async function following(server: Server, opts: Omit<ListOptions, 'follow' | 'sig
 }
 
 describe('baton list --follow', () => {
-  it('lists once the stream is ready, prints each change (with --status, a task that leaves it once, not its changes after); after a drop it reads what changed meanwhile (any status, since the newest change seen less a margin) and prints only what is new', async () => {
+  it('lists once the stream is ready, prints each change (with --status, a task that leaves it, not its steps after); after a drop it reads what changed meanwhile (any status, since the newest change seen less a margin) and prints only what is new', async () => {
     // Changes stamped by the server's clock, a little ahead of this one's.
     const at = (s: number): string => new Date(Date.now() + 60_000 + s * 1000).toISOString();
     const a3 = task('a', 'awaiting_input', 3, at(0));
@@ -95,6 +95,44 @@ describe('baton list --follow', () => {
       await stop();
       expect(out.map((l) => l.split('  ')[0])).toEqual(['a', 'following changes (Ctrl-C stops)…', 'b']);
       expect(lists).toEqual(['?search=vector&limit=50']);
+    } finally {
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+    }
+  });
+
+  it('--status: changes come merged (the stream sends a task\'s latest summary), so a task that came back to the status and left again shows as another change of its open requests: printed; its steps after are not', async () => {
+    const at = new Date().toISOString();
+    const req = (n: number) => Array.from({ length: n }, (_, i) => ({ requestId: `clr-${i}`, kind: 'clarification', agentId: `r-${i}`, openedAt: at }));
+    const listed = { ...task('a', 'awaiting_input', 3, at), pendingRequests: req(2) } as TaskSummary;
+    const changes = [
+      { ...task('a', 'running', 5, at), pendingRequests: req(1) }, // one answered: it leaves the status
+      // (back to awaiting_input at v8, merged away) …
+      { ...task('a', 'running', 9, at), pendingRequests: req(0) }, // the last answered: it leaves again
+      { ...task('a', 'running', 12, at), pendingRequests: req(0) }, // a step: not printed
+      { ...task('a', 'completed', 15, at), pendingRequests: req(0) }, // its end: a change of status
+    ];
+    let listedOnce = false;
+    const server = createServer((r, res) => {
+      if ((r.headers.accept ?? '').includes('text/event-stream')) {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write('event: ready\ndata: {}\n\n');
+        const send = setInterval(() => {
+          if (!listedOnce) return;
+          clearInterval(send);
+          res.write(changes.map((c) => `event: task\ndata: ${JSON.stringify(c)}\n\n`).join(''));
+        }, 5);
+        r.on('close', () => clearInterval(send));
+        return;
+      }
+      listedOnce = true;
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ items: [listed], nextCursor: null }));
+    });
+    const { out, stop } = await following(server, { status: 'awaiting_input', limit: 50 });
+    try {
+      await waitFor(() => out.some((l) => l.startsWith('a  completed')), { what: 'the end' });
+      await stop();
+      expect(out.map((l) => l.split('  ').slice(0, 2).join(' ') + (l.includes('open request') ? ` ${/\((\d) open/.exec(l)?.[1] ?? '1'}` : ''))).toEqual(['a awaiting_input 2', 'following changes (Ctrl-C stops)…', 'a running 1', 'a running', 'a completed']);
     } finally {
       server.closeAllConnections();
       await new Promise<void>((r) => server.close(() => r()));

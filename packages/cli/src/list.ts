@@ -22,7 +22,10 @@ export const LIST_CATCH_UP_MARGIN_MS = 60_000;
  * ready, so nothing between the two is missed. After a reconnect, what changed meanwhile is read
  * (every task of the team that changed since a little before the newest change seen, page by
  * page) and only what is new is printed. With `status`, a task listed or printed before is
- * printed again when it leaves that status; with `search`, only tasks whose prompt contains it.
+ * printed again when it leaves that status, and after that when its status or its number of open
+ * requests changes: the stream sends a task's latest summary when it moves, so changes can come
+ * merged, and a task that came back to the status and left it again may show only as another
+ * change outside it. With `search`, only tasks whose prompt contains it.
  */
 export async function listTasks(api: BatonClient, opts: ListOptions, out: { log: (line: string) => void; error: (line: string) => void }): Promise<void> {
   if (opts.follow && opts.stuck) throw new Error('--follow with --stuck: a task becomes stuck by not changing, so there is no change to follow; run `baton list --stuck` again instead');
@@ -31,17 +34,19 @@ export async function listTasks(api: BatonClient, opts: ListOptions, out: { log:
     out.log(listing((await load()).items, describeListItem, 'no tasks'));
     return;
   }
-  /** Each task's line printed last: its version (a change seen twice is printed once) and status. */
-  const printed = new Map<string, { version: number; status: string }>();
+  /** Each task's line printed last: its version (a change seen twice is printed once), status and open requests. */
+  const printed = new Map<string, { version: number; status: string; open: number }>();
   let newest = '';
   const print = (t: TaskSummary): void => {
     if (t.updatedAt > newest) newest = t.updatedAt;
     const last = printed.get(t.id);
     if ((last?.version ?? -1) >= t.version) return;
     if (opts.search && !matchesSearch(t, opts.search)) return; // the stream brings every change: the search is applied here
-    // With a status: its tasks' changes, and the change by which one leaves it (once; not what it does after).
-    if (opts.status && t.status !== opts.status && last?.status !== opts.status) return;
-    printed.set(t.id, { version: t.version, status: t.status });
+    // With a status: its tasks' changes; the change by which one leaves it; after that, only a
+    // change of status or of open requests (not its every step).
+    const open = t.pendingRequests.length;
+    if (opts.status && t.status !== opts.status && !(last && (last.status === opts.status || last.status !== t.status || last.open !== open))) return;
+    printed.set(t.id, { version: t.version, status: t.status, open });
     out.log(describeListItem(t));
   };
   const catchUp = async (): Promise<void> => {
