@@ -1,6 +1,6 @@
 import { fakeMessagesApi, waitFor, type FakeMessagesApi } from '@baton/testing';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { AnthropicModel } from './anthropic.ts';
+import { AnthropicModel, ModelStalledError } from './anthropic.ts';
 import { chatRequest, RoutingChatModel } from './chat.ts';
 import { OfflineChatModel } from './offline-chat.ts';
 import { builtinTeams } from './teams.ts';
@@ -44,6 +44,16 @@ describe('AnthropicModel.stream (Messages API server-sent events)', () => {
     });
     expect(sent.body.system).toMatch(/chat assistant for the 'research' team/);
     expect(sent.body.tools).toBeUndefined();
+  });
+
+  it('a stream that goes quiet for the timeout fails saying so; the connection is cut', async () => {
+    const model = new AnthropicModel({ apiKey: 'k', baseURL: api.baseURL, maxRetries: 0, timeoutMs: 300 });
+    api.queue({ deltas: ['one ', 'two ', 'three'], holdAt: 2 });
+    const deltas: string[] = [];
+    await expect(model.stream(chatRequest(research, turns, { maxTokens: 64 }), (d) => deltas.push(d))).rejects.toThrow(ModelStalledError);
+    expect(deltas).toEqual(['one ', 'two ']);
+    api.release();
+    await waitFor(() => api.served[0]?.closedByClient, { what: 'the fake to see the connection closed' });
   });
 
   it('a caller that goes away mid-stream (abort): the request is cut, the call rejects, no partial reply is returned', async () => {

@@ -1,6 +1,6 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { AnthropicModel } from './anthropic.ts';
+import { AnthropicModel, ModelStalledError } from './anthropic.ts';
 import type { ModelRequest } from './model.ts';
 import { costUsd } from './prices.ts';
 
@@ -8,7 +8,7 @@ import { costUsd } from './prices.ts';
  * A local fake of the Messages API, driven through the real @anthropic-ai/sdk: each test
  * queues replies; the server records what the SDK sent.
  */
-type Reply = { status?: number; body: unknown; delayMs?: number; headers?: Record<string, string> };
+type Reply = { status?: number; body: unknown; delayMs?: number; headers?: Record<string, string>; stallAfter?: number };
 let server: Server;
 let baseURL: string;
 let replies: Reply[];
@@ -26,6 +26,7 @@ beforeEach(async () => {
       const send = () => {
         if (res.destroyed) return;
         res.writeHead(r.status ?? 200, { 'content-type': 'application/json', ...r.headers });
+        if (r.stallAfter !== undefined) return void res.write(JSON.stringify(r.body).slice(0, r.stallAfter)); // and nothing more
         res.end(JSON.stringify(r.body));
       };
       if (r.delayMs) setTimeout(send, r.delayMs);
@@ -106,6 +107,36 @@ describe('AnthropicModel through the real SDK against a fake Messages API', () =
     const pending = model.complete(request({ signal: abort.signal }));
     abort.abort();
     await expect(pending).rejects.toThrow(/abort/i);
+  });
+
+  it('an answer whose body stops arriving after its headers fails after the timeout, saying so (the SDK\'s own timer stops at the headers)', async () => {
+    const model = new AnthropicModel({ apiKey: 'k', baseURL, maxRetries: 0, timeoutMs: 300 });
+    replies.push({ body: message([{ type: 'text', text: 'never whole' }], 'end_turn'), stallAfter: 20 });
+    const started = performance.now();
+    await expect(model.complete(request())).rejects.toThrow(ModelStalledError);
+    expect(performance.now() - started).toBeLessThan(5000); // not undici's 5 minutes
+    // A body that keeps coming, slowly, is not cut: only silence counts.
+    const slow = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      const text = JSON.stringify(message([{ type: 'text', text: 'slow but steady' }], 'end_turn'));
+      let i = 0;
+      const t = setInterval(() => {
+        res.write(text.slice(i, i + 40));
+        i += 40;
+        if (i >= text.length) {
+          clearInterval(t);
+          res.end();
+        }
+      }, 100);
+    });
+    await new Promise<void>((r) => slow.listen(0, '127.0.0.1', r));
+    try {
+      const steady = new AnthropicModel({ apiKey: 'k', baseURL: `http://127.0.0.1:${(slow.address() as { port: number }).port}`, maxRetries: 0, timeoutMs: 300 });
+      expect((await steady.complete(request())).content).toEqual([{ type: 'text', text: 'slow but steady' }]);
+    } finally {
+      slow.closeAllConnections();
+      await new Promise((r) => slow.close(r));
+    }
   });
 
   it('server web-search blocks are kept verbatim and sent back unchanged; usage and cost are recorded', async () => {

@@ -12,7 +12,11 @@ export interface AnthropicModelOptions {
   baseURL?: string;
   /** Retries on 408/409/429/5xx/529 and connection errors, with the SDK's exponential backoff (default 4). */
   maxRetries?: number;
-  /** Per request (default 10 minutes; a slow turn is normal, a hung socket is not). */
+  /**
+   * Per request (default 10 minutes; a slow turn is normal, a hung socket is not): until the
+   * answer's headers (the SDK's own timer), then as long as its body goes quiet (`quietBodyFetch`:
+   * the SDK's timer stops at the headers, and a body that stalled then hung for undici's 5 minutes).
+   */
   timeoutMs?: number;
   /** Server-side web search: how many searches one turn may make (default 5). */
   webSearchMaxUses?: number;
@@ -47,17 +51,19 @@ export class AnthropicModel implements ModelClient, StreamingModel {
   private readonly webSearchMaxUses: number;
 
   constructor(opts: AnthropicModelOptions = {}) {
+    const timeoutMs = opts.timeoutMs ?? 600_000;
     this.client = new Anthropic({
       ...(opts.apiKey !== undefined ? { apiKey: opts.apiKey } : {}),
       ...(opts.baseURL !== undefined ? { baseURL: opts.baseURL } : {}),
       maxRetries: opts.maxRetries ?? 4,
-      timeout: opts.timeoutMs ?? 600_000,
+      timeout: timeoutMs,
+      fetch: quietBodyFetch(timeoutMs),
     });
     this.webSearchMaxUses = opts.webSearchMaxUses ?? 5;
   }
 
   async complete(req: ModelRequest): Promise<ModelResponse> {
-    const raw = await this.client.messages.create(this.params(req), req.signal ? { signal: req.signal } : {});
+    const raw = await this.client.messages.create(this.params(req), req.signal ? { signal: req.signal } : {}).catch(rethrowStalled);
     return toResponse(raw);
   }
 
@@ -70,7 +76,7 @@ export class AnthropicModel implements ModelClient, StreamingModel {
   async stream(req: ModelRequest, onText: (delta: string) => void): Promise<ModelResponse> {
     const stream = this.client.messages.stream(this.params(req), req.signal ? { signal: req.signal } : {});
     stream.on('text', (delta) => onText(delta));
-    const final = await stream.finalMessage();
+    const final = await stream.finalMessage().catch(rethrowStalled);
     // The SDK hands back what it had when a response ends early without an error: not a reply.
     if (final.stop_reason === null) throw new Error('the Messages API stream ended before the message did (no stop reason): the reply is incomplete');
     return toResponse(final);
@@ -90,6 +96,78 @@ export class AnthropicModel implements ModelClient, StreamingModel {
     if (t.name === WEB_SEARCH_TOOL) return { type: 'web_search_20250305', name: WEB_SEARCH_TOOL, max_uses: this.webSearchMaxUses };
     return { name: t.name, description: t.description, input_schema: t.input_schema };
   }
+}
+
+/** An answer whose body went quiet for the model's timeout (`quietBodyFetch`). */
+export class ModelStalledError extends Error {
+  readonly code = 'model_timeout';
+  constructor(timeoutMs: number) {
+    super(`the model's answer stopped arriving: nothing for ${timeoutMs} ms after it began (ANTHROPIC_TIMEOUT_MS)`);
+    this.name = new.target.name;
+  }
+}
+
+/** The stall, wherever the SDK wrapped it (a body read that failed, as the error or its cause). */
+function rethrowStalled(err: unknown): never {
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) if (e instanceof ModelStalledError) throw e;
+  throw err;
+}
+
+/**
+ * `fetch` whose response body fails with ModelStalledError when no byte of it comes for
+ * `timeoutMs` (from the headers on; each chunk starts the wait again, so a long stream that keeps
+ * coming is never cut). An abort of the caller's signal still aborts it. Exported for tests.
+ */
+export function quietBodyFetch(timeoutMs: number, base: typeof fetch = fetch): typeof fetch {
+  return async (input, init = {}) => {
+    const ctl = new AbortController();
+    const outer = init.signal;
+    const follow = (): void => ctl.abort(outer?.reason);
+    if (outer?.aborted) follow();
+    else outer?.addEventListener('abort', follow, { once: true });
+    const res = await base(input, { ...init, signal: ctl.signal }).catch((err: unknown) => {
+      outer?.removeEventListener('abort', follow);
+      throw err;
+    });
+    const source = res.body;
+    if (!source) {
+      outer?.removeEventListener('abort', follow);
+      return res;
+    }
+    const reader = source.getReader();
+    let timer: NodeJS.Timeout | undefined;
+    const settle = (): void => {
+      clearTimeout(timer);
+      outer?.removeEventListener('abort', follow);
+    };
+    const body = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        const stalled = new Promise<never>((_, reject) => {
+          timer = setTimeout(() => {
+            const err = new ModelStalledError(timeoutMs);
+            ctl.abort(err);
+            reject(err);
+          }, timeoutMs);
+        });
+        try {
+          const { done, value } = await Promise.race([reader.read(), stalled]);
+          clearTimeout(timer);
+          if (done) {
+            settle();
+            controller.close();
+          } else controller.enqueue(value);
+        } catch (err) {
+          settle();
+          controller.error(err);
+        }
+      },
+      cancel(reason) {
+        settle();
+        return reader.cancel(reason);
+      },
+    });
+    return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
+  };
 }
 
 /** A Messages API response as Baton keeps it: parsed (model output is input from outside), with usage and cost. */
