@@ -10,7 +10,10 @@ export function buildConversation(prompt: string, agentId: string, events: Itera
   const messages: ModelMessage[] = [{ role: 'user', content: prompt }];
   for (const e of events) {
     if (e.type === 'ModelTurnRecorded' && e.data.agentId === agentId) {
-      messages.push({ role: 'assistant', content: e.data.content });
+      const last = messages[messages.length - 1];
+      // A turn a server tool paused (pause_turn) was sent back as it was and the model went on: one assistant message.
+      if (last?.role === 'assistant') last.content = [...last.content, ...e.data.content];
+      else messages.push({ role: 'assistant', content: e.data.content });
     } else if (e.type === 'ToolResultsRecorded' && e.data.agentId === agentId) {
       const blocks: Extract<UserBlock, { type: 'tool_result' }>[] = e.data.results.map((r) => ({ type: 'tool_result', tool_use_id: r.toolUseId, content: r.content, ...(r.isError ? { is_error: true } : {}) }));
       const last = messages[messages.length - 1];

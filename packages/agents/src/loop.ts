@@ -173,12 +173,18 @@ export interface LoopHost {
    */
   latest?(): TaskState;
   /** The agent gave its final answer, or reached its turn limit: what ends it (null: nothing yet, e.g. the lead waits for subagents). */
-  finish(o: { capped: boolean; finalText: string }): Promise<readonly Command[] | null>;
+  finish(o: { capped: boolean; finalText: string; refused: boolean }): Promise<readonly Command[] | null>;
   /** What a person is shown when a call of this agent needs approval. */
   plan(call: ToolCall): string;
 }
 
 export type LoopExit = 'finished' | 'waiting' | 'stopped';
+
+/** Why an agent whose model refused (stop reason `refusal`) ends failed: its words, or that it gave none. */
+export const refusalMessage = (who: string, text: string): string => {
+  const said = text.replace(/\s+/g, ' ').trim();
+  return `${who}'s model refused to go on${said ? `: ${said.length > 500 ? `${said.slice(0, 499)}…` : said}` : ' (it gave no reason)'}`;
+};
 
 /** Move the agent as far as it can go now. Returns why it stopped: finished, waiting (on a person or a subagent), or stopped by the host. */
 export async function runAgentLoop(h: LoopHost): Promise<LoopExit> {
@@ -223,7 +229,7 @@ async function loopUntilSettled(h: LoopHost, stepStarts: () => void, stepDone: (
 
     const capped = loop.phase === 'model' && loop.turns >= h.def.maxTurns;
     if (loop.phase === 'done' || capped) {
-      const end = await h.finish({ capped, finalText: loop.finalText ?? lastText(h.events(), h.agentId) });
+      const end = await h.finish({ capped, finalText: loop.finalText ?? lastText(h.events(), h.agentId), refused: !capped && loop.refused === true });
       if (end) h.record(end);
       const ok = await h.commit();
       return !ok ? 'stopped' : end ? 'finished' : 'waiting';

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { Command, DecidedEvent } from './commands.ts';
 import { agentStreamId } from './events.ts';
 import { nextDeadline } from './state.ts';
+import { CUT_OFF_TOOL_USE } from './evolve.ts';
 import {
   IllegalTransitionError,
   InvalidCommandError,
@@ -88,6 +89,23 @@ describe('RecordModelTurn', () => {
     const s = given(running).when(cmd('RecordModelTurn', leadTurn(1).data)).then([leadTurn(1)]);
     expect(s.lead?.phase).toBe('done');
     expect(s.lead?.finalText).toBe('turn 1');
+  });
+  it('the stop reason: tool uses are never dropped (opened whatever it says); the last of an answer cut at max_tokens is answered as not run; pause_turn goes on; a refusal ends refused', () => {
+    const turn = (stopReason: string, ids: string[], text = 'said'): DecidedEvent => {
+      const e = leadTurn(1, ids.map((id) => ({ id })));
+      const data = e.data as { content: unknown[] };
+      return { ...e, data: { ...e.data, stopReason, content: [{ type: 'text', text }, ...data.content.filter((b) => (b as { type: string }).type === 'tool_use')] } } as DecidedEvent;
+    };
+    const after = (e: DecidedEvent) => stateOf(recorded([...running, e])).lead!;
+    expect(after(turn('end_turn', ['a'])).openToolUses.map((t) => [t.toolUseId, t.state])).toEqual([['a', 'pending']]);
+    const cut = after(turn('max_tokens', ['a', 'b']));
+    expect(cut.phase).toBe('tools');
+    expect(cut.openToolUses.map((t) => [t.toolUseId, t.state, t.result?.isError ?? null])).toEqual([['a', 'pending', null], ['b', 'resolved', true]]);
+    expect(cut.openToolUses[1]?.result?.content).toBe(CUT_OFF_TOOL_USE);
+    expect(after(turn('max_tokens', [], 'half an answ'))).toMatchObject({ phase: 'done', finalText: 'half an answ\n[cut off at the max_tokens limit]' });
+    expect(after(turn('pause_turn', []))).toMatchObject({ phase: 'model', turns: 1, openToolUses: [] });
+    expect(after(turn('refusal', ['a'], 'I cannot help with that'))).toMatchObject({ phase: 'done', refused: true, finalText: 'I cannot help with that', openToolUses: [] });
+    expect(after(turn('end_turn', []))).not.toHaveProperty('refused');
   });
   it('is illegal while the lead waits on tools, out of order, or for an agent that is not running', () => {
     given(leadWaitingOnTool).when(cmd('RecordModelTurn', leadTurn(2).data)).thenThrows(IllegalTransitionError, /not due a model turn/);

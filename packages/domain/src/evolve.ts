@@ -310,14 +310,31 @@ function updateAgent(s: TaskState, agentId: string, f: (a: AgentState) => AgentS
   return a ? { ...s, agents: { ...s.agents, [agentId]: f(a) } } : s;
 }
 
-/** The loop after a model turn: its tool uses are open (phase tools), or it gave its final answer. */
+/** What the model is told of a tool call its answer was cut in (stop reason `max_tokens`): not run. */
+export const CUT_OFF_TOOL_USE = 'not run: your answer was cut off at its max_tokens limit before this call was complete, so its input may be too; make the call again, smaller (a large file in parts)';
+
+/**
+ * The loop after a model turn (pure). Its tool uses are opened (phase tools) whatever the stop
+ * reason says — a tool call is never dropped without an answer — except the last of an answer cut
+ * at `max_tokens`, which is answered at once as not run (its input may be cut). `pause_turn` (a
+ * server tool paused the turn): the model goes on (phase model, the turn sent back as it is). A
+ * `refusal` ends the loop refused; otherwise its text is the final answer.
+ */
 function afterTurn<L extends AgentLoopState>(l: L, d: { turn: number; content: ContentBlock[]; stopReason: string }): L {
   const toolUses = d.content.filter(isToolUse);
-  if (d.stopReason === 'tool_use' && toolUses.length > 0) {
-    const openToolUses = toolUses.map((t): OpenToolUse => ({ toolUseId: t.id, name: t.name, input: t.input, state: 'pending', result: null, approvedInput: null }));
+  if (toolUses.length > 0 && d.stopReason !== 'refusal' && d.stopReason !== 'pause_turn') {
+    const cut = d.stopReason === 'max_tokens' ? toolUses.at(-1)?.id : undefined;
+    const openToolUses = toolUses.map((t): OpenToolUse =>
+      t.id === cut
+        ? { toolUseId: t.id, name: t.name, input: t.input, state: 'resolved', result: { toolUseId: t.id, toolName: t.name, content: CUT_OFF_TOOL_USE, isError: true }, approvedInput: null }
+        : { toolUseId: t.id, name: t.name, input: t.input, state: 'pending', result: null, approvedInput: null },
+    );
     return { ...l, turns: d.turn, phase: 'tools', openToolUses };
   }
-  return { ...l, turns: d.turn, phase: 'done', openToolUses: [], finalText: textOf(d.content) };
+  if (d.stopReason === 'pause_turn') return { ...l, turns: d.turn, phase: 'model', openToolUses: [] };
+  const text = textOf(d.content);
+  if (d.stopReason === 'refusal') return { ...l, turns: d.turn, phase: 'done', openToolUses: [], finalText: text, refused: true };
+  return { ...l, turns: d.turn, phase: 'done', openToolUses: [], finalText: d.stopReason === 'max_tokens' ? `${text}\n[cut off at the max_tokens limit]`.trimStart() : text };
 }
 
 /** The loop after tool results were recorded: those uses close; with none left a model turn is due. */

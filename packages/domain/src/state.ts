@@ -30,6 +30,8 @@ export interface AgentLoopState {
   openToolUses: OpenToolUse[];
   /** The text of its final turn. */
   finalText: string | null;
+  /** Its final turn was a refusal (stop reason `refusal`): it ends failed, not done. */
+  refused?: boolean;
 }
 
 export interface AgentState extends AgentLoopState {

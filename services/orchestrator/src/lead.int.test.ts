@@ -39,6 +39,15 @@ describe('advanceTask (the lead loop)', () => {
     expect(turn4?.metadata.startedAt).toMatch(/^\d{4}-/);
   });
 
+  pgTest("a lead whose model refuses fails the task with model_refused and the model's words (not a completed task with an empty summary)", async ({ pg }) => {
+    const id = await submit(pg.store, { requirePlanApproval: false });
+    const usage = { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
+    const refusing = { name: 'no', complete: async () => ({ content: [{ type: 'text' as const, text: 'I cannot do that.' }], stopReason: 'refusal' as const, usage, model: 'm', offline: false }) };
+    await advanceTask({ ...deps(pg.store), model: refusing }, id);
+    const { state } = await loadTask(pg.store, id);
+    expect(state).toMatchObject({ status: 'failed', error: { code: 'model_refused', message: "the lead's model refused to go on: I cannot do that." } });
+  });
+
   pgTest('running it concurrently five times records each step exactly once (with and without the cache)', async ({ pg }) => {
     const id = await submit(pg.store, { team: 'bench' });
     const cache = new TaskCache(pg.db.pool);

@@ -304,6 +304,34 @@ describe('runSubagentJob', () => {
     expect(await runSubagentJob(deps(pg.store), id, 'researcher-1', () => {}, { causeEventId: dispatch.id })).toBe('completed');
   });
 
+  test("the model's stop reasons: pause_turn goes on with the turn sent back as it was (one assistant message after); a refusal fails the agent with its words", async ({ pg }) => {
+    const usage = { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
+    const sent: ModelRequest[] = [];
+    const paused: ModelClient = {
+      name: 'paused',
+      complete: async (r) => {
+        sent.push(r);
+        return sent.length === 1
+          ? { content: [{ type: 'text', text: 'searching…' }], stopReason: 'pause_turn', usage, model: 'm', offline: true }
+          : sent.length === 2
+            ? { content: [{ type: 'tool_use', id: 'w1', name: 'write_file', input: { path: 'notes.md', content: 'n' } }], stopReason: 'tool_use', usage, model: 'm', offline: true }
+            : { content: [{ type: 'text', text: 'done' }], stopReason: 'end_turn', usage, model: 'm', offline: true };
+      },
+    };
+    const id = await dispatchedTask(pg.store);
+    expect(await runSubagentJob(deps(pg.store, paused), id, 'researcher-1', () => {})).toBe('completed');
+    expect(sent.map((r) => r.messages.map((m) => m.role).join(','))).toEqual(['user', 'user,assistant', 'user,assistant,user']);
+    expect(sent[2]?.messages[1]?.content).toEqual([{ type: 'text', text: 'searching…' }, { type: 'tool_use', id: 'w1', name: 'write_file', input: { path: 'notes.md', content: 'n' } }]);
+    expect((await loadTask(pg.store, id)).state.agents['researcher-1']).toMatchObject({ status: 'completed', summary: 'done', filesCreated: ['notes.md'] });
+
+    const refusing: ModelClient = { name: 'no', complete: async () => ({ content: [{ type: 'text', text: 'I will not research that.' }], stopReason: 'refusal', usage, model: 'm', offline: true }) };
+    const other = await dispatchedTask(pg.store);
+    await runSubagentJob(deps(pg.store, refusing), other, 'researcher-1', () => {});
+    const { state } = await loadTask(pg.store, other);
+    expect(state.agents['researcher-1']).toMatchObject({ status: 'failed', error: { code: 'model_refused', message: "agent researcher-1's model refused to go on: I will not research that." } });
+    expect(state.lead?.openToolUses[0]?.result).toMatchObject({ isError: true, content: expect.stringMatching(/model_refused/) });
+  });
+
   test('an agent whose workspace grows past its limit fails at once with workspace_too_large (no retry); nothing of it is saved, its sandbox goes, and the lead is told', async ({ pg }) => {
     const { team, script } = withEngineer({ model: 'm', tools: ['write_file'] }, [
       [{ type: 'tool_use', id: 'w1', name: 'write_file', input: { path: 'small.txt', content: 'ok' } }],
