@@ -1,6 +1,7 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AnthropicModel, ModelStalledError } from './anthropic.ts';
+import { ModelRejectedError } from './model.ts';
 import type { ModelRequest } from './model.ts';
 import { costUsd } from './prices.ts';
 
@@ -155,10 +156,19 @@ describe('AnthropicModel through the real SDK against a fake Messages API', () =
     expect((seen[1]?.body.messages as { content: unknown }[])[1]?.content).toEqual(blocks);
   });
 
+  it('a request the API refuses for good (400, 401, 403, …) is not asked again: ModelRejectedError, with the status, type and message', async () => {
+    const model = new AnthropicModel({ apiKey: 'k', baseURL, maxRetries: 2 });
+    replies.push({ status: 400, body: { type: 'error', error: { type: 'invalid_request_error', message: 'max_tokens: too large' } } });
+    const err = await model.complete(request()).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ModelRejectedError);
+    expect((err as Error).message).toBe('the Messages API refused the request: 400 invalid_request_error: max_tokens: too large');
+    expect(seen).toHaveLength(1);
+  });
+
   it('a malformed response is rejected with the field named', async () => {
     const model = new AnthropicModel({ apiKey: 'k', baseURL, maxRetries: 0 });
     replies.push({ body: { ...message([], 'end_turn'), usage: { input_tokens: -1, output_tokens: 0 } } });
-    await expect(model.complete(request())).rejects.toThrow(/input_tokens/);
+    await expect(model.complete(request())).rejects.toThrow(new ModelRejectedError("the model's answer could not be read: usage.input_tokens: must be at least 0"));
   });
 });
 

@@ -1,7 +1,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { ContentBlock, StopReason, type Usage } from '@baton/domain';
 import { z } from 'zod';
-import type { ModelClient, ModelMessage, ModelRequest, ModelResponse, StreamingModel, ToolSpec } from './model.ts';
+import { ModelRejectedError, type ModelClient, type ModelMessage, type ModelRequest, type ModelResponse, type StreamingModel, type ToolSpec } from './model.ts';
 import { OfflineModel } from './offline.ts';
 import { costUsd } from './prices.ts';
 
@@ -107,9 +107,21 @@ export class ModelStalledError extends Error {
   }
 }
 
-/** The stall, wherever the SDK wrapped it (a body read that failed, as the error or its cause). */
+/** Statuses a request would get again however often it was sent: not retried. */
+const FINAL_STATUSES = new Set([400, 401, 403, 404, 413, 422]);
+
+/**
+ * What a failed call is, in Baton's terms: the stall (wherever the SDK wrapped it: a body read
+ * that failed, as the error or its cause); a refusal asking again cannot mend (ModelRejectedError);
+ * anything else as it came (retried by the caller).
+ */
 function rethrowStalled(err: unknown): never {
   for (let e: unknown = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) if (e instanceof ModelStalledError) throw e;
+  if (err instanceof Anthropic.APIError && typeof err.status === 'number' && FINAL_STATUSES.has(err.status)) {
+    const body = (err.error as { error?: { type?: string; message?: string } } | undefined)?.error;
+    const said = body?.message ?? err.message.replace(/^\d{3}\s+/, '');
+    throw new ModelRejectedError(`the Messages API refused the request: ${err.status}${body?.type ? ` ${body.type}` : ''}: ${said}`, { cause: err });
+  }
   throw err;
 }
 
@@ -172,7 +184,9 @@ export function quietBodyFetch(timeoutMs: number, base: typeof fetch = fetch): t
 
 /** A Messages API response as Baton keeps it: parsed (model output is input from outside), with usage and cost. */
 function toResponse(raw: unknown): ModelResponse {
-  const res = ResponseSchema.parse(raw);
+  const parsed = ResponseSchema.safeParse(raw);
+  if (!parsed.success) throw new ModelRejectedError(`the model's answer could not be read: ${parsed.error.issues.map((i) => `${i.path.join('.') || 'answer'}: ${i.message}`).join('; ')}`);
+  const res = parsed.data;
   const usage: Usage = {
     inputTokens: res.usage.input_tokens,
     outputTokens: res.usage.output_tokens,

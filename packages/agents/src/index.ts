@@ -7,7 +7,7 @@ export { approvalFor, askPerson, ApprovalPolicy, ApprovalRule, type ApprovalDeci
 export { AnthropicModel, modelFromConfig, RoutingModel, stopReasonOf, WEB_SEARCH_TOOL, type AnthropicModelOptions } from './anthropic.ts';
 export { costUsd, PRICES, priceOf, type Price } from './prices.ts';
 export { AgentFile, DEFAULT_TEAMS_DIR, loadTeams, loadTeamsOrExit, TeamConfigError, TeamFile } from './config.ts';
-export { lastText, refusalMessage, requestIdFor, runAgentLoop, triageToolUses, type LoopExit, type LoopHost, type ToolCall, type Triage, type TriageInput } from './loop.ts';
+export { lastText, requestIdFor, runAgentLoop, triageToolUses, type LoopExit, type LoopFailure, type LoopHost, type ToolCall, type Triage, type TriageInput } from './loop.ts';
 export { OfflineChatModel, offlineChatReply, streamedWords } from './offline-chat.ts';
 export { CHAT_AGENT_TYPE, chatModelFromConfig, chatRequest, chatSystemPrompt, RoutingChatModel } from './chat.ts';
 export { verifyRun, type VerifyResult } from './verify.ts';

@@ -15,7 +15,7 @@ import {
 } from '@baton/domain';
 import { inSpan, metrics, SpanKind, SpanStatusCode, type Span } from '@baton/telemetry';
 import { buildConversation } from './conversation.ts';
-import type { ModelClient, ModelResponse } from './model.ts';
+import { ModelRejectedError, type ModelClient, type ModelResponse } from './model.ts';
 import { approvalFor, askPerson } from './policy.ts';
 import type { AgentDefinition, TeamDefinition } from './teams.ts';
 import { allTools, parseToolInput, planSubtasksOf, submitPlanTool, toolSpec } from './tools.ts';
@@ -173,15 +173,23 @@ export interface LoopHost {
    */
   latest?(): TaskState;
   /** The agent gave its final answer, or reached its turn limit: what ends it (null: nothing yet, e.g. the lead waits for subagents). */
-  finish(o: { capped: boolean; finalText: string; refused: boolean }): Promise<readonly Command[] | null>;
+  finish(o: { capped: boolean; finalText: string; failure: LoopFailure | null }): Promise<readonly Command[] | null>;
   /** What a person is shown when a call of this agent needs approval. */
   plan(call: ToolCall): string;
 }
 
 export type LoopExit = 'finished' | 'waiting' | 'stopped';
 
+/** Why an agent's loop ended failed, as the task records it (SubagentFailed, or TaskFailed for the lead). */
+export interface LoopFailure {
+  code: 'model_refused' | 'model_error';
+  message: string;
+}
+
+const whoOf = (h: Pick<LoopHost, 'runsIn' | 'agentId'>): string => (h.runsIn === 'orchestrator' ? 'the lead' : `agent ${h.agentId}`);
+
 /** Why an agent whose model refused (stop reason `refusal`) ends failed: its words, or that it gave none. */
-export const refusalMessage = (who: string, text: string): string => {
+const refusalMessage = (who: string, text: string): string => {
   const said = text.replace(/\s+/g, ' ').trim();
   return `${who}'s model refused to go on${said ? `: ${said.length > 500 ? `${said.slice(0, 499)}…` : said}` : ' (it gave no reason)'}`;
 };
@@ -229,7 +237,9 @@ async function loopUntilSettled(h: LoopHost, stepStarts: () => void, stepDone: (
 
     const capped = loop.phase === 'model' && loop.turns >= h.def.maxTurns;
     if (loop.phase === 'done' || capped) {
-      const end = await h.finish({ capped, finalText: loop.finalText ?? lastText(h.events(), h.agentId), refused: !capped && loop.refused === true });
+      const finalText = loop.finalText ?? lastText(h.events(), h.agentId);
+      const failure: LoopFailure | null = !capped && loop.refused ? { code: 'model_refused', message: refusalMessage(whoOf(h), finalText) } : null;
+      const end = await h.finish({ capped, finalText, failure });
       if (end) h.record(end);
       const ok = await h.commit();
       return !ok ? 'stopped' : end ? 'finished' : 'waiting';
@@ -250,7 +260,16 @@ async function loopUntilSettled(h: LoopHost, stepStarts: () => void, stepDone: (
     const startedAt = h.now();
     const startedHr = performance.now();
     stepStarts();
-    const res: ModelResponse = await callModel(h, s.id, loop.turns + 1);
+    let res: ModelResponse;
+    try {
+      res = await callModel(h, s.id, loop.turns + 1);
+    } catch (err) {
+      if (!(err instanceof ModelRejectedError)) throw err; // retried by the host's queue
+      // Asking again cannot mend it: the agent ends failed now, saying why.
+      const end = await h.finish({ capped: false, finalText: '', failure: { code: 'model_error', message: `${whoOf(h)}'s model call failed for good: ${err.message}` } });
+      if (end) h.record(end);
+      return (await h.commit()) ? 'finished' : 'stopped';
+    }
     // A model reply may hold text Postgres cannot store (NUL, unpaired surrogates): replaced, and the turn's metadata says how many.
     const content = cleanText(res.content);
     h.record(

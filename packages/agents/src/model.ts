@@ -48,3 +48,16 @@ export interface StreamingModel {
   readonly name: string;
   stream(req: ModelRequest, onText: (delta: string) => void): Promise<ModelResponse>;
 }
+
+/**
+ * The model API refused the request in a way asking again cannot mend (400, 401, 403, 404, 413,
+ * 422), or answered what cannot be read: the agent fails at once with `model_error` and these
+ * words, instead of the request being paid for again on every retry.
+ */
+export class ModelRejectedError extends Error {
+  readonly code = 'model_error';
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}

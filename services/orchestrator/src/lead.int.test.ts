@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { OfflineModel } from '@baton/agents';
+import { ModelRejectedError, OfflineModel } from '@baton/agents';
 import { busNames, BusEvent, encodeEvent, ensureTopology, recordedFromBus } from '@baton/bus';
 import { handleCommand, keepUnfinished, loadTask, servicesCachePolicy, TaskCache, type EventStore } from '@baton/event-store';
 import { silentLogger } from '@baton/runtime';
@@ -46,6 +46,10 @@ describe('advanceTask (the lead loop)', () => {
     await advanceTask({ ...deps(pg.store), model: refusing }, id);
     const { state } = await loadTask(pg.store, id);
     expect(state).toMatchObject({ status: 'failed', error: { code: 'model_refused', message: "the lead's model refused to go on: I cannot do that." } });
+    const other = await submit(pg.store, { requirePlanApproval: false });
+    const rejecting = { name: 'rejects', complete: () => Promise.reject(new ModelRejectedError("the model's answer could not be read: usage.input_tokens: required")) };
+    await advanceTask({ ...deps(pg.store), model: rejecting }, other);
+    expect((await loadTask(pg.store, other)).state).toMatchObject({ status: 'failed', error: { code: 'model_error', message: "the lead's model call failed for good: the model's answer could not be read: usage.input_tokens: required" } });
   });
 
   pgTest('running it concurrently five times records each step exactly once (with and without the cache)', async ({ pg }) => {

@@ -5,7 +5,6 @@ import {
   lastText,
   leadOpening,
   leadSystemPrompt,
-  refusalMessage,
   runAgentLoop,
   type LoopHost,
   type ModelClient,
@@ -113,10 +112,10 @@ async function runLead(deps: LeadDeps, initial: TaskState, history: readonly Rec
     commit,
     execute: async (call, input) => runLocalTool(call, input),
     plan: () => lastText(events.concat(writer.pending), LEAD_AGENT_ID),
-    finish: async ({ capped, refused, finalText }) => {
+    finish: async ({ capped, failure }) => {
       const s = writer.state;
       if (capped) return [{ type: 'FailTask', code: 'max_turns', message: `the lead reached its limit of ${team.lead.maxTurns} turns` }];
-      if (refused) return [{ type: 'FailTask', code: 'model_refused', message: refusalMessage('the lead', finalText) }];
+      if (failure) return [{ type: 'FailTask', code: failure.code, message: failure.message }];
       if (activeAgents(s).length > 0) return null; // the lead answered; its subagents are still at work
       if (s.plan?.status === 'failed') return [failPlan(s)];
       const report = s.artifacts.find((a) => /(^|\/)report\.md$/.test(a.path));

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { allTools, builtinTeams, OfflineModel, outboxRequest, sendEmailTool, toolSpec, type AgentDefinition, type ModelClient, type ModelRequest, type TeamDefinition } from '@baton/agents';
+import { allTools, builtinTeams, ModelRejectedError, OfflineModel, outboxRequest, sendEmailTool, toolSpec, type AgentDefinition, type ModelClient, type ModelRequest, type TeamDefinition } from '@baton/agents';
 import { agentStreamId, loopOf, type ContentBlock } from '@baton/domain';
 import { handleCommand, loadTask, TaskWriter, type EventStore } from '@baton/event-store';
 import { readArtifact, searchCorpus, storeArtifact } from '@baton/storage';
@@ -330,6 +330,14 @@ describe('runSubagentJob', () => {
     const { state } = await loadTask(pg.store, other);
     expect(state.agents['researcher-1']).toMatchObject({ status: 'failed', error: { code: 'model_refused', message: "agent researcher-1's model refused to go on: I will not research that." } });
     expect(state.lead?.openToolUses[0]?.result).toMatchObject({ isError: true, content: expect.stringMatching(/model_refused/) });
+
+    // A request the model API refuses for good: the agent fails at once (one call, no retry), saying why.
+    let calls = 0;
+    const rejecting: ModelClient = { name: 'rejects', complete: async () => (calls++, Promise.reject(new ModelRejectedError('the Messages API refused the request: 401 authentication_error: invalid x-api-key'))) };
+    const third = await dispatchedTask(pg.store);
+    await runSubagentJob(deps(pg.store, rejecting), third, 'researcher-1', () => {});
+    expect(calls).toBe(1);
+    expect((await loadTask(pg.store, third)).state.agents['researcher-1']).toMatchObject({ status: 'failed', error: { code: 'model_error', message: "agent researcher-1's model call failed for good: the Messages API refused the request: 401 authentication_error: invalid x-api-key" } });
   });
 
   test('an agent whose workspace grows past its limit fails at once with workspace_too_large (no retry); nothing of it is saved, its sandbox goes, and the lead is told', async ({ pg }) => {

@@ -1,7 +1,7 @@
 import { agentStreamId, isFinal, isToolUse, normalPath, own, type Command, type RecordedEvent, type TaskState } from '@baton/domain';
 import { inSpan, metrics } from '@baton/telemetry';
 import { ConsumerStoppingError } from '@baton/bus';
-import { builtinTeams, editFileTool, findAgent, outboxRequest, refusalMessage, runAgentLoop, submitReviewTool, writeFileTool, type AgentDefinition, type LoopHost, type ModelClient, type TeamCatalog, type TeamDefinition } from '@baton/agents';
+import { builtinTeams, editFileTool, findAgent, outboxRequest, runAgentLoop, submitReviewTool, writeFileTool, type AgentDefinition, type LoopHost, type ModelClient, type TeamCatalog, type TeamDefinition } from '@baton/agents';
 import { handleCommand, isConcurrencyError, loadTask, retryOnConflict, TaskWriter, type EventStore, type LoadedTask, type TaskLoader } from '@baton/event-store';
 import { acquireLease, releaseLease, renewLease, type CorpusHit, type StoredArtifact } from '@baton/storage';
 import type pg from 'pg';
@@ -259,8 +259,8 @@ export async function runSubagentJob(
           return runTool({ type: 'tool_use', ...call }, def.tools, env);
         },
         plan: (call) => `${def.name} (${agentId}) wants to call ${call.name}.`,
-        finish: async ({ capped, finalText, refused }) => {
-          if (refused) return [{ type: 'FailSubagent', agentId, code: 'model_refused', message: refusalMessage(`agent ${agentId}`, finalText) }];
+        finish: async ({ capped, finalText, failure }) => {
+          if (failure) return [{ type: 'FailSubagent', agentId, code: failure.code, message: failure.message }];
           const own = events.concat(writer.pending).filter((e) => e.streamId === agentStreamId(taskId, agentId));
           const files = collectFiles(own);
           await syncIfChanged();
