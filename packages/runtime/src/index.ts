@@ -2,7 +2,7 @@ export * from './config.ts';
 export * from './logger.ts';
 export * from './shutdown.ts';
 export { installCrashGuards, isConnectionError } from './crash-guard.ts';
-export { keyedSerial } from './keyed.ts';
+export { keyedCoalesced, keyedSerial, type Coalesced } from './keyed.ts';
 export { setBounded } from './bounded.ts';
 export { limiter } from './limiter.ts';
 export { startOps, startTelemetry, within } from './observability.ts';

@@ -17,3 +17,34 @@ export function keyedSerial(): <T>(key: string, fn: () => Promise<T>) => Promise
     return next;
   };
 }
+
+/** What a call to a `keyedCoalesced` runner came to: the run's result, or joined to a run still to start. */
+export type Coalesced<T> = { ran: true; result: T } | { ran: false };
+
+/**
+ * Like keyedSerial for work that reads the latest state when it starts (advance a task's lead):
+ * per key one run at a time and at most one waiting. A call while one runs and another waits
+ * joins the waiting one and returns at once (`ran: false`) — that run starts after the call was
+ * made, so it sees whatever the call would have. A process whose lead hangs on one task then
+ * holds one waiting call for it, not one per wake-up (each held a consumer slot until all were
+ * full and every other task stalled).
+ */
+export function keyedCoalesced(): <T>(key: string, fn: () => Promise<T>) => Promise<Coalesced<T>> {
+  const keys = new Map<string, { running: Promise<unknown>; waiting: boolean }>();
+  return async <T>(key: string, fn: () => Promise<T>): Promise<Coalesced<T>> => {
+    const k = keys.get(key);
+    if (k?.waiting) return { ran: false };
+    const start = async (): Promise<T> => {
+      const entry = keys.get(key);
+      if (entry) entry.waiting = false;
+      return fn();
+    };
+    const run = k ? k.running.then(start, start) : start();
+    const entry = { running: run.catch(() => {}), waiting: k !== undefined };
+    keys.set(key, entry);
+    void entry.running.then(() => {
+      if (keys.get(key) === entry) keys.delete(key);
+    });
+    return { ran: true, result: await run };
+  };
+}

@@ -2,7 +2,7 @@ import { BusEvent, countDeadLetters, deadLetterGivesUp, deadLetterRecorder, EVEN
 import { isFinal, nextDeadline } from '@baton/domain';
 import { handleCommand, keepUnfinished, loadTask, type EventStore } from '@baton/event-store';
 import { WEBHOOK_ENDPOINTS_CHANNEL } from '@baton/db';
-import { keyedSerial, type Logger } from '@baton/runtime';
+import { keyedCoalesced, type Logger } from '@baton/runtime';
 import { tenantsWithEndpoints } from '@baton/storage';
 import { jetstreamManager, type JetStreamClient } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -102,7 +102,8 @@ export async function startOrchestrator(d: OrchestratorDeps): Promise<Orchestrat
   });
   topology.start();
   watchdog.start();
-  const serialised = keyedSerial();
+  // One lead run per task at a time, at most one waiting: more wake-ups meanwhile are acked at once.
+  const perTask = keyedCoalesced();
   const consumer = await startConsumer({
     js: d.js,
     stream: d.names.eventsStream,
@@ -116,7 +117,9 @@ export async function startOrchestrator(d: OrchestratorDeps): Promise<Orchestrat
     onDeadLetter: leadDeadLetters(d),
     // The consumer's filter (baton.triggers.>) delivers only events that can wake the lead.
     handle: async (event, ctx) => {
-      const { appended, state } = await serialised(event.taskId, () => advanceTask(lead, event.taskId, recordedFromBus(event, ctx.headers?.get(EVENT_SCHEMA_HEADER))));
+      const run = await perTask(event.taskId, () => advanceTask(lead, event.taskId, recordedFromBus(event, ctx.headers?.get(EVENT_SCHEMA_HEADER))));
+      if (!run.ran) return void d.log.debug({ taskId: event.taskId, trigger: event.type }, 'joined the lead run waiting for this task');
+      const { appended, state } = run.result;
       deadlines.hint(nextDeadline(state));
       // The step that finished the task was loaded while it ran: hold nothing for it now.
       if (!keepUnfinished(state)) d.forget?.(event.taskId);
