@@ -22,16 +22,21 @@ export interface AnthropicModelOptions {
   webSearchMaxUses?: number;
 }
 
+/** The most tokens of one kind one model call may report. */
+export const MAX_CALL_TOKENS = 100_000_000;
+
 /** The response fields Baton keeps, parsed (model output is input from outside). */
 const ResponseSchema = z.object({
   model: z.string().min(1),
   content: z.array(ContentBlock),
   stop_reason: z.string().nullable(),
+  // One call's tokens: far under 100 million (a context window is at most a few million); more is
+  // not usage but a broken answer, which would otherwise spend a budget (or pass 2^53) at once.
   usage: z.object({
-    input_tokens: z.number().int().nonnegative(),
-    output_tokens: z.number().int().nonnegative(),
-    cache_read_input_tokens: z.number().int().nonnegative().nullish(),
-    cache_creation_input_tokens: z.number().int().nonnegative().nullish(),
+    input_tokens: z.number().int().nonnegative().max(MAX_CALL_TOKENS),
+    output_tokens: z.number().int().nonnegative().max(MAX_CALL_TOKENS),
+    cache_read_input_tokens: z.number().int().nonnegative().max(MAX_CALL_TOKENS).nullish(),
+    cache_creation_input_tokens: z.number().int().nonnegative().max(MAX_CALL_TOKENS).nullish(),
   }),
 });
 

@@ -42,3 +42,20 @@ describe('the help', () => {
     expect(stdout).toMatch(/Environment:\n {2}BATON_URL +the gateway the commands talk to \(default http:\/\/127\.0\.0\.1:8080\)\n {2}BATON_API_KEY +the API key/);
   });
 });
+
+describe("what the gateway says reaches the terminal as text", () => {
+  it('escape sequences in an answer (a model could write them) are not passed to the terminal', async () => {
+    const { createServer } = await import('node:http');
+    const server = createServer((_req, res) => res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { code: 'not_found', message: 'no \u001b]0;pwned\u0007task \u001b[2Jhere' } })));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+      const stderr = await new Promise<string>((resolve) => execFile(process.execPath, [MAIN, 'status', '00000000-0000-4000-8000-000000000001'], { env: { ...process.env, BATON_URL: url } }, (_err, _out, err) => resolve(err)));
+      expect(stderr).toContain('no task here');
+      expect(stderr).not.toContain('\u001b');
+      expect(stderr).not.toContain('\u0007');
+    } finally {
+      server.close();
+    }
+  });
+});

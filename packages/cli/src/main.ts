@@ -9,11 +9,13 @@ import type { VerifyResult } from '@baton/agents';
 import { answer, decide, describeEvent, describeTask } from './people.ts';
 import { listTasks, type ListOptions } from './list.ts';
 import { WORKSPACE_EXCLUDES, workspaceFromPath } from './workspace.ts';
+import { safeConsole, terminalSafe } from './terminal.ts';
 import { describeChat, describeDeliveries, describeReconnect, describeTeam, describeWebhook, listing } from './views.ts';
 import { ApiError, BatonClient, type ApiEvent } from '@baton/client';
 // `up`, `bench`, `chaos` and `cpuprofile` load what they need (the services' packages, the
 // database, the sandboxes) when they run: every other command is an API call and starts fast.
 
+safeConsole();
 const program = new Command('baton').description('Baton: durable, human-in-the-loop runtime for multi-agent tasks');
 program.addHelpText('after', '\nEnvironment:\n  BATON_URL      the gateway the commands talk to (default http://127.0.0.1:8080)\n  BATON_API_KEY  the API key, when the gateway has keys (API_KEYS)');
 /** A commander option parser for a positive number, naming the option when it is not one. */
@@ -49,7 +51,7 @@ program
       // Mailed links point at this gateway unless told otherwise (docs/email.md).
       PUBLIC_URL: process.env.PUBLIC_URL ?? `http://127.0.0.1:${opts.port}`,
     };
-    const say = (m: string) => console.log(`\x1b[1;34m[baton]\x1b[0m ${m}`);
+    const say = (m: string) => void process.stdout.write(`\x1b[1;34m[baton]\x1b[0m ${terminalSafe(m)}\n`);
     // Local development with mail on and no secret: one made for this run (the gateway and the
     // notifier share it); links mailed by an earlier run then stop working. Compose requires one.
     if (env.SMTP_URL && !env.MAIL_LINK_SECRET) {
@@ -318,7 +320,7 @@ program
     let failed: string | null = null;
     await client().chat({ message: message.join(' '), ...(opts.chat ? { chatId: opts.chat } : {}), ...(opts.team ? { team: opts.team } : {}) }, (e) => {
       if (e.event === 'chat') chatId = e.data.chatId;
-      else if (e.event === 'delta') process.stdout.write(e.data.text);
+      else if (e.event === 'delta') process.stdout.write(terminalSafe(e.data.text));
       else if (e.event === 'message') process.stdout.write('\n');
       else failed = `${e.data.error.code}: ${e.data.error.message}`;
     });
