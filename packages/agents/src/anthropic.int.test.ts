@@ -169,6 +169,8 @@ describe('AnthropicModel through the real SDK against a fake Messages API', () =
     const model = new AnthropicModel({ apiKey: 'k', baseURL, maxRetries: 0 });
     replies.push({ body: { ...message([], 'end_turn'), usage: { input_tokens: -1, output_tokens: 0 } } });
     await expect(model.complete(request())).rejects.toThrow(new ModelRejectedError("the model's answer could not be read: usage.input_tokens: must be at least 0"));
+    replies.push({ body: message([{ type: 'tool_use', id: 'toolu_1', name: 'write_file', input: { path: 'a' } }, { type: 'tool_use', id: 'toolu_1', name: 'write_file', input: { path: 'b' } }], 'tool_use') });
+    await expect(model.complete(request())).rejects.toThrow(new ModelRejectedError("the model's answer could not be read: content: two tool calls have the same id"));
     replies.push({ body: { ...message([], 'end_turn'), usage: { input_tokens: 9e15, output_tokens: 0 } } });
     await expect(model.complete(request())).rejects.toThrow(new ModelRejectedError("the model's answer could not be read: usage.input_tokens: must be at most 100000000"));
   });

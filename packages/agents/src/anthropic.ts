@@ -28,7 +28,11 @@ export const MAX_CALL_TOKENS = 100_000_000;
 /** The response fields Baton keeps, parsed (model output is input from outside). */
 const ResponseSchema = z.object({
   model: z.string().min(1),
-  content: z.array(ContentBlock),
+  // A tool call's id names its result: two calls of one id cannot both be answered.
+  content: z.array(ContentBlock).refine((blocks) => {
+    const ids = blocks.flatMap((b) => (b.type === 'tool_use' ? [b.id] : []));
+    return new Set(ids).size === ids.length;
+  }, 'two tool calls have the same id'),
   stop_reason: z.string().nullable(),
   // One call's tokens: far under 100 million (a context window is at most a few million); more is
   // not usage but a broken answer, which would otherwise spend a budget (or pass 2^53) at once.
