@@ -1,7 +1,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { ContentBlock, StopReason, type Usage } from '@baton/domain';
 import { z } from 'zod';
-import { ModelRejectedError, type ModelClient, type ModelMessage, type ModelRequest, type ModelResponse, type StreamingModel, type ToolSpec } from './model.ts';
+import { ModelRejectedError, ModelUnavailableError, type ModelClient, type ModelMessage, type ModelRequest, type ModelResponse, type StreamingModel, type ToolSpec } from './model.ts';
 import { OfflineModel } from './offline.ts';
 import { costUsd } from './prices.ts';
 
@@ -108,8 +108,8 @@ export class AnthropicModel implements ModelClient, StreamingModel {
 }
 
 /** An answer whose body went quiet for the model's timeout (`quietBodyFetch`). */
-export class ModelStalledError extends Error {
-  readonly code = 'model_timeout';
+export class ModelStalledError extends ModelUnavailableError {
+  override readonly code = 'model_timeout';
   constructor(timeoutMs: number) {
     super(`the model's answer stopped arriving: nothing for ${timeoutMs} ms after it began (ANTHROPIC_TIMEOUT_MS)`);
     this.name = new.target.name;
@@ -131,6 +131,8 @@ function rethrowStalled(err: unknown): never {
     const said = body?.message ?? err.message.replace(/^\d{3}\s+/, '');
     throw new ModelRejectedError(`the Messages API refused the request: ${err.status}${body?.type ? ` ${body.type}` : ''}: ${said}`, { cause: err });
   }
+  // Anything else the API or the connection did (429, 5xx, 529, a reset) after the SDK's retries; not an abort of ours.
+  if (err instanceof Anthropic.APIError && !(err instanceof Anthropic.APIUserAbortError)) throw new ModelUnavailableError(`the Messages API could not answer: ${err.message}`, { cause: err });
   throw err;
 }
 

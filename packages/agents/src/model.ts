@@ -61,3 +61,16 @@ export class ModelRejectedError extends Error {
     this.name = new.target.name;
   }
 }
+
+/**
+ * The model API could not answer now (429, 5xx, 529, a cut connection, an answer that stalled),
+ * after the client's own retries: worth asking again later. A runner hands the attempt back
+ * (it was not lost to the agent's work) and its job is retried.
+ */
+export class ModelUnavailableError extends Error {
+  readonly code: string = 'model_unavailable';
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}

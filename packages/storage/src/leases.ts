@@ -60,9 +60,13 @@ export async function renewLease(db: Db, l: { taskId: string; agentId: string; h
 }
 
 /** Give a lease back (the job ended). A failed job leaves its error for the watchdog's report. */
-export async function releaseLease(db: Db, l: { taskId: string; agentId: string; holder: string; error?: string }): Promise<void> {
+export async function releaseLease(db: Db, l: { taskId: string; agentId: string; holder: string; error?: string; holdMs?: number }): Promise<void> {
   if (l.error !== undefined) {
-    await db.query(`update agent_leases set expires_at = now(), last_error = $4, updated_at = now() where task_id = $1 and agent_id = $2 and holder = $3`, [l.taskId, l.agentId, l.holder, l.error.slice(0, 2000)]);
+    // Failed: the error kept for the watchdog's words; the lease ends now, or after `holdMs` (a retry is due).
+    await db.query(
+      `update agent_leases set expires_at = now() + make_interval(secs => $5::double precision / 1000), last_error = $4, updated_at = now() where task_id = $1 and agent_id = $2 and holder = $3`,
+      [l.taskId, l.agentId, l.holder, l.error.slice(0, 2000), l.holdMs ?? 0],
+    );
     return;
   }
   await db.query('delete from agent_leases where task_id = $1 and agent_id = $2 and holder = $3', [l.taskId, l.agentId, l.holder]);

@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { OfflineModel } from '@baton/agents';
+import { ModelUnavailableError, OfflineModel } from '@baton/agents';
 import { handleCommand, loadTask, type EventStore } from '@baton/event-store';
 import { silentLogger } from '@baton/runtime';
 import { LocalSandboxProvider } from '@baton/sandbox';
@@ -49,6 +49,26 @@ describe('agent leases (the runner)', () => {
     const { state } = await loadTask(pg.store, id);
     expect(state.agents['researcher-1']).toMatchObject({ status: 'completed', attempt: 2 });
     expect(await leaseOf(pg.db.pool, id, 'researcher-1')).toBeNull();
+  });
+
+  test('the model API unavailable (after its client\'s retries): the attempt is handed back, not counted as lost; the lease stays a while with the error, so the watchdog leaves the job\'s own retry to it; the retry goes on', async ({ pg }) => {
+    const id = await dispatchedTask(pg.store);
+    const down = { name: 'down', complete: () => Promise.reject(new ModelUnavailableError('the Messages API could not answer: 529 overloaded')) };
+    await expect(runSubagentJob({ ...deps(pg.store, 'runner-a'), model: down }, id, 'researcher-1', () => {})).rejects.toBeInstanceOf(ModelUnavailableError);
+    let agent = (await loadTask(pg.store, id)).state.agents['researcher-1'];
+    expect(agent).toMatchObject({ status: 'running', attempt: 1, handedBack: true, stalledAttempts: 0 });
+    const lease = await leaseOf(pg.db.pool, id, 'researcher-1');
+    expect(lease).toMatchObject({ holder: 'runner-a', lastError: 'the Messages API could not answer: 529 overloaded' });
+    expect(lease!.expiresAt.getTime()).toBeGreaterThan(Date.now() + 10_000); // held for the retry, not released
+    // Down again, then the job's retry on the same runner: each attempt handed back, none counted.
+    await expect(runSubagentJob({ ...deps(pg.store, 'runner-a'), model: down }, id, 'researcher-1', () => {})).rejects.toBeInstanceOf(ModelUnavailableError);
+    agent = (await loadTask(pg.store, id)).state.agents['researcher-1'];
+    expect(agent).toMatchObject({ attempt: 2, handedBack: true, stalledAttempts: 0 });
+    expect(await runSubagentJob(deps(pg.store, 'runner-a'), id, 'researcher-1', () => {})).toBe('completed');
+    expect((await loadTask(pg.store, id)).events.filter((e) => e.type === 'SubagentHandedBack').map((e) => e.data)).toEqual([
+      { agentId: 'researcher-1', attempt: 1, runnerId: 'runner-a', reason: 'the Messages API could not answer: 529 overloaded' },
+      { agentId: 'researcher-1', attempt: 2, runnerId: 'runner-a', reason: 'the Messages API could not answer: 529 overloaded' },
+    ]);
   });
 
   test('the lease is renewed while the job runs (a slow model) and another runner cannot take it meanwhile', async ({ pg }) => {

@@ -1,7 +1,7 @@
 import { agentStreamId, isFinal, isToolUse, normalPath, own, type Command, type RecordedEvent, type TaskState } from '@baton/domain';
 import { inSpan, metrics } from '@baton/telemetry';
 import { ConsumerStoppingError } from '@baton/bus';
-import { builtinTeams, editFileTool, findAgent, outboxRequest, runAgentLoop, submitReviewTool, writeFileTool, type AgentDefinition, type LoopHost, type ModelClient, type TeamCatalog, type TeamDefinition } from '@baton/agents';
+import { builtinTeams, editFileTool, findAgent, ModelUnavailableError, outboxRequest, runAgentLoop, submitReviewTool, writeFileTool, type AgentDefinition, type LoopHost, type ModelClient, type TeamCatalog, type TeamDefinition } from '@baton/agents';
 import { handleCommand, isConcurrencyError, loadTask, retryOnConflict, TaskWriter, type EventStore, type LoadedTask, type TaskLoader } from '@baton/event-store';
 import { acquireLease, releaseLease, renewLease, type CorpusHit, type StoredArtifact } from '@baton/storage';
 import type pg from 'pg';
@@ -57,6 +57,7 @@ async function holdLease(d: Pick<RunnerDeps, 'runnerId' | 'log'>, c: LeaseConfig
     return 'held' as const;
   }
   let error: string | undefined;
+  let holdMs = 0;
   const timer = setInterval(() => {
     renewLease(c.db, { taskId, agentId, holder: d.runnerId, ttlMs: c.ttlMs }).then(
       (kept) => kept || d.log.warn({ taskId, agentId }, 'lease lost: another runner took the agent over'),
@@ -64,12 +65,14 @@ async function holdLease(d: Pick<RunnerDeps, 'runnerId' | 'log'>, c: LeaseConfig
     );
   }, Math.max(50, Math.floor(c.ttlMs / 3)));
   return {
-    failed(err: unknown): void {
+    /** The job failed: the lease keeps the error; `holdMs`: and stays this long (a retry is due), not released now. */
+    failed(err: unknown, o: { holdMs?: number } = {}): void {
       error = err instanceof Error ? err.message : String(err);
+      holdMs = o.holdMs ?? 0;
     },
     async release(): Promise<void> {
       clearInterval(timer);
-      await releaseLease(c.db, { taskId, agentId, holder: d.runnerId, ...(error !== undefined ? { error } : {}) }).catch((err: unknown) => d.log.warn({ err, taskId, agentId }, 'could not release the lease (it expires by itself)'));
+      await releaseLease(c.db, { taskId, agentId, holder: d.runnerId, ...(error !== undefined ? { error, holdMs } : {}) }).catch((err: unknown) => d.log.warn({ err, taskId, agentId }, 'could not release the lease (it expires by itself)'));
     },
   };
 }
@@ -301,8 +304,17 @@ export async function runSubagentJob(
   } catch (err) {
     // Past its workspace's limit the agent fails now: a retry would run to the same place.
     if (ours && err instanceof WorkspaceTooLargeError) return failOverLimit(d, load, taskId, agentId, attempt, err);
-    lease?.failed(err);
     if (ours && signal?.reason instanceof ConsumerStoppingError) await handBack(d, load, taskId, agentId, attempt);
+    else if (ours && err instanceof ModelUnavailableError) {
+      // The model API could not answer (after its client's retries): the attempt was not lost to the
+      // agent's work, and its job is retried. The lease is kept a while, so that the watchdog
+      // does not start another attempt beside the job's own retry (seven attempts in 16 s had
+      // given the agent up as lost to a dying runner).
+      await handBack(d, load, taskId, agentId, attempt, err.message);
+      lease?.failed(err, { holdMs: d.lease?.ttlMs ?? 0 });
+      throw err;
+    }
+    lease?.failed(err);
     throw err;
   } finally {
     await lease?.release();
@@ -337,14 +349,14 @@ async function failOverLimit(d: Pick<RunnerDeps, 'store' | 'sandboxes' | 'commit
  * (`stalledAttempts`) — a deployment that interrupts an agent's long model call again and again
  * must not get it given up. Only while the attempt is still the agent's current one.
  */
-async function handBack(d: Pick<RunnerDeps, 'store' | 'runnerId' | 'log' | 'committed'>, load: TaskLoader, taskId: string, agentId: string, attempt: number): Promise<void> {
+async function handBack(d: Pick<RunnerDeps, 'store' | 'runnerId' | 'log' | 'committed'>, load: TaskLoader, taskId: string, agentId: string, attempt: number, reason = 'its runner stopped (a graceful shutdown)'): Promise<void> {
   try {
     const done = await handleCommand(
       d.store,
       taskId,
       (s): Command | null => {
         const a = s.agents[agentId];
-        return !isFinal(s) && a?.status === 'running' && a.attempt === attempt ? { type: 'HandBackSubagent', agentId, attempt, runnerId: d.runnerId, reason: 'its runner stopped (a graceful shutdown)' } : null;
+        return !isFinal(s) && a?.status === 'running' && a.attempt === attempt ? { type: 'HandBackSubagent', agentId, attempt, runnerId: d.runnerId, reason } : null;
       },
       { load },
     );
