@@ -72,7 +72,7 @@ export class AnthropicModel implements ModelClient, StreamingModel {
   }
 
   async complete(req: ModelRequest): Promise<ModelResponse> {
-    const raw = await this.client.messages.create(this.params(req), req.signal ? { signal: req.signal } : {}).catch(rethrowStalled);
+    const raw = await this.client.messages.create(this.params(req), req.signal ? { signal: req.signal } : {}).catch(asModelError);
     return toResponse(raw);
   }
 
@@ -85,7 +85,7 @@ export class AnthropicModel implements ModelClient, StreamingModel {
   async stream(req: ModelRequest, onText: (delta: string) => void): Promise<ModelResponse> {
     const stream = this.client.messages.stream(this.params(req), req.signal ? { signal: req.signal } : {});
     stream.on('text', (delta) => onText(delta));
-    const final = await stream.finalMessage().catch(rethrowStalled);
+    const final = await stream.finalMessage().catch(asModelError);
     // The SDK hands back what it had when a response ends early without an error: not a reply.
     if (final.stop_reason === null) throw new Error('the Messages API stream ended before the message did (no stop reason): the reply is incomplete');
     return toResponse(final);
@@ -120,11 +120,12 @@ export class ModelStalledError extends ModelUnavailableError {
 const FINAL_STATUSES = new Set([400, 401, 403, 404, 413, 422]);
 
 /**
- * What a failed call is, in Baton's terms: the stall (wherever the SDK wrapped it: a body read
+ * A failed call in Baton's terms, thrown: the stall (wherever the SDK wrapped it: a body read
  * that failed, as the error or its cause); a refusal asking again cannot mend (ModelRejectedError);
- * anything else as it came (retried by the caller).
+ * anything else the API or the connection did (ModelUnavailableError, retried by the caller); an
+ * abort of ours as it came.
  */
-function rethrowStalled(err: unknown): never {
+function asModelError(err: unknown): never {
   for (let e: unknown = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) if (e instanceof ModelStalledError) throw e;
   if (err instanceof Anthropic.APIError && typeof err.status === 'number' && FINAL_STATUSES.has(err.status)) {
     const body = (err.error as { error?: { type?: string; message?: string } } | undefined)?.error;

@@ -4,6 +4,7 @@ import {
   isFinal,
   NUL_REPLACEMENT,
   loopOf,
+  oneLine,
   textOf,
   type AgentLoopState,
   type Command,
@@ -190,8 +191,8 @@ const whoOf = (h: Pick<LoopHost, 'runsIn' | 'agentId'>): string => (h.runsIn ===
 
 /** Why an agent whose model refused (stop reason `refusal`) ends failed: its words, or that it gave none. */
 const refusalMessage = (who: string, text: string): string => {
-  const said = text.replace(/\s+/g, ' ').trim();
-  return `${who}'s model refused to go on${said ? `: ${said.length > 500 ? `${said.slice(0, 499)}…` : said}` : ' (it gave no reason)'}`;
+  const said = oneLine(text, 500);
+  return `${who}'s model refused to go on${said ? `: ${said}` : ' (it gave no reason)'}`;
 };
 
 /** Move the agent as far as it can go now. Returns why it stopped: finished, waiting (on a person or a subagent), or stopped by the host. */

@@ -1,5 +1,2 @@
-/** Text on one line (every run of white space, line breaks too, one space), cut at `max` characters with `…`. */
-export function oneLine(text: string, max: number): string {
-  const line = text.replace(/\s+/g, ' ').trim();
-  return line.length > max ? `${line.slice(0, max - 1)}…` : line;
-}
+/** The one-line form of a text (`oneLine`), defined with the domain's text rules: one function for the views, the CLI and the agents. */
+export { oneLine } from '@baton/domain';

@@ -1,4 +1,4 @@
-import { type EmailState, type NotifyConfig, planAcceptance, spentOf, isAgentActive, leadPhase, loopOf, type AgentLoopState, type InputWorkspace, type LeadPhase, type Budget, type PendingRequest, type PlanAcceptance, type PlanState, type RecordedEvent, type Review, type Spent, type SubtaskStatus, type TaskState, type TaskStatus, type TestCounts } from '@baton/domain';
+import { deletedByPlan, type EmailState, type NotifyConfig, planAcceptance, spentOf, isAgentActive, leadPhase, loopOf, type AgentLoopState, type InputWorkspace, type LeadPhase, type Budget, type PendingRequest, type PlanAcceptance, type PlanState, type RecordedEvent, type Review, type Spent, type SubtaskStatus, type TaskState, type TaskStatus, type TestCounts } from '@baton/domain';
 import { oneLine } from './text.ts';
 
 /** The task object of API.md, built from the folded state. */
@@ -285,7 +285,7 @@ export function toAgentViews(s: TaskState): AgentView[] {
       progress: { done, total: s.plan?.subtasks.length ?? 0 },
       filesCreated: files.filter((f) => s.plan?.subtasks.some((t) => t.filesCreated.includes(f))),
       filesModified: files.filter((f) => !s.plan?.subtasks.some((t) => t.filesCreated.includes(f))),
-      filesDeleted: s.plan ? [...new Set(s.plan.subtasks.flatMap((t) => t.filesDeleted))].filter((f) => !files.includes(f)).sort() : [],
+      filesDeleted: s.plan ? deletedByPlan(s.plan) : [],
       tests: null,
       openQuestion: openQuestion(s, s.lead.agentId),
       summary: s.lead.finalText,

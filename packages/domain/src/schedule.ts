@@ -71,10 +71,16 @@ export function subtaskBrief(plan: PlanState, t: SubtaskState): string {
   return parts.join('\n\n');
 }
 
+/** The files a plan's subtasks deleted and none of them created or changed again, sorted (pure). */
+export function deletedByPlan(plan: Pick<PlanState, 'subtasks'>): string[] {
+  const changed = new Set(plan.subtasks.flatMap((t) => [...t.filesCreated, ...t.filesModified]));
+  return [...new Set(plan.subtasks.flatMap((t) => t.filesDeleted))].filter((f) => !changed.has(f)).sort();
+}
+
 /** What the reviewer is told: the plan, and every subtask's outcome with the files it changed. */
 export function reviewBrief(plan: PlanState): string {
   const changed = [...new Set(plan.subtasks.flatMap((t) => [...t.filesCreated, ...t.filesModified]))].sort();
-  const deleted = [...new Set(plan.subtasks.flatMap((t) => t.filesDeleted))].filter((f) => !changed.includes(f)).sort();
+  const deleted = deletedByPlan(plan);
   return [
     `Review the change made for this plan: ${plan.summary}`,
     `Subtasks:\n${bullet(plan.subtasks.map((t) => `${t.id} (${t.agent}): ${t.summary ?? 'no summary'} — changed ${files(t)}; ${tests(t)}`))}`,

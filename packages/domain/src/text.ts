@@ -112,6 +112,12 @@ export function pathCharacterProblem(p: string): string | null {
 
 const codePoint = (c: string): string => (c.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0');
 
+/** Text on one line (every run of white space, line breaks too, one space), cut at `max` characters with `…`. */
+export function oneLine(text: string, max: number): string {
+  const line = text.replace(/\s+/g, ' ').trim();
+  return line.length > max ? `${line.slice(0, max - 1)}…` : line;
+}
+
 /** A byte count in words: `10 MiB`, `1.3 GiB`, `512 bytes` (binary units; whole numbers shown whole). Pure. */
 export function formatBytes(n: number): string {
   for (const [unit, size] of [['GiB', 1024 ** 3], ['MiB', 1024 ** 2], ['KiB', 1024]] as const) {

@@ -236,7 +236,6 @@ class LocalSandbox implements Sandbox {
   }
 }
 
-/** Directories a command can re-create (dependency installs) are not copied to Postgres. */
 /** A local workspace's default limit (SANDBOX_MAX_WORKSPACE_BYTES): 1 GiB. */
 export const DEFAULT_MAX_WORKSPACE_BYTES = 1024 * 1024 * 1024;
 
@@ -251,6 +250,7 @@ export function workspaceSizeProblem(files: readonly { path: string; size: numbe
   return `the workspace holds ${formatBytes(total)} in ${files.length.toLocaleString('en-US')} files, over its limit of ${formatBytes(limit)} (SANDBOX_MAX_WORKSPACE_BYTES): nothing since its last save was kept; the largest: ${largest.map((f) => `${f.path} (${formatBytes(f.size)})`).join(', ')}`;
 }
 
+/** Directories a command can re-create (dependency installs) are not copied to Postgres. */
 const UNSYNCED_DIRS: ReadonlySet<string> = new Set(['node_modules']);
 const MAX_SYNCED_FILES = 100_000;
 

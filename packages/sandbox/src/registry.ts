@@ -30,15 +30,15 @@ const rowOf = (r: Record<string, unknown>): SandboxRow => ({
   generation: Number(r.generation),
 });
 
+/** The files' bytes one statement of saveFiles carries at most (a file larger than this goes alone). */
+export const SAVE_BATCH_BYTES = 32 * 1024 * 1024;
+
 /**
  * Where sandboxes are known centrally (the `sandboxes` table): which provider holds each, its
  * external id (E2B), its state and — for the local provider — the synced workspace files.
  * Every write names the attempt that makes it; a newer attempt fences older ones out, so a
  * runner that lost its job can never overwrite the workspace of the one that took it over.
  */
-/** The files' bytes one statement of saveFiles carries at most (a file larger than this goes alone). */
-export const SAVE_BATCH_BYTES = 32 * 1024 * 1024;
-
 export class SandboxRegistry {
   private readonly pool: pg.Pool;
   constructor(pool: pg.Pool) {

@@ -108,9 +108,9 @@ export async function findDelivery(pool: Pick<pg.Pool, 'query'>, taskId: string,
   return r ? { id: r.id, channel: r.channel, webhookId: r.webhook_id, endpointId: r.endpoint_id, eventId: r.event_id, type: r.type, url: r.url } : null;
 }
 
-/** Ask for a delivery's message to be sent again (a notifier claims the request; docs/webhooks.md). */
 /**
- * Ask for a delivery to be sent again; the id of the request. A request for the same delivery
+ * Ask for a delivery's message to be sent again (a notifier claims the request; docs/webhooks.md);
+ * the id of the request. A request for the same delivery
  * still queued is that request (one open per delivery, by a unique index): asking twice sends once.
  */
 export async function requestRedelivery(pool: Pick<pg.Pool, 'query'>, r: { taskId: string; deliveryId: string; requestedBy: string }): Promise<string> {

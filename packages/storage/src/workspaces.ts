@@ -88,7 +88,6 @@ function invalid(what: string, problems: WorkspaceProblem[]): WorkspaceArchiveEr
 const tooLarge = (message: string, entry?: string): WorkspaceArchiveError =>
   new WorkspaceArchiveError('workspace_too_large', message, entry === undefined ? [] : [{ entry, message }]);
 
-
 /**
  * A path as stored: relative, '/'-separated, no '.' or empty components (a leading './' and
  * doubled slashes go). Returns a problem instead for an absolute path, any '..' component, a NUL

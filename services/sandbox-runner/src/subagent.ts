@@ -1,4 +1,4 @@
-import { agentStreamId, isFinal, isToolUse, normalPath, own, type Command, type RecordedEvent, type TaskState } from '@baton/domain';
+import { agentStreamId, fold, isFinal, isToolUse, normalPath, own, type Command, type RecordedEvent, type TaskState } from '@baton/domain';
 import { inSpan, metrics } from '@baton/telemetry';
 import { ConsumerStoppingError } from '@baton/bus';
 import { builtinTeams, editFileTool, findAgent, ModelUnavailableError, outboxRequest, runAgentLoop, submitReviewTool, writeFileTool, type AgentDefinition, type LoopHost, type ModelClient, type TeamCatalog, type TeamDefinition } from '@baton/agents';
@@ -470,25 +470,14 @@ async function restoreLostWorkspace(d: RunnerDeps, sandbox: Sandbox, state: Task
 }
 
 /**
- * The task's files an agent's workspace was seeded with: the artifacts stored before it first
- * started (the last version of each path before then) and the files deleted by then, not what
- * other agents stored or deleted while it worked (pure).
+ * The task's files an agent's workspace was seeded with: the task as it stood when the agent
+ * first started (the fold of the events before then) — the last version of each artifact and the
+ * files deleted by then, not what other agents stored or deleted while it worked (pure).
  */
 export function filesAtStart(events: readonly RecordedEvent[], agentId: string): TaskFilesAt {
   const start = events.find((e) => e.type === 'SubagentStarted' && e.data.agentId === agentId)?.position;
-  const last = new Map<string, { path: string; sha256: string }>();
-  const deleted = new Set<string>();
-  for (const e of events) {
-    if (start !== undefined && e.position >= start) break;
-    if (e.type === 'ArtifactStored') {
-      last.set(e.data.path, { path: e.data.path, sha256: e.data.sha256 });
-      deleted.delete(e.data.path);
-    } else if (e.type === 'FileDeleted') {
-      last.delete(e.data.path);
-      deleted.add(e.data.path);
-    }
-  }
-  return { artifacts: [...last.values()], deletedFiles: [...deleted].sort() };
+  const then = fold(start === undefined ? events : events.filter((e) => e.position < start));
+  return { artifacts: then.artifacts.map(({ path, sha256 }) => ({ path, sha256 })), deletedFiles: then.deletedFiles };
 }
 
 /** The ids of an agent's tool uses whose results were recorded as no error. */
