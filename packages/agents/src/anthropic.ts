@@ -228,12 +228,14 @@ export function stopReasonOf(r: string | null): StopReason {
  */
 export class RoutingModel implements ModelClient {
   readonly name: string;
+  readonly outageLimitMs?: number;
   private readonly claude: ModelClient | null;
   private readonly offline: ModelClient;
-  constructor(claude: ModelClient | null, offline: ModelClient) {
+  constructor(claude: ModelClient | null, offline: ModelClient, o: { outageLimitMs?: number } = {}) {
     this.claude = claude;
     this.offline = offline;
     this.name = claude ? `${claude.name}+${offline.name}` : offline.name;
+    if (o.outageLimitMs !== undefined) this.outageLimitMs = o.outageLimitMs;
   }
 
   complete(req: ModelRequest): Promise<ModelResponse> {
@@ -242,7 +244,7 @@ export class RoutingModel implements ModelClient {
 }
 
 /** The services' model, from their (already validated) configuration. */
-export function modelFromConfig(c: { ANTHROPIC_API_KEY?: string | undefined; ANTHROPIC_BASE_URL?: string | undefined; ANTHROPIC_MAX_RETRIES: number; ANTHROPIC_TIMEOUT_MS: number; OFFLINE_MODEL_LATENCY_MS: number }): ModelClient {
+export function modelFromConfig(c: { ANTHROPIC_API_KEY?: string | undefined; ANTHROPIC_BASE_URL?: string | undefined; ANTHROPIC_MAX_RETRIES: number; ANTHROPIC_TIMEOUT_MS: number; ANTHROPIC_OUTAGE_LIMIT_MS: number; OFFLINE_MODEL_LATENCY_MS: number }): ModelClient {
   const offline = new OfflineModel({ latencyMs: c.OFFLINE_MODEL_LATENCY_MS });
   if (!c.ANTHROPIC_API_KEY) return new RoutingModel(null, offline);
   const claude = new AnthropicModel({
@@ -251,5 +253,5 @@ export function modelFromConfig(c: { ANTHROPIC_API_KEY?: string | undefined; ANT
     maxRetries: c.ANTHROPIC_MAX_RETRIES,
     timeoutMs: c.ANTHROPIC_TIMEOUT_MS,
   });
-  return new RoutingModel(claude, offline);
+  return new RoutingModel(claude, offline, { outageLimitMs: c.ANTHROPIC_OUTAGE_LIMIT_MS });
 }

@@ -4,11 +4,13 @@ import {
   isFinal,
   NUL_REPLACEMENT,
   loopOf,
+  modelOutageOver,
   oneLine,
   textOf,
   type AgentLoopState,
   type Command,
   type EventMetadata,
+  type ModelOutage,
   type OpenToolUse,
   type RecordedEvent,
   type TaskState,
@@ -16,7 +18,7 @@ import {
 } from '@baton/domain';
 import { inSpan, metrics, SpanKind, SpanStatusCode, type Span } from '@baton/telemetry';
 import { buildConversation } from './conversation.ts';
-import { ModelRejectedError, type ModelClient, type ModelResponse } from './model.ts';
+import { ModelRejectedError, ModelUnavailableError, type ModelClient, type ModelResponse } from './model.ts';
 import { approvalFor, askPerson } from './policy.ts';
 import type { AgentDefinition, TeamDefinition } from './teams.ts';
 import { allTools, parseToolInput, planSubtasksOf, submitPlanTool, toolSpec } from './tools.ts';
@@ -183,8 +185,14 @@ export type LoopExit = 'finished' | 'waiting' | 'stopped';
 
 /** Why an agent's loop ended failed, as the task records it (SubagentFailed, or TaskFailed for the lead). */
 export interface LoopFailure {
-  code: 'model_refused' | 'model_error';
+  code: 'model_refused' | 'model_error' | 'model_unavailable';
   message: string;
+}
+
+/** How long an outage has lasted, in whole minutes (seconds under two minutes). */
+function outageLength(outage: ModelOutage | undefined, now: Date): string {
+  const ms = outage ? now.getTime() - Date.parse(outage.since) : 0;
+  return ms < 120_000 ? `${Math.round(ms / 1000)} s` : `${Math.round(ms / 60_000)} min`;
 }
 
 const whoOf = (h: Pick<LoopHost, 'runsIn' | 'agentId'>): string => (h.runsIn === 'orchestrator' ? 'the lead' : `agent ${h.agentId}`);
@@ -265,6 +273,20 @@ async function loopUntilSettled(h: LoopHost, stepStarts: () => void, stepDone: (
     try {
       res = await callModel(h, s.id, loop.turns + 1);
     } catch (err) {
+      if (err instanceof ModelUnavailableError) {
+        // Recorded, so that how long the model has been away is known wherever the call is asked
+        // again (another attempt, another replica); past the client's outage limit the agent ends.
+        h.record([{ type: 'RecordModelUnavailable', agentId: h.agentId, error: err.message, attempt: h.attempt }], h.actor ? { actor: h.actor } : {});
+        const over = modelOutageOver(loopOf(h.state(), h.agentId) ?? loop, h.now(), h.model.outageLimitMs);
+        if (!over) {
+          if (!(await h.commit())) return 'stopped';
+          throw err; // asked again later by the host's queue
+        }
+        const outage = loopOf(h.state(), h.agentId)?.modelOutage;
+        const end = await h.finish({ capped: false, finalText: '', failure: { code: 'model_unavailable', message: `${whoOf(h)}'s model could not answer for ${outageLength(outage, h.now())} (${outage?.failures ?? 1} failed calls since ${outage?.since ?? 'now'}; ANTHROPIC_OUTAGE_LIMIT_MS is ${h.model.outageLimitMs} ms): given up. Last error: ${err.message}` } });
+        if (end) h.record(end);
+        return (await h.commit()) ? 'finished' : 'stopped';
+      }
       if (!(err instanceof ModelRejectedError)) throw err; // retried by the host's queue
       // Asking again cannot mend it: the agent ends failed now, saying why.
       const end = await h.finish({ capped: false, finalText: '', failure: { code: 'model_error', message: `${whoOf(h)}'s model call failed for good: ${err.message}` } });

@@ -36,6 +36,12 @@ export interface ModelResponse {
 /** The one interface the orchestrator and the runner call models through. */
 export interface ModelClient {
   readonly name: string;
+  /**
+   * How long an agent keeps asking while this model's API cannot answer (ModelUnavailableError),
+   * counted from the first failed call since its last turn, before it ends `model_unavailable`
+   * (ANTHROPIC_OUTAGE_LIMIT_MS); absent: for as long as it takes.
+   */
+  readonly outageLimitMs?: number;
   complete(req: ModelRequest): Promise<ModelResponse>;
 }
 
@@ -64,8 +70,10 @@ export class ModelRejectedError extends Error {
 
 /**
  * The model API could not answer now (429, 5xx, 529, a cut connection, an answer that stalled),
- * after the client's own retries: worth asking again later. A runner hands the attempt back
- * (it was not lost to the agent's work) and its job is retried.
+ * after the client's own retries: worth asking again later. The agent loop records it
+ * (ModelUnavailable) and the host asks again later — a runner hands the attempt back (it was not
+ * lost to the agent's work) and its job is retried — until the outage has lasted the client's
+ * `outageLimitMs`.
  */
 export class ModelUnavailableError extends Error {
   readonly code: string = 'model_unavailable';

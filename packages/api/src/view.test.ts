@@ -71,3 +71,23 @@ describe('an agent held at the budget', () => {
     expect(lead(upTo((e) => e.type === 'SubagentCompleted' && e.data.agentId === 'backend-fix1'))).toBe('running the plan, round 1 of changes (1/2 subtasks done)');
   });
 });
+
+describe('an agent whose model API cannot answer', () => {
+  it('is said to wait for the model API (since when, how many failed calls, the last words), not to be thinking; its turn ends that', () => {
+    const T = '00000000-0000-4000-8000-000000000003';
+    const usage = { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
+    const history = [
+      { type: 'TaskSubmitted', data: { prompt: 'p', team: 'research', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 't', requestHash: null, forkedFrom: null, workspace: null, budget: null } },
+      { type: 'TaskStarted', data: { leadAgentId: 'lead', leadAgentType: 'research-lead', configVersion: 'v1' } },
+      { type: 'ModelUnavailable', data: { agentId: 'lead', error: 'the Messages API could not answer: 529 overloaded' } },
+      { type: 'ModelUnavailable', data: { agentId: 'lead', error: 'the Messages API could not answer: 503 service unavailable' } },
+    ].map((e, i) => ({ ...e, id: `m${i}`, taskId: T, streamId: `task-${T}`, version: i + 1, position: BigInt(i + 1), recordedAt: new Date(Date.UTC(2026, 0, 1, 0, 0, i)), metadata: {}, schemaVersion: 1 })) as RecordedEvent[];
+    expect(toAgentViews(fold(history))[0]).toMatchObject({
+      currentAction: 'waiting for the model API: 2 failed calls since 2026-01-01T00:00:02.000Z (asked again later; last: the Messages API could not answer: 503 service unavailable)',
+      modelOutage: { since: '2026-01-01T00:00:02.000Z', failures: 2, error: 'the Messages API could not answer: 503 service unavailable' },
+    });
+    const answered = { type: 'ModelTurnRecorded', data: { agentId: 'lead', turn: 1, model: 'm', content: [{ type: 'text', text: 'done' }], stopReason: 'end_turn', usage, offline: false, durationMs: 1 } };
+    const after = [...history, { ...answered, id: 'm4', taskId: T, streamId: `task-${T}`, version: 5, position: 5n, recordedAt: new Date(Date.UTC(2026, 0, 1, 0, 0, 4)), metadata: {}, schemaVersion: 1 } as RecordedEvent];
+    expect(toAgentViews(fold(after))[0]).toMatchObject({ currentAction: 'finishing', modelOutage: null });
+  });
+});

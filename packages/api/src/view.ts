@@ -1,4 +1,4 @@
-import { deletedByPlan, type EmailState, type NotifyConfig, planAcceptance, spentOf, isAgentActive, leadPhase, loopOf, type AgentLoopState, type InputWorkspace, type LeadPhase, type Budget, type PendingRequest, type PlanAcceptance, type PlanState, type RecordedEvent, type Review, type Spent, type SubtaskStatus, type TaskState, type TaskStatus, type TestCounts } from '@baton/domain';
+import { deletedByPlan, type EmailState, type NotifyConfig, planAcceptance, spentOf, isAgentActive, leadPhase, loopOf, type AgentLoopState, type InputWorkspace, type LeadPhase, type ModelOutage, type Budget, type PendingRequest, type PlanAcceptance, type PlanState, type RecordedEvent, type Review, type Spent, type SubtaskStatus, type TaskState, type TaskStatus, type TestCounts } from '@baton/domain';
 import { oneLine } from './text.ts';
 
 /** The task object of API.md, built from the folded state. */
@@ -261,6 +261,8 @@ export interface AgentView {
   openQuestion: { requestId: string; questions: string[]; options?: string[] } | null;
   summary: string | null;
   error: { code: string; message: string } | null;
+  /** Its model calls since its last turn that the model API could not answer (asked again later; null: none). */
+  modelOutage: ModelOutage | null;
   usage: TaskView['usage'];
 }
 
@@ -290,6 +292,7 @@ export function toAgentViews(s: TaskState): AgentView[] {
       openQuestion: openQuestion(s, s.lead.agentId),
       summary: s.lead.finalText,
       error: s.status === 'failed' ? s.error : null,
+      modelOutage: s.lead.modelOutage ?? null,
       usage: roundUsage(leadUsage),
     });
   }
@@ -313,6 +316,7 @@ export function toAgentViews(s: TaskState): AgentView[] {
       openQuestion: openQuestion(s, a.id),
       summary: a.summary,
       error: a.error,
+      modelOutage: a.modelOutage ?? null,
       usage: roundUsage(a.usage),
     });
   }
@@ -336,6 +340,7 @@ function currentAction(s: TaskState, agentId: string, loop: AgentLoopState, live
   if (s.agents[agentId]?.heldByBudget || (budgetOpen && agentId === s.lead?.agentId)) return 'paused at the budget: waiting for a person to raise it or stop the run';
   const l = loopOf(s, agentId) ?? loop;
   const tests = s.agents[agentId]?.tests;
+  if (l.phase === 'model' && l.modelOutage) return `waiting for the model API: ${l.modelOutage.failures} failed ${l.modelOutage.failures === 1 ? 'call' : 'calls'} since ${l.modelOutage.since} (asked again later; last: ${oneLine(l.modelOutage.error, 120)})`;
   if (l.phase === 'model') return l.turns === 0 ? 'starting' : `thinking (turn ${l.turns + 1})${tests ? ` · last tests: ${tests.passed} passed, ${tests.failed} failed` : ''}`;
   if (l.phase === 'done') return 'finishing';
   const waiting = l.openToolUses.filter((t) => t.state !== 'resolved');

@@ -107,6 +107,8 @@ export function describeEvent(e: ApiEvent, closed: (requestId: string) => boolea
       const tools = content.filter((b) => b.type === 'tool_use').map((b) => b.name);
       return `${head} ${String(d.agentId)} turn ${String(d.turn)}${text ? `: ${text}` : ''}${tools.length ? ` → ${tools.join(', ')}` : ''}`;
     }
+    case 'ModelUnavailable':
+      return `${head} ${String(d.agentId)}'s model could not answer (asked again later): ${oneLine(String(d.error), 160)}`;
     case 'SubagentDispatched':
       return `${head} ${String(d.agentId)}: ${oneLine(String(d.prompt), 120)}`;
     case 'SubagentStarted':

@@ -32,6 +32,8 @@ export function describe(e: EventView): string {
     }
     case 'ToolResultsRecorded':
       return ((d.results ?? []) as { toolName: string; content: string; isError?: boolean }[]).map((r) => `${r.toolName}${r.isError ? ' ✗' : ''}: ${s(r.content, 100)}`).join(' · ');
+    case 'ModelUnavailable':
+      return `${s(d.agentId)}'s model could not answer (asked again later): ${s(d.error, 160)}`;
     case 'ApprovalRequested':
       return `asks approval for ${s(d.toolName)}`;
     case 'ApprovalGranted':

@@ -11,6 +11,7 @@ export type Command =
   // A subagent's turns and results name the runner attempt that made them: a newer attempt fences them off.
   | ({ type: 'RecordModelTurn' } & EventData<'ModelTurnRecorded'> & AttemptFence)
   | ({ type: 'RecordToolResults' } & EventData<'ToolResultsRecorded'> & AttemptFence)
+  | ({ type: 'RecordModelUnavailable' } & EventData<'ModelUnavailable'> & AttemptFence)
   | ({ type: 'DispatchSubagent' } & EventData<'SubagentDispatched'>)
   | ({ type: 'StartSubagent' } & EventData<'SubagentStarted'>)
   /** The attempt just started takes the subagent's own stream (its version moves, so an older attempt's next write conflicts). */
@@ -53,6 +54,9 @@ export type Command =
   | ({ type: 'RecordEmailFailed' } & EventData<'EmailFailed'>);
 
 export type CommandType = Command['type'];
+
+/** The commands that record an agent's steps (STEP_EVENT_TYPES): a subagent's go to its own stream. */
+export const isStepCommand = (c: Pick<Command, 'type'>): boolean => c.type === 'RecordModelTurn' || c.type === 'RecordToolResults' || c.type === 'RecordModelUnavailable';
 
 interface AttemptFence {
   /** The runner attempt writing (subagents); absent for the lead. */

@@ -1,8 +1,9 @@
 import { given, recorded, stateOf } from '@baton/testing';
 import { describe, expect, it } from 'vitest';
 import type { Command, DecidedEvent } from './commands.ts';
-import { agentStreamId } from './events.ts';
-import { nextDeadline } from './state.ts';
+import { agentStreamId, streamOf, taskStreamId } from './events.ts';
+import { isStepCommand } from './commands.ts';
+import { modelOutageOver, nextDeadline } from './state.ts';
 import { CUT_OFF_TOOL_USE } from './evolve.ts';
 import {
   IllegalTransitionError,
@@ -234,6 +235,32 @@ describe('subagents', () => {
     expect(stateOf(recorded(deployments)).agents['researcher-1']).toMatchObject({ status: 'running', attempt: 6 });
     // A crash is still a loss: attempts lost in a row count around a hand-back.
     expect(stalled([...base, agentStarted('researcher-1', 2), handedBack(2), agentStarted('researcher-1', 3)])).toBe(2);
+  });
+  it("a model call the API could not answer is recorded while the agent is due a turn (its attempt current); the first since its last turn starts its outage, its turn ends it", () => {
+    const unavailable = (agentId: string, error = '529 overloaded'): DecidedEvent => ({ type: 'ModelUnavailable', data: { agentId, error } });
+    const base = [...leadWaitingOnTool, dispatched(), agentStarted('researcher-1', 1)];
+    given(base).when({ type: 'RecordModelUnavailable', agentId: 'researcher-1', attempt: 1, error: '529 overloaded' }).then([unavailable('researcher-1')]);
+    given(base).when({ type: 'RecordModelUnavailable', agentId: 'researcher-1', attempt: 2, error: 'x' }).thenThrows(StaleAttemptError);
+    given(running).when({ type: 'RecordModelUnavailable', agentId: 'lead', error: '503' }).then([unavailable('lead', '503')]);
+    // The lead waits on its tool call: no model call is due, so none can have failed.
+    given(leadWaitingOnTool).when({ type: 'RecordModelUnavailable', agentId: 'lead', error: 'x' }).thenThrows(IllegalTransitionError, /not due a model turn/);
+    // Events recorded a second apart (recorded()): the outage keeps its first time, counts each failure, keeps the last words.
+    const outage = (hist: DecidedEvent[]) => stateOf(recorded(hist)).agents['researcher-1']?.modelOutage;
+    expect(outage(base)).toBeUndefined();
+    const twice = [...base, unavailable('researcher-1', 'first'), agentStarted('researcher-1', 2), unavailable('researcher-1', 'second')];
+    expect(outage(twice)).toEqual({ since: '2026-01-01T00:00:06.000Z', failures: 2, error: 'second' });
+    expect(outage([...twice, agentTurn('researcher-1', 1, [{ id: 'w1' }])])).toBeUndefined();
+    expect(stateOf(recorded([...running, unavailable('lead')])).lead?.modelOutage).toEqual({ since: '2026-01-01T00:00:03.000Z', failures: 1, error: '529 overloaded' });
+    // Given up once the outage has lasted the limit (never without one).
+    const since = { modelOutage: { since: '2026-01-01T00:00:00.000Z', failures: 3, error: 'x' } };
+    expect(modelOutageOver(since, new Date('2026-01-01T00:14:59.999Z'), 900_000)).toBe(false);
+    expect(modelOutageOver(since, new Date('2026-01-01T00:15:00.000Z'), 900_000)).toBe(true);
+    expect(modelOutageOver(since, new Date('2027-01-01T00:00:00.000Z'), undefined)).toBe(false);
+    expect(modelOutageOver({}, new Date('2027-01-01T00:00:00.000Z'), 1000)).toBe(false);
+    // A step: on the agent's own stream (the lead's on the task stream), never relayed.
+    expect(streamOf(TASK, unavailable('researcher-1'), 'lead')).toBe(agentStreamId(TASK, 'researcher-1'));
+    expect(streamOf(TASK, unavailable('lead'), 'lead')).toBe(taskStreamId(TASK));
+    expect(isStepCommand({ type: 'RecordModelUnavailable' })).toBe(true);
   });
   it('illegal: dispatching a tool use twice, an unknown tool use, a duplicate agent id, completing a dispatched agent', () => {
     const hist = [...leadWaitingOnTool, dispatched()];

@@ -56,6 +56,14 @@ export function decide(command: Command, state: TaskState): DecidedEvent[] {
       return [{ type: 'ToolResultsRecorded', data: data as DecidedData<'ToolResultsRecorded'> }];
     }
 
+    case 'RecordModelUnavailable': {
+      mustBeLive();
+      const { attempt: _a, ...data } = rest as typeof rest & { attempt?: number };
+      const loop = requireWriter(state, command.agentId, command.attempt, command.type);
+      if (loop.phase !== 'model') throw new IllegalTransitionError(command.type, status, `agent '${command.agentId}' is not due a model turn (phase ${loop.phase})`);
+      return [{ type: 'ModelUnavailable', data: data as DecidedData<'ModelUnavailable'> }];
+    }
+
     case 'DispatchSubagent': {
       mustBeLive();
       const use = requireOpenToolUse(state, command.toolUseId, command.type);

@@ -86,6 +86,14 @@ export const eventDataSchemas = {
     durationMs: z.number().nonnegative(),
   }),
   ToolResultsRecorded: z.object({ agentId: AgentId, results: z.array(ToolResult).min(1) }),
+  /**
+   * The agent's model call failed because the model API could not answer (429, 5xx, 529, a cut
+   * connection, a stalled answer), after its client's own retries: `error` is the API's words.
+   * The call is asked again later; the first of these since the agent's last turn starts its
+   * model outage (`AgentLoopState.modelOutage`), which ends it `model_unavailable` once it has
+   * lasted the model client's outage limit (ANTHROPIC_OUTAGE_LIMIT_MS).
+   */
+  ModelUnavailable: z.object({ agentId: AgentId, error: z.string() }),
   ApprovalRequested: z.object({
     requestId: RequestId,
     agentId: AgentId,
@@ -308,12 +316,12 @@ export function agentOfStream(taskId: string, streamId: string): string | null {
 }
 
 /**
- * Which stream a decided event belongs to: a subagent's own turns and tool results, and the
+ * Which stream a decided event belongs to: a subagent's own steps (STEP_EVENT_TYPES), and the
  * attempt that claims its stream (`claim`), go to `agent-<taskId>-<agentId>` (its isolated
  * context); everything else to the task stream.
  */
 export function streamOf(taskId: string, e: { type: EventType; data: unknown }, leadAgentId: string | null, claim = false): string {
-  if (claim || e.type === 'ModelTurnRecorded' || e.type === 'ToolResultsRecorded') {
+  if (claim || isStepEvent(e.type)) {
     const agentId = (e.data as { agentId: string }).agentId;
     if (agentId !== leadAgentId) return agentStreamId(taskId, agentId);
   }
@@ -335,12 +343,12 @@ export function recordAs(e: { id: string; type: EventType; data: unknown; metada
 }
 
 /**
- * An agent's steps: its model turns and tool results, many per run. Nothing reacts to them but
+ * An agent's steps: its model turns and tool results (and model calls the API could not answer), many per run. Nothing reacts to them but
  * live views (they wake nobody and change no status), so they are not relayed to the bus: a
  * live view is woken by a tick the writer sends after the commit, and reads Postgres.
  * Every other event is a transition — of the task, an agent, a request — and is relayed.
  */
-export const STEP_EVENT_TYPES: readonly EventType[] = ['ModelTurnRecorded', 'ToolResultsRecorded'];
+export const STEP_EVENT_TYPES: readonly EventType[] = ['ModelTurnRecorded', 'ToolResultsRecorded', 'ModelUnavailable'];
 export const isStepEvent = (type: string): boolean => STEP_EVENT_TYPES.includes(type as EventType);
 
 /**

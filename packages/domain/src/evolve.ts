@@ -67,6 +67,13 @@ export function evolve(state: TaskState, event: RecordedEvent): TaskState {
       else s = updateAgent(s, event.data.agentId, (a) => ({ ...afterResults(a, done), ...(tests ? { tests } : {}), stalledAttempts: 0 }));
       break;
     }
+    case 'ModelUnavailable': {
+      const d = event.data;
+      const failed = <L extends AgentLoopState>(l: L): L => ({ ...l, modelOutage: { since: l.modelOutage?.since ?? at, failures: (l.modelOutage?.failures ?? 0) + 1, error: d.error } });
+      if (s.lead && d.agentId === s.lead.agentId) s.lead = failed(s.lead);
+      else s = updateAgent(s, d.agentId, failed);
+      break;
+    }
     case 'SubagentDispatched': {
       const d = event.data;
       const agent: AgentState = {
@@ -320,7 +327,10 @@ export const CUT_OFF_TOOL_USE = 'not run: your answer was cut off at its max_tok
  * server tool paused the turn): the model goes on (phase model, the turn sent back as it is). A
  * `refusal` ends the loop refused; otherwise its text is the final answer.
  */
-function afterTurn<L extends AgentLoopState>(l: L, d: { turn: number; content: ContentBlock[]; stopReason: string }): L {
+function afterTurn<L extends AgentLoopState>(prev: L, d: { turn: number; content: ContentBlock[]; stopReason: string }): L {
+  // A turn ends whatever model outage the agent was in.
+  const l: L = { ...prev };
+  delete l.modelOutage;
   const toolUses = d.content.filter(isToolUse);
   if (toolUses.length > 0 && d.stopReason !== 'refusal' && d.stopReason !== 'pause_turn') {
     const cut = d.stopReason === 'max_tokens' ? toolUses.at(-1)?.id : undefined;

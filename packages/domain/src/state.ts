@@ -32,6 +32,27 @@ export interface AgentLoopState {
   finalText: string | null;
   /** Its final turn was a refusal (stop reason `refusal`): it ends failed, not done. */
   refused?: boolean;
+  /** Its model calls since its last turn failed because the model API could not answer (ModelUnavailable); absent: none did. */
+  modelOutage?: ModelOutage;
+}
+
+/** Model calls of one agent the API could not answer, since its last recorded turn. */
+export interface ModelOutage {
+  /** When the first of them was recorded. */
+  since: string;
+  failures: number;
+  /** The API's words on the last one. */
+  error: string;
+}
+
+/**
+ * Whether an agent whose model call just failed as unavailable has waited for the model long
+ * enough to give up (`limitMs`: the model client's outage limit; undefined: never): its outage
+ * began `limitMs` or more before `now`. The first failure begins one, so a limit never ends an
+ * agent on its first failed call.
+ */
+export function modelOutageOver(loop: Pick<AgentLoopState, 'modelOutage'>, now: Date, limitMs: number | undefined): boolean {
+  return limitMs !== undefined && loop.modelOutage !== undefined && now.getTime() - Date.parse(loop.modelOutage.since) >= limitMs;
 }
 
 export interface AgentState extends AgentLoopState {

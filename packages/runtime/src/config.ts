@@ -124,13 +124,6 @@ export const opsEnv = (defaultPort: number) => ({
   OPS_HOST: z.string().min(1).default('127.0.0.1'),
 });
 
-/** Claude (unset key → the offline model). Shared by the services that call models. */
-export const modelEnv = {
-  ANTHROPIC_API_KEY: z.string().min(1).optional(),
-  ANTHROPIC_BASE_URL: z.url().optional(),
-  ANTHROPIC_MAX_RETRIES: z.coerce.number().int().min(0).max(20).default(4),
-  ANTHROPIC_TIMEOUT_MS: z.coerce.number().int().min(1000).max(3_600_000).default(600_000),
-};
 
 /** The JetStream consumer settings every service agrees on (from EVENTS_/JOBS_ACK_WAIT_MS). */
 export const topologyFromEnv = (c: { EVENTS_ACK_WAIT_MS: number; JOBS_ACK_WAIT_MS: number }) => ({
@@ -158,3 +151,18 @@ export const durationMs = (def: number, min = 100) =>
     .min(min, `must be at least ${min} ms`)
     .max(MAX_TIMER_MS, `must be at most ${MAX_TIMER_MS} ms (about 24.8 days: the longest a timer holds)`)
     .default(def);
+
+/** Claude (unset key → the offline model). Shared by the services that call models. */
+export const modelEnv = {
+  ANTHROPIC_API_KEY: z.string().min(1).optional(),
+  ANTHROPIC_BASE_URL: z.url().optional(),
+  ANTHROPIC_MAX_RETRIES: z.coerce.number().int().min(0).max(20).default(4),
+  ANTHROPIC_TIMEOUT_MS: z.coerce.number().int().min(1000).max(3_600_000).default(600_000),
+  /**
+   * How long an agent keeps asking while the model API cannot answer (429, 5xx, 529, a cut or
+   * stalled connection: after the client's own retries), from its first failed call since its
+   * last turn, before it fails `model_unavailable` — the same bound for the lead and subagents,
+   * however many replicas ask.
+   */
+  ANTHROPIC_OUTAGE_LIMIT_MS: durationMs(900_000, 1000),
+};

@@ -32,5 +32,14 @@ describe('a dead-lettered lead trigger (leadDeadLetters)', () => {
     await handle(dl(failing, false));
     expect(await status(failing.id)).toMatchObject({ status: 'failed', error: { code: 'lead_failed', message: expect.stringMatching(/model down/) } });
     expect((await pg.db.pool.query('select count(*)::int as n from dead_letters')).rows[0].n).toBe(4);
+
+    // A lead whose last model call found the API unable to answer: its trigger ran out of attempts
+    // waiting for the model. The watchdog wakes it again; the agent loop ends the task once the
+    // outage has lasted the model's limit.
+    const waiting = await running();
+    await handleCommand(pg.store, waiting.id, { type: 'RecordModelUnavailable', agentId: 'lead', error: 'the Messages API could not answer: 529 overloaded' });
+    await handle(dl(waiting, false));
+    expect(await status(waiting.id)).toMatchObject({ status: 'running', lead: { modelOutage: { failures: 1, error: 'the Messages API could not answer: 529 overloaded' } } });
+    expect((await pg.db.pool.query('select count(*)::int as n from dead_letters')).rows[0].n).toBe(5);
   });
 });

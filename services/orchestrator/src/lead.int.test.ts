@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { ModelRejectedError, OfflineModel } from '@baton/agents';
+import { ModelRejectedError, ModelUnavailableError, OfflineModel } from '@baton/agents';
 import { busNames, BusEvent, encodeEvent, ensureTopology, recordedFromBus } from '@baton/bus';
 import { handleCommand, keepUnfinished, loadTask, servicesCachePolicy, TaskCache, type EventStore } from '@baton/event-store';
 import { silentLogger } from '@baton/runtime';
@@ -50,6 +50,26 @@ describe('advanceTask (the lead loop)', () => {
     const rejecting = { name: 'rejects', complete: () => Promise.reject(new ModelRejectedError("the model's answer could not be read: usage.input_tokens: required")) };
     await advanceTask({ ...deps(pg.store), model: rejecting }, other);
     expect((await loadTask(pg.store, other)).state).toMatchObject({ status: 'failed', error: { code: 'model_error', message: "the lead's model call failed for good: the model's answer could not be read: usage.input_tokens: required" } });
+  });
+
+  pgTest("a lead whose model API cannot answer records each failed call and is asked again; once the outage has lasted the model's limit the task fails model_unavailable", async ({ pg }) => {
+    const id = await submit(pg.store, { requirePlanApproval: false });
+    const down = { name: 'down', outageLimitMs: 300_000, complete: () => Promise.reject(new ModelUnavailableError('the Messages API could not answer: 529 overloaded')) };
+    await expect(advanceTask({ ...deps(pg.store), model: down }, id)).rejects.toBeInstanceOf(ModelUnavailableError);
+    await expect(advanceTask({ ...deps(pg.store), model: down }, id)).rejects.toBeInstanceOf(ModelUnavailableError);
+    let state = (await loadTask(pg.store, id)).state;
+    expect(state).toMatchObject({ status: 'running', lead: { phase: 'model', turns: 0, modelOutage: { failures: 2, error: 'the Messages API could not answer: 529 overloaded' } } });
+    // Five minutes later, still down: the task ends, saying for how long and why.
+    await advanceTask({ ...deps(pg.store), model: down, now: () => new Date(Date.now() + 300_000) }, id);
+    state = (await loadTask(pg.store, id)).state;
+    expect(state).toMatchObject({ status: 'failed', error: { code: 'model_unavailable', message: expect.stringMatching(/^the lead's model could not answer for 5 min \(3 failed calls since \S+; ANTHROPIC_OUTAGE_LIMIT_MS is 300000 ms\): given up\. Last error: the Messages API could not answer: 529 overloaded$/) } });
+    // A model that answers again in time ends the outage with its turn.
+    const other = await submit(pg.store, { team: 'bench' });
+    await expect(advanceTask({ ...deps(pg.store), model: down }, other)).rejects.toBeInstanceOf(ModelUnavailableError);
+    await advanceTask(deps(pg.store), other);
+    state = (await loadTask(pg.store, other)).state;
+    expect(state.status).toBe('completed');
+    expect(state.lead!.modelOutage).toBeUndefined();
   });
 
   pgTest('running it concurrently five times records each step exactly once (with and without the cache)', async ({ pg }) => {

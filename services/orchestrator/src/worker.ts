@@ -147,7 +147,9 @@ export async function startOrchestrator(d: OrchestratorDeps): Promise<Orchestrat
  * (`deadLetterGivesUp`: its handler kept failing — the model, a bug —, or it is the task's
  * UNSETTLED_DEAD_LETTERS_TO_GIVE_UP-th unsettled one) ends the task visibly (`lead_failed`)
  * instead of leaving it running; one only cut short before that (orchestrators killed under it)
- * leaves the lead to the watchdog, which wakes it.
+ * leaves the lead to the watchdog, which wakes it. So does one of a lead in a model outage (its
+ * last model call found the API unable to answer): the agent loop ends the task
+ * `model_unavailable` once the outage has lasted the model's limit.
  */
 export function leadDeadLetters(d: Pick<OrchestratorDeps, 'pool' | 'store' | 'names' | 'log' | 'now' | 'load'>): (dl: DeadLetter) => Promise<void> {
   const record = deadLetterRecorder(d.pool);
@@ -161,8 +163,18 @@ export function leadDeadLetters(d: Pick<OrchestratorDeps, 'pool' | 'store' | 'na
       d.log.warn({ taskId, error: dl.error, deadLetters: recorded }, 'lead trigger dead-lettered unsettled: the watchdog wakes the lead');
       return;
     }
-    await handleCommand(d.store, taskId, (s) => (isFinal(s) || s.status === 'none' ? null : { type: 'FailTask', code: 'lead_failed', message: `the lead could not take its step after ${dl.deliveries} attempts: ${dl.error}` }), { load: d.load ?? ((id: string) => loadTask(d.store, id)), metadata: { actor: 'baton:orchestrator' }, now: d.now });
-    d.log.error({ taskId, error: dl.error }, 'lead failed for good: task failed');
+    let outage = false;
+    const done = await handleCommand(
+      d.store,
+      taskId,
+      (s) => {
+        outage = s.lead?.modelOutage !== undefined;
+        return isFinal(s) || s.status === 'none' || outage ? null : { type: 'FailTask', code: 'lead_failed', message: `the lead could not take its step after ${dl.deliveries} attempts: ${dl.error}` };
+      },
+      { load: d.load ?? ((id: string) => loadTask(d.store, id)), metadata: { actor: 'baton:orchestrator' }, now: d.now },
+    );
+    if (outage) d.log.warn({ taskId, error: dl.error }, 'lead trigger dead-lettered while the model API could not answer: the watchdog wakes the lead');
+    else if (done.events.length > 0) d.log.error({ taskId, error: dl.error }, 'lead failed for good: task failed');
   };
 }
 

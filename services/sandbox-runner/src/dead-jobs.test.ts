@@ -13,4 +13,10 @@ describe('a dead-lettered run job and its agent (deadJobFailsAgent)', () => {
     for (const status of ['completed', 'failed', 'cancelled', 'paused'] as const) expect(deadJobFailsAgent({ unsettled: false }, { status }, last)).toBe(false);
     expect(deadJobFailsAgent({ unsettled: false }, undefined, 1)).toBe(false);
   });
+
+  it('an agent in a model outage (its last model call found the API unable to answer) is left to the watchdog: the agent loop bounds the outage, not the job\'s attempts', () => {
+    const modelOutage = { since: '2026-11-27T10:00:00.000Z', failures: 5, error: 'the Messages API could not answer: 529 overloaded' };
+    expect(deadJobFailsAgent({ unsettled: false }, { status: 'running', modelOutage }, 1)).toBe(false);
+    expect(deadJobFailsAgent({ unsettled: true }, { status: 'running', modelOutage }, UNSETTLED_DEAD_LETTERS_TO_GIVE_UP)).toBe(false);
+  });
 });

@@ -56,19 +56,46 @@ describe('agent leases (the runner)', () => {
     const down = { name: 'down', complete: () => Promise.reject(new ModelUnavailableError('the Messages API could not answer: 529 overloaded')) };
     await expect(runSubagentJob({ ...deps(pg.store, 'runner-a'), model: down }, id, 'researcher-1', () => {})).rejects.toBeInstanceOf(ModelUnavailableError);
     let agent = (await loadTask(pg.store, id)).state.agents['researcher-1'];
-    expect(agent).toMatchObject({ status: 'running', attempt: 1, handedBack: true, stalledAttempts: 0 });
+    expect(agent).toMatchObject({ status: 'running', attempt: 1, handedBack: true, stalledAttempts: 0, modelOutage: { failures: 1, error: 'the Messages API could not answer: 529 overloaded' } });
+    const since = agent!.modelOutage!.since;
     const lease = await leaseOf(pg.db.pool, id, 'researcher-1');
     expect(lease).toMatchObject({ holder: 'runner-a', lastError: 'the Messages API could not answer: 529 overloaded' });
     expect(lease!.expiresAt.getTime()).toBeGreaterThan(Date.now() + 10_000); // held for the retry, not released
     // Down again, then the job's retry on the same runner: each attempt handed back, none counted.
     await expect(runSubagentJob({ ...deps(pg.store, 'runner-a'), model: down }, id, 'researcher-1', () => {})).rejects.toBeInstanceOf(ModelUnavailableError);
     agent = (await loadTask(pg.store, id)).state.agents['researcher-1'];
-    expect(agent).toMatchObject({ attempt: 2, handedBack: true, stalledAttempts: 0 });
+    expect(agent).toMatchObject({ attempt: 2, handedBack: true, stalledAttempts: 0, modelOutage: { since, failures: 2 } });
     expect(await runSubagentJob(deps(pg.store, 'runner-a'), id, 'researcher-1', () => {})).toBe('completed');
-    expect((await loadTask(pg.store, id)).events.filter((e) => e.type === 'SubagentHandedBack').map((e) => e.data)).toEqual([
+    const { state, events } = await loadTask(pg.store, id);
+    expect(state.agents['researcher-1']!.modelOutage).toBeUndefined(); // its turn ended the outage
+    // Each failed call is on the agent's own stream, as its turns are.
+    expect(events.filter((e) => e.type === 'ModelUnavailable').map((e) => [e.streamId, e.data])).toEqual([
+      [`agent-${id}-researcher-1`, { agentId: 'researcher-1', error: 'the Messages API could not answer: 529 overloaded' }],
+      [`agent-${id}-researcher-1`, { agentId: 'researcher-1', error: 'the Messages API could not answer: 529 overloaded' }],
+    ]);
+    expect(events.filter((e) => e.type === 'SubagentHandedBack').map((e) => e.data)).toEqual([
       { agentId: 'researcher-1', attempt: 1, runnerId: 'runner-a', reason: 'the Messages API could not answer: 529 overloaded' },
       { agentId: 'researcher-1', attempt: 2, runnerId: 'runner-a', reason: 'the Messages API could not answer: 529 overloaded' },
     ]);
+  });
+
+  test("a model outage that lasts the model's limit fails the agent model_unavailable, whichever runner asks last: it is counted from the first failed call the log recorded", async ({ pg }) => {
+    const id = await dispatchedTask(pg.store);
+    const down = { name: 'down', outageLimitMs: 60_000, complete: () => Promise.reject(new ModelUnavailableError('the Messages API could not answer: 503 service unavailable')) };
+    await expect(runSubagentJob({ ...deps(pg.store, 'runner-a'), model: down }, id, 'researcher-1', () => {})).rejects.toBeInstanceOf(ModelUnavailableError);
+    // Runner A went away; runner B takes the agent over a minute and a second later and finds the model still down.
+    await pg.db.pool.query(`update agent_leases set expires_at = now() - interval '1 second' where task_id = $1`, [id]);
+    const later = () => new Date(Date.now() + 61_000);
+    await runSubagentJob({ ...deps(pg.store, 'runner-b'), model: down, now: later }, id, 'researcher-1', () => {});
+    const { state } = await loadTask(pg.store, id);
+    expect(state.agents['researcher-1']).toMatchObject({
+      status: 'failed',
+      attempt: 2,
+      error: { code: 'model_unavailable', message: expect.stringMatching(/^agent researcher-1's model could not answer for 6\d s \(2 failed calls since \d{4}-\S+; ANTHROPIC_OUTAGE_LIMIT_MS is 60000 ms\): given up\. Last error: the Messages API could not answer: 503 service unavailable$/) },
+    });
+    // Its lead is told, as of any failed agent.
+    expect(state.lead!.openToolUses[0]).toMatchObject({ state: 'resolved', result: { isError: true, content: expect.stringMatching(/^subagent researcher-1 failed \(model_unavailable\)/) } });
+    expect(await leaseOf(pg.db.pool, id, 'researcher-1')).toBeNull();
   });
 
   test('the lease is renewed while the job runs (a slow model) and another runner cannot take it meanwhile', async ({ pg }) => {

@@ -1,4 +1,4 @@
-import { agentStreamId, fold, isFinal, isToolUse, normalPath, own, type Command, type RecordedEvent, type TaskState } from '@baton/domain';
+import { agentStreamId, fold, isFinal, isStepCommand, isToolUse, normalPath, own, type Command, type RecordedEvent, type TaskState } from '@baton/domain';
 import { inSpan, metrics } from '@baton/telemetry';
 import { ConsumerStoppingError } from '@baton/bus';
 import { builtinTeams, editFileTool, findAgent, ModelUnavailableError, outboxRequest, runAgentLoop, submitReviewTool, writeFileTool, type AgentDefinition, type LoopHost, type ModelClient, type TeamCatalog, type TeamDefinition } from '@baton/agents';
@@ -208,10 +208,9 @@ export async function runSubagentJob(
         events: () => events.concat(writer.pending),
         pending: () => writer.pending,
         record: (commands, metadata) => {
-          // The agent's own turns and results go to its stream now; the rest to the task stream at commit.
-          const own = (c: Command): boolean => c.type === 'RecordModelTurn' || c.type === 'RecordToolResults';
-          onTaskStream = onTaskStream.concat(commands.filter((c) => !own(c)));
-          if (commands.some(own)) writer.apply(commands.filter(own), metadata ? { metadata } : {});
+          // The agent's own steps go to its stream now; the rest to the task stream at commit.
+          onTaskStream = onTaskStream.concat(commands.filter((c) => !isStepCommand(c)));
+          if (commands.some(isStepCommand)) writer.apply(commands.filter(isStepCommand), metadata ? { metadata } : {});
         },
         commit: async () => {
           await syncIfChanged();

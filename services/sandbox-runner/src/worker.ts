@@ -32,10 +32,13 @@ export interface RunnerWorkerDeps extends RunnerDeps {
  * `recorded` counting the agent's dead letters, this one included). An unsettled one before that
  * — its runners killed or stopped under it, perhaps while an outage kept handing it back — leaves
  * the agent to the watchdog, which re-dispatches it (a fresh job) once it has been idle
- * WATCHDOG_GRACE_MS with no live lease.
+ * WATCHDOG_GRACE_MS with no live lease. So does an agent in a model outage (its last model call
+ * found the API unable to answer): its job's attempts ran out waiting for the model, not on its
+ * work, and the agent loop ends it `model_unavailable` once the outage has lasted the model's
+ * limit — the same bound however many runners its jobs went to.
  */
-export function deadJobFailsAgent(dl: Pick<DeadLetter, 'unsettled'>, agent: Pick<AgentState, 'status'> | undefined, recorded: number): boolean {
-  return deadLetterGivesUp(dl, recorded) && agent !== undefined && isAgentActive(agent);
+export function deadJobFailsAgent(dl: Pick<DeadLetter, 'unsettled'>, agent: Pick<AgentState, 'status' | 'modelOutage'> | undefined, recorded: number): boolean {
+  return deadLetterGivesUp(dl, recorded) && agent !== undefined && isAgentActive(agent) && agent.modelOutage === undefined;
 }
 
 /**
@@ -79,7 +82,7 @@ export async function startRunner(d: RunnerWorkerDeps): Promise<RunningConsumer>
         const message = dl.unsettled ? `${dl.error} (the agent's jobs dead-lettered ${recorded} times: given up)` : dl.error;
         await handleCommand(d.store, taskId, { type: 'FailSubagent', agentId, code: 'job_failed', message });
       } else if (agent && isAgentActive(agent)) {
-        d.log.warn({ taskId, agentId, error: dl.error, deadLetters: recorded }, 'job dead-lettered unsettled: the watchdog re-dispatches its agent');
+        d.log.warn({ taskId, agentId, error: dl.error, deadLetters: recorded, modelOutage: agent.modelOutage }, agent.modelOutage ? 'job dead-lettered while the model API could not answer: the watchdog re-dispatches its agent' : 'job dead-lettered unsettled: the watchdog re-dispatches its agent');
         return; // its sandbox stays for the next attempt
       }
       await d.sandboxes.kill(taskId, agentId);
