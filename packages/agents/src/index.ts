@@ -11,4 +11,4 @@ export { lastText, requestIdFor, runAgentLoop, triageToolUses, type LoopExit, ty
 export { OfflineChatModel, offlineChatReply, streamedWords } from './offline-chat.ts';
 export { CHAT_AGENT_TYPE, chatModelFromConfig, chatRequest, chatSystemPrompt, RoutingChatModel } from './chat.ts';
 export { verifyRun, type VerifyResult } from './verify.ts';
-export { emailIdFor, outboxRequest, type OutboxRequest } from './outbox.ts';
+export { outboxRequest, type OutboxRequest } from './outbox.ts';

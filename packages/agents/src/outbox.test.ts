@@ -1,7 +1,7 @@
 import { given } from '@baton/testing';
-import type { DecidedEvent } from '@baton/domain';
+import { emailIdFor, type DecidedEvent } from '@baton/domain';
 import { describe, expect, it } from 'vitest';
-import { emailIdFor, outboxRequest } from './outbox.ts';
+import { outboxRequest } from './outbox.ts';
 import { parseToolInput, sendEmailTool } from './tools.ts';
 
 const submitted: DecidedEvent = { type: 'TaskSubmitted', data: { prompt: 'p', team: 'research', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 't', requestHash: null, forkedFrom: null, workspace: null, budget: null } };

@@ -1,16 +1,15 @@
-import { uuidV5, type Command, type TaskState } from '@baton/domain';
+import { emailIdFor, type Command, type TaskState } from '@baton/domain';
 import type { SendEmailInput } from './tools.ts';
-
-/**
- * The outbox side of `send_email` (docs/email.md), pure: what a call records. The email id is
- * derived from the task, the agent and the tool use, so the same call run again (a job resumed
- * after a crash, a retry) decides the same RequestEmail, which the log records once.
- */
-export const emailIdFor = (taskId: string, agentId: string, toolUseId: string): string => uuidV5(`${taskId}:email:${agentId}:${toolUseId}`);
 
 export type OutboxRequest = { ok: true; command: Extract<Command, { type: 'RequestEmail' }>; result: string } | { ok: false; error: string };
 
-/** The RequestEmail of a send_email call, and the tool result the agent gets; or why it cannot be queued (an attachment that is not an artifact of the task). */
+/**
+ * The outbox side of `send_email` (docs/email.md), pure: the RequestEmail of a call, and the tool
+ * result the agent gets; or why it cannot be queued (an attachment that is not an artifact of the
+ * task). The email id is derived from the task, the agent and the tool use (`emailIdFor`), so the
+ * same call run again (a job resumed after a crash, a retry) decides the same RequestEmail, which
+ * the log records once.
+ */
 export function outboxRequest(state: TaskState, agentId: string, toolUseId: string, input: SendEmailInput): OutboxRequest {
   const attachments = [];
   for (const path of input.attach) {

@@ -19,3 +19,24 @@ export async function inTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient
     client.release();
   }
 }
+
+/**
+ * Run `fn` while holding a session advisory lock named `name` (one client of the pool holds it,
+ * so `fn` may use other clients and several transactions): callers with the same name run one at
+ * a time, across processes. The lock goes with the client's session if it dies; a client whose
+ * unlock failed is destroyed rather than returned to the pool still holding it.
+ */
+export async function withSessionLock<T>(pool: pg.Pool, name: string, fn: () => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  try {
+    await client.query('select pg_advisory_lock(hashtext($1))', [name]);
+    try {
+      return await fn();
+    } finally {
+      await client.query('select pg_advisory_unlock(hashtext($1))', [name]).catch((err: Error) => (broken = err));
+    }
+  } finally {
+    client.release(broken);
+  }
+}

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { uuidV5 } from './ids.ts';
 
 /**
  * Mail (docs/email.md): who a task tells, and when (`notify`, recorded in TaskSubmitted), and the
@@ -7,6 +8,13 @@ import { z } from 'zod';
  */
 
 /** An address as a task or an agent may name it (zod's email format; 254 characters at most, as SMTP allows). */
+/**
+ * The id of the mail a send_email call queues, derived from the task, the agent and the tool use:
+ * the same call run again (a job resumed after a crash, a retry — or a fork's agent running it
+ * again) decides the same RequestEmail, which the log records once.
+ */
+export const emailIdFor = (taskId: string, agentId: string, toolUseId: string): string => uuidV5(`${taskId}:email:${agentId}:${toolUseId}`);
+
 export const EmailAddress = z.email('must be an email address (name@example.com)').max(254, 'must be at most 254 characters');
 
 /** The moments a task's mail recipients may be told of. */

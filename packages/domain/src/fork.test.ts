@@ -1,9 +1,10 @@
 import { recorded, stateOf, TASK_ID } from '@baton/testing';
 import { describe, expect, it } from 'vitest';
 import type { DecidedEvent } from './commands.ts';
-import { InvalidCommandError } from './errors.ts';
+import { IllegalTransitionError, InvalidCommandError } from './errors.ts';
 import { agentStreamId, recordAs, type RecordedEvent } from './events.ts';
-import { forkEvents, forkFiles, isCopied, notifiesAnyone } from './fork.ts';
+import { emailIdFor } from './email.ts';
+import { forkableVersions, forkEvents, forkFiles, forkRefusal, isCopied, notifiesAnyone } from './fork.ts';
 
 const NEW = '00000000-0000-4000-8000-00000000f0f0';
 const usage = { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
@@ -94,5 +95,69 @@ describe('forkFiles', () => {
     expect(forkFiles(source, forkEvents(source, 5, NEW, { now: new Date(), requestedBy: 'u' })).movedOn).toEqual(['researcher-1']);
     expect(forkFiles(source, forkEvents(source, 6, NEW, { now: new Date(), requestedBy: 'u' })).movedOn).toEqual(['researcher-1']); // its answer came after
     expect(forkFiles(source, forkEvents(source, 7, NEW, { now: new Date(), requestedBy: 'u' })).movedOn).toEqual([]);
+  });
+});
+
+describe('where a task can be forked (forkableVersions, forkRefusal)', () => {
+  const budgetStop: DecidedEvent[] = [
+    task[0]!,
+    task[1]!,
+    { type: 'BudgetExceeded', data: { requestId: 'budget-1', agentId: 'lead', spent: { usd: 1.2, tokens: 10 }, limit: { usd: 1, tokens: null }, deadline: '2020-01-01T00:00:00.000Z', onTimeout: 'stop' } },
+    { type: 'BudgetRefused', data: { requestId: 'budget-1', reason: 'too dear', decidedBy: 'ann', timedOut: false } },
+    { type: 'TaskFailed', data: { code: 'budget_exceeded', message: 'stopped at the budget' } },
+  ];
+  // Versions 4 and 5 were recorded by one commit (a person stopped the run at its budget).
+  const commits = new Map([[1, 'a'], [2, 'b'], [3, 'c'], [4, 'd'], [5, 'd']]);
+
+  it('only at the end of a commit and before the end of the task: never between a budget stop and the failure it recorded with it', () => {
+    const source = recorded(budgetStop);
+    expect(forkableVersions(source, commits)).toEqual([1, 2, 3]);
+    expect(forkRefusal([1, 2, 3], 3, 5)).toBeNull();
+    expect(forkRefusal([1, 2, 3], 4, 5)).toBe('version 4 is at or after the end of the task; fork at a version up to 3');
+    expect(forkRefusal([1, 2, 3], 5, 5)).toBe('version 5 is the end of the task; fork at a version up to 3');
+    expect(forkRefusal([1, 2, 3], 9, 5)).toBe('the task is at version 5; fork at a version up to 3');
+    expect(forkRefusal([1, 3, 7], 5, 8)).toBe('version 5 was recorded in one commit with the version after it: a fork starts between commits; fork at 3 or 7');
+    expect(() => forkEvents(source, 4, NEW, { now: new Date(), requestedBy: 'u', commits })).toThrow(/version 4 is at or after the end of the task/);
+    expect(() => forkEvents(source, 5, NEW, { now: new Date(), requestedBy: 'u', commits })).toThrow(IllegalTransitionError);
+    // Without a map each event is its own commit (logs recorded before commits were read).
+    expect(forkableVersions(source, new Map())).toEqual([1, 2, 3, 4]);
+  });
+
+  it('a mid-commit version of a live task is refused naming the nearest, and events after the end (a mail settled late) do not move the end', () => {
+    const source = recorded([...task.slice(0, 5), { type: 'TaskCompleted', data: { summary: 's', reportPath: null } }, { type: 'EmailFailed', data: { emailId: emailIdFor(TASK_ID, 'lead', 'x'), code: 'mail_off', message: 'm' } }]);
+    expect(forkableVersions(source, new Map([[3, 'c'], [4, 'c']]))).toEqual([1, 2, 4, 5]);
+    expect(() => forkEvents(source, 3, NEW, { now: new Date(), requestedBy: 'u', commits: new Map([[3, 'c'], [4, 'c']]) })).toThrow(/fork at 2 or 4/);
+  });
+
+  it('a copy keeps its commits (copiedCommit), so a fork of the fork is refused where its source was', () => {
+    const source = recorded(budgetStop.slice(0, 3));
+    const out = forkEvents(source, 3, NEW, { now: new Date(), requestedBy: 'u', commits: new Map([[1, '901'], [2, '902'], [3, '902']])  });
+    expect(out.map((c) => c.event.metadata?.copiedCommit)).toEqual(['901', '902', '902']);
+  });
+});
+
+describe('a fork and its mails', () => {
+  const mail = (emailId: string, toolUseId: string): DecidedEvent => ({ type: 'EmailRequested', data: { emailId, agentId: 'researcher-1', toolUseId, to: ['ann@example.com'], subject: 's', body: 'b', attachments: [] } });
+  const sentId = emailIdFor(TASK_ID, 'researcher-1', 'm1');
+  const queuedId = emailIdFor(TASK_ID, 'researcher-1', 'm2');
+  const source = recorded([...task.slice(0, 5), mail(sentId, 'm1'), { type: 'EmailSent', data: { emailId: sentId, messageId: '<a@x>', accepted: ['ann@example.com'], rejected: [] } }, mail(queuedId, 'm2')]);
+
+  it("are the fork's own: their ids derived from the fork (a fork's agent running the same send_email again records nothing new)", () => {
+    const out = forkEvents(source, 8, NEW, { now: new Date('2026-06-01T00:00:00.000Z'), requestedBy: 'u' });
+    expect(out.filter((c) => c.event.type.startsWith('Email')).map((c) => (c.event.data as { emailId: string }).emailId)).toEqual([
+      emailIdFor(NEW, 'researcher-1', 'm1'),
+      emailIdFor(NEW, 'researcher-1', 'm1'),
+      emailIdFor(NEW, 'researcher-1', 'm2'),
+      emailIdFor(NEW, 'researcher-1', 'm2'),
+    ]);
+  });
+
+  it('one queued and not settled at the fork point is settled as not sent by the fork (its source sends it): never "queued" for ever, never mailed twice', () => {
+    const out = forkEvents(source, 8, NEW, { now: new Date('2026-06-01T00:00:00.000Z'), requestedBy: 'u' });
+    expect(out.at(-1)).toMatchObject({ streamId: `task-${NEW}`, version: 9, event: { type: 'EmailFailed', data: { emailId: emailIdFor(NEW, 'researcher-1', 'm2'), code: 'not_sent_by_fork' }, metadata: { actor: 'baton:fork' } } });
+    expect(notifiesAnyone(out.at(-1)!.event)).toBe(true);
+    const s = stateOf(out.map((e, i) => recordAs({ ...e.event, metadata: {} }, { taskId: NEW, streamId: e.streamId, version: e.version, position: BigInt(i + 1), recordedAt: new Date() })));
+    expect(Object.values(s.emails).map((m) => [m.toolUseId, m.status])).toEqual([['m1', 'sent'], ['m2', 'failed']]);
+    expect(forkFiles(source, out).movedOn).toEqual([]); // the fork's own events are not the source's
   });
 });

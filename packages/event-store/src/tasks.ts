@@ -5,11 +5,13 @@ import {
   isTaskStream,
   recordAs,
   streamOf,
+  taskStreamId,
   type Command,
   type EventMetadata,
   type ForkedEvent,
   type NewEvent,
   type RecordedEvent,
+  type TaskCommits,
   type TaskState,
 } from '@baton/domain';
 import { currentTraceCarrier } from '@baton/telemetry';
@@ -179,6 +181,15 @@ export async function handleCommand(
     const events = await w.flush();
     return { state: w.state, events };
   }, opts);
+}
+
+/**
+ * Which commit recorded each event of a task's stream (`TaskCommits`, what `forkableVersions`
+ * needs): the transaction that wrote it, or for an event a fork copied, the commit its source had.
+ */
+export async function taskCommits(store: Pick<EventStore, 'pool'>, taskId: string): Promise<TaskCommits> {
+  const { rows } = await store.pool.query<{ v: number; c: string }>(`select stream_version as v, coalesce(metadata->>'copiedCommit', transaction_id::text) as c from events where stream_id = $1`, [taskStreamId(taskId)]);
+  return new Map(rows.map((r) => [r.v, r.c]));
 }
 
 /**

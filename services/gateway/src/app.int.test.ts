@@ -192,6 +192,14 @@ describe('POST /v1/tasks', () => {
       expect(res.json().error).toMatchObject({ code: 'validation_error', message: `query.${field}: unknown query parameter '${field}'` });
     }
     expect((await app.inject({ method: 'GET', url: '/v1/tasks?status=pending&limit=5' })).statusCode).toBe(200);
+    // Routes that take no query at all refuse one too; ?at= there says where the task as it was is read.
+    for (const [method, url, field] of [['GET', `/v1/tasks/${id}/agents?x=1`, 'x'], ['GET', `/v1/tasks/${id}/deliveries?foo=1`, 'foo'], ['POST', `/v1/tasks/${id}/cancel?force=1`, 'force']] as const) {
+      const res = await app.inject({ method, url });
+      expect([res.statusCode, res.json().error.message], url).toEqual([400, `query.${field}: unknown query parameter '${field}'`]);
+    }
+    const at = await app.inject({ method: 'GET', url: `/v1/tasks/${id}?at=1` });
+    expect([at.statusCode, at.json().error.message]).toEqual([400, 'query.at: this route has no ?at=: the task as it was after a version is GET /v1/tasks/:id/state?at=N (its files: /artifacts?at=N, /diff?at=N, /archive?at=N)']);
+    expect((await app.inject({ method: 'GET', url: `/v1/tasks/${id}` })).statusCode).toBe(200);
   });
 
   test('Idempotency-Key: same key and body → the same task; a different body → 422', async ({ pg, nats }) => {
@@ -283,9 +291,9 @@ describe('reads, tenancy, errors', () => {
     expect(c2.json().error).toMatchObject({ code: 'task_final', message: expect.stringMatching(/already cancelled/) });
     // The range a fork is offered is one it takes: a finished task's last version is its end.
     const beyond = await app.inject({ method: 'POST', url: `/v1/tasks/${id}/fork`, payload: { atVersion: 9 } });
-    expect(beyond.json().error).toMatchObject({ code: 'invalid_version', message: 'body.atVersion: the task is at version 2; fork at 1..1' });
+    expect(beyond.json().error).toMatchObject({ code: 'invalid_version', message: 'body.atVersion: the task is at version 2; fork at a version up to 1' });
     const end = await app.inject({ method: 'POST', url: `/v1/tasks/${id}/fork`, payload: { atVersion: 2 } });
-    expect([end.statusCode, end.json().error]).toEqual([422, { code: 'invalid_version', message: 'body.atVersion: version 2 is the end of the task; fork at 1..1', details: [{ field: 'body.atVersion', message: 'at most 1' }] }]); // the same code as past the end
+    expect([end.statusCode, end.json().error]).toEqual([422, { code: 'invalid_version', message: 'body.atVersion: version 2 is the end of the task; fork at a version up to 1', details: [{ field: 'body.atVersion', message: 'version 2 is the end of the task; fork at a version up to 1' }] }]); // the same code as past the end
   });
 
   test('approvals: invalid edit → 400 naming the field (request stays open); approve once → 200, twice → 409', async ({ pg, nats }) => {
@@ -1057,7 +1065,47 @@ describe('human in the loop over HTTP', () => {
     const ended = (await app.inject({ method: 'GET', url: `/v1/tasks/${id}` })).json().version as number;
     const atEnd = await app.inject({ method: 'POST', url: `/v1/tasks/${id}/fork`, payload: { atVersion: ended } });
     expect(atEnd.statusCode).toBe(422);
-    expect(atEnd.json().error).toMatchObject({ code: 'invalid_version', message: `body.atVersion: version ${ended} is the end of the task; fork at 1..${ended - 1}` });
+    expect(atEnd.json().error).toMatchObject({ code: 'invalid_version', message: `body.atVersion: version ${ended} is the end of the task; fork at a version up to ${ended - 1}` });
+  });
+
+  test('a fork starts between commits: a version recorded in one commit with the next is refused naming where it can start (a fork of the fork too)', async ({ pg, nats }) => {
+    const app = await gateway(pg, nats);
+    const id = (await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'AI stuff' } })).json().id as string;
+    // Versions 2 and 3 in one commit (the lead's start and its first turn, as the offline model records them).
+    await handleCommand(pg.store, id, [
+      { type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'research-lead', configVersion: 'v' },
+      { type: 'RecordModelTurn', agentId: 'lead', turn: 1, model: 'm', stopReason: 'tool_use', usage, offline: true, durationMs: 0, content: [{ type: 'tool_use', id: 'tu-ask', name: 'ask_user', input: { questions: ['What?'] } }] },
+    ]);
+    await handleCommand(pg.store, id, { type: 'RequestClarification', requestId: 'clr-1', agentId: 'lead', toolUseId: 'tu-ask', questions: ['What?'], context: 'vague', deadline: new Date(Date.now() + 60_000).toISOString() });
+    const mid = await app.inject({ method: 'POST', url: `/v1/tasks/${id}/fork`, payload: { atVersion: 2 } });
+    expect([mid.statusCode, mid.json().error.code, mid.json().error.message]).toEqual([422, 'invalid_version', 'body.atVersion: version 2 was recorded in one commit with the version after it: a fork starts between commits; fork at 1 or 3']);
+    const fork = await app.inject({ method: 'POST', url: `/v1/tasks/${id}/fork`, payload: { atVersion: 4 } });
+    expect(fork.statusCode).toBe(201);
+    // The fork's copy was written in one statement, but keeps its source's commits.
+    const again = await app.inject({ method: 'POST', url: `/v1/tasks/${fork.json().id}/fork`, payload: { atVersion: 2 } });
+    expect([again.statusCode, again.json().error.message]).toEqual([422, 'body.atVersion: version 2 was recorded in one commit with the version after it: a fork starts between commits; fork at 1 or 3']);
+    expect((await app.inject({ method: 'POST', url: `/v1/tasks/${fork.json().id}/fork`, payload: { atVersion: 3 } })).statusCode).toBe(201);
+  });
+
+  test('two forks with one Idempotency-Key at once: one fork is made; the other request is the same fork replayed, or a 422 if it asked for another version (never a fork at a version it did not ask for)', async ({ pg, nats }) => {
+    const app = await gateway(pg, nats);
+    const id = await waitingTask(app, pg);
+    const stored = await storeArtifact(pg.db.pool, { taskId: id, path: 'late.md', agentId: null, content: Buffer.from('after version 2') });
+    await handleCommand(pg.store, id, { type: 'StoreArtifact', agentId: null, path: stored.path, bytes: stored.bytes, sha256: stored.sha256, mediaType: stored.mediaType });
+    const version = (await app.inject({ method: 'GET', url: `/v1/tasks/${id}` })).json().version as number;
+    for (let round = 0; round < 3; round++) {
+      const fork = (atVersion: number) => app.inject({ method: 'POST', url: `/v1/tasks/${id}/fork`, headers: { 'idempotency-key': `race-${round}` }, payload: { atVersion } });
+      const [early, late] = await Promise.all([fork(2), fork(version)]);
+      const made = [early, late].find((r) => r.statusCode === 201)!;
+      const refused = [early, late].find((r) => r.statusCode !== 201)!;
+      expect(refused).toBeDefined();
+      expect([refused.statusCode, refused.json().error.code]).toEqual([422, 'idempotency_key_reused']);
+      const asked = made === early ? 2 : version;
+      expect(made.json().forkedFrom).toEqual({ taskId: id, atVersion: asked });
+      // Only the files of the fork that was made (the refused request copied none into it).
+      const rows = (await pg.db.pool.query(`select path from artifacts where task_id = $1`, [made.json().id])).rows.map((r) => r.path);
+      expect(rows).toEqual(asked === 2 ? [] : ['late.md']);
+    }
   });
 
   test('a fork with an Idempotency-Key, retried: the same fork (idempotent-replayed); the key for another fork is a 422', async ({ pg, nats }) => {

@@ -17,6 +17,7 @@ import { mailRoutes } from './routes/mail.ts';
 import { consoleRoutes } from './routes/console.ts';
 import { systemRoutes } from './routes/system.ts';
 import { taskRoutes } from './routes/tasks.ts';
+import { NoQuery } from './routes/schemas.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
 import { workspaceRoutes } from './routes/workspaces.ts';
 
@@ -186,6 +187,11 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     if (problems.length > 0) throw textError(problems);
   });
 
+  // An API route that takes no query parameters refuses any (NoQuery): `GET /v1/tasks/:id?at=5`
+  // must not answer the task as it is now to someone who asked for it as it was.
+  app.addHook('onRoute', (route) => {
+    if (route.url.startsWith('/v1/') && !route.schema?.querystring) route.schema = { ...route.schema, querystring: NoQuery };
+  });
   await app.register(systemRoutes(deps));
   await app.register(consoleRoutes(deps));
   await app.register(taskRoutes(deps));

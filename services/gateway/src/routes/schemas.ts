@@ -151,6 +151,13 @@ export const succeedsWith = (status: 201 | 202 | 204, description: string) => ({
 
 /** A route that takes no body: none, or an empty object — any field is refused by name, not ignored. */
 export const NoBody = z.strictObject({}).nullish();
+/**
+ * The query of an API route that takes none (set on every such route by the app): a parameter is
+ * refused naming it; `at` says where the task as it was at a version is read.
+ */
+export const NoQuery = z.strictObject({
+  at: z.never({ error: 'this route has no ?at=: the task as it was after a version is GET /v1/tasks/:id/state?at=N (its files: /artifacts?at=N, /diff?at=N, /archive?at=N)' }).optional(),
+});
 /** Which team configuration verify checks a run with: the one the run was pinned to (default), or the one loaded now. */
 export const VerifyQuery = z.strictObject({
   config: z.enum(['pinned', 'current'], { error: "must be 'pinned' or 'current'" }).default('pinned'),

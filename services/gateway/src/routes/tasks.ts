@@ -1,7 +1,8 @@
 import { allTools, parseToolInput } from '@baton/agents';
-import { digestJson, exists, forkEvents, forkFiles, lastForkableVersion, own, stateAt, uuidV5, type Command, type TaskState } from '@baton/domain';
+import { digestJson, exists, forkableVersions, forkEvents, forkFiles, forkRefusal, own, stateAt, uuidV5, type Command, type TaskState } from '@baton/domain';
 import { redactCredentials, toAgentViews, toTaskView, type DeliveryView } from '@baton/api';
-import { importTask } from '@baton/event-store';
+import { withSessionLock } from '@baton/db';
+import { importTask, taskCommits } from '@baton/event-store';
 import { mailToResend } from '@baton/mail';
 import { ArtifactVersionNotKeptError, copyTaskFiles, findDelivery, findEndpoint, listDeliveries, mailInFlight, mailSendState, readArtifactVersion, requestRedelivery, storeWorkspace } from '@baton/storage';
 import multipart from '@fastify/multipart';
@@ -120,29 +121,33 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
   r.post('/v1/tasks/:id/fork', { schema: { params: TaskIdParams, body: ForkBody, response: succeedsWith(201, 'The new task'), tags: ['tasks'], summary: 'Fork a task: a new task whose history is a copy up to a version, which then continues' } }, async (req, reply) => {
     const source = await loadVisibleTask(d, req, req.params.id);
     const { atVersion } = req.body;
-    const last = lastForkableVersion(source.state);
-    // Past the end, or the end itself (a fork cannot continue from a finished task's final event): one refusal, naming the range.
-    if (atVersion > last) throw new HttpError(422, 'invalid_version', `body.atVersion: ${atVersion > source.state.version ? `the task is at version ${source.state.version}` : `version ${atVersion} is the end of the task`}; fork at 1..${last}`, [{ field: 'body.atVersion', message: `at most ${last}` }]);
-    // With an Idempotency-Key, a retried fork (a timeout, a double click) is the same fork.
+    // Past the end, the end itself (a fork cannot continue from a finished task's final event), or between two events of one commit: one refusal, naming where it can.
+    const commits = await taskCommits(d.store, source.state.id);
+    const refusal = forkRefusal(forkableVersions(source.events, commits), atVersion, source.state.version);
+    if (refusal) throw new HttpError(422, 'invalid_version', `body.atVersion: ${refusal}`, [{ field: 'body.atVersion', message: refusal }]);
+    const copy = async (newId: string) => {
+      const copied = forkEvents(source.events, atVersion, newId, { now: d.now(), requestedBy: req.actor, commits });
+      // Files first (artifacts the copied history names, workspaces of live sandboxes): the fork's agents resume with them.
+      return d.bulk(async () => {
+        await copyTaskFiles(d.pool, source.state.id, newId, forkFiles(source.events, copied));
+        return importTask(d.store, newId, copied, { now: d.now });
+      });
+    };
+    // With an Idempotency-Key, a retried fork (a timeout, a double click) is the same fork: one
+    // request at a time makes it (two at once would each copy their files into it), and a key
+    // used for another fork is refused.
     const key = idempotencyKey(req);
-    const newId = key ? uuidV5(`${req.tenant}\nfork\n${key}`) : d.newId();
-    if (key) {
+    if (!key) return reply.status(201).send(toTaskView((await copy(d.newId())).state));
+    const newId = uuidV5(`${req.tenant}\nfork\n${key}`);
+    return withSessionLock(d.pool, `baton.fork:${newId}`, async () => {
       const earlier = (await d.load(newId)).state;
-      if (exists(earlier)) {
-        const from = earlier.forkedFrom;
-        if (earlier.tenantId !== req.tenant || from?.taskId !== source.state.id || from.atVersion !== atVersion)
-          throw new HttpError(422, 'idempotency_key_reused', `this Idempotency-Key was already used for another fork${from ? ` (of task ${from.taskId} at version ${from.atVersion})` : ''}`);
-        void reply.header('idempotent-replayed', 'true');
-        return reply.status(201).send(toTaskView(earlier));
-      }
-    }
-    const copied = forkEvents(source.events, atVersion, newId, { now: d.now(), requestedBy: req.actor });
-    // Files first (artifacts the copied history names, workspaces of live sandboxes): the fork's agents resume with them.
-    const { state } = await d.bulk(async () => {
-      await copyTaskFiles(d.pool, source.state.id, newId, forkFiles(source.events, copied));
-      return importTask(d.store, newId, copied, { now: d.now });
+      if (!exists(earlier)) return reply.status(201).send(toTaskView((await copy(newId)).state));
+      const from = earlier.forkedFrom;
+      if (earlier.tenantId !== req.tenant || from?.taskId !== source.state.id || from.atVersion !== atVersion)
+        throw new HttpError(422, 'idempotency_key_reused', `this Idempotency-Key was already used for another fork${from ? ` (of task ${from.taskId} at version ${from.atVersion})` : ''}`);
+      void reply.header('idempotent-replayed', 'true');
+      return reply.status(201).send(toTaskView(earlier));
     });
-    return reply.status(201).send(toTaskView(state));
   });
 
   r.get('/v1/tasks/:id/agents', { schema: { params: TaskIdParams, tags: ['tasks'], summary: 'Every agent of the task (the lead first): status, subtask, file locks, turns, current action, progress, files, tests, open question' } }, async (req) => {
