@@ -3,7 +3,7 @@ import { emailIdFor } from './email.ts';
 import { agentOfStream, agentStreamId, isTaskStream, REQUEST_EVENT_TYPES, TERMINAL_EVENT_TYPES, taskStreamId, type EventData, type NewEvent, type RecordedEvent } from './events.ts';
 import { uuidV5 } from './ids.ts';
 import { stateAt } from './replay.ts';
-import { isFinal, type TaskState } from './state.ts';
+import { isFinal } from './state.ts';
 
 /** Was this event copied from another task by a fork (its history, not something that happened in this task)? */
 export const isCopied = (e: { metadata?: unknown }): boolean => typeof (e.metadata as { copiedFrom?: unknown } | null | undefined)?.copiedFrom === 'string';
