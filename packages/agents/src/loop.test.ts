@@ -33,16 +33,17 @@ describe('triageToolUses (the one tool triage)', () => {
       { id: 'f', name: 'Task', input: { agent: 'researcher', prompt: 'go' } },
     ])]);
     const t = triageToolUses(leadInput(s));
-    expect(t.results.map((r) => [r.toolUseId, r.isError])).toEqual([['a', true], ['b', true], ['c', true], ['d', true]]);
+    expect(t.results.map((r) => [r.toolUseId, r.isError])).toEqual([['a', true], ['b', true], ['c', true], ['d', true], ['f', true]]);
     expect(t.results[0]?.content).toMatch(/not available to this agent/); // write_file is not one of the lead's tools
     expect(t.results[2]?.content).toMatch(/invalid input for Task: prompt/);
     expect(t.results[3]?.content).toMatch(/unknown agent 'ghost'; this team delegates to: researcher/);
-    expect(t.asks).toEqual([
-      expect.objectContaining({ type: 'RequestClarification', requestId: 'clr-lead-e', toolUseId: 'e', questions: ['Which?'], deadline: '2026-01-01T00:01:00.000Z' }),
-      expect.objectContaining({ type: 'RequestApproval', requestId: 'apr-lead-f', toolUseId: 'f', toolName: 'Task', plan: 'the plan', onTimeout: 'reject' }),
-    ]);
+    // A question in the same turn: nothing is delegated before the answer (it could change what to delegate).
+    expect(t.results[4]?.content).toBe('not run: you asked the person in this turn (ask_user); make this call again once you have their answer');
+    expect(t.asks).toEqual([expect.objectContaining({ type: 'RequestClarification', requestId: 'clr-lead-e', toolUseId: 'e', questions: ['Which?'], deadline: '2026-01-01T00:01:00.000Z' })]);
     expect(t.dispatches).toEqual([]);
     expect(t.runs).toEqual([]);
+    const delegating = stateOf([submitted(true), started, turn('lead', [{ id: 'f', name: 'Task', input: { agent: 'researcher', prompt: 'go' } }])]);
+    expect(triageToolUses(leadInput(delegating)).asks).toEqual([expect.objectContaining({ type: 'RequestApproval', requestId: 'apr-lead-f', toolUseId: 'f', toolName: 'Task', plan: 'the plan', onTimeout: 'reject' })]);
   });
 
   it('the lead: without plan approval a delegation dispatches the next agent of that type; an approved one uses the approved input', () => {
@@ -95,6 +96,15 @@ describe('submit_plan (the engineering lead)', () => {
   const engStarted: DecidedEvent = { type: 'TaskStarted', data: { leadAgentId: 'lead', leadAgentType: engineering.lead.id, configVersion: 'v' } };
   const triage = (approval: boolean, input: Record<string, unknown>) =>
     triageToolUses({ state: stateOf([submitted(approval), engStarted, turn('lead', [{ id: 'p', name: 'submit_plan', input }])]), agentId: 'lead', team: engineering, def: engineering.lead, runsIn: 'orchestrator', now, plan: () => 'I will split it.' });
+
+  it('one plan per turn: a second submit_plan of the turn is answered, not recorded (two had failed the turn on every retry, each paid again)', () => {
+    const input = planInput([{ id: 'api', agent: 'backend-engineer', description: 'the API', file_locks: ['api/**'] }]);
+    for (const approval of [false, true]) {
+      const t = triageToolUses({ state: stateOf([submitted(approval), engStarted, turn('lead', [{ id: 'p1', name: 'submit_plan', input }, { id: 'p2', name: 'submit_plan', input }])]), agentId: 'lead', team: engineering, def: engineering.lead, runsIn: 'orchestrator', now, plan: () => 'I will split it.' });
+      expect([...t.dispatches, ...t.asks].map((c) => ('toolUseId' in c ? c.toolUseId : null))).toEqual(['p1']);
+      expect(t.results).toEqual([{ toolUseId: 'p2', toolName: 'submit_plan', content: 'not recorded: one plan per turn, and call p1 of this turn submitted it; its result is your plan\'s outcome', isError: true }]);
+    }
+  });
 
   it('a valid plan is recorded (snake_case in, the domain\'s shape out) with the team\'s reviewer and rounds; with plan approval a person sees it first', () => {
     const input = planInput([

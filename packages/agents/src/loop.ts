@@ -76,6 +76,10 @@ export function triageToolUses(o: TriageInput): Triage {
   const dispatched = new Map<string, number>();
   for (const a of Object.values(o.state.agents)) dispatched.set(a.type, (dispatched.get(a.type) ?? 0) + 1);
   const deadline = new Date(o.now.getTime() + o.state.approvalTimeoutSeconds * 1000).toISOString();
+  // One plan per turn: the turn's first submit_plan call is the plan; a second one is answered, not recorded.
+  const firstPlan = loop.openToolUses.find((t) => t.name === submitPlanTool.name)?.toolUseId;
+  // A question to the person in this turn: nothing is delegated before the answer (it could change what to delegate).
+  const asking = loop.openToolUses.find((t) => t.state !== 'resolved' && allTools[t.name]?.runsIn === 'person' && o.def.tools.includes(t.name))?.name;
 
   for (const t of loop.openToolUses) {
     if (t.state === 'resolved') continue; // its result is in the state already
@@ -111,6 +115,14 @@ export function triageToolUses(o: TriageInput): Triage {
       // (The Task tool's own check refused an agent the lead cannot delegate to.)
       if (tool.name === submitPlanTool.name && o.state.plan) {
         error(`this task already has a plan (${o.state.plan.status}); its result is your plan's outcome`);
+        continue;
+      }
+      if (tool.name === submitPlanTool.name && t.toolUseId !== firstPlan) {
+        error(`not recorded: one plan per turn, and call ${firstPlan} of this turn submitted it; its result is your plan's outcome`);
+        continue;
+      }
+      if (asking) {
+        error(`not run: you asked the person in this turn (${asking}); make this call again once you have their answer`);
         continue;
       }
     } else if (tool.runsIn !== o.runsIn) {
@@ -390,11 +402,13 @@ const SLOW_TOOLS: ReadonlySet<string> = new Set(['run_command', 'run_tests']);
  * Before the turn's tools run, its model turn is made durable when they are slow (commands) or
  * the model is a real one: the task then shows what the agent runs ("running tests", not
  * "thinking" for a whole test run), and a runner that dies mid-tool resumes at the tools rather
- * than paying for the turn again (and getting another answer). The instant offline model's
- * quick tools keep riding along with their results: one commit per step.
+ * than paying for the turn again (and getting another answer). A real model's turn is made
+ * durable even when it ran no tool here (it only delegated or asked): what it cost is counted,
+ * and whatever recording its outcome meets cannot send the paid turn to the model again. The
+ * instant offline model's quick tools keep riding along with their results: one commit per step.
  */
 function mustCommitBeforeTools(h: LoopHost, runs: readonly { call: ToolCall }[]): boolean {
-  if (runs.length === 0 || !h.pending().some((e) => e.type === 'ModelTurnRecorded')) return false;
+  if (!h.pending().some((e) => e.type === 'ModelTurnRecorded')) return false;
   return !h.def.model.startsWith('offline') || runs.some((r) => SLOW_TOOLS.has(r.call.name));
 }
 

@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { z } from 'zod';
+import { oneLine } from './text.ts';
 
 /**
  * A lead's plan: subtasks that form a DAG (`dependsOn`), each owned by one agent type and
@@ -56,13 +57,14 @@ export function planProblems(subtasks: readonly PlanSubtask[], agents: readonly 
     if (agents && !agents.includes(t.agent)) problems.push({ path: `subtasks.${i}.agent`, message: `unknown agent '${t.agent}'; this team's engineers: ${agents.join(', ') || 'none'}` });
     if (t.fileLocks.length === 0) problems.push({ path: `subtasks.${i}.file_locks`, message: 'a subtask needs at least one file lock (the paths its agent may change)' });
     t.fileLocks.forEach((g, j) => {
-      const bad = lockProblem(g);
+      const bad = lockProblem(g) ?? (t.fileLocks.indexOf(g) < j ? `'${g}' is named twice (also file_locks.${t.fileLocks.indexOf(g)})` : null);
       if (bad) problems.push({ path: `subtasks.${i}.file_locks.${j}`, message: bad });
     });
   });
   subtasks.forEach((t, i) =>
     t.dependsOn.forEach((d, j) => {
       if (d === t.id) problems.push({ path: `subtasks.${i}.depends_on.${j}`, message: `subtask '${t.id}' depends on itself` });
+      else if (t.dependsOn.indexOf(d) < j) problems.push({ path: `subtasks.${i}.depends_on.${j}`, message: `'${d}' is named twice (also depends_on.${t.dependsOn.indexOf(d)})` });
       else if (!index.has(d)) problems.push({ path: `subtasks.${i}.depends_on.${j}`, message: `unknown subtask '${d}'; subtasks: ${[...index.keys()].join(', ')}` });
     }),
   );
@@ -93,6 +95,11 @@ export const normalPath = (p: string): string => path.posix.normalize(p.replace(
 
 function lockProblem(glob: string): string | null {
   if (glob.includes('\0')) return 'contains a NUL byte';
+  if (/[\u0000-\u001f\u007f]/.test(glob)) return `'${oneLine(glob, 80)}' contains a control character (a newline, a tab)`;
+  // Extended globs (!(x), +(x), @(x), *(x), ?(x)) are matched where tools are checked but not
+  // where locks are compared: two subtasks could hold one file at once. Not taken.
+  const ext = /[!+@*?]\(/.exec(glob);
+  if (ext) return `'${glob}' uses an extended glob ('${ext[0]}…)'), which locks do not take; use *, **, ?, [abc] or {a,b}`;
   if (glob.startsWith('/')) return `'${glob}' is absolute; locks are relative to the workspace`;
   if (glob.split('/').some((p) => p === '..')) return `'${glob}' contains '..'`;
   // Locks are compared with each other and with the paths tools are given as written: one

@@ -111,6 +111,15 @@ describe('plan validation', () => {
     ]);
     expect(problems([st('a', [], ['api/inventory.ts']), st('b', [], ['api//inventory.ts'])])).toEqual([expect.stringMatching(/^subtasks\.1\.file_locks\.0: 'api\/\/inventory\.ts' is not written as a plain relative path/)]);
   });
+  it('extended globs, control characters and names given twice are refused (an extended glob was matched by the tools but not compared between subtasks: two held one file at once)', () => {
+    expect(problems([st('a', [], ['+(api)/inventory.ts']), st('b', [], ['api/inventory.ts'])])).toEqual(["subtasks.0.file_locks.0: '+(api)/inventory.ts' uses an extended glob ('+(…)'), which locks do not take; use *, **, ?, [abc] or {a,b}"]);
+    expect(problems([st('a', [], ['api/!(x).ts', 'api/@(y).ts'])]).map((p) => p.split(' uses')[0])).toEqual(["subtasks.0.file_locks.0: 'api/!(x).ts'", "subtasks.0.file_locks.1: 'api/@(y).ts'"]);
+    expect(problems([st('a', [], ['api/a\nb.ts'])])).toEqual(["subtasks.0.file_locks.0: 'api/a b.ts' contains a control character (a newline, a tab)"]);
+    expect(problems([st('a', [], ['api/x.ts', 'api/x.ts']), st('b', ['a', 'a'], ['b/**'])])).toEqual([
+      "subtasks.0.file_locks.1: 'api/x.ts' is named twice (also file_locks.0)",
+      "subtasks.1.depends_on.1: 'a' is named twice (also depends_on.0)",
+    ]);
+  });
   it('a lock of nothing but wildcards is refused however it is spelled, and says what it would lock', () => {
     const refusal = (glob: string) => problems([st('a', [], [glob])]);
     expect(refusal('**/**')).toEqual(["subtasks.0.file_locks.0: '**/**' locks the whole workspace; lock the files this subtask changes"]);

@@ -247,6 +247,12 @@ describe('advanceTask (the lead loop)', () => {
     const watching = { name: 'claude-like', complete: async (r: Parameters<OfflineModel['complete']>[0]) => { seen.push((await loadTask(pg.store, id)).state.status); return offline.complete(r); } };
     await advanceTask({ ...deps(pg.store), model: watching }, id);
     expect(seen[0]).toBe('running');
+    // A real model's turn that only delegates is made durable before its delegations are recorded:
+    // it is paid for, and whatever recording them meets cannot send it to the model again.
+    const rows = (await pg.db.pool.query(`select type, transaction_id::text as tx from events where task_id = $1 order by global_position`, [id])).rows as { type: string; tx: string }[];
+    const turn = rows.find((r) => r.type === 'ModelTurnRecorded')!;
+    const dispatch = rows.find((r) => r.type === 'SubagentDispatched')!;
+    expect(turn.tx).not.toBe(dispatch.tx);
   });
 
   pgTest('an unknown team fails the task visibly', async ({ pg }) => {
