@@ -95,7 +95,7 @@ export const normalPath = (p: string): string => path.posix.normalize(p.replace(
 
 function lockProblem(glob: string): string | null {
   if (glob.includes('\0')) return 'contains a NUL byte';
-  if (/[\u0000-\u001f\u007f]/.test(glob)) return `'${oneLine(glob, 80)}' contains a control character (a newline, a tab)`;
+  if ([...glob].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f)) return `'${oneLine(glob, 80)}' contains a control character (a newline, a tab)`;
   // Extended globs (!(x), +(x), @(x), *(x), ?(x)) are matched where tools are checked but not
   // where locks are compared: two subtasks could hold one file at once. Not taken.
   const ext = /[!+@*?]\(/.exec(glob);
