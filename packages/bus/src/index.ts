@@ -9,3 +9,4 @@ export { LiveTicksPayload, parseLiveTicks } from './live-ticks.ts';
 export { countDeadLetters, deadLetterCounts, deadLetterGivesUp, deadLetterRecorder, UNSETTLED_DEAD_LETTERS_TO_GIVE_UP } from './dead-letters.ts';
 export { BatchPublisher, isStoreFailure, PublishError, STREAM_STORE_FAILED, type BatchPublisherOptions, type OutMessage } from './publisher.ts';
 export { Diagnostics, diagnostics, requestDiagnostics, serveDiagnostics } from './diagnostics.ts';
+export { onTaskEnds, TaskEndedError } from './task-ends.ts';

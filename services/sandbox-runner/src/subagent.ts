@@ -1,6 +1,6 @@
 import { agentStreamId, fold, isFinal, isStepCommand, isToolUse, normalPath, own, type Command, type RecordedEvent, type TaskState } from '@baton/domain';
 import { inSpan, metrics } from '@baton/telemetry';
-import { ConsumerStoppingError } from '@baton/bus';
+import { ConsumerStoppingError, TaskEndedError } from '@baton/bus';
 import { builtinTeams, editFileTool, findAgent, ModelUnavailableError, outboxRequest, runAgentLoop, submitReviewTool, writeFileTool, type AgentDefinition, type LoopHost, type ModelClient, type TeamCatalog, type TeamDefinition } from '@baton/agents';
 import { handleCommand, isConcurrencyError, loadTask, retryOnConflict, TaskWriter, type EventStore, type LoadedTask, type TaskLoader } from '@baton/event-store';
 import { acquireLease, releaseLease, renewLease, type CorpusHit, type StoredArtifact } from '@baton/storage';
@@ -301,6 +301,12 @@ export async function runSubagentJob(
       metrics.sandboxSeconds.observe({ provider, end }, (performance.now() - openedAt) / 1000);
     }
   } catch (err) {
+    // Its task ended while it ran (its model call or command aborted): nothing more to do; its sandbox goes.
+    if (ours && signal?.reason instanceof TaskEndedError) {
+      d.log.info({ taskId, agentId, attempt, reason: signal.reason.message }, 'job stopped: its task ended');
+      await d.sandboxes.kill(taskId, agentId);
+      return 'cancelled';
+    }
     // Past its workspace's limit the agent fails now: a retry would run to the same place.
     if (ours && err instanceof WorkspaceTooLargeError) return failOverLimit(d, load, taskId, agentId, attempt, err);
     if (ours && signal?.reason instanceof ConsumerStoppingError) await handBack(d, load, taskId, agentId, attempt);

@@ -1,4 +1,4 @@
-import { countDeadLetters, deadLetterGivesUp, deadLetterRecorder, publishWakeUps, RunnerJob, startConsumer, TopologyWatch, type BusNames, type DeadLetter, type RunningConsumer, type TopologyOptions } from '@baton/bus';
+import { countDeadLetters, deadLetterGivesUp, deadLetterRecorder, onTaskEnds, publishWakeUps, TaskEndedError, RunnerJob, startConsumer, TopologyWatch, type BusNames, type DeadLetter, type RunningConsumer, type TopologyOptions } from '@baton/bus';
 import { isAgentActive, type AgentState } from '@baton/domain';
 import { metrics } from '@baton/telemetry';
 import { keyedSerial } from '@baton/runtime';
@@ -59,6 +59,10 @@ export async function startRunner(d: RunnerWorkerDeps): Promise<RunningConsumer>
     ? new TopologyWatch({ jsm: () => jetstreamManager(nc), names: d.names, ...(d.topology ? { topology: d.topology } : {}), log: d.log.child({ component: 'topology' }), everyMs: d.busCheckMs ?? 5000 })
     : null;
   topology?.start();
+  // Run jobs at work here, by task: a task that ends aborts them at once — its model call, its
+  // command — instead of at their next step (a cancelled task's command ran for minutes on).
+  const running = new Map<string, Set<AbortController>>();
+  const ends = nc ? onTaskEnds(nc, d.names, (taskId, type) => running.get(taskId)?.forEach((c) => c.abort(new TaskEndedError(taskId, type)))) : null;
   const consumer = await startConsumer({
     js: d.js,
     stream: d.names.jobsStream,
@@ -98,9 +102,18 @@ export async function startRunner(d: RunnerWorkerDeps): Promise<RunningConsumer>
       const started = performance.now();
       ctx.span.setAttributes({ 'gen_ai.agent.id': job.agentId, 'baton.cause_event_id': job.causeEventId });
       let outcome: string = 'error';
+      const own = new AbortController();
+      const follow = (): void => own.abort(ctx.signal.reason);
+      if (ctx.signal.aborted) follow();
+      else ctx.signal.addEventListener('abort', follow, { once: true });
+      const mine = running.get(job.taskId) ?? new Set<AbortController>();
+      running.set(job.taskId, mine.add(own));
       try {
-        outcome = await perAgent(`${job.taskId}/${job.agentId}`, () => runSubagentJob({ ...d, load, committed: (events) => publishWakeUps(d.nc ?? null, d.names, events) }, job.taskId, job.agentId, ctx.working, { signal: ctx.signal, stopping: ctx.stopping, causeEventId: job.causeEventId }));
+        outcome = await perAgent(`${job.taskId}/${job.agentId}`, () => runSubagentJob({ ...d, load, committed: (events) => publishWakeUps(d.nc ?? null, d.names, events) }, job.taskId, job.agentId, ctx.working, { signal: own.signal, stopping: ctx.stopping, causeEventId: job.causeEventId }));
       } finally {
+        ctx.signal.removeEventListener('abort', follow);
+        mine.delete(own);
+        if (mine.size === 0) running.delete(job.taskId);
         metrics.jobs.inc({ kind: job.kind, outcome });
         metrics.jobSeconds.observe({ kind: job.kind }, (performance.now() - started) / 1000);
       }
@@ -113,6 +126,7 @@ export async function startRunner(d: RunnerWorkerDeps): Promise<RunningConsumer>
       return consumer.inFlight;
     },
     async stop() {
+      ends?.stop();
       await topology?.stop();
       await consumer.stop();
     },
