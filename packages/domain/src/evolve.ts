@@ -1,5 +1,6 @@
 import { isToolUse, textOf, type ContentBlock, type ToolResult } from './content.ts';
 import { isTaskStream, type RecordedEvent } from './events.ts';
+import { briefSummary } from './text.ts';
 import { reworkByLocks, startsRoundOfChanges, type ReviewIssue, type Rework } from './plan.ts';
 import {
   addUsage,
@@ -141,7 +142,7 @@ export function evolve(state: TaskState, event: RecordedEvent): TaskState {
       } else if (agent?.role === 'review') {
         s = settlePlan(s);
       } else if (agent && s.lead) {
-        const content = JSON.stringify({ summary: d.summary, filesCreated: d.filesCreated, filesModified: d.filesModified, ...(d.filesDeleted?.length ? { filesDeleted: d.filesDeleted } : {}), success: d.success });
+        const content = JSON.stringify({ summary: briefSummary(d.summary), filesCreated: d.filesCreated, filesModified: d.filesModified, ...(d.filesDeleted?.length ? { filesDeleted: d.filesDeleted } : {}), success: d.success });
         s = resolveToolUse(s, s.lead.agentId, agent.toolUseId, { content, isError: !d.success });
       }
       break;

@@ -1,5 +1,6 @@
 import type { Command } from './commands.ts';
 import { overlappingLocks } from './plan.ts';
+import { briefSummary } from './text.ts';
 import { activeAgents, budgetHeld, isFinal, planIsRunning, type PlanState, type SubtaskState, type TaskState } from './state.ts';
 
 type Dispatch = Extract<Command, { type: 'DispatchSubagent' }>;
@@ -62,7 +63,7 @@ export function subtaskBrief(plan: PlanState, t: SubtaskState): string {
     `File locks — the only paths you may create, change or delete: ${t.fileLocks.join(', ')}. A write anywhere else is refused, and a command's changes outside them are reverted.`,
   ];
   const deps = plan.subtasks.filter((x) => t.dependsOn.includes(x.id));
-  if (deps.length > 0) parts.push(`This builds on work that is done (its files are in your workspace):\n${bullet(deps.map((d) => `${d.id} (${d.agent}): ${d.summary ?? 'no summary'} — changed ${files(d)}`))}`);
+  if (deps.length > 0) parts.push(`This builds on work that is done (its files are in your workspace):\n${bullet(deps.map((d) => `${d.id} (${d.agent}): ${briefSummary(d.summary ?? 'no summary')} — changed ${files(d)}`))}`);
   if (t.rework) {
     parts.push(
       `A review of round ${plan.round} asked for changes in your area. Address each issue, keep the tests passing, and say what you changed:\n${bullet(t.rework.map((i) => `[${i.severity}] ${i.file ? `${i.file}${i.line ? `:${i.line}` : ''}: ` : ''}${i.message}`))}`,
@@ -83,7 +84,7 @@ export function reviewBrief(plan: PlanState): string {
   const deleted = deletedByPlan(plan);
   return [
     `Review the change made for this plan: ${plan.summary}`,
-    `Subtasks:\n${bullet(plan.subtasks.map((t) => `${t.id} (${t.agent}): ${t.summary ?? 'no summary'} — changed ${files(t)}; ${tests(t)}`))}`,
+    `Subtasks:\n${bullet(plan.subtasks.map((t) => `${t.id} (${t.agent}): ${briefSummary(t.summary ?? 'no summary')} — changed ${files(t)}; ${tests(t)}`))}`,
     `Changed files (read every one): ${changed.join(', ') || 'none'}`,
     deleted.length > 0 ? `Deleted files (gone from your workspace): ${deleted.join(', ')}` : '',
     plan.round > 0 ? `This is the review after round ${plan.round} of changes; the previous review said: ${plan.reviews.at(-1)?.summary ?? ''}` : '',

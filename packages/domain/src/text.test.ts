@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { cleanText, formatBytes, textProblems } from './text.ts';
+import { briefSummary, BRIEF_SUMMARY_MAX, cleanText, formatBytes, textProblems } from './text.ts';
 
 describe('textProblems', () => {
   it('names every string with a NUL or a lone surrogate, at any depth, keys too', () => {
@@ -44,5 +44,13 @@ describe('cleanText', () => {
 describe('formatBytes', () => {
   it('says a byte count in binary units, whole numbers whole', () => {
     expect([0, 1023, 1024, 1536, 10 * 1024 * 1024, 1.25 * 1024 ** 3, 5 * 1024 ** 4].map(formatBytes)).toEqual(['0 bytes', '1023 bytes', '1 KiB', '1.5 KiB', '10 MiB', '1.3 GiB', '5120 GiB']);
+  });
+});
+
+describe('briefSummary', () => {
+  it("an agent's summary reaches another agent whole up to the limit, else its start and how much was left out (twenty 30,000-character summaries had made a 600 KB reviewer's request)", () => {
+    expect(briefSummary('done: tests pass')).toBe('done: tests pass');
+    const long = 'x'.repeat(30_000);
+    expect(briefSummary(long)).toBe(`${'x'.repeat(BRIEF_SUMMARY_MAX)}\n[… ${30_000 - BRIEF_SUMMARY_MAX} more characters of this summary left out]`);
   });
 });

@@ -118,6 +118,19 @@ export function oneLine(text: string, max: number): string {
   return line.length > max ? `${line.slice(0, max - 1)}…` : line;
 }
 
+/** The most of one agent's summary another agent's brief or result carries (the rest is on the agent: GET /v1/tasks/:id/agents/:agentId). */
+export const BRIEF_SUMMARY_MAX = 4000;
+
+/**
+ * An agent's summary as another agent is told it: whole up to `max` characters, else its start and
+ * how much was left out (twenty engineers' 30,000-character answers made a reviewer's request of
+ * 600 KB, past a model's context). Pure.
+ */
+export function briefSummary(text: string, max = BRIEF_SUMMARY_MAX): string {
+  return text.length > max ? `${text.slice(0, max)}
+[… ${text.length - max} more characters of this summary left out]` : text;
+}
+
 /** A byte count in words: `10 MiB`, `1.3 GiB`, `512 bytes` (binary units; whole numbers shown whole). Pure. */
 export function formatBytes(n: number): string {
   for (const [unit, size] of [['GiB', 1024 ** 3], ['MiB', 1024 ** 2], ['KiB', 1024]] as const) {
