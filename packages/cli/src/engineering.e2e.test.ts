@@ -105,7 +105,7 @@ describe('engineering team, end to end', () => {
     ]);
 
     // A fork of the finished task (its sandboxes released), made while the frontend engineer was at
-    // work: after its first file was stored, before it completed. Its workspace is rebuilt from the
+    // work: after its turns, before it completed. Its workspace is rebuilt from the
     // log when it resumes in the fork, so its change to web/format.ts is not lost.
     const frontendStored = events.find((e) => e.type === 'ArtifactStored' && e.data.agentId === 'frontend' && e.streamId.startsWith('task-'));
     const frontendDone = events.find((e) => e.type === 'SubagentCompleted' && e.data.agentId === 'frontend');
@@ -151,7 +151,9 @@ describe('engineering team, end to end', () => {
     expect(decisions.map((e) => e.type)).toEqual(events.filter((e) => e.type === 'ApprovalRequested' || e.type === 'ApprovalGranted').map((e) => e.type));
     expect(decisions.map((e) => e.type)).toContain('ApprovalGranted');
     await expect(cli('events', submitted.id, '--type', 'ApprovalGranted,PlanOK')).rejects.toThrow(/query\.type: unknown event type 'PlanOK'; known: /);
-    const fork = await api.request<TaskView>('POST', `/v1/tasks/${submitted.id}/fork`, { atVersion: frontendStored!.version });
+    // A fork starts between commits: the frontend's files and its completion are one commit, so
+    // the fork is made at the version before them (the frontend's turns on its own stream are copied).
+    const fork = await api.request<TaskView>('POST', `/v1/tasks/${submitted.id}/fork`, { atVersion: frontendStored!.version - 1 });
     await waitFor(async () => ['completed', 'failed'].includes((await task(fork.id)).status), { timeoutMs: 180_000, what: 'the fork to finish' });
     const forked = await task(fork.id);
     expect(forked.status).toBe('completed');

@@ -2,7 +2,7 @@ import { reviewAgentId } from './schedule.ts';
 import type { PlanState, SubtaskState } from './state.ts';
 
 /** Why an ended plan is not accepted. */
-export type PlanConcernCode = 'changes_requested' | 'tests_failing' | 'subtasks_failed' | 'review_missing' | 'task_failed' | 'cancelled';
+export type PlanConcernCode = 'changes_requested' | 'tests_failing' | 'tests_missing' | 'subtasks_failed' | 'review_missing' | 'task_failed' | 'cancelled';
 
 /**
  * Whether an engineering plan's change can be taken as it stands. A task ends `completed` when
@@ -23,7 +23,7 @@ export interface PlanAcceptance {
 const plural = (n: number, one: string, many: string): string => (n === 1 ? one : many);
 
 /** What acceptance is judged on: a plan's state, or its API view. */
-export type PlanFacts = Pick<PlanState, 'status' | 'round' | 'maxReviewRounds' | 'reviewAgent' | 'reviews'> & { subtasks: readonly Pick<SubtaskState, 'id' | 'status' | 'tests'>[] };
+export type PlanFacts = Pick<PlanState, 'status' | 'round' | 'maxReviewRounds' | 'reviewAgent' | 'reviews'> & { subtasks: readonly Pick<SubtaskState, 'id' | 'status' | 'tests' | 'filesCreated' | 'filesModified'>[] };
 
 /** The acceptance of a plan, from its state alone (a pure function of the log). */
 export function planAcceptance(plan: PlanFacts): PlanAcceptance {
@@ -53,5 +53,13 @@ export function planAcceptance(plan: PlanFacts): PlanAcceptance {
   }
   const failing = plan.subtasks.filter((t) => (t.tests?.failed ?? 0) > 0).map((t) => t.id);
   if (failing.length > 0) concerns.push({ code: 'tests_failing', message: `tests still fail in ${failing.join(', ')} (${plural(failing.length, 'its', 'their')} last run)` });
+  // A change nothing tested is not shown to work: no test run at all, or a last run in which no test was recognised (`run_tests` with a command that runs none).
+  if (plan.status === 'completed') {
+    const changed = plan.subtasks.filter((t) => t.filesCreated.length + t.filesModified.length > 0);
+    const untested = changed.filter((t) => t.tests === null).map((t) => t.id);
+    const none = changed.filter((t) => t.tests !== null && t.tests.passed + t.tests.failed === 0).map((t) => t.id);
+    const parts = [...(untested.length > 0 ? [`${untested.join(', ')} changed files and ran no tests`] : []), ...(none.length > 0 ? [`no test was recognised in the last run of ${none.join(', ')}`] : [])];
+    if (parts.length > 0) concerns.push({ code: 'tests_missing', message: parts.join('; ') });
+  }
   return { accepted: concerns.length === 0, concerns };
 }

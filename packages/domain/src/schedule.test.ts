@@ -40,9 +40,10 @@ class Run {
     this.apply(...d);
     return d.map((x) => x.agentId);
   }
-  finish(agentId: string, o: { success?: boolean; files?: string[]; deleted?: string[]; failingTests?: number } = {}): void {
+  finish(agentId: string, o: { success?: boolean; files?: string[]; deleted?: string[]; failingTests?: number; tests?: { passed: number; failed: number; skipped: number } | null } = {}): void {
     this.apply({ type: 'StartSubagent', agentId, attempt: 1, runnerId: 'r' });
-    this.apply({ type: 'CompleteSubagent', agentId, attempt: 1, summary: `${agentId} done`, filesCreated: [], filesModified: o.files ?? [`${agentId}/x.ts`], ...(o.deleted ? { filesDeleted: o.deleted } : {}), success: o.success ?? true, iterationCapReached: false, tests: { passed: 2, failed: o.failingTests ?? 0, skipped: 0 } });
+    const tests = o.tests === undefined ? { passed: 2, failed: o.failingTests ?? 0, skipped: 0 } : o.tests;
+    this.apply({ type: 'CompleteSubagent', agentId, attempt: 1, summary: `${agentId} done`, filesCreated: [], filesModified: o.files ?? [`${agentId}/x.ts`], ...(o.deleted ? { filesDeleted: o.deleted } : {}), success: o.success ?? true, iterationCapReached: false, ...(tests ? { tests } : {}) });
   }
   acceptance() {
     return planAcceptance(this.state.plan!);
@@ -323,5 +324,20 @@ describe('review and the request-changes round', () => {
     green.finish('web');
     expect(green.state.plan?.status).toBe('completed');
     expect(green.acceptance()).toEqual({ accepted: true, concerns: [] });
+  });
+
+  it('a change nothing tested is not accepted: a subtask that changed files and ran no tests, or whose last run recognised none (run_tests with a command that runs none)', () => {
+    const r = new Run().plan(subtasks());
+    r.tick();
+    r.finish('api', { tests: null });
+    r.finish('web', { tests: { passed: 0, failed: 0, skipped: 0 } });
+    expect(r.state.plan?.status).toBe('completed');
+    expect(r.acceptance()).toEqual({ accepted: false, concerns: [{ code: 'tests_missing', message: 'api changed files and ran no tests; no test was recognised in the last run of web' }] });
+    // A subtask that changed nothing needs no tests.
+    const idle = new Run().plan(subtasks());
+    idle.tick();
+    idle.finish('api', { files: [], tests: null });
+    idle.finish('web');
+    expect(idle.acceptance()).toEqual({ accepted: true, concerns: [] });
   });
 });
