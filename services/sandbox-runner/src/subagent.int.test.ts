@@ -365,6 +365,20 @@ describe('runSubagentJob', () => {
     expect(await runSubagentJob(d, id, 'engineer-1', () => {})).toBe('nothing-to-do');
   });
 
+  test.runIf(findBwrap() !== null)("files an agent made that are not kept as the task's files are said: past the 200 one command records (to the agent), over the size a file may have (in its summary)", async ({ pg }) => {
+    const { team, script } = withEngineer({ model: 'm', tools: ['run_command'] }, [
+      [{ type: 'tool_use', id: 'c1', name: 'run_command', input: { command: 'mkdir many && for i in $(seq 1 205); do echo $i > many/f$i.txt; done' } }],
+      [{ type: 'tool_use', id: 'c2', name: 'run_command', input: { command: 'head -c 50000001 /dev/zero > big.bin' } }],
+    ]);
+    const id = await dispatchedTask(pg.store, 'engineer', 'make files');
+    expect(await runSubagentJob({ ...deps(pg.store, script), teams: { research: team } }, id, 'engineer-1', () => {})).toBe('completed');
+    const { state, events } = await loadTask(pg.store, id);
+    const results = events.filter((e) => e.type === 'ToolResultsRecorded').flatMap((e) => e.data.results);
+    expect(results.find((r) => r.toolUseId === 'c1')?.content).toMatch(/\[this command created 205 files: only the first 200 of each are recorded and kept as the task's files; the rest are not — make fewer files, or put them in one archive\]/);
+    expect(state.agents['engineer-1']?.summary).toBe("done\n[not kept as the task's files: big.bin (47.7 MiB, 50000001 bytes: more than the 50000000 a file may have)]");
+    expect(state.artifacts.some((a) => a.path === 'big.bin')).toBe(false);
+  });
+
   test.runIf(findBwrap() !== null)("files a command deletes leave the task's files (FileDeleted): gone from its artifacts and from the next agent's workspace; one deleted and written again is back", async ({ pg }) => {
     const { team, script } = withEngineer({ model: 'm', tools: ['write_file', 'run_command'] }, [
       [{ type: 'tool_use', id: 'c1', name: 'run_command', input: { command: 'echo s > scratch.txt' } }],

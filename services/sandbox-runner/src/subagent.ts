@@ -1,4 +1,4 @@
-import { agentStreamId, fold, isFinal, isStepCommand, isToolUse, normalPath, own, type Command, type RecordedEvent, type TaskState } from '@baton/domain';
+import { agentStreamId, fold, formatBytes, isFinal, isStepCommand, isToolUse, normalPath, own, type Command, type RecordedEvent, type TaskState } from '@baton/domain';
 import { inSpan, metrics } from '@baton/telemetry';
 import { ConsumerStoppingError, TaskEndedError } from '@baton/bus';
 import { builtinTeams, editFileTool, findAgent, ModelUnavailableError, outboxRequest, runAgentLoop, submitReviewTool, writeFileTool, type AgentDefinition, type LoopHost, type ModelClient, type TeamCatalog, type TeamDefinition } from '@baton/agents';
@@ -266,8 +266,10 @@ export async function runSubagentJob(
           const own = events.concat(writer.pending).filter((e) => e.streamId === agentStreamId(taskId, agentId));
           const files = collectFiles(own);
           await syncIfChanged();
-          const stored = await storeOutputs(d, sandbox, taskId, agentId, files, agent0.fileLocks !== null);
-          const summary = capped ? `stopped after reaching the iteration cap of ${def.maxTurns} turns. ${finalText}`.trim() : finalText;
+          const { stored, notKept } = await storeOutputs(d, sandbox, taskId, agentId, files, agent0.fileLocks !== null);
+          // Files it made that are not among the task's files are said where everyone reads (its summary: the lead, the reviewer, the person).
+          const unkept = notKept.length > 0 ? `\n[not kept as the task's files: ${notKept.join('; ')}]` : '';
+          const summary = `${capped ? `stopped after reaching the iteration cap of ${def.maxTurns} turns. ${finalText}`.trim() : finalText}${unkept}`;
           const tests = writer.state.agents[agentId]?.tests; // its last test run's counts, as the fold keeps them
           const review = agent0.role === 'review' ? lastReview(own, agentId, agent0.round) : null;
           return [
@@ -529,18 +531,20 @@ export function lastReview(events: readonly RecordedEvent[], agentId: string, ro
 }
 
 /** Store the files an agent created or modified as artifacts (before it is recorded as complete). */
-async function storeOutputs(d: RunnerDeps, sandbox: Sandbox, taskId: string, agentId: string, files: { created: string[]; modified: string[] }, owned: boolean): Promise<StoredArtifact[]> {
-  if (!d.artifacts) return [];
-  const out: StoredArtifact[] = [];
+async function storeOutputs(d: RunnerDeps, sandbox: Sandbox, taskId: string, agentId: string, files: { created: string[]; modified: string[] }, owned: boolean): Promise<{ stored: StoredArtifact[]; notKept: string[] }> {
+  const stored: StoredArtifact[] = [];
+  const notKept: string[] = [];
+  if (!d.artifacts) return { stored, notKept };
   for (const file of [...files.created, ...files.modified]) {
     const { bytes, size } = await sandbox.files.readBytes(file).catch(() => ({ bytes: null, size: 0 }));
     if (!bytes || size > bytes.length) {
       d.log.warn({ taskId, agentId, file, size }, 'file not stored as an artifact (gone, or too large)');
+      notKept.push(bytes ? `${file} (${formatBytes(size)}, ${size} bytes: more than the ${bytes.length} a file may have)` : `${file} (gone by the agent's end)`);
       continue;
     }
-    out.push(await d.artifacts.store({ taskId, path: file, agentId, content: bytes, owned }));
+    stored.push(await d.artifacts.store({ taskId, path: file, agentId, content: bytes, owned }));
   }
-  return out;
+  return { stored, notKept };
 }
 
 /**
