@@ -43,3 +43,16 @@ group('a budget, in words', () => {
     expect(describe({ ...at, type: 'BudgetRaised', data: { requestId: 'budget-1', limit: { usd: 2.5, tokens: null }, decidedBy: 'u' } } as never)).toBe('budget raised to $2.50 by u');
   });
 });
+
+group('decisions, time-outs and mail, in words (not their type names)', () => {
+  const on = (type: string, data: Record<string, unknown>) => describe(event(`task-${taskId}`, type, data));
+  it('who stopped a budget and why, a question nobody answered, who cancelled, what became of a mail', () => {
+    expect(on('BudgetRefused', { requestId: 'budget-1', reason: 'too dear', decidedBy: 'ann', timedOut: false })).toBe('budget: stopped by ann: too dear');
+    expect(on('BudgetRefused', { requestId: 'budget-1', reason: '', decidedBy: 'baton:deadline', timedOut: true })).toBe('budget: no decision before the deadline (stopped)');
+    expect(on('ClarificationTimedOut', { requestId: 'clr-1' })).toBe('no answer before the deadline (the agent goes on with its best judgement)');
+    expect(on('TaskCancelled', { reason: 'enough', requestedBy: 'ann' })).toBe('cancelled by ann: enough');
+    expect(on('EmailRequested', { emailId: 'm', agentId: 'email-agent-1', toolUseId: 't', to: ['bo@example.com'], subject: 'The report', body: '', attachments: [] })).toBe('mail queued to bo@example.com: The report');
+    expect(on('EmailSent', { emailId: 'm', messageId: '<a@b>', accepted: ['bo@example.com'], rejected: ['x@example.com'] })).toBe('mail sent (bo@example.com); refused: x@example.com');
+    expect(on('EmailFailed', { emailId: 'm', code: 'not_sent_by_fork', message: 'its source sends it' })).toBe('mail not sent (not_sent_by_fork): its source sends it');
+  });
+});

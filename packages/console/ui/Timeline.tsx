@@ -24,7 +24,14 @@ export function Timeline({ task, events }: { task: TaskView; events: EventView[]
     if (!t) return;
     window.dispatchEvent(new Event('baton:tasks-changed'));
     go(`#/tasks/${t.id}`);
+    window.scrollTo({ top: 0 }); // the new task opens at the top of its pane, far above a row low on the timeline
   };
+  // An error of a click low on the timeline shows at its top: bring it into view.
+  const errorLine = useRef<HTMLDivElement>(null);
+  const shownError = error ?? forking.error;
+  useEffect(() => {
+    if (shownError) errorLine.current?.scrollIntoView({ block: 'nearest' });
+  }, [shownError]);
   // The state asked for opens above the timeline: bring it into view, and focus it, where the person is.
   const stateCard = useRef<HTMLDivElement>(null);
   useEffect(() => {
@@ -46,7 +53,9 @@ export function Timeline({ task, events }: { task: TaskView; events: EventView[]
           ))}
         </select>
       </h3>
-      <ErrorLine error={error ?? forking.error} />
+      <div ref={errorLine}>
+        <ErrorLine error={shownError} />
+      </div>
       {stateAt && (
         <div className="card state-at" aria-label="state at version" ref={stateCard} tabIndex={-1}>
           <div className="row">

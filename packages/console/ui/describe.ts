@@ -80,7 +80,17 @@ export function describe(e: EventView): string {
     case 'TaskFailed':
       return `failed (${s(d.code)}): ${s(d.message)}`;
     case 'TaskCancelled':
-      return `cancelled: ${s(d.reason)}`;
+      return `cancelled by ${s(d.requestedBy)}: ${s(d.reason)}`;
+    case 'BudgetRefused':
+      return d.timedOut ? 'budget: no decision before the deadline (stopped)' : `budget: stopped by ${s(d.decidedBy)}: ${s(d.reason)}`;
+    case 'ClarificationTimedOut':
+      return 'no answer before the deadline (the agent goes on with its best judgement)';
+    case 'EmailRequested':
+      return `mail queued to ${((d.to ?? []) as string[]).join(', ')}: ${s(d.subject)}`;
+    case 'EmailSent':
+      return `mail sent (${((d.accepted ?? []) as string[]).join(', ') || 'no recipient accepted'})${((d.rejected ?? []) as string[]).length ? `; refused: ${((d.rejected ?? []) as string[]).join(', ')}` : ''}`;
+    case 'EmailFailed':
+      return `mail not sent (${s(d.code)}): ${s(d.message)}`;
     default:
       return e.type;
   }
