@@ -132,14 +132,14 @@ describe('the web console, in Chromium', () => {
     for (let i = 0; i < 40; i++) await submit({ prompt: `filler ${i}`, team: 'bench' });
     await page.locator('.task-list li').nth(30).waitFor();
     await forkHere.evaluate((el) => el.scrollIntoView({ block: 'end' }));
-    await page.evaluate(() => window.scrollBy(0, 400));
+    await page.evaluate('window.scrollBy(0, 400)');
     await forkHere.scrollIntoViewIfNeeded();
-    const scrolled = await page.evaluate(() => window.scrollY);
+    const scrolled = (await page.evaluate('window.scrollY')) as number;
     await forkHere.dblclick();
     await waitFor(async () => !page.url().includes(id), { what: 'the fork opened' });
     expect(forks).toHaveLength(1);
     expect(scrolled).toBeGreaterThan(0);
-    await waitFor(async () => (await page.evaluate(() => window.scrollY)) === 0, { what: 'the fork shown from the top of the page' });
+    await waitFor(async () => (await page.evaluate('window.scrollY')) === 0, { what: 'the fork shown from the top of the page' });
   });
 
   it('an engineering task: the plan as a DAG with each subtask\'s tests, the reviews, the change, and whether it is accepted', async () => {
