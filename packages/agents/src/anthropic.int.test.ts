@@ -1,7 +1,7 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AnthropicModel, ModelStalledError } from './anthropic.ts';
-import { ModelRejectedError } from './model.ts';
+import { ModelRejectedError, ModelUnavailableError } from './model.ts';
 import type { ModelRequest } from './model.ts';
 import { costUsd } from './prices.ts';
 
@@ -9,7 +9,7 @@ import { costUsd } from './prices.ts';
  * A local fake of the Messages API, driven through the real @anthropic-ai/sdk: each test
  * queues replies; the server records what the SDK sent.
  */
-type Reply = { status?: number; body: unknown; delayMs?: number; headers?: Record<string, string>; stallAfter?: number };
+type Reply = { status?: number; body: unknown; delayMs?: number; headers?: Record<string, string>; stallAfter?: number; cutAfter?: number; dropAfter?: number };
 let server: Server;
 let baseURL: string;
 let replies: Reply[];
@@ -28,6 +28,8 @@ beforeEach(async () => {
         if (res.destroyed) return;
         res.writeHead(r.status ?? 200, { 'content-type': 'application/json', ...r.headers });
         if (r.stallAfter !== undefined) return void res.write(JSON.stringify(r.body).slice(0, r.stallAfter)); // and nothing more
+        if (r.cutAfter !== undefined) return void res.end(JSON.stringify(r.body).slice(0, r.cutAfter)); // ended early
+        if (r.dropAfter !== undefined) return void res.write(JSON.stringify(r.body).slice(0, r.dropAfter), () => res.destroy()); // the connection lost mid-body
         res.end(JSON.stringify(r.body));
       };
       if (r.delayMs) setTimeout(send, r.delayMs);
@@ -138,6 +140,14 @@ describe('AnthropicModel through the real SDK against a fake Messages API', () =
       slow.closeAllConnections();
       await new Promise((r) => slow.close(r));
     }
+  });
+
+  it('an answer cut off before its end (its JSON ends early, or the connection closes mid-body) is asked again later (ModelUnavailableError), not blamed on the runner', async () => {
+    const model = new AnthropicModel({ apiKey: 'k', baseURL, maxRetries: 0, timeoutMs: 5000 });
+    replies.push({ body: message([{ type: 'text', text: 'half an answer' }], 'end_turn'), cutAfter: 30 });
+    await expect(model.complete(request())).rejects.toThrow(ModelUnavailableError);
+    replies.push({ body: message([{ type: 'text', text: 'half an answer' }], 'end_turn'), dropAfter: 30 });
+    await expect(model.complete(request())).rejects.toThrow(/the model's answer was cut off before its end|could not answer/);
   });
 
   it('server web-search blocks are kept verbatim and sent back unchanged; usage and cost are recorded', async () => {

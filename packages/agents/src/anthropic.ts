@@ -134,6 +134,8 @@ function asModelError(err: unknown): never {
   }
   // Anything else the API or the connection did (429, 5xx, 529, a reset) after the SDK's retries; not an abort of ours.
   if (err instanceof Anthropic.APIError && !(err instanceof Anthropic.APIUserAbortError)) throw new ModelUnavailableError(`the Messages API could not answer: ${err.message}`, { cause: err });
+  // An answer cut off as it came (its JSON ends early; the connection closed mid-body): asked again, not blamed on the runner.
+  if (err instanceof SyntaxError || (err instanceof TypeError && err.message === 'terminated')) throw new ModelUnavailableError(`the model's answer was cut off before its end: ${err.message}`, { cause: err });
   throw err;
 }
 
