@@ -42,6 +42,9 @@ describe('triageToolUses (the one tool triage)', () => {
     expect(t.asks).toEqual([expect.objectContaining({ type: 'RequestClarification', requestId: 'clr-lead-e', toolUseId: 'e', questions: ['Which?'], deadline: '2026-01-01T00:01:00.000Z' })]);
     expect(t.dispatches).toEqual([]);
     expect(t.runs).toEqual([]);
+    // A question that is not asked (its input refused) holds nothing back.
+    const badAsk = stateOf([submitted(false), started, turn('lead', [{ id: 'e', name: 'ask_user', input: { questions: [] } }, { id: 'f', name: 'Task', input: { agent: 'researcher', prompt: 'go' } }])]);
+    expect(triageToolUses(leadInput(badAsk)).dispatches.map((d) => d.toolUseId)).toEqual(['f']);
     const delegating = stateOf([submitted(true), started, turn('lead', [{ id: 'f', name: 'Task', input: { agent: 'researcher', prompt: 'go' } }])]);
     expect(triageToolUses(leadInput(delegating)).asks).toEqual([expect.objectContaining({ type: 'RequestApproval', requestId: 'apr-lead-f', toolUseId: 'f', toolName: 'Task', plan: 'the plan', onTimeout: 'reject' })]);
   });

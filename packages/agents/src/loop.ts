@@ -79,7 +79,10 @@ export function triageToolUses(o: TriageInput): Triage {
   // One plan per turn: the turn's first submit_plan call is the plan; a second one is answered, not recorded.
   const firstPlan = loop.openToolUses.find((t) => t.name === submitPlanTool.name)?.toolUseId;
   // A question to the person in this turn: nothing is delegated before the answer (it could change what to delegate).
-  const asking = loop.openToolUses.find((t) => t.state !== 'resolved' && allTools[t.name]?.runsIn === 'person' && o.def.tools.includes(t.name))?.name;
+  const asking = loop.openToolUses.find((t) => {
+    const tool = allTools[t.name];
+    return t.state !== 'resolved' && tool?.runsIn === 'person' && o.def.tools.includes(t.name) && parseToolInput(tool, t.input, o.team).ok;
+  })?.name;
 
   for (const t of loop.openToolUses) {
     if (t.state === 'resolved') continue; // its result is in the state already
