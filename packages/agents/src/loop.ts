@@ -292,12 +292,11 @@ async function loopUntilSettled(h: LoopHost, stepStarts: () => void, stepDone: (
         // Recorded, so that how long the model has been away is known wherever the call is asked
         // again (another attempt, another replica); past the client's outage limit the agent ends.
         h.record([{ type: 'RecordModelUnavailable', agentId: h.agentId, error: err.message, attempt: h.attempt }], h.actor ? { actor: h.actor } : {});
-        const over = modelOutageOver(loopOf(h.state(), h.agentId) ?? loop, h.now(), h.model.outageLimitMs);
-        if (!over) {
+        const outage = (loopOf(h.state(), h.agentId) ?? loop).modelOutage;
+        if (!modelOutageOver({ modelOutage: outage }, h.now(), h.model.outageLimitMs)) {
           if (!(await h.commit())) return 'stopped';
           throw err; // asked again later by the host's queue
         }
-        const outage = loopOf(h.state(), h.agentId)?.modelOutage;
         const end = await h.finish({ capped: false, finalText: '', failure: { code: 'model_unavailable', message: `${whoOf(h)}'s model could not answer for ${outageLength(outage, h.now())} (${outage?.failures ?? 1} failed calls since ${outage?.since ?? 'now'}; ANTHROPIC_OUTAGE_LIMIT_MS is ${h.model.outageLimitMs} ms): given up. Last error: ${err.message}` } });
         if (end) h.record(end);
         return (await h.commit()) ? 'finished' : 'stopped';

@@ -38,8 +38,7 @@ export function decide(command: Command, state: TaskState): DecidedEvent[] {
     case 'RecordModelTurn': {
       mustBeLive();
       const { attempt: _a, ...data } = rest as typeof rest & { attempt?: number };
-      const loop = requireWriter(state, command.agentId, command.attempt, command.type);
-      if (loop.phase !== 'model') throw new IllegalTransitionError(command.type, status, `agent '${command.agentId}' is not due a model turn (phase ${loop.phase})`);
+      const loop = requireModelDue(state, command);
       if (command.turn !== loop.turns + 1) throw new InvalidCommandError(`turn ${command.turn} of agent '${command.agentId}' does not follow turn ${loop.turns}`);
       return [{ type: 'ModelTurnRecorded', data: data as DecidedData<'ModelTurnRecorded'> }];
     }
@@ -59,8 +58,7 @@ export function decide(command: Command, state: TaskState): DecidedEvent[] {
     case 'RecordModelUnavailable': {
       mustBeLive();
       const { attempt: _a, ...data } = rest as typeof rest & { attempt?: number };
-      const loop = requireWriter(state, command.agentId, command.attempt, command.type);
-      if (loop.phase !== 'model') throw new IllegalTransitionError(command.type, status, `agent '${command.agentId}' is not due a model turn (phase ${loop.phase})`);
+      requireModelDue(state, command);
       return [{ type: 'ModelUnavailable', data: data as DecidedData<'ModelUnavailable'> }];
     }
 
@@ -304,6 +302,13 @@ function requireOpenToolUse(state: TaskState, toolUseId: string, command: string
  * The agent whose turn or tool results are being recorded: the lead, or a running subagent
  * (of the given attempt, when the writer names one).
  */
+/** The loop of an agent whose model step (a turn, or a call the API could not answer) is being recorded: its writer (`requireWriter`), due a model turn. */
+function requireModelDue(state: TaskState, command: { type: string; agentId: string; attempt?: number | undefined }): AgentLoopState {
+  const loop = requireWriter(state, command.agentId, command.attempt, command.type);
+  if (loop.phase !== 'model') throw new IllegalTransitionError(command.type, state.status, `agent '${command.agentId}' is not due a model turn (phase ${loop.phase})`);
+  return loop;
+}
+
 function requireWriter(state: TaskState, agentId: string, attempt: number | undefined, command: string): AgentLoopState {
   const lead = requireLead(state, command);
   if (agentId === lead.agentId) return lead;

@@ -124,7 +124,6 @@ export const opsEnv = (defaultPort: number) => ({
   OPS_HOST: z.string().min(1).default('127.0.0.1'),
 });
 
-
 /** The JetStream consumer settings every service agrees on (from EVENTS_/JOBS_ACK_WAIT_MS). */
 export const topologyFromEnv = (c: { EVENTS_ACK_WAIT_MS: number; JOBS_ACK_WAIT_MS: number }) => ({
   ackWaitMs: { orchestrator: c.EVENTS_ACK_WAIT_MS, notifier: c.EVENTS_ACK_WAIT_MS, runner: c.JOBS_ACK_WAIT_MS },

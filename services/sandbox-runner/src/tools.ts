@@ -222,8 +222,8 @@ async function guardWrites(env: ToolEnv): Promise<{ settle(): Promise<{ files: N
       const reverted = `${reason ? `\n[reverted: the command changed files outside what this agent may change (${reason}): ${undone.join('; ')}]` : ''}${unchecked}`;
       const reported = { created: created.slice(0, MAX_REPORTED_FILES), modified: modified.slice(0, MAX_REPORTED_FILES), ...(deleted.length > 0 ? { deleted: deleted.sort().slice(0, MAX_REPORTED_FILES) } : {}) };
       // Past the files one command may report, the rest are not kept as the task's files: said, so the agent can act (fewer files, or one archive).
-      const over = [['created', created.length], ['modified', modified.length], ['deleted', deleted.length]].filter(([, n]) => (n as number) > MAX_REPORTED_FILES);
-      const cut = over.length > 0 ? `\n[this command ${over.map(([what, n]) => `${what} ${n as number} files`).join(', ')}: only the first ${MAX_REPORTED_FILES} of each are recorded and kept as the task's files; the rest are not — make fewer files, or put them in one archive]` : '';
+      const over = Object.entries({ created: created.length, modified: modified.length, deleted: deleted.length }).filter(([, n]) => n > MAX_REPORTED_FILES);
+      const cut = over.length > 0 ? `\n[this command ${over.map(([what, n]) => `${what} ${n} files`).join(', ')}: only the first ${MAX_REPORTED_FILES} of each are recorded and kept as the task's files; the rest are not — make fewer files, or put them in one archive]` : '';
       return { files: reported, reverted: `${reverted}${cut}` };
     },
   };
