@@ -109,6 +109,32 @@ describe('submit_plan (the engineering lead)', () => {
     }
   });
 
+  it('the first valid plan of a turn is the plan: an invalid one before it is answered its errors, not named as the plan', () => {
+    const good = planInput([{ id: 'api', agent: 'backend-engineer', description: 'the API', file_locks: ['api/**'] }]);
+    const bad = planInput([{ id: 'api', agent: 'nobody', description: 'the API', file_locks: ['api/**'] }]);
+    const t = triageToolUses({ state: stateOf([submitted(false), engStarted, turn('lead', [{ id: 'p1', name: 'submit_plan', input: bad }, { id: 'p2', name: 'submit_plan', input: good }])]), agentId: 'lead', team: engineering, def: engineering.lead, runsIn: 'orchestrator', now, plan: () => 'x' });
+    expect(t.dispatches.map((c) => ('toolUseId' in c ? c.toolUseId : null))).toEqual(['p2']);
+    expect(t.results.map((r) => r.toolUseId)).toEqual(['p1']);
+    expect(t.results[0]?.content).not.toMatch(/one plan per turn/);
+  });
+
+  it('one review per turn: the reviewer\'s second submit_review of a turn is answered "not recorded" (both had been told "review recorded", and the last was kept)', () => {
+    const reviewer = engineering.agents.reviewer as TeamDefinition['lead'];
+    const verdict = (v: string, issues: unknown[] = []) => ({ verdict: v, issues, summary: 's' });
+    const base: DecidedEvent[] = [submitted(false), engStarted, turn('lead', [{ id: 't', name: 'Task', input: { agent: 'reviewer', prompt: 'review' } }]),
+      { type: 'SubagentDispatched', data: { agentId: 'reviewer-1', agentType: 'reviewer', toolUseId: 't', prompt: 'review' } },
+      { type: 'SubagentStarted', data: { agentId: 'reviewer-1', attempt: 1, runnerId: 'r' } }];
+    const triageOf = (uses: { id: string; input: Record<string, unknown> }[]) =>
+      triageToolUses({ state: stateOf([...base, turn('reviewer-1', uses.map((u) => ({ ...u, name: 'submit_review' })))]), agentId: 'reviewer-1', team: engineering, def: reviewer, runsIn: 'runner', now, plan: () => 'x' });
+    const t = triageOf([{ id: 'v1', input: verdict('approve') }, { id: 'v2', input: verdict('request_changes', [{ severity: 'major', message: 'no tests' }]) }]);
+    expect(t.runs.map((r) => r.call.id)).toEqual(['v1']);
+    expect(t.results).toEqual([{ toolUseId: 'v2', toolName: 'submit_review', content: 'not recorded: one review per turn, and call v1 of this turn recorded it (its verdict stands)', isError: true }]);
+    // An invalid first call is answered its errors; the valid one after it is the verdict.
+    const u = triageOf([{ id: 'v1', input: verdict('request_changes') }, { id: 'v2', input: verdict('approve') }]);
+    expect(u.runs.map((r) => r.call.id)).toEqual(['v2']);
+    expect(u.results.map((r) => [r.toolUseId, r.content])).toEqual([['v1', expect.stringMatching(/issues/)]]);
+  });
+
   it('a valid plan is recorded (snake_case in, the domain\'s shape out) with the team\'s reviewer and rounds; with plan approval a person sees it first', () => {
     const input = planInput([
       { id: 'api', agent: 'backend-engineer', description: 'the API', file_locks: ['api/**'] },

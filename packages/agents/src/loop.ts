@@ -4,6 +4,7 @@ import {
   isFinal,
   NUL_REPLACEMENT,
   loopOf,
+  MAX_REMINDERS,
   modelOutageOver,
   oneLine,
   textOf,
@@ -21,7 +22,7 @@ import { buildConversation } from './conversation.ts';
 import { ModelRejectedError, ModelUnavailableError, type ModelClient, type ModelResponse } from './model.ts';
 import { approvalFor, askPerson } from './policy.ts';
 import type { AgentDefinition, TeamDefinition } from './teams.ts';
-import { allTools, parseToolInput, planSubtasksOf, submitPlanTool, toolSpec } from './tools.ts';
+import { allTools, parseToolInput, planSubtasksOf, submitPlanTool, submitReviewTool, toolSpec } from './tools.ts';
 
 /**
  * The agent loop — one, for the lead and every subagent. It reads where the agent stands from
@@ -76,8 +77,14 @@ export function triageToolUses(o: TriageInput): Triage {
   const dispatched = new Map<string, number>();
   for (const a of Object.values(o.state.agents)) dispatched.set(a.type, (dispatched.get(a.type) ?? 0) + 1);
   const deadline = new Date(o.now.getTime() + o.state.approvalTimeoutSeconds * 1000).toISOString();
-  // One plan per turn: the turn's first submit_plan call is the plan; a second one is answered, not recorded.
-  const firstPlan = loop.openToolUses.find((t) => t.name === submitPlanTool.name)?.toolUseId;
+  // One plan, one review per turn: the turn's first valid submit_plan (submit_review) call is the
+  // plan (the verdict); another is answered, not recorded. (An invalid one is answered its errors.)
+  const firstValid = (name: string): string | undefined => {
+    const tool = allTools[name];
+    return tool && o.def.tools.includes(name) ? loop.openToolUses.find((t) => t.name === name && parseToolInput(tool, t.approvedInput ?? t.input, o.team).ok)?.toolUseId : undefined;
+  };
+  const firstPlan = firstValid(submitPlanTool.name);
+  const firstReview = firstValid(submitReviewTool.name);
   // A question to the person in this turn: nothing is delegated before the answer (it could change what to delegate).
   const asking = loop.openToolUses.find((t) => {
     const tool = allTools[t.name];
@@ -99,6 +106,10 @@ export function triageToolUses(o: TriageInput): Triage {
     const parsed = parseToolInput(tool, t.approvedInput ?? t.input, o.team);
     if (!parsed.ok) {
       error(parsed.error);
+      continue;
+    }
+    if (tool.name === submitReviewTool.name && t.toolUseId !== firstReview) {
+      error(`not recorded: one review per turn, and call ${firstReview} of this turn recorded it (its verdict stands)`);
       continue;
     }
     const call: ToolCall = { id: t.toolUseId, name: t.name, input: t.input };
@@ -194,6 +205,12 @@ export interface LoopHost {
   finish(o: { capped: boolean; finalText: string; failure: LoopFailure | null }): Promise<readonly Command[] | null>;
   /** What a person is shown when a call of this agent needs approval. */
   plan(call: ToolCall): string;
+  /**
+   * The agent gave its final answer: what to remind it of, if it ended without what its role
+   * needs (a reviewer without a verdict) — sent as the next user message (AgentReminded), once,
+   * within its turn limit; null or absent: it ends as it is.
+   */
+  remind?(): string | null;
 }
 
 export type LoopExit = 'finished' | 'waiting' | 'stopped';
@@ -259,6 +276,13 @@ async function loopUntilSettled(h: LoopHost, stepStarts: () => void, stepDone: (
       return (await h.commit()) ? 'waiting' : 'stopped';
     }
 
+    if (loop.phase === 'done' && !loop.refused && (loop.reminders ?? 0) < MAX_REMINDERS && loop.turns < h.def.maxTurns) {
+      const text = h.remind?.() ?? null;
+      if (text) {
+        h.record([{ type: 'RemindAgent', agentId: h.agentId, text, attempt: h.attempt }], h.actor ? { actor: h.actor } : {});
+        continue; // a model turn is due
+      }
+    }
     const capped = loop.phase === 'model' && loop.turns >= h.def.maxTurns;
     if (loop.phase === 'done' || capped) {
       const finalText = loop.finalText ?? lastText(h.events(), h.agentId);

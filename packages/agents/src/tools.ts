@@ -133,6 +133,10 @@ export const submitReviewTool = defineTool({
     .refine((r) => r.verdict === 'approve' || r.issues.length > 0, { message: 'request_changes needs at least one issue', path: ['issues'] }),
 });
 
+/** What a reviewer that gave its final answer without calling `submit_review` is sent (once, AgentReminded): without a verdict the plan fails. */
+export const REVIEW_REMINDER =
+  'You ended without calling submit_review, so your review is not recorded, and without a verdict the plan fails. Call submit_review now: approve, or request_changes with every issue (file, line, message).';
+
 export const benchStepTool = defineTool({
   name: 'bench_step',
   description: 'Record one benchmark step (does nothing else).',

@@ -109,6 +109,8 @@ export function describeEvent(e: ApiEvent, closed: (requestId: string) => boolea
     }
     case 'ModelUnavailable':
       return `${head} ${String(d.agentId)}'s model could not answer (asked again later): ${oneLine(String(d.error), 160)}`;
+    case 'AgentReminded':
+      return `${head} ${String(d.agentId)} is reminded: ${oneLine(String(d.text), 160)}`;
     case 'SubagentDispatched':
       return `${head} ${String(d.agentId)}: ${oneLine(String(d.prompt), 120)}`;
     case 'SubagentStarted':

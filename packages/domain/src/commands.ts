@@ -12,6 +12,8 @@ export type Command =
   | ({ type: 'RecordModelTurn' } & EventData<'ModelTurnRecorded'> & AttemptFence)
   | ({ type: 'RecordToolResults' } & EventData<'ToolResultsRecorded'> & AttemptFence)
   | ({ type: 'RecordModelUnavailable' } & EventData<'ModelUnavailable'> & AttemptFence)
+  /** An agent that gave its final answer without what its role needs is sent a reminder: a model turn is due again. */
+  | ({ type: 'RemindAgent' } & EventData<'AgentReminded'> & AttemptFence)
   | ({ type: 'DispatchSubagent' } & EventData<'SubagentDispatched'>)
   | ({ type: 'StartSubagent' } & EventData<'SubagentStarted'>)
   /** The attempt just started takes the subagent's own stream (its version moves, so an older attempt's next write conflicts). */
@@ -56,7 +58,8 @@ export type Command =
 export type CommandType = Command['type'];
 
 /** The commands that record an agent's steps (STEP_EVENT_TYPES): a subagent's go to its own stream. */
-export const isStepCommand = (c: Pick<Command, 'type'>): boolean => c.type === 'RecordModelTurn' || c.type === 'RecordToolResults' || c.type === 'RecordModelUnavailable';
+export const isStepCommand = (c: Pick<Command, 'type'>): boolean =>
+  c.type === 'RecordModelTurn' || c.type === 'RecordToolResults' || c.type === 'RecordModelUnavailable' || c.type === 'RemindAgent';
 
 interface AttemptFence {
   /** The runner attempt writing (subagents); absent for the lead. */

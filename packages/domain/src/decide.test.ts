@@ -1,7 +1,7 @@
 import { given, recorded, stateOf } from '@baton/testing';
 import { describe, expect, it } from 'vitest';
 import type { Command, DecidedEvent } from './commands.ts';
-import { agentStreamId, streamOf, taskStreamId } from './events.ts';
+import { agentStreamId, isStepEvent, streamOf, taskStreamId } from './events.ts';
 import { isStepCommand } from './commands.ts';
 import { modelOutageOver, nextDeadline } from './state.ts';
 import { CUT_OFF_TOOL_USE } from './evolve.ts';
@@ -261,6 +261,23 @@ describe('subagents', () => {
     expect(streamOf(TASK, unavailable('researcher-1'), 'lead')).toBe(agentStreamId(TASK, 'researcher-1'));
     expect(streamOf(TASK, unavailable('lead'), 'lead')).toBe(taskStreamId(TASK));
     expect(isStepCommand({ type: 'RecordModelUnavailable' })).toBe(true);
+  });
+  it('an agent that gave its final answer may be reminded once (its attempt current): a model turn is due again, the reminder a step on its stream', () => {
+    const reminded = (agentId: string): DecidedEvent => ({ type: 'AgentReminded', data: { agentId, text: 'call submit_review' } });
+    const answered = [...leadWaitingOnTool, dispatched(), agentStarted('researcher-1', 1), agentTurn('researcher-1', 1)];
+    const s = given(answered).when({ type: 'RemindAgent', agentId: 'researcher-1', attempt: 1, text: 'call submit_review' }).then([reminded('researcher-1')]);
+    expect(s.agents['researcher-1']).toMatchObject({ phase: 'model', finalText: null, reminders: 1, turns: 1 });
+    // Its next turn follows on; a second reminder is refused, as is one before a final answer, of an older attempt, or after a refusal.
+    given([...answered, reminded('researcher-1')]).when(cmd('RecordModelTurn', agentTurn('researcher-1', 2).data)).then([agentTurn('researcher-1', 2)]);
+    given([...answered, reminded('researcher-1'), agentTurn('researcher-1', 2)]).when({ type: 'RemindAgent', agentId: 'researcher-1', text: 'again' }).thenThrows(IllegalTransitionError, /reminded already \(at most 1\)/);
+    given([...leadWaitingOnTool, dispatched(), agentStarted('researcher-1', 1)]).when({ type: 'RemindAgent', agentId: 'researcher-1', text: 'x' }).thenThrows(IllegalTransitionError, /not given a final answer to be reminded after \(phase model\)/);
+    given(answered).when({ type: 'RemindAgent', agentId: 'researcher-1', attempt: 2, text: 'x' }).thenThrows(StaleAttemptError);
+    const refusal: DecidedEvent = { type: 'ModelTurnRecorded', data: { ...(agentTurn('researcher-1', 1).data as object), stopReason: 'refusal' } as never };
+    given([...leadWaitingOnTool, dispatched(), agentStarted('researcher-1', 1), refusal]).when({ type: 'RemindAgent', agentId: 'researcher-1', text: 'x' }).thenThrows(IllegalTransitionError, /refused/);
+    given([...running, leadTurn(1)]).when({ type: 'RemindAgent', agentId: 'lead', text: 'call submit_review' }).then([reminded('lead')]);
+    expect(streamOf(TASK, reminded('researcher-1'), 'lead')).toBe(agentStreamId(TASK, 'researcher-1'));
+    expect(isStepCommand({ type: 'RemindAgent' })).toBe(true);
+    expect(isStepEvent('AgentReminded')).toBe(true);
   });
   it('illegal: dispatching a tool use twice, an unknown tool use, a duplicate agent id, completing a dispatched agent', () => {
     const hist = [...leadWaitingOnTool, dispatched()];

@@ -10,7 +10,7 @@ import {
 } from './errors.ts';
 import { budgetReached, describeSpend, openBudgetRequest, raisedLimit, spentOf, type BudgetRequest } from './budget.ts';
 import { overlappingLocks, planProblems, reworkFor, startsRoundOfChanges } from './plan.ts';
-import { activeAgents, exists, isFinal, loopOf, planIsRunning, type AgentLoopState, type AgentState, type OpenToolUse, type TaskState } from './state.ts';
+import { activeAgents, exists, isFinal, loopOf, MAX_REMINDERS, planIsRunning, type AgentLoopState, type AgentState, type OpenToolUse, type TaskState } from './state.ts';
 
 /**
  * decide(command, state) → the events that record it, or a typed error.
@@ -60,6 +60,15 @@ export function decide(command: Command, state: TaskState): DecidedEvent[] {
       const { attempt: _a, ...data } = rest as typeof rest & { attempt?: number };
       requireModelDue(state, command);
       return [{ type: 'ModelUnavailable', data: data as DecidedData<'ModelUnavailable'> }];
+    }
+
+    case 'RemindAgent': {
+      mustBeLive();
+      const { attempt: _a, ...data } = rest as typeof rest & { attempt?: number };
+      const loop = requireWriter(state, command.agentId, command.attempt, command.type);
+      if (loop.phase !== 'done' || loop.refused) throw new IllegalTransitionError(command.type, status, `agent '${command.agentId}' has not given a final answer to be reminded after (phase ${loop.phase}${loop.refused ? ', refused' : ''})`);
+      if ((loop.reminders ?? 0) >= MAX_REMINDERS) throw new IllegalTransitionError(command.type, status, `agent '${command.agentId}' was reminded already (at most ${MAX_REMINDERS})`);
+      return [{ type: 'AgentReminded', data: data as DecidedData<'AgentReminded'> }];
     }
 
     case 'DispatchSubagent': {
@@ -167,7 +176,10 @@ export function decide(command: Command, state: TaskState): DecidedEvent[] {
     case 'CompleteTask': {
       mustBeLive();
       const lead = requireLead(state, command.type);
-      if (lead.phase !== 'done') throw new IllegalTransitionError(command.type, status, 'the lead has not given its final answer');
+      if (command.leadCapped) {
+        // A lead at its turn limit once its plan completed: the plan's outcome stands for its answer.
+        if (lead.phase !== 'model' || state.plan?.status !== 'completed') throw new IllegalTransitionError(command.type, status, `a task completes without the lead's final answer only once its plan completed (plan ${state.plan?.status ?? 'none'}, lead phase ${lead.phase})`);
+      } else if (lead.phase !== 'done') throw new IllegalTransitionError(command.type, status, 'the lead has not given its final answer');
       if (activeAgents(state).length > 0) throw new IllegalTransitionError(command.type, status, 'subagents are still running');
       return [{ type: 'TaskCompleted', data: rest as DecidedData<'TaskCompleted'> }];
     }

@@ -94,6 +94,12 @@ export const eventDataSchemas = {
    * lasted the model client's outage limit (ANTHROPIC_OUTAGE_LIMIT_MS).
    */
   ModelUnavailable: z.object({ agentId: AgentId, error: z.string() }),
+  /**
+   * The agent ended its turns without what its role needs (a reviewer without `submit_review`):
+   * `text` is sent to it as the next user message, and a model turn is due again. Once per agent
+   * (`AgentLoopState.reminders`); what it is reminded of is its host's policy (`reminderFor`).
+   */
+  AgentReminded: z.object({ agentId: AgentId, text: z.string().min(1) }),
   ApprovalRequested: z.object({
     requestId: RequestId,
     agentId: AgentId,
@@ -243,7 +249,12 @@ export const eventDataSchemas = {
   /** The outbox mail was not delivered and will not be tried again (may follow the task's final event). */
   EmailFailed: z.object({ emailId: z.uuid(), code: z.string().min(1), message: z.string() }),
   TaskCancelled: z.object({ reason: z.string(), requestedBy: z.string() }),
-  TaskCompleted: z.object({ summary: z.string(), reportPath: z.string().nullable() }),
+  TaskCompleted: z.object({
+    summary: z.string(),
+    reportPath: z.string().nullable(),
+    /** The lead reached its turn limit after its plan completed, before a final answer: `summary` is the plan's outcome, not the lead's words. */
+    leadCapped: z.literal(true).optional(),
+  }),
   TaskFailed: z.object({ code: z.string().min(1), message: z.string() }),
 } as const;
 
@@ -343,12 +354,13 @@ export function recordAs(e: { id: string; type: EventType; data: unknown; metada
 }
 
 /**
- * An agent's steps: its model turns and tool results (and model calls the API could not answer), many per run. Nothing reacts to them but
+ * An agent's steps: its model turns and tool results (and model calls the API could not answer, and
+ * reminders it was sent), many per run. Nothing reacts to them but
  * live views (they wake nobody and change no status), so they are not relayed to the bus: a
  * live view is woken by a tick the writer sends after the commit, and reads Postgres.
  * Every other event is a transition — of the task, an agent, a request — and is relayed.
  */
-export const STEP_EVENT_TYPES: readonly EventType[] = ['ModelTurnRecorded', 'ToolResultsRecorded', 'ModelUnavailable'];
+export const STEP_EVENT_TYPES: readonly EventType[] = ['ModelTurnRecorded', 'ToolResultsRecorded', 'ModelUnavailable', 'AgentReminded'];
 export const isStepEvent = (type: string): boolean => STEP_EVENT_TYPES.includes(type as EventType);
 
 /**

@@ -75,6 +75,12 @@ export function evolve(state: TaskState, event: RecordedEvent): TaskState {
       else s = updateAgent(s, d.agentId, failed);
       break;
     }
+    case 'AgentReminded': {
+      const reminded = <L extends AgentLoopState>(l: L): L => ({ ...l, phase: 'model', finalText: null, reminders: (l.reminders ?? 0) + 1 });
+      if (s.lead && event.data.agentId === s.lead.agentId) s.lead = reminded(s.lead);
+      else s = updateAgent(s, event.data.agentId, reminded);
+      break;
+    }
     case 'SubagentDispatched': {
       const d = event.data;
       const agent: AgentState = {

@@ -34,7 +34,12 @@ export interface AgentLoopState {
   refused?: boolean;
   /** Its model calls since its last turn failed because the model API could not answer (ModelUnavailable); absent: none did. */
   modelOutage?: ModelOutage;
+  /** How many times it was reminded after a final answer (AgentReminded; at most MAX_REMINDERS); absent: never. */
+  reminders?: number;
 }
+
+/** How many reminders one agent may be sent (AgentReminded): one; an agent that ignores it ends as it would have. */
+export const MAX_REMINDERS = 1;
 
 /** Model calls of one agent the API could not answer, since its last recorded turn. */
 export interface ModelOutage {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { ModelRejectedError, ModelUnavailableError, OfflineModel } from '@baton/agents';
+import { builtinTeams, ModelRejectedError, ModelUnavailableError, OfflineModel, type TeamDefinition } from '@baton/agents';
 import { busNames, BusEvent, encodeEvent, ensureTopology, recordedFromBus } from '@baton/bus';
 import { handleCommand, keepUnfinished, loadTask, servicesCachePolicy, TaskCache, type EventStore } from '@baton/event-store';
 import { silentLogger } from '@baton/runtime';
@@ -8,7 +8,7 @@ import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { CURRENT_SCHEMA_VERSION } from '@baton/domain';
 import { describe, expect } from 'vitest';
 import { fireDueDeadlines } from './deadlines.ts';
-import { advanceTask, type LeadDeps } from './lead.ts';
+import { advanceTask, cappedPlanSummary, type LeadDeps } from './lead.ts';
 import { startOrchestrator } from './worker.ts';
 
 const log = silentLogger();
@@ -253,6 +253,42 @@ describe('advanceTask (the lead loop)', () => {
     const turn = rows.find((r) => r.type === 'ModelTurnRecorded')!;
     const dispatch = rows.find((r) => r.type === 'SubagentDispatched')!;
     expect(turn.tx).not.toBe(dispatch.tx);
+  });
+
+  pgTest("a lead that submits its plan on its last allowed turn: once the plan completes the task completes with the plan's outcome (it used to fail max_turns with the work done); capped without a plan it fails max_turns", async ({ pg }) => {
+    const eng = builtinTeams.engineering as TeamDefinition;
+    const team: TeamDefinition = { ...eng, lead: { ...eng.lead, maxTurns: 1 } };
+    const usage = { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
+    const plan = { summary: 'add a report', subtasks: [{ id: 'api', agent: 'backend-engineer', description: 'the API', file_locks: ['api/**'] }] };
+    const planner = { name: 'm', complete: async () => ({ content: [{ type: 'tool_use' as const, id: 'p', name: 'submit_plan', input: plan }], stopReason: 'tool_use' as const, usage, model: 'm', offline: false }) };
+    const d = { ...deps(pg.store), model: planner, teams: { engineering: team } };
+    const id = await submit(pg.store, { team: 'engineering', requirePlanApproval: false, prompt: 'add a low-stock report' });
+    await advanceTask(d, id);
+    // The runner's part, as the domain sees it: the engineer and then the reviewer finish.
+    await handleCommand(pg.store, id, { type: 'StartSubagent', agentId: 'api', attempt: 1, runnerId: 'r' });
+    await handleCommand(pg.store, id, { type: 'CompleteSubagent', agentId: 'api', attempt: 1, summary: 'added GET /report', filesCreated: ['api/report.ts'], filesModified: [], success: true, iterationCapReached: false, tests: { passed: 3, failed: 0, skipped: 0 } });
+    await advanceTask(d, id); // schedules the review
+    await handleCommand(pg.store, id, { type: 'StartSubagent', agentId: 'review-1', attempt: 1, runnerId: 'r' });
+    await handleCommand(pg.store, id, { type: 'RecordReview', agentId: 'review-1', round: 0, verdict: 'approve', issues: [], summary: 'clean and tested' });
+    await handleCommand(pg.store, id, { type: 'CompleteSubagent', agentId: 'review-1', attempt: 1, summary: 'approved', filesCreated: [], filesModified: [], success: true, iterationCapReached: false });
+    await advanceTask(d, id);
+    const { state, events } = await loadTask(pg.store, id);
+    expect(state.plan?.status).toBe('completed');
+    expect(state).toMatchObject({ status: 'completed', result: { summary: cappedPlanSummary(state.plan!, 1) } });
+    expect(state.result?.summary).toBe(
+      "The lead reached its limit of 1 turns before its final answer; its plan completed. Plan: add a report\n- api (backend-engineer): done — added GET /report\nReview (review-1): approve — clean and tested",
+    );
+    expect(events.at(-1)).toMatchObject({ type: 'TaskCompleted', data: { leadCapped: true } });
+    // The domain holds it to a completed plan: a capped lead with none cannot complete so.
+    const other = await submit(pg.store, { team: 'engineering', requirePlanApproval: false, prompt: 'add a low-stock report' });
+    await handleCommand(pg.store, other, { type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'engineering-lead', configVersion: 'v' });
+    await expect(handleCommand(pg.store, other, { type: 'CompleteTask', summary: 's', reportPath: null, leadCapped: true })).rejects.toThrow(/only once its plan completed \(plan none, lead phase model\)/);
+    // Capped with nothing to show: max_turns, as before.
+    const talker = { name: 'm', complete: async () => ({ content: [{ type: 'tool_use' as const, id: 'q', name: 'bench_step', input: { step: 1 } }], stopReason: 'tool_use' as const, usage, model: 'm', offline: false }) };
+    const bench = builtinTeams.bench as TeamDefinition;
+    const third = await submit(pg.store, { team: 'bench' });
+    await advanceTask({ ...deps(pg.store), model: talker, teams: { bench: { ...bench, lead: { ...bench.lead, maxTurns: 1 } } } }, third);
+    expect((await loadTask(pg.store, third)).state).toMatchObject({ status: 'failed', error: { code: 'max_turns', message: 'the lead reached its limit of 1 turns' } });
   });
 
   pgTest('an unknown team fails the task visibly', async ({ pg }) => {

@@ -1,4 +1,4 @@
-import { activeAgents, isFinal, LEAD_AGENT_ID, own, schedulePlan, type Command, type RecordedEvent, type TaskState, type ToolResult } from '@baton/domain';
+import { activeAgents, isFinal, LEAD_AGENT_ID, oneLine, own, schedulePlan, type Command, type PlanState, type RecordedEvent, type TaskState, type ToolResult } from '@baton/domain';
 import {
   builtinTeams,
   configVersion,
@@ -114,11 +114,15 @@ async function runLead(deps: LeadDeps, initial: TaskState, history: readonly Rec
     plan: () => lastText(events.concat(writer.pending), LEAD_AGENT_ID),
     finish: async ({ capped, failure }) => {
       const s = writer.state;
-      if (capped) return [{ type: 'FailTask', code: 'max_turns', message: `the lead reached its limit of ${team.lead.maxTurns} turns` }];
       if (failure) return [{ type: 'FailTask', code: failure.code, message: failure.message }];
       if (activeAgents(s).length > 0) return null; // the lead answered; its subagents are still at work
       if (s.plan?.status === 'failed') return [failPlan(s)];
       const report = s.artifacts.find((a) => /(^|\/)report\.md$/.test(a.path));
+      if (capped) {
+        // Its plan (submitted on its last turn) ran to the end: the task has its outcome, not nothing.
+        if (s.plan?.status === 'completed') return [{ type: 'CompleteTask', summary: cappedPlanSummary(s.plan, team.lead.maxTurns), reportPath: report?.path ?? null, leadCapped: true }];
+        return [{ type: 'FailTask', code: 'max_turns', message: `the lead reached its limit of ${team.lead.maxTurns} turns` }];
+      }
       return [{ type: 'CompleteTask', summary: s.lead?.finalText ?? '', reportPath: report?.path ?? null }];
     },
   };
@@ -136,6 +140,16 @@ function failPlan(s: TaskState): Command {
   const failed = (s.plan?.subtasks ?? []).filter((t) => t.status === 'failed' || t.status === 'skipped').map((t) => `${t.id} ${t.status}`);
   const why = failed.length > 0 ? failed.join(', ') : 'the review gave no verdict';
   return { type: 'FailTask', code: 'plan_failed', message: `the plan did not complete: ${why}` };
+}
+
+/** A completed plan's outcome in words, for a lead that reached its turn limit before it could write its final answer. */
+export function cappedPlanSummary(plan: PlanState, maxTurns: number): string {
+  const review = plan.reviews.at(-1);
+  return [
+    `The lead reached its limit of ${maxTurns} turns before its final answer; its plan completed. Plan: ${oneLine(plan.summary, 1000)}`,
+    ...plan.subtasks.map((t) => `- ${t.id} (${t.agent}): ${t.status}${t.summary ? ` — ${oneLine(t.summary, 300)}` : ''}`),
+    review ? `Review (${review.agentId}): ${review.verdict}${review.issues.length > 0 ? `, ${review.issues.length} issue${review.issues.length === 1 ? '' : 's'}` : ''} — ${oneLine(review.summary, 500)}` : 'No review.',
+  ].join('\n');
 }
 
 /** The lead's own tools (the benchmark's no-ops); everything else it does is delegation or asking. */

@@ -3,7 +3,7 @@ import { readdir, readFile, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { builtinTeams, OfflineModel } from '@baton/agents';
+import { builtinTeams, OfflineModel, REVIEW_REMINDER, type ModelClient, type ModelRequest, type ModelResponse } from '@baton/agents';
 import { agentStreamId, forkEvents, forkFiles, schedulePlan, type Command, type TaskState } from '@baton/domain';
 import { handleCommand, importTask, loadTask, type EventStore } from '@baton/event-store';
 import { copyTaskFiles, readArtifact } from '@baton/storage';
@@ -116,6 +116,40 @@ describe.runIf(findBwrap() !== null)('a plan on the example project (offline eng
     const inventory = (await readArtifact(pg.store.pool, id, 'api/inventory.ts'))?.content.toString('utf8') ?? '';
     expect(inventory).toMatch(/\/\*\* What subtask 'backend' added.*\*\/\nexport function backendChangeNote\(\): string \{/);
   }, 120_000);
+
+  test('a reviewer that ends without submit_review is reminded once: a verdict then lets the plan finish; one that ignores the reminder fails the plan for want of a verdict', async ({ pg }) => {
+    // The engineers are the offline model; the reviewer answers in words only — after the reminder too, or then with a verdict.
+    const reviewer = (obeys: boolean): ModelClient => {
+      const offline = new OfflineModel();
+      const usage = { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
+      return {
+        name: 'test',
+        complete: async (req: ModelRequest): Promise<ModelResponse> => {
+          if (req.agentType !== 'reviewer') return offline.complete(req);
+          const last = req.messages.at(-1);
+          if (obeys && last?.role === 'user' && last.content === REVIEW_REMINDER) {
+            return { content: [{ type: 'tool_use', id: 'verdict', name: 'submit_review', input: { verdict: 'approve', summary: 'fine' } }], stopReason: 'tool_use', usage, model: 'm', offline: false };
+          }
+          const done = last?.role === 'user' && Array.isArray(last.content) && last.content.some((b) => b.type === 'tool_result');
+          return { content: [{ type: 'text', text: done ? 'Recorded.' : 'Looks good to me.' }], stopReason: 'end_turn', usage, model: 'm', offline: false };
+        },
+      };
+    };
+    for (const obeys of [true, false]) {
+      const id = await planned(pg.store);
+      expect(await drive(pg.store, id, { ...deps(pg.store), model: reviewer(obeys) })).toEqual(['backend', 'frontend', 'review-1']);
+      const { state, events } = await loadTask(pg.store, id);
+      const reminders = events.filter((e) => e.type === 'AgentReminded');
+      expect(reminders.map((e) => [e.streamId, e.data])).toEqual([[agentStreamId(id, 'review-1'), { agentId: 'review-1', text: REVIEW_REMINDER }]]);
+      expect(state.agents['review-1']).toMatchObject({ status: 'completed', reminders: 1, turns: obeys ? 3 : 2 });
+      if (obeys) {
+        expect(state.plan).toMatchObject({ status: 'completed', reviews: [{ verdict: 'approve', summary: 'fine' }] });
+      } else {
+        expect(state.plan?.status).toBe('failed');
+        expect(state.agents['review-1']?.summary).toBe('Looks good to me.');
+      }
+    }
+  }, 180_000);
 
   test('a crash mid-DAG resumes without re-running a finished subtask; a fork from mid-DAG finishes the same way', async ({ pg }) => {
     const id = await planned(pg.store);

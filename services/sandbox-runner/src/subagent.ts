@@ -1,7 +1,7 @@
 import { agentStreamId, fold, formatBytes, isFinal, isStepCommand, isToolUse, normalPath, own, type Command, type RecordedEvent, type TaskState } from '@baton/domain';
 import { inSpan, metrics } from '@baton/telemetry';
 import { ConsumerStoppingError, TaskEndedError } from '@baton/bus';
-import { builtinTeams, editFileTool, findAgent, ModelUnavailableError, outboxRequest, runAgentLoop, submitReviewTool, writeFileTool, type AgentDefinition, type LoopHost, type ModelClient, type TeamCatalog, type TeamDefinition } from '@baton/agents';
+import { builtinTeams, editFileTool, findAgent, ModelUnavailableError, outboxRequest, REVIEW_REMINDER, runAgentLoop, submitReviewTool, writeFileTool, type AgentDefinition, type LoopHost, type ModelClient, type TeamCatalog, type TeamDefinition } from '@baton/agents';
 import { handleCommand, isConcurrencyError, loadTask, retryOnConflict, TaskWriter, type EventStore, type LoadedTask, type TaskLoader } from '@baton/event-store';
 import { acquireLease, releaseLease, renewLease, type CorpusHit, type StoredArtifact } from '@baton/storage';
 import type pg from 'pg';
@@ -191,6 +191,8 @@ export async function runSubagentJob(
       const stop = (o: JobOutcome): false => ((outcome = o), false);
       /** The task as the last proceed read it (other agents' spending included). */
       let latest: TaskState | null = null;
+      /** The agent's own stream as this job knows it (what it committed and what is pending). */
+      const ownEvents = (): RecordedEvent[] => events.concat(writer.pending).filter((e) => e.streamId === agentStreamId(taskId, agentId));
 
       const host: LoopHost = {
         agentId,
@@ -261,9 +263,11 @@ export async function runSubagentJob(
           return runTool({ type: 'tool_use', ...call }, def.tools, env);
         },
         plan: (call) => `${def.name} (${agentId}) wants to call ${call.name}.`,
+        // A reviewer that ended without a verdict is asked for one (once): otherwise the plan fails for it.
+        remind: () => (agent0.role === 'review' && !lastReview(ownEvents(), agentId, agent0.round) ? REVIEW_REMINDER : null),
         finish: async ({ capped, finalText, failure }) => {
           if (failure) return [{ type: 'FailSubagent', agentId, code: failure.code, message: failure.message }];
-          const own = events.concat(writer.pending).filter((e) => e.streamId === agentStreamId(taskId, agentId));
+          const own = ownEvents();
           const files = collectFiles(own);
           await syncIfChanged();
           const { stored, notKept } = await storeOutputs(d, sandbox, taskId, agentId, files, agent0.fileLocks !== null);
