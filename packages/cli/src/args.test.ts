@@ -19,6 +19,8 @@ describe('arguments the CLI refuses before asking the gateway, naming the option
     [['submit', 'x', '--budget-tokens', '1.5'], "--budget-tokens must be a whole number of 1 or more, got '1.5'"],
     [['submit', 'x', '--timeout', 'abc'], "--timeout must be a whole number of 1 or more, got 'abc'"],
     [['approve', task, 'budget-1', '--tokens', '0'], "--tokens must be a whole number of 1 or more, got '0'"],
+    [['events', task, '--after', '-1'], "--after must be a position in the log (0 or more), got '-1'"],
+    [['events', task, '--limit', '0'], "--limit must be a whole number of 1 or more, got '0'"],
   ])('%j', async (args, message) => {
     const r = await baton(...args);
     expect(r.code).toBe(1);

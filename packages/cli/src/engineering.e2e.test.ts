@@ -151,6 +151,10 @@ describe('engineering team, end to end', () => {
     expect(decisions.map((e) => e.type)).toEqual(events.filter((e) => e.type === 'ApprovalRequested' || e.type === 'ApprovalGranted').map((e) => e.type));
     expect(decisions.map((e) => e.type)).toContain('ApprovalGranted');
     await expect(cli('events', submitted.id, '--type', 'ApprovalGranted,PlanOK')).rejects.toThrow(/query\.type: unknown event type 'PlanOK'; known: /);
+    // A page of transitions: --no-steps, --after, --limit.
+    const transitions = events.filter((e) => !['ModelTurnRecorded', 'ToolResultsRecorded', 'ModelUnavailable', 'AgentReminded'].includes(e.type));
+    const page = (await cli('events', submitted.id, '--no-steps', '--after', String(transitions[1]!.position), '--limit', '3', '--json')).trim().split('\n').map((l) => JSON.parse(l) as { position: number });
+    expect(page.map((e) => e.position)).toEqual(transitions.slice(2, 5).map((e) => e.position));
     // A fork starts between commits: the frontend's files and its completion are one commit, so
     // the fork is made at the version before them (the frontend's turns on its own stream are copied).
     const fork = await api.request<TaskView>('POST', `/v1/tasks/${submitted.id}/fork`, { atVersion: frontendStored!.version - 1 });

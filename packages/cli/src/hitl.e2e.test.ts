@@ -150,7 +150,7 @@ describe('human in the loop, end to end', () => {
     const forkEvents: ApiEvent[] = await api.allEvents(forkId);
     expect(forkEvents[0]).toMatchObject({ type: 'TaskSubmitted', data: { forkedFrom: { taskId: id, atVersion: source.version } } });
     // The fork made again by the current code, with the configuration it was pinned to (recorded by the services that loaded it).
-    expect(await cli('verify', forkId)).toMatch(/^identical: [1-9]\d* decisions checked over \d+ events, with the run's own team configuration \(sha256:[0-9a-f]+\)\n$/);
+    expect(await cli('verify', forkId)).toMatch(/^identical: [1-9]\d* decisions? checked over \d+ events?, with the run's own team configuration \(sha256:[0-9a-f]+\)\n$/);
     await expect(cli('verify', forkId, '--config', 'then')).rejects.toThrow(/--config must be pinned or current, got 'then'/);
   });
 
@@ -189,6 +189,9 @@ describe('human in the loop, end to end', () => {
     const diff = await cli('replay', id, '--diff');
     expect(diff).toMatch(/BudgetExceeded\n(?: {4}.*\n)*? {4}pendingRequests\[0\]: ∅ → \{"kind":"budget","requestId":"budget-1"/);
     expect(diff).toMatch(/SubagentPaused\n(?: {4}.*\n)*? {4}status: "running" → "awaiting_input"/);
+    // With --at N: what version N changed (--diff used to be ignored there).
+    const exceeded = events.find((e) => e.type === 'BudgetExceeded')!;
+    expect(await cli('replay', id, '--at', String(exceeded.version), '--diff')).toMatch(new RegExp(`^v${exceeded.version - 1} → v${exceeded.version}\n(?: {4}.*\n)*? {4}pendingRequests\\[0\\]: ∅ → \\{"kind":"budget","requestId":"budget-1"`));
     await waitFor(() => hooks().some((h) => h.requestIds.includes('budget-2')), { what: 'the awaiting_input webhook of the budget request' });
 
     // Refused: the run stops, failed with the reason.

@@ -29,6 +29,11 @@ const wholeNumber = (flag: string) => (v: string): number => {
   if (!/^[1-9]\d*$/.test(v.trim())) throw new InvalidArgumentError(`${flag} must be a whole number of 1 or more, got '${v}'`);
   return Number(v);
 };
+/** A commander option parser for --after: a position in the log (0: from the start). */
+const logPosition = (v: string): number => {
+  if (!/^\d{1,15}$/.test(v.trim())) throw new InvalidArgumentError(`--after must be a position in the log (0 or more), got '${v}'`);
+  return Number(v);
+};
 /** A commander option parser for --at: a version of the task stream. */
 const streamVersion = (v: string): number => {
   if (!/^[1-9]\d*$/.test(v.trim())) throw new InvalidArgumentError(`--at must be a version of the task stream (1 or more), got '${v}'`);
@@ -232,11 +237,15 @@ async function watch(taskId: string): Promise<void> {
 
 program
   .command('events <taskId>')
-  .description('print every event of a task (--type: only those types)')
+  .description('print every event of a task (--type: only those types; --no-steps: transitions only; --after, --limit: a page)')
   .option('--json', 'one JSON object per line')
   .option('--type <types>', 'only events of these types, comma-separated (e.g. ApprovalRequested,ApprovalGranted)')
-  .action(async (taskId: string, opts: { json?: boolean; type?: string }) => {
-    for (const e of await client().allEvents(taskId, opts.type === undefined ? {} : { types: opts.type.split(',') })) {
+  .option('--no-steps', "leave out the agents' steps (model turns, tool results): transitions only")
+  .option('--after <position>', 'only events after this position (the # a previous listing printed)', logPosition)
+  .option('--limit <n>', 'at most this many events (the first)', wholeNumber('--limit'))
+  .action(async (taskId: string, opts: { json?: boolean; type?: string; steps: boolean; after?: number; limit?: number }) => {
+    const query = { ...(opts.type === undefined ? {} : { types: opts.type.split(',') }), ...(opts.steps ? {} : { steps: false }), ...(opts.after === undefined ? {} : { after: opts.after }), ...(opts.limit === undefined ? {} : { limit: opts.limit }) };
+    for (const e of await client().allEvents(taskId, query)) {
       console.log(opts.json ? JSON.stringify(e) : `#${e.position}  ${e.streamId}@${e.version}  ${e.recordedAt}  ${e.type}  ${JSON.stringify(e.data)}`);
     }
   });
@@ -366,13 +375,13 @@ program
     const own = r.config.version === r.config.pinnedVersion;
     const config = opts.config === 'current' ? `with the current team configuration (${r.config.version}${own ? ", the run's own too" : `; the run's: ${r.config.pinnedVersion ?? 'none'}`})` : own ? `with the run's own team configuration (${r.config.version})` : `with the current team configuration (${r.config.version}; the run's: ${r.config.pinnedVersion ?? 'none'})`;
     if (r.identical) {
-      console.log(`identical: ${r.checked} decisions checked over ${r.events} events, ${config}`);
+      console.log(`identical: ${r.checked} decision${r.checked === 1 ? '' : 's'} checked over ${r.events} event${r.events === 1 ? '' : 's'}, ${config}`);
       if (r.config.note) console.log(`  note: ${r.config.note}`);
       return;
     }
     console.log(config);
     if (r.config.note) console.log(`  note: ${r.config.note}`);
-    console.log(`diverges at #${r.at.position} (${r.at.streamId} v${r.at.version}, ${r.at.type}) after ${r.checked - 1} identical decisions`);
+    console.log(`diverges at #${r.at.position} (${r.at.streamId} v${r.at.version}, ${r.at.type}) after ${r.checked - 1} identical decision${r.checked - 1 === 1 ? '' : 's'}`);
     console.log(`  recorded: ${r.recorded}`);
     for (const d of r.decided) console.log(`  now:      ${d}`);
     process.exitCode = 3;
@@ -382,13 +391,20 @@ program
   .command('replay <taskId>')
   .description('fold a task event by event, printing the state after each (or the state at --at N)')
   .option('--at <version>', 'print the task as it was after this version of its stream', streamVersion)
-  .option('--diff', 'print what each event changed in the task (as the API shows it)')
+  .option('--diff', 'print what each event changed in the task (as the API shows it); with --at N, what version N changed')
   .action(async (taskId: string, opts: { at?: number; diff?: boolean }) => {
     const events = (await client().allEvents(taskId)).map(toRecorded);
     if (opts.at !== undefined) {
       const s = stateAt(events, opts.at);
       if (!s) throw new Error(`the task stream has no version ${opts.at}`);
-      console.log(JSON.stringify(toTaskView(s), null, 2));
+      if (!opts.diff) {
+        console.log(JSON.stringify(toTaskView(s), null, 2));
+        return;
+      }
+      // What reaching version N changed: the task at N-1 (nothing before version 1) against the task at N.
+      const before = opts.at > 1 ? toTaskView(stateAt(events, opts.at - 1)!) : {};
+      console.log(`v${opts.at - 1} → v${opts.at}`);
+      for (const c of viewDiff(before, toTaskView(s), new Set(['updatedAt']))) console.log(`    ${c.path}: ${short(c.before)} → ${short(c.after)}`);
       return;
     }
     if (opts.diff) {

@@ -255,19 +255,26 @@ export class BatonClient {
     return res.text();
   }
 
-  /** Every event of a task (`types`: only those), paging through the JSON list. */
-  async allEvents(taskId: string, opts: { types?: readonly string[] } = {}): Promise<ApiEvent[]> {
+  /**
+   * Every event of a task, paging through the JSON list: `types`, only those; `steps: false`,
+   * transitions only (no model turns or tool results); `after`, those after this position;
+   * `limit`, at most this many (the first).
+   */
+  async allEvents(taskId: string, opts: { types?: readonly string[]; steps?: boolean; after?: number; limit?: number } = {}): Promise<ApiEvent[]> {
     const out: ApiEvent[] = [];
-    const only = opts.types ? `&type=${encodeURIComponent(opts.types.join(','))}` : '';
-    let after = 0;
-    for (;;) {
-      const page = await this.request<{ items: ApiEvent[]; next?: number | null }>('GET', `/v1/tasks/${taskId}/events?after=${after}&limit=5000${only}`);
+    const only = `${opts.types ? `&type=${encodeURIComponent(opts.types.join(','))}` : ''}${opts.steps === false ? '&steps=false' : ''}`;
+    const max = opts.limit ?? Infinity;
+    let after = opts.after ?? 0;
+    while (out.length < max) {
+      const size = Math.min(5000, max - out.length);
+      const page = await this.request<{ items: ApiEvent[]; next?: number | null }>('GET', `/v1/tasks/${taskId}/events?after=${after}&limit=${size}${only}`);
       out.push(...page.items);
       // `next` (a gateway before it had none: a full page may have more).
-      const next = page.next !== undefined ? page.next : page.items.length === 5000 ? (page.items.at(-1)?.position ?? null) : null;
+      const next = page.next !== undefined ? page.next : page.items.length === size ? (page.items.at(-1)?.position ?? null) : null;
       if (next === null) return out;
       after = next;
     }
+    return out;
   }
 
   /**
