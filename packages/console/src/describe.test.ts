@@ -1,6 +1,6 @@
 import type { EventView } from '@baton/api';
 import { describe as group, expect, it } from 'vitest';
-import { agentOf, describe, onTaskStream, progressText } from '../ui/describe.ts';
+import { agentOf, describe, editsOf, onTaskStream, progressText } from '../ui/describe.ts';
 
 const taskId = '0b7c3f3e-4a51-4f4e-9d55-2d8f6f1c0a11';
 const event = (streamId: string, type: string, data: Record<string, unknown>): EventView =>
@@ -20,6 +20,15 @@ group('the timeline\'s lines', () => {
   it('names a review by its reviewer (the badge), not by the zero-based round it follows', () => {
     const review = event(`task-${taskId}`, 'ReviewRecorded', { agentId: 'review-1', round: 0, verdict: 'request_changes', issues: [], summary: 'tests missing' });
     expect([agentOf(review), describe(review)]).toEqual(['review-1', 'review: request changes — tests missing']);
+  });
+
+  it('shows what an approval with edits changed against what the agent asked (it said only "with edits")', () => {
+    const asked = event(`task-${taskId}`, 'ApprovalRequested', { requestId: 'apr-1', agentId: 'lead', toolName: 'Task', input: { agent: 'researcher', prompt: 'everything about databases' } });
+    const granted = event(`task-${taskId}`, 'ApprovalGranted', { requestId: 'apr-1', agentId: 'lead', edited: true, decidedBy: 'ana', input: { agent: 'researcher', prompt: 'only vector databases' } });
+    expect(describe(granted, [asked, granted])).toBe('approved with edits by ana: prompt: "everything about databases" → "only vector databases"');
+    expect(describe(granted)).toBe('approved with edits by ana');
+    expect(describe(event(`task-${taskId}`, 'ApprovalGranted', { requestId: 'apr-1', edited: false, decidedBy: 'ana', input: {} }), [asked])).toBe('approved by ana');
+    expect(editsOf({ a: 1, b: 'x'.repeat(200) }, { b: 'y', c: [1] })).toEqual(['a: 1 → ∅', `b: "${'x'.repeat(78)}… → "y"`, 'c: ∅ → [1]']);
   });
 
   it('names the task for task-stream events of no agent', () => {

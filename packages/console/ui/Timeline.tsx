@@ -94,7 +94,7 @@ export function Timeline({ task, events }: { task: TaskView; events: EventView[]
             <li key={e.id} className={`ev ev-${e.type}`} data-type={e.type}>
               <time>{new Date(e.recordedAt).toLocaleTimeString()}</time>
               <span className="badge agent">{agentOf(e)}</span>
-              <span className="what">{describe(e)}</span>
+              <span className="what">{describe(e, events)}</span>
               <span className="row">
                 {onTask && (
                   <button className="small" title={`the task as it was after version ${e.version}`} aria-label={`state after version ${e.version}`} onClick={() => void showState(e.version)}>

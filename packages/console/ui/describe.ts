@@ -12,8 +12,23 @@ const measures = (v: unknown): string => {
   return parts.join(', ') || 'no limit';
 };
 
-/** What an event says, in a line. */
-export function describe(e: EventView): string {
+/**
+ * What an approval with edits changed in the call: each top-level field of the input that differs
+ * from what the agent asked (`requested`), as `field: before → after` (values shortened); an
+ * empty list when nothing differs or the request is not known.
+ */
+export function editsOf(requested: Record<string, unknown> | undefined, granted: Record<string, unknown>, n = 80): string[] {
+  if (!requested) return [];
+  const short = (v: unknown): string => {
+    const t = v === undefined ? '∅' : JSON.stringify(v);
+    return t.length > n ? `${t.slice(0, n - 1)}…` : t;
+  };
+  const keys = [...new Set([...Object.keys(requested), ...Object.keys(granted)])];
+  return keys.filter((k) => JSON.stringify(requested[k]) !== JSON.stringify(granted[k])).map((k) => `${k}: ${short(requested[k])} → ${short(granted[k])}`);
+}
+
+/** What an event says, in a line (`all`: the task's events, for what a line refers back to — an approval's edits against its request). */
+export function describe(e: EventView, all: readonly EventView[] = []): string {
   const d = (e.data ?? {}) as Record<string, unknown>;
   const s = (v: unknown, n = 160): string => {
     const t = typeof v === 'string' ? v : JSON.stringify(v);
@@ -34,10 +49,16 @@ export function describe(e: EventView): string {
       return ((d.results ?? []) as { toolName: string; content: string; isError?: boolean }[]).map((r) => `${r.toolName}${r.isError ? ' ✗' : ''}: ${s(r.content, 100)}`).join(' · ');
     case 'ModelUnavailable':
       return `${s(d.agentId)}'s model could not answer (asked again later): ${s(d.error, 160)}`;
+    case 'AgentReminded':
+      return `${s(d.agentId)} is reminded: ${s(d.text, 160)}`;
     case 'ApprovalRequested':
       return `asks approval for ${s(d.toolName)}`;
-    case 'ApprovalGranted':
-      return `approved${d.edited ? ' with edits' : ''} by ${s(d.decidedBy)}`;
+    case 'ApprovalGranted': {
+      if (!d.edited) return `approved by ${s(d.decidedBy)}`;
+      const asked = all.find((x) => x.type === 'ApprovalRequested' && (x.data as { requestId?: unknown }).requestId === d.requestId);
+      const edits = editsOf((asked?.data as { input?: Record<string, unknown> } | undefined)?.input, (d.input ?? {}) as Record<string, unknown>);
+      return `approved with edits by ${s(d.decidedBy)}${edits.length > 0 ? `: ${edits.join('; ')}` : ''}`;
+    }
     case 'ApprovalRejected':
       return `rejected by ${s(d.decidedBy)}: ${s(d.reason)}`;
     case 'ApprovalTimedOut':
