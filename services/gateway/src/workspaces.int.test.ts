@@ -305,13 +305,16 @@ describe('GET /v1/tasks/:id/diff and forks', () => {
     expect([then.statusCode, then.body, then.headers.etag]).toEqual([200, 'export const a = 2;\n', `"${listedThen.find((a: { path: string }) => a.path === 'src/app.ts').sha256}"`]);
     expect((await get('/artifacts/src/app.ts')).body).toBe('export const a = 3;\n');
     expect((await get(`/artifacts?at=1`)).json().items).toEqual([]);
-    expect((await get(`/artifacts/src/app.ts?at=1`)).json().error.message).toBe(`artifact 'src/app.ts' of task ${task.id} at version 1 not found`);
+    // Before an agent wrote it, src/app.ts was only a file of the input workspace: the 404 says where those are.
+    expect((await get(`/artifacts/src/app.ts?at=1`)).json().error.message).toBe(`artifact 'src/app.ts' of task ${task.id} at version 1 not found (artifacts are the files its agents wrote; the files it started from are in GET /v1/tasks/${task.id}/archive?at=1)`);
+    expect((await app.inject({ method: 'GET', url: `/v1/tasks/${bare.id}/artifacts/src/app.ts`, headers: auth })).json().error.message).toBe(`artifact 'src/app.ts' of task ${bare.id} not found`);
     expect((await get(`/diff?at=1`)).body).toBe('');
     const beyond = await get(`/artifacts?at=${version + 100}`);
     expect([beyond.statusCode, beyond.json().error.message]).toEqual([404, `the task stream has no version ${version + 100} (it is at version ${version + 1})`]);
     expect((await get('/artifacts?at=first')).json().error.message).toMatch(/query\.at/);
     expect((await get('/diff?at=0')).json().error.message).toMatch(/query\.at/);
     for (const at of ['0', '-1', 'x', '1.5']) expect((await get(`/diff?at=${at}`)).json().error.message).toBe('query.at: must be a whole number, 1 or more');
+    for (const at of ['99999999999999999999', '9007199254740992']) expect((await get(`/diff?at=${at}`)).json().error.message).toBe('query.at: must be a whole number, 1 or more (at most 9007199254740991)');
     // A fork copies TaskSubmitted (so the digest) and the artifacts its history names: the same change.
     const fork = await app.inject({ method: 'POST', url: `/v1/tasks/${task.id}/fork`, headers: auth, payload: { atVersion: version } });
     expect(fork.statusCode).toBe(201);

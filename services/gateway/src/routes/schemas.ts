@@ -10,7 +10,16 @@ const digits = z.string().regex(/^\d{1,15}$/, 'must be a non-negative integer of
 /** A whole number from `min` to `max`: one message for every way to miss (`-1`, `0`, `x`, too big). */
 export const queryInt = (min: number, max: number) => {
   const range = max === Number.MAX_SAFE_INTEGER ? `a whole number, ${min} or more` : `a whole number from ${min} to ${max}`;
-  return z.string().regex(/^\d{1,16}$/, `must be ${range}`).transform(Number).pipe(z.number().int().min(min, `must be ${range}`).max(max, `must be ${range}`));
+  // Digits past the largest it takes are told so (a 20-digit number had been told it was not a whole number).
+  const tooLarge = max === Number.MAX_SAFE_INTEGER ? `must be ${range} (at most ${max})` : `must be ${range}`;
+  return z
+    .string()
+    .superRefine((v, ctx) => {
+      if (!/^\d+$/.test(v)) ctx.addIssue({ code: 'custom', message: `must be ${range}` });
+      else if (v.length > 16 || Number(v) > max) ctx.addIssue({ code: 'custom', message: tooLarge });
+    })
+    .transform(Number)
+    .pipe(z.number().int().min(min, `must be ${range}`));
 };
 /** An event's position in a task (its SSE id): where to resume after. */
 const Position = digits.describe('An event position (its SSE id)').transform(Number);

@@ -197,7 +197,11 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     const state = await visibleStateAt(d, req, req.params.id, req.query.at);
     const file = req.params['*'];
     const listed = state.artifacts.find((a) => a.path === file);
-    if (!listed) throw notFound(`artifact '${file}' of task ${req.params.id}${req.query.at !== undefined ? ` at version ${req.query.at}` : ''}`);
+    if (!listed) {
+      // A file of the codebase it started from is not an artifact (unless an agent wrote it): say where those are.
+      const started = state.workspace ? ` (artifacts are the files its agents wrote; the files it started from are in GET /v1/tasks/${req.params.id}/archive${req.query.at !== undefined ? `?at=${req.query.at}` : ''})` : '';
+      throw new HttpError(404, 'not_found', `artifact '${file}' of task ${req.params.id}${req.query.at !== undefined ? ` at version ${req.query.at}` : ''} not found${started}`);
+    }
     // The bytes of the version the log names (kept for every version since migration 013).
     const content = await d.bulk(() => readArtifactVersion(d.pool, req.params.id, listed.sha256));
     if (!content) versionGone(new ArtifactVersionNotKeptError(req.params.id, file, listed.sha256));
