@@ -137,6 +137,10 @@ export const submitReviewTool = defineTool({
 export const REVIEW_REMINDER =
   'You ended without calling submit_review, so your review is not recorded, and without a verdict the plan fails. Call submit_review now: approve, or request_changes with every issue (file, line, message).';
 
+/** What a lead with `submit_plan` that answered without ever calling it is sent (once): a plan written as text runs nothing. */
+export const PLAN_REMINDER =
+  'You answered without calling submit_plan, so nothing will be built: a plan written as text is not run. If the task needs a change, call submit_plan now; if it needs none, give your final answer again and say why.';
+
 export const benchStepTool = defineTool({
   name: 'bench_step',
   description: 'Record one benchmark step (does nothing else).',

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { builtinTeams, ModelRejectedError, ModelUnavailableError, OfflineModel, type TeamDefinition } from '@baton/agents';
+import { builtinTeams, ModelRejectedError, ModelUnavailableError, OfflineModel, PLAN_REMINDER, type TeamDefinition } from '@baton/agents';
 import { busNames, BusEvent, encodeEvent, ensureTopology, recordedFromBus } from '@baton/bus';
 import { handleCommand, keepUnfinished, loadTask, servicesCachePolicy, TaskCache, type EventStore } from '@baton/event-store';
 import { silentLogger } from '@baton/runtime';
@@ -289,6 +289,31 @@ describe('advanceTask (the lead loop)', () => {
     const third = await submit(pg.store, { team: 'bench' });
     await advanceTask({ ...deps(pg.store), model: talker, teams: { bench: { ...bench, lead: { ...bench.lead, maxTurns: 1 } } } }, third);
     expect((await loadTask(pg.store, third)).state).toMatchObject({ status: 'failed', error: { code: 'max_turns', message: 'the lead reached its limit of 1 turns' } });
+  });
+
+  pgTest('an engineering lead that answers with a plan in prose (no submit_plan) is reminded once: then it plans; one that answers again completes with its words', async ({ pg }) => {
+    const usage = { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
+    const plan = { summary: 'add a report', subtasks: [{ id: 'api', agent: 'backend-engineer', description: 'the API', file_locks: ['api/**'] }] };
+    const lead = (obeys: boolean) => ({
+      name: 'm',
+      complete: async (req: { messages: { role: string; content: unknown }[] }) => {
+        const reminded = req.messages.at(-1)?.content === PLAN_REMINDER;
+        if (reminded && obeys) return { content: [{ type: 'tool_use' as const, id: 'p', name: 'submit_plan', input: plan }], stopReason: 'tool_use' as const, usage, model: 'm', offline: false };
+        return { content: [{ type: 'text' as const, text: reminded ? 'No change is needed: the report exists.' : 'Plan: 1. add the API. 2. test it.' }], stopReason: 'end_turn' as const, usage, model: 'm', offline: false };
+      },
+    });
+    for (const obeys of [true, false]) {
+      const id = await submit(pg.store, { team: 'engineering', requirePlanApproval: false, prompt: 'add a low-stock report' });
+      await advanceTask({ ...deps(pg.store), model: lead(obeys) }, id);
+      const { state, events } = await loadTask(pg.store, id);
+      expect(events.filter((e) => e.type === 'AgentReminded').map((e) => e.data)).toEqual([{ agentId: 'lead', text: PLAN_REMINDER }]);
+      if (obeys) expect(state).toMatchObject({ status: 'running', plan: { status: 'running', summary: 'add a report' }, lead: { reminders: 1, turns: 2 } });
+      else expect(state).toMatchObject({ status: 'completed', plan: null, result: { summary: 'No change is needed: the report exists.' } });
+    }
+    // A research lead (no submit_plan) is not reminded of plans.
+    const research = await submit(pg.store, { requirePlanApproval: false });
+    await advanceTask({ ...deps(pg.store), model: { name: 'm', complete: async () => ({ content: [{ type: 'text' as const, text: 'done' }], stopReason: 'end_turn' as const, usage, model: 'm', offline: false }) } }, research);
+    expect((await loadTask(pg.store, research)).state).toMatchObject({ status: 'completed', result: { summary: 'done' } });
   });
 
   pgTest('an unknown team fails the task visibly', async ({ pg }) => {

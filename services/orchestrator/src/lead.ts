@@ -5,7 +5,9 @@ import {
   lastText,
   leadOpening,
   leadSystemPrompt,
+  PLAN_REMINDER,
   runAgentLoop,
+  submitPlanTool,
   type LoopHost,
   type ModelClient,
   type TeamCatalog,
@@ -112,6 +114,8 @@ async function runLead(deps: LeadDeps, initial: TaskState, history: readonly Rec
     commit,
     execute: async (call, input) => runLocalTool(call, input),
     plan: () => lastText(events.concat(writer.pending), LEAD_AGENT_ID),
+    // A lead that plans (submit_plan) and answered without ever calling it is asked once whether it meant to.
+    remind: () => (team.lead.tools.includes(submitPlanTool.name) && !writer.state.plan && !calledEver(events.concat(writer.pending), LEAD_AGENT_ID, submitPlanTool.name) ? PLAN_REMINDER : null),
     finish: async ({ capped, failure }) => {
       const s = writer.state;
       if (failure) return [{ type: 'FailTask', code: failure.code, message: failure.message }];
@@ -133,6 +137,11 @@ async function runLead(deps: LeadDeps, initial: TaskState, history: readonly Rec
 /** The lead's opening message: the task, and the files of the codebase it starts from (if any). */
 async function leadPrompt(deps: LeadDeps, s: TaskState): Promise<string> {
   return leadOpening(s.prompt, s.workspace && deps.workspaceFiles ? await deps.workspaceFiles(s.workspace.digest) : null);
+}
+
+/** Did the agent ever call this tool (in any turn, whatever came of it)? */
+function calledEver(events: readonly RecordedEvent[], agentId: string, tool: string): boolean {
+  return events.some((e) => e.type === 'ModelTurnRecorded' && e.data.agentId === agentId && e.data.content.some((b) => b.type === 'tool_use' && b.name === tool));
 }
 
 /** A plan that failed (a subtask failed, or the review could not be made) fails the task, naming what failed. */
