@@ -342,6 +342,41 @@ describe('startOrchestrator', () => {
     }
   });
 
+  stackTest("a cancel aborts the lead's model call in flight (it ran on to be refused, paid for); the trigger is settled, not retried", async ({ pg, nats }) => {
+    const names = busNames(nats.namespace);
+    await ensureTopology(await jetstreamManager(nats.nc), names);
+    let calls = 0;
+    let aborted: unknown = null;
+    // A model that answers only when its caller gives up: the call is in flight until aborted.
+    const hanging = {
+      name: 'slow',
+      complete: (req: { signal?: AbortSignal }) =>
+        new Promise<never>((_resolve, reject) => {
+          calls++;
+          req.signal?.addEventListener('abort', () => ((aborted = req.signal?.reason), reject(new Error('aborted by the caller'))), { once: true });
+        }),
+    };
+    const orch = await startOrchestrator({
+      ...deps(pg.store), model: hanging, pool: pg.db.pool, nc: nats.nc, js: jetstream(nats.nc), names, concurrency: 8, maxAttempts: 5,
+      relay: { enabled: true, batchSize: 100, backstopMs: 30_000 },
+    });
+    try {
+      const id = await submit(pg.store, { requirePlanApproval: false });
+      await waitFor(() => calls === 1, { what: "the lead's first model call" });
+      await handleCommand(pg.store, id, { type: 'CancelTask', reason: 'no longer needed', requestedBy: 'u' });
+      await waitFor(() => aborted !== null, { what: 'the model call to be aborted' });
+      expect(String((aborted as Error).message)).toMatch(/TaskCancelled/);
+      await waitFor(async () => (await (await jetstreamManager(nats.nc)).consumers.info(names.eventsStream, names.consumers.orchestrator)).num_ack_pending === 0 && orch.consumer.inFlight === 0, { what: 'the trigger settled' });
+      expect(calls).toBe(1);
+      const { state, events } = await loadTask(pg.store, id);
+      expect(state.status).toBe('cancelled');
+      expect(events.map((e) => e.type)).not.toContain('ModelTurnRecorded');
+      expect((await pg.db.pool.query('select count(*)::int as n from dead_letters')).rows[0].n).toBe(0);
+    } finally {
+      await orch.stop();
+    }
+  });
+
   stackTest('relay + consumer drive submitted bench tasks to completion (each started from the event that woke it); redelivered triggers are harmless; finished tasks are not kept in memory', async ({ pg, nats }) => {
     const names = busNames(nats.namespace);
     await ensureTopology(await jetstreamManager(nats.nc), names);

@@ -47,9 +47,10 @@ export interface LeadDeps {
  *
  * `woken`, the event that woke the lead, is applied to what this process knows of the task
  * when that is exactly one event behind (`TaskCache.advance`): the first attempt then reads
- * nothing. A retry after a conflict reads.
+ * nothing. A retry after a conflict reads. `signal` aborts the run where it is — its model call
+ * too (the service aborts it when the task ends meanwhile: a cancel).
  */
-export async function advanceTask(deps: LeadDeps, taskId: string, woken: RecordedEvent | null = null): Promise<{ appended: number; state: TaskState }> {
+export async function advanceTask(deps: LeadDeps, taskId: string, woken: RecordedEvent | null = null, signal?: AbortSignal): Promise<{ appended: number; state: TaskState }> {
   let appended = 0;
   const load = deps.load ?? ((id: string) => loadTask(deps.store, id));
   let known = woken ? (deps.known?.advance(taskId, woken) ?? null) : null;
@@ -58,7 +59,7 @@ export async function advanceTask(deps: LeadDeps, taskId: string, woken: Recorde
       const loaded = known ?? (await load(taskId));
       known = null;
       if (loaded.state.status === 'none' || isFinal(loaded.state)) return loaded.state;
-      const ran = await runLead(deps, loaded.state, loaded.events, (n) => (appended += n));
+      const ran = await runLead(deps, loaded.state, loaded.events, (n) => (appended += n), signal);
       deps.known?.note(taskId, ran);
       return ran.state;
     },
@@ -68,7 +69,7 @@ export async function advanceTask(deps: LeadDeps, taskId: string, woken: Recorde
 }
 
 /** Run the lead from `initial`; the task as it then stands: the writer's state and the events committed (`TaskCache.note` keeps the pair only when the state is their fold). */
-async function runLead(deps: LeadDeps, initial: TaskState, history: readonly RecordedEvent[], count: (n: number) => void): Promise<LoadedTask> {
+async function runLead(deps: LeadDeps, initial: TaskState, history: readonly RecordedEvent[], count: (n: number) => void, signal?: AbortSignal): Promise<LoadedTask> {
   const taskId = initial.id;
   const writer = new TaskWriter(deps.store, taskId, initial, { now: deps.now });
   const events = history.slice();
@@ -100,6 +101,7 @@ async function runLead(deps: LeadDeps, initial: TaskState, history: readonly Rec
     team,
     def: team.lead,
     runsIn: 'orchestrator',
+    ...(signal ? { signal } : {}),
     model: deps.model,
     system: leadSystemPrompt(team),
     prompt: await leadPrompt(deps, initial),

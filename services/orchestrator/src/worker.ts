@@ -1,4 +1,4 @@
-import { BusEvent, countDeadLetters, deadLetterGivesUp, deadLetterRecorder, EVENT_SCHEMA_HEADER, NotifierAudience, publishWakeUps, recordedFromBus, Relay, startConsumer, TopologyWatch, type BusNames, type DeadLetter, type RunningConsumer, type TopologyOptions } from '@baton/bus';
+import { BusEvent, countDeadLetters, deadLetterGivesUp, deadLetterRecorder, EVENT_SCHEMA_HEADER, NotifierAudience, onTaskEnds, publishWakeUps, recordedFromBus, Relay, startConsumer, TaskEndedError, TopologyWatch, type BusNames, type DeadLetter, type RunningConsumer, type TopologyOptions } from '@baton/bus';
 import { isFinal, nextDeadline } from '@baton/domain';
 import { handleCommand, keepUnfinished, loadTask, type EventStore } from '@baton/event-store';
 import { WEBHOOK_ENDPOINTS_CHANNEL } from '@baton/db';
@@ -104,6 +104,10 @@ export async function startOrchestrator(d: OrchestratorDeps): Promise<Orchestrat
   watchdog.start();
   // One lead run per task at a time, at most one waiting: more wake-ups meanwhile are acked at once.
   const perTask = keyedCoalesced();
+  // The lead runs at work here, by task: a task that ends meanwhile (a cancel) aborts its run at
+  // once — its model call too — instead of letting the call finish to be refused.
+  const running = new Map<string, AbortController>();
+  const ends = onTaskEnds(d.nc, d.names, (taskId, type) => running.get(taskId)?.abort(new TaskEndedError(taskId, type)));
   const consumer = await startConsumer({
     js: d.js,
     stream: d.names.eventsStream,
@@ -117,7 +121,19 @@ export async function startOrchestrator(d: OrchestratorDeps): Promise<Orchestrat
     onDeadLetter: leadDeadLetters(d),
     // The consumer's filter (baton.triggers.>) delivers only events that can wake the lead.
     handle: async (event, ctx) => {
-      const run = await perTask(event.taskId, () => advanceTask(lead, event.taskId, recordedFromBus(event, ctx.headers?.get(EVENT_SCHEMA_HEADER))));
+      const run = await perTask(event.taskId, async () => {
+        const own = new AbortController();
+        running.set(event.taskId, own);
+        try {
+          return await advanceTask(lead, event.taskId, recordedFromBus(event, ctx.headers?.get(EVENT_SCHEMA_HEADER)), own.signal);
+        } catch (err) {
+          if (!(own.signal.reason instanceof TaskEndedError)) throw err;
+          d.log.info({ taskId: event.taskId, reason: own.signal.reason.message }, 'lead run stopped: its task ended');
+          return { appended: 0, state: (await (d.load ?? ((id: string) => loadTask(d.store, id)))(event.taskId)).state };
+        } finally {
+          if (running.get(event.taskId) === own) running.delete(event.taskId);
+        }
+      });
       if (!run.ran) return void d.log.debug({ taskId: event.taskId, trigger: event.type }, 'joined the lead run waiting for this task');
       const { appended, state } = run.result;
       deadlines.hint(nextDeadline(state));
@@ -133,6 +149,7 @@ export async function startOrchestrator(d: OrchestratorDeps): Promise<Orchestrat
     watchdog,
     topology,
     async stop() {
+      ends.stop();
       await topology.stop();
       await watchdog.stop();
       await consumer.stop();
