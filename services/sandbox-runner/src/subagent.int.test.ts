@@ -59,6 +59,19 @@ describe('runSubagentJob', () => {
     expect((await loadTask(pg.store, id)).events).toHaveLength(events.length);
   });
 
+  test("a file another agent's file holds the path of is kept as <agentId>/<path>, and its completion and summary say so (they named the other agent's path)", async ({ pg }) => {
+    const id = await dispatchedTask(pg.store);
+    // Another agent finished first with its own notes.md.
+    await storeArtifact(pg.store.pool, { taskId: id, path: 'notes.md', agentId: 'researcher-0', content: Buffer.from('the other notes\n') });
+    expect(await runSubagentJob(deps(pg.store), id, 'researcher-1', () => {})).toBe('completed');
+    const { state } = await loadTask(pg.store, id);
+    expect(state.agents['researcher-1']).toMatchObject({ status: 'completed', filesCreated: ['researcher-1/notes.md'] });
+    expect(state.agents['researcher-1']?.summary).toMatch(/\n\[kept under another path, another agent's file holding its own: notes\.md as researcher-1\/notes\.md\]$/);
+    expect(state.artifacts.map((a) => a.path)).toEqual(['researcher-1/notes.md']);
+    expect(await artifact(pg.store, id, 'notes.md')).toBe('the other notes\n');
+    expect(await artifact(pg.store, id, 'researcher-1/notes.md')).toMatch(/offline model/);
+  });
+
   test('a takeover resumes from the last recorded turn: a tool whose result was recorded never runs again', async ({ pg }) => {
     const id = await dispatchedTask(pg.store);
     // Runner A started, recorded turn 1 with its tool result, then died.

@@ -270,9 +270,14 @@ export async function runSubagentJob(
           const own = ownEvents();
           const files = collectFiles(own);
           await syncIfChanged();
-          const { stored, notKept } = await storeOutputs(d, sandbox, taskId, agentId, files, agent0.fileLocks !== null);
-          // Files it made that are not among the task's files are said where everyone reads (its summary: the lead, the reviewer, the person).
-          const unkept = notKept.length > 0 ? `\n[not kept as the task's files: ${notKept.join('; ')}]` : '';
+          const { stored, notKept, renamed } = await storeOutputs(d, sandbox, taskId, agentId, files, agent0.fileLocks !== null);
+          // Files it made that are not among the task's files, or are under another path (another
+          // agent's file held the name), are said where everyone reads (its summary: the lead, the
+          // reviewer, the person) and named as kept in its completion.
+          const unkept = `${notKept.length > 0 ? `\n[not kept as the task's files: ${notKept.join('; ')}]` : ''}${
+            renamed.size > 0 ? `\n[kept under another path, another agent's file holding its own: ${[...renamed].map(([from, to]) => `${from} as ${to}`).join('; ')}]` : ''
+          }`;
+          const keptAs = (p: string): string => renamed.get(p) ?? p;
           const summary = `${capped ? `stopped after reaching the iteration cap of ${def.maxTurns} turns. ${finalText}`.trim() : finalText}${unkept}`;
           const tests = writer.state.agents[agentId]?.tests; // its last test run's counts, as the fold keeps them
           const review = agent0.role === 'review' ? lastReview(own, agentId, agent0.round) : null;
@@ -280,7 +285,7 @@ export async function runSubagentJob(
             ...stored.map((x): Command => ({ type: 'StoreArtifact', agentId, path: x.path, bytes: x.bytes, sha256: x.sha256, mediaType: x.mediaType })),
             ...files.deleted.map((path): Command => ({ type: 'DeleteFile', agentId, path })),
             ...(review ? [review] : []),
-            { type: 'CompleteSubagent', agentId, attempt, summary, filesCreated: files.created, filesModified: files.modified, ...(files.deleted.length > 0 ? { filesDeleted: files.deleted } : {}), success: !capped, iterationCapReached: capped, ...(tests ? { tests } : {}) },
+            { type: 'CompleteSubagent', agentId, attempt, summary, filesCreated: files.created.map(keptAs), filesModified: files.modified.map(keptAs), ...(files.deleted.length > 0 ? { filesDeleted: files.deleted } : {}), success: !capped, iterationCapReached: capped, ...(tests ? { tests } : {}) },
           ];
         },
       };
@@ -534,11 +539,16 @@ export function lastReview(events: readonly RecordedEvent[], agentId: string, ro
   return null;
 }
 
-/** Store the files an agent created or modified as artifacts (before it is recorded as complete). */
-async function storeOutputs(d: RunnerDeps, sandbox: Sandbox, taskId: string, agentId: string, files: { created: string[]; modified: string[] }, owned: boolean): Promise<{ stored: StoredArtifact[]; notKept: string[] }> {
+/**
+ * Store the files an agent created or modified as artifacts (before it is recorded as complete).
+ * `renamed`: each file kept under another path than its own (another agent's file held the path:
+ * `<agentId>/<path>`), from its path to the one kept.
+ */
+async function storeOutputs(d: RunnerDeps, sandbox: Sandbox, taskId: string, agentId: string, files: { created: string[]; modified: string[] }, owned: boolean): Promise<{ stored: StoredArtifact[]; notKept: string[]; renamed: Map<string, string> }> {
   const stored: StoredArtifact[] = [];
   const notKept: string[] = [];
-  if (!d.artifacts) return { stored, notKept };
+  const renamed = new Map<string, string>();
+  if (!d.artifacts) return { stored, notKept, renamed };
   for (const file of [...files.created, ...files.modified]) {
     const { bytes, size } = await sandbox.files.readBytes(file).catch(() => ({ bytes: null, size: 0 }));
     if (!bytes || size > bytes.length) {
@@ -546,9 +556,11 @@ async function storeOutputs(d: RunnerDeps, sandbox: Sandbox, taskId: string, age
       notKept.push(bytes ? `${file} (${formatBytes(size)}, ${size} bytes: more than the ${bytes.length} a file may have)` : `${file} (gone by the agent's end)`);
       continue;
     }
-    stored.push(await d.artifacts.store({ taskId, path: file, agentId, content: bytes, owned }));
+    const kept = await d.artifacts.store({ taskId, path: file, agentId, content: bytes, owned });
+    if (kept.path !== file) renamed.set(file, kept.path);
+    stored.push(kept);
   }
-  return { stored, notKept };
+  return { stored, notKept, renamed };
 }
 
 /**
