@@ -40,6 +40,8 @@ export const DEFAULT_WORKSPACE_LIMITS: Readonly<WorkspaceLimits> = Object.freeze
 
 /** Longest path accepted, in characters. */
 export const MAX_WORKSPACE_PATH = 1024;
+/** The longest name (one component of a path) a workspace may hold, in UTF-8 bytes: Linux's NAME_MAX. */
+export const MAX_NAME_BYTES = 255;
 
 /** What an example's name must look like (it is also a directory name). */
 export const EXAMPLE_NAME = /^[a-z0-9][a-z0-9_-]*$/;
@@ -92,7 +94,9 @@ const tooLarge = (message: string, entry?: string): WorkspaceArchiveError =>
  * A path as stored: relative, '/'-separated, no '.' or empty components (a leading './' and
  * doubled slashes go). Returns a problem instead for an absolute path, any '..' component, a NUL
  * byte, another control character, a backslash or a bidirectional control (the domain's
- * `pathCharacterProblem`), or a path over MAX_WORKSPACE_PATH characters.
+ * `pathCharacterProblem`), a path over MAX_WORKSPACE_PATH characters, or a name (a component)
+ * over MAX_NAME_BYTES bytes — no file system a sandbox runs on could hold it, so no agent could
+ * ever start from the workspace.
  */
 function cleanPath(raw: string): { path: string } | { problem: string } {
   const problem = pathCharacterProblem(raw);
@@ -101,6 +105,8 @@ function cleanPath(raw: string): { path: string } | { problem: string } {
   if (raw.startsWith('/')) return { problem: 'absolute path (paths must be relative to the workspace root)' };
   const parts = raw.split('/');
   if (parts.includes('..')) return { problem: "the path has a '..' component (it could leave the workspace)" };
+  const long = parts.find((p) => Buffer.byteLength(p, 'utf8') > MAX_NAME_BYTES);
+  if (long !== undefined) return { problem: `a name in the path is ${Buffer.byteLength(long, 'utf8')} bytes long (UTF-8); a file or directory name may have at most ${MAX_NAME_BYTES}` };
   return { path: parts.filter((p) => p !== '' && p !== '.').join('/') };
 }
 
