@@ -27,6 +27,7 @@ describe('text Postgres cannot store, from places no person typed', () => {
     const script = [
       reply([{ type: 'text', text: 'thinking a\u0000b \ud800' }, { type: 'tool_use', id: 't1', name: 'run_command', input: { command: "printf 'out\\000put'; printf 'x\\000y' > bad.md" } }]),
       reply([{ type: 'tool_use', id: 't2', name: 'read_file', input: { path: 'bad.md' } }]),
+      reply([{ type: 'tool_use', id: 't3', name: 'write_file', input: { path: 'n.md', content: 'a\u0000b' } }]),
       reply([{ type: 'text', text: 'done' }], 'end_turn'),
     ];
     let i = 0;
@@ -47,5 +48,7 @@ describe('text Postgres cannot store, from places no person typed', () => {
     const results = events.flatMap((e) => (e.type === 'ToolResultsRecorded' ? e.data.results : []));
     expect(results[0]?.content).toMatch(/out\u2400put[\s\S]*\[baton: 1 character that cannot be stored/);
     expect(results[1]?.content).toMatch(/x\u2400y[\s\S]*\[baton: 1 character that cannot be stored/);
+    // A NUL the model wrote into a file is ␀ there (its turn is stored so): the write says so (it said only "created n.md (5 bytes)").
+    expect(results[2]?.content).toMatch(/^created n\.md \(5 bytes\)\n\[baton: the text written holds \u2400 \(U\+2400\): a NUL in a model's text is stored as \u2400/);
   });
 });

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { stripVTControlCharacters } from 'node:util';
-import { normalPath, type ToolResult, type ToolUseBlock } from '@baton/domain';
+import { normalPath, NUL_REPLACEMENT, type ToolResult, type ToolUseBlock } from '@baton/domain';
 import { allTools, parseToolInput, type SendEmailInput } from '@baton/agents';
 import type { CorpusHit } from '@baton/storage';
 import type { CommandResult, Sandbox } from '@baton/sandbox';
@@ -60,14 +60,14 @@ const impls: Record<string, (input: Input, env: ToolEnv, toolUseId: string) => P
     const p = normalPath(i.path as string);
     const content = i.content as string;
     const effect = await sandbox.files.write(p, content);
-    return { content: `${effect} ${p} (${Buffer.byteLength(content)} bytes)`, files: fileEffect(effect, p) };
+    return { content: `${effect} ${p} (${Buffer.byteLength(content)} bytes)${nulNote(content)}`, files: fileEffect(effect, p) };
   },
   read_file: async (i, { sandbox }) => ({ content: truncate(await sandbox.files.read(i.path as string)) }),
   list_directory: async (i, { sandbox }) => ({ content: (await sandbox.files.list(i.path as string)).join('\n') || '(empty)' }),
   edit_file: async (i, { sandbox }) => {
     const p = normalPath(i.path as string);
     const count = await editFile(sandbox, p, i.old_string as string, i.new_string as string, i.replace_all as boolean);
-    return { content: `edited ${p}: replaced ${count} occurrence${count === 1 ? '' : 's'}`, files: fileEffect('modified', p) };
+    return { content: `edited ${p}: replaced ${count} occurrence${count === 1 ? '' : 's'}${nulNote(i.new_string as string)}`, files: fileEffect('modified', p) };
   },
   glob: async (i, { sandbox }) => {
     const { files, truncated } = await sandbox.files.walk(i.path as string);
@@ -134,6 +134,15 @@ const impls: Record<string, (input: Input, env: ToolEnv, toolUseId: string) => P
     return { content: truncate(`Results for "${i.query as string}" (offline corpus):\n\n${body}`) };
   },
 };
+
+/**
+ * What a written text holding ␀ is told: a NUL in a model's text is stored as ␀ (the log cannot
+ * hold NUL), so the file has ␀ where the model may have meant NUL bytes (it was not told).
+ */
+function nulNote(text: string): string {
+  if (!text.includes(NUL_REPLACEMENT)) return '';
+  return `\n[baton: the text written holds ${NUL_REPLACEMENT} (U+2400): a NUL in a model's text is stored as ${NUL_REPLACEMENT}, since the log cannot hold NUL, so the file has ${NUL_REPLACEMENT} there; to write NUL bytes, use a command (printf '\\0')]`;
+}
 
 /** Directories a command's file changes are not reported for (dependency installs, VCS internals): not walked at all. */
 const UNREPORTED_DIRS: ReadonlySet<string> = new Set(['node_modules', '.git', '__pycache__', '.cache']);
