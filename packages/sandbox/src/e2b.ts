@@ -3,7 +3,8 @@ import { CommandExitError, Sandbox as E2B, FileNotFoundError, TimeoutError, type
 import type pg from 'pg';
 import { sandboxIdOf, type CommandResult, type RunOptions, type Sandbox, type SandboxFiles, type SandboxProvider, type SandboxSpec, type TaskLiveness } from './provider.ts';
 import { SandboxRegistry } from './registry.ts';
-import { resolveRelative, textOf, unnameable, WorkspacePathError, type WalkedFile } from './workspace.ts';
+import { pathCharacterProblem } from '@baton/domain';
+import { MAX_SKIPPED_REPORTED, resolveRelative, shownPath, textOf, unnameable, WorkspacePathError, type SkippedEntry, type WalkedFile } from './workspace.ts';
 
 export interface E2BProviderOptions {
   pool: pg.Pool;
@@ -132,14 +133,21 @@ class E2BSandbox implements Sandbox {
       },
       list: async (p) => (await sbx.files.list(abs(p))).map((e) => (e.type === 'dir' ? `${e.name}/` : e.name)).sort(),
       walk: async (p = '.', limit = 10_000, opts = {}) => {
-        const entries = await sbx.files.list(abs(p), { depth: 64 });
+        const entries = (await sbx.files.list(abs(p), { depth: 64 })).map((e) => ({ ...e, rel: path.posix.relative(E2B_WORKSPACE, e.path) }));
+        // A name no path can carry is left out with all under it, and said (the first of each such name).
+        const skipped: SkippedEntry[] = [];
+        for (const e of entries) {
+          const parts = e.rel.split('/');
+          if (parts.slice(0, -1).some((d) => opts.skipDirs?.has(d))) continue;
+          const bad = parts.findIndex(unnameable);
+          if (bad === parts.length - 1 && skipped.length < MAX_SKIPPED_REPORTED) skipped.push({ path: shownPath(e.rel), why: `${(pathCharacterProblem(parts[bad] ?? '') ?? '').replace(/^the path/, 'its name')}${e.type === 'dir' ? ', and it is a directory: nothing in it is kept' : ''}` });
+        }
         const files: WalkedFile[] = entries
           .filter((e) => e.type === 'file')
-          .map((e) => ({ ...e, rel: path.posix.relative(E2B_WORKSPACE, e.path) }))
           .filter((e) => !e.rel.split('/').some(unnameable) && !e.rel.split('/').slice(0, -1).some((d) => opts.skipDirs?.has(d)))
           .map((e) => ({ path: e.rel, size: e.size, mode: e.mode & 0o777, changedMs: e.modifiedTime ? new Date(e.modifiedTime).getTime() : 0 }))
           .sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
-        return { files: files.slice(0, limit), truncated: files.length > limit };
+        return { files: files.slice(0, limit), truncated: files.length > limit, skipped };
       },
     };
   }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { WalkedFile } from './workspace.ts';
+import type { SkippedEntry, WalkedFile } from './workspace.ts';
 
 /** Resource limits of one sandbox's commands (agent config `sandbox.limits`). */
 export const SandboxLimits = z.strictObject({
@@ -59,8 +59,13 @@ export interface SandboxFiles {
   /** Remove a file, or a directory with everything in it. A missing one is not an error; the workspace root cannot be removed. */
   remove(path: string): Promise<void>;
   list(path: string): Promise<string[]>;
-  /** Every regular file under a path, at most `limit` (`truncated` says when there were more); `skipDirs`: directory names not descended into (node_modules…). */
-  walk(path?: string, limit?: number, opts?: { skipDirs?: ReadonlySet<string> }): Promise<{ files: WalkedFile[]; truncated: boolean }>;
+  /**
+   * Every regular file under a path, at most `limit` (`truncated` says when there were more);
+   * `skipDirs`: directory names not descended into (node_modules…). `skipped`: entries left out
+   * that a workspace cannot hold (a name no path can carry, a link, a device or fifo), at most
+   * MAX_SKIPPED_REPORTED, each with why — so what leaves them out can say so.
+   */
+  walk(path?: string, limit?: number, opts?: { skipDirs?: ReadonlySet<string> }): Promise<{ files: WalkedFile[]; truncated: boolean; skipped: SkippedEntry[] }>;
 }
 
 export interface Sandbox {

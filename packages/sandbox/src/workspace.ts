@@ -21,6 +21,9 @@ export function resolveRelative(rel: string): string[] {
  */
 export const unnameable = (name: string): boolean => pathCharacterProblem(name) !== null;
 
+/** A path as a walk shows it: as it is, or as a JSON string when it holds what cannot be shown on one line. */
+export const shownPath = (p: string): string => (pathCharacterProblem(p) ? JSON.stringify(p) : p);
+
 /** A file's first maxBytes as text, saying so when the file is longer (every provider's `read`). */
 export function textOf(bytes: Buffer, size: number, maxBytes: number): string {
   const text = bytes.subarray(0, maxBytes).toString('utf8');
@@ -187,14 +190,18 @@ export class Workspace {
    * Every regular file under a directory (relative paths, sorted), never descending through a
    * link; at most `limit` entries (the walk says when it stopped early).
    */
-  walk(rel = '.', limit = 10_000, opts: { skipDirs?: ReadonlySet<string> } = {}): Promise<{ files: WalkedFile[]; truncated: boolean }> {
+  walk(rel = '.', limit = 10_000, opts: { skipDirs?: ReadonlySet<string> } = {}): Promise<{ files: WalkedFile[]; truncated: boolean; skipped: SkippedEntry[] }> {
     return this.told(rel, () => this.walkAt(rel, limit, opts));
   }
 
-  private async walkAt(rel: string, limit: number, opts: { skipDirs?: ReadonlySet<string> }): Promise<{ files: WalkedFile[]; truncated: boolean }> {
+  private async walkAt(rel: string, limit: number, opts: { skipDirs?: ReadonlySet<string> }): Promise<{ files: WalkedFile[]; truncated: boolean; skipped: SkippedEntry[] }> {
     const start = this.resolve(rel);
     await this.assertNoLinks(start);
     const files: WalkedFile[] = [];
+    const skipped: SkippedEntry[] = [];
+    const skip = (abs: string, why: string): void => {
+      if (skipped.length < MAX_SKIPPED_REPORTED) skipped.push({ path: shownPath(abs.slice(this.root.length + 1)), why });
+    };
     const stack = [start];
     // Synchronous stat calls, yielding to the event loop every 2,000: ~20x cheaper than a
     // promise per file (the walk is the cost of every sync), without stalling other jobs.
@@ -210,13 +217,21 @@ export class Workspace {
         throw e;
       }
       for (const e of entries) {
-        if (unnameable(e.name)) continue;
         const abs = path.join(dir, e.name);
+        const problem = pathCharacterProblem(e.name);
+        if (problem) {
+          skip(abs, `${problem.replace(/^the path/, 'its name')}${e.isDirectory() ? ', and it is a directory: nothing in it is kept' : ''}`);
+          continue;
+        }
         if (e.isDirectory()) {
           if (!opts.skipDirs?.has(e.name)) stack.push(abs);
           continue;
         }
-        if (!e.isFile()) continue; // links, sockets, devices: never followed, never copied
+        if (!e.isFile()) {
+          // links, sockets, devices: never followed, never copied
+          skip(abs, e.isSymbolicLink() ? 'a symbolic link (links are never kept)' : 'not a regular file (a fifo, socket or device)');
+          continue;
+        }
         let st: Stats | undefined;
         try {
           st = lstatSync(abs, { throwIfNoEntry: false });
@@ -226,14 +241,14 @@ export class Workspace {
         }
         if (!st?.isFile()) continue;
         files.push({ path: abs.slice(this.root.length + 1), size: st.size, mode: st.mode & 0o777, changedMs: st.ctimeMs });
-        if (files.length >= limit) return { files: files.sort(byPath), truncated: true };
+        if (files.length >= limit) return { files: files.sort(byPath), truncated: true, skipped };
         if (++sinceYield >= 2000) {
           sinceYield = 0;
           await new Promise((r) => setImmediate(r));
         }
       }
     }
-    return { files: files.sort(byPath), truncated: false };
+    return { files: files.sort(byPath), truncated: false, skipped };
   }
 
   /**
@@ -290,6 +305,15 @@ export class Workspace {
     });
   }
 }
+
+/** An entry a walk left out: its path (as a JSON string when its name cannot be shown as it is) and why. */
+export interface SkippedEntry {
+  path: string;
+  why: string;
+}
+
+/** The most entries a walk names as left out (`skipped`). */
+export const MAX_SKIPPED_REPORTED = 50;
 
 export interface WalkedFile {
   path: string;

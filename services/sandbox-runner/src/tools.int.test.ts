@@ -104,6 +104,18 @@ describe('runner tools', () => {
       expect([stealth.content.slice(0, 11), stealth.files]).toEqual(['exit code 0', { created: [], modified: ['math.test.mjs'] }]);
       const loud = await runTool(call('run_command', { command: 'seq 1 100000' }), ALL, env);
       expect(loud.content).toMatch(/\[output truncated: \d+ characters, showing the first 1000 and the last 3000\]\n[\s\S]*100000\n$/);
+      // What a workspace cannot hold — a link, a fifo, a name with a line break (a directory so named with all in it) — is said, not dropped without a word.
+      const odd = await runTool(call('run_command', { command: "ln -s /etc/hostname host-link && mkfifo pipe && printf x > \"$(printf 'two\\nlines.md')\" && mkdir \"$(printf 'dir\\tname')\" && touch \"$(printf 'dir\\tname')/in.md\" && echo kept > ok.md" }), ALL, env);
+      expect(odd.files).toEqual({ created: ['ok.md'], modified: [] });
+      const unkept = /\n\[not kept as the task's files \(never synced, listed or stored\): (.*)\]$/.exec(odd.content)?.[1]?.split('; ').sort();
+      expect(unkept).toEqual([
+        '"dir\\tname" — its name contains a control character (U+0009, a tab), and it is a directory: nothing in it is kept',
+        '"two\\nlines.md" — its name contains a control character (U+000A, a line break)',
+        'host-link — a symbolic link (links are never kept)',
+        'pipe — not a regular file (a fifo, socket or device)',
+      ]);
+      // Made before, they are not said again.
+      expect((await runTool(call('run_command', { command: 'true' }), ALL, env)).content).not.toMatch(/not kept/);
     });
   });
 });

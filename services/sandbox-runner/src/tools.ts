@@ -3,7 +3,7 @@ import { stripVTControlCharacters } from 'node:util';
 import { normalPath, NUL_REPLACEMENT, type ToolResult, type ToolUseBlock } from '@baton/domain';
 import { allTools, parseToolInput, type SendEmailInput } from '@baton/agents';
 import type { CorpusHit } from '@baton/storage';
-import type { CommandResult, Sandbox } from '@baton/sandbox';
+import { MAX_SKIPPED_REPORTED, type CommandResult, type Sandbox } from '@baton/sandbox';
 import { restricts, writeRefusal, type WritePolicy } from './files.ts';
 import { parseTestCounts, testRun } from './test-counts.ts';
 
@@ -233,7 +233,11 @@ async function guardWrites(env: ToolEnv): Promise<{ settle(): Promise<{ files: N
       // Past the files one command may report, the rest are not kept as the task's files: said, so the agent can act (fewer files, or one archive).
       const over = Object.entries({ created: created.length, modified: modified.length, deleted: deleted.length }).filter(([, n]) => n > MAX_REPORTED_FILES);
       const cut = over.length > 0 ? `\n[this command ${over.map(([what, n]) => `${what} ${n} files`).join(', ')}: only the first ${MAX_REPORTED_FILES} of each are recorded and kept as the task's files; the rest are not — make fewer files, or put them in one archive]` : '';
-      return { files: reported, reverted: `${reverted}${cut}` };
+      // What the command made that a workspace cannot hold (a link, a name no path can carry) is said: it is not kept.
+      const skippedBefore = new Set(before.skipped.map((e) => e.path));
+      const made = after.skipped.filter((e) => !skippedBefore.has(e.path) && !UNREPORTED.test(`${e.path}/`));
+      const unkept = made.length > 0 ? `\n[not kept as the task's files (never synced, listed or stored): ${made.map((e) => `${e.path} — ${e.why}`).join('; ')}${after.skipped.length >= MAX_SKIPPED_REPORTED ? '; and maybe more' : ''}]` : '';
+      return { files: reported, reverted: `${reverted}${cut}${unkept}` };
     },
   };
 }
