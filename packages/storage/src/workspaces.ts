@@ -128,6 +128,8 @@ class Collector {
   readonly problems: WorkspaceProblem[] = [];
   private readonly seen = new Map<string, string>();
   private readonly dirs = new Map<string, string>();
+  /** Claimed paths by their NFC form. */
+  private readonly normalized = new Map<string, string>();
   count = 0;
   bytes = 0;
   readonly limits: WorkspaceLimits;
@@ -150,11 +152,19 @@ class Collector {
     this.problems.push({ entry, message });
   }
 
-  /** Claim a path for a non-directory entry; a second claim is a duplicate. */
+  /**
+   * Claim a path for a non-directory entry; a second claim is a duplicate — and so is a path that
+   * is another's in a different Unicode normalization (`café` composed and decomposed: two
+   * files that display as one).
+   */
   claim(entry: string, p: string): string | null {
     const first = this.seen.get(p);
     if (first !== undefined) return `duplicate path (also given as '${first}')`;
+    const key = p.normalize('NFC');
+    const alike = this.normalized.get(key);
+    if (alike !== undefined) return `the same path as '${alike}' in another Unicode normalization (NFC/NFD): the two would display as one`;
     this.seen.set(p, entry);
+    this.normalized.set(key, entry);
     return null;
   }
 
