@@ -260,7 +260,8 @@ describe('review and the request-changes round', () => {
     r.finish('web', { files: ['web/view.ts'], deleted: ['web/old.ts'] });
     expect(r.tick()).toEqual([reviewAgentId(0)]);
     expect(r.state.agents['review-1']?.prompt).toMatch(/Changed files \(read every one\): api\/x\.ts, web\/view\.ts\n\nDeleted files \(gone from your workspace\): web\/old\.ts/);
-    expect(r.state.agents['review-1']?.prompt).toMatch(/web \(frontend-engineer\): web done — changed web\/view\.ts, web\/old\.ts \(deleted\)/);
+    // Each subtask as it was asked (the reviewer had only what was done to judge by) and what it did.
+    expect(r.state.agents['review-1']?.prompt).toMatch(/- web \(frontend-engineer\), asked: do web\n {2}did: web done — changed web\/view\.ts, web\/old\.ts \(deleted\); tests: 2 passed, 0 failed/);
     expect(leadPhase(r.state)).toBe('reviewing');
     expect(r.acceptance().accepted).toBeNull(); // reviewing
     r.review('review-1', 'approve');
@@ -280,7 +281,8 @@ describe('review and the request-changes round', () => {
     expect(r.subtask('api')?.status).toBe('done');
     expect(r.subtask('web')).toMatchObject({ status: 'pending', rework: [{ file: 'web/view.ts', message: 'no doc comment' }] });
     expect(r.tick()).toEqual(['web-fix1']);
-    expect(r.state.agents['web-fix1']?.prompt).toMatch(/asked for changes[\s\S]*\[major\] web\/view\.ts: no doc comment/);
+    // The review named as its reviewer is (review-1 asked for round 1: it used to say "a review of round 1").
+    expect(r.state.agents['web-fix1']?.prompt).toMatch(/The review \(review-1\) asked for changes in your area \(round 1 of changes\)[\s\S]*\[major\] web\/view\.ts: no doc comment/);
     r.finish('web-fix1', { files: ['web/view.ts'] });
     expect(r.tick()).toEqual(['review-2']);
     r.review('review-2', 'request_changes', [{ file: null, message: 'still not right' }]);

@@ -1,6 +1,6 @@
 import type { Command } from './commands.ts';
 import { overlappingLocks } from './plan.ts';
-import { briefSummary } from './text.ts';
+import { briefSummary, oneLine } from './text.ts';
 import { activeAgents, budgetHeld, isFinal, planIsRunning, type PlanState, type SubtaskState, type TaskState } from './state.ts';
 
 type Dispatch = Extract<Command, { type: 'DispatchSubagent' }>;
@@ -66,7 +66,7 @@ export function subtaskBrief(plan: PlanState, t: SubtaskState): string {
   if (deps.length > 0) parts.push(`This builds on work that is done (its files are in your workspace):\n${bullet(deps.map((d) => `${d.id} (${d.agent}): ${briefSummary(d.summary ?? 'no summary')} — changed ${files(d)}`))}`);
   if (t.rework) {
     parts.push(
-      `A review of round ${plan.round} asked for changes in your area. Address each issue, keep the tests passing, and say what you changed:\n${bullet(t.rework.map((i) => `[${i.severity}] ${i.file ? `${i.file}${i.line ? `:${i.line}` : ''}: ` : ''}${i.message}`))}`,
+      `The review (${reviewAgentId(plan.round - 1)}) asked for changes in your area (round ${plan.round} of changes). Address each issue, keep the tests passing, and say what you changed:\n${bullet(t.rework.map((i) => `[${i.severity}] ${i.file ? `${i.file}${i.line ? `:${i.line}` : ''}: ` : ''}${i.message}`))}`,
     );
   }
   return parts.join('\n\n');
@@ -78,13 +78,13 @@ export function deletedByPlan(plan: Pick<PlanState, 'subtasks'>): string[] {
   return [...new Set(plan.subtasks.flatMap((t) => t.filesDeleted))].filter((f) => !changed.has(f)).sort();
 }
 
-/** What the reviewer is told: the plan, and every subtask's outcome with the files it changed. */
+/** What the reviewer is told: the plan, and every subtask — what it was asked, what it did, the files it changed and its tests. */
 export function reviewBrief(plan: PlanState): string {
   const changed = [...new Set(plan.subtasks.flatMap((t) => [...t.filesCreated, ...t.filesModified]))].sort();
   const deleted = deletedByPlan(plan);
   return [
     `Review the change made for this plan: ${plan.summary}`,
-    `Subtasks:\n${bullet(plan.subtasks.map((t) => `${t.id} (${t.agent}): ${briefSummary(t.summary ?? 'no summary')} — changed ${files(t)}; ${tests(t)}`))}`,
+    `Subtasks:\n${bullet(plan.subtasks.map((t) => `${t.id} (${t.agent}), asked: ${oneLine(t.description, 500)}\n  did: ${briefSummary(t.summary ?? 'no summary')} — changed ${files(t)}; ${tests(t)}`))}`,
     `Changed files (read every one): ${changed.join(', ') || 'none'}`,
     deleted.length > 0 ? `Deleted files (gone from your workspace): ${deleted.join(', ')}` : '',
     plan.round > 0 ? `This is the review after round ${plan.round} of changes; the previous review said: ${plan.reviews.at(-1)?.summary ?? ''}` : '',
