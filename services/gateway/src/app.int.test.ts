@@ -216,6 +216,22 @@ describe('POST /v1/tasks', () => {
     expect(d.statusCode).toBe(422);
     expect(d.json().error.code).toBe('idempotency_key_reused');
     expect((await pg.db.pool.query(`select count(*)::int as n from events where type = 'TaskSubmitted'`)).rows[0].n).toBe(1);
+    // At once, with two bodies: one task, made from one of them; the other request is refused — it
+    // had been answered 201 with a task made from the other body. At once with one body: the
+    // second is the first's replay, and says so.
+    for (let round = 0; round < 5; round++) {
+      const key = { 'idempotency-key': `race-${round}` };
+      const [x, y] = await Promise.all([app.inject({ method: 'POST', url: '/v1/tasks', headers: key, payload: { prompt: 'body A' } }), app.inject({ method: 'POST', url: '/v1/tasks', headers: key, payload: { prompt: 'body B' } })]);
+      const made = [x, y].filter((r) => r.statusCode === 201);
+      expect(made).toHaveLength(1);
+      expect([x, y].find((r) => r.statusCode !== 201)?.json().error.code).toBe('idempotency_key_reused');
+      expect(made[0]?.json().prompt).toBe(made[0] === x ? 'body A' : 'body B');
+      const same = { 'idempotency-key': `same-${round}` };
+      const [p, q] = await Promise.all([app.inject({ method: 'POST', url: '/v1/tasks', headers: same, payload: { prompt: 'one body' } }), app.inject({ method: 'POST', url: '/v1/tasks', headers: same, payload: { prompt: 'one body' } })]);
+      expect([p.statusCode, q.statusCode]).toEqual([201, 201]);
+      expect(p.json().id).toBe(q.json().id);
+      expect([p.headers['idempotent-replayed'], q.headers['idempotent-replayed']].filter(Boolean)).toEqual(['true']);
+    }
   });
 });
 

@@ -83,7 +83,15 @@ export async function submitTask(d: GatewayDeps, req: FastifyRequest, body: Task
   try {
     const writer = new TaskWriter(d.store, taskId, initialState(), { now: d.now });
     writer.apply(command, { metadata: { actor: req.actor, ...o.eventMetadata }, ...(o.repeatable ? { eventIds: [uuidV5(`${taskId}:submitted`)] } : {}) });
-    publishWakeUps(d.nats(), d.names, await writer.flush());
+    const recorded = await writer.flush();
+    if (recorded.length === 0) {
+      // Nothing new: a request with this key recorded the task first (its event id is the key's),
+      // so this one is its replay — or, with another body, refused (it had been answered 201 with
+      // the other request's task).
+      const existing = await loadTask(d.store, taskId);
+      return replay(existing.state, existing.events[0], o.requestHash);
+    }
+    publishWakeUps(d.nats(), d.names, recorded);
     d.tenants.remember(taskId, req.tenant);
     d.metrics.tasksSubmitted.inc({ team: body.team });
     return { state: writer.state, replayed: false };
