@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiError, BatonClient, UnreachableError } from './index.ts';
 
@@ -93,6 +93,91 @@ describe('follow', () => {
       expect(states).toEqual(['live']);
     } finally {
       await new Promise<void>((r) => server.close(() => r()));
+    }
+  });
+});
+
+describe('what an app builds on', () => {
+  /** A server answering `handle`, with every request's method, URL and headers kept. */
+  async function serve(handle: (req: IncomingMessage, res: ServerResponse, n: number) => void): Promise<{ url: string; seen: { method: string; url: string }[]; close: () => Promise<void> }> {
+    const seen: { method: string; url: string }[] = [];
+    const server = createServer((req, res) => {
+      seen.push({ method: req.method ?? '', url: req.url ?? '' });
+      handle(req, res, seen.length);
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, seen, close: () => new Promise<void>((r) => (server.closeAllConnections(), server.close(() => r()))) };
+  }
+
+  it('ids are encoded in paths: no id reaches another route (task("../webhooks") had listed the webhooks; a cancel had queued a redelivery)', async () => {
+    const s = await serve((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
+    try {
+      const b = new BatonClient(s.url);
+      await b.task('../webhooks');
+      await b.cancel('t/deliveries/1/redeliver#');
+      await b.webhook('../tasks');
+      expect(s.seen.map((r) => `${r.method} ${r.url}`)).toEqual(['GET /v1/tasks/..%2Fwebhooks', 'POST /v1/tasks/t%2Fdeliveries%2F1%2Fredeliver%23/cancel', 'GET /v1/webhooks/..%2Ftasks']);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it("a 429's Retry-After is on the error; a text body is its message; a replayed submit says so", async () => {
+    const s = await serve((req, res) => {
+      if (req.url === '/v1/tasks' && req.headers['idempotency-key'] === 'k') return void res.writeHead(201, { 'content-type': 'application/json', 'idempotent-replayed': 'true' }).end('{"id":"t"}');
+      if (req.url === '/v1/tasks') return void res.writeHead(201, { 'content-type': 'application/json' }).end('{"id":"u"}');
+      if (req.url?.startsWith('/v1/tasks/t/diff')) return void res.writeHead(400, { 'content-type': 'text/plain' }).end('query.at: must be a whole number, 1 or more');
+      res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '3' }).end(JSON.stringify({ error: { code: 'rate_limited', message: 'too many writes: retry in 3 s' } }));
+    });
+    try {
+      const b = new BatonClient(s.url);
+      await expect(b.cancel('t')).rejects.toMatchObject({ status: 429, code: 'rate_limited', retryAfterMs: 3000 });
+      await expect(b.text('/v1/tasks/t/diff?at=x')).rejects.toMatchObject({ status: 400, message: 'query.at: must be a whole number, 1 or more' });
+      expect(await b.submit({ prompt: 'p' }, { idempotencyKey: 'k' })).toEqual({ id: 't', replayed: true });
+      expect(await b.submit({ prompt: 'p' })).toEqual({ id: 'u', replayed: false });
+    } finally {
+      await s.close();
+    }
+  });
+
+  it("follow awaits the handler, one event at a time; what it throws ends the follow with it — not a reconnect that skipped the event", async () => {
+    const s = await serve((_req, res) => res.writeHead(200, { 'content-type': 'text/event-stream' }).end(`${ev(1, 'TaskStarted')}${ev(2, 'ApprovalRequested')}${ev(3, 'TaskCompleted')}`));
+    try {
+      const b = new BatonClient(s.url);
+      const order: string[] = [];
+      await b.follow('t', async (e) => {
+        order.push(`start ${e.position}`);
+        await new Promise((r) => setTimeout(r, 20));
+        order.push(`end ${e.position}`);
+      });
+      expect(order).toEqual(['start 1', 'end 1', 'start 2', 'end 2', 'start 3', 'end 3']);
+      const states: string[] = [];
+      const failed = await b.follow('t', (e) => {
+        if (e.type === 'ApprovalRequested') throw new Error('bug in my handler');
+      }, { onState: (x) => states.push(x) }).catch((err: unknown) => err);
+      expect((failed as Error).message).toBe('bug in my handler');
+      expect(states).toEqual(['live']); // not 'reconnecting'
+      expect(s.seen).toHaveLength(2); // one request per follow
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('a live stream cut (the gateway killed) is a drop: reconnecting with cause null; one that cannot be opened says why', async () => {
+    const s = await serve((_req, res, n) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      if (n === 1) {
+        res.write(`retry: 10\n\n${ev(1, 'TaskStarted')}`);
+        setTimeout(() => res.socket?.destroy(), 20); // cut mid-stream, as a kill -9 does
+      } else res.end(ev(2, 'TaskCompleted'));
+    });
+    try {
+      const causes: (Error | null | undefined)[] = [];
+      const seen: number[] = [];
+      await new BatonClient(s.url).follow('t', (e) => seen.push(e.position), { onState: (x, r) => x === 'reconnecting' && causes.push(r?.cause) });
+      expect([seen, causes]).toEqual([[1, 2], [null]]);
+    } finally {
+      await s.close();
     }
   });
 });

@@ -19,10 +19,10 @@ export type { AgentView, ChatStreamEvent, ChatSummaryView, ChatView, DeliveryVie
  * too broad"); a gateway that does not answer is an UnreachableError naming the URL.
  */
 /**
- * Why a stream is being opened again, and when: `cause` null when it ended without an error (the
- * gateway closed it), else what failed — an ApiError for a 429 (too many open streams) or a 5xx,
- * another Error when the gateway could not be reached; `inMs` the wait (at least what the
- * gateway's Retry-After asked, up to a minute).
+ * Why a stream is being opened again, and when: `cause` null when a live stream dropped (the
+ * gateway closed it, or the connection was cut), else why it could not be opened — an ApiError
+ * for a 429 (too many open streams) or a 5xx, an UnreachableError when the gateway could not be
+ * reached; `inMs` the wait (at least what the gateway's Retry-After asked, up to a minute).
  */
 export interface Reconnect {
   cause: Error | null;
@@ -33,13 +33,16 @@ export class ApiError extends Error {
   readonly status: number;
   readonly code: string;
   readonly body: unknown;
-  constructor(status: number, body: unknown) {
+  /** How long the gateway asked to wait before trying again (its Retry-After, e.g. on a 429 or 503), in ms; null when it did not say. */
+  readonly retryAfterMs: number | null;
+  constructor(status: number, body: unknown, headers?: Pick<Headers, 'get'>) {
     const e = (body as { error?: { code?: string; message?: string } } | null)?.error;
-    super(e?.message ?? `HTTP ${status}`);
+    super(e?.message ?? (typeof body === 'string' && body.trim() !== '' ? body.trim().slice(0, 500) : `HTTP ${status}`));
     this.name = new.target.name;
     this.status = status;
     this.code = e?.code ?? 'http_error';
     this.body = body;
+    this.retryAfterMs = headers ? (retryAfterMs(headers.get('retry-after'), Date.now()) ?? null) : null;
   }
   /** "HTTP 409 request_already_decided" — for logs and the CLI, beside the message. */
   get summary(): string {
@@ -61,6 +64,21 @@ export type ApiEvent = EventView & { data: Record<string, unknown>; metadata: Re
 /** A task as `GET /v1/tasks` lists it. */
 export type TaskSummary = TaskListItem;
 export type Artifact = ArtifactView;
+/** A submission's answer: the task, and whether it is a replay of an earlier request with the same Idempotency-Key (`idempotent-replayed`). */
+export type Submitted = TaskView & { replayed: boolean };
+
+/** A handler of `follow`'s or `watchTasks`' stream threw (or its promise rejected): the stream stops, and this carries what it threw. */
+class HandlerFailed extends Error {
+  readonly error: unknown;
+  constructor(error: unknown) {
+    super('the handler failed');
+    this.error = error;
+  }
+}
+
+/** An id in a URL path: encoded, so no id can reach another route (`../webhooks`, `x/cancel#`). */
+const seg = (id: string): string => encodeURIComponent(id);
+
 export interface SubmitTask {
   prompt: string;
   team?: string;
@@ -70,6 +88,8 @@ export interface SubmitTask {
   metadata?: Record<string, unknown>;
   workspace?: { example: string } | { archiveBase64: string; name?: string };
   budget?: { usd?: number; tokens?: number };
+  /** Who is mailed, and when (docs/email.md); absent: the tenant's default. */
+  notify?: { email: { to: string[]; on?: ('awaiting_input' | 'completed' | 'failed' | 'cancelled')[] } } | null;
 }
 
 /** A response body as JSON, or its text when it is not JSON (null when empty). */
@@ -83,6 +103,15 @@ function parseBody(text: string): unknown {
 }
 
 const FINAL = new Set(['TaskCompleted', 'TaskFailed', 'TaskCancelled']);
+
+/** Run a stream handler; what it throws (or its promise rejects with) comes out as HandlerFailed, to end the stream with. */
+async function handled(run: () => unknown): Promise<void> {
+  try {
+    await run();
+  } catch (err) {
+    throw new HandlerFailed(err);
+  }
+}
 /**
  * An artifact path in a URL, each segment encoded. A `.` or `..` segment would be folded into the
  * URL itself (the request would go to another route), and artifact paths never have one: refused here.
@@ -116,26 +145,33 @@ export class BatonClient {
   /** GET a resource as a Response; an ApiError (the server's message and code) when it is not 2xx. */
   private async ok(p: string): Promise<Response> {
     const res = await this.fetch(p);
-    if (!res.ok) throw new ApiError(res.status, parseBody(await res.text()));
+    if (!res.ok) throw new ApiError(res.status, parseBody(await res.text()), res.headers);
     return res;
   }
 
   /** Any call: JSON in and out; a non-2xx answer throws an ApiError with the API's message. */
   async request<T>(method: string, p: string, body?: unknown, headers: Record<string, string> = {}): Promise<T> {
-    const res = await this.fetch(p, { method, headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers }, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
-    const parsed = parseBody(await res.text());
-    if (!res.ok) throw new ApiError(res.status, parsed);
-    return parsed as T;
+    return (await this.send<T>(method, p, body, headers)).body;
   }
 
-  submit(task: SubmitTask, opts: { idempotencyKey?: string } = {}): Promise<TaskView> {
-    return this.request('POST', '/v1/tasks', task, opts.idempotencyKey ? { 'idempotency-key': opts.idempotencyKey } : {});
+  /** `request`, with the answer's headers. */
+  private async send<T>(method: string, p: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ body: T; headers: Headers }> {
+    const res = await this.fetch(p, { method, headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers }, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+    const parsed = parseBody(await res.text());
+    if (!res.ok) throw new ApiError(res.status, parsed, res.headers);
+    return { body: parsed as T, headers: res.headers };
+  }
+
+  /** Submit a task; `replayed` says the gateway answered an earlier request with this `idempotencyKey` (the same body) again. */
+  async submit(task: SubmitTask, opts: { idempotencyKey?: string } = {}): Promise<Submitted> {
+    const r = await this.send<TaskView>('POST', '/v1/tasks', task, opts.idempotencyKey ? { 'idempotency-key': opts.idempotencyKey } : {});
+    return { ...r.body, replayed: r.headers.get('idempotent-replayed') === 'true' };
   }
   task(id: string): Promise<TaskView> {
-    return this.request('GET', `/v1/tasks/${id}`);
+    return this.request('GET', `/v1/tasks/${seg(id)}`);
   }
   agents(id: string): Promise<AgentView[]> {
-    return this.request<{ items: AgentView[] }>('GET', `/v1/tasks/${id}/agents`).then((r) => r.items);
+    return this.request<{ items: AgentView[] }>('GET', `/v1/tasks/${seg(id)}/agents`).then((r) => r.items);
   }
   /** One page of the task list (`updatedAfter`: only tasks that changed after that ISO 8601 time, e.g. an item's `updatedAt`; `stuck`: only tasks stuck; `search`: only tasks whose prompt contains the text). */
   list(q: { status?: string | undefined; team?: string | undefined; search?: string | undefined; limit?: number; cursor?: string; updatedAfter?: string; stuck?: boolean | undefined } = {}): Promise<{ items: TaskSummary[]; nextCursor: string | null }> {
@@ -156,26 +192,26 @@ export class BatonClient {
   }
   /** One endpoint, without its secrets. */
   webhook(id: string): Promise<WebhookEndpointView> {
-    return this.request('GET', `/v1/webhooks/${id}`);
+    return this.request('GET', `/v1/webhooks/${seg(id)}`);
   }
   /** Change an endpoint's URL or types (what is not given stays); its id and secrets stay. */
   updateWebhook(id: string, change: { url?: string; events?: string[] }): Promise<WebhookEndpointView> {
-    return this.request('PATCH', `/v1/webhooks/${id}`, change);
+    return this.request('PATCH', `/v1/webhooks/${seg(id)}`, change);
   }
   async removeWebhook(id: string): Promise<void> {
-    await this.request('DELETE', `/v1/webhooks/${id}`);
+    await this.request('DELETE', `/v1/webhooks/${seg(id)}`);
   }
   /** A new signing secret (shown this once); the previous one keeps signing too for `overlapSeconds` (default a day). */
   rotateWebhookSecret(id: string, overlapSeconds?: number): Promise<WebhookEndpointView & { secret: string }> {
-    return this.request('POST', `/v1/webhooks/${id}/rotate-secret`, overlapSeconds === undefined ? {} : { overlapSeconds });
+    return this.request('POST', `/v1/webhooks/${seg(id)}/rotate-secret`, overlapSeconds === undefined ? {} : { overlapSeconds });
   }
   /** Every recorded attempt to deliver the task's webhooks and mail, oldest first. */
   deliveries(taskId: string): Promise<DeliveryView[]> {
-    return this.request<{ items: DeliveryView[] }>('GET', `/v1/tasks/${taskId}/deliveries`).then((r) => r.items);
+    return this.request<{ items: DeliveryView[] }>('GET', `/v1/tasks/${seg(taskId)}/deliveries`).then((r) => r.items);
   }
   /** Send a webhook delivery's message again now (a new attempt, recorded among the deliveries). */
   redeliver(taskId: string, deliveryId: string): Promise<{ redeliveryId: string; deliveryId: string; webhookId: string; status: 'queued' }> {
-    return this.request('POST', `/v1/tasks/${taskId}/deliveries/${deliveryId}/redeliver`);
+    return this.request('POST', `/v1/tasks/${seg(taskId)}/deliveries/${seg(deliveryId)}/redeliver`);
   }
   /** Every task the list query matches (a status, a team, changed after a time), paging through `nextCursor`. */
   async *tasks(q: { status?: string; team?: string | undefined; search?: string | undefined; updatedAfter?: string }): AsyncGenerator<TaskSummary> {
@@ -187,31 +223,33 @@ export class BatonClient {
     } while (cursor);
   }
   approve(id: string, requestId: string, o: { input?: Record<string, unknown>; budget?: { usd?: number; tokens?: number } } = {}): Promise<TaskView> {
-    return this.request('POST', `/v1/tasks/${id}/approvals/${encodeURIComponent(requestId)}`, { decision: 'approve', ...o });
+    return this.request('POST', `/v1/tasks/${seg(id)}/approvals/${encodeURIComponent(requestId)}`, { decision: 'approve', ...o });
   }
   reject(id: string, requestId: string, reason?: string): Promise<TaskView> {
-    return this.request('POST', `/v1/tasks/${id}/approvals/${encodeURIComponent(requestId)}`, { decision: 'reject', ...(reason ? { reason } : {}) });
+    return this.request('POST', `/v1/tasks/${seg(id)}/approvals/${encodeURIComponent(requestId)}`, { decision: 'reject', ...(reason ? { reason } : {}) });
   }
   answer(id: string, requestId: string, answers: string | string[]): Promise<TaskView> {
-    return this.request('POST', `/v1/tasks/${id}/answers/${encodeURIComponent(requestId)}`, { answers });
+    return this.request('POST', `/v1/tasks/${seg(id)}/answers/${encodeURIComponent(requestId)}`, { answers });
   }
   cancel(id: string, reason?: string): Promise<TaskView> {
-    return this.request('POST', `/v1/tasks/${id}/cancel`, reason ? { reason } : {});
+    return this.request('POST', `/v1/tasks/${seg(id)}/cancel`, reason ? { reason } : {});
   }
-  fork(id: string, atVersion: number): Promise<TaskView> {
-    return this.request('POST', `/v1/tasks/${id}/fork`, { atVersion });
+  /** A new task from version `atVersion` of this one; `idempotencyKey` makes a retry the same fork (`replayed`). */
+  async fork(id: string, atVersion: number, opts: { idempotencyKey?: string } = {}): Promise<Submitted> {
+    const r = await this.send<TaskView>('POST', `/v1/tasks/${seg(id)}/fork`, { atVersion }, opts.idempotencyKey ? { 'idempotency-key': opts.idempotencyKey } : {});
+    return { ...r.body, replayed: r.headers.get('idempotent-replayed') === 'true' };
   }
   verify(id: string): Promise<Record<string, unknown> & { identical: boolean }> {
-    return this.request('POST', `/v1/tasks/${id}/verify`);
+    return this.request('POST', `/v1/tasks/${seg(id)}/verify`);
   }
 
   /** A task's artifacts (path, size, digest, media type, the agent that made it); `at`: as they were after that version of the task stream. */
   async artifacts(taskId: string, opts: { at?: number } = {}): Promise<Artifact[]> {
-    return (await this.request<{ items: Artifact[] }>('GET', `/v1/tasks/${taskId}/artifacts${atQuery(opts.at)}`)).items;
+    return (await this.request<{ items: Artifact[] }>('GET', `/v1/tasks/${seg(taskId)}/artifacts${atQuery(opts.at)}`)).items;
   }
   /** One artifact's bytes as a Response (text(), blob(), arrayBuffer()); an ApiError if it is not there. `at`: its content after that version. */
   async artifactResponse(taskId: string, file: string, opts: { at?: number } = {}): Promise<Response> {
-    return this.ok(`/v1/tasks/${taskId}/artifacts/${path(file)}${atQuery(opts.at)}`);
+    return this.ok(`/v1/tasks/${seg(taskId)}/artifacts/${path(file)}${atQuery(opts.at)}`);
   }
   /** One artifact's content, as text. */
   async artifact(taskId: string, file: string, opts: { at?: number } = {}): Promise<string> {
@@ -219,19 +257,19 @@ export class BatonClient {
   }
   /** The task's change against its input workspace as a unified diff; `at`: as it stood after that version. */
   async diff(taskId: string, opts: { at?: number } = {}): Promise<string> {
-    return (await this.ok(`/v1/tasks/${taskId}/diff${atQuery(opts.at)}`)).text();
+    return (await this.ok(`/v1/tasks/${seg(taskId)}/diff${atQuery(opts.at)}`)).text();
   }
   /** The same change per file (path, status, lines added and removed) with the patch; `at` as for `diff`. */
   async change(taskId: string, opts: { at?: number } = {}): Promise<TaskChangeView> {
     const at = opts.at === undefined ? '' : `&at=${opts.at}`;
-    return this.request<TaskChangeView>('GET', `/v1/tasks/${taskId}/diff?format=json${at}`);
+    return this.request<TaskChangeView>('GET', `/v1/tasks/${seg(taskId)}/diff?format=json${at}`);
   }
   /**
    * The task's files as a .tar.gz (its input workspace with the agents' files over it, modes kept;
    * uploadable again as a workspace) and the file name the gateway gives it; `at` as for `diff`.
    */
   async archive(taskId: string, opts: { at?: number } = {}): Promise<{ name: string; content: Uint8Array }> {
-    const res = await this.ok(`/v1/tasks/${taskId}/archive${atQuery(opts.at)}`);
+    const res = await this.ok(`/v1/tasks/${seg(taskId)}/archive${atQuery(opts.at)}`);
     const disposition = res.headers.get('content-disposition') ?? '';
     const exact = /filename\*=UTF-8''([^;\s]+)/i.exec(disposition)?.[1];
     const given = (exact ? decodeURIComponent(exact) : /filename="([^"]+)"/.exec(disposition)?.[1]) ?? '';
@@ -251,7 +289,7 @@ export class BatonClient {
   async text(p: string): Promise<string | null> {
     const res = await this.fetch(p);
     if (res.status === 404) return null;
-    if (!res.ok) throw new ApiError(res.status, null);
+    if (!res.ok) throw new ApiError(res.status, parseBody(await res.text()), res.headers);
     return res.text();
   }
 
@@ -267,7 +305,7 @@ export class BatonClient {
     let after = opts.after ?? 0;
     while (out.length < max) {
       const size = Math.min(5000, max - out.length);
-      const page = await this.request<{ items: ApiEvent[]; next?: number | null }>('GET', `/v1/tasks/${taskId}/events?after=${after}&limit=${size}${only}`);
+      const page = await this.request<{ items: ApiEvent[]; next?: number | null }>('GET', `/v1/tasks/${seg(taskId)}/events?after=${after}&limit=${size}${only}`);
       out.push(...page.items);
       // `next` (a gateway before it had none: a full page may have more).
       const next = page.next !== undefined ? page.next : page.items.length === size ? (page.items.at(-1)?.position ?? null) : null;
@@ -283,7 +321,7 @@ export class BatonClient {
    * for as long as the gateway is away (at most 5 s apart); a refusal (4xx but 429) ends it.
    * `after`: start after this position; `steps: false` for transitions only.
    */
-  async follow(taskId: string, onEvent: (e: ApiEvent) => void, o: { signal?: AbortSignal; steps?: boolean; after?: number; onState?: (s: 'live' | 'reconnecting', r?: Reconnect) => void } = {}): Promise<void> {
+  async follow(taskId: string, onEvent: (e: ApiEvent) => unknown, o: { signal?: AbortSignal; steps?: boolean; after?: number; onState?: (s: 'live' | 'reconnecting', r?: Reconnect) => void } = {}): Promise<void> {
     // The stream is in commit order, not position order: a transaction that began first can commit
     // after a later one, so positions may go down. `last` is the last event received (where a
     // reconnect resumes, by Last-Event-ID); an event is told apart from a repeat by its id.
@@ -294,18 +332,19 @@ export class BatonClient {
       () => {
         const headers: Record<string, string> = {};
         if (last > 0) headers['last-event-id'] = String(last); // resume after the last event shown
-        return { path: `/v1/tasks/${taskId}/events${o.steps === false ? '?steps=false' : ''}`, headers };
+        return { path: `/v1/tasks/${seg(taskId)}/events${o.steps === false ? '?steps=false' : ''}`, headers };
       },
-      (f) => {
+      async (f) => {
         // `end`: the task is over (also when resumed after its final event): stop, do not reconnect.
         if (f.event === 'end') return void (ended = true);
         // Events only: not `shutdown` (the gateway is going away: reconnect) nor anything else without a place in the log.
         if (f.id === null || !f.data || f.event === 'shutdown') return;
         const e = JSON.parse(f.data) as ApiEvent;
         if (typeof e.position !== 'number' || seen.has(e.id)) return;
+        // The handler, awaited (events are handled one at a time, in order); what it throws ends the follow with it.
+        await handled(() => onEvent(e));
         seen.add(e.id);
         last = e.position;
-        onEvent(e);
         if (FINAL.has(e.type)) ended = true;
       },
       { signal: o.signal, connected: () => o.onState?.('live'), reconnecting: (r) => o.onState?.('reconnecting', r), done: () => ended },
@@ -319,12 +358,12 @@ export class BatonClient {
    * reconnect: load the list then (`list()`), and nothing in between is missed. `team`: only
    * that team's tasks.
    */
-  async watchTasks(onTask: (t: TaskSummary) => void, o: { signal?: AbortSignal; team?: string; onState?: (s: 'live' | 'reconnecting', r?: Reconnect) => void } = {}): Promise<void> {
+  async watchTasks(onTask: (t: TaskSummary) => unknown, o: { signal?: AbortSignal; team?: string; onState?: (s: 'live' | 'reconnecting', r?: Reconnect) => void } = {}): Promise<void> {
     await this.reconnecting(
       () => ({ path: `/v1/tasks${o.team ? `?team=${encodeURIComponent(o.team)}` : ''}`, headers: {} }),
-      (f) => {
+      async (f) => {
         if (f.event === 'ready') o.onState?.('live');
-        else if (f.event === 'task') onTask(JSON.parse(f.data) as TaskSummary);
+        else if (f.event === 'task') await handled(() => onTask(JSON.parse(f.data) as TaskSummary));
       },
       { signal: o.signal, reconnecting: (r) => o.onState?.('reconnecting', r) },
     );
@@ -334,7 +373,8 @@ export class BatonClient {
    * Read an SSE stream of the API, opening it again after a drop (backing off, up to 5 s) until
    * `done()` or `signal` aborts. A refusal is thrown, but for 429 and 5xx (retried).
    */
-  private async reconnecting(open: () => { path: string; headers: Record<string, string> }, onFrame: (f: SseFrame) => void, o: { signal?: AbortSignal | undefined; connected?: () => void; reconnecting: (r: Reconnect) => void; done?: () => boolean }): Promise<void> {
+  private async reconnecting(open: () => { path: string; headers: Record<string, string> }, onFrame: (f: SseFrame) => unknown, o: { signal?: AbortSignal | undefined; connected?: () => void; reconnecting: (r: Reconnect) => void; done?: () => boolean }): Promise<void> {
+    let live = false;
     for (let attempt = 0; ; attempt++) {
       let cause: Error | null = null;
       let askedMs = 0;
@@ -343,17 +383,22 @@ export class BatonClient {
         const res = await this.fetch(p, { headers: { accept: 'text/event-stream', ...headers }, ...(o.signal ? { signal: o.signal } : {}) });
         if (!res.ok || !res.body) {
           askedMs = Math.min(60_000, retryAfterMs(res.headers.get('retry-after'), Date.now()) ?? 0);
-          throw new ApiError(res.status, await res.json().catch(() => null));
+          throw new ApiError(res.status, await res.json().catch(() => null), res.headers);
         }
         o.connected?.();
         attempt = 0;
+        live = true;
         await readSse(res.body, onFrame);
       } catch (err) {
+        // The caller's handler failed: its error, not a reconnect (the event it failed on was not taken as handled).
+        if (err instanceof HandlerFailed) throw err.error;
         if (o.signal?.aborted) return;
         // Refused (a revoked key, a task gone): no attempt will do better. Unreachable, 429 or 5xx: wait (as long as the gateway asks) and look again, however long it takes.
         if (err instanceof ApiError && err.status < 500 && err.status !== 429) throw err;
-        cause = err instanceof Error ? err : new Error(String(err));
+        // A live stream cut (the gateway killed, the connection reset: undici's "terminated") is a drop, told as one (null).
+        cause = live && !(err instanceof ApiError) && !(err instanceof UnreachableError) ? null : err instanceof Error ? err : new Error(String(err));
       }
+      live = false;
       if (o.done?.() || o.signal?.aborted) return;
       const inMs = Math.max(Math.min(5000, 100 * 2 ** Math.min(attempt, 6)), askedMs);
       o.reconnecting({ cause, inMs });
@@ -367,7 +412,7 @@ export class BatonClient {
   /** Send a chat message and follow its reply (chat, delta…, message or error). */
   async chat(body: { message: string; chatId?: string; team?: string }, on: (e: ChatStreamEvent) => void): Promise<void> {
     const res = await this.fetch('/v1/chat', { method: 'POST', headers: { 'content-type': 'application/json', accept: 'text/event-stream' }, body: JSON.stringify(body) });
-    if (!res.ok || !res.body) throw new ApiError(res.status, await res.json().catch(() => null));
+    if (!res.ok || !res.body) throw new ApiError(res.status, await res.json().catch(() => null), res.headers);
     await readSse(res.body, (f) => {
       if (f.event === 'chat' || f.event === 'delta' || f.event === 'message' || f.event === 'error') on({ event: f.event, data: JSON.parse(f.data) } as ChatStreamEvent);
     });
@@ -376,9 +421,9 @@ export class BatonClient {
     return this.request<{ items: ChatSummaryView[] }>('GET', `/v1/chats?limit=${limit}`).then((r) => r.items);
   }
   chatView(id: string): Promise<ChatView> {
-    return this.request('GET', `/v1/chats/${id}`);
+    return this.request('GET', `/v1/chats/${seg(id)}`);
   }
   chatToTask(id: string, o: Omit<SubmitTask, 'prompt' | 'workspace'> = {}): Promise<TaskView> {
-    return this.request('POST', `/v1/chats/${id}/task`, o);
+    return this.request('POST', `/v1/chats/${seg(id)}/task`, o);
   }
 }

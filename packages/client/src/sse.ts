@@ -22,8 +22,8 @@ export function parseFrame(block: string): SseFrame {
   return { event, data: data.join('\n'), id };
 }
 
-/** Read a text/event-stream body frame by frame until it ends (works in browsers and Node). */
-export async function readSse(body: ReadableStream<Uint8Array>, onFrame: (f: SseFrame) => void): Promise<void> {
+/** Read a text/event-stream body frame by frame until it ends (works in browsers and Node); an async `onFrame` is awaited before the next frame. */
+export async function readSse(body: ReadableStream<Uint8Array>, onFrame: (f: SseFrame) => unknown): Promise<void> {
   const reader = body.getReader();
   const decoder = new TextDecoder();
   let buf = '';
@@ -35,7 +35,7 @@ export async function readSse(body: ReadableStream<Uint8Array>, onFrame: (f: Sse
     while ((cut = buf.indexOf('\n\n')) >= 0) {
       const block = buf.slice(0, cut);
       buf = buf.slice(cut + 2);
-      onFrame(parseFrame(block));
+      await onFrame(parseFrame(block));
     }
   }
 }
