@@ -2,7 +2,7 @@
  * docs/api.md, generated from the gateway's OpenAPI document (what /docs serves): every route
  * with its summary, parameters, body fields and answers. Pure; the test keeps the file current.
  */
-type Schema = { type?: string | string[]; properties?: Record<string, Schema>; required?: string[]; items?: Schema; enum?: unknown[]; description?: string; anyOf?: Schema[]; oneOf?: Schema[]; default?: unknown; minimum?: number; maximum?: number; exclusiveMinimum?: number | boolean; exclusiveMaximum?: number | boolean; minLength?: number; maxLength?: number; format?: string; const?: unknown };
+type Schema = { type?: string | string[]; properties?: Record<string, Schema>; required?: string[]; items?: Schema; enum?: unknown[]; description?: string; anyOf?: Schema[]; oneOf?: Schema[]; default?: unknown; minimum?: number; maximum?: number; exclusiveMinimum?: number | boolean; exclusiveMaximum?: number | boolean; minLength?: number; maxLength?: number; format?: string; const?: unknown; not?: Schema };
 type Operation = { summary?: string; tags?: string[]; parameters?: { name: string; in: string; required?: boolean; schema?: Schema; description?: string }[]; requestBody?: { content?: Record<string, { schema?: Schema }> }; responses?: Record<string, { description?: string }> };
 export interface OpenApiDocument {
   info: { title: string; version: string };
@@ -58,7 +58,21 @@ export function renderApiReference(doc: OpenApiDocument): string {
     '# HTTP API reference',
     '',
     `Generated from the gateway's OpenAPI document (${doc.info.title} ${doc.info.version}; served live at \`/docs\`, JSON at \`/docs/json\`) — do not edit by hand: \`UPDATE_API_DOCS=1 pnpm exec vitest run services/gateway/src/api-reference.int.test.ts\` writes it again.`,
-    'Errors are `{ "error": { "code", "message", "details"? } }`; limits are in docs/limits.md; the README explains the flows.',
+    'Errors are `{ "error": { "code", "message", "details"? } }`, the message naming what is wrong (`body.prompt: …`); limits are in docs/limits.md; the README explains the flows. The statuses every route may answer besides its own:',
+    '',
+    '| status | codes | when |',
+    '|---|---|---|',
+    '| 400 | `validation_error`, `invalid_json`, `bad_multipart` | a parameter, header or body field is wrong (named), or a query parameter the route does not take |',
+    '| 401 | `unauthorized` | no API key, or an unknown one (when the gateway has keys) |',
+    '| 403 | `cross_site_request`, `host_not_allowed` | a write a browser marks as sent from another site; a Host the gateway does not serve |',
+    '| 404 | `not_found`, `request_not_found` | no such task (or another tenant\'s), request, artifact, webhook |',
+    '| 409 | `request_already_decided`, `task_final`, … | the state moved on: a request decided already (the message says how), a task that has ended |',
+    '| 413 / 415 | `payload_too_large`, `workspace_too_large` / `unsupported_media_type` | a body or workspace over its limit; a body neither JSON nor multipart |',
+    '| 422 | `illegal_transition`, `invalid_command`, `idempotency_key_reused`, `invalid_version`, `unknown_team` | well-formed but not allowed now (the message says why) |',
+    '| 429 | `rate_limited`, `too_many_streams` | over the tenant\'s write rate or open streams: `Retry-After` says when to try again |',
+    '| 503 | `unavailable` | Postgres or NATS is away: nothing was recorded, retry later |',
+    '',
+    '`POST /v1/tasks` and `POST /v1/tasks/:id/fork` take an `Idempotency-Key` header (1..255 characters): the same key and body answer the first request\'s task again (201, `idempotent-replayed: true`), another body is a 422 `idempotency_key_reused`.',
     '',
   ];
   const byTag = new Map<string, string[]>();
@@ -68,7 +82,8 @@ export function renderApiReference(doc: OpenApiDocument): string {
       if (!op) continue;
       const out: string[] = [`### \`${method.toUpperCase()} ${path}\``, ''];
       if (op.summary) out.push(op.summary, '');
-      const params = (op.parameters ?? []).map((p) => `| \`${p.name}\` (${p.in}) | ${typeOf(p.schema)} | ${p.required ? 'yes' : ''} | ${[p.description ?? p.schema?.description, limits(p.schema)].filter(Boolean).join('; ').replace(/\|/g, '\\|')} |`);
+      // A parameter whose schema refuses every value (`not: {}`: a route that takes no query refuses `?at=`, naming where to ask) is not one it takes.
+      const params = (op.parameters ?? []).filter((p) => p.schema?.not === undefined).map((p) => `| \`${p.name}\` (${p.in}) | ${typeOf(p.schema)} | ${p.required ? 'yes' : ''} | ${[p.description ?? p.schema?.description, limits(p.schema)].filter(Boolean).join('; ').replace(/\|/g, '\\|')} |`);
       const body = op.requestBody?.content?.['application/json']?.schema;
       const bodyFields = fields(body, 'body.');
       if (params.length + bodyFields.length > 0) out.push('| field | type | required | notes |', '|---|---|---|---|', ...params, ...bodyFields, '');
