@@ -52,7 +52,13 @@ export function planAcceptance(plan: PlanFacts): PlanAcceptance {
     concerns.push({ code: 'changes_requested', message: `the last review (${review.agentId}) asked for changes${issues > 0 ? ` (${issues} ${plural(issues, 'issue', 'issues')})` : ''} and no round of changes was left (at most ${plan.maxReviewRounds})` });
   }
   const failing = plan.subtasks.filter((t) => (t.tests?.failed ?? 0) > 0).map((t) => t.id);
-  if (failing.length > 0) concerns.push({ code: 'tests_failing', message: `tests still fail in ${failing.join(', ')} (${plural(failing.length, 'its', 'their')} last run)` });
+  // The last reviewer's own run is the suite on everyone's change together (a subtask's may have been its own tests only).
+  const reviewRun = review?.tests;
+  const failed = [
+    ...(failing.length > 0 ? [`tests still fail in ${failing.join(', ')} (${plural(failing.length, 'its', 'their')} last run)`] : []),
+    ...(reviewRun && reviewRun.failed > 0 ? [`the reviewer's last test run (${review.agentId}) had ${reviewRun.failed} failing`] : []),
+  ];
+  if (failed.length > 0) concerns.push({ code: 'tests_failing', message: failed.join('; ') });
   // A change nothing tested is not shown to work: no test run at all, or a last run in which no test was recognised (`run_tests` with a command that runs none).
   if (plan.status === 'completed') {
     const changed = plan.subtasks.filter((t) => t.filesCreated.length + t.filesModified.length > 0);

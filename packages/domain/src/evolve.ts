@@ -250,7 +250,7 @@ export function evolve(state: TaskState, event: RecordedEvent): TaskState {
     case 'ReviewRecorded': {
       const d = event.data;
       if (!s.plan) break;
-      const review = { agentId: d.agentId, round: d.round, verdict: d.verdict, issues: d.issues, summary: d.summary };
+      const review = { agentId: d.agentId, round: d.round, verdict: d.verdict, issues: d.issues, summary: d.summary, tests: s.agents[d.agentId]?.tests ?? null };
       let plan: PlanState = { ...s.plan, reviews: [...s.plan.reviews, review], status: 'running' };
       if (startsRoundOfChanges(plan, d.verdict)) plan = reworkRound(plan, d.issues, d.rework);
       s.plan = plan;

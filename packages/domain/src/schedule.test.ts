@@ -51,8 +51,13 @@ class Run {
   fail(agentId: string): void {
     this.apply({ type: 'FailSubagent', agentId, code: 'boom', message: 'it broke' });
   }
-  review(agentId: string, verdict: 'approve' | 'request_changes', issues: { file: string | null; message: string }[] = []): void {
+  review(agentId: string, verdict: 'approve' | 'request_changes', issues: { file: string | null; message: string }[] = [], o: { tests?: { passed: number; failed: number; skipped: number } } = {}): void {
     this.apply({ type: 'StartSubagent', agentId, attempt: 1, runnerId: 'r' });
+    if (o.tests) {
+      // The reviewer runs the suite on everyone's change before its verdict.
+      this.apply({ type: 'RecordModelTurn', agentId, turn: 1, model: 'm', content: [{ type: 'tool_use', id: `${agentId}-t`, name: 'run_tests', input: {} }], stopReason: 'tool_use', usage, offline: true, durationMs: 1, attempt: 1 });
+      this.apply({ type: 'RecordToolResults', agentId, attempt: 1, results: [{ toolUseId: `${agentId}-t`, toolName: 'run_tests', content: 'tests', isError: o.tests.failed > 0, tests: o.tests }] });
+    }
     const round = this.state.agents[agentId]?.round ?? 0;
     this.apply({ type: 'RecordReview', agentId, round, verdict, issues: issues.map((i) => ({ severity: 'major', line: null, ...i })), summary: verdict });
     this.apply({ type: 'CompleteSubagent', agentId, attempt: 1, summary: verdict, filesCreated: [], filesModified: [], success: true, iterationCapReached: false });
@@ -308,6 +313,24 @@ describe('review and the request-changes round', () => {
     expect(r.state.plan?.status).toBe('failed');
     expect(r.leadResult()?.isError).toBe(true);
     expect(r.acceptance()).toEqual({ accepted: false, concerns: [{ code: 'review_missing', message: 'the review (review-1) ended without a verdict' }] });
+  });
+
+  it("the last reviewer's own test run counts: a suite failing on everyone's change together is not accepted, though each subtask's last run was green and the review approved", () => {
+    const r = new Run().plan(subtasks(), { agent: 'reviewer', rounds: 0 });
+    r.tick();
+    r.finish('api');
+    r.finish('web');
+    r.tick();
+    r.review('review-1', 'approve', [], { tests: { passed: 5, failed: 2, skipped: 0 } });
+    expect(r.state.plan?.reviews[0]?.tests).toEqual({ passed: 5, failed: 2, skipped: 0 });
+    expect(r.acceptance()).toEqual({ accepted: false, concerns: [{ code: 'tests_failing', message: "the reviewer's last test run (review-1) had 2 failing" }] });
+    const green = new Run().plan(subtasks(), { agent: 'reviewer', rounds: 0 });
+    green.tick();
+    green.finish('api');
+    green.finish('web');
+    green.tick();
+    green.review('review-1', 'approve', [], { tests: { passed: 7, failed: 0, skipped: 0 } });
+    expect(green.acceptance()).toEqual({ accepted: true, concerns: [] });
   });
 
   it('a plan whose subtasks ended with failing tests completes but is not accepted; one approved with green tests is, with no reviewer too', () => {

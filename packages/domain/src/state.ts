@@ -119,6 +119,8 @@ export interface Review {
   verdict: ReviewVerdict;
   issues: ReviewIssue[];
   summary: string;
+  /** The reviewer's last test run as its review was recorded (the suite on everyone's change); null or absent: it ran none. */
+  tests?: TestCounts | null;
 }
 
 /**
