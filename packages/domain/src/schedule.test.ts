@@ -316,21 +316,19 @@ describe('review and the request-changes round', () => {
   });
 
   it("the last reviewer's own test run counts: a suite failing on everyone's change together is not accepted, though each subtask's last run was green and the review approved", () => {
-    const r = new Run().plan(subtasks(), { agent: 'reviewer', rounds: 0 });
-    r.tick();
-    r.finish('api');
-    r.finish('web');
-    r.tick();
-    r.review('review-1', 'approve', [], { tests: { passed: 5, failed: 2, skipped: 0 } });
-    expect(r.state.plan?.reviews[0]?.tests).toEqual({ passed: 5, failed: 2, skipped: 0 });
-    expect(r.acceptance()).toEqual({ accepted: false, concerns: [{ code: 'tests_failing', message: "the reviewer's last test run (review-1) had 2 failing" }] });
-    const green = new Run().plan(subtasks(), { agent: 'reviewer', rounds: 0 });
-    green.tick();
-    green.finish('api');
-    green.finish('web');
-    green.tick();
-    green.review('review-1', 'approve', [], { tests: { passed: 7, failed: 0, skipped: 0 } });
-    expect(green.acceptance()).toEqual({ accepted: true, concerns: [] });
+    const reviewed = (failed: number): Run => {
+      const r = new Run().plan(subtasks(), { agent: 'reviewer', rounds: 0 });
+      r.tick();
+      r.finish('api');
+      r.finish('web');
+      r.tick();
+      r.review('review-1', 'approve', [], { tests: { passed: 5, failed, skipped: 0 } });
+      return r;
+    };
+    const red = reviewed(2);
+    expect(red.state.plan?.reviews[0]?.tests).toEqual({ passed: 5, failed: 2, skipped: 0 });
+    expect(red.acceptance()).toEqual({ accepted: false, concerns: [{ code: 'tests_failing', message: "the reviewer's last test run (review-1) had 2 failing" }] });
+    expect(reviewed(0).acceptance()).toEqual({ accepted: true, concerns: [] });
   });
 
   it('a plan whose subtasks ended with failing tests completes but is not accepted; one approved with green tests is, with no reviewer too', () => {
