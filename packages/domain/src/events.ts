@@ -73,6 +73,12 @@ export const eventDataSchemas = {
     budget: Budget.nullable().default(null),
     /** Who is mailed and when (the request's, else its tenant's default); null or absent: nobody (docs/email.md). */
     notify: NotifyConfig.nullable().optional(),
+    /**
+     * The version of the team's configuration the gateway accepted the task with (recorded in
+     * team_configs): the lead starts on it — also on an orchestrator that has not loaded it yet
+     * (a rolling update adding a team). Absent in older logs: the orchestrator's current one.
+     */
+    configVersion: z.string().min(1).optional(),
   }),
   TaskStarted: z.object({ leadAgentId: AgentId, leadAgentType: z.string().min(1), configVersion: z.string().min(1) }),
   ModelTurnRecorded: z.object({

@@ -45,6 +45,7 @@ export function evolve(state: TaskState, event: RecordedEvent): TaskState {
         notify: d.notify ?? null,
         metadata: d.metadata,
         forkedFrom: d.forkedFrom ?? null,
+        acceptedConfigVersion: d.configVersion ?? null,
         workspace: d.workspace ?? null,
         budget: d.budget ?? null,
         createdAt: at,

@@ -238,6 +238,8 @@ export interface TaskState {
   tenantId: string;
   prompt: string;
   team: string;
+  /** The version of the team's configuration the task was accepted with (TaskSubmitted; null in older logs): the one its lead starts on. */
+  acceptedConfigVersion: string | null;
   requirePlanApproval: boolean;
   approvalTimeoutSeconds: number;
   webhook: WebhookConfig | null;
@@ -284,6 +286,7 @@ export const initialState = (): TaskState => ({
   tenantId: '',
   prompt: '',
   team: '',
+  acceptedConfigVersion: null,
   requirePlanApproval: true,
   approvalTimeoutSeconds: 600,
   webhook: null,

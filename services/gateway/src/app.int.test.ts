@@ -3,7 +3,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { builtinTeams, configVersion, type TeamDefinition } from '@baton/agents';
+import { builtinTeams, configVersion, TeamCatalog, type TeamDefinition } from '@baton/agents';
 import { busNames, deadLetterRecorder, ensureTopology, publishWakeUps, Relay, RELAYED_CURSOR_HEADER, RELAYED_PREV_HEADER } from '@baton/bus';
 import { headers } from '@nats-io/nats-core';
 import { handleCommand, TaskCache } from '@baton/event-store';
@@ -921,7 +921,7 @@ describe('faults', () => {
     const names = busNames(nats.namespace);
     const app = await buildApp({
       pool: dead.pool, kysely: dead.kysely, store: new EventStore(dead.pool), load: new TaskCache(dead.pool).load, names, nats: () => nats.nc, hub: new SseHub(names, log), tenants: new TaskTenants(),
-      teams: builtinTeams, apiKeys: new Map(), log, metrics: createGatewayMetrics(), now: () => new Date(), newId: randomUUID, sseHeartbeatMs: 15_000, bodyLimit: 65_536,
+      teams: builtinTeams, catalog: new TeamCatalog(builtinTeams), apiKeys: new Map(), log, metrics: createGatewayMetrics(), now: () => new Date(), newId: randomUUID, sseHeartbeatMs: 15_000, bodyLimit: 65_536,
       examplesDir: path.join(tmpdir(), 'baton-no-examples'), workspaceLimits: DEFAULT_WORKSPACE_LIMITS, limits: DEFAULT_LIMITS, allowPrivateWebhooks: false, bulk: limiter(1),
     });
     const post = await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x' } });
@@ -951,6 +951,28 @@ describe('human in the loop over HTTP', () => {
     await handleCommand(pg.store, id, { type: 'RequestApproval', requestId: 'apr-1', agentId: 'lead', toolUseId: 'tu-plan', toolName: 'Task', input: { agent: 'researcher', prompt: 'p' }, inputDigest: 'd', plan: 'plan', deadline: new Date(Date.now() + 60_000).toISOString(), onTimeout: 'reject' });
     return id;
   }
+
+  test("an edited approval is checked against the configuration the run is pinned to, not the gateway's current one (an agent added since passed here and failed in the run, the approval used up)", async ({ pg, nats }) => {
+    const research = builtinTeams.research as TeamDefinition;
+    const researcher = research.agents.researcher as NonNullable<TeamDefinition['agents'][string]>;
+    // The run's configuration (recorded by the services that loaded it) …
+    await saveTeamConfigs(pg.db.pool, [{ version: configVersion(research), teamId: 'research', definition: research }]);
+    // … and this gateway's, rolled out since: a fact-checker the lead may delegate to.
+    const rolled: TeamDefinition = { ...research, lead: { ...research.lead, delegatesTo: [...(research.lead.delegatesTo ?? []), 'fact-checker'] }, agents: { ...research.agents, 'fact-checker': { ...researcher, id: 'fact-checker', name: 'Fact checker' } } };
+    const app = await gateway(pg, nats, { teams: { ...builtinTeams, research: rolled } });
+    const id = (await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'AI stuff', approvalTimeoutSeconds: 60 } })).json().id as string;
+    await handleCommand(pg.store, id, { type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'research-lead', configVersion: configVersion(research) });
+    await handleCommand(pg.store, id, { type: 'RecordModelTurn', agentId: 'lead', turn: 1, model: 'm', stopReason: 'tool_use', usage, offline: true, durationMs: 0, content: [{ type: 'tool_use', id: 'tu-plan', name: 'Task', input: { agent: 'researcher', prompt: 'p' } }] });
+    await handleCommand(pg.store, id, { type: 'RequestApproval', requestId: 'apr-1', agentId: 'lead', toolUseId: 'tu-plan', toolName: 'Task', input: { agent: 'researcher', prompt: 'p' }, inputDigest: 'd', plan: 'plan', deadline: new Date(Date.now() + 60_000).toISOString(), onTimeout: 'reject' });
+    const refused = await app.inject({ method: 'POST', url: `/v1/tasks/${id}/approvals/apr-1`, payload: { decision: 'approve', input: { agent: 'fact-checker', prompt: 'check it' } } });
+    expect([refused.statusCode, refused.json().error.message]).toEqual([400, expect.stringMatching(/^body\.input\.agent: unknown agent 'fact-checker'/)]);
+    expect((await app.inject({ method: 'GET', url: `/v1/tasks/${id}` })).json().pendingRequests.map((r: { requestId: string }) => r.requestId)).toEqual(['apr-1']); // still open
+    const ok = await app.inject({ method: 'POST', url: `/v1/tasks/${id}/approvals/apr-1`, payload: { decision: 'approve', input: { agent: 'researcher', prompt: 'narrower' } } });
+    expect(ok.statusCode).toBe(200);
+    // The task records the configuration it was accepted with: its lead starts on it, wherever it runs.
+    const submitted = (await app.inject({ method: 'GET', url: `/v1/tasks/${id}/events` })).json().items[0];
+    expect(submitted.data.configVersion).toBe(configVersion(rolled));
+  });
 
   test('artifacts: listed from the log, downloaded with their media type; unknown or unrecorded paths are 404; a fork carries them', async ({ pg, nats }) => {
     const app = await gateway(pg, nats);

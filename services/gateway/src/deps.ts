@@ -1,4 +1,4 @@
-import type { StreamingModel, TeamDefinition } from '@baton/agents';
+import type { StreamingModel, TeamCatalog, TeamDefinition } from '@baton/agents';
 import type { BusNames } from '@baton/bus';
 import type { NotifyConfig } from '@baton/domain';
 import type { Database } from '@baton/db';
@@ -25,6 +25,8 @@ export interface GatewayDeps {
   /** Tenants of tasks seen here (event streams check visibility against it first). */
   tenants: TaskTenants;
   teams: Readonly<Record<string, TeamDefinition>>;
+  /** `teams` and every version the services recorded (team_configs): a task's pinned configuration, wherever it was loaded. */
+  catalog: TeamCatalog;
   apiKeys: Map<string, string>;
   /** Without API keys, the host names (besides localhost and IP addresses) the API answers at (OPEN_API_HOSTS). */
   openApiHosts?: readonly string[];

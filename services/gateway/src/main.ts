@@ -1,11 +1,11 @@
 import { createGatewayMetrics } from '@baton/telemetry';
 import { randomUUID } from 'node:crypto';
-import { chatModelFromConfig, loadTeamsOrExit } from '@baton/agents';
+import { chatModelFromConfig, loadTeamsOrExit, TeamCatalog } from '@baton/agents';
 import { busNames, connectNats, drainNats, serveDiagnostics } from '@baton/bus';
 import { createDb } from '@baton/db';
 import { EventStore, servicesCachePolicy, TaskCache } from '@baton/event-store';
-import { configOrExit, createLogger, installCrashGuards, installShutdown, limiter, listenOrExit, startTelemetry } from '@baton/runtime';
-import { listExamples } from '@baton/storage';
+import { configOrExit, createLogger, installCrashGuards, installShutdown, limiter, listenOrExit, retryForever, startTelemetry } from '@baton/runtime';
+import { listExamples, loadTeamConfig, saveTeamConfigs } from '@baton/storage';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { buildApp } from './app.ts';
 import { gatewayLimits, loadGatewayConfig, parseApiKeys, workspaceLimits } from './config.ts';
@@ -27,6 +27,7 @@ const cache = new TaskCache(db.pool, servicesCachePolicy);
 const names = busNames(config.BATON_NAMESPACE);
 const hub = new SseHub(names, log);
 let nc: NatsConnection | null = null;
+const catalog = new TeamCatalog(teams, (v) => loadTeamConfig(db.pool, v));
 const apiKeys = parseApiKeys(config.BATON_API_KEYS);
 if (apiKeys.size === 0) log.warn('no BATON_API_KEYS configured: the API is OPEN (single tenant "default"); set keys before exposing it');
 
@@ -40,6 +41,7 @@ const app = await buildApp({
   hub,
   tenants: new TaskTenants(),
   teams,
+  catalog,
   apiKeys,
   openApiHosts: config.OPEN_API_HOSTS,
   log,
@@ -72,6 +74,9 @@ await listenOrExit({ host: config.HOST, port: config.PORT, setting: 'PORT (baton
 const address = app.server.address();
 log.info({ url: `http://${config.HOST}:${typeof address === 'object' && address ? address.port : config.PORT}` }, 'gateway listening');
 db.pool.query('select 1').catch((err: Error) => log.error({ err: err.message }, 'Postgres is unreachable; /readyz reports 503 until it is back'));
+// The configurations this gateway accepts tasks with are recorded (a task names its version), so an
+// orchestrator or runner that has not loaded them yet — a rolling update adding a team — runs them.
+void retryForever('recording team config versions', log, () => saveTeamConfigs(db.pool, catalog.versions()));
 void connectNats(config.NATS_URL, 'baton-gateway', log).then((c) => {
   nc = c;
   hub.attach(c);

@@ -2,13 +2,13 @@ import { createGatewayMetrics } from '@baton/telemetry';
 import { randomUUID } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { builtinTeams, type StreamingModel } from '@baton/agents';
+import { builtinTeams, TeamCatalog, type StreamingModel, type TeamDefinition } from '@baton/agents';
 import { busNames } from '@baton/bus';
 import type { NotifyConfig } from '@baton/domain';
 import type { Db } from '@baton/db';
 import { TaskCache, type EventStore } from '@baton/event-store';
 import { limiter, silentLogger } from '@baton/runtime';
-import { DEFAULT_WORKSPACE_LIMITS, type WorkspaceLimits } from '@baton/storage';
+import { DEFAULT_WORKSPACE_LIMITS, loadTeamConfig, type WorkspaceLimits } from '@baton/storage';
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.ts';
@@ -24,7 +24,7 @@ import { TaskTenants } from './task-tenants.ts';
 export async function testGateway(
   pg: { db: Pick<Db, 'pool' | 'kysely'>; store: EventStore },
   nats: { nc: NatsConnection; namespace: string } | null,
-  opts: { apiKeys?: Map<string, string>; openApiHosts?: string[]; namespace?: string; sseHeartbeatMs?: number; examplesDir?: string; workspaceLimits?: WorkspaceLimits; limits?: Partial<GatewayLimits>; allowPrivateWebhooks?: boolean; budgets?: TenantBudgets; chatModel?: StreamingModel; notify?: Record<string, NotifyConfig>; mailLinkSecret?: string } = {},
+  opts: { teams?: Readonly<Record<string, TeamDefinition>>; apiKeys?: Map<string, string>; openApiHosts?: string[]; namespace?: string; sseHeartbeatMs?: number; examplesDir?: string; workspaceLimits?: WorkspaceLimits; limits?: Partial<GatewayLimits>; allowPrivateWebhooks?: boolean; budgets?: TenantBudgets; chatModel?: StreamingModel; notify?: Record<string, NotifyConfig>; mailLinkSecret?: string } = {},
 ): Promise<FastifyInstance> {
   const log = silentLogger();
   const names = busNames(opts.namespace ?? nats?.namespace ?? '');
@@ -39,7 +39,8 @@ export async function testGateway(
     nats: () => nats?.nc ?? null,
     hub,
     tenants: new TaskTenants(),
-    teams: builtinTeams,
+    teams: opts.teams ?? builtinTeams,
+    catalog: new TeamCatalog(opts.teams ?? builtinTeams, (v) => loadTeamConfig(pg.db.pool, v)),
     apiKeys: opts.apiKeys ?? new Map(),
     ...(opts.openApiHosts ? { openApiHosts: opts.openApiHosts } : {}),
     log,

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { builtinTeams, ModelRejectedError, ModelUnavailableError, OfflineModel, PLAN_REMINDER, type TeamDefinition } from '@baton/agents';
+import { builtinTeams, configVersion, ModelRejectedError, ModelUnavailableError, OfflineModel, PLAN_REMINDER, TeamCatalog, type TeamDefinition } from '@baton/agents';
+import { loadTeamConfig, saveTeamConfigs } from '@baton/storage';
 import { busNames, BusEvent, encodeEvent, ensureTopology, recordedFromBus } from '@baton/bus';
 import { handleCommand, keepUnfinished, loadTask, servicesCachePolicy, TaskCache, type EventStore } from '@baton/event-store';
 import { silentLogger } from '@baton/runtime';
@@ -314,6 +315,19 @@ describe('advanceTask (the lead loop)', () => {
     const research = await submit(pg.store, { requirePlanApproval: false });
     await advanceTask({ ...deps(pg.store), model: { name: 'm', complete: async () => ({ content: [{ type: 'text' as const, text: 'done' }], stopReason: 'end_turn' as const, usage, model: 'm', offline: false }) } }, research);
     expect((await loadTask(pg.store, research)).state).toMatchObject({ status: 'completed', result: { summary: 'done' } });
+  });
+
+  pgTest("a task of a team this orchestrator has not loaded (a rolling update adding it: the gateway had) starts on the configuration it was accepted with, recorded by the gateway", async ({ pg }) => {
+    const bench2: TeamDefinition = { ...(builtinTeams.bench as TeamDefinition), id: 'bench2' };
+    await saveTeamConfigs(pg.db.pool, [{ version: configVersion(bench2), teamId: 'bench2', definition: bench2 }]);
+    const id = randomUUID();
+    await handleCommand(pg.store, id, {
+      type: 'SubmitTask', prompt: 'bench', team: 'bench2', configVersion: configVersion(bench2), requirePlanApproval: false,
+      approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 'default', requestHash: null, forkedFrom: null, workspace: null, budget: null,
+    });
+    await advanceTask({ ...deps(pg.store), catalog: new TeamCatalog(builtinTeams, (v) => loadTeamConfig(pg.db.pool, v)) }, id);
+    const { state } = await loadTask(pg.store, id);
+    expect(state).toMatchObject({ status: 'completed', lead: { configVersion: configVersion(bench2) } });
   });
 
   pgTest('an unknown team fails the task visibly', async ({ pg }) => {

@@ -82,7 +82,8 @@ async function runLead(deps: LeadDeps, initial: TaskState, history: readonly Rec
     return true;
   };
 
-  const team = deps.catalog ? await deps.catalog.resolve(initial.team, initial.lead?.configVersion) : own(deps.teams ?? builtinTeams, initial.team);
+  // Pinned: the lead's version once started; before, the one the task was accepted with (its gateway recorded it).
+  const team = deps.catalog ? await deps.catalog.resolve(initial.team, initial.lead?.configVersion ?? initial.acceptedConfigVersion ?? undefined) : own(deps.teams ?? builtinTeams, initial.team);
   if (!team) {
     writer.apply({ type: 'FailTask', code: 'unknown_team', message: `team '${initial.team}' is not configured` });
     await commit();

@@ -1,10 +1,9 @@
 import type { ServerResponse } from 'node:http';
-import { configVersion, TeamCatalog, verifyRun } from '@baton/agents';
+import { configVersion, verifyRun } from '@baton/agents';
 import { EVENT_TYPES, isStepEvent, own, STEP_EVENT_TYPES, TERMINAL_EVENT_TYPES, type EventType, type RecordedEvent } from '@baton/domain';
 import { redactCredentials, toEventView, toTaskView, type EventView } from '@baton/api';
 import type { RelayedEvent } from '@baton/bus';
 import { comesBefore, listTasks, sameCursor, START, type LogCursor } from '@baton/event-store';
-import { loadTeamConfig } from '@baton/storage';
 import { setBounded } from '@baton/runtime';
 import type { ZodTypeProvider } from '@fastify/type-provider-zod';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
@@ -363,11 +362,10 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
 
   // The determinism check: the current code against the run's recorded model outputs and tool results (docs/verify.md),
   // with the team configuration the run was pinned to (a code change shows, not a config change) or, asked, the one loaded now.
-  const catalog = new TeamCatalog(d.teams, (v) => loadTeamConfig(d.pool, v));
   r.post('/v1/tasks/:id/verify', { schema: { params: TaskIdParams, querystring: VerifyQuery, body: NoBody, tags: ['events'], summary: "Re-run the code's decisions against the recorded run: the first divergence, or identical (?config=pinned: with the run's own team configuration, the default; current: with the one loaded now)" } }, async (req) => {
     const { state, events } = await loadVisibleTask(d, req, req.params.id);
     const pinned = state.lead?.configVersion ?? null;
-    const team = req.query.config === 'pinned' && pinned ? await catalog.resolve(state.team, pinned) : own(d.teams, state.team);
+    const team = req.query.config === 'pinned' && pinned ? await d.catalog.resolve(state.team, pinned) : own(d.teams, state.team);
     if (!team) throw new HttpError(422, 'unknown_team', `the task's team '${state.team}' is not configured here; configured: ${Object.keys(d.teams).join(', ')}`);
     const version = configVersion(team);
     // Asked for the run's own but it is not recorded here (older data, another deployment): said, not hidden.

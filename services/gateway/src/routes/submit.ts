@@ -1,4 +1,5 @@
 import { exists, initialState, own, uuidV5, type Budget, type Command, type InputWorkspace, type TaskState } from '@baton/domain';
+import { configVersion } from '@baton/agents';
 import { webhookUrlProblem } from '@baton/api';
 import { publishWakeUps } from '@baton/bus';
 import { isConcurrencyError, loadTask, TaskWriter } from '@baton/event-store';
@@ -64,6 +65,7 @@ export async function submitTask(d: GatewayDeps, req: FastifyRequest, body: Task
   }
   // The files are in Postgres before the log names them.
   const workspace = o.workspace ? await o.workspace() : null;
+  const acceptedTeam = own(d.teams, body.team);
   const command: Command = {
     type: 'SubmitTask',
     prompt: body.prompt,
@@ -79,6 +81,8 @@ export async function submitTask(d: GatewayDeps, req: FastifyRequest, body: Task
     budget: budgetFor(body.budget ?? tenantDefault(d.budgets, req.tenant)),
     // Recorded with the task (a replay or a fork sees it); the request's replaces the tenant's default.
     notify: body.notify ?? tenantDefault(d.notify, req.tenant) ?? null,
+    // The configuration it was accepted with (checkSubmission: configured here): its run starts on it.
+    ...(acceptedTeam ? { configVersion: configVersion(acceptedTeam) } : {}),
   };
   try {
     const writer = new TaskWriter(d.store, taskId, initialState(), { now: d.now });

@@ -93,20 +93,24 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
   r.post('/v1/tasks/:id/approvals/:requestId', { schema: { params: RequestParams, body: ApprovalBody, tags: ['requests'], summary: 'Approve (optionally with edited input) or reject a request' } }, async (req) => {
     const { id, requestId } = req.params;
     const body = req.body;
-    return command(req, id, (s) => {
+    const visible = await loadVisibleTask(d, req, id);
+    // An edit is checked against the configuration the run is pinned to, not this gateway's current
+    // one (an agent added since would pass here and fail in the run, the approval used up).
+    const team = body.input !== undefined ? await d.catalog.resolve(visible.state.team, visible.state.lead?.configVersion) : undefined;
+    return toTaskView((await runTaskCommand(d, id, visible, (s) => {
       const open = own(s.pendingRequests, requestId);
       let input = body.input;
       if (body.decision === 'approve' && input !== undefined && open?.kind === 'approval') {
         const tool = allTools[open.toolName];
         if (tool) {
           // The same checks the model's own call had (a plan's agents, dependencies and locks).
-          const parsed = parseToolInput(tool, input, own(d.teams, s.team));
+          const parsed = parseToolInput(tool, input, team);
           if (!parsed.ok) throw new HttpError(400, 'validation_error', parsed.issues.map((i) => `body.input.${i.path}: ${i.message}`).join('; '), parsed.issues.map((i) => ({ field: `body.input.${i.path}`, message: i.message })));
           input = parsed.value;
         }
       }
       return { type: 'DecideApproval', requestId, decision: body.decision, input, reason: body.reason, budget: body.budget, decidedBy: req.actor };
-    });
+    }, req.actor)).state);
   });
 
   r.post('/v1/tasks/:id/answers/:requestId', { schema: { params: RequestParams, body: AnswerBody, tags: ['requests'], summary: 'Answer a clarification request' } }, async (req) => {
