@@ -28,7 +28,7 @@ describe('webhook subscriptions of a task', () => {
       expect(res.statusCode).toBe(400);
       return res.json().error.message as string;
     };
-    expect(await refused('event.ModelTurnRecorded')).toMatch(/body\.webhook\.events\.0: an agent's steps \(ModelTurnRecorded, ToolResultsRecorded, ModelUnavailable\) make no webhook .*GET \/v1\/tasks\/:id\/events/);
+    expect(await refused('event.ModelTurnRecorded')).toMatch(/body\.webhook\.events\.0: an agent's steps \(ModelTurnRecorded, ToolResultsRecorded, ModelUnavailable, AgentReminded\) make no webhook .*GET \/v1\/tasks\/:id\/events/);
     expect(await refused('event.ToolResultsRecorded')).toMatch(/make no webhook/);
     expect(await refused('event.TaskExploded')).toMatch(/body\.webhook\.events\.0: unknown event type 'TaskExploded'; known: TaskSubmitted, /);
     expect(await (async () => {
