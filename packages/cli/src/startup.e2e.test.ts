@@ -5,7 +5,8 @@ import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { deleteNamespace, newNamespace, withDatabase } from '@baton/testing';
+import { claimNamespace } from '@baton/db';
+import { deleteNamespace, newNamespace, pgTest, withDatabase } from '@baton/testing';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { dropDatabase } from './procs.ts';
 
@@ -61,6 +62,20 @@ describe('start-up with a bad team config', () => {
     expect(unusable?.code).toBe(78);
     expect(unusable?.stderr).toMatch(/WORKSPACE_ROOT: cannot make workspaces under \/etc\/passwd\/workspaces: ENOTDIR/);
   });
+
+  pgTest("a service of another namespace than the one its database belongs to refuses to start, exit 78 naming both (one had taken the relay's lock and published the other's events where nobody listened)", async ({ pg }) => {
+    expect(await claimNamespace(pg.db.pool, 'owner1')).toBe('owner1');
+    expect(await claimNamespace(pg.db.pool, 'other2')).toBe('owner1'); // the first claim holds
+    for (const service of ['orchestrator', 'sandbox-runner', 'notifier', 'gateway']) {
+      const err = await run(process.execPath, [path.join(ROOT, 'services', service, 'src', 'main.ts')], {
+        env: { ...process.env, DATABASE_URL: pg.url, NATS_URL: inject('natsUrl'), BATON_NAMESPACE: 'other2', OPS_PORT: '0', PORT: '0', WORKSPACE_ROOT: path.join(tmpdir(), 'baton-ns-refused') },
+        timeout: 60_000,
+      }).then(() => null, (e: { code: number; stderr: string }) => e);
+      expect(err?.code, service).toBe(78);
+      expect(err?.stderr, service).toContain("BATON_NAMESPACE: 'other2', but DATABASE_URL's database belongs to namespace 'owner1' (the first service that ran on it claimed it)");
+    }
+    await deleteNamespace(inject('natsUrl'), 'other2');
+  }, 240_000);
 
   it('a port already taken: the gateway (PORT) and a worker (OPS_PORT) say which and how to choose another, and exit 78; baton up stops instead of restarting for ever', async () => {
     const taken = createServer();

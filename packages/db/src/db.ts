@@ -129,3 +129,18 @@ export function schemaReady(pool: Pick<pg.Pool, 'query'>): () => Promise<void> {
     applied = true;
   };
 }
+
+/**
+ * Claim this database for a namespace (BATON_NAMESPACE): the first to ask owns it. Returns the
+ * owner — this namespace, or the one that claimed it first (then the caller must not run on it:
+ * `holdNamespace` in @baton/runtime).
+ */
+export async function claimNamespace(pool: Pick<pg.Pool, 'query'>, namespace: string): Promise<string> {
+  const { rows } = await pool.query<{ namespace: string }>(
+    `with claimed as (insert into deployment (namespace) values ($1) on conflict (id) do nothing returning namespace)
+     select namespace from claimed union all select namespace from deployment where not exists (select 1 from claimed)`,
+    [namespace],
+  );
+  return rows[0]?.namespace ?? namespace;
+}
+

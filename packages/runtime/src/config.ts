@@ -1,6 +1,8 @@
 import { statSync } from 'node:fs';
 import { tracingEnvShape } from '@baton/telemetry';
 import { z } from 'zod';
+import type { Logger } from 'pino';
+import { retryForever } from './shutdown.ts';
 
 export class ConfigError extends Error {
   readonly issues: string[];
@@ -165,3 +167,21 @@ export const modelEnv = {
    */
   ANTHROPIC_OUTAGE_LIMIT_MS: durationMs(900_000, 1000),
 };
+
+/** Why a service of `namespace` may not run on a database `owner` claimed first (null: it may). */
+export function namespaceRefusal(namespace: string, owner: string): string | null {
+  if (owner === namespace) return null;
+  const name = (ns: string): string => (ns === '' ? "'' (none set)" : `'${ns}'`);
+  return `BATON_NAMESPACE: ${name(namespace)}, but DATABASE_URL's database belongs to namespace ${name(owner)} (the first service that ran on it claimed it). Two namespaces on one database act on each other's tasks — a relay publishing one's events where only the other listens (tasks stalled, webhooks lost): give each deployment its own database, or set BATON_NAMESPACE=${owner === '' ? "'' (leave it out)" : owner}.`;
+}
+
+/**
+ * Hold a service to its database's namespace: `claim` (@baton/db's claimNamespace) records this
+ * one as the owner if none is, and answers the owner (asked again while Postgres is away); a
+ * database another namespace owns is refused — printed, exit 78, like a bad setting.
+ */
+export async function holdNamespace(service: string, namespace: string, claim: (namespace: string) => Promise<string>, log: Logger): Promise<void> {
+  const owner = await retryForever("claiming the database for this service's BATON_NAMESPACE", log, () => claim(namespace));
+  const refused = namespaceRefusal(namespace, owner);
+  if (refused) exitOnConfigError(new ConfigError(service, [refused]));
+}

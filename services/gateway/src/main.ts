@@ -2,9 +2,9 @@ import { createGatewayMetrics } from '@baton/telemetry';
 import { randomUUID } from 'node:crypto';
 import { chatModelFromConfig, loadTeamsOrExit, TeamCatalog } from '@baton/agents';
 import { busNames, connectNats, drainNats, serveDiagnostics } from '@baton/bus';
-import { createDb } from '@baton/db';
+import { claimNamespace, createDb } from '@baton/db';
 import { EventStore, servicesCachePolicy, TaskCache } from '@baton/event-store';
-import { configOrExit, createLogger, installCrashGuards, installShutdown, limiter, listenOrExit, retryForever, startTelemetry } from '@baton/runtime';
+import { configOrExit, createLogger, holdNamespace, installCrashGuards, installShutdown, limiter, listenOrExit, retryForever, startTelemetry } from '@baton/runtime';
 import { listExamples, loadTeamConfig, saveTeamConfigs } from '@baton/storage';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { buildApp } from './app.ts';
@@ -77,6 +77,8 @@ db.pool.query('select 1').catch((err: Error) => log.error({ err: err.message }, 
 // The configurations this gateway accepts tasks with are recorded (a task names its version), so an
 // orchestrator or runner that has not loaded them yet — a rolling update adding a team — runs them.
 void retryForever('recording team config versions', log, () => saveTeamConfigs(db.pool, catalog.versions()));
+// One namespace per database (checked once Postgres answers: the gateway serves meanwhile).
+void holdNamespace('gateway', config.BATON_NAMESPACE, (ns) => claimNamespace(db.pool, ns), log);
 void connectNats(config.NATS_URL, 'baton-gateway', log).then((c) => {
   nc = c;
   hub.attach(c);

@@ -17,6 +17,7 @@ import * as m015 from './015_task_search_trgm.ts';
 import * as m016 from './016_delivery_given_up.ts';
 import * as m017 from './017_one_open_redelivery.ts';
 import * as m018 from './018_mail_handed_over.ts';
+import * as m019 from './019_deployment_namespace.ts';
 
 /** Numbered migrations, imported statically so they run the same from source and from a build. */
 export const migrations: Record<string, Migration> = {
@@ -38,6 +39,7 @@ export const migrations: Record<string, Migration> = {
   '016_delivery_given_up': m016,
   '017_one_open_redelivery': m017,
   '018_mail_handed_over': m018,
+  '019_deployment_namespace': m019,
 };
 
 export const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };
