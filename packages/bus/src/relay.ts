@@ -102,6 +102,7 @@ export class Relay {
     const c = this.client;
     this.client = null;
     this.leader = false;
+    metrics.relayLeader.set(0);
     if (c) {
       try {
         c.release(err ?? true);
@@ -143,6 +144,7 @@ export class Relay {
     await client.query(`select pg_advisory_lock(hashtext('baton-relay:' || $1))`, [this.o.processorId]);
     if (!this.running) return;
     this.leader = true;
+    metrics.relayLeader.set(1);
     this.o.log.info('relay: leading');
     const audience = this.o.audience;
     client.on('notification', (n) => {

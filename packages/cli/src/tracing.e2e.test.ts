@@ -169,6 +169,7 @@ describe('traces across the bus and metrics from every service', () => {
     expect(o).toMatch(/^baton_step_duration_seconds_count\{runs_in="orchestrator",team="research"\} [1-9]/m);
     expect(o).toMatch(/^baton_relay_published_total [1-9]/m);
     expect(o).toMatch(/^baton_relay_leading 1$/m);
+    expect(o).toMatch(/^baton_relay_leader 1$/m); // this orchestrator is the one leading
     expect(o).toMatch(/^baton_relay_lag_events \d+$/m);
     expect(o).toMatch(/^baton_consumer_pending_messages\{consumer="[^"]+"\} \d+$/m);
     expect(o).toMatch(/^baton_messages_handled_total\{consumer="[^"]+",outcome="ack"\} [1-9]/m);

@@ -51,6 +51,7 @@ export const metrics = {
   relayLagEvents: new client.Gauge({ name: 'baton_relay_lag_events', help: 'Transitions in the log the relay has not published yet (up to 1,000; log head vs checkpoint)', registers: [registry] }),
   relayLagSeconds: new client.Gauge({ name: 'baton_relay_lag_seconds', help: 'Age of the oldest transition the relay has not published (0 when caught up)', registers: [registry] }),
   relayLeading: new client.Gauge({ name: 'baton_relay_leading', help: '1 when a relay holds the leader lock for this database', registers: [registry] }),
+  relayLeader: new client.Gauge({ name: 'baton_relay_leader', help: '1 in the process whose relay holds the leader lock (which replica leads; baton_relay_leading says whether any does)', registers: [registry] }),
   consumerPending: new client.Gauge({ name: 'baton_consumer_pending_messages', help: 'Messages a durable consumer has not been delivered yet (JetStream num_pending)', labelNames: ['consumer'] as const, registers: [registry] }),
   consumerAckPending: new client.Gauge({ name: 'baton_consumer_ack_pending_messages', help: 'Messages delivered and not yet acknowledged (JetStream num_ack_pending)', labelNames: ['consumer'] as const, registers: [registry] }),
   consumerRedelivered: new client.Gauge({ name: 'baton_consumer_redelivered_messages', help: 'Messages delivered more than once and still unacknowledged (JetStream num_redelivered)', labelNames: ['consumer'] as const, registers: [registry] }),
