@@ -20,6 +20,12 @@ describe('webhook deliveries', () => {
       { ...first, id: expect.any(String), channel: 'webhook', endpointId: null, redelivery: false, givenUp: true, attempt: 3, statusCode: 410, error: 'HTTP 410', durationMs: 3, attemptedAt: expect.any(Date) },
     ]);
     expect(await listDeliveries(db.pool, randomUUID())).toEqual([]);
+    // When an attempt began (it is recorded once it has ended): an 8 s answer shows 8 s before it was recorded.
+    const slow = randomUUID();
+    const before = (await db.pool.query<{ now: Date }>('select now()')).rows[0]!.now.getTime();
+    await recordDelivery(db.pool, { ...failed, taskId: slow, durationMs: 8029 });
+    const [row] = await listDeliveries(db.pool, slow);
+    expect(before - row!.attemptedAt.getTime()).toBeGreaterThan(7900);
   });
 
   test('listed by id as a number: the 10th attempt after the 9th, not after the 1st', async ({ pg: { db } }) => {

@@ -30,9 +30,10 @@ export interface DeliveryAttempt {
 /** A recorded attempt, as a task's delivery list shows it. */
 export type RecordedDelivery = Omit<DeliveryAttempt, 'taskId' | 'channel' | 'redeliveryId' | 'endpointId' | 'givenUp'> & { id: string; channel: 'webhook' | 'email'; endpointId: string | null; redelivery: boolean; givenUp: boolean; attemptedAt: Date };
 
-const INSERT_DELIVERY = `insert into webhook_deliveries (task_id, event_id, webhook_id, type, url, attempt, status_code, ok, error, duration_ms, channel, redelivery_id, endpoint_id, given_up)
-     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`;
-const deliveryValues = (a: DeliveryAttempt): unknown[] => [a.taskId, a.eventId, a.webhookId, a.type, a.url, a.attempt, a.statusCode, a.ok, a.error, a.durationMs, a.channel ?? 'webhook', a.redeliveryId ?? null, a.endpointId ?? null, a.givenUp ?? false];
+// Recorded once it has ended: `attempted_at` is when it began (its duration before now), as a delivery list reads it.
+const INSERT_DELIVERY = `insert into webhook_deliveries (task_id, event_id, webhook_id, type, url, attempt, status_code, ok, error, duration_ms, channel, redelivery_id, endpoint_id, given_up, attempted_at)
+     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, now() - $15::float8 * interval '1 millisecond')`;
+const deliveryValues = (a: DeliveryAttempt): unknown[] => [a.taskId, a.eventId, a.webhookId, a.type, a.url, a.attempt, a.statusCode, a.ok, a.error, a.durationMs, a.channel ?? 'webhook', a.redeliveryId ?? null, a.endpointId ?? null, a.givenUp ?? false, a.durationMs];
 
 /** Record an attempt numbered by its caller (a mail's claim numbers its own). */
 export async function recordDelivery(pool: Pick<pg.Pool, 'query'>, a: DeliveryAttempt): Promise<void> {
