@@ -40,6 +40,16 @@ export function mediaTypeOf(file: string, content?: Uint8Array): string {
   return 'application/octet-stream';
 }
 
+/** Both the path and `<agentId>/<path>` are other agents' files (an agent wrote one under the other's name): this file cannot be kept. */
+export class ArtifactPathHeldError extends Error {
+  readonly path: string;
+  constructor(path: string, alternative: string) {
+    super(`another agent's file holds ${path}, and another's ${alternative}`);
+    this.name = new.target.name;
+    this.path = path;
+  }
+}
+
 /**
  * Store a file's bytes as an artifact of a task (idempotent: the same agent storing the same
  * path again replaces its own row). A path already held by another agent's artifact (two
@@ -67,7 +77,7 @@ export async function storeArtifact(pool: pg.Pool, a: { taskId: string; path: st
   let file = a.path;
   if (!(await put(file))) {
     file = `${a.agentId ?? 'task'}/${a.path}`;
-    if (!(await put(file))) throw new Error(`artifact path ${file} of task ${a.taskId} is held by another agent`);
+    if (!(await put(file))) throw new ArtifactPathHeldError(a.path, file);
   }
   return { path: file, agentId: a.agentId, bytes: a.content.length, sha256, mediaType };
 }

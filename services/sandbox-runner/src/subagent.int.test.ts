@@ -70,6 +70,14 @@ describe('runSubagentJob', () => {
     expect(state.artifacts.map((a) => a.path)).toEqual(['researcher-1/notes.md']);
     expect(await artifact(pg.store, id, 'notes.md')).toBe('the other notes\n');
     expect(await artifact(pg.store, id, 'researcher-1/notes.md')).toMatch(/offline model/);
+    // Both names held by other agents' files: not kept, and said — it had failed the agent on every attempt (each final turn paid again), then agent_lost.
+    const both = await dispatchedTask(pg.store);
+    await storeArtifact(pg.store.pool, { taskId: both, path: 'notes.md', agentId: 'researcher-0', content: Buffer.from('theirs\n') });
+    await storeArtifact(pg.store.pool, { taskId: both, path: 'researcher-1/notes.md', agentId: 'researcher-0', content: Buffer.from('also theirs\n') });
+    expect(await runSubagentJob(deps(pg.store), both, 'researcher-1', () => {})).toBe('completed');
+    const after = (await loadTask(pg.store, both)).state.agents['researcher-1'];
+    expect(after).toMatchObject({ status: 'completed', filesCreated: [] });
+    expect(after?.summary).toMatch(/\n\[not kept as the task's files: notes\.md \(researcher-1\/notes\.md as well as notes\.md are other agents' files\)\]$/);
   });
 
   test('a takeover resumes from the last recorded turn: a tool whose result was recorded never runs again', async ({ pg }) => {

@@ -3,7 +3,7 @@ import { inSpan, metrics } from '@baton/telemetry';
 import { ConsumerStoppingError, TaskEndedError } from '@baton/bus';
 import { builtinTeams, editFileTool, findAgent, ModelUnavailableError, outboxRequest, REVIEW_REMINDER, runAgentLoop, submitReviewTool, writeFileTool, type AgentDefinition, type LoopHost, type ModelClient, type TeamCatalog, type TeamDefinition } from '@baton/agents';
 import { handleCommand, isConcurrencyError, loadTask, retryOnConflict, TaskWriter, type EventStore, type LoadedTask, type TaskLoader } from '@baton/event-store';
-import { acquireLease, releaseLease, renewLease, type CorpusHit, type StoredArtifact } from '@baton/storage';
+import { acquireLease, ArtifactPathHeldError, releaseLease, renewLease, type CorpusHit, type StoredArtifact } from '@baton/storage';
 import type pg from 'pg';
 import type { Logger } from '@baton/runtime';
 import { DEFAULT_LIMITS, SandboxFencedError, WorkspaceTooLargeError, type Sandbox, type SandboxProvider, type SandboxSpec } from '@baton/sandbox';
@@ -274,10 +274,12 @@ export async function runSubagentJob(
           // Files it made that are not among the task's files, or are under another path (another
           // agent's file held the name), are said where everyone reads (its summary: the lead, the
           // reviewer, the person) and named as kept in its completion.
-          const unkept = `${notKept.length > 0 ? `\n[not kept as the task's files: ${notKept.join('; ')}]` : ''}${
+          const unkept = `${notKept.length > 0 ? `\n[not kept as the task's files: ${notKept.map((n) => `${n.path} (${n.why})`).join('; ')}]` : ''}${
             renamed.size > 0 ? `\n[kept under another path, another agent's file holding its own: ${[...renamed].map(([from, to]) => `${from} as ${to}`).join('; ')}]` : ''
           }`;
-          const keptAs = (p: string): string => renamed.get(p) ?? p;
+          // Its completion names the task's files it made, as kept: not those it made that were not kept (another agent's may hold the path).
+          const unkeptPaths = new Set(notKept.map((n) => n.path));
+          const keptAs = (paths: readonly string[]): string[] => paths.filter((p) => !unkeptPaths.has(p)).map((p) => renamed.get(p) ?? p);
           const summary = `${capped ? `stopped after reaching the iteration cap of ${def.maxTurns} turns. ${finalText}`.trim() : finalText}${unkept}`;
           const tests = writer.state.agents[agentId]?.tests; // its last test run's counts, as the fold keeps them
           const review = agent0.role === 'review' ? lastReview(own, agentId, agent0.round) : null;
@@ -285,7 +287,7 @@ export async function runSubagentJob(
             ...stored.map((x): Command => ({ type: 'StoreArtifact', agentId, path: x.path, bytes: x.bytes, sha256: x.sha256, mediaType: x.mediaType })),
             ...files.deleted.map((path): Command => ({ type: 'DeleteFile', agentId, path })),
             ...(review ? [review] : []),
-            { type: 'CompleteSubagent', agentId, attempt, summary, filesCreated: files.created.map(keptAs), filesModified: files.modified.map(keptAs), ...(files.deleted.length > 0 ? { filesDeleted: files.deleted } : {}), success: !capped, iterationCapReached: capped, ...(tests ? { tests } : {}) },
+            { type: 'CompleteSubagent', agentId, attempt, summary, filesCreated: keptAs(files.created), filesModified: keptAs(files.modified), ...(files.deleted.length > 0 ? { filesDeleted: files.deleted } : {}), success: !capped, iterationCapReached: capped, ...(tests ? { tests } : {}) },
           ];
         },
       };
@@ -544,19 +546,27 @@ export function lastReview(events: readonly RecordedEvent[], agentId: string, ro
  * `renamed`: each file kept under another path than its own (another agent's file held the path:
  * `<agentId>/<path>`), from its path to the one kept.
  */
-async function storeOutputs(d: RunnerDeps, sandbox: Sandbox, taskId: string, agentId: string, files: { created: string[]; modified: string[] }, owned: boolean): Promise<{ stored: StoredArtifact[]; notKept: string[]; renamed: Map<string, string> }> {
+async function storeOutputs(d: RunnerDeps, sandbox: Sandbox, taskId: string, agentId: string, files: { created: string[]; modified: string[] }, owned: boolean): Promise<{ stored: StoredArtifact[]; notKept: { path: string; why: string }[]; renamed: Map<string, string> }> {
   const stored: StoredArtifact[] = [];
-  const notKept: string[] = [];
+  const notKept: { path: string; why: string }[] = [];
   const renamed = new Map<string, string>();
   if (!d.artifacts) return { stored, notKept, renamed };
   for (const file of [...files.created, ...files.modified]) {
     const { bytes, size } = await sandbox.files.readBytes(file).catch(() => ({ bytes: null, size: 0 }));
     if (!bytes || size > bytes.length) {
       d.log.warn({ taskId, agentId, file, size }, 'file not stored as an artifact (gone, or too large)');
-      notKept.push(bytes ? `${file} (${formatBytes(size)}, ${size} bytes: more than the ${bytes.length} a file may have)` : `${file} (gone by the agent's end)`);
+      notKept.push({ path: file, why: bytes ? `${formatBytes(size)}, ${size} bytes: more than the ${bytes.length} a file may have` : "gone by the agent's end" });
       continue;
     }
-    const kept = await d.artifacts.store({ taskId, path: file, agentId, content: bytes, owned });
+    const kept = await d.artifacts.store({ taskId, path: file, agentId, content: bytes, owned }).catch((err: unknown) => {
+      // Both names held by other agents' files: this one is not kept, and said (it had failed the agent on every attempt, each paid again).
+      if (err instanceof ArtifactPathHeldError) return null;
+      throw err;
+    });
+    if (!kept) {
+      notKept.push({ path: file, why: `${agentId}/${file} as well as ${file} are other agents' files` });
+      continue;
+    }
     if (kept.path !== file) renamed.set(file, kept.path);
     stored.push(kept);
   }
