@@ -79,7 +79,9 @@ function check(s: TaskState, e: RecordedEvent, team: TeamDefinition): string[] |
     }
     case 'TaskCompleted': {
       const lead = s.lead;
-      const ok = lead !== null && lead.phase === 'done' && activeAgents(s).length === 0;
+      // Its final answer; or, at its turn limit once its plan completed, the plan's outcome (leadCapped).
+      const capped = e.data.leadCapped === true && lead?.phase === 'model' && lead.turns >= team.lead.maxTurns && s.plan?.status === 'completed';
+      const ok = lead !== null && (lead.phase === 'done' || capped) && activeAgents(s).length === 0;
       return ok ? null : [`does not complete the task here (lead ${lead ? lead.phase : 'not started'})`];
     }
     default:

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { builtinTeams, configVersion, ModelRejectedError, ModelUnavailableError, OfflineModel, PLAN_REMINDER, TeamCatalog, type TeamDefinition } from '@baton/agents';
+import { builtinTeams, configVersion, ModelRejectedError, ModelUnavailableError, OfflineModel, PLAN_REMINDER, TeamCatalog, verifyRun, type TeamDefinition } from '@baton/agents';
 import { loadTeamConfig, saveTeamConfigs } from '@baton/storage';
 import { busNames, BusEvent, encodeEvent, ensureTopology, recordedFromBus } from '@baton/bus';
 import { handleCommand, keepUnfinished, loadTask, servicesCachePolicy, TaskCache, type EventStore } from '@baton/event-store';
@@ -277,9 +277,11 @@ describe('advanceTask (the lead loop)', () => {
     expect(state.plan?.status).toBe('completed');
     expect(state).toMatchObject({ status: 'completed', result: { summary: cappedPlanSummary(state.plan!, 1) } });
     expect(state.result?.summary).toBe(
-      "The lead reached its limit of 1 turns before its final answer; its plan completed. Plan: add a report\n- api (backend-engineer): done — added GET /report\nReview (review-1): approve — clean and tested",
+      "The lead reached its limit of 1 turn before its final answer; its plan completed. Plan: add a report\n- api (backend-engineer): done — added GET /report\nReview (review-1): approve — clean and tested",
     );
     expect(events.at(-1)).toMatchObject({ type: 'TaskCompleted', data: { leadCapped: true } });
+    // The determinism check makes the same decision (it had reported the completion as a divergence).
+    expect(verifyRun(events, team)).toMatchObject({ identical: true });
     // The domain holds it to a completed plan: a capped lead with none cannot complete so.
     const other = await submit(pg.store, { team: 'engineering', requirePlanApproval: false, prompt: 'add a low-stock report' });
     await handleCommand(pg.store, other, { type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'engineering-lead', configVersion: 'v' });
@@ -289,7 +291,7 @@ describe('advanceTask (the lead loop)', () => {
     const bench = builtinTeams.bench as TeamDefinition;
     const third = await submit(pg.store, { team: 'bench' });
     await advanceTask({ ...deps(pg.store), model: talker, teams: { bench: { ...bench, lead: { ...bench.lead, maxTurns: 1 } } } }, third);
-    expect((await loadTask(pg.store, third)).state).toMatchObject({ status: 'failed', error: { code: 'max_turns', message: 'the lead reached its limit of 1 turns' } });
+    expect((await loadTask(pg.store, third)).state).toMatchObject({ status: 'failed', error: { code: 'max_turns', message: 'the lead reached its limit of 1 turn' } });
   });
 
   pgTest('an engineering lead that answers with a plan in prose (no submit_plan) is reminded once: then it plans; one that answers again completes with its words', async ({ pg }) => {

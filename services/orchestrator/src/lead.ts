@@ -128,7 +128,7 @@ async function runLead(deps: LeadDeps, initial: TaskState, history: readonly Rec
       if (capped) {
         // Its plan (submitted on its last turn) ran to the end: the task has its outcome, not nothing.
         if (s.plan?.status === 'completed') return [{ type: 'CompleteTask', summary: cappedPlanSummary(s.plan, team.lead.maxTurns), reportPath: report?.path ?? null, leadCapped: true }];
-        return [{ type: 'FailTask', code: 'max_turns', message: `the lead reached its limit of ${team.lead.maxTurns} turns` }];
+        return [{ type: 'FailTask', code: 'max_turns', message: `the lead reached its limit of ${turnsOf(team.lead.maxTurns)}` }];
       }
       return [{ type: 'CompleteTask', summary: s.lead?.finalText ?? '', reportPath: report?.path ?? null }];
     },
@@ -154,11 +154,13 @@ function failPlan(s: TaskState): Command {
   return { type: 'FailTask', code: 'plan_failed', message: `the plan did not complete: ${why}` };
 }
 
+const turnsOf = (n: number): string => `${n} turn${n === 1 ? '' : 's'}`;
+
 /** A completed plan's outcome in words, for a lead that reached its turn limit before it could write its final answer. */
 export function cappedPlanSummary(plan: PlanState, maxTurns: number): string {
   const review = plan.reviews.at(-1);
   return [
-    `The lead reached its limit of ${maxTurns} turns before its final answer; its plan completed. Plan: ${oneLine(plan.summary, 1000)}`,
+    `The lead reached its limit of ${turnsOf(maxTurns)} before its final answer; its plan completed. Plan: ${oneLine(plan.summary, 1000)}`,
     ...plan.subtasks.map((t) => `- ${t.id} (${t.agent}): ${t.status}${t.summary ? ` — ${oneLine(t.summary, 300)}` : ''}`),
     review ? `Review (${review.agentId}): ${review.verdict}${review.issues.length > 0 ? `, ${review.issues.length} issue${review.issues.length === 1 ? '' : 's'}` : ''} — ${oneLine(review.summary, 500)}` : 'No review.',
   ].join('\n');
