@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ApiError, BatonClient, UnreachableError } from './index.ts';
 
 describe('BatonClient errors keep the server\'s words', () => {
@@ -99,14 +99,17 @@ describe('follow', () => {
 
 describe('what an app builds on', () => {
   /** A server answering `handle`, with every request's method, URL and headers kept. */
-  async function serve(handle: (req: IncomingMessage, res: ServerResponse, n: number) => void): Promise<{ url: string; seen: { method: string; url: string }[]; close: () => Promise<void> }> {
+  async function serve(handle: (req: IncomingMessage, res: ServerResponse, n: number) => void): Promise<{ url: string; seen: { method: string; url: string }[]; open: () => number; close: () => Promise<void> }> {
     const seen: { method: string; url: string }[] = [];
+    let open = 0;
     const server = createServer((req, res) => {
       seen.push({ method: req.method ?? '', url: req.url ?? '' });
+      open++;
+      res.on('close', () => open--);
       handle(req, res, seen.length);
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, seen, close: () => new Promise<void>((r) => (server.closeAllConnections(), server.close(() => r()))) };
+    return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, seen, open: () => open, close: () => new Promise<void>((r) => (server.closeAllConnections(), server.close(() => r()))) };
   }
 
   it('ids are encoded in paths: no id reaches another route (task("../webhooks") had listed the webhooks; a cancel had queued a redelivery)', async () => {
@@ -117,6 +120,7 @@ describe('what an app builds on', () => {
       await b.cancel('t/deliveries/1/redeliver#');
       await b.webhook('../tasks');
       expect(s.seen.map((r) => `${r.method} ${r.url}`)).toEqual(['GET /v1/tasks/..%2Fwebhooks', 'POST /v1/tasks/t%2Fdeliveries%2F1%2Fredeliver%23/cancel', 'GET /v1/webhooks/..%2Ftasks']);
+      for (const id of ['..', '.', '']) await expect(b.task(id)).rejects.toThrow(`'${id}' is not an id`);
     } finally {
       await s.close();
     }
@@ -141,7 +145,12 @@ describe('what an app builds on', () => {
   });
 
   it("follow awaits the handler, one event at a time; what it throws ends the follow with it — not a reconnect that skipped the event", async () => {
-    const s = await serve((_req, res) => res.writeHead(200, { 'content-type': 'text/event-stream' }).end(`${ev(1, 'TaskStarted')}${ev(2, 'ApprovalRequested')}${ev(3, 'TaskCompleted')}`));
+    // The first stream ends after the final event; the second stays open (a task still waiting).
+    const s = await serve((_req, res, n) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      if (n === 1) res.end(`${ev(1, 'TaskStarted')}${ev(2, 'ApprovalRequested')}${ev(3, 'TaskCompleted')}`);
+      else res.write(`${ev(1, 'TaskStarted')}${ev(2, 'ApprovalRequested')}`);
+    });
     try {
       const b = new BatonClient(s.url);
       const order: string[] = [];
@@ -158,6 +167,8 @@ describe('what an app builds on', () => {
       expect((failed as Error).message).toBe('bug in my handler');
       expect(states).toEqual(['live']); // not 'reconnecting'
       expect(s.seen).toHaveLength(2); // one request per follow
+      // The stream it gave up is closed (it had stayed open, counted against the tenant's streams, until the process ended).
+      await vi.waitFor(() => expect(s.open()).toBe(0));
     } finally {
       await s.close();
     }

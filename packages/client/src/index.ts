@@ -76,8 +76,11 @@ class HandlerFailed extends Error {
   }
 }
 
-/** An id in a URL path: encoded, so no id can reach another route (`../webhooks`, `x/cancel#`). */
-const seg = (id: string): string => encodeURIComponent(id);
+/** An id in a URL path: encoded, so no id can reach another route (`../webhooks`, `x/cancel#`); `.`, `..` and nothing, which a URL folds away, are refused. */
+const seg = (id: string): string => {
+  if (id === '' || id === '.' || id === '..') throw new Error(`'${id}' is not an id`);
+  return encodeURIComponent(id);
+};
 
 export interface SubmitTask {
   prompt: string;
@@ -167,10 +170,10 @@ export class BatonClient {
     const r = await this.send<TaskView>('POST', '/v1/tasks', task, opts.idempotencyKey ? { 'idempotency-key': opts.idempotencyKey } : {});
     return { ...r.body, replayed: r.headers.get('idempotent-replayed') === 'true' };
   }
-  task(id: string): Promise<TaskView> {
+  async task(id: string): Promise<TaskView> {
     return this.request('GET', `/v1/tasks/${seg(id)}`);
   }
-  agents(id: string): Promise<AgentView[]> {
+  async agents(id: string): Promise<AgentView[]> {
     return this.request<{ items: AgentView[] }>('GET', `/v1/tasks/${seg(id)}/agents`).then((r) => r.items);
   }
   /** One page of the task list (`updatedAfter`: only tasks that changed after that ISO 8601 time, e.g. an item's `updatedAt`; `stuck`: only tasks stuck; `search`: only tasks whose prompt contains the text). */
@@ -191,26 +194,26 @@ export class BatonClient {
     return this.request('POST', '/v1/webhooks', { url, ...(events ? { events } : {}) });
   }
   /** One endpoint, without its secrets. */
-  webhook(id: string): Promise<WebhookEndpointView> {
+  async webhook(id: string): Promise<WebhookEndpointView> {
     return this.request('GET', `/v1/webhooks/${seg(id)}`);
   }
   /** Change an endpoint's URL or types (what is not given stays); its id and secrets stay. */
-  updateWebhook(id: string, change: { url?: string; events?: string[] }): Promise<WebhookEndpointView> {
+  async updateWebhook(id: string, change: { url?: string; events?: string[] }): Promise<WebhookEndpointView> {
     return this.request('PATCH', `/v1/webhooks/${seg(id)}`, change);
   }
   async removeWebhook(id: string): Promise<void> {
     await this.request('DELETE', `/v1/webhooks/${seg(id)}`);
   }
   /** A new signing secret (shown this once); the previous one keeps signing too for `overlapSeconds` (default a day). */
-  rotateWebhookSecret(id: string, overlapSeconds?: number): Promise<WebhookEndpointView & { secret: string }> {
+  async rotateWebhookSecret(id: string, overlapSeconds?: number): Promise<WebhookEndpointView & { secret: string }> {
     return this.request('POST', `/v1/webhooks/${seg(id)}/rotate-secret`, overlapSeconds === undefined ? {} : { overlapSeconds });
   }
   /** Every recorded attempt to deliver the task's webhooks and mail, oldest first. */
-  deliveries(taskId: string): Promise<DeliveryView[]> {
+  async deliveries(taskId: string): Promise<DeliveryView[]> {
     return this.request<{ items: DeliveryView[] }>('GET', `/v1/tasks/${seg(taskId)}/deliveries`).then((r) => r.items);
   }
   /** Send a webhook delivery's message again now (a new attempt, recorded among the deliveries). */
-  redeliver(taskId: string, deliveryId: string): Promise<{ redeliveryId: string; deliveryId: string; webhookId: string; status: 'queued' }> {
+  async redeliver(taskId: string, deliveryId: string): Promise<{ redeliveryId: string; deliveryId: string; webhookId: string; status: 'queued' }> {
     return this.request('POST', `/v1/tasks/${seg(taskId)}/deliveries/${seg(deliveryId)}/redeliver`);
   }
   /** Every task the list query matches (a status, a team, changed after a time), paging through `nextCursor`. */
@@ -222,16 +225,16 @@ export class BatonClient {
       cursor = page.nextCursor;
     } while (cursor);
   }
-  approve(id: string, requestId: string, o: { input?: Record<string, unknown>; budget?: { usd?: number; tokens?: number } } = {}): Promise<TaskView> {
+  async approve(id: string, requestId: string, o: { input?: Record<string, unknown>; budget?: { usd?: number; tokens?: number } } = {}): Promise<TaskView> {
     return this.request('POST', `/v1/tasks/${seg(id)}/approvals/${encodeURIComponent(requestId)}`, { decision: 'approve', ...o });
   }
-  reject(id: string, requestId: string, reason?: string): Promise<TaskView> {
+  async reject(id: string, requestId: string, reason?: string): Promise<TaskView> {
     return this.request('POST', `/v1/tasks/${seg(id)}/approvals/${encodeURIComponent(requestId)}`, { decision: 'reject', ...(reason ? { reason } : {}) });
   }
-  answer(id: string, requestId: string, answers: string | string[]): Promise<TaskView> {
+  async answer(id: string, requestId: string, answers: string | string[]): Promise<TaskView> {
     return this.request('POST', `/v1/tasks/${seg(id)}/answers/${encodeURIComponent(requestId)}`, { answers });
   }
-  cancel(id: string, reason?: string): Promise<TaskView> {
+  async cancel(id: string, reason?: string): Promise<TaskView> {
     return this.request('POST', `/v1/tasks/${seg(id)}/cancel`, reason ? { reason } : {});
   }
   /** A new task from version `atVersion` of this one; `idempotencyKey` makes a retry the same fork (`replayed`). */
@@ -239,7 +242,7 @@ export class BatonClient {
     const r = await this.send<TaskView>('POST', `/v1/tasks/${seg(id)}/fork`, { atVersion }, opts.idempotencyKey ? { 'idempotency-key': opts.idempotencyKey } : {});
     return { ...r.body, replayed: r.headers.get('idempotent-replayed') === 'true' };
   }
-  verify(id: string): Promise<Record<string, unknown> & { identical: boolean }> {
+  async verify(id: string): Promise<Record<string, unknown> & { identical: boolean }> {
     return this.request('POST', `/v1/tasks/${seg(id)}/verify`);
   }
 
@@ -383,7 +386,7 @@ export class BatonClient {
         const res = await this.fetch(p, { headers: { accept: 'text/event-stream', ...headers }, ...(o.signal ? { signal: o.signal } : {}) });
         if (!res.ok || !res.body) {
           askedMs = Math.min(60_000, retryAfterMs(res.headers.get('retry-after'), Date.now()) ?? 0);
-          throw new ApiError(res.status, await res.json().catch(() => null), res.headers);
+          throw new ApiError(res.status, parseBody(await res.text().catch(() => '')), res.headers);
         }
         o.connected?.();
         attempt = 0;
@@ -420,10 +423,10 @@ export class BatonClient {
   chats(limit = 50): Promise<ChatSummaryView[]> {
     return this.request<{ items: ChatSummaryView[] }>('GET', `/v1/chats?limit=${limit}`).then((r) => r.items);
   }
-  chatView(id: string): Promise<ChatView> {
+  async chatView(id: string): Promise<ChatView> {
     return this.request('GET', `/v1/chats/${seg(id)}`);
   }
-  chatToTask(id: string, o: Omit<SubmitTask, 'prompt' | 'workspace'> = {}): Promise<TaskView> {
+  async chatToTask(id: string, o: Omit<SubmitTask, 'prompt' | 'workspace'> = {}): Promise<TaskView> {
     return this.request('POST', `/v1/chats/${seg(id)}/task`, o);
   }
 }

@@ -27,15 +27,22 @@ export async function readSse(body: ReadableStream<Uint8Array>, onFrame: (f: Sse
   const reader = body.getReader();
   const decoder = new TextDecoder();
   let buf = '';
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) return;
-    buf += decoder.decode(value, { stream: true }).replace(/\r\n?/g, '\n');
-    let cut: number;
-    while ((cut = buf.indexOf('\n\n')) >= 0) {
-      const block = buf.slice(0, cut);
-      buf = buf.slice(cut + 2);
-      await onFrame(parseFrame(block));
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      buf += decoder.decode(value, { stream: true }).replace(/\r\n?/g, '\n');
+      let cut: number;
+      while ((cut = buf.indexOf('\n\n')) >= 0) {
+        const block = buf.slice(0, cut);
+        buf = buf.slice(cut + 2);
+        await onFrame(parseFrame(block));
+      }
     }
+  } catch (err) {
+    // Given up here (the handler threw, the stream broke): the connection is closed, not left open
+    // for the gateway to count against the tenant's streams until the process ends.
+    await reader.cancel(err).catch(() => {});
+    throw err;
   }
 }
