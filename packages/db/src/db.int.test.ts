@@ -2,7 +2,7 @@ import { pgTest as test } from '@baton/testing';
 import { describe, expect } from 'vitest';
 import { Migrator } from 'kysely/migration';
 import { ensureDatabase } from './admin.ts';
-import { createDb, migrateToLatest, schemaReady, SchemaNotReadyError } from './db.ts';
+import { claimNamespace, createDb, migrateToLatest, schemaReady, SchemaNotReadyError } from './db.ts';
 import { migrationProvider } from './migrations/index.ts';
 
 describe('createDb({ countQueries })', () => {
@@ -108,5 +108,17 @@ describe('schemaReady (the services\' readiness)', () => {
     const last = (await pg.db.pool.query<{ name: string }>('select name from kysely_migration order by name desc limit 1')).rows[0]!.name;
     await pg.db.pool.query('delete from kysely_migration where name = $1', [last]);
     await expect(schemaReady(pg.db.pool)()).rejects.toThrow(new RegExp(`^1 migration not applied \\(${last}\\): run the migrations first`));
+  });
+});
+
+describe('claimNamespace', () => {
+  test('the first namespace to claim a database owns it; claims at once by two namespaces agree on one owner (both had been told they owned it)', async ({ pg }) => {
+    for (let round = 0; round < 20; round++) {
+      await pg.db.pool.query('delete from deployment');
+      const [a, b] = await Promise.all([claimNamespace(pg.db.pool, 'nsa'), claimNamespace(pg.db.pool, 'nsb')]);
+      expect(a).toBe(b);
+      expect(['nsa', 'nsb']).toContain(a);
+    }
+    expect(await claimNamespace(pg.db.pool, 'nsc')).not.toBe('nsc');
   });
 });

@@ -136,11 +136,12 @@ export function schemaReady(pool: Pick<pg.Pool, 'query'>): () => Promise<void> {
  * `holdNamespace` in @baton/runtime).
  */
 export async function claimNamespace(pool: Pick<pg.Pool, 'query'>, namespace: string): Promise<string> {
-  const { rows } = await pool.query<{ namespace: string }>(
-    `with claimed as (insert into deployment (namespace) values ($1) on conflict (id) do nothing returning namespace)
-     select namespace from claimed union all select namespace from deployment where not exists (select 1 from claimed)`,
-    [namespace],
-  );
-  return rows[0]?.namespace ?? namespace;
+  const claimed = await pool.query<{ namespace: string }>(`insert into deployment (namespace) values ($1) on conflict (id) do nothing returning namespace`, [namespace]);
+  if (claimed.rows[0]) return claimed.rows[0].namespace;
+  // Claimed already — perhaps by a claim that committed while this one waited on it: read in a
+  // statement of its own, which sees that commit (the insert's snapshot did not).
+  const { rows } = await pool.query<{ namespace: string }>('select namespace from deployment where id = 1');
+  if (!rows[0]) throw new Error('the deployment row is claimed and yet not there');
+  return rows[0].namespace;
 }
 
