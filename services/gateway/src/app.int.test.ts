@@ -921,7 +921,7 @@ describe('faults', () => {
     const names = busNames(nats.namespace);
     const app = await buildApp({
       pool: dead.pool, kysely: dead.kysely, store: new EventStore(dead.pool), load: new TaskCache(dead.pool).load, names, nats: () => nats.nc, hub: new SseHub(names, log), tenants: new TaskTenants(),
-      teams: builtinTeams, catalog: new TeamCatalog(builtinTeams), apiKeys: new Map(), log, metrics: createGatewayMetrics(), now: () => new Date(), newId: randomUUID, sseHeartbeatMs: 15_000, bodyLimit: 65_536,
+      teams: builtinTeams, catalog: new TeamCatalog(builtinTeams), teamsRecorded: () => dead.pool.query('select 1').then(() => {}), apiKeys: new Map(), log, metrics: createGatewayMetrics(), now: () => new Date(), newId: randomUUID, sseHeartbeatMs: 15_000, bodyLimit: 65_536,
       examplesDir: path.join(tmpdir(), 'baton-no-examples'), workspaceLimits: DEFAULT_WORKSPACE_LIMITS, limits: DEFAULT_LIMITS, allowPrivateWebhooks: false, bulk: limiter(1),
     });
     const post = await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x' } });
@@ -969,9 +969,10 @@ describe('human in the loop over HTTP', () => {
     expect((await app.inject({ method: 'GET', url: `/v1/tasks/${id}` })).json().pendingRequests.map((r: { requestId: string }) => r.requestId)).toEqual(['apr-1']); // still open
     const ok = await app.inject({ method: 'POST', url: `/v1/tasks/${id}/approvals/apr-1`, payload: { decision: 'approve', input: { agent: 'researcher', prompt: 'narrower' } } });
     expect(ok.statusCode).toBe(200);
-    // The task records the configuration it was accepted with: its lead starts on it, wherever it runs.
+    // The task records the configuration it was accepted with, recorded before it was accepted: its lead starts on it, wherever it runs.
     const submitted = (await app.inject({ method: 'GET', url: `/v1/tasks/${id}/events` })).json().items[0];
     expect(submitted.data.configVersion).toBe(configVersion(rolled));
+    expect((await pg.db.pool.query('select team_id from team_configs where version = $1', [configVersion(rolled)])).rows).toEqual([{ team_id: 'research' }]);
   });
 
   test('artifacts: listed from the log, downloaded with their media type; unknown or unrecorded paths are 404; a fork carries them', async ({ pg, nats }) => {

@@ -27,6 +27,12 @@ export interface GatewayDeps {
   teams: Readonly<Record<string, TeamDefinition>>;
   /** `teams` and every version the services recorded (team_configs): a task's pinned configuration, wherever it was loaded. */
   catalog: TeamCatalog;
+  /**
+   * Records this gateway's team configurations (team_configs) — once it has succeeded, at once. A
+   * task is accepted only after (it names its version, which an orchestrator that has not loaded
+   * it reads from there).
+   */
+  teamsRecorded: () => Promise<void>;
   apiKeys: Map<string, string>;
   /** Without API keys, the host names (besides localhost and IP addresses) the API answers at (OPEN_API_HOSTS). */
   openApiHosts?: readonly string[];

@@ -42,6 +42,7 @@ const app = await buildApp({
   tenants: new TaskTenants(),
   teams,
   catalog,
+  teamsRecorded: () => teamsRecorded(),
   apiKeys,
   openApiHosts: config.OPEN_API_HOSTS,
   log,
@@ -76,7 +77,13 @@ log.info({ url: `http://${config.HOST}:${typeof address === 'object' && address 
 db.pool.query('select 1').catch((err: Error) => log.error({ err: err.message }, 'Postgres is unreachable; /readyz reports 503 until it is back'));
 // The configurations this gateway accepts tasks with are recorded (a task names its version), so an
 // orchestrator or runner that has not loaded them yet — a rolling update adding a team — runs them.
-void retryForever('recording team config versions', log, () => saveTeamConfigs(db.pool, catalog.versions()));
+let recording: Promise<void> | null = null;
+const teamsRecorded = (): Promise<void> =>
+  (recording ??= saveTeamConfigs(db.pool, catalog.versions()).catch((err: unknown) => {
+    recording = null; // asked again by the next submit (or the retry below)
+    throw err;
+  }));
+void retryForever('recording team config versions', log, teamsRecorded);
 // One namespace per database (checked once Postgres answers: the gateway serves meanwhile).
 void holdNamespace('gateway', config.BATON_NAMESPACE, (ns) => claimNamespace(db.pool, ns), log);
 void connectNats(config.NATS_URL, 'baton-gateway', log).then((c) => {

@@ -8,7 +8,7 @@ import type { NotifyConfig } from '@baton/domain';
 import type { Db } from '@baton/db';
 import { TaskCache, type EventStore } from '@baton/event-store';
 import { limiter, silentLogger } from '@baton/runtime';
-import { DEFAULT_WORKSPACE_LIMITS, loadTeamConfig, type WorkspaceLimits } from '@baton/storage';
+import { DEFAULT_WORKSPACE_LIMITS, loadTeamConfig, saveTeamConfigs, type WorkspaceLimits } from '@baton/storage';
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.ts';
@@ -41,6 +41,7 @@ export async function testGateway(
     tenants: new TaskTenants(),
     teams: opts.teams ?? builtinTeams,
     catalog: new TeamCatalog(opts.teams ?? builtinTeams, (v) => loadTeamConfig(pg.db.pool, v)),
+    teamsRecorded: () => saveTeamConfigs(pg.db.pool, new TeamCatalog(opts.teams ?? builtinTeams).versions()),
     apiKeys: opts.apiKeys ?? new Map(),
     ...(opts.openApiHosts ? { openApiHosts: opts.openApiHosts } : {}),
     log,

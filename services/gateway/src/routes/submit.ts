@@ -63,6 +63,8 @@ export async function submitTask(d: GatewayDeps, req: FastifyRequest, body: Task
     const existing = await loadTask(d.store, taskId);
     if (exists(existing.state)) return replay(existing.state, existing.events[0], o.requestHash);
   }
+  // The configuration it is accepted with is recorded first: an orchestrator that has not loaded it (a rolling update) reads it there.
+  await d.teamsRecorded();
   // The files are in Postgres before the log names them.
   const workspace = o.workspace ? await o.workspace() : null;
   const acceptedTeam = own(d.teams, body.team);
