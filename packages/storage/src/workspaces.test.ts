@@ -64,12 +64,15 @@ describe('parseWorkspaceArchive', () => {
         { name: `ok/${'文'.repeat(85)}.md`, content: '258 bytes: still too long' },
         { name: 'caf\u00e9.txt', content: 'composed' },
         { name: 'cafe\u0301.txt', content: 'decomposed: displays the same' },
+        { name: 'caf\u00e9/a.txt', content: 'a directory composed' },
+        { name: 'cafe\u0301/b.txt', content: 'and decomposed: two directories shown as one' },
       ]),
     );
     expect(err.code).toBe('invalid_workspace');
     const by = Object.fromEntries(err.problems.map((p) => [p.entry, p.message]));
-    expect(Object.keys(by).sort()).toEqual(['../x', 'a/../../x', '/etc/passwd', 'out-link', 'abs-link', 'dir/in-link', 'hard', 'hard-out', 'tty', 'disk', 'pipe', './dup.txt', `${'d/'.repeat(512)}long.txt`, `${'x'.repeat(300)}.txt`, `docs/${'文'.repeat(100)}.md`, `ok/${'文'.repeat(85)}.md`, 'cafe\u0301.txt'].sort());
-    expect(by['cafe\u0301.txt']).toBe("the same path as 'caf\u00e9.txt' in another Unicode normalization (NFC/NFD): the two would display as one");
+    expect(Object.keys(by).sort()).toEqual(['../x', 'a/../../x', '/etc/passwd', 'out-link', 'abs-link', 'dir/in-link', 'hard', 'hard-out', 'tty', 'disk', 'pipe', './dup.txt', `${'d/'.repeat(512)}long.txt`, `${'x'.repeat(300)}.txt`, `docs/${'文'.repeat(100)}.md`, `ok/${'文'.repeat(85)}.md`, 'cafe\u0301.txt', 'cafe\u0301/b.txt'].sort());
+    expect(by['cafe\u0301.txt']).toBe("'cafe\u0301.txt' is 'caf\u00e9.txt' in another Unicode normalization (NFC/NFD): the two would display as one");
+    expect(by['cafe\u0301/b.txt']).toBe("'cafe\u0301' is 'caf\u00e9' in another Unicode normalization (NFC/NFD): the two would display as one");
     // A name over 255 bytes was accepted and no agent of the task could ever start (the runner could not write it).
     expect(by[`${'x'.repeat(300)}.txt`]).toBe('a name in the path is 304 bytes long (UTF-8); a file or directory name may have at most 255');
     expect(by[`docs/${'文'.repeat(100)}.md`]).toBe('a name in the path is 303 bytes long (UTF-8); a file or directory name may have at most 255');
@@ -87,7 +90,7 @@ describe('parseWorkspaceArchive', () => {
     expect(by.pipe).toMatch(/fifo entries are refused/);
     expect(by['./dup.txt']).toMatch(/duplicate path \(also given as 'dup\.txt'\)/);
     expect(by[`${'d/'.repeat(512)}long.txt`]).toMatch(/longer than 1024 characters/);
-    expect(err.message).toMatch(/^invalid workspace archive: 17 entries refused — /);
+    expect(err.message).toMatch(/^invalid workspace archive: 18 entries refused — /);
     for (const entry of ['../x', 'a/../../x', '/etc/passwd', 'out-link', 'hard', 'tty', 'pipe', './dup.txt']) expect(err.message).toContain(`'${entry}'`);
   });
 

@@ -128,8 +128,8 @@ class Collector {
   readonly problems: WorkspaceProblem[] = [];
   private readonly seen = new Map<string, string>();
   private readonly dirs = new Map<string, string>();
-  /** Claimed paths by their NFC form. */
-  private readonly normalized = new Map<string, string>();
+  /** Each claimed path and directory, by its NFC form: how it was spelt first. */
+  private readonly spellings = new Map<string, string>();
   count = 0;
   bytes = 0;
   readonly limits: WorkspaceLimits;
@@ -160,11 +160,19 @@ class Collector {
   claim(entry: string, p: string): string | null {
     const first = this.seen.get(p);
     if (first !== undefined) return `duplicate path (also given as '${first}')`;
-    const key = p.normalize('NFC');
-    const alike = this.normalized.get(key);
-    if (alike !== undefined) return `the same path as '${alike}' in another Unicode normalization (NFC/NFD): the two would display as one`;
+    // Each of its directories and its own name: spelt one way only (`café/a.txt` and `café/b.txt`,
+    // the directory's name composed in one and decomposed in the other, were two directories shown as one).
+    const parts = p.split('/');
+    for (let i = 1; i <= parts.length; i++) {
+      const prefix = parts.slice(0, i).join('/');
+      const spelt = this.spellings.get(prefix.normalize('NFC'));
+      if (spelt !== undefined && spelt !== prefix) return `'${prefix}' is '${spelt}' in another Unicode normalization (NFC/NFD): the two would display as one`;
+    }
+    for (let i = 1; i <= parts.length; i++) {
+      const prefix = parts.slice(0, i).join('/');
+      this.spellings.set(prefix.normalize('NFC'), prefix);
+    }
     this.seen.set(p, entry);
-    this.normalized.set(key, entry);
     return null;
   }
 
