@@ -13,14 +13,15 @@ const baton = (...args: string[]) =>
 describe('arguments the CLI refuses before asking the gateway, naming the option', () => {
   const task = '00000000-0000-4000-8000-000000000001';
   it.each([
-    [['replay', task, '--at', 'abc'], "--at must be a version of the task stream (1 or more), got 'abc'"],
-    [['fork', task, '--at', '0'], "--at must be a version of the task stream (1 or more), got '0'"],
+    [['replay', task, '--at', 'abc'], "--at must be a version of the task stream (1 or more, at most 15 digits), got 'abc'"],
+    [['fork', task, '--at', '0'], "--at must be a version of the task stream (1 or more, at most 15 digits), got '0'"],
     [['list', '--search', ' '], '--search needs some text to look for'],
     [['submit', 'x', '--budget-tokens', '1.5'], "--budget-tokens must be a whole number of 1 or more, got '1.5'"],
     [['submit', 'x', '--timeout', 'abc'], "--timeout must be a whole number of 1 or more, got 'abc'"],
     [['approve', task, 'budget-1', '--tokens', '0'], "--tokens must be a whole number of 1 or more, got '0'"],
-    [['events', task, '--after', '-1'], "--after must be a position in the log (0 or more), got '-1'"],
+    [['events', task, '--after', '-1'], "--after must be a position in the log (0 or more, at most 15 digits), got '-1'"],
     [['events', task, '--limit', '0'], "--limit must be a whole number of 1 or more, got '0'"],
+    [['replay', task, '--at', '99999999999999999999'], "--at must be a version of the task stream (1 or more, at most 15 digits), got '99999999999999999999'"],
   ])('%j', async (args, message) => {
     const r = await baton(...args);
     expect(r.code).toBe(1);

@@ -31,12 +31,12 @@ const wholeNumber = (flag: string) => (v: string): number => {
 };
 /** A commander option parser for --after: a position in the log (0: from the start). */
 const logPosition = (v: string): number => {
-  if (!/^\d{1,15}$/.test(v.trim())) throw new InvalidArgumentError(`--after must be a position in the log (0 or more), got '${v}'`);
+  if (!/^\d{1,15}$/.test(v.trim())) throw new InvalidArgumentError(`--after must be a position in the log (0 or more, at most 15 digits), got '${v}'`);
   return Number(v);
 };
 /** A commander option parser for --at: a version of the task stream. */
 const streamVersion = (v: string): number => {
-  if (!/^[1-9]\d*$/.test(v.trim())) throw new InvalidArgumentError(`--at must be a version of the task stream (1 or more), got '${v}'`);
+  if (!/^[1-9]\d{0,14}$/.test(v.trim())) throw new InvalidArgumentError(`--at must be a version of the task stream (1 or more, at most 15 digits), got '${v}'`);
   return Number(v);
 };
 const client = () => new BatonClient(process.env.BATON_URL ?? 'http://127.0.0.1:8080', process.env.BATON_API_KEY);

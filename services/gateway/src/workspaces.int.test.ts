@@ -315,6 +315,7 @@ describe('GET /v1/tasks/:id/diff and forks', () => {
     expect((await get('/diff?at=0')).json().error.message).toMatch(/query\.at/);
     for (const at of ['0', '-1', 'x', '1.5']) expect((await get(`/diff?at=${at}`)).json().error.message).toBe('query.at: must be a whole number, 1 or more');
     for (const at of ['99999999999999999999', '9007199254740992']) expect((await get(`/diff?at=${at}`)).json().error.message).toBe('query.at: must be a whole number, 1 or more (at most 9007199254740991)');
+    expect((await get(`/diff?at=0000000000000000000${version}`)).body).toBe(text.body); // leading zeros: the value counts
     // A fork copies TaskSubmitted (so the digest) and the artifacts its history names: the same change.
     const fork = await app.inject({ method: 'POST', url: `/v1/tasks/${task.id}/fork`, headers: auth, payload: { atVersion: version } });
     expect(fork.statusCode).toBe(201);

@@ -16,7 +16,7 @@ export const queryInt = (min: number, max: number) => {
     .string()
     .superRefine((v, ctx) => {
       if (!/^\d+$/.test(v)) ctx.addIssue({ code: 'custom', message: `must be ${range}` });
-      else if (v.length > 16 || Number(v) > max) ctx.addIssue({ code: 'custom', message: tooLarge });
+      else if (v.replace(/^0+(?=\d)/, '').length > 16 || Number(v) > max) ctx.addIssue({ code: 'custom', message: tooLarge }); // by value: 0005 is 5
     })
     .transform(Number)
     .pipe(z.number().int().min(min, `must be ${range}`));
