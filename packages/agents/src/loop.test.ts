@@ -135,6 +135,21 @@ describe('submit_plan (the engineering lead)', () => {
     expect(u.results.map((r) => [r.toolUseId, r.content])).toEqual([['v1', expect.stringMatching(/issues/)]]);
   });
 
+  it("a plan's review naming a file no subtask holds is answered so, not recorded (it went to every subtask: a round of changes spent on nothing); the valid call after it is the verdict", () => {
+    const reviewer = engineering.agents.reviewer as TeamDefinition['lead'];
+    const base: DecidedEvent[] = [submitted(false), engStarted, turn('lead', [{ id: 'p', name: 'submit_plan', input: {} }]),
+      { type: 'PlanRecorded', data: { agentId: 'lead', toolUseId: 'p', summary: 's', subtasks: [{ id: 'api', agent: 'backend-engineer', description: 'd', fileLocks: ['api/**'], dependsOn: [] }], reviewAgent: 'reviewer', maxReviewRounds: 1 } },
+      { type: 'SubagentDispatched', data: { agentId: 'review-1', agentType: 'reviewer', toolUseId: 'p', prompt: 'review', role: 'review', round: 0, fileLocks: [] } },
+      { type: 'SubagentStarted', data: { agentId: 'review-1', attempt: 1, runnerId: 'r' } }];
+    const verdict = (file: string | null) => ({ verdict: 'request_changes', issues: [{ severity: 'major', file, message: 'no tests' }], summary: 's' });
+    const t = triageToolUses({ state: stateOf([...base, turn('review-1', [{ id: 'v1', name: 'submit_review', input: verdict('web/x.ts') }, { id: 'v2', name: 'submit_review', input: verdict('api/x.ts') }])]), agentId: 'review-1', team: engineering, def: reviewer, runsIn: 'runner', now, plan: () => 'x' });
+    expect(t.runs.map((r) => r.call.id)).toEqual(['v2']);
+    expect(t.results).toEqual([{ toolUseId: 'v1', toolName: 'submit_review', content: "not recorded: issues.0.file 'web/x.ts' is no subtask's to change (their locks: api/**); name a file a subtask holds, or give no file for an issue about the change as a whole, and call submit_review again", isError: true }]);
+    // An issue about no file is about the change as a whole: fine.
+    const general = triageToolUses({ state: stateOf([...base, turn('review-1', [{ id: 'v3', name: 'submit_review', input: verdict(null) }])]), agentId: 'review-1', team: engineering, def: reviewer, runsIn: 'runner', now, plan: () => 'x' });
+    expect(general.runs.map((r) => r.call.id)).toEqual(['v3']);
+  });
+
   it('a valid plan is recorded (snake_case in, the domain\'s shape out) with the team\'s reviewer and rounds; with plan approval a person sees it first', () => {
     const input = planInput([
       { id: 'api', agent: 'backend-engineer', description: 'the API', file_locks: ['api/**'] },

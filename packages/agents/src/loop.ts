@@ -8,6 +8,7 @@ import {
   modelOutageOver,
   oneLine,
   textOf,
+  withinLocks,
   type AgentLoopState,
   type Command,
   type EventMetadata,
@@ -67,6 +68,21 @@ export interface TriageInput {
 export const requestIdFor = (kind: 'approval' | 'clarification', agentId: string, toolUseId: string): string => `${kind === 'approval' ? 'apr' : 'clr'}-${agentId}-${toolUseId}`;
 
 /**
+ * A plan's review whose issues name files no subtask's locks hold: no engineer could change them,
+ * and each went to every subtask that changed files, a round of changes spent on nothing. The
+ * reviewer is told which, to name a file a subtask holds or none (a general issue). Null: none.
+ */
+export function reviewFileProblem(state: TaskState, agentId: string, input: Record<string, unknown>): string | null {
+  const plan = state.plan;
+  if (!plan || state.agents[agentId]?.role !== 'review') return null;
+  const issues = (input.issues ?? []) as { file?: string | null }[];
+  const unheld = issues.flatMap((issue, i) => (typeof issue.file === 'string' && !plan.subtasks.some((t) => withinLocks(issue.file as string, t.fileLocks)) ? [{ i, file: issue.file }] : []));
+  if (unheld.length === 0) return null;
+  const locks = [...new Set(plan.subtasks.flatMap((t) => t.fileLocks))].join(', ');
+  return `not recorded: ${unheld.map((x) => `issues.${x.i}.file '${x.file}'`).join(', ')} ${unheld.length === 1 ? 'is' : 'are'} no subtask's to change (their locks: ${locks}); name a file a subtask holds, or give no file for an issue about the change as a whole, and call submit_review again`;
+}
+
+/**
  * Decide, for each open tool use of an agent, what happens to it. Pure: the same state gives
  * the same triage, so a step re-run after a crash or a conflict makes the same decisions.
  */
@@ -81,7 +97,11 @@ export function triageToolUses(o: TriageInput): Triage {
   // plan (the verdict); another is answered, not recorded. (An invalid one is answered its errors.)
   const firstValid = (name: string): string | undefined => {
     const tool = allTools[name];
-    return tool && o.def.tools.includes(name) ? loop.openToolUses.find((t) => t.name === name && parseToolInput(tool, t.approvedInput ?? t.input, o.team).ok)?.toolUseId : undefined;
+    const valid = (t: OpenToolUse): boolean => {
+      const parsed = tool ? parseToolInput(tool, t.approvedInput ?? t.input, o.team) : null;
+      return parsed?.ok === true && (name !== submitReviewTool.name || reviewFileProblem(o.state, o.agentId, parsed.value) === null);
+    };
+    return tool && o.def.tools.includes(name) ? loop.openToolUses.find((t) => t.name === name && valid(t))?.toolUseId : undefined;
   };
   const firstPlan = firstValid(submitPlanTool.name);
   const firstReview = firstValid(submitReviewTool.name);
@@ -106,6 +126,11 @@ export function triageToolUses(o: TriageInput): Triage {
     const parsed = parseToolInput(tool, t.approvedInput ?? t.input, o.team);
     if (!parsed.ok) {
       error(parsed.error);
+      continue;
+    }
+    const unheld = tool.name === submitReviewTool.name ? reviewFileProblem(o.state, o.agentId, parsed.value) : null;
+    if (unheld) {
+      error(unheld);
       continue;
     }
     if (tool.name === submitReviewTool.name && t.toolUseId !== firstReview) {
