@@ -1,6 +1,6 @@
 import { BusEvent, countDeadLetters, deadLetterGivesUp, deadLetterRecorder, EVENT_SCHEMA_HEADER, NotifierAudience, onTaskEnds, publishWakeUps, recordedFromBus, Relay, startConsumer, TaskEndedError, TopologyWatch, type BusNames, type DeadLetter, type RunningConsumer, type TopologyOptions } from '@baton/bus';
 import { isFinal, nextDeadline } from '@baton/domain';
-import { handleCommand, keepUnfinished, loadTask, type EventStore } from '@baton/event-store';
+import { handleCommand, keepUnfinished, loadTask, type EventStore, type TaskLoader } from '@baton/event-store';
 import { WEBHOOK_ENDPOINTS_CHANNEL } from '@baton/db';
 import { keyedCoalesced, type Logger } from '@baton/runtime';
 import { tenantsWithEndpoints } from '@baton/storage';
@@ -42,6 +42,9 @@ export interface Orchestrator {
   stop(): Promise<void>;
 }
 
+/** How the orchestrator loads a task: the service's (a TaskCache's incremental load), else a full read. */
+const loaderOf = (d: Pick<OrchestratorDeps, 'load' | 'store'>): TaskLoader => d.load ?? ((id: string) => loadTask(d.store, id));
+
 /** Transitions the notifier does not serve go out as signals (see NotifierAudience); the tenants with webhook endpoints are read from Postgres, again whenever it announces a change. */
 function notifierAudience(d: Pick<OrchestratorDeps, 'log'>): NotifierAudience {
   const log = d.log.child({ component: 'relay' });
@@ -78,7 +81,7 @@ export async function startOrchestrator(d: OrchestratorDeps): Promise<Orchestrat
   const deadlines = new DeadlinePoller({
     pool: d.pool,
     store: d.store,
-    load: d.load ?? ((id: string) => loadTask(d.store, id)),
+    load: loaderOf(d),
     now: d.now,
     log: d.log.child({ component: 'deadlines' }),
     backstopMs: d.deadlineBackstopMs ?? 60_000,
@@ -87,7 +90,7 @@ export async function startOrchestrator(d: OrchestratorDeps): Promise<Orchestrat
   const watchdog = new Watchdog({
     pool: d.pool,
     store: d.store as EventStore,
-    load: d.load ?? ((id: string) => loadTask(d.store, id)),
+    load: loaderOf(d),
     nc: d.nc,
     jsm,
     names: d.names,
@@ -129,7 +132,7 @@ export async function startOrchestrator(d: OrchestratorDeps): Promise<Orchestrat
         } catch (err) {
           if (!(own.signal.reason instanceof TaskEndedError)) throw err;
           d.log.info({ taskId: event.taskId, reason: own.signal.reason.message }, 'lead run stopped: its task ended');
-          return { appended: 0, state: (await (d.load ?? ((id: string) => loadTask(d.store, id)))(event.taskId)).state };
+          return { appended: 0, state: (await loaderOf(d)(event.taskId)).state };
         } finally {
           if (running.get(event.taskId) === own) running.delete(event.taskId);
         }
@@ -188,7 +191,7 @@ export function leadDeadLetters(d: Pick<OrchestratorDeps, 'pool' | 'store' | 'na
         outage = s.lead?.modelOutage !== undefined;
         return isFinal(s) || s.status === 'none' || outage ? null : { type: 'FailTask', code: 'lead_failed', message: `the lead could not take its step after ${dl.deliveries} attempts: ${dl.error}` };
       },
-      { load: d.load ?? ((id: string) => loadTask(d.store, id)), metadata: { actor: 'baton:orchestrator' }, now: d.now },
+      { load: loaderOf(d), metadata: { actor: 'baton:orchestrator' }, now: d.now },
     );
     if (outage) d.log.warn({ taskId, error: dl.error }, 'lead trigger dead-lettered while the model API could not answer: the watchdog wakes the lead');
     else if (done.events.length > 0) d.log.error({ taskId, error: dl.error }, 'lead failed for good: task failed');
