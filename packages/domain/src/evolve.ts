@@ -71,17 +71,12 @@ export function evolve(state: TaskState, event: RecordedEvent): TaskState {
     }
     case 'ModelUnavailable': {
       const d = event.data;
-      const failed = <L extends AgentLoopState>(l: L): L => ({ ...l, modelOutage: { since: l.modelOutage?.since ?? at, failures: (l.modelOutage?.failures ?? 0) + 1, error: d.error } });
-      if (s.lead && d.agentId === s.lead.agentId) s.lead = failed(s.lead);
-      else s = updateAgent(s, d.agentId, failed);
+      s = updateLoop(s, d.agentId, (l) => ({ ...l, modelOutage: { since: l.modelOutage?.since ?? at, failures: (l.modelOutage?.failures ?? 0) + 1, error: d.error } }));
       break;
     }
-    case 'AgentReminded': {
-      const reminded = <L extends AgentLoopState>(l: L): L => ({ ...l, phase: 'model', finalText: null, reminders: (l.reminders ?? 0) + 1 });
-      if (s.lead && event.data.agentId === s.lead.agentId) s.lead = reminded(s.lead);
-      else s = updateAgent(s, event.data.agentId, reminded);
+    case 'AgentReminded':
+      s = updateLoop(s, event.data.agentId, (l) => ({ ...l, phase: 'model', finalText: null, reminders: (l.reminders ?? 0) + 1 }));
       break;
-    }
     case 'SubagentDispatched': {
       const d = event.data;
       const agent: AgentState = {
@@ -323,6 +318,11 @@ export function fold(events: Iterable<RecordedEvent>, from: TaskState = initialS
 function updateAgent(s: TaskState, agentId: string, f: (a: AgentState) => AgentState): TaskState {
   const a = s.agents[agentId];
   return a ? { ...s, agents: { ...s.agents, [agentId]: f(a) } } : s;
+}
+
+/** A change of an agent's loop state (`AgentLoopState`), to the lead or the subagent it names. */
+function updateLoop(s: TaskState, agentId: string, f: <L extends AgentLoopState>(l: L) => L): TaskState {
+  return s.lead && agentId === s.lead.agentId ? { ...s, lead: f(s.lead) } : updateAgent(s, agentId, f);
 }
 
 /** What the model is told of a tool call its answer was cut in (stop reason `max_tokens`): not run. */
