@@ -166,8 +166,13 @@ export class BatonClient {
   }
 
   /** Submit a task; `replayed` says the gateway answered an earlier request with this `idempotencyKey` (the same body) again. */
-  async submit(task: SubmitTask, opts: { idempotencyKey?: string } = {}): Promise<Submitted> {
-    const r = await this.send<TaskView>('POST', '/v1/tasks', task, opts.idempotencyKey ? { 'idempotency-key': opts.idempotencyKey } : {});
+  submit(task: SubmitTask, opts: { idempotencyKey?: string } = {}): Promise<Submitted> {
+    return this.create('/v1/tasks', task, opts.idempotencyKey);
+  }
+
+  /** POST that makes a task (a submit, a fork), under an Idempotency-Key if given: the task, and whether the gateway answered it as a replay. */
+  private async create(p: string, body: unknown, idempotencyKey: string | undefined): Promise<Submitted> {
+    const r = await this.send<TaskView>('POST', p, body, idempotencyKey ? { 'idempotency-key': idempotencyKey } : {});
     return { ...r.body, replayed: r.headers.get('idempotent-replayed') === 'true' };
   }
   async task(id: string): Promise<TaskView> {
@@ -239,8 +244,7 @@ export class BatonClient {
   }
   /** A new task from version `atVersion` of this one; `idempotencyKey` makes a retry the same fork (`replayed`). */
   async fork(id: string, atVersion: number, opts: { idempotencyKey?: string } = {}): Promise<Submitted> {
-    const r = await this.send<TaskView>('POST', `/v1/tasks/${seg(id)}/fork`, { atVersion }, opts.idempotencyKey ? { 'idempotency-key': opts.idempotencyKey } : {});
-    return { ...r.body, replayed: r.headers.get('idempotent-replayed') === 'true' };
+    return this.create(`/v1/tasks/${seg(id)}/fork`, { atVersion }, opts.idempotencyKey);
   }
   async verify(id: string): Promise<Record<string, unknown> & { identical: boolean }> {
     return this.request('POST', `/v1/tasks/${seg(id)}/verify`);

@@ -2,7 +2,7 @@ import { allTools, parseToolInput } from '@baton/agents';
 import { digestJson, exists, forkableVersions, forkEvents, forkFiles, forkRefusal, own, stateAt, uuidV5, type Command, type TaskState } from '@baton/domain';
 import { redactCredentials, toAgentViews, toTaskView, type DeliveryView } from '@baton/api';
 import { withSessionLock } from '@baton/db';
-import { importTask, taskCommits } from '@baton/event-store';
+import { importTask, taskCommits, type LoadedTask } from '@baton/event-store';
 import { mailToResend } from '@baton/mail';
 import { ArtifactVersionNotKeptError, copyTaskFiles, findDelivery, findEndpoint, listDeliveries, mailInFlight, mailSendState, readArtifactVersion, requestRedelivery, storeWorkspace } from '@baton/storage';
 import multipart from '@fastify/multipart';
@@ -84,10 +84,10 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     return toTaskView(state);
   });
 
-  /** Run a user command against a visible task (retried on version conflicts) and answer with the task. */
-  const command = async (req: FastifyRequest, taskId: string, make: (s: TaskState) => Command) => {
-    const visible = await loadVisibleTask(d, req, taskId);
-    return toTaskView((await runTaskCommand(d, taskId, visible, make, req.actor)).state);
+  /** Run a user command against a visible task (retried on version conflicts) and answer with the task; `visible`: the task loaded already. */
+  const command = async (req: FastifyRequest, taskId: string, make: (s: TaskState) => Command, visible?: LoadedTask) => {
+    const task = visible ?? (await loadVisibleTask(d, req, taskId));
+    return toTaskView((await runTaskCommand(d, taskId, task, make, req.actor)).state);
   };
 
   r.post('/v1/tasks/:id/approvals/:requestId', { schema: { params: RequestParams, body: ApprovalBody, tags: ['requests'], summary: 'Approve (optionally with edited input) or reject a request' } }, async (req) => {
@@ -97,7 +97,7 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     // An edit is checked against the configuration the run is pinned to, not this gateway's current
     // one (an agent added since would pass here and fail in the run, the approval used up).
     const team = body.input !== undefined ? await d.catalog.resolve(visible.state.team, visible.state.lead?.configVersion) : undefined;
-    return toTaskView((await runTaskCommand(d, id, visible, (s) => {
+    return command(req, id, (s) => {
       const open = own(s.pendingRequests, requestId);
       let input = body.input;
       if (body.decision === 'approve' && input !== undefined && open?.kind === 'approval') {
@@ -110,7 +110,7 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
         }
       }
       return { type: 'DecideApproval', requestId, decision: body.decision, input, reason: body.reason, budget: body.budget, decidedBy: req.actor };
-    }, req.actor)).state);
+    }, visible);
   });
 
   r.post('/v1/tasks/:id/answers/:requestId', { schema: { params: RequestParams, body: AnswerBody, tags: ['requests'], summary: 'Answer a clarification request' } }, async (req) => {
