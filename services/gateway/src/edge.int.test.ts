@@ -251,11 +251,14 @@ describe('SSE connection caps', () => {
     const as = (tenant: string) => ({ authorization: `Bearer key-of-tenant-${tenant}-0001` });
     const task = async (tenant: string) => (await app.inject({ method: 'POST', url: '/v1/tasks', headers: as(tenant), payload: { prompt: 'x' } })).json().id as string;
     const ids = { a: await task('a'), b: await task('b'), c: await task('c') };
-    const streams: AbortController[] = [];
+    // Each open stream's Response is held here with its controller: fetch cancels the body of a
+    // Response that is garbage collected unread (undici's FinalizationRegistry), which closed a
+    // stream the test counted open whenever a GC ran between two requests (seen under load).
+    const streams: { abort(): void; res: Response }[] = [];
     const open = async (tenant: keyof typeof ids) => {
       const ctrl = new AbortController();
       const res = await fetch(`${base}/v1/tasks/${ids[tenant]}/events`, { headers: { accept: 'text/event-stream', ...as(tenant) }, signal: ctrl.signal });
-      if (res.ok) streams.push(ctrl);
+      if (res.ok) streams.push({ abort: () => ctrl.abort(), res });
       return { status: res.status, retryAfter: res.headers.get('retry-after'), type: res.headers.get('content-type'), body: res.ok ? null : ((await res.json()) as { error: { code: string; message: string } }) };
     };
     const sse = async () => Number(/^baton_sse_connections (\d+)$/m.exec((await app.inject({ method: 'GET', url: '/metrics' })).body)?.[1]);
