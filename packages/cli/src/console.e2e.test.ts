@@ -9,6 +9,7 @@ import { smtpCatcher, tarGz, waitFor, webhookReceiver, type SmtpCatcher } from '
 import { chromium, type Browser, type BrowserContext, type Page, type Request } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiEvent, BatonClient } from '@baton/client';
+import { axeFindings, type AxeFinding } from './axe.ts';
 import { startE2eStack, type E2eStack } from './e2e-stack.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../../..');
@@ -56,10 +57,17 @@ describe('the web console, in Chromium', () => {
 
   afterEach(() => {
     expect(pageErrors.map((e) => e.stack ?? e.message)).toEqual([]);
+    expect(findings.splice(0), "axe-core's serious findings in the states shot").toEqual([]);
   });
 
   const task = (id: string) => api.request<TaskView>('GET', `/v1/tasks/${id}`);
-  const shot = (name: string) => page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
+  /** What axe-core found serious in the states shot (none may be). */
+  const findings: (AxeFinding & { state: string })[] = [];
+  /** A state worth looking at: a screenshot for a reviewer, and axe-core's check of it. */
+  const shot = async (name: string) => {
+    await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
+    findings.push(...(await axeFindings(page)).map((f) => ({ state: name, ...f })));
+  };
   const submit = async (body: object): Promise<string> => (await api.request<TaskView>('POST', '/v1/tasks', body)).id;
   const awaitingInput = async (id: string, n = 1) => waitFor(async () => (await task(id)).pendingRequests.length === n, { timeoutMs: 30_000, what: `${n} open request(s)` });
   const open = async (id: string) => {
@@ -127,7 +135,7 @@ describe('the web console, in Chromium', () => {
     page.on('request', (r) => {
       if (r.method() === 'POST' && r.url().endsWith('/fork')) forks.push(r.url());
     });
-    const forkHere = page.locator('.timeline li[data-type="ApprovalRequested"]').first().getByRole('button', { name: /^fork from version/ });
+    const forkHere = page.locator('.timeline li[data-type="ApprovalRequested"]').first().getByRole('button', { name: /^fork from here, version \d+$/ });
     // Clicked low on the page (the window scrolled to the button, a long task list beside it), the new task opens at the top, in view.
     for (let i = 0; i < 40; i++) await submit({ prompt: `filler ${i}`, team: 'bench' });
     await page.locator('.task-list li').nth(30).waitFor();
@@ -179,7 +187,7 @@ describe('the web console, in Chromium', () => {
     expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(1400); // the diff's long lines scroll in their box
     // The change file by file, as the API lists it: each file its own fold, named with what changed in it.
     const change = await api.change(id);
-    expect(await plan.locator('details.diff > summary').textContent()).toBe(`The change: ${change.files.length} files · +${change.files.reduce((n, f) => n + f.additions, 0)} −${change.files.reduce((n, f) => n + f.deletions, 0)} Download patch`);
+    expect(await plan.locator('details.diff > summary').textContent()).toBe(`The change: ${change.files.length} files · +${change.files.reduce((n, f) => n + f.additions, 0)} −${change.files.reduce((n, f) => n + f.deletions, 0)}`);
     expect(await plan.locator('details.diff-file').evaluateAll((els) => els.map((e) => e.getAttribute('data-file')))).toEqual(change.files.map((f) => f.path));
     const first = change.files[0]!;
     expect(await plan.locator('details.diff-file').first().locator('summary').textContent()).toBe(`${first.path} ${first.status} · +${first.additions} −${first.deletions}`);
@@ -243,7 +251,9 @@ describe('the web console, in Chromium', () => {
     await banner.getByRole('button', { name: 'Approve Task → report-writer' }).waitFor();
     expect(decisions).toHaveLength(1);
     expect((await task(id)).pendingRequests).toHaveLength(1);
+    // Cancel asks to confirm, in the banner as in the list.
     await banner.getByRole('button', { name: 'Cancel task' }).click();
+    await banner.getByRole('button', { name: 'Confirm cancel' }).click();
     await waitFor(async () => (await task(id)).status === 'cancelled', { what: 'the task cancelled' });
   });
 
@@ -310,6 +320,8 @@ describe('the web console, in Chromium', () => {
     await page.locator('article.approval .plan-text', { hasText: 'Revised plan, taking your feedback into account (open-source databases only)' }).waitFor({ timeout: 30_000 });
     await shot('4-replanned');
     await page.getByRole('region', { name: 'waiting for you' }).getByRole('button', { name: 'Cancel task' }).click();
+    expect((await task(id)).status).toBe('awaiting_input'); // a first press only asks
+    await page.getByRole('region', { name: 'waiting for you' }).getByRole('button', { name: 'Confirm cancel' }).click();
     await page.locator('.toast.t-cancelled', { hasText: 'Cancelled' }).waitFor();
     await page.locator('.task-head .status.s-cancelled').waitFor();
     expect((await task(id)).status).toBe('cancelled');
@@ -378,9 +390,10 @@ describe('the web console, in Chromium', () => {
     await page.getByLabel('filter by team').selectOption('research');
     // A misclick on the list's Cancel ends nothing: it asks to confirm (and is named by the task's prompt).
     const cancelButton = page.locator(`li[data-task="${id}"] button[data-cancel]`);
-    expect(await cancelButton.getAttribute('aria-label')).toBe(`cancel task ${REPORT}`);
+    expect(await cancelButton.getAttribute('aria-label')).toBe(`Cancel task ${REPORT}`);
     await cancelButton.click();
     await cancelButton.getByText('Confirm cancel').waitFor();
+    expect(await cancelButton.getAttribute('aria-label')).toBe(`Confirm cancel: task ${REPORT}`);
     expect((await task(id)).status).toBe('awaiting_input');
     await cancelButton.click();
     await waitFor(async () => (await task(id)).status === 'cancelled', { what: 'the cancel from the list' });
@@ -469,7 +482,7 @@ describe('the web console, in Chromium', () => {
       const first = section.locator('li', { hasText: 'task.completed' });
       await first.waitFor();
       expect(await first.textContent()).toMatch(new RegExp(`ok 204 task.completed to ${hook}.*attempt 1`));
-      await section.getByRole('button', { name: /^send delivery \d+ again$/ }).click();
+      await section.getByRole('button', { name: /^Send again, delivery \d+$/ }).click();
       await section.locator('li', { hasText: '(sent again)' }).waitFor({ timeout: 30_000 });
       expect(await section.locator('li').count()).toBe(2);
       expect(receiver.types()).toEqual(['task.completed', 'task.completed']);
@@ -502,7 +515,7 @@ describe('the web console, in Chromium', () => {
     const refused = section.locator('li', { hasText: 'email.completed' });
     await refused.waitFor();
     expect(await refused.textContent()).toMatch(/failed 550 email\.completed mail to mailto:ann@example\.com.*attempt 1.*550 mailbox full/);
-    await refused.getByRole('button', { name: /^send delivery \d+ again$/ }).click();
+    await refused.getByRole('button', { name: /^Send again, delivery \d+$/ }).click();
     await section.locator('li', { hasText: '(sent again)' }).waitFor({ timeout: 30_000 });
     expect(await section.locator('li', { hasText: '(sent again)' }).textContent()).toMatch(/^ok 250 email\.completed/);
     expect(smtp.mails.filter((m) => m.headers.get('x-baton-task') === id).map((m) => m.to)).toEqual([['ann@example.com']]);

@@ -1,6 +1,6 @@
-import type { EventView } from '@baton/api';
+import type { EventView, TaskView } from '@baton/api';
 import { describe as group, expect, it } from 'vitest';
-import { agentOf, describe, editsOf, onTaskStream, progressText } from '../ui/describe.ts';
+import { agentOf, describe, editsOf, onTaskStream, progressText, requestTitle, taskNews } from '../ui/describe.ts';
 
 const taskId = '0b7c3f3e-4a51-4f4e-9d55-2d8f6f1c0a11';
 const event = (streamId: string, type: string, data: Record<string, unknown>): EventView =>
@@ -63,5 +63,31 @@ group('decisions, time-outs and mail, in words (not their type names)', () => {
     expect(on('EmailRequested', { emailId: 'm', agentId: 'email-agent-1', toolUseId: 't', to: ['bo@example.com'], subject: 'The report', body: '', attachments: [] })).toBe('mail queued to bo@example.com: The report');
     expect(on('EmailSent', { emailId: 'm', messageId: '<a@b>', accepted: ['bo@example.com'], rejected: ['x@example.com'] })).toBe('mail sent (bo@example.com); refused: x@example.com');
     expect(on('EmailFailed', { emailId: 'm', code: 'not_sent_by_fork', message: 'its source sends it' })).toBe('mail not sent (not_sent_by_fork): its source sends it');
+  });
+});
+
+group('what a screen reader is told of a task that changes on its own', () => {
+  type Request = TaskView['pendingRequests'][number];
+  const approval = { kind: 'approval', requestId: 'apr-1', agentId: 'lead', toolName: 'Task', input: { agent: 'researcher' }, plan: '', deadline: '2026-11-28T01:00:00.000Z', onTimeout: 'reject' } as unknown as Request;
+  const question = { kind: 'clarification', requestId: 'clr-1', agentId: 'researcher-1', questions: ['Which sources?', 'How long?'] } as unknown as Request;
+  const budget = { kind: 'budget', requestId: 'budget-1' } as unknown as Request;
+  const at = (status: string, pendingRequests: Request[] = [], error: TaskView['error'] = null) => ({ status, pendingRequests, error }) as Pick<TaskView, 'status' | 'pendingRequests' | 'error'>;
+
+  it('titles a request as its card does', () => {
+    expect([requestTitle(approval), requestTitle({ ...approval, input: {} } as Request), requestTitle(question), requestTitle(budget)]).toEqual(['lead wants to call Task → researcher', 'lead wants to call Task', 'researcher-1 asks', 'The task reached its budget']);
+  });
+
+  it('says nothing of the first load (what the person opened is not news), nor of a change they would not act on', () => {
+    expect(taskNews(null, at('awaiting_input', [approval]))).toBe('');
+    expect(taskNews(at('running'), at('running'))).toBe('');
+    expect(taskNews(at('awaiting_input', [approval]), at('awaiting_input', [approval]))).toBe('');
+  });
+
+  it('says the new status and each new request with what it asks; the end in words', () => {
+    expect(taskNews(at('running'), at('awaiting_input', [approval, question]))).toBe('The task is now awaiting input. Waiting for your approval: lead wants to call Task → researcher. Waiting for your answer: researcher-1 asks Which sources? How long?');
+    expect(taskNews(at('running'), at('running', [budget]))).toBe('Waiting for your decision: the task reached its budget.');
+    expect(taskNews(at('running'), at('completed'))).toBe('The task completed.');
+    expect(taskNews(at('running'), at('failed', [], { code: 'max_turns', message: 'the lead used its 20 turns' }))).toBe('The task failed: the lead used its 20 turns.');
+    expect(taskNews(at('awaiting_input', [approval]), at('cancelled'))).toBe('The task was cancelled.');
   });
 });

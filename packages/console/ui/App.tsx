@@ -4,20 +4,23 @@ import { createdWhen, mergeTask, reaches, settle } from './task-list.ts';
 import { Chat } from './Chat.tsx';
 import { ErrorLine } from './ErrorLine.tsx';
 import { ApprovePlan, TeamSelect } from './TeamSelect.tsx';
+import { announce, Announcer, busyProps, ConfirmButton, invalidProps } from './a11y.tsx';
 import { openTask, useAction, useRoute } from './hooks.ts';
 import { TaskPage } from './TaskPage.tsx';
 
 const STATUSES = ['', 'pending', 'running', 'awaiting_input', 'completed', 'failed', 'cancelled'] as const;
 
-/** The width under which the page is one column (styles.css: the task opened comes first, then the list). */
+/** The width under which the page is one column (styles.css: a task opened is shown alone, with a link back to the list). */
 const ONE_COLUMN = '(max-width: 800px)';
 
 export function App() {
   const route = useRoute();
   const opened = route.page === 'tasks' ? route.taskId : route.chatId;
-  // In one column, a task picked far down the list opens at the top of the page: go there.
+  // In one column, a task picked far down the list opens alone, at the top of the page: go there, with the keyboard's focus (the list, and the link pressed, are hidden).
   useEffect(() => {
-    if (opened && window.matchMedia(ONE_COLUMN).matches) window.scrollTo({ top: 0 });
+    if (!opened || !window.matchMedia(ONE_COLUMN).matches) return;
+    window.scrollTo({ top: 0 });
+    document.getElementById('content')?.focus({ preventScroll: true });
   }, [opened]);
   const [teams, setTeams] = useState<TeamInfo[]>([]);
   const [authProblem, setAuthProblem] = useState<string | null>(null);
@@ -36,6 +39,7 @@ export function App() {
   }, []);
   return (
     <div className="app">
+      <Announcer />
       <button className="skip" onClick={() => document.getElementById('content')?.focus()}>
         Skip to the {route.page === 'chat' ? 'conversation' : 'task'}
       </button>
@@ -58,7 +62,12 @@ export function App() {
             <NewTask teams={teams} />
             <TaskList selected={route.taskId} teams={teams} />
           </aside>
-          <section className="main" id="content" tabIndex={-1}>
+          <section className="main" id="content" tabIndex={-1} aria-label="task">
+            {route.taskId && (
+              <a className="back-to-list" href="#/tasks">
+                ← All tasks
+              </a>
+            )}
             {route.taskId ? (
               <TaskPage key={route.taskId} taskId={route.taskId} />
             ) : route.badId ? (
@@ -130,21 +139,29 @@ function NewTask({ teams }: { teams: TeamInfo[] }) {
   const [workspace, setWorkspace] = useState('');
   const [archive, setArchive] = useState<File | null>(null);
   const { error, setError, busy, run } = useAction();
+  /** The field the last refusal of the form names (marked invalid, focused). */
+  const [bad, setBad] = useState<'prompt' | 'budget' | 'archive' | null>(null);
   useEffect(() => {
     api<{ items: Example[] }>('GET', '/v1/examples').then(
       (r) => setExamples(r.items.filter((x) => x.error === null)),
       () => setExamples([]), // the form works without them: no example to pick
     );
   }, []);
+  const refuse = (field: 'prompt' | 'budget' | 'archive', message: string): void => {
+    setBad(field);
+    setError(message);
+    document.getElementById(`new-task-${field}`)?.focus(); // where it is mended
+  };
   const submit = async (): Promise<void> => {
-    if (!prompt.trim()) return setError('Write what the task should do.');
+    if (!prompt.trim()) return refuse('prompt', 'Write what the task should do.');
     const usd = budget.trim() ? Number(budget) : undefined;
-    if (usd !== undefined && !(usd > 0)) return setError('The budget must be a number of dollars above 0.');
-    if (workspace === UPLOAD && !archive) return setError('Choose the .tar.gz of the project to start from, or pick no workspace.');
+    if (usd !== undefined && !(usd > 0)) return refuse('budget', 'The budget must be a number of dollars above 0.');
+    if (workspace === UPLOAD && !archive) return refuse('archive', 'Choose the .tar.gz of the project to start from, or pick no workspace.');
+    setBad(null);
     const t = await run(async () => {
       const ws = workspace.startsWith(EXAMPLE) ? { example: workspace.slice(EXAMPLE.length) } : workspace === UPLOAD && archive ? { archiveBase64: await base64Of(archive), name: archive.name } : undefined;
       return api<TaskView>('POST', '/v1/tasks', { prompt, team, requirePlanApproval: approve, ...(usd !== undefined ? { budget: { usd } } : {}), ...(ws ? { workspace: ws } : {}) });
-    });
+    }, 'Task created.');
     if (!t) return;
     setPrompt('');
     openTask(t.id);
@@ -152,17 +169,21 @@ function NewTask({ teams }: { teams: TeamInfo[] }) {
   return (
     <form
       className="new-task card"
+      aria-labelledby="new-task-heading"
       onSubmit={(e) => {
         e.preventDefault();
         void submit();
       }}
     >
-      <textarea aria-label="prompt" placeholder="What should the agents do?" value={prompt} onChange={(e) => setPrompt(e.target.value)} rows={3} />
+      <h2 className="sr-only" id="new-task-heading">
+        New task
+      </h2>
+      <textarea id="new-task-prompt" aria-label="prompt" {...invalidProps(bad === 'prompt' && !prompt.trim(), 'new-task-error')} placeholder="What should the agents do?" value={prompt} onChange={(e) => setPrompt(e.target.value)} rows={3} />
       <div className="row">
         <TeamSelect label="team" value={team} onChange={setTeam} teams={teams} />
         <ApprovePlan checked={approve} onChange={setApprove} />
-        <input aria-label="budget in USD" className="budget" placeholder="budget $" value={budget} onChange={(e) => setBudget(e.target.value)} />
-        <button type="submit" disabled={busy}>
+        <input id="new-task-budget" aria-label="budget in USD" {...invalidProps(bad === 'budget', 'new-task-error')} className="budget" placeholder="budget $" value={budget} onChange={(e) => setBudget(e.target.value)} />
+        <button type="submit" {...busyProps(busy)}>
           Submit
         </button>
       </div>
@@ -176,9 +197,9 @@ function NewTask({ teams }: { teams: TeamInfo[] }) {
           ))}
           <option value={UPLOAD}>upload a project (.tar.gz)…</option>
         </select>
-        {workspace === UPLOAD && <input type="file" aria-label="project archive" accept=".tar.gz,.tgz,application/gzip" onChange={(e) => setArchive(e.target.files?.[0] ?? null)} />}
+        {workspace === UPLOAD && <input id="new-task-archive" type="file" aria-label="project archive" {...invalidProps(bad === 'archive' && !archive, 'new-task-error')} accept=".tar.gz,.tgz,application/gzip" onChange={(e) => setArchive(e.target.files?.[0] ?? null)} />}
       </div>
-      <ErrorLine error={error} />
+      <ErrorLine error={error} id="new-task-error" />
     </form>
   );
 }
@@ -324,25 +345,22 @@ function TaskList({ selected, teams }: { selected: string | null; teams: TeamInf
       window.removeEventListener('baton:tasks-changed', reload);
     };
   }, []);
-  // Cancelling from the list takes a second click on "Confirm" (a misclick would end a run); the ask lapses after 5 s.
-  const [confirming, setConfirming] = useState<string | null>(null);
-  useEffect(() => {
-    if (confirming === null) return;
-    const t = setTimeout(() => setConfirming(null), 5000);
-    return () => clearTimeout(t);
-  }, [confirming]);
+  // Cancelling from the list takes a second press on "Confirm cancel" (a misclick would end a run).
   const cancel = async (id: string): Promise<void> => {
-    if (confirming !== id) return setConfirming(id);
-    setConfirming(null);
     try {
       await api('POST', `/v1/tasks/${id}/cancel`, { reason: 'cancelled from the console' });
+      announce('Task cancelled.');
       await load();
     } catch (err) {
       setError((err as Error).message);
     }
   };
   return (
-    <div className="task-list">
+    // Focus that loses its control here (a task's Cancel gone once it ended) comes back to the list's heading.
+    <div className="task-list" data-focus-home="task-list-heading">
+      <h2 className="sr-only" id="task-list-heading" tabIndex={-1}>
+        Tasks
+      </h2>
       <div className="row filters">
         <select aria-label="filter by status" value={status} onChange={(e) => setStatus(e.target.value)}>
           {STATUSES.map((s) => (
@@ -373,11 +391,7 @@ function TaskList({ selected, teams }: { selected: string | null; teams: TeamInf
                 {t.team} · <time dateTime={t.createdAt}>{createdWhen(t.createdAt)}</time>
               </span>
             </a>
-            {!isFinalStatus(t.status) && (
-              <button className={`small${confirming === t.id ? ' danger' : ''}`} onClick={() => void cancel(t.id)} aria-label={confirming === t.id ? `confirm: cancel task ${t.prompt.slice(0, 80)}` : `cancel task ${t.prompt.slice(0, 80)}`} data-cancel={t.id}>
-                {confirming === t.id ? 'Confirm cancel' : 'Cancel'}
-              </button>
-            )}
+            {!isFinalStatus(t.status) && <ConfirmButton className="small" label="Cancel" confirmLabel="Confirm cancel" name={`Cancel task ${t.prompt.slice(0, 80)}`} confirmName={`Confirm cancel: task ${t.prompt.slice(0, 80)}`} onConfirm={() => void cancel(t.id)} data-cancel={t.id} />}
           </li>
         ))}
         {items.length === 0 && !error && <li className="hint">{!read ? 'Loading…' : status || team || search ? 'No task matches these filters.' : 'No tasks yet.'}</li>}

@@ -3,6 +3,7 @@ import { RenderedMarkdown } from './Markdown.tsx';
 import { api, sendChat, type ChatMessageView, type ChatSummaryView, type ChatView, type TaskView, type TeamInfo } from './api.ts';
 import { ErrorLine } from './ErrorLine.tsx';
 import { ApprovePlan, TeamSelect } from './TeamSelect.tsx';
+import { busyProps } from './a11y.tsx';
 import { go, openTask, useAction } from './hooks.ts';
 
 /**
@@ -41,7 +42,12 @@ export function Chat({ chatId, badId, teams }: { chatId: string | null; badId?: 
           ))}
         </ul>
       </aside>
-      <section className="main" id="content" tabIndex={-1}>
+      <section className="main" id="content" tabIndex={-1} aria-label="conversation">
+        {chatId && (
+          <a className="back-to-list" href="#/chat">
+            ← All conversations
+          </a>
+        )}
         {badId !== undefined ? (
           <div className="error" role="alert">
             No conversation '{badId}': a conversation id is a UUID. Pick one from the list, or start a new one.
@@ -182,7 +188,8 @@ function Conversation({ chatId, teams, onChanged }: { chatId: string | null; tea
           </button>
         </div>
       </div>
-      <div className="messages" aria-label="messages">
+      {/* A log: each new message is read out once it is whole (busy while a reply streams, not word by word). */}
+      <div className="messages" role="log" aria-label="messages" aria-busy={streaming !== null}>
         {messages.map((m) => (
           <div key={m.id} className={`msg ${m.role}${m.error ? ' failed' : ''}`} data-role={m.role}>
             {/* What the person wrote, as written (their line breaks kept); the model's reply rendered as markdown. */}
@@ -226,7 +233,7 @@ function Conversation({ chatId, teams, onChanged }: { chatId: string | null; tea
               e.currentTarget.form?.requestSubmit();
             }}
           />
-          <button className="primary" type="submit" disabled={busy}>
+          <button className="primary" type="submit" {...busyProps(busy)}>
             Send
           </button>
         </form>
@@ -241,7 +248,7 @@ function ActionPanel({ chat, teams }: { chat: ChatView; teams: TeamInfo[] }) {
   const [approve, setApprove] = useState(true);
   const { error, busy, run } = useAction();
   const start = async (): Promise<void> => {
-    const t = await run(() => api<TaskView>('POST', `/v1/chats/${chat.id}/task`, { team, requirePlanApproval: approve }));
+    const t = await run(() => api<TaskView>('POST', `/v1/chats/${chat.id}/task`, { team, requirePlanApproval: approve }), 'Task started from this conversation.');
     if (t) openTask(t.id);
   };
   return (
@@ -250,7 +257,7 @@ function ActionPanel({ chat, teams }: { chat: ChatView; teams: TeamInfo[] }) {
       <div className="row">
         <TeamSelect label="task team" value={team} onChange={setTeam} teams={teams} />
         <ApprovePlan checked={approve} onChange={setApprove} />
-        <button className="primary" disabled={busy} onClick={() => void start()}>
+        <button className="primary" {...busyProps(busy)} onClick={() => void start()}>
           Start task
         </button>
       </div>

@@ -1,5 +1,6 @@
 import { useCallback, useEffect, useState } from 'react';
 import { ApiError, api, type DeliveryView } from './api.ts';
+import { announce, busyProps } from './a11y.tsx';
 import { ErrorLine } from './ErrorLine.tsx';
 
 /** How long, at most, the card looks for the attempt a "Send again" asked for (a notifier sends it within a second or two). */
@@ -46,10 +47,12 @@ export function Deliveries({ taskId, version }: { taskId: string; version: numbe
     return () => clearInterval(t);
   }, [queued, load]);
   const sendAgain = async (d: DeliveryView): Promise<void> => {
+    if (queued !== null) return; // one at a time: the card looks for its attempt
     try {
       await api('POST', `/v1/tasks/${taskId}/deliveries/${d.id}/redeliver`);
       setError(null);
       setQueued({ deliveryId: d.id, after: Math.max(0, ...items.map((x) => Number(x.id))) });
+      announce(`Queued: delivery ${d.id} is sent again.`);
     } catch (err) {
       setError(err instanceof ApiError ? err.message : (err as Error).message);
     }
@@ -57,12 +60,12 @@ export function Deliveries({ taskId, version }: { taskId: string; version: numbe
   if (items.length === 0 && !error) return null;
   return (
     <section className="deliveries" aria-label="deliveries">
-      <h3>
-        Deliveries{' '}
+      <div className="row section-head">
+        <h3>Deliveries</h3>
         <button className="small" onClick={() => void load()}>
           Refresh
         </button>
-      </h3>
+      </div>
       <ErrorLine error={error} />
       <ul>
         {[...items].reverse().map((d) => (
@@ -77,7 +80,7 @@ export function Deliveries({ taskId, version }: { taskId: string; version: numbe
               {d.givenUp ? ' · given up: no more attempts' : ''}
             </span>{' '}
             {d.type !== 'email.outbox' && (
-              <button className="small" disabled={queued !== null} onClick={() => void sendAgain(d)} aria-label={`send delivery ${d.id} again`}>
+              <button className="small" {...busyProps(queued !== null)} onClick={() => void sendAgain(d)} aria-label={queued?.deliveryId === d.id ? `Queued…, delivery ${d.id}` : `Send again, delivery ${d.id}`}>
                 {queued?.deliveryId === d.id ? 'Queued…' : 'Send again'}
               </button>
             )}

@@ -1,6 +1,8 @@
-import { useRef, useState, useSyncExternalStore } from 'react';
+import { useId, useRef, useState, useSyncExternalStore } from 'react';
 import { RenderedMarkdown } from './Markdown.tsx';
-import { api, type PendingRequest, type TaskView } from './api.ts';
+import { busyProps, invalidProps } from './a11y.tsx';
+import { api, ApiError, type PendingRequest, type TaskView } from './api.ts';
+import { requestTitle } from './describe.ts';
 import { ErrorLine } from './ErrorLine.tsx';
 import { countdown, useAction, useArmed, useNow } from './hooks.ts';
 
@@ -8,11 +10,21 @@ type Approval = Extract<PendingRequest, { kind: 'approval' }>;
 type Clarification = Extract<PendingRequest, { kind: 'clarification' }>;
 type Budget = Extract<PendingRequest, { kind: 'budget' }>;
 
+/**
+ * What a decision reports back to the page: `onDone` with the task after it; `onStale` with the
+ * gateway's words when the request was no longer open (decided elsewhere, the task ended: a 409)
+ * — the page reads the task again, and the card that can no longer act goes.
+ */
+export interface Decided {
+  onDone: (t: TaskView) => void;
+  onStale: (message: string) => void;
+}
+
 /** One card per open request: who asks, what, the deadline and what it does; the person decides here. */
-export function RequestCard({ taskId, request, editing, setEditing, onDone }: { taskId: string; request: PendingRequest; editing: boolean; setEditing: (on: boolean) => void; onDone: (t: TaskView) => void }) {
-  if (request.kind === 'approval') return <ApprovalCard taskId={taskId} r={request} editing={editing} setEditing={setEditing} onDone={onDone} />;
-  if (request.kind === 'budget') return <BudgetCard taskId={taskId} r={request} onDone={onDone} />;
-  return <ClarificationCard taskId={taskId} r={request} onDone={onDone} />;
+export function RequestCard({ taskId, request, editing, setEditing, decided }: { taskId: string; request: PendingRequest; editing: boolean; setEditing: (on: boolean) => void; decided: Decided }) {
+  if (request.kind === 'approval') return <ApprovalCard taskId={taskId} r={request} editing={editing} setEditing={setEditing} decided={decided} />;
+  if (request.kind === 'budget') return <BudgetCard taskId={taskId} r={request} decided={decided} />;
+  return <ClarificationCard taskId={taskId} r={request} decided={decided} />;
 }
 
 function Deadline({ deadline, then }: { deadline: string; then: string }) {
@@ -24,19 +36,33 @@ function Deadline({ deadline, then }: { deadline: string; then: string }) {
   );
 }
 
-/** Run a decision; the API's refusal is shown on the card and the request stays open. */
-function useDecision(onDone: (t: TaskView) => void) {
+/**
+ * Run a decision, saying what it did (`done`) once it is recorded; the API's refusal is shown on
+ * the card and the request stays open — but a request no longer open (a 409) goes to `onStale`.
+ */
+export function useDecision({ onDone, onStale }: Decided) {
   const action = useAction();
-  const run = async (method: string, url: string, body: unknown): Promise<boolean> => {
-    const t = await action.run(() => api<TaskView>(method, url, body));
+  const run = async (method: string, url: string, body: unknown, done: string): Promise<boolean> => {
+    const t = await action.run(async () => {
+      try {
+        return await api<TaskView>(method, url, body);
+      } catch (err) {
+        if (!(err instanceof ApiError && err.status === 409)) throw err;
+        onStale(err.message);
+        return undefined;
+      }
+    }, done);
     if (t) onDone(t);
     return t !== undefined;
   };
   return { ...action, run };
 }
 
-function ApprovalCard({ taskId, r, editing, setEditing, onDone }: { taskId: string; r: Approval; editing: boolean; setEditing: (on: boolean) => void; onDone: (t: TaskView) => void }) {
-  const { error, setError, busy, run } = useDecision(onDone);
+function ApprovalCard({ taskId, r, editing, setEditing, decided }: { taskId: string; r: Approval; editing: boolean; setEditing: (on: boolean) => void; decided: Decided }) {
+  const { error, setError, busy, run } = useDecision(decided);
+  const ids = useId();
+  const errorId = `${ids}-error`;
+  const titleId = `${ids}-title`;
   const asProposed = (): string => JSON.stringify(r.input, null, 2);
   const [draft, setDraft] = useState(asProposed);
   const [rejecting, setRejecting] = useState(false);
@@ -56,25 +82,30 @@ function ApprovalCard({ taskId, r, editing, setEditing, onDone }: { taskId: stri
   const [reason, setReason] = useState('');
   const url = `/v1/tasks/${taskId}/approvals/${encodeURIComponent(r.requestId)}`;
   const target = typeof r.input.agent === 'string' ? r.input.agent : null;
+  const editor = useRef<HTMLTextAreaElement>(null);
   const saveEdit = async (): Promise<void> => {
     let input: unknown;
     try {
       input = JSON.parse(draft);
     } catch (err) {
       setError(`The edited input is not JSON: ${(err as Error).message}`);
+      editor.current?.focus(); // where it is mended
       return;
     }
-    if (await run('POST', url, { decision: 'approve', input })) setEditing(false);
+    if (await run('POST', url, { decision: 'approve', input }, `Approved with your edits: ${requestTitle(r)}.`)) setEditing(false);
   };
+  const reject = (): void => void run('POST', url, { decision: 'reject', ...(reason.trim() ? { reason: reason.trim() } : {}) }, `Rejected: ${requestTitle(r)}. The agent goes on without it.`);
   return (
-    <article ref={card} className="card request approval" data-request={r.requestId} aria-label={`approval ${r.requestId}`}>
+    <article ref={card} className="card request approval" data-request={r.requestId} aria-labelledby={titleId}>
       <header>
-        <span className="badge agent">{r.agentId}</span> wants to call <b>{r.toolName}</b>
-        {target && (
-          <>
-            {' '}→ <span className="badge agent">{target}</span>
-          </>
-        )}
+        <h3 className="card-title" id={titleId}>
+          <span className="badge agent">{r.agentId}</span> wants to call <b>{r.toolName}</b>
+          {target && (
+            <>
+              {' '}→ <span className="badge agent">{target}</span>
+            </>
+          )}
+        </h3>
         <Deadline deadline={r.deadline} then={r.onTimeout === 'approve' ? 'approved' : 'rejected'} />
       </header>
       <div className="plan-text">
@@ -84,10 +115,10 @@ function ApprovalCard({ taskId, r, editing, setEditing, onDone }: { taskId: stri
         <div className="edit">
           <label>
             Tool input (JSON) — checked against the tool's schema and meaning when you approve
-            <textarea aria-label="edited input" value={draft} onChange={(e) => setDraft(e.target.value)} onKeyDown={(e) => e.key === 'Escape' && discard()} rows={Math.min(20, draft.split('\n').length + 1)} spellCheck={false} />
+            <textarea ref={editor} autoFocus aria-label="edited input" {...invalidProps(error !== null, errorId)} value={draft} onChange={(e) => setDraft(e.target.value)} onKeyDown={(e) => e.key === 'Escape' && discard()} rows={Math.min(20, draft.split('\n').length + 1)} spellCheck={false} />
           </label>
           <div className="row">
-            <button className="primary" disabled={busy} onClick={() => void saveEdit()}>
+            <button className="primary" {...busyProps(busy)} onClick={() => void saveEdit()}>
               Approve with edits
             </button>
             <button onClick={discard}>Discard edits</button>
@@ -101,7 +132,7 @@ function ApprovalCard({ taskId, r, editing, setEditing, onDone }: { taskId: stri
           className="row"
           onSubmit={(e) => {
             e.preventDefault();
-            void run('POST', url, { decision: 'reject', ...(reason.trim() ? { reason: reason.trim() } : {}) });
+            reject();
           }}
         >
           <input
@@ -116,7 +147,7 @@ function ApprovalCard({ taskId, r, editing, setEditing, onDone }: { taskId: stri
             }}
             autoFocus
           />
-          <button type="submit" disabled={busy}>
+          <button type="submit" {...busyProps(busy)}>
             Reject
           </button>
           <button
@@ -132,19 +163,19 @@ function ApprovalCard({ taskId, r, editing, setEditing, onDone }: { taskId: stri
       ) : (
         !editing && (
           <div className="row">
-            <button className="primary" disabled={busy || !armed} onClick={() => void run('POST', url, { decision: 'approve' })}>
+            <button className="primary" disabled={!armed} {...busyProps(busy)} onClick={() => void run('POST', url, { decision: 'approve' }, `Approved: ${requestTitle(r)}.`)}>
               Approve
             </button>
-            <button disabled={busy} onClick={() => setEditing(true)}>
+            <button {...busyProps(busy)} onClick={() => !busy && setEditing(true)}>
               Review &amp; Edit
             </button>
-            <button disabled={busy} onClick={() => setRejecting(true)}>
+            <button {...busyProps(busy)} onClick={() => !busy && setRejecting(true)}>
               Reject…
             </button>
           </div>
         )
       )}
-      <ErrorLine error={error} />
+      <ErrorLine error={error} id={errorId} />
     </article>
   );
 }
@@ -184,29 +215,45 @@ function setQuestionDraft(requestId: string, d: string[] | null): void {
   for (const f of draftWatchers) f();
 }
 
-export function ClarificationCard({ taskId, r, onDone, compact = false }: { taskId: string; r: Pick<Clarification, 'requestId' | 'questions' | 'options'> & Partial<Clarification>; onDone: (t: TaskView) => void; compact?: boolean }) {
-  const { error, setError, busy, run } = useDecision(onDone);
+/**
+ * An open question, answered here. `compact`: the copy in the asking agent's toast (the same
+ * draft; its fields named as the toast's, so a screen reader's list of fields tells the two apart).
+ */
+export function ClarificationCard({ taskId, r, decided, compact = false }: { taskId: string; r: Pick<Clarification, 'requestId' | 'questions' | 'options'> & Partial<Clarification>; decided: Decided; compact?: boolean }) {
+  const { error, setError, busy, run } = useDecision(decided);
+  const ids = useId();
+  const errorId = `${ids}-error`;
+  const titleId = `${ids}-title`;
+  const form = useRef<HTMLFormElement>(null);
+  /** The questions left unanswered when the person last tried to send (marked invalid until filled). */
+  const [missing, setMissing] = useState<number[]>([]);
   const answers = useSyncExternalStore(watchDrafts, () => draftOf(r.requestId, r.questions.length));
   const setAnswers = (a: string[]): void => setQuestionDraft(r.requestId, a);
   const send = async (values: string[]): Promise<void> => {
     const filled = values.map((a) => a.trim());
-    if (filled.some((a) => a === '')) {
+    const empty = filled.flatMap((a, i) => (a === '' ? [i] : []));
+    setMissing(empty);
+    if (empty.length > 0) {
       const orPick = r.options?.length ? ' (or pick an option)' : '';
       setError(r.questions.length > 1 ? `Answer every question${orPick}.` : `Write an answer${orPick}.`);
+      form.current?.querySelectorAll('input')[empty[0] as number]?.focus();
       return;
     }
-    if (await run('POST', `/v1/tasks/${taskId}/answers/${encodeURIComponent(r.requestId)}`, { answers: filled })) setQuestionDraft(r.requestId, null);
+    if (await run('POST', `/v1/tasks/${taskId}/answers/${encodeURIComponent(r.requestId)}`, { answers: filled }, `Answer sent${r.agentId ? ` to ${r.agentId}` : ''}.`)) setQuestionDraft(r.requestId, null);
   };
   return (
-    <article className={`card request clarification${compact ? ' compact' : ''}`} data-request={r.requestId} aria-label={`question ${r.requestId}`}>
+    <article className={`card request clarification${compact ? ' compact' : ''}`} data-request={r.requestId} {...(compact ? { 'aria-label': 'answer here' } : { 'aria-labelledby': titleId })}>
       {!compact && (
         <header>
-          <span className="badge agent">{r.agentId}</span> asks
+          <h3 className="card-title" id={titleId}>
+            <span className="badge agent">{r.agentId}</span> asks
+          </h3>
           {r.context ? <span className="context"> — {r.context}</span> : null}
           {r.deadline && <Deadline deadline={r.deadline} then="it goes on with its best judgement" />}
         </header>
       )}
       <form
+        ref={form}
         onSubmit={(e) => {
           e.preventDefault();
           void send(answers);
@@ -215,7 +262,7 @@ export function ClarificationCard({ taskId, r, onDone, compact = false }: { task
         {r.questions.map((q, i) => (
           <label key={i} className="question">
             <span>{q}</span>
-            <input aria-label={q} value={answers[i] ?? ''} onChange={(e) => setAnswers(answers.map((a, j) => (j === i ? e.target.value : a)))} />
+            <input aria-label={compact ? `${q} (in the toast)` : q} {...invalidProps(missing.includes(i) && !(answers[i] ?? '').trim(), errorId)} value={answers[i] ?? ''} onChange={(e) => setAnswers(answers.map((a, j) => (j === i ? e.target.value : a)))} />
           </label>
         ))}
         {r.options && r.options.length > 0 && (
@@ -224,7 +271,7 @@ export function ClarificationCard({ taskId, r, onDone, compact = false }: { task
               <button
                 type="button"
                 key={o}
-                disabled={busy}
+                {...busyProps(busy)}
                 // One question: the option is the answer. Several: it fills the first one still empty (not every one), for the person to go on.
                 onClick={() => {
                   if (r.questions.length === 1) return void send([o]);
@@ -238,18 +285,23 @@ export function ClarificationCard({ taskId, r, onDone, compact = false }: { task
           </div>
         )}
         <div className="row">
-          <button className="primary" type="submit" disabled={busy}>
+          <button className="primary" type="submit" {...busyProps(busy)}>
             Answer
           </button>
         </div>
       </form>
-      <ErrorLine error={error} />
+      <ErrorLine error={error} id={errorId} />
     </article>
   );
 }
 
-function BudgetCard({ taskId, r, onDone }: { taskId: string; r: Budget; onDone: (t: TaskView) => void }) {
-  const { error, setError, busy, run } = useDecision(onDone);
+function BudgetCard({ taskId, r, decided }: { taskId: string; r: Budget; decided: Decided }) {
+  const { error, setError, busy, run } = useDecision(decided);
+  const ids = useId();
+  const errorId = `${ids}-error`;
+  const titleId = `${ids}-title`;
+  /** The limit the person typed that is not a number above 0 (marked invalid, focused). */
+  const [bad, setBad] = useState<'usd' | 'tokens' | null>(null);
   const [usd, setUsd] = useState(r.limit.usd !== null ? String(Math.max(r.limit.usd, r.spent.usd) * 2) : '');
   const [tokens, setTokens] = useState(r.limit.tokens !== null ? String(Math.max(r.limit.tokens, r.spent.tokens) * 2) : '');
   const url = `/v1/tasks/${taskId}/approvals/${encodeURIComponent(r.requestId)}`;
@@ -257,35 +309,46 @@ function BudgetCard({ taskId, r, onDone }: { taskId: string; r: Budget; onDone: 
     const budget: { usd?: number; tokens?: number } = {};
     if (usd.trim()) budget.usd = Number(usd);
     if (tokens.trim()) budget.tokens = Math.ceil(Number(tokens));
-    if (Object.values(budget).some((v) => !(v > 0))) return setError('A new limit must be a number above 0.');
-    await run('POST', url, { decision: 'approve', budget });
+    const wrong = budget.usd !== undefined && !(budget.usd > 0) ? 'usd' : budget.tokens !== undefined && !(budget.tokens > 0) ? 'tokens' : null;
+    setBad(wrong);
+    if (wrong) {
+      setError('A new limit must be a number above 0.');
+      document.getElementById(`${ids}-${wrong}`)?.focus();
+      return;
+    }
+    await run('POST', url, { decision: 'approve', budget }, 'Budget raised: the run goes on.');
   };
   return (
-    <article className="card request budget" data-request={r.requestId} aria-label={`budget ${r.requestId}`}>
+    <article className="card request budget" data-request={r.requestId} aria-labelledby={titleId}>
       <header>
-        The task reached its budget: spent {r.limit.usd !== null && `$${r.spent.usd.toFixed(4)} of $${r.limit.usd}`} {r.limit.tokens !== null && `${r.spent.tokens} of ${r.limit.tokens} tokens`}
+        <h3 className="card-title" id={titleId}>
+          The task reached its budget
+        </h3>
+        <span>
+          spent {r.limit.usd !== null && `$${r.spent.usd.toFixed(4)} of $${r.limit.usd}`} {r.limit.tokens !== null && `${r.spent.tokens} of ${r.limit.tokens} tokens`}
+        </span>
         <Deadline deadline={r.deadline} then="the run stops" />
       </header>
       <p>No agent calls a model until you decide.</p>
       <div className="row">
         {r.limit.usd !== null && (
           <label>
-            New limit, US$ <input aria-label="new limit in USD" value={usd} onChange={(e) => setUsd(e.target.value)} />
+            New limit, US$ <input id={`${ids}-usd`} aria-label="new limit in USD" {...invalidProps(bad === 'usd', errorId)} value={usd} onChange={(e) => setUsd(e.target.value)} />
           </label>
         )}
         {r.limit.tokens !== null && (
           <label>
-            New limit, tokens <input aria-label="new limit in tokens" value={tokens} onChange={(e) => setTokens(e.target.value)} />
+            New limit, tokens <input id={`${ids}-tokens`} aria-label="new limit in tokens" {...invalidProps(bad === 'tokens', errorId)} value={tokens} onChange={(e) => setTokens(e.target.value)} />
           </label>
         )}
-        <button className="primary" disabled={busy} onClick={() => void raise()}>
+        <button className="primary" {...busyProps(busy)} onClick={() => void raise()}>
           Raise and continue
         </button>
-        <button disabled={busy} onClick={() => void run('POST', url, { decision: 'reject', reason: 'stopped at the budget from the console' })}>
+        <button {...busyProps(busy)} onClick={() => void run('POST', url, { decision: 'reject', reason: 'stopped at the budget from the console' }, 'The run stops at its budget.')}>
           Stop the run
         </button>
       </div>
-      <ErrorLine error={error} />
+      <ErrorLine error={error} id={errorId} />
     </article>
   );
 }

@@ -4,10 +4,15 @@ import { api, apiText, download, downloadArchive, followEvents, isFinalStatus, s
 import { changeKey, changeTotals, fileSections, fileStat, lineKind, UNFOLDED_FILES } from './change.ts';
 import { Deliveries } from './Deliveries.tsx';
 import { ErrorLine } from './ErrorLine.tsx';
-import { RequestCard } from './Requests.tsx';
+import { announce, busyProps, ConfirmButton } from './a11y.tsx';
+import { requestTitle, statusText, taskNews } from './describe.ts';
+import { RequestCard, useDecision, type Decided } from './Requests.tsx';
 import { Timeline } from './Timeline.tsx';
 import { Toasts } from './Toasts.tsx';
 import { useAction, useArmed } from './hooks.ts';
+
+/** A prompt longer than this shows folded to a few lines, with a button to show all of it. */
+const LONG_PROMPT = 300;
 
 /** A task: what waits for the person first, then the agents at work, the report or change, and the run's timeline — live. */
 export function TaskPage({ taskId }: { taskId: string }) {
@@ -21,7 +26,18 @@ export function TaskPage({ taskId }: { taskId: string }) {
   // What the page says of its live view: the stream's own state, or lost once refused.
   const live = lost !== null ? 'lost' : streamState;
   const [editing, setEditing] = useState<string | null>(null);
+  /** What the gateway said of a decision on a request no longer open (a 409): shown until the next decision. */
+  const [stale, setStale] = useState<string | null>(null);
+  const [wholePrompt, setWholePrompt] = useState(false);
   const refreshTimer = useRef<ReturnType<typeof setTimeout> | null>(null);
+
+  // What changes on its own (the status, a new request) is said to a screen reader, as it is shown.
+  const before = useRef<TaskView | null>(null);
+  useEffect(() => {
+    if (!task) return;
+    announce(taskNews(before.current, task));
+    before.current = task;
+  }, [task]);
 
   // The browser tab names the task (several tasks open in tabs are told apart).
   const prompt = task?.prompt;
@@ -88,40 +104,58 @@ export function TaskPage({ taskId }: { taskId: string }) {
     };
   }, [taskId, refresh]);
 
-  const decided = (t: TaskView): void => {
-    setTask(t);
-    setEditing(null);
-    void refresh();
+  const decided: Decided = {
+    onDone: (t) => {
+      // What the person just did is said by the action itself: not again as news.
+      before.current = t;
+      setTask(t);
+      setEditing(null);
+      setStale(null);
+      void refresh();
+    },
+    onStale: (message) => {
+      setStale(`${message}. The page shows the task as it is now.`);
+      setEditing(null);
+      void refresh();
+    },
   };
   // Its own error: a refusal stays shown (a refresh clears only the page's load errors).
   const cancelling = useAction();
   const cancel = async (): Promise<void> => {
-    const t = await cancelling.run(() => api<TaskView>('POST', `/v1/tasks/${taskId}/cancel`, { reason: 'cancelled from the console' }));
+    const t = await cancelling.run(() => api<TaskView>('POST', `/v1/tasks/${taskId}/cancel`, { reason: 'cancelled from the console' }), 'Task cancelled.');
     if (!t) return;
-    decided(t);
+    decided.onDone(t);
     window.dispatchEvent(new Event('baton:tasks-changed'));
   };
+  const cancelButton = (className: string) => <ConfirmButton className={className} label="Cancel task" confirmLabel="Confirm cancel" busy={cancelling.busy} onConfirm={() => void cancel()} />;
 
   if (!task) return error ? <div className="error" role="alert">{error}</div> : <p className="hint">Loading…</p>;
   const approvals = task.pendingRequests.filter((r) => r.kind === 'approval');
   const waiting = task.pendingRequests.length > 0 && !isFinalStatus(task.status);
+  const long = task.prompt.length > LONG_PROMPT;
   return (
-    <div className="task-page">
+    // Focus that loses its control here (a card decided, a button gone) comes back to the task's heading.
+    <div className="task-page" data-focus-home="task-heading">
       {waiting && (
         <div className="banner" role="region" aria-label="waiting for you">
           <span>{approvals.length > 0 ? 'Waiting for your approval…' : task.pendingRequests.some((r) => r.kind === 'budget') ? 'Waiting for your decision on the budget…' : 'Waiting for your answer…'}</span>
           {/* Keyed by the request: what the last one left (an error, a busy state) is not shown beside the next. */}
-          {approvals[0] && <BannerApproval key={approvals[0].requestId} taskId={taskId} r={approvals[0]} editing={editing !== null} onEdit={(id) => setEditing(id)} onDone={decided} />}
-          <button className="danger" disabled={cancelling.busy} onClick={() => void cancel()}>
-            Cancel task
-          </button>
+          {approvals[0] && <BannerApproval key={approvals[0].requestId} taskId={taskId} r={approvals[0]} editing={editing !== null} onEdit={(id) => setEditing(id)} decided={decided} />}
+          {cancelButton('danger')}
         </div>
       )}
       <ErrorLine error={lost} />
       <header className="task-head">
-        <h2 title={task.prompt.length > 300 ? task.prompt.slice(0, 2000) : undefined}>{task.prompt}</h2>
+        <h2 id="task-heading" tabIndex={-1} className={long && !wholePrompt ? 'folded' : undefined}>
+          {task.prompt}
+        </h2>
+        {long && (
+          <button className="small link" aria-expanded={wholePrompt} onClick={() => setWholePrompt(!wholePrompt)}>
+            {wholePrompt ? 'Show less of the prompt' : 'Show the whole prompt'}
+          </button>
+        )}
         <div className="row meta">
-          <span className={`status s-${task.status}`}>{task.status.replace('_', ' ')}</span>
+          <span className={`status s-${task.status}`}>{statusText(task.status)}</span>
           <span>team {task.team}</span>
           {task.workspace && (
             <span className="workspace" title={`input workspace, digest ${task.workspace.digest}`}>
@@ -139,16 +173,12 @@ export function TaskPage({ taskId }: { taskId: string }) {
             {task.usage.inputTokens + task.usage.outputTokens} tokens{task.usage.costUsd > 0 ? `, $${task.usage.costUsd.toFixed(4)}` : ''}
           </span>
           <span className={`live l-${live}`}>{live === 'live' ? '● live' : live === 'reconnecting' ? '○ reconnecting' : live === 'ended' ? 'ended' : live === 'lost' ? '✕ not live' : 'connecting'}</span>
-          {!isFinalStatus(task.status) && !waiting && (
-            <button className="small danger" disabled={cancelling.busy} onClick={() => void cancel()}>
-              Cancel task
-            </button>
-          )}
+          {!isFinalStatus(task.status) && !waiting && cancelButton('small danger')}
         </div>
       </header>
-      <ErrorLine error={error ?? cancelling.error} />
+      <ErrorLine error={error ?? cancelling.error ?? stale} />
       {task.pendingRequests.map((r) => (
-        <RequestCard key={r.requestId} taskId={task.id} request={r} editing={editing === r.requestId} setEditing={(on) => setEditing(on ? r.requestId : null)} onDone={decided} />
+        <RequestCard key={r.requestId} taskId={task.id} request={r} editing={editing === r.requestId} setEditing={(on) => setEditing(on ? r.requestId : null)} decided={decided} />
       ))}
       {task.error && <div className="card failed">Failed ({task.error.code}): {task.error.message}</div>}
       {task.cancellation && (
@@ -161,7 +191,7 @@ export function TaskPage({ taskId }: { taskId: string }) {
       <Report task={task} />
       <Deliveries taskId={task.id} version={task.version} />
       <Timeline task={task} events={events} />
-      <Toasts task={task} agents={agents} onDone={decided} />
+      <Toasts task={task} agents={agents} decided={decided} />
     </div>
   );
 }
@@ -210,8 +240,8 @@ function Report({ task }: { task: TaskView }) {
       )}
       {task.artifacts.length > 0 && (
         <div className="artifacts">
-          <h3>
-            Artifacts{' '}
+          <div className="row section-head">
+            <h3>Artifacts</h3>
             <button
               className="small"
               title={task.workspace ? 'the input workspace with the agents\' files over it, as a .tar.gz (submit it again as a workspace)' : 'every file the agents stored, as a .tar.gz'}
@@ -219,7 +249,7 @@ function Report({ task }: { task: TaskView }) {
             >
               Download all files
             </button>
-          </h3>
+          </div>
           <ul>
             {task.artifacts.map((a) => (
               <li key={a.path}>
@@ -247,24 +277,22 @@ type Approval = Extract<TaskView['pendingRequests'][number], { kind: 'approval' 
  * double-click is not a decision on a plan nobody saw), and while the person edits a request it
  * steps aside — approving there would drop their edits.
  */
-function BannerApproval({ taskId, r, editing, onEdit, onDone }: { taskId: string; r: Approval; editing: boolean; onEdit: (requestId: string) => void; onDone: (t: TaskView) => void }) {
-  const action = useAction();
+function BannerApproval({ taskId, r, editing, onEdit, decided }: { taskId: string; r: Approval; editing: boolean; onEdit: (requestId: string) => void; decided: Decided }) {
+  const action = useDecision(decided);
   const armed = useArmed(r.requestId);
   const target = typeof r.input.agent === 'string' ? ` → ${r.input.agent}` : '';
   if (editing) return <span className="meta">Editing below: approve with your edits, or discard them, on the card.</span>;
-  const approve = async (): Promise<void> => {
-    const t = await action.run(() => api<TaskView>('POST', `/v1/tasks/${taskId}/approvals/${encodeURIComponent(r.requestId)}`, { decision: 'approve' }));
-    if (t) onDone(t);
-  };
+  const approve = (): void => void action.run('POST', `/v1/tasks/${taskId}/approvals/${encodeURIComponent(r.requestId)}`, { decision: 'approve' }, `Approved: ${requestTitle(r)}.`);
   return (
     <>
-      <button className="primary" disabled={action.busy || !armed} title={`Approve ${r.agentId}'s call to ${r.toolName}${target}`} onClick={() => void approve()}>
+      <button className="primary" disabled={!armed} {...busyProps(action.busy)} title={`Approve ${r.agentId}'s call to ${r.toolName}${target}`} onClick={approve}>
         Approve {r.toolName}
         {target}
       </button>
       <button
-        disabled={action.busy}
+        {...busyProps(action.busy)}
         onClick={() => {
+          if (action.busy) return;
           onEdit(r.requestId);
           // Where the person edits: the card's text box, not the banner they clicked.
           requestAnimationFrame(() => document.querySelector<HTMLTextAreaElement>(`[data-request="${CSS.escape(r.requestId)}"] textarea`)?.focus());
@@ -313,7 +341,7 @@ function PlanView({ task }: { task: TaskView }) {
         Plan <span className={`status s-${plan.status}`}>{plan.status}</span> {plan.round > 0 && <span className="meta">after {plan.round} {plan.round === 1 ? 'round' : 'rounds'} of changes</span>}
       </h3>
       <p>{plan.summary}</p>
-      <div className="dag" aria-label="plan">
+      <div className="dag" role="group" aria-label="plan">
         {columns.map((col, i) => (
           <div className="dag-col" key={i}>
             {col.map((t) => (
@@ -365,25 +393,18 @@ function PlanView({ task }: { task: TaskView }) {
       )}
       {sections.length > 0 && change && (
         <details className="diff" open>
-          <summary>
-            The change: {changeTotals(change)}{' '}
-            <button
-              className="small"
-              title="git apply it in a checkout of the input"
-              onClick={(e) => {
-                e.preventDefault(); // a click in the summary would fold the change too
-                saveText(change.patch, `task-${task.id.slice(0, 8)}.patch`, 'text/x-diff');
-              }}
-            >
-              Download patch
-            </button>
-          </summary>
+          <summary>The change: {changeTotals(change)}</summary>
+          {/* Beside the summary, not in it: a button inside a summary is read as the summary's text, and its click folds the change. */}
+          <button className="small patch" title="git apply it in a checkout of the input" onClick={() => saveText(change.patch, `task-${task.id.slice(0, 8)}.patch`, 'text/x-diff')}>
+            Download patch
+          </button>
           {sections.map(({ file, lines }) => (
             <details key={file.path} className="diff-file" data-file={file.path} open={sections.length <= UNFOLDED_FILES}>
               <summary>
                 <code>{file.path}</code> <span className="meta">{fileStat(file)}</span>
               </summary>
-              <pre>
+              {/* Focusable: a line wider than the page scrolls with the keyboard too. */}
+              <pre tabIndex={0} role="region" aria-label={`changes of ${file.path}`}>
                 {lines.map((l, i) => (
                   <span key={i} className={lineKind(l)}>
                     {l}

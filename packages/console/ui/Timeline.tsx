@@ -2,6 +2,7 @@ import { useEffect, useRef, useState } from 'react';
 import { api, download, type EventView, type TaskView } from './api.ts';
 import { agentOf, describe, onTaskStream } from './describe.ts';
 import { ErrorLine } from './ErrorLine.tsx';
+import { busyProps } from './a11y.tsx';
 import { go, useAction } from './hooks.ts';
 
 /** The run as it happened: every agent's turns, tool calls, requests and decisions; fork from any task-stream entry. */
@@ -20,7 +21,7 @@ export function Timeline({ task, events }: { task: TaskView; events: EventView[]
   // One fork per click: a double-click does not make two tasks.
   const forking = useAction();
   const fork = async (version: number): Promise<void> => {
-    const t = await forking.run(() => api<TaskView>('POST', `/v1/tasks/${task.id}/fork`, { atVersion: version }));
+    const t = await forking.run(() => api<TaskView>('POST', `/v1/tasks/${task.id}/fork`, { atVersion: version }), `Forked from version ${version}: the new task opens.`);
     if (!t) return;
     window.dispatchEvent(new Event('baton:tasks-changed'));
     go(`#/tasks/${t.id}`);
@@ -41,9 +42,9 @@ export function Timeline({ task, events }: { task: TaskView; events: EventView[]
   }, [stateAt]);
   const shown = filter ? events.filter((e) => agentOf(e) === filter) : events;
   return (
-    <section className="timeline">
-      <h3>
-        Timeline{' '}
+    <section className="timeline" aria-labelledby="timeline-heading">
+      <div className="row section-head">
+        <h3 id="timeline-heading">Timeline</h3>
         <select aria-label="timeline agent" value={filter} onChange={(e) => setFilter(e.target.value)}>
           <option value="">every agent</option>
           {agents.map((a) => (
@@ -52,12 +53,13 @@ export function Timeline({ task, events }: { task: TaskView; events: EventView[]
             </option>
           ))}
         </select>
-      </h3>
+      </div>
       <div ref={errorLine}>
         <ErrorLine error={shownError} />
       </div>
       {stateAt && (
-        <div className="card state-at" aria-label="state at version" ref={stateCard} tabIndex={-1}>
+        // Escape closes it, as its close button does.
+        <div className="card state-at" role="region" aria-label="state at version" ref={stateCard} tabIndex={-1} onKeyDown={(e) => e.key === 'Escape' && setStateAt(null)}>
           <div className="row">
             <b>The task after version {stateAt.version}</b>
             <span className={`status s-${stateAt.task.status}`}>{stateAt.task.status.replace('_', ' ')}</span>
@@ -102,7 +104,7 @@ export function Timeline({ task, events }: { task: TaskView; events: EventView[]
                   </button>
                 )}
                 {onTask && e.version < task.version && (
-                  <button className="small fork-here" title={`a new task from version ${e.version}`} aria-label={`fork from version ${e.version}`} disabled={forking.busy} onClick={() => void fork(e.version)}>
+                  <button className="small fork-here" title={`a new task from version ${e.version}`} aria-label={`fork from here, version ${e.version}`} {...busyProps(forking.busy)} onClick={() => void fork(e.version)}>
                     fork from here
                   </button>
                 )}

@@ -1,4 +1,6 @@
-import type { AgentView, EventView } from '@baton/api';
+import type { AgentView, EventView, TaskView } from '@baton/api';
+
+type PendingRequest = TaskView['pendingRequests'][number];
 
 /** Is the event on the task stream (`task-<id>`), not on an agent's own stream (`agent-<id>-<agent>`)? Task-stream events are the versions a task can be shown at or forked from. */
 export const onTaskStream = (e: EventView): boolean => e.streamId.startsWith('task-');
@@ -129,4 +131,38 @@ const turns = (n: number): string => `${n} turn${n === 1 ? '' : 's'}`;
 export function progressText(a: Pick<AgentView, 'progress' | 'turns' | 'tests'>): string {
   if ('done' in a.progress) return a.progress.total > 0 ? `${a.progress.done}/${a.progress.total} subtasks done · ${turns(a.turns)}` : turns(a.turns);
   return `${turns(a.turns)}${a.tests ? ` · tests ${a.tests.passed} passed, ${a.tests.failed} failed` : ''}`;
+}
+
+/** A request's title, as its card's heading says it: "lead wants to call submit_plan → researcher", "researcher asks", "The task reached its budget". */
+export function requestTitle(r: PendingRequest): string {
+  if (r.kind === 'approval') return `${r.agentId} wants to call ${r.toolName}${typeof r.input.agent === 'string' ? ` → ${r.input.agent}` : ''}`;
+  if (r.kind === 'budget') return 'The task reached its budget';
+  return `${r.agentId} asks`;
+}
+
+/** A task's status in words ("awaiting input"). */
+export const statusText = (status: string): string => status.replace(/_/g, ' ');
+
+/**
+ * What a person who cannot see the page is told when a task they have open changes on its own:
+ * its new status, and each request that came in (what it asks). Nothing for the page's first
+ * load (`before` null: what they opened is not news), nor when nothing they would act on changed.
+ */
+export function taskNews(before: Pick<TaskView, 'status' | 'pendingRequests' | 'error'> | null, now: Pick<TaskView, 'status' | 'pendingRequests' | 'error'>): string {
+  if (!before) return '';
+  const known = new Set(before.pendingRequests.map((r) => r.requestId));
+  const news: string[] = [];
+  if (before.status !== now.status) {
+    if (now.status === 'completed') news.push('The task completed.');
+    else if (now.status === 'failed') news.push(`The task failed${now.error ? `: ${now.error.message}` : ''}.`);
+    else if (now.status === 'cancelled') news.push('The task was cancelled.');
+    else news.push(`The task is now ${statusText(now.status)}.`);
+  }
+  for (const r of now.pendingRequests) {
+    if (known.has(r.requestId)) continue;
+    if (r.kind === 'approval') news.push(`Waiting for your approval: ${requestTitle(r)}.`);
+    else if (r.kind === 'budget') news.push('Waiting for your decision: the task reached its budget.');
+    else news.push(`Waiting for your answer: ${r.agentId} asks ${r.questions.join(' ')}`);
+  }
+  return news.join(' ');
 }

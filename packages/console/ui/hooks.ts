@@ -1,4 +1,5 @@
 import { useEffect, useRef, useState } from 'react';
+import { announce } from './a11y.tsx';
 import { parseRoute, type Route } from './route.ts';
 
 export const go = (hash: string): void => {
@@ -37,20 +38,24 @@ export function countdown(deadline: string, now: number): string {
 
 /**
  * A person's action that may fail: `run` marks it busy, and keeps the API's refusal (or any
- * error) to show where they acted — nothing a person clicks fails silently.
+ * error) to show where they acted — nothing a person clicks fails silently. `done` is said to
+ * assistive technology when it succeeds (what it did: "Approved…"). Its buttons take
+ * `busyProps(busy)`, not `disabled`: a press meanwhile is ignored here, and focus stays on them.
  */
 export function useAction() {
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
-  // A second click before the button re-renders disabled (a double-click) is not a second action.
+  // A second press while the first is on its way (a double-click) is not a second action.
   const inFlight = useRef(false);
-  const run = async <T,>(f: () => Promise<T>): Promise<T | undefined> => {
+  const run = async <T,>(f: () => Promise<T>, done?: string | ((r: T) => string)): Promise<T | undefined> => {
     if (inFlight.current) return undefined;
     inFlight.current = true;
     setBusy(true);
     setError(null);
     try {
-      return await f();
+      const r = await f();
+      if (done !== undefined && r !== undefined) announce(typeof done === 'string' ? done : done(r));
+      return r;
     } catch (err) {
       setError((err as Error).message);
       return undefined;
