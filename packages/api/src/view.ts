@@ -64,8 +64,8 @@ export interface TaskListItem {
   updatedAt: string;
   version: number;
   pendingRequests: PendingRequestView[];
-  /** The task this one was forked from, if it is a fork. */
-  forkedFrom: { taskId: string } | null;
+  /** The task this one was forked from, and the version it was copied at, if it is a fork. */
+  forkedFrom: { taskId: string; atVersion: number } | null;
 }
 
 /** A tenant's webhook endpoint, as `GET /v1/webhooks` lists it (never its secrets: they are shown once, in the answer that makes or rotates one, as `secret`). */

@@ -148,6 +148,13 @@ describe('the web console, in Chromium', () => {
     expect(forks).toHaveLength(1);
     expect(scrolled).toBeGreaterThan(0);
     await waitFor(async () => (await page.evaluate('window.scrollY')) === 0, { what: 'the fork shown from the top of the page' });
+    // The task it was forked from lists it among its forks, with the version it was copied at.
+    const forkId = /#\/tasks\/([0-9a-f-]{36})/.exec(page.url())?.[1] as string;
+    const forkedAt = (await task(forkId)).forkedFrom?.atVersion;
+    await page.locator('.task-head').getByRole('link', { name: /^⑂ fork of / }).click();
+    const listed = page.getByRole('region', { name: 'Forks' }).locator(`li[data-fork="${forkId}"]`);
+    await listed.waitFor();
+    expect(await listed.textContent()).toMatch(new RegExp(`^⑂ ${forkId.slice(0, 8)} [a-z ]+ from version ${forkedAt} · `));
   });
 
   it('an engineering task: the plan as a DAG with each subtask\'s tests, the reviews, the change, and whether it is accepted', async () => {

@@ -167,6 +167,41 @@ describe('baton list --follow', () => {
     }
   });
 
+  it("--forks-of: the list asks for that task's forks, and of the changes that come only its forks are printed", async () => {
+    const src = '0b9f4c1e-2d3a-4b5c-8d7e-6f5a4b3c2d1e';
+    const at = (s: number): string => new Date(Date.now() + 60_000 + s * 1000).toISOString();
+    const old = { ...task('f1', 'completed', 4, at(0)), forkedFrom: { taskId: src, atVersion: 3 } };
+    const unrelated = task('x', 'running', 2, at(1));
+    const otherFork = { ...task('y', 'running', 2, at(2)), forkedFrom: { taskId: 'another', atVersion: 1 } };
+    const fresh = { ...task('f2', 'running', 2, at(3)), forkedFrom: { taskId: src, atVersion: 5 } };
+    const lists: string[] = [];
+    const server = createServer((req, res) => {
+      if ((req.headers.accept ?? '').includes('text/event-stream')) {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write('event: ready\ndata: {}\n\n');
+        const send = setInterval(() => {
+          if (lists.length === 0) return;
+          clearInterval(send);
+          res.write([unrelated, otherFork, fresh].map((t) => `event: task\ndata: ${JSON.stringify(t)}\n\n`).join(''));
+        }, 5);
+        return;
+      }
+      lists.push(new URL(req.url ?? '/', 'http://x').search);
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ items: [old], nextCursor: null }));
+    });
+    const { out, stop } = await following(server, { forksOf: src.toUpperCase(), limit: 50 });
+    try {
+      await waitFor(() => out.some((l) => l.startsWith('f2 ')), { what: 'the new fork printed' });
+      await stop();
+      expect(lists[0]).toBe(`?forkedFrom=${src.toUpperCase()}&limit=50`);
+      expect(out.map((l) => l.split('  ')[0])).toEqual(['f1', 'following changes (Ctrl-C stops)…', 'f2']);
+      expect(out[0]).toMatch(new RegExp(`fork of ${src} at v3`));
+    } finally {
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+    }
+  });
+
   it('--follow with --stuck is refused, saying why', async () => {
     await expect(listTasks(new BatonClient('http://127.0.0.1:9'), { stuck: true, follow: true, limit: 50 }, { log: () => {}, error: () => {} })).rejects.toThrow(/a task becomes stuck by not changing/);
   });

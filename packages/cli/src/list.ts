@@ -8,6 +8,8 @@ export interface ListOptions {
   /** Only tasks whose prompt contains this text (ignoring case). */
   search?: string;
   stuck?: boolean;
+  /** Only the forks of this task. */
+  forksOf?: string;
   limit: number;
   follow?: boolean;
   signal?: AbortSignal;
@@ -25,11 +27,12 @@ export const LIST_CATCH_UP_MARGIN_MS = 60_000;
  * printed again when it leaves that status, and after that when its status or its number of open
  * requests changes: the stream sends a task's latest summary when it moves, so changes can come
  * merged, and a task that came back to the status and left it again may show only as another
- * change outside it. With `search`, only tasks whose prompt contains it.
+ * change outside it. With `search`, only tasks whose prompt contains it; with `forksOf`, only that
+ * task's forks.
  */
 export async function listTasks(api: BatonClient, opts: ListOptions, out: { log: (line: string) => void; error: (line: string) => void }): Promise<void> {
   if (opts.follow && opts.stuck) throw new Error('--follow with --stuck: a task becomes stuck by not changing, so there is no change to follow; run `baton list --stuck` again instead');
-  const load = () => api.list({ status: opts.status, team: opts.team, search: opts.search, stuck: opts.stuck, limit: Math.floor(opts.limit) });
+  const load = () => api.list({ status: opts.status, team: opts.team, search: opts.search, stuck: opts.stuck, forkedFrom: opts.forksOf, limit: Math.floor(opts.limit) });
   if (!opts.follow) {
     out.log(listing((await load()).items, describeListItem, 'no tasks'));
     return;
@@ -42,6 +45,7 @@ export async function listTasks(api: BatonClient, opts: ListOptions, out: { log:
     const last = printed.get(t.id);
     if ((last?.version ?? -1) >= t.version) return;
     if (opts.search && !matchesSearch(t, opts.search)) return; // the stream brings every change: the search is applied here
+    if (opts.forksOf && t.forkedFrom?.taskId !== opts.forksOf.toLowerCase()) return; // and which task it forks
     // With a status: its tasks' changes; the change by which one leaves it; after that, only a
     // change of status or of open requests (not its every step).
     const open = t.pendingRequests.length;
@@ -51,7 +55,7 @@ export async function listTasks(api: BatonClient, opts: ListOptions, out: { log:
   };
   const catchUp = async (): Promise<void> => {
     const since = new Date(Date.parse(newest) - LIST_CATCH_UP_MARGIN_MS).toISOString();
-    for await (const t of api.tasks({ team: opts.team, search: opts.search, updatedAfter: since })) print(t);
+    for await (const t of api.tasks({ team: opts.team, search: opts.search, forkedFrom: opts.forksOf, updatedAfter: since })) print(t);
   };
   const failed = (err: unknown): void => out.error(`could not load the list: ${(err as Error).message}`);
   let first = true;

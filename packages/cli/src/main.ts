@@ -130,6 +130,7 @@ program
     return v;
   })
   .option('--stuck', 'only tasks stuck: no transition for a while, nobody working on them, no person holding them')
+  .option('--forks-of <taskId>', "only this task's forks (each with the version it was copied at)")
   .option('--limit <n>', 'at most this many (1..200)', positiveNumber('--limit'), 50)
   .option('--follow', 'then print each change of your tasks (of --team, if given) as it happens; with --status, changes into it and out of it')
   .action(async (opts: ListOptions) => listTasks(client(), opts, { log: (l) => console.log(l), error: (l) => console.error(l) }));

@@ -10,7 +10,7 @@ describe('describeListItem', () => {
   });
   it('says how many requests are open and whose fork it is', () => {
     const open = [{ requestId: 'a' }, { requestId: 'b' }] as unknown as TaskSummary['pendingRequests'];
-    expect(describeListItem({ ...item, pendingRequests: open, forkedFrom: { taskId: 't-0' } })).toMatch(/ \(2 open requests, fork of t-0\) /);
+    expect(describeListItem({ ...item, pendingRequests: open, forkedFrom: { taskId: 't-0', atVersion: 4 } })).toMatch(/ \(2 open requests, fork of t-0 at v4\) /);
     expect(describeListItem({ ...item, pendingRequests: open.slice(1) })).toMatch(/ \(1 open request\) /);
   });
 });

@@ -11,7 +11,7 @@ export function listing<T>(items: readonly T[], describe: (item: T) => string, n
 /** One line per task for `baton list`: id, status, team, last change, open requests, fork, prompt. */
 export function describeListItem(t: TaskSummary): string {
   const open = t.pendingRequests.length;
-  const marks = [open > 0 ? `${open} open request${open === 1 ? '' : 's'}` : '', t.forkedFrom ? `fork of ${t.forkedFrom.taskId}` : ''].filter(Boolean);
+  const marks = [open > 0 ? `${open} open request${open === 1 ? '' : 's'}` : '', t.forkedFrom ? `fork of ${t.forkedFrom.taskId} at v${t.forkedFrom.atVersion}` : ''].filter(Boolean);
   return `${t.id}  ${t.status.padEnd(14)}  ${t.team}  ${t.updatedAt}${marks.length ? `  (${marks.join(', ')})` : ''}  ${oneLine(t.prompt, 80)}`;
 }
 

@@ -181,8 +181,8 @@ export class BatonClient {
   async agents(id: string): Promise<AgentView[]> {
     return this.request<{ items: AgentView[] }>('GET', `/v1/tasks/${seg(id)}/agents`).then((r) => r.items);
   }
-  /** One page of the task list (`updatedAfter`: only tasks that changed after that ISO 8601 time, e.g. an item's `updatedAt`; `stuck`: only tasks stuck; `search`: only tasks whose prompt contains the text). */
-  list(q: { status?: string | undefined; team?: string | undefined; search?: string | undefined; limit?: number; cursor?: string; updatedAfter?: string; stuck?: boolean | undefined } = {}): Promise<{ items: TaskSummary[]; nextCursor: string | null }> {
+  /** One page of the task list (`updatedAfter`: only tasks that changed after that ISO 8601 time, e.g. an item's `updatedAt`; `stuck`: only tasks stuck; `search`: only tasks whose prompt contains the text; `forkedFrom`: only the forks of that task). */
+  list(q: { status?: string | undefined; team?: string | undefined; search?: string | undefined; limit?: number; cursor?: string; updatedAfter?: string; stuck?: boolean | undefined; forkedFrom?: string | undefined } = {}): Promise<{ items: TaskSummary[]; nextCursor: string | null }> {
     const params = new URLSearchParams(Object.entries(q).filter(([, v]) => v !== undefined && v !== '' && v !== false).map(([k, v]): [string, string] => [k, String(v)]));
     return this.request('GET', `/v1/tasks${params.size ? `?${params}` : ''}`);
   }
@@ -221,8 +221,8 @@ export class BatonClient {
   async redeliver(taskId: string, deliveryId: string): Promise<{ redeliveryId: string; deliveryId: string; webhookId: string; status: 'queued' }> {
     return this.request('POST', `/v1/tasks/${seg(taskId)}/deliveries/${seg(deliveryId)}/redeliver`);
   }
-  /** Every task the list query matches (a status, a team, changed after a time), paging through `nextCursor`. */
-  async *tasks(q: { status?: string; team?: string | undefined; search?: string | undefined; updatedAfter?: string }): AsyncGenerator<TaskSummary> {
+  /** Every task the list query matches (a status, a team, changed after a time, the forks of a task), paging through `nextCursor`. */
+  async *tasks(q: { status?: string; team?: string | undefined; search?: string | undefined; updatedAfter?: string; forkedFrom?: string | undefined }): AsyncGenerator<TaskSummary> {
     let cursor: string | null = null;
     do {
       const page: { items: TaskSummary[]; nextCursor: string | null } = await this.list({ ...q, limit: 200, ...(cursor ? { cursor } : {}) });

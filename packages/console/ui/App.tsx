@@ -385,7 +385,7 @@ function TaskList({ selected, teams }: { selected: string | null; teams: TeamInf
           <li key={t.id} className={t.id === selected ? 'selected' : ''} data-task={t.id}>
             <a href={`#/tasks/${t.id}`}>
               <span className={`status s-${t.status}`}>{t.status.replace('_', ' ')}</span>
-              {t.forkedFrom && <span className="fork" title={`fork of ${t.forkedFrom.taskId}`}>⑂ fork</span>}
+              {t.forkedFrom && <span className="fork" title={`fork of ${t.forkedFrom.taskId} at version ${t.forkedFrom.atVersion}`}>⑂ fork</span>}
               <span className="prompt">{t.prompt}</span>
               <span className="meta">
                 {t.team} · <time dateTime={t.createdAt}>{createdWhen(t.createdAt)}</time>

@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
 import { RenderedMarkdown } from './Markdown.tsx';
-import { api, apiText, download, downloadArchive, followEvents, isFinalStatus, saveText, taskChange, type AgentView, type EventView, type TaskChangeView, type TaskView } from './api.ts';
+import { api, apiText, download, downloadArchive, followEvents, isFinalStatus, listTasks, saveText, taskChange, type AgentView, type EventView, type TaskChangeView, type TaskListItem, type TaskView } from './api.ts';
 import { changeKey, changeTotals, fileSections, fileStat, lineKind, UNFOLDED_FILES } from './change.ts';
 import { Deliveries } from './Deliveries.tsx';
 import { ErrorLine } from './ErrorLine.tsx';
@@ -10,6 +10,7 @@ import { RequestCard, useDecision, type Decided } from './Requests.tsx';
 import { Timeline } from './Timeline.tsx';
 import { Toasts } from './Toasts.tsx';
 import { useAction, useArmed } from './hooks.ts';
+import { createdWhen } from './task-list.ts';
 
 /** A prompt longer than this shows folded to a few lines, with a button to show all of it. */
 const LONG_PROMPT = 300;
@@ -190,9 +191,55 @@ export function TaskPage({ taskId }: { taskId: string }) {
       {task.plan && <PlanView task={task} />}
       <Report task={task} />
       <Deliveries taskId={task.id} version={task.version} />
+      <Forks taskId={task.id} />
       <Timeline task={task} events={events} />
       <Toasts task={task} agents={agents} decided={decided} />
     </div>
+  );
+}
+
+/** How many of a task's forks its page lists (the newest); the rest: `baton list --forks-of <id>`. */
+const FORKS_SHOWN = 50;
+
+/**
+ * The task's forks (`GET /v1/tasks?forkedFrom=`), newest first: each with its status and the
+ * version it was copied at. Read when the page opens and whenever the console makes a task (a fork
+ * made here opens it; coming back lists it). Shown only once there is one.
+ */
+function Forks({ taskId }: { taskId: string }) {
+  const [forks, setForks] = useState<{ items: TaskListItem[]; more: boolean } | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  useEffect(() => {
+    let mounted = true;
+    const load = (): void =>
+      void listTasks({ forkedFrom: taskId, limit: FORKS_SHOWN }).then(
+        (page) => mounted && (setForks({ items: page.items, more: page.nextCursor !== null }), setError(null)),
+        (err: unknown) => mounted && setError(`The forks could not be read: ${(err as Error).message}`),
+      );
+    load();
+    window.addEventListener('baton:tasks-changed', load);
+    return () => {
+      mounted = false;
+      window.removeEventListener('baton:tasks-changed', load);
+    };
+  }, [taskId]);
+  if (!error && (!forks || forks.items.length === 0)) return null;
+  return (
+    <section className="forks" aria-labelledby="forks-heading">
+      <h3 id="forks-heading">Forks</h3>
+      <ul>
+        {forks?.items.map((f) => (
+          <li key={f.id} data-fork={f.id}>
+            <a href={`#/tasks/${f.id}`}>⑂ {f.id.slice(0, 8)}</a> <span className={`status s-${f.status}`}>{statusText(f.status)}</span>{' '}
+            <span className="meta">
+              from version {f.forkedFrom?.atVersion} · <time dateTime={f.createdAt}>{createdWhen(f.createdAt)}</time>
+            </span>
+          </li>
+        ))}
+      </ul>
+      {forks?.more && <p className="meta">The {FORKS_SHOWN} newest; every one: baton list --forks-of {taskId}</p>}
+      <ErrorLine error={error} />
+    </section>
   );
 }
 

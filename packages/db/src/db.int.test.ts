@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { pgTest as test } from '@baton/testing';
 import { describe, expect } from 'vitest';
 import { Migrator } from 'kysely/migration';
@@ -56,6 +57,24 @@ describe('createDb({ countQueries })', () => {
       await db.pool.query(again); // the same message: once
       const { rows } = await db.pool.query<{ stored_at: Date | null }>('select stored_at from dead_letters order by id');
       expect(rows.map((r) => r.stored_at?.toISOString() ?? null)).toEqual([null, '2026-11-27T04:00:00.000Z']);
+    } finally {
+      await db.close();
+    }
+  });
+
+  test("020 fills in the version each fork made before it was copied at, from the fork's TaskSubmitted", async ({ pg: { url } }) => {
+    const db = createDb(url, { max: 2 });
+    try {
+      const down = await new Migrator({ db: db.kysely, provider: migrationProvider }).migrateTo('019_deployment_namespace');
+      expect(down.error).toBeUndefined();
+      const [source, fork, plain] = [randomUUID(), randomUUID(), randomUUID()];
+      for (const [id, forkedFrom] of [[fork, { taskId: source, atVersion: 7 }], [plain, null]] as const) {
+        await db.pool.query(`insert into events (stream_id, stream_version, task_id, event_id, type, schema_version, data, metadata) values ($1, 1, $2, $3, 'TaskSubmitted', 1, $4, '{}')`, [`task-${id}`, id, randomUUID(), JSON.stringify({ prompt: 'p', forkedFrom })]);
+        await db.pool.query(`insert into tasks (id, tenant_id, status, team, title, created_at, updated_at, version, forked_from) values ($1, 't', 'pending', 'bench', 'p', now(), now(), 1, $2)`, [id, forkedFrom?.taskId ?? null]);
+      }
+      expect(await migrateToLatest(db.kysely)).toContain('020_task_forks');
+      const { rows } = await db.pool.query<{ id: string; forked_at_version: number | null }>('select id, forked_at_version from tasks');
+      expect(new Map(rows.map((r) => [r.id, r.forked_at_version]))).toEqual(new Map([[fork, 7], [plain, null]]));
     } finally {
       await db.close();
     }

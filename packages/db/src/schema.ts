@@ -33,6 +33,8 @@ export interface TasksTable {
   watch_since: ColumnType<Date | null, string | null | undefined, string | null>;
   /** The task a fork was copied from (migration 008). */
   forked_from: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The version of `forked_from` the fork was copied at (migration 020). */
+  forked_at_version: ColumnType<number | null, number | null | undefined, number | null>;
 }
 
 export interface ProcessorCheckpointsTable {

@@ -7,7 +7,7 @@ import { EventStore } from './store.ts';
 import type { TaskRow } from './task-row.ts';
 
 const failed = (): NewEvent => ({ id: randomUUID(), type: 'TaskFailed', data: { code: 'c', message: 'm' } });
-const row = (id: string, version: number): TaskRow => ({ id, tenant_id: 't', status: 'running', team: 'bench', title: 'x', created_at: new Date().toISOString(), updated_at: new Date().toISOString(), version, pending_requests: [], next_deadline: null, watch_since: null, forked_from: null });
+const row = (id: string, version: number): TaskRow => ({ id, tenant_id: 't', status: 'running', team: 'bench', title: 'x', created_at: new Date().toISOString(), updated_at: new Date().toISOString(), version, pending_requests: [], next_deadline: null, watch_since: null, forked_from: null, forked_at_version: null });
 
 describe('group commit', () => {
   test('concurrent appends to different streams are written together, each with its own result and read model', async ({ pg: { db } }) => {

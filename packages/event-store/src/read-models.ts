@@ -13,8 +13,9 @@ export interface TaskPage {
 }
 
 /** Keyset pagination over the tasks read model, newest first. */
-export async function listTasks(db: Kysely<Database>, q: { tenantId: string; status?: string | undefined; team?: string | undefined; /** Text the listed prompt contains, ignoring case. */ search?: string | undefined; limit: number; cursor?: string | undefined; stuckAfterMs?: number | undefined; /** ISO 8601: only tasks whose last change is later. */ updatedAfter?: string | undefined; /** Only these tasks. */ ids?: readonly string[] | undefined }): Promise<TaskPage> {
+export async function listTasks(db: Kysely<Database>, q: { tenantId: string; status?: string | undefined; team?: string | undefined; /** Text the listed prompt contains, ignoring case. */ search?: string | undefined; limit: number; cursor?: string | undefined; stuckAfterMs?: number | undefined; /** ISO 8601: only tasks whose last change is later. */ updatedAfter?: string | undefined; /** Only these tasks. */ ids?: readonly string[] | undefined; /** Only the forks of this task. */ forkedFrom?: string | undefined }): Promise<TaskPage> {
   let query = db.selectFrom('tasks').selectAll().where('tenant_id', '=', q.tenantId);
+  if (q.forkedFrom) query = query.where('forked_from', '=', q.forkedFrom);
   if (q.ids) query = q.ids.length > 0 ? query.where('id', 'in', [...q.ids]) : query.where(sql<boolean>`false`);
   if (q.status) query = query.where('status', '=', q.status);
   if (q.team) query = query.where('team', '=', q.team);
@@ -39,7 +40,8 @@ export async function listTasks(db: Kysely<Database>, q: { tenantId: string; sta
       updatedAt: r.updated_at.toISOString(),
       version: r.version,
       pendingRequests: r.pending_requests as PendingRequestView[],
-      forkedFrom: r.forked_from ? { taskId: r.forked_from } : null,
+      // (A row written before migration 020 by a service that did not know the column yet: its version unknown, shown as 0.)
+      forkedFrom: r.forked_from ? { taskId: r.forked_from, atVersion: r.forked_at_version ?? 0 } : null,
     })),
     nextCursor: rows.length > q.limit && last ? encodeCursor(last.created_at.toISOString(), last.id) : null,
   };

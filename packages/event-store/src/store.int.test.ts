@@ -129,7 +129,7 @@ describe('EventStore.append', () => {
         { streamId: taskStreamId(forked), version: 2, event: failed() },
       ],
       recordedAt: new Date(),
-      readModel: { id: forked, tenant_id: 't', status: 'failed', team: 'research', title: 'p', created_at: new Date().toISOString(), updated_at: new Date().toISOString(), version: 2, pending_requests: [], next_deadline: null, watch_since: null, forked_from: null },
+      readModel: { id: forked, tenant_id: 't', status: 'failed', team: 'research', title: 'p', created_at: new Date().toISOString(), updated_at: new Date().toISOString(), version: 2, pending_requests: [], next_deadline: null, watch_since: null, forked_from: null, forked_at_version: null },
     });
     await expect.poll(() => got.length, { timeout: 5000 }).toBe(3);
     expect(got).toEqual([NOTIFY_PAYLOAD, NOTIFY_PAYLOAD, NOTIFY_PAYLOAD]);
@@ -148,7 +148,7 @@ describe('EventStore.append', () => {
       { streamId: taskStreamId(forked), version: 1, event: submitted() },
       { streamId: `agent-${forked}-r1`, version: 1, event: failed() },
     ];
-    const readModel = { id: forked, tenant_id: 't', status: 'running' as const, team: 'research', title: 'p', created_at: new Date().toISOString(), updated_at: new Date().toISOString(), version: 1, pending_requests: [], next_deadline: null, watch_since: null, forked_from: null };
+    const readModel = { id: forked, tenant_id: 't', status: 'running' as const, team: 'research', title: 'p', created_at: new Date().toISOString(), updated_at: new Date().toISOString(), version: 1, pending_requests: [], next_deadline: null, watch_since: null, forked_from: null, forked_at_version: null };
     await store.append({ streamId: `agent-${forked}-r1`, taskId: forked, expectedVersion: 0, events: [failed()] });
     await expect(store.importTask({ taskId: forked, events, readModel, recordedAt: new Date() })).rejects.toBeInstanceOf(ConcurrencyError);
     expect(await store.readTask(forked)).toHaveLength(1);
@@ -270,7 +270,7 @@ describe('task commands and the tasks read model', () => {
       const taskId = randomUUID();
       const t0 = Date.parse('2026-11-25T10:00:00.000Z');
       const at = (ms: number | null) => (ms === null ? null : new Date(t0 + ms).toISOString());
-      const row = (version: number, watchMs: number | null): TaskRow => ({ id: taskId, tenant_id: 't', status: watchMs === null ? 'awaiting_input' : 'running', team: 'bench', title: 'x', created_at: at(0)!, updated_at: at(version * 100)!, version, pending_requests: [], next_deadline: null, watch_since: at(watchMs), forked_from: null });
+      const row = (version: number, watchMs: number | null): TaskRow => ({ id: taskId, tenant_id: 't', status: watchMs === null ? 'awaiting_input' : 'running', team: 'bench', title: 'x', created_at: at(0)!, updated_at: at(version * 100)!, version, pending_requests: [], next_deadline: null, watch_since: at(watchMs), forked_from: null, forked_at_version: null });
       let version = 0;
       const step = async (watchMs: number | null) => {
         await appendBatch(client, [{ streamId: taskStreamId(taskId), taskId, expectedVersion: version, events: [failed()], readModel: row(++version, watchMs) }]);

@@ -17,8 +17,9 @@ export interface TaskRow {
   next_deadline: string | null;
   /** Since when the task has work no person holds (null: final, or only people can move it): the watchdog's index. */
   watch_since: string | null;
-  /** The task this one was forked from (null: not a fork). */
+  /** The task this one was forked from (null: not a fork), and the version it was copied at. */
   forked_from: string | null;
+  forked_at_version: number | null;
 }
 
 export function toTaskRow(s: TaskState): TaskRow {
@@ -36,5 +37,6 @@ export function toTaskRow(s: TaskState): TaskRow {
     next_deadline: isFinal(s) ? null : nextDeadline(s),
     watch_since: hasMachineWork(s) ? s.updatedAt : null,
     forked_from: s.forkedFrom?.taskId ?? null,
+    forked_at_version: s.forkedFrom?.atVersion ?? null,
   };
 }

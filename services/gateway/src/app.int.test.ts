@@ -132,11 +132,42 @@ describe('POST /v1/tasks', () => {
     const bench = (await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'b', team: 'bench' } })).json().id as string;
     const fork = await app.inject({ method: 'POST', url: `/v1/tasks/${research}/fork`, payload: { atVersion: 1 } });
     expect(fork.statusCode).toBe(201);
-    const list = (q: string) => app.inject({ method: 'GET', url: `/v1/tasks${q}` }).then((r) => r.json().items as { id: string; forkedFrom: { taskId: string } | null }[]);
+    const list = (q: string) => app.inject({ method: 'GET', url: `/v1/tasks${q}` }).then((r) => r.json().items as { id: string; forkedFrom: { taskId: string; atVersion: number } | null }[]);
     expect((await list('?team=bench')).map((t) => t.id)).toEqual([bench]);
     const all = await list('?team=research');
-    expect(all.map((t) => [t.id, t.forkedFrom])).toEqual([[fork.json().id, { taskId: research }], [research, null]]);
+    expect(all.map((t) => [t.id, t.forkedFrom])).toEqual([[fork.json().id, { taskId: research, atVersion: 1 }], [research, null]]);
     expect((await app.inject({ method: 'GET', url: '/v1/tasks?team=' })).statusCode).toBe(400);
+  });
+
+  test("?forkedFrom= lists a task's forks, newest first, each with the version it was copied at — the tenant's own only; not a task id is a 400 naming it", async ({ pg, nats }) => {
+    const keys = new Map([['key-acme-0123456789', 'acme'], ['key-other-012345678', 'other']]);
+    const app = await testGateway(pg, nats, { apiKeys: keys });
+    const as = (key: string) => ({ authorization: `Bearer ${key}` });
+    const acme = as('key-acme-0123456789');
+    const source = (await app.inject({ method: 'POST', url: '/v1/tasks', headers: acme, payload: { prompt: 'source', team: 'bench' } })).json().id as string;
+    const other = (await app.inject({ method: 'POST', url: '/v1/tasks', headers: acme, payload: { prompt: 'other', team: 'bench' } })).json().id as string;
+    await handleCommand(pg.store, source, { type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'bench-lead', configVersion: 'v' });
+    await handleCommand(pg.store, source, { type: 'CancelTask', reason: 'r', requestedBy: 'u' }); // v3: forkable at 1 and 2
+    const fork = async (id: string, atVersion: number) => (await app.inject({ method: 'POST', url: `/v1/tasks/${id}/fork`, headers: acme, payload: { atVersion } })).json().id as string;
+    const first = await fork(source, 1);
+    const second = await fork(source, 2);
+    await fork(other, 1); // another task's fork: not listed
+    const forksOf = async (id: string, headers = acme, q = '') => {
+      const r = await app.inject({ method: 'GET', url: `/v1/tasks?forkedFrom=${id}${q}`, headers });
+      return { status: r.statusCode, items: (r.json().items ?? []).map((t: { id: string; forkedFrom: unknown }) => [t.id, t.forkedFrom]), next: r.json().nextCursor as string | null };
+    };
+    expect(await forksOf(source)).toEqual({ status: 200, items: [[second, { taskId: source, atVersion: 2 }], [first, { taskId: source, atVersion: 1 }]], next: null });
+    expect((await forksOf(source.toUpperCase())).items).toHaveLength(2); // an id in capitals is the same id
+    // Pages, with the other filters.
+    const page = await forksOf(source, acme, '&limit=1');
+    expect([page.items.length, page.next !== null]).toEqual([1, true]);
+    expect((await forksOf(source, acme, `&limit=1&cursor=${page.next}`)).items).toEqual([[first, { taskId: source, atVersion: 1 }]]);
+    expect((await forksOf(source, acme, '&status=completed')).items).toEqual([]);
+    expect((await forksOf(first)).items).toEqual([]); // a fork with no forks of its own
+    // Another tenant sees none of them (the forks are acme's).
+    expect(await forksOf(source, as('key-other-012345678'))).toEqual({ status: 200, items: [], next: null });
+    const bad = await app.inject({ method: 'GET', url: '/v1/tasks?forkedFrom=not-a-task', headers: acme });
+    expect([bad.statusCode, bad.json().error.message]).toEqual([400, 'query.forkedFrom: must be a task id (UUID)']);
   });
 
   test('updatedAfter: only the tasks that changed after it (a poller asks for what moved); a time without a zone is a 400 naming it', async ({ pg, nats }) => {

@@ -125,10 +125,10 @@ describe('GET /v1/tasks as a stream (Accept: text/event-stream)', () => {
       expect(bench.of(research)).toEqual([]);
       await bench.close();
 
-      const refused = await fetch(`${base}/v1/tasks?status=running&cursor=x&updatedAfter=2026-11-26T00:00:00Z&stuck=true&search=x&limit=5`, { headers: { accept: 'text/event-stream', ...as('key-acme') } });
+      const refused = await fetch(`${base}/v1/tasks?status=running&cursor=x&updatedAfter=2026-11-26T00:00:00Z&stuck=true&search=x&forkedFrom=${b}&limit=5`, { headers: { accept: 'text/event-stream', ...as('key-acme') } });
       expect(refused.status).toBe(400);
       const body = (await refused.json()) as { error: { message: string; details: { field: string }[] } };
-      expect(body.error.details.map((x) => x.field)).toEqual(['query.status', 'query.cursor', 'query.updatedAfter', 'query.stuck', 'query.search', 'query.limit']);
+      expect(body.error.details.map((x) => x.field)).toEqual(['query.status', 'query.cursor', 'query.updatedAfter', 'query.stuck', 'query.search', 'query.forkedFrom', 'query.limit']);
       expect(body.error.message).toMatch(/query\.status: not with Accept: text\/event-stream/);
       const json = await app.inject({ method: 'GET', url: '/v1/tasks?status=pending&team=bench', headers: as('key-acme') });
       expect(json.json().items.map((t: Summary) => t.id)).toEqual([b]);

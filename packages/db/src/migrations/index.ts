@@ -18,6 +18,7 @@ import * as m016 from './016_delivery_given_up.ts';
 import * as m017 from './017_one_open_redelivery.ts';
 import * as m018 from './018_mail_handed_over.ts';
 import * as m019 from './019_deployment_namespace.ts';
+import * as m020 from './020_task_forks.ts';
 
 /** Numbered migrations, imported statically so they run the same from source and from a build. */
 export const migrations: Record<string, Migration> = {
@@ -40,6 +41,7 @@ export const migrations: Record<string, Migration> = {
   '017_one_open_redelivery': m017,
   '018_mail_handed_over': m018,
   '019_deployment_namespace': m019,
+  '020_task_forks': m020,
 };
 
 export const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

@@ -148,14 +148,14 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
   r.get('/v1/tasks', { schema: { querystring: ListTasksQuery, tags: ['tasks'], summary: "List tasks (JSON), or follow your tasks' changes (SSE with Accept: text/event-stream)" } }, async (req, reply) => {
     const q = req.query;
     if (!(req.headers.accept ?? '').includes('text/event-stream')) {
-      return listTasks(d.kysely, { tenantId: req.tenant, status: q.status, team: q.team, search: q.search, limit: q.limit, cursor: q.cursor, updatedAfter: q.updatedAfter, ...(q.stuck === 'true' ? { stuckAfterMs: d.limits.stuckAfterMs } : {}) });
+      return listTasks(d.kysely, { tenantId: req.tenant, status: q.status, team: q.team, search: q.search, limit: q.limit, cursor: q.cursor, updatedAfter: q.updatedAfter, forkedFrom: q.forkedFrom, ...(q.stuck === 'true' ? { stuckAfterMs: d.limits.stuckAfterMs } : {}) });
     }
     // A stream follows changes from now on, each with the task's whole summary: a page, a time, a
     // status or a search to filter by are the JSON list's (a task's status changes; the client
     // sees it, and the prompt, in each summary: matchesSearch).
     // `limit` has a default: whether the client sent it is in the URL itself.
     const sent = new URLSearchParams(req.url.split('?')[1] ?? '');
-    const refused = (['status', 'cursor', 'updatedAfter', 'stuck', 'search', 'limit'] as const).filter((f) => (f === 'limit' ? sent.has('limit') : q[f] !== undefined));
+    const refused = (['status', 'cursor', 'updatedAfter', 'stuck', 'search', 'forkedFrom', 'limit'] as const).filter((f) => (f === 'limit' ? sent.has('limit') : q[f] !== undefined));
     if (refused.length > 0) throw new HttpError(400, 'validation_error', refused.map((f) => `query.${f}: not with Accept: text/event-stream (a stream sends every change of your tasks, each with its status; filter by team only)`).join('; '), refused.map((f) => ({ field: `query.${f}`, message: 'not with Accept: text/event-stream' })));
     checkStreamCaps(req.tenant);
     reply.hijack();

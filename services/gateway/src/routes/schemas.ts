@@ -122,6 +122,8 @@ export const ListTasksQuery = z.strictObject({
    * a poller asks for what moved since it last looked, not for every task again.
    */
   updatedAfter: z.iso.datetime({ offset: true, error: 'must be an ISO 8601 time with a zone, e.g. 2026-11-26T12:00:00.000Z' }).optional(),
+  /** Only the forks of this task (a task id), newest first. */
+  forkedFrom: z.uuid('must be a task id (UUID)').transform((id) => id.toLowerCase()).optional(),
 });
 
 export const ApprovalBody = z
