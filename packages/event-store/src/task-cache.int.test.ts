@@ -45,6 +45,22 @@ describe('TaskCache', () => {
     expect([cache.size, cache.eventCount]).toEqual([0, 0]);
   });
 
+  test('ended: a task this process heard has ended is dropped and remembered as finished (its old first event does not start it again)', async ({ pg: { db, store } }) => {
+    const cache = new TaskCache(db.pool, { keep: keepUnfinished });
+    const taskId = randomUUID();
+    const first = submitted();
+    await store.append({ streamId: taskStreamId(taskId), taskId, expectedVersion: 0, events: [first] });
+    expect((await cache.load(taskId)).state.status).toBe('pending');
+    expect(cache.size).toBe(1);
+    cache.ended(taskId);
+    expect([cache.size, cache.eventCount]).toEqual([0, 0]);
+    const [recorded] = await store.readStream(taskStreamId(taskId));
+    expect(cache.advance(taskId, recorded!)).toBeNull();
+    cache.ended(taskId); // twice, or for a task never cached: nothing to drop
+    cache.ended(randomUUID());
+    expect(cache.size).toBe(0);
+  });
+
   test('loads incrementally and always equals a full re-read', async ({ pg: { db, store } }) => {
     const cache = new TaskCache(db.pool);
     const taskId = randomUUID();

@@ -249,6 +249,17 @@ export class TaskCache {
     if (isFinal(state)) setBounded(this.finished, taskId, true, MAX_FINISHED);
   }
 
+  /**
+   * A task this process heard has ended (its final event, heard on the bus: `onTaskEnds`):
+   * dropped, and remembered as finished. A process that did not write or load the end itself
+   * would otherwise hold it until the budget pushed it out (a runner kept every task a subagent
+   * ran in, ~60 KB each; an orchestrator every task cancelled at the gateway).
+   */
+  ended(taskId: string): void {
+    this.forget(taskId);
+    setBounded(this.finished, taskId, true, MAX_FINISHED);
+  }
+
   forget(taskId: string): void {
     const e = this.entries.get(taskId);
     if (!e) return;
@@ -284,7 +295,8 @@ export const keepUnfinished = (s: TaskState): boolean => exists(s) && !isFinal(s
  * that the person's command and the step it wakes read only the new event, but within a budget
  * of their own (a quarter of the events, bytes and tasks), so that waiting tasks never push out
  * the ones at work.
- * A finished task is dropped on its next load in a process (the orchestrator drops it at once).
+ * A finished task is dropped on its next load in a process, and by every orchestrator and runner
+ * as soon as they hear of its end (`TaskCache.ended`).
  */
 export const servicesCachePolicy = { keep: keepUnfinished, waiting: (s: TaskState): boolean => s.status === 'awaiting_input' } as const;
 

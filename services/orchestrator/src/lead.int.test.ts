@@ -393,12 +393,33 @@ describe('startOrchestrator', () => {
     }
   });
 
+  stackTest('a parked task cancelled at the gateway leaves the cache: the orchestrator drops it when it hears the end (it never loads it again)', async ({ pg, nats }) => {
+    const names = busNames(nats.namespace);
+    await ensureTopology(await jetstreamManager(nats.nc), names);
+    const cache = new TaskCache(pg.db.pool, servicesCachePolicy);
+    const orch = await startOrchestrator({
+      ...deps(pg.store), load: cache.load, known: cache, ended: (id) => cache.ended(id), pool: pg.db.pool, nc: nats.nc, js: jetstream(nats.nc), names, concurrency: 2, maxAttempts: 5,
+      relay: { enabled: true, batchSize: 100, backstopMs: 30_000 },
+    });
+    try {
+      const id = await submit(pg.store, { team: 'bench', requirePlanApproval: true });
+      await waitFor(async () => (await loadTask(pg.store, id)).state.status === 'awaiting_input', { what: 'the plan waiting for approval' });
+      await waitFor(() => cache.size === 1, { what: 'the parked task cached' });
+      await handleCommand(pg.store, id, { type: 'CancelTask', reason: 'r', requestedBy: 'u' }); // as the gateway does: the relay tells the rest
+      await waitFor(() => cache.size === 0, { what: 'the cancelled task dropped from the cache' });
+      // Remembered as finished: its old first event, redelivered, does not start it again in the cache.
+      expect(cache.advance(id, { id: randomUUID(), type: 'TaskSubmitted', taskId: id, streamId: `task-${id}`, version: 1, position: 1n, recordedAt: new Date().toISOString(), data: { forkedFrom: null }, metadata: {} } as never)).toBeNull();
+    } finally {
+      await orch.stop();
+    }
+  });
+
   stackTest('relay + consumer drive submitted bench tasks to completion (each started from the event that woke it); redelivered triggers are harmless; finished tasks are not kept in memory', async ({ pg, nats }) => {
     const names = busNames(nats.namespace);
     await ensureTopology(await jetstreamManager(nats.nc), names);
     const cache = new TaskCache(pg.db.pool, { keep: keepUnfinished });
     const orch = await startOrchestrator({
-      ...deps(pg.store), load: cache.load, known: cache, forget: (id) => cache.forget(id), pool: pg.db.pool, nc: nats.nc, js: jetstream(nats.nc), names, concurrency: 8, maxAttempts: 5,
+      ...deps(pg.store), load: cache.load, known: cache, ended: (id) => cache.ended(id), pool: pg.db.pool, nc: nats.nc, js: jetstream(nats.nc), names, concurrency: 8, maxAttempts: 5,
       relay: { enabled: true, batchSize: 100, backstopMs: 30_000 },
     });
     const ids = await Promise.all(Array.from({ length: 20 }, () => submit(pg.store, { team: 'bench' })));

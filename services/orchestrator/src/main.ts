@@ -31,7 +31,7 @@ const orchestrator = await startOrchestrator({
   store: new EventStore(db.pool, { groupCommit: true }),
   load: cache.load,
   known: cache,
-  forget: (taskId) => cache.forget(taskId),
+  ended: (taskId) => cache.ended(taskId),
   pool: db.pool,
   nc,
   js: jetstream(nc),

@@ -22,8 +22,8 @@ export interface OrchestratorDeps extends LeadDeps {
   /** `working()` interval while a trigger is handled; below the consumer's ack_wait. */
   heartbeatMs?: number;
   relay: { enabled: boolean; batchSize: number; backstopMs: number };
-  /** Drop a task from the process's cache (called once it is finished). */
-  forget?: (taskId: string) => void;
+  /** Drop a finished task from the process's cache: once a run here finished it, or its end is heard on the bus (`TaskCache.ended`). */
+  ended?: (taskId: string) => void;
   /** Longest sleep of the deadline timer between looks at the deadline table. */
   deadlineBackstopMs?: number;
   /** The watchdog's policy and pace (see watchdog.ts). */
@@ -110,7 +110,11 @@ export async function startOrchestrator(d: OrchestratorDeps): Promise<Orchestrat
   // The lead runs at work here, by task: a task that ends meanwhile (a cancel) aborts its run at
   // once — its model call too — instead of letting the call finish to be refused.
   const running = new Map<string, AbortController>();
-  const ends = onTaskEnds(d.nc, d.names, (taskId, type) => running.get(taskId)?.abort(new TaskEndedError(taskId, type)));
+  // …and its cached state goes (a task cancelled at the gateway is never loaded here again).
+  const ends = onTaskEnds(d.nc, d.names, (taskId, type) => {
+    running.get(taskId)?.abort(new TaskEndedError(taskId, type));
+    d.ended?.(taskId);
+  });
   const consumer = await startConsumer({
     js: d.js,
     stream: d.names.eventsStream,
@@ -141,7 +145,7 @@ export async function startOrchestrator(d: OrchestratorDeps): Promise<Orchestrat
       const { appended, state } = run.result;
       deadlines.hint(nextDeadline(state));
       // The step that finished the task was loaded while it ran: hold nothing for it now.
-      if (!keepUnfinished(state)) d.forget?.(event.taskId);
+      if (!keepUnfinished(state)) d.ended?.(event.taskId);
       d.log.debug({ taskId: event.taskId, trigger: event.type, appended }, 'advanced task');
     },
   });

@@ -43,6 +43,7 @@ const stopSweeper = startSweeper(sandboxes, db.pool, config.SANDBOX_SWEEP_INTERV
 const runner = await startRunner({
   store: new EventStore(db.pool, { groupCommit: true }),
   load: cache.load,
+  ended: (taskId) => cache.ended(taskId),
   pool: db.pool,
   js: jetstream(nc),
   nc,

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { builtinTeams, type ModelClient, type TeamDefinition } from '@baton/agents';
 import { busNames, ensureTopology } from '@baton/bus';
-import { handleCommand, loadTask } from '@baton/event-store';
+import { handleCommand, loadTask, servicesCachePolicy, TaskCache } from '@baton/event-store';
 import { silentLogger } from '@baton/runtime';
 import { LocalSandboxProvider } from '@baton/sandbox';
 import { dispatchedTask, stackTest as test, waitFor } from '@baton/testing';
@@ -74,6 +74,30 @@ describe('a task that ends while its agent works', () => {
       await cancel(second);
       await waitFor(async () => aborted === 1 && runner.inFlight === 0, { what: 'the model call aborted and the job ended' });
       expect((await loadTask(pg.store, second)).state.agents['researcher-1']?.status).toBe('cancelled');
+    } finally {
+      await runner.stop();
+    }
+  });
+
+  test("completed: its end, heard on the bus, drops it from the runner's cache (the runner's last load of it was while its lead still worked: it held every such task)", async ({ pg, nats }) => {
+    const names = busNames(nats.namespace);
+    await ensureTopology(await jetstreamManager(nats.nc), names);
+    const js = jetstream(nats.nc);
+    const { pool } = pg.db;
+    const cache = new TaskCache(pool, servicesCachePolicy);
+    const model: ModelClient = { name: 'scripted', complete: async () => ({ content: [{ type: 'text', text: 'found it' }], stopReason: 'end_turn', usage, model: 'm', offline: false }) };
+    const runner = await startRunner({
+      store: pg.store, load: cache.load, ended: (id) => cache.ended(id), pool, js, nc: nats.nc, names, log: silentLogger(), runnerId: 'runner-a', now: () => new Date(), model, teams,
+      sandboxes: new LocalSandboxProvider({ root, pool }), artifacts: artifactStore(pool), lease: { db: pool, ttlMs: 30_000 }, concurrency: 2, maxAttempts: 3, heartbeatMs: 200,
+    });
+    try {
+      const id = await dispatchedTask(pg.store);
+      const dispatch = (await loadTask(pg.store, id)).events.find((e) => e.type === 'SubagentDispatched');
+      await js.publish(names.jobSubject('run', id, 'researcher-1'), JSON.stringify({ kind: 'run', taskId: id, agentId: 'researcher-1', causeEventId: dispatch?.id }));
+      await waitFor(async () => (await loadTask(pg.store, id)).state.agents['researcher-1']?.status === 'completed' && runner.inFlight === 0, { what: "the researcher's job done" });
+      expect(cache.size).toBe(1); // the task goes on (its lead is next): kept
+      nats.nc.publish(names.eventSubject(id, 'TaskCompleted'), '{}'); // as the relay sends the task's end
+      await waitFor(() => cache.size === 0, { what: 'the finished task dropped from the cache' });
     } finally {
       await runner.stop();
     }

@@ -23,6 +23,8 @@ export interface RunnerWorkerDeps extends RunnerDeps {
   /** How often the bus topology is checked (re-created where missing); needs `nc`. */
   busCheckMs?: number;
   topology?: TopologyOptions;
+  /** Drop a task from the process's cache once its end is heard on the bus (`TaskCache.ended`; needs `nc`). */
+  ended?: (taskId: string) => void;
 }
 
 /**
@@ -62,7 +64,14 @@ export async function startRunner(d: RunnerWorkerDeps): Promise<RunningConsumer>
   // Run jobs at work here, by task: a task that ends aborts them at once — its model call, its
   // command — instead of at their next step (a cancelled task's command ran for minutes on).
   const running = new Map<string, Set<AbortController>>();
-  const ends = nc ? onTaskEnds(nc, d.names, (taskId, type) => running.get(taskId)?.forEach((c) => c.abort(new TaskEndedError(taskId, type)))) : null;
+  // Its cached state goes too: the runner's last load of a task is while its lead still works, so
+  // nothing here would load the finished task again to drop it.
+  const ends = nc
+    ? onTaskEnds(nc, d.names, (taskId, type) => {
+        running.get(taskId)?.forEach((c) => c.abort(new TaskEndedError(taskId, type)));
+        d.ended?.(taskId);
+      })
+    : null;
   const consumer = await startConsumer({
     js: d.js,
     stream: d.names.jobsStream,
