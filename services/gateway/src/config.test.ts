@@ -7,11 +7,11 @@ describe('gateway config: limits', () => {
     const c = loadGatewayConfig({});
     expect(gatewayLimits(c)).toEqual(DEFAULT_LIMITS);
     expect(c.WEBHOOK_ALLOW_PRIVATE_NETWORKS).toBe(false);
-    const set = loadGatewayConfig({ RATE_LIMIT_WRITES_PER_S: '0', RATE_LIMIT_BURST: '5', SSE_MAX_PER_TENANT: '2', SSE_MAX_CONNECTIONS: '3', STUCK_AFTER_MS: '5000', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' });
-    expect(gatewayLimits(set)).toEqual({ writesPerS: 0, burst: 5, ssePerTenant: 2, sseConnections: 3, stuckAfterMs: 5000 });
+    const set = loadGatewayConfig({ RATE_LIMIT_WRITES_PER_S: '0', RATE_LIMIT_BURST: '5', SSE_MAX_PER_TENANT: '2', SSE_MAX_CONNECTIONS: '3', STUCK_AFTER_MS: '5000', SSE_STALL_MS: '2500', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' });
+    expect(gatewayLimits(set)).toEqual({ writesPerS: 0, burst: 5, ssePerTenant: 2, sseConnections: 3, stuckAfterMs: 5000, sseStallMs: 2500 });
     expect(set.WEBHOOK_ALLOW_PRIVATE_NETWORKS).toBe(true);
-    expect(() => loadGatewayConfig({ RATE_LIMIT_WRITES_PER_S: '-1', RATE_LIMIT_BURST: '0', SSE_MAX_PER_TENANT: 'many', SSE_MAX_CONNECTIONS: '0' })).toThrow(
-      /RATE_LIMIT_WRITES_PER_S[\s\S]*RATE_LIMIT_BURST[\s\S]*SSE_MAX_PER_TENANT[\s\S]*SSE_MAX_CONNECTIONS/,
+    expect(() => loadGatewayConfig({ RATE_LIMIT_WRITES_PER_S: '-1', RATE_LIMIT_BURST: '0', SSE_MAX_PER_TENANT: 'many', SSE_MAX_CONNECTIONS: '0', SSE_STALL_MS: '10' })).toThrow(
+      /RATE_LIMIT_WRITES_PER_S[\s\S]*RATE_LIMIT_BURST[\s\S]*SSE_MAX_PER_TENANT[\s\S]*SSE_MAX_CONNECTIONS[\s\S]*SSE_STALL_MS/,
     );
   });
 });

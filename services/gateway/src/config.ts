@@ -68,6 +68,8 @@ const schema = z.object({
   /** Open SSE streams per tenant, and in all, per gateway replica. */
   SSE_MAX_PER_TENANT: z.coerce.number().int().min(1).max(1_000_000).default(DEFAULT_LIMITS.ssePerTenant),
   SSE_MAX_CONNECTIONS: z.coerce.number().int().min(1).max(1_000_000).default(DEFAULT_LIMITS.sseConnections),
+  /** An SSE client that takes nothing of its stream for this long (its socket does not drain) is cut. */
+  SSE_STALL_MS: z.coerce.number().int().min(100).max(86_400_000).default(DEFAULT_LIMITS.sseStallMs),
   /** A task with work no person holds, no transition for this long and no live agent lease is listed as stuck. */
   STUCK_AFTER_MS: z.coerce.number().int().min(1000).max(30 * 86_400_000).default(DEFAULT_LIMITS.stuckAfterMs),
   /**
@@ -100,6 +102,7 @@ export const gatewayLimits = (c: GatewayConfig): GatewayLimits => ({
   ssePerTenant: c.SSE_MAX_PER_TENANT,
   sseConnections: c.SSE_MAX_CONNECTIONS,
   stuckAfterMs: c.STUCK_AFTER_MS,
+  sseStallMs: c.SSE_STALL_MS,
 });
 
 export const workspaceLimits = (c: GatewayConfig): WorkspaceLimits => ({

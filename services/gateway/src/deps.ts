@@ -85,9 +85,14 @@ export interface GatewayLimits {
   sseConnections: number;
   /** `GET /v1/tasks?stuck=true` and the stuck gauge: no transition for this long (and nobody holding a live lease). */
   stuckAfterMs: number;
+  /**
+   * An SSE client that takes nothing of what its stream has to send for this long (its socket
+   * does not drain) is cut: it held a stream slot, and what was written for it piled up in memory.
+   */
+  sseStallMs: number;
 }
 
-export const DEFAULT_LIMITS: GatewayLimits = { writesPerS: 50, burst: 100, ssePerTenant: 100, sseConnections: 1000, stuckAfterMs: 120_000 };
+export const DEFAULT_LIMITS: GatewayLimits = { writesPerS: 50, burst: 100, ssePerTenant: 100, sseConnections: 1000, stuckAfterMs: 120_000, sseStallMs: 60_000 };
 
 /** A workspace archive sent as the multipart form's `workspace` file part. */
 export interface WorkspaceUpload {

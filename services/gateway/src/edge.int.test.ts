@@ -286,6 +286,51 @@ describe('SSE connection caps', () => {
   });
 });
 
+describe('SSE backpressure', () => {
+  test('a client that reads nothing: its stream waits for it to take what was written, and is cut after sseStallMs, freeing its slot; a client that reads gets every event', async ({ pg, nats }) => {
+    const app = await gateway(pg, nats, { limits: { sseStallMs: 1000 } });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const port = (app.server.address() as { port: number }).port;
+    const sse = async () => Number(/^baton_sse_connections (\d+)$/m.exec((await app.inject({ method: 'GET', url: '/metrics' })).body)?.[1]);
+    try {
+      const id = (await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x', team: 'bench' } })).json().id as string;
+      // A long history: 100 turns of 200 KB each (20 MB: more than a socket's buffers hold).
+      const usage = { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
+      const text = 'x'.repeat(200_000);
+      for (let i = 0; i < 100; i += 10) {
+        await pg.store.append({ streamId: `task-${id}`, taskId: id, expectedVersion: 1 + i, events: Array.from({ length: 10 }, (_, j) => ({ id: crypto.randomUUID(), type: 'ModelTurnRecorded', data: { agentId: 'lead', turn: i + j + 1, model: 'm', content: [{ type: 'text', text }], stopReason: 'end_turn', usage, offline: true, durationMs: 0 } })) });
+      }
+      // A client that asks for the stream and reads nothing of it.
+      const stuck = connect(port, '127.0.0.1');
+      stuck.write(`GET /v1/tasks/${id}/events HTTP/1.1\r\nhost: 127.0.0.1\r\naccept: text/event-stream\r\n\r\n`);
+      stuck.pause();
+      let closed = false;
+      stuck.on('close', () => (closed = true)).on('error', () => {});
+      await waitFor(async () => (await sse()) === 1, { what: 'the stream open' });
+      await waitFor(async () => (await sse()) === 0, { timeoutMs: 15_000, what: 'the stalled client cut and its slot free' });
+      stuck.resume(); // what it had received, then the end of a connection the gateway closed
+      await waitFor(() => closed, { what: 'the connection closed by the gateway' });
+      // One that reads takes the whole history.
+      const res = await fetch(`http://127.0.0.1:${port}/v1/tasks/${id}/events`, { headers: { accept: 'text/event-stream' } });
+      const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+      let turns = 0;
+      let tail = '';
+      while (turns < 100) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        const chunk = tail + Buffer.from(value).toString();
+        turns += (chunk.match(/^event: ModelTurnRecorded$/gm) ?? []).length;
+        tail = chunk.slice(-40);
+        turns -= (tail.match(/^event: ModelTurnRecorded$/gm) ?? []).length; // counted again with the next chunk
+      }
+      await reader.cancel();
+      expect(turns).toBe(100);
+    } finally {
+      await app.close();
+    }
+  });
+});
+
 describe('webhook URLs at registration', () => {
   pgTest('what can never be delivered is a 400 naming body.webhook.url; the private-network escape hatch applies the same way', async ({ pg }) => {
     const app = await gateway(pg, null);

@@ -76,7 +76,7 @@ async function sleepUntilWoken(ready: () => boolean, ms: number, arm: (wake: (()
 export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
   const r = app.withTypeProvider<ZodTypeProvider>();
   const streams = new Set<{ tenant: string; end: (reason: 'shutdown') => void }>();
-  const { ssePerTenant, sseConnections } = d.limits;
+  const { ssePerTenant, sseConnections, sseStallMs } = d.limits;
   d.metrics.onScrape(() => d.metrics.sseConnections.set(streams.size));
   const hiddenReads = (): void => d.metrics.sseHiddenReads.inc();
 
@@ -104,7 +104,10 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
 
   /**
    * An SSE response of this route: its head, a comment heartbeat, its slot among the streams (the
-   * caps; a shutdown ends it), ended when the client goes. `end(reason)` writes what the client
+   * caps; a shutdown ends it), ended when the client goes. `send` writes frames and waits until
+   * the client has taken them (the socket drained): a loop never reads on for a client that is
+   * not reading, and a client that takes nothing for `sseStallMs` is cut (`stalled`) — it held a
+   * slot, and what was written for it piled up in memory. `end(reason)` writes what the client
    * needs to know — `shutdown`: reconnect; `final`: the task is over, stop — and calls `woken` so
    * the stream's loop sees it. `run` runs that loop, ends the stream if it fails, and frees the
    * heartbeat, the slot and what `release` lets go of, however it ends.
@@ -112,19 +115,40 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
   function openStream(req: FastifyRequest, reply: { raw: ServerResponse }, woken: () => void) {
     const res = reply.raw;
     res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'x-accel-buffering': 'no', ...SECURITY_HEADERS });
-    const heartbeat = setInterval(() => res.write(': heartbeat\n\n'), d.sseHeartbeatMs);
+    // A heartbeat only where the client keeps up: behind a full buffer it says nothing new.
+    const heartbeat = setInterval(() => void (res.writableNeedDrain || res.write(': heartbeat\n\n')), d.sseHeartbeatMs);
     const stream = {
       res,
       tenant: req.tenant,
       closed: false,
-      end(reason: 'client' | 'shutdown' | 'final' | 'error'): void {
+      async send(chunk: string): Promise<void> {
+        if (stream.closed || res.write(chunk)) return;
+        await new Promise<void>((resolve) => {
+          const done = (): void => {
+            clearTimeout(stall);
+            res.off('drain', done);
+            res.off('close', done);
+            resolve();
+          };
+          const stall = setTimeout(() => {
+            req.log.info({ stalledMs: sseStallMs, buffered: res.writableLength }, 'SSE client took nothing of its stream: cut');
+            stream.end('stalled');
+            done();
+          }, sseStallMs);
+          res.on('drain', done);
+          res.on('close', done);
+        });
+      },
+      end(reason: 'client' | 'shutdown' | 'final' | 'error' | 'stalled'): void {
         if (stream.closed) return;
         stream.closed = true;
         clearInterval(heartbeat); // nothing written after the end
         if (reason === 'shutdown') res.write('event: shutdown\ndata: {}\n\n');
         // The task is over: a client stops here instead of reconnecting (a resumed stream past the final event ends so at once).
         else if (reason === 'final') res.write('event: end\ndata: {"reason":"final"}\n\n');
-        res.end();
+        // A client that reads nothing would never take the end either: the connection goes, and what waited for it.
+        if (reason === 'stalled') res.destroy();
+        else res.end();
         woken();
       },
       run(loop: () => Promise<void>, release: () => void, context: Record<string, unknown>): void {
@@ -194,14 +218,14 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
 
     const sweepEvery = (): number => (d.hub.connected ? LIST_SWEEP_HEARTBEATS * d.sseHeartbeatMs : Math.min(d.sseHeartbeatMs, LIST_SWEEP_OFFLINE_MS));
 
-    const show = (items: Awaited<ReturnType<typeof listTasks>>['items']): void => {
+    const show = async (items: Awaited<ReturnType<typeof listTasks>>['items']): Promise<void> => {
       let frames = '';
       for (const t of items) {
         if ((shownVersion.get(t.id) ?? -1) >= t.version) continue;
         setBounded(shownVersion, t.id, t.version, LIST_SHOWN_MAX);
         frames += `event: task\ndata: ${JSON.stringify(t)}\n\n`;
       }
-      if (frames) res.write(frames);
+      if (frames) await stream.send(frames);
     };
 
     const loop = async (): Promise<void> => {
@@ -212,7 +236,7 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
           const page = await listTasks(d.kysely, { tenantId: tenant, team, ids, limit: ids.length });
           if (stream.closed) return;
           for (const t of page.items) d.tenants.remember(t.id, tenant);
-          show(page.items);
+          await show(page.items);
         }
         if (sweepNeeded || d.now().getTime() - sweptAt >= sweepEvery()) {
           sweepNeeded = false;
@@ -221,7 +245,7 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
           for (let cursor: string | undefined; ; ) {
             const page = await listTasks(d.kysely, { tenantId: tenant, team, updatedAfter: since, limit: LIST_SWEEP_PAGE, cursor });
             if (stream.closed) return;
-            show(page.items);
+            await show(page.items);
             if (!page.nextCursor) break;
             cursor = page.nextCursor;
           }
@@ -274,7 +298,6 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
   function streamEvents(req: FastifyRequest, reply: { raw: ServerResponse }, taskId: string, start: LogCursor, steps: boolean): void {
     let wake: (() => void) | null = null;
     const stream = openStream(req, reply, () => wake?.());
-    const res = stream.res;
     // The head and the reconnect delay go out with the first read's events, in the same socket
     // write (Node sends a response's head with its first write); after that read, whatever it found.
     let preamble = 'retry: 2000\n\n';
@@ -313,7 +336,7 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
             cursor = c;
             if (TERMINAL_EVENT_TYPES.has(event.type)) finalSeen = true;
           }
-          if (preamble || frames) res.write(preamble + frames);
+          if (preamble || frames) await stream.send(preamble + frames);
           preamble = '';
           if (read.events.length === BATCH) {
             readNeeded = true;
@@ -331,7 +354,7 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
             readNeeded = true;
             break;
           }
-          res.write(frame(shown(view)));
+          await stream.send(frame(shown(view)));
           cursor = e.cursor;
           if (TERMINAL_EVENT_TYPES.has(view.type as EventType)) finalSeen = true;
         }
