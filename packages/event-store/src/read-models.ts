@@ -30,6 +30,7 @@ export async function listTasks(db: Kysely<Database>, q: { tenantId: string; sta
   const rows = await query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(q.limit + 1).execute();
   const page = rows.slice(0, q.limit);
   const last = page[page.length - 1];
+  const forkedAt = await forkVersions(db, page);
   return {
     items: page.map((r) => ({
       id: r.id,
@@ -40,11 +41,28 @@ export async function listTasks(db: Kysely<Database>, q: { tenantId: string; sta
       updatedAt: r.updated_at.toISOString(),
       version: r.version,
       pendingRequests: r.pending_requests as PendingRequestView[],
-      // (A row written before migration 020 by a service that did not know the column yet: its version unknown, shown as 0.)
-      forkedFrom: r.forked_from ? { taskId: r.forked_from, atVersion: r.forked_at_version ?? 0 } : null,
+      forkedFrom: r.forked_from ? { taskId: r.forked_from, atVersion: r.forked_at_version ?? forkedAt.get(r.id) ?? 0 } : null,
     })),
     nextCursor: rows.length > q.limit && last ? encodeCursor(last.created_at.toISOString(), last.id) : null,
   };
+}
+
+/**
+ * The version each fork among `rows` was copied at, where its row does not say: a fork made by a
+ * gateway of the release before migration 020 while this one ran (a rolling update) was written
+ * without it, and later appends do not touch the column. Read from the fork's first event and
+ * kept in its row — once: such rows are few, and only a rolling update makes them.
+ */
+async function forkVersions(db: Kysely<Database>, rows: readonly { id: string; forked_from: string | null; forked_at_version: number | null }[]): Promise<Map<string, number>> {
+  const unknown = rows.filter((r) => r.forked_from !== null && r.forked_at_version === null).map((r) => r.id);
+  if (unknown.length === 0) return new Map();
+  const { rows: repaired } = await sql<{ id: string; forked_at_version: number }>`
+    update tasks t set forked_at_version = (e.data->'forkedFrom'->>'atVersion')::int
+    from events e
+    where t.id = any(${unknown}::uuid[]) and t.forked_at_version is null
+      and e.stream_id = 'task-' || t.id::text and e.stream_version = 1 and jsonb_typeof(e.data->'forkedFrom') = 'object'
+    returning t.id, t.forked_at_version`.execute(db);
+  return new Map(repaired.map((r) => [r.id, r.forked_at_version]));
 }
 
 /**

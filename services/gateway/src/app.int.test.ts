@@ -164,6 +164,10 @@ describe('POST /v1/tasks', () => {
     expect((await forksOf(source, acme, `&limit=1&cursor=${page.next}`)).items).toEqual([[first, { taskId: source, atVersion: 1 }]]);
     expect((await forksOf(source, acme, '&status=completed')).items).toEqual([]);
     expect((await forksOf(first)).items).toEqual([]); // a fork with no forks of its own
+    // A fork written by the release before (a rolling update: its gateway did not know the version's column) is listed with its version all the same, read from its first event and kept.
+    await pg.db.pool.query('update tasks set forked_at_version = null where id = $1', [first]);
+    expect((await forksOf(source)).items).toEqual([[second, { taskId: source, atVersion: 2 }], [first, { taskId: source, atVersion: 1 }]]);
+    expect((await pg.db.pool.query('select forked_at_version from tasks where id = $1', [first])).rows).toEqual([{ forked_at_version: 1 }]);
     // Another tenant sees none of them (the forks are acme's).
     expect(await forksOf(source, as('key-other-012345678'))).toEqual({ status: 200, items: [], next: null });
     const bad = await app.inject({ method: 'GET', url: '/v1/tasks?forkedFrom=not-a-task', headers: acme });
