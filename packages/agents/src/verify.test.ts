@@ -52,6 +52,21 @@ describe('verify: a changed decision is caught at the first event it changes', (
     expect(res).toMatchObject({ identical: false, at: { type: 'ToolResultsRecorded' }, decided: [expect.stringMatching(/refuses web_search .*not available to this agent/)] });
   });
 
+  it("a brief worded differently past what a line shows: the report says where the texts part (the field, the character, both sides)", () => {
+    const events = load('engineering-reviewed');
+    // The review's brief as an older release worded it: one word changed far into it.
+    const review = events.find((e) => e.type === 'SubagentDispatched' && e.data.role === 'review');
+    if (review?.type !== 'SubagentDispatched') throw new Error('the run has a review');
+    const at = review.data.prompt.indexOf('asked:');
+    expect(at).toBeGreaterThan(200); // past what `recorded`/`now` show
+    const older = review.data.prompt.slice(0, at) + 'task:' + review.data.prompt.slice(at + 'asked:'.length);
+    const res = verifyRun(events.map((e) => (e === review ? { ...review, data: { ...review.data, prompt: older } } : e)), teamOf(events));
+    expect(res).toMatchObject({ identical: false, at: { type: 'SubagentDispatched', position: Number(review.position) } });
+    if (res.identical) return;
+    expect(res.recorded.slice(0, 150)).toBe(res.decided[0]?.slice(0, 150)); // a line shows no difference…
+    expect(res.difference).toMatch(new RegExp(`^prompt differs at character ${at + 1} of ${older.length}: recorded ".*task: .*", now ".*asked: .*"$`)); // …this does
+  });
+
   it('a plan split differently: the recorded plan is the divergence', () => {
     const events = load('engineering-reviewed');
     const plan = events.find((e) => e.type === 'PlanRecorded');

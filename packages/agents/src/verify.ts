@@ -24,6 +24,13 @@ export type VerifyResult =
       recorded: string;
       /** What the current code decides at that point instead. */
       decided: string[];
+      /**
+       * Where the nearest decision of the same kind (the same agent, request or subagent) differs
+       * from the recorded one: the first field, and in a text the first character that differs with
+       * what is around it in both — what `recorded` and `decided`, cut to a line, may not show.
+       * Absent when the code decides nothing of that kind there.
+       */
+      difference?: string;
     };
 
 type Decision = Extract<Command, { type: 'RequestApproval' | 'RequestClarification' | 'DispatchSubagent' | 'RecordPlan' }>;
@@ -36,7 +43,8 @@ export function verifyRun(events: readonly RecordedEvent[], team: TeamDefinition
     if (problem !== undefined) {
       checked++;
       if (problem !== null) {
-        return { identical: false, checked, events: events.length, at: { position: Number(e.position), streamId: e.streamId, version: e.version, type: e.type }, recorded: describeEvent(e), decided: problem };
+        const difference = problem.decisions ? firstDifference(e, problem.decisions) : null;
+        return { identical: false, checked, events: events.length, at: { position: Number(e.position), streamId: e.streamId, version: e.version, type: e.type }, recorded: describeEvent(e), decided: problem.decided, ...(difference ? { difference } : {}) };
       }
     }
     s = evolve(s, e);
@@ -44,19 +52,17 @@ export function verifyRun(events: readonly RecordedEvent[], team: TeamDefinition
   return { identical: true, checked, events: events.length };
 }
 
-/** undefined: not a decision; null: the code decides the same; otherwise what it decides instead. */
-function check(s: TaskState, e: RecordedEvent, team: TeamDefinition): string[] | null | undefined {
+/** undefined: not a decision; null: the code decides the same; otherwise what it decides instead (and the decisions, to say where they differ). */
+function check(s: TaskState, e: RecordedEvent, team: TeamDefinition): { decided: string[]; decisions?: Decision[] } | null | undefined {
+  const compared = (decisions: Decision[], none: string) => (decisions.some((d) => sameDecision(d, e)) ? null : { decided: decisions.map(describeDecision).concat(decisions.length === 0 ? [none] : []), decisions });
   switch (e.type) {
     case 'ApprovalRequested':
     case 'ClarificationRequested':
-    case 'PlanRecorded': {
-      const decisions = decisionsOf(s, e.data.agentId, e.recordedAt, team);
-      return decisions.some((d) => sameDecision(d, e)) ? null : decisions.map(describeDecision).concat(decisions.length === 0 ? ['nothing here'] : []);
-    }
+    case 'PlanRecorded':
+      return compared(decisionsOf(s, e.data.agentId, e.recordedAt, team), 'nothing here');
     case 'SubagentDispatched': {
       const leadId = s.lead?.agentId;
-      const decisions = [...(leadId ? decisionsOf(s, leadId, e.recordedAt, team) : []), ...schedulePlan(s)];
-      return decisions.some((d) => sameDecision(d, e)) ? null : decisions.map(describeDecision).concat(decisions.length === 0 ? ['no dispatch here'] : []);
+      return compared([...(leadId ? decisionsOf(s, leadId, e.recordedAt, team) : []), ...schedulePlan(s)], 'no dispatch here');
     }
     case 'ToolResultsRecorded': {
       // A result the code decides without running anything (a refusal) must be the one recorded;
@@ -75,14 +81,14 @@ function check(s: TaskState, e: RecordedEvent, team: TeamDefinition): string[] |
         const sent = t.dispatches.find((d) => d.toolUseId === r.toolUseId);
         if (sent) out.push(`hands it on: ${describeDecision(sent)}`);
       }
-      return out.length > 0 ? out : null;
+      return out.length > 0 ? { decided: out } : null;
     }
     case 'TaskCompleted': {
       const lead = s.lead;
       // Its final answer; or, at its turn limit once its plan completed, the plan's outcome (leadCapped).
       const capped = e.data.leadCapped === true && lead?.phase === 'model' && lead.turns >= team.lead.maxTurns && s.plan?.status === 'completed';
       const ok = lead !== null && (lead.phase === 'done' || capped) && activeAgents(s).length === 0;
-      return ok ? null : [`does not complete the task here (lead ${lead ? lead.phase : 'not started'})`];
+      return ok ? null : { decided: [`does not complete the task here (lead ${lead ? lead.phase : 'not started'})`] };
     }
     default:
       return undefined;
@@ -124,6 +130,41 @@ function sameDecision(d: Decision, e: RecordedEvent): boolean {
     case 'RecordPlan':
       return e.type === 'PlanRecorded' && d.toolUseId === data.toolUseId && sameJson(d.subtasks, data.subtasks) && d.reviewAgent === data.reviewAgent && d.maxReviewRounds === data.maxReviewRounds;
   }
+}
+
+/** The fields `sameDecision` compares, as [name, the decision's value, the recorded value]; null when the decision is of another kind than the event. */
+function comparedFields(d: Decision, e: RecordedEvent): [string, unknown, unknown][] | null {
+  const data = e.data as Record<string, unknown>;
+  const fields = (names: string[], defaults: Record<string, unknown> = {}): [string, unknown, unknown][] => names.map((n) => [n, (d as Record<string, unknown>)[n] ?? defaults[n] ?? null, data[n] ?? defaults[n] ?? null]);
+  if (d.type === 'RequestApproval' && e.type === 'ApprovalRequested') return fields(['requestId', 'toolUseId', 'toolName', 'input', 'onTimeout'], { onTimeout: 'reject' });
+  if (d.type === 'RequestClarification' && e.type === 'ClarificationRequested') return fields(['requestId', 'toolUseId', 'questions']);
+  if (d.type === 'DispatchSubagent' && e.type === 'SubagentDispatched') return fields(['agentId', 'agentType', 'toolUseId', 'subtaskId', 'role', 'fileLocks', 'prompt'], { role: 'delegation' });
+  if (d.type === 'RecordPlan' && e.type === 'PlanRecorded') return fields(['toolUseId', 'subtasks', 'reviewAgent', 'maxReviewRounds']);
+  return null;
+}
+
+/**
+ * Where the nearest decision of the event's kind differs from it (the one that differs in the
+ * fewest fields, the first such): the field, and for a text (or JSON) the first character that
+ * differs, with some of what is around it in both. Pure.
+ */
+function firstDifference(e: RecordedEvent, decisions: readonly Decision[]): string | null {
+  let best: [string, unknown, unknown][] | null = null;
+  for (const d of decisions) {
+    const fields = comparedFields(d, e);
+    if (!fields) continue;
+    const differing = fields.filter(([, now, then]) => !sameJson(now, then));
+    if (differing.length > 0 && (best === null || differing.length < best.length)) best = differing;
+  }
+  const first = best?.[0];
+  if (!first) return null;
+  const [field, now, then] = first;
+  const text = (v: unknown): string => (typeof v === 'string' ? v : JSON.stringify(v) ?? 'null');
+  const [a, b] = [text(then), text(now)];
+  let i = 0;
+  while (i < a.length && i < b.length && a[i] === b[i]) i++;
+  const around = (t: string): string => JSON.stringify(`${i > 40 ? '…' : ''}${t.slice(Math.max(0, i - 40), i + 60)}${t.length > i + 60 ? '…' : ''}`);
+  return `${field}${best && best.length > 1 ? ` (and ${best.length - 1} more field${best.length > 2 ? 's' : ''})` : ''} differs at character ${i + 1} of ${a.length}: recorded ${around(a)}, now ${around(b)}`;
 }
 
 /** Equal as JSON values (key order aside). */

@@ -385,6 +385,7 @@ program
     console.log(`diverges at #${r.at.position} (${r.at.streamId} v${r.at.version}, ${r.at.type}) after ${r.checked - 1} identical decision${r.checked - 1 === 1 ? '' : 's'}`);
     console.log(`  recorded: ${r.recorded}`);
     for (const d of r.decided) console.log(`  now:      ${d}`);
+    if (r.difference) console.log(`  where:    ${r.difference}`);
     process.exitCode = 3;
   });
 
