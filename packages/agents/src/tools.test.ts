@@ -12,5 +12,11 @@ describe("a file tool's path", () => {
     const bidi = parseToolInput(writeFileTool, { path: 'api/\u202eevil.md', content: 'x' });
     expect(!bidi.ok && bidi.error).toMatch(/path: the path contains a bidirectional control character \(U\+202E: the name would display as another\)/);
     expect(parseToolInput(writeFileTool, { path: 'src/ünïcode names.ts', content: 'x' }).ok).toBe(true);
+    // Invisible characters that join nothing: a name that shows as another's.
+    const zw = parseToolInput(writeFileTool, { path: 'a\u200bpi/app.ts', content: 'x' });
+    expect(!zw.ok && zw.error).toMatch(/path: the path contains an invisible character \(U\+200B: the name would display as another\)/);
+    for (const path of ['x\u2060.ts', 'x\ufeff.ts', 'x\u2062.ts', 'x\u180e.ts']) expect([path, parseToolInput(readFileTool, { path }).ok]).toEqual([path, false]);
+    // The joiners scripts and emoji need are names' own.
+    for (const path of ['docs/می\u200cخواهم.md', 'icons/👩\u200d💻.svg']) expect([path, parseToolInput(writeFileTool, { path, content: 'x' }).ok]).toEqual([path, true]);
   });
 });

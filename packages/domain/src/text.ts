@@ -97,7 +97,10 @@ export function cleanText<T>(value: T): { value: T; replaced: number } {
  * character, C0 or C1, nor U+2028/U+2029 (a line break could pass for more lines); no backslash
  * (a separator elsewhere, a character of the name here: it would name another file than it seems
  * to); no bidirectional control or mark (U+202A–U+202E, U+2066–U+2069, U+200E, U+200F, U+061C: a
- * name that displays as another).
+ * name that displays as another); no invisible character that joins nothing (U+200B zero width
+ * space, U+2060–U+2064 word joiner and invisible operators, U+FEFF, U+180E: `a\u200bpi.ts` shows as
+ * `api.ts` and is another file). The joiners U+200C/U+200D are allowed: scripts (Persian, Indic)
+ * and emoji sequences need them in names.
  */
 export function pathCharacterProblem(p: string): string | null {
   if (p.includes('\0')) return 'the path contains a NUL byte';
@@ -107,6 +110,8 @@ export function pathCharacterProblem(p: string): string | null {
   if (p.includes('\\')) return "the path contains a backslash (directories are separated by '/')";
   const bidi = /[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]/.exec(p)?.[0];
   if (bidi) return `the path contains a bidirectional control character (U+${codePoint(bidi)}: the name would display as another)`;
+  const invisible = /[\u200b\u2060-\u2064\ufeff\u180e]/.exec(p)?.[0];
+  if (invisible) return `the path contains an invisible character (U+${codePoint(invisible)}: the name would display as another)`;
   return null;
 }
 

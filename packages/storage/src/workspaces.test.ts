@@ -112,6 +112,8 @@ describe('parseWorkspaceArchive', () => {
     expect(err.problems).toEqual([{ entry: 'api/back\\slash".ts', message: "the path contains a backslash (directories are separated by '/')" }]);
     const bidi = await refusal(await tarGz([{ name: 'api/\u202eevil.md', content: 'x' }]));
     expect(bidi.problems).toEqual([{ entry: 'api/\u202eevil.md', message: 'the path contains a bidirectional control character (U+202E: the name would display as another)' }]);
+    const invisible = await refusal(await tarGz([{ name: 'a\u200bpi/app.ts', content: 'x' }, { name: 'api/app.ts', content: 'x' }]));
+    expect(invisible.problems).toEqual([{ entry: 'a\u200bpi/app.ts', message: 'the path contains an invisible character (U+200B: the name would display as another)' }]);
   });
 
   test('a path that is both a file and a directory is refused', async () => {
