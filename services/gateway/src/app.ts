@@ -85,7 +85,9 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   await app.register(swagger, {
     openapi: {
       info: { title: 'Baton API', version: '1.0.0', description: 'Durable, human-in-the-loop runtime for multi-agent tasks. The reference in words: docs/api.md (generated from this document) and the README.' },
-      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'An API key of BATON_API_KEYS (when the gateway has keys): it names the tenant' } } },
+      // Every route takes the key (a generated client sends it); a gateway without keys ignores it.
+      security: [{ bearer: [] }],
     },
     transform: jsonSchemaTransform,
   });

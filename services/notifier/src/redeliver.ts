@@ -74,10 +74,11 @@ async function redeliver(d: RedeliveryDeps, c: ClaimedRedelivery): Promise<void>
   const endpoint = c.endpointId ? await findEndpoint(d.pool, c.endpointId) : null;
   const own = fold(events).webhook;
   const target = c.endpointId ? (endpoint ? { url: endpoint.url, secrets: validSecrets(endpoint, d.now()) } : null) : own ? { url: own.url, secrets: [d.secret] } : null;
-  if (i >= 0 && target) {
-    const data = (events[i]?.data ?? {}) as { agentId?: unknown };
+  const event = events[i];
+  if (event && target) {
+    const data = (event.data ?? {}) as { agentId?: unknown };
     const agentId = c.type.startsWith('agent.') && typeof data.agentId === 'string' ? data.agentId : null;
-    await sendMessage(d, { taskId: c.taskId, eventId: c.eventId, webhookId: c.webhookId, message: { type: c.type, agentId }, state: fold(events.slice(0, i + 1)), ...target, endpointId: c.endpointId, redeliveryId: c.id, lastAttempt: false });
+    await sendMessage(d, { taskId: c.taskId, eventId: c.eventId, webhookId: c.webhookId, message: { type: c.type, agentId }, event, state: fold(events.slice(0, i + 1)), ...target, endpointId: c.endpointId, redeliveryId: c.id, lastAttempt: false });
   } else {
     // Not sent, and said where the person who asked will look: an attempt of the message, failed, naming why.
     const why = i < 0 ? 'the event is not in the task' : c.endpointId ? 'the endpoint was deleted' : 'the task has no webhook';

@@ -1,6 +1,6 @@
-import { toAgentViews, toTaskView, redactCredentials } from '@baton/api';
+import { toAgentViews, toEventView, toTaskView, redactCredentials } from '@baton/api';
 import { failSpan, inSpan, metrics, SpanKind } from '@baton/telemetry';
-import type { TaskState } from '@baton/domain';
+import type { RecordedEvent, TaskState } from '@baton/domain';
 import type { Logger } from '@baton/runtime';
 import { recordNextAttempt } from '@baton/storage';
 import type pg from 'pg';
@@ -22,6 +22,8 @@ export interface Message {
   eventId: string;
   webhookId: string;
   message: WebhookMessage;
+  /** The event the message is about (an `event.*` message carries it). */
+  event: RecordedEvent;
   state: TaskState;
   url: string;
   /** Signs it: the notifier's secret for a task's own webhook, an endpoint's valid secrets for a tenant's. */
@@ -37,17 +39,22 @@ export interface Message {
 /** A message's webhook-id: one per (event, type), the same on every attempt and redelivery. */
 export const webhookIdOf = (eventId: string, type: string): string => `msg_${eventId}_${type.replace(/\./g, '_')}`;
 
-/** The body (docs/webhooks.md): `{type, timestamp, data: {task, agent?}}`; agent.* messages carry the agent too. */
-export function payloadOf(m: WebhookMessage, state: TaskState, timestamp: number): string {
+/**
+ * The body (docs/webhooks.md): `{type, timestamp, data: {task, agent?, event?}}`; agent.* messages
+ * carry the agent too, event.* messages the event (as `GET /v1/tasks/:id/events` lists it; a URL's
+ * credentials, stored before they were refused, left out).
+ */
+export function payloadOf(m: WebhookMessage, state: TaskState, event: RecordedEvent, timestamp: number): string {
   const task = toTaskView(state);
   const agent = m.agentId ? toAgentViews(state).find((a) => a.id === m.agentId) : undefined;
-  return JSON.stringify({ type: m.type, timestamp: new Date(timestamp * 1000).toISOString(), data: agent ? { task, agent } : { task } });
+  const shown = m.type.startsWith('event.') ? { event: JSON.parse(redactCredentials(JSON.stringify(toEventView(event)))) as unknown } : {};
+  return JSON.stringify({ type: m.type, timestamp: new Date(timestamp * 1000).toISOString(), data: { task, ...(agent ? { agent } : {}), ...shown } });
 }
 
 /** Sign, deliver and record one attempt (failed or not). */
 export async function sendMessage(d: SendDeps, s: Message): Promise<DeliveryResult> {
   const timestamp = Math.floor(d.now().getTime() / 1000);
-  const body = payloadOf(s.message, s.state, timestamp);
+  const body = payloadOf(s.message, s.state, s.event, timestamp);
   const headers = { 'webhook-id': s.webhookId, 'webhook-timestamp': String(timestamp), 'webhook-signature': signAll(s.secrets, s.webhookId, timestamp, body) };
   // Credentials in a URL (registered before the gateway refused them) are never stored, logged or traced.
   const url = redactCredentials(s.url);

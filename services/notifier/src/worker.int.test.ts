@@ -114,6 +114,10 @@ describe('notifier status changes', () => {
     hooks.close();
     expect(hooks.received.map((r) => `${r.body.type}:${r.body.data.task.status}`).sort()).toEqual(['event.TaskCancelled:cancelled', 'task.cancelled:cancelled', 'task.running:running']);
     expect(new Set(hooks.received.map((r) => r.id)).size).toBe(3);
+    // An event.* message carries the event as the API lists it (which event, its data); the others do not.
+    const byType = new Map(hooks.received.map((r) => [r.body.type, r.body.data as Record<string, unknown>]));
+    expect(byType.get('event.TaskCancelled')?.event).toMatchObject({ type: 'TaskCancelled', taskId: id, streamId: `task-${id}`, version: 3, data: { reason: 'r', requestedBy: 'u' } });
+    expect(Object.keys(byType.get('task.cancelled') ?? {})).toEqual(['task']);
   });
 });
 

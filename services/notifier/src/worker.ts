@@ -164,7 +164,7 @@ export async function startNotifier(d: NotifierDeps): Promise<RunningConsumer> {
         const webhookId = webhookIdOf(event.id, m.type);
         // Settled already: the bus was re-fed from the log, or the event came again for another target, message or its mail.
         if (await targetSettled(d.pool, event.taskId, webhookId, t.endpointId, redactCredentials(t.url))) continue;
-        const r = await sendMessage({ taskId: event.taskId, eventId: event.id, webhookId, message: m, state: after, url: t.url, secrets: t.secrets, endpointId: t.endpointId, redeliveryId: null, lastAttempt: ctx.lastAttempt });
+        const r = await sendMessage({ taskId: event.taskId, eventId: event.id, webhookId, message: m, event: recorded, state: after, url: t.url, secrets: t.secrets, endpointId: t.endpointId, redeliveryId: null, lastAttempt: ctx.lastAttempt });
         if (r.ok || r.gone) continue;
         failed++;
         const delayMs = nextRetryDelay(d.backoffMs, ctx.attempt, r.retryAfterMs);
