@@ -109,8 +109,9 @@ describe('deciding on the budget', () => {
 
   it('a raise must name a limit above what was spent, and takes no tool input', () => {
     given(held).when(approve()).thenThrows(InvalidCommandError, /name the new limit/);
-    given(held).when(approve({ usd: 5 })).thenThrows(InvalidCommandError, /budget.tokens: 1000 is not above what the task has spent \(1100 tokens\)/);
-    given(held).when(approve({ tokens: 1100 })).thenThrows(InvalidCommandError, /budget.tokens/);
+    // Raising the other measure: the one it reached is named, with what to do.
+    given(held).when(approve({ usd: 5 })).thenThrows(InvalidCommandError, /budget.tokens: 1000 is not above what the task has spent \(1100 tokens\) — the limit it reached; raise it too$/);
+    given(held).when(approve({ tokens: 1100 })).thenThrows(InvalidCommandError, /budget.tokens: 1100 is not above what the task has spent \(1100 tokens\)$/);
     given(held).when(approve({ tokens: 5000, usd: 0.01 })).thenThrows(InvalidCommandError, /budget.usd/);
     given(held).when(approve({ tokens: 5000 }, { x: 1 })).thenThrows(InvalidCommandError, /takes budget, not input/);
     expect(raisedLimit(stateOf(recorded(held)), { tokens: 2000 })).toEqual({ ok: true, limit: { usd: 0.1, tokens: 2000 } });

@@ -72,7 +72,9 @@ export function raisedLimit(s: TaskState, raise: { usd?: number | undefined; tok
   const current = s.budget ?? { usd: null, tokens: null };
   const limit: Budget = { usd: raise.usd ?? current.usd, tokens: raise.tokens ?? current.tokens };
   const spent = spentOf(s);
-  if (limit.usd !== null && limit.usd <= spent.usd) return { ok: false, problem: `budget.usd: ${usd(limit.usd)} is not above what the task has spent (${usd(spent.usd)})` };
-  if (limit.tokens !== null && limit.tokens <= spent.tokens) return { ok: false, problem: `budget.tokens: ${limit.tokens} is not above what the task has spent (${spent.tokens} tokens)` };
+  // A limit the raise did not name is the one the task reached: say to raise it, not just that it is low.
+  const kept = (named: number | undefined): string => (named === undefined ? ' — the limit it reached; raise it too' : '');
+  if (limit.usd !== null && limit.usd <= spent.usd) return { ok: false, problem: `budget.usd: ${usd(limit.usd)} is not above what the task has spent (${usd(spent.usd)})${kept(raise.usd)}` };
+  if (limit.tokens !== null && limit.tokens <= spent.tokens) return { ok: false, problem: `budget.tokens: ${limit.tokens} is not above what the task has spent (${spent.tokens} tokens)${kept(raise.tokens)}` };
   return { ok: true, limit };
 }

@@ -190,7 +190,11 @@ describe('POST /v1/tasks', () => {
     expect(await list('2000-01-01T00:00:00+01:00')).toEqual([b.id, a.id]);
     const bad = await app.inject({ method: 'GET', url: '/v1/tasks?updatedAfter=2026-11-26T12:00:00' });
     expect(bad.statusCode).toBe(400);
-    expect(bad.json().error.message).toMatch(/^query\.updatedAfter: must be an ISO 8601 time with a zone/);
+    expect(bad.json().error.message).toBe("query.updatedAfter: must be an ISO 8601 time with a zone, e.g. 2026-11-26T12:00:00.000Z; got '2026-11-26T12:00:00'");
+    // A zone's '+' sent unencoded arrives as a space: what arrived, and why, are said.
+    const plus = await app.inject({ method: 'GET', url: '/v1/tasks?updatedAfter=2026-11-26T12:00:00+01:00' });
+    expect(plus.json().error.message).toBe("query.updatedAfter: must be an ISO 8601 time with a zone, e.g. 2026-11-26T12:00:00.000Z; got '2026-11-26T12:00:00 01:00' (a '+' in a query string is sent as %2B: unencoded it arrives as a space)");
+    expect(await list('2026-11-26T12:00:00+01:00')).toEqual([b.id, a.id]); // (list() encodes it)
   });
 
   test('search: only tasks whose listed prompt contains the text, ignoring case, % and _ as plain characters, page by page; a blank one is a 400 naming it', async ({ pg, nats }) => {

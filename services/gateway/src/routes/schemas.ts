@@ -121,7 +121,16 @@ export const ListTasksQuery = z.strictObject({
    * Only tasks that changed after this time (ISO 8601 with a zone, e.g. an item's `updatedAt`):
    * a poller asks for what moved since it last looked, not for every task again.
    */
-  updatedAfter: z.iso.datetime({ offset: true, error: 'must be an ISO 8601 time with a zone, e.g. 2026-11-26T12:00:00.000Z' }).optional(),
+  updatedAfter: z.iso
+    .datetime({
+      offset: true,
+      // What arrived is named (cut): a '+' of a zone not sent as %2B arrives as a space, and the time looks right as sent.
+      error: (iss) => {
+        const got = typeof iss.input === 'string' ? iss.input.slice(0, 60) : '';
+        return `must be an ISO 8601 time with a zone, e.g. 2026-11-26T12:00:00.000Z; got '${got}'${/ \d\d:?\d\d$/.test(got) ? " (a '+' in a query string is sent as %2B: unencoded it arrives as a space)" : ''}`;
+      },
+    })
+    .optional(),
   /** Only the forks of this task (a task id), newest first. */
   forkedFrom: z.uuid('must be a task id (UUID)').transform((id) => id.toLowerCase()).optional(),
 });
