@@ -3,7 +3,9 @@ import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { taskStreamId } from '@baton/domain';
 import { pgTest, privateNats, stackTest as test, waitFor } from '@baton/testing';
+import { commonEnv, loadConfig, topologyFromEnv } from '@baton/runtime';
 import { DeliverPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { nanos } from '@nats-io/nats-core';
 import { connect } from '@nats-io/transport-node';
 import pino from 'pino';
 import { describe, expect } from 'vitest';
@@ -45,6 +47,17 @@ describe('ensureTopology', () => {
     expect((await jsm.consumers.info(names.eventsStream, names.consumers.orchestrator)).config).toEqual(before.config);
     expect(differs({ a: 1, b: [1] }, { b: [1] })).toBe(false);
     expect(differs({ a: 1 }, { a: 2 })).toBe(true);
+  });
+
+  test("BUS_EVENTS_MAX_AGE_MS: the events stream keeps messages that long, and a changed value is applied to the stream that exists", async ({ nats }) => {
+    const names = busNames(nats.namespace);
+    const jsm = await jetstreamManager(nats.nc);
+    const env = { EVENTS_ACK_WAIT_MS: 30_000, JOBS_ACK_WAIT_MS: 60_000 };
+    await ensureTopology(jsm, names, topologyFromEnv(loadConfig('test', z.object(commonEnv), {})));
+    expect((await jsm.streams.info(names.eventsStream)).config.max_age).toBe(nanos(7 * 86_400_000));
+    await ensureTopology(jsm, names, topologyFromEnv({ ...env, BUS_EVENTS_MAX_AGE_MS: 2 * 3_600_000 }));
+    expect((await jsm.streams.info(names.eventsStream)).config.max_age).toBe(nanos(2 * 3_600_000));
+    expect(() => loadConfig('test', z.object(commonEnv), { BUS_EVENTS_MAX_AGE_MS: '60000' })).toThrow(/BUS_EVENTS_MAX_AGE_MS/); // under an hour
   });
 
   test('two services creating a lost consumer at once: the one whose add comes second (its deliver policy refused as an update) takes the winner\'s consumer, no error', async ({ nats }) => {

@@ -110,6 +110,13 @@ export const commonEnv = {
    */
   EVENTS_ACK_WAIT_MS: z.coerce.number().int().min(1000).max(3_600_000).default(30_000),
   JOBS_ACK_WAIT_MS: z.coerce.number().int().min(1000).max(3_600_000).default(60_000),
+  /**
+   * How long BATON_EVENTS keeps a message (Postgres keeps every event for ever; the stream only
+   * carries them to their consumers): its disk is about this long's worth of transitions. Shorter
+   * than the longest a consumer may be down loses nothing the watchdog cannot re-feed, but
+   * webhooks of messages dropped unread are not sent. Part of the shared topology, like the ack waits.
+   */
+  BUS_EVENTS_MAX_AGE_MS: z.coerce.number().int().min(3_600_000).max(365 * 86_400_000).default(7 * 86_400_000),
   /** How often each service checks that its JetStream streams and consumers exist (re-creating what is missing). */
   BUS_CHECK_INTERVAL_MS: z.coerce.number().int().min(100).max(600_000).default(5000),
   /** OpenTelemetry's standard variables (tracing is off unless an OTLP endpoint or exporter is set; docs/observability.md). */
@@ -126,9 +133,10 @@ export const opsEnv = (defaultPort: number) => ({
   OPS_HOST: z.string().min(1).default('127.0.0.1'),
 });
 
-/** The JetStream consumer settings every service agrees on (from EVENTS_/JOBS_ACK_WAIT_MS). */
-export const topologyFromEnv = (c: { EVENTS_ACK_WAIT_MS: number; JOBS_ACK_WAIT_MS: number }) => ({
+/** The JetStream settings every service agrees on (from EVENTS_/JOBS_ACK_WAIT_MS, BUS_EVENTS_MAX_AGE_MS). */
+export const topologyFromEnv = (c: { EVENTS_ACK_WAIT_MS: number; JOBS_ACK_WAIT_MS: number; BUS_EVENTS_MAX_AGE_MS: number }) => ({
   ackWaitMs: { orchestrator: c.EVENTS_ACK_WAIT_MS, notifier: c.EVENTS_ACK_WAIT_MS, runner: c.JOBS_ACK_WAIT_MS },
+  eventsMaxAgeMs: c.BUS_EVENTS_MAX_AGE_MS,
 });
 
 /** A directory that must exist when the service starts (its files are read: examples, a corpus). */
