@@ -287,8 +287,8 @@ describe('SSE connection caps', () => {
 });
 
 describe('SSE backpressure', () => {
-  test('a client that reads nothing: its stream waits for it to take what was written, and is cut after sseStallMs, freeing its slot; a client that reads gets every event', async ({ pg, nats }) => {
-    const app = await gateway(pg, nats, { limits: { sseStallMs: 1000 } });
+  test('a client that reads nothing: its stream waits for it to take what was written, and is cut after sseStallMs, freeing its slot; one that reads gets every event, one that reads slowly too (a long history goes in pieces, each taken in time)', async ({ pg, nats }) => {
+    const app = await gateway(pg, nats, { limits: { sseStallMs: 300 } });
     await app.listen({ port: 0, host: '127.0.0.1' });
     const port = (app.server.address() as { port: number }).port;
     const sse = async () => Number(/^baton_sse_connections (\d+)$/m.exec((await app.inject({ method: 'GET', url: '/metrics' })).body)?.[1]);
@@ -325,6 +325,23 @@ describe('SSE backpressure', () => {
       }
       await reader.cancel();
       expect(turns).toBe(100);
+
+      // One that reads slowly but on and on (a slow link): waited for, however long the history takes to go — not cut.
+      const slow = connect(port, '127.0.0.1');
+      slow.write(`GET /v1/tasks/${id}/events HTTP/1.1\r\nhost: 127.0.0.1\r\naccept: text/event-stream\r\n\r\n`);
+      let got = '';
+      let cut = false;
+      slow.on('data', (b: Buffer) => (got = (got + b.toString('latin1')).slice(-200_000), undefined)).on('close', () => (cut = true)).on('error', () => {});
+      let seen = 0;
+      slow.on('data', (b: Buffer) => (seen += (b.toString('latin1').match(/event: ModelTurnRecorded/g) ?? []).length));
+      const pace = setInterval(() => (slow.isPaused() ? slow.resume() : slow.pause()), 15); // half the time reading: MBs a second, far below loopback
+      try {
+        await waitFor(() => seen >= 95 || cut, { timeoutMs: 60_000, what: 'the slow reader through the history' });
+        expect(cut).toBe(false);
+      } finally {
+        clearInterval(pace);
+        slow.destroy();
+      }
     } finally {
       await app.close();
     }

@@ -31,6 +31,9 @@ const frame = (view: EventView): string => `id: ${view.position}\nevent: ${view.
 /** Relayed events a stream keeps between two reads, at most (more: it reads instead). */
 const MAX_RELAYED = 64;
 
+/** The most of a stream's frames written to its socket at once; more waits until the client has taken that. */
+const SSE_PIECE_BYTES = 64 * 1024;
+
 /** Retry-After of a stream refused for a cap (a slot frees when any stream ends). */
 const STREAM_RETRY_AFTER_S = 5;
 
@@ -122,7 +125,16 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
       tenant: req.tenant,
       closed: false,
       async send(chunk: string): Promise<void> {
-        if (stream.closed || res.write(chunk)) return;
+        if (stream.closed) return;
+        // A large chunk (a read of a long history) goes in pieces, each taken before the next: a
+        // client that reads slowly but on and on takes a piece within sseStallMs and is waited for.
+        if (chunk.length <= SSE_PIECE_BYTES / 3) return stream.drained(res.write(chunk));
+        const bytes = Buffer.from(chunk);
+        for (let at = 0; at < bytes.length && !stream.closed; at += SSE_PIECE_BYTES) await stream.drained(res.write(bytes.subarray(at, at + SSE_PIECE_BYTES)));
+      },
+      /** After a write: at once if the socket took it (`taken`), else once it drains — or the client is cut when it takes nothing for sseStallMs. */
+      async drained(taken: boolean): Promise<void> {
+        if (taken || stream.closed) return;
         await new Promise<void>((resolve) => {
           const done = (): void => {
             clearTimeout(stall);
