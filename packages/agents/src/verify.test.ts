@@ -65,6 +65,9 @@ describe('verify: a changed decision is caught at the first event it changes', (
     if (res.identical) return;
     expect(res.recorded.slice(0, 150)).toBe(res.decided[0]?.slice(0, 150)); // a line shows no difference…
     expect(res.difference).toMatch(new RegExp(`^prompt differs at character ${at + 1} of ${older.length}: recorded ".*task: .*", now ".*asked: .*"$`)); // …this does
+    // A brief that was the same with more at its end: said so (not "differs at character n+1 of n").
+    const longer = verifyRun(events.map((e) => (e === review ? { ...review, data: { ...review.data, prompt: `${review.data.prompt} 👍` } } : e)), teamOf(events));
+    expect(!longer.identical && longer.difference).toMatch(new RegExp(`^prompt: recorded goes on after the ${Array.from(review.data.prompt).length} characters both have: recorded ".* 👍", now ".*"$`));
   });
 
   it('a plan split differently: the recorded plan is the divergence', () => {

@@ -1,4 +1,4 @@
-import { activeAgents, digestJson, evolve, initialState, schedulePlan, type Command, type RecordedEvent, type TaskState } from '@baton/domain';
+import { activeAgents, canonicalJson, digestJson, evolve, initialState, schedulePlan, type Command, type RecordedEvent, type TaskState } from '@baton/domain';
 import { triageToolUses } from './loop.ts';
 import { findAgent, type TeamDefinition } from './teams.ts';
 
@@ -159,12 +159,16 @@ function firstDifference(e: RecordedEvent, decisions: readonly Decision[]): stri
   const first = best?.[0];
   if (!first) return null;
   const [field, now, then] = first;
-  const text = (v: unknown): string => (typeof v === 'string' ? v : JSON.stringify(v) ?? 'null');
+  // Texts as themselves; other values as canonical JSON (keys sorted, as the comparison ignores their order); by code point (an emoji is one).
+  const text = (v: unknown): string[] => Array.from(typeof v === 'string' ? v : canonicalJson(v));
   const [a, b] = [text(then), text(now)];
   let i = 0;
   while (i < a.length && i < b.length && a[i] === b[i]) i++;
-  const around = (t: string): string => JSON.stringify(`${i > 40 ? '…' : ''}${t.slice(Math.max(0, i - 40), i + 60)}${t.length > i + 60 ? '…' : ''}`);
-  return `${field}${best && best.length > 1 ? ` (and ${best.length - 1} more field${best.length > 2 ? 's' : ''})` : ''} differs at character ${i + 1} of ${a.length}: recorded ${around(a)}, now ${around(b)}`;
+  const around = (t: string[]): string => JSON.stringify(`${i > 40 ? '…' : ''}${t.slice(Math.max(0, i - 40), i + 60).join('')}${t.length > i + 60 ? '…' : ''}`);
+  const more = best && best.length > 1 ? ` (and ${best.length - 1} more field${best.length > 2 ? 's' : ''})` : '';
+  // One is the other with more at its end: said so, not "differs at character 11 of 10".
+  if (i === a.length || i === b.length) return `${field}${more}: ${i === a.length ? 'now' : 'recorded'} goes on after the ${i} characters both have: recorded ${around(a)}, now ${around(b)}`;
+  return `${field}${more} differs at character ${i + 1} of ${a.length}: recorded ${around(a)}, now ${around(b)}`;
 }
 
 /** Equal as JSON values (key order aside). */

@@ -159,6 +159,28 @@ describe('the web console for a keyboard and a screen reader', () => {
     await page.getByRole('link', { name: '← All tasks' }).click();
     await page.locator(`li[data-task="${id}"]`).waitFor();
     expect(await page.locator('aside.side').isVisible()).toBe(true);
+    // Back where the person left the list: the task just shown has the focus.
+    await waitFor(async () => (await page.evaluate('document.activeElement?.closest("li")?.dataset.task')) === id, { what: 'the focus back on the task in the list' });
+  });
+
+  it('Cancel task: a double-click only asks (the rest of it is no confirmation); a confirmed cancel is said once; a fork made elsewhere comes into the Forks section live', async () => {
+    const id = await submit({ prompt: REPORT });
+    await awaitingInput(id);
+    const page = await newPage();
+    await open(page, id);
+    const banner = page.getByRole('region', { name: 'waiting for you' });
+    await banner.getByRole('button', { name: 'Cancel task' }).dblclick();
+    await banner.getByRole('button', { name: 'Confirm cancel' }).waitFor();
+    expect((await task(id)).status).toBe('awaiting_input');
+    // A fork made through the API, not this page: it shows among the forks as it happens.
+    const fork = await api.request<TaskView>('POST', `/v1/tasks/${id}/fork`, { atVersion: 1 });
+    await page.getByRole('region', { name: 'Forks' }).locator(`li[data-fork="${fork.id}"]`).waitFor();
+    const confirm = banner.getByRole('button', { name: 'Confirm cancel' });
+    await waitFor(async () => (await confirm.getAttribute('aria-disabled')) === null, { what: 'the confirmation armed' });
+    await confirm.click();
+    await waitFor(async () => (await task(id)).status === 'cancelled', { what: 'the task cancelled' });
+    await waitFor(async () => (await said(page)).includes('The task was cancelled.'), { what: 'the cancel said' });
+    expect((await page.locator('[data-announcer] p').allTextContents()).filter((m) => /cancelled/.test(m))).toEqual(['The task was cancelled.']);
   });
 });
 

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import type { TaskView } from '@baton/api';
 import { smtpCatcher, tarGz, waitFor, webhookReceiver, type SmtpCatcher } from '@baton/testing';
-import { chromium, type Browser, type BrowserContext, type Page, type Request } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Locator, type Page, type Request } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiEvent, BatonClient } from '@baton/client';
 import { axeFindings, type AxeFinding } from './axe.ts';
@@ -75,6 +75,11 @@ describe('the web console, in Chromium', () => {
     await page.locator('.task-head h2').waitFor();
   };
   const REPORT = 'Write a short report on vector databases';
+  /** A confirmation button once it takes a press (aria-disabled for a moment after it asks: the rest of a double-click confirms nothing). */
+  const armed = async (button: Locator): Promise<Locator> => {
+    await waitFor(async () => (await button.getAttribute('aria-disabled')) === null, { what: 'the confirmation armed' });
+    return button;
+  };
 
   it('approve from the banner: the run goes on live, the report renders, one "All done" toast', async () => {
     const id = await submit({ prompt: REPORT });
@@ -260,7 +265,7 @@ describe('the web console, in Chromium', () => {
     expect((await task(id)).pendingRequests).toHaveLength(1);
     // Cancel asks to confirm, in the banner as in the list.
     await banner.getByRole('button', { name: 'Cancel task' }).click();
-    await banner.getByRole('button', { name: 'Confirm cancel' }).click();
+    await armed(banner.getByRole('button', { name: 'Confirm cancel' })).then((b) => b.click());
     await waitFor(async () => (await task(id)).status === 'cancelled', { what: 'the task cancelled' });
   });
 
@@ -328,7 +333,7 @@ describe('the web console, in Chromium', () => {
     await shot('4-replanned');
     await page.getByRole('region', { name: 'waiting for you' }).getByRole('button', { name: 'Cancel task' }).click();
     expect((await task(id)).status).toBe('awaiting_input'); // a first press only asks
-    await page.getByRole('region', { name: 'waiting for you' }).getByRole('button', { name: 'Confirm cancel' }).click();
+    await armed(page.getByRole('region', { name: 'waiting for you' }).getByRole('button', { name: 'Confirm cancel' })).then((b) => b.click());
     await page.locator('.toast.t-cancelled', { hasText: 'Cancelled' }).waitFor();
     await page.locator('.task-head .status.s-cancelled').waitFor();
     expect((await task(id)).status).toBe('cancelled');
@@ -402,7 +407,7 @@ describe('the web console, in Chromium', () => {
     await cancelButton.getByText('Confirm cancel').waitFor();
     expect(await cancelButton.getAttribute('aria-label')).toBe(`Confirm cancel: task ${REPORT}`);
     expect((await task(id)).status).toBe('awaiting_input');
-    await cancelButton.click();
+    await (await armed(cancelButton)).click();
     await waitFor(async () => (await task(id)).status === 'cancelled', { what: 'the cancel from the list' });
     // The filters survive a reload (kept for this tab), and are cleared for the tests after this one.
     await page.getByLabel('search prompts').fill('vector');

@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
 import { api, apiKey, ApiError, isFinalStatus, listTasks, watchTasks, type TaskListItem, type TaskView, type TeamInfo } from './api.ts';
-import { createdWhen, mergeTask, reaches, settle } from './task-list.ts';
+import { createdWhen, mergeTask, reaches, settle, TASK_CHANGED } from './task-list.ts';
 import { Chat } from './Chat.tsx';
 import { ErrorLine } from './ErrorLine.tsx';
 import { ApprovePlan, TeamSelect } from './TeamSelect.tsx';
@@ -17,10 +17,21 @@ export function App() {
   const route = useRoute();
   const opened = route.page === 'tasks' ? route.taskId : route.chatId;
   // In one column, a task picked far down the list opens alone, at the top of the page: go there, with the keyboard's focus (the list, and the link pressed, are hidden).
+  // Back to the list, the task (or conversation) just shown is where the person left the list: in view, with the focus.
+  const lastOpened = useRef<string | null>(null);
   useEffect(() => {
-    if (!opened || !window.matchMedia(ONE_COLUMN).matches) return;
-    window.scrollTo({ top: 0 });
-    document.getElementById('content')?.focus({ preventScroll: true });
+    const before = lastOpened.current;
+    lastOpened.current = opened;
+    if (!window.matchMedia(ONE_COLUMN).matches) return;
+    if (opened) {
+      window.scrollTo({ top: 0 });
+      document.getElementById('content')?.focus({ preventScroll: true });
+      return;
+    }
+    if (!before) return;
+    const item = document.querySelector<HTMLAnchorElement>(`li[data-task="${CSS.escape(before)}"] a, li[data-chat="${CSS.escape(before)}"] a`);
+    item?.focus({ preventScroll: true });
+    item?.scrollIntoView({ block: 'center' });
   }, [opened]);
   const [teams, setTeams] = useState<TeamInfo[]>([]);
   const [authProblem, setAuthProblem] = useState<string | null>(null);
@@ -326,6 +337,8 @@ function TaskList({ selected, teams }: { selected: string | null; teams: TeamInf
       (t) => {
         arrived.current?.push(t);
         setItems((list) => mergeTask(list, t, filter.current, complete.current));
+        // For the rest of the page (a task's forks): each change of your tasks as it comes.
+        window.dispatchEvent(new CustomEvent<TaskListItem>(TASK_CHANGED, { detail: t }));
       },
       (state) => {
         polling(state === 'reconnecting');

@@ -10,7 +10,7 @@ import { RequestCard, useDecision, type Decided } from './Requests.tsx';
 import { Timeline } from './Timeline.tsx';
 import { Toasts } from './Toasts.tsx';
 import { useAction, useArmed } from './hooks.ts';
-import { createdWhen } from './task-list.ts';
+import { createdWhen, TASK_CHANGED } from './task-list.ts';
 
 /** A prompt longer than this shows folded to a few lines, with a button to show all of it. */
 const LONG_PROMPT = 300;
@@ -123,9 +123,13 @@ export function TaskPage({ taskId }: { taskId: string }) {
   // Its own error: a refusal stays shown (a refresh clears only the page's load errors).
   const cancelling = useAction();
   const cancel = async (): Promise<void> => {
-    const t = await cancelling.run(() => api<TaskView>('POST', `/v1/tasks/${taskId}/cancel`, { reason: 'cancelled from the console' }), 'Task cancelled.');
+    const t = await cancelling.run(() => api<TaskView>('POST', `/v1/tasks/${taskId}/cancel`, { reason: 'cancelled from the console' }));
     if (!t) return;
-    decided.onDone(t);
+    // Said once, as the task's news ("The task was cancelled."), when the page shows it cancelled.
+    setTask(t);
+    setEditing(null);
+    setStale(null);
+    void refresh();
     window.dispatchEvent(new Event('baton:tasks-changed'));
   };
   const cancelButton = (className: string) => <ConfirmButton className={className} label="Cancel task" confirmLabel="Confirm cancel" busy={cancelling.busy} onConfirm={() => void cancel()} />;
@@ -203,8 +207,9 @@ const FORKS_SHOWN = 50;
 
 /**
  * The task's forks (`GET /v1/tasks?forkedFrom=`), newest first: each with its status and the
- * version it was copied at. Read when the page opens and whenever the console makes a task (a fork
- * made here opens it; coming back lists it). Shown only once there is one.
+ * version it was copied at. Read when the page opens and whenever the console makes a task; live
+ * after that from the task list's stream (TASK_CHANGED): a fork made elsewhere comes in, each
+ * fork's status moves. Shown only once there is one.
  */
 function Forks({ taskId }: { taskId: string }) {
   const [forks, setForks] = useState<{ items: TaskListItem[]; more: boolean } | null>(null);
@@ -216,11 +221,25 @@ function Forks({ taskId }: { taskId: string }) {
         (page) => mounted && (setForks({ items: page.items, more: page.nextCursor !== null }), setError(null)),
         (err: unknown) => mounted && setError(`The forks could not be read: ${(err as Error).message}`),
       );
+    // A change of one of your tasks, live: a fork of this one is added or brought up to date (newest version wins).
+    const changed = (e: Event): void => {
+      const t = (e as CustomEvent<TaskListItem>).detail;
+      if (t.forkedFrom?.taskId !== taskId) return;
+      setForks((f) => {
+        const items = f?.items ?? [];
+        const known = items.find((x) => x.id === t.id);
+        if (known && known.version >= t.version) return f;
+        const next = known ? items.map((x) => (x.id === t.id ? t : x)) : [t, ...items].sort((a, b) => b.createdAt.localeCompare(a.createdAt));
+        return { items: next, more: f?.more ?? false };
+      });
+    };
     load();
     window.addEventListener('baton:tasks-changed', load);
+    window.addEventListener(TASK_CHANGED, changed);
     return () => {
       mounted = false;
       window.removeEventListener('baton:tasks-changed', load);
+      window.removeEventListener(TASK_CHANGED, changed);
     };
   }, [taskId]);
   if (!error && (!forks || forks.items.length === 0)) return null;

@@ -1,4 +1,4 @@
-import { useState, useSyncExternalStore } from 'react';
+import { useEffect, useState, useSyncExternalStore } from 'react';
 
 /**
  * What the console says to assistive technology, beside what it shows: one polite live region
@@ -76,19 +76,30 @@ export const busyProps = (busy: boolean): { 'aria-disabled'?: true } => (busy ? 
 export const invalidProps = (bad: boolean, errorId: string): { 'aria-invalid'?: true; 'aria-describedby'?: string } => (bad ? { 'aria-invalid': true, 'aria-describedby': errorId } : {});
 
 /**
- * A button that ends something (a run): the first press asks ("Confirm cancel"), the second acts.
- * The ask holds while the button has focus, and lapses when focus leaves it — never on a timer a
- * person reading it could miss. `name`/`confirmName` are the accessible names, each starting with
- * the words shown.
+ * A button that ends something (a run): the first press asks ("Confirm cancel"), the second acts
+ * — not the second click of a double-click (the confirmation is aria-disabled for CONFIRM_ARMED_MS
+ * after the ask, and a press then is ignored). The ask holds while the button has focus, and lapses when focus leaves it — never
+ * on a timer a person reading it could miss. `name`/`confirmName` are the accessible names, each
+ * starting with the words shown.
  */
+/** How long after asking a press is taken for the rest of the click that asked, not a confirmation. */
+const CONFIRM_ARMED_MS = 600;
+
 export function ConfirmButton({ label, confirmLabel, name, confirmName, busy = false, className = '', onConfirm, ...rest }: { label: string; confirmLabel: string; name?: string; confirmName?: string; busy?: boolean; className?: string; onConfirm: () => void } & Record<`data-${string}`, string>) {
   const [asking, setAsking] = useState(false);
+  const [armed, setArmed] = useState(false);
+  useEffect(() => {
+    setArmed(false);
+    if (!asking) return;
+    const t = setTimeout(() => setArmed(true), CONFIRM_ARMED_MS);
+    return () => clearTimeout(t);
+  }, [asking]);
   return (
     <button
       {...rest}
       className={`${className}${asking ? ' danger' : ''}`.trim()}
       aria-label={asking ? (confirmName ?? confirmLabel) : (name ?? label)}
-      {...busyProps(busy)}
+      {...busyProps(busy || (asking && !armed))}
       onBlur={() => setAsking(false)}
       onClick={() => {
         if (busy) return;
@@ -97,6 +108,7 @@ export function ConfirmButton({ label, confirmLabel, name, confirmName, busy = f
           announce(`Press ${confirmLabel} to confirm.`);
           return;
         }
+        if (!armed) return; // the rest of a double-click
         setAsking(false);
         onConfirm();
       }}

@@ -50,3 +50,6 @@ export function createdWhen(iso: string, now: Date = new Date()): string {
   const date = d.toLocaleDateString([], { month: 'short', day: 'numeric', ...(d.getFullYear() === now.getFullYear() ? {} : { year: 'numeric' }) });
   return `${date}, ${time}`;
 }
+
+/** The window event the task list sends with each change of your tasks it hears live (`detail`: the list item). */
+export const TASK_CHANGED = 'baton:task-changed';

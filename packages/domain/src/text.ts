@@ -97,10 +97,12 @@ export function cleanText<T>(value: T): { value: T; replaced: number } {
  * character, C0 or C1, nor U+2028/U+2029 (a line break could pass for more lines); no backslash
  * (a separator elsewhere, a character of the name here: it would name another file than it seems
  * to); no bidirectional control or mark (U+202A–U+202E, U+2066–U+2069, U+200E, U+200F, U+061C: a
- * name that displays as another); no invisible character that joins nothing (U+200B zero width
- * space, U+2060–U+2064 word joiner and invisible operators, U+FEFF, U+180E: `a\u200bpi.ts` shows as
- * `api.ts` and is another file). The joiners U+200C/U+200D are allowed: scripts (Persian, Indic)
- * and emoji sequences need them in names.
+ * name that displays as another); no character that shows as nothing (U+00AD soft hyphen, U+034F,
+ * the Hangul fillers U+115F, U+1160, U+3164, U+FFA0, U+17B4–U+17B5, U+180B–U+180F, U+200B zero
+ * width space, U+2060–U+206F word joiner, invisible operators and deprecated format characters,
+ * U+FEFF, the tags U+E0000–U+E007F: `a\u200bpi.ts` shows as `api.ts` and is another file). The
+ * joiners U+200C/U+200D and the variation selectors U+FE00–U+FE0F are allowed: scripts (Persian,
+ * Indic) and emoji need them in names.
  */
 export function pathCharacterProblem(p: string): string | null {
   if (p.includes('\0')) return 'the path contains a NUL byte';
@@ -110,7 +112,7 @@ export function pathCharacterProblem(p: string): string | null {
   if (p.includes('\\')) return "the path contains a backslash (directories are separated by '/')";
   const bidi = /[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]/.exec(p)?.[0];
   if (bidi) return `the path contains a bidirectional control character (U+${codePoint(bidi)}: the name would display as another)`;
-  const invisible = /[\u200b\u2060-\u2064\ufeff\u180e]/.exec(p)?.[0];
+  const invisible = /[\u00ad\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b\u2060-\u206f\u3164\ufeff\uffa0\u{e0000}-\u{e007f}]/u.exec(p)?.[0];
   if (invisible) return `the path contains an invisible character (U+${codePoint(invisible)}: the name would display as another)`;
   return null;
 }
