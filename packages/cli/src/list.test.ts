@@ -18,6 +18,27 @@ async function following(server: Server, opts: Omit<ListOptions, 'follow' | 'sig
   return { out, errors, stop: () => (ctl.abort(), done) };
 }
 
+/** A gateway that lists `listed` and, once the list has been read, sends `changes` on the stream; `lists` holds each list request's query. */
+function listThenChanges(listed: TaskSummary[], changes: TaskSummary[]): { server: Server; lists: string[] } {
+  const lists: string[] = [];
+  const server = createServer((req, res) => {
+    if ((req.headers.accept ?? '').includes('text/event-stream')) {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('event: ready\ndata: {}\n\n');
+      const send = setInterval(() => {
+        if (lists.length === 0) return;
+        clearInterval(send);
+        res.write(changes.map((t) => `event: task\ndata: ${JSON.stringify(t)}\n\n`).join(''));
+      }, 5);
+      req.on('close', () => clearInterval(send));
+      return;
+    }
+    lists.push(new URL(req.url ?? '/', 'http://x').search);
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ items: listed, nextCursor: null }));
+  });
+  return { server, lists };
+}
+
 describe('baton list --follow', () => {
   it('lists once the stream is ready, prints each change (with --status, a task that leaves it, not its steps after); after a drop it reads what changed meanwhile (any status, since the newest change seen less a margin) and prints only what is new', async () => {
     // Changes stamped by the server's clock, a little ahead of this one's.
@@ -73,22 +94,7 @@ describe('baton list --follow', () => {
     const listed = { ...task('a', 'running', 2, at), prompt: 'A report on vector databases' };
     const matching = { ...task('b', 'awaiting_input', 3, at), prompt: 'Compare VECTOR search engines' };
     const other = { ...task('c', 'running', 4, at), prompt: 'Something else' };
-    const lists: string[] = [];
-    const server = createServer((req, res) => {
-      if ((req.headers.accept ?? '').includes('text/event-stream')) {
-        res.writeHead(200, { 'content-type': 'text/event-stream' });
-        res.write('event: ready\ndata: {}\n\n');
-        const send = setInterval(() => {
-          if (lists.length === 0) return;
-          clearInterval(send);
-          res.write(`event: task\ndata: ${JSON.stringify(other)}\n\nevent: task\ndata: ${JSON.stringify(matching)}\n\n`);
-        }, 5);
-        req.on('close', () => clearInterval(send));
-        return;
-      }
-      lists.push(new URL(req.url ?? '/', 'http://x').search);
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ items: [listed], nextCursor: null }));
-    });
+    const { server, lists } = listThenChanges([listed], [other, matching]);
     const { out, stop } = await following(server, { search: 'vector', limit: 50 });
     try {
       await waitFor(() => out.some((l) => l.startsWith('b  ')), { what: 'the matching change' });
@@ -174,21 +180,7 @@ describe('baton list --follow', () => {
     const unrelated = task('x', 'running', 2, at(1));
     const otherFork = { ...task('y', 'running', 2, at(2)), forkedFrom: { taskId: 'another', atVersion: 1 } };
     const fresh = { ...task('f2', 'running', 2, at(3)), forkedFrom: { taskId: src, atVersion: 5 } };
-    const lists: string[] = [];
-    const server = createServer((req, res) => {
-      if ((req.headers.accept ?? '').includes('text/event-stream')) {
-        res.writeHead(200, { 'content-type': 'text/event-stream' });
-        res.write('event: ready\ndata: {}\n\n');
-        const send = setInterval(() => {
-          if (lists.length === 0) return;
-          clearInterval(send);
-          res.write([unrelated, otherFork, fresh].map((t) => `event: task\ndata: ${JSON.stringify(t)}\n\n`).join(''));
-        }, 5);
-        return;
-      }
-      lists.push(new URL(req.url ?? '/', 'http://x').search);
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ items: [old], nextCursor: null }));
-    });
+    const { server, lists } = listThenChanges([old], [unrelated, otherFork, fresh]);
     const { out, stop } = await following(server, { forksOf: src.toUpperCase(), limit: 50 });
     try {
       await waitFor(() => out.some((l) => l.startsWith('f2 ')), { what: 'the new fork printed' });
