@@ -75,16 +75,16 @@ export const busyProps = (busy: boolean): { 'aria-disabled'?: true } => (busy ? 
 /** A field with a problem: marked invalid and described by the error line (`ErrorLine`'s `id`) that names it. */
 export const invalidProps = (bad: boolean, errorId: string): { 'aria-invalid'?: true; 'aria-describedby'?: string } => (bad ? { 'aria-invalid': true, 'aria-describedby': errorId } : {});
 
-/**
- * A button that ends something (a run): the first press asks ("Confirm cancel"), the second acts
- * — not the second click of a double-click (the confirmation is aria-disabled for CONFIRM_ARMED_MS
- * after the ask, and a press then is ignored). The ask holds while the button has focus, and lapses when focus leaves it — never
- * on a timer a person reading it could miss. `name`/`confirmName` are the accessible names, each
- * starting with the words shown.
- */
 /** How long after asking a press is taken for the rest of the click that asked, not a confirmation. */
 const CONFIRM_ARMED_MS = 600;
 
+/**
+ * A button that ends something (a run): the first press asks ("Confirm cancel"), the second acts
+ * — not the second click of a double-click (the confirmation is aria-disabled for CONFIRM_ARMED_MS
+ * after the ask, and a press then is ignored). The ask holds while the button has focus, and lapses
+ * when focus leaves it — never on a timer a person reading it could miss. `name`/`confirmName` are the accessible names, each
+ * starting with the words shown.
+ */
 export function ConfirmButton({ label, confirmLabel, name, confirmName, busy = false, className = '', onConfirm, ...rest }: { label: string; confirmLabel: string; name?: string; confirmName?: string; busy?: boolean; className?: string; onConfirm: () => void } & Record<`data-${string}`, string>) {
   const [asking, setAsking] = useState(false);
   const [armed, setArmed] = useState(false);
