@@ -108,40 +108,30 @@ function decisionsOf(s: TaskState, agentId: string, at: Date, team: TeamDefiniti
   return t ? [...t.asks, ...t.dispatches] : [];
 }
 
-/** The same decision, clocks and the plan text aside. */
+/** The same decision, clocks and the plan text aside: every field `comparedFields` names the same. */
 function sameDecision(d: Decision, e: RecordedEvent): boolean {
-  const data = e.data as Record<string, unknown>;
-  switch (d.type) {
-    case 'RequestApproval':
-      return e.type === 'ApprovalRequested' && d.requestId === data.requestId && d.toolUseId === data.toolUseId && d.toolName === data.toolName && sameJson(d.input, data.input) && d.onTimeout === (data.onTimeout ?? 'reject');
-    case 'RequestClarification':
-      return e.type === 'ClarificationRequested' && d.requestId === data.requestId && d.toolUseId === data.toolUseId && sameJson(d.questions, data.questions);
-    case 'DispatchSubagent':
-      return (
-        e.type === 'SubagentDispatched' &&
-        d.agentId === data.agentId &&
-        d.agentType === data.agentType &&
-        d.toolUseId === data.toolUseId &&
-        d.prompt === data.prompt &&
-        (d.role ?? 'delegation') === (data.role ?? 'delegation') &&
-        (d.subtaskId ?? null) === (data.subtaskId ?? null) &&
-        sameJson(d.fileLocks ?? null, data.fileLocks ?? null)
-      );
-    case 'RecordPlan':
-      return e.type === 'PlanRecorded' && d.toolUseId === data.toolUseId && sameJson(d.subtasks, data.subtasks) && d.reviewAgent === data.reviewAgent && d.maxReviewRounds === data.maxReviewRounds;
-  }
+  const fields = comparedFields(d, e);
+  return fields !== null && fields.every(([, now, then]) => sameValue(now, then));
 }
 
-/** The fields `sameDecision` compares, as [name, the decision's value, the recorded value]; null when the decision is of another kind than the event. */
+/**
+ * The fields a decision is compared on, as [name, the decision's value, the recorded value] (an
+ * absent default at the deadline is a rejection, an absent role a delegation, an absent subtask
+ * or lock list none); null when the decision is of another kind than the event.
+ */
 function comparedFields(d: Decision, e: RecordedEvent): [string, unknown, unknown][] | null {
   const data = e.data as Record<string, unknown>;
-  const fields = (names: string[], defaults: Record<string, unknown> = {}): [string, unknown, unknown][] => names.map((n) => [n, (d as Record<string, unknown>)[n] ?? defaults[n] ?? null, data[n] ?? defaults[n] ?? null]);
+  const decided = d as Record<string, unknown>;
+  const fields = (names: string[], defaults: Record<string, unknown> = {}): [string, unknown, unknown][] => names.map((n) => (n in defaults ? [n, decided[n] ?? defaults[n], data[n] ?? defaults[n]] : [n, decided[n], data[n]]));
   if (d.type === 'RequestApproval' && e.type === 'ApprovalRequested') return fields(['requestId', 'toolUseId', 'toolName', 'input', 'onTimeout'], { onTimeout: 'reject' });
   if (d.type === 'RequestClarification' && e.type === 'ClarificationRequested') return fields(['requestId', 'toolUseId', 'questions']);
-  if (d.type === 'DispatchSubagent' && e.type === 'SubagentDispatched') return fields(['agentId', 'agentType', 'toolUseId', 'subtaskId', 'role', 'fileLocks', 'prompt'], { role: 'delegation' });
+  if (d.type === 'DispatchSubagent' && e.type === 'SubagentDispatched') return fields(['agentId', 'agentType', 'toolUseId', 'subtaskId', 'role', 'fileLocks', 'prompt'], { role: 'delegation', subtaskId: null, fileLocks: null });
   if (d.type === 'RecordPlan' && e.type === 'PlanRecorded') return fields(['toolUseId', 'subtasks', 'reviewAgent', 'maxReviewRounds']);
   return null;
 }
+
+/** A field's two values the same: objects and arrays as JSON values (key order aside), the rest strictly. */
+const sameValue = (a: unknown, b: unknown): boolean => ((a !== null && typeof a === 'object') || (b !== null && typeof b === 'object') ? sameJson(a, b) : a === b);
 
 /**
  * Where the nearest decision of the event's kind differs from it (the one that differs in the
@@ -153,7 +143,7 @@ function firstDifference(e: RecordedEvent, decisions: readonly Decision[]): stri
   for (const d of decisions) {
     const fields = comparedFields(d, e);
     if (!fields) continue;
-    const differing = fields.filter(([, now, then]) => !sameJson(now, then));
+    const differing = fields.filter(([, now, then]) => !sameValue(now, then));
     if (differing.length > 0 && (best === null || differing.length < best.length)) best = differing;
   }
   const first = best?.[0];
