@@ -1,5 +1,6 @@
 import { deletedByPlan, type EmailState, type NotifyConfig, planAcceptance, spentOf, isAgentActive, leadPhase, loopOf, type AgentLoopState, type InputWorkspace, type LeadPhase, type ModelOutage, type Budget, type PendingRequest, type PlanAcceptance, type PlanState, type RecordedEvent, type Review, type Spent, type SubtaskStatus, type TaskState, type TaskStatus, type TestCounts } from '@baton/domain';
 import { oneLine } from './text.ts';
+import { redactCredentials } from './webhook-url.ts';
 
 /** The task object of API.md, built from the folded state. */
 export interface TaskView {
@@ -413,4 +414,15 @@ export function toEventView(e: RecordedEvent): EventView {
     data: e.data,
     metadata: e.metadata,
   };
+}
+
+/**
+ * An event's view as the API and webhooks show it (from the log, or as the relay sent it): a
+ * webhook URL registered with credentials (before they were refused) without them.
+ */
+export function publicEventView(view: EventView): EventView {
+  if (view.type !== 'TaskSubmitted') return view;
+  const data = view.data as { webhook?: { url: string } | null };
+  if (!data.webhook) return view;
+  return { ...view, data: { ...data, webhook: { ...data.webhook, url: redactCredentials(data.webhook.url) } } };
 }

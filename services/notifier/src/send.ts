@@ -1,4 +1,4 @@
-import { toAgentViews, toEventView, toTaskView, redactCredentials } from '@baton/api';
+import { publicEventView, toAgentViews, toEventView, toTaskView, redactCredentials } from '@baton/api';
 import { failSpan, inSpan, metrics, SpanKind } from '@baton/telemetry';
 import type { RecordedEvent, TaskState } from '@baton/domain';
 import type { Logger } from '@baton/runtime';
@@ -41,13 +41,13 @@ export const webhookIdOf = (eventId: string, type: string): string => `msg_${eve
 
 /**
  * The body (docs/webhooks.md): `{type, timestamp, data: {task, agent?, event?}}`; agent.* messages
- * carry the agent too, event.* messages the event (as `GET /v1/tasks/:id/events` lists it; a URL's
- * credentials, stored before they were refused, left out).
+ * carry the agent too, event.* messages the event as `GET /v1/tasks/:id/events` lists it
+ * (publicEventView).
  */
 export function payloadOf(m: WebhookMessage, state: TaskState, event: RecordedEvent, timestamp: number): string {
   const task = toTaskView(state);
   const agent = m.agentId ? toAgentViews(state).find((a) => a.id === m.agentId) : undefined;
-  const shown = m.type.startsWith('event.') ? { event: JSON.parse(redactCredentials(JSON.stringify(toEventView(event)))) as unknown } : {};
+  const shown = m.type.startsWith('event.') ? { event: publicEventView(toEventView(event)) } : {};
   return JSON.stringify({ type: m.type, timestamp: new Date(timestamp * 1000).toISOString(), data: { task, ...(agent ? { agent } : {}), ...shown } });
 }
 

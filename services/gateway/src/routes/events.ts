@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { configVersion, verifyRun } from '@baton/agents';
 import { EVENT_TYPES, isStepEvent, own, STEP_EVENT_TYPES, TERMINAL_EVENT_TYPES, type EventType, type RecordedEvent } from '@baton/domain';
-import { redactCredentials, toEventView, toTaskView, type EventView } from '@baton/api';
+import { publicEventView, toEventView, toTaskView, type EventView } from '@baton/api';
 import type { RelayedEvent } from '@baton/bus';
 import { comesBefore, listTasks, sameCursor, START, type LogCursor } from '@baton/event-store';
 import { setBounded } from '@baton/runtime';
@@ -14,16 +14,8 @@ import { loadVisibleTask, visibleStateAt } from './tasks.ts';
 
 const BATCH = 500;
 
-/** An event as the API shows it; a webhook URL registered with credentials (before they were refused) is shown without them. */
-const eventView = (e: RecordedEvent): EventView => shown(toEventView(e));
-
-/** What the API shows of an event's view (from the log, or as the relay sent it). */
-function shown(view: EventView): EventView {
-  if (view.type !== 'TaskSubmitted') return view;
-  const data = view.data as { webhook?: { url: string } | null };
-  if (!data.webhook) return view;
-  return { ...view, data: { ...data, webhook: { ...data.webhook, url: redactCredentials(data.webhook.url) } } };
-}
+/** An event as the API shows it (publicEventView). */
+const eventView = (e: RecordedEvent): EventView => publicEventView(toEventView(e));
 
 /** One event as an SSE frame. */
 const frame = (view: EventView): string => `id: ${view.position}\nevent: ${view.type}\ndata: ${JSON.stringify(view)}\n\n`;
@@ -366,7 +358,7 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
             readNeeded = true;
             break;
           }
-          await stream.send(frame(shown(view)));
+          await stream.send(frame(publicEventView(view)));
           cursor = e.cursor;
           if (TERMINAL_EVENT_TYPES.has(view.type as EventType)) finalSeen = true;
         }
