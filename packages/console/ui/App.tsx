@@ -6,6 +6,7 @@ import { ErrorLine } from './ErrorLine.tsx';
 import { ApprovePlan, TeamSelect } from './TeamSelect.tsx';
 import { announce, Announcer, busyProps, ConfirmButton, invalidProps } from './a11y.tsx';
 import { openTask, useAction, useRoute } from './hooks.ts';
+import { statusText } from './describe.ts';
 import { TaskPage } from './TaskPage.tsx';
 
 const STATUSES = ['', 'pending', 'running', 'awaiting_input', 'completed', 'failed', 'cancelled'] as const;
@@ -397,7 +398,7 @@ function TaskList({ selected, teams }: { selected: string | null; teams: TeamInf
         {items.map((t) => (
           <li key={t.id} className={t.id === selected ? 'selected' : ''} data-task={t.id}>
             <a href={`#/tasks/${t.id}`}>
-              <span className={`status s-${t.status}`}>{t.status.replace('_', ' ')}</span>
+              <span className={`status s-${t.status}`}>{statusText(t.status)}</span>
               {t.forkedFrom && <span className="fork" title={`fork of ${t.forkedFrom.taskId} at version ${t.forkedFrom.atVersion}`}>⑂ fork</span>}
               <span className="prompt">{t.prompt}</span>
               <span className="meta">

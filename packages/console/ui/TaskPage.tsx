@@ -10,7 +10,7 @@ import { RequestCard, useDecision, type Decided } from './Requests.tsx';
 import { Timeline } from './Timeline.tsx';
 import { Toasts } from './Toasts.tsx';
 import { useAction, useArmed } from './hooks.ts';
-import { createdWhen, TASK_CHANGED } from './task-list.ts';
+import { createdWhen, mergeTask, TASK_CHANGED } from './task-list.ts';
 
 /** A prompt longer than this shows folded to a few lines, with a button to show all of it. */
 const LONG_PROMPT = 300;
@@ -105,14 +105,18 @@ export function TaskPage({ taskId }: { taskId: string }) {
     };
   }, [taskId, refresh]);
 
+  /** The task as an action's answer left it, read again for what followed. */
+  const showAnswer = (t: TaskView): void => {
+    setTask(t);
+    setEditing(null);
+    setStale(null);
+    void refresh();
+  };
   const decided: Decided = {
     onDone: (t) => {
       // What the person just did is said by the action itself: not again as news.
       before.current = t;
-      setTask(t);
-      setEditing(null);
-      setStale(null);
-      void refresh();
+      showAnswer(t);
     },
     onStale: (message) => {
       setStale(`${message}. The page shows the task as it is now.`);
@@ -126,10 +130,7 @@ export function TaskPage({ taskId }: { taskId: string }) {
     const t = await cancelling.run(() => api<TaskView>('POST', `/v1/tasks/${taskId}/cancel`, { reason: 'cancelled from the console' }));
     if (!t) return;
     // Said once, as the task's news ("The task was cancelled."), when the page shows it cancelled.
-    setTask(t);
-    setEditing(null);
-    setStale(null);
-    void refresh();
+    showAnswer(t);
     window.dispatchEvent(new Event('baton:tasks-changed'));
   };
   const cancelButton = (className: string) => <ConfirmButton className={className} label="Cancel task" confirmLabel="Confirm cancel" busy={cancelling.busy} onConfirm={() => void cancel()} />;
@@ -221,17 +222,11 @@ function Forks({ taskId }: { taskId: string }) {
         (page) => mounted && (setForks({ items: page.items, more: page.nextCursor !== null }), setError(null)),
         (err: unknown) => mounted && setError(`The forks could not be read: ${(err as Error).message}`),
       );
-    // A change of one of your tasks, live: a fork of this one is added or brought up to date (newest version wins).
+    // A change of one of your tasks, live: a fork of this one merged in as the task list merges (newest version wins, newest first; one older than every fork shown waits for its page).
     const changed = (e: Event): void => {
       const t = (e as CustomEvent<TaskListItem>).detail;
       if (t.forkedFrom?.taskId !== taskId) return;
-      setForks((f) => {
-        const items = f?.items ?? [];
-        const known = items.find((x) => x.id === t.id);
-        if (known && known.version >= t.version) return f;
-        const next = known ? items.map((x) => (x.id === t.id ? t : x)) : [t, ...items].sort((a, b) => b.createdAt.localeCompare(a.createdAt));
-        return { items: next, more: f?.more ?? false };
-      });
+      setForks((f) => ({ items: mergeTask(f?.items ?? [], t, { status: '', team: '', search: '' }, !(f?.more ?? false)), more: f?.more ?? false }));
     };
     load();
     window.addEventListener('baton:tasks-changed', load);

@@ -1,6 +1,6 @@
 import { useEffect, useRef, useState } from 'react';
 import { api, download, type EventView, type TaskView } from './api.ts';
-import { agentOf, describe, onTaskStream } from './describe.ts';
+import { agentOf, describe, onTaskStream, statusText } from './describe.ts';
 import { ErrorLine } from './ErrorLine.tsx';
 import { busyProps } from './a11y.tsx';
 import { go, useAction } from './hooks.ts';
@@ -62,7 +62,7 @@ export function Timeline({ task, events }: { task: TaskView; events: EventView[]
         <div className="card state-at" role="region" aria-label="state at version" ref={stateCard} tabIndex={-1} onKeyDown={(e) => e.key === 'Escape' && setStateAt(null)}>
           <div className="row">
             <b>The task after version {stateAt.version}</b>
-            <span className={`status s-${stateAt.task.status}`}>{stateAt.task.status.replace('_', ' ')}</span>
+            <span className={`status s-${stateAt.task.status}`}>{statusText(stateAt.task.status)}</span>
             <span className="meta">
               agents: {stateAt.task.agents.map((a) => `${a.id} ${a.status}`).join(', ') || 'none'} · open requests: {stateAt.task.pendingRequests.map((r) => r.requestId).join(', ') || 'none'}
             </span>

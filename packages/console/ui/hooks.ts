@@ -47,14 +47,14 @@ export function useAction() {
   const [busy, setBusy] = useState(false);
   // A second press while the first is on its way (a double-click) is not a second action.
   const inFlight = useRef(false);
-  const run = async <T,>(f: () => Promise<T>, done?: string | ((r: T) => string)): Promise<T | undefined> => {
+  const run = async <T,>(f: () => Promise<T>, done?: string): Promise<T | undefined> => {
     if (inFlight.current) return undefined;
     inFlight.current = true;
     setBusy(true);
     setError(null);
     try {
       const r = await f();
-      if (done !== undefined && r !== undefined) announce(typeof done === 'string' ? done : done(r));
+      if (done !== undefined && r !== undefined) announce(done);
       return r;
     } catch (err) {
       setError((err as Error).message);
