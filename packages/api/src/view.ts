@@ -81,6 +81,19 @@ export interface WebhookEndpointView {
   previousSecretExpiresAt: string | null;
 }
 
+/**
+ * The tenant's key for its tasks' own webhooks, as `GET /v1/task-webhook-secret` shows it (never
+ * the key: it is shown once, in the answer that makes or rotates it, as `secret`).
+ */
+export interface TaskWebhookSecretView {
+  createdAt: string;
+  rotatedAt: string | null;
+  /** Until then the previous key signs too (after a rotation). */
+  previousSecretExpiresAt: string | null;
+  /** Until then the deployment's `WEBHOOK_SECRET` signs too (the receivers' move to this key). */
+  deploymentSecretUntil: string | null;
+}
+
 /** One recorded attempt to deliver a task's webhook or mail, as `GET /v1/tasks/:id/deliveries` lists it. */
 export interface DeliveryView {
   id: string;

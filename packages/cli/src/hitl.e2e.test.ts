@@ -234,6 +234,14 @@ describe('human in the loop, end to end', () => {
       expect(rotated).toMatch(/rotated \S+ \(the previous secret signs too until \S+\)/);
       expect(rotated).toMatch(/^secret: whsec_/m);
       await expect(cli('webhooks', 'rotate-secret', wid, '--overlap', 'soon')).rejects.toThrow(/--overlap must be a whole number of seconds, got 'soon'/);
+      // The key of the tenant's tasks' own webhooks: none, made (shown once), made again (refused), rotated, shown.
+      expect(await cli('webhooks', 'task-secret')).toMatch(/^none: this tenant's tasks' own webhooks are signed with the deployment's WEBHOOK_SECRET/);
+      const key = await cli('webhooks', 'task-secret', 'create', '--overlap', '0');
+      expect(key).toMatch(/^key since \S+\nsecret: whsec_\S+ {2}\(shown this once/);
+      await expect(cli('webhooks', 'task-secret', 'create')).rejects.toThrow(/has a key for its tasks' own webhooks already: POST \/v1\/task-webhook-secret\/rotate replaces it \(HTTP 409 task_webhook_secret_exists\)/);
+      const rekeyed = await cli('webhooks', 'task-secret', 'rotate', '--overlap', '60');
+      expect(rekeyed).toMatch(/^key since \S+, rotated \S+ \(the previous key signs too until \S+\)\nsecret: whsec_/);
+      expect(await cli('webhooks', 'task-secret', 'show')).toMatch(/^key since \S+, rotated \S+ \(the previous key signs too until \S+\)\n$/);
       expect(await cli('webhooks', 'remove', wid)).toBe(`removed ${wid}\n`);
       expect(await cli('webhooks', 'list')).toBe('no webhook endpoints\n');
       await expect(cli('redeliver', t.id, deliveryId)).rejects.toThrow(/which has been deleted: there is nothing to send it to \(HTTP 409 endpoint_deleted\)/);

@@ -10,7 +10,7 @@ import { answer, decide, describeEvent, describeTask } from './people.ts';
 import { listTasks, type ListOptions } from './list.ts';
 import { WORKSPACE_EXCLUDES, workspaceFromPath } from './workspace.ts';
 import { safeConsole, terminalSafe } from './terminal.ts';
-import { describeChat, describeDeliveries, describeReconnect, describeTeam, describeWebhook, listing } from './views.ts';
+import { describeChat, describeDeliveries, describeReconnect, describeTaskWebhookSecret, describeTeam, describeWebhook, listing } from './views.ts';
 import { ApiError, BatonClient, type ApiEvent } from '@baton/client';
 // `up`, `bench`, `chaos` and `cpuprofile` load what they need (the services' packages, the
 // database, the sandboxes) when they run: every other command is an API call and starts fast.
@@ -267,7 +267,12 @@ program
     console.log(`queued: delivery ${r.deliveryId} is sent again by a notifier (redelivery request #${r.redeliveryId}); \`baton deliveries ${taskId}\` shows the attempt`);
   });
 
-const webhooks = program.command('webhooks').description("the tenant's webhook endpoints: list (the default), add, show, update, remove, rotate-secret");
+/** `--overlap <seconds>` of a secret's rotation or a first key. */
+const overlapOption = (v: string): number => {
+  if (!/^\d+$/.test(v.trim())) throw new InvalidArgumentError(`--overlap must be a whole number of seconds, got '${v}'`);
+  return Number(v);
+};
+const webhooks = program.command('webhooks').description("the tenant's webhook endpoints: list (the default), add, show, update, remove, rotate-secret; task-secret: the key of its tasks' own webhooks");
 webhooks
   .command('list', { isDefault: true })
   .description('the endpoints, without their secrets')
@@ -310,14 +315,40 @@ webhooks
 webhooks
   .command('rotate-secret <webhookId>')
   .description('a new signing secret, printed this once; the previous one keeps signing too for --overlap seconds')
-  .option('--overlap <seconds>', 'how long the previous secret keeps signing too (0..604800; default a day)', (v: string) => {
-    if (!/^\d+$/.test(v.trim())) throw new InvalidArgumentError(`--overlap must be a whole number of seconds, got '${v}'`);
-    return Number(v);
-  })
+  .option('--overlap <seconds>', 'how long the previous secret keeps signing too (0..604800; default a day)', overlapOption)
   .action(async (id: string, opts: { overlap?: number }) => {
     const w = await client().rotateWebhookSecret(id, opts.overlap);
     console.log(describeWebhook(w));
     console.log(`secret: ${w.secret}  (shown this once)`);
+  });
+
+const taskSecret = webhooks
+  .command('task-secret')
+  .description("the tenant's own key for its tasks' own webhooks (`webhook` of a task): show (the default), create, rotate");
+taskSecret
+  .command('show', { isDefault: true })
+  .description('when it was made and rotated, and what signs beside it until when (never the key)')
+  .action(async () => {
+    const k = await client().taskWebhookSecret();
+    console.log(k ? describeTaskWebhookSecret(k) : "none: this tenant's tasks' own webhooks are signed with the deployment's WEBHOOK_SECRET (`baton webhooks task-secret create` makes a key of its own)");
+  });
+taskSecret
+  .command('create')
+  .description("a key of the tenant's own, printed this once; the deployment's secret keeps signing beside it for --overlap seconds")
+  .option('--overlap <seconds>', "how long the deployment's secret keeps signing too (0..604800; default a day)", overlapOption)
+  .action(async (opts: { overlap?: number }) => {
+    const k = await client().createTaskWebhookSecret(opts.overlap);
+    console.log(describeTaskWebhookSecret(k));
+    console.log(`secret: ${k.secret}  (shown this once: keep it where the receivers of your tasks' webhooks verify signatures)`);
+  });
+taskSecret
+  .command('rotate')
+  .description('a new key, printed this once; the previous one keeps signing too for --overlap seconds')
+  .option('--overlap <seconds>', 'how long the previous key keeps signing too (0..604800; default a day)', overlapOption)
+  .action(async (opts: { overlap?: number }) => {
+    const k = await client().rotateTaskWebhookSecret(opts.overlap);
+    console.log(describeTaskWebhookSecret(k));
+    console.log(`secret: ${k.secret}  (shown this once)`);
   });
 
 program

@@ -1,6 +1,6 @@
 import type { ChatSummaryView, DeliveryView, TaskSummary, TeamInfoView, WebhookEndpointView } from '@baton/client';
 import { describe, expect, it } from 'vitest';
-import { describeChat, describeDeliveries, describeDelivery, describeListItem, describeTeam, describeWebhook, listing } from './views.ts';
+import { describeChat, describeDeliveries, describeDelivery, describeListItem, describeTaskWebhookSecret, describeTeam, describeWebhook, listing } from './views.ts';
 
 describe('describeListItem', () => {
   const item: TaskSummary = { id: 't-1', status: 'awaiting_input', prompt: 'Compare\n  PostgreSQL and SQLite', team: 'research', createdAt: '2026-11-26T20:00:00.000Z', updatedAt: '2026-11-26T20:01:00.000Z', version: 9, pendingRequests: [], forkedFrom: null };
@@ -20,6 +20,18 @@ describe('describeWebhook', () => {
   it('id, URL, events, since when; a rotation and how long the previous secret still signs', () => {
     expect(describeWebhook(w)).toBe('w-1  https://hooks.example.com/baton  task.completed,task.failed  since 2026-11-26T10:00:00.000Z');
     expect(describeWebhook({ ...w, rotatedAt: '2026-11-26T11:00:00.000Z', previousSecretExpiresAt: '2026-11-27T11:00:00.000Z' })).toMatch(/rotated 2026-11-26T11:00:00.000Z \(the previous secret signs too until 2026-11-27T11:00:00.000Z\)$/);
+  });
+});
+
+describe('describeTaskWebhookSecret', () => {
+  it('since when, a rotation, and what signs beside the key while it still does (not once it has stopped)', () => {
+    const now = Date.parse('2026-11-27T12:00:00.000Z');
+    const k = { createdAt: '2026-11-26T10:00:00.000Z', rotatedAt: null, previousSecretExpiresAt: null, deploymentSecretUntil: '2026-11-27T10:00:00.000Z' };
+    expect(describeTaskWebhookSecret(k, now)).toBe('key since 2026-11-26T10:00:00.000Z');
+    expect(describeTaskWebhookSecret({ ...k, deploymentSecretUntil: '2026-11-28T10:00:00.000Z' }, now)).toBe("key since 2026-11-26T10:00:00.000Z (the deployment's secret signs too until 2026-11-28T10:00:00.000Z)");
+    expect(describeTaskWebhookSecret({ ...k, rotatedAt: '2026-11-27T11:00:00.000Z', previousSecretExpiresAt: '2026-11-27T13:00:00.000Z' }, now)).toBe(
+      'key since 2026-11-26T10:00:00.000Z, rotated 2026-11-27T11:00:00.000Z (the previous key signs too until 2026-11-27T13:00:00.000Z)',
+    );
   });
 });
 

@@ -1,5 +1,5 @@
 import { oneLine } from '@baton/api';
-import { ApiError, type ChatSummaryView, type DeliveryView, type Reconnect, type TaskSummary, type TeamInfoView, type WebhookEndpointView } from '@baton/client';
+import { ApiError, type ChatSummaryView, type DeliveryView, type Reconnect, type TaskSummary, type TaskWebhookSecretView, type TeamInfoView, type WebhookEndpointView } from '@baton/client';
 
 /** How the CLI prints what an operator lists: tasks, conversations, webhook endpoints, deliveries, teams (one line per item, or a short block). */
 
@@ -19,6 +19,16 @@ export function describeListItem(t: TaskSummary): string {
 export function describeWebhook(w: WebhookEndpointView): string {
   const rotated = w.rotatedAt ? `  rotated ${w.rotatedAt}${w.previousSecretExpiresAt ? ` (the previous secret signs too until ${w.previousSecretExpiresAt})` : ''}` : '';
   return `${w.id}  ${w.url}  ${w.events.join(',')}  since ${w.createdAt}${rotated}`;
+}
+
+/** The tenant's key for its tasks' own webhooks: when it was made and rotated, and what signs beside it until when. */
+export function describeTaskWebhookSecret(k: TaskWebhookSecretView, now = Date.now()): string {
+  const ahead = (t: string | null): t is string => t !== null && Date.parse(t) > now;
+  const beside = [
+    ...(ahead(k.previousSecretExpiresAt) ? [`the previous key signs too until ${k.previousSecretExpiresAt}`] : []),
+    ...(ahead(k.deploymentSecretUntil) ? [`the deployment's secret signs too until ${k.deploymentSecretUntil}`] : []),
+  ];
+  return `key since ${k.createdAt}${k.rotatedAt ? `, rotated ${k.rotatedAt}` : ''}${beside.length ? ` (${beside.join('; ')})` : ''}`;
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { AgentView, ArtifactView, ChatStreamEvent, ChatSummaryView, ChatView, DeliveryView, EventView, PendingRequestView, TaskChangeView, TaskListItem, TaskView, TeamInfoView, WebhookEndpointView } from '@baton/api';
+import type { AgentView, ArtifactView, ChatStreamEvent, ChatSummaryView, ChatView, DeliveryView, EventView, PendingRequestView, TaskChangeView, TaskListItem, TaskView, TaskWebhookSecretView, TeamInfoView, WebhookEndpointView } from '@baton/api';
 import { retryAfterMs } from '@baton/api/http'; // this module alone: the client stays free of the domain's schemas
 import { readSse, type SseFrame } from './sse.ts';
 
@@ -10,7 +10,7 @@ import { readSse, type SseFrame } from './sse.ts';
 export const matchesSearch = (t: Pick<TaskListItem, 'prompt'>, search: string): boolean => t.prompt.toLowerCase().includes(search.trim().toLowerCase());
 
 export { parseFrame, readSse, type SseFrame } from './sse.ts';
-export type { AgentView, ChatStreamEvent, ChatSummaryView, ChatView, DeliveryView, EventView, PendingRequestView, TaskView, TeamInfoView, WebhookEndpointView };
+export type { AgentView, ChatStreamEvent, ChatSummaryView, ChatView, DeliveryView, EventView, PendingRequestView, TaskView, TaskWebhookSecretView, TeamInfoView, WebhookEndpointView };
 
 /**
  * The typed client of Baton's HTTP API — fetch only, so it runs in Node and in browsers. The CLI,
@@ -212,6 +212,23 @@ export class BatonClient {
   /** A new signing secret (shown this once); the previous one keeps signing too for `overlapSeconds` (default a day). */
   async rotateWebhookSecret(id: string, overlapSeconds?: number): Promise<WebhookEndpointView & { secret: string }> {
     return this.request('POST', `/v1/webhooks/${seg(id)}/rotate-secret`, overlapSeconds === undefined ? {} : { overlapSeconds });
+  }
+  /** The tenant's key for its tasks' own webhooks (never the key itself); null: it has none, they are signed with the deployment's secret. */
+  async taskWebhookSecret(): Promise<TaskWebhookSecretView | null> {
+    try {
+      return await this.request<TaskWebhookSecretView>('GET', '/v1/task-webhook-secret');
+    } catch (e) {
+      if (e instanceof ApiError && e.status === 404) return null;
+      throw e;
+    }
+  }
+  /** A key of the tenant's own for its tasks' own webhooks, shown this once; the deployment's secret signs beside it for `overlapSeconds` (default a day). */
+  createTaskWebhookSecret(overlapSeconds?: number): Promise<TaskWebhookSecretView & { secret: string }> {
+    return this.request('POST', '/v1/task-webhook-secret', overlapSeconds === undefined ? {} : { overlapSeconds });
+  }
+  /** A new key for the tenant's tasks' own webhooks, shown this once; the previous one signs too for `overlapSeconds` (default a day). */
+  rotateTaskWebhookSecret(overlapSeconds?: number): Promise<TaskWebhookSecretView & { secret: string }> {
+    return this.request('POST', '/v1/task-webhook-secret/rotate', overlapSeconds === undefined ? {} : { overlapSeconds });
   }
   /** Every recorded attempt to deliver the task's webhooks and mail, oldest first. */
   async deliveries(taskId: string): Promise<DeliveryView[]> {

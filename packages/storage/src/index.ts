@@ -46,4 +46,21 @@ export {
   type WatchCandidate,
 } from './leases.ts';
 export { claimMail, MailClaimLostError, mailInFlight, mailSends, mailSendState, markHandingOver, recordMailResend, settleMail, type MailClaim, type MailKey } from './mail.ts';
-export { createEndpoint, createEndpointUnderCap, deleteEndpoint, findEndpoint, listEndpoints, rotateEndpointSecret, tenantEndpoint, tenantsWithEndpoints, updateEndpoint, validSecrets, type WebhookEndpoint } from './webhook-endpoints.ts';
+export {
+  createEndpoint,
+  createEndpointUnderCap,
+  createTaskWebhookSecret,
+  deleteEndpoint,
+  findEndpoint,
+  findTaskWebhookSecret,
+  listEndpoints,
+  rotateEndpointSecret,
+  rotateTaskWebhookSecret,
+  taskWebhookSecrets,
+  tenantEndpoint,
+  tenantsWithEndpoints,
+  updateEndpoint,
+  validSecrets,
+  type TaskWebhookSecret,
+  type WebhookEndpoint,
+} from './webhook-endpoints.ts';

@@ -103,3 +103,63 @@ export async function rotateEndpointSecret(pool: Pick<pg.Pool, 'query'>, r: { te
   );
   return rows[0] ? toEndpoint(rows[0]) : null;
 }
+
+/**
+ * A tenant's key for its tasks' own webhooks (`POST /v1/task-webhook-secret`, migration 021):
+ * signs them instead of the deployment's `WEBHOOK_SECRET`, which signs beside it until
+ * `deploymentSecretUntil` (receivers move over meanwhile).
+ */
+export interface TaskWebhookSecret {
+  tenantId: string;
+  secret: string;
+  previousSecret: string | null;
+  previousExpiresAt: Date | null;
+  deploymentSecretUntil: Date | null;
+  createdAt: Date;
+  rotatedAt: Date | null;
+}
+
+const SECRET_COLUMNS = 'tenant_id, secret, previous_secret, previous_expires_at, deployment_secret_until, created_at, rotated_at';
+const toTaskWebhookSecret = (r: Record<string, unknown>): TaskWebhookSecret => ({
+  tenantId: r.tenant_id as string,
+  secret: r.secret as string,
+  previousSecret: r.previous_secret as string | null,
+  previousExpiresAt: r.previous_expires_at as Date | null,
+  deploymentSecretUntil: r.deployment_secret_until as Date | null,
+  createdAt: r.created_at as Date,
+  rotatedAt: r.rotated_at as Date | null,
+});
+
+/** Give a tenant its key, the deployment's secret signing beside it for `deploymentOverlapMs` (null: it has one already). */
+export async function createTaskWebhookSecret(pool: Pick<pg.Pool, 'query'>, s: { tenantId: string; secret: string; deploymentOverlapMs: number }): Promise<TaskWebhookSecret | null> {
+  const { rows } = await pool.query(
+    `insert into task_webhook_secrets (tenant_id, secret, deployment_secret_until) values ($1, $2, now() + make_interval(secs => $3::double precision / 1000))
+     on conflict (tenant_id) do nothing returning ${SECRET_COLUMNS}`,
+    [s.tenantId, s.secret, s.deploymentOverlapMs],
+  );
+  return rows[0] ? toTaskWebhookSecret(rows[0]) : null;
+}
+
+/** The tenant's key for its tasks' own webhooks (null: it has none; they are signed with the deployment's secret). */
+export async function findTaskWebhookSecret(pool: Pick<pg.Pool, 'query'>, tenantId: string): Promise<TaskWebhookSecret | null> {
+  const { rows } = await pool.query(`select ${SECRET_COLUMNS} from task_webhook_secrets where tenant_id = $1`, [tenantId]);
+  return rows[0] ? toTaskWebhookSecret(rows[0]) : null;
+}
+
+/** A new key; the current one becomes the previous, valid `overlapMs` more (null: the tenant has none). */
+export async function rotateTaskWebhookSecret(pool: Pick<pg.Pool, 'query'>, r: { tenantId: string; secret: string; overlapMs: number }): Promise<TaskWebhookSecret | null> {
+  const { rows } = await pool.query(
+    `update task_webhook_secrets set previous_secret = secret, secret = $2, previous_expires_at = now() + make_interval(secs => $3::double precision / 1000), rotated_at = now()
+      where tenant_id = $1 returning ${SECRET_COLUMNS}`,
+    [r.tenantId, r.secret, r.overlapMs],
+  );
+  return rows[0] ? toTaskWebhookSecret(rows[0]) : null;
+}
+
+/**
+ * What signs a task's own webhook now: the deployment's secret while its tenant has no key; else
+ * the key (and the previous one while its overlap lasts), and the deployment's secret too until
+ * `deploymentSecretUntil`.
+ */
+export const taskWebhookSecrets = (own: TaskWebhookSecret | null, deploymentSecret: string, now: Date): string[] =>
+  !own ? [deploymentSecret] : [...validSecrets(own, now), ...(own.deploymentSecretUntil && own.deploymentSecretUntil.getTime() > now.getTime() ? [deploymentSecret] : [])];

@@ -205,3 +205,41 @@ describe('/v1/webhooks (a tenant\'s endpoints)', () => {
     expect((await app.inject({ method: 'DELETE', url: '/v1/webhooks/nope', headers: a })).json().error.message).toMatch(/params\.webhookId/);
   });
 });
+
+describe("a tenant's key for its tasks' own webhooks", () => {
+  test("made once (the key shown once, the deployment's secret beside it for the overlap), shown without the key, rotated; per tenant; a second make, no key and bad input named", async ({ pg, nats }) => {
+    const app = await gateway(pg, nats, { apiKeys });
+    const none = await app.inject({ method: 'GET', url: '/v1/task-webhook-secret', headers: a });
+    expect([none.statusCode, none.json().error.code]).toEqual([404, 'not_found']);
+    expect(none.json().error.message).toMatch(/signed with the deployment's WEBHOOK_SECRET; POST \/v1\/task-webhook-secret makes one/);
+    expect((await app.inject({ method: 'POST', url: '/v1/task-webhook-secret/rotate', headers: a })).statusCode).toBe(404);
+
+    const made = await app.inject({ method: 'POST', url: '/v1/task-webhook-secret', headers: a, payload: { overlapSeconds: 3600 } });
+    expect(made.statusCode).toBe(201);
+    const key = made.json();
+    expect(key).toEqual({ secret: expect.stringMatching(/^whsec_[A-Za-z0-9+/=]{32}$/), createdAt: expect.any(String), rotatedAt: null, previousSecretExpiresAt: null, deploymentSecretUntil: expect.any(String) });
+    expect(Date.parse(key.deploymentSecretUntil) - Date.parse(key.createdAt)).toBeGreaterThan(3_590_000);
+    const again = await app.inject({ method: 'POST', url: '/v1/task-webhook-secret', headers: a });
+    expect([again.statusCode, again.json().error]).toEqual([409, { code: 'task_webhook_secret_exists', message: expect.stringMatching(/POST \/v1\/task-webhook-secret\/rotate replaces it/) }]);
+
+    const shown = (await app.inject({ method: 'GET', url: '/v1/task-webhook-secret', headers: a })).json();
+    const { secret: _, ...withoutKey } = key;
+    expect(shown).toEqual(withoutKey);
+    expect((await app.inject({ method: 'GET', url: '/v1/task-webhook-secret', headers: b })).statusCode).toBe(404);
+
+    const rotated = await app.inject({ method: 'POST', url: '/v1/task-webhook-secret/rotate', headers: a, payload: { overlapSeconds: 60 } });
+    expect(rotated.statusCode).toBe(200);
+    expect(rotated.json()).toEqual({ ...withoutKey, secret: expect.stringMatching(/^whsec_/), rotatedAt: expect.any(String), previousSecretExpiresAt: expect.any(String) });
+    expect(rotated.json().secret).not.toBe(key.secret);
+    const { rows } = await pg.db.pool.query('select tenant_id, secret, previous_secret from task_webhook_secrets');
+    expect(rows).toEqual([{ tenant_id: 'a', secret: rotated.json().secret, previous_secret: key.secret }]);
+
+    // Tenant b's own, with no overlap: the deployment's secret stops at once.
+    const bKey = (await app.inject({ method: 'POST', url: '/v1/task-webhook-secret', headers: b, payload: { overlapSeconds: 0 } })).json();
+    expect(Date.parse(bKey.deploymentSecretUntil)).toBeLessThanOrEqual(Date.parse(bKey.createdAt) + 1000);
+    for (const [url, payload] of [['/v1/task-webhook-secret', { overlapSeconds: -1 }], ['/v1/task-webhook-secret/rotate', { overlapSeconds: 8 * 86_400 }], ['/v1/task-webhook-secret/rotate', { secret: 'mine' }]] as const) {
+      const res = await app.inject({ method: 'POST', url, headers: a, payload });
+      expect([res.statusCode, res.json().error.message], JSON.stringify(payload)).toEqual([400, expect.stringMatching(/body\.(overlapSeconds|secret)|secret/)]);
+    }
+  });
+});

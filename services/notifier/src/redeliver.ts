@@ -1,13 +1,13 @@
 import { fold } from '@baton/domain';
 import { isConnectionError } from '@baton/runtime';
 import type { EventStore } from '@baton/event-store';
-import { claimRedeliveries, findEndpoint, finishRedelivery, recordNextAttempt, validSecrets, type ClaimedRedelivery } from '@baton/storage';
+import { claimRedeliveries, findEndpoint, findTaskWebhookSecret, finishRedelivery, recordNextAttempt, taskWebhookSecrets, validSecrets, type ClaimedRedelivery } from '@baton/storage';
 import { resendMail, type MailDeps } from './mail.ts';
 import { sendMessage, type SendDeps } from './send.ts';
 
 export interface RedeliveryDeps extends SendDeps {
   store: EventStore;
-  /** Signs a task's own webhook. */
+  /** The deployment's `WEBHOOK_SECRET`: signs a task's own webhook while its tenant has no key of its own (taskWebhookSecrets). */
   secret: string;
   /** How often open requests are looked for. */
   everyMs: number;
@@ -72,8 +72,11 @@ async function redeliver(d: RedeliveryDeps, c: ClaimedRedelivery): Promise<void>
   const i = events.findIndex((e) => e.id === c.eventId);
   // A tenant endpoint's message goes to it as it is now (its URL and valid secrets); gone: not sent.
   const endpoint = c.endpointId ? await findEndpoint(d.pool, c.endpointId) : null;
-  const own = fold(events).webhook;
-  const target = c.endpointId ? (endpoint ? { url: endpoint.url, secrets: validSecrets(endpoint, d.now()) } : null) : own ? { url: own.url, secrets: [d.secret] } : null;
+  const task = fold(events);
+  const own = task.webhook;
+  const target = c.endpointId
+    ? endpoint ? { url: endpoint.url, secrets: validSecrets(endpoint, d.now()) } : null
+    : own ? { url: own.url, secrets: taskWebhookSecrets(task.tenantId ? await findTaskWebhookSecret(d.pool, task.tenantId) : null, d.secret, d.now()) } : null;
   const event = events[i];
   if (event && target) {
     const data = (event.data ?? {}) as { agentId?: unknown };

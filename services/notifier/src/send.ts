@@ -26,7 +26,7 @@ export interface Message {
   event: RecordedEvent;
   state: TaskState;
   url: string;
-  /** Signs it: the notifier's secret for a task's own webhook, an endpoint's valid secrets for a tenant's. */
+  /** Signs it: a task's own webhook its tenant's key or the deployment's secret (taskWebhookSecrets), an endpoint its valid secrets. */
   secrets: string[];
   /** The tenant's endpoint it goes to; null: the task's own webhook. */
   endpointId: string | null;

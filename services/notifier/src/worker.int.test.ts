@@ -5,7 +5,7 @@ import { WEBHOOK_ENDPOINTS_CHANNEL } from '@baton/db';
 import { forkEvents, type Command } from '@baton/domain';
 import { handleCommand, importTask } from '@baton/event-store';
 import { silentLogger } from '@baton/runtime';
-import { createEndpoint, deleteEndpoint, listDeliveries, requestRedelivery, rotateEndpointSecret, tenantsWithEndpoints } from '@baton/storage';
+import { createEndpoint, createTaskWebhookSecret, deleteEndpoint, listDeliveries, requestRedelivery, rotateEndpointSecret, rotateTaskWebhookSecret, tenantsWithEndpoints } from '@baton/storage';
 import { stackTest as test, waitFor, type NatsFixture, type PgFixture } from '@baton/testing';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { describe, expect } from 'vitest';
@@ -27,11 +27,11 @@ async function startStack(pg: PgFixture, nats: NatsFixture, o: { maxAttempts: nu
   return { names, stop: async () => { await notifier.stop(); await relay.stop(); } };
 }
 
-function submit(pg: PgFixture, webhook: { url: string; events: string[] } | null): Promise<string> {
+function submit(pg: PgFixture, webhook: { url: string; events: string[] } | null, tenantId = 'd'): Promise<string> {
   const id = randomUUID();
   return handleCommand(pg.store, id, {
     type: 'SubmitTask', prompt: 'p', team: 'research', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook,
-    metadata: {}, tenantId: 'd', requestHash: null, forkedFrom: null, workspace: null, budget: null,
+    metadata: {}, tenantId, requestHash: null, forkedFrom: null, workspace: null, budget: null,
   }).then(() => id);
 }
 
@@ -89,12 +89,13 @@ async function settled(pg: PgFixture, nats: NatsFixture, names: BusNames, delive
 
 /** A receiver that accepts every webhook (204) and keeps what it got. */
 async function receiver() {
-  const received: { id: string; body: { type: string; data: { task: { status: string } } } }[] = [];
+  const received: { id: string; body: { type: string; data: { task: { id: string; status: string } } }; raw: string; headers: { id: string; timestamp: string; signature: string } }[] = [];
   const server = createServer((req, res) => {
     let body = '';
     req.on('data', (c) => (body += c));
     req.on('end', () => {
-      received.push({ id: String(req.headers['webhook-id']), body: JSON.parse(body) });
+      const headers = { id: String(req.headers['webhook-id']), timestamp: String(req.headers['webhook-timestamp']), signature: String(req.headers['webhook-signature']) };
+      received.push({ id: headers.id, body: JSON.parse(body), raw: body, headers });
       res.writeHead(204).end();
     });
   });
@@ -268,6 +269,42 @@ describe('notifier and a tenant\'s endpoints', () => {
     expect(verify(OLD, hit!.headers, hit!.body)).toBe(true);
     expect(verify(SECRET, hit!.headers, hit!.body)).toBe(false); // not the notifier's own secret
     expect((await listDeliveries(pg.db.pool, id)).map((r) => [r.endpointId, r.ok])).toEqual([[rotating.id, true]]);
+  });
+});
+
+describe("notifier and a tenant's key for its tasks' own webhooks", () => {
+  test("a task's own webhook is signed with its tenant's key (and the deployment's secret while the move lasts), a rotated key beside the previous one, redeliveries too; a tenant without a key: the deployment's secret", async ({ pg, nats }) => {
+    const hooks = await receiver();
+    const KEY_D = 'whsec_S2V5RGtleURrZXlEa2V5RGtleURrZXlEa2V5';
+    const KEY_E = 'whsec_S2V5RWtleUVrZXlFa2V5RWtleUVrZXlFa2V5';
+    const KEY_E2 = 'whsec_TmV3RW5ld0VuZXdFbmV3RW5ld0VuZXdFbmV3';
+    await createTaskWebhookSecret(pg.db.pool, { tenantId: 'd', secret: KEY_D, deploymentOverlapMs: 3_600_000 });
+    await createTaskWebhookSecret(pg.db.pool, { tenantId: 'e', secret: KEY_E, deploymentOverlapMs: 0 });
+    const stack = await startStack(pg, nats, { maxAttempts: 3, backoffMs: [50], allowPrivateNetworks: true, redeliverEveryMs: 50, endpointsCacheMs: 0 });
+    const hook = { url: hooks.url, events: ['task.cancelled'] };
+    const [d, e, f] = [await submit(pg, hook, 'd'), await submit(pg, hook, 'e'), await submit(pg, hook, 'f')];
+    for (const id of [d, e, f]) await handleCommand(pg.store, id, { type: 'CancelTask', reason: 'r', requestedBy: 'u' });
+    await waitFor(() => hooks.received.length === 3, { what: 'the three webhooks' });
+    const signedWith = (taskId: string, n = 0) => {
+      const got = hooks.received.filter((r) => r.body.data.task.id === taskId)[n]!;
+      return { count: got.headers.signature.split(' ').length, verifies: (secret: string) => verify(secret, got.headers, got.raw) };
+    };
+    // d is moving over: both verify. e has moved: its key alone (the deployment's secret no more). f has no key.
+    expect(signedWith(d).count).toBe(2);
+    expect([signedWith(d).verifies(KEY_D), signedWith(d).verifies(SECRET), signedWith(d).verifies(KEY_E)]).toEqual([true, true, false]);
+    expect(signedWith(e).count).toBe(1);
+    expect([signedWith(e).verifies(KEY_E), signedWith(e).verifies(SECRET)]).toEqual([true, false]);
+    expect([signedWith(f).count, signedWith(f).verifies(SECRET)]).toEqual([1, true]);
+
+    // e rotates; its delivery sent again is signed with the new key and the previous one (the overlap).
+    await rotateTaskWebhookSecret(pg.db.pool, { tenantId: 'e', secret: KEY_E2, overlapMs: 3_600_000 });
+    const [delivered] = await listDeliveries(pg.db.pool, e);
+    await requestRedelivery(pg.db.pool, { taskId: e, deliveryId: delivered!.id, requestedBy: 'u' });
+    await waitFor(() => hooks.received.length === 4, { what: 'the redelivery' });
+    await stack.stop();
+    hooks.close();
+    expect(signedWith(e, 1).count).toBe(2);
+    expect([signedWith(e, 1).verifies(KEY_E2), signedWith(e, 1).verifies(KEY_E), signedWith(e, 1).verifies(SECRET)]).toEqual([true, true, false]);
   });
 });
 

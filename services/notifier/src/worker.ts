@@ -3,7 +3,7 @@ import { BusEvent, deadLetterRecorder, hasOwnTargets, retry, startConsumer, Topo
 import { fold, notifiesAnyone, NotifyConfig, taskStreamId, WebhookConfig } from '@baton/domain';
 import type { EventStore } from '@baton/event-store';
 import { setBounded, type Logger } from '@baton/runtime';
-import { listEndpoints, targetSettled, validSecrets, type WebhookEndpoint } from '@baton/storage';
+import { findTaskWebhookSecret, listEndpoints, targetSettled, taskWebhookSecrets, validSecrets, type TaskWebhookSecret, type WebhookEndpoint } from '@baton/storage';
 import { jetstreamManager, type JetStreamClient } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type pg from 'pg';
@@ -20,6 +20,7 @@ export interface NotifierDeps {
   js: JetStreamClient;
   names: BusNames;
   log: Logger;
+  /** The deployment's `WEBHOOK_SECRET`: signs a task's own webhook while its tenant has no key of its own (taskWebhookSecrets). */
   secret: string;
   timeoutMs: number;
   maxAttempts: number;
@@ -34,7 +35,7 @@ export interface NotifierDeps {
   nc?: NatsConnection;
   busCheckMs?: number;
   topology?: TopologyOptions;
-  /** How long a tenant's endpoint list is cached (default 5000 ms; 0: read for every event). */
+  /** How long a tenant's endpoint list and its key for its tasks' own webhooks are cached (default 5000 ms; 0: read for every event). */
   endpointsCacheMs?: number;
   /** How often redelivery requests are looked for (default 1000 ms). */
   redeliverEveryMs?: number;
@@ -91,6 +92,15 @@ export async function startNotifier(d: NotifierDeps): Promise<RunningConsumer> {
     setBounded(endpointCache, tenantId, { at: Date.now(), list }, 10_000);
     return list;
   };
+  // The key a tenant's tasks' own webhooks are signed with (POST /v1/task-webhook-secret), cached as
+  // long: a new or rotated key applies within it (the secret it replaces signs beside it longer).
+  const keyCache = new Map<string, { at: number; key: TaskWebhookSecret | null }>();
+  const ownWebhookSecrets = async (tenantId: string | null): Promise<string[]> => {
+    if (!tenantId) return [d.secret];
+    let known = keyCache.get(tenantId);
+    if (!fresh(known)) setBounded(keyCache, tenantId, (known = { at: Date.now(), key: await findTaskWebhookSecret(d.pool, tenantId) }), 10_000);
+    return taskWebhookSecrets(known!.key, d.secret, d.now());
+  };
   const mail: MailDeps | null = d.mail ? { ...d.mail, store: d.store, pool: d.pool, log: d.log.child({ component: 'mail' }), now: d.now } : null;
   // One pool of connections for every webhook: the SSRF guard is in its connections (egress.ts).
   const agent = webhookAgent({ allowPrivateNetworks: d.allowPrivateNetworks });
@@ -128,7 +138,7 @@ export async function startNotifier(d: NotifierDeps): Promise<RunningConsumer> {
       if (!notifiesAnyone(event)) return;
       const subs = await subscriptionsOf(event.taskId);
       const targets: Target[] = [
-        ...(subs.webhook ? [{ url: subs.webhook.url, events: subs.webhook.events, secrets: [d.secret], endpointId: null }] : []),
+        ...(subs.webhook ? [{ url: subs.webhook.url, events: subs.webhook.events, secrets: await ownWebhookSecrets(subs.tenantId), endpointId: null }] : []),
         // An endpoint serves the transitions committed after it was made: a retry of an older event (another target failing) does not reach it.
         ...(subs.tenantId ? await endpointsOf(subs.tenantId, { trustEmpty: hasOwnTargets(subs) }) : []).filter((e) => endpointServes(e, event)).map((e) => ({ url: e.url, events: e.events, secrets: validSecrets(e, d.now()), endpointId: e.id })),
       ];

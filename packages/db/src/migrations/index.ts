@@ -19,6 +19,7 @@ import * as m017 from './017_one_open_redelivery.ts';
 import * as m018 from './018_mail_handed_over.ts';
 import * as m019 from './019_deployment_namespace.ts';
 import * as m020 from './020_task_forks.ts';
+import * as m021 from './021_task_webhook_secrets.ts';
 
 /** Numbered migrations, imported statically so they run the same from source and from a build. */
 export const migrations: Record<string, Migration> = {
@@ -42,6 +43,7 @@ export const migrations: Record<string, Migration> = {
   '018_mail_handed_over': m018,
   '019_deployment_namespace': m019,
   '020_task_forks': m020,
+  '021_task_webhook_secrets': m021,
 };
 
 export const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

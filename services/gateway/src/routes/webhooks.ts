@@ -1,6 +1,18 @@
 import { randomBytes } from 'node:crypto';
-import { redactCredentials, webhookUrlProblem, type WebhookEndpointView } from '@baton/api';
-import { createEndpointUnderCap, deleteEndpoint, listEndpoints, rotateEndpointSecret, tenantEndpoint, updateEndpoint, type WebhookEndpoint } from '@baton/storage';
+import { redactCredentials, webhookUrlProblem, type TaskWebhookSecretView, type WebhookEndpointView } from '@baton/api';
+import {
+  createEndpointUnderCap,
+  createTaskWebhookSecret,
+  deleteEndpoint,
+  findTaskWebhookSecret,
+  listEndpoints,
+  rotateEndpointSecret,
+  rotateTaskWebhookSecret,
+  tenantEndpoint,
+  updateEndpoint,
+  type TaskWebhookSecret,
+  type WebhookEndpoint,
+} from '@baton/storage';
 import type { ZodTypeProvider } from '@fastify/type-provider-zod';
 import type { FastifyInstance } from 'fastify';
 import type { GatewayDeps } from '../deps.ts';
@@ -21,6 +33,14 @@ const view = (e: WebhookEndpoint): WebhookEndpointView => ({
   createdAt: e.createdAt.toISOString(),
   rotatedAt: e.rotatedAt?.toISOString() ?? null,
   previousSecretExpiresAt: e.previousExpiresAt?.toISOString() ?? null,
+});
+
+/** The tenant's key for its tasks' own webhooks as shown: never the key itself. */
+const keyView = (k: TaskWebhookSecret): TaskWebhookSecretView => ({
+  createdAt: k.createdAt.toISOString(),
+  rotatedAt: k.rotatedAt?.toISOString() ?? null,
+  previousSecretExpiresAt: k.previousExpiresAt?.toISOString() ?? null,
+  deploymentSecretUntil: k.deploymentSecretUntil?.toISOString() ?? null,
 });
 
 /**
@@ -69,5 +89,28 @@ export const webhookRoutes = (d: GatewayDeps) => async (app: FastifyInstance) =>
     const e = await rotateEndpointSecret(d.pool, { tenantId: req.tenant, id: req.params.webhookId, secret: newSecret(), overlapMs: (req.body?.overlapSeconds ?? DEFAULT_ROTATION_OVERLAP_SECONDS) * 1000 });
     if (!e) throw notFound(`webhook ${req.params.webhookId}`);
     return { ...view(e), secret: e.secret };
+  });
+
+  // The tenant's key for its tasks' own webhooks (`webhook` in POST /v1/tasks): without one they are
+  // signed with the deployment's WEBHOOK_SECRET, which no tenant can hold without signing for all.
+  const noKey = () =>
+    new HttpError(404, 'not_found', 'this tenant has no key for its tasks\' own webhooks: they are signed with the deployment\'s WEBHOOK_SECRET; POST /v1/task-webhook-secret makes one');
+
+  r.post('/v1/task-webhook-secret', { schema: { body: RotateSecretBody, response: succeedsWith(201, 'The key, shown here only'), tags: ['webhooks'], summary: "A key of the tenant's own for its tasks' own webhooks (shown once); the deployment's secret keeps signing beside it for overlapSeconds (default a day)" } }, async (req, reply) => {
+    const k = await createTaskWebhookSecret(d.pool, { tenantId: req.tenant, secret: newSecret(), deploymentOverlapMs: (req.body?.overlapSeconds ?? DEFAULT_ROTATION_OVERLAP_SECONDS) * 1000 });
+    if (!k) throw new HttpError(409, 'task_webhook_secret_exists', "this tenant has a key for its tasks' own webhooks already: POST /v1/task-webhook-secret/rotate replaces it");
+    return reply.status(201).send({ ...keyView(k), secret: k.secret });
+  });
+
+  r.get('/v1/task-webhook-secret', { schema: { tags: ['webhooks'], summary: "The tenant's key for its tasks' own webhooks: when it was made and rotated, what signs beside it until when (never the key)" } }, async (req) => {
+    const k = await findTaskWebhookSecret(d.pool, req.tenant);
+    if (!k) throw noKey();
+    return keyView(k);
+  });
+
+  r.post('/v1/task-webhook-secret/rotate', { schema: { body: RotateSecretBody, tags: ['webhooks'], summary: "A new key for the tenant's tasks' own webhooks; the previous one keeps signing too for overlapSeconds (default a day)" } }, async (req) => {
+    const k = await rotateTaskWebhookSecret(d.pool, { tenantId: req.tenant, secret: newSecret(), overlapMs: (req.body?.overlapSeconds ?? DEFAULT_ROTATION_OVERLAP_SECONDS) * 1000 });
+    if (!k) throw noKey();
+    return { ...keyView(k), secret: k.secret };
   });
 };
