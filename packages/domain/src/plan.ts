@@ -90,6 +90,9 @@ export function planProblems(subtasks: readonly PlanSubtask[], agents: readonly 
   return problems;
 }
 
+/** A path with a `.git` segment: version control's own state. Case-insensitive ('.GIT' is '.git' on macOS and Windows). */
+export const insideGit = (p: string): boolean => p.split('/').some((s) => s.toLowerCase() === '.git');
+
 /** A workspace path as one spelling (`./a//b` → `a/b`): how tool paths are checked and recorded, and how locks must be written. */
 export const normalPath = (p: string): string => path.posix.normalize(p.replace(/\\/g, '/')).replace(/^\.\//, '');
 
@@ -102,6 +105,8 @@ function lockProblem(glob: string): string | null {
   if (ext) return `'${glob}' uses an extended glob ('${ext[0]}…)'), which locks do not take; use *, **, ?, [abc] or {a,b}`;
   if (glob.startsWith('/')) return `'${glob}' is absolute; locks are relative to the workspace`;
   if (glob.split('/').some((p) => p === '..')) return `'${glob}' contains '..'`;
+  // Version control's own state, not the project (the runner refuses writes there whatever a lock says).
+  if (insideGit(glob)) return `'${glob}' is inside .git (version control's own state, not the project); lock the project's files`;
   // Locks are compared with each other and with the paths tools are given as written: one
   // spelling per path, or 'a//b' and 'a/b' would be two locks on one file.
   if (glob.endsWith('/')) return `'${glob}' ends in '/'; lock a directory's files with '${glob}**'`;

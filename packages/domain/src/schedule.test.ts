@@ -126,6 +126,12 @@ describe('plan validation', () => {
       "subtasks.1.depends_on.1: 'a' is named twice (also depends_on.0)",
     ]);
   });
+  it('a lock inside .git is refused, however its case is written: version control state, not the project', () => {
+    expect(problems([st('a', [], ['.git/hooks/pre-commit']), st('b', [], ['sub/.GIT/config']), st('c', [], ['.github/workflows/ci.yml']), st('d', [], ['.gitignore'])])).toEqual([
+      "subtasks.0.file_locks.0: '.git/hooks/pre-commit' is inside .git (version control's own state, not the project); lock the project's files",
+      "subtasks.1.file_locks.0: 'sub/.GIT/config' is inside .git (version control's own state, not the project); lock the project's files",
+    ]);
+  });
   it('a lock of nothing but wildcards is refused however it is spelled, and says what it would lock', () => {
     const refusal = (glob: string) => problems([st('a', [], [glob])]);
     expect(refusal('**/**')).toEqual(["subtasks.0.file_locks.0: '**/**' locks the whole workspace; lock the files this subtask changes"]);

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { normalPath, withinLocks } from '@baton/domain';
+import { insideGit, normalPath, withinLocks } from '@baton/domain';
 
 /** Tools that may change the workspace: after them it is synced before their results are recorded. */
 export const MUTATING_TOOLS: ReadonlySet<string> = new Set(['write_file', 'edit_file', 'run_command', 'run_tests']);
@@ -22,6 +22,11 @@ export interface WritePolicy {
 /** Why the agent may not create, change or delete `p` (a normalised workspace path), or null. */
 export function writeRefusal(policy: WritePolicy, p: string): string | null {
   const { scope, locks } = policy;
+  // Version control's own state (a hook, a config) is not the project's, whatever the locks'
+  // globs match ('{.git,src}/**', '.*/**'): written there it would reach the task's files and
+  // run on the machine of whoever applies the change. (A command's changes under .git are never
+  // reported, so never kept.)
+  if (insideGit(p)) return `'${p}' is inside .git (version control's own state, not the project): no agent's file tools change it`;
   const blocked = blockedRefusal(policy, p);
   if (blocked) return blocked;
   if (scope && scope.allowed.length > 0 && !matches(p, scope.allowed)) return `'${p}' is outside this agent's file scope (writes allowed: ${scope.allowed.join(', ')})`;

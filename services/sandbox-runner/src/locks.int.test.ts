@@ -64,6 +64,13 @@ describe('file locks and file scope', () => {
     expect(writeRefusal({ scope: scope.scope, locks: ['docs/**'] }, 'other/x.md')).toBe("'other/x.md' is outside this subtask's file locks (docs/**)");
     expect(writeRefusal({ locks: [] }, 'a.ts')).toBe("'a.ts' is outside this subtask's file locks (none: it may not change files)");
     expect(writeRefusal({ locks: ['docs/**'] }, 'docs/a/b.ts')).toBeNull();
+    // Inside .git, whatever a lock's glob matches and for an agent with no policy at all.
+    for (const [policy, p] of [[{ locks: ['{.git,src}/**'] }, '.git/hooks/post-checkout'], [{ locks: ['.*/**'] }, '.Git/config'], [{ locks: null }, 'vendor/lib/.git/HEAD']] as const) {
+      expect(writeRefusal(policy, p)).toBe(`'${p}' is inside .git (version control's own state, not the project): no agent's file tools change it`);
+    }
+    expect(fileAccessViolation({ locks: null }, 'write_file', { path: './.git/hooks/pre-push' })).toMatch(/^'\.git\/hooks\/pre-push' is inside \.git/);
+    expect(fileAccessViolation({ locks: null }, 'read_file', { path: '.git/HEAD' })).toBeNull();
+    expect(writeRefusal({ locks: ['.github/**'] }, '.github/workflows/ci.yml')).toBeNull();
   });
 
   test.runIf(canRun)('a command that changes files outside the locks has each change undone and reported; its changes inside are kept', async ({ pg }) => {
