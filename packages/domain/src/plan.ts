@@ -68,9 +68,9 @@ export function planProblems(subtasks: readonly PlanSubtask[], agents: readonly 
       else if (!index.has(d)) problems.push({ path: `subtasks.${i}.depends_on.${j}`, message: `unknown subtask '${d}'; subtasks: ${[...index.keys()].join(', ')}` });
     }),
   );
-  const cycle = findCycle(subtasks);
-  if (cycle) problems.push({ path: 'subtasks', message: `dependency cycle: ${cycle.join(' → ')}` });
-  else {
+  const cycles = findCycles(subtasks);
+  for (const cycle of cycles) problems.push({ path: 'subtasks', message: `dependency cycle: ${cycle.join(' → ')}` });
+  if (cycles.length === 0) {
     const before = ancestors(subtasks);
     for (let i = 0; i < subtasks.length; i++) {
       for (let j = i + 1; j < subtasks.length; j++) {
@@ -121,29 +121,54 @@ function lockProblem(glob: string): string | null {
   return null;
 }
 
-/** A cycle among the dependencies (ids in order, first repeated at the end), or null. */
-function findCycle(subtasks: readonly PlanSubtask[]): string[] | null {
-  const deps = new Map(subtasks.map((t) => [t.id, t.dependsOn]));
-  const state = new Map<string, 'visiting' | 'done'>();
+/**
+ * One cycle per knot of the dependencies (each set of subtasks that all wait on each other, in
+ * plan order), ids in order with the first repeated at the end: a plan with two separate cycles
+ * has both named at once, so one correction can mend both.
+ */
+function findCycles(subtasks: readonly PlanSubtask[]): string[][] {
+  const deps = new Map(subtasks.map((t) => [t.id, t.dependsOn.filter((d) => d === t.id || subtasks.some((u) => u.id === d))]));
+  // The knots: Tarjan's strongly connected components (of more than one subtask, or one that waits on itself).
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
   const stack: string[] = [];
-  const visit = (id: string): string[] | null => {
-    if (state.get(id) === 'done' || !deps.has(id)) return null;
-    if (state.get(id) === 'visiting') return [...stack.slice(stack.indexOf(id)), id];
-    state.set(id, 'visiting');
+  const knots: Set<string>[] = [];
+  const connect = (id: string): void => {
+    index.set(id, index.size);
+    low.set(id, index.get(id)!);
     stack.push(id);
-    for (const d of deps.get(id) ?? []) {
-      const c = visit(d);
-      if (c) return c;
+    for (const d of deps.get(id)!) {
+      if (!index.has(d)) connect(d);
+      if (stack.includes(d)) low.set(id, Math.min(low.get(id)!, low.get(d)!));
     }
-    stack.pop();
-    state.set(id, 'done');
-    return null;
+    if (low.get(id) !== index.get(id)) return;
+    const knot = new Set(stack.splice(stack.indexOf(id)));
+    if (knot.size > 1 || deps.get(id)!.includes(id)) knots.push(knot);
   };
-  for (const t of subtasks) {
-    const c = visit(t.id);
-    if (c) return c;
-  }
-  return null;
+  for (const t of subtasks) if (!index.has(t.id)) connect(t.id);
+  // In each knot, the shortest way from its first subtask (in plan order) back to it.
+  const first = (knot: Set<string>): number => subtasks.findIndex((t) => knot.has(t.id));
+  return knots
+    .sort((a, b) => first(a) - first(b))
+    .map((knot) => {
+      const start = subtasks[first(knot)]!.id;
+      const via = new Map<string, string>();
+      const queue = [start];
+      for (const id of queue) {
+        for (const d of deps.get(id)!) {
+          if (d === start) {
+            const back = [id];
+            while (back[0] !== start) back.unshift(via.get(back[0]!)!);
+            return [...back, start];
+          }
+          if (knot.has(d) && !via.has(d)) {
+            via.set(d, id);
+            queue.push(d);
+          }
+        }
+      }
+      return [start, start]; // unreachable: every subtask of a knot leads back to each other one
+    });
 }
 
 /** For each subtask, every subtask it (transitively) depends on. Assumes no cycle. */

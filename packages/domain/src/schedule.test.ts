@@ -91,6 +91,14 @@ describe('plan validation', () => {
   it('names a cycle with its path', () => {
     expect(problems([st('a', ['c']), st('b', ['a']), st('c', ['b'])])).toEqual([expect.stringMatching(/^subtasks: dependency cycle: a → c → b → a$/)]);
   });
+  it('names every separate cycle at once (one correction can mend all), each the shortest way back to its first subtask', () => {
+    const plan = [st('a', ['b']), st('b', ['a']), st('x', []), st('p', ['r', 'q']), st('q', ['p']), st('r', ['q']), st('s', ['s']), st('t', ['x', 'a'])];
+    expect(problems(plan).filter((p) => p.startsWith('subtasks: '))).toEqual([
+      'subtasks: dependency cycle: a → b → a',
+      'subtasks: dependency cycle: p → q → p',
+      'subtasks: dependency cycle: s → s',
+    ]);
+  });
   it('refuses two subtasks that lock the same file and can run at the same time', () => {
     expect(problems([st('a', [], ['src/app.ts']), st('b', [], ['src/*.ts'])])).toEqual([expect.stringMatching(/^subtasks\.1\.file_locks: 'b' and 'a' can run at the same time and both lock 'src\/\*\.ts' \/ 'src\/app\.ts'/)]);
     // Ordered by a dependency (even a transitive one), the same file is fine.
