@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import { createDb, ensureDatabase, migrateToLatest } from '@baton/db';
+import { createDb, describeRebase, ensureDatabase, migrateToLatest, rebaseRestoredLog } from '@baton/db';
 import { pollUntil } from './poll.ts';
 
 export const SERVICES = ['orchestrator', 'sandbox-runner', 'notifier', 'gateway'] as const;
@@ -95,6 +95,8 @@ export async function prepareDatabase(url: string, log: (m: string) => void): Pr
       try {
         const applied = await migrateToLatest(db.kysely);
         log(applied.length ? `migrations applied: ${applied.join(', ')}` : 'migrations: up to date');
+        const rebased = await rebaseRestoredLog(db.pool);
+        if (rebased) log(describeRebase(rebased));
       } finally {
         await db.close();
       }

@@ -1,6 +1,7 @@
 import { Kysely, PostgresDialect } from 'kysely';
 import { Migrator } from 'kysely/migration';
 import pg from 'pg';
+import { restoredLogProblem } from './restored-log.ts';
 import { migrationProvider, migrations } from './migrations/index.ts';
 import type { Database } from './schema.ts';
 
@@ -103,7 +104,8 @@ export class SchemaNotReadyError extends Error {
 const HOW_TO_MIGRATE = 'run the migrations first (infra/baton up does; a deployment runs node packages/db/src/migrate-cli.ts, or the wait-for-migrations init container)';
 
 /**
- * A readiness check: Postgres answers and every migration this code knows is applied. A service
+ * A readiness check: Postgres answers, every migration this code knows is applied and the log is
+ * not one restored from another server and not yet renumbered (`restoredLogProblem`). A service
  * started before its migrations then reports not ready, naming what is missing, instead of ready
  * with every request failing on a table that is not there. Once all are applied it is only a
  * `select 1` (migrations are not undone under a running service).
@@ -126,6 +128,8 @@ export function schemaReady(pool: Pick<pg.Pool, 'query'>): () => Promise<void> {
     const done = new Set(rows.map((r) => r.name));
     const missing = known.filter((m) => !done.has(m));
     if (missing.length > 0) throw new SchemaNotReadyError(`${missing.length} migration${missing.length === 1 ? '' : 's'} not applied (${missing.join(', ')}): ${HOW_TO_MIGRATE}`);
+    const restored = await restoredLogProblem(pool);
+    if (restored) throw new SchemaNotReadyError(restored);
     applied = true;
   };
 }

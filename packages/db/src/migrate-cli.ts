@@ -1,6 +1,7 @@
 import { createDb, migrateToLatest } from './db.ts';
+import { describeRebase, rebaseRestoredLog } from './restored-log.ts';
 
-/** `pnpm migrate`: apply migrations to DATABASE_URL, retrying while Postgres is not yet up. */
+/** `pnpm migrate`: apply migrations to DATABASE_URL, retrying while Postgres is not yet up; renumber a log restored from another server (rebaseRestoredLog). */
 const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/baton';
 const db = createDb(url, { max: 1, applicationName: 'baton-migrate' });
 const deadline = Date.now() + Number(process.env.MIGRATE_WAIT_MS ?? 60_000);
@@ -8,6 +9,8 @@ for (let attempt = 1; ; attempt++) {
   try {
     const applied = await migrateToLatest(db.kysely);
     console.log(applied.length ? `migrations applied: ${applied.join(', ')}` : 'migrations: already up to date');
+    const rebased = await rebaseRestoredLog(db.pool);
+    if (rebased) console.log(describeRebase(rebased));
     break;
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);

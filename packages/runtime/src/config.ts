@@ -186,10 +186,13 @@ export function namespaceRefusal(namespace: string, owner: string): string | nul
 /**
  * Hold a service to its database's namespace: `claim` (@baton/db's claimNamespace) records this
  * one as the owner if none is, and answers the owner (asked again while Postgres is away); a
- * database another namespace owns is refused — printed, exit 78, like a bad setting.
+ * database another namespace owns is refused — printed, exit 78, like a bad setting. So is a log
+ * restored from another server and not yet renumbered (`restoredLog`, @baton/db's
+ * restoredLogProblem): what a service wrote on it before the migrations step renumbered it would
+ * be lost to the relay.
  */
-export async function holdNamespace(service: string, namespace: string, claim: (namespace: string) => Promise<string>, log: Logger): Promise<void> {
+export async function holdNamespace(service: string, namespace: string, claim: (namespace: string) => Promise<string>, log: Logger, restoredLog?: () => Promise<string | null>): Promise<void> {
   const owner = await retryForever("claiming the database for this service's BATON_NAMESPACE", log, () => claim(namespace));
-  const refused = namespaceRefusal(namespace, owner);
+  const refused = namespaceRefusal(namespace, owner) ?? (restoredLog ? await retryForever('checking the event log', log, restoredLog) : null);
   if (refused) exitOnConfigError(new ConfigError(service, [refused]));
 }

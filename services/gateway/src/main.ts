@@ -2,7 +2,7 @@ import { createGatewayMetrics } from '@baton/telemetry';
 import { randomUUID } from 'node:crypto';
 import { chatModelFromConfig, loadTeamsOrExit, TeamCatalog } from '@baton/agents';
 import { busNames, connectNats, drainNats, serveDiagnostics } from '@baton/bus';
-import { claimNamespace, createDb } from '@baton/db';
+import { claimNamespace, createDb, restoredLogProblem } from '@baton/db';
 import { EventStore, servicesCachePolicy, TaskCache } from '@baton/event-store';
 import { configOrExit, createLogger, holdNamespace, installCrashGuards, installShutdown, limiter, listenOrExit, retryForever, startTelemetry } from '@baton/runtime';
 import { listExamples, loadTeamConfig, saveTeamConfigs } from '@baton/storage';
@@ -85,7 +85,7 @@ const teamsRecorded = (): Promise<void> =>
   }));
 void retryForever('recording team config versions', log, teamsRecorded);
 // One namespace per database (checked once Postgres answers: the gateway serves meanwhile).
-void holdNamespace('gateway', config.BATON_NAMESPACE, (ns) => claimNamespace(db.pool, ns), log);
+void holdNamespace('gateway', config.BATON_NAMESPACE, (ns) => claimNamespace(db.pool, ns), log, () => restoredLogProblem(db.pool));
 void connectNats(config.NATS_URL, 'baton-gateway', log).then((c) => {
   nc = c;
   hub.attach(c);

@@ -1,5 +1,5 @@
 import { busNames, connectNats, drainNats, ensureTopology, natsAnswers, serveDiagnostics } from '@baton/bus';
-import { claimNamespace, createDb, schemaReady } from '@baton/db';
+import { claimNamespace, createDb, restoredLogProblem, schemaReady } from '@baton/db';
 import { EventStore } from '@baton/event-store';
 import { configOrExit, createLogger, holdNamespace, installCrashGuards, installShutdown, retryForever, startOps, startTelemetry, topologyFromEnv } from '@baton/runtime';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
@@ -16,7 +16,7 @@ installCrashGuards(log);
 const tracing = startTelemetry('notifier', process.env, log);
 const db = createDb(config.DATABASE_URL, { max: config.PG_POOL_MAX, applicationName: 'baton-notifier', countQueries: true, log });
 await retryForever('connecting to Postgres', log, () => db.pool.query('select 1'));
-void holdNamespace('notifier', config.BATON_NAMESPACE, (ns) => claimNamespace(db.pool, ns), log);
+void holdNamespace('notifier', config.BATON_NAMESPACE, (ns) => claimNamespace(db.pool, ns), log, () => restoredLogProblem(db.pool));
 const nc = await connectNats(config.NATS_URL, 'baton-notifier', log);
 const names = busNames(config.BATON_NAMESPACE);
 await retryForever('setting up JetStream streams', log, async () => ensureTopology(await jetstreamManager(nc), names, topologyFromEnv(config)));

@@ -1,6 +1,6 @@
 import { loadTeamsOrExit, modelFromConfig, TeamCatalog } from '@baton/agents';
 import { busNames, connectNats, drainNats, ensureTopology, natsAnswers, reportRelayLag, serveDiagnostics } from '@baton/bus';
-import { claimNamespace, createDb, schemaReady } from '@baton/db';
+import { claimNamespace, createDb, restoredLogProblem, schemaReady } from '@baton/db';
 import { EventStore, servicesCachePolicy, TaskCache } from '@baton/event-store';
 import { loadTeamConfig, saveTeamConfigs, workspaceManifest } from '@baton/storage';
 import { configOrExit, createLogger, holdNamespace, installCrashGuards, installShutdown, retryForever, startOps, startTelemetry, topologyFromEnv } from '@baton/runtime';
@@ -20,7 +20,7 @@ const db = createDb(config.DATABASE_URL, { max: config.PG_POOL_MAX, applicationN
 const cache = new TaskCache(db.pool, servicesCachePolicy);
 await retryForever(`connecting to Postgres`, log, () => db.pool.query('select 1'));
 // One namespace per database: another's would take the relay's lock and publish this one's events where nobody listens.
-await holdNamespace('orchestrator', config.BATON_NAMESPACE, (ns) => claimNamespace(db.pool, ns), log);
+await holdNamespace('orchestrator', config.BATON_NAMESPACE, (ns) => claimNamespace(db.pool, ns), log, () => restoredLogProblem(db.pool));
 const nc = await connectNats(config.NATS_URL, 'baton-orchestrator', log);
 const names = busNames(config.BATON_NAMESPACE);
 await retryForever('setting up JetStream streams', log, async () => ensureTopology(await jetstreamManager(nc), names, topologyFromEnv(config)));
