@@ -1,5 +1,7 @@
+import { currentTraceCarrier, inSpan, logContext, startTracing, stopTracing } from '@baton/telemetry';
 import { stackTest as test, waitFor, writeSyscalls } from '@baton/testing';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { headers } from '@nats-io/transport-node';
 import pino from 'pino';
 import { describe, expect } from 'vitest';
 import { z } from 'zod';
@@ -12,6 +14,34 @@ const log = pino({ level: 'silent' });
 const Job = z.object({ n: z.number() });
 
 describe('startConsumer', () => {
+  test("with tracing on, a handler's log lines carry the message's trace and its task's id (the span was parented on the trace alone, and task_id was lost)", async ({ nats }) => {
+    // Spans recorded nowhere: what is checked is the context a handler runs in.
+    const exporter: NonNullable<NonNullable<Parameters<typeof startTracing>[2]>['exporter']> = { export: (_spans, done) => done({ code: 0 }), shutdown: async () => {} };
+    startTracing('t', {}, { exporter });
+    try {
+      const names = busNames(nats.namespace);
+      await ensureTopology(await jetstreamManager(nats.nc), names);
+      const js = jetstream(nats.nc);
+      const seen: ReturnType<typeof logContext>[] = [];
+      const c = await startConsumer({
+        js, stream: names.jobsStream, consumer: names.consumers.runner, schema: z.object({ taskId: z.string() }), log, onDeadLetter: async () => {},
+        handle: async () => void seen.push(logContext()),
+      });
+      const taskId = '00000000-0000-4000-8000-000000000007';
+      const { traceId, h } = inSpan('publish', {}, (span) => {
+        const h = headers();
+        for (const [k, v] of Object.entries(currentTraceCarrier())) if (v) h.set(k, v);
+        return { traceId: span.spanContext().traceId, h };
+      });
+      await js.publish(names.jobSubject('run', taskId, 'a1'), JSON.stringify({ taskId }), { headers: h });
+      await waitFor(() => seen.length === 1, { what: 'the message handled' });
+      await c.stop();
+      expect(seen[0]).toEqual({ trace_id: traceId, span_id: expect.stringMatching(/^[0-9a-f]{16}$/), task_id: taskId });
+    } finally {
+      stopTracing();
+    }
+  });
+
   test('acks, retries with backoff, and dead-letters a message once its attempts are exhausted', async ({ pg, nats }) => {
     const names = busNames(nats.namespace);
     await ensureTopology(await jetstreamManager(nats.nc), names);

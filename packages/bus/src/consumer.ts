@@ -222,11 +222,11 @@ export async function startConsumer<T>(o: ConsumerOptions<T>): Promise<RunningCo
         `process ${o.consumer}`,
         {
           kind: SpanKind.CONSUMER,
-          parent,
           attributes: { 'messaging.system': 'nats', 'messaging.operation.type': 'process', 'messaging.destination.name': m.subject, 'messaging.consumer.group.name': o.consumer, 'messaging.message.delivery_count': m.info.deliveryCount, ...(typeof taskId === 'string' ? { 'baton.task_id': taskId } : {}) },
         },
         fn,
       );
+    // The span's parent is the active context — the message's trace, with the task id the logs take (not `parent` alone, which has none).
     return runInContext(parent, () => (typeof taskId === 'string' ? withTaskId(taskId, run) : run()));
   };
 
