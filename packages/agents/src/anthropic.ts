@@ -240,8 +240,16 @@ export class RoutingModel implements ModelClient {
     if (o.outageLimitMs !== undefined) this.outageLimitMs = o.outageLimitMs;
   }
 
+  servedModel(requested: string): string {
+    return this.routeFor(requested).servedModel?.(requested) ?? requested;
+  }
+
   complete(req: ModelRequest): Promise<ModelResponse> {
-    return this.claude && !req.model.startsWith('offline') ? this.claude.complete(req) : this.offline.complete(req);
+    return this.routeFor(req.model).complete(req);
+  }
+
+  private routeFor(model: string): ModelClient {
+    return this.claude && !model.startsWith('offline') ? this.claude : this.offline;
   }
 }
 

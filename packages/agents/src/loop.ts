@@ -373,13 +373,15 @@ async function loopUntilSettled(h: LoopHost, stepStarts: () => void, stepDone: (
  */
 function callModel(h: LoopHost, taskId: string, turn: number): Promise<ModelResponse> {
   const started = performance.now();
+  // The model that answers (the offline one for Claude without a key): what the span and every series name the call by.
+  const served = h.model.servedModel?.(h.def.model) ?? h.def.model;
   return inSpan(
-    `chat ${h.def.model}`,
+    `chat ${served}`,
     {
       kind: SpanKind.CLIENT,
       attributes: {
         'gen_ai.operation.name': 'chat',
-        'gen_ai.provider.name': h.def.model.startsWith('offline') ? 'baton.offline' : 'anthropic',
+        'gen_ai.provider.name': served.startsWith('offline') ? 'baton.offline' : 'anthropic',
         'gen_ai.request.model': h.def.model,
         'gen_ai.request.max_tokens': h.def.maxTokens,
         'gen_ai.agent.id': h.agentId,
@@ -412,7 +414,7 @@ function callModel(h: LoopHost, taskId: string, turn: number): Promise<ModelResp
           'gen_ai.usage.cache_creation.input_tokens': u.cacheWriteTokens,
           'baton.cost_usd': u.costUsd,
         });
-        const labels = { team: h.team.id, model: res.model };
+        const labels = { team: h.team.id, model: served };
         metrics.turns.inc(labels);
         metrics.tokens.inc({ ...labels, kind: 'input' }, u.inputTokens);
         metrics.tokens.inc({ ...labels, kind: 'output' }, u.outputTokens);
@@ -421,7 +423,7 @@ function callModel(h: LoopHost, taskId: string, turn: number): Promise<ModelResp
         metrics.costUsd.inc(labels, u.costUsd); // at 0 too: a team's spending series exists from its first turn (a dashboard shows $0, not "No data")
         return res;
       } finally {
-        metrics.modelSeconds.observe({ model: h.def.model, outcome }, (performance.now() - started) / 1000);
+        metrics.modelSeconds.observe({ model: served, outcome }, (performance.now() - started) / 1000);
       }
     },
   );

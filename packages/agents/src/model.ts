@@ -42,6 +42,11 @@ export interface ModelClient {
    * (ANTHROPIC_OUTAGE_LIMIT_MS); absent: for as long as it takes.
    */
   readonly outageLimitMs?: number;
+  /**
+   * The model that answers a request for `requested` (absent: that one): the offline model answers
+   * for Claude when no key is set. What metrics and spans name a call by, so a run's series agree.
+   */
+  servedModel?(requested: string): string;
   complete(req: ModelRequest): Promise<ModelResponse>;
 }
 

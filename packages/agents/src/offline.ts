@@ -12,6 +12,10 @@ export { OFFLINE_LABEL };
 
 export class OfflineModel implements ModelClient {
   readonly name = 'offline';
+  /** Whatever model an agent's config names, this one answers. */
+  servedModel(): string {
+    return 'offline';
+  }
   private readonly latencyMs: number;
   constructor(opts: { latencyMs?: number } = {}) {
     this.latencyMs = opts.latencyMs ?? 0;

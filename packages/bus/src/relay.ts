@@ -6,7 +6,7 @@ import { STEP_EVENT_TYPES, TERMINAL_EVENT_TYPES } from '@baton/domain';
 import { messagesFor, type RelayLink } from './messages.ts';
 import { BatchPublisher } from './publisher.ts';
 import { setBounded } from '@baton/runtime';
-import { metrics, onScrape } from '@baton/telemetry';
+import { exportMetric, metrics, onScrape } from '@baton/telemetry';
 import type { BusNames } from './subjects.ts';
 import type { NotifierAudience } from './audience.ts';
 
@@ -71,6 +71,9 @@ export class Relay {
   start(): void {
     if (this.running) return;
     this.running = true;
+    // This process runs a relay: it says whether it leads and what it published (the others do not show these at all).
+    exportMetric(metrics.relayLeader);
+    exportMetric(metrics.relayPublished);
     this.stopping = new Promise((r) => (this.stopped = r));
     const onStoreFailure = this.o.onStoreFailure;
     this.publisher = new BatchPublisher(this.o.nc, onStoreFailure ? { onStoreFailure } : {});
@@ -282,6 +285,7 @@ export async function relayStatus(pool: Pick<pg.Pool, 'query'>, processorId = 'r
  * the process's scrape hooks (default) or an app's own (the gateway's, one per app).
  */
 export function reportRelayLag(pool: Pick<pg.Pool, 'query'>, register: (refresh: () => Promise<void>) => unknown = onScrape): void {
+  for (const m of [metrics.relayLeading, metrics.relayLagEvents, metrics.relayLagSeconds]) exportMetric(m);
   register(async () => {
     const s = await relayStatus(pool);
     metrics.relayLeading.set(s.leading ? 1 : 0);

@@ -110,7 +110,7 @@ describe('traces across the bus and metrics from every service', () => {
     for (const svc of ['baton-orchestrator', 'baton-sandbox-runner']) {
       const chat = spans.find((s) => s.service === svc && s.attributes['gen_ai.operation.name'] === 'chat');
       expect(chat, `a chat span in ${svc}`).toBeTruthy();
-      expect(chat?.name).toMatch(/^chat /);
+      expect(chat?.name).toBe('chat offline'); // the model that answered (no key: the offline one), as every series names it
       expect(chat?.kind).toBe(KIND.client);
       expect(chat?.attributes).toMatchObject({ 'gen_ai.request.model': expect.any(String), 'gen_ai.response.model': expect.any(String), 'gen_ai.usage.input_tokens': expect.any(Number), 'gen_ai.usage.output_tokens': expect.any(Number), 'baton.task_id': taskId });
     }
@@ -166,6 +166,11 @@ describe('traces across the bus and metrics from every service', () => {
     expect(o).toMatch(/^baton_model_turns_total\{team="research",model="offline[^"]*"\} [1-9]/m);
     // Spending shows from the first turn, at $0 with the offline model (a dashboard's cost panel reads 0, not "No data").
     expect(o).toMatch(/^baton_model_cost_usd_total\{team="research",model="offline[^"]*"\} 0$/m);
+    // One name for the model that answered, in every series: not the configured Claude model in one and "offline" in another.
+    for (const m of [o, await text(`${runner}/metrics`)]) {
+      expect(m).toMatch(/^baton_model_call_duration_seconds_count\{model="offline",outcome="ok"\} [1-9]/m);
+      expect(m).not.toMatch(/^baton_model_\w+\{[^}]*model="(?!offline")/m);
+    }
     expect(o).toMatch(/^baton_step_duration_seconds_count\{runs_in="orchestrator",team="research"\} [1-9]/m);
     expect(o).toMatch(/^baton_relay_published_total [1-9]/m);
     expect(o).toMatch(/^baton_relay_leading 1$/m);
@@ -182,6 +187,15 @@ describe('traces across the bus and metrics from every service', () => {
     const n = await text(`${notifier}/metrics`);
     expect(n).toMatch(/^baton_deliveries_total\{channel="webhook",outcome="delivered"\} [1-9]/m);
     expect((await fetch(`${notifier}/nothing`)).status).toBe(404);
+    // The relay's series only where a relay runs or its state is read: a runner's or notifier's constant 0 read as "no relay leads".
+    expect(gateway).toMatch(/^baton_relay_leading 1$/m);
+    for (const other of [r, n]) expect(other).not.toMatch(/^baton_relay_/m);
+    // Scrapes and probes make no trace (at a 5 s scrape, a trace every 5 s per replica, about nothing).
+    await fetch(`${stack.url}/readyz`);
+    await fetch(`${stack.url}/healthz`);
+    const requests = await text(`${stack.url}/metrics`);
+    expect(requests).toMatch(/^baton_http_requests_total\{method="GET",route="\/metrics",status="200"\} [1-9]/m);
+    expect(otlp.spans.filter((s) => s.service === 'baton-gateway' && /^GET \/(metrics|healthz|readyz)$/.test(s.name)).map((s) => s.name)).toEqual([]);
   });
   // The compose stack's Prometheus config and Grafana dashboard against a real Prometheus (Debian's;
   // .ci/run installs it): each job scrapes its service, and every query on the dashboard evaluates.

@@ -24,6 +24,17 @@ let defaultsStarted = false;
 const seconds = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 const longSeconds = [0.1, 0.5, 1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400];
 
+/**
+ * Export a metric defined on no registry (`registers: []`), once: for series only some processes
+ * measure — the relay's, in the orchestrators that run one and the gateway that reads its state —
+ * which every other process would otherwise export as a constant 0 that reads as a fact ("no relay
+ * leads").
+ */
+export function exportMetric<T extends client.Metric>(m: T): T {
+  if (!registry.getSingleMetric((m as unknown as { name: string }).name)) registry.registerMetric(m);
+  return m;
+}
+
 export const metrics = {
   // Agent loop (the orchestrator for leads, the runner for subagents).
   stepSeconds: new client.Histogram({
@@ -47,11 +58,12 @@ export const metrics = {
   // The log and the bus.
   appendSeconds: new client.Histogram({ name: 'baton_append_duration_seconds', help: 'Appends to the event log (one stream, one statement)', buckets: seconds, registers: [registry] }),
   eventsAppended: new client.Counter({ name: 'baton_events_appended_total', help: 'Events appended to the log', registers: [registry] }),
-  relayPublished: new client.Counter({ name: 'baton_relay_published_total', help: 'Messages the relay published to JetStream (acknowledged)', registers: [registry] }),
-  relayLagEvents: new client.Gauge({ name: 'baton_relay_lag_events', help: 'Transitions in the log the relay has not published yet (up to 1,000; log head vs checkpoint)', registers: [registry] }),
-  relayLagSeconds: new client.Gauge({ name: 'baton_relay_lag_seconds', help: 'Age of the oldest transition the relay has not published (0 when caught up)', registers: [registry] }),
-  relayLeading: new client.Gauge({ name: 'baton_relay_leading', help: '1 when a relay holds the leader lock for this database', registers: [registry] }),
-  relayLeader: new client.Gauge({ name: 'baton_relay_leader', help: '1 in the process whose relay holds the leader lock (which replica leads; baton_relay_leading says whether any does)', registers: [registry] }),
+  // The relay's: exported by the processes that run one or read its state (exportMetric).
+  relayPublished: new client.Counter({ name: 'baton_relay_published_total', help: 'Messages the relay published to JetStream (acknowledged)', registers: [] }),
+  relayLagEvents: new client.Gauge({ name: 'baton_relay_lag_events', help: 'Transitions in the log the relay has not published yet (up to 1,000; log head vs checkpoint)', registers: [] }),
+  relayLagSeconds: new client.Gauge({ name: 'baton_relay_lag_seconds', help: 'Age of the oldest transition the relay has not published (0 when caught up)', registers: [] }),
+  relayLeading: new client.Gauge({ name: 'baton_relay_leading', help: '1 when a relay holds the leader lock for this database', registers: [] }),
+  relayLeader: new client.Gauge({ name: 'baton_relay_leader', help: '1 in the process whose relay holds the leader lock (which replica leads; baton_relay_leading says whether any does)', registers: [] }),
   consumerPending: new client.Gauge({ name: 'baton_consumer_pending_messages', help: 'Messages a durable consumer has not been delivered yet (JetStream num_pending)', labelNames: ['consumer'] as const, registers: [registry] }),
   consumerAckPending: new client.Gauge({ name: 'baton_consumer_ack_pending_messages', help: 'Messages delivered and not yet acknowledged (JetStream num_ack_pending)', labelNames: ['consumer'] as const, registers: [registry] }),
   consumerRedelivered: new client.Gauge({ name: 'baton_consumer_redelivered_messages', help: 'Messages delivered more than once and still unacknowledged (JetStream num_redelivered)', labelNames: ['consumer'] as const, registers: [registry] }),

@@ -23,6 +23,9 @@ import { workspaceRoutes } from './routes/workspaces.ts';
 
 const WRITES = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
+/** Routes that make no trace: Prometheus' scrapes and the probes of Kubernetes or a load balancer (still counted and timed). */
+const UNTRACED_ROUTES: ReadonlySet<string> = new Set(['/metrics', '/healthz', '/readyz']);
+
 /** How long a request's headers and body may take to arrive (node checks every 30 s): 408 after. */
 export const REQUEST_TIMEOUT_MS = 120_000;
 
@@ -93,14 +96,14 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
 
-  // Each request: a server span (continuing the caller's W3C trace context, when it sends one),
+  // Each request (but scrapes and probes, which would make a trace every few seconds about nothing): a server span (continuing the caller's W3C trace context, when it sends one),
   // made the active context once the body is parsed, so what the handler appends carries it;
   // counted and timed by route when the response is sent. A task's routes put its id in the logs.
   app.decorateRequest('trace', null as unknown as FastifyRequest['trace']);
   app.addHook('onRequest', async (req) => {
     const route = req.routeOptions.url ?? 'unknown';
     req.trace = { span: null, context: null, startedAt: performance.now() };
-    if (!tracingOn()) return;
+    if (!tracingOn() || UNTRACED_ROUTES.has(route)) return;
     const h = req.headers;
     const parent = contextFromCarrier({ traceparent: typeof h.traceparent === 'string' ? h.traceparent : undefined, tracestate: typeof h.tracestate === 'string' ? h.tracestate : undefined });
     const span = tracer().startSpan(`${req.method} ${route}`, { kind: SpanKind.SERVER, attributes: { 'http.request.method': req.method, 'http.route': route, 'url.path': req.url.split('?')[0] ?? '/' } }, parent);
