@@ -51,6 +51,14 @@ export function payloadOf(m: WebhookMessage, state: TaskState, event: RecordedEv
   return JSON.stringify({ type: m.type, timestamp: new Date(timestamp * 1000).toISOString(), data: { task, ...(agent ? { agent } : {}), ...shown } });
 }
 
+/**
+ * An attempt as `baton_deliveries_total` counts it, as for mail: `failed` is given up (the last
+ * attempt allowed, or a person's redelivery, which is tried once), `retried` a failure the
+ * notifiers try again — so a panel or alert on `failed` counts what nobody will send any more.
+ */
+export const deliveryOutcome = (r: Pick<DeliveryResult, 'ok' | 'gone'>, s: Pick<Message, 'lastAttempt' | 'redeliveryId'>): 'delivered' | 'gone' | 'failed' | 'retried' =>
+  r.ok ? 'delivered' : r.gone ? 'gone' : s.lastAttempt || s.redeliveryId !== null ? 'failed' : 'retried';
+
 /** Sign, deliver and record one attempt (failed or not). */
 export async function sendMessage(d: SendDeps, s: Message): Promise<DeliveryResult> {
   const timestamp = Math.floor(d.now().getTime() / 1000);
@@ -65,7 +73,7 @@ export async function sendMessage(d: SendDeps, s: Message): Promise<DeliveryResu
     if (!res.ok) failSpan(span, new Error(redactCredentials(res.error ?? 'failed')));
     return res;
   });
-  metrics.deliveries.inc({ channel: 'webhook', outcome: r.ok ? 'delivered' : r.gone ? 'gone' : 'failed' });
+  metrics.deliveries.inc({ channel: 'webhook', outcome: deliveryOutcome(r, s) });
   metrics.deliverySeconds.observe({ channel: 'webhook' }, r.durationMs / 1000);
   const error = r.error === null ? null : redactCredentials(r.error);
   // Numbered as it is recorded: an automatic retry and a person's redelivery ending at once get two numbers.

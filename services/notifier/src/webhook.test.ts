@@ -4,6 +4,7 @@ import { recorded, stateOf } from '@baton/testing';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { webhookAgent } from './egress.ts';
+import { deliveryOutcome } from './send.ts';
 import { CLOCK_TOLERANCE_MS, deliver, endpointServes, needsState, sign, verify, webhookMessagesFor } from './webhook.ts';
 
 const secret = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
@@ -134,5 +135,16 @@ describe("a tenant endpoint's events", () => {
     const endpoint = { createdAt: new Date('2026-11-27T11:00:00.000Z') };
     const at = (ms: number) => ({ recordedAt: new Date(endpoint.createdAt.getTime() + ms).toISOString() });
     expect([at(1), at(0), at(-CLOCK_TOLERANCE_MS), at(-CLOCK_TOLERANCE_MS - 1), at(-60_000)].map((e) => endpointServes(endpoint, e))).toEqual([true, true, true, false, false]);
+  });
+});
+
+describe('baton_deliveries_total outcome of a webhook attempt', () => {
+  it('failed only when given up (the last attempt, or a redelivery, tried once); retried while the notifiers try again', () => {
+    const auto = { lastAttempt: false, redeliveryId: null };
+    expect(deliveryOutcome({ ok: true, gone: false }, auto)).toBe('delivered');
+    expect(deliveryOutcome({ ok: false, gone: true }, auto)).toBe('gone');
+    expect(deliveryOutcome({ ok: false, gone: false }, auto)).toBe('retried');
+    expect(deliveryOutcome({ ok: false, gone: false }, { ...auto, lastAttempt: true })).toBe('failed');
+    expect(deliveryOutcome({ ok: false, gone: false }, { ...auto, redeliveryId: '7' })).toBe('failed');
   });
 });
