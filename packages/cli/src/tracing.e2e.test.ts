@@ -1,5 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -213,6 +213,7 @@ describe('traces across the bus and metrics from every service', () => {
     }
     const dir = mkdtempSync(path.join(tmpdir(), 'baton-prometheus-'));
     writeFileSync(path.join(dir, 'prometheus.yml'), stringify(config));
+    copyFileSync(path.join(ROOT, 'infra/observability/alerts.yml'), path.join(dir, 'alerts.yml')); // its rule_files
     const webPort = await freePort();
     const prometheus: ChildProcess = spawn('prometheus', [`--config.file=${path.join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${path.join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${webPort}`], { stdio: 'ignore' });
     try {
@@ -222,6 +223,11 @@ describe('traces across the bus and metrics from every service', () => {
       await waitFor(async () => (await api<{ activeTargets: Target[] }>('targets').catch(() => null))?.data.activeTargets.filter((t) => t.health === 'up').length === 4, { what: 'Prometheus scraping the four services', timeoutMs: 30_000 });
       // Two scrapes of every target, so rate() has points to work with.
       await waitFor(async () => ((await query('count(count_over_time(process_cpu_seconds_total[1m]) >= 3)').catch(() => null))?.data.result as { value: [number, string] }[] | undefined)?.[0]?.value[1] === '4', { what: 'three samples from each target', timeoutMs: 30_000 });
+
+      // The alerts load, and none fires on this healthy stack (each one's trouble is tested by promtool: packages/k8s).
+      const groups = (await api<{ groups: { rules: { name: string; health: string; state: string }[] }[] }>('rules')).data.groups.flatMap((g) => g.rules);
+      expect(groups.length).toBeGreaterThan(0);
+      expect(groups.filter((r) => r.health === 'err' || r.state === 'firing').map((r) => r.name)).toEqual([]);
 
       const dashboard = JSON.parse(readFileSync(path.join(ROOT, 'infra/observability/grafana/dashboards/baton.json'), 'utf8')) as { panels: { type: string; title: string; targets?: { expr: string }[] }[] };
       const withData = new Set<string>();

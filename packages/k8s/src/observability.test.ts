@@ -1,10 +1,11 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { METRIC_NAMES, registry, startMetrics } from '@baton/telemetry';
 import { describe, expect, test } from 'vitest';
-import { parse } from 'yaml';
+import { parse, stringify } from 'yaml';
 
 /*
  * The compose stack's `observability` profile (docs/observability.md) checked offline: the compose
@@ -189,6 +190,69 @@ test.skipIf(!hasPromtool)('promtool: infra/observability/prometheus.yml is a val
   const r = spawnSync('promtool', ['check', 'config', path.join(OBS, 'prometheus.yml')], { encoding: 'utf8' });
   expect(r.stdout + r.stderr).toContain('SUCCESS');
   expect(r.status).toBe(0);
+});
+
+// Each alert fires on what it is for and not on a healthy deployment: promtool's own unit tests of the rules.
+test.skipIf(!hasPromtool)("promtool: every alert in infra/observability/alerts.yml fires on what it is for, and none on a healthy deployment", () => {
+  const rules = yamlAt(path.join(OBS, 'alerts.yml')) as { groups: { name: string; rules: Any[] }[] };
+  const alerts = rules.groups.flatMap((g) => g.rules.map((r: { alert: string }) => r.alert));
+  // Series over 20 minutes, one sample a minute: each alert's trouble, and a healthy deployment beside it.
+  const series = [
+    { series: 'up{job="notifier",instance="n:9466"}', values: '1 1 0x18' },
+    { series: 'up{job="gateway",instance="g:8080"}', values: '1x20' },
+    { series: 'baton_relay_lag_seconds{job="gateway",instance="g:8080"}', values: '0 0 0 0 0 120 180 240 300 360 420 480 540 600 660 720 780 840 900 960 1020' },
+    { series: 'baton_relay_leading{job="gateway",instance="g:8080"}', values: '1x10 0x10' },
+    { series: 'baton_stuck_tasks{job="gateway",instance="g:8080"}', values: '0x5 2x15' },
+    // (Unix seconds: the test's clock starts at 0.) One consumer's last dead letter at 1 min, the other's again at 30 min.
+    { series: 'baton_dead_letter_last_timestamp_seconds{job="gateway",instance="g:8080",consumer="runner-jobs"}', values: '60x40' },
+    { series: 'baton_dead_letter_last_timestamp_seconds{job="gateway",instance="g:8080",consumer="notifier-events"}', values: '60x29 1800x11' },
+    { series: 'baton_deliveries_total{job="notifier",instance="n:9466",channel="webhook",outcome="failed"}', values: '0x10 1 2x9' },
+    { series: 'baton_deliveries_total{job="notifier",instance="n:9466",channel="webhook",outcome="retried"}', values: '0+5x20' },
+    { series: 'baton_consumer_pending_messages{job="orchestrator",instance="o:9464",consumer="runner-jobs"}', values: '5000x20' },
+    { series: 'baton_consumer_pending_messages{job="orchestrator",instance="o:9464",consumer="notifier-events"}', values: '10x20' },
+  ];
+  const firing = (alertname: string, at: string, labels: Record<string, string>[]) => ({ eval_time: at, alertname, exp_alerts: labels.map((l) => ({ exp_labels: l })) });
+  const dir = mkdtempSync(path.join(tmpdir(), 'baton-alerts-'));
+  // The rules as they are, without their annotations (promtool would compare the texts too; their templates are checked by check rules).
+  const bare = { groups: rules.groups.map((g) => ({ ...g, rules: g.rules.map(({ annotations: _, ...r }: Any) => r) })) };
+  writeFileSync(path.join(dir, 'alerts.yml'), stringify(bare));
+  const tests = {
+    rule_files: [path.join(dir, 'alerts.yml')],
+    evaluation_interval: '1m',
+    tests: [
+      {
+        interval: '1m',
+        input_series: series,
+        alert_rule_test: [
+          firing('BatonServiceDown', '1m', []),
+          firing('BatonServiceDown', '5m', [{ severity: 'critical', job: 'notifier', instance: 'n:9466' }]),
+          firing('BatonRelayBehind', '5m', []),
+          firing('BatonRelayBehind', '9m', [{ severity: 'critical' }]),
+          firing('BatonNoRelayLeading', '11m', []),
+          firing('BatonNoRelayLeading', '13m', [{ severity: 'critical' }]),
+          firing('BatonStuckTasks', '10m', []),
+          firing('BatonStuckTasks', '16m', [{ severity: 'warning' }]),
+          firing('BatonDeadLetter', '20m', []),
+          firing('BatonDeadLetter', '31m', [{ severity: 'warning', consumer: 'notifier-events' }]),
+          firing('BatonDeliveriesGivenUp', '9m', []),
+          firing('BatonDeliveriesGivenUp', '12m', [{ severity: 'warning', channel: 'webhook' }]),
+          firing('BatonConsumerBacklog', '5m', []),
+          firing('BatonConsumerBacklog', '15m', [{ severity: 'warning', consumer: 'runner-jobs' }]),
+        ],
+      },
+    ],
+  };
+  expect(new Set(tests.tests[0]!.alert_rule_test.map((t) => t.alertname))).toEqual(new Set(alerts));
+  try {
+    expect(spawnSync('promtool', ['check', 'rules', path.join(OBS, 'alerts.yml')], { encoding: 'utf8' }).status).toBe(0);
+    const file = path.join(dir, 'alerts.test.yml');
+    writeFileSync(file, stringify(tests));
+    const r = spawnSync('promtool', ['test', 'rules', file], { encoding: 'utf8' });
+    expect(r.stdout + r.stderr).toContain('SUCCESS');
+    expect(r.status).toBe(0);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 // docker-compose validates the whole file offline (profiles, merges, interpolation); .ci/run installs it.
