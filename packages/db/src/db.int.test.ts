@@ -5,6 +5,7 @@ import { Migrator } from 'kysely/migration';
 import { ensureDatabase } from './admin.ts';
 import { claimNamespace, createDb, migrateToLatest, schemaReady, SchemaNotReadyError } from './db.ts';
 import { migrationProvider } from './migrations/index.ts';
+import { withSessionLock } from './transaction.ts';
 
 describe('createDb({ countQueries })', () => {
   test('counts pool queries, kysely queries and queries on a dedicated session of the pool', async ({ pg: { url } }) => {
@@ -139,5 +140,30 @@ describe('claimNamespace', () => {
       expect(['nsa', 'nsb']).toContain(a);
     }
     expect(await claimNamespace(pg.db.pool, 'nsc')).not.toBe('nsc');
+  });
+});
+
+describe('withSessionLock', () => {
+  test("callers of one name run one at a time, and their waiting holds no client of the pool: more waiters than the pool has clients, each needing a client of its own, all finish (they took the whole pool and the holder's work could not get one)", async ({ pg: { url } }) => {
+    const db = createDb(url, { max: 3 });
+    try {
+      let inside = 0;
+      let most = 0;
+      const one = (i: number) =>
+        withSessionLock(db.pool, 'baton.test', async () => {
+          inside++;
+          most = Math.max(most, inside);
+          // The work uses the pool too (a fork copies files and writes its log through other clients).
+          await db.pool.query('select pg_sleep(0.01)');
+          inside--;
+          return i;
+        });
+      expect(await Promise.all(Array.from({ length: 12 }, (_, i) => one(i)))).toEqual(Array.from({ length: 12 }, (_, i) => i));
+      expect(most).toBe(1);
+      // Nothing is left locked.
+      expect((await db.pool.query(`select count(*)::int as n from pg_locks where locktype = 'advisory' and database = (select oid from pg_database where datname = current_database())`)).rows[0].n).toBe(0);
+    } finally {
+      await db.close();
+    }
   });
 });

@@ -23,20 +23,35 @@ export async function inTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient
 /**
  * Run `fn` while holding a session advisory lock named `name` (one client of the pool holds it,
  * so `fn` may use other clients and several transactions): callers with the same name run one at
- * a time, across processes. The lock goes with the client's session if it dies; a client whose
- * unlock failed is destroyed rather than returned to the pool still holding it.
+ * a time, across processes. A caller waits for the lock without holding a client of the pool — it
+ * asks (`pg_try_advisory_lock`), gives the client back and asks again a little later — since
+ * callers waiting on `pg_advisory_lock` each held one: a dozen at once took the whole pool, and the
+ * holder's `fn` could then not get a client to finish (the gateway stalled, answering 503). The
+ * lock goes with the client's session if it dies; a client whose unlock failed is destroyed
+ * rather than returned to the pool still holding it.
  */
-export async function withSessionLock<T>(pool: pg.Pool, name: string, fn: () => Promise<T>): Promise<T> {
-  const client = await pool.connect();
-  let broken: Error | undefined;
-  try {
-    await client.query('select pg_advisory_lock(hashtext($1))', [name]);
+export async function withSessionLock<T>(pool: pg.Pool, name: string, fn: () => Promise<T>, o: { retryMs?: readonly number[] } = {}): Promise<T> {
+  const retryMs = o.retryMs ?? [5, 10, 25, 50, 100];
+  for (let attempt = 0; ; attempt++) {
+    const client = await pool.connect();
+    let held: boolean;
+    try {
+      held = (await client.query<{ held: boolean }>('select pg_try_advisory_lock(hashtext($1)) as held', [name])).rows[0]?.held === true;
+    } catch (err) {
+      client.release(err as Error);
+      throw err;
+    }
+    if (!held) {
+      client.release();
+      await new Promise((r) => setTimeout(r, retryMs[Math.min(attempt, retryMs.length - 1)] ?? 100));
+      continue;
+    }
+    let broken: Error | undefined;
     try {
       return await fn();
     } finally {
       await client.query('select pg_advisory_unlock(hashtext($1))', [name]).catch((err: Error) => (broken = err));
+      client.release(broken);
     }
-  } finally {
-    client.release(broken);
   }
 }
