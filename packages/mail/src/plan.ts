@@ -38,6 +38,17 @@ export function plannedMails(event: { type: string; data: unknown; metadata?: un
   return to.map((recipient) => ({ kind: 'end', moment, key: moment, recipient }));
 }
 
+/**
+ * The mail key of a request an event opened that has closed since (decided, timed out, the task
+ * ended): its mail is not sent any more (`plannedMails` plans none), but a claim of it that a
+ * notifier left when it stopped must still be settled. Null for any other event. Pure.
+ */
+export function closedRequestMailKey(event: { type: string; data: unknown }, state: TaskState): string | null {
+  if (!REQUEST_EVENTS.has(event.type)) return null;
+  const requestId = (event.data as { requestId?: unknown }).requestId;
+  return typeof requestId === 'string' && !state.pendingRequests[requestId] ? `request:${requestId}` : null;
+}
+
 /** Addresses once each, whatever their letters' case (`Ann@Example.com` is `ann@example.com`: one mail), the first spelling kept. Pure. */
 export function distinctAddresses(addresses: readonly string[]): string[] {
   const seen = new Set<string>();

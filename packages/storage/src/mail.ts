@@ -89,6 +89,22 @@ export async function settleMail(pool: Pick<pg.Pool, 'query'>, k: MailKey & { ho
   return (r.rowCount ?? 0) > 0;
 }
 
+/**
+ * Settle the claims of a mail that will not be sent any more (its request closed) left by a
+ * notifier that stopped (lease over): one handed over to the SMTP server becomes `unknown` (it may
+ * have gone out), one that was not `failed` (it never went). Returns what was settled.
+ */
+export async function settleAbandonedMail(pool: Pick<pg.Pool, 'query'>, k: { taskId: string; key: string; error: { unknown: string; failed: string } }): Promise<{ recipient: string; state: 'unknown' | 'failed' }[]> {
+  const { rows } = await pool.query<{ recipient: string; state: 'unknown' | 'failed' }>(
+    `update mail_sends set state = case when handed_over_at is null then 'failed' else 'unknown' end,
+            last_error = case when handed_over_at is null then $3 else $4 end, lease_until = null, updated_at = now()
+      where task_id = $1 and mail_key = $2 and state = 'sending' and lease_until <= now()
+      returning recipient, state`,
+    [k.taskId, k.key, k.error.failed, k.error.unknown],
+  );
+  return rows;
+}
+
 /** Where each mail of a task stands (for tests and operators). */
 export async function mailSends(pool: Pick<pg.Pool, 'query'>, taskId: string): Promise<{ key: string; recipient: string; state: string; attempts: number; lastError: string | null }[]> {
   const { rows } = await pool.query(`select mail_key, recipient, state, attempts, last_error from mail_sends where task_id = $1 order by mail_key, recipient`, [taskId]);

@@ -312,6 +312,24 @@ describe('the outbox', () => {
     expect((await listDeliveries(pg.db.pool, id)).map((d) => [d.attempt, d.ok, d.error])).toEqual([[0, false, expect.stringMatching(/^outcome unknown/)]]);
   });
 
+  test("a request's mail a notifier was sending when it stopped, the request closed since (it timed out while the deployment was down): settled and said in /deliveries, never sent", async ({ pg, nats }) => {
+    const id = await awaitingApproval(pg, { email: { to: ['ann@example.com', 'bob@example.com'], on: ['awaiting_input'] } });
+    const key = 'request:apr-lead-tu1';
+    // Ann's mail was being handed over, Bob's not yet, when the notifier was killed; then the request closed.
+    for (const recipient of ['ann@example.com', 'bob@example.com']) await claimMail(pg.db.pool, { taskId: id, key, recipient, messageId: '<m@x>', holder: 'killed', leaseMs: 1 });
+    await markHandingOver(pg.db.pool, { taskId: id, key, recipient: 'ann@example.com', holder: 'killed' });
+    await handleCommand(pg.store, id, { type: 'DecideApproval', requestId: 'apr-lead-tu1', decision: 'reject', reason: 'no answer in time', decidedBy: 'deadline' });
+    const stack = await startStack(pg, nats);
+    await waitFor(async () => (await mailSends(pg.db.pool, id)).every((m) => m.state !== 'sending'), { what: 'both claims settled' });
+    await stack.stop();
+    expect(smtp.received).toBe(0);
+    expect((await mailSends(pg.db.pool, id)).map((m) => [m.recipient, m.state])).toEqual([['ann@example.com', 'unknown'], ['bob@example.com', 'failed']]);
+    expect((await listDeliveries(pg.db.pool, id)).map((d) => [d.url, d.type, d.ok, d.givenUp, d.error]).sort()).toEqual([
+      ['mailto:ann@example.com', 'email.awaiting_input', false, true, expect.stringMatching(/^outcome unknown: .* the request has closed since; not sent again \(it may have gone out\)$/)],
+      ['mailto:bob@example.com', 'email.awaiting_input', false, true, 'not sent: the notifier sending it stopped before handing it over, and the request has closed since'],
+    ]);
+  });
+
   test('a notifier that stopped before the message went (connecting, at MAIL or RCPT): the next one sends it, once', async ({ pg, nats }) => {
     const { id, emailId } = await outboxTask(pg, ['ann@example.com']);
     await claimMail(pg.db.pool, { taskId: id, key: `email:${emailId}`, recipient: 'ann@example.com', messageId: '<m@x>', holder: 'killed', leaseMs: 1 });

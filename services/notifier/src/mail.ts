@@ -2,9 +2,9 @@ import type { BusEvent } from '@baton/bus';
 import { inSpan, metrics, SpanKind } from '@baton/telemetry';
 import { fold, type RecordedEvent, type RecordedEventOf, type TaskState } from '@baton/domain';
 import { handleCommand, type EventStore } from '@baton/event-store';
-import { endMail, mailIds, MAIL_EVENT_TYPES, mailToResend, outboxMail, plannedMails, requestMail, signLinkToken, type LinkAction, type ListedArtifact, type PlannedMail } from '@baton/mail';
+import { closedRequestMailKey, endMail, mailIds, MAIL_EVENT_TYPES, mailToResend, outboxMail, plannedMails, requestMail, signLinkToken, type LinkAction, type ListedArtifact, type PlannedMail } from '@baton/mail';
 import type { Logger } from '@baton/runtime';
-import { claimMail, MailClaimLostError, mailInFlight, mailSendState, markHandingOver, readArtifact, recordDelivery, recordMailResend, recordNextAttempt, settleMail, type ClaimedRedelivery } from '@baton/storage';
+import { claimMail, MailClaimLostError, mailInFlight, mailSendState, markHandingOver, readArtifact, recordDelivery, recordMailResend, recordNextAttempt, settleAbandonedMail, settleMail, type ClaimedRedelivery } from '@baton/storage';
 import type pg from 'pg';
 import { SendError, type Mailer, type OutgoingMail } from './mailer.ts';
 
@@ -81,12 +81,32 @@ export async function deliverMails(d: MailDeps, event: BusEvent, lastAttempt: bo
   const { events, recorded } = read;
   const state = fold(events);
   const planned = plannedMails(recorded, state);
+  const closed = closedRequestMailKey(recorded, state);
+  if (closed) await settleAbandoned(d, event, closed);
   let retry: MailRetry | null = null;
   for (const p of planned) {
     const r = await deliverOne(d, event, state, events, p, lastAttempt);
     if (r && (!retry || (r.delayMs ?? Infinity) < (retry.delayMs ?? Infinity))) retry = r;
   }
   return retry;
+}
+
+/**
+ * A request's mail claimed by a notifier that stopped mid-send, the request closed since (it timed
+ * out while the deployment was down, say): not sent again, but settled and said where a person
+ * looks — an attempt in /deliveries, as for a mail still planned — instead of left `sending`
+ * with no record while its links may be in someone's inbox.
+ */
+async function settleAbandoned(d: MailDeps, event: BusEvent, key: string): Promise<void> {
+  const error = {
+    unknown: 'outcome unknown: the notifier sending it stopped before recording what the SMTP server said, and the request has closed since; not sent again (it may have gone out)',
+    failed: 'not sent: the notifier sending it stopped before handing it over, and the request has closed since',
+  };
+  for (const s of await settleAbandonedMail(d.pool, { taskId: event.taskId, key, error })) {
+    const { deliveryId } = mailIds(event.taskId, key, s.recipient, new URL(d.publicUrl).hostname || 'baton');
+    await recordDelivery(d.pool, { channel: 'email', taskId: event.taskId, eventId: event.id, webhookId: deliveryId, type: 'email.awaiting_input', url: `mailto:${s.recipient}`, attempt: 0, statusCode: null, ok: false, error: error[s.state], durationMs: 0, givenUp: true });
+    d.log.warn({ taskId: event.taskId, key, recipient: s.recipient, state: s.state }, error[s.state]);
+  }
 }
 
 async function deliverOne(d: MailDeps, event: BusEvent, state: TaskState, events: RecordedEvent[], p: PlannedMail, last: boolean): Promise<MailRetry | null> {
