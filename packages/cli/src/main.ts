@@ -110,7 +110,8 @@ program
     const budget = opts.budgetUsd !== undefined || opts.budgetTokens !== undefined ? { ...(opts.budgetUsd !== undefined ? { usd: opts.budgetUsd } : {}), ...(opts.budgetTokens !== undefined ? { tokens: opts.budgetTokens } : {}) } : undefined;
     if (opts.example !== undefined && opts.workspace !== undefined) throw new Error('give --example or --workspace, not both: a task starts from one codebase');
     const workspace = opts.workspace !== undefined ? await workspaceFromPath(opts.workspace) : opts.example !== undefined ? { example: opts.example } : undefined;
-    const t = await client().request<TaskView>('POST', '/v1/tasks', { prompt: prompt.join(' '), team: opts.team, requirePlanApproval: opts.approval, approvalTimeoutSeconds: opts.timeout, ...(budget ? { budget } : {}), ...(workspace ? { workspace } : {}) });
+    // Under an Idempotency-Key of its own (the client's): a connection cut after it went is sent again as this task, not a second one.
+    const t = await client().submit({ prompt: prompt.join(' '), team: opts.team, requirePlanApproval: opts.approval, approvalTimeoutSeconds: opts.timeout, ...(budget ? { budget } : {}), ...(workspace ? { workspace } : {}) });
     console.log(describeTask(t));
     if (opts.watch) await watch(t.id);
   });
@@ -180,7 +181,7 @@ program
   .description('start a new task whose history is a copy of this one up to --at <version>')
   .requiredOption('--at <version>', 'version of the task stream to fork at', streamVersion)
   .action(async (taskId: string, opts: { at: number }) => {
-    console.log(describeTask(await client().request<TaskView>('POST', `/v1/tasks/${taskId}/fork`, { atVersion: opts.at })));
+    console.log(describeTask(await client().fork(taskId, opts.at)));
   });
 
 program

@@ -37,6 +37,64 @@ describe('BatonClient errors keep the server\'s words', () => {
   });
 });
 
+describe('a write whose connection is cut after it was sent', () => {
+  /** A gateway whose first `cuts` answers to each path are a closed socket (the request read and, for all the client knows, recorded). */
+  async function cutting(cuts: number, answer: (req: IncomingMessage, res: ServerResponse) => void) {
+    const seen: { path: string; key: string | undefined }[] = [];
+    const server = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        seen.push({ path: req.url ?? '', key: req.headers['idempotency-key'] as string | undefined });
+        if (seen.filter((x) => x.path === req.url).length <= cuts) req.socket.destroy();
+        else answer(req, res);
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    return { seen, url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, close: () => new Promise<void>((r) => server.close(() => r())) };
+  }
+  const task = (id: string) => JSON.stringify({ id, status: 'pending' });
+
+  it('a submit is sent again under the same Idempotency-Key (its own, when none is given): one task, answered as a replay', async () => {
+    const g = await cutting(1, (_req, res) => res.writeHead(201, { 'content-type': 'application/json', 'idempotent-replayed': 'true' }).end(task('t1')));
+    try {
+      const t = await new BatonClient(g.url).submit({ prompt: 'p' });
+      expect(t).toMatchObject({ id: 't1', replayed: true });
+      expect(g.seen).toHaveLength(2);
+      expect(g.seen[0]!.key).toMatch(/^baton-client-[0-9a-f-]{36}$/);
+      expect(g.seen[1]!.key).toBe(g.seen[0]!.key);
+      await new BatonClient(g.url).fork('t1', 3, { idempotencyKey: 'mine' });
+      expect(g.seen.filter((x) => x.path === '/v1/tasks/t1/fork').map((x) => x.key)).toEqual(['mine', 'mine']);
+    } finally {
+      await g.close();
+    }
+  });
+  it('a decision is sent again (the same decision by the same person is answered as made); a write that is not safe to repeat says it may have been recorded', async () => {
+    const g = await cutting(1, (_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(task('t')));
+    try {
+      const api = new BatonClient(g.url);
+      expect(await api.approve('t', 'apr-1')).toMatchObject({ id: 't' });
+      expect(await api.answer('t', 'clr-1', 'yes')).toMatchObject({ id: 't' });
+      expect(g.seen.map((x) => x.path)).toEqual(['/v1/tasks/t/approvals/apr-1', '/v1/tasks/t/approvals/apr-1', '/v1/tasks/t/answers/clr-1', '/v1/tasks/t/answers/clr-1']);
+      const err = await api.cancel('t').catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(UnreachableError);
+      expect(err).toMatchObject({ maybeRecorded: true, message: expect.stringMatching(/^no answer from the Baton gateway at .* after the request was sent: it may have been recorded — look before sending it again$/) });
+      expect(g.seen.filter((x) => x.path === '/v1/tasks/t/cancel')).toHaveLength(1);
+    } finally {
+      await g.close();
+    }
+  });
+  it('cut every time: given up after two more tries, saying it may have been recorded', async () => {
+    const g = await cutting(10, () => {});
+    try {
+      const err = await new BatonClient(g.url).reject('t', 'apr-1', 'no').catch((e: unknown) => e);
+      expect(err).toMatchObject({ maybeRecorded: true });
+      expect(g.seen).toHaveLength(3);
+    } finally {
+      await g.close();
+    }
+  });
+});
+
 const ev = (position: number, type: string) => `id: ${position}\nevent: ${type}\ndata: ${JSON.stringify({ id: `e${position}`, position, type, taskId: 't', data: {}, metadata: {} })}\n\n`;
 
 describe('follow', () => {

@@ -50,14 +50,43 @@ export class ApiError extends Error {
   }
 }
 
+/** Connection failures that happen before a request can have reached the gateway. */
+const NEVER_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
+
 export class UnreachableError extends Error {
   readonly url: string;
-  constructor(url: string, cause: unknown) {
-    super(`could not reach the Baton gateway at ${url} (${(cause as Error)?.cause instanceof Error ? ((cause as Error).cause as Error).message : (cause as Error)?.message ?? String(cause)})`, { cause });
+  /**
+   * A write whose connection failed after it was sent (the gateway closed or reset it, a proxy
+   * cut it): the gateway may have recorded it. False when it cannot have arrived (refused, no
+   * such host) or was a read.
+   */
+  readonly maybeRecorded: boolean;
+  constructor(url: string, cause: unknown, write = false) {
+    const inner = (cause as Error)?.cause instanceof Error ? ((cause as Error).cause as Error) : (cause as Error);
+    const why = inner?.message ?? String(cause);
+    const maybeRecorded = write && !NEVER_SENT.has((inner as { code?: string })?.code ?? '');
+    super(
+      maybeRecorded
+        ? `no answer from the Baton gateway at ${url} (${why}) after the request was sent: it may have been recorded — look before sending it again`
+        : `could not reach the Baton gateway at ${url} (${why})`,
+      { cause },
+    );
     this.name = new.target.name;
     this.url = url;
+    this.maybeRecorded = maybeRecorded;
   }
 }
+
+/**
+ * Waits before sending again a request the gateway may have recorded and that is safe to repeat:
+ * one under an Idempotency-Key (a submit, a fork: the same task is answered again) or a decision
+ * (the same decision by the same person is answered as made, not refused).
+ */
+const RESEND_AFTER_MS = [250, 1000];
+const isDecision = (p: string): boolean => /^\/v1\/tasks\/[^/]+\/(approvals|answers)\/[^/]+$/.test(p);
+
+/** A random id (Web Crypto: Node 20+ and browsers alike). */
+const randomId = (): string => globalThis.crypto.randomUUID();
 
 /** An event as the API returns it, with its data as an object. */
 export type ApiEvent = EventView & { data: Record<string, unknown>; metadata: Record<string, unknown> };
@@ -141,7 +170,7 @@ export class BatonClient {
       return await fetch(`${this.baseUrl}${p}`, { ...init, headers: { ...this.headers, ...(init.headers as Record<string, string> | undefined) } });
     } catch (err) {
       if ((err as Error).name === 'AbortError') throw err;
-      throw new UnreachableError(this.baseUrl || 'this page’s address', err);
+      throw new UnreachableError(this.baseUrl || 'this page’s address', err, (init.method ?? 'GET') !== 'GET');
     }
   }
 
@@ -159,20 +188,37 @@ export class BatonClient {
 
   /** `request`, with the answer's headers. */
   private async send<T>(method: string, p: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ body: T; headers: Headers }> {
-    const res = await this.fetch(p, { method, headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers }, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+    const init = { method, headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers }, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) };
+    // A write that may have been recorded, safe to repeat, is sent again (a cut connection, a gateway restarting under it).
+    const repeatable = method === 'POST' && (headers['idempotency-key'] !== undefined || isDecision(p));
+    let res: Response;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        res = await this.fetch(p, init);
+        break;
+      } catch (err) {
+        const wait = RESEND_AFTER_MS[attempt];
+        if (!(err instanceof UnreachableError && err.maybeRecorded && repeatable && wait !== undefined)) throw err;
+        await new Promise((r) => setTimeout(r, wait));
+      }
+    }
     const parsed = parseBody(await res.text());
     if (!res.ok) throw new ApiError(res.status, parsed, res.headers);
     return { body: parsed as T, headers: res.headers };
   }
 
-  /** Submit a task; `replayed` says the gateway answered an earlier request with this `idempotencyKey` (the same body) again. */
+  /**
+   * Submit a task; `replayed` says the gateway answered an earlier request with this
+   * `idempotencyKey` (the same body) again. Without one, a key of this call's own is sent, so a
+   * connection cut after the request went is sent again as the same task, not a second one.
+   */
   submit(task: SubmitTask, opts: { idempotencyKey?: string } = {}): Promise<Submitted> {
     return this.create('/v1/tasks', task, opts.idempotencyKey);
   }
 
-  /** POST that makes a task (a submit, a fork), under an Idempotency-Key if given: the task, and whether the gateway answered it as a replay. */
+  /** POST that makes a task (a submit, a fork), under an Idempotency-Key (the caller's, or one of its own): the task, and whether the gateway answered it as a replay. */
   private async create(p: string, body: unknown, idempotencyKey: string | undefined): Promise<Submitted> {
-    const r = await this.send<TaskView>('POST', p, body, idempotencyKey ? { 'idempotency-key': idempotencyKey } : {});
+    const r = await this.send<TaskView>('POST', p, body, { 'idempotency-key': idempotencyKey ?? `baton-client-${randomId()}` });
     return { ...r.body, replayed: r.headers.get('idempotent-replayed') === 'true' };
   }
   async task(id: string): Promise<TaskView> {

@@ -321,7 +321,20 @@ describe('approvals', () => {
   });
   it('deciding twice: the second decision is refused, naming the first', () => {
     const decided = [...waiting, { type: 'ApprovalRejected', data: { requestId: 'apr-1', reason: 'no', decidedBy: 'u' } } as DecidedEvent];
-    given(decided).when({ type: 'DecideApproval', requestId: 'apr-1', decision: 'approve', decidedBy: 'v' }).thenThrows(RequestAlreadyDecidedError, /already decided: rejected: no/);
+    given(decided).when({ type: 'DecideApproval', requestId: 'apr-1', decision: 'approve', decidedBy: 'v' }).thenThrows(RequestAlreadyDecidedError, /already decided: rejected: no \(by u at /);
+  });
+  it('the same decision made again by the same person (a retry that never saw its answer) records nothing and is no refusal; anyone else, or another decision, is refused naming who decided', () => {
+    const edited = { type: 'ApprovalGranted', data: { requestId: 'apr-1', input: { agent: 'researcher', prompt: 'narrow' }, edited: true, decidedBy: 'key:ab12cd34@acme' } } as DecidedEvent;
+    const approved = [...waiting, edited];
+    given(approved).when({ type: 'DecideApproval', requestId: 'apr-1', decision: 'approve', input: { prompt: 'narrow', agent: 'researcher' }, decidedBy: 'key:ab12cd34@acme' }).then([]);
+    given(approved).when({ type: 'DecideApproval', requestId: 'apr-1', decision: 'approve', input: { agent: 'researcher', prompt: 'wider' }, decidedBy: 'key:ab12cd34@acme' }).thenThrows(RequestAlreadyDecidedError, /approved with edits \(by key:ab12cd34@acme at /);
+    given(approved).when({ type: 'DecideApproval', requestId: 'apr-1', decision: 'approve', decidedBy: 'key:ab12cd34@acme' }).thenThrows(RequestAlreadyDecidedError);
+    given(approved).when({ type: 'DecideApproval', requestId: 'apr-1', decision: 'approve', input: { agent: 'researcher', prompt: 'narrow' }, decidedBy: 'key:99999999@acme' }).thenThrows(RequestAlreadyDecidedError, /by key:ab12cd34@acme/);
+    const rejected = [...waiting, { type: 'ApprovalRejected', data: { requestId: 'apr-1', reason: 'no', decidedBy: 'u' } } as DecidedEvent];
+    given(rejected).when({ type: 'DecideApproval', requestId: 'apr-1', decision: 'reject', reason: 'no', decidedBy: 'u' }).then([]);
+    given(rejected).when({ type: 'DecideApproval', requestId: 'apr-1', decision: 'reject', reason: 'not now', decidedBy: 'u' }).thenThrows(RequestAlreadyDecidedError);
+    const timedOut = [...waiting, { type: 'ApprovalTimedOut', data: { requestId: 'apr-1', action: 'reject' } } as DecidedEvent];
+    given(timedOut).when({ type: 'DecideApproval', requestId: 'apr-1', decision: 'reject', reason: 'no', decidedBy: 'u' }).thenThrows(RequestAlreadyDecidedError, /timed out \(rejected\) \(by its deadline at /);
   });
   it('unknown request, a clarification answered as an approval, or a final task are refused', () => {
     given(waiting).when({ type: 'DecideApproval', requestId: 'nope', decision: 'approve', decidedBy: 'u' }).thenThrows(RequestNotFoundError);

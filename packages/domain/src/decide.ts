@@ -1,5 +1,5 @@
 import type { Command, DecidedEvent } from './commands.ts';
-import { own } from './ids.ts';
+import { canonicalJson, own } from './ids.ts';
 import {
   IllegalTransitionError,
   InvalidCommandError,
@@ -10,7 +10,7 @@ import {
 } from './errors.ts';
 import { budgetReached, describeSpend, openBudgetRequest, raisedLimit, spentOf, type BudgetRequest } from './budget.ts';
 import { overlappingLocks, planProblems, reworkFor, startsRoundOfChanges } from './plan.ts';
-import { activeAgents, exists, isFinal, loopOf, MAX_REMINDERS, planIsRunning, type AgentLoopState, type AgentState, type OpenToolUse, type TaskState } from './state.ts';
+import { activeAgents, DEADLINE_ACTOR, exists, isFinal, loopOf, MAX_REMINDERS, planIsRunning, type AgentLoopState, type AgentState, type OpenToolUse, type TaskState } from './state.ts';
 
 /**
  * decide(command, state) → the events that record it, or a typed error.
@@ -202,6 +202,7 @@ export function decide(command: Command, state: TaskState): DecidedEvent[] {
     }
 
     case 'DecideApproval': {
+      if (repeatsDecision(state, command)) return [];
       const req = requireOpenRequest(state, command.requestId, command.type);
       if (req.kind === 'budget') return decideBudget(state, req, command);
       if (req.kind !== 'approval') throw new InvalidCommandError(`request '${req.requestId}' is a ${req.kind} request, not an approval`, { requestId: req.requestId });
@@ -218,7 +219,7 @@ export function decide(command: Command, state: TaskState): DecidedEvent[] {
       // A deadline that fires after a decision is a no-op, not an error: the poller just moves on.
       const req = exists(state) && !isFinal(state) ? own(state.pendingRequests, command.requestId) : undefined;
       if (!req) return [];
-      if (req.kind === 'budget') return stopAtBudget(state, req, { reason: 'no decision before the deadline', decidedBy: 'baton:deadline', timedOut: true });
+      if (req.kind === 'budget') return stopAtBudget(state, req, { reason: 'no decision before the deadline', decidedBy: DEADLINE_ACTOR, timedOut: true });
       if (req.kind === 'approval') return [{ type: 'ApprovalTimedOut', data: { requestId: req.requestId, action: req.onTimeout, agentId: req.agentId } }];
       return [{ type: 'ClarificationTimedOut', data: { requestId: req.requestId, agentId: req.agentId } }];
     }
@@ -233,6 +234,7 @@ export function decide(command: Command, state: TaskState): DecidedEvent[] {
     }
 
     case 'AnswerClarification': {
+      if (repeatsDecision(state, command)) return [];
       const req = requireOpenRequest(state, command.requestId, command.type);
       if (req.kind !== 'clarification') throw new InvalidCommandError(`request '${req.requestId}' is ${req.kind === 'approval' ? 'an approval' : 'a budget request'}, not a clarification`, { requestId: req.requestId });
       // One answer per question, in order (the agent reads them as pairs), or one for them all.
@@ -373,10 +375,26 @@ function requireAsker(state: TaskState, agentId: string, toolUseId: string, comm
   checkUse(requireOpenToolUse(state, toolUseId, command, agentId));
 }
 
+/**
+ * The decision a request already has, made again by the same person in the same words (a client
+ * that never saw its answer and sends it again): nothing new to record, and no refusal — the
+ * retry succeeds as the first attempt did. Anyone else's decision, or a different one, is refused
+ * (RequestAlreadyDecidedError says whose). Budget decisions are not matched (a raise by the same
+ * person twice is refused, naming the first).
+ */
+function repeatsDecision(state: TaskState, c: Extract<Command, { type: 'DecideApproval' | 'AnswerClarification' }>): boolean {
+  const d = own(state.decidedRequests, c.requestId);
+  if (!d?.by) return false;
+  if (c.type === 'AnswerClarification') return d.by === c.answeredBy && d.decision === 'answered' && canonicalJson(d.answers) === canonicalJson(c.answers);
+  if (d.by !== c.decidedBy || c.budget !== undefined) return false;
+  if (c.decision === 'reject') return d.decision === `rejected: ${c.reason ?? 'no reason given'}`;
+  return c.input === undefined ? d.decision === 'approved' : d.decision === 'approved with edits' && canonicalJson(c.input) === canonicalJson(d.approvedInput);
+}
+
 function requireOpenRequest(state: TaskState, requestId: string, command: string) {
   if (!exists(state)) throw new IllegalTransitionError(command, 'not submitted');
   const decided = own(state.decidedRequests, requestId);
-  if (decided) throw new RequestAlreadyDecidedError(requestId, decided.decision);
+  if (decided) throw new RequestAlreadyDecidedError(requestId, decided);
   if (isFinal(state)) throw new TaskFinalError(command, state.status);
   const req = own(state.pendingRequests, requestId);
   if (!req) throw new RequestNotFoundError(requestId);

@@ -1,3 +1,5 @@
+import { DEADLINE_ACTOR } from './state.ts';
+
 /**
  * Domain errors: a few classes, each with a stable `code` that the gateway maps to an HTTP
  * status in exactly one place. They are user faults (the command does not fit the state);
@@ -42,10 +44,20 @@ export class RequestNotFoundError extends DomainError {
   }
 }
 
-/** A request was decided already (two clicks, two replicas, a retry): the first decision stands. */
+/**
+ * A request was decided already (two clicks, two replicas, another person): the first decision
+ * stands. Says how, by whom and when, so a client that never saw its own answer can tell whether
+ * the decision was its own.
+ */
 export class RequestAlreadyDecidedError extends DomainError {
-  constructor(requestId: string, decision: string) {
-    super('request_already_decided', `request '${requestId}' was already decided: ${decision}`, { requestId, decision });
+  constructor(requestId: string, decided: { decision: string; by?: string | undefined; at: string }) {
+    const who = decided.by === undefined ? '' : decided.by === DEADLINE_ACTOR ? 'by its deadline ' : `by ${decided.by} `;
+    super('request_already_decided', `request '${requestId}' was already decided: ${decided.decision} (${who}at ${decided.at})`, {
+      requestId,
+      decision: decided.decision,
+      decidedBy: decided.by ?? null,
+      decidedAt: decided.at,
+    });
   }
 }
 

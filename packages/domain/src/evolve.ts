@@ -4,6 +4,7 @@ import { briefSummary } from './text.ts';
 import { reworkByLocks, startsRoundOfChanges, type ReviewIssue, type Rework } from './plan.ts';
 import {
   addUsage,
+  DEADLINE_ACTOR,
   deriveStatus,
   emptyUsage,
   initialState,
@@ -175,13 +176,13 @@ export function evolve(state: TaskState, event: RecordedEvent): TaskState {
     case 'BudgetRaised': {
       const d = event.data;
       const limit = [d.limit.usd !== null ? `$${d.limit.usd}` : null, d.limit.tokens !== null ? `${d.limit.tokens} tokens` : null].filter(Boolean).join(', ');
-      s = closeRequest(s, d.requestId, { decision: `raised to ${limit}`, at });
+      s = closeRequest(s, d.requestId, { decision: `raised to ${limit}`, at, by: d.decidedBy });
       s.budget = d.limit;
       for (const id of d.resumes) s = updateAgent(s, id, (a) => (a.status === 'paused' && a.heldByBudget ? { ...a, status: 'dispatched', heldByBudget: false } : a));
       break;
     }
     case 'BudgetRefused':
-      s = closeRequest(s, event.data.requestId, { decision: event.data.timedOut ? 'timed out (stopped)' : `stopped: ${event.data.reason}`, at });
+      s = closeRequest(s, event.data.requestId, { decision: event.data.timedOut ? 'timed out (stopped)' : `stopped: ${event.data.reason}`, at, by: event.data.decidedBy });
       break;
     case 'ApprovalRequested': {
       const d = event.data;
@@ -192,7 +193,7 @@ export function evolve(state: TaskState, event: RecordedEvent): TaskState {
     case 'ApprovalGranted': {
       const req = s.pendingRequests[event.data.requestId];
       const decision = event.data.edited ? 'approved with edits' : 'approved';
-      s = closeRequest(s, event.data.requestId, { decision, at, approvedInput: event.data.input });
+      s = closeRequest(s, event.data.requestId, { decision, at, by: event.data.decidedBy, approvedInput: event.data.input });
       if (req && req.kind !== 'budget') s = resumeWith(s, req.agentId, req.toolUseId, { approvedInput: event.data.input });
       break;
     }
@@ -200,14 +201,14 @@ export function evolve(state: TaskState, event: RecordedEvent): TaskState {
     case 'ApprovalTimedOut': {
       const req = s.pendingRequests[event.data.requestId];
       if (event.type === 'ApprovalTimedOut' && event.data.action === 'approve' && req?.kind === 'approval') {
-        s = closeRequest(s, event.data.requestId, { decision: 'timed out (approved)', at, approvedInput: req.input });
+        s = closeRequest(s, event.data.requestId, { decision: 'timed out (approved)', at, by: DEADLINE_ACTOR, approvedInput: req.input });
         s = resumeWith(s, req.agentId, req.toolUseId, { approvedInput: req.input });
         break;
       }
       const reason = event.type === 'ApprovalRejected' ? event.data.reason : 'no decision before the deadline';
       const result = { content: `The user rejected the plan: ${reason}`, isError: false };
       const decision = event.type === 'ApprovalRejected' ? `rejected: ${event.data.reason}` : 'timed out (rejected)';
-      s = closeRequest(s, event.data.requestId, { decision, at, result });
+      s = closeRequest(s, event.data.requestId, { decision, at, by: event.type === 'ApprovalRejected' ? event.data.decidedBy : DEADLINE_ACTOR, result });
       if (req && req.kind !== 'budget') s = resumeWith(s, req.agentId, req.toolUseId, { result });
       break;
     }
@@ -224,7 +225,7 @@ export function evolve(state: TaskState, event: RecordedEvent): TaskState {
         event.type === 'ClarificationAnswered'
           ? { content: formatAnswers(req?.kind === 'clarification' ? req.questions : [], event.data.answers), isError: false }
           : { content: 'The user did not answer before the deadline. Proceed with your best judgement and state the assumptions you make.', isError: false };
-      s = closeRequest(s, event.data.requestId, { decision: event.type === 'ClarificationAnswered' ? 'answered' : 'timed out (unanswered)', at, result });
+      s = closeRequest(s, event.data.requestId, event.type === 'ClarificationAnswered' ? { decision: 'answered', at, by: event.data.answeredBy, answers: event.data.answers, result } : { decision: 'timed out (unanswered)', at, by: DEADLINE_ACTOR, result });
       if (req && req.kind !== 'budget') s = resumeWith(s, req.agentId, req.toolUseId, { result });
       break;
     }

@@ -214,9 +214,16 @@ export type PendingRequest =
  * can resume from the state alone: run the tool with `approvedInput`, or take `result` as
  * the tool result.
  */
+/** Who a deadline's decision is by, in the log (`decidedBy`) and in `DecidedRequest.by`. */
+export const DEADLINE_ACTOR = 'baton:deadline';
+
 export interface DecidedRequest {
   decision: string;
   at: string;
+  /** Who decided (an actor as the log names it; `baton:deadline` when the deadline did). */
+  by?: string | undefined;
+  /** A clarification's answers, as given. */
+  answers?: string[] | undefined;
   agentId?: string | undefined;
   toolUseId?: string | undefined;
   approvedInput?: Record<string, unknown> | undefined;

@@ -389,7 +389,12 @@ describe('reads, tenancy, errors', () => {
     expect(ok.json()).toMatchObject({ status: 'running', pendingRequests: [] });
     const again = await app.inject({ method: 'POST', url: `/v1/tasks/${id}/approvals/apr-1`, payload: { decision: 'reject' } });
     expect(again.statusCode).toBe(409);
-    expect(again.json().error.message).toMatch(/already decided: approved with edits/);
+    expect(again.json().error.message).toMatch(/already decided: approved with edits \(by \S+ at \d{4}-/);
+    expect(again.json().error.details).toEqual({ requestId: 'apr-1', decision: 'approved with edits', decidedBy: expect.any(String), decidedAt: expect.any(String) });
+    // The same decision sent again by whoever made it (a client that never saw its answer): answered as made, nothing recorded.
+    const version = ok.json().version as number;
+    const repeat = await app.inject({ method: 'POST', url: `/v1/tasks/${id}/approvals/apr-1`, payload: { decision: 'approve', input: { prompt: 'narrower', agent: 'researcher' } } });
+    expect([repeat.statusCode, repeat.headers['idempotent-replayed'], repeat.json().version]).toEqual([200, 'true', version]);
     const unknown = await app.inject({ method: 'POST', url: `/v1/tasks/${id}/answers/nope`, payload: { answers: 'x' } });
     expect(unknown.statusCode).toBe(404);
     const at1 = await app.inject({ method: 'GET', url: `/v1/tasks/${id}/state?at=1` });

@@ -53,7 +53,7 @@ describe('mailed decision links', () => {
     for (const again of [app.inject({ method: 'GET', url: `/mail/decide?token=${token}` }), app.inject({ method: 'POST', url: '/mail/decide', ...form([['token', token]]) })]) {
       const r = await again;
       expect(r.statusCode).toBe(409);
-      expect(r.body).toMatch(/Already decided[\s\S]*decided already: approved/);
+      expect(r.body).toMatch(/Already decided[\s\S]*was already decided: approved \(by mail:ann@example.com at \d{4}-[^)]*\)\. Nothing was changed\./);
     }
     expect((await loadTask(pg.store, id)).events).toHaveLength(events.length);
   });

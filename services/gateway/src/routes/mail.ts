@@ -1,4 +1,4 @@
-import { DomainError, exists, isFinal, own, type Command, type PendingRequest, type TaskState } from '@baton/domain';
+import { DomainError, exists, isFinal, own, RequestAlreadyDecidedError, type Command, type PendingRequest, type TaskState } from '@baton/domain';
 import { escapeHtml, renderMarkdown, verifyLinkToken, type LinkAction, type LinkClaims } from '@baton/mail';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { z } from 'zod';
@@ -89,7 +89,7 @@ export const mailRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     if (!exists(loaded.state) || loaded.state.tenantId !== claims.t) throw new Page(404, 'No such task', para('This link names a task this server does not have for its tenant. Nothing was decided.'));
     const state = loaded.state;
     const decided = own(state.decidedRequests, claims.r);
-    if (decided) throw new Page(409, 'Already decided', `${para(`This request was decided already: ${decided.decision} (${decided.at}). Nothing was changed.`)}${consoleLink(state.id)}`);
+    if (decided) throw new Page(409, 'Already decided', `${para(`${new RequestAlreadyDecidedError(claims.r, decided).message}. Nothing was changed.`)}${consoleLink(state.id)}`);
     if (isFinal(state)) throw new Page(409, `The task is ${state.status}`, `${para('Nothing is waiting for a decision any more. Nothing was changed.')}${consoleLink(state.id)}`);
     const request = own(state.pendingRequests, claims.r);
     if (!request) throw new Page(404, 'No such request', `${para('The task has no such request. Nothing was changed.')}${consoleLink(state.id)}`);

@@ -7,7 +7,7 @@ import { mailToResend } from '@baton/mail';
 import { ArtifactVersionNotKeptError, copyTaskFiles, findDelivery, findEndpoint, listDeliveries, mailInFlight, mailSendState, readArtifactVersion, requestRedelivery, storeWorkspace } from '@baton/storage';
 import multipart from '@fastify/multipart';
 import type { ZodTypeProvider } from '@fastify/type-provider-zod';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { GatewayDeps } from '../deps.ts';
 import { HttpError, notFound } from '../errors.ts';
 import { AgentParams, AnswerBody, ApprovalBody, ArtifactParams, CancelBody, DeliveryParams, ForkBody, NoBody, RequestParams, AtQuery, SubmitTaskBody, succeedsWith, TaskIdParams } from './schemas.ts';
@@ -85,19 +85,22 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
   });
 
   /** Run a user command against a visible task (retried on version conflicts) and answer with the task; `visible`: the task loaded already. */
-  const command = async (req: FastifyRequest, taskId: string, make: (s: TaskState) => Command, visible?: LoadedTask) => {
+  const command = async (req: FastifyRequest, reply: FastifyReply, taskId: string, make: (s: TaskState) => Command, visible?: LoadedTask) => {
     const task = visible ?? (await loadVisibleTask(d, req, taskId));
-    return toTaskView((await runTaskCommand(d, taskId, task, make, req.actor)).state);
+    const res = await runTaskCommand(d, taskId, task, make, req.actor);
+    // Nothing recorded: the same decision by the same person, made again (a retry that never saw its answer).
+    if (res.events.length === 0) void reply.header('idempotent-replayed', 'true');
+    return toTaskView(res.state);
   };
 
-  r.post('/v1/tasks/:id/approvals/:requestId', { schema: { params: RequestParams, body: ApprovalBody, tags: ['requests'], summary: 'Approve (optionally with edited input) or reject a request' } }, async (req) => {
+  r.post('/v1/tasks/:id/approvals/:requestId', { schema: { params: RequestParams, body: ApprovalBody, tags: ['requests'], summary: 'Approve (optionally with edited input) or reject a request' } }, async (req, reply) => {
     const { id, requestId } = req.params;
     const body = req.body;
     const visible = await loadVisibleTask(d, req, id);
     // An edit is checked against the configuration the run is pinned to, not this gateway's current
     // one (an agent added since would pass here and fail in the run, the approval used up).
     const team = body.input !== undefined ? await d.catalog.resolve(visible.state.team, visible.state.lead?.configVersion) : undefined;
-    return command(req, id, (s) => {
+    return command(req, reply, id, (s) => {
       const open = own(s.pendingRequests, requestId);
       let input = body.input;
       if (body.decision === 'approve' && input !== undefined && open?.kind === 'approval') {
@@ -113,13 +116,13 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     }, visible);
   });
 
-  r.post('/v1/tasks/:id/answers/:requestId', { schema: { params: RequestParams, body: AnswerBody, tags: ['requests'], summary: 'Answer a clarification request' } }, async (req) => {
+  r.post('/v1/tasks/:id/answers/:requestId', { schema: { params: RequestParams, body: AnswerBody, tags: ['requests'], summary: 'Answer a clarification request' } }, async (req, reply) => {
     const answers = typeof req.body.answers === 'string' ? [req.body.answers] : req.body.answers;
-    return command(req, req.params.id, () => ({ type: 'AnswerClarification', requestId: req.params.requestId, answers, answeredBy: req.actor }));
+    return command(req, reply, req.params.id, () => ({ type: 'AnswerClarification', requestId: req.params.requestId, answers, answeredBy: req.actor }));
   });
 
-  r.post('/v1/tasks/:id/cancel', { schema: { params: TaskIdParams, body: CancelBody, tags: ['tasks'], summary: 'Cancel a task' } }, async (req) => {
-    return command(req, req.params.id, () => ({ type: 'CancelTask', reason: req.body?.reason ?? 'cancelled by user', requestedBy: req.actor }));
+  r.post('/v1/tasks/:id/cancel', { schema: { params: TaskIdParams, body: CancelBody, tags: ['tasks'], summary: 'Cancel a task' } }, async (req, reply) => {
+    return command(req, reply, req.params.id, () => ({ type: 'CancelTask', reason: req.body?.reason ?? 'cancelled by user', requestedBy: req.actor }));
   });
 
   r.post('/v1/tasks/:id/fork', { schema: { params: TaskIdParams, body: ForkBody, response: succeedsWith(201, 'The new task'), tags: ['tasks'], summary: 'Fork a task: a new task whose history is a copy up to a version, which then continues' } }, async (req, reply) => {
