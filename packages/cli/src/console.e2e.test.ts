@@ -269,6 +269,31 @@ describe('the web console, in Chromium', () => {
     await waitFor(async () => (await task(id)).status === 'cancelled', { what: 'the task cancelled' });
   });
 
+  it('a submit whose answer is lost after the gateway recorded it is one task: sent again by itself, and a click again after it gave up is the same task', async () => {
+    const prompt = `Lost answers ${Date.now()}`;
+    // The request reaches the gateway (the task is recorded); its answer never reaches the page.
+    let lose = 3;
+    await page.route('**/v1/tasks', async (route) => {
+      if (route.request().method() !== 'POST' || lose === 0) return route.continue();
+      lose--;
+      await route.fetch();
+      return route.abort('connectionreset');
+    });
+    await page.goto(`${url}/#/tasks`);
+    const form = page.locator('form.new-task');
+    await form.getByLabel('prompt').fill(prompt);
+    await form.getByRole('button', { name: 'Submit' }).click();
+    // Three tries (the client's own two resends), all lost: the page says it may have been recorded.
+    await form.page().getByText(/it may have been recorded/).first().waitFor();
+    expect(lose).toBe(0);
+    await form.getByRole('button', { name: 'Submit' }).click();
+    await page.locator('.task-head h2', { hasText: prompt }).waitFor();
+    await page.unroute('**/v1/tasks');
+    const made = (await api.list({ search: prompt })).items;
+    expect(made).toHaveLength(1);
+    await api.request('POST', `/v1/tasks/${made[0]!.id}/cancel`, { reason: 'done looking' });
+  });
+
   it('a task from the form starts from an example project or an uploaded .tar.gz; an upload not yet chosen, or not an archive, is named', async () => {
     await page.goto(`${url}/#/tasks`);
     const form = page.locator('form.new-task');

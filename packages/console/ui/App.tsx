@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
-import { api, apiKey, ApiError, isFinalStatus, listTasks, watchTasks, type TaskListItem, type TaskView, type TeamInfo } from './api.ts';
+import { api, apiKey, ApiError, isFinalStatus, listTasks, submitTask, watchTasks, type TaskListItem, type TeamInfo } from './api.ts';
 import { createdWhen, mergeTask, reaches, settle, TASK_CHANGED } from './task-list.ts';
 import { Chat } from './Chat.tsx';
 import { ErrorLine } from './ErrorLine.tsx';
@@ -150,6 +150,12 @@ function NewTask({ teams }: { teams: TeamInfo[] }) {
   const [examples, setExamples] = useState<Example[]>([]);
   const [workspace, setWorkspace] = useState('');
   const [archive, setArchive] = useState<File | null>(null);
+  // This form's Idempotency-Key: the same until the task is created or the form changes, so a click
+  // again after a lost answer is the task already made, not a second one.
+  const sendKey = useRef(crypto.randomUUID());
+  useEffect(() => {
+    sendKey.current = crypto.randomUUID();
+  }, [prompt, team, approve, budget, workspace, archive]);
   const { error, setError, busy, run } = useAction();
   /** The field the last refusal of the form names (marked invalid, focused). */
   const [bad, setBad] = useState<'prompt' | 'budget' | 'archive' | null>(null);
@@ -172,9 +178,10 @@ function NewTask({ teams }: { teams: TeamInfo[] }) {
     setBad(null);
     const t = await run(async () => {
       const ws = workspace.startsWith(EXAMPLE) ? { example: workspace.slice(EXAMPLE.length) } : workspace === UPLOAD && archive ? { archiveBase64: await base64Of(archive), name: archive.name } : undefined;
-      return api<TaskView>('POST', '/v1/tasks', { prompt, team, requirePlanApproval: approve, ...(usd !== undefined ? { budget: { usd } } : {}), ...(ws ? { workspace: ws } : {}) });
+      return submitTask({ prompt, team, requirePlanApproval: approve, ...(usd !== undefined ? { budget: { usd } } : {}), ...(ws ? { workspace: ws } : {}) }, sendKey.current);
     }, 'Task created.');
     if (!t) return;
+    sendKey.current = crypto.randomUUID();
     setPrompt('');
     openTask(t.id);
   };

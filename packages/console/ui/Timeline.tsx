@@ -1,5 +1,5 @@
 import { useEffect, useRef, useState } from 'react';
-import { api, download, type EventView, type TaskView } from './api.ts';
+import { api, download, forkTask, type EventView, type TaskView } from './api.ts';
 import { agentOf, describe, onTaskStream, statusText } from './describe.ts';
 import { ErrorLine } from './ErrorLine.tsx';
 import { busyProps } from './a11y.tsx';
@@ -21,7 +21,7 @@ export function Timeline({ task, events }: { task: TaskView; events: EventView[]
   // One fork per click: a double-click does not make two tasks.
   const forking = useAction();
   const fork = async (version: number): Promise<void> => {
-    const t = await forking.run(() => api<TaskView>('POST', `/v1/tasks/${task.id}/fork`, { atVersion: version }), `Forked from version ${version}: the new task opens.`);
+    const t = await forking.run(() => forkTask(task.id, version), `Forked from version ${version}: the new task opens.`);
     if (!t) return;
     window.dispatchEvent(new Event('baton:tasks-changed'));
     go(`#/tasks/${t.id}`);

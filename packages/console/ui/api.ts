@@ -22,6 +22,16 @@ const client = (): BatonClient => new BatonClient('', apiKey.get() || undefined)
 /** Call the API; a refusal throws an ApiError whose message is the API's own. */
 export const api = <T>(method: string, url: string, body?: unknown): Promise<T> => client().request<T>(method, url, body);
 
+/**
+ * Submit a task under `idempotencyKey` (the form keeps one until it is sent or changed: clicking
+ * again after an answer that never came is the same task, not a second one); a cut connection is
+ * sent again by the client itself.
+ */
+export const submitTask = (body: Parameters<BatonClient['submit']>[0], idempotencyKey: string): Promise<TaskView> => client().submit(body, { idempotencyKey });
+
+/** Fork a task at a version (under a key of the client's: a cut connection is sent again as the same fork). */
+export const forkTask = (taskId: string, atVersion: number): Promise<TaskView> => client().fork(taskId, atVersion);
+
 /** One page of your tasks (the API's list query: status, team, search, cursor…). */
 export const listTasks = (q: Parameters<BatonClient['list']>[0]): ReturnType<BatonClient['list']> => client().list(q);
 
