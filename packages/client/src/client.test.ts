@@ -68,13 +68,16 @@ describe('a write whose connection is cut after it was sent', () => {
       await g.close();
     }
   });
-  it('a decision is sent again (the same decision by the same person is answered as made); a write that is not safe to repeat says it may have been recorded', async () => {
+  it('a decision is sent again under its own Idempotency-Key (answered as made); a write that is not safe to repeat says it may have been recorded', async () => {
     const g = await cutting(1, (_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(task('t')));
     try {
       const api = new BatonClient(g.url);
       expect(await api.approve('t', 'apr-1')).toMatchObject({ id: 't' });
       expect(await api.answer('t', 'clr-1', 'yes')).toMatchObject({ id: 't' });
       expect(g.seen.map((x) => x.path)).toEqual(['/v1/tasks/t/approvals/apr-1', '/v1/tasks/t/approvals/apr-1', '/v1/tasks/t/answers/clr-1', '/v1/tasks/t/answers/clr-1']);
+      // Each decision under a key of its own, the same when sent again.
+      expect(g.seen.map((x) => x.key)).toEqual([g.seen[0]!.key, g.seen[0]!.key, g.seen[2]!.key, g.seen[2]!.key]);
+      expect(new Set(g.seen.map((x) => x.key)).size).toBe(2);
       const err = await api.cancel('t').catch((e: unknown) => e);
       expect(err).toBeInstanceOf(UnreachableError);
       expect(err).toMatchObject({ maybeRecorded: true, message: expect.stringMatching(/^no answer from the Baton gateway at .* after the request was sent: it may have been recorded — look before sending it again$/) });

@@ -79,8 +79,8 @@ export class UnreachableError extends Error {
 
 /**
  * Waits before sending again a request the gateway may have recorded and that is safe to repeat:
- * one under an Idempotency-Key (a submit, a fork: the same task is answered again) or a decision
- * (the same decision by the same person is answered as made, not refused).
+ * one under an Idempotency-Key — a submit, a fork (the same task is answered again), a decision
+ * (answered as made, not refused as decided already).
  */
 const RESEND_AFTER_MS = [250, 1000];
 const isDecision = (p: string): boolean => /^\/v1\/tasks\/[^/]+\/(approvals|answers)\/[^/]+$/.test(p);
@@ -187,10 +187,12 @@ export class BatonClient {
   }
 
   /** `request`, with the answer's headers. */
-  private async send<T>(method: string, p: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ body: T; headers: Headers }> {
+  private async send<T>(method: string, p: string, body?: unknown, given: Record<string, string> = {}): Promise<{ body: T; headers: Headers }> {
+    // A decision goes under an Idempotency-Key of its own too: sent again with it, it is answered as made.
+    const headers = method === 'POST' && isDecision(p) && given['idempotency-key'] === undefined ? { ...given, 'idempotency-key': `baton-client-${randomId()}` } : given;
     const init = { method, headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers }, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) };
-    // A write that may have been recorded, safe to repeat, is sent again (a cut connection, a gateway restarting under it).
-    const repeatable = method === 'POST' && (headers['idempotency-key'] !== undefined || isDecision(p));
+    // A write that may have been recorded, safe to repeat (under its key), is sent again (a cut connection, a gateway restarting under it).
+    const repeatable = method === 'POST' && headers['idempotency-key'] !== undefined;
     let res: Response;
     for (let attempt = 0; ; attempt++) {
       try {

@@ -44,11 +44,13 @@ export type Command =
       /** A budget request's new limit (measures not named keep theirs); required to approve one. */
       budget?: { usd?: number | undefined; tokens?: number | undefined } | undefined;
       decidedBy: string;
+      /** The request's Idempotency-Key: sent again with it, the decision is answered as made (nothing recorded). */
+      idempotencyKey?: string | undefined;
     }
   | { type: 'TimeOutApproval'; requestId: string }
   | { type: 'TimeOutClarification'; requestId: string }
   | ({ type: 'RequestClarification' } & EventData<'ClarificationRequested'>)
-  | { type: 'AnswerClarification'; requestId: string; answers: string[]; answeredBy: string }
+  | { type: 'AnswerClarification'; requestId: string; answers: string[]; answeredBy: string; idempotencyKey?: string | undefined }
   /** An agent's send_email call: the mail goes to the outbox (a no-op if this email was recorded already). */
   | ({ type: 'RequestEmail' } & EventData<'EmailRequested'>)
   /** The notifier's outcome of an outbox mail (a no-op once the email has one). */

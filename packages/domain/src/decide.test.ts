@@ -8,6 +8,7 @@ import { CUT_OFF_TOOL_USE } from './evolve.ts';
 import {
   IllegalTransitionError,
   InvalidCommandError,
+  IdempotencyKeyReusedError,
   RequestAlreadyDecidedError,
   RequestNotFoundError,
   StaleAttemptError,
@@ -323,18 +324,19 @@ describe('approvals', () => {
     const decided = [...waiting, { type: 'ApprovalRejected', data: { requestId: 'apr-1', reason: 'no', decidedBy: 'u' } } as DecidedEvent];
     given(decided).when({ type: 'DecideApproval', requestId: 'apr-1', decision: 'approve', decidedBy: 'v' }).thenThrows(RequestAlreadyDecidedError, /already decided: rejected: no \(by u at /);
   });
-  it('the same decision made again by the same person (a retry that never saw its answer) records nothing and is no refusal; anyone else, or another decision, is refused naming who decided', () => {
-    const edited = { type: 'ApprovalGranted', data: { requestId: 'apr-1', input: { agent: 'researcher', prompt: 'narrow' }, edited: true, decidedBy: 'key:ab12cd34@acme' } } as DecidedEvent;
+  it('a decision sent again under its Idempotency-Key records nothing and is no refusal; the key with another decision is refused; without the key, or with another, a decided request is refused naming who decided', () => {
+    const edited = { type: 'ApprovalGranted', data: { requestId: 'apr-1', input: { agent: 'researcher', prompt: 'narrow' }, edited: true, decidedBy: 'key:ab12cd34@acme', idempotencyKey: 'k1' } } as DecidedEvent;
     const approved = [...waiting, edited];
-    given(approved).when({ type: 'DecideApproval', requestId: 'apr-1', decision: 'approve', input: { prompt: 'narrow', agent: 'researcher' }, decidedBy: 'key:ab12cd34@acme' }).then([]);
-    given(approved).when({ type: 'DecideApproval', requestId: 'apr-1', decision: 'approve', input: { agent: 'researcher', prompt: 'wider' }, decidedBy: 'key:ab12cd34@acme' }).thenThrows(RequestAlreadyDecidedError, /approved with edits \(by key:ab12cd34@acme at /);
-    given(approved).when({ type: 'DecideApproval', requestId: 'apr-1', decision: 'approve', decidedBy: 'key:ab12cd34@acme' }).thenThrows(RequestAlreadyDecidedError);
-    given(approved).when({ type: 'DecideApproval', requestId: 'apr-1', decision: 'approve', input: { agent: 'researcher', prompt: 'narrow' }, decidedBy: 'key:99999999@acme' }).thenThrows(RequestAlreadyDecidedError, /by key:ab12cd34@acme/);
-    const rejected = [...waiting, { type: 'ApprovalRejected', data: { requestId: 'apr-1', reason: 'no', decidedBy: 'u' } } as DecidedEvent];
-    given(rejected).when({ type: 'DecideApproval', requestId: 'apr-1', decision: 'reject', reason: 'no', decidedBy: 'u' }).then([]);
-    given(rejected).when({ type: 'DecideApproval', requestId: 'apr-1', decision: 'reject', reason: 'not now', decidedBy: 'u' }).thenThrows(RequestAlreadyDecidedError);
+    const again = { type: 'DecideApproval', requestId: 'apr-1', decision: 'approve', input: { prompt: 'narrow', agent: 'researcher' }, decidedBy: 'key:ab12cd34@acme' } as const;
+    given(approved).when({ ...again, idempotencyKey: 'k1' }).then([]);
+    given(approved).when({ ...again, input: { agent: 'researcher', prompt: 'wider' }, idempotencyKey: 'k1' }).thenThrows(IdempotencyKeyReusedError, /already used for another decision of request 'apr-1' \(approved with edits\)/);
+    // Another click, by the same key's holder or anyone: the request is decided already, and by whom.
+    given(approved).when(again).thenThrows(RequestAlreadyDecidedError, /approved with edits \(by key:ab12cd34@acme at /);
+    given(approved).when({ ...again, idempotencyKey: 'k2' }).thenThrows(RequestAlreadyDecidedError);
+    const rejected = [...waiting, { type: 'ApprovalRejected', data: { requestId: 'apr-1', reason: 'no', decidedBy: 'u', idempotencyKey: 'k3' } } as DecidedEvent];
+    given(rejected).when({ type: 'DecideApproval', requestId: 'apr-1', decision: 'reject', reason: 'no', decidedBy: 'u', idempotencyKey: 'k3' }).then([]);
     const timedOut = [...waiting, { type: 'ApprovalTimedOut', data: { requestId: 'apr-1', action: 'reject' } } as DecidedEvent];
-    given(timedOut).when({ type: 'DecideApproval', requestId: 'apr-1', decision: 'reject', reason: 'no', decidedBy: 'u' }).thenThrows(RequestAlreadyDecidedError, /timed out \(rejected\) \(by its deadline at /);
+    given(timedOut).when({ type: 'DecideApproval', requestId: 'apr-1', decision: 'reject', reason: 'no', decidedBy: 'u', idempotencyKey: 'k3' }).thenThrows(RequestAlreadyDecidedError, /timed out \(rejected\) \(by its deadline at /);
   });
   it('unknown request, a clarification answered as an approval, or a final task are refused', () => {
     given(waiting).when({ type: 'DecideApproval', requestId: 'nope', decision: 'approve', decidedBy: 'u' }).thenThrows(RequestNotFoundError);

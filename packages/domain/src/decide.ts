@@ -2,6 +2,7 @@ import type { Command, DecidedEvent } from './commands.ts';
 import { canonicalJson, own } from './ids.ts';
 import {
   IllegalTransitionError,
+  IdempotencyKeyReusedError,
   InvalidCommandError,
   RequestAlreadyDecidedError,
   RequestNotFoundError,
@@ -209,9 +210,9 @@ export function decide(command: Command, state: TaskState): DecidedEvent[] {
       if (command.budget !== undefined) throw new InvalidCommandError(`budget goes with a budget request; '${req.requestId}' is an approval`, { requestId: req.requestId });
       if (command.decision === 'approve') {
         const edited = command.input !== undefined;
-        return [{ type: 'ApprovalGranted', data: { requestId: req.requestId, input: command.input ?? req.input, edited, decidedBy: command.decidedBy, agentId: req.agentId } }];
+        return [{ type: 'ApprovalGranted', data: { requestId: req.requestId, input: command.input ?? req.input, edited, decidedBy: command.decidedBy, agentId: req.agentId, ...keyOf(command) } }];
       }
-      return [{ type: 'ApprovalRejected', data: { requestId: req.requestId, reason: command.reason ?? 'no reason given', decidedBy: command.decidedBy, agentId: req.agentId } }];
+      return [{ type: 'ApprovalRejected', data: { requestId: req.requestId, reason: command.reason ?? 'no reason given', decidedBy: command.decidedBy, agentId: req.agentId, ...keyOf(command) } }];
     }
 
     case 'TimeOutApproval':
@@ -241,7 +242,7 @@ export function decide(command: Command, state: TaskState): DecidedEvent[] {
       const asked = req.questions.length;
       if (command.answers.length > 1 && command.answers.length !== asked)
         throw new InvalidCommandError(`request '${req.requestId}' asks ${asked} question${asked === 1 ? '' : 's'}: give one answer per question, in order, or one answer for all (${command.answers.length} were given)`, { requestId: req.requestId });
-      return [{ type: 'ClarificationAnswered', data: { requestId: req.requestId, answers: command.answers, answeredBy: command.answeredBy, agentId: req.agentId } }];
+      return [{ type: 'ClarificationAnswered', data: { requestId: req.requestId, answers: command.answers, answeredBy: command.answeredBy, agentId: req.agentId, ...keyOf(command) } }];
     }
 
     case 'RequestEmail': {
@@ -376,20 +377,28 @@ function requireAsker(state: TaskState, agentId: string, toolUseId: string, comm
 }
 
 /**
- * The decision a request already has, made again by the same person in the same words (a client
- * that never saw its answer and sends it again): nothing new to record, and no refusal — the
- * retry succeeds as the first attempt did. Anyone else's decision, or a different one, is refused
- * (RequestAlreadyDecidedError says whose). Budget decisions are not matched (a raise by the same
- * person twice is refused, naming the first).
+ * A decision sent again under the Idempotency-Key it was recorded with (a client that never saw
+ * its answer): nothing new to record, and no refusal — the retry succeeds as the first attempt
+ * did. The same key with another decision is refused (idempotency_key_reused); without a key, or
+ * with another, a decided request is refused naming how, by whom and when.
  */
 function repeatsDecision(state: TaskState, c: Extract<Command, { type: 'DecideApproval' | 'AnswerClarification' }>): boolean {
   const d = own(state.decidedRequests, c.requestId);
-  if (!d?.by) return false;
-  if (c.type === 'AnswerClarification') return d.by === c.answeredBy && d.decision === 'answered' && canonicalJson(d.answers) === canonicalJson(c.answers);
-  if (d.by !== c.decidedBy || c.budget !== undefined) return false;
-  if (c.decision === 'reject') return d.decision === `rejected: ${c.reason ?? 'no reason given'}`;
-  return c.input === undefined ? d.decision === 'approved' : d.decision === 'approved with edits' && canonicalJson(c.input) === canonicalJson(d.approvedInput);
+  if (!c.idempotencyKey || d?.key !== c.idempotencyKey) return false;
+  const same =
+    c.type === 'AnswerClarification'
+      ? d.decision === 'answered' && canonicalJson(d.answers) === canonicalJson(c.answers)
+      : c.decision === 'reject'
+        ? d.decision === `rejected: ${c.reason ?? 'no reason given'}`
+        : c.input === undefined
+          ? d.decision === 'approved'
+          : d.decision === 'approved with edits' && canonicalJson(c.input) === canonicalJson(d.approvedInput);
+  if (!same) throw new IdempotencyKeyReusedError(`this Idempotency-Key was already used for another decision of request '${c.requestId}' (${d.decision})`, { requestId: c.requestId });
+  return true;
 }
+
+/** A decision's Idempotency-Key for its event, when it was sent with one. */
+const keyOf = (c: { idempotencyKey?: string | undefined }): { idempotencyKey?: string } => (c.idempotencyKey ? { idempotencyKey: c.idempotencyKey } : {});
 
 function requireOpenRequest(state: TaskState, requestId: string, command: string) {
   if (!exists(state)) throw new IllegalTransitionError(command, 'not submitted');

@@ -11,6 +11,7 @@ export type DomainErrorCode =
   | 'request_not_found'
   | 'request_already_decided'
   | 'invalid_command'
+  | 'idempotency_key_reused'
   | 'stale_attempt';
 
 export class DomainError extends Error {
@@ -58,6 +59,13 @@ export class RequestAlreadyDecidedError extends DomainError {
       decidedBy: decided.by ?? null,
       decidedAt: decided.at,
     });
+  }
+}
+
+/** An Idempotency-Key sent again with another request than the one it was first used for. */
+export class IdempotencyKeyReusedError extends DomainError {
+  constructor(message: string, details?: Record<string, unknown>) {
+    super('idempotency_key_reused', message, details);
   }
 }
 

@@ -120,8 +120,9 @@ export const eventDataSchemas = {
   }),
   // Decisions name the agent they resume (absent in events recorded before it was added),
   // so the relay can route a runner job without reading the task.
-  ApprovalGranted: z.object({ requestId: RequestId, input: z.record(z.string(), z.unknown()), edited: z.boolean(), decidedBy: z.string(), agentId: AgentId.optional() }),
-  ApprovalRejected: z.object({ requestId: RequestId, reason: z.string(), decidedBy: z.string(), agentId: AgentId.optional() }),
+  // `idempotencyKey`: the decision request's Idempotency-Key, if it sent one (the same key again is answered as this decision).
+  ApprovalGranted: z.object({ requestId: RequestId, input: z.record(z.string(), z.unknown()), edited: z.boolean(), decidedBy: z.string(), agentId: AgentId.optional(), idempotencyKey: z.string().optional() }),
+  ApprovalRejected: z.object({ requestId: RequestId, reason: z.string(), decidedBy: z.string(), agentId: AgentId.optional(), idempotencyKey: z.string().optional() }),
   ApprovalTimedOut: z.object({ requestId: RequestId, action: TimeoutAction, agentId: AgentId.optional() }),
   ClarificationRequested: z.object({
     requestId: RequestId,
@@ -132,7 +133,7 @@ export const eventDataSchemas = {
     options: z.array(z.string()).optional(),
     deadline: z.iso.datetime().optional(),
   }),
-  ClarificationAnswered: z.object({ requestId: RequestId, answers: z.array(z.string()).min(1), answeredBy: z.string(), agentId: AgentId.optional() }),
+  ClarificationAnswered: z.object({ requestId: RequestId, answers: z.array(z.string()).min(1), answeredBy: z.string(), agentId: AgentId.optional(), idempotencyKey: z.string().optional() }),
   /** Nobody answered before the deadline: the agent is told so and goes on with its best judgement. */
   ClarificationTimedOut: z.object({ requestId: RequestId, agentId: AgentId.optional() }),
   SubagentDispatched: z.object({

@@ -193,7 +193,7 @@ export function evolve(state: TaskState, event: RecordedEvent): TaskState {
     case 'ApprovalGranted': {
       const req = s.pendingRequests[event.data.requestId];
       const decision = event.data.edited ? 'approved with edits' : 'approved';
-      s = closeRequest(s, event.data.requestId, { decision, at, by: event.data.decidedBy, approvedInput: event.data.input });
+      s = closeRequest(s, event.data.requestId, { decision, at, by: event.data.decidedBy, key: event.data.idempotencyKey, approvedInput: event.data.input });
       if (req && req.kind !== 'budget') s = resumeWith(s, req.agentId, req.toolUseId, { approvedInput: event.data.input });
       break;
     }
@@ -208,7 +208,7 @@ export function evolve(state: TaskState, event: RecordedEvent): TaskState {
       const reason = event.type === 'ApprovalRejected' ? event.data.reason : 'no decision before the deadline';
       const result = { content: `The user rejected the plan: ${reason}`, isError: false };
       const decision = event.type === 'ApprovalRejected' ? `rejected: ${event.data.reason}` : 'timed out (rejected)';
-      s = closeRequest(s, event.data.requestId, { decision, at, by: event.type === 'ApprovalRejected' ? event.data.decidedBy : DEADLINE_ACTOR, result });
+      s = closeRequest(s, event.data.requestId, event.type === 'ApprovalRejected' ? { decision, at, by: event.data.decidedBy, key: event.data.idempotencyKey, result } : { decision, at, by: DEADLINE_ACTOR, result });
       if (req && req.kind !== 'budget') s = resumeWith(s, req.agentId, req.toolUseId, { result });
       break;
     }
@@ -225,7 +225,7 @@ export function evolve(state: TaskState, event: RecordedEvent): TaskState {
         event.type === 'ClarificationAnswered'
           ? { content: formatAnswers(req?.kind === 'clarification' ? req.questions : [], event.data.answers), isError: false }
           : { content: 'The user did not answer before the deadline. Proceed with your best judgement and state the assumptions you make.', isError: false };
-      s = closeRequest(s, event.data.requestId, event.type === 'ClarificationAnswered' ? { decision: 'answered', at, by: event.data.answeredBy, answers: event.data.answers, result } : { decision: 'timed out (unanswered)', at, by: DEADLINE_ACTOR, result });
+      s = closeRequest(s, event.data.requestId, event.type === 'ClarificationAnswered' ? { decision: 'answered', at, by: event.data.answeredBy, answers: event.data.answers, key: event.data.idempotencyKey, result } : { decision: 'timed out (unanswered)', at, by: DEADLINE_ACTOR, result });
       if (req && req.kind !== 'budget') s = resumeWith(s, req.agentId, req.toolUseId, { result });
       break;
     }

@@ -224,6 +224,8 @@ export interface DecidedRequest {
   by?: string | undefined;
   /** A clarification's answers, as given. */
   answers?: string[] | undefined;
+  /** The Idempotency-Key the decision was sent with, if any. */
+  key?: string | undefined;
   agentId?: string | undefined;
   toolUseId?: string | undefined;
   approvedInput?: Record<string, unknown> | undefined;

@@ -384,17 +384,23 @@ describe('reads, tenancy, errors', () => {
     expect(verifyJunk.json().error.message).toMatch(/body\.junk/);
     expect((await app.inject({ method: 'POST', url: `/v1/tasks/${id}/verify`, payload: {} })).statusCode).toBe(200);
     expect((await app.inject({ method: 'POST', url: `/v1/tasks/${id}/verify` })).statusCode).toBe(200);
-    const ok = await app.inject({ method: 'POST', url: `/v1/tasks/${id}/approvals/apr-1`, payload: { decision: 'approve', input: { agent: 'researcher', prompt: 'narrower' } } });
+    const ok = await app.inject({ method: 'POST', url: `/v1/tasks/${id}/approvals/apr-1`, headers: { 'idempotency-key': 'decision-1' }, payload: { decision: 'approve', input: { agent: 'researcher', prompt: 'narrower' } } });
     expect(ok.statusCode).toBe(200);
     expect(ok.json()).toMatchObject({ status: 'running', pendingRequests: [] });
     const again = await app.inject({ method: 'POST', url: `/v1/tasks/${id}/approvals/apr-1`, payload: { decision: 'reject' } });
     expect(again.statusCode).toBe(409);
     expect(again.json().error.message).toMatch(/already decided: approved with edits \(by \S+ at \d{4}-/);
     expect(again.json().error.details).toEqual({ requestId: 'apr-1', decision: 'approved with edits', decidedBy: expect.any(String), decidedAt: expect.any(String) });
-    // The same decision sent again by whoever made it (a client that never saw its answer): answered as made, nothing recorded.
+    // The decision sent again under its Idempotency-Key (a client that never saw its answer): answered as made, nothing recorded.
     const version = ok.json().version as number;
-    const repeat = await app.inject({ method: 'POST', url: `/v1/tasks/${id}/approvals/apr-1`, payload: { decision: 'approve', input: { prompt: 'narrower', agent: 'researcher' } } });
+    const decideAgain = (key: string | null, input: Record<string, unknown>) =>
+      app.inject({ method: 'POST', url: `/v1/tasks/${id}/approvals/apr-1`, headers: key ? { 'idempotency-key': key } : {}, payload: { decision: 'approve', input } });
+    const repeat = await decideAgain('decision-1', { prompt: 'narrower', agent: 'researcher' });
     expect([repeat.statusCode, repeat.headers['idempotent-replayed'], repeat.json().version]).toEqual([200, 'true', version]);
+    // The same click without the key (another person, or another page): decided already, by whom; the key with another decision: 422.
+    expect((await decideAgain(null, { agent: 'researcher', prompt: 'narrower' })).json().error.code).toBe('request_already_decided');
+    const reused = await decideAgain('decision-1', { agent: 'researcher', prompt: 'wider' });
+    expect([reused.statusCode, reused.json().error.code]).toEqual([422, 'idempotency_key_reused']);
     const unknown = await app.inject({ method: 'POST', url: `/v1/tasks/${id}/answers/nope`, payload: { answers: 'x' } });
     expect(unknown.statusCode).toBe(404);
     const at1 = await app.inject({ method: 'GET', url: `/v1/tasks/${id}/state?at=1` });

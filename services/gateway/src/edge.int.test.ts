@@ -288,7 +288,8 @@ describe('SSE connection caps', () => {
 
 describe('SSE backpressure', () => {
   test('a client that reads nothing: its stream waits for it to take what was written, and is cut after sseStallMs, freeing its slot; one that reads gets every event, one that reads slowly too (a long history goes in pieces, each taken in time)', async ({ pg, nats }) => {
-    const app = await gateway(pg, nats, { limits: { sseStallMs: 300 } });
+    // (Long enough that a reader pausing 15 ms at a time on a loaded machine is never taken for a stalled one.)
+    const app = await gateway(pg, nats, { limits: { sseStallMs: 2000 } });
     await app.listen({ port: 0, host: '127.0.0.1' });
     const port = (app.server.address() as { port: number }).port;
     const sse = async () => Number(/^baton_sse_connections (\d+)$/m.exec((await app.inject({ method: 'GET', url: '/metrics' })).body)?.[1]);

@@ -47,6 +47,7 @@ export const DOMAIN_STATUS: Record<DomainError['code'], number> = {
   request_not_found: 404,
   request_already_decided: 409,
   invalid_command: 422,
+  idempotency_key_reused: 422,
   stale_attempt: 409,
 };
 

@@ -15,7 +15,7 @@ import { runTaskCommand } from './commands.ts';
 import { checkSubmission, submitTask } from './submit.ts';
 import { readMultipartSubmission, resolveWorkspace, submitBodyLimit } from './workspace-input.ts';
 
-/** The request's Idempotency-Key (POST /v1/tasks, fork), if it sent one: 1..255 characters. */
+/** The request's Idempotency-Key (POST /v1/tasks, fork, a decision), if it sent one: 1..255 characters. */
 function idempotencyKey(req: FastifyRequest): string | undefined {
   const header = req.headers['idempotency-key'];
   const key = typeof header === 'string' ? header.trim() : undefined;
@@ -88,7 +88,7 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
   const command = async (req: FastifyRequest, reply: FastifyReply, taskId: string, make: (s: TaskState) => Command, visible?: LoadedTask) => {
     const task = visible ?? (await loadVisibleTask(d, req, taskId));
     const res = await runTaskCommand(d, taskId, task, make, req.actor);
-    // Nothing recorded: the same decision by the same person, made again (a retry that never saw its answer).
+    // Nothing recorded: a decision sent again under its Idempotency-Key (a retry that never saw its answer).
     if (res.events.length === 0) void reply.header('idempotent-replayed', 'true');
     return toTaskView(res.state);
   };
@@ -112,13 +112,13 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
           input = parsed.value;
         }
       }
-      return { type: 'DecideApproval', requestId, decision: body.decision, input, reason: body.reason, budget: body.budget, decidedBy: req.actor };
+      return { type: 'DecideApproval', requestId, decision: body.decision, input, reason: body.reason, budget: body.budget, decidedBy: req.actor, idempotencyKey: idempotencyKey(req) };
     }, visible);
   });
 
   r.post('/v1/tasks/:id/answers/:requestId', { schema: { params: RequestParams, body: AnswerBody, tags: ['requests'], summary: 'Answer a clarification request' } }, async (req, reply) => {
     const answers = typeof req.body.answers === 'string' ? [req.body.answers] : req.body.answers;
-    return command(req, reply, req.params.id, () => ({ type: 'AnswerClarification', requestId: req.params.requestId, answers, answeredBy: req.actor }));
+    return command(req, reply, req.params.id, () => ({ type: 'AnswerClarification', requestId: req.params.requestId, answers, answeredBy: req.actor, idempotencyKey: idempotencyKey(req) }));
   });
 
   r.post('/v1/tasks/:id/cancel', { schema: { params: TaskIdParams, body: CancelBody, tags: ['tasks'], summary: 'Cancel a task' } }, async (req, reply) => {
