@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { isGlob } from '@baton/domain';
+import { cutText, isGlob } from '@baton/domain';
 import { call, calls, firstPrompt, oneLine, rejectedPlans, text, type Play } from './offline-script.ts';
 import { WORKSPACE_FILES_HEADING } from './teams.ts';
 
@@ -53,7 +53,7 @@ const engineeringLead: Play = (req, turn) => {
   try {
     outcome = JSON.parse(result) as typeof outcome;
   } catch {
-    return { content: [text(`The plan could not run: ${result.slice(0, 500)}`)], stopReason: 'end_turn' };
+    return { content: [text(`The plan could not run: ${cutText(result, 500)}`)], stopReason: 'end_turn' };
   }
   const parts = (outcome.subtasks ?? []).map((s) => `${s.id}: ${s.status}${s.summary ? ` — ${s.summary}` : ''}`);
   const review = outcome.review ? ` Review: ${outcome.review.verdict} after ${outcome.review.rounds} round(s) of changes — ${outcome.review.summary}` : '';
@@ -71,7 +71,7 @@ function briefOf(brief: string): { id: string; dir: string; file: string | null;
   const file = isGlob(lock) ? null : lock;
   const dir = file ? path.posix.dirname(file) : lock.replace(/\/?\*.*$/, '') || '.';
   const issues = [...brief.matchAll(/^- \[\w+\] ([^:\s]+)(?::\d+)?: exported function `(\w+)` has no doc comment/gm)].map((m) => ({ file: m[1] ?? '', name: m[2] ?? '' }));
-  const description = oneLine(/Your subtask: (.*)/.exec(brief)?.[1] ?? brief, 160).replace(/[^\p{L}\p{N} .,:;()/-]/gu, '').slice(0, 120);
+  const description = cutText(oneLine(/Your subtask: (.*)/.exec(brief)?.[1] ?? brief, 160).replace(/[^\p{L}\p{N} .,:;()/-]/gu, ''), 120);
   return { id, dir, file, issues, description };
 }
 

@@ -1,4 +1,4 @@
-import { isToolUse, type ContentBlock, type StopReason } from '@baton/domain';
+import { cutText, isToolUse, type ContentBlock, type StopReason } from '@baton/domain';
 import type { ModelMessage, ModelRequest } from './model.ts';
 
 /** What every offline role is built from: the label, tool calls, and reading back the conversation. */
@@ -10,7 +10,7 @@ export const toolUseId = (agentType: string, turn: number, i = 0): string => `to
 export const text = (t: string): ContentBlock => ({ type: 'text', text: `${OFFLINE_LABEL} ${t}` });
 
 /** Text on one line (whitespace runs collapsed), at most `max` characters. */
-export const oneLine = (text: string, max: number): string => text.replace(/\s+/g, ' ').trim().slice(0, max);
+export const oneLine = (text: string, max: number): string => cutText(text.replace(/\s+/g, ' ').trim(), max);
 
 export function firstPrompt(messages: ModelMessage[]): string {
   const first = messages[0];

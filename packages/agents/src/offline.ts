@@ -1,3 +1,4 @@
+import { cutText } from '@baton/domain';
 import type { ModelClient, ModelRequest, ModelResponse } from './model.ts';
 import { engineeringRoles } from './offline-engineering.ts';
 import { call, calls, firstPrompt, has, OFFLINE_LABEL, oneLine, rejectedPlans, text, toolUseId, type Play } from './offline-script.ts';
@@ -130,7 +131,7 @@ const researchLead: Play = (req, turn) => {
     return {
       content: [
         text(plan),
-        ...subjects.map((subject, i) => ({ type: 'tool_use' as const, id: toolUseId(req.agentType, turn, i), name: 'Task', input: { agent: 'researcher', description: `Gather notes${subjects.length > 1 ? ` on ${subject.slice(0, 80)}` : ''}`, prompt: brief(subject) } })),
+        ...subjects.map((subject, i) => ({ type: 'tool_use' as const, id: toolUseId(req.agentType, turn, i), name: 'Task', input: { agent: 'researcher', description: `Gather notes${subjects.length > 1 ? ` on ${cutText(subject, 80)}` : ''}`, prompt: brief(subject) } })),
       ],
       stopReason: 'tool_use',
     };
@@ -192,7 +193,7 @@ const CHECK_WITH_USER = /\b(ask me|check with me)\b/i;
 /** The words of a brief worth searching for (the instructions around the subject dropped). */
 export function searchQueryOf(brief: string): string {
   const subject = /"([^"]+)"/.exec(brief)?.[1] ?? brief.replace(/^.*?(?:write notes\.md|notes\.md)\s*:?\s*/i, '');
-  return subject.replace(/\(clarified:[^)]*\)/g, ' ').replace(/[^\p{L}\p{N}\s-]/gu, ' ').replace(/\s+/g, ' ').trim().slice(0, 200) || brief.slice(0, 200);
+  return cutText(subject.replace(/\(clarified:[^)]*\)/g, ' ').replace(/[^\p{L}\p{N}\s-]/gu, ' ').replace(/\s+/g, ' ').trim(), 200) || cutText(brief, 200);
 }
 
 /** The search results of a web_search tool result, as (title, source, snippet). */
@@ -210,7 +211,7 @@ const researcher: Play = (req, turn) => {
     return {
       content: [
         text('The brief asks me to check a choice with you before I write.'),
-        call(req, turn, 'ask_user', { questions: ['Which sources should the notes rely on?'], context: brief.slice(0, 500), options: ['peer-reviewed papers', 'news and blogs', 'both'] }),
+        call(req, turn, 'ask_user', { questions: ['Which sources should the notes rely on?'], context: cutText(brief, 500), options: ['peer-reviewed papers', 'news and blogs', 'both'] }),
       ],
       stopReason: 'tool_use',
     };
@@ -231,7 +232,7 @@ const researcher: Play = (req, turn) => {
   }
   const failed = writes.some((r) => r.isError);
   const found = searches.flatMap((c) => hitsOf(c.result)).length;
-  return { content: [text(failed ? `Could not write notes.md: ${writes.map((r) => r.result ?? '').join('; ')}` : `Wrote notes.md (${found} source${found === 1 ? '' : 's'} from the offline corpus) about: ${brief.slice(0, 120)}`)], stopReason: 'end_turn' };
+  return { content: [text(failed ? `Could not write notes.md: ${writes.map((r) => r.result ?? '').join('; ')}` : `Wrote notes.md (${found} source${found === 1 ? '' : 's'} from the offline corpus) about: ${cutText(brief, 120)}`)], stopReason: 'end_turn' };
 };
 
 /** The report writer: finds the notes it was given, reads them, writes report.md from them, and sums up. */
@@ -256,7 +257,7 @@ const reportWriter: Play = (req, turn) => {
     return { content: [text('Writing report.md.'), call(req, turn, 'write_file', { path: 'report.md', content: body })], stopReason: 'tool_use' };
   }
   const failed = writes.some((r) => r.isError);
-  return { content: [text(failed ? `Could not write report.md: ${writes.map((r) => r.result ?? '').join('; ')}` : `Wrote report.md about: ${brief.slice(0, 120)}`)], stopReason: 'end_turn' };
+  return { content: [text(failed ? `Could not write report.md: ${writes.map((r) => r.result ?? '').join('; ')}` : `Wrote report.md about: ${cutText(brief, 120)}`)], stopReason: 'end_turn' };
 };
 
 /** Bench lead: turns 1..9 call bench_step (turn 3 calls bench_gate, which may need approval); turn 10 finishes. */

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { StopReason, Usage } from './content.ts';
+import { cutText } from './text.ts';
 
 /**
  * Chat mode (docs/chat.md): a conversation with a team's model, beside tasks — no lead loop, no
@@ -212,7 +213,7 @@ export function chatTaskPrompt(chatId: string, s: ChatState, maxChars: number = 
   const request = spoken[requestIndex];
   if (!request) return null;
   const afterMessageId = (spoken[spoken.length - 1] as ChatMessage).id;
-  const requestText = request.text.slice(0, maxChars);
+  const requestText = cutText(request.text, maxChars);
   if (spoken.length === 1) return { prompt: requestText, requestMessageId: request.id, afterMessageId, leftOut: 0 };
   const lines = spoken.map((m, i) => `${m.role === 'user' ? 'User' : 'Assistant'}: ${i === requestIndex ? REQUEST_MARK : m.text}`);
   const header = (leftOut: number) =>
@@ -227,7 +228,8 @@ export function chatTaskPrompt(chatId: string, s: ChatState, maxChars: number = 
     // Not even the newest message fits whole: the part of it that does.
     const newest = lines[lines.length - 1] as string;
     const keep = Math.max(0, room - 2 - cutMark(newest.length).length);
-    lines[lines.length - 1] = `${newest.slice(0, keep)}${cutMark(newest.length - keep)}`;
+    const kept = cutText(newest, keep);
+    lines[lines.length - 1] = `${kept}${cutMark(newest.length - kept.length)}`;
     from = lines.length - 1;
   }
   const prompt = `${requestText}${SEPARATOR}${header(from)}\n\n${lines.slice(from).join('\n\n')}`;

@@ -1,5 +1,23 @@
 import { describe, expect, it } from 'vitest';
-import { briefSummary, BRIEF_SUMMARY_MAX, cleanText, formatBytes, textProblems } from './text.ts';
+import { briefSummary, BRIEF_SUMMARY_MAX, cleanText, cutText, formatBytes, lastText, oneLine, textProblems } from './text.ts';
+
+describe('cutting text', () => {
+  // Half a character (a lone surrogate) cannot be stored: Postgres refused it in JSON, failing a submit with a 500 or a step until its run failed.
+  const whole = (s: string): boolean => s.isWellFormed();
+  it('never keeps half of a character, at either end, and keeps everything that fits', () => {
+    const text = `${'a'.repeat(198)}😀${'b'.repeat(10)}`;
+    expect(cutText(text, 199)).toBe('a'.repeat(198));
+    expect(cutText(text, 200)).toBe(`${'a'.repeat(198)}😀`);
+    expect(cutText('short', 10)).toBe('short');
+    expect(lastText(`😀${'b'.repeat(10)}`, 11)).toBe('b'.repeat(10));
+    expect(lastText(`😀${'b'.repeat(10)}`, 12)).toBe(`😀${'b'.repeat(10)}`);
+    for (let n = 1; n < 40; n++) {
+      const emoji = '😀👩‍👩‍👧‍👦🇫🇷漢𠀋'.repeat(5);
+      expect([cutText(emoji, n), lastText(emoji, n), oneLine(emoji, n), briefSummary(emoji, n)].every(whole), String(n)).toBe(true);
+    }
+    expect(oneLine(`${'a'.repeat(78)}😀 tail`, 80)).toBe(`${'a'.repeat(78)}…`);
+  });
+});
 
 describe('textProblems', () => {
   it('names every string with a NUL or a lone surrogate, at any depth, keys too', () => {

@@ -120,10 +120,30 @@ export function pathCharacterProblem(p: string): string | null {
 
 const codePoint = (c: string): string => (c.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0');
 
+/**
+ * The first `max` UTF-16 units of `text`, never ending in half a character: a cut through a
+ * surrogate pair (an emoji, a rare CJK character) drops that half. A lone half cannot be stored —
+ * Postgres refuses it in JSON (a 500, a step retried until the run failed) — and shows as �
+ * anywhere else. Every cut of text that is kept or shown goes through here. Pure.
+ */
+export function cutText(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const code = text.charCodeAt(max - 1);
+  return text.slice(0, code >= 0xd800 && code <= 0xdbff ? max - 1 : max);
+}
+
+/** The last `max` UTF-16 units of `text`, never starting with half a character (as `cutText`). Pure. */
+export function lastText(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const from = text.length - max;
+  const code = text.charCodeAt(from);
+  return text.slice(code >= 0xdc00 && code <= 0xdfff ? from + 1 : from);
+}
+
 /** Text on one line (every run of white space, line breaks too, one space), cut at `max` characters with `…`. */
 export function oneLine(text: string, max: number): string {
   const line = text.replace(/\s+/g, ' ').trim();
-  return line.length > max ? `${line.slice(0, max - 1)}…` : line;
+  return line.length > max ? `${cutText(line, max - 1)}…` : line;
 }
 
 /** The most of one agent's summary another agent's brief or result carries (the rest is on the agent: GET /v1/tasks/:id/agents/:agentId). */
@@ -135,8 +155,10 @@ export const BRIEF_SUMMARY_MAX = 4000;
  * 600 KB, past a model's context). Pure.
  */
 export function briefSummary(text: string, max = BRIEF_SUMMARY_MAX): string {
-  return text.length > max ? `${text.slice(0, max)}
-[… ${text.length - max} more characters of this summary left out]` : text;
+  if (text.length <= max) return text;
+  const kept = cutText(text, max);
+  return `${kept}
+[… ${text.length - kept.length} more characters of this summary left out]`;
 }
 
 /** A byte count in words: `10 MiB`, `1.3 GiB`, `512 bytes` (binary units; whole numbers shown whole). Pure. */

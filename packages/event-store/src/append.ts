@@ -15,6 +15,22 @@ import type { TaskRow } from './task-row.ts';
 const STEP_TYPES_SQL = STEP_EVENT_TYPES.map((t) => `'${t}'`).join(', ');
 
 /** The NOTIFY channel an append signals on commit (the relay LISTENs) when it wrote a transition (not only steps). */
+/** An escaped lone surrogate in JSON (`\ud83d` not preceded by an escaping backslash): JSON.stringify writes one only for half a character. */
+const LONE_SURROGATE = /(?<!\\)((?:\\\\)*)\\u[dD][89a-fA-F][0-9a-fA-F]{2}/g;
+
+/**
+ * JSON Postgres takes: half a character (a lone surrogate, left by a cut through an emoji
+ * somewhere) becomes U+FFFD instead of failing the whole append — Postgres refuses it in jsonb,
+ * and a step that can never be recorded was retried until its run failed. Whole characters are
+ * written as themselves, so only a string with half of one is touched (one test of the JSON
+ * otherwise). Every write of the log's and the read models' JSON goes through here.
+ */
+export function storableJson(value: unknown): string {
+  const json = JSON.stringify(value);
+  LONE_SURROGATE.lastIndex = 0;
+  return LONE_SURROGATE.test(json) ? json.replace(LONE_SURROGATE, '$1\\ufffd') : json;
+}
+
 export const NOTIFY_CHANNEL = 'baton_events';
 /**
  * The NOTIFY payload: always empty. A notification only means "the log grew, tail it" (the
@@ -129,13 +145,13 @@ class Columns {
     c[4]!.push(version);
     c[5]!.push(e.id);
     c[6]!.push(e.type);
-    c[7]!.push(JSON.stringify(e.data));
-    c[8]!.push(JSON.stringify({ ...e.metadata, schemaVersion: CURRENT_SCHEMA_VERSION }));
+    c[7]!.push(storableJson(e.data));
+    c[8]!.push(storableJson({ ...e.metadata, schemaVersion: CURRENT_SCHEMA_VERSION }));
     c[9]!.push(e.recordedAt ?? null);
   }
 
   values(): unknown[] {
-    return [...this.cols, CURRENT_SCHEMA_VERSION, JSON.stringify(this.readModels)];
+    return [...this.cols, CURRENT_SCHEMA_VERSION, storableJson(this.readModels)];
   }
 }
 

@@ -10,6 +10,7 @@ import {
   type RecordedChatEvent,
 } from '@baton/domain';
 import type pg from 'pg';
+import { storableJson } from './append.ts';
 import { ConcurrencyError } from './errors.ts';
 import { retryOnConflict } from './tasks.ts';
 
@@ -58,7 +59,7 @@ export async function loadChat(pool: Pick<pg.Pool, 'query'>, chatId: string): Pr
  */
 export async function appendChatEvents(pool: Pick<pg.Pool, 'query'>, chatId: string, tenantId: string, expectedVersion: number, events: readonly NewChatEvent[]): Promise<RecordedChatEvent[]> {
   if (events.length === 0) return [];
-  const data = events.map((e) => JSON.stringify(parseChatEventData(e.type, e.data)));
+  const data = events.map((e) => storableJson(parseChatEventData(e.type, e.data)));
   try {
     const res = await pool.query<ChatEventRow>({
       name: 'baton_append_chat',
@@ -67,7 +68,7 @@ export async function appendChatEvents(pool: Pick<pg.Pool, 'query'>, chatId: str
              from unnest($4::uuid[], $5::text[], $6::jsonb[], $7::jsonb[]) with ordinality as e(id, type, data, metadata, n)
              where (select coalesce(max(version), 0) from chat_events where chat_id = $1) = $2
              returning ${COLUMNS}`,
-      values: [chatId, expectedVersion, tenantId, events.map((e) => e.id), events.map((e) => e.type), data, events.map((e) => JSON.stringify(e.metadata ?? {}))],
+      values: [chatId, expectedVersion, tenantId, events.map((e) => e.id), events.map((e) => e.type), data, events.map((e) => storableJson(e.metadata ?? {}))],
     });
     if (res.rows.length !== events.length) throw new ConcurrencyError(chatStreamId(chatId), expectedVersion, null);
     return res.rows.sort((a, b) => a.version - b.version).map(toRecordedChat);

@@ -1,6 +1,7 @@
 import { fold } from '@baton/domain';
 import { sql, type Kysely } from 'kysely';
 import { WATCH_SINCE_LAG_S, type Database } from '@baton/db';
+import { storableJson } from './append.ts';
 import type { EventStore } from './store.ts';
 import { toTaskRow } from './task-row.ts';
 import type { PendingRequestView, TaskListItem } from '@baton/api';
@@ -104,7 +105,7 @@ export async function rebuildTasksReadModel(db: Kysely<Database>, store: EventSt
     const state = fold(await store.readTask(task_id));
     if (state.status === 'none') continue;
     const row = toTaskRow(state);
-    await db.insertInto('tasks').values({ ...row, pending_requests: JSON.stringify(row.pending_requests), next_deadline: row.next_deadline }).execute();
+    await db.insertInto('tasks').values({ ...row, pending_requests: storableJson(row.pending_requests), next_deadline: row.next_deadline }).execute();
     n++;
   }
   return n;

@@ -42,6 +42,16 @@ describe('EventStore.append', () => {
     expect(read.slice(1).map((e) => e.metadata.actor)).toEqual(odd);
   });
 
+  test('half a character (a lone surrogate, from a cut through an emoji somewhere) is stored as U+FFFD instead of failing the append; a backslash-u written as text stays text', async ({ pg: { store } }) => {
+    const taskId = randomUUID();
+    const message = `cut ${'😀'.slice(0, 1)} here, ${'😀'.slice(1)} there; literally \\ud83d; whole 😀`;
+    const events: NewEvent[] = [submitted('p'), { id: randomUUID(), type: 'TaskFailed', data: { code: 'c', message }, metadata: { actor: '😀'.slice(0, 1) } }];
+    await appendBatch(store.pool, [{ streamId: taskStreamId(taskId), taskId, expectedVersion: 0, events }]);
+    const read = await store.readTask(taskId);
+    expect(read[1]!.data).toEqual({ code: 'c', message: 'cut \ufffd here, \ufffd there; literally \\ud83d; whole 😀' });
+    expect(read[1]!.metadata.actor).toBe('\ufffd');
+  });
+
   test('a wrong expected version is a ConcurrencyError naming both versions, and writes nothing', async ({ pg: { store } }) => {
     const taskId = randomUUID();
     const s = taskStreamId(taskId);

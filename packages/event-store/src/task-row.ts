@@ -1,5 +1,5 @@
 import { toPendingRequestView, type PendingRequestView } from '@baton/api';
-import { hasMachineWork, isFinal, nextDeadline, type TaskState, type TaskStatus } from '@baton/domain';
+import { cutText, hasMachineWork, isFinal, nextDeadline, type TaskState, type TaskStatus } from '@baton/domain';
 
 /** A row of the `tasks` read model: what lists and filters need, rebuilt from the log at will. */
 export interface TaskRow {
@@ -29,7 +29,7 @@ export function toTaskRow(s: TaskState): TaskRow {
     tenant_id: s.tenantId,
     status: s.status,
     team: s.team,
-    title: s.prompt.length > 200 ? `${s.prompt.slice(0, 199)}…` : s.prompt,
+    title: s.prompt.length > 200 ? `${cutText(s.prompt, 199)}…` : s.prompt,
     created_at: s.createdAt,
     updated_at: s.updatedAt,
     version: s.version,

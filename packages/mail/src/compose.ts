@@ -1,4 +1,4 @@
-import { planAcceptance, type PendingRequest, type TaskState } from '@baton/domain';
+import { cutText, oneLine, planAcceptance, type PendingRequest, type TaskState } from '@baton/domain';
 import { escapeHtml, renderMarkdown } from './markdown.ts';
 
 /**
@@ -24,12 +24,11 @@ export interface RequestLinks {
 }
 
 const MAX_INPUT_CHARS = 20_000;
-const oneLine = (s: string, max: number): string => {
-  const t = s.replace(/\s+/g, ' ').trim();
-  return t.length > max ? `${t.slice(0, max - 1)}…` : t;
-};
 const taskLine = (task: TaskState): string => oneLine(task.prompt, 80);
-const clip = (s: string, max: number): string => (s.length > max ? `${s.slice(0, max)}\n… (${s.length - max} more characters; see the console)` : s);
+const clip = (s: string, max: number): string => {
+  const kept = cutText(s, max);
+  return kept.length < s.length ? `${kept}\n… (${s.length - kept.length} more characters; see the console)` : s;
+};
 
 const button = (href: string, label: string, colour: string): string =>
   `<a href="${escapeHtml(href)}" style="display:inline-block;padding:10px 18px;margin:0 8px 8px 0;border-radius:6px;background:${colour};color:#fff;text-decoration:none;font-weight:600">${escapeHtml(label)}</a>`;
@@ -79,9 +78,7 @@ export const MAX_INLINE_REPORT_CHARS = 100_000;
 export function excerpt(text: string, max: number): string {
   if (text.length <= max) return text;
   const line = text.lastIndexOf('\n', max);
-  let cut = line > max * 0.8 ? line : max;
-  if (/[\ud800-\udbff]/.test(text.charAt(cut - 1))) cut--; // never half of a pair
-  return text.slice(0, cut);
+  return cutText(text, line > max * 0.8 ? line : max);
 }
 
 /** An artifact of a finished task as the report mail lists it. */

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
+import { cutText } from '@baton/domain';
 import type pg from 'pg';
 
 /** What the offline web_search indexes: text, markdown and HTML. */
@@ -19,7 +20,7 @@ export interface CorpusHit {
 /** A document's title: its first markdown heading, its HTML <title>, or its file name. */
 export function titleOf(file: string, text: string): string {
   const h = /^#{1,3}\s+(.+)$/m.exec(text) ?? /<title>([^<]+)<\/title>/i.exec(text);
-  return (h?.[1] ?? path.basename(file)).trim().slice(0, 300);
+  return cutText((h?.[1] ?? path.basename(file)).trim(), 300);
 }
 
 /** The readable text of a document (HTML tags, scripts and styles removed). */

@@ -1,3 +1,4 @@
+import { cutText } from '@baton/domain';
 import { WATCH_SINCE_LAG_S } from '@baton/db';
 import type pg from 'pg';
 
@@ -65,7 +66,7 @@ export async function releaseLease(db: Db, l: { taskId: string; agentId: string;
     // Failed: the error kept for the watchdog's words; the lease ends now, or after `holdMs` (a retry is due).
     await db.query(
       `update agent_leases set expires_at = now() + make_interval(secs => $5::double precision / 1000), last_error = $4, updated_at = now() where task_id = $1 and agent_id = $2 and holder = $3`,
-      [l.taskId, l.agentId, l.holder, l.error.slice(0, 2000), l.holdMs ?? 0],
+      [l.taskId, l.agentId, l.holder, cutText(l.error, 2000), l.holdMs ?? 0],
     );
     return;
   }
@@ -88,7 +89,7 @@ export async function expireLeasesOf(db: Db, holders: readonly string[], reason:
   const r = await db.query<{ task_id: string; agent_id: string; holder: string }>(
     `update agent_leases set expires_at = now(), last_error = $2, updated_at = now()
      where holder = any($1::text[]) and expires_at > now() returning task_id, agent_id, holder`,
-    [holders, reason.slice(0, 2000)],
+    [holders, cutText(reason, 2000)],
   );
   return r.rows.map((x) => ({ taskId: x.task_id, agentId: x.agent_id, holder: x.holder }));
 }

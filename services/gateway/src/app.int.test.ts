@@ -75,6 +75,16 @@ describe('POST /v1/tasks', () => {
     expect(events.json().items[0]).toMatchObject({ type: 'TaskSubmitted', recordedAt: createdAt });
   });
 
+  test("a prompt whose emoji falls where the list cuts it (character 199/200) is taken, listed whole-charactered (it was a 500: half an emoji cannot be stored)", async ({ pg, nats }) => {
+    const app = await gateway(pg, nats);
+    const prompt = `${'a'.repeat(198)}😀${'b'.repeat(10)}`;
+    const res = await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt } });
+    expect(res.statusCode).toBe(201);
+    expect(res.json().prompt).toBe(prompt);
+    const listed = (await app.inject({ method: 'GET', url: '/v1/tasks' })).json().items[0];
+    expect(listed.prompt).toBe(`${'a'.repeat(198)}…`);
+  });
+
   test('bad input is rejected with 400 naming the field, and nothing is recorded', async ({ pg, nats }) => {
     const app = await gateway(pg, nats);
     const cases: [unknown, RegExp][] = [

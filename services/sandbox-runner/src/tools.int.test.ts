@@ -70,6 +70,9 @@ describe('runner tools', () => {
     const t = truncate(long);
     expect(t).toMatch(/^a{1000}\n\[output truncated: 6000 characters, showing the first 1000 and the last 3000\]\nb{3000}$/);
     expect(t.replace(/\n\[.*\]\n/, '').length).toBe(MAX_RESULT_CHARS);
+    // Never half an emoji at either cut (it could not be recorded: the step was retried until the run failed).
+    expect(truncate('😀'.repeat(3000)).isWellFormed()).toBe(true);
+    expect(truncate(`a${'😀'.repeat(3000)}`).isWellFormed()).toBe(true);
   });
 
   describe.runIf(findBwrap() !== null)('commands (bubblewrap)', () => {

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { stripVTControlCharacters } from 'node:util';
-import { normalPath, NUL_REPLACEMENT, type ToolResult, type ToolUseBlock } from '@baton/domain';
+import { cutText, lastText, normalPath, NUL_REPLACEMENT, type ToolResult, type ToolUseBlock } from '@baton/domain';
 import { allTools, parseToolInput, type SendEmailInput } from '@baton/agents';
 import type { CorpusHit } from '@baton/storage';
 import { MAX_SKIPPED_REPORTED, type CommandResult, type Sandbox } from '@baton/sandbox';
@@ -277,5 +277,5 @@ export function truncate(s: string): string {
   if (s.length <= MAX_RESULT_CHARS) return s;
   const keepHead = 1000;
   const note = `\n[output truncated: ${s.length} characters, showing the first ${keepHead} and the last ${MAX_RESULT_CHARS - keepHead}]\n`;
-  return `${s.slice(0, keepHead)}${note}${s.slice(s.length - (MAX_RESULT_CHARS - keepHead))}`;
+  return `${cutText(s, keepHead)}${note}${lastText(s, MAX_RESULT_CHARS - keepHead)}`;
 }

@@ -1,6 +1,6 @@
 import { chatRequest, OfflineChatModel, type StreamingModel, type TeamDefinition } from '@baton/agents';
 import { chatTitle, toChatMessageView, toChatView, toTaskView, type ChatMessageView, type ChatStreamEvent } from '@baton/api';
-import { CHAT_MESSAGE_MAX_CHARS, chatExists, chatTaskPrompt, chatTurns, cleanText, digestJson, own, textOf, uuidV5, type ChatMessage, type ChatState, type NewChatEvent } from '@baton/domain';
+import { CHAT_MESSAGE_MAX_CHARS, chatExists, cutText, chatTaskPrompt, chatTurns, cleanText, digestJson, own, textOf, uuidV5, type ChatMessage, type ChatState, type NewChatEvent } from '@baton/domain';
 import { listChats, loadChat, recordChat, type LoadedChat } from '@baton/event-store';
 import type { ZodTypeProvider } from '@fastify/type-provider-zod';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -35,7 +35,7 @@ export const DEFAULT_CHAT_MAX_TOKENS = 2048;
 const sseFrame = (e: ChatStreamEvent): string => `event: ${e.event}\ndata: ${JSON.stringify(e.data)}\n\n`;
 const lastMessage = (s: ChatState): ChatMessageView => toChatMessageView(s.messages[s.messages.length - 1] as ChatMessage);
 /** A model failure as the stream and the log say it (the provider's message, bounded). */
-const failureOf = (err: unknown): { code: string; message: string } => ({ code: 'model_error', message: (err instanceof Error ? err.message : String(err)).slice(0, 500) });
+const failureOf = (err: unknown): { code: string; message: string } => ({ code: 'model_error', message: cutText(err instanceof Error ? err.message : String(err), 500) });
 
 export const chatRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
   const r = app.withTypeProvider<ZodTypeProvider>();

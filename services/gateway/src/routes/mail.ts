@@ -1,4 +1,4 @@
-import { DomainError, exists, isFinal, own, RequestAlreadyDecidedError, type Command, type PendingRequest, type TaskState } from '@baton/domain';
+import { cutText, DomainError, exists, isFinal, own, RequestAlreadyDecidedError, type Command, type PendingRequest, type TaskState } from '@baton/domain';
 import { escapeHtml, renderMarkdown, verifyLinkToken, type LinkAction, type LinkClaims } from '@baton/mail';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { z } from 'zod';
@@ -108,7 +108,7 @@ export const mailRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
 
   const summary = (state: TaskState, request: PendingRequest): string => {
     const who = request.agentId === state.lead?.agentId ? 'The lead' : `Agent ${request.agentId}`;
-    const head = para(`Task: ${state.prompt.slice(0, 500)}`);
+    const head = para(`Task: ${cutText(state.prompt, 500)}`);
     if (request.kind === 'approval') return `${head}${para(`${who} asks to call ${request.toolName}.`)}<h2 style="font-size:1.1em">The plan</h2>${renderMarkdown(request.plan)}<h2 style="font-size:1.1em">The input</h2>${pre(JSON.stringify(request.input, null, 2))}`;
     if (request.kind === 'clarification') return `${head}${para(`${who} asks:`)}`;
     return head;

@@ -1,4 +1,4 @@
-import { formatBytes, type InputWorkspace } from '@baton/domain';
+import { cutText, formatBytes, type InputWorkspace } from '@baton/domain';
 import { loadExample, parseWorkspaceArchive, UnknownExampleError, workspaceDigest, type WorkspaceFile } from '@baton/storage';
 import type { FastifyRequest } from 'fastify';
 import type { GatewayDeps, WorkspaceUpload } from '../deps.ts';
@@ -55,7 +55,7 @@ export async function readMultipartSubmission(d: GatewayDeps, req: FastifyReques
           part.file.resume();
           throw new HttpError(400, 'validation_error', `multipart: unexpected file part '${part.fieldname}'; ${form}`, [{ field: part.fieldname, message: 'unexpected file part' }]);
         }
-        upload = { archive: await part.toBuffer(), name: part.filename ? part.filename.slice(0, 255) : null };
+        upload = { archive: await part.toBuffer(), name: part.filename ? cutText(part.filename, 255) : null };
       } else if (part.fieldname === 'task') {
         if (part.valueTruncated) throw new HttpError(413, 'payload_too_large', `task: the field is larger than ${formatBytes(d.bodyLimit)}`);
         task = part.value;
