@@ -1,8 +1,15 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { parsePatch } from 'diff';
 import { describe, expect, test } from 'vitest';
 import { diffWorkspaces } from './diff.ts';
 
 const tree = (files: Record<string, string | Buffer>): Map<string, Buffer> => new Map(Object.entries(files).map(([p, c]) => [p, Buffer.isBuffer(c) ? c : Buffer.from(c)]));
+
+/** git's blob id of some bytes, as `git hash-object` gives it. */
+const blob = (b: Buffer): string => execFileSync('git', ['hash-object', '--stdin'], { input: b }).toString().trim();
 
 describe('diffWorkspaces', () => {
   test('added, modified, deleted and unchanged files as a git-style unified diff', () => {
@@ -53,7 +60,7 @@ describe('diffWorkspaces', () => {
     ]);
   });
 
-  test('binary files (a NUL byte, or not UTF-8) say "Binary files … differ" and count no lines', () => {
+  test('binary files (a NUL byte, or not UTF-8) say "Binary files … differ" after git\'s index line of both blobs, and count no lines', () => {
     const png = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00]);
     const { files, patch } = diffWorkspaces(tree({ 'logo.png': png, 'latin1.txt': Buffer.from([0x63, 0x61, 0x66, 0xe9]) }), tree({ 'logo.png': Buffer.concat([png, Buffer.from([1])]), 'new.bin': Buffer.from([0, 1, 2]) }));
     expect(files).toEqual([
@@ -65,15 +72,37 @@ describe('diffWorkspaces', () => {
       [
         'diff --git a/latin1.txt b/latin1.txt',
         'deleted file mode 100644',
+        `index ${blob(Buffer.from([0x63, 0x61, 0x66, 0xe9]))}..${'0'.repeat(40)}`,
         'Binary files a/latin1.txt and /dev/null differ',
         'diff --git a/logo.png b/logo.png',
+        `index ${blob(png)}..${blob(Buffer.concat([png, Buffer.from([1])]))} 100644`,
         'Binary files a/logo.png and b/logo.png differ',
         'diff --git a/new.bin b/new.bin',
         'new file mode 100644',
+        `index ${'0'.repeat(40)}..${blob(Buffer.from([0, 1, 2]))}`,
         'Binary files /dev/null and b/new.bin differ',
         '',
       ].join('\n'),
     );
+  });
+
+  test('git apply takes a patch with a binary file in it: the binary file refused by name, the rest applied with --exclude (without the index line git refused the whole patch)', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'baton-diff-'));
+    try {
+      const git = (...args: string[]) => execFileSync('git', ['-c', 'user.email=t@t', '-c', 'user.name=t', ...args], { cwd: dir, stdio: 'pipe' }).toString();
+      git('init', '-q');
+      writeFileSync(path.join(dir, 't.txt'), 'a\n');
+      writeFileSync(path.join(dir, 'b.bin'), Buffer.from([0, 1]));
+      git('add', '.');
+      git('commit', '-qm', 'i');
+      const { patch } = diffWorkspaces(tree({ 't.txt': 'a\n', 'b.bin': Buffer.from([0, 1]) }), tree({ 't.txt': 'a\nb\n', 'b.bin': Buffer.from([0, 2]) }));
+      writeFileSync(path.join(dir, 'change.patch'), patch);
+      expect(() => git('apply', '--check', 'change.patch')).toThrow(/missing binary patch data for 'b\.bin'/);
+      git('apply', '--exclude=b.bin', 'change.patch');
+      expect(readFileSync(path.join(dir, 't.txt'), 'utf8')).toBe('a\nb\n');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test('nothing changed → no files and an empty patch; an empty file added has a header and no hunk', () => {

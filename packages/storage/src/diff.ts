@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { isUtf8 } from 'node:buffer';
 import { FILE_HEADERS_ONLY, formatPatch, structuredPatch, type StructuredPatch, type StructuredPatchHunk } from 'diff';
 
@@ -33,6 +34,9 @@ const lineCount = (s: string): number => {
   return n;
 };
 
+/** A file's git blob id (SHA-1 of `blob <size>\\0<bytes>`); forty zeros for a side that does not exist. */
+const gitBlobId = (b: Buffer | undefined): string => (b === undefined ? '0'.repeat(40) : createHash('sha1').update(`blob ${b.length}\0`).update(b).digest('hex'));
+
 /** Text is UTF-8 with no NUL byte in its first 8000 bytes (git's test for binary, plus UTF-8). */
 const isText = (b: Buffer): boolean => !b.subarray(0, 8000).includes(0) && isUtf8(b);
 
@@ -58,7 +62,10 @@ export function diffWorkspaces(before: ReadonlyMap<string, Buffer>, after: Reado
     const binary = (old !== undefined && !isText(old)) || (now !== undefined && !isText(now));
     if (binary) {
       const header = formatPatch({ oldFileName: oldName, newFileName: newName, oldHeader: undefined, newHeader: undefined, hunks: [], ...git });
-      patch += `${header}Binary files ${quoted(oldName)} and ${quoted(newName)} differ\n`;
+      // git's own form: an `index` line of both blobs (full hashes) before the line — without it
+      // `git apply` refused the whole patch ("bad git-diff"), text files too, --exclude or not.
+      const index = `index ${gitBlobId(old)}..${gitBlobId(now)}${status === 'modified' ? ' 100644' : ''}\n`;
+      patch += `${header}${index}Binary files ${quoted(oldName)} and ${quoted(newName)} differ\n`;
       files.push({ path: p, status, additions: 0, deletions: 0, binary: true });
       continue;
     }
