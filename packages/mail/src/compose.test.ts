@@ -74,6 +74,13 @@ describe('mail contents', () => {
     expect(m.text).toMatch(/漢\n\n\[The report goes on: [0-9]{3},[0-9]{3} characters in all; the whole of it is under Files below\.\]/);
     expect(excerpt('ab\ud83d\ude00cd', 3)).toBe('ab'); // never half of a surrogate pair
     expect(excerpt('short', 10)).toBe('short');
+    // The lead's summary too (a 200,000-character one made a 1.6 MB mail); a subject never ends in half an emoji.
+    const long = given([submitted, started, { type: 'TaskCompleted', data: { summary: `${'s'.repeat(MAX_INLINE_REPORT_CHARS - 1)}😀${'s'.repeat(100_000)}`, reportPath: null } }]).state;
+    const big = endMail({ ...long, prompt: `${'a'.repeat(78)}😀 tail` }, { report: null, artifacts: [], console: 'c' });
+    expect(big.text.length).toBeLessThan(MAX_INLINE_REPORT_CHARS + 2000);
+    expect(big.text).toMatch(/s\n… \(100002 more characters; see the console\)/);
+    expect(big.subject.isWellFormed() && big.text.isWellFormed() && big.html.isWellFormed()).toBe(true);
+    expect(big.subject).toBe(`[Baton] Done: ${'a'.repeat(78)}…`);
   });
   it('an outbox mail: the agent’s subject, its markdown as text and HTML, and where it came from', () => {
     const m = outboxMail(task, { subject: 'The report', body: '# Hi\n\n**bold**', agentId: 'email-agent-1' });

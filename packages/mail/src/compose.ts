@@ -112,8 +112,10 @@ export function endMail(task: TaskState, o: { report: string | null; artifacts: 
     html.push(`<p><b>The change is not accepted:</b></p><ul>${concerns.map((c) => `<li>${escapeHtml(c.message)}</li>`).join('')}</ul>`);
   }
   if (task.result?.summary) {
-    lines.push('', task.result.summary);
-    html.push(`<p>${escapeHtml(task.result.summary)}</p>`);
+    // As much of the lead's summary as of a report: a 200,000-character one made a 1.6 MB mail.
+    const summary = clip(task.result.summary, MAX_INLINE_REPORT_CHARS);
+    lines.push('', summary);
+    html.push(`<p>${escapeHtml(summary)}</p>`);
   }
   if (o.report !== null) {
     // The report is in the mail as text and as HTML (and attached when small enough): a long
