@@ -1,6 +1,6 @@
 import type { EventView, TaskView } from '@baton/api';
 import { describe as group, expect, it } from 'vitest';
-import { agentOf, describe, editsOf, onTaskStream, progressText, requestTitle, taskNews } from '../ui/describe.ts';
+import { agentOf, describe, editsOf, onTaskStream, progressText, reportStart, requestTitle, taskNews } from '../ui/describe.ts';
 
 const taskId = '0b7c3f3e-4a51-4f4e-9d55-2d8f6f1c0a11';
 const event = (streamId: string, type: string, data: Record<string, unknown>): EventView =>
@@ -89,5 +89,13 @@ group('what a screen reader is told of a task that changes on its own', () => {
     expect(taskNews(at('running'), at('completed'))).toBe('The task completed.');
     expect(taskNews(at('running'), at('failed', [], { code: 'max_turns', message: 'the lead used its 20 turns' }))).toBe('The task failed: the lead used its 20 turns.');
     expect(taskNews(at('awaiting_input', [approval]), at('cancelled'))).toBe('The task was cancelled.');
+  });
+});
+
+group('reportStart', () => {
+  it('a long report is shown from its start, cut at a line near the limit, never through a character; a short one whole', () => {
+    expect(reportStart('short', 10)).toBe('short');
+    expect(reportStart(`${'a'.repeat(90)}\n${'b'.repeat(20)}`, 100)).toBe('a'.repeat(90));
+    expect(reportStart(`${'a'.repeat(99)}😀${'b'.repeat(20)}`, 100)).toBe('a'.repeat(99));
   });
 });

@@ -5,7 +5,7 @@ import { changeKey, changeTotals, fileSections, fileStat, lineKind, UNFOLDED_FIL
 import { Deliveries } from './Deliveries.tsx';
 import { ErrorLine } from './ErrorLine.tsx';
 import { announce, busyProps, ConfirmButton } from './a11y.tsx';
-import { requestTitle, statusText, taskNews } from './describe.ts';
+import { MAX_RENDERED_REPORT_CHARS, reportStart, requestTitle, statusText, taskNews } from './describe.ts';
 import { RequestCard, useDecision, type Decided } from './Requests.tsx';
 import { Timeline } from './Timeline.tsx';
 import { Toasts } from './Toasts.tsx';
@@ -283,6 +283,7 @@ function Mail({ task }: { task: TaskView }) {
 /** The report rendered (report.md), the result, and every artifact for download. */
 function Report({ task }: { task: TaskView }) {
   const [report, setReport] = useState<string | null>(null);
+  const [wholeReport, setWholeReport] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const path = task.result?.reportPath ?? task.artifacts.find((a) => /(^|\/)report\.md$/.test(a.path))?.path ?? null;
   const sha = task.artifacts.find((a) => a.path === path)?.sha256;
@@ -296,7 +297,18 @@ function Report({ task }: { task: TaskView }) {
       {task.result && <p className="summary">{task.result.summary}</p>}
       {report !== null && (
         <article className="markdown" aria-label="report">
-          <RenderedMarkdown>{report}</RenderedMarkdown>
+          <RenderedMarkdown>{wholeReport || report.length <= MAX_RENDERED_REPORT_CHARS ? report : reportStart(report)}</RenderedMarkdown>
+          {!wholeReport && report.length > MAX_RENDERED_REPORT_CHARS && (
+            <p className="muted">
+              The report goes on: {report.length.toLocaleString('en')} characters in all, too many to show at once without the page stopping to answer.{' '}
+              <button className="small" onClick={() => void download(task.id, path!).catch((err: unknown) => setError(`The report could not be downloaded: ${(err as Error).message}`))}>
+                Download it
+              </button>{' '}
+              <button className="small" onClick={() => setWholeReport(true)}>
+                Show it all here
+              </button>
+            </p>
+          )}
         </article>
       )}
       {task.artifacts.length > 0 && (
