@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { ApiError, BatonClient, UnreachableError } from './index.ts';
+import { ApiError, BatonClient, newIdempotencyKey, UnreachableError } from './index.ts';
 
 describe('BatonClient errors keep the server\'s words', () => {
   let server: Server;
@@ -34,6 +34,14 @@ describe('BatonClient errors keep the server\'s words', () => {
     const err = await new BatonClient(`http://127.0.0.1:${port}`).task('x').catch((e: unknown) => e);
     expect(err).toBeInstanceOf(UnreachableError);
     expect((err as Error).message).toMatch(new RegExp(`could not reach the Baton gateway at http://127.0.0.1:${port} \\(.*ECONNREFUSED`));
+  });
+});
+
+describe('newIdempotencyKey', () => {
+  it('a v4 UUID from getRandomValues (crypto.randomUUID is missing on a plain-HTTP page not on localhost), a new one each time', () => {
+    const keys = Array.from({ length: 100 }, newIdempotencyKey);
+    expect(keys.every((k) => /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/.test(k))).toBe(true);
+    expect(new Set(keys).size).toBe(100);
   });
 });
 

@@ -85,8 +85,18 @@ export class UnreachableError extends Error {
 const RESEND_AFTER_MS = [250, 1000];
 const isDecision = (p: string): boolean => /^\/v1\/tasks\/[^/]+\/(approvals|answers)\/[^/]+$/.test(p);
 
-/** A random id (Web Crypto: Node 20+ and browsers alike). */
-const randomId = (): string => globalThis.crypto.randomUUID();
+/**
+ * A random id for an Idempotency-Key (a v4 UUID). From `crypto.getRandomValues`, which every
+ * browser has on any page: `crypto.randomUUID` exists only on HTTPS pages and localhost, and the
+ * console opened over plain HTTP at another address loaded blank without it.
+ */
+export function newIdempotencyKey(): string {
+  const b = globalThis.crypto.getRandomValues(new Uint8Array(16));
+  b[6] = ((b[6] ?? 0) & 0x0f) | 0x40;
+  b[8] = ((b[8] ?? 0) & 0x3f) | 0x80;
+  const h = [...b].map((x) => x.toString(16).padStart(2, '0')).join('');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
 
 /** An event as the API returns it, with its data as an object. */
 export type ApiEvent = EventView & { data: Record<string, unknown>; metadata: Record<string, unknown> };
@@ -189,7 +199,7 @@ export class BatonClient {
   /** `request`, with the answer's headers. */
   private async send<T>(method: string, p: string, body?: unknown, given: Record<string, string> = {}): Promise<{ body: T; headers: Headers }> {
     // A decision goes under an Idempotency-Key of its own too: sent again with it, it is answered as made.
-    const headers = method === 'POST' && isDecision(p) && given['idempotency-key'] === undefined ? { ...given, 'idempotency-key': `baton-client-${randomId()}` } : given;
+    const headers = method === 'POST' && isDecision(p) && given['idempotency-key'] === undefined ? { ...given, 'idempotency-key': `baton-client-${newIdempotencyKey()}` } : given;
     const init = { method, headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers }, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) };
     // A write that may have been recorded, safe to repeat (under its key), is sent again (a cut connection, a gateway restarting under it).
     const repeatable = method === 'POST' && headers['idempotency-key'] !== undefined;
@@ -220,7 +230,7 @@ export class BatonClient {
 
   /** POST that makes a task (a submit, a fork), under an Idempotency-Key (the caller's, or one of its own): the task, and whether the gateway answered it as a replay. */
   private async create(p: string, body: unknown, idempotencyKey: string | undefined): Promise<Submitted> {
-    const r = await this.send<TaskView>('POST', p, body, { 'idempotency-key': idempotencyKey ?? `baton-client-${randomId()}` });
+    const r = await this.send<TaskView>('POST', p, body, { 'idempotency-key': idempotencyKey ?? `baton-client-${newIdempotencyKey()}` });
     return { ...r.body, replayed: r.headers.get('idempotent-replayed') === 'true' };
   }
   async task(id: string): Promise<TaskView> {

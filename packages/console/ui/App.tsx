@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
-import { api, apiKey, ApiError, isFinalStatus, listTasks, submitTask, watchTasks, type TaskListItem, type TeamInfo } from './api.ts';
+import { api, apiKey, ApiError, isFinalStatus, listTasks, newIdempotencyKey, submitTask, watchTasks, type TaskListItem, type TeamInfo } from './api.ts';
 import { createdWhen, mergeTask, reaches, settle, TASK_CHANGED } from './task-list.ts';
 import { Chat } from './Chat.tsx';
 import { ErrorLine } from './ErrorLine.tsx';
@@ -152,9 +152,9 @@ function NewTask({ teams }: { teams: TeamInfo[] }) {
   const [archive, setArchive] = useState<File | null>(null);
   // This form's Idempotency-Key: the same until the task is created or the form changes, so a click
   // again after a lost answer is the task already made, not a second one.
-  const sendKey = useRef(crypto.randomUUID());
+  const sendKey = useRef(newIdempotencyKey());
   useEffect(() => {
-    sendKey.current = crypto.randomUUID();
+    sendKey.current = newIdempotencyKey();
   }, [prompt, team, approve, budget, workspace, archive]);
   const { error, setError, busy, run } = useAction();
   /** The field the last refusal of the form names (marked invalid, focused). */
@@ -181,7 +181,7 @@ function NewTask({ teams }: { teams: TeamInfo[] }) {
       return submitTask({ prompt, team, requirePlanApproval: approve, ...(usd !== undefined ? { budget: { usd } } : {}), ...(ws ? { workspace: ws } : {}) }, sendKey.current);
     }, 'Task created.');
     if (!t) return;
-    sendKey.current = crypto.randomUUID();
+    sendKey.current = newIdempotencyKey();
     setPrompt('');
     openTask(t.id);
   };
