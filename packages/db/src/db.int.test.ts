@@ -160,6 +160,8 @@ describe('withSessionLock', () => {
         });
       expect(await Promise.all(Array.from({ length: 12 }, (_, i) => one(i)))).toEqual(Array.from({ length: 12 }, (_, i) => i));
       expect(most).toBe(1);
+      // Callers of different names (forks under keys of their own) hold their locks beside the pool: as many as it has clients, and more, all finish.
+      expect(await Promise.all(Array.from({ length: 12 }, (_, i) => withSessionLock(db.pool, `baton.test.${i}`, async () => (await db.pool.query('select $1::int as i', [i])).rows[0].i)))).toEqual(Array.from({ length: 12 }, (_, i) => i));
       // Nothing is left locked.
       expect((await db.pool.query(`select count(*)::int as n from pg_locks where locktype = 'advisory' and database = (select oid from pg_database where datname = current_database())`)).rows[0].n).toBe(0);
     } finally {
