@@ -55,7 +55,12 @@ describe('engineering team, end to end', () => {
       status: 400,
       body: { error: { message: expect.stringMatching(/body\.input\.subtasks\.1\.file_locks: 'frontend' and 'backend' can run at the same time and both lock/) } },
     });
-    await api.request('POST', `/v1/tasks/${submitted.id}/approvals/${request.requestId}`, { decision: 'approve' });
+    // Approved with an edit that leaves out what has a default (depends_on), under an Idempotency-Key; sent again
+    // as it was (a client that never saw its answer), it is answered as made — compared parsed, as recorded.
+    const edit = { decision: 'approve', input: { ...input, subtasks: input.subtasks.map(({ depends_on: _, ...rest }: { depends_on?: unknown; id: string; file_locks: string[] }) => rest) } };
+    const decideAt = `/v1/tasks/${submitted.id}/approvals/${request.requestId}`;
+    await api.request('POST', decideAt, edit, { 'idempotency-key': `plan-${submitted.id}` });
+    await expect(api.request('POST', decideAt, edit, { 'idempotency-key': `plan-${submitted.id}` })).resolves.toMatchObject({ id: submitted.id }); // (a 409 before)
 
     // Both engineers run at the same time, each holding its own locks.
     let sawParallel = false;

@@ -335,6 +335,10 @@ describe('approvals', () => {
     given(approved).when({ ...again, idempotencyKey: 'k2' }).thenThrows(RequestAlreadyDecidedError);
     const rejected = [...waiting, { type: 'ApprovalRejected', data: { requestId: 'apr-1', reason: 'no', decidedBy: 'u', idempotencyKey: 'k3' } } as DecidedEvent];
     given(rejected).when({ type: 'DecideApproval', requestId: 'apr-1', decision: 'reject', reason: 'no', decidedBy: 'u', idempotencyKey: 'k3' }).then([]);
+    // A budget raise sent again under its key: the measures it names as raised (the others kept theirs).
+    const raised = [...waiting, { type: 'BudgetRaised', data: { requestId: 'apr-1', limit: { usd: 5, tokens: 100_000 }, decidedBy: 'u', resumes: [], idempotencyKey: 'k4' } } as DecidedEvent];
+    given(raised).when({ type: 'DecideApproval', requestId: 'apr-1', decision: 'approve', budget: { tokens: 100_000 }, decidedBy: 'u', idempotencyKey: 'k4' }).then([]);
+    given(raised).when({ type: 'DecideApproval', requestId: 'apr-1', decision: 'approve', budget: { tokens: 200_000 }, decidedBy: 'u', idempotencyKey: 'k4' }).thenThrows(IdempotencyKeyReusedError);
     const timedOut = [...waiting, { type: 'ApprovalTimedOut', data: { requestId: 'apr-1', action: 'reject' } } as DecidedEvent];
     given(timedOut).when({ type: 'DecideApproval', requestId: 'apr-1', decision: 'reject', reason: 'no', decidedBy: 'u', idempotencyKey: 'k3' }).thenThrows(RequestAlreadyDecidedError, /timed out \(rejected\) \(by its deadline at /);
   });

@@ -277,14 +277,14 @@ export function decide(command: Command, state: TaskState): DecidedEvent[] {
 /** A person's decision on the budget: raise the limit (the run goes on) or stop the run. */
 function decideBudget(state: TaskState, req: BudgetRequest, c: Extract<Command, { type: 'DecideApproval' }>): DecidedEvent[] {
   if (c.input !== undefined) throw new InvalidCommandError(`a budget request takes budget, not input`, { requestId: req.requestId });
-  if (c.decision === 'reject') return stopAtBudget(state, req, { reason: c.reason ?? 'no reason given', decidedBy: c.decidedBy, timedOut: false });
+  if (c.decision === 'reject') return stopAtBudget(state, req, { reason: c.reason ?? 'no reason given', decidedBy: c.decidedBy, timedOut: false, ...keyOf(c) });
   const raised = raisedLimit(state, c.budget);
   if (!raised.ok) throw new InvalidCommandError(raised.problem, { requestId: req.requestId });
   const resumes = Object.values(state.agents).filter((a) => a.heldByBudget && a.status === 'paused').map((a) => a.id);
-  return [{ type: 'BudgetRaised', data: { requestId: req.requestId, limit: raised.limit, decidedBy: c.decidedBy, resumes } }];
+  return [{ type: 'BudgetRaised', data: { requestId: req.requestId, limit: raised.limit, decidedBy: c.decidedBy, resumes, ...keyOf(c) } }];
 }
 
-function stopAtBudget(state: TaskState, req: BudgetRequest, o: { reason: string; decidedBy: string; timedOut: boolean }): DecidedEvent[] {
+function stopAtBudget(state: TaskState, req: BudgetRequest, o: { reason: string; decidedBy: string; timedOut: boolean; idempotencyKey?: string }): DecidedEvent[] {
   const spent = describeSpend(spentOf(state), state.budget ?? req.limit);
   const why = o.timedOut ? 'nobody decided before the deadline' : `stopped by ${o.decidedBy}: ${o.reason}`;
   return [
@@ -385,14 +385,17 @@ function requireAsker(state: TaskState, agentId: string, toolUseId: string, comm
 function repeatsDecision(state: TaskState, c: Extract<Command, { type: 'DecideApproval' | 'AnswerClarification' }>): boolean {
   const d = own(state.decidedRequests, c.requestId);
   if (!c.idempotencyKey || d?.key !== c.idempotencyKey) return false;
+  const reason = c.type === 'DecideApproval' ? (c.reason ?? 'no reason given') : '';
   const same =
     c.type === 'AnswerClarification'
       ? d.decision === 'answered' && canonicalJson(d.answers) === canonicalJson(c.answers)
       : c.decision === 'reject'
-        ? d.decision === `rejected: ${c.reason ?? 'no reason given'}`
-        : c.input === undefined
-          ? d.decision === 'approved'
-          : d.decision === 'approved with edits' && canonicalJson(c.input) === canonicalJson(d.approvedInput);
+        ? d.decision === `rejected: ${reason}` || d.decision === `stopped: ${reason}`
+        : c.budget !== undefined
+          ? d.raisedTo !== undefined && (['usd', 'tokens'] as const).every((m) => c.budget?.[m] === undefined || c.budget[m] === d.raisedTo?.[m])
+          : c.input === undefined
+            ? d.decision === 'approved'
+            : d.decision === 'approved with edits' && canonicalJson(c.input) === canonicalJson(d.approvedInput);
   if (!same) throw new IdempotencyKeyReusedError(`this Idempotency-Key was already used for another decision of request '${c.requestId}' (${d.decision})`, { requestId: c.requestId });
   return true;
 }

@@ -189,9 +189,9 @@ export const eventDataSchemas = {
     onTimeout: z.literal('stop').default('stop'),
   }),
   /** A person raised the limit: the run goes on; `resumes` are the subagents it paused, each given a new job. */
-  BudgetRaised: z.object({ requestId: RequestId, limit: Budget, decidedBy: z.string(), resumes: z.array(AgentId).default([]) }),
+  BudgetRaised: z.object({ requestId: RequestId, limit: Budget, decidedBy: z.string(), resumes: z.array(AgentId).default([]), idempotencyKey: z.string().optional() }),
   /** A person (or the deadline) stopped the run at its budget; TaskFailed follows. */
-  BudgetRefused: z.object({ requestId: RequestId, reason: z.string(), decidedBy: z.string(), timedOut: z.boolean() }),
+  BudgetRefused: z.object({ requestId: RequestId, reason: z.string(), decidedBy: z.string(), timedOut: z.boolean(), idempotencyKey: z.string().optional() }),
   /** The lead's plan, as approved (possibly edited): the scheduler runs it. */
   PlanRecorded: z.object({
     agentId: AgentId,

@@ -176,13 +176,13 @@ export function evolve(state: TaskState, event: RecordedEvent): TaskState {
     case 'BudgetRaised': {
       const d = event.data;
       const limit = [d.limit.usd !== null ? `$${d.limit.usd}` : null, d.limit.tokens !== null ? `${d.limit.tokens} tokens` : null].filter(Boolean).join(', ');
-      s = closeRequest(s, d.requestId, { decision: `raised to ${limit}`, at, by: d.decidedBy });
+      s = closeRequest(s, d.requestId, { decision: `raised to ${limit}`, at, by: d.decidedBy, key: d.idempotencyKey, raisedTo: d.limit });
       s.budget = d.limit;
       for (const id of d.resumes) s = updateAgent(s, id, (a) => (a.status === 'paused' && a.heldByBudget ? { ...a, status: 'dispatched', heldByBudget: false } : a));
       break;
     }
     case 'BudgetRefused':
-      s = closeRequest(s, event.data.requestId, { decision: event.data.timedOut ? 'timed out (stopped)' : `stopped: ${event.data.reason}`, at, by: event.data.decidedBy });
+      s = closeRequest(s, event.data.requestId, { decision: event.data.timedOut ? 'timed out (stopped)' : `stopped: ${event.data.reason}`, at, by: event.data.decidedBy, key: event.data.idempotencyKey });
       break;
     case 'ApprovalRequested': {
       const d = event.data;

@@ -226,6 +226,8 @@ export interface DecidedRequest {
   answers?: string[] | undefined;
   /** The Idempotency-Key the decision was sent with, if any. */
   key?: string | undefined;
+  /** A budget request's new limit, as raised. */
+  raisedTo?: { usd: number | null; tokens: number | null } | undefined;
   agentId?: string | undefined;
   toolUseId?: string | undefined;
   approvedInput?: Record<string, unknown> | undefined;

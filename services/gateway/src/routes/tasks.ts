@@ -1,5 +1,5 @@
 import { allTools, parseToolInput } from '@baton/agents';
-import { digestJson, exists, forkableVersions, forkEvents, forkFiles, forkRefusal, own, stateAt, uuidV5, type Command, type TaskState } from '@baton/domain';
+import { digestJson, exists, forkableVersions, forkEvents, forkFiles, forkRefusal, own, stateAt, uuidV5, type Command, type RecordedEvent, type TaskState } from '@baton/domain';
 import { redactCredentials, toAgentViews, toTaskView, type DeliveryView } from '@baton/api';
 import { withSessionLock } from '@baton/db';
 import { importTask, taskCommits, type LoadedTask } from '@baton/event-store';
@@ -21,6 +21,13 @@ function idempotencyKey(req: FastifyRequest): string | undefined {
   const key = typeof header === 'string' ? header.trim() : undefined;
   if (key !== undefined && (key.length === 0 || key.length > 255)) throw new HttpError(400, 'validation_error', 'headers.idempotency-key: must be 1..255 characters');
   return key;
+}
+
+/** The tool an approval request asked about, from the log (for a request decided already). */
+function askedTool(events: readonly RecordedEvent[], requestId: string): string | undefined {
+  const asked = events.find((e) => e.type === 'ApprovalRequested' && (e.data as { requestId?: unknown }).requestId === requestId);
+  const tool = (asked?.data as { toolName?: unknown } | undefined)?.toolName;
+  return typeof tool === 'string' ? tool : undefined;
 }
 
 /** Load a task the caller's tenant may see; another tenant's task is a plain 404. */
@@ -101,10 +108,13 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     // one (an agent added since would pass here and fail in the run, the approval used up).
     const team = body.input !== undefined ? await d.catalog.resolve(visible.state.team, visible.state.lead?.configVersion) : undefined;
     return command(req, reply, id, (s) => {
+      // The tool the approval asks about — of the request decided already too: a decision sent
+      // again is compared with the one recorded as it was recorded (parsed, defaults filled in).
       const open = own(s.pendingRequests, requestId);
+      const asked = open?.kind === 'approval' ? open.toolName : own(s.decidedRequests, requestId) ? askedTool(visible.events, requestId) : undefined;
       let input = body.input;
-      if (body.decision === 'approve' && input !== undefined && open?.kind === 'approval') {
-        const tool = allTools[open.toolName];
+      if (body.decision === 'approve' && input !== undefined && asked !== undefined) {
+        const tool = allTools[asked];
         if (tool) {
           // The same checks the model's own call had (a plan's agents, dependencies and locks).
           const parsed = parseToolInput(tool, input, team);
