@@ -186,6 +186,8 @@ describe('traces across the bus and metrics from every service', () => {
     expect(r).toMatch(/^baton_sandboxes_active\{provider="[^"]+"\} 0$/m);
     const n = await text(`${notifier}/metrics`);
     expect(n).toMatch(/^baton_deliveries_total\{channel="webhook",outcome="delivered"\} [1-9]/m);
+    // Given up: a series from the start, at 0 (an alert on its increase sees the first one).
+    expect(n).toMatch(/^baton_deliveries_total\{channel="email",outcome="failed"\} 0$/m);
     expect((await fetch(`${notifier}/nothing`)).status).toBe(404);
     // The relay's series only where a relay runs or its state is read: a runner's or notifier's constant 0 read as "no relay leads".
     expect(gateway).toMatch(/^baton_relay_leading 1$/m);

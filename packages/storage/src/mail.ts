@@ -92,9 +92,11 @@ export async function settleMail(pool: Pick<pg.Pool, 'query'>, k: MailKey & { ho
 /**
  * Settle the claims of a mail that will not be sent any more (its request closed) left by a
  * notifier that stopped (lease over): one handed over to the SMTP server becomes `unknown` (it may
- * have gone out), one that was not `failed` (it never went). Returns what was settled.
+ * have gone out), one that was not `failed` (it never went). Returns what was settled, and how
+ * long until the last claim still running ends (null: none) — its holder may be alive and finish,
+ * or dead: look again then.
  */
-export async function settleAbandonedMail(pool: Pick<pg.Pool, 'query'>, k: { taskId: string; key: string; error: { unknown: string; failed: string } }): Promise<{ recipient: string; state: 'unknown' | 'failed' }[]> {
+export async function settleAbandonedMail(pool: Pick<pg.Pool, 'query'>, k: { taskId: string; key: string; error: { unknown: string; failed: string } }): Promise<{ settled: { recipient: string; state: 'unknown' | 'failed' }[]; runningForMs: number | null }> {
   const { rows } = await pool.query<{ recipient: string; state: 'unknown' | 'failed' }>(
     `update mail_sends set state = case when handed_over_at is null then 'failed' else 'unknown' end,
             last_error = case when handed_over_at is null then $3 else $4 end, lease_until = null, updated_at = now()
@@ -102,7 +104,11 @@ export async function settleAbandonedMail(pool: Pick<pg.Pool, 'query'>, k: { tas
       returning recipient, state`,
     [k.taskId, k.key, k.error.failed, k.error.unknown],
   );
-  return rows;
+  const running = await pool.query<{ left_ms: number | null }>(
+    `select max(greatest(0, extract(epoch from lease_until - now()) * 1000))::int as left_ms from mail_sends where task_id = $1 and mail_key = $2 and state = 'sending'`,
+    [k.taskId, k.key],
+  );
+  return { settled: rows, runningForMs: running.rows[0]?.left_ms ?? null };
 }
 
 /** Where each mail of a task stands (for tests and operators). */

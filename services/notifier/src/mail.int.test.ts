@@ -316,7 +316,9 @@ describe('the outbox', () => {
     const id = await awaitingApproval(pg, { email: { to: ['ann@example.com', 'bob@example.com'], on: ['awaiting_input'] } });
     const key = 'request:apr-lead-tu1';
     // Ann's mail was being handed over, Bob's not yet, when the notifier was killed; then the request closed.
-    for (const recipient of ['ann@example.com', 'bob@example.com']) await claimMail(pg.db.pool, { taskId: id, key, recipient, messageId: '<m@x>', holder: 'killed', leaseMs: 1 });
+    // Bob's claim is still within its lease when the request's message comes back: it is looked at again when the lease ends.
+    await claimMail(pg.db.pool, { taskId: id, key, recipient: 'ann@example.com', messageId: '<m@x>', holder: 'killed', leaseMs: 1 });
+    await claimMail(pg.db.pool, { taskId: id, key, recipient: 'bob@example.com', messageId: '<m@x>', holder: 'killed', leaseMs: 1500 });
     await markHandingOver(pg.db.pool, { taskId: id, key, recipient: 'ann@example.com', holder: 'killed' });
     await handleCommand(pg.store, id, { type: 'DecideApproval', requestId: 'apr-lead-tu1', decision: 'reject', reason: 'no answer in time', decidedBy: 'deadline' });
     const stack = await startStack(pg, nats);

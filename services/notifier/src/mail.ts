@@ -82,8 +82,7 @@ export async function deliverMails(d: MailDeps, event: BusEvent, lastAttempt: bo
   const state = fold(events);
   const planned = plannedMails(recorded, state);
   const closed = closedRequestMailKey(recorded, state);
-  if (closed) await settleAbandoned(d, event, closed);
-  let retry: MailRetry | null = null;
+  let retry: MailRetry | null = closed ? await settleAbandoned(d, event, closed) : null;
   for (const p of planned) {
     const r = await deliverOne(d, event, state, events, p, lastAttempt);
     if (r && (!retry || (r.delayMs ?? Infinity) < (retry.delayMs ?? Infinity))) retry = r;
@@ -95,18 +94,23 @@ export async function deliverMails(d: MailDeps, event: BusEvent, lastAttempt: bo
  * A request's mail claimed by a notifier that stopped mid-send, the request closed since (it timed
  * out while the deployment was down, say): not sent again, but settled and said where a person
  * looks — an attempt in /deliveries, as for a mail still planned — instead of left `sending`
- * with no record while its links may be in someone's inbox.
+ * with no record while its links may be in someone's inbox. A claim still within its lease is
+ * looked at again when the lease ends (the event's message comes back then).
  */
-async function settleAbandoned(d: MailDeps, event: BusEvent, key: string): Promise<void> {
+async function settleAbandoned(d: MailDeps, event: BusEvent, key: string): Promise<MailRetry | null> {
   const error = {
     unknown: 'outcome unknown: the notifier sending it stopped before recording what the SMTP server said, and the request has closed since; not sent again (it may have gone out)',
     failed: 'not sent: the notifier sending it stopped before handing it over, and the request has closed since',
   };
-  for (const s of await settleAbandonedMail(d.pool, { taskId: event.taskId, key, error })) {
+  const { settled, runningForMs } = await settleAbandonedMail(d.pool, { taskId: event.taskId, key, error });
+  for (const s of settled) {
     const { deliveryId } = mailIds(event.taskId, key, s.recipient, new URL(d.publicUrl).hostname || 'baton');
     await recordDelivery(d.pool, { channel: 'email', taskId: event.taskId, eventId: event.id, webhookId: deliveryId, type: 'email.awaiting_input', url: `mailto:${s.recipient}`, attempt: 0, statusCode: null, ok: false, error: error[s.state], durationMs: 0, givenUp: true });
+    metrics.deliveries.inc({ channel: 'email', outcome: 'failed' });
     d.log.warn({ taskId: event.taskId, key, recipient: s.recipient, state: s.state }, error[s.state]);
   }
+  // A claim still running: its holder may finish (and record its outcome), or have died — the message comes back when the lease ends, to settle it then.
+  return runningForMs === null ? null : { reason: 'a notifier still holds the closed request\'s mail', delayMs: Math.max(100, runningForMs) };
 }
 
 async function deliverOne(d: MailDeps, event: BusEvent, state: TaskState, events: RecordedEvent[], p: PlannedMail, last: boolean): Promise<MailRetry | null> {

@@ -3,6 +3,7 @@ import { BusEvent, deadLetterRecorder, hasOwnTargets, retry, startConsumer, Topo
 import { fold, notifiesAnyone, NotifyConfig, taskStreamId, WebhookConfig } from '@baton/domain';
 import type { EventStore } from '@baton/event-store';
 import { setBounded, type Logger } from '@baton/runtime';
+import { metrics } from '@baton/telemetry';
 import { findTaskWebhookSecret, listEndpoints, targetSettled, taskWebhookSecrets, validSecrets, type TaskWebhookSecret, type WebhookEndpoint } from '@baton/storage';
 import { jetstreamManager, type JetStreamClient } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -65,6 +66,8 @@ interface Target {
  * notifier writes only what became of an outbox mail (EmailSent / EmailFailed).
  */
 export async function startNotifier(d: NotifierDeps): Promise<RunningConsumer> {
+  // Every outcome's series from the start, at 0: an alert on increase(…{outcome="failed"}) sees the first delivery given up (a series born at 1 shows no increase).
+  for (const channel of ['webhook', 'email']) for (const outcome of ['delivered', 'retried', 'failed', ...(channel === 'webhook' ? ['gone'] : [])]) metrics.deliveries.inc({ channel, outcome }, 0);
   // What a task subscribed to never changes after submission: cache it (bounded) so most events cost no query.
   const cache = new Map<string, Subscriptions>();
   const subscriptionsOf = async (taskId: string): Promise<Subscriptions> => {
