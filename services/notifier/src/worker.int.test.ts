@@ -298,6 +298,8 @@ describe("notifier and a tenant's key for its tasks' own webhooks", () => {
 
     // e rotates; its delivery sent again is signed with the new key and the previous one (the overlap).
     await rotateTaskWebhookSecret(pg.db.pool, { tenantId: 'e', secret: KEY_E2, overlapMs: 3_600_000 });
+    // (An attempt is recorded once its answer is in: after the receiver has it.)
+    await waitFor(async () => (await listDeliveries(pg.db.pool, e)).length === 1, { what: "e's delivery recorded" });
     const [delivered] = await listDeliveries(pg.db.pool, e);
     await requestRedelivery(pg.db.pool, { taskId: e, deliveryId: delivered!.id, requestedBy: 'u' });
     await waitFor(() => hooks.received.length === 4, { what: 'the redelivery' });
