@@ -317,8 +317,9 @@ webhooks
   .command('rotate-secret <webhookId>')
   .description('a new signing secret, printed this once; the previous one keeps signing too for --overlap seconds')
   .option('--overlap <seconds>', 'how long the previous secret keeps signing too (0..604800; default a day)', overlapOption)
-  .action(async (id: string, opts: { overlap?: number }) => {
-    const w = await client().rotateWebhookSecret(id, opts.overlap);
+  .option('--drop-previous', "rotate although the last rotation's previous secret still signs: it stops at once")
+  .action(async (id: string, opts: { overlap?: number; dropPrevious?: boolean }) => {
+    const w = await client().rotateWebhookSecret(id, opts.overlap, { dropPrevious: opts.dropPrevious === true });
     console.log(describeWebhook(w));
     console.log(`secret: ${w.secret}  (shown this once)`);
   });
@@ -346,8 +347,9 @@ taskSecret
   .command('rotate')
   .description('a new key, printed this once; the previous one keeps signing too for --overlap seconds')
   .option('--overlap <seconds>', 'how long the previous key keeps signing too (0..604800; default a day)', overlapOption)
-  .action(async (opts: { overlap?: number }) => {
-    const k = await client().rotateTaskWebhookSecret(opts.overlap);
+  .option('--drop-previous', "rotate although the last rotation's previous key still signs: it stops at once")
+  .action(async (opts: { overlap?: number; dropPrevious?: boolean }) => {
+    const k = await client().rotateTaskWebhookSecret(opts.overlap, { dropPrevious: opts.dropPrevious === true });
     console.log(describeTaskWebhookSecret(k));
     console.log(`secret: ${k.secret}  (shown this once)`);
   });

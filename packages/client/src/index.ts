@@ -268,8 +268,8 @@ export class BatonClient {
     await this.request('DELETE', `/v1/webhooks/${seg(id)}`);
   }
   /** A new signing secret (shown this once); the previous one keeps signing too for `overlapSeconds` (default a day). */
-  async rotateWebhookSecret(id: string, overlapSeconds?: number): Promise<WebhookEndpointView & { secret: string }> {
-    return this.request('POST', `/v1/webhooks/${seg(id)}/rotate-secret`, overlapSeconds === undefined ? {} : { overlapSeconds });
+  async rotateWebhookSecret(id: string, overlapSeconds?: number, o: { dropPrevious?: boolean } = {}): Promise<WebhookEndpointView & { secret: string }> {
+    return this.request('POST', `/v1/webhooks/${seg(id)}/rotate-secret`, { ...(overlapSeconds === undefined ? {} : { overlapSeconds }), ...(o.dropPrevious ? { dropPrevious: true } : {}) });
   }
   /** The tenant's key for its tasks' own webhooks (never the key itself); null: it has none, they are signed with the deployment's secret. */
   async taskWebhookSecret(): Promise<TaskWebhookSecretView | null> {
@@ -285,8 +285,8 @@ export class BatonClient {
     return this.request('POST', '/v1/task-webhook-secret', overlapSeconds === undefined ? {} : { overlapSeconds });
   }
   /** A new key for the tenant's tasks' own webhooks, shown this once; the previous one signs too for `overlapSeconds` (default a day). */
-  rotateTaskWebhookSecret(overlapSeconds?: number): Promise<TaskWebhookSecretView & { secret: string }> {
-    return this.request('POST', '/v1/task-webhook-secret/rotate', overlapSeconds === undefined ? {} : { overlapSeconds });
+  rotateTaskWebhookSecret(overlapSeconds?: number, o: { dropPrevious?: boolean } = {}): Promise<TaskWebhookSecretView & { secret: string }> {
+    return this.request('POST', '/v1/task-webhook-secret/rotate', { ...(overlapSeconds === undefined ? {} : { overlapSeconds }), ...(o.dropPrevious ? { dropPrevious: true } : {}) });
   }
   /** Every recorded attempt to deliver the task's webhooks and mail, oldest first. */
   async deliveries(taskId: string): Promise<DeliveryView[]> {

@@ -94,12 +94,16 @@ export async function deleteEndpoint(pool: Pick<pg.Pool, 'query'>, tenantId: str
   return (r.rowCount ?? 0) > 0;
 }
 
-/** A new secret; the current one becomes the previous, valid `overlapMs` more (null: no such endpoint of the tenant). */
-export async function rotateEndpointSecret(pool: Pick<pg.Pool, 'query'>, r: { tenantId: string; id: string; secret: string; overlapMs: number }): Promise<WebhookEndpoint | null> {
+/**
+ * A new secret; the current one becomes the previous, valid `overlapMs` more (null: no such
+ * endpoint of the tenant, or — unless `dropPrevious` — one whose previous secret still signs:
+ * rotating again would stop that one at once, failing receivers that still hold it).
+ */
+export async function rotateEndpointSecret(pool: Pick<pg.Pool, 'query'>, r: { tenantId: string; id: string; secret: string; overlapMs: number; dropPrevious?: boolean }): Promise<WebhookEndpoint | null> {
   const { rows } = await pool.query(
     `update webhook_endpoints set previous_secret = secret, secret = $3, previous_expires_at = now() + make_interval(secs => $4::double precision / 1000), rotated_at = now()
-      where tenant_id = $1 and id = $2 returning ${COLUMNS}`,
-    [r.tenantId, r.id, r.secret, r.overlapMs],
+      where tenant_id = $1 and id = $2 and (previous_expires_at is null or previous_expires_at <= now() or $5) returning ${COLUMNS}`,
+    [r.tenantId, r.id, r.secret, r.overlapMs, r.dropPrevious === true],
   );
   return rows[0] ? toEndpoint(rows[0]) : null;
 }
@@ -146,12 +150,12 @@ export async function findTaskWebhookSecret(pool: Pick<pg.Pool, 'query'>, tenant
   return rows[0] ? toTaskWebhookSecret(rows[0]) : null;
 }
 
-/** A new key; the current one becomes the previous, valid `overlapMs` more (null: the tenant has none). */
-export async function rotateTaskWebhookSecret(pool: Pick<pg.Pool, 'query'>, r: { tenantId: string; secret: string; overlapMs: number }): Promise<TaskWebhookSecret | null> {
+/** A new key; the current one becomes the previous, valid `overlapMs` more (null: the tenant has none, or — unless `dropPrevious` — its previous key still signs, as for an endpoint). */
+export async function rotateTaskWebhookSecret(pool: Pick<pg.Pool, 'query'>, r: { tenantId: string; secret: string; overlapMs: number; dropPrevious?: boolean }): Promise<TaskWebhookSecret | null> {
   const { rows } = await pool.query(
     `update task_webhook_secrets set previous_secret = secret, secret = $2, previous_expires_at = now() + make_interval(secs => $3::double precision / 1000), rotated_at = now()
-      where tenant_id = $1 returning ${SECRET_COLUMNS}`,
-    [r.tenantId, r.secret, r.overlapMs],
+      where tenant_id = $1 and (previous_expires_at is null or previous_expires_at <= now() or $4) returning ${SECRET_COLUMNS}`,
+    [r.tenantId, r.secret, r.overlapMs, r.dropPrevious === true],
   );
   return rows[0] ? toTaskWebhookSecret(rows[0]) : null;
 }

@@ -179,6 +179,14 @@ describe('/v1/webhooks (a tenant\'s endpoints)', () => {
     const { rows } = await pg.db.pool.query('select secret, previous_secret, previous_expires_at > now() + interval \'59 minutes\' as overlap from webhook_endpoints where id = $1', [hook.id]);
     expect(rows).toEqual([{ secret: rotated.json().secret, previous_secret: hook.secret, overlap: true }]);
     expect((await app.inject({ method: 'POST', url: `/v1/webhooks/${hook.id}/rotate-secret`, headers: b })).statusCode).toBe(404);
+    // Again within the overlap (a double click, two operators): refused — it would stop the previous secret at once — unless asked to.
+    const twice = await app.inject({ method: 'POST', url: `/v1/webhooks/${hook.id}/rotate-secret`, headers: a, payload: { overlapSeconds: 3600 } });
+    expect([twice.statusCode, twice.json().error.code]).toEqual([409, 'rotation_in_progress']);
+    expect(twice.json().error.message).toMatch(/^the previous secret still signs until \d{4}-.*send dropPrevious: true to stop it now$/);
+    expect((await pg.db.pool.query('select secret from webhook_endpoints where id = $1', [hook.id])).rows[0].secret).toBe(rotated.json().secret);
+    const dropped = await app.inject({ method: 'POST', url: `/v1/webhooks/${hook.id}/rotate-secret`, headers: a, payload: { overlapSeconds: 60, dropPrevious: true } });
+    expect(dropped.statusCode).toBe(200);
+    expect((await pg.db.pool.query('select previous_secret from webhook_endpoints where id = $1', [hook.id])).rows[0].previous_secret).toBe(rotated.json().secret);
 
     expect((await app.inject({ method: 'DELETE', url: `/v1/webhooks/${hook.id}`, headers: b })).statusCode).toBe(404);
     expect((await app.inject({ method: 'DELETE', url: `/v1/webhooks/${hook.id}`, headers: a })).statusCode).toBe(204);
@@ -233,13 +241,16 @@ describe("a tenant's key for its tasks' own webhooks", () => {
     expect(rotated.json().secret).not.toBe(key.secret);
     const { rows } = await pg.db.pool.query('select tenant_id, secret, previous_secret from task_webhook_secrets');
     expect(rows).toEqual([{ tenant_id: 'a', secret: rotated.json().secret, previous_secret: key.secret }]);
+    const twice = await app.inject({ method: 'POST', url: '/v1/task-webhook-secret/rotate', headers: a });
+    expect([twice.statusCode, twice.json().error.code, twice.json().error.message]).toEqual([409, 'rotation_in_progress', expect.stringMatching(/^the previous key still signs until /)]);
+    expect((await pg.db.pool.query('select previous_secret from task_webhook_secrets')).rows[0].previous_secret).toBe(key.secret);
 
     // Tenant b's own, with no overlap: the deployment's secret stops at once.
     const bKey = (await app.inject({ method: 'POST', url: '/v1/task-webhook-secret', headers: b, payload: { overlapSeconds: 0 } })).json();
     expect(Date.parse(bKey.deploymentSecretUntil)).toBeLessThanOrEqual(Date.parse(bKey.createdAt) + 1000);
-    for (const [url, payload] of [['/v1/task-webhook-secret', { overlapSeconds: -1 }], ['/v1/task-webhook-secret/rotate', { overlapSeconds: 8 * 86_400 }], ['/v1/task-webhook-secret/rotate', { secret: 'mine' }]] as const) {
+    for (const [url, payload] of [['/v1/task-webhook-secret', { overlapSeconds: -1 }], ['/v1/task-webhook-secret', { dropPrevious: true }], ['/v1/task-webhook-secret/rotate', { overlapSeconds: 8 * 86_400 }], ['/v1/task-webhook-secret/rotate', { secret: 'mine' }]] as const) {
       const res = await app.inject({ method: 'POST', url, headers: a, payload });
-      expect([res.statusCode, res.json().error.message], JSON.stringify(payload)).toEqual([400, expect.stringMatching(/body\.(overlapSeconds|secret)|secret/)]);
+      expect([res.statusCode, res.json().error.message], JSON.stringify(payload)).toEqual([400, expect.stringMatching(/body\.(overlapSeconds|secret|dropPrevious)|secret|dropPrevious/)]);
     }
   });
 });

@@ -221,10 +221,18 @@ export const WebhookPatchBody = z
     events: WebhookTypes.unwrap().optional(),
   })
   .refine((b) => b.url !== undefined || b.events !== undefined, { message: 'give url, events or both' });
+/** How long the secret replaced keeps signing too (receivers switch meanwhile). */
+const OverlapSeconds = z.number().int('must be a whole number').min(0).max(7 * 86_400).optional();
+/** A first key for a tenant's tasks' own webhooks: how long the deployment's secret signs beside it. */
+export const OverlapBody = z.strictObject({ overlapSeconds: OverlapSeconds }).nullish();
 export const RotateSecretBody = z
   .strictObject({
-    /** How long the previous secret keeps signing too (receivers switch meanwhile). */
-    overlapSeconds: z.number().int('must be a whole number').min(0).max(7 * 86_400).optional(),
+    overlapSeconds: OverlapSeconds,
+    /**
+     * Rotate while the last rotation's previous secret still signs: it stops at once (without this,
+     * 409 rotation_in_progress — two rotations in a row had silently dropped it).
+     */
+    dropPrevious: z.boolean().optional(),
   })
   .nullish();
 /** The default overlap of a rotation: a day. */

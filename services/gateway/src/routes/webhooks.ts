@@ -17,7 +17,7 @@ import type { ZodTypeProvider } from '@fastify/type-provider-zod';
 import type { FastifyInstance } from 'fastify';
 import type { GatewayDeps } from '../deps.ts';
 import { HttpError, notFound } from '../errors.ts';
-import { DEFAULT_ROTATION_OVERLAP_SECONDS, NoBody, RotateSecretBody, succeedsWith, WebhookBody, WebhookIdParams, WebhookPatchBody } from './schemas.ts';
+import { DEFAULT_ROTATION_OVERLAP_SECONDS, NoBody, OverlapBody, RotateSecretBody, succeedsWith, WebhookBody, WebhookIdParams, WebhookPatchBody } from './schemas.ts';
 
 /** A tenant has at most this many endpoints. */
 export const MAX_ENDPOINTS_PER_TENANT = 20;
@@ -34,6 +34,14 @@ const view = (e: WebhookEndpoint): WebhookEndpointView => ({
   rotatedAt: e.rotatedAt?.toISOString() ?? null,
   previousSecretExpiresAt: e.previousExpiresAt?.toISOString() ?? null,
 });
+
+/** A rotation refused while the last one's previous secret still signs (a second would stop it at once). */
+const rotationInProgress = (what: 'secret' | 'key', until: Date | null): HttpError =>
+  new HttpError(
+    409,
+    'rotation_in_progress',
+    `the previous ${what} still signs until ${until?.toISOString() ?? 'the end of the last rotation\'s overlap'}: rotating again now would stop it at once, and receivers still holding it would fail. Rotate again after that, or send dropPrevious: true to stop it now`,
+  );
 
 /** The tenant's key for its tasks' own webhooks as shown: never the key itself. */
 const keyView = (k: TaskWebhookSecret): TaskWebhookSecretView => ({
@@ -86,8 +94,12 @@ export const webhookRoutes = (d: GatewayDeps) => async (app: FastifyInstance) =>
   });
 
   r.post('/v1/webhooks/:webhookId/rotate-secret', { schema: { params: WebhookIdParams, body: RotateSecretBody, tags: ['webhooks'], summary: 'A new secret; the previous one keeps signing too for overlapSeconds (default a day)' } }, async (req) => {
-    const e = await rotateEndpointSecret(d.pool, { tenantId: req.tenant, id: req.params.webhookId, secret: newSecret(), overlapMs: (req.body?.overlapSeconds ?? DEFAULT_ROTATION_OVERLAP_SECONDS) * 1000 });
-    if (!e) throw notFound(`webhook ${req.params.webhookId}`);
+    const e = await rotateEndpointSecret(d.pool, { tenantId: req.tenant, id: req.params.webhookId, secret: newSecret(), overlapMs: (req.body?.overlapSeconds ?? DEFAULT_ROTATION_OVERLAP_SECONDS) * 1000, dropPrevious: req.body?.dropPrevious === true });
+    if (!e) {
+      const now = await tenantEndpoint(d.pool, req.tenant, req.params.webhookId);
+      if (!now) throw notFound(`webhook ${req.params.webhookId}`);
+      throw rotationInProgress('secret', now.previousExpiresAt);
+    }
     return { ...view(e), secret: e.secret };
   });
 
@@ -96,7 +108,7 @@ export const webhookRoutes = (d: GatewayDeps) => async (app: FastifyInstance) =>
   const noKey = () =>
     new HttpError(404, 'not_found', 'this tenant has no key for its tasks\' own webhooks: they are signed with the deployment\'s WEBHOOK_SECRET; POST /v1/task-webhook-secret makes one');
 
-  r.post('/v1/task-webhook-secret', { schema: { body: RotateSecretBody, response: succeedsWith(201, 'The key, shown here only'), tags: ['webhooks'], summary: "A key of the tenant's own for its tasks' own webhooks (shown once); the deployment's secret keeps signing beside it for overlapSeconds (default a day)" } }, async (req, reply) => {
+  r.post('/v1/task-webhook-secret', { schema: { body: OverlapBody, response: succeedsWith(201, 'The key, shown here only'), tags: ['webhooks'], summary: "A key of the tenant's own for its tasks' own webhooks (shown once); the deployment's secret keeps signing beside it for overlapSeconds (default a day)" } }, async (req, reply) => {
     const k = await createTaskWebhookSecret(d.pool, { tenantId: req.tenant, secret: newSecret(), deploymentOverlapMs: (req.body?.overlapSeconds ?? DEFAULT_ROTATION_OVERLAP_SECONDS) * 1000 });
     if (!k) throw new HttpError(409, 'task_webhook_secret_exists', "this tenant has a key for its tasks' own webhooks already: POST /v1/task-webhook-secret/rotate replaces it");
     return reply.status(201).send({ ...keyView(k), secret: k.secret });
@@ -109,8 +121,12 @@ export const webhookRoutes = (d: GatewayDeps) => async (app: FastifyInstance) =>
   });
 
   r.post('/v1/task-webhook-secret/rotate', { schema: { body: RotateSecretBody, tags: ['webhooks'], summary: "A new key for the tenant's tasks' own webhooks; the previous one keeps signing too for overlapSeconds (default a day)" } }, async (req) => {
-    const k = await rotateTaskWebhookSecret(d.pool, { tenantId: req.tenant, secret: newSecret(), overlapMs: (req.body?.overlapSeconds ?? DEFAULT_ROTATION_OVERLAP_SECONDS) * 1000 });
-    if (!k) throw noKey();
+    const k = await rotateTaskWebhookSecret(d.pool, { tenantId: req.tenant, secret: newSecret(), overlapMs: (req.body?.overlapSeconds ?? DEFAULT_ROTATION_OVERLAP_SECONDS) * 1000, dropPrevious: req.body?.dropPrevious === true });
+    if (!k) {
+      const now = await findTaskWebhookSecret(d.pool, req.tenant);
+      if (!now) throw noKey();
+      throw rotationInProgress('key', now.previousExpiresAt);
+    }
     return { ...keyView(k), secret: k.secret };
   });
 };
