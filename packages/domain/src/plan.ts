@@ -90,8 +90,12 @@ export function planProblems(subtasks: readonly PlanSubtask[], agents: readonly 
   return problems;
 }
 
-/** A path with a `.git` segment: version control's own state. Case-insensitive ('.GIT' is '.git' on macOS and Windows). */
-export const insideGit = (p: string): boolean => p.split('/').some((s) => s.toLowerCase() === '.git');
+/**
+ * A path with a `.git` segment: version control's own state — spelt as any file system takes it
+ * for `.git`: in any case ('.GIT' on macOS and Windows), with joiners macOS ignores
+ * ('.g\u200cit'), with the trailing dots and spaces Windows drops ('.git.', '.git ').
+ */
+export const insideGit = (p: string): boolean => p.split('/').some((s) => s.toLowerCase().replace(/[\u200c\u200d]/g, '').replace(/[. ]+$/, '') === '.git');
 
 /** A workspace path as one spelling (`./a//b` → `a/b`): how tool paths are checked and recorded, and how locks must be written. */
 export const normalPath = (p: string): string => path.posix.normalize(p.replace(/\\/g, '/')).replace(/^\.\//, '');

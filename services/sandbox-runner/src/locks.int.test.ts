@@ -65,7 +65,7 @@ describe('file locks and file scope', () => {
     expect(writeRefusal({ locks: [] }, 'a.ts')).toBe("'a.ts' is outside this subtask's file locks (none: it may not change files)");
     expect(writeRefusal({ locks: ['docs/**'] }, 'docs/a/b.ts')).toBeNull();
     // Inside .git, whatever a lock's glob matches and for an agent with no policy at all.
-    for (const [policy, p] of [[{ locks: ['{.git,src}/**'] }, '.git/hooks/post-checkout'], [{ locks: ['.*/**'] }, '.Git/config'], [{ locks: null }, 'vendor/lib/.git/HEAD']] as const) {
+    for (const [policy, p] of [[{ locks: ['{.git,src}/**'] }, '.git/hooks/post-checkout'], [{ locks: ['.*/**'] }, '.Git/config'], [{ locks: null }, 'vendor/lib/.git/HEAD'], [{ locks: ['.*/**'] }, '.g\u200cit/hooks/pre-commit'], [{ locks: ['.*/**'] }, '.git./hooks/x'], [{ locks: ['.*/**'] }, '.git /hooks/x']] as const) {
       expect(writeRefusal(policy, p)).toBe(`'${p}' is inside .git (version control's own state, not the project): no agent's file tools change it`);
     }
     expect(fileAccessViolation({ locks: null }, 'write_file', { path: './.git/hooks/pre-push' })).toMatch(/^'\.git\/hooks\/pre-push' is inside \.git/);
