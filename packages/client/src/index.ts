@@ -98,6 +98,12 @@ export function newIdempotencyKey(): string {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
 }
 
+/** The body of a secret's rotation or a first key: the overlap and dropPrevious, each only when given. */
+const secretChange = (overlapSeconds?: number, dropPrevious?: boolean): { overlapSeconds?: number; dropPrevious?: true } => ({
+  ...(overlapSeconds === undefined ? {} : { overlapSeconds }),
+  ...(dropPrevious ? { dropPrevious: true } : {}),
+});
+
 /** An event as the API returns it, with its data as an object. */
 export type ApiEvent = EventView & { data: Record<string, unknown>; metadata: Record<string, unknown> };
 /** A task as `GET /v1/tasks` lists it. */
@@ -269,7 +275,7 @@ export class BatonClient {
   }
   /** A new signing secret (shown this once); the previous one keeps signing too for `overlapSeconds` (default a day). */
   async rotateWebhookSecret(id: string, overlapSeconds?: number, o: { dropPrevious?: boolean } = {}): Promise<WebhookEndpointView & { secret: string }> {
-    return this.request('POST', `/v1/webhooks/${seg(id)}/rotate-secret`, { ...(overlapSeconds === undefined ? {} : { overlapSeconds }), ...(o.dropPrevious ? { dropPrevious: true } : {}) });
+    return this.request('POST', `/v1/webhooks/${seg(id)}/rotate-secret`, secretChange(overlapSeconds, o.dropPrevious));
   }
   /** The tenant's key for its tasks' own webhooks (never the key itself); null: it has none, they are signed with the deployment's secret. */
   async taskWebhookSecret(): Promise<TaskWebhookSecretView | null> {
@@ -282,11 +288,11 @@ export class BatonClient {
   }
   /** A key of the tenant's own for its tasks' own webhooks, shown this once; the deployment's secret signs beside it for `overlapSeconds` (default a day). */
   createTaskWebhookSecret(overlapSeconds?: number): Promise<TaskWebhookSecretView & { secret: string }> {
-    return this.request('POST', '/v1/task-webhook-secret', overlapSeconds === undefined ? {} : { overlapSeconds });
+    return this.request('POST', '/v1/task-webhook-secret', secretChange(overlapSeconds));
   }
   /** A new key for the tenant's tasks' own webhooks, shown this once; the previous one signs too for `overlapSeconds` (default a day). */
   rotateTaskWebhookSecret(overlapSeconds?: number, o: { dropPrevious?: boolean } = {}): Promise<TaskWebhookSecretView & { secret: string }> {
-    return this.request('POST', '/v1/task-webhook-secret/rotate', { ...(overlapSeconds === undefined ? {} : { overlapSeconds }), ...(o.dropPrevious ? { dropPrevious: true } : {}) });
+    return this.request('POST', '/v1/task-webhook-secret/rotate', secretChange(overlapSeconds, o.dropPrevious));
   }
   /** Every recorded attempt to deliver the task's webhooks and mail, oldest first. */
   async deliveries(taskId: string): Promise<DeliveryView[]> {

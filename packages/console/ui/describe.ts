@@ -1,5 +1,5 @@
 import type { AgentView, EventView, TaskView } from '@baton/api';
-import { cutText } from '@baton/api/text';
+import { excerpt } from '@baton/api/text';
 
 type PendingRequest = TaskView['pendingRequests'][number];
 
@@ -171,9 +171,5 @@ export function taskNews(before: Pick<TaskView, 'status' | 'pendingRequests' | '
 /** The most of a report rendered at once: a 1.5 MB one kept the page from answering for half a minute. */
 export const MAX_RENDERED_REPORT_CHARS = 200_000;
 
-/** A long report's start, cut at a line's end near the limit and never through a character. Pure. */
-export function reportStart(report: string, max = MAX_RENDERED_REPORT_CHARS): string {
-  if (report.length <= max) return report;
-  const line = report.lastIndexOf('\n', max);
-  return cutText(report, line > max * 0.8 ? line : max);
-}
+/** A long report's start, cut at a line's end near the limit and never through a character (the mail's `excerpt`). Pure. */
+export const reportStart = (report: string, max = MAX_RENDERED_REPORT_CHARS): string => excerpt(report, max);

@@ -22,6 +22,8 @@ export async function inTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient
 
 /** Sessions that hold advisory locks at once, per pool (more callers wait for one: each holder finishes on the pool's own clients). */
 const LOCK_SESSIONS = 4;
+/** Waits between a caller's asks for a lock another holds (the last repeating). */
+const LOCK_RETRY_MS = [5, 10, 25, 50, 100];
 const lockSessions = new WeakMap<pg.Pool, pg.Pool>();
 
 /**
@@ -50,8 +52,7 @@ function lockPoolOf(pool: pg.Pool): pg.Pool {
  * the holder's `fn` could then not get a client to finish. The lock goes with its session if that
  * dies; a session whose unlock failed is closed rather than given back still holding it.
  */
-export async function withSessionLock<T>(pool: pg.Pool, name: string, fn: () => Promise<T>, o: { retryMs?: readonly number[] } = {}): Promise<T> {
-  const retryMs = o.retryMs ?? [5, 10, 25, 50, 100];
+export async function withSessionLock<T>(pool: pg.Pool, name: string, fn: () => Promise<T>): Promise<T> {
   const locks = lockPoolOf(pool);
   for (let attempt = 0; ; attempt++) {
     const session = await locks.connect();
@@ -64,7 +65,7 @@ export async function withSessionLock<T>(pool: pg.Pool, name: string, fn: () => 
     }
     if (!held) {
       session.release();
-      await new Promise((r) => setTimeout(r, retryMs[Math.min(attempt, retryMs.length - 1)] ?? 100));
+      await new Promise((r) => setTimeout(r, LOCK_RETRY_MS[Math.min(attempt, LOCK_RETRY_MS.length - 1)]));
       continue;
     }
     let broken: Error | undefined;

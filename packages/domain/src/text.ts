@@ -140,6 +140,13 @@ export function lastText(text: string, max: number): string {
   return text.slice(code >= 0xdc00 && code <= 0xdfff ? from + 1 : from);
 }
 
+/** The start of a text, at most `max` characters, cut at a line's end when one is near (a mail's report, the console's), never through a character. Pure. */
+export function excerpt(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const line = text.lastIndexOf('\n', max);
+  return cutText(text, line > max * 0.8 ? line : max);
+}
+
 /** Text on one line (every run of white space, line breaks too, one space), cut at `max` characters with `…`. */
 export function oneLine(text: string, max: number): string {
   const line = text.replace(/\s+/g, ' ').trim();

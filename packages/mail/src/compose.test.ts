@@ -1,7 +1,7 @@
 import { given } from '@baton/testing';
-import type { DecidedEvent, PendingRequest, PlanState } from '@baton/domain';
+import { excerpt, type DecidedEvent, type PendingRequest, type PlanState } from '@baton/domain';
 import { describe, expect, it } from 'vitest';
-import { endMail, excerpt, MAX_INLINE_REPORT_CHARS, outboxMail, requestMail } from './compose.ts';
+import { endMail, MAX_INLINE_REPORT_CHARS, outboxMail, requestMail } from './compose.ts';
 
 const submitted: DecidedEvent = { type: 'TaskSubmitted', data: { prompt: 'Research <b>event sourcing</b>', team: 'research', requirePlanApproval: true, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 't', requestHash: null, forkedFrom: null, workspace: null, budget: null } };
 const started: DecidedEvent = { type: 'TaskStarted', data: { leadAgentId: 'lead', leadAgentType: 'research-lead', configVersion: 'v' } };

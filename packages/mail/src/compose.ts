@@ -1,4 +1,4 @@
-import { cutText, oneLine, planAcceptance, type PendingRequest, type TaskState } from '@baton/domain';
+import { cutText, excerpt, oneLine, planAcceptance, type PendingRequest, type TaskState } from '@baton/domain';
 import { escapeHtml, renderMarkdown } from './markdown.ts';
 
 /**
@@ -73,13 +73,6 @@ export function requestMail(task: TaskState, req: PendingRequest, links: Request
 
 /** The most of a report a completion mail shows (its text and its HTML each): ~100 KB. */
 export const MAX_INLINE_REPORT_CHARS = 100_000;
-
-/** The start of a text, at most `max` characters, cut at a line's end when one is near (pure). */
-export function excerpt(text: string, max: number): string {
-  if (text.length <= max) return text;
-  const line = text.lastIndexOf('\n', max);
-  return cutText(text, line > max * 0.8 ? line : max);
-}
 
 /** An artifact of a finished task as the report mail lists it. */
 export interface ListedArtifact {

@@ -191,8 +191,8 @@ export function namespaceRefusal(namespace: string, owner: string): string | nul
  * restoredLogProblem): what a service wrote on it before the migrations step renumbered it would
  * be lost to the relay.
  */
-export async function holdNamespace(service: string, namespace: string, claim: (namespace: string) => Promise<string>, log: Logger, restoredLog?: () => Promise<string | null>): Promise<void> {
+export async function holdNamespace(service: string, namespace: string, claim: (namespace: string) => Promise<string>, log: Logger, restoredLog: () => Promise<string | null>): Promise<void> {
   const owner = await retryForever("claiming the database for this service's BATON_NAMESPACE", log, () => claim(namespace));
-  const refused = namespaceRefusal(namespace, owner) ?? (restoredLog ? await retryForever('checking the event log', log, restoredLog) : null);
+  const refused = namespaceRefusal(namespace, owner) ?? (await retryForever('checking the event log', log, restoredLog));
   if (refused) exitOnConfigError(new ConfigError(service, [refused]));
 }

@@ -74,6 +74,9 @@ export function loggedEvent(store: Pick<EventStore, 'readTask'>, event: Pick<Bus
     }));
 }
 
+/** The domain of this deployment's Message-IDs: its public URL's host. */
+const mailDomain = (publicUrl: string): string => new URL(publicUrl).hostname || 'baton';
+
 export async function deliverMails(d: MailDeps, event: BusEvent, lastAttempt: boolean, logged: () => Promise<LoggedEvent | null>): Promise<MailRetry | null> {
   if (!MAIL_EVENT_TYPES.has(event.type)) return null;
   const read = await logged();
@@ -104,7 +107,7 @@ async function settleAbandoned(d: MailDeps, event: BusEvent, key: string): Promi
   };
   const { settled, runningForMs } = await settleAbandonedMail(d.pool, { taskId: event.taskId, key, error });
   for (const s of settled) {
-    const { deliveryId } = mailIds(event.taskId, key, s.recipient, new URL(d.publicUrl).hostname || 'baton');
+    const { deliveryId } = mailIds(event.taskId, key, s.recipient, mailDomain(d.publicUrl));
     await recordDelivery(d.pool, { channel: 'email', taskId: event.taskId, eventId: event.id, webhookId: deliveryId, type: 'email.awaiting_input', url: `mailto:${s.recipient}`, attempt: 0, statusCode: null, ok: false, error: error[s.state], durationMs: 0, givenUp: true });
     metrics.deliveries.inc({ channel: 'email', outcome: 'failed' });
     d.log.warn({ taskId: event.taskId, key, recipient: s.recipient, state: s.state }, error[s.state]);
@@ -119,7 +122,7 @@ async function deliverOne(d: MailDeps, event: BusEvent, state: TaskState, events
     if (p.kind === 'outbox') await settleOutbox(d, taskId, p.emailId, { code: 'mail_off', message: 'mail is off: the notifier has no SMTP_URL' });
     return null;
   }
-  const { deliveryId, messageId } = mailIds(taskId, p.key, p.recipient, new URL(d.publicUrl).hostname || 'baton');
+  const { deliveryId, messageId } = mailIds(taskId, p.key, p.recipient, mailDomain(d.publicUrl));
   const attempt = { channel: 'email' as const, taskId, eventId: event.id, webhookId: deliveryId, type: `email.${p.moment}`, url: `mailto:${p.recipient}` };
   const claim = await claimMail(d.pool, { taskId, key: p.key, recipient: p.recipient, messageId, holder: d.holder, leaseMs: d.leaseMs });
   if (!claim.claimed) {
@@ -212,7 +215,7 @@ export async function resendMail(d: Pick<MailDeps, 'store' | 'pool' | 'log'>, ma
   const key = { taskId: c.taskId, key: p.key, recipient: p.recipient };
   const ledger = await mailSendState(d.pool, key);
   if (mailInFlight(ledger)) return notSent(`the notifiers are still trying to send it (attempt ${ledger?.attempts ?? 0})`);
-  const { messageId } = mailIds(c.taskId, p.key, p.recipient, new URL(mail.publicUrl).hostname || 'baton', c.id);
+  const { messageId } = mailIds(c.taskId, p.key, p.recipient, mailDomain(mail.publicUrl), c.id);
   const elapsed = (): number => Math.round(performance.now() - started);
   const outcome = await (async (): Promise<{ ok: boolean; statusCode: number | null; error: string | null }> => {
     try {

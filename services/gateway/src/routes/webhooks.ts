@@ -35,6 +35,9 @@ const view = (e: WebhookEndpoint): WebhookEndpointView => ({
   previousSecretExpiresAt: e.previousExpiresAt?.toISOString() ?? null,
 });
 
+/** How long the secret replaced signs beside the new one: the body's overlapSeconds, else a day. */
+const overlapMs = (body: { overlapSeconds?: number | undefined } | null | undefined): number => (body?.overlapSeconds ?? DEFAULT_ROTATION_OVERLAP_SECONDS) * 1000;
+
 /** A rotation refused while the last one's previous secret still signs (a second would stop it at once). */
 const rotationInProgress = (what: 'secret' | 'key', until: Date | null): HttpError =>
   new HttpError(
@@ -94,7 +97,7 @@ export const webhookRoutes = (d: GatewayDeps) => async (app: FastifyInstance) =>
   });
 
   r.post('/v1/webhooks/:webhookId/rotate-secret', { schema: { params: WebhookIdParams, body: RotateSecretBody, tags: ['webhooks'], summary: 'A new secret; the previous one keeps signing too for overlapSeconds (default a day)' } }, async (req) => {
-    const e = await rotateEndpointSecret(d.pool, { tenantId: req.tenant, id: req.params.webhookId, secret: newSecret(), overlapMs: (req.body?.overlapSeconds ?? DEFAULT_ROTATION_OVERLAP_SECONDS) * 1000, dropPrevious: req.body?.dropPrevious === true });
+    const e = await rotateEndpointSecret(d.pool, { tenantId: req.tenant, id: req.params.webhookId, secret: newSecret(), overlapMs: overlapMs(req.body), dropPrevious: req.body?.dropPrevious === true });
     if (!e) {
       const now = await tenantEndpoint(d.pool, req.tenant, req.params.webhookId);
       if (!now) throw notFound(`webhook ${req.params.webhookId}`);
@@ -109,7 +112,7 @@ export const webhookRoutes = (d: GatewayDeps) => async (app: FastifyInstance) =>
     new HttpError(404, 'not_found', 'this tenant has no key for its tasks\' own webhooks: they are signed with the deployment\'s WEBHOOK_SECRET; POST /v1/task-webhook-secret makes one');
 
   r.post('/v1/task-webhook-secret', { schema: { body: OverlapBody, response: succeedsWith(201, 'The key, shown here only'), tags: ['webhooks'], summary: "A key of the tenant's own for its tasks' own webhooks (shown once); the deployment's secret keeps signing beside it for overlapSeconds (default a day)" } }, async (req, reply) => {
-    const k = await createTaskWebhookSecret(d.pool, { tenantId: req.tenant, secret: newSecret(), deploymentOverlapMs: (req.body?.overlapSeconds ?? DEFAULT_ROTATION_OVERLAP_SECONDS) * 1000 });
+    const k = await createTaskWebhookSecret(d.pool, { tenantId: req.tenant, secret: newSecret(), deploymentOverlapMs: overlapMs(req.body) });
     if (!k) throw new HttpError(409, 'task_webhook_secret_exists', "this tenant has a key for its tasks' own webhooks already: POST /v1/task-webhook-secret/rotate replaces it");
     return reply.status(201).send({ ...keyView(k), secret: k.secret });
   });
@@ -121,7 +124,7 @@ export const webhookRoutes = (d: GatewayDeps) => async (app: FastifyInstance) =>
   });
 
   r.post('/v1/task-webhook-secret/rotate', { schema: { body: RotateSecretBody, tags: ['webhooks'], summary: "A new key for the tenant's tasks' own webhooks; the previous one keeps signing too for overlapSeconds (default a day)" } }, async (req) => {
-    const k = await rotateTaskWebhookSecret(d.pool, { tenantId: req.tenant, secret: newSecret(), overlapMs: (req.body?.overlapSeconds ?? DEFAULT_ROTATION_OVERLAP_SECONDS) * 1000, dropPrevious: req.body?.dropPrevious === true });
+    const k = await rotateTaskWebhookSecret(d.pool, { tenantId: req.tenant, secret: newSecret(), overlapMs: overlapMs(req.body), dropPrevious: req.body?.dropPrevious === true });
     if (!k) {
       const now = await findTaskWebhookSecret(d.pool, req.tenant);
       if (!now) throw noKey();
