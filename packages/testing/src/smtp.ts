@@ -26,19 +26,22 @@ export interface SmtpCatcher {
   refuseNext(n: number, code: number, message: string): void;
   /** Hold every mail's final reply until the returned function is called (a slow server). */
   hold(): () => void;
+  /** Hold every RCPT TO's reply until the returned function is called (a server stuck before DATA). */
+  holdRecipients(): () => void;
   /** Refuse this recipient at RCPT TO with this reply, the others taken (e.g. 550 no such user). */
   refuseRecipient(address: string, code: number, message: string): void;
   close(): Promise<void>;
 }
 
 /**
- * A real SMTP server in the test process (smtp-server; no STARTTLS, no AUTH), which parses what
- * it accepts with mailparser. For tests of the notifier's mail, in process or with the services
- * as processes.
+ * A real SMTP server in the test process (smtp-server; no STARTTLS; AUTH only when `auth` is
+ * given, then required), which parses what it accepts with mailparser. For tests of the
+ * notifier's mail, in process or with the services as processes.
  */
-export async function smtpCatcher(): Promise<SmtpCatcher> {
+export async function smtpCatcher(o: { auth?: { user: string; pass: string } } = {}): Promise<SmtpCatcher> {
   let refusals: { left: number; code: number; message: string } | null = null;
   let gate: Promise<void> | null = null;
+  let rcptGate: Promise<void> | null = null;
   const refusedRecipients = new Map<string, { code: number; message: string }>();
   const catcher: SmtpCatcher = {
     url: '',
@@ -55,19 +58,34 @@ export async function smtpCatcher(): Promise<SmtpCatcher> {
         release();
       };
     },
+    holdRecipients() {
+      let release: () => void = () => {};
+      rcptGate = new Promise<void>((r) => (release = r));
+      return () => {
+        rcptGate = null;
+        release();
+      };
+    },
     refuseRecipient(address, code, message) {
       refusedRecipients.set(address, { code, message });
     },
     close: () => new Promise<void>((r) => server.close(() => r())),
   };
   const server = new SMTPServer({
-    authOptional: true,
-    disabledCommands: ['STARTTLS', 'AUTH'],
+    authOptional: !o.auth,
+    allowInsecureAuth: true,
+    disabledCommands: o.auth ? ['STARTTLS'] : ['STARTTLS', 'AUTH'],
     logger: false,
     size: 50 * 1024 * 1024,
+    onAuth(auth, _session, callback) {
+      const ok = o.auth !== undefined && auth.username === o.auth.user && auth.password === o.auth.pass;
+      callback(ok ? null : Object.assign(new Error('535 authentication failed'), { responseCode: 535 }), ok ? { user: auth.username } : undefined);
+    },
     onRcptTo(address, _session, callback) {
       const refusal = refusedRecipients.get(address.address);
-      callback(refusal ? Object.assign(new Error(refusal.message), { responseCode: refusal.code }) : undefined);
+      const answer = () => callback(refusal ? Object.assign(new Error(refusal.message), { responseCode: refusal.code }) : undefined);
+      if (rcptGate) void rcptGate.then(answer);
+      else answer();
     },
     onData(stream, session, callback) {
       const chunks: Buffer[] = [];
