@@ -187,9 +187,14 @@ export const writeFileTool = defineTool({
 
 export const readFileTool = defineTool({
   name: 'read_file',
-  description: 'Read a text file from your workspace.',
+  description:
+    'Read a text file from your workspace. A long file comes a window at a time (at most 2000 lines or 40000 characters), saying which lines it shows and the offset to read on from; offset and limit choose the window.',
   runsIn: 'runner',
-  input: z.strictObject({ path: relPath }),
+  input: z.strictObject({
+    path: relPath,
+    offset: z.number().int().min(1).optional().describe('the first line to read, 1-based (default 1)'),
+    limit: z.number().int().min(1).max(2000).optional().describe('at most this many lines (default 2000)'),
+  }),
 });
 
 export const listDirectoryTool = defineTool({

@@ -225,6 +225,12 @@ export const eventDataSchemas = {
     bytes: z.number().int().nonnegative(),
     sha256: z.string().regex(/^[0-9a-f]{64}$/),
     mediaType: z.string().min(1),
+    /**
+     * The file's permission bits (`mode & 0o777`) as the agent left it: an executable stays one,
+     * a chmod is a change. Absent in events recorded before modes were kept: the input file's
+     * mode then, or 0644 for a file the task created.
+     */
+    mode: z.number().int().min(0).max(0o777).optional(),
   }),
   /**
    * An agent deleted a file of the task (a command removed it): an input file or an earlier

@@ -255,7 +255,7 @@ export function evolve(state: TaskState, event: RecordedEvent): TaskState {
     }
     case 'ArtifactStored': {
       const d = event.data;
-      s.artifacts = [...s.artifacts.filter((a) => a.path !== d.path), { path: d.path, bytes: d.bytes, sha256: d.sha256, mediaType: d.mediaType, agentId: d.agentId }];
+      s.artifacts = [...s.artifacts.filter((a) => a.path !== d.path), { path: d.path, bytes: d.bytes, sha256: d.sha256, mediaType: d.mediaType, agentId: d.agentId, ...(d.mode !== undefined ? { mode: d.mode } : {}) }];
       if (s.deletedFiles.includes(d.path)) s.deletedFiles = s.deletedFiles.filter((p) => p !== d.path);
       break;
     }

@@ -240,6 +240,8 @@ export interface Artifact {
   sha256: string;
   mediaType: string;
   agentId: string | null;
+  /** Its permission bits as recorded (ArtifactStored.mode); absent: the input file's, or 0644. */
+  mode?: number;
 }
 
 export interface TaskState {

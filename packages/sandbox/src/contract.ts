@@ -26,6 +26,28 @@ export function sandboxContract(name: string, make: (pool: pg.Pool) => Promise<S
       await expect(sbx.files.write('/etc/x', 'x')).rejects.toThrow(/absolute paths/);
     });
 
+    test('files: a mode given is the file\'s after (new or existing, up or down); without one a new file is 0644 and an existing one keeps its own; it survives a resume', async ({ pg }) => {
+      const s = spec();
+      const p = await make(pg.db.pool);
+      const sbx = await p.open(s);
+      await sbx.files.write('run.sh', '#!/bin/sh\n', 0o755);
+      await sbx.files.write('plain.txt', 'x');
+      await sbx.files.write('down.sh', 'y', 0o755);
+      await sbx.files.write('down.sh', 'y', 0o644);
+      await sbx.files.write('plain.txt', 'x2', 0o700);
+      expect((await sbx.files.readBytes('run.sh')).mode).toBe(0o755);
+      expect((await sbx.files.readBytes('plain.txt')).mode).toBe(0o700);
+      expect((await sbx.files.readBytes('down.sh')).mode).toBe(0o644);
+      await sbx.files.write('run.sh', '#!/bin/sh\necho\n'); // no mode: it stays executable
+      expect((await sbx.files.readBytes('run.sh')).mode).toBe(0o755);
+      await sbx.files.write('new.txt', 'n');
+      expect((await sbx.files.readBytes('new.txt')).mode).toBe(0o644);
+      await sbx.sync();
+      await p.pause(sbx);
+      const again = await (await make(pg.db.pool)).open(s);
+      expect((await again.files.walk()).files.map((f) => [f.path, f.mode])).toEqual([['down.sh', 0o644], ['new.txt', 0o644], ['plain.txt', 0o700], ['run.sh', 0o755]]);
+    });
+
     test('files: remove a file or a whole directory, a missing one is fine, escapes and the root refused; it stays removed on resume', async ({ pg }) => {
       const s = spec();
       const p = await make(pg.db.pool);

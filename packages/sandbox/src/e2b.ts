@@ -109,17 +109,24 @@ class E2BSandbox implements Sandbox {
     const abs = (rel: string): string => path.posix.join(E2B_WORKSPACE, ...resolveRelative(rel));
     this.files = {
       readBytes: async (p, maxBytes = 50_000_000) => {
-        const bytes = Buffer.from(await sbx.files.read(abs(p), { format: 'bytes' }));
-        return { bytes: bytes.subarray(0, maxBytes), size: bytes.length };
+        const [read, info] = await Promise.all([sbx.files.read(abs(p), { format: 'bytes' }), sbx.files.getInfo(abs(p))]);
+        const bytes = Buffer.from(read);
+        return { bytes: bytes.subarray(0, maxBytes), size: bytes.length, mode: info.mode & 0o777 };
       },
       read: async (p, maxBytes = 1_000_000) => {
         const { bytes, size } = await this.files.readBytes(p, maxBytes);
         return textOf(bytes, size, maxBytes);
       },
-      write: async (p, content) => {
+      write: async (p, content, mode) => {
         const existed = await sbx.files.exists(abs(p));
         const data = typeof content === 'string' ? content : (new Uint8Array(content).buffer as ArrayBuffer);
         await sbx.files.write(abs(p), data);
+        // envd's files API sets no mode (a new file is 0644): a command does, where one is asked for
+        // that the file may not have already.
+        if (mode !== undefined && (existed || (mode & 0o777) !== 0o644)) {
+          const rel = resolveRelative(p).join('/');
+          await sbx.commands.run(`chmod ${(mode & 0o777).toString(8)} -- '${rel.replace(/'/g, `'\\''`)}'`, { cwd: E2B_WORKSPACE, timeoutMs: 30_000 });
+        }
         return existed ? 'modified' : 'created';
       },
       // envd removes with RemoveAll: a missing path is no error (older envds answering

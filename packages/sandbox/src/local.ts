@@ -220,7 +220,7 @@ class LocalSandbox implements Sandbox {
     this.files = {
       read: (p, maxBytes) => ws.read(p, maxBytes),
       readBytes: (p, maxBytes) => ws.readBytes(p, maxBytes),
-      write: (p, content) => ws.write(p, content),
+      write: (p, content, mode) => ws.write(p, content, mode),
       remove: (p) => ws.remove(p),
       list: (p) => ws.list(p),
       walk: (p, limit, opts) => ws.walk(p, limit, opts),

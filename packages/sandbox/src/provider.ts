@@ -54,8 +54,13 @@ export interface RunOptions {
 /** The files of a sandbox's workspace. Paths are relative to the workspace root; escapes are refused. */
 export interface SandboxFiles {
   read(path: string, maxBytes?: number): Promise<string>;
-  readBytes(path: string, maxBytes?: number): Promise<{ bytes: Buffer; size: number }>;
-  write(path: string, content: string | Uint8Array): Promise<'created' | 'modified'>;
+  /** Up to maxBytes of a file, with its full size and permission bits (`mode & 0o777`). */
+  readBytes(path: string, maxBytes?: number): Promise<{ bytes: Buffer; size: number; mode: number }>;
+  /**
+   * Write a file. `mode` (permission bits): the file has exactly these after; without it a new
+   * file is 0644 and an existing one keeps its own (an agent's write to a script keeps it executable).
+   */
+  write(path: string, content: string | Uint8Array, mode?: number): Promise<'created' | 'modified'>;
   /** Remove a file, or a directory with everything in it. A missing one is not an error; the workspace root cannot be removed. */
   remove(path: string): Promise<void>;
   list(path: string): Promise<string[]>;

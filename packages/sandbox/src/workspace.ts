@@ -136,11 +136,12 @@ export class Workspace {
     }
   }
 
-  write(rel: string, content: string | Uint8Array, mode = 0o644): Promise<'created' | 'modified'> {
+  /** A file's content; `mode`: exactly these permission bits after (else 0644 for a new file, an existing one keeps its own). */
+  write(rel: string, content: string | Uint8Array, mode?: number): Promise<'created' | 'modified'> {
     return this.told(rel, () => this.writeAt(rel, content, mode));
   }
 
-  private async writeAt(rel: string, content: string | Uint8Array, mode: number): Promise<'created' | 'modified'> {
+  private async writeAt(rel: string, content: string | Uint8Array, mode: number | undefined): Promise<'created' | 'modified'> {
     const abs = this.resolve(rel);
     await this.assertNoLinks(abs);
     await this.mkdirs(path.dirname(abs));
@@ -150,10 +151,12 @@ export class Workspace {
     // (A directory stays: the open below fails with EISDIR.)
     if (was && !was.isFile() && !was.isDirectory()) await rm(abs, { force: true });
     // O_NONBLOCK besides: should one appear in between, the open fails instead of waiting.
-    const fh = await open(abs, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW | constants.O_NONBLOCK, mode & 0o777);
+    const fh = await open(abs, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW | constants.O_NONBLOCK, (mode ?? 0o644) & 0o777);
     try {
       if (!(await fh.stat()).isFile()) throw new WorkspacePathError(rel, 'not a regular file');
       await fh.writeFile(content);
+      // open's mode is for a file it creates (and the umask takes from it): set it outright.
+      if (mode !== undefined) await fh.chmod(mode & 0o777);
       if (this.owner) await fh.chown(this.owner.uid, this.owner.gid);
     } finally {
       await fh.close();

@@ -116,7 +116,48 @@ describe('diffWorkspaces', () => {
 
   test('a missing final newline is marked; a name with special characters is quoted', () => {
     const { patch } = diffWorkspaces(tree({ 'a b\t.txt': 'one' }), tree({ 'a b\t.txt': 'two' }));
-    expect(patch).toBe(['diff --git "a/a b\\t.txt" "b/a b\\t.txt"', '--- "a/a b\\t.txt"', '+++ "b/a b\\t.txt"', '@@ -1,1 +1,1 @@', '-one', '\\ No newline at end of file', '+two', '\\ No newline at end of file', ''].join('\n'));
+    // A tab after a name with a space, as git writes it (checked against git diff).
+    expect(patch).toBe(['diff --git "a/a b\\t.txt" "b/a b\\t.txt"', '--- "a/a b\\t.txt"\t', '+++ "b/a b\\t.txt"\t', '@@ -1,1 +1,1 @@', '-one', '\\ No newline at end of file', '+two', '\\ No newline at end of file', ''].join('\n'));
+  });
+
+  test('modes: a chmod alone is a change (old mode / new mode, no hunk); a new or deleted executable says 100755; a mode git does not keep (0600) is no change', () => {
+    const before = tree({ 'run.sh': 'echo\n', 'old.sh': 'x\n', 'both.sh': 'a\n', 'private.txt': 'p\n' });
+    const after = tree({ 'run.sh': 'echo\n', 'new.sh': 'y\n', 'both.sh': 'b\n', 'private.txt': 'p\n' });
+    const { files, patch } = diffWorkspaces(before, after, {
+      before: new Map([['run.sh', 0o644], ['old.sh', 0o755], ['both.sh', 0o755], ['private.txt', 0o644]]),
+      after: new Map([['run.sh', 0o755], ['new.sh', 0o755], ['both.sh', 0o644], ['private.txt', 0o600]]),
+    });
+    expect(files.map((f) => [f.path, f.status, f.additions, f.deletions])).toEqual([['both.sh', 'modified', 1, 1], ['new.sh', 'added', 1, 0], ['old.sh', 'deleted', 0, 1], ['run.sh', 'modified', 0, 0]]);
+    expect(patch).toContain('diff --git a/both.sh b/both.sh\nold mode 100755\nnew mode 100644\n--- a/both.sh\n');
+    expect(patch).toContain('diff --git a/new.sh b/new.sh\nnew file mode 100755\n');
+    expect(patch).toContain('diff --git a/old.sh b/old.sh\ndeleted file mode 100755\n');
+    expect(patch.endsWith('diff --git a/run.sh b/run.sh\nold mode 100644\nnew mode 100755\n')).toBe(true);
+  });
+
+  test('git apply and GNU patch -p1 both make the changed tree from the patch: modes, deletions and names with spaces', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'baton-diff-'));
+    try {
+      const sh = (cmd: string, args: string[], cwd: string, input?: string) => execFileSync(cmd, args, { cwd, stdio: 'pipe', ...(input !== undefined ? { input } : {}) }).toString();
+      const before = { 'my notes.txt': 'a\n', 'gone.sh': 'x\n', 'run.sh': 'echo\n', 'new dir/keep.txt': 'k\n' };
+      const after = { 'my notes.txt': 'a\nb\n', 'new dir/with space.txt': 'n\n', 'run.sh': 'echo\n', 'new dir/keep.txt': 'k\n' };
+      const modesBefore = new Map([['gone.sh', 0o755]]);
+      const modesAfter = new Map([['run.sh', 0o755]]);
+      const { patch } = diffWorkspaces(tree(before), tree(after), { before: modesBefore, after: modesAfter });
+      for (const tool of ['git', 'patch'] as const) {
+        const root = path.join(dir, tool);
+        for (const [p, c] of Object.entries(before)) {
+          execFileSync('mkdir', ['-p', path.dirname(path.join(root, p))]);
+          writeFileSync(path.join(root, p), c, { mode: modesBefore.get(p) ?? 0o644 });
+        }
+        if (tool === 'git') sh('git', ['apply', '-'], root, patch);
+        else sh('patch', ['-p1', '-s'], root, patch);
+        const listing = sh('find', ['.', '-type', 'f', '-printf', '%P %m\n'], root).trim().split('\n').sort();
+        expect([tool, listing]).toEqual([tool, ['my notes.txt 644', 'new dir/keep.txt 644', 'new dir/with space.txt 644', 'run.sh 755']]);
+        expect(readFileSync(path.join(root, 'my notes.txt'), 'utf8')).toBe('a\nb\n');
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test('a file rewritten past the edit limit is shown as every old line removed and every new line added', () => {

@@ -40,31 +40,46 @@ const gitBlobId = (b: Buffer | undefined): string => (b === undefined ? '0'.repe
 /** Text is UTF-8 with no NUL byte in its first 8000 bytes (git's test for binary, plus UTF-8). */
 const isText = (b: Buffer): boolean => !b.subarray(0, 8000).includes(0) && isUtf8(b);
 
+/** Git's mode for a regular file: it keeps only whether the owner may execute it. */
+const gitMode = (mode: number): string => ((mode & 0o100) !== 0 ? '100755' : '100644');
+
 /**
  * What changed from `before` to `after` (path → bytes), as a git-style unified diff: for each
  * changed path a `diff --git a/<path> b/<path>` header, `new file mode` / `deleted file mode` for
- * added and deleted files, `--- a/<path>` / `+++ b/<path>` (`/dev/null` for the missing side)
- * and hunks with 3 lines of context; binary files (NUL bytes or not UTF-8) get a
- * `Binary files … differ` line instead of hunks. File modes are not compared. Pure.
+ * added and deleted files, `old mode` / `new mode` where a file's mode changed (git's: executable
+ * or not; `modes`, path → permission bits, 0644 where absent), `--- a/<path>` / `+++ b/<path>`
+ * (`/dev/null` for the missing side; a tab after a name with a space, as git writes it, so
+ * `patch` reads the name whole) and hunks with 3 lines of context; binary files (NUL bytes or not
+ * UTF-8) get a `Binary files … differ` line instead of hunks. Pure.
  */
-export function diffWorkspaces(before: ReadonlyMap<string, Buffer>, after: ReadonlyMap<string, Buffer>): WorkspaceDiff {
+export function diffWorkspaces(before: ReadonlyMap<string, Buffer>, after: ReadonlyMap<string, Buffer>, modes: { before?: ReadonlyMap<string, number>; after?: ReadonlyMap<string, number> } = {}): WorkspaceDiff {
   const paths = [...new Set([...before.keys(), ...after.keys()])].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
   const files: FileChange[] = [];
   let patch = '';
   for (const p of paths) {
     const old = before.get(p);
     const now = after.get(p);
-    if (old !== undefined && now !== undefined && old.equals(now)) continue;
+    const oldMode = old === undefined ? undefined : gitMode(modes.before?.get(p) ?? 0o644);
+    const newMode = now === undefined ? undefined : gitMode(modes.after?.get(p) ?? 0o644);
+    const sameBytes = old !== undefined && now !== undefined && old.equals(now);
+    if (sameBytes && oldMode === newMode) continue;
     const status: FileChange['status'] = old === undefined ? 'added' : now === undefined ? 'deleted' : 'modified';
     const oldName = old === undefined ? '/dev/null' : `a/${p}`;
     const newName = now === undefined ? '/dev/null' : `b/${p}`;
-    const git = { isGit: true, isCreate: status === 'added', isDelete: status === 'deleted' } as const;
+    const git = { isGit: true, isCreate: status === 'added', isDelete: status === 'deleted', oldMode, newMode: status === 'modified' && oldMode === newMode ? undefined : newMode } as const;
+    if (sameBytes) {
+      // The mode alone: git's header and its two mode lines, nothing else.
+      patch += formatPatch({ oldFileName: oldName, newFileName: newName, oldHeader: undefined, newHeader: undefined, hunks: [], ...git });
+      files.push({ path: p, status, additions: 0, deletions: 0, binary: !isText(now) });
+      continue;
+    }
     const binary = (old !== undefined && !isText(old)) || (now !== undefined && !isText(now));
     if (binary) {
       const header = formatPatch({ oldFileName: oldName, newFileName: newName, oldHeader: undefined, newHeader: undefined, hunks: [], ...git });
       // git's own form: an `index` line of both blobs (full hashes) before the line — without it
       // `git apply` refused the whole patch ("bad git-diff"), text files too, --exclude or not.
-      const index = `index ${gitBlobId(old)}..${gitBlobId(now)}${status === 'modified' ? ' 100644' : ''}\n`;
+      // The mode is on it when the file kept its own.
+      const index = `index ${gitBlobId(old)}..${gitBlobId(now)}${status === 'modified' && oldMode === newMode ? ` ${oldMode}` : ''}\n`;
       patch += `${header}${index}Binary files ${quoted(oldName)} and ${quoted(newName)} differ\n`;
       files.push({ path: p, status, additions: 0, deletions: 0, binary: true });
       continue;
@@ -80,10 +95,22 @@ export function diffWorkspaces(before: ReadonlyMap<string, Buffer>, after: Reado
         else if (line.startsWith('-')) deletions++;
       }
     }
-    patch += formatPatch({ oldFileName: oldName, newFileName: newName, oldHeader: undefined, newHeader: undefined, hunks, ...git });
+    patch += tabbed(formatPatch({ oldFileName: oldName, newFileName: newName, oldHeader: undefined, newHeader: undefined, hunks, ...git }), p, oldName, newName);
     files.push({ path: p, status, additions, deletions, binary: false });
   }
   return { files, patch };
+}
+
+/**
+ * A file's section with a tab after its `---` / `+++` names when the path has a space, as git
+ * writes them: without it GNU patch takes the name to end at the space.
+ */
+function tabbed(section: string, p: string, oldName: string, newName: string): string {
+  if (!p.includes(' ')) return section;
+  const end = section.indexOf('\n@@') + 1; // the header's lines, each with its newline
+  const head = end === 0 ? section : section.slice(0, end);
+  const mark = (h: string, prefix: string, name: string): string => (name === '/dev/null' ? h : h.replace(`\n${prefix}${quoted(name)}\n`, `\n${prefix}${quoted(name)}\t\n`));
+  return mark(mark(head, '--- ', oldName), '+++ ', newName) + (end === 0 ? '' : section.slice(end));
 }
 
 function lineHunks(oldName: string, newName: string, oldText: string, newText: string): StructuredPatchHunk[] {

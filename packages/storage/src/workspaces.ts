@@ -517,16 +517,16 @@ export async function loadExample(dir: string, name: string, limits: Partial<Wor
 export interface TaskFiles {
   id: string;
   workspace: { digest: string } | null;
-  artifacts: readonly { path: string; sha256: string }[];
+  artifacts: readonly { path: string; sha256: string; mode?: number }[];
   /** Paths agents deleted since (TaskState.deletedFiles): not in the tree. */
   deletedFiles: readonly string[];
 }
 
 /**
  * A task's tree — the input workspace's files (none without one) overlaid with the task's
- * recorded artifacts, each in the version recorded — beside the input, both sorted by path. A
- * file the task created gets mode 0644; one it changed keeps the input's mode. Given the state at
- * an earlier version, the tree as it stood then.
+ * recorded artifacts, each in the version and mode recorded — beside the input, both sorted by
+ * path. An artifact recorded without a mode (before modes were kept) has the input file's, or
+ * 0644 for a file the task created. Given the state at an earlier version, the tree as it stood then.
  */
 export async function taskTree(pool: pg.Pool, task: TaskFiles): Promise<{ input: WorkspaceFile[]; tree: WorkspaceFile[] }> {
   let input: WorkspaceFile[] = [];
@@ -537,12 +537,13 @@ export async function taskTree(pool: pg.Pool, task: TaskFiles): Promise<{ input:
   }
   const tree = new Map(input.map((f) => [f.path, f]));
   for (const p of task.deletedFiles) tree.delete(p);
+  const modes = new Map(task.artifacts.map((a) => [a.path, a.mode]));
   for (const [p, content] of await readArtifacts(pool, task.id, task.artifacts)) {
     // In the order stored, the newer wins where a file and a directory of one name meet: a file
     // that became a directory (api/types.ts → api/types.ts/index.ts) is gone, and so is what was
     // under a directory that became a file — the tree stays one a file system (and tar) can hold.
     for (const k of [...tree.keys()]) if (p.startsWith(`${k}/`) || k.startsWith(`${p}/`)) tree.delete(k);
-    tree.set(p, { path: p, mode: tree.get(p)?.mode ?? 0o644, content });
+    tree.set(p, { path: p, mode: modes.get(p) ?? tree.get(p)?.mode ?? 0o644, content });
   }
   return { input, tree: [...tree.values()].sort((a, b) => compare(a.path, b.path)) };
 }
@@ -551,7 +552,8 @@ export async function taskTree(pool: pg.Pool, task: TaskFiles): Promise<{ input:
 export async function taskChange(pool: pg.Pool, task: TaskFiles): Promise<WorkspaceDiff> {
   const { input, tree } = await taskTree(pool, task);
   const contents = (files: readonly WorkspaceFile[]) => new Map(files.map((f) => [f.path, f.content]));
-  return diffWorkspaces(contents(input), contents(tree));
+  const modes = (files: readonly WorkspaceFile[]) => new Map(files.map((f) => [f.path, f.mode]));
+  return diffWorkspaces(contents(input), contents(tree), { before: modes(input), after: modes(tree) });
 }
 
 /**

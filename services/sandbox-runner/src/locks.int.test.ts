@@ -89,6 +89,17 @@ describe('file locks and file scope', () => {
     expect(await env.sandbox.files.read('api/stock.ts')).toBe('export const a = 1;\nmore\n');
   });
 
+  test.runIf(canRun)("a chmod outside the locks is undone (the file's mode put back); one inside is the agent's change", async ({ pg }) => {
+    const env: ToolEnv = { sandbox: await sandbox(pg.db.pool), policy: locked };
+    await env.sandbox.files.write('web/run.sh', '#!/bin/sh\n', 0o755);
+    const r = await run(env, 'run_command', { command: 'chmod +x web/view.ts && chmod -x web/run.sh && chmod +x api/stock.ts' });
+    expect(r.files).toEqual({ created: [], modified: ['api/stock.ts'] });
+    expect(r.content).toMatch(/modified web\/run\.sh \(restored\)/);
+    expect(r.content).toMatch(/modified web\/view\.ts \(restored\)/);
+    const modes = Object.fromEntries((await env.sandbox.files.walk()).files.map((f) => [f.path, f.mode]));
+    expect(modes).toMatchObject({ 'web/view.ts': 0o644, 'web/run.sh': 0o755, 'api/stock.ts': 0o755 }); // before: reported restored, the mode left changed
+  });
+
   test.runIf(canRun)('a directory or a link left where a file outside the locks was is removed and the file restored; every other change is still undone, and the allowed ones reported', async ({ pg }) => {
     const env: ToolEnv = { sandbox: await sandbox(pg.db.pool), policy: locked };
     // package.json sorts before web/: once its undoing stopped the rest (web/old.ts stayed deleted, api/ok.ts unreported).

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { allTools, builtinTeams, ModelRejectedError, OfflineModel, outboxRequest, sendEmailTool, toolSpec, type AgentDefinition, type ModelClient, type ModelRequest, type TeamDefinition } from '@baton/agents';
 import { agentStreamId, loopOf, type ContentBlock } from '@baton/domain';
 import { handleCommand, loadTask, TaskWriter, type EventStore } from '@baton/event-store';
-import { readArtifact, searchCorpus, storeArtifact } from '@baton/storage';
+import { readArtifact, searchCorpus, storeArtifact, storeWorkspace, taskChange, taskTree } from '@baton/storage';
 import { findBwrap, LocalSandboxProvider } from '@baton/sandbox';
 import { silentLogger } from '@baton/runtime';
 import { dispatchedTask, pgTest as test, waitFor } from '@baton/testing';
@@ -434,6 +434,46 @@ describe('runSubagentJob', () => {
     expect(await runSubagentJob({ ...d, model: look }, id, 'engineer-2', () => {})).toBe('completed');
     const listing = (await loadTask(pg.store, id)).events.filter((e) => e.type === 'ToolResultsRecorded' && e.data.agentId === 'engineer-2').flatMap((e) => (e.data as { results: { content: string }[] }).results)[0]?.content;
     expect(listing).toMatch(/--- stdout ---\n\.\/README\.md\n\.\/keep\.ts\n$/);
+  });
+
+  test.runIf(findBwrap() !== null)("modes: the workspace starts with the input's (an executable is one); a chmod is the task's change — recorded, in the next agent's workspace, the diff (old mode / new mode) and the tree", async ({ pg }) => {
+    const { team, script } = withEngineer({ model: 'm', tools: ['run_command'] }, [
+      [{ type: 'tool_use', id: 'c1', name: 'run_command', input: { command: "stat -c '%a %n' run.sh plain.sh gone.sh" } }],
+      [{ type: 'tool_use', id: 'c2', name: 'run_command', input: { command: 'chmod +x plain.sh && chmod -x run.sh && rm gone.sh && printf "#!/bin/sh\\n" > new.sh && chmod 755 new.sh' } }],
+    ]);
+    const { script: look } = withEngineer({ model: 'm', tools: ['run_command'] }, [[{ type: 'tool_use', id: 'l1', name: 'run_command', input: { command: "stat -c '%a %n' run.sh plain.sh new.sh" } }]]);
+    const input = [
+      { path: 'gone.sh', mode: 0o755, content: Buffer.from('g\n') },
+      { path: 'plain.sh', mode: 0o644, content: Buffer.from('p\n') },
+      { path: 'run.sh', mode: 0o755, content: Buffer.from('r\n') },
+    ];
+    const stored = await storeWorkspace(pg.db.pool, input);
+    const id = randomUUID();
+    const workspace = { digest: stored.digest, source: 'upload' as const, name: null, files: input.length, bytes: 6 };
+    await handleCommand(pg.store, id, { type: 'SubmitTask', prompt: 'modes', team: 'research', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 'd', requestHash: null, forkedFrom: null, workspace, budget: null });
+    await handleCommand(pg.store, id, { type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'research-lead', configVersion: 'v' });
+    const usage = { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
+    await handleCommand(pg.store, id, { type: 'RecordModelTurn', agentId: 'lead', turn: 1, model: 'm', stopReason: 'tool_use', offline: true, durationMs: 0, usage, content: [{ type: 'tool_use', id: 'tu1', name: 'Task', input: { agent: 'engineer', prompt: 'chmod' } }, { type: 'tool_use', id: 'tu2', name: 'Task', input: { agent: 'engineer', prompt: 'look' } }] });
+    await handleCommand(pg.store, id, { type: 'DispatchSubagent', agentId: 'engineer-1', agentType: 'engineer', toolUseId: 'tu1', prompt: 'chmod' });
+    const d = { ...deps(pg.store, script), teams: { research: team }, inputWorkspace: async () => input };
+    expect(await runSubagentJob(d, id, 'engineer-1', () => {})).toBe('completed');
+    const outputs = async (agentId: string) => (await loadTask(pg.store, id)).events.filter((e) => e.type === 'ToolResultsRecorded' && e.data.agentId === agentId).flatMap((e) => (e.data as { results: { content: string }[] }).results.map((r) => r.content));
+    expect((await outputs('engineer-1'))[0]).toMatch(/--- stdout ---\n755 run\.sh\n644 plain\.sh\n755 gone\.sh\n$/); // before: every file 644
+    const { state } = await loadTask(pg.store, id);
+    expect(state.agents['engineer-1']).toMatchObject({ filesCreated: ['new.sh'], filesModified: ['plain.sh', 'run.sh'], filesDeleted: ['gone.sh'] });
+    expect(state.artifacts.map((a) => [a.path, a.mode])).toEqual([['new.sh', 0o755], ['plain.sh', 0o755], ['run.sh', 0o644]]);
+    // The next agent starts from them.
+    await handleCommand(pg.store, id, { type: 'DispatchSubagent', agentId: 'engineer-2', agentType: 'engineer', toolUseId: 'tu2', prompt: 'look' });
+    expect(await runSubagentJob({ ...d, model: look }, id, 'engineer-2', () => {})).toBe('completed');
+    expect((await outputs('engineer-2'))[0]).toMatch(/--- stdout ---\n644 run\.sh\n755 plain\.sh\n755 new\.sh\n$/);
+    const task = { id, workspace, artifacts: state.artifacts, deletedFiles: state.deletedFiles };
+    const { patch, files } = await taskChange(pg.db.pool, task);
+    expect(files.map((f) => [f.path, f.status])).toEqual([['gone.sh', 'deleted'], ['new.sh', 'added'], ['plain.sh', 'modified'], ['run.sh', 'modified']]);
+    expect(patch).toContain('diff --git a/gone.sh b/gone.sh\ndeleted file mode 100755\n');
+    expect(patch).toContain('diff --git a/new.sh b/new.sh\nnew file mode 100755\n');
+    expect(patch).toContain('diff --git a/plain.sh b/plain.sh\nold mode 100644\nnew mode 100755\n');
+    expect(patch).toContain('diff --git a/run.sh b/run.sh\nold mode 100755\nnew mode 100644\n');
+    expect((await taskTree(pg.db.pool, task)).tree.map((f) => [f.path, f.mode])).toEqual([['new.sh', 0o755], ['plain.sh', 0o755], ['run.sh', 0o644]]);
   });
 
   test.runIf(findBwrap() !== null)('a configured engineer: its tools, test command and named env run in its sandbox; the sandbox is killed when it completes', async ({ pg }) => {

@@ -284,7 +284,7 @@ export async function runSubagentJob(
           const tests = writer.state.agents[agentId]?.tests; // its last test run's counts, as the fold keeps them
           const review = agent0.role === 'review' ? lastReview(own, agentId, agent0.round) : null;
           return [
-            ...stored.map((x): Command => ({ type: 'StoreArtifact', agentId, path: x.path, bytes: x.bytes, sha256: x.sha256, mediaType: x.mediaType })),
+            ...stored.map((x): Command => ({ type: 'StoreArtifact', agentId, path: x.path, bytes: x.bytes, sha256: x.sha256, mediaType: x.mediaType, mode: x.mode })),
             ...files.deleted.map((path): Command => ({ type: 'DeleteFile', agentId, path })),
             ...(review ? [review] : []),
             { type: 'CompleteSubagent', agentId, attempt, summary, filesCreated: keptAs(files.created), filesModified: keptAs(files.modified), ...(files.deleted.length > 0 ? { filesDeleted: files.deleted } : {}), success: !capped, iterationCapReached: capped, ...(tests ? { tests } : {}) },
@@ -402,7 +402,7 @@ function sandboxSpec(d: RunnerDeps, def: AgentDefinition, taskId: string, agentI
 }
 
 /** The task's files at a point: its artifacts (each in a version) and the paths deleted since (TaskState's, or `filesAtStart`). */
-type TaskFilesAt = { artifacts: readonly { path: string; sha256: string }[]; deletedFiles: readonly string[] };
+type TaskFilesAt = { artifacts: readonly { path: string; sha256: string; mode?: number }[]; deletedFiles: readonly string[] };
 
 /**
  * A new agent's workspace: the task's input workspace (the codebase it started from) without the
@@ -416,14 +416,17 @@ async function seedInputs(d: RunnerDeps, sandbox: Sandbox, state: TaskState, tas
   const inputs = (state.workspace && d.inputWorkspace ? await d.inputWorkspace(state.workspace.digest) : []).filter((f) => !deleted.has(f.path));
   if (inputs.length === 0 && (!d.artifacts || artifacts.length === 0)) return 0;
   let written = 0;
+  // Each file with its mode, as the task's tree has it (storage's taskTree): an artifact's as
+  // recorded, else the input file's, else 0644.
+  const inputModes = new Map(inputs.map((f) => [f.path, f.mode]));
   for (const f of inputs) {
-    await sandbox.files.write(f.path, f.content);
+    await sandbox.files.write(f.path, f.content, f.mode);
     written++;
   }
   for (const a of d.artifacts ? artifacts : []) {
     const content = await d.artifacts?.read(taskId, a.path, a.sha256);
     if (content) {
-      await writeOver(sandbox, a.path, content);
+      await writeOver(sandbox, a.path, content, a.mode ?? inputModes.get(a.path) ?? 0o644);
       written++;
     }
   }
@@ -437,8 +440,8 @@ async function seedInputs(d: RunnerDeps, sandbox: Sandbox, state: TaskState, tas
  * and so is a file standing where a directory of the path must be (a file an agent turned into a
  * directory). Seeding failed there for good before, and the agent was lost.
  */
-export async function writeOver(sandbox: Sandbox, file: string, content: string | Uint8Array): Promise<void> {
-  await sandbox.files.write(file, content).catch(async (err: Error & { code?: string }) => {
+export async function writeOver(sandbox: Sandbox, file: string, content: string | Uint8Array, mode?: number): Promise<void> {
+  await sandbox.files.write(file, content, mode).catch(async (err: Error & { code?: string }) => {
     if (err.code === 'EISDIR') await sandbox.files.remove(file);
     else if (err.code === 'ENOTDIR') {
       const parts = file.split('/');
@@ -450,7 +453,7 @@ export async function writeOver(sandbox: Sandbox, file: string, content: string 
         }
       }
     } else throw err;
-    await sandbox.files.write(file, content);
+    await sandbox.files.write(file, content, mode);
   });
 }
 
@@ -495,7 +498,7 @@ async function restoreLostWorkspace(d: RunnerDeps, sandbox: Sandbox, state: Task
 export function filesAtStart(events: readonly RecordedEvent[], agentId: string): TaskFilesAt {
   const start = events.find((e) => e.type === 'SubagentStarted' && e.data.agentId === agentId)?.position;
   const then = fold(start === undefined ? events : events.filter((e) => e.position < start));
-  return { artifacts: then.artifacts.map(({ path, sha256 }) => ({ path, sha256 })), deletedFiles: then.deletedFiles };
+  return { artifacts: then.artifacts.map(({ path, sha256, mode }) => ({ path, sha256, ...(mode !== undefined ? { mode } : {}) })), deletedFiles: then.deletedFiles };
 }
 
 /** The ids of an agent's tool uses whose results were recorded as no error. */
@@ -546,13 +549,13 @@ export function lastReview(events: readonly RecordedEvent[], agentId: string, ro
  * `renamed`: each file kept under another path than its own (another agent's file held the path:
  * `<agentId>/<path>`), from its path to the one kept.
  */
-async function storeOutputs(d: RunnerDeps, sandbox: Sandbox, taskId: string, agentId: string, files: { created: string[]; modified: string[] }, owned: boolean): Promise<{ stored: StoredArtifact[]; notKept: { path: string; why: string }[]; renamed: Map<string, string> }> {
-  const stored: StoredArtifact[] = [];
+async function storeOutputs(d: RunnerDeps, sandbox: Sandbox, taskId: string, agentId: string, files: { created: string[]; modified: string[] }, owned: boolean): Promise<{ stored: (StoredArtifact & { mode: number })[]; notKept: { path: string; why: string }[]; renamed: Map<string, string> }> {
+  const stored: (StoredArtifact & { mode: number })[] = [];
   const notKept: { path: string; why: string }[] = [];
   const renamed = new Map<string, string>();
   if (!d.artifacts) return { stored, notKept, renamed };
   for (const file of [...files.created, ...files.modified]) {
-    const { bytes, size } = await sandbox.files.readBytes(file).catch(() => ({ bytes: null, size: 0 }));
+    const { bytes, size, mode } = await sandbox.files.readBytes(file).catch(() => ({ bytes: null, size: 0, mode: 0 }));
     if (!bytes || size > bytes.length) {
       d.log.warn({ taskId, agentId, file, size }, 'file not stored as an artifact (gone, or too large)');
       notKept.push({ path: file, why: bytes ? `${formatBytes(size)}, ${size} bytes: more than the ${bytes.length} a file may have` : "gone by the agent's end" });
@@ -568,7 +571,7 @@ async function storeOutputs(d: RunnerDeps, sandbox: Sandbox, taskId: string, age
       continue;
     }
     if (kept.path !== file) renamed.set(file, kept.path);
-    stored.push(kept);
+    stored.push({ ...kept, mode });
   }
   return { stored, notKept, renamed };
 }

@@ -35,6 +35,25 @@ describe('runner tools', () => {
     expect(applyEdit('a$b', '$', '$$&', false, 'f').text).toBe('a$$&b'); // replacement patterns are not interpreted
   });
 
+  test('read_file reads a long file a window at a time (offset, limit); a bad window is refused naming the field', async ({ pg }) => {
+    const env: ToolEnv = { sandbox: await sandbox(pg.db.pool) };
+    await env.sandbox.files.write('big.txt', Array.from({ length: 3000 }, (_, i) => `row ${i + 1}`).join('\n') + '\n');
+    expect((await runTool(call('read_file', { path: 'big.txt' }), ALL, env)).content).toMatch(/^row 1\n[^]*\nrow 2000\n\[read_file: lines 1–2000 of 3000; read on with offset 2001\]$/);
+    expect(await runTool(call('read_file', { path: 'big.txt', offset: 2999 }), ALL, env)).toMatchObject({ isError: false, content: 'row 2999\nrow 3000\n[read_file: lines 2999–3000 of 3000]' });
+    expect(await runTool(call('read_file', { path: 'big.txt', offset: 0 }), ALL, env)).toMatchObject({ isError: true, content: expect.stringMatching(/offset/) });
+  });
+
+  test('edit_file refuses a file that is not UTF-8, leaving every byte of it (it wrote U+FFFD over each byte it could not read)', async ({ pg }) => {
+    const env: ToolEnv = { sandbox: await sandbox(pg.db.pool) };
+    const latin1 = Buffer.from([0xff, 0xfe, 0x20, 0x6c, 0x61, 0x74, 0x69, 0x6e, 0x31, 0x20, 0xe9, 0x0a]); // "\xff\xfe latin1 \xe9\n"
+    await env.sandbox.files.write('d/latin1.txt', latin1);
+    expect(await runTool(call('edit_file', { path: 'd/latin1.txt', old_string: 'latin1', new_string: 'LATIN1' }), ALL, env)).toMatchObject({
+      isError: true,
+      content: 'd/latin1.txt is not UTF-8 text: edit_file would change bytes it was not asked to; change it with a command (run_command) instead',
+    });
+    expect((await env.sandbox.files.readBytes('d/latin1.txt')).bytes.equals(latin1)).toBe(true);
+  });
+
   test('glob and search_files find files and lines; invalid input is an error result naming the field', async ({ pg }) => {
     const env: ToolEnv = { sandbox: await sandbox(pg.db.pool) };
     await runTool(call('write_file', { path: 'docs/guide.md', content: '# Guide\nDurable runs resume.\n' }), ALL, env);

@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import path from 'node:path';
 import { stripVTControlCharacters } from 'node:util';
 import { cutText, lastText, normalPath, NUL_REPLACEMENT, type ToolResult, type ToolUseBlock } from '@baton/domain';
@@ -62,7 +63,11 @@ const impls: Record<string, (input: Input, env: ToolEnv, toolUseId: string) => P
     const effect = await sandbox.files.write(p, content);
     return { content: `${effect} ${p} (${Buffer.byteLength(content)} bytes)${nulNote(content)}`, files: fileEffect(effect, p) };
   },
-  read_file: async (i, { sandbox }) => ({ content: truncate(await sandbox.files.read(i.path as string)) }),
+  read_file: async (i, { sandbox }) => {
+    const { bytes, size } = await sandbox.files.readBytes(i.path as string, MAX_READ_FILE_BYTES);
+    const past = size > bytes.length ? `\n[the file is ${size} bytes: read_file reads its first ${MAX_READ_FILE_BYTES}]` : '';
+    return { content: `${readWindow(bytes.toString('utf8'), i.offset as number | undefined, i.limit as number | undefined)}${past}` };
+  },
   list_directory: async (i, { sandbox }) => ({ content: (await sandbox.files.list(i.path as string)).join('\n') || '(empty)' }),
   edit_file: async (i, { sandbox }) => {
     const p = normalPath(i.path as string);
@@ -166,14 +171,16 @@ const shellQuote = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
 async function guardWrites(env: ToolEnv): Promise<{ settle(): Promise<{ files: NonNullable<ToolResult['files']>; reverted: string }> }> {
   const { sandbox, policy } = env;
   const before = await sandbox.files.walk('.', MAX_GUARDED_FILES, { skipDirs: UNREPORTED_DIRS });
-  const seen = new Map(before.files.map((f) => [f.path, `${f.size}:${f.changedMs}`]));
+  // Size, mode and change time: a chmod is a change (E2B's time is the modification time, which a chmod leaves).
+  const stamp = (f: { size: number; mode: number; changedMs: number }): string => `${f.size}:${f.mode}:${f.changedMs}`;
+  const seen = new Map(before.files.map((f) => [f.path, stamp(f)]));
   const refusal = (p: string): string | null => (policy && restricts(policy) ? writeRefusal(policy, p) : null);
-  const saved = new Map<string, Buffer>();
+  const saved = new Map<string, { bytes: Buffer; mode: number }>();
   let budget = MAX_GUARDED_BYTES;
   for (const f of before.files) {
     if (UNREPORTED.test(f.path) || !refusal(f.path) || f.size > budget) continue;
-    const { bytes } = await sandbox.files.readBytes(f.path, f.size + 1);
-    saved.set(f.path, bytes);
+    const { bytes, mode } = await sandbox.files.readBytes(f.path, f.size + 1);
+    saved.set(f.path, { bytes, mode });
     budget -= bytes.length;
   }
   return {
@@ -200,11 +207,11 @@ async function guardWrites(env: ToolEnv): Promise<{ settle(): Promise<{ files: N
             undone.push(`created ${p} (removed)`);
             return;
           }
-          const bytes = saved.get(p);
-          if (!bytes) return void undone.push(`${what} ${p} (could not be restored: too large to keep a copy)`);
-          await sandbox.files.write(p, bytes).catch(async () => {
+          const copy = saved.get(p);
+          if (!copy) return void undone.push(`${what} ${p} (could not be restored: too large to keep a copy)`);
+          await sandbox.files.write(p, copy.bytes, copy.mode).catch(async () => {
             await sandbox.files.remove(p); // what stands there now (a directory, a link), then the file again
-            await sandbox.files.write(p, bytes);
+            await sandbox.files.write(p, copy.bytes, copy.mode);
           });
           undone.push(`${what} ${p} (restored)`);
         } catch (err) {
@@ -215,7 +222,7 @@ async function guardWrites(env: ToolEnv): Promise<{ settle(): Promise<{ files: N
         if (UNREPORTED.test(f.path)) continue;
         const was = seen.get(f.path);
         if (was === undefined && partial) continue;
-        const changed = was === undefined ? 'created' : was !== `${f.size}:${f.changedMs}` ? 'modified' : null;
+        const changed = was === undefined ? 'created' : was !== stamp(f) ? 'modified' : null;
         if (!changed) continue;
         const why = refusal(f.path);
         if (why) await undo(changed, f.path, why);
@@ -246,6 +253,9 @@ async function guardWrites(env: ToolEnv): Promise<{ settle(): Promise<{ files: N
 export async function editFile(sandbox: Sandbox, file: string, oldString: string, newString: string, all: boolean): Promise<number> {
   const { bytes, size } = await sandbox.files.readBytes(file);
   if (size > bytes.length) throw new Error(`${file} is too large to edit (${size} bytes)`);
+  // Read as UTF-8, a file in another encoding would be written back with every byte it does not
+  // fit changed to U+FFFD, the untouched ones too: refused, the file as it was.
+  if (!isUtf8(bytes)) throw new Error(`${file} is not UTF-8 text: edit_file would change bytes it was not asked to; change it with a command (run_command) instead`);
   const next = applyEdit(bytes.toString('utf8'), oldString, newString, all, file);
   await sandbox.files.write(file, next.text);
   return next.count;
@@ -273,6 +283,41 @@ export function formatCommand(r: CommandResult, timeoutSeconds: number): string 
 }
 
 /** At most 4,000 characters: the start and the end (where errors usually are), and the fact stated. */
+/** The most a read_file answer shows: lines, and characters (about 10,000 tokens). */
+export const MAX_READ_LINES = 2000;
+export const MAX_READ_CHARS = 40_000;
+/** The most of one file read_file reads (its windows are within these bytes). */
+const MAX_READ_FILE_BYTES = 20_000_000;
+
+/**
+ * What read_file shows of a file's text: all of it when it fits and no window was asked for;
+ * else whole lines from `offset` (1-based), at most `limit` and MAX_READ_LINES of them and
+ * MAX_READ_CHARS characters (a longer first line cut), followed by which lines these are and
+ * where to read on. Pure.
+ */
+export function readWindow(text: string, offset?: number, limit?: number): string {
+  if (offset === undefined && limit === undefined && text.length <= MAX_READ_CHARS && lineCountOf(text) <= MAX_READ_LINES) return text;
+  const lines = text.split('\n');
+  if (text.endsWith('\n')) lines.pop();
+  const total = lines.length;
+  const start = (offset ?? 1) - 1;
+  if (start >= total) throw new Error(`offset ${offset} is past the end: the file has ${total} line${total === 1 ? '' : 's'}`);
+  const most = Math.min(limit ?? MAX_READ_LINES, MAX_READ_LINES);
+  let end = start;
+  let chars = 0;
+  while (end < total && end - start < most && chars + (lines[end]?.length ?? 0) + 1 <= MAX_READ_CHARS) chars += (lines[end++]?.length ?? 0) + 1;
+  if (end === start) return `${cutText(lines[start] ?? '', MAX_READ_CHARS)}\n[read_file: line ${start + 1} of ${total}, its first ${MAX_READ_CHARS} characters of ${lines[start]?.length ?? 0}${start + 1 < total ? `; read on with offset ${start + 2}` : ''}]`;
+  const shown = lines.slice(start, end).join('\n');
+  if (start === 0 && end === total) return `${shown}${text.endsWith('\n') ? '\n' : ''}`;
+  return `${shown}\n[read_file: lines ${start + 1}–${end} of ${total}${end < total ? `; read on with offset ${end + 1}` : ''}]`;
+}
+
+const lineCountOf = (s: string): number => {
+  let n = 0;
+  for (let i = s.indexOf('\n'); i !== -1; i = s.indexOf('\n', i + 1)) n++;
+  return n;
+};
+
 export function truncate(s: string): string {
   if (s.length <= MAX_RESULT_CHARS) return s;
   const keepHead = 1000;
