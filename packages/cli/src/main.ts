@@ -10,7 +10,7 @@ import { answer, decide, describeEvent, describeTask } from './people.ts';
 import { listTasks, type ListOptions } from './list.ts';
 import { WORKSPACE_EXCLUDES, workspaceFromPath } from './workspace.ts';
 import { safeConsole, terminalSafe } from './terminal.ts';
-import { describeChat, describeDeliveries, describeReconnect, describeTaskWebhookSecret, describeTeam, describeWebhook, listing } from './views.ts';
+import { describeChat, describeDeliveries, describeReconnect, describeTaskWebhookSecret, describeTeam, describeWebhook, entryProblems, listing } from './views.ts';
 import { ApiError, BatonClient, type ApiEvent } from '@baton/client';
 // `up`, `bench`, `chaos` and `cpuprofile` load what they need (the services' packages, the
 // database, the sandboxes) when they run: every other command is an API call and starts fast.
@@ -556,6 +556,8 @@ function toRecorded(e: ApiEvent): RecordedEvent {
 program.parseAsync(process.argv).catch((err: Error) => {
   // The server's own words (and its status and code), or which gateway could not be reached.
   console.error(`baton: ${err.message}${err instanceof ApiError ? ` (${err.summary})` : ''}`);
+  // A refused workspace names each entry in its details (the message holds the first few): all of them, one a line.
+  if (err instanceof ApiError) for (const line of entryProblems(err.body)) console.error(`  ${line}`);
   // Refused for the key: say where the CLI takes one from.
   if (err instanceof ApiError && err.status === 401) console.error(process.env.BATON_API_KEY ? 'baton: the key in BATON_API_KEY was refused: is it one of the gateway\'s (BATON_API_KEYS)?' : 'baton: this gateway needs an API key: set BATON_API_KEY');
   process.exit(1);

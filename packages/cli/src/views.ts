@@ -75,3 +75,10 @@ export function describeReconnect(r: Reconnect | undefined): string {
   if (r?.cause) return `(the stream dropped: ${r.cause.message}; reconnecting in ${when})`;
   return '(the stream dropped: reconnecting…)';
 }
+
+/** The `{ entry, message }` details of a refusal (a workspace's entries), as lines; none for any other body. */
+export function entryProblems(body: unknown): string[] {
+  const details = (body as { error?: { details?: unknown } } | null)?.error?.details;
+  if (!Array.isArray(details)) return [];
+  return details.flatMap((d: { entry?: unknown; message?: unknown }) => (typeof d?.entry === 'string' && typeof d.message === 'string' ? [`${JSON.stringify(d.entry)}: ${d.message}`] : []));
+}

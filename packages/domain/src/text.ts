@@ -115,6 +115,9 @@ export function pathCharacterProblem(p: string): string | null {
   // eslint-disable-next-line no-misleading-character-class -- the point: U+034F and the Mongolian selectors are combining marks, each refused on its own
   const invisible = /[\u00ad\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b\u2060-\u206f\u3164\ufeff\uffa0\u{e0000}-\u{e007f}]/u.exec(p)?.[0];
   if (invisible) return `the path contains an invisible character (U+${codePoint(invisible)}: the name would display as another)`;
+  // What a name that is not UTF-8 reads as (each byte that is not becomes U+FFFD): kept so, it
+  // would be another name, one no later read could find.
+  if (p.includes('\ufffd')) return 'the path is not UTF-8 (or holds U+FFFD, which a byte that is not UTF-8 reads as): it would be kept under another name';
   return null;
 }
 

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { mkdtemp, mkdir, rm, symlink, writeFile, chmod } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -114,6 +115,19 @@ describe('parseWorkspaceArchive', () => {
     expect(bidi.problems).toEqual([{ entry: 'api/\u202eevil.md', message: 'the path contains a bidirectional control character (U+202E: the name would display as another)' }]);
     const invisible = await refusal(await tarGz([{ name: 'a\u200bpi/app.ts', content: 'x' }, { name: 'api/app.ts', content: 'x' }]));
     expect(invisible.problems).toEqual([{ entry: 'a\u200bpi/app.ts', message: 'the path contains an invisible character (U+200B: the name would display as another)' }]);
+  });
+
+  test('a name that is not UTF-8 (latin-1, as an old tar makes it) is refused, not kept as U+FFFD under another name', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'baton-latin1-'));
+    try {
+      await writeFile(Buffer.from(path.join(dir, 'caf\u00e9-latin1.txt'), 'latin1'), 'x'); // the byte 0xe9, not UTF-8's é
+      await writeFile(path.join(dir, 'ok.txt'), 'x');
+      const archive = execFileSync('tar', ['-czf', '-', '-C', dir, '.']);
+      const err = await refusal(archive);
+      expect(err.problems).toEqual([{ entry: './caf\ufffd-latin1.txt', message: 'the path is not UTF-8 (or holds U+FFFD, which a byte that is not UTF-8 reads as): it would be kept under another name' }]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   test('a path that is both a file and a directory is refused', async () => {

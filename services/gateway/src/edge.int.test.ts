@@ -124,7 +124,9 @@ describe('every refusal has the API error shape, the framework\'s own too', () =
     expect((await app.inject({ method: 'POST', url: '/v1/tasks', headers: json, payload: Buffer.from('{"prompt":"naïve café 日本 🚀"}') })).json().prompt).toBe('naïve café 日本 🚀');
     for (const poisoned of ['{"prompt":"x","__proto__":{"a":1}}', '{"prompt":"x","constructor":{"prototype":{"a":1}}}'])
       expectError(await app.inject({ method: 'POST', url: '/v1/tasks', headers: json, payload: poisoned }), 400, 'invalid_json', /a key named __proto__, or constructor holding prototype, is refused/);
-    expectError(await app.inject({ method: 'POST', url: '/v1/tasks/00000000-0000-4000-8000-000000000000/cancel', headers: json, payload: JSON.stringify({ reason: 'x'.repeat(70_000) }) }), 413, 'payload_too_large');
+    expectError(await app.inject({ method: 'POST', url: '/v1/tasks/00000000-0000-4000-8000-000000000000/cancel', headers: json, payload: JSON.stringify({ reason: 'x'.repeat(70_000) }) }), 413, 'payload_too_large', /^the request body is too large: a body here may be at most 64 KiB \(BODY_LIMIT_BYTES\)$/);
+    // A submit says its limit counts the workspace's archive (before: "Request body is too large", no limit, no cause).
+    expectError(await app.inject({ method: 'POST', url: '/v1/tasks', headers: json, payload: JSON.stringify({ prompt: 'x', workspace: { archiveBase64: 'A'.repeat(400_000) } }) }), 413, 'payload_too_large', /^the request body is too large: a task with its workspace archive \(base64\) may be at most [\d.]+ [KM]iB \(the archive itself: WORKSPACE_MAX_ARCHIVE_BYTES, the rest: BODY_LIMIT_BYTES\)$/);
     expectError(await app.inject({ method: 'POST', url: '/v1/tasks', headers: json, payload: '{"prompt": ' }), 400, 'invalid_json');
     expectError(await app.inject({ method: 'POST', url: '/v1/tasks', headers: json, payload: '' }), 400, 'invalid_json');
     expectError(await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 7 } }), 400, 'validation_error', /body\.prompt/);

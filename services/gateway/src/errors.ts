@@ -1,6 +1,6 @@
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { DomainError, type TextProblem } from '@baton/domain';
+import { DomainError, formatBytes, type TextProblem } from '@baton/domain';
 import { ConcurrencyError, InvalidCursorError } from '@baton/event-store';
 import { WorkspaceArchiveError } from '@baton/storage';
 import { hasZodFastifySchemaValidationErrors } from '@fastify/type-provider-zod';
@@ -89,7 +89,13 @@ export function errorHandler(err: FastifyError, req: FastifyRequest, reply: Fast
   if (err instanceof InvalidCursorError) return send(400, 'validation_error', `query.cursor: ${err.message}`);
   if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') return send(414, 'uri_too_long', `a path segment is longer than ${MAX_PATH_PARAM} characters`);
   if (err.code === 'FST_ERR_BAD_URL') return send(400, 'invalid_url', 'the path is not valid percent-encoded UTF-8');
-  if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return send(413, 'payload_too_large', err.message);
+  if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+    // Which limit, and for a task's submit that the workspace's archive travels in it (base64).
+    const limit = req.routeOptions.bodyLimit;
+    const submit = req.method === 'POST' && req.routeOptions.url === '/v1/tasks';
+    const what = submit ? 'a task with its workspace archive (base64) may be' : 'a body here may be';
+    return send(413, 'payload_too_large', `the request body is too large: ${what} at most ${formatBytes(limit)}${submit ? ' (the archive itself: WORKSPACE_MAX_ARCHIVE_BYTES, the rest: BODY_LIMIT_BYTES)' : ' (BODY_LIMIT_BYTES)'}`);
+  }
   if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
     const takes = req.method === 'POST' && req.routeOptions.url === '/v1/tasks' ? 'application/json or multipart/form-data' : 'application/json';
     return send(415, 'unsupported_media_type', `headers.content-type: '${req.headers['content-type'] ?? ''}' is not taken here: send ${takes}`);
