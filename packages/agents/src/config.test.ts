@@ -1,8 +1,8 @@
-import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { DEFAULT_TEAMS_DIR, loadTeams, TeamConfigError } from './config.ts';
+import { DEFAULT_TEAMS_DIR, loadTeams, MAX_PROMPT_BYTES, TeamConfigError } from './config.ts';
 import { configVersion, delegationTargets, leadSystemPrompt, TeamCatalog } from './teams.ts';
 
 let dirs: string[] = [];
@@ -36,6 +36,50 @@ describe('teams from config files', () => {
     expect(research?.agents.researcher?.tools).toEqual(['web_search', 'write_file', 'read_file', 'list_directory', 'ask_user']);
     expect(research?.agents['report-writer']?.tools).toEqual(['read_file', 'write_file', 'glob', 'list_directory']);
     expect(bench?.approvals).toEqual([{ tool: 'bench_gate', require: 'when_plan_approval', onTimeout: 'reject' }]);
+  });
+
+  it("what a person gets wrong in a team's files is named, not a crash or silence: a link to nothing, a directory for a prompt, a prompt too large, a BOM, a hidden directory", () => {
+    const dir = copyOfShipped();
+    symlinkSync(path.join(dir, 'nowhere'), path.join(dir, 'oldteam')); // before: ENOENT from stat, a restart loop
+    mkdirSync(path.join(dir, 'drafts'));
+    mkdirSync(path.join(dir, '.git'));
+    mkdirSync(path.join(dir, 'research', 'as-dir.md'));
+    const researcher = path.join(dir, 'research', 'researcher.json');
+    writeFileSync(researcher, `\ufeff${JSON.stringify({ id: 'researcher', name: 'R', model: 'm', prompt_file: 'as-dir.md', tools: ['web_search'] })}`); // a BOM: read past
+    writeFileSync(path.join(dir, 'research', 'huge.md'), 'x'.repeat(MAX_PROMPT_BYTES + 1));
+    writeFileSync(path.join(dir, 'research', 'report-writer.json'), JSON.stringify({ id: 'report-writer', name: 'W', model: 'm', prompt_file: 'huge.md', tools: ['write_file'] }));
+    expect(problemsOf(dir).sort()).toEqual([
+      'drafts/team.json: missing (every directory here is a team; move others out, or start their name with \'.\')',
+      'oldteam: a symbolic link to nothing',
+      "research/report-writer.json: prompt_file: 'huge.md' is 262145 bytes; at most 262144 (it is sent with every model call of the agent)",
+      "research/researcher.json: prompt_file: 'as-dir.md': is a directory, not a file",
+    ]);
+  });
+
+  it('a team.json that does not parse still has its agents checked; what would load and do nothing, or be ignored, is named', () => {
+    const dir = copyOfShipped();
+    writeFileSync(path.join(dir, 'research', 'team.json'), JSON.stringify({ id: 'research', lead: 'research-lead', agents: ['researcher', 'report-writer', 'email-agent'], approval: [] }));
+    writeFileSync(path.join(dir, 'research', 'researcher.json'), JSON.stringify({ id: 'researcher', name: 'R', model: 'm', prompt_file: 'researcher.md', tool: ['web_search'] }));
+    expect(problemsOf(dir)).toEqual(["research/team.json: (file): unknown field 'approval'", expect.stringMatching(/^research\/researcher\.json: tools: /), "research/researcher.json: (file): unknown field 'tool'"]);
+    writeFileSync(path.join(dir, 'research', 'researcher.json'), JSON.stringify({ id: 'researcher', name: 'R', model: 'm', prompt_file: 'researcher.md', tools: ['web_search', 'write_file'], delegates_to: ['report-writer'] }));
+    writeFileSync(
+      path.join(dir, 'research', 'team.json'),
+      JSON.stringify({
+        id: 'research',
+        lead: 'research-lead',
+        agents: ['researcher', 'report-writer', 'email-agent', 'researcher'],
+        approvals: [{ agent: 'researcher', tool: 'write_file', require: 'always' }, { agent: 'researcher', tool: 'write_file', require: 'never' }, { agent: 'report-writer', tool: 'send_email', require: 'always' }, { tool: 'ask_user', require: 'always' }],
+      }),
+    );
+    writeFileSync(path.join(dir, 'bench', 'bench-lead.json'), JSON.stringify({ id: 'bench-lead', name: 'B', model: 'offline-bench', prompt_file: 'bench-lead.md', tools: ['Task'] }));
+    expect(problemsOf(dir)).toEqual([
+      "bench/bench-lead.json: delegates_to: a lead with 'Task' needs agents to delegate to (every delegation would be refused)",
+      "research/team.json: agents.3: 'researcher' is listed twice",
+      "research/researcher.json: delegates_to: only the lead's is read ('research-lead'); this agent is not the lead",
+      'research/team.json: approvals.1: the same agent and tool as approvals.0 (only the first would ever apply)',
+      "research/team.json: approvals.2: 'report-writer' has no tool 'send_email' (its tools: read_file, write_file, glob, list_directory)",
+      "research/team.json: approvals.3.tool: 'ask_user' is never held for approval (it asks a person already)",
+    ]);
   });
 
   it('a bad config stops loading with every problem named (file, field, what)', () => {

@@ -75,11 +75,34 @@ export class TeamConfigError extends Error {
 
 const issues = (file: string, err: z.ZodError): string[] => err.issues.map((i) => `${file}: ${i.path.join('.') || '(file)'}: ${i.message}`);
 
-function readJson(file: string, shown: string, problems: string[]): unknown {
+/** The most a prompt file may hold: it is sent with every one of its agent's model calls. */
+export const MAX_PROMPT_BYTES = 256 * 1024;
+
+/** Why a file could not be read, said for a person (the code and node's words). */
+const unreadable = (err: unknown): string => {
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code === 'ENOENT') return 'missing';
+  if (code === 'EISDIR') return 'is a directory, not a file';
+  return `cannot be read (${(err as Error).message})`;
+};
+
+/** A file's text, or null with the problem named (a leading byte order mark dropped: editors add one, JSON refuses it). */
+function readText(file: string, shown: string, problems: string[]): string | null {
   try {
-    return JSON.parse(readFileSync(file, 'utf8'));
+    return readFileSync(file, 'utf8').replace(/^\ufeff/, '');
   } catch (err) {
-    problems.push(`${shown}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'missing' : `not valid JSON (${(err as Error).message})`}`);
+    problems.push(`${shown}: ${unreadable(err)}`);
+    return null;
+  }
+}
+
+function readJson(file: string, shown: string, problems: string[]): unknown {
+  const text = readText(file, shown, problems);
+  if (text === null) return undefined;
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    problems.push(`${shown}: not valid JSON (${(err as Error).message})`);
     return undefined;
   }
 }
@@ -103,8 +126,12 @@ function loadAgent(dir: string, id: string, rel: (f: string) => string, problems
   let prompt = '';
   if (!existsSync(promptPath)) problems.push(`${rel(file)}: prompt_file: '${a.prompt_file}' does not exist`);
   else {
-    prompt = readFileSync(promptPath, 'utf8').trim();
-    if (!prompt) problems.push(`${rel(file)}: prompt_file: '${a.prompt_file}' is empty`);
+    const size = statSync(promptPath, { throwIfNoEntry: false })?.size ?? 0;
+    if (size > MAX_PROMPT_BYTES) problems.push(`${rel(file)}: prompt_file: '${a.prompt_file}' is ${size} bytes; at most ${MAX_PROMPT_BYTES} (it is sent with every model call of the agent)`);
+    else {
+      prompt = (readText(promptPath, `${rel(file)}: prompt_file: '${a.prompt_file}'`, problems) ?? '').trim();
+      if (!prompt && problems.length === before) problems.push(`${rel(file)}: prompt_file: '${a.prompt_file}' is empty`);
+    }
   }
   if (problems.length > before) return null;
   return {
@@ -138,24 +165,53 @@ export function loadTeams(dir: string = DEFAULT_TEAMS_DIR): Record<string, TeamD
   if (!existsSync(root) || !statSync(root).isDirectory()) throw new TeamConfigError(root, [`${root}: not a directory`]);
   const teams: Record<string, TeamDefinition> = {};
   for (const name of readdirSync(root).sort()) {
+    // A hidden directory (`.git`, when the teams are kept in git) is not a team.
+    if (name.startsWith('.')) continue;
     const teamDir = path.join(root, name);
-    if (!statSync(teamDir).isDirectory()) continue;
+    let isDir: boolean;
+    try {
+      isDir = statSync(teamDir).isDirectory();
+    } catch (err) {
+      // A link to nothing, a directory this process may not read: said, not a crash (a restart loop).
+      problems.push(`${name}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'a symbolic link to nothing' : unreadable(err)}`);
+      continue;
+    }
+    if (!isDir) continue;
     const file = path.join(teamDir, 'team.json');
+    if (!existsSync(file)) {
+      problems.push(`${rel(file)}: missing (every directory here is a team; move others out, or start their name with '.')`);
+      continue;
+    }
     const raw = readJson(file, rel(file), problems);
     if (raw === undefined) continue;
     const parsed = TeamFile.safeParse(raw);
     if (!parsed.success) {
       problems.push(...issues(rel(file), parsed.error));
+      // Its agents' files are checked all the same, where team.json names them, so one start-up shows every problem.
+      const named = raw as { lead?: unknown; agents?: unknown } | null;
+      const ids = [named?.lead, ...(Array.isArray(named?.agents) ? named.agents : [])].filter((x): x is string => typeof x === 'string' && Id.safeParse(x).success);
+      for (const id of new Set(ids)) loadAgent(teamDir, id, rel, problems);
       continue;
     }
     const t = parsed.data;
     if (t.id !== name) problems.push(`${rel(file)}: id: '${t.id}' does not match the directory name ('${name}')`);
     if (t.agents.includes(t.lead)) problems.push(`${rel(file)}: agents: the lead '${t.lead}' is listed among the agents`);
+    t.agents.forEach((id, i) => {
+      if (t.agents.indexOf(id) !== i) problems.push(`${rel(file)}: agents.${i}: '${id}' is listed twice`);
+    });
     const lead = loadAgent(teamDir, t.lead, rel, problems);
     const agents: Record<string, AgentDefinition> = {};
-    for (const id of t.agents) {
+    for (const id of new Set(t.agents)) {
+      if (id === t.lead) continue;
       const a = loadAgent(teamDir, id, rel, problems);
       if (a) agents[id] = a;
+    }
+    for (const [id, a] of Object.entries(agents)) {
+      const agentFile = rel(path.join(teamDir, `${id}.json`));
+      for (const field of ['delegates_to', 'review_agent', 'review_rounds'] as const) {
+        const set = field === 'delegates_to' ? a.delegatesTo : field === 'review_agent' ? a.reviewAgent : a.reviewRounds;
+        if (set !== undefined) problems.push(`${agentFile}: ${field}: only the lead's is read ('${t.lead}'); this agent is not the lead`);
+      }
     }
     if (!lead) continue;
     const leadFile = rel(path.join(teamDir, `${t.lead}.json`));
@@ -165,13 +221,19 @@ export function loadTeams(dir: string = DEFAULT_TEAMS_DIR): Record<string, TeamD
     if (lead.reviewAgent && !t.agents.includes(lead.reviewAgent)) problems.push(`${leadFile}: review_agent: '${lead.reviewAgent}' is not an agent of team '${t.id}'`);
     if ((lead.delegatesTo?.length ?? 0) > 0 && !lead.tools.includes('Task') && !lead.tools.includes('submit_plan')) problems.push(`${leadFile}: tools: a lead that delegates needs the 'Task' or the 'submit_plan' tool`);
     if (lead.tools.includes('submit_plan') && (lead.delegatesTo?.length ?? 0) === 0) problems.push(`${leadFile}: delegates_to: a lead with 'submit_plan' needs agents to assign subtasks to`);
+    if (lead.tools.includes('Task') && (lead.delegatesTo?.length ?? 0) === 0) problems.push(`${leadFile}: delegates_to: a lead with 'Task' needs agents to delegate to (every delegation would be refused)`);
     if (lead.reviewRounds !== undefined && !lead.reviewAgent) problems.push(`${leadFile}: review_rounds: set without a review_agent`);
     for (const [id, a] of Object.entries(agents)) {
       if (a.tools.includes('submit_plan') || a.tools.includes('Task')) problems.push(`${rel(path.join(teamDir, `${id}.json`))}: tools: only the lead delegates ('Task', 'submit_plan')`);
     }
+    const members: Record<string, AgentDefinition> = { ...agents, [t.lead]: lead };
     t.approvals.forEach((r, i) => {
       if (r.tool && !allTools[r.tool]) problems.push(`${rel(file)}: approvals.${i}.tool: unknown tool '${r.tool}'`);
+      else if (r.tool === 'ask_user') problems.push(`${rel(file)}: approvals.${i}.tool: 'ask_user' is never held for approval (it asks a person already)`);
       if (r.agent && r.agent !== t.lead && !t.agents.includes(r.agent)) problems.push(`${rel(file)}: approvals.${i}.agent: '${r.agent}' is not in team '${t.id}'`);
+      else if (r.agent && r.tool && members[r.agent] && !members[r.agent]?.tools.includes(r.tool)) problems.push(`${rel(file)}: approvals.${i}: '${r.agent}' has no tool '${r.tool}' (its tools: ${members[r.agent]?.tools.join(', ')})`);
+      const same = t.approvals.findIndex((o) => o.agent === r.agent && o.tool === r.tool);
+      if (same !== i) problems.push(`${rel(file)}: approvals.${i}: the same agent and tool as approvals.${same} (only the first would ever apply)`);
     });
     teams[t.id] = { id: t.id, description: t.description, lead, agents, ...(t.approvals.length ? { approvals: t.approvals } : {}) };
   }

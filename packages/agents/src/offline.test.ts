@@ -217,3 +217,10 @@ describe('heuristics', () => {
     expect(subjectsOf('The history of SQL')).toEqual(['The history of SQL']);
   });
 });
+
+describe('the offline model and a team of your own', () => {
+  it('an agent type it has no script for is refused, saying why (before: it answered "I have no offline script" and its run completed as if it had worked)', async () => {
+    const err = await model.complete({ agentType: 'support-lead', model: 'm', system: '', messages: [{ role: 'user', content: 'triage this' }], tools: [], maxTokens: 100 }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ name: 'ModelRejectedError', code: 'model_error', message: expect.stringMatching(/^no ANTHROPIC_API_KEY, and the offline model has no script for agent type 'support-lead' \(it plays the shipped teams only: research-lead, .*\): set ANTHROPIC_API_KEY to run this team$/) });
+  });
+});

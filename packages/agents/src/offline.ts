@@ -1,5 +1,5 @@
 import { cutText } from '@baton/domain';
-import type { ModelClient, ModelRequest, ModelResponse } from './model.ts';
+import { ModelRejectedError, type ModelClient, type ModelRequest, type ModelResponse } from './model.ts';
 import { engineeringRoles } from './offline-engineering.ts';
 import { call, calls, firstPrompt, has, OFFLINE_LABEL, oneLine, rejectedPlans, text, toolUseId, type Play } from './offline-script.ts';
 
@@ -26,7 +26,10 @@ export class OfflineModel implements ModelClient {
     if (this.latencyMs > 0) await delay(this.latencyMs, req.signal);
     req.signal?.throwIfAborted();
     const turn = req.messages.filter((m) => m.role === 'assistant').length + 1;
-    const play = roles[req.agentType] ?? genericRole;
+    const play = roles[req.agentType];
+    // An agent of a team of the user's own: nothing plausible to say — its run fails saying why,
+    // rather than completing with an empty answer as if it had worked.
+    if (!play) throw new ModelRejectedError(`no ANTHROPIC_API_KEY, and the offline model has no script for agent type '${req.agentType}' (it plays the shipped teams only: ${Object.keys(roles).join(', ')}): set ANTHROPIC_API_KEY to run this team`);
     const { content, stopReason } = play(req, turn);
     const inputChars = JSON.stringify(req.messages).length + req.system.length;
     const outputChars = JSON.stringify(content).length;
@@ -265,8 +268,6 @@ const benchLead: Play = (req, turn) =>
   turn < 10
     ? { content: [{ type: 'tool_use', id: toolUseId(req.agentType, turn), name: turn === 3 ? 'bench_gate' : 'bench_step', input: { step: turn } }], stopReason: 'tool_use' }
     : { content: [text('bench done')], stopReason: 'end_turn' };
-
-const genericRole: Play = (req) => ({ content: [text(`I have no offline script for agent type '${req.agentType}'.`)], stopReason: 'end_turn' });
 
 const roles: Record<string, Play> = {
   'research-lead': researchLead,

@@ -122,6 +122,14 @@ describe('POST /v1/tasks', () => {
     expect((await pg.db.pool.query('select count(*)::int as n from events')).rows[0].n).toBe(0);
   });
 
+  test('a deployment without the research team: a task or chat naming no team is told the default it got, and what is configured', async ({ pg, nats }) => {
+    const app = await gateway(pg, nats, { teams: { bench: builtinTeams.bench as TeamDefinition } });
+    const task = await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x' } });
+    expect(task.json().error).toMatchObject({ code: 'validation_error', message: "body.team: unknown team 'research' (the default when no team is given: name one); configured: bench" });
+    const chat = await app.inject({ method: 'POST', url: '/v1/chat', payload: { message: 'x' } });
+    expect(chat.json().error).toMatchObject({ code: 'validation_error', message: "body.team: unknown team 'research' (the default when no team is given: name one); configured: bench" });
+  });
+
   test('budgets: the task\'s own, else its tenant\'s default, else "*"; shown with what was spent', async ({ pg, nats }) => {
     const keys = new Map([['key-acme-0123456789', 'acme'], ['key-other-012345678', 'other']]);
     const app = await testGateway(pg, nats, { apiKeys: keys, budgets: { acme: { usd: 5 }, '*': { tokens: 1000 } } });

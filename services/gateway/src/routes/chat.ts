@@ -7,8 +7,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { GatewayDeps } from '../deps.ts';
 import { HttpError, notFound, SECURITY_HEADERS } from '../errors.ts';
-import { queryInt, SubmitTaskBody, succeedsWith } from './schemas.ts';
-import { checkSubmission, submitTask, type TaskSubmission } from './submit.ts';
+import { DEFAULT_TEAM, queryInt, SubmitTaskBody, succeedsWith } from './schemas.ts';
+import { checkSubmission, submitTask, unknownTeam, type TaskSubmission } from './submit.ts';
 
 /**
  * Chat mode (docs/chat.md): `POST /v1/chat` streams a reply (SSE) for a conversation kept in
@@ -60,7 +60,7 @@ export const chatRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
 
   const teamOf = (name: string, field: string): TeamDefinition => {
     const team = own(d.teams, name);
-    if (!team) throw new HttpError(400, 'validation_error', `${field}: unknown team '${name}'; configured: ${Object.keys(d.teams).join(', ')}`, [{ field, message: 'unknown team' }]);
+    if (!team) throw unknownTeam(d, name, field);
     return team;
   };
 
@@ -71,7 +71,7 @@ export const chatRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
       const msg = `this chat is with team '${loaded.state.team}' (a conversation keeps its team)`;
       throw new HttpError(400, 'validation_error', `body.team: ${msg}`, [{ field: 'body.team', message: msg }]);
     }
-    const teamName = loaded?.state.team ?? askedTeam ?? 'research';
+    const teamName = loaded?.state.team ?? askedTeam ?? DEFAULT_TEAM;
     const team = loaded ? own(d.teams, teamName) : teamOf(teamName, 'body.team');
     if (!team) throw new HttpError(409, 'team_unavailable', `this chat's team '${teamName}' is no longer configured`);
     const chatId = given ?? d.newId();

@@ -87,9 +87,12 @@ export const BudgetInput = z
   .refine((b) => b.usd !== undefined || b.tokens !== undefined, 'name usd and/or tokens');
 export type BudgetInput = z.infer<typeof BudgetInput>;
 
+/** The team of a task or chat that names none. */
+export const DEFAULT_TEAM = 'research';
+
 export const SubmitTaskBody = z.strictObject({
   prompt: z.string().trim().min(1, 'must not be empty').max(20_000, 'must be at most 20000 characters'),
-  team: z.string().min(1).max(100).default('research'),
+  team: z.string().min(1).max(100).default(DEFAULT_TEAM),
   requirePlanApproval: z.boolean().default(true),
   approvalTimeoutSeconds: z.number().int().min(1).max(30 * 24 * 3600).default(600),
   webhook: z

@@ -6,7 +6,7 @@ import { isConcurrencyError, loadTask, TaskWriter } from '@baton/event-store';
 import type { FastifyRequest } from 'fastify';
 import { tenantDefault, type GatewayDeps } from '../deps.ts';
 import { HttpError } from '../errors.ts';
-import type { SubmitTaskBody } from './schemas.ts';
+import { DEFAULT_TEAM, type SubmitTaskBody } from './schemas.ts';
 
 /**
  * The one submit path: POST /v1/tasks and a chat turned into a task (POST /v1/chats/:id/task)
@@ -19,11 +19,15 @@ export type TaskSubmission = Omit<SubmitTaskBody, 'workspace'>;
 /** A budget as the log records it (a measure not named has no limit); none given: null. */
 const budgetFor = (b: { usd?: number | undefined; tokens?: number | undefined } | undefined): Budget | null => (b ? { usd: b.usd ?? null, tokens: b.tokens ?? null } : null);
 
+/** The team a task or chat names (or the default, `research`, when it names none) is not configured here: a 400 naming the field and what is. */
+export function unknownTeam(d: Pick<GatewayDeps, 'teams'>, name: string, field: string): HttpError {
+  const defaulted = name === DEFAULT_TEAM ? ` (the default when no team is given: name one)` : '';
+  return new HttpError(400, 'validation_error', `${field}: unknown team '${name}'${defaulted}; configured: ${Object.keys(d.teams).join(', ')}`, [{ field, message: 'unknown team' }]);
+}
+
 /** The checks of a submission beyond its schema: a configured team, a webhook URL that can be delivered to (400 naming the field). */
 export function checkSubmission(d: GatewayDeps, body: Pick<TaskSubmission, 'team' | 'webhook'>): void {
-  if (!own(d.teams, body.team)) {
-    throw new HttpError(400, 'validation_error', `body.team: unknown team '${body.team}'; configured: ${Object.keys(d.teams).join(', ')}`, [{ field: 'body.team', message: 'unknown team' }]);
-  }
+  if (!own(d.teams, body.team)) throw unknownTeam(d, body.team, 'body.team');
   // What can never be delivered is refused now (the notifier checks resolved addresses again at delivery).
   const webhookProblem = body.webhook ? webhookUrlProblem(body.webhook.url, { allowPrivateNetworks: d.allowPrivateWebhooks }) : null;
   if (webhookProblem) throw new HttpError(400, 'validation_error', `body.webhook.url: ${webhookProblem}`, [{ field: 'body.webhook.url', message: webhookProblem }]);
