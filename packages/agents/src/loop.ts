@@ -1,6 +1,8 @@
 import {
   budgetHold,
+  canonicalJson,
   cleanText,
+  cutText,
   isFinal,
   NUL_REPLACEMENT,
   loopOf,
@@ -42,8 +44,8 @@ type DispatchCommand = Extract<Command, { type: 'DispatchSubagent' | 'RecordPlan
 export interface Triage {
   /** Results known now: errors, and outcomes a person's decision or a subagent already gave. */
   results: ToolResult[];
-  /** Calls to run here, with their parsed (or approved) input. */
-  runs: { call: ToolCall; input: Record<string, unknown> }[];
+  /** Calls to run here, with their parsed (or approved) input; `edited`: a person approved it with another input. */
+  runs: { call: ToolCall; input: Record<string, unknown>; edited?: boolean }[];
   /** Requests a person must decide before the calls can go on. */
   asks: AskCommand[];
   /** Subagents to start, or a plan to run (the lead's delegations). */
@@ -186,9 +188,19 @@ export function triageToolUses(o: TriageInput): Triage {
       out.dispatches.push({ type: 'DispatchSubagent', agentId: `${agent}-${n}`, agentType: agent, toolUseId: t.toolUseId, prompt });
       continue;
     }
-    out.runs.push({ call: { ...call, input: t.approvedInput ?? t.input }, input: parsed.value });
+    const edited = t.approvedInput !== null && t.approvedInput !== undefined && canonicalJson(t.approvedInput) !== canonicalJson(t.input);
+    out.runs.push({ call: { ...call, input: t.approvedInput ?? t.input }, input: parsed.value, ...(edited ? { edited } : {}) });
   }
   return out;
+}
+
+/**
+ * A call a person edited before approving it ran with their input, not the model's: its result
+ * says so first, so the model reads it against what ran (an error about a path it never named).
+ */
+function editedNoted(run: Triage['runs'][number], result: ToolResult): ToolResult {
+  if (!run.edited) return result;
+  return { ...result, content: `[a person edited this call before approving it; it ran with: ${cutText(JSON.stringify(run.input), 2000)}]\n${result.content}` };
 }
 
 /** What the loop needs from the place it runs in. */
@@ -290,7 +302,7 @@ async function loopUntilSettled(h: LoopHost, stepStarts: () => void, stepDone: (
       const t = triageToolUses({ state: s, agentId: h.agentId, team: h.team, def: h.def, runsIn: h.runsIn, now: h.now(), plan: (c) => h.plan(c) });
       if (mustCommitBeforeTools(h, t.runs) && !(await h.commit())) return 'stopped';
       const results = t.results.slice();
-      for (const r of t.runs) results.push(await executeTraced(h, r.call, r.input));
+      for (const r of t.runs) results.push(editedNoted(r, await executeTraced(h, r.call, r.input)));
       stepDone();
       if (t.asks.length === 0 && t.dispatches.length === 0 && !t.waiting) {
         h.record([resultsCommand(h, loop, [...resolved(loop.openToolUses), ...results])]);

@@ -124,8 +124,8 @@ describe('offline email agent', () => {
     const t3 = await agent(answered(h1, t2.content, 'queued as 1234'));
     expect(t3).toMatchObject({ stopReason: 'end_turn' });
     expect(JSON.stringify(t3.content)).toMatch(/Mail queued as 1234/);
-    const rejected = await agent(answered(h1, t2.content, 'The user rejected the plan: wrong person'));
-    expect(JSON.stringify(rejected.content)).toMatch(/not sent: The user rejected the plan: wrong person/);
+    const rejected = await agent(answered(h1, t2.content, 'The user rejected this call (send_email): wrong person'));
+    expect(JSON.stringify(rejected.content)).toMatch(/not sent: The user rejected this call \(send_email\): wrong person/);
   });
 });
 

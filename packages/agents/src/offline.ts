@@ -185,7 +185,7 @@ const emailAgent: Play = (req, turn) => {
     return { content: [text(`Mailing ${file} to ${to.join(', ')}.`), call(req, turn, 'send_email', { to, subject, body, attach })], stopReason: 'tool_use' };
   }
   const last = sends.at(-1);
-  const outcome = !last?.result ? 'nothing was sent' : last.isError || /^The user rejected the plan/.test(last.result) ? `not sent: ${last.result}` : last.result;
+  const outcome = !last?.result ? 'nothing was sent' : last.isError || /^The user rejected (the plan|this call)/.test(last.result) ? `not sent: ${last.result}` : last.result;
   return { content: [text(`Mail ${outcome}`)], stopReason: 'end_turn' };
 };
 

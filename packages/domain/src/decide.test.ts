@@ -420,8 +420,9 @@ describe('clarifications', () => {
     expect(granted.state().decidedRequests['apr-w']).toMatchObject({ toolUseId: 'w-tu', approvedInput: { path: 'b.md', content: 'x' } });
     expect(granted.state().agents['researcher-1']?.openToolUses[0]).toMatchObject({ state: 'pending', approvedInput: { path: 'b.md', content: 'x' } });
     const rejected = given([...hist, ask]).when({ type: 'DecideApproval', requestId: 'apr-w', decision: 'reject', reason: 'no', decidedBy: 'u' });
-    expect(rejected.state().decidedRequests['apr-w']?.result?.content).toBe('The user rejected the plan: no');
-    expect(rejected.state().agents['researcher-1']?.openToolUses[0]).toMatchObject({ state: 'resolved', result: { content: 'The user rejected the plan: no' } });
+    // Not "the plan": a call of a subagent's, named (a delegation or a plan of the lead's is "the plan").
+    expect(rejected.state().decidedRequests['apr-w']?.result?.content).toBe('The user rejected this call (write_file): no');
+    expect(rejected.state().agents['researcher-1']?.openToolUses[0]).toMatchObject({ state: 'resolved', result: { content: 'The user rejected this call (write_file): no' } });
   });
   it('a subagent may only ask about a tool use of its own last turn', () => {
     const hist = [...leadWaitingOnTool, dispatched(), agentStarted(), agentTurn('researcher-1', 1, [{ id: 'w-tu' }])];

@@ -206,7 +206,9 @@ export function evolve(state: TaskState, event: RecordedEvent): TaskState {
         break;
       }
       const reason = event.type === 'ApprovalRejected' ? event.data.reason : 'no decision before the deadline';
-      const result = { content: `The user rejected the plan: ${reason}`, isError: false };
+      // A delegation or a plan is "the plan" (the lead's words for it); any other call is named.
+      const what = req?.kind !== 'approval' || req.toolName === 'Task' || req.toolName === 'submit_plan' ? 'the plan' : `this call (${req.toolName})`;
+      const result = { content: `The user rejected ${what}: ${reason}`, isError: false };
       const decision = event.type === 'ApprovalRejected' ? `rejected: ${event.data.reason}` : 'timed out (rejected)';
       s = closeRequest(s, event.data.requestId, event.type === 'ApprovalRejected' ? { decision, at, by: event.data.decidedBy, key: event.data.idempotencyKey, result } : { decision, at, by: DEADLINE_ACTOR, result });
       if (req && req.kind !== 'budget') s = resumeWith(s, req.agentId, req.toolUseId, { result });

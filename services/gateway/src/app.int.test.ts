@@ -1020,6 +1020,34 @@ describe('human in the loop over HTTP', () => {
     return id;
   }
 
+  test("an edited file tool's input is checked against the path rules the run applies to the agent that asked (its file scope; out of the workspace): refused now, the request still open — before, recorded and failing in the sandbox", async ({ pg, nats }) => {
+    const research = builtinTeams.research as TeamDefinition;
+    const writer = research.agents['report-writer'] as NonNullable<TeamDefinition['agents'][string]>;
+    const team: TeamDefinition = { ...research, agents: { ...research.agents, 'report-writer': { ...writer, fileScope: { allowed: ['report.md'], blocked: ['secrets/**'] } } } };
+    await saveTeamConfigs(pg.db.pool, [{ version: configVersion(team), teamId: 'research', definition: team }]);
+    const app = await gateway(pg, nats, { teams: { ...builtinTeams, research: team } });
+    const id = (await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'AI stuff', requirePlanApproval: false } })).json().id as string;
+    await handleCommand(pg.store, id, { type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'research-lead', configVersion: configVersion(team) });
+    await handleCommand(pg.store, id, { type: 'RecordModelTurn', agentId: 'lead', turn: 1, model: 'm', stopReason: 'tool_use', usage, offline: true, durationMs: 0, content: [{ type: 'tool_use', id: 'tu1', name: 'Task', input: { agent: 'report-writer', prompt: 'write it' } }] });
+    await handleCommand(pg.store, id, { type: 'DispatchSubagent', agentId: 'report-writer-1', agentType: 'report-writer', toolUseId: 'tu1', prompt: 'write it' });
+    await handleCommand(pg.store, id, { type: 'StartSubagent', agentId: 'report-writer-1', attempt: 1, runnerId: 'r' });
+    const input = { path: 'report.md', content: '# R' };
+    await handleCommand(pg.store, id, { type: 'RecordModelTurn', agentId: 'report-writer-1', turn: 1, model: 'm', stopReason: 'tool_use', usage, offline: true, durationMs: 0, content: [{ type: 'tool_use', id: 'w1', name: 'write_file', input }] });
+    await handleCommand(pg.store, id, { type: 'RequestApproval', requestId: 'apr-w', agentId: 'report-writer-1', toolUseId: 'w1', toolName: 'write_file', input, inputDigest: 'd', plan: 'wants write_file', deadline: new Date(Date.now() + 60_000).toISOString(), onTimeout: 'reject' });
+    for (const [path, message] of [
+      ['../etc/x', "body.input.path: '../etc/x' is not in the workspace (a path relative to it, without '..')"],
+      ['other.md', "body.input.path: 'other.md' is outside this agent's file scope (writes allowed: report.md)"],
+      ['secrets/key.md', "body.input.path: 'secrets/key.md' is outside this agent's file scope (blocked: secrets/**)"],
+      ['.git/hooks/pre-commit', "body.input.path: '.git/hooks/pre-commit' is inside .git (version control's own state, not the project): no agent's file tools change it"],
+    ]) {
+      const refused = await app.inject({ method: 'POST', url: `/v1/tasks/${id}/approvals/apr-w`, payload: { decision: 'approve', input: { path, content: 'x' } } });
+      expect([refused.statusCode, refused.json().error.message]).toEqual([400, message]);
+    }
+    expect((await app.inject({ method: 'GET', url: `/v1/tasks/${id}` })).json().pendingRequests.map((r: { requestId: string }) => r.requestId)).toEqual(['apr-w']); // still open
+    const ok = await app.inject({ method: 'POST', url: `/v1/tasks/${id}/approvals/apr-w`, payload: { decision: 'approve', input: { path: './report.md', content: '# Edited' } } });
+    expect(ok.statusCode).toBe(200);
+  });
+
   test("an edited approval is checked against the configuration the run is pinned to, not the gateway's current one (an agent added since passed here and failed in the run, the approval used up)", async ({ pg, nats }) => {
     const research = builtinTeams.research as TeamDefinition;
     const researcher = research.agents.researcher as NonNullable<TeamDefinition['agents'][string]>;

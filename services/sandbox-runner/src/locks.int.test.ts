@@ -2,11 +2,11 @@ import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { fileAccessViolation, writeRefusal, type WritePolicy } from '@baton/agents';
 import { DEFAULT_LIMITS, findBwrap, LocalSandboxProvider, type Sandbox } from '@baton/sandbox';
 import { pgTest as test } from '@baton/testing';
 import type pg from 'pg';
 import { afterEach, beforeEach, describe, expect } from 'vitest';
-import { fileAccessViolation, writeRefusal, type WritePolicy } from './files.ts';
 import { runTool, type ToolEnv } from './tools.ts';
 
 /**

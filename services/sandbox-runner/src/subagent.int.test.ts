@@ -230,6 +230,9 @@ describe('runSubagentJob', () => {
     ({ state } = await loadTask(pg.store, id));
     expect(state.agents['researcher-1']?.filesCreated).toEqual(['approved-notes.md']);
     expect(await artifact(pg.store, id, 'approved-notes.md')).toBe('edited by a person');
+    // The model is told its call was edited, and what ran (before: the result alone, for a path it never named).
+    const ran = (await loadTask(pg.store, id)).events.filter((e) => e.type === 'ToolResultsRecorded').flatMap((e) => (e.data as { results: { toolName: string; content: string }[] }).results).find((r) => r.toolName === 'write_file');
+    expect(ran?.content).toBe('[a person edited this call before approving it; it ran with: {"path":"approved-notes.md","content":"edited by a person"}]\ncreated approved-notes.md (18 bytes)');
 
     const id2 = await dispatchedTask(pg.store);
     expect(await runSubagentJob(d, id2, 'researcher-1', () => {})).toBe('paused');
@@ -237,7 +240,7 @@ describe('runSubagentJob', () => {
     await handleCommand(pg.store, id2, { type: 'DecideApproval', requestId: req2.requestId, decision: 'reject', reason: 'no files today', decidedBy: 'u' });
     expect(await runSubagentJob(d, id2, 'researcher-1', () => {})).toBe('completed');
     const results = (await loadTask(pg.store, id2)).events.filter((e) => e.type === 'ToolResultsRecorded').flatMap((e) => (e.data as { results: { content: string }[] }).results);
-    expect(results.map((r) => r.content)).toEqual([expect.stringMatching(/^no results for/), 'The user rejected the plan: no files today']);
+    expect(results.map((r) => r.content)).toEqual([expect.stringMatching(/^no results for/), 'The user rejected this call (write_file): no files today']);
     expect(await artifact(pg.store, id2, 'notes.md')).toBeUndefined();
   });
 

@@ -1,13 +1,12 @@
 import { agentStreamId, fold, formatBytes, isFinal, isStepCommand, isToolUse, normalPath, own, type Command, type RecordedEvent, type TaskState } from '@baton/domain';
 import { inSpan, metrics } from '@baton/telemetry';
 import { ConsumerStoppingError, TaskEndedError } from '@baton/bus';
-import { builtinTeams, editFileTool, findAgent, ModelUnavailableError, outboxRequest, REVIEW_REMINDER, runAgentLoop, submitReviewTool, writeFileTool, type AgentDefinition, type LoopHost, type ModelClient, type TeamCatalog, type TeamDefinition } from '@baton/agents';
+import { builtinTeams, editFileTool, fileAccessViolation, findAgent, ModelUnavailableError, MUTATING_TOOLS, outboxRequest, REVIEW_REMINDER, runAgentLoop, submitReviewTool, writeFileTool, type AgentDefinition, type LoopHost, type ModelClient, type TeamCatalog, type TeamDefinition, type WritePolicy } from '@baton/agents';
 import { handleCommand, isConcurrencyError, loadTask, retryOnConflict, TaskWriter, type EventStore, type LoadedTask, type TaskLoader } from '@baton/event-store';
 import { acquireLease, ArtifactPathHeldError, releaseLease, renewLease, type CorpusHit, type StoredArtifact } from '@baton/storage';
 import type pg from 'pg';
 import type { Logger } from '@baton/runtime';
 import { DEFAULT_LIMITS, SandboxFencedError, WorkspaceTooLargeError, type Sandbox, type SandboxProvider, type SandboxSpec } from '@baton/sandbox';
-import { fileAccessViolation, MUTATING_TOOLS, type WritePolicy } from './files.ts';
 import { editFile, runTool, type ToolEnv } from './tools.ts';
 
 export interface RunnerDeps {

@@ -2,10 +2,9 @@ import { isUtf8 } from 'node:buffer';
 import path from 'node:path';
 import { stripVTControlCharacters } from 'node:util';
 import { cutText, lastText, normalPath, NUL_REPLACEMENT, type ToolResult, type ToolUseBlock } from '@baton/domain';
-import { allTools, parseToolInput, type SendEmailInput } from '@baton/agents';
+import { allTools, parseToolInput, restricts, writeRefusal, type SendEmailInput, type WritePolicy } from '@baton/agents';
 import type { CorpusHit } from '@baton/storage';
 import { MAX_SKIPPED_REPORTED, type CommandResult, type Sandbox } from '@baton/sandbox';
-import { restricts, writeRefusal, type WritePolicy } from './files.ts';
 import { parseTestCounts, testRun } from './test-counts.ts';
 
 export const MAX_RESULT_CHARS = 4000;

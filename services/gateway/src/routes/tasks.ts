@@ -1,4 +1,4 @@
-import { allTools, parseToolInput } from '@baton/agents';
+import { allTools, editRefusal, parseToolInput } from '@baton/agents';
 import { digestJson, exists, forkableVersions, forkEvents, forkFiles, forkRefusal, own, stateAt, uuidV5, type Command, type RecordedEvent, type TaskState } from '@baton/domain';
 import { redactCredentials, toAgentViews, toTaskView, type DeliveryView } from '@baton/api';
 import { withSessionLock } from '@baton/db';
@@ -120,6 +120,14 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
           const parsed = parseToolInput(tool, input, team);
           if (!parsed.ok) throw new HttpError(400, 'validation_error', parsed.issues.map((i) => `body.input.${i.path}: ${i.message}`).join('; '), parsed.issues.map((i) => ({ field: `body.input.${i.path}`, message: i.message })));
           input = parsed.value;
+          // And the path rules the run applies to the agent that asked (its file scope, its
+          // subtask's locks): an edit it could never run is refused now, the request still open.
+          if (open?.kind === 'approval') {
+            const agent = own(s.agents, open.agentId);
+            const def = agent ? team?.agents[agent.type] : team?.lead;
+            const refusal = editRefusal({ scope: def?.fileScope, locks: agent?.fileLocks ?? null }, asked, input);
+            if (refusal) throw new HttpError(400, 'validation_error', `body.input.path: ${refusal}`, [{ field: 'body.input.path', message: refusal }]);
+          }
         }
       }
       return { type: 'DecideApproval', requestId, decision: body.decision, input, reason: body.reason, budget: body.budget, decidedBy: req.actor, idempotencyKey: idempotencyKey(req) };

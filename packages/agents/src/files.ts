@@ -48,6 +48,18 @@ export function fileAccessViolation(policy: WritePolicy, tool: string, input: Re
   return WRITES.has(tool) ? writeRefusal(policy, p) : blockedRefusal(policy, p);
 }
 
+/**
+ * A person's edit of a file tool's input, checked as the run would check it, so an approval
+ * with an edit that could never run is refused at once (a 400 naming the path) instead of being
+ * recorded and failing in the sandbox, the request used up. A path out of the workspace included.
+ */
+export function editRefusal(policy: WritePolicy, tool: string, input: Record<string, unknown>): string | null {
+  if (!PATH_TOOLS.has(tool) || typeof input.path !== 'string') return null;
+  const p = normalPath(input.path);
+  if (p === '..' || p.startsWith('../') || p.startsWith('/')) return `'${input.path}' is not in the workspace (a path relative to it, without '..')`;
+  return fileAccessViolation(policy, tool, input);
+}
+
 /** The scope's `blocked` globs: no file tool may touch such a path, not even to read it. */
 function blockedRefusal(policy: WritePolicy, p: string): string | null {
   const blocked = policy.scope?.blocked ?? [];
