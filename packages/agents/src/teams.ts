@@ -123,11 +123,37 @@ export function leadSystemPrompt(team: TeamDefinition): string {
 export const WORKSPACE_FILES_HEADING = 'Workspace files';
 /** At most this many workspace paths are listed in the lead's opening message (the rest are counted). */
 const MAX_LISTED_FILES = 500;
+/** Version control's and installed dependencies' files: counted, never listed (they crowded the project's out). */
+const UNLISTED = /(^|\/)(\.git|node_modules)\//;
 
-/** The lead's opening message: the task, then the files of the codebase it starts from (if any). */
+/**
+ * The lead's opening message: the task, then the files of the codebase it starts from (if any):
+ * every file when they fit (`.git/` and `node_modules/` only counted); past MAX_LISTED_FILES the
+ * directories two levels deep with what they hold, then the shallowest files first — so a large
+ * repository shows its whole shape, not the first 500 paths in order.
+ */
 export function leadOpening(prompt: string, files: readonly { path: string; bytes: number }[] | null): string {
   if (!files) return prompt;
-  const listed = files.slice(0, MAX_LISTED_FILES).map((f) => `- ${f.path} (${f.bytes} bytes)`);
-  const more = files.length > MAX_LISTED_FILES ? `\n… and ${files.length - MAX_LISTED_FILES} more files` : '';
-  return `${prompt}\n\n${WORKSPACE_FILES_HEADING} (${files.length}, the codebase this task starts from):\n${listed.join('\n')}${more}`;
+  const project = files.filter((f) => !UNLISTED.test(f.path));
+  const unlisted = files.length - project.length;
+  const sections: string[] = [];
+  let shown = project;
+  if (project.length > MAX_LISTED_FILES) {
+    const dirs = new Map<string, { files: number; bytes: number }>();
+    for (const f of project) {
+      const parts = f.path.split('/').slice(0, -1);
+      for (let depth = 1; depth <= Math.min(2, parts.length); depth++) {
+        const d = `${parts.slice(0, depth).join('/')}/`;
+        const t = dirs.get(d) ?? { files: 0, bytes: 0 };
+        dirs.set(d, { files: t.files + 1, bytes: t.bytes + f.bytes });
+      }
+    }
+    sections.push(`Directories (two levels; each with the files under it):\n${[...dirs].sort(([a], [b]) => (a < b ? -1 : 1)).slice(0, MAX_LISTED_FILES).map(([d, t]) => `  ${d}: ${t.files} files, ${t.bytes} bytes`).join('\n')}`);
+    const depth = (p: string): number => p.split('/').length;
+    shown = [...project].sort((a, b) => depth(a.path) - depth(b.path) || (a.path < b.path ? -1 : 1)).slice(0, MAX_LISTED_FILES).sort((a, b) => (a.path < b.path ? -1 : 1));
+  }
+  const listed = shown.map((f) => `- ${f.path} (${f.bytes} bytes)`);
+  const rest = project.length - shown.length;
+  const more = [rest > 0 ? `… and ${rest} more files, deeper (the directories above count them)` : '', unlisted > 0 ? `… and ${unlisted} files under .git/ and node_modules/, not listed` : ''].filter(Boolean);
+  return `${prompt}\n\n${WORKSPACE_FILES_HEADING} (${files.length}, the codebase this task starts from):\n${[...listed, ...more].join('\n')}${sections.length > 0 ? `\n\n${sections.join('\n\n')}` : ''}`;
 }
