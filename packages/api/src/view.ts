@@ -121,8 +121,10 @@ export interface DeliveryView {
 export interface TeamInfoView {
   id: string;
   description: string;
-  lead: { id: string; name: string; model: string; tools: string[]; delegatesTo: string[]; reviewAgent?: string };
-  agents: { id: string; name: string; model: string; tools: string[] }[];
+  lead: { id: string; name: string; model: string; tools: string[]; maxTurns: number; delegatesTo: string[]; reviewAgent?: string; reviewRounds?: number };
+  agents: { id: string; name: string; model: string; tools: string[]; maxTurns: number; fileScope?: { allowed: string[]; blocked: string[] }; testCommand?: string }[];
+  /** The approval policy's rules as configured (the most specific matching rule wins); none: each tool's own default. */
+  approvals: { agent?: string; tool?: string; require: 'always' | 'never' | 'when_plan_approval'; onTimeout: 'reject' | 'approve' }[];
 }
 
 /** A task's change against its input workspace, as `GET /v1/tasks/:id/diff?format=json` gives it. */

@@ -65,9 +65,24 @@ describe('describeDelivery', () => {
 });
 
 describe('describeTeam', () => {
-  it('the lead, whom it delegates to and who reviews; each agent with its model and tools', () => {
-    const t: TeamInfoView = { id: 'engineering', description: 'A planner, engineers and a reviewer', lead: { id: 'planner', name: 'Planner', model: 'claude-x', tools: ['Task'], delegatesTo: ['engineer'], reviewAgent: 'reviewer' }, agents: [{ id: 'engineer', name: 'Engineer', model: 'claude-y', tools: ['read_file', 'write_file'] }, { id: 'idle', name: 'Idle', model: 'claude-z', tools: [] }] };
-    expect(describeTeam(t)).toBe(['engineering — A planner, engineers and a reviewer', '  lead planner (claude-x); delegates to engineer; reviewed by reviewer', '  agent engineer (claude-y): read_file, write_file', '  agent idle (claude-z): no tools'].join('\n'));
+  it('the lead with its tools, whom it delegates to and who reviews; each agent with its model, tools and file scope; the approval rules', () => {
+    const t: TeamInfoView = {
+      id: 'engineering',
+      description: 'A planner, engineers and a reviewer',
+      lead: { id: 'planner', name: 'Planner', model: 'claude-x', tools: ['Task'], maxTurns: 10, delegatesTo: ['engineer'], reviewAgent: 'reviewer', reviewRounds: 1 },
+      agents: [{ id: 'engineer', name: 'Engineer', model: 'claude-y', tools: ['read_file', 'write_file'], maxTurns: 10, fileScope: { allowed: ['src/**'], blocked: ['secrets/**'] } }, { id: 'idle', name: 'Idle', model: 'claude-z', tools: [], maxTurns: 10 }],
+      approvals: [{ agent: 'engineer', tool: 'write_file', require: 'always', onTimeout: 'reject' }, { tool: 'send_email', require: 'never', onTimeout: 'reject' }],
+    };
+    expect(describeTeam(t)).toBe(
+      [
+        'engineering — A planner, engineers and a reviewer',
+        '  lead planner (claude-x): Task; delegates to engineer; reviewed by reviewer',
+        '  agent engineer (claude-y): read_file, write_file; writes src/**, never secrets/**',
+        '  agent idle (claude-z): no tools',
+        '  approval: engineer · write_file → always, at the deadline reject',
+        '  approval: any agent · send_email → never, at the deadline reject',
+      ].join('\n'),
+    );
   });
 });
 

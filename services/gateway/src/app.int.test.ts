@@ -501,6 +501,9 @@ describe('reads, tenancy, errors', () => {
     const teams = (await app.inject({ method: 'GET', url: '/v1/teams' })).json();
     expect(teams.items.map((t: { id: string }) => t.id)).toEqual(['bench', 'engineering', 'research']);
     expect(teams.items[2].agents.map((a: { id: string }) => a.id)).toEqual(['researcher', 'report-writer', 'email-agent']);
+    // What a person configured can be checked: the rules, each agent's turns and scope.
+    expect(teams.items[0].approvals).toEqual([{ tool: 'bench_gate', require: 'when_plan_approval', onTimeout: 'reject' }]);
+    expect(teams.items[2].lead).toMatchObject({ id: 'research-lead', tools: ['Task', 'ask_user'], maxTurns: expect.any(Number) });
     const page = await app.inject({ method: 'GET', url: '/' });
     expect(page.headers['content-type']).toMatch(/text\/html/);
     expect(page.body).toMatch(/<title>Baton<\/title>/);

@@ -84,8 +84,9 @@ export const systemRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => 
     items: Object.values(d.teams).map((t): TeamInfoView => ({
       id: t.id,
       description: t.description,
-      lead: { id: t.lead.id, name: t.lead.name, model: t.lead.model, tools: t.lead.tools, delegatesTo: t.lead.delegatesTo ?? [], ...(t.lead.reviewAgent ? { reviewAgent: t.lead.reviewAgent } : {}) },
-      agents: Object.values(t.agents).map((a) => ({ id: a.id, name: a.name, model: a.model, tools: a.tools })),
+      lead: { id: t.lead.id, name: t.lead.name, model: t.lead.model, tools: t.lead.tools, maxTurns: t.lead.maxTurns, delegatesTo: t.lead.delegatesTo ?? [], ...(t.lead.reviewAgent ? { reviewAgent: t.lead.reviewAgent, reviewRounds: t.lead.reviewRounds ?? 1 } : {}) },
+      agents: Object.values(t.agents).map((a) => ({ id: a.id, name: a.name, model: a.model, tools: a.tools, maxTurns: a.maxTurns, ...(a.fileScope ? { fileScope: a.fileScope } : {}), ...(a.testCommand ? { testCommand: a.testCommand } : {}) })),
+      approvals: (t.approvals ?? []).map((r) => ({ ...(r.agent ? { agent: r.agent } : {}), ...(r.tool ? { tool: r.tool } : {}), require: r.require, onTimeout: r.onTimeout })),
     })),
   }));
 };
