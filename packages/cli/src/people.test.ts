@@ -69,6 +69,9 @@ describe('describeTask', () => {
       '  agent backend (backend-engineer): completed, 6 turns; created api/a.test.ts; modified api/a.ts',
       '  agent backend-fix1 (backend-engineer): completed, 6 turns; modified api/a.ts',
     ]);
+    // A hundred files deleted: the first ten, and how many (before: all on one line).
+    const sweeper = { ...engineer, id: 'sweeper', filesCreated: [], filesModified: [], filesDeleted: Array.from({ length: 100 }, (_, i) => `old/f${i}.ts`) };
+    expect(describeTask({ ...task, agents: [sweeper] } as unknown as TaskView).split('\n')[2]).toBe(`  agent sweeper (backend-engineer): completed, 6 turns; deleted ${Array.from({ length: 10 }, (_, i) => `old/f${i}.ts`).join(', ')} and 90 more (100 in all)`);
   });
   it('says who cancelled it, when and why', () => {
     const task = { id: 't-1', status: 'cancelled', version: 4, team: 'research', forkedFrom: null, prompt: 'p', agents: [], budget: null, pendingRequests: [], result: null, error: null, cancellation: { reason: 'no longer needed', requestedBy: 'key:abc…@acme', at: '2026-11-27T07:00:00.000Z' } } as unknown as TaskView;

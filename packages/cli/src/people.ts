@@ -49,12 +49,16 @@ export function describeRequest(taskId: string, r: PendingRequestView, open = tr
   return lines.join('\n');
 }
 
+/** At most this many paths of one kind on an agent's line (`baton diff` / `baton artifacts` have them all). */
+const MAX_LISTED_PATHS = 10;
+const someOf = (paths: readonly string[]): string => (paths.length <= MAX_LISTED_PATHS ? paths.join(', ') : `${paths.slice(0, MAX_LISTED_PATHS).join(', ')} and ${paths.length - MAX_LISTED_PATHS} more (${paths.length} in all)`);
+
 export function describeTask(t: TaskView): string {
   const lines = [`task ${t.id}  ${t.status}  v${t.version}  team ${t.team}${t.forkedFrom ? `  (fork of ${t.forkedFrom.taskId} at v${t.forkedFrom.atVersion})` : ''}`, `  prompt: ${t.prompt.slice(0, 200)}`];
   const w = t.workspace;
   if (w) lines.push(`  workspace: ${w.source === 'example' ? `example ${w.name}` : `upload${w.name ? ` ${w.name}` : ''}`}, ${w.files} files, ${w.bytes} bytes (${w.digest.slice(0, 12)})`);
   for (const a of t.agents) {
-    const files = [a.filesCreated.length ? `created ${a.filesCreated.join(', ')}` : '', a.filesModified.length ? `modified ${a.filesModified.join(', ')}` : '', a.filesDeleted.length ? `deleted ${a.filesDeleted.join(', ')}` : ''].filter(Boolean).join('; ');
+    const files = [a.filesCreated.length ? `created ${someOf(a.filesCreated)}` : '', a.filesModified.length ? `modified ${someOf(a.filesModified)}` : '', a.filesDeleted.length ? `deleted ${someOf(a.filesDeleted)}` : ''].filter(Boolean).join('; ');
     lines.push(`  agent ${a.id} (${a.type}): ${a.status}, ${a.turns} turn${a.turns === 1 ? '' : 's'}${files ? `; ${files}` : ''}`);
     // Why it failed, where the person looks (agent_lost, job_failed, …).
     if (a.error) lines.push(`    error: ${a.error.code}: ${a.error.message}`);
