@@ -43,6 +43,19 @@ describe('runner tools', () => {
     expect(await runTool(call('read_file', { path: 'big.txt', offset: 0 }), ALL, env)).toMatchObject({ isError: true, content: expect.stringMatching(/offset/) });
   });
 
+  test.runIf(findBwrap() !== null)('a file under another Unicode spelling of an existing name (café composed / decomposed) is refused by write_file and not kept from a command: one name would be two files', async ({ pg }) => {
+    const env: ToolEnv = { sandbox: await sandbox(pg.db.pool) };
+    const nfc = 'docs/caf\u00e9.md';
+    const nfd = 'docs/cafe\u0301.md';
+    await runTool(call('write_file', { path: nfc, content: 'composed' }), ALL, env);
+    expect(await runTool(call('write_file', { path: nfd, content: 'decomposed' }), ALL, env)).toMatchObject({ isError: true, content: `'${nfd}' is the existing '${nfc}' written in another Unicode normalization (NFD): one name would be two files; write '${nfc}'` });
+    expect(await runTool(call('write_file', { path: nfc, content: 'again' }), ALL, env)).toMatchObject({ isError: false, files: { modified: [nfc] } });
+    const r = await runTool(call('run_command', { command: `printf x > '${nfd}'; printf y > docs/other.md` }), ALL, env);
+    expect(r.files).toEqual({ created: ['docs/other.md'], modified: [] });
+    expect(r.content).toContain(`created ${nfd} (removed)`);
+    expect((await env.sandbox.files.walk()).files.map((f) => f.path)).toEqual([nfc, 'docs/other.md']);
+  });
+
   test('edit_file refuses a file that is not UTF-8, leaving every byte of it (it wrote U+FFFD over each byte it could not read)', async ({ pg }) => {
     const env: ToolEnv = { sandbox: await sandbox(pg.db.pool) };
     const latin1 = Buffer.from([0xff, 0xfe, 0x20, 0x6c, 0x61, 0x74, 0x69, 0x6e, 0x31, 0x20, 0xe9, 0x0a]); // "\xff\xfe latin1 \xe9\n"

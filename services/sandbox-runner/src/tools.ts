@@ -59,6 +59,8 @@ const impls: Record<string, (input: Input, env: ToolEnv, toolUseId: string) => P
   write_file: async (i, { sandbox }) => {
     const p = normalPath(i.path as string);
     const content = i.content as string;
+    const twin = await spelledOtherwise(sandbox, p);
+    if (twin) throw new Error(`'${p}' is the existing '${twin}' written in another Unicode normalization (${p.normalize('NFC') === p ? 'NFC' : 'NFD'}): one name would be two files; write '${twin}'`);
     const effect = await sandbox.files.write(p, content);
     return { content: `${effect} ${p} (${Buffer.byteLength(content)} bytes)${nulNote(content)}`, files: fileEffect(effect, p) };
   },
@@ -217,13 +219,16 @@ async function guardWrites(env: ToolEnv): Promise<{ settle(): Promise<{ files: N
           undone.push(`${what} ${p} (could not be ${what === 'created' ? 'removed' : 'restored'}: ${(err as Error).message})`);
         }
       };
+      // The paths there were, by their composed spelling: a file made under another spelling of one is not kept.
+      const spelled = new Map([...seen.keys()].map((p) => [p.normalize('NFC'), p]));
       for (const f of files) {
         if (UNREPORTED.test(f.path)) continue;
         const was = seen.get(f.path);
         if (was === undefined && partial) continue;
         const changed = was === undefined ? 'created' : was !== stamp(f) ? 'modified' : null;
         if (!changed) continue;
-        const why = refusal(f.path);
+        const twin = changed === 'created' ? spelled.get(f.path.normalize('NFC')) : undefined;
+        const why = twin !== undefined && twin !== f.path ? `'${f.path}' is the existing '${twin}' in another Unicode normalization: one name would be two files` : refusal(f.path);
         if (why) await undo(changed, f.path, why);
         else (changed === 'created' ? created : modified).push(f.path);
       }
@@ -282,6 +287,28 @@ export function formatCommand(r: CommandResult, timeoutSeconds: number): string 
 }
 
 /** At most 4,000 characters: the start and the end (where errors usually are), and the fact stated. */
+/**
+ * The existing path `p` would be another spelling of — the same name in another Unicode
+ * normalization (`café` composed or decomposed), which shows as one name but is two files (two
+ * artifacts, an archive no upload takes) — or null. Each component is compared in its directory.
+ */
+async function spelledOtherwise(sandbox: Sandbox, p: string): Promise<string | null> {
+  if (p.normalize('NFC') === p && p.normalize('NFD') === p) return null; // nothing to spell another way
+  const parts = p.split('/');
+  let dir = '';
+  for (const part of parts) {
+    const names = await sandbox.files.list(dir || '.').catch(() => [] as string[]);
+    const here = names.map((n) => n.replace(/\/$/, ''));
+    if (here.includes(part)) {
+      dir = dir ? `${dir}/${part}` : part;
+      continue;
+    }
+    const twin = here.find((n) => n.normalize('NFC') === part.normalize('NFC'));
+    return twin ? [...(dir ? [dir] : []), twin, ...parts.slice(parts.indexOf(part) + 1)].join('/') : null;
+  }
+  return null;
+}
+
 /** The most a read_file answer shows: lines, and characters (about 10,000 tokens). */
 export const MAX_READ_LINES = 2000;
 export const MAX_READ_CHARS = 40_000;
