@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseToolInput, readFileTool, writeFileTool } from './tools.ts';
+import { askUserTool, parseToolInput, readFileTool, writeFileTool } from './tools.ts';
 
 describe("a file tool's path", () => {
   it('may not hold a control character (a line break would pass for more lines in a diff or a listing), a backslash or a bidirectional control', () => {
@@ -19,5 +19,12 @@ describe("a file tool's path", () => {
     expect(parseToolInput(readFileTool, { path: 'x\u{e0041}.ts' })).toMatchObject({ ok: false, error: expect.stringMatching(/U\+E0041/) });
     // The joiners scripts and emoji need are names' own.
     for (const path of ['docs/می\u200cخواهم.md', 'icons/👩\u200d💻.svg', 'icons/❤\ufe0f.svg']) expect([path, parseToolInput(writeFileTool, { path, content: 'x' }).ok]).toEqual([path, true]);
+  });
+});
+
+describe('a tool input of the wrong type', () => {
+  it('is told its type alone — not also a size its right type would have had', () => {
+    expect(parseToolInput(askUserTool, { questions: 'a string, not a list' })).toMatchObject({ ok: false, error: 'invalid input for ask_user: questions: must be an array' });
+    expect(parseToolInput(askUserTool, { questions: Array.from({ length: 11 }, () => 'q') })).toMatchObject({ ok: false, error: 'invalid input for ask_user: questions: must have at most 10 items' });
   });
 });

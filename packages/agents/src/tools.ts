@@ -52,6 +52,16 @@ function issueAt(i: z.core.$ZodIssue): { path: string; message: string }[] {
   return [{ path: at(...i.path), message: i.message }];
 }
 
+/**
+ * A field of the wrong type is said to be that alone: zod also measures it against the size the
+ * right type would have had (a string given for a list of at most 10 questions was told it
+ * "must have at most 10 characters" besides).
+ */
+function typeFirst(issues: readonly z.core.$ZodIssue[]): z.core.$ZodIssue[] {
+  const wrongType = new Set(issues.filter((i) => i.code === 'invalid_type').map((i) => i.path.map(String).join('\u0000')));
+  return issues.filter((i) => i.code === 'invalid_type' || !wrongType.has(i.path.map(String).join('\u0000')));
+}
+
 export type ParseResult<T> = { ok: true; value: T } | { ok: false; error: string; issues: { path: string; message: string }[] };
 
 /**
@@ -61,7 +71,7 @@ export type ParseResult<T> = { ok: true; value: T } | { ok: false; error: string
  */
 export function parseToolInput<I extends z.ZodObject>(t: ToolDefinition<I>, input: unknown, team?: TeamDefinition): ParseResult<z.infer<I>> {
   const r = t.input.safeParse(input);
-  const issues = r.success ? (team && t.check ? t.check(r.data, team) : []) : r.error.issues.flatMap(issueAt);
+  const issues = r.success ? (team && t.check ? t.check(r.data, team) : []) : typeFirst(r.error.issues).flatMap(issueAt);
   if (r.success && issues.length === 0) return { ok: true, value: r.data };
   return { ok: false, error: `invalid input for ${t.name}: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`, issues };
 }

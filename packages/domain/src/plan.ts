@@ -70,7 +70,7 @@ export function planProblems(subtasks: readonly PlanSubtask[], agents: readonly 
   );
   const cycles = findCycles(subtasks);
   for (const cycle of cycles) problems.push({ path: 'subtasks', message: `dependency cycle: ${cycle.join(' → ')}` });
-  if (cycles.length === 0) {
+  if (cycles.length === 0 && !subtasks.some((t) => t.dependsOn.includes(t.id))) {
     const before = ancestors(subtasks);
     for (let i = 0; i < subtasks.length; i++) {
       for (let j = i + 1; j < subtasks.length; j++) {
@@ -131,8 +131,9 @@ function lockProblem(glob: string): string | null {
  * has both named at once, so one correction can mend both.
  */
 function findCycles(subtasks: readonly PlanSubtask[]): string[][] {
-  const deps = new Map(subtasks.map((t) => [t.id, t.dependsOn.filter((d) => d === t.id || subtasks.some((u) => u.id === d))]));
-  // The knots: Tarjan's strongly connected components (of more than one subtask, or one that waits on itself).
+  // A subtask that waits on itself is named as such (its depends_on), not as a cycle besides.
+  const deps = new Map(subtasks.map((t) => [t.id, t.dependsOn.filter((d) => d !== t.id && subtasks.some((u) => u.id === d))]));
+  // The knots: Tarjan's strongly connected components of more than one subtask.
   const index = new Map<string, number>();
   const low = new Map<string, number>();
   const stack: string[] = [];
@@ -147,7 +148,7 @@ function findCycles(subtasks: readonly PlanSubtask[]): string[][] {
     }
     if (low.get(id) !== index.get(id)) return;
     const knot = new Set(stack.splice(stack.indexOf(id)));
-    if (knot.size > 1 || deps.get(id)!.includes(id)) knots.push(knot);
+    if (knot.size > 1) knots.push(knot);
   };
   for (const t of subtasks) if (!index.has(t.id)) connect(t.id);
   // In each knot, the shortest way from its first subtask (in plan order) back to it.

@@ -84,8 +84,7 @@ describe('plan validation', () => {
   it('names an unknown dependency and a self-dependency', () => {
     expect(problems([st('a', ['zzz']), st('b', ['b'])])).toEqual([
       expect.stringMatching(/^subtasks\.0\.depends_on\.0: unknown subtask 'zzz'/),
-      expect.stringMatching(/^subtasks\.1\.depends_on\.0: subtask 'b' depends on itself/),
-      expect.stringMatching(/dependency cycle: b → b/),
+      expect.stringMatching(/^subtasks\.1\.depends_on\.0: subtask 'b' depends on itself/), // once: not as a cycle 'b → b' besides
     ]);
   });
   it('names a cycle with its path', () => {
@@ -96,8 +95,8 @@ describe('plan validation', () => {
     expect(problems(plan).filter((p) => p.startsWith('subtasks: '))).toEqual([
       'subtasks: dependency cycle: a → b → a',
       'subtasks: dependency cycle: p → q → p',
-      'subtasks: dependency cycle: s → s',
     ]);
+    expect(problems(plan)).toContain("subtasks.6.depends_on.0: subtask 's' depends on itself");
   });
   it('refuses two subtasks that lock the same file and can run at the same time', () => {
     expect(problems([st('a', [], ['src/app.ts']), st('b', [], ['src/*.ts'])])).toEqual([expect.stringMatching(/^subtasks\.1\.file_locks: 'b' and 'a' can run at the same time and both lock 'src\/\*\.ts' \/ 'src\/app\.ts'/)]);
