@@ -32,7 +32,7 @@ describe('the mail ledger', () => {
     expect(await claimMail(db.pool, { ...k, holder: 'a', leaseMs: 1 })).toEqual({ claimed: true, attempt: 1 });
     await markHandingOver(db.pool, { ...k, holder: 'a' });
     await db.pool.query(`select pg_sleep(0.01)`); // the 1 ms lease is over (Postgres's clock)
-    expect(await claimMail(db.pool, { ...k, holder: 'b', leaseMs: 60_000 })).toEqual({ claimed: false, state: 'unknown', marked: true });
+    expect(await claimMail(db.pool, { ...k, holder: 'b', leaseMs: 60_000 })).toEqual({ claimed: false, state: 'unknown', marked: true, attempt: 1 });
     expect(await claimMail(db.pool, { ...k, holder: 'c', leaseMs: 60_000 })).toEqual({ claimed: false, state: 'unknown', marked: false });
     // The first holder was only slow: its outcome replaces unknown.
     expect(await settleMail(db.pool, { ...k, holder: 'a', state: 'sent', error: null })).toBe(true);

@@ -21,8 +21,9 @@ export interface MailKey {
 export type MailClaim =
   /** Send it now; `attempt` counts the claims of this mail. */
   | { claimed: true; attempt: number }
-  /** Sent, given up, or of unknown outcome: nothing more to do. `marked`: this call found the holder gone and marked it unknown. */
-  | { claimed: false; state: 'sent' | 'failed' | 'unknown'; marked: boolean }
+  /** Sent, given up, or of unknown outcome: nothing more to do. `marked`: this call found the holder gone and marked it unknown (the attempt it was: `attempt`). */
+  | { claimed: false; state: 'sent' | 'failed' | 'unknown'; marked: false }
+  | { claimed: false; state: 'unknown'; marked: true; attempt: number }
   /** Another holder's lease is live: look again once it ends (`retryInMs`). */
   | { claimed: false; state: 'busy'; retryInMs: number };
 
@@ -41,10 +42,10 @@ export async function claimMail(pool: Pick<pg.Pool, 'query'>, k: MailKey & { mes
   const lost = await pool.query(
     `update mail_sends set state = 'unknown', last_error = 'the notifier sending it stopped before recording the outcome; not sent again (it may have gone out)', updated_at = now()
      where task_id = $1 and mail_key = $2 and recipient = $3 and state = 'sending' and lease_until <= now() and handed_over_at is not null
-     returning 1`,
+     returning attempts`,
     [k.taskId, k.key, k.recipient],
   );
-  if ((lost.rowCount ?? 0) > 0) return { claimed: false, state: 'unknown', marked: true };
+  if (lost.rows[0]) return { claimed: false, state: 'unknown', marked: true, attempt: (lost.rows[0] as { attempts: number }).attempts };
   const { rows } = await pool.query<{ state: string; left_ms: number | null }>(
     `select state, greatest(0, extract(epoch from lease_until - now()) * 1000)::int as left_ms from mail_sends where task_id = $1 and mail_key = $2 and recipient = $3`,
     [k.taskId, k.key, k.recipient],
@@ -96,12 +97,12 @@ export async function settleMail(pool: Pick<pg.Pool, 'query'>, k: MailKey & { ho
  * long until the last claim still running ends (null: none) — its holder may be alive and finish,
  * or dead: look again then.
  */
-export async function settleAbandonedMail(pool: Pick<pg.Pool, 'query'>, k: { taskId: string; key: string; error: { unknown: string; failed: string } }): Promise<{ settled: { recipient: string; state: 'unknown' | 'failed' }[]; runningForMs: number | null }> {
-  const { rows } = await pool.query<{ recipient: string; state: 'unknown' | 'failed' }>(
+export async function settleAbandonedMail(pool: Pick<pg.Pool, 'query'>, k: { taskId: string; key: string; error: { unknown: string; failed: string } }): Promise<{ settled: { recipient: string; state: 'unknown' | 'failed'; attempts: number }[]; runningForMs: number | null }> {
+  const { rows } = await pool.query<{ recipient: string; state: 'unknown' | 'failed'; attempts: number }>(
     `update mail_sends set state = case when handed_over_at is null then 'failed' else 'unknown' end,
             last_error = case when handed_over_at is null then $3 else $4 end, lease_until = null, updated_at = now()
       where task_id = $1 and mail_key = $2 and state = 'sending' and lease_until <= now()
-      returning recipient, state`,
+      returning recipient, state, attempts`,
     [k.taskId, k.key, k.error.failed, k.error.unknown],
   );
   const running = await pool.query<{ left_ms: number | null }>(

@@ -108,7 +108,7 @@ async function settleAbandoned(d: MailDeps, event: BusEvent, key: string): Promi
   const { settled, runningForMs } = await settleAbandonedMail(d.pool, { taskId: event.taskId, key, error });
   for (const s of settled) {
     const { deliveryId } = mailIds(event.taskId, key, s.recipient, mailDomain(d.publicUrl));
-    await recordDelivery(d.pool, { channel: 'email', taskId: event.taskId, eventId: event.id, webhookId: deliveryId, type: 'email.awaiting_input', url: `mailto:${s.recipient}`, attempt: 0, statusCode: null, ok: false, error: error[s.state], durationMs: 0, givenUp: true });
+    await recordDelivery(d.pool, { channel: 'email', taskId: event.taskId, eventId: event.id, webhookId: deliveryId, type: 'email.awaiting_input', url: `mailto:${s.recipient}`, attempt: s.attempts, statusCode: null, ok: false, error: error[s.state], durationMs: 0, givenUp: true });
     metrics.deliveries.inc({ channel: 'email', outcome: 'failed' });
     d.log.warn({ taskId: event.taskId, key, recipient: s.recipient, state: s.state }, error[s.state]);
   }
@@ -132,7 +132,7 @@ async function deliverOne(d: MailDeps, event: BusEvent, state: TaskState, events
     }
     if (claim.state === 'unknown' && claim.marked) {
       const message = 'outcome unknown: the notifier sending it stopped before recording what the SMTP server said; not sent again (it may have gone out)';
-      await recordDelivery(d.pool, { ...attempt, attempt: 0, statusCode: null, ok: false, error: message, durationMs: 0, givenUp: true });
+      await recordDelivery(d.pool, { ...attempt, attempt: claim.attempt, statusCode: null, ok: false, error: message, durationMs: 0, givenUp: true });
       if (p.kind === 'outbox') await settleOutbox(d, taskId, p.emailId, { code: 'outcome_unknown', message });
       d.log.warn({ taskId, key: p.key, recipient: p.recipient }, message);
     }
