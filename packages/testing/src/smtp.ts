@@ -33,6 +33,16 @@ export interface SmtpCatcher {
   close(): Promise<void>;
 }
 
+/** A gate set where `set` keeps it, and the function that opens it (and clears it). */
+function held(set: (gate: Promise<void> | null) => void): () => void {
+  let release: () => void = () => {};
+  set(new Promise<void>((r) => (release = r)));
+  return () => {
+    set(null);
+    release();
+  };
+}
+
 /**
  * A real SMTP server in the test process (smtp-server; no STARTTLS; AUTH only when `auth` is
  * given, then required), which parses what it accepts with mailparser. For tests of the
@@ -50,22 +60,8 @@ export async function smtpCatcher(o: { auth?: { user: string; pass: string } } =
     refuseNext(n, code, message) {
       refusals = { left: n, code, message };
     },
-    hold() {
-      let release: () => void = () => {};
-      gate = new Promise<void>((r) => (release = r));
-      return () => {
-        gate = null;
-        release();
-      };
-    },
-    holdRecipients() {
-      let release: () => void = () => {};
-      rcptGate = new Promise<void>((r) => (release = r));
-      return () => {
-        rcptGate = null;
-        release();
-      };
-    },
+    hold: () => held((g) => (gate = g)),
+    holdRecipients: () => held((g) => (rcptGate = g)),
     refuseRecipient(address, code, message) {
       refusedRecipients.set(address, { code, message });
     },
