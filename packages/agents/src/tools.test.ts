@@ -28,3 +28,14 @@ describe('a tool input of the wrong type', () => {
     expect(parseToolInput(askUserTool, { questions: Array.from({ length: 11 }, () => 'q') })).toMatchObject({ ok: false, error: 'invalid input for ask_user: questions: must have at most 10 items' });
   });
 });
+
+describe("a file tool's file", () => {
+  it("is not a directory: a path ending in '/' (or '.') is refused by write_file, read_file and edit_file, so no artifact is named so (its diff and archive broke)", () => {
+    for (const path of ['src/gen/', 'src/q.ts/', '.', 'src/.', 'src/./']) {
+      expect(parseToolInput(writeFileTool, { path, content: 'x' })).toMatchObject({ ok: false, error: `invalid input for write_file: path: names a directory (it ends in '/' or is '.'): give the file's name` });
+      expect(parseToolInput(readFileTool, { path })).toMatchObject({ ok: false });
+    }
+    expect(parseToolInput(writeFileTool, { path: 'src/gen/a.ts', content: 'x' })).toMatchObject({ ok: true });
+    expect(parseToolInput(writeFileTool, { path: '.env', content: 'x' })).toMatchObject({ ok: true });
+  });
+});

@@ -188,11 +188,16 @@ const relPath = z
   })
   .describe('Path relative to the workspace root');
 
+/** A file's path: one ending in '/' names a directory (written, it became a file no tree could hold beside its directory). */
+const filePath = relPath
+  .refine((p) => !/\/\.?$/.test(p) && p !== '.', { message: "names a directory (it ends in '/' or is '.'): give the file's name" })
+  .describe("A file's path relative to the workspace root");
+
 export const writeFileTool = defineTool({
   name: 'write_file',
   description: 'Create or overwrite a file in your workspace.',
   runsIn: 'runner',
-  input: z.strictObject({ path: relPath, content: z.string().max(1_000_000) }),
+  input: z.strictObject({ path: filePath, content: z.string().max(1_000_000) }),
 });
 
 export const readFileTool = defineTool({
@@ -201,7 +206,7 @@ export const readFileTool = defineTool({
     'Read a text file from your workspace. A long file comes a window at a time (at most 2000 lines or 40000 characters), saying which lines it shows and the offset to read on from; offset and limit choose the window.',
   runsIn: 'runner',
   input: z.strictObject({
-    path: relPath,
+    path: filePath,
     offset: z.number().int().min(1).optional().describe('the first line to read, 1-based (default 1)'),
     limit: z.number().int().min(1).max(2000).optional().describe('at most this many lines (default 2000)'),
   }),
@@ -219,7 +224,7 @@ export const editFileTool = defineTool({
   description: 'Replace an exact piece of text in a file of your workspace. old_string must occur exactly once unless replace_all is true.',
   runsIn: 'runner',
   input: z.strictObject({
-    path: relPath,
+    path: filePath,
     old_string: z.string().min(1).max(200_000).describe('The exact text to replace'),
     new_string: z.string().max(200_000).describe('The text to put in its place'),
     replace_all: z.boolean().default(false).describe('Replace every occurrence'),
