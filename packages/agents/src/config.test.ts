@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -53,6 +54,23 @@ describe('teams from config files', () => {
       'oldteam: a symbolic link to nothing',
       "research/report-writer.json: prompt_file: 'huge.md' is 262145 bytes; at most 262144 (it is sent with every model call of the agent)",
       "research/researcher.json: prompt_file: 'as-dir.md': is a directory, not a file",
+    ]);
+  });
+
+  it('a pipe for a prompt is named, not read (reading it hung the start for good); a link to nothing is said to be one; a team.json that is not JSON has the JSON files beside it checked as agents', () => {
+    const dir = copyOfShipped();
+    execFileSync('mkfifo', [path.join(dir, 'research', 'pipe.md')]);
+    symlinkSync(path.join(dir, 'gone.md'), path.join(dir, 'research', 'dangling.md'));
+    writeFileSync(path.join(dir, 'research', 'researcher.json'), JSON.stringify({ id: 'researcher', name: 'R', model: 'm', prompt_file: 'pipe.md', tools: ['web_search'] }));
+    writeFileSync(path.join(dir, 'research', 'report-writer.json'), JSON.stringify({ id: 'report-writer', name: 'W', model: 'm', prompt_file: 'dangling.md', tools: ['write_file'] }));
+    writeFileSync(path.join(dir, 'bench', 'team.json'), '{"id":"bench","lead":"bench-lead","agents":[],}');
+    writeFileSync(path.join(dir, 'bench', 'bench-lead.json'), JSON.stringify({ id: 'bench-lead', name: 'B', model: 'm', prompt_file: 'bench-lead.md', tools: ['bogus_tool'] }));
+    const problems = problemsOf(dir);
+    expect(problems).toEqual([
+      expect.stringMatching(/^bench\/team\.json: not valid JSON \([^\n]*\)$/),
+      expect.stringMatching(/^bench\/bench-lead\.json: tools\.0: unknown tool 'bogus_tool'/),
+      "research/researcher.json: prompt_file: 'pipe.md': is not a regular file (a pipe, socket or device)",
+      "research/report-writer.json: prompt_file: 'dangling.md' is a symbolic link to nothing",
     ]);
   });
 

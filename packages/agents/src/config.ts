@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, lstatSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
@@ -86,9 +86,21 @@ const unreadable = (err: unknown): string => {
   return `cannot be read (${(err as Error).message})`;
 };
 
-/** A file's text, or null with the problem named (a leading byte order mark dropped: editors add one, JSON refuses it). */
+/**
+ * A file's text, or null with the problem named (a leading byte order mark dropped: editors add
+ * one, JSON refuses it). Only a regular file is read: a pipe would hang the service's start for good.
+ */
 function readText(file: string, shown: string, problems: string[]): string | null {
   try {
+    const st = statSync(file, { throwIfNoEntry: false });
+    if (!st) {
+      problems.push(`${shown}: ${lstatSync(file, { throwIfNoEntry: false })?.isSymbolicLink() ? 'a symbolic link to nothing' : 'missing'}`);
+      return null;
+    }
+    if (!st.isFile()) {
+      problems.push(`${shown}: ${st.isDirectory() ? 'is a directory, not a file' : 'is not a regular file (a pipe, socket or device)'}`);
+      return null;
+    }
     return readFileSync(file, 'utf8').replace(/^\ufeff/, '');
   } catch (err) {
     problems.push(`${shown}: ${unreadable(err)}`);
@@ -102,7 +114,7 @@ function readJson(file: string, shown: string, problems: string[]): unknown {
   try {
     return JSON.parse(text);
   } catch (err) {
-    problems.push(`${shown}: not valid JSON (${(err as Error).message})`);
+    problems.push(`${shown}: not valid JSON (${(err as Error).message.replace(/\s*\n\s*/g, ' ')})`);
     return undefined;
   }
 }
@@ -124,7 +136,7 @@ function loadAgent(dir: string, id: string, rel: (f: string) => string, problems
   if (a.id !== id) problems.push(`${rel(file)}: id: '${a.id}' does not match the file name ('${id}')`);
   const promptPath = path.resolve(dir, a.prompt_file);
   let prompt = '';
-  if (!existsSync(promptPath)) problems.push(`${rel(file)}: prompt_file: '${a.prompt_file}' does not exist`);
+  if (!existsSync(promptPath)) problems.push(`${rel(file)}: prompt_file: '${a.prompt_file}' ${lstatSync(promptPath, { throwIfNoEntry: false })?.isSymbolicLink() ? 'is a symbolic link to nothing' : 'does not exist'}`);
   else {
     const size = statSync(promptPath, { throwIfNoEntry: false })?.size ?? 0;
     if (size > MAX_PROMPT_BYTES) problems.push(`${rel(file)}: prompt_file: '${a.prompt_file}' is ${size} bytes; at most ${MAX_PROMPT_BYTES} (it is sent with every model call of the agent)`);
@@ -183,7 +195,11 @@ export function loadTeams(dir: string = DEFAULT_TEAMS_DIR): Record<string, TeamD
       continue;
     }
     const raw = readJson(file, rel(file), problems);
-    if (raw === undefined) continue;
+    if (raw === undefined) {
+      // Unreadable: its agents are not known by name — every other JSON file here is checked as one, so one start-up shows every problem.
+      for (const f of readdirSync(teamDir).filter((f) => f.endsWith('.json') && f !== 'team.json').sort()) loadAgent(teamDir, f.slice(0, -'.json'.length), rel, problems);
+      continue;
+    }
     const parsed = TeamFile.safeParse(raw);
     if (!parsed.success) {
       problems.push(...issues(rel(file), parsed.error));

@@ -18,6 +18,6 @@ describe("the lead's opening message: the workspace's files", () => {
     expect(listed).toEqual(expect.arrayContaining(['README.md', 'scripts/run.sh']));
     expect(text).toMatch(/\n {2}packages\/: 1 files, 100 bytes\n {2}packages\/cli\/: 1 files, 100 bytes\n {2}scripts\/: 1 files, 10 bytes/);
     expect(text).toMatch(/\n {2}gen\/: 5000 files, 5000 bytes\n/);
-    expect(text).toMatch(/\n… and 4503 more files, deeper \(the directories above count them\)\n/);
+    expect(text).toMatch(/\n… and 4503 more files, deeper \(the directories below count them\)\n/);
   });
 });

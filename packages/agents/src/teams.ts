@@ -154,6 +154,6 @@ export function leadOpening(prompt: string, files: readonly { path: string; byte
   }
   const listed = shown.map((f) => `- ${f.path} (${f.bytes} bytes)`);
   const rest = project.length - shown.length;
-  const more = [rest > 0 ? `… and ${rest} more files, deeper (the directories above count them)` : '', unlisted > 0 ? `… and ${unlisted} files under .git/ and node_modules/, not listed` : ''].filter(Boolean);
+  const more = [rest > 0 ? `… and ${rest} more files, deeper (the directories below count them)` : '', unlisted > 0 ? `… and ${unlisted} files under .git/ and node_modules/, not listed` : ''].filter(Boolean);
   return `${prompt}\n\n${WORKSPACE_FILES_HEADING} (${files.length}, the codebase this task starts from):\n${[...listed, ...more].join('\n')}${sections.length > 0 ? `\n\n${sections.join('\n\n')}` : ''}`;
 }

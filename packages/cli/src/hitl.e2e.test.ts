@@ -208,7 +208,7 @@ describe('human in the loop, end to end', () => {
     const received = (): string[] => endpoint.types();
     try {
       const hookUrl = endpoint.url('/tenant');
-      expect(await cli('teams')).toMatch(/^research — .*\n {2}lead \S+ \(.+\): Task, ask_user; delegates to .*researcher/m);
+      expect(await cli('teams')).toMatch(/^research — .*\n {2}lead \S+ \(.+, \d+ turns\): Task, ask_user; delegates to .*researcher/m);
       const added = await cli('webhooks', 'add', hookUrl, '--events', 'task.completed');
       const wid = added.split('  ')[0] as string;
       expect(added).toMatch(/^secret: whsec_\S+ {2}\(shown this once/m);

@@ -70,15 +70,15 @@ describe('describeTeam', () => {
       id: 'engineering',
       description: 'A planner, engineers and a reviewer',
       lead: { id: 'planner', name: 'Planner', model: 'claude-x', tools: ['Task'], maxTurns: 10, delegatesTo: ['engineer'], reviewAgent: 'reviewer', reviewRounds: 1 },
-      agents: [{ id: 'engineer', name: 'Engineer', model: 'claude-y', tools: ['read_file', 'write_file'], maxTurns: 10, fileScope: { allowed: ['src/**'], blocked: ['secrets/**'] } }, { id: 'idle', name: 'Idle', model: 'claude-z', tools: [], maxTurns: 10 }],
+      agents: [{ id: 'engineer', name: 'Engineer', model: 'claude-y', tools: ['read_file', 'write_file'], maxTurns: 10, fileScope: { allowed: ['src/**'], blocked: ['secrets/**'] }, testCommand: 'npx vitest run' }, { id: 'idle', name: 'Idle', model: 'claude-z', tools: [], maxTurns: 10 }],
       approvals: [{ agent: 'engineer', tool: 'write_file', require: 'always', onTimeout: 'reject' }, { tool: 'send_email', require: 'never', onTimeout: 'reject' }],
     };
     expect(describeTeam(t)).toBe(
       [
         'engineering — A planner, engineers and a reviewer',
-        '  lead planner (claude-x): Task; delegates to engineer; reviewed by reviewer',
-        '  agent engineer (claude-y): read_file, write_file; writes src/**, never secrets/**',
-        '  agent idle (claude-z): no tools',
+        '  lead planner (claude-x, 10 turns): Task; delegates to engineer; reviewed by reviewer',
+        '  agent engineer (claude-y, 10 turns): read_file, write_file; writes src/**, never secrets/**; tests: npx vitest run',
+        '  agent idle (claude-z, 10 turns): no tools',
         '  approval: engineer · write_file → always, at the deadline reject',
         '  approval: any agent · send_email → never, at the deadline reject',
       ].join('\n'),

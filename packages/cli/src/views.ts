@@ -58,8 +58,11 @@ export function describeTeam(t: TeamInfoView): string {
   const lines = [`${t.id} — ${t.description}`];
   const delegates = t.lead.delegatesTo.length ? `; delegates to ${t.lead.delegatesTo.join(', ')}` : '';
   const review = t.lead.reviewAgent ? `; reviewed by ${t.lead.reviewAgent}` : '';
-  lines.push(`  lead ${t.lead.id} (${t.lead.model}): ${t.lead.tools.join(', ') || 'no tools'}${delegates}${review}`);
-  for (const a of t.agents) lines.push(`  agent ${a.id} (${a.model}): ${a.tools.join(', ') || 'no tools'}${a.fileScope ? `; writes ${a.fileScope.allowed.length ? a.fileScope.allowed.join(', ') : 'anywhere'}${a.fileScope.blocked.length ? `, never ${a.fileScope.blocked.join(', ')}` : ''}` : ''}`);
+  lines.push(`  lead ${t.lead.id} (${t.lead.model}, ${t.lead.maxTurns} turns): ${t.lead.tools.join(', ') || 'no tools'}${delegates}${review}`);
+  for (const a of t.agents) {
+    const scope = a.fileScope ? `; writes ${a.fileScope.allowed.length ? a.fileScope.allowed.join(', ') : 'anywhere'}${a.fileScope.blocked.length ? `, never ${a.fileScope.blocked.join(', ')}` : ''}` : '';
+    lines.push(`  agent ${a.id} (${a.model}, ${a.maxTurns} turns): ${a.tools.join(', ') || 'no tools'}${scope}${a.testCommand ? `; tests: ${a.testCommand}` : ''}`);
+  }
   // Without rules, each tool's own default (send_email always; a delegation when the task asks for plan approval).
   for (const r of t.approvals ?? []) lines.push(`  approval: ${r.agent ?? 'any agent'} · ${r.tool ?? 'any tool'} → ${r.require.replaceAll('_', ' ')}, at the deadline ${r.onTimeout}`);
   return lines.join('\n');

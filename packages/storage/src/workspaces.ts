@@ -82,8 +82,9 @@ export class UnknownExampleError extends Error {
 const MESSAGE_PROBLEMS = 20;
 
 function invalid(what: string, problems: WorkspaceProblem[]): WorkspaceArchiveError {
-  const listed = problems.slice(0, MESSAGE_PROBLEMS).map((p) => `'${p.entry}': ${p.message}`);
-  const more = problems.length > MESSAGE_PROBLEMS ? `; and ${problems.length - MESSAGE_PROBLEMS} more (see problems)` : '';
+  // A name with a line break or a tab in it is shown escaped: the message stays one line.
+  const listed = problems.slice(0, MESSAGE_PROBLEMS).map((p) => `${pathCharacterProblem(p.entry) ? JSON.stringify(p.entry) : `'${p.entry}'`}: ${p.message}`);
+  const more = problems.length > MESSAGE_PROBLEMS ? `; and ${problems.length - MESSAGE_PROBLEMS} more (every one in the error's details)` : '';
   return new WorkspaceArchiveError('invalid_workspace', `${what}: ${problems.length} ${problems.length === 1 ? 'entry' : 'entries'} refused — ${listed.join('; ')}${more}`, problems);
 }
 

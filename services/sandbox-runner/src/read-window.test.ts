@@ -38,6 +38,9 @@ describe('readWindow (what read_file shows)', () => {
     expect(w.length).toBeLessThan(MAX_READ_CHARS + 100);
     expect(w).toMatch(/\n\[read_file: lines 1–39 of 100; read on with offset 40\]$/);
     const oneLine = 'x'.repeat(MAX_READ_CHARS * 2);
-    expect(readWindow(oneLine)).toBe(`${'x'.repeat(MAX_READ_CHARS)}\n[read_file: line 1 of 1, its first ${MAX_READ_CHARS} characters of ${MAX_READ_CHARS * 2}]`);
+    expect(readWindow(oneLine)).toBe(`${'x'.repeat(MAX_READ_CHARS)}\n[read_file: line 1 of 1, its first ${MAX_READ_CHARS} characters of ${MAX_READ_CHARS * 2} (the rest of it: run_command, e.g. cut -c40001-80000)]`);
+    // An empty file has no lines.
+    expect(readWindow('')).toBe('');
+    expect(() => readWindow('', 2)).toThrow('offset 2 is past the end: the file has 0 lines');
   });
 });

@@ -41,6 +41,11 @@ describe('runner tools', () => {
     expect((await runTool(call('read_file', { path: 'big.txt' }), ALL, env)).content).toMatch(/^row 1\n[^]*\nrow 2000\n\[read_file: lines 1–2000 of 3000; read on with offset 2001\]$/);
     expect(await runTool(call('read_file', { path: 'big.txt', offset: 2999 }), ALL, env)).toMatchObject({ isError: false, content: 'row 2999\nrow 3000\n[read_file: lines 2999–3000 of 3000]' });
     expect(await runTool(call('read_file', { path: 'big.txt', offset: 0 }), ALL, env)).toMatchObject({ isError: true, content: expect.stringMatching(/offset/) });
+    // Bytes that are not text say so first.
+    await env.sandbox.files.write('latin1.txt', Buffer.from([0x63, 0x61, 0x66, 0xe9, 0x0a]));
+    expect((await runTool(call('read_file', { path: 'latin1.txt' }), ALL, env)).content).toBe('[not UTF-8 text: each byte that is not shows as U+FFFD; edit_file refuses it]\ncaf\ufffd\n');
+    await env.sandbox.files.write('logo.bin', Buffer.from([0x89, 0x50, 0, 1]));
+    expect((await runTool(call('read_file', { path: 'logo.bin' }), ALL, env)).content).toMatch(/^\[a binary file \(it has NUL bytes\): shown as UTF-8 text, which it is not\]\n/);
   });
 
   test.runIf(findBwrap() !== null)('a file under another Unicode spelling of an existing name (café composed / decomposed) is refused by write_file and not kept from a command: one name would be two files', async ({ pg }) => {

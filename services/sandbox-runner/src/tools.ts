@@ -67,7 +67,9 @@ const impls: Record<string, (input: Input, env: ToolEnv, toolUseId: string) => P
   read_file: async (i, { sandbox }) => {
     const { bytes, size } = await sandbox.files.readBytes(i.path as string, MAX_READ_FILE_BYTES);
     const past = size > bytes.length ? `\n[the file is ${size} bytes: read_file reads its first ${MAX_READ_FILE_BYTES}]` : '';
-    return { content: `${readWindow(bytes.toString('utf8'), i.offset as number | undefined, i.limit as number | undefined)}${past}` };
+    // Said first when the bytes are not text: shown as UTF-8, what is not reads as U+FFFD.
+    const kind = bytes.subarray(0, 8000).includes(0) ? '[a binary file (it has NUL bytes): shown as UTF-8 text, which it is not]\n' : !isUtf8(bytes.subarray(0, size > bytes.length ? bytes.length - 4 : bytes.length)) ? '[not UTF-8 text: each byte that is not shows as U+FFFD; edit_file refuses it]\n' : '';
+    return { content: `${kind}${readWindow(bytes.toString('utf8'), i.offset as number | undefined, i.limit as number | undefined)}${past}` };
   },
   list_directory: async (i, { sandbox }) => ({ content: (await sandbox.files.list(i.path as string)).join('\n') || '(empty)' }),
   edit_file: async (i, { sandbox }) => {
@@ -323,7 +325,7 @@ const MAX_READ_FILE_BYTES = 20_000_000;
  */
 export function readWindow(text: string, offset?: number, limit?: number): string {
   if (offset === undefined && limit === undefined && text.length <= MAX_READ_CHARS && lineCountOf(text) <= MAX_READ_LINES) return text;
-  const lines = text.split('\n');
+  const lines = text === '' ? [] : text.split('\n');
   if (text.endsWith('\n')) lines.pop();
   const total = lines.length;
   const start = (offset ?? 1) - 1;
@@ -332,7 +334,10 @@ export function readWindow(text: string, offset?: number, limit?: number): strin
   let end = start;
   let chars = 0;
   while (end < total && end - start < most && chars + (lines[end]?.length ?? 0) + 1 <= MAX_READ_CHARS) chars += (lines[end++]?.length ?? 0) + 1;
-  if (end === start) return `${cutText(lines[start] ?? '', MAX_READ_CHARS)}\n[read_file: line ${start + 1} of ${total}, its first ${MAX_READ_CHARS} characters of ${lines[start]?.length ?? 0}${start + 1 < total ? `; read on with offset ${start + 2}` : ''}]`;
+  if (end === start) {
+    const length = lines[start]?.length ?? 0;
+    return `${cutText(lines[start] ?? '', MAX_READ_CHARS)}\n[read_file: line ${start + 1} of ${total}, its first ${MAX_READ_CHARS} characters of ${length} (the rest of it: run_command, e.g. cut -c${MAX_READ_CHARS + 1}-${MAX_READ_CHARS * 2})${start + 1 < total ? `; read on with offset ${start + 2}` : ''}]`;
+  }
   const shown = lines.slice(start, end).join('\n');
   if (start === 0 && end === total) return `${shown}${text.endsWith('\n') ? '\n' : ''}`;
   return `${shown}\n[read_file: lines ${start + 1}–${end} of ${total}${end < total ? `; read on with offset ${end + 1}` : ''}]`;
