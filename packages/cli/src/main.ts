@@ -17,7 +17,7 @@ import { ApiError, BatonClient, type ApiEvent } from '@baton/client';
 
 safeConsole();
 const program = new Command('baton').description('Baton: durable, human-in-the-loop runtime for multi-agent tasks');
-program.addHelpText('after', '\nEnvironment:\n  BATON_URL      the gateway the commands talk to (default http://127.0.0.1:8080)\n  BATON_API_KEY  the API key, when the gateway has keys (API_KEYS)');
+program.addHelpText('after', '\nEnvironment:\n  BATON_URL      the gateway the commands talk to (default http://127.0.0.1:8080)\n  BATON_API_KEY  the API key, when the gateway has keys (its BATON_API_KEYS)');
 /** A commander option parser for a positive number, naming the option when it is not one. */
 const positiveNumber = (flag: string) => (v: string): number => {
   const n = Number(v);

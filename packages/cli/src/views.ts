@@ -38,9 +38,13 @@ export function describeTaskWebhookSecret(k: TaskWebhookSecretView, now = Date.n
  * have stopped trying (given up, or a person's redelivery, which is tried once) — while they
  * still try, that they do; never for an earlier failure a later attempt mended, nor an agent's own mail.
  */
+/** Why the notifiers stopped: refused for good (a mail's 5xx, a webhook's 410 Gone), else no attempt left. */
+const whyGivenUp = (d: DeliveryView): string =>
+  d.channel === 'email' && d.statusCode !== null && d.statusCode >= 500 ? 'refused for good: not tried again' : d.channel === 'webhook' && d.statusCode === 410 ? 'the receiver said 410 Gone: not tried again' : 'given up: no more attempts';
+
 export function describeDelivery(taskId: string, d: DeliveryView, last = true): string {
   const how = d.ok ? `ok ${d.statusCode ?? ''}`.trimEnd() + (d.error ? ` (${d.error})` : '') : `failed${d.statusCode !== null ? ` ${d.statusCode}` : ''}: ${d.error ?? 'no answer'}`;
-  const head = `${d.id}  ${d.attemptedAt}  ${d.channel === 'email' ? 'mail' : 'webhook'} ${d.type}  → ${d.url}  attempt ${d.attempt}${d.redelivery ? ' (redelivery)' : ''}  ${how} (${d.durationMs} ms)${d.givenUp ? '; given up: no more attempts' : ''}`;
+  const head = `${d.id}  ${d.attemptedAt}  ${d.channel === 'email' ? 'mail' : 'webhook'} ${d.type}  → ${d.url}  attempt ${d.attempt}${d.redelivery ? ' (redelivery)' : ''}  ${how} (${d.durationMs} ms)${d.givenUp ? `; ${whyGivenUp(d)}` : ''}`;
   if (!last || d.ok || d.type === 'email.outbox') return head;
   return d.givenUp || d.redelivery ? `${head}\n   → baton redeliver ${taskId} ${d.id}` : `${head}\n   (the notifiers try again by themselves)`;
 }

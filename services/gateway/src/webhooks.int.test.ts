@@ -182,7 +182,7 @@ describe('/v1/webhooks (a tenant\'s endpoints)', () => {
     // Again within the overlap (a double click, two operators): refused — it would stop the previous secret at once — unless asked to.
     const twice = await app.inject({ method: 'POST', url: `/v1/webhooks/${hook.id}/rotate-secret`, headers: a, payload: { overlapSeconds: 3600 } });
     expect([twice.statusCode, twice.json().error.code]).toEqual([409, 'rotation_in_progress']);
-    expect(twice.json().error.message).toMatch(/^the previous secret still signs until \d{4}-.*send dropPrevious: true to stop it now$/);
+    expect(twice.json().error.message).toMatch(/^the previous secret still signs until \d{4}-.*send dropPrevious: true \(the CLI.s --drop-previous\) to stop it now$/);
     expect((await pg.db.pool.query('select secret from webhook_endpoints where id = $1', [hook.id])).rows[0].secret).toBe(rotated.json().secret);
     const dropped = await app.inject({ method: 'POST', url: `/v1/webhooks/${hook.id}/rotate-secret`, headers: a, payload: { overlapSeconds: 60, dropPrevious: true } });
     expect(dropped.statusCode).toBe(200);

@@ -43,7 +43,7 @@ const rotationInProgress = (what: 'secret' | 'key', until: Date | null): HttpErr
   new HttpError(
     409,
     'rotation_in_progress',
-    `the previous ${what} still signs until ${until?.toISOString() ?? 'the end of the last rotation\'s overlap'}: rotating again now would stop it at once, and receivers still holding it would fail. Rotate again after that, or send dropPrevious: true to stop it now`,
+    `the previous ${what} still signs until ${until?.toISOString() ?? 'the end of the last rotation\'s overlap'}: rotating again now would stop it at once, and receivers still holding it would fail. Rotate again after that, or send dropPrevious: true (the CLI's --drop-previous) to stop it now`,
   );
 
 /** The tenant's key for its tasks' own webhooks as shown: never the key itself. */
