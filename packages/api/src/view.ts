@@ -117,6 +117,9 @@ export interface DeliveryView {
   attemptedAt: string;
 }
 
+/** A delivery the notifiers gave up on, as `GET /v1/deliveries?givenUp=true` lists it: with its task. */
+export type GivenUpDeliveryView = DeliveryView & { taskId: string };
+
 /** A configured team, as `GET /v1/teams` lists it. */
 export interface TeamInfoView {
   id: string;

@@ -10,7 +10,7 @@ import { answer, decide, describeEvent, describeTask } from './people.ts';
 import { listTasks, type ListOptions } from './list.ts';
 import { WORKSPACE_EXCLUDES, workspaceFromPath } from './workspace.ts';
 import { safeConsole, terminalSafe } from './terminal.ts';
-import { describeChat, describeDeliveries, describeReconnect, describeTaskWebhookSecret, describeTeam, describeWebhook, entryProblems, listing } from './views.ts';
+import { describeChat, describeDeliveries, describeDelivery, describeReconnect, describeTaskWebhookSecret, describeTeam, describeWebhook, entryProblems, listing } from './views.ts';
 import { ApiError, BatonClient, type ApiEvent } from '@baton/client';
 // `up`, `bench`, `chaos` and `cpuprofile` load what they need (the services' packages, the
 // database, the sandboxes) when they run: every other command is an API call and starts fast.
@@ -253,9 +253,17 @@ program
   });
 
 program
-  .command('deliveries <taskId>')
-  .description("every attempt to deliver the task's webhooks and mail: when, what, where, how it went (a failed webhook message or notification mail with the command that sends it again)")
-  .action(async (taskId: string) => {
+  .command('deliveries [taskId]')
+  .description("every attempt to deliver the task's webhooks and mail: when, what, where, how it went (a failed webhook message or notification mail with the command that sends it again); --given-up: what the notifiers gave up on across your tasks")
+  .option('--given-up', 'across every task of yours: each webhook message or mail whose last attempt was given up, newest first, with the command that sends it again')
+  .action(async (taskId: string | undefined, opts: { givenUp?: boolean }) => {
+    if (opts.givenUp) {
+      if (taskId) throw new InvalidArgumentError('give a task id or --given-up, not both');
+      const items = await client().givenUpDeliveries();
+      console.log(items.length === 0 ? 'nothing given up' : items.map((d) => `task ${d.taskId}\n  ${describeDelivery(d.taskId, d).replace(/\n/g, '\n  ')}`).join('\n'));
+      return;
+    }
+    if (!taskId) throw new InvalidArgumentError('give a task id (or --given-up: across your tasks)');
     const items = await client().deliveries(taskId);
     console.log(items.length === 0 ? 'no deliveries' : describeDeliveries(taskId, items).join('\n'));
   });

@@ -1,4 +1,4 @@
-import type { AgentView, ArtifactView, ChatStreamEvent, ChatSummaryView, ChatView, DeliveryView, EventView, PendingRequestView, TaskChangeView, TaskListItem, TaskView, TaskWebhookSecretView, TeamInfoView, WebhookEndpointView } from '@baton/api';
+import type { AgentView, ArtifactView, ChatStreamEvent, ChatSummaryView, ChatView, DeliveryView, EventView, GivenUpDeliveryView, PendingRequestView, TaskChangeView, TaskListItem, TaskView, TaskWebhookSecretView, TeamInfoView, WebhookEndpointView } from '@baton/api';
 import { retryAfterMs } from '@baton/api/http'; // this module alone: the client stays free of the domain's schemas
 import { readSse, type SseFrame } from './sse.ts';
 
@@ -10,7 +10,7 @@ import { readSse, type SseFrame } from './sse.ts';
 export const matchesSearch = (t: Pick<TaskListItem, 'prompt'>, search: string): boolean => t.prompt.toLowerCase().includes(search.trim().toLowerCase());
 
 export { parseFrame, readSse, type SseFrame } from './sse.ts';
-export type { AgentView, ChatStreamEvent, ChatSummaryView, ChatView, DeliveryView, EventView, PendingRequestView, TaskView, TaskWebhookSecretView, TeamInfoView, WebhookEndpointView };
+export type { AgentView, ChatStreamEvent, ChatSummaryView, ChatView, DeliveryView, EventView, GivenUpDeliveryView, PendingRequestView, TaskView, TaskWebhookSecretView, TeamInfoView, WebhookEndpointView };
 
 /**
  * The typed client of Baton's HTTP API — fetch only, so it runs in Node and in browsers. The CLI,
@@ -297,6 +297,17 @@ export class BatonClient {
   /** Every recorded attempt to deliver the task's webhooks and mail, oldest first. */
   async deliveries(taskId: string): Promise<DeliveryView[]> {
     return this.request<{ items: DeliveryView[] }>('GET', `/v1/tasks/${seg(taskId)}/deliveries`).then((r) => r.items);
+  }
+  /** What the notifiers gave up on across the tenant's tasks, newest first (every page of it, up to `max`). */
+  async givenUpDeliveries(max = 1000): Promise<GivenUpDeliveryView[]> {
+    const out: GivenUpDeliveryView[] = [];
+    let before: string | undefined;
+    do {
+      const page = await this.request<{ items: GivenUpDeliveryView[]; nextBefore?: string }>('GET', `/v1/deliveries?givenUp=true&limit=${Math.min(500, max - out.length)}${before ? `&before=${before}` : ''}`);
+      out.push(...page.items);
+      before = page.nextBefore;
+    } while (before && out.length < max);
+    return out;
   }
   /** Send a webhook delivery's message again now (a new attempt, recorded among the deliveries). */
   async redeliver(taskId: string, deliveryId: string): Promise<{ redeliveryId: string; deliveryId: string; webhookId: string; status: 'queued' }> {

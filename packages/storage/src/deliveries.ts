@@ -76,30 +76,67 @@ export async function targetSettled(pool: Pick<pg.Pool, 'query'>, taskId: string
   return rows[0].settled;
 }
 
+const DELIVERY_COLUMNS = `d.id::text as id, d.task_id, channel, redelivery_id, endpoint_id, webhook_id, event_id, type, url, attempt, status_code, ok, error, duration_ms, given_up, attempted_at`;
+
+interface DeliveryRow {
+  id: string;
+  task_id: string;
+  channel: 'webhook' | 'email';
+  redelivery_id: string | null;
+  endpoint_id: string | null;
+  webhook_id: string;
+  event_id: string;
+  type: string;
+  url: string;
+  attempt: number;
+  status_code: number | null;
+  ok: boolean;
+  error: string | null;
+  duration_ms: number;
+  given_up: boolean;
+  attempted_at: Date;
+}
+
+const deliveryOf = (r: DeliveryRow): RecordedDelivery => ({
+  id: r.id,
+  channel: r.channel,
+  endpointId: r.endpoint_id,
+  redelivery: r.redelivery_id !== null,
+  webhookId: r.webhook_id,
+  eventId: r.event_id,
+  type: r.type,
+  url: r.url,
+  attempt: r.attempt,
+  statusCode: r.status_code,
+  ok: r.ok,
+  error: r.error,
+  durationMs: r.duration_ms,
+  givenUp: r.given_up,
+  attemptedAt: r.attempted_at,
+});
+
 /** A task's delivery attempts, in the order they were recorded. */
 export async function listDeliveries(pool: Pick<pg.Pool, 'query'>, taskId: string): Promise<RecordedDelivery[]> {
-  const { rows } = await pool.query(
-    `select d.id::text as id, channel, redelivery_id, endpoint_id, webhook_id, event_id, type, url, attempt, status_code, ok, error, duration_ms, given_up, attempted_at
-       from webhook_deliveries d where task_id = $1 order by d.id`, // d.id, the number: a bare "id" is the text alias (10 before 2)
-    [taskId],
+  // d.id, the number: a bare "id" is the text alias (10 before 2).
+  const { rows } = await pool.query<DeliveryRow>(`select ${DELIVERY_COLUMNS} from webhook_deliveries d where task_id = $1 order by d.id`, [taskId]);
+  return rows.map(deliveryOf);
+}
+
+/**
+ * What the notifiers gave up on across a tenant's tasks, newest first: each message (webhook to
+ * one target, or mail) whose last attempt is given up — none since, a person's redelivery that
+ * went through included. At most `limit`; `before` (an id) pages on.
+ */
+export async function listGivenUpDeliveries(pool: Pick<pg.Pool, 'query'>, o: { tenantId: string; limit: number; before?: string }): Promise<(RecordedDelivery & { taskId: string })[]> {
+  const { rows } = await pool.query<DeliveryRow>(
+    `select ${DELIVERY_COLUMNS} from webhook_deliveries d join tasks t on t.id = d.task_id
+      where d.given_up and t.tenant_id = $1 and ($3::bigint is null or d.id < $3::bigint)
+        and not exists (select 1 from webhook_deliveries l where l.task_id = d.task_id and l.channel = d.channel and l.webhook_id = d.webhook_id
+                          and l.url = d.url and l.endpoint_id is not distinct from d.endpoint_id and l.id > d.id)
+      order by d.id desc limit $2`,
+    [o.tenantId, o.limit, o.before ?? null],
   );
-  return rows.map((r) => ({
-    id: r.id,
-    channel: r.channel,
-    endpointId: r.endpoint_id,
-    redelivery: r.redelivery_id !== null,
-    webhookId: r.webhook_id,
-    eventId: r.event_id,
-    type: r.type,
-    url: r.url,
-    attempt: r.attempt,
-    statusCode: r.status_code,
-    ok: r.ok,
-    error: r.error,
-    durationMs: r.duration_ms,
-    givenUp: r.given_up,
-    attemptedAt: r.attempted_at,
-  }));
+  return rows.map((r) => ({ ...deliveryOf(r), taskId: r.task_id }));
 }
 
 /** One recorded attempt of a task (null: no such delivery of that task). */

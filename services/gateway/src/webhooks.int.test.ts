@@ -42,6 +42,32 @@ describe('webhook subscriptions of a task', () => {
   });
 });
 
+describe('GET /v1/deliveries?givenUp=true', () => {
+  test("what the notifiers gave up on across the tenant's tasks, newest first — each message's last attempt only, none a redelivery mended, no other tenant's; paged; a query without givenUp=true is a 400 saying where a task's attempts are", async ({ pg, nats }) => {
+    const app = await gateway(pg, nats, { apiKeys });
+    const submit = async (h: Record<string, string>) => (await app.inject({ method: 'POST', url: '/v1/tasks', headers: h, payload: { prompt: 'x' } })).json().id as string;
+    const [one, two, theirs] = [await submit(a), await submit(a), await submit(b)];
+    const attempt = (taskId: string, webhookId: string, n: number, o: { ok?: boolean; givenUp?: boolean; endpointId?: string } = {}) =>
+      recordDelivery(pg.db.pool, { taskId, eventId: randomUUID(), webhookId, type: 'task.completed', url: 'https://hooks.example.com/x', attempt: n, statusCode: o.ok ? 200 : 500, ok: o.ok ?? false, error: o.ok ? null : 'HTTP 500', durationMs: 1, ...(o.givenUp ? { givenUp: true } : {}) });
+    await attempt(one, 'msg_a', 1);
+    await attempt(one, 'msg_a', 2, { givenUp: true }); // given up
+    await attempt(one, 'msg_b', 1, { givenUp: true });
+    await attempt(one, 'msg_b', 2, { ok: true }); // mended by a redelivery
+    await attempt(two, 'msg_c', 1, { givenUp: true }); // given up, the newest
+    await attempt(two, 'msg_d', 1); // failed, still being tried
+    await attempt(theirs, 'msg_e', 1, { givenUp: true }); // another tenant's
+    const listed = await app.inject({ method: 'GET', url: '/v1/deliveries?givenUp=true', headers: a });
+    expect(listed.json().items.map((d: { taskId: string; webhookId: string; attempt: number; givenUp: boolean }) => [d.taskId, d.webhookId, d.attempt, d.givenUp])).toEqual([[two, 'msg_c', 1, true], [one, 'msg_a', 2, true]]);
+    expect(listed.json().nextBefore).toBeUndefined();
+    const first = (await app.inject({ method: 'GET', url: '/v1/deliveries?givenUp=true&limit=1', headers: a })).json();
+    expect(first.items.map((d: { webhookId: string }) => d.webhookId)).toEqual(['msg_c']);
+    const next = (await app.inject({ method: 'GET', url: `/v1/deliveries?givenUp=true&limit=1&before=${first.nextBefore}`, headers: a })).json();
+    expect(next.items.map((d: { webhookId: string }) => d.webhookId)).toEqual(['msg_a']);
+    const bad = await app.inject({ method: 'GET', url: '/v1/deliveries', headers: a });
+    expect([bad.statusCode, bad.json().error.message]).toEqual([400, "query.givenUp: only givenUp=true is listed across tasks (a task's every attempt: GET /v1/tasks/:id/deliveries)"]);
+  });
+});
+
 describe('POST /v1/tasks/:id/deliveries/:deliveryId/redeliver', () => {
   test('records a request (202) the notifier picks up; 404 for an unknown delivery or another tenant; 409 for a mail the task does not make; 400 for a bad id', async ({ pg, nats }) => {
     const app = await gateway(pg, nats, { apiKeys });

@@ -20,6 +20,7 @@ import * as m018 from './018_mail_handed_over.ts';
 import * as m019 from './019_deployment_namespace.ts';
 import * as m020 from './020_task_forks.ts';
 import * as m021 from './021_task_webhook_secrets.ts';
+import * as m022 from './022_given_up_deliveries.ts';
 
 /** Numbered migrations, imported statically so they run the same from source and from a build. */
 export const migrations: Record<string, Migration> = {
@@ -44,6 +45,7 @@ export const migrations: Record<string, Migration> = {
   '019_deployment_namespace': m019,
   '020_task_forks': m020,
   '021_task_webhook_secrets': m021,
+  '022_given_up_deliveries': m022,
 };
 
 export const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

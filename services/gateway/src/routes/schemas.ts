@@ -240,3 +240,10 @@ export const RotateSecretBody = z
   .nullish();
 /** The default overlap of a rotation: a day. */
 export const DEFAULT_ROTATION_OVERLAP_SECONDS = 86_400;
+
+/** `GET /v1/deliveries`: what the notifiers gave up on, across the tenant's tasks. */
+export const GivenUpQuery = z.strictObject({
+  givenUp: z.literal('true', "only givenUp=true is listed across tasks (a task's every attempt: GET /v1/tasks/:id/deliveries)"),
+  limit: queryInt(1, 500).optional().describe('At most this many (default 100)'),
+  before: queryInt(1, Number.MAX_SAFE_INTEGER).optional().describe('Only attempts older than this delivery id (paging on)'),
+});

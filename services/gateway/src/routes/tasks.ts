@@ -1,16 +1,16 @@
 import { allTools, editRefusal, parseToolInput } from '@baton/agents';
 import { digestJson, exists, forkableVersions, forkEvents, forkFiles, forkRefusal, own, stateAt, uuidV5, type Command, type RecordedEvent, type TaskState } from '@baton/domain';
-import { redactCredentials, toAgentViews, toTaskView, type DeliveryView } from '@baton/api';
+import { redactCredentials, toAgentViews, toTaskView, type DeliveryView, type GivenUpDeliveryView } from '@baton/api';
 import { withSessionLock } from '@baton/db';
 import { importTask, taskCommits, type LoadedTask } from '@baton/event-store';
 import { mailToResend } from '@baton/mail';
-import { ArtifactVersionNotKeptError, copyTaskFiles, findDelivery, findEndpoint, listDeliveries, mailInFlight, mailSendState, readArtifactVersion, requestRedelivery, storeWorkspace } from '@baton/storage';
+import { ArtifactVersionNotKeptError, copyTaskFiles, findDelivery, findEndpoint, listDeliveries, listGivenUpDeliveries, mailInFlight, mailSendState, readArtifactVersion, requestRedelivery, storeWorkspace } from '@baton/storage';
 import multipart from '@fastify/multipart';
 import type { ZodTypeProvider } from '@fastify/type-provider-zod';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { GatewayDeps } from '../deps.ts';
 import { HttpError, notFound } from '../errors.ts';
-import { AgentParams, AnswerBody, ApprovalBody, ArtifactParams, CancelBody, DeliveryParams, ForkBody, NoBody, RequestParams, AtQuery, SubmitTaskBody, succeedsWith, TaskIdParams } from './schemas.ts';
+import { AgentParams, AnswerBody, ApprovalBody, ArtifactParams, CancelBody, DeliveryParams, ForkBody, GivenUpQuery, NoBody, RequestParams, AtQuery, SubmitTaskBody, succeedsWith, TaskIdParams } from './schemas.ts';
 import { runTaskCommand } from './commands.ts';
 import { checkSubmission, submitTask } from './submit.ts';
 import { readMultipartSubmission, resolveWorkspace, submitBodyLimit } from './workspace-input.ts';
@@ -187,11 +187,18 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     return agent;
   });
 
+  // Rows recorded before credentials in webhook URLs were refused may hold them: never shown.
+  const deliveryView = (r: Awaited<ReturnType<typeof listDeliveries>>[number]): DeliveryView => ({ ...r, url: redactCredentials(r.url), error: r.error === null ? null : redactCredentials(r.error), attemptedAt: r.attemptedAt.toISOString() });
+
   r.get('/v1/tasks/:id/deliveries', { schema: { params: TaskIdParams, tags: ['webhooks'], summary: 'Webhook delivery attempts' } }, async (req) => {
     await loadVisibleTask(d, req, req.params.id);
-    const items = await listDeliveries(d.pool, req.params.id);
-    // Rows recorded before credentials in webhook URLs were refused may hold them: never shown.
-    return { items: items.map((r): DeliveryView => ({ ...r, url: redactCredentials(r.url), error: r.error === null ? null : redactCredentials(r.error), attemptedAt: r.attemptedAt.toISOString() })) };
+    return { items: (await listDeliveries(d.pool, req.params.id)).map(deliveryView) };
+  });
+
+  r.get('/v1/deliveries', { schema: { querystring: GivenUpQuery, tags: ['webhooks'], summary: "What the notifiers gave up on across the tenant's tasks, newest first: each webhook message or mail whose last attempt is given up (a redelivery since that went through, none)" } }, async (req) => {
+    const limit = req.query.limit ?? 100;
+    const items = await listGivenUpDeliveries(d.pool, { tenantId: req.tenant, limit, ...(req.query.before !== undefined ? { before: String(req.query.before) } : {}) });
+    return { items: items.map((r): GivenUpDeliveryView => ({ ...deliveryView(r), taskId: r.taskId })), ...(items.length === limit ? { nextBefore: items.at(-1)?.id } : {}) };
   });
 
   // Redelivery (docs/webhooks.md, docs/email.md): recorded here, sent by a notifier (it holds the signing secret, the egress guard and the SMTP server).
