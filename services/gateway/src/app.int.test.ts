@@ -8,7 +8,7 @@ import { busNames, deadLetterRecorder, ensureTopology, publishWakeUps, Relay, RE
 import { headers } from '@nats-io/nats-core';
 import { handleCommand, TaskCache } from '@baton/event-store';
 import { DEFAULT_WORKSPACE_LIMITS, saveTeamConfigs, storeArtifact } from '@baton/storage';
-import { limiter, silentLogger } from '@baton/runtime';
+import { createLogger, limiter, silentLogger } from '@baton/runtime';
 import { stackTest, testClient, waitFor, type NatsFixture, type PgFixture } from '@baton/testing';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { FastifyInstance } from 'fastify';
@@ -306,12 +306,19 @@ describe('reads, tenancy, errors', () => {
     expect(badCursor.statusCode).toBe(400);
   });
 
-  test('API keys: 401 without a key; a tenant never sees another tenant\'s task', async ({ pg, nats }) => {
-    const app = await gateway(pg, nats, { apiKeys: new Map([['key-of-tenant-a-0001', 'a'], ['key-of-tenant-b-0001', 'b']]) });
+  test('API keys: 401 without a key; a tenant never sees another tenant\'s task; a refused key is logged by its fingerprint, once a minute', async ({ pg, nats }) => {
+    const lines: { msg: string; key?: string }[] = [];
+    const log = createLogger('gateway', { destination: { write: (l: string) => void lines.push(JSON.parse(l) as { msg: string; key?: string }) } });
+    const app = await gateway(pg, nats, { apiKeys: new Map([['key-of-tenant-a-0001', 'a'], ['key-of-tenant-b-0001', 'b']]), log });
     const missing = await app.inject({ method: 'GET', url: '/v1/tasks' });
     expect([missing.statusCode, missing.headers['www-authenticate']]).toEqual([401, 'Bearer realm="baton"']);
     const wrong = await app.inject({ method: 'GET', url: '/v1/tasks', headers: { authorization: 'Bearer wrong-key-wrong-key' } });
     expect([wrong.statusCode, wrong.headers['www-authenticate']]).toEqual([401, 'Bearer realm="baton", error="invalid_token"']);
+    await app.inject({ method: 'GET', url: '/v1/tasks', headers: { authorization: 'Bearer wrong-key-wrong-key' } });
+    // A revoked key still tried shows in the log — by its fingerprint, never the key — and once a minute, not per request.
+    const refused = lines.filter((l) => /API key this gateway does not have was refused/.test(l.msg));
+    expect(refused.map((l) => l.key)).toEqual([`key:${createHash('sha256').update('wrong-key-wrong-key').digest('hex').slice(0, 8)}`]);
+    expect(JSON.stringify(lines)).not.toContain('wrong-key-wrong-key');
     const a = { authorization: 'Bearer key-of-tenant-a-0001' };
     const b = { authorization: 'Bearer key-of-tenant-b-0001' };
     const created = await app.inject({ method: 'POST', url: '/v1/tasks', headers: a, payload: { prompt: 'mine' } });

@@ -138,6 +138,17 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
 
   // Who did it, as the log records it: the key's fingerprint (never any of the key itself), and its tenant.
   const keys = [...deps.apiKeys.entries()].map(([k, tenant]) => ({ key: Buffer.from(k), tenant, actor: `key:${keyFingerprint(k)}@${tenant}` }));
+  // A key refused is logged by its fingerprint (a revoked key still tried shows), at most once a
+  // minute per key and for at most REFUSED_KEYS_LOGGED keys at a time: a flood of made-up keys fills no log.
+  const refusedLogged = new Map<string, number>();
+  const refusedKey = (key: string, ip: string): void => {
+    const fingerprint = keyFingerprint(key);
+    const now = Date.now();
+    if ((refusedLogged.get(fingerprint) ?? -Infinity) > now - 60_000) return;
+    if (refusedLogged.size >= REFUSED_KEYS_LOGGED) refusedLogged.clear();
+    refusedLogged.set(fingerprint, now);
+    deps.log.warn({ key: `key:${fingerprint}`, ip }, 'a request with an API key this gateway does not have was refused (401); logged once a minute per key');
+  };
   app.decorateRequest('tenant', '');
   app.decorateRequest('actor', '');
   app.decorateRequest('workspaceUpload', null);
@@ -166,7 +177,10 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     if (!m) throw new HttpError(401, 'unauthorized', 'missing Authorization: Bearer <api key>', undefined, { 'www-authenticate': 'Bearer realm="baton"' });
     const given = Buffer.from((m[1] as string).trim());
     const match = keys.find((k) => k.key.length === given.length && timingSafeEqual(k.key, given));
-    if (!match) throw new HttpError(401, 'unauthorized', 'invalid API key', undefined, { 'www-authenticate': 'Bearer realm="baton", error="invalid_token"' });
+    if (!match) {
+      refusedKey(given.toString(), req.ip);
+      throw new HttpError(401, 'unauthorized', 'invalid API key', undefined, { 'www-authenticate': 'Bearer realm="baton", error="invalid_token"' });
+    }
     req.tenant = match.tenant;
     req.actor = match.actor;
   });
@@ -218,11 +232,15 @@ function isApiRoute(req: FastifyRequest): boolean {
   return req.routeOptions.url?.startsWith('/v1/') === true;
 }
 
+/** At most this many refused keys are remembered for the once-a-minute log line. */
+const REFUSED_KEYS_LOGGED = 1000;
+
 /**
  * An API key's name in the log (`decidedBy`, `requestedBy`, the trace's `baton.actor`): the first
  * 8 hex digits of its SHA-256 — tells a tenant's keys apart and gives nothing of the key away.
  * The operator finds it with `printf %s "$KEY" | sha256sum | cut -c1-8`.
  */
+
 export function keyFingerprint(key: string): string {
   return createHash('sha256').update(key).digest('hex').slice(0, 8);
 }

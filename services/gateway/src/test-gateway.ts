@@ -7,7 +7,7 @@ import { busNames } from '@baton/bus';
 import type { NotifyConfig } from '@baton/domain';
 import type { Db } from '@baton/db';
 import { TaskCache, type EventStore } from '@baton/event-store';
-import { limiter, silentLogger } from '@baton/runtime';
+import { limiter, silentLogger, type Logger } from '@baton/runtime';
 import { DEFAULT_WORKSPACE_LIMITS, loadTeamConfig, saveTeamConfigs, type WorkspaceLimits } from '@baton/storage';
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { FastifyInstance } from 'fastify';
@@ -24,9 +24,9 @@ import { TaskTenants } from './task-tenants.ts';
 export async function testGateway(
   pg: { db: Pick<Db, 'pool' | 'kysely'>; store: EventStore },
   nats: { nc: NatsConnection; namespace: string } | null,
-  opts: { teams?: Readonly<Record<string, TeamDefinition>>; apiKeys?: Map<string, string>; openApiHosts?: string[]; namespace?: string; sseHeartbeatMs?: number; examplesDir?: string; workspaceLimits?: WorkspaceLimits; limits?: Partial<GatewayLimits>; allowPrivateWebhooks?: boolean; budgets?: TenantBudgets; chatModel?: StreamingModel; notify?: Record<string, NotifyConfig>; mailLinkSecret?: string } = {},
+  opts: { teams?: Readonly<Record<string, TeamDefinition>>; apiKeys?: Map<string, string>; openApiHosts?: string[]; namespace?: string; sseHeartbeatMs?: number; examplesDir?: string; workspaceLimits?: WorkspaceLimits; limits?: Partial<GatewayLimits>; allowPrivateWebhooks?: boolean; budgets?: TenantBudgets; chatModel?: StreamingModel; notify?: Record<string, NotifyConfig>; mailLinkSecret?: string; log?: Logger } = {},
 ): Promise<FastifyInstance> {
-  const log = silentLogger();
+  const log = opts.log ?? silentLogger();
   const names = busNames(opts.namespace ?? nats?.namespace ?? '');
   const hub = new SseHub(names, log);
   if (nats) hub.attach(nats.nc);
