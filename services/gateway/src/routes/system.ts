@@ -22,18 +22,20 @@ export const systemRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => 
     const nc = d.nats();
     // Asked of the server (a ping): a reconnecting connection is not closed, and looked fine.
     checks.nats = nc === null || nc.isDraining() ? 'unreachable' : await natsAnswers(nc).then(() => 'ok', (err: unknown) => `unreachable: ${(err as Error).message}`);
-    // The bus: its streams and consumers must exist (the services re-create them within seconds when lost).
+    const ok = Object.values(checks).every((v) => v === 'ok');
+    // Reported, not failed on — this gateway still takes work without them, recorded in Postgres
+    // to wait (a 503 here took the API, the console and every approval off a load balancer while
+    // the workers were down): the bus's streams and consumers (the workers re-create them within
+    // seconds of starting), and the relay (in the orchestrators).
+    const info: Record<string, string> = {};
     if (nc && checks.nats === 'ok') {
       try {
         const problems = topologyProblems(await inspectTopology(await jetstreamManager(nc), d.names));
-        checks.bus = problems.length === 0 ? 'ok' : problems.join('; ');
+        info.bus = problems.length === 0 ? 'ok' : `${problems.join('; ')} (the workers re-create them: is one running?)`;
       } catch (err) {
-        checks.bus = `cannot inspect: ${(err as Error).message}`;
+        info.bus = `cannot inspect: ${(err as Error).message}`;
       }
     }
-    const ok = Object.values(checks).every((v) => v === 'ok');
-    // The relay (in the orchestrators): reported, not failed on — this gateway still takes work while none leads; it is recorded and waits.
-    const info: Record<string, string> = {};
     if (checks.postgres === 'ok') {
       try {
         const r = await relayStatus(d.pool);
