@@ -20,8 +20,9 @@ export async function freshDatabase(baseUrl: string, name: string): Promise<stri
   return u.toString();
 }
 
+/** The gateway ready and the bus's streams there (a worker made them): the gateway alone is ready before any worker starts. */
 export async function waitReady(api: BatonClient): Promise<void> {
-  await pollUntil(async () => (await api.request('GET', '/readyz'), true), { timeoutMs: 60_000, intervalMs: 100, onTimeout: () => new Error('services did not become ready within 60 s') });
+  await pollUntil(async () => (await api.request<{ checks: { bus?: string } }>('GET', '/readyz')).checks.bus === 'ok', { timeoutMs: 60_000, intervalMs: 100, onTimeout: () => new Error('services did not become ready within 60 s') });
 }
 
 export function freePort(): Promise<number> {
