@@ -72,6 +72,12 @@ export interface WebhookDeliveriesTable {
   attempted_at: Generated<Date>;
   /** webhook | email (009). */
   channel: Generated<'webhook' | 'email'>;
+  /** The person's redelivery this attempt answered (010). */
+  redelivery_id: string | null;
+  /** The tenant endpoint it went to; null: the task's own webhook, or a mail (012). */
+  endpoint_id: string | null;
+  /** The notifiers try the message no more after it (016). */
+  given_up: Generated<boolean>;
 }
 
 /** One mail per (task, moment, recipient), claimed before it is sent (009; docs/email.md). */

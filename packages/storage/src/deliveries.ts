@@ -78,26 +78,8 @@ export async function targetSettled(pool: Pick<pg.Pool, 'query'>, taskId: string
 
 const DELIVERY_COLUMNS = `d.id::text as id, d.task_id, channel, redelivery_id, endpoint_id, webhook_id, event_id, type, url, attempt, status_code, ok, error, duration_ms, given_up, attempted_at`;
 
-interface DeliveryRow {
-  id: string;
-  task_id: string;
-  channel: 'webhook' | 'email';
-  redelivery_id: string | null;
-  endpoint_id: string | null;
-  webhook_id: string;
-  event_id: string;
-  type: string;
-  url: string;
-  attempt: number;
-  status_code: number | null;
-  ok: boolean;
-  error: string | null;
-  duration_ms: number;
-  given_up: boolean;
-  attempted_at: Date;
-}
-
-const deliveryOf = (r: DeliveryRow): RecordedDelivery => ({
+/** A row of DELIVERY_COLUMNS (webhook_deliveries; its columns: @baton/db's schema) as the API's record. */
+const deliveryOf = (r: pg.QueryResultRow): RecordedDelivery => ({
   id: r.id,
   channel: r.channel,
   endpointId: r.endpoint_id,
@@ -118,7 +100,7 @@ const deliveryOf = (r: DeliveryRow): RecordedDelivery => ({
 /** A task's delivery attempts, in the order they were recorded. */
 export async function listDeliveries(pool: Pick<pg.Pool, 'query'>, taskId: string): Promise<RecordedDelivery[]> {
   // d.id, the number: a bare "id" is the text alias (10 before 2).
-  const { rows } = await pool.query<DeliveryRow>(`select ${DELIVERY_COLUMNS} from webhook_deliveries d where task_id = $1 order by d.id`, [taskId]);
+  const { rows } = await pool.query(`select ${DELIVERY_COLUMNS} from webhook_deliveries d where task_id = $1 order by d.id`, [taskId]);
   return rows.map(deliveryOf);
 }
 
@@ -128,7 +110,7 @@ export async function listDeliveries(pool: Pick<pg.Pool, 'query'>, taskId: strin
  * went through included. At most `limit`; `before` (an id) pages on.
  */
 export async function listGivenUpDeliveries(pool: Pick<pg.Pool, 'query'>, o: { tenantId: string; limit: number; before?: string }): Promise<(RecordedDelivery & { taskId: string })[]> {
-  const { rows } = await pool.query<DeliveryRow>(
+  const { rows } = await pool.query(
     `select ${DELIVERY_COLUMNS} from webhook_deliveries d join tasks t on t.id = d.task_id
       where d.given_up and t.tenant_id = $1 and ($3::bigint is null or d.id < $3::bigint)
         and not exists (select 1 from webhook_deliveries l where l.task_id = d.task_id and l.channel = d.channel and l.webhook_id = d.webhook_id
