@@ -226,6 +226,16 @@ describe('human in the loop, end to end', () => {
       await waitFor(async () => (await api.deliveries(t.id)).some((d) => d.redelivery && d.ok), { timeoutMs: 30_000, what: 'the redelivery sent and recorded' });
       expect(await cli('deliveries', t.id)).toContain('(redelivery)  ok 204');
       expect(received().filter((x) => x === 'task.completed')).toHaveLength(2);
+      expect(await cli('deliveries', '--given-up')).toBe('nothing given up\n');
+
+      // A task's own webhook and mail from the CLI (they needed curl): checked by the gateway, named when wrong.
+      const own = endpoint.url('/own');
+      const submitted = await cli('submit', 'bench', '--team', 'bench', '--no-approval', '--webhook', own, '--webhook-events', 'task.completed', '--mail', 'ann@example.com', '--mail-on', 'completed');
+      const ownId = /^task (\S+)/.exec(submitted)?.[1] as string;
+      expect((await api.request<TaskView>('GET', `/v1/tasks/${ownId}`)).notify).toEqual({ email: { to: ['ann@example.com'], on: ['completed'] } });
+      await waitFor(async () => (await api.deliveries(ownId)).some((d) => d.url === own && d.ok), { timeoutMs: 30_000, what: "the task's own webhook delivered" });
+      await expect(cli('submit', 'bench', '--team', 'bench', '--mail', 'ann@example.com', '--mail-on', 'sometimes')).rejects.toThrow(/body\.notify\.email\.on\.0/);
+      await expect(cli('submit', 'bench', '--webhook-events', 'task.completed')).rejects.toThrow(/--webhook-events goes with --webhook <url>/);
 
       expect(await cli('webhooks', 'show', wid)).toContain(`${wid}  ${hookUrl}  task.completed  since `);
       expect(await cli('webhooks', 'update', wid, '--events', 'task.completed,task.failed')).toContain(`${wid}  ${hookUrl}  task.completed,task.failed  since `);

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
-import { recordAs, replay, stateAt, type RecordedEvent } from '@baton/domain';
+import { MAIL_MOMENTS, recordAs, replay, stateAt, type MailMoment, type RecordedEvent } from '@baton/domain';
 import { toTaskView, viewDiff, type TaskView } from '@baton/api';
 import type { VerifyResult } from '@baton/agents';
 import { answer, decide, describeEvent, describeTask } from './people.ts';
@@ -95,6 +95,9 @@ program
     process.on('SIGTERM', () => stop('SIGTERM'));
   });
 
+/** A comma-separated option as its items (blank ones dropped). */
+const list = (v: string): string[] => v.split(',').map((x) => x.trim()).filter(Boolean);
+
 program
   .command('submit <prompt...>')
   .description('submit a task and print it')
@@ -104,14 +107,23 @@ program
   .option('--budget-usd <n>', 'stop and ask a person once the task has spent this many US dollars', positiveNumber('--budget-usd'))
   .option('--budget-tokens <n>', 'stop and ask a person once the task has used this many tokens', wholeNumber('--budget-tokens'))
   .option('--example <name>', 'start from a configured example project (GET /v1/examples)')
-  .option('--workspace <path>', `start from this codebase: a directory (archived without ${WORKSPACE_EXCLUDES.join(' and ')}) or a .tar.gz`)
+  .option('--workspace <path>', `start from this codebase: a directory (in a git work tree the files git would commit; ${WORKSPACE_EXCLUDES.join(' and ')} left out) or a .tar.gz`)
+  .option('--webhook <url>', "the task's own webhook: its events POSTed there, signed (docs/webhooks.md)")
+  .option('--webhook-events <types>', 'with --webhook: only these event types, comma-separated (e.g. task.completed,task.failed)', list)
+  .option('--mail <addresses>', 'mail these people, comma-separated: when a request waits for them and when the task ends (docs/email.md)', list)
+  .option('--mail-on <moments>', `with --mail: only these moments, comma-separated (${MAIL_MOMENTS.join(', ')})`, list)
   .option('--watch', 'then follow it live')
-  .action(async (prompt: string[], opts: { team: string; approval: boolean; timeout: number; watch?: boolean; budgetUsd?: number; budgetTokens?: number; example?: string; workspace?: string }) => {
+  .action(async (prompt: string[], opts: { team: string; approval: boolean; timeout: number; watch?: boolean; budgetUsd?: number; budgetTokens?: number; example?: string; workspace?: string; webhook?: string; webhookEvents?: string[]; mail?: string[]; mailOn?: string[] }) => {
+    if (opts.webhookEvents && !opts.webhook) throw new InvalidArgumentError('--webhook-events goes with --webhook <url>');
+    if (opts.mailOn && !opts.mail) throw new InvalidArgumentError('--mail-on goes with --mail <addresses>');
     const budget = opts.budgetUsd !== undefined || opts.budgetTokens !== undefined ? { ...(opts.budgetUsd !== undefined ? { usd: opts.budgetUsd } : {}), ...(opts.budgetTokens !== undefined ? { tokens: opts.budgetTokens } : {}) } : undefined;
     if (opts.example !== undefined && opts.workspace !== undefined) throw new Error('give --example or --workspace, not both: a task starts from one codebase');
     const workspace = opts.workspace !== undefined ? await workspaceFromPath(opts.workspace) : opts.example !== undefined ? { example: opts.example } : undefined;
     // Under an Idempotency-Key of its own (the client's): a connection cut after it went is sent again as this task, not a second one.
-    const t = await client().submit({ prompt: prompt.join(' '), team: opts.team, requirePlanApproval: opts.approval, approvalTimeoutSeconds: opts.timeout, ...(budget ? { budget } : {}), ...(workspace ? { workspace } : {}) });
+    // The gateway checks the URL, the event types, the addresses and the moments, and names what is wrong.
+    const webhook = opts.webhook ? { url: opts.webhook, ...(opts.webhookEvents ? { events: opts.webhookEvents } : {}) } : undefined;
+    const notify = opts.mail ? { email: { to: opts.mail, ...(opts.mailOn ? { on: opts.mailOn as MailMoment[] } : {}) } } : undefined;
+    const t = await client().submit({ prompt: prompt.join(' '), team: opts.team, requirePlanApproval: opts.approval, approvalTimeoutSeconds: opts.timeout, ...(budget ? { budget } : {}), ...(workspace ? { workspace } : {}), ...(webhook ? { webhook } : {}), ...(notify ? { notify } : {}) });
     console.log(describeTask(t));
     if (opts.watch) await watch(t.id);
   });
