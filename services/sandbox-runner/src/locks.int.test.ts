@@ -89,6 +89,17 @@ describe('file locks and file scope', () => {
     expect(await env.sandbox.files.read('api/stock.ts')).toBe('export const a = 1;\nmore\n');
   });
 
+  test.runIf(canRun)('a file moved from inside the locks to outside is put back where it was (the copy outside removed, the deletion inside kept: it was lost); a move within them stays', async ({ pg }) => {
+    const env: ToolEnv = { sandbox: await sandbox(pg.db.pool), policy: locked };
+    const r = await run(env, 'run_command', { command: 'mkdir -p web/api && mv api/stock.ts web/api/stock.ts' });
+    expect(r.files).toEqual({ created: [], modified: [] }); // before: deleted: ['api/stock.ts']
+    expect(r.content).toContain('created web/api/stock.ts (removed)');
+    expect(r.content).toContain('moved api/stock.ts to web/api/stock.ts (put back at api/stock.ts)');
+    expect(await env.sandbox.files.read('api/stock.ts')).toBe('export const a = 1;\n');
+    const inside = await run(env, 'run_command', { command: 'mv api/stock.ts api/moved.ts' });
+    expect(inside.files).toEqual({ created: ['api/moved.ts'], modified: [], deleted: ['api/stock.ts'] });
+  });
+
   test.runIf(canRun)("a chmod outside the locks is undone (the file's mode put back); one inside is the agent's change", async ({ pg }) => {
     const env: ToolEnv = { sandbox: await sandbox(pg.db.pool), policy: locked };
     await env.sandbox.files.write('web/run.sh', '#!/bin/sh\n', 0o755);

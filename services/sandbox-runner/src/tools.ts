@@ -202,10 +202,17 @@ async function guardWrites(env: ToolEnv): Promise<{ settle(): Promise<{ files: N
       // Each change is undone on its own: one that cannot be (a directory or a link left where the
       // file was, removed first; anything else said) never stops the others being undone, or the
       // command's allowed changes being reported.
+      // What a created file removed held, by its name and size: a file the command deleted inside
+      // what it may change, with that name and size, was moved out (`mv src/a.ts lib/a.ts`) — it is
+      // put back, not lost with the copy.
+      const removedCopies = new Map<string, { path: string; bytes: Buffer; mode: number }>();
+      const moveKey = (p: string, size: number): string => `${path.posix.basename(p)}\u0000${size}`;
       const undo = async (what: 'created' | 'modified' | 'deleted', p: string, why: string): Promise<void> => {
         reason ??= why;
         try {
           if (what === 'created') {
+            const copy = await sandbox.files.readBytes(p, MAX_GUARDED_BYTES).catch(() => null);
+            if (copy && copy.size === copy.bytes.length) removedCopies.set(moveKey(p, copy.size), { path: p, bytes: copy.bytes, mode: copy.mode });
             await sandbox.files.remove(p);
             undone.push(`created ${p} (removed)`);
             return;
@@ -234,11 +241,23 @@ async function guardWrites(env: ToolEnv): Promise<{ settle(): Promise<{ files: N
         if (why) await undo(changed, f.path, why);
         else (changed === 'created' ? created : modified).push(f.path);
       }
-      for (const p of seen.keys()) {
+      for (const [p, was] of seen) {
         if (now.has(p) || partial || UNREPORTED.test(p)) continue;
         const why = refusal(p);
-        if (why) await undo('deleted', p, why);
-        else deleted.push(p);
+        if (why) {
+          await undo('deleted', p, why);
+          continue;
+        }
+        const moved = removedCopies.get(moveKey(p, Number(was.split(':')[0])));
+        if (moved) {
+          removedCopies.delete(moveKey(p, moved.bytes.length));
+          const back = await sandbox.files.write(p, moved.bytes, moved.mode).then(() => true, () => false);
+          if (back) {
+            undone.push(`moved ${p} to ${moved.path} (put back at ${p})`);
+            continue;
+          }
+        }
+        deleted.push(p);
       }
       const unchecked = partial ? `\n[the workspace has more than ${MAX_GUARDED_FILES} files besides dependencies: files created or deleted beyond those were not checked]` : '';
       const reverted = `${reason ? `\n[reverted: the command changed files outside what this agent may change (${reason}): ${undone.join('; ')}]` : ''}${unchecked}`;
