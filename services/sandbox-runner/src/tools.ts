@@ -176,7 +176,7 @@ async function guardWrites(env: ToolEnv): Promise<{ settle(): Promise<{ files: N
   const before = await sandbox.files.walk('.', MAX_GUARDED_FILES, { skipDirs: UNREPORTED_DIRS });
   // Size, mode and change time: a chmod is a change (E2B's time is the modification time, which a chmod leaves).
   const stamp = (f: { size: number; mode: number; changedMs: number }): string => `${f.size}:${f.mode}:${f.changedMs}`;
-  const seen = new Map(before.files.map((f) => [f.path, stamp(f)]));
+  const seen = new Map(before.files.map((f) => [f.path, f]));
   const refusal = (p: string): string | null => (policy && restricts(policy) ? writeRefusal(policy, p) : null);
   const saved = new Map<string, { bytes: Buffer; mode: number }>();
   let budget = MAX_GUARDED_BYTES;
@@ -234,7 +234,7 @@ async function guardWrites(env: ToolEnv): Promise<{ settle(): Promise<{ files: N
         if (UNREPORTED.test(f.path)) continue;
         const was = seen.get(f.path);
         if (was === undefined && partial) continue;
-        const changed = was === undefined ? 'created' : was !== stamp(f) ? 'modified' : null;
+        const changed = was === undefined ? 'created' : stamp(was) !== stamp(f) ? 'modified' : null;
         if (!changed) continue;
         const twin = changed === 'created' ? spelled.get(f.path.normalize('NFC')) : undefined;
         const why = twin !== undefined && twin !== f.path ? `'${f.path}' is the existing '${twin}' in another Unicode normalization: one name would be two files` : refusal(f.path);
@@ -248,9 +248,10 @@ async function guardWrites(env: ToolEnv): Promise<{ settle(): Promise<{ files: N
           await undo('deleted', p, why);
           continue;
         }
-        const moved = removedCopies.get(moveKey(p, Number(was.split(':')[0])));
+        const movedKey = moveKey(p, was.size);
+        const moved = removedCopies.get(movedKey);
         if (moved) {
-          removedCopies.delete(moveKey(p, moved.bytes.length));
+          removedCopies.delete(movedKey);
           const back = await sandbox.files.write(p, moved.bytes, moved.mode).then(() => true, () => false);
           if (back) {
             undone.push(`moved ${p} to ${moved.path} (put back at ${p})`);
@@ -307,7 +308,6 @@ export function formatCommand(r: CommandResult, timeoutSeconds: number): string 
   return truncate(parts.join('\n'));
 }
 
-/** At most 4,000 characters: the start and the end (where errors usually are), and the fact stated. */
 /**
  * The existing path `p` would be another spelling of — the same name in another Unicode
  * normalization (`café` composed or decomposed), which shows as one name but is two files (two
@@ -316,16 +316,12 @@ export function formatCommand(r: CommandResult, timeoutSeconds: number): string 
 async function spelledOtherwise(sandbox: Sandbox, p: string): Promise<string | null> {
   if (p.normalize('NFC') === p && p.normalize('NFD') === p) return null; // nothing to spell another way
   const parts = p.split('/');
-  let dir = '';
-  for (const part of parts) {
-    const names = await sandbox.files.list(dir || '.').catch(() => [] as string[]);
-    const here = names.map((n) => n.replace(/\/$/, ''));
-    if (here.includes(part)) {
-      dir = dir ? `${dir}/${part}` : part;
-      continue;
-    }
+  for (let i = 0; i < parts.length; i++) {
+    const part = parts[i] as string;
+    const here = (await sandbox.files.list(parts.slice(0, i).join('/') || '.').catch(() => [] as string[])).map((n) => n.replace(/\/$/, ''));
+    if (here.includes(part)) continue;
     const twin = here.find((n) => n.normalize('NFC') === part.normalize('NFC'));
-    return twin ? [...(dir ? [dir] : []), twin, ...parts.slice(parts.indexOf(part) + 1)].join('/') : null;
+    return twin ? [...parts.slice(0, i), twin, ...parts.slice(i + 1)].join('/') : null;
   }
   return null;
 }
@@ -368,6 +364,7 @@ const lineCountOf = (s: string): number => {
   return n;
 };
 
+/** At most 4,000 characters: the start and the end (where errors usually are), and the fact stated. */
 export function truncate(s: string): string {
   if (s.length <= MAX_RESULT_CHARS) return s;
   const keepHead = 1000;
