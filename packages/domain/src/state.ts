@@ -240,9 +240,12 @@ export interface Artifact {
   sha256: string;
   mediaType: string;
   agentId: string | null;
-  /** Its permission bits as recorded (ArtifactStored.mode); absent: the input file's, or 0644. */
+  /** Its permission bits as recorded (ArtifactStored.mode); absent: the input file's, or 0644 (`artifactMode`). */
   mode?: number;
 }
+
+/** A task file's permission bits: as its artifact recorded them, else the input file's (events from before modes were kept), else 0644. */
+export const artifactMode = (recorded: number | undefined, input: number | undefined): number => recorded ?? input ?? 0o644;
 
 export interface TaskState {
   /** `none` until TaskSubmitted has been folded. */

@@ -33,6 +33,9 @@ const MIB = 1024 * 1024;
  */
 export const ADDRESS_SPACE_HEADROOM_MB = 2048;
 
+/** A word as a POSIX shell reads it back unchanged: single-quoted, its own single quotes closed and escaped. */
+export const shellQuote = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
+
 /**
  * The command line that confines one command (pure, so it can be checked line by line):
  * setpriv drops to the sandbox user, prlimit sets the per-process limits, and bubblewrap puts

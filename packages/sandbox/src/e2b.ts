@@ -2,6 +2,7 @@ import path from 'node:path';
 import { CommandExitError, Sandbox as E2B, FileNotFoundError, TimeoutError, type ConnectionOpts } from 'e2b';
 import type pg from 'pg';
 import { sandboxIdOf, type CommandResult, type RunOptions, type Sandbox, type SandboxFiles, type SandboxProvider, type SandboxSpec, type TaskLiveness } from './provider.ts';
+import { shellQuote } from './confine.ts';
 import { SandboxRegistry } from './registry.ts';
 import { pathCharacterProblem } from '@baton/domain';
 import { MAX_SKIPPED_REPORTED, resolveRelative, shownPath, textOf, unnameable, WorkspacePathError, type SkippedEntry, type WalkedFile } from './workspace.ts';
@@ -125,7 +126,7 @@ class E2BSandbox implements Sandbox {
         // that the file may not have already.
         if (mode !== undefined && (existed || (mode & 0o777) !== 0o644)) {
           const rel = resolveRelative(p).join('/');
-          await sbx.commands.run(`chmod ${(mode & 0o777).toString(8)} -- '${rel.replace(/'/g, `'\\''`)}'`, { cwd: E2B_WORKSPACE, timeoutMs: 30_000 });
+          await sbx.commands.run(`chmod ${(mode & 0o777).toString(8)} -- ${shellQuote(rel)}`, { cwd: E2B_WORKSPACE, timeoutMs: 30_000 });
         }
         return existed ? 'modified' : 'created';
       },

@@ -8,7 +8,7 @@ import { extract, pack, type Header } from 'tar-stream';
 import { readArtifacts } from './artifacts.ts';
 import { diffWorkspaces, type WorkspaceDiff } from './diff.ts';
 import { inTransaction } from '@baton/db';
-import { formatBytes, pathCharacterProblem } from '@baton/domain';
+import { artifactMode, formatBytes, pathCharacterProblem } from '@baton/domain';
 
 /**
  * Input workspaces: the files a task starts from. An upload (a .tar.gz) or a configured example
@@ -544,7 +544,7 @@ export async function taskTree(pool: pg.Pool, task: TaskFiles): Promise<{ input:
     // that became a directory (api/types.ts → api/types.ts/index.ts) is gone, and so is what was
     // under a directory that became a file — the tree stays one a file system (and tar) can hold.
     for (const k of [...tree.keys()]) if (p.startsWith(`${k}/`) || k.startsWith(`${p}/`)) tree.delete(k);
-    tree.set(p, { path: p, mode: modes.get(p) ?? tree.get(p)?.mode ?? 0o644, content });
+    tree.set(p, { path: p, mode: artifactMode(modes.get(p), tree.get(p)?.mode), content });
   }
   return { input, tree: [...tree.values()].sort((a, b) => compare(a.path, b.path)) };
 }

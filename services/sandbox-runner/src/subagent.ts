@@ -1,4 +1,4 @@
-import { agentStreamId, fold, formatBytes, isFinal, isStepCommand, isToolUse, normalPath, own, type Command, type RecordedEvent, type TaskState } from '@baton/domain';
+import { agentStreamId, artifactMode, fold, formatBytes, isFinal, isStepCommand, isToolUse, normalPath, own, type Command, type RecordedEvent, type TaskState } from '@baton/domain';
 import { inSpan, metrics } from '@baton/telemetry';
 import { ConsumerStoppingError, TaskEndedError } from '@baton/bus';
 import { builtinTeams, editFileTool, fileAccessViolation, findAgent, ModelUnavailableError, MUTATING_TOOLS, outboxRequest, REVIEW_REMINDER, runAgentLoop, submitReviewTool, writeFileTool, type AgentDefinition, type LoopHost, type ModelClient, type TeamCatalog, type TeamDefinition, type WritePolicy } from '@baton/agents';
@@ -425,7 +425,7 @@ async function seedInputs(d: RunnerDeps, sandbox: Sandbox, state: TaskState, tas
   for (const a of d.artifacts ? artifacts : []) {
     const content = await d.artifacts?.read(taskId, a.path, a.sha256);
     if (content) {
-      await writeOver(sandbox, a.path, content, a.mode ?? inputModes.get(a.path) ?? 0o644);
+      await writeOver(sandbox, a.path, content, artifactMode(a.mode, inputModes.get(a.path)));
       written++;
     }
   }

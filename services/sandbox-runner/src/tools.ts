@@ -4,7 +4,7 @@ import { stripVTControlCharacters } from 'node:util';
 import { cutText, lastText, normalPath, NUL_REPLACEMENT, type ToolResult, type ToolUseBlock } from '@baton/domain';
 import { allTools, parseToolInput, restricts, writeRefusal, type SendEmailInput, type WritePolicy } from '@baton/agents';
 import type { CorpusHit } from '@baton/storage';
-import { MAX_SKIPPED_REPORTED, type CommandResult, type Sandbox } from '@baton/sandbox';
+import { MAX_SKIPPED_REPORTED, shellQuote, type CommandResult, type Sandbox } from '@baton/sandbox';
 import { parseTestCounts, testRun } from './test-counts.ts';
 
 export const MAX_RESULT_CHARS = 4000;
@@ -162,7 +162,6 @@ const MAX_REPORTED_FILES = 200;
 /** Bytes of protected files kept before a command so its changes to them can be undone. */
 const MAX_GUARDED_BYTES = 64 * 1024 * 1024;
 
-const shellQuote = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
 
 /**
  * Watch a command's effect on the workspace: what it created or modified is reported (and kept
