@@ -44,7 +44,7 @@ export const restricts = (policy: WritePolicy): boolean => policy.locks !== null
 export function fileAccessViolation(policy: WritePolicy, tool: string, input: Record<string, unknown>): string | null {
   if (!PATH_TOOLS.has(tool) || typeof input.path !== 'string') return null;
   const p = normalPath(input.path);
-  if (p.startsWith('..') || p.startsWith('/')) return null; // the file tools refuse these themselves, saying why
+  if (outOfWorkspace(p)) return null; // the file tools refuse these themselves, saying why
   return WRITES.has(tool) ? writeRefusal(policy, p) : blockedRefusal(policy, p);
 }
 
@@ -55,10 +55,12 @@ export function fileAccessViolation(policy: WritePolicy, tool: string, input: Re
  */
 export function editRefusal(policy: WritePolicy, tool: string, input: Record<string, unknown>): string | null {
   if (!PATH_TOOLS.has(tool) || typeof input.path !== 'string') return null;
-  const p = normalPath(input.path);
-  if (p === '..' || p.startsWith('../') || p.startsWith('/')) return `'${input.path}' is not in the workspace (a path relative to it, without '..')`;
+  if (outOfWorkspace(normalPath(input.path))) return `'${input.path}' is not in the workspace (a path relative to it, without '..')`;
   return fileAccessViolation(policy, tool, input);
 }
+
+/** A normalised path out of the workspace: `..` first, or absolute. (`..notes.md` is a name in it.) */
+const outOfWorkspace = (p: string): boolean => p === '..' || p.startsWith('../') || p.startsWith('/');
 
 /** The scope's `blocked` globs: no file tool may touch such a path, not even to read it. */
 function blockedRefusal(policy: WritePolicy, p: string): string | null {
