@@ -78,13 +78,8 @@ const issues = (file: string, err: z.ZodError): string[] => err.issues.map((i) =
 /** The most a prompt file may hold: it is sent with every one of its agent's model calls. */
 export const MAX_PROMPT_BYTES = 256 * 1024;
 
-/** Why a file could not be read, said for a person (the code and node's words). */
-const unreadable = (err: unknown): string => {
-  const code = (err as NodeJS.ErrnoException).code;
-  if (code === 'ENOENT') return 'missing';
-  if (code === 'EISDIR') return 'is a directory, not a file';
-  return `cannot be read (${(err as Error).message})`;
-};
+/** Why a file that is there could not be read (permissions, say), in node's words. (What is missing, a link to nothing, a directory or a pipe is named before reading.) */
+const unreadable = (err: unknown): string => `cannot be read (${(err as Error).message})`;
 
 /**
  * A file's text, or null with the problem named (a leading byte order mark dropped: editors add
@@ -224,8 +219,8 @@ export function loadTeams(dir: string = DEFAULT_TEAMS_DIR): Record<string, TeamD
     }
     for (const [id, a] of Object.entries(agents)) {
       const agentFile = rel(path.join(teamDir, `${id}.json`));
-      for (const field of ['delegates_to', 'review_agent', 'review_rounds'] as const) {
-        const set = field === 'delegates_to' ? a.delegatesTo : field === 'review_agent' ? a.reviewAgent : a.reviewRounds;
+      const leadOnly = { delegates_to: a.delegatesTo, review_agent: a.reviewAgent, review_rounds: a.reviewRounds };
+      for (const [field, set] of Object.entries(leadOnly)) {
         if (set !== undefined) problems.push(`${agentFile}: ${field}: only the lead's is read ('${t.lead}'); this agent is not the lead`);
       }
     }
