@@ -180,3 +180,6 @@ export function formatBytes(n: number): string {
   }
   return `${n} bytes`;
 }
+
+/** Binary by git's own test: a NUL byte in the first 8000 bytes (the diff, the media type, read_file and search_files all ask it). Pure. */
+export const looksBinary = (b: Uint8Array): boolean => b.subarray(0, 8000).includes(0);

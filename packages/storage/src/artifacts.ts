@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import path from 'node:path';
 import type pg from 'pg';
 import { inTransaction } from '@baton/db';
+import { looksBinary } from '@baton/domain';
 
 export interface StoredArtifact {
   path: string;
@@ -36,7 +37,7 @@ const MEDIA_TYPES: Record<string, string> = {
 export function mediaTypeOf(file: string, content?: Uint8Array): string {
   const known = MEDIA_TYPES[path.extname(file).toLowerCase()];
   if (known) return known;
-  if (content && !content.subarray(0, 8000).includes(0)) return 'text/plain; charset=utf-8';
+  if (content && !looksBinary(content)) return 'text/plain; charset=utf-8';
   return 'application/octet-stream';
 }
 

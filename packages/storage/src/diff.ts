@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { isUtf8 } from 'node:buffer';
+import { looksBinary } from '@baton/domain';
 import { FILE_HEADERS_ONLY, formatPatch, structuredPatch, type StructuredPatch, type StructuredPatchHunk } from 'diff';
 
 export interface FileChange {
@@ -38,7 +39,7 @@ const lineCount = (s: string): number => {
 const gitBlobId = (b: Buffer | undefined): string => (b === undefined ? '0'.repeat(40) : createHash('sha1').update(`blob ${b.length}\0`).update(b).digest('hex'));
 
 /** Text is UTF-8 with no NUL byte in its first 8000 bytes (git's test for binary, plus UTF-8). */
-const isText = (b: Buffer): boolean => !b.subarray(0, 8000).includes(0) && isUtf8(b);
+const isText = (b: Buffer): boolean => !looksBinary(b) && isUtf8(b);
 
 /** Git's mode for a regular file: it keeps only whether the owner may execute it. */
 const gitMode = (mode: number): string => ((mode & 0o100) !== 0 ? '100755' : '100644');

@@ -1,7 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import path from 'node:path';
 import { stripVTControlCharacters } from 'node:util';
-import { cutText, lastText, normalPath, NUL_REPLACEMENT, type ToolResult, type ToolUseBlock } from '@baton/domain';
+import { cutText, lastText, looksBinary, normalPath, NUL_REPLACEMENT, type ToolResult, type ToolUseBlock } from '@baton/domain';
 import { allTools, parseToolInput, restricts, writeRefusal, type SendEmailInput, type WritePolicy } from '@baton/agents';
 import type { CorpusHit } from '@baton/storage';
 import { MAX_SKIPPED_REPORTED, shellQuote, type CommandResult, type Sandbox } from '@baton/sandbox';
@@ -68,7 +68,7 @@ const impls: Record<string, (input: Input, env: ToolEnv, toolUseId: string) => P
     const { bytes, size } = await sandbox.files.readBytes(i.path as string, MAX_READ_FILE_BYTES);
     const past = size > bytes.length ? `\n[the file is ${size} bytes: read_file reads its first ${MAX_READ_FILE_BYTES}]` : '';
     // Said first when the bytes are not text: shown as UTF-8, what is not reads as U+FFFD.
-    const kind = bytes.subarray(0, 8000).includes(0) ? '[a binary file (it has NUL bytes): shown as UTF-8 text, which it is not]\n' : !isUtf8(bytes.subarray(0, size > bytes.length ? bytes.length - 4 : bytes.length)) ? '[not UTF-8 text: each byte that is not shows as U+FFFD; edit_file refuses it]\n' : '';
+    const kind = looksBinary(bytes) ? '[a binary file (it has NUL bytes): shown as UTF-8 text, which it is not]\n' : !isUtf8(bytes.subarray(0, size > bytes.length ? bytes.length - 4 : bytes.length)) ? '[not UTF-8 text: each byte that is not shows as U+FFFD; edit_file refuses it]\n' : '';
     return { content: `${kind}${readWindow(bytes.toString('utf8'), i.offset as number | undefined, i.limit as number | undefined)}${past}` };
   },
   list_directory: async (i, { sandbox }) => ({ content: (await sandbox.files.list(i.path as string)).join('\n') || '(empty)' }),
@@ -98,7 +98,7 @@ const impls: Record<string, (input: Input, env: ToolEnv, toolUseId: string) => P
       if (only && !path.posix.matchesGlob(f.path, only) && !path.posix.matchesGlob(path.posix.basename(f.path), only)) continue;
       if (f.size > MAX_SEARCHED_FILE_BYTES) continue;
       const { bytes } = await sandbox.files.readBytes(f.path, MAX_SEARCHED_FILE_BYTES);
-      if (bytes.subarray(0, 8000).includes(0)) continue; // binary
+      if (looksBinary(bytes)) continue;
       const text = bytes.toString('utf8').split('\n');
       for (let n = 0; n < text.length && lines.length < MAX_MATCHES; n++) {
         if (re.test(text[n] as string)) lines.push(`${f.path}:${n + 1}: ${(text[n] as string).slice(0, 300)}`);
