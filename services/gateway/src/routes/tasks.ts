@@ -4,7 +4,7 @@ import { redactCredentials, toAgentViews, toTaskView, type DeliveryView, type Gi
 import { withSessionLock } from '@baton/db';
 import { importTask, taskCommits, type LoadedTask } from '@baton/event-store';
 import { mailToResend } from '@baton/mail';
-import { ArtifactVersionNotKeptError, copyTaskFiles, findDelivery, findEndpoint, listDeliveries, listGivenUpDeliveries, mailInFlight, mailSendState, readArtifactVersion, requestRedelivery, storeWorkspace } from '@baton/storage';
+import { ArtifactVersionNotKeptError, copyTaskFiles, findDelivery, findEndpoint, listDeliveries, listGivenUpDeliveries, mailInFlight, mailSendState, readArtifactVersion, requestRedelivery, storeWorkspace, type RecordedDelivery } from '@baton/storage';
 import multipart from '@fastify/multipart';
 import type { ZodTypeProvider } from '@fastify/type-provider-zod';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -188,7 +188,7 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
   });
 
   // Rows recorded before credentials in webhook URLs were refused may hold them: never shown.
-  const deliveryView = (r: Awaited<ReturnType<typeof listDeliveries>>[number]): DeliveryView => ({ ...r, url: redactCredentials(r.url), error: r.error === null ? null : redactCredentials(r.error), attemptedAt: r.attemptedAt.toISOString() });
+  const deliveryView = (r: RecordedDelivery): DeliveryView => ({ ...r, url: redactCredentials(r.url), error: r.error === null ? null : redactCredentials(r.error), attemptedAt: r.attemptedAt.toISOString() });
 
   r.get('/v1/tasks/:id/deliveries', { schema: { params: TaskIdParams, tags: ['webhooks'], summary: 'Webhook delivery attempts' } }, async (req) => {
     await loadVisibleTask(d, req, req.params.id);
