@@ -39,6 +39,20 @@ function withEngineer(o: Pick<AgentDefinition, 'model' | 'tools'> & Partial<Agen
 }
 const artifact = async (store: EventStore, id: string, file: string): Promise<string | undefined> => (await readArtifact(store.pool, id, file))?.content.toString('utf8');
 
+
+/**
+ * A research task on an input workspace whose lead delegated twice to `engineer` (`tu1` with
+ * `prompt`, `tu2` "look"); engineer-1 is dispatched for the first.
+ */
+async function engineerDispatched(store: EventStore, workspace: { digest: string; source: 'upload'; name: null; files: number; bytes: number }, prompt: string): Promise<{ id: string; workspace: typeof workspace }> {
+  const id = randomUUID();
+  await handleCommand(store, id, { type: 'SubmitTask', prompt, team: 'research', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 'd', requestHash: null, forkedFrom: null, workspace, budget: null });
+  await handleCommand(store, id, { type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'research-lead', configVersion: 'v' });
+  const usage = { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
+  await handleCommand(store, id, { type: 'RecordModelTurn', agentId: 'lead', turn: 1, model: 'm', stopReason: 'tool_use', offline: true, durationMs: 0, usage, content: [{ type: 'tool_use', id: 'tu1', name: 'Task', input: { agent: 'engineer', prompt } }, { type: 'tool_use', id: 'tu2', name: 'Task', input: { agent: 'engineer', prompt: 'look' } }] });
+  await handleCommand(store, id, { type: 'DispatchSubagent', agentId: 'engineer-1', agentType: 'engineer', toolUseId: 'tu1', prompt });
+  return { id, workspace };
+}
 describe('runSubagentJob', () => {
   test('runs the subagent in its workspace, records its turns in its own stream, and reports completion', async ({ pg }) => {
     const id = await dispatchedTask(pg.store);
@@ -416,13 +430,7 @@ describe('runSubagentJob', () => {
       { path: 'docs/a.md', mode: 0o644, content: Buffer.from('a') },
       { path: 'keep.ts', mode: 0o644, content: Buffer.from('k') },
     ];
-    const id = randomUUID();
-    const workspace = { digest: 'a'.repeat(64), source: 'upload' as const, name: null, files: input.length, bytes: 9 };
-    await handleCommand(pg.store, id, { type: 'SubmitTask', prompt: 'tidy', team: 'research', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 'd', requestHash: null, forkedFrom: null, workspace, budget: null });
-    await handleCommand(pg.store, id, { type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'research-lead', configVersion: 'v' });
-    const usage = { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
-    await handleCommand(pg.store, id, { type: 'RecordModelTurn', agentId: 'lead', turn: 1, model: 'm', stopReason: 'tool_use', offline: true, durationMs: 0, usage, content: [{ type: 'tool_use', id: 'tu1', name: 'Task', input: { agent: 'engineer', prompt: 'tidy' } }, { type: 'tool_use', id: 'tu2', name: 'Task', input: { agent: 'engineer', prompt: 'look' } }] });
-    await handleCommand(pg.store, id, { type: 'DispatchSubagent', agentId: 'engineer-1', agentType: 'engineer', toolUseId: 'tu1', prompt: 'tidy' });
+    const { id } = await engineerDispatched(pg.store, { digest: 'a'.repeat(64), source: 'upload', name: null, files: input.length, bytes: 9 }, 'tidy');
     const d = { ...deps(pg.store, script), teams: { research: team }, inputWorkspace: async () => input };
     expect(await runSubagentJob(d, id, 'engineer-1', () => {})).toBe('completed');
     const { state, events } = await loadTask(pg.store, id);
@@ -451,13 +459,7 @@ describe('runSubagentJob', () => {
       { path: 'run.sh', mode: 0o755, content: Buffer.from('r\n') },
     ];
     const stored = await storeWorkspace(pg.db.pool, input);
-    const id = randomUUID();
-    const workspace = { digest: stored.digest, source: 'upload' as const, name: null, files: input.length, bytes: 6 };
-    await handleCommand(pg.store, id, { type: 'SubmitTask', prompt: 'modes', team: 'research', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 'd', requestHash: null, forkedFrom: null, workspace, budget: null });
-    await handleCommand(pg.store, id, { type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'research-lead', configVersion: 'v' });
-    const usage = { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
-    await handleCommand(pg.store, id, { type: 'RecordModelTurn', agentId: 'lead', turn: 1, model: 'm', stopReason: 'tool_use', offline: true, durationMs: 0, usage, content: [{ type: 'tool_use', id: 'tu1', name: 'Task', input: { agent: 'engineer', prompt: 'chmod' } }, { type: 'tool_use', id: 'tu2', name: 'Task', input: { agent: 'engineer', prompt: 'look' } }] });
-    await handleCommand(pg.store, id, { type: 'DispatchSubagent', agentId: 'engineer-1', agentType: 'engineer', toolUseId: 'tu1', prompt: 'chmod' });
+    const { id, workspace } = await engineerDispatched(pg.store, { digest: stored.digest, source: 'upload', name: null, files: input.length, bytes: 6 }, 'chmod');
     const d = { ...deps(pg.store, script), teams: { research: team }, inputWorkspace: async () => input };
     expect(await runSubagentJob(d, id, 'engineer-1', () => {})).toBe('completed');
     const outputs = async (agentId: string) => (await loadTask(pg.store, id)).events.filter((e) => e.type === 'ToolResultsRecorded' && e.data.agentId === agentId).flatMap((e) => (e.data as { results: { content: string }[] }).results.map((r) => r.content));
