@@ -35,6 +35,8 @@ export interface BusNames {
   consumers: { orchestrator: string; notifier: string; runner: string };
   /** `baton.diag.<service>`: request/reply vital signs of a service (core NATS, not JetStream). */
   diagSubject(service: string): string;
+  /** `baton.deployment`: each worker answers with its database's deployment id (core NATS request/reply; `deploymentAnswers`). */
+  deploymentSubject: string;
 }
 
 export type JobKind = 'run' | 'release';
@@ -76,5 +78,6 @@ export function busNames(namespace = ''): BusNames {
     allJobs: `${root}.jobs.>`,
     consumers: { orchestrator: 'orchestrator-task-events', notifier: 'notifier-webhooks', runner: 'runner-jobs' },
     diagSubject: (service) => `${root}.diag.${service}`,
+    deploymentSubject: `${root}.deployment`,
   };
 }

@@ -14,7 +14,8 @@ import { startConsumer } from './consumer.ts';
 import { BatchPublisher, isStoreFailure } from './publisher.ts';
 import { Relay } from './relay.ts';
 import { busNames } from './subjects.ts';
-import { consumerConfigs, differs, ensureTopology, TopologyWatch } from './topology.ts';
+import { deploymentAnswers, deploymentOf, ForeignBusError, serveDeployment } from './deployment.ts';
+import { consumerConfigs, differs, ensureTopology, inspectTopology, topologyProblems, TopologyWatch } from './topology.ts';
 
 const log = pino({ level: 'silent' });
 const TASK = '00000000-0000-4000-8000-000000000001';
@@ -105,6 +106,71 @@ describe('ensureTopology', () => {
     await waitFor(() => got.length === 1, { timeoutMs: 12_000, what: 'the trigger after the consumer update' });
     await c.stop();
     expect(got).toEqual([names.triggerSubject(TASK, 'TaskSubmitted')]);
+  });
+});
+
+describe('one deployment per namespace', () => {
+  test("streams carry the deployment that made them (one made before the marks is marked); another database's are refused while a service of it answers, untouched, and taken over — re-created empty — once none does (two databases on one namespace took each other's jobs)", async ({ nats }) => {
+    const names = busNames(nats.namespace);
+    const jsm = await jetstreamManager(nats.nc);
+    const [first, second] = [randomUUID(), randomUUID()];
+    const as = (deployment: string) => ({ deployment, ownerAnswers: (theirs: string) => deploymentAnswers(nats.nc, names, theirs, 300) });
+    const marks = async () => Promise.all([names.eventsStream, names.jobsStream].map(async (s) => deploymentOf((await jsm.streams.info(s)).config.description)));
+    await ensureTopology(jsm, names); // as before migration 023
+    expect(await marks()).toEqual([null, null]);
+    expect(await ensureTopology(jsm, names, as(first))).toEqual({ takenOver: [] });
+    expect(await marks()).toEqual([first, first]);
+    await jetstream(nats.nc).publish(names.jobSubject('run', TASK, 'lead'), '{}'); // the first deployment's work
+    expect(await deploymentAnswers(nats.nc, names, first, 300)).toBe(false); // nobody subscribed: the server says so
+
+    const serving = serveDeployment(nats.nc, names, first);
+    expect(await deploymentAnswers(nats.nc, names, first, 300)).toBe(true);
+    expect(await deploymentAnswers(nats.nc, names, second, 300)).toBe(false);
+    const refused = await ensureTopology(jsm, names, as(second)).then(() => null, (err: unknown) => err as Error);
+    expect(refused).toBeInstanceOf(ForeignBusError);
+    expect(refused?.message).toBe(
+      `NATS stream ${names.eventsStream} (BATON_NAMESPACE '${nats.namespace}') belongs to another deployment whose services are running: it was made for the database whose deployment id is ${first}, and DATABASE_URL's database is ${second}. Two databases on one namespace take each other's jobs and events (a job for a task not in the database is dropped): give each deployment its own BATON_NAMESPACE (or NATS server), or point this service at the database the others use.`,
+    );
+    expect(topologyProblems(await inspectTopology(jsm, names, second))).toEqual([
+      `stream ${names.eventsStream} was made for another deployment (database ${first})`,
+      `stream ${names.jobsStream} was made for another deployment (database ${first})`,
+    ]);
+    expect((await jsm.streams.info(names.jobsStream)).state.messages).toBe(1);
+    expect(await marks()).toEqual([first, first]);
+
+    serving.unsubscribe();
+    expect(await ensureTopology(jsm, names, as(second))).toEqual({ takenOver: [{ stream: names.eventsStream, from: first }, { stream: names.jobsStream, from: first }] });
+    expect(await marks()).toEqual([second, second]);
+    expect((await jsm.streams.info(names.jobsStream)).state.messages).toBe(0);
+    expect(topologyProblems(await inspectTopology(jsm, names, second))).toEqual([]);
+    // Without a way to ask, another's streams are never taken.
+    await expect(ensureTopology(jsm, names, { deployment: first })).rejects.toBeInstanceOf(ForeignBusError);
+  });
+
+  test("a running worker whose streams another live deployment made anew (a bus wipe, the other first) hands the refusal on from its watch (a worker exits 78), its report unknown", async ({ nats }) => {
+    const names = busNames(nats.namespace);
+    const jsm = await jetstreamManager(nats.nc);
+    const [ours, theirs] = [randomUUID(), randomUUID()];
+    await ensureTopology(jsm, names, { deployment: theirs });
+    const serving = serveDeployment(nats.nc, names, theirs);
+    const refusals: ForeignBusError[] = [];
+    const watch = new TopologyWatch({
+      jsm: () => jetstreamManager(nats.nc),
+      names,
+      topology: { deployment: ours, ownerAnswers: (d) => deploymentAnswers(nats.nc, names, d, 300), onForeign: (err) => refusals.push(err) },
+      log,
+      everyMs: 200,
+    });
+    try {
+      watch.start();
+      await waitFor(() => refusals.length > 0, { what: 'the watch to refuse the other deployment\'s streams' });
+      expect(refusals[0]?.stream).toBe(names.eventsStream);
+      expect(refusals[0]?.theirs).toBe(theirs);
+      expect(watch.report).toBeNull();
+    } finally {
+      await watch.stop();
+      serving.unsubscribe();
+    }
   });
 });
 

@@ -10,11 +10,13 @@ import {
   type StreamConfig,
 } from '@nats-io/jetstream';
 import { nanos, type NatsConnection } from '@nats-io/nats-core';
+import { retryForever } from '@baton/runtime';
 import type { Logger } from 'pino';
 import { setConsumerGauges } from './consumer.ts';
+import { deploymentMark, deploymentOf, ForeignBusError, type DeploymentGuard } from './deployment.ts';
 import type { BusNames } from './subjects.ts';
 
-export interface TopologyOptions {
+export interface TopologyOptions extends DeploymentGuard {
   /** How long events stay in BATON_EVENTS (Postgres keeps them for ever). */
   eventsMaxAgeMs?: number;
   /** JetStream's Nats-Msg-Id dedupe window. */
@@ -26,9 +28,11 @@ export interface TopologyOptions {
 
 export function streamConfigs(names: BusNames, o: TopologyOptions = {}): (Partial<StreamConfig> & { name: string })[] {
   const dup = nanos(o.duplicateWindowMs ?? 120_000);
+  const mark = o.deployment ? { description: deploymentMark(o.deployment) } : {};
   return [
     {
       name: names.eventsStream,
+      ...mark,
       subjects: [names.allEvents, names.allTriggers],
       retention: RetentionPolicy.Limits,
       storage: StorageType.File,
@@ -39,6 +43,7 @@ export function streamConfigs(names: BusNames, o: TopologyOptions = {}): (Partia
     },
     {
       name: names.jobsStream,
+      ...mark,
       subjects: [names.allJobs],
       retention: RetentionPolicy.Workqueue,
       storage: StorageType.File,
@@ -77,14 +82,31 @@ export function consumerConfigs(names: BusNames, o: TopologyOptions = {}): { str
  * Safe to call from every replica at every start. (Updating a consumer needlessly is not
  * harmless: on NATS 2.9 an update loses the pull requests in flight around it, and the
  * consumers then wait for their next pull.)
+ *
+ * With `o.deployment`, the streams are this deployment's (see deployment.ts): one marked by
+ * another is taken over when no service of it answers (`o.ownerAnswers`), else refused with
+ * `ForeignBusError`; one made before the marks is marked. Answers the streams taken over.
  */
-export async function ensureTopology(jsm: JetStreamManager, names: BusNames, o: TopologyOptions = {}): Promise<void> {
+export async function ensureTopology(jsm: JetStreamManager, names: BusNames, o: TopologyOptions = {}): Promise<{ takenOver: { stream: string; from: string }[] }> {
   const kept = new Set<string>();
+  const takenOver: { stream: string; from: string }[] = [];
+  const info = (name: string) => jsm.streams.info(name).catch((err: unknown) => (isNotFound(err) ? null : Promise.reject(err)));
   for (const cfg of streamConfigs(names, o)) {
     const name = cfg.name;
-    const existing = await jsm.streams.info(name).catch((err: unknown) => (isNotFound(err) ? null : Promise.reject(err)));
-    if (!existing) await addIfAbsent(() => jsm.streams.add(cfg));
-    else {
+    let existing = await info(name);
+    const theirs = existing && o.deployment ? deploymentOf(existing.config.description) : null;
+    if (theirs && theirs !== o.deployment) {
+      if (!o.ownerAnswers || (await o.ownerAnswers(theirs))) throw new ForeignBusError(name, names.namespace, theirs, o.deployment as string);
+      await jsm.streams.delete(name).catch((err: unknown) => (isNotFound(err) ? false : Promise.reject(err)));
+      takenOver.push({ stream: name, from: theirs });
+      existing = null;
+    }
+    if (!existing) {
+      await addIfAbsent(() => jsm.streams.add(cfg));
+      // Another deployment's service may have made it between our look and our add.
+      const made = o.deployment ? deploymentOf((await info(name))?.config.description) : null;
+      if (made && made !== o.deployment) throw new ForeignBusError(name, names.namespace, made, o.deployment as string);
+    } else {
       kept.add(name);
       if (differs(existing.config, cfg)) await jsm.streams.update(name, { ...existing.config, ...cfg });
     }
@@ -109,6 +131,27 @@ export async function ensureTopology(jsm: JetStreamManager, names: BusNames, o: 
     const wanted = { ack_wait, max_ack_pending, max_deliver: -1, ...(filter_subject ? { filter_subject } : {}) };
     if (differs(existing.config, wanted)) await jsm.consumers.update(stream, name, wanted);
   }
+  return { takenOver };
+}
+
+/**
+ * A worker's start: `ensureTopology`, retried while NATS cannot answer; streams of another live
+ * deployment go to `o.onForeign` (a worker's exits 78) instead of being retried for ever.
+ */
+export async function setUpTopology(jsm: () => Promise<JetStreamManager>, names: BusNames, o: TopologyOptions, log: Logger): Promise<void> {
+  const { takenOver } = await retryForever('setting up JetStream streams', log, async () => {
+    try {
+      return await ensureTopology(await jsm(), names, o);
+    } catch (err) {
+      if (err instanceof ForeignBusError) o.onForeign?.(err);
+      throw err;
+    }
+  });
+  logTakenOver(log, takenOver);
+}
+
+function logTakenOver(log: Logger, takenOver: { stream: string; from: string }[]): void {
+  for (const { stream, from } of takenOver) log.warn({ stream, from }, "bus stream made for another deployment (another database on this BATON_NAMESPACE), none of whose services answers: taken over (deleted and re-created; what it held was that database's work)");
 }
 
 /**
@@ -139,17 +182,24 @@ function isNotFound(err: unknown): boolean {
   return e?.api_error?.err_code === 10059 || e?.api_error?.err_code === 10014 || /not found/i.test(e?.message ?? '');
 }
 
-/** What the bus holds now: each stream's creation time (absent: missing) and the consumers that are missing. */
+/**
+ * What the bus holds now: each stream's creation time (absent: missing), the consumers that are
+ * missing, and the streams another deployment than `deployment` made (stream → its deployment id).
+ */
 export interface TopologyReport {
   streams: Record<string, string | null>;
   missingConsumers: string[];
+  foreign: Record<string, string>;
 }
 
-export async function inspectTopology(jsm: JetStreamManager, names: BusNames): Promise<TopologyReport> {
+export async function inspectTopology(jsm: JetStreamManager, names: BusNames, deployment?: string): Promise<TopologyReport> {
   const streams: Record<string, string | null> = {};
+  const foreign: Record<string, string> = {};
   for (const name of [names.eventsStream, names.jobsStream]) {
     const info = await jsm.streams.info(name).catch((err: unknown) => (isNotFound(err) ? null : Promise.reject(err)));
     streams[name] = info ? info.created : null;
+    const theirs = info && deployment ? deploymentOf(info.config.description) : null;
+    if (theirs && theirs !== deployment) foreign[name] = theirs;
   }
   const missingConsumers: string[] = [];
   for (const { stream, config } of consumerConfigs(names)) {
@@ -160,7 +210,7 @@ export async function inspectTopology(jsm: JetStreamManager, names: BusNames): P
     const info = await jsm.consumers.info(stream, config.durable_name as string).catch((err: unknown) => (isNotFound(err) ? null : Promise.reject(err)));
     if (!info) missingConsumers.push(config.durable_name as string);
   }
-  return { streams, missingConsumers };
+  return { streams, missingConsumers, foreign };
 }
 
 /**
@@ -186,6 +236,7 @@ export function topologyProblems(r: TopologyReport): string[] {
   return [
     ...Object.entries(r.streams).filter(([, c]) => c === null).map(([s]) => `stream ${s} is missing`),
     ...r.missingConsumers.map((c) => `consumer ${c} is missing`),
+    ...Object.entries(r.foreign).map(([s, theirs]) => `stream ${s} was made for another deployment (database ${theirs})`),
   ];
 }
 
@@ -294,13 +345,14 @@ export class TopologyWatch {
       this.repairedAt.set(stream, now);
       this.repairs++;
     }
-    let report = await inspectTopology(jsm, this.o.names);
+    const deployment = this.o.topology?.deployment;
+    let report = await inspectTopology(jsm, this.o.names, deployment);
     const problems = topologyProblems(report);
     const recreated = problems.length > 0;
     if (recreated) {
       this.o.log.warn({ problems }, 'bus topology incomplete; re-creating it');
-      await ensureTopology(jsm, this.o.names, this.o.topology);
-      report = await inspectTopology(jsm, this.o.names);
+      logTakenOver(this.o.log, (await ensureTopology(jsm, this.o.names, this.o.topology)).takenOver);
+      report = await inspectTopology(jsm, this.o.names, deployment);
     }
     this.report = report;
     await this.o.onReport?.(report, recreated);
@@ -320,7 +372,10 @@ export class TopologyWatch {
       () => undefined,
       (err: unknown) => {
         this.report = null;
-        this.o.log.warn({ err }, 'bus topology check failed; will retry');
+        if (err instanceof ForeignBusError) {
+          this.o.log.error({ stream: err.stream, theirs: err.theirs }, err.message);
+          this.o.topology?.onForeign?.(err);
+        } else this.o.log.warn({ err }, 'bus topology check failed; will retry');
       },
     );
     await this.running;

@@ -1,4 +1,5 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
@@ -6,7 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { claimNamespace } from '@baton/db';
-import { deleteNamespace, newNamespace, pgTest, withDatabase } from '@baton/testing';
+import { deleteNamespace, freshDatabase, newNamespace, pgTest, waitFor, withDatabase } from '@baton/testing';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { dropDatabase } from './procs.ts';
 
@@ -64,8 +65,8 @@ describe('start-up with a bad team config', () => {
   });
 
   pgTest("a service of another namespace than the one its database belongs to refuses to start, exit 78 naming both (one had taken the relay's lock and published the other's events where nobody listened)", async ({ pg }) => {
-    expect(await claimNamespace(pg.db.pool, 'owner1')).toBe('owner1');
-    expect(await claimNamespace(pg.db.pool, 'other2')).toBe('owner1'); // the first claim holds
+    expect((await claimNamespace(pg.db.pool, 'owner1')).namespace).toBe('owner1');
+    expect((await claimNamespace(pg.db.pool, 'other2')).namespace).toBe('owner1'); // the first claim holds
     for (const service of ['orchestrator', 'sandbox-runner', 'notifier', 'gateway']) {
       const err = await run(process.execPath, [path.join(ROOT, 'services', service, 'src', 'main.ts')], {
         env: { ...process.env, DATABASE_URL: pg.url, NATS_URL: inject('natsUrl'), BATON_NAMESPACE: 'other2', OPS_PORT: '0', PORT: '0', WORKSPACE_ROOT: path.join(tmpdir(), 'baton-ns-refused') },
@@ -76,6 +77,45 @@ describe('start-up with a bad team config', () => {
     }
     await deleteNamespace(inject('natsUrl'), 'other2');
   }, 240_000);
+
+  it("two databases on one namespace: a worker on the second refuses to start while a worker of the first runs, exit 78 naming both deployment ids (their runners took each other's jobs, all ready), and takes the streams over once none runs", async () => {
+    const namespace = newNamespace();
+    const [first, second] = [await freshDatabase(), await freshDatabase()];
+    const notifier = path.join(ROOT, 'services', 'notifier', 'src', 'main.ts');
+    const env = (url: string) => ({ ...process.env, DATABASE_URL: url, NATS_URL: inject('natsUrl'), BATON_NAMESPACE: namespace, OPS_PORT: '0', LOG_LEVEL: 'info', LOG_PRETTY: 'false' });
+    const start = (url: string) => {
+      const child = spawn(process.execPath, [notifier], { env: env(url), stdio: ['ignore', 'pipe', 'pipe'] });
+      const out = { text: '' };
+      child.stdout.on('data', (b: Buffer) => (out.text += b.toString()));
+      return { child, out, stop: async () => { if (child.exitCode === null) { child.kill('SIGTERM'); await once(child, 'exit'); } } };
+    };
+    const deploymentOf = async (db: typeof first) => (await db.db.pool.query<{ id: string }>('select deployment_id as id from deployment')).rows[0]?.id;
+    try {
+      const running = start(first.url);
+      try {
+        await waitFor(() => running.out.text.includes('notifier started'), { timeoutMs: 60_000, what: 'the first notifier to start' });
+        const refused = await run(process.execPath, [notifier], { env: env(second.url), timeout: 60_000 }).then(() => null, (e: { code: number; stderr: string }) => e);
+        expect(refused?.code).toBe(78);
+        expect(refused?.stderr).toContain(
+          `NATS stream BATON_EVENTS_${namespace.toUpperCase()} (BATON_NAMESPACE '${namespace}') belongs to another deployment whose services are running: it was made for the database whose deployment id is ${await deploymentOf(first)}, and DATABASE_URL's database is ${await deploymentOf(second)}.`,
+        );
+      } finally {
+        await running.stop();
+      }
+      // The first deployment gone (its database dropped, say): the second takes the streams over.
+      const taking = start(second.url);
+      try {
+        await waitFor(() => taking.out.text.includes('notifier started'), { timeoutMs: 60_000, what: 'the second notifier to start' });
+        expect(taking.out.text).toContain('taken over (deleted and re-created');
+      } finally {
+        await taking.stop();
+      }
+    } finally {
+      await deleteNamespace(inject('natsUrl'), namespace);
+      await first.drop();
+      await second.drop();
+    }
+  }, 180_000);
 
   it('a port already taken: the gateway (PORT) and a worker (OPS_PORT) say which and how to choose another, and exit 78; baton up stops instead of restarting for ever', async () => {
     const taken = createServer();

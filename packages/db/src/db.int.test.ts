@@ -136,10 +136,14 @@ describe('claimNamespace', () => {
     for (let round = 0; round < 20; round++) {
       await pg.db.pool.query('delete from deployment');
       const [a, b] = await Promise.all([claimNamespace(pg.db.pool, 'nsa'), claimNamespace(pg.db.pool, 'nsb')]);
-      expect(a).toBe(b);
-      expect(['nsa', 'nsb']).toContain(a);
+      expect(a).toEqual(b);
+      expect(['nsa', 'nsb']).toContain(a.namespace);
+      expect(a.deployment).toMatch(/^[0-9a-f-]{36}$/);
     }
-    expect(await claimNamespace(pg.db.pool, 'nsc')).not.toBe('nsc');
+    const owner = await claimNamespace(pg.db.pool, 'nsc');
+    expect(owner.namespace).not.toBe('nsc');
+    // The deployment id (migration 023) stays what it was claimed with.
+    expect(await claimNamespace(pg.db.pool, owner.namespace)).toEqual(owner);
   });
 });
 

@@ -134,18 +134,25 @@ export function schemaReady(pool: Pick<pg.Pool, 'query'>): () => Promise<void> {
   };
 }
 
+/** Who owns a database: its namespace (BATON_NAMESPACE) and its deployment id (migration 023). */
+export interface DeploymentClaim {
+  namespace: string;
+  deployment: string;
+}
+
 /**
  * Claim this database for a namespace (BATON_NAMESPACE): the first to ask owns it. Returns the
  * owner — this namespace, or the one that claimed it first (then the caller must not run on it:
- * `holdNamespace` in @baton/runtime).
+ * `holdNamespace` in @baton/runtime) — and the database's deployment id, which its services
+ * write on the NATS streams they make (`ensureTopology` in @baton/bus).
  */
-export async function claimNamespace(pool: Pick<pg.Pool, 'query'>, namespace: string): Promise<string> {
-  const claimed = await pool.query<{ namespace: string }>(`insert into deployment (namespace) values ($1) on conflict (id) do nothing returning namespace`, [namespace]);
-  if (claimed.rows[0]) return claimed.rows[0].namespace;
+export async function claimNamespace(pool: Pick<pg.Pool, 'query'>, namespace: string): Promise<DeploymentClaim> {
+  const claimed = await pool.query<DeploymentClaim>(`insert into deployment (namespace) values ($1) on conflict (id) do nothing returning namespace, deployment_id as deployment`, [namespace]);
+  if (claimed.rows[0]) return claimed.rows[0];
   // Claimed already — perhaps by a claim that committed while this one waited on it: read in a
   // statement of its own, which sees that commit (the insert's snapshot did not).
-  const { rows } = await pool.query<{ namespace: string }>('select namespace from deployment where id = 1');
+  const { rows } = await pool.query<DeploymentClaim>('select namespace, deployment_id as deployment from deployment where id = 1');
   if (!rows[0]) throw new Error('the deployment row is claimed and yet not there');
-  return rows[0].namespace;
+  return rows[0];
 }
 

@@ -189,10 +189,12 @@ export function namespaceRefusal(namespace: string, owner: string): string | nul
  * database another namespace owns is refused — printed, exit 78, like a bad setting. So is a log
  * restored from another server and not yet renumbered (`restoredLog`, @baton/db's
  * restoredLogProblem): what a service wrote on it before the migrations step renumbered it would
- * be lost to the relay.
+ * be lost to the relay. Resolves to the database's deployment id (what the service's streams are
+ * marked with: `ensureTopology`).
  */
-export async function holdNamespace(service: string, namespace: string, claim: (namespace: string) => Promise<string>, log: Logger, restoredLog: () => Promise<string | null>): Promise<void> {
+export async function holdNamespace(service: string, namespace: string, claim: (namespace: string) => Promise<{ namespace: string; deployment: string }>, log: Logger, restoredLog: () => Promise<string | null>): Promise<string> {
   const owner = await retryForever("claiming the database for this service's BATON_NAMESPACE", log, () => claim(namespace));
-  const refused = namespaceRefusal(namespace, owner) ?? (await retryForever('checking the event log', log, restoredLog));
+  const refused = namespaceRefusal(namespace, owner.namespace) ?? (await retryForever('checking the event log', log, restoredLog));
   if (refused) exitOnConfigError(new ConfigError(service, [refused]));
+  return owner.deployment;
 }

@@ -501,6 +501,13 @@ describe('reads, tenancy, errors', () => {
     const lost = await (await gateway(pg, nats)).inject({ method: 'GET', url: '/readyz' });
     expect(lost.statusCode).toBe(200);
     expect(lost.json()).toMatchObject({ status: 'degraded', checks: { bus: expect.stringMatching(new RegExp(`stream ${names.jobsStream} is missing.*\\(the workers re-create them: is one running\\?\\)$`)) } });
+    // Streams another database made (another deployment on this namespace): named, with what the workers do about it.
+    await ensureTopology(await jetstreamManager(nats.nc), names, { deployment: 'their-deployment' });
+    const foreign = await (await testGateway(pg, nats, { deployment: 'our-deployment' })).inject({ method: 'GET', url: '/readyz' });
+    expect(foreign.statusCode).toBe(200);
+    expect(foreign.json().checks.bus).toBe(
+      `stream ${names.eventsStream} was made for another deployment (database their-deployment); stream ${names.jobsStream} was made for another deployment (database their-deployment): another database is on this BATON_NAMESPACE (the workers refuse to start while its services run, and take the streams over once none does)`,
+    );
     const noNats = await (await gateway(pg, null, { namespace: nats.namespace })).inject({ method: 'GET', url: '/readyz' });
     expect(noNats.statusCode).toBe(503);
     expect(noNats.json().checks.nats).toBe('unreachable');

@@ -21,6 +21,8 @@ export interface GatewayDeps {
   names: BusNames;
   /** Null until NATS is reachable; the gateway serves (and /readyz says 503) meanwhile. */
   nats: () => NatsConnection | null;
+  /** This database's deployment id once claimed (null before; absent: not checked): streams another deployment made show on /readyz. */
+  deployment?: () => string | null;
   hub: SseHub;
   /** Tenants of tasks seen here (event streams check visibility against it first). */
   tenants: TaskTenants;

@@ -27,6 +27,8 @@ const cache = new TaskCache(db.pool, servicesCachePolicy);
 const names = busNames(config.BATON_NAMESPACE);
 const hub = new SseHub(names, log);
 let nc: NatsConnection | null = null;
+// This database's deployment id (known once Postgres answers the namespace claim below).
+let deployment: string | null = null;
 const catalog = new TeamCatalog(teams, (v) => loadTeamConfig(db.pool, v));
 const apiKeys = parseApiKeys(config.BATON_API_KEYS);
 if (apiKeys.size === 0) log.warn('no BATON_API_KEYS configured: the API is OPEN (single tenant "default"); set keys before exposing it');
@@ -38,6 +40,7 @@ const app = await buildApp({
   load: cache.load,
   names,
   nats: () => nc,
+  deployment: () => deployment,
   hub,
   tenants: new TaskTenants(),
   teams,
@@ -85,7 +88,7 @@ const teamsRecorded = (): Promise<void> =>
   }));
 void retryForever('recording team config versions', log, teamsRecorded);
 // One namespace per database (checked once Postgres answers: the gateway serves meanwhile).
-void holdNamespace('gateway', config.BATON_NAMESPACE, (ns) => claimNamespace(db.pool, ns), log, () => restoredLogProblem(db.pool));
+void holdNamespace('gateway', config.BATON_NAMESPACE, (ns) => claimNamespace(db.pool, ns), log, () => restoredLogProblem(db.pool)).then((d) => (deployment = d));
 void connectNats(config.NATS_URL, 'baton-gateway', log).then((c) => {
   nc = c;
   hub.attach(c);

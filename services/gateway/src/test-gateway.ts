@@ -24,7 +24,7 @@ import { TaskTenants } from './task-tenants.ts';
 export async function testGateway(
   pg: { db: Pick<Db, 'pool' | 'kysely'>; store: EventStore },
   nats: { nc: NatsConnection; namespace: string } | null,
-  opts: { teams?: Readonly<Record<string, TeamDefinition>>; apiKeys?: Map<string, string>; openApiHosts?: string[]; namespace?: string; sseHeartbeatMs?: number; examplesDir?: string; workspaceLimits?: WorkspaceLimits; limits?: Partial<GatewayLimits>; allowPrivateWebhooks?: boolean; budgets?: TenantBudgets; chatModel?: StreamingModel; notify?: Record<string, NotifyConfig>; mailLinkSecret?: string; log?: Logger } = {},
+  opts: { teams?: Readonly<Record<string, TeamDefinition>>; apiKeys?: Map<string, string>; openApiHosts?: string[]; namespace?: string; sseHeartbeatMs?: number; examplesDir?: string; workspaceLimits?: WorkspaceLimits; limits?: Partial<GatewayLimits>; allowPrivateWebhooks?: boolean; budgets?: TenantBudgets; chatModel?: StreamingModel; notify?: Record<string, NotifyConfig>; mailLinkSecret?: string; log?: Logger; deployment?: string } = {},
 ): Promise<FastifyInstance> {
   const log = opts.log ?? silentLogger();
   const names = busNames(opts.namespace ?? nats?.namespace ?? '');
@@ -37,6 +37,7 @@ export async function testGateway(
     load: new TaskCache(pg.db.pool).load,
     names,
     nats: () => nats?.nc ?? null,
+    ...(opts.deployment ? { deployment: () => opts.deployment ?? null } : {}),
     hub,
     tenants: new TaskTenants(),
     teams: opts.teams ?? builtinTeams,

@@ -1,4 +1,4 @@
-import { busNames, connectNats, drainNats, ensureTopology, natsAnswers, serveDiagnostics } from '@baton/bus';
+import { busNames, connectNats, drainNats, deploymentGuard, natsAnswers, serveDiagnostics, setUpTopology } from '@baton/bus';
 import { claimNamespace, createDb, restoredLogProblem, schemaReady } from '@baton/db';
 import { EventStore } from '@baton/event-store';
 import { configOrExit, createLogger, holdNamespace, installCrashGuards, installShutdown, retryForever, startOps, startTelemetry, topologyFromEnv } from '@baton/runtime';
@@ -16,10 +16,12 @@ installCrashGuards(log);
 const tracing = startTelemetry('notifier', process.env, log);
 const db = createDb(config.DATABASE_URL, { max: config.PG_POOL_MAX, applicationName: 'baton-notifier', countQueries: true, log });
 await retryForever('connecting to Postgres', log, () => db.pool.query('select 1'));
-void holdNamespace('notifier', config.BATON_NAMESPACE, (ns) => claimNamespace(db.pool, ns), log, () => restoredLogProblem(db.pool));
+const deployment = await holdNamespace('notifier', config.BATON_NAMESPACE, (ns) => claimNamespace(db.pool, ns), log, () => restoredLogProblem(db.pool));
 const nc = await connectNats(config.NATS_URL, 'baton-notifier', log);
 const names = busNames(config.BATON_NAMESPACE);
-await retryForever('setting up JetStream streams', log, async () => ensureTopology(await jetstreamManager(nc), names, topologyFromEnv(config)));
+// This database's streams: another deployment's (another database on this namespace) are refused while it runs.
+const topology = { ...topologyFromEnv(config), ...deploymentGuard('notifier', nc, names, deployment) };
+await setUpTopology(() => jetstreamManager(nc), names, topology, log);
 if (!config.WEBHOOK_SECRET) log.warn('WEBHOOK_SECRET is not set: webhooks are signed with a public development secret');
 // Mail (docs/email.md): off without SMTP_URL (agents' outbox mails are then recorded as failed: mail_off).
 const mailer = config.SMTP_URL ? smtpMailer(config.SMTP_URL, config.MAIL_TIMEOUT_MS) : null;
@@ -41,7 +43,7 @@ const notifier = await startNotifier({
   allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
   nc,
   busCheckMs: config.BUS_CHECK_INTERVAL_MS,
-  topology: topologyFromEnv(config),
+  topology,
   mail: {
     mailer,
     from: config.MAIL_FROM,

@@ -1,5 +1,5 @@
 import { loadTeamsOrExit, modelFromConfig, TeamCatalog } from '@baton/agents';
-import { busNames, connectNats, drainNats, ensureTopology, natsAnswers, reportRelayLag, serveDiagnostics } from '@baton/bus';
+import { busNames, connectNats, drainNats, deploymentGuard, natsAnswers, reportRelayLag, serveDiagnostics, setUpTopology } from '@baton/bus';
 import { claimNamespace, createDb, restoredLogProblem, schemaReady } from '@baton/db';
 import { EventStore, servicesCachePolicy, TaskCache } from '@baton/event-store';
 import { loadTeamConfig, saveTeamConfigs, workspaceManifest } from '@baton/storage';
@@ -20,10 +20,12 @@ const db = createDb(config.DATABASE_URL, { max: config.PG_POOL_MAX, applicationN
 const cache = new TaskCache(db.pool, servicesCachePolicy);
 await retryForever(`connecting to Postgres`, log, () => db.pool.query('select 1'));
 // One namespace per database: another's would take the relay's lock and publish this one's events where nobody listens.
-await holdNamespace('orchestrator', config.BATON_NAMESPACE, (ns) => claimNamespace(db.pool, ns), log, () => restoredLogProblem(db.pool));
+const deployment = await holdNamespace('orchestrator', config.BATON_NAMESPACE, (ns) => claimNamespace(db.pool, ns), log, () => restoredLogProblem(db.pool));
 const nc = await connectNats(config.NATS_URL, 'baton-orchestrator', log);
 const names = busNames(config.BATON_NAMESPACE);
-await retryForever('setting up JetStream streams', log, async () => ensureTopology(await jetstreamManager(nc), names, topologyFromEnv(config)));
+// This database's streams: another deployment's (another database on this namespace) are refused while it runs.
+const topology = { ...topologyFromEnv(config), ...deploymentGuard('orchestrator', nc, names, deployment) };
+await setUpTopology(() => jetstreamManager(nc), names, topology, log);
 const model = modelFromConfig(config);
 const catalog = new TeamCatalog(teams, (v) => loadTeamConfig(db.pool, v));
 await retryForever('recording team config versions', log, () => saveTeamConfigs(db.pool, catalog.versions()));
@@ -48,7 +50,7 @@ const orchestrator = await startOrchestrator({
   deadlineBackstopMs: config.DEADLINE_BACKSTOP_MS,
   watchdog: { everyMs: config.WATCHDOG_INTERVAL_MS, graceMs: config.WATCHDOG_GRACE_MS, maxRedispatches: config.WATCHDOG_MAX_REDISPATCHES, maxStalledAttempts: config.WATCHDOG_MAX_STALLED_ATTEMPTS, replayWindowMs: config.BUS_REPLAY_WINDOW_MS },
   busCheckMs: config.BUS_CHECK_INTERVAL_MS,
-  topology: topologyFromEnv(config),
+  topology,
   relay: { enabled: config.RELAY_ENABLED, batchSize: config.RELAY_BATCH_SIZE, backstopMs: config.RELAY_BACKSTOP_MS },
 });
 log.info({ namespace: names.namespace || '(default)', model: model.name, relay: config.RELAY_ENABLED }, 'orchestrator started');

@@ -1,7 +1,7 @@
 import { appendFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { loadTeamsOrExit, modelFromConfig, TeamCatalog } from '@baton/agents';
-import { busNames, connectNats, drainNats, ensureTopology, natsAnswers, serveDiagnostics } from '@baton/bus';
+import { busNames, connectNats, drainNats, deploymentGuard, natsAnswers, serveDiagnostics, setUpTopology } from '@baton/bus';
 import { claimNamespace, createDb, restoredLogProblem, schemaReady } from '@baton/db';
 import { EventStore, servicesCachePolicy, TaskCache } from '@baton/event-store';
 import { LocalSandboxProvider } from '@baton/sandbox';
@@ -27,10 +27,12 @@ const sandboxes = sandboxProviderFromConfig(config, db.pool, log);
 const rootProblem = sandboxes instanceof LocalSandboxProvider ? await sandboxes.rootProblem() : null;
 if (rootProblem) exitOnConfigError(new ConfigError('sandbox-runner', [`WORKSPACE_ROOT: ${rootProblem}`]));
 await retryForever('connecting to Postgres', log, () => db.pool.query('select 1'));
-await holdNamespace('sandbox-runner', config.BATON_NAMESPACE, (ns) => claimNamespace(db.pool, ns), log, () => restoredLogProblem(db.pool));
+const deployment = await holdNamespace('sandbox-runner', config.BATON_NAMESPACE, (ns) => claimNamespace(db.pool, ns), log, () => restoredLogProblem(db.pool));
 const nc = await connectNats(config.NATS_URL, 'baton-sandbox-runner', log);
 const names = busNames(config.BATON_NAMESPACE);
-await retryForever('setting up JetStream streams', log, async () => ensureTopology(await jetstreamManager(nc), names, topologyFromEnv(config)));
+// This database's streams: another deployment's (another database on this namespace) are refused while it runs.
+const topology = { ...topologyFromEnv(config), ...deploymentGuard('sandbox-runner', nc, names, deployment) };
+await setUpTopology(() => jetstreamManager(nc), names, topology, log);
 const runnerId = config.RUNNER_ID ?? defaultRunnerId(hostname(), process.pid);
 // The agents an earlier process of this runner died with go back to the watchdog now, not after their leases run out.
 await handBackPredecessors(db.pool, { runnerId, explicit: config.RUNNER_ID !== undefined, host: hostname() }, log).catch((err: unknown) =>
@@ -70,7 +72,7 @@ const runner = await startRunner({
   maxAttempts: config.CONSUMER_MAX_ATTEMPTS,
   lease: { db: db.pool, ttlMs: config.LEASE_TTL_MS },
   busCheckMs: config.BUS_CHECK_INTERVAL_MS,
-  topology: topologyFromEnv(config),
+  topology,
 });
 log.info({ runnerId, sandboxes: sandboxes.name }, 'sandbox-runner started');
 const ops = await startOps(config, { log, checks: { postgres: schemaReady(db.pool), nats: () => natsAnswers(nc) } });

@@ -21,6 +21,7 @@ import * as m019 from './019_deployment_namespace.ts';
 import * as m020 from './020_task_forks.ts';
 import * as m021 from './021_task_webhook_secrets.ts';
 import * as m022 from './022_given_up_deliveries.ts';
+import * as m023 from './023_deployment_id.ts';
 
 /** Numbered migrations, imported statically so they run the same from source and from a build. */
 export const migrations: Record<string, Migration> = {
@@ -46,6 +47,7 @@ export const migrations: Record<string, Migration> = {
   '020_task_forks': m020,
   '021_task_webhook_secrets': m021,
   '022_given_up_deliveries': m022,
+  '023_deployment_id': m023,
 };
 
 export const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

@@ -30,8 +30,14 @@ export const systemRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => 
     const info: Record<string, string> = {};
     if (nc && checks.nats === 'ok') {
       try {
-        const problems = topologyProblems(await inspectTopology(await jetstreamManager(nc), d.names));
-        info.bus = problems.length === 0 ? 'ok' : `${problems.join('; ')} (the workers re-create them: is one running?)`;
+        const report = await inspectTopology(await jetstreamManager(nc), d.names, d.deployment?.() ?? undefined);
+        const problems = topologyProblems(report);
+        info.bus =
+          problems.length === 0
+            ? 'ok'
+            : Object.keys(report.foreign).length > 0
+              ? `${problems.join('; ')}: another database is on this BATON_NAMESPACE (the workers refuse to start while its services run, and take the streams over once none does)`
+              : `${problems.join('; ')} (the workers re-create them: is one running?)`;
       } catch (err) {
         info.bus = `cannot inspect: ${(err as Error).message}`;
       }
