@@ -2,6 +2,7 @@ import { fold, recordAs, taskStreamId, type DecidedEvent, type TaskState } from 
 import { describe, expect, it } from 'vitest';
 import { triageToolUses, type TriageInput } from './loop.ts';
 import { builtinTeams, type TeamDefinition } from './teams.ts';
+import { codeSpan } from './tools.ts';
 
 const TASK = '00000000-0000-4000-8000-000000000001';
 const usage = { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
@@ -166,7 +167,8 @@ describe('submit_plan (the engineering lead)', () => {
     ]);
     const asked = triage(true, input);
     expect(asked.dispatches).toEqual([]);
-    expect(asked.asks).toEqual([expect.objectContaining({ type: 'RequestApproval', toolName: 'submit_plan', plan: expect.stringMatching(/^I will split it\.\n\nPlan: add a report\n1\. api \[backend-engineer\] the API\n {3}locks: api\/\*\*\n2\. web .*after: api$/s) })]);
+    expect(asked.asks).toEqual([expect.objectContaining({ type: 'RequestApproval', toolName: 'submit_plan', plan: expect.stringMatching(/^I will split it\.\n\nPlan: add a report\n1\. `api` \[backend-engineer\] the API\n {3}locks: `api\/\*\*`\n2\. `web` .*after: `api`$/s) })]);
+    expect([codeSpan('src/**'), codeSpan('a`b'), codeSpan('`x``')]).toEqual(['`src/**`', '``a`b``', '``` `x`` ```']);
   });
 
   it('an invalid plan goes back to the model as an error result naming each problem', () => {

@@ -110,6 +110,13 @@ export const planSubtasksOf = (input: { subtasks: z.infer<typeof PlanSubtaskInpu
 /** The agents a plan may assign: the lead's delegates, less its reviewer (the review is the plan's last step). */
 export const planAgents = (team: TeamDefinition): string[] => (team.lead.delegatesTo ?? []).filter((a) => a !== team.lead.reviewAgent && team.agents[a]);
 
+/** `text` as a markdown code span: fenced by more backticks than it holds in a row, padded where it begins or ends with one. */
+export function codeSpan(text: string): string {
+  const fence = '`'.repeat(Math.max(0, ...(text.match(/`+/g) ?? []).map((r) => r.length)) + 1);
+  const pad = text.startsWith('`') || text.endsWith('`') ? ' ' : '';
+  return `${fence}${pad}${text}${pad}${fence}`;
+}
+
 export const submitPlanTool = defineTool({
   name: 'submit_plan',
   description:
@@ -123,7 +130,8 @@ export const submitPlanTool = defineTool({
   describe: (input) =>
     [
       `Plan: ${input.summary}`,
-      ...input.subtasks.map((t, i) => `${i + 1}. ${t.id} [${t.agent}] ${t.description}\n   locks: ${t.file_locks.join(', ')}${t.depends_on.length ? `; after: ${t.depends_on.join(', ')}` : ''}`),
+      // Ids and globs in code spans: the plan is shown as markdown, where `src/**, docs/**` read as bold.
+      ...input.subtasks.map((t, i) => `${i + 1}. ${codeSpan(t.id)} [${t.agent}] ${t.description}\n   locks: ${t.file_locks.map(codeSpan).join(', ')}${t.depends_on.length ? `; after: ${t.depends_on.map(codeSpan).join(', ')}` : ''}`),
     ].join('\n'),
 });
 

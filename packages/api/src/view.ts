@@ -133,7 +133,16 @@ export interface TeamInfoView {
 /** A task's change against its input workspace, as `GET /v1/tasks/:id/diff?format=json` gives it. */
 export interface TaskChangeView {
   /** Changed files, sorted by path; the patch holds one `diff --git` section per file, in this order. */
-  files: { path: string; status: 'added' | 'modified' | 'deleted'; additions: number; deletions: number; binary: boolean }[];
+  files: {
+    path: string;
+    status: 'added' | 'modified' | 'deleted';
+    additions: number;
+    deletions: number;
+    binary: boolean;
+    /** Git's mode of each side (`100755`: executable); null for the side that does not exist. */
+    oldMode: '100644' | '100755' | null;
+    newMode: '100644' | '100755' | null;
+  }[];
   /** A git-style unified diff of every change ('' when nothing changed). */
   patch: string;
 }

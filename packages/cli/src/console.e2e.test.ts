@@ -178,6 +178,8 @@ describe('the web console, in Chromium', () => {
       expect(box && box.y + box.height, `the banner's Approve within the first screen at ${viewport.width}`).toBeLessThanOrEqual(viewport.height);
       await shot(`engineering-plan-${viewport.width}`);
     }
+    // The locks read as they are (as markdown, `api/**, web/**` had turned into bold text).
+    expect(await page.locator('article.approval .plan-text code').allTextContents()).toEqual(expect.arrayContaining(['api/**', 'web/**']));
     await page.setViewportSize({ width: 1400, height: 1000 });
     const request = (await task(id)).pendingRequests[0]!;
     await api.request('POST', `/v1/tasks/${id}/approvals/${request.requestId}`, { decision: 'approve' });
@@ -318,7 +320,17 @@ describe('the web console, in Chromium', () => {
     await form.getByLabel('project archive').setInputFiles({ name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('not an archive') });
     await form.getByRole('button', { name: 'Submit' }).click();
     await form.getByRole('alert').getByText(/not a gzip file/).waitFor();
-    await form.getByLabel('project archive').setInputFiles({ name: 'app.tar.gz', mimeType: 'application/gzip', buffer: await tarGz([{ name: 'src/app.ts', content: 'export const x = 1;\n' }, { name: 'README.md', content: '# app\n' }]) });
+    // The gateway's refusal names the file field: marked invalid and focused.
+    expect(await form.getByLabel('project archive').getAttribute('aria-invalid')).toBe('true');
+    await waitFor(async () => (await page.evaluate("document.activeElement?.getAttribute('aria-label')")) === 'project archive', { what: 'the focus on the file field' });
+    const archive = { name: 'app.tar.gz', mimeType: 'application/gzip', buffer: await tarGz([{ name: 'src/app.ts', content: 'export const x = 1;\n' }, { name: 'README.md', content: '# app\n' }]) };
+    // A file chosen, then another workspace and "upload" again: the field is empty, and so is what is sent (the hidden file was uploaded).
+    await form.getByLabel('project archive').setInputFiles(archive);
+    await form.getByLabel('workspace').selectOption('example:inventory');
+    await form.getByLabel('workspace').selectOption('upload');
+    await form.getByRole('button', { name: 'Submit' }).click();
+    await form.getByRole('alert').getByText('Choose the .tar.gz of the project to start from').waitFor();
+    await form.getByLabel('project archive').setInputFiles(archive);
     await form.getByRole('button', { name: 'Submit' }).click();
     await page.locator('.task-head h2', { hasText: 'Fix the failing test' }).waitFor();
     const fromUpload = page.url().split('#/tasks/')[1]!;
@@ -336,6 +348,9 @@ describe('the web console, in Chromium', () => {
     await editor.fill('{"agent": "nobody", "prompt": "x"}');
     await card.getByRole('button', { name: 'Approve with edits' }).click();
     await card.locator('.error').getByText(/body\.input\.agent: unknown agent 'nobody'/).waitFor();
+    // Where it is mended: the edited input, marked and focused (the focus had stayed on the button).
+    expect(await editor.getAttribute('aria-invalid')).toBe('true');
+    await waitFor(async () => (await page.evaluate("document.activeElement?.getAttribute('aria-label')")) === 'edited input', { what: 'the focus in the edited input' });
     await shot('3-edit-refused');
     expect((await task(id)).pendingRequests).toHaveLength(1);
     await editor.fill('{"agent": "researcher", "prompt": "Research vector databases for a CTO, open-source only, and write notes.md"}');
@@ -367,6 +382,41 @@ describe('the web console, in Chromium', () => {
     expect((await task(id)).status).toBe('cancelled');
     // Who cancelled it and why stay on the page.
     expect(await page.locator('.card.cancelled').textContent()).toMatch(/^Cancelled by key:\S+@acme at .+: cancelled from the console$/);
+  });
+
+  it("an edit whose request is decided elsewhere is said — who decided, how — and the banner no longer speaks of an edit; on a slow network the banner's and the card's Approve send one decision between them", async () => {
+    const id = await submit({ prompt: REPORT });
+    await awaitingInput(id);
+    await open(id);
+    const card = page.locator('article.approval');
+    const banner = page.getByRole('region', { name: 'waiting for you' });
+    await card.getByRole('button', { name: 'Review & Edit' }).click();
+    await card.getByLabel('edited input').fill('{"agent": "researcher", "prompt": "only the open-source ones"}');
+    await banner.getByText('Editing below').waitFor();
+    // Another tab (here: the API) rejects it; the lead re-plans, and its new request is not being edited.
+    const first = (await task(id)).pendingRequests[0]!;
+    await api.request('POST', `/v1/tasks/${id}/approvals/${first.requestId}`, { decision: 'reject', reason: 'too broad' });
+    await page.getByRole('alert').getByText(/^The request you were editing closed before your edits were sent \(rejected by key:\S+@acme: too broad\): they were not applied\.$/).waitFor({ timeout: 30_000 });
+    await page.locator('article.approval .plan-text', { hasText: 'Revised plan' }).waitFor({ timeout: 30_000 });
+    expect(await banner.getByText('Editing below').count()).toBe(0);
+    await shot('edit-closed-elsewhere');
+
+    // Each decision takes 1.5 s to reach the gateway: the card's Approve, pressed while the banner's is on its way, sends nothing.
+    const decisions: string[] = [];
+    await page.route('**/approvals/**', async (route) => {
+      decisions.push(`${route.request().method()} ${route.request().url()} ${route.request().postData() ?? ""}`);
+      await new Promise((r) => setTimeout(r, 1500));
+      await route.continue();
+    });
+    await banner.getByRole('button', { name: /^Approve Task/ }).click();
+    await waitFor(async () => (await card.getByRole('button', { name: 'Approve', exact: true }).getAttribute('aria-disabled')) === 'true', { what: "the card's Approve busy too" });
+    // Pressed anyway (force: Playwright would wait for it to be enabled — by then, for the next request).
+    await card.getByRole('button', { name: 'Approve', exact: true }).click({ force: true });
+    await waitFor(async () => (await task(id)).pendingRequests.some((r) => r.kind === 'approval' && r.input.agent === 'report-writer'), { timeoutMs: 30_000, what: "the report writer's request" });
+    await page.unroute('**/approvals/**');
+    expect(decisions, decisions.join('\n')).toHaveLength(1);
+    expect(await page.locator('.error').allTextContents()).not.toContainEqual(expect.stringMatching(/already decided/));
+    await api.request('POST', `/v1/tasks/${id}/cancel`, { reason: 'done looking' });
   });
 
   it('two researchers ask at once: their toasts stack above the rest and are answered in place; an empty answer says so', async () => {

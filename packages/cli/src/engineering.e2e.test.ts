@@ -46,7 +46,7 @@ describe('engineering team, end to end', () => {
     const request = waiting.pendingRequests[0]!;
     expect(request).toMatchObject({ kind: 'approval', toolName: 'submit_plan' });
     if (request.kind !== 'approval') throw new Error('expected an approval');
-    expect(request.plan).toMatch(/1\. backend \[backend-engineer\][\s\S]*locks: api\/\*\*[\s\S]*2\. frontend \[frontend-engineer\][\s\S]*locks: web\/\*\*/);
+    expect(request.plan).toMatch(/1\. `backend` \[backend-engineer\][\s\S]*locks: `api\/\*\*`[\s\S]*2\. `frontend` \[frontend-engineer\][\s\S]*locks: `web\/\*\*`/);
     const input = request.input as { summary: string; subtasks: { id: string; file_locks: string[] }[] };
 
     // An edit that makes the two subtasks lock the same files at once is refused, naming why.

@@ -23,9 +23,9 @@ const patch = [
 ].join('\n');
 const change = {
   files: [
-    { path: 'api/app.ts', status: 'modified' as const, additions: 1, deletions: 1, binary: false },
-    { path: 'logo.png', status: 'added' as const, additions: 0, deletions: 0, binary: true },
-    { path: 'notes/diff.md', status: 'added' as const, additions: 2, deletions: 0, binary: false },
+    { path: 'api/app.ts', status: 'modified' as const, additions: 1, deletions: 1, binary: false, oldMode: '100644' as const, newMode: '100644' as const },
+    { path: 'logo.png', status: 'added' as const, additions: 0, deletions: 0, binary: true, oldMode: null, newMode: '100644' as const },
+    { path: 'notes/diff.md', status: 'added' as const, additions: 2, deletions: 0, binary: false, oldMode: null, newMode: '100644' as const },
   ],
   patch,
 };
@@ -51,6 +51,13 @@ describe("the console's change, file by file", () => {
   it('names each file\'s change and the whole', () => {
     expect(change.files.map(fileStat)).toEqual(['modified · +1 −1', 'binary, added', 'added · +2 −0']);
     expect(changeTotals(change)).toBe('3 files · +3 −1');
+    // A mode's change is said (a chmod alone read `modified · +0 −0`).
+    const file = change.files[0]!;
+    expect([
+      { ...file, additions: 0, deletions: 0, newMode: '100755' as const },
+      { ...file, status: 'added' as const, oldMode: null, newMode: '100755' as const },
+      { ...file, status: 'deleted' as const, oldMode: '100755' as const, newMode: null, binary: true },
+    ].map(fileStat)).toEqual(['modified · +0 −0 · mode 100644 → 100755', 'added · +1 −1 · executable', 'binary, deleted · executable']);
     expect(changeTotals({ files: [change.files[0]!], patch })).toBe('1 file · +1 −1');
     expect(['+a', '+++ b/x', '-a', '--- a/x', '@@ -1 +1 @@', ' a'].map(lineKind)).toEqual(['add', '', 'del', '', 'hunk', '']);
   });

@@ -133,6 +133,8 @@ interface Example {
 /** The workspace picker's value: none, an example by name, or an uploaded archive. */
 const UPLOAD = 'upload';
 const EXAMPLE = 'example:';
+/** The gateway's refusals of an uploaded archive (the file field is marked and focused). */
+const ARCHIVE_REFUSALS = new Set(['invalid_workspace', 'workspace_too_large', 'payload_too_large']);
 
 /** A file's bytes as base64 (the JSON body's `workspace.archiveBase64`). */
 async function base64Of(file: File): Promise<string> {
@@ -179,7 +181,13 @@ function NewTask({ teams }: { teams: TeamInfo[] }) {
     const t = await run(async () => {
       const ws = workspace.startsWith(EXAMPLE) ? { example: workspace.slice(EXAMPLE.length) } : workspace === UPLOAD && archive ? { archiveBase64: await base64Of(archive), name: archive.name } : undefined;
       return submitTask({ prompt, team, requirePlanApproval: approve, ...(usd !== undefined ? { budget: { usd } } : {}), ...(ws ? { workspace: ws } : {}) }, sendKey.current);
-    }, 'Task created.');
+    }, 'Task created.', (err) => {
+      // An archive the gateway refused (not a .tar.gz, an entry it cannot take, too large): the file field is where it is mended.
+      if (workspace === UPLOAD && err instanceof ApiError && ARCHIVE_REFUSALS.has(err.code)) {
+        setBad('archive');
+        document.getElementById('new-task-archive')?.focus();
+      }
+    });
     if (!t) return;
     sendKey.current = newIdempotencyKey();
     setPrompt('');
@@ -207,7 +215,16 @@ function NewTask({ teams }: { teams: TeamInfo[] }) {
         </button>
       </div>
       <div className="row">
-        <select aria-label="workspace" value={workspace} onChange={(e) => setWorkspace(e.target.value)}>
+        <select
+          aria-label="workspace"
+          value={workspace}
+          onChange={(e) => {
+            setWorkspace(e.target.value);
+            // The file field comes back empty when "upload" is picked again: so does what is sent.
+            setArchive(null);
+            if (bad === 'archive') setBad(null);
+          }}
+        >
           <option value="">no workspace (start from nothing)</option>
           {examples.map((x) => (
             <option key={x.name} value={`${EXAMPLE}${x.name}`}>
@@ -216,7 +233,19 @@ function NewTask({ teams }: { teams: TeamInfo[] }) {
           ))}
           <option value={UPLOAD}>upload a project (.tar.gz)…</option>
         </select>
-        {workspace === UPLOAD && <input id="new-task-archive" type="file" aria-label="project archive" {...invalidProps(bad === 'archive' && !archive, 'new-task-error')} accept=".tar.gz,.tgz,application/gzip" onChange={(e) => setArchive(e.target.files?.[0] ?? null)} />}
+        {workspace === UPLOAD && (
+          <input
+            id="new-task-archive"
+            type="file"
+            aria-label="project archive"
+            {...invalidProps(bad === 'archive', 'new-task-error')}
+            accept=".tar.gz,.tgz,application/gzip"
+            onChange={(e) => {
+              setArchive(e.target.files?.[0] ?? null);
+              if (bad === 'archive') setBad(null);
+            }}
+          />
+        )}
       </div>
       <ErrorLine error={error} id="new-task-error" />
     </form>

@@ -37,29 +37,55 @@ function Deadline({ deadline, then }: { deadline: string; then: string }) {
 }
 
 /**
- * Run a decision, saying what it did (`done`) once it is recorded; the API's refusal is shown on
- * the card and the request stays open — but a request no longer open (a 409) goes to `onStale`.
+ * Decisions on their way, by request: the banner's and the card's buttons for one request are busy
+ * together (on a slow network each sent its own, and the second came back a 409 in red).
  */
-export function useDecision({ onDone, onStale }: Decided) {
+const sending = new Set<string>();
+const sendingListeners = new Set<() => void>();
+const sendingChanged = (): void => {
+  for (const l of sendingListeners) l();
+};
+const subscribeSending = (l: () => void): (() => void) => {
+  sendingListeners.add(l);
+  return () => sendingListeners.delete(l);
+};
+/** Is a decision on `requestId` on its way from this page? */
+export const isSending = (requestId: string): boolean => sending.has(requestId);
+
+/**
+ * Run a decision on `requestId`, saying what it did (`done`) once it is recorded; the API's
+ * refusal is shown on the card and the request stays open — but a request no longer open (a 409)
+ * goes to `onStale`. One decision per request at a time, whichever button sent it.
+ */
+export function useDecision({ onDone, onStale }: Decided, requestId: string) {
   const action = useAction();
+  const elsewhere = useSyncExternalStore(subscribeSending, () => sending.has(requestId));
   const run = async (method: string, url: string, body: unknown, done: string): Promise<boolean> => {
-    const t = await action.run(async () => {
-      try {
-        return await api<TaskView>(method, url, body);
-      } catch (err) {
-        if (!(err instanceof ApiError && err.status === 409)) throw err;
-        onStale(err.message);
-        return undefined;
-      }
-    }, done);
-    if (t) onDone(t);
-    return t !== undefined;
+    if (sending.has(requestId)) return false;
+    sending.add(requestId);
+    sendingChanged();
+    try {
+      const t = await action.run(async () => {
+        try {
+          return await api<TaskView>(method, url, body);
+        } catch (err) {
+          if (!(err instanceof ApiError && err.status === 409)) throw err;
+          onStale(err.message);
+          return undefined;
+        }
+      }, done);
+      if (t) onDone(t);
+      return t !== undefined;
+    } finally {
+      sending.delete(requestId);
+      sendingChanged();
+    }
   };
-  return { ...action, run };
+  return { ...action, busy: action.busy || elsewhere, run };
 }
 
 function ApprovalCard({ taskId, r, editing, setEditing, decided }: { taskId: string; r: Approval; editing: boolean; setEditing: (on: boolean) => void; decided: Decided }) {
-  const { error, setError, busy, run } = useDecision(decided);
+  const { error, setError, busy, run } = useDecision(decided, r.requestId);
   const ids = useId();
   const errorId = `${ids}-error`;
   const titleId = `${ids}-title`;
@@ -93,8 +119,9 @@ function ApprovalCard({ taskId, r, editing, setEditing, decided }: { taskId: str
       return;
     }
     if (await run('POST', url, { decision: 'approve', input }, `Approved with your edits: ${requestTitle(r)}.`)) setEditing(false);
+    else editor.current?.focus(); // refused: where it is mended (the card of a request no longer open goes)
   };
-  const reject = (): void => void run('POST', url, { decision: 'reject', ...(reason.trim() ? { reason: reason.trim() } : {}) }, `Rejected: ${requestTitle(r)}. The agent goes on without it.`);
+  const reject = (): void => void run('POST', url, { decision: 'reject', ...(reason.trim() ? { reason: reason.trim() } : {}) }, `Rejected: ${requestTitle(r)}. The agent is told${reason.trim() ? ', with your reason' : ''}.`);
   return (
     <article ref={card} className="card request approval" data-request={r.requestId} aria-labelledby={titleId}>
       <header>
@@ -125,7 +152,7 @@ function ApprovalCard({ taskId, r, editing, setEditing, decided }: { taskId: str
           </div>
         </div>
       ) : (
-        <InputView input={r.input} />
+        <InputView input={r.input} folded={r.plan.length > 0 && JSON.stringify(r.input).length > FOLDED_INPUT_CHARS} />
       )}
       {rejecting ? (
         <form
@@ -180,9 +207,12 @@ function ApprovalCard({ taskId, r, editing, setEditing, decided }: { taskId: str
   );
 }
 
+/** A tool input this long, whose request is shown rendered above it (a plan), opens folded: a 20-subtask plan made the card 46,000 px tall, its Approve at the bottom. */
+const FOLDED_INPUT_CHARS = 2000;
+
 /** A tool input, readably: each field on its line, long text as text. */
-function InputView({ input }: { input: Record<string, unknown> }) {
-  return (
+function InputView({ input, folded = false }: { input: Record<string, unknown>; folded?: boolean }) {
+  const fields = (
     <dl className="input">
       {Object.entries(input).map(([k, v]) => (
         <div key={k}>
@@ -191,6 +221,14 @@ function InputView({ input }: { input: Record<string, unknown> }) {
         </div>
       ))}
     </dl>
+  );
+  return folded ? (
+    <details className="input-fold">
+      <summary>The tool input, as the agent gave it (shown above as text)</summary>
+      {fields}
+    </details>
+  ) : (
+    fields
   );
 }
 
@@ -220,7 +258,7 @@ function setQuestionDraft(requestId: string, d: string[] | null): void {
  * draft; its fields named as the toast's, so a screen reader's list of fields tells the two apart).
  */
 export function ClarificationCard({ taskId, r, decided, compact = false }: { taskId: string; r: Pick<Clarification, 'requestId' | 'questions' | 'options'> & Partial<Clarification>; decided: Decided; compact?: boolean }) {
-  const { error, setError, busy, run } = useDecision(decided);
+  const { error, setError, busy, run } = useDecision(decided, r.requestId);
   const ids = useId();
   const errorId = `${ids}-error`;
   const titleId = `${ids}-title`;
@@ -296,7 +334,7 @@ export function ClarificationCard({ taskId, r, decided, compact = false }: { tas
 }
 
 function BudgetCard({ taskId, r, decided }: { taskId: string; r: Budget; decided: Decided }) {
-  const { error, setError, busy, run } = useDecision(decided);
+  const { error, setError, busy, run } = useDecision(decided, r.requestId);
   const ids = useId();
   const errorId = `${ids}-error`;
   const titleId = `${ids}-title`;

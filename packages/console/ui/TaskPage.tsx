@@ -5,8 +5,8 @@ import { changeKey, changeTotals, fileSections, fileStat, lineKind, UNFOLDED_FIL
 import { Deliveries } from './Deliveries.tsx';
 import { ErrorLine } from './ErrorLine.tsx';
 import { announce, busyProps, ConfirmButton } from './a11y.tsx';
-import { MAX_RENDERED_REPORT_CHARS, reportStart, requestTitle, statusText, taskNews } from './describe.ts';
-import { RequestCard, useDecision, type Decided } from './Requests.tsx';
+import { closingOf, MAX_RENDERED_REPORT_CHARS, reportStart, requestTitle, statusText, taskNews } from './describe.ts';
+import { isSending, RequestCard, useDecision, type Decided } from './Requests.tsx';
 import { Timeline } from './Timeline.tsx';
 import { Toasts } from './Toasts.tsx';
 import { useAction, useArmed } from './hooks.ts';
@@ -124,6 +124,14 @@ export function TaskPage({ taskId }: { taskId: string }) {
       void refresh();
     },
   };
+  // An edit whose request closed before it was sent — decided in another tab, its deadline passed,
+  // the task ended — is said, with what closed it (the card went and the edits with it, silently).
+  useEffect(() => {
+    if (editing === null || !task || isSending(editing) || task.pendingRequests.some((r) => r.requestId === editing)) return;
+    const how = closingOf(events, editing) ?? (isFinalStatus(task.status) ? `the task ${statusText(task.status)}` : 'decided elsewhere');
+    setStale(`The request you were editing closed before your edits were sent (${how}): they were not applied.`);
+    setEditing(null);
+  }, [task, editing, events]);
   // Its own error: a refusal stays shown (a refresh clears only the page's load errors).
   const cancelling = useAction();
   const cancel = async (): Promise<void> => {
@@ -351,7 +359,7 @@ type Approval = Extract<TaskView['pendingRequests'][number], { kind: 'approval' 
  * steps aside — approving there would drop their edits.
  */
 function BannerApproval({ taskId, r, editing, onEdit, decided }: { taskId: string; r: Approval; editing: boolean; onEdit: (requestId: string) => void; decided: Decided }) {
-  const action = useDecision(decided);
+  const action = useDecision(decided, r.requestId);
   const armed = useArmed(r.requestId);
   const target = typeof r.input.agent === 'string' ? ` → ${r.input.agent}` : '';
   if (editing) return <span className="meta">Editing below: approve with your edits, or discard them, on the card.</span>;

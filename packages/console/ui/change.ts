@@ -23,8 +23,15 @@ export function fileSections(change: TaskChangeView): { file: ChangedFile; lines
 export const lineKind = (l: string): 'add' | 'del' | 'hunk' | '' =>
   l.startsWith('+') && !l.startsWith('+++') ? 'add' : l.startsWith('-') && !l.startsWith('---') ? 'del' : l.startsWith('@@') ? 'hunk' : '';
 
-/** One line per file for its heading: `added · +12 −0`, `modified · +3 −1`, `binary, added`. */
-export const fileStat = (f: ChangedFile): string => (f.binary ? `binary, ${f.status}` : `${f.status} · +${f.additions} −${f.deletions}`);
+/**
+ * One line per file for its heading: `added · +12 −0`, `modified · +3 −1`, `binary, added`, and
+ * what became of its mode — `mode 100644 → 100755` (a chmod alone reads `+0 −0` otherwise),
+ * `executable` for a new or deleted executable.
+ */
+export const fileStat = (f: ChangedFile): string => {
+  const mode = f.oldMode && f.newMode ? (f.oldMode !== f.newMode ? ` · mode ${f.oldMode} → ${f.newMode}` : '') : (f.newMode ?? f.oldMode) === '100755' ? ' · executable' : '';
+  return `${f.binary ? `binary, ${f.status}` : `${f.status} · +${f.additions} −${f.deletions}`}${mode}`;
+};
 
 /** The whole change in a few words: `3 files · +40 −2`. */
 export function changeTotals(change: TaskChangeView): string {

@@ -144,6 +144,15 @@ export function requestTitle(r: PendingRequest): string {
 /** A task's status in words ("awaiting input"). */
 export const statusText = (status: string): string => status.replace(/_/g, ' ');
 
+/** The events that close an approval. */
+const CLOSES_APPROVAL = new Set(['ApprovalGranted', 'ApprovalRejected', 'ApprovalTimedOut']);
+
+/** What closed approval `requestId`, in the timeline's words ("rejected by key:…: too broad"); null: not among `events` (yet). */
+export function closingOf(events: readonly EventView[], requestId: string): string | null {
+  const closing = events.findLast((e) => CLOSES_APPROVAL.has(e.type) && (e.data as { requestId?: unknown } | null)?.requestId === requestId);
+  return closing ? describe(closing, events) : null;
+}
+
 /**
  * What a person who cannot see the page is told when a task they have open changes on its own:
  * its new status, and each request that came in (what it asks). Nothing for the page's first

@@ -47,7 +47,8 @@ export function useAction() {
   const [busy, setBusy] = useState(false);
   // A second press while the first is on its way (a double-click) is not a second action.
   const inFlight = useRef(false);
-  const run = async <T,>(f: () => Promise<T>, done?: string): Promise<T | undefined> => {
+  /** `refused`: told of the error (shown in any case), e.g. to mark and focus the field it names. */
+  const run = async <T,>(f: () => Promise<T>, done?: string, refused?: (err: unknown) => void): Promise<T | undefined> => {
     if (inFlight.current) return undefined;
     inFlight.current = true;
     setBusy(true);
@@ -58,6 +59,7 @@ export function useAction() {
       return r;
     } catch (err) {
       setError((err as Error).message);
+      refused?.(err);
       return undefined;
     } finally {
       inFlight.current = false;

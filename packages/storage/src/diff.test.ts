@@ -17,9 +17,9 @@ describe('diffWorkspaces', () => {
     const after = tree({ 'src/app.ts': 'a\nb\nc\nD\ne\nf\ng\nh\n', 'new.txt': 'hello\n', 'same.md': '# same\n' });
     const { files, patch } = diffWorkspaces(before, after);
     expect(files).toEqual([
-      { path: 'new.txt', status: 'added', additions: 1, deletions: 0, binary: false },
-      { path: 'old.txt', status: 'deleted', additions: 0, deletions: 2, binary: false },
-      { path: 'src/app.ts', status: 'modified', additions: 1, deletions: 1, binary: false },
+      { path: 'new.txt', status: 'added', additions: 1, deletions: 0, binary: false, oldMode: null, newMode: '100644' },
+      { path: 'old.txt', status: 'deleted', additions: 0, deletions: 2, binary: false, oldMode: '100644', newMode: null },
+      { path: 'src/app.ts', status: 'modified', additions: 1, deletions: 1, binary: false, oldMode: '100644', newMode: '100644' },
     ]);
     expect(patch).toBe(
       [
@@ -64,9 +64,9 @@ describe('diffWorkspaces', () => {
     const png = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00]);
     const { files, patch } = diffWorkspaces(tree({ 'logo.png': png, 'latin1.txt': Buffer.from([0x63, 0x61, 0x66, 0xe9]) }), tree({ 'logo.png': Buffer.concat([png, Buffer.from([1])]), 'new.bin': Buffer.from([0, 1, 2]) }));
     expect(files).toEqual([
-      { path: 'latin1.txt', status: 'deleted', additions: 0, deletions: 0, binary: true },
-      { path: 'logo.png', status: 'modified', additions: 0, deletions: 0, binary: true },
-      { path: 'new.bin', status: 'added', additions: 0, deletions: 0, binary: true },
+      { path: 'latin1.txt', status: 'deleted', additions: 0, deletions: 0, binary: true, oldMode: '100644', newMode: null },
+      { path: 'logo.png', status: 'modified', additions: 0, deletions: 0, binary: true, oldMode: '100644', newMode: '100644' },
+      { path: 'new.bin', status: 'added', additions: 0, deletions: 0, binary: true, oldMode: null, newMode: '100644' },
     ]);
     expect(patch).toBe(
       [
@@ -109,7 +109,7 @@ describe('diffWorkspaces', () => {
     expect(diffWorkspaces(tree({ a: 'x' }), tree({ a: 'x' }))).toEqual({ files: [], patch: '' });
     expect(diffWorkspaces(new Map(), new Map())).toEqual({ files: [], patch: '' });
     expect(diffWorkspaces(new Map(), tree({ 'empty.txt': '' }))).toEqual({
-      files: [{ path: 'empty.txt', status: 'added', additions: 0, deletions: 0, binary: false }],
+      files: [{ path: 'empty.txt', status: 'added', additions: 0, deletions: 0, binary: false, oldMode: null, newMode: '100644' }],
       patch: 'diff --git a/empty.txt b/empty.txt\nnew file mode 100644\n',
     });
   });
@@ -164,7 +164,7 @@ describe('diffWorkspaces', () => {
     const old = Array.from({ length: 3000 }, (_, i) => `old ${i}`).join('\n') + '\n';
     const now = Array.from({ length: 3000 }, (_, i) => `new ${i}`).join('\n') + '\n';
     const { files, patch } = diffWorkspaces(tree({ big: old }), tree({ big: now }));
-    expect(files).toEqual([{ path: 'big', status: 'modified', additions: 3000, deletions: 3000, binary: false }]);
+    expect(files).toEqual([{ path: 'big', status: 'modified', additions: 3000, deletions: 3000, binary: false, oldMode: '100644', newMode: '100644' }]);
     const [p] = parsePatch(patch);
     expect(p?.hunks).toHaveLength(1);
     expect(p?.hunks[0]).toMatchObject({ oldStart: 1, oldLines: 3000, newStart: 1, newLines: 3000 });

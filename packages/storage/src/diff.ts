@@ -10,7 +10,12 @@ export interface FileChange {
   additions: number;
   deletions: number;
   binary: boolean;
+  /** Git's mode of each side: `100644`, or `100755` for an executable; null for a side that does not exist. */
+  oldMode: GitMode | null;
+  newMode: GitMode | null;
 }
+
+export type GitMode = '100644' | '100755';
 
 export interface WorkspaceDiff {
   /** Changed files, sorted by path. */
@@ -42,7 +47,7 @@ const gitBlobId = (b: Buffer | undefined): string => (b === undefined ? '0'.repe
 const isText = (b: Buffer): boolean => !looksBinary(b) && isUtf8(b);
 
 /** Git's mode for a regular file: it keeps only whether the owner may execute it. */
-const gitMode = (mode: number): string => ((mode & 0o100) !== 0 ? '100755' : '100644');
+const gitMode = (mode: number): GitMode => ((mode & 0o100) !== 0 ? '100755' : '100644');
 
 /**
  * What changed from `before` to `after` (path → bytes), as a git-style unified diff: for each
@@ -67,11 +72,12 @@ export function diffWorkspaces(before: ReadonlyMap<string, Buffer>, after: Reado
     const status: FileChange['status'] = old === undefined ? 'added' : now === undefined ? 'deleted' : 'modified';
     const oldName = old === undefined ? '/dev/null' : `a/${p}`;
     const newName = now === undefined ? '/dev/null' : `b/${p}`;
+    const sides = { oldMode: oldMode ?? null, newMode: newMode ?? null };
     const git = { isGit: true, isCreate: status === 'added', isDelete: status === 'deleted', oldMode, newMode: status === 'modified' && oldMode === newMode ? undefined : newMode } as const;
     if (sameBytes) {
       // The mode alone: git's header and its two mode lines, nothing else.
       patch += formatPatch({ oldFileName: oldName, newFileName: newName, oldHeader: undefined, newHeader: undefined, hunks: [], ...git });
-      files.push({ path: p, status, additions: 0, deletions: 0, binary: !isText(now) });
+      files.push({ path: p, status, additions: 0, deletions: 0, binary: !isText(now), ...sides });
       continue;
     }
     const binary = (old !== undefined && !isText(old)) || (now !== undefined && !isText(now));
@@ -82,7 +88,7 @@ export function diffWorkspaces(before: ReadonlyMap<string, Buffer>, after: Reado
       // The mode is on it when the file kept its own.
       const index = `index ${gitBlobId(old)}..${gitBlobId(now)}${status === 'modified' && oldMode === newMode ? ` ${oldMode}` : ''}\n`;
       patch += `${header}${index}Binary files ${quoted(oldName)} and ${quoted(newName)} differ\n`;
-      files.push({ path: p, status, additions: 0, deletions: 0, binary: true });
+      files.push({ path: p, status, additions: 0, deletions: 0, binary: true, ...sides });
       continue;
     }
     const oldText = old?.toString('utf8') ?? '';
@@ -97,7 +103,7 @@ export function diffWorkspaces(before: ReadonlyMap<string, Buffer>, after: Reado
       }
     }
     patch += tabbed(formatPatch({ oldFileName: oldName, newFileName: newName, oldHeader: undefined, newHeader: undefined, hunks, ...git }), p, oldName, newName);
-    files.push({ path: p, status, additions, deletions, binary: false });
+    files.push({ path: p, status, additions, deletions, binary: false, ...sides });
   }
   return { files, patch };
 }

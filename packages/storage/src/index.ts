@@ -26,7 +26,7 @@ export {
   type WorkspaceManifestEntry,
   type WorkspaceProblem,
 } from './workspaces.ts';
-export { diffWorkspaces, type FileChange, type WorkspaceDiff } from './diff.ts';
+export { diffWorkspaces, type FileChange, type GitMode, type WorkspaceDiff } from './diff.ts';
 export {
   WATCHDOG_HOLDER,
   acquireLease,

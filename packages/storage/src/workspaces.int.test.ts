@@ -52,13 +52,13 @@ describe('input workspaces in Postgres', () => {
     const artifacts = [app, notes];
     const change = await taskChange(db.pool, { id: taskId, workspace: { digest: ws.digest }, artifacts, deletedFiles: [] });
     expect(change.files).toEqual([
-      { path: 'NOTES.md', status: 'added', additions: 1, deletions: 0, binary: false },
-      { path: 'src/app.ts', status: 'modified', additions: 1, deletions: 1, binary: false },
+      { path: 'NOTES.md', status: 'added', additions: 1, deletions: 0, binary: false, oldMode: null, newMode: '100644' },
+      { path: 'src/app.ts', status: 'modified', additions: 1, deletions: 1, binary: false, oldMode: '100644', newMode: '100644' },
     ]);
     expect(change.patch).toContain('diff --git a/src/app.ts b/src/app.ts\n--- a/src/app.ts\n+++ b/src/app.ts\n@@ -1,1 +1,1 @@\n-const a = 1;\n+const a = 2;\n');
     expect(change.patch).not.toContain('unrecorded');
     const bare = await taskChange(db.pool, { id: taskId, workspace: null, artifacts: [notes], deletedFiles: [] });
-    expect(bare.files).toEqual([{ path: 'NOTES.md', status: 'added', additions: 1, deletions: 0, binary: false }]);
+    expect(bare.files).toEqual([{ path: 'NOTES.md', status: 'added', additions: 1, deletions: 0, binary: false, oldMode: null, newMode: '100644' }]);
     expect(await taskChange(db.pool, { id: randomUUID(), workspace: { digest: ws.digest }, artifacts: [], deletedFiles: [] })).toEqual({ files: [], patch: '' });
     await expect(taskChange(db.pool, { id: taskId, workspace: { digest: 'e'.repeat(64) }, artifacts: [], deletedFiles: [] })).rejects.toThrow(/is not stored/);
     await expect(taskChange(db.pool, { id: taskId, workspace: null, artifacts: [{ path: 'missing.md', sha256: 'f'.repeat(64) }], deletedFiles: [] })).rejects.toThrow(/artifact 'missing.md' .*: the version recorded \(sha256 ffffffffffff…\) is not kept/);
@@ -70,8 +70,8 @@ describe('input workspaces in Postgres', () => {
     // A file an agent deleted (FileDeleted) is gone from the tree: an input file shows as deleted.
     const gone = await taskChange(db.pool, { id: taskId, workspace: { digest: ws.digest }, artifacts: [notes], deletedFiles: ['README.md'] });
     expect(gone.files).toEqual([
-      { path: 'NOTES.md', status: 'added', additions: 1, deletions: 0, binary: false },
-      { path: 'README.md', status: 'deleted', additions: 0, deletions: 1, binary: false },
+      { path: 'NOTES.md', status: 'added', additions: 1, deletions: 0, binary: false, oldMode: null, newMode: '100644' },
+      { path: 'README.md', status: 'deleted', additions: 0, deletions: 1, binary: false, oldMode: '100644', newMode: null },
     ]);
     expect((await taskTree(db.pool, { id: taskId, workspace: { digest: ws.digest }, artifacts: [notes], deletedFiles: ['README.md'] })).tree.map((f) => f.path)).toEqual(['NOTES.md', 'src/app.ts']);
   });

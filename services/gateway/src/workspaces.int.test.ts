@@ -278,8 +278,8 @@ describe('GET /v1/tasks/:id/diff and forks', () => {
     expect(json.headers['content-type']).toMatch(/^application\/json/);
     expect(json.json()).toEqual({
       files: [
-        { path: 'CHANGELOG.md', status: 'added', additions: 1, deletions: 0, binary: false },
-        { path: 'src/app.ts', status: 'modified', additions: 1, deletions: 1, binary: false },
+        { path: 'CHANGELOG.md', status: 'added', additions: 1, deletions: 0, binary: false, oldMode: null, newMode: '100644' },
+        { path: 'src/app.ts', status: 'modified', additions: 1, deletions: 1, binary: false, oldMode: '100644', newMode: '100644' },
       ],
       patch: text.body,
     });
@@ -290,7 +290,7 @@ describe('GET /v1/tasks/:id/diff and forks', () => {
     // No workspace: the artifacts are all additions.
     const bare = (await app.inject({ method: 'POST', url: '/v1/tasks', headers: auth, payload: { prompt: 'Write' } })).json();
     await artifact(pg, bare.id, 'report.md', '# Report\n');
-    expect((await app.inject({ method: 'GET', url: `/v1/tasks/${bare.id}/diff?format=json`, headers: auth })).json().files).toEqual([{ path: 'report.md', status: 'added', additions: 1, deletions: 0, binary: false }]);
+    expect((await app.inject({ method: 'GET', url: `/v1/tasks/${bare.id}/diff?format=json`, headers: auth })).json().files).toEqual([{ path: 'report.md', status: 'added', additions: 1, deletions: 0, binary: false, oldMode: null, newMode: '100644' }]);
 
     // ?at=N: the change, the list and each file as they stood after version N, after a later rewrite.
     const version = (await app.inject({ method: 'GET', url: `/v1/tasks/${task.id}`, headers: auth })).json().version as number;
@@ -399,8 +399,8 @@ describe('GET /v1/tasks/:id/diff and forks', () => {
     const reshaped = await files(await get('/archive'));
     expect(reshaped.map((f) => f.path)).toEqual(['README.md', 'bin/run', 'docs/CHANGELOG.md', 'src/app.ts/index.ts']);
     expect((await get('/diff?format=json')).json().files.filter((f: { path: string }) => f.path.startsWith('src/'))).toEqual([
-      { path: 'src/app.ts', status: 'deleted', additions: 0, deletions: 1, binary: false },
-      { path: 'src/app.ts/index.ts', status: 'added', additions: 1, deletions: 0, binary: false },
+      { path: 'src/app.ts', status: 'deleted', additions: 0, deletions: 1, binary: false, oldMode: '100644', newMode: null },
+      { path: 'src/app.ts/index.ts', status: 'added', additions: 1, deletions: 0, binary: false, oldMode: null, newMode: '100644' },
     ]);
     // A version whose bytes are not kept is gone, and says so (before any byte is sent).
     await pg.db.pool.query(`delete from artifact_versions where task_id = $1 and content = $2`, [task.id, Buffer.from('export const a = 2;\n')]);
