@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect } from 'vitest';
 import { sandboxContract } from './contract.ts';
 import { E2BSandboxProvider } from './e2b.ts';
 import { FakeE2B } from './fake-e2b.ts';
-import { DEFAULT_LIMITS, SandboxFencedError, type SandboxSpec } from './provider.ts';
+import { DEFAULT_LIMITS, SandboxFencedError, SandboxOutageError, SandboxRefusedError, type SandboxSpec } from './provider.ts';
 
 const fake = new FakeE2B();
 beforeAll(async () => {
@@ -62,4 +62,68 @@ describe('E2B sandbox provider lifecycle', () => {
     expect(fake.sandboxes.has(second)).toBe(false);
     expect(fake.sandboxes.has(liveId)).toBe(true);
   });
+
+  test("E2B failing to resume a paused sandbox (a 500) is an outage, tried again — not a new, empty sandbox beside the lost one; a refusal for good (the key, the template) says which setting", async ({ pg }) => {
+    const p = provider(pg.db.pool);
+    const s = spec();
+    const sbx = await p.open(s);
+    await sbx.files.write('notes.md', 'what a command made\n');
+    await p.pause(sbx);
+    const e2bId = (await pg.db.pool.query('select external_id from sandboxes where task_id = $1', [s.taskId])).rows[0]?.external_id as string;
+    fake.fail('POST', new RegExp(`^/v2/sandboxes/${e2bId}/connect$`), 500);
+    const outage = await p.open({ ...s, attempt: 2 }).then(() => null, (err: unknown) => err as Error);
+    expect(outage).toBeInstanceOf(SandboxOutageError);
+    expect(outage?.message).toMatch(/^E2B could not resume the sandbox, tried again later: 500: injected fault 500/);
+    expect(callsFor([s.taskId]).filter((c) => c.path === '/v2/sandboxes')).toHaveLength(1); // no second sandbox
+    const resumed = await p.open({ ...s, attempt: 3 });
+    expect(await resumed.files.read('notes.md')).toBe('what a command made\n');
+    expect(fake.sandboxes.get(e2bId)?.state).toBe('running');
+
+    // Refused for good: a key E2B does not know; a template it does not have.
+    fake.fail('POST', /^\/v2\/sandboxes$/, 401);
+    await expect(p.open(spec())).rejects.toThrow(new SandboxRefusedError('E2B refused the API key (E2B_API_KEY): Unauthorized, please check your credentials. - injected fault 401'));
+    fake.fail('POST', /^\/v2\/sandboxes$/, 404);
+    await expect(p.open(spec())).rejects.toThrow(/^E2B has no template 'baton-agent' \(E2B_TEMPLATE; infra\/e2b builds it\): 404: injected fault 404$/);
+    fake.fail('POST', /^\/v2\/sandboxes$/, 503);
+    await expect(p.open(spec())).rejects.toBeInstanceOf(SandboxOutageError);
+  });
+
+  test("commands and file operations keep the sandbox alive (E2B's timeout is a time to live from the resume, not an idle time: a long command had its sandbox paused under it)", async ({ pg }) => {
+    const p = new E2BSandboxProvider({ pool: pg.db.pool, apiKey: 'e2b_test', apiUrl: fake.url, sandboxUrl: fake.url, timeoutMs: 60_000 });
+    const s = spec();
+    const sbx = await p.open(s);
+    const e2bId = (await pg.db.pool.query('select external_id from sandboxes where task_id = $1', [s.taskId])).rows[0]?.external_id as string;
+    const extensions = () => fake.calls.filter((c) => c.path === `/sandboxes/${e2bId}/timeout`).map((c) => (c.body as { timeout: number }).timeout);
+    await sbx.files.write('a.txt', 'a'); // fresh from its create: nothing to ask
+    expect(extensions()).toEqual([]);
+    await sbx.run('true', { timeoutMs: 600_000 }); // ten minutes of command, then the usual minute
+    expect(extensions()).toEqual([660]);
+    await sbx.files.read('a.txt');
+    expect(extensions()).toEqual([660]); // alive long enough already
+  });
+
+  test('a pause or kill E2B fails once is tried again (the sandbox had stayed running while its agent waited); one orphan E2B will not kill does not hold up the sweep of the rest', async ({ pg }) => {
+    const p = provider(pg.db.pool);
+    const s = spec();
+    const sbx = await p.open(s);
+    const idOf = async (taskId: string) => (await pg.db.pool.query('select external_id from sandboxes where task_id = $1', [taskId])).rows[0]?.external_id as string;
+    const e2bId = await idOf(s.taskId);
+    fake.fail('POST', new RegExp(`^/sandboxes/${e2bId}/pause$`), 500);
+    await p.pause(sbx);
+    expect(fake.sandboxes.get(e2bId)?.state).toBe('paused');
+    fake.fail('DELETE', new RegExp(`^/sandboxes/${e2bId}$`), 500);
+    await p.kill(s.taskId, 'researcher-1');
+    expect(fake.sandboxes.has(e2bId)).toBe(false);
+
+    const [stuck, other] = [spec(), spec()];
+    await p.open(stuck);
+    await p.open(other);
+    const [stuckId, otherId] = [await idOf(stuck.taskId), await idOf(other.taskId)];
+    fake.fail('DELETE', new RegExp(`^/sandboxes/${stuckId}$`), 500, 3);
+    const sweep = await p.sweep(async (ids) => new Map(ids.map((i) => [i, 'finished'] as const))).then(() => null, (err: unknown) => err as Error);
+    expect(sweep?.message).toMatch(new RegExp(`^1 orphaned sandboxes killed; 1 could not be \\(tried again at the next sweep\\): ${stuckId}: `));
+    expect(fake.sandboxes.has(otherId)).toBe(false);
+    expect(await p.sweep(async (ids) => new Map(ids.map((i) => [i, 'finished'] as const)))).toBe(1);
+    expect(fake.sandboxes.has(stuckId)).toBe(false);
+  }, 30_000);
 });

@@ -1,7 +1,7 @@
 import path from 'node:path';
-import { CommandExitError, Sandbox as E2B, FileNotFoundError, TimeoutError, type ConnectionOpts } from 'e2b';
+import { AuthenticationError, CommandExitError, Sandbox as E2B, FileNotFoundError, InvalidArgumentError, NotFoundError, SandboxError, TimeoutError, type ConnectionOpts } from 'e2b';
 import type pg from 'pg';
-import { sandboxIdOf, type CommandResult, type RunOptions, type Sandbox, type SandboxFiles, type SandboxProvider, type SandboxSpec, type TaskLiveness } from './provider.ts';
+import { sandboxIdOf, SandboxOutageError, SandboxRefusedError, type CommandResult, type RunOptions, type Sandbox, type SandboxFiles, type SandboxProvider, type SandboxSpec, type TaskLiveness } from './provider.ts';
 import { shellQuote } from './confine.ts';
 import { SandboxRegistry } from './registry.ts';
 import { pathCharacterProblem } from '@baton/domain';
@@ -13,7 +13,11 @@ export interface E2BProviderOptions {
   apiKey?: string;
   /** The template built by infra/e2b (default `baton-agent`). */
   template?: string;
-  /** How long a running sandbox lives without activity before E2B pauses it (default 10 minutes). */
+  /**
+   * A sandbox's time to live, counted from its create or resume (E2B's `timeout`: not an idle
+   * time), after which E2B pauses it (default 10 minutes). Commands and file operations push it
+   * on (`setTimeout`): a command's own time and this again, so a long job is not paused under it.
+   */
   timeoutMs?: number;
   /** Tests: a fake control plane and envd. */
   apiUrl?: string;
@@ -54,47 +58,94 @@ export class E2BSandboxProvider implements SandboxProvider {
     const row = await this.registry.claim(id, spec.taskId, spec.agentId, this.name, spec.attempt);
     let sbx: E2B | null = null;
     if (row.externalId) {
-      // Resumes it if paused; a sandbox E2B no longer has is created afresh (its files are gone).
-      sbx = await E2B.connect(row.externalId, { ...this.conn, timeoutMs: this.timeoutMs }).catch(() => null);
+      // Resumes it if paused; a sandbox E2B no longer has (404) is created afresh (its files are
+      // gone: the runner rebuilds them from the log). Any other failure is not taken for "gone" —
+      // a 500 or a timeout had swapped the agent's sandbox for an empty one and left the old one
+      // paused for ever.
+      sbx = await E2B.connect(row.externalId, { ...this.conn, timeoutMs: this.timeoutMs }).catch((err: unknown) => {
+        if (err instanceof NotFoundError) return null;
+        throw e2bOpenError(err, 'resume', this.template);
+      });
     }
     if (!sbx) {
-      sbx = await E2B.create(this.template, {
+      const made: E2B = await E2B.create(this.template, {
         ...this.conn,
         lifecycle: { onTimeout: 'pause' },
         timeoutMs: this.timeoutMs,
         metadata: { taskId: spec.taskId, agentId: spec.agentId },
         envs: spec.env,
         allowInternetAccess: spec.network,
-      });
-      await this.registry.setExternalId(id, spec.attempt, sbx.sandboxId); // the template (infra/e2b) makes the workspace
+      }).catch((err: unknown) => Promise.reject(e2bOpenError(err, 'create', this.template)));
+      await this.registry.setExternalId(id, spec.attempt, made.sandboxId); // the template (infra/e2b) makes the workspace
+      sbx = made;
     }
-    return new E2BSandbox(id, sbx, spec);
+    return new E2BSandbox(id, sbx, spec, this.timeoutMs);
   }
 
+  // Pause and kill are the job's last step: a failure once (a 500) had left the sandbox running
+  // while its agent waited for a person — the job's redelivery finds the agent paused, nothing to
+  // do. So each is tried a few times before the job fails with it.
   async pause(sandbox: Sandbox): Promise<void> {
-    await (sandbox as E2BSandbox).sbx.pause();
+    await tryAgain(() => (sandbox as E2BSandbox).sbx.pause());
     await this.registry.setState(sandbox.id, 'paused');
   }
 
   async kill(taskId: string, agentId: string): Promise<void> {
     const id = sandboxIdOf(taskId, agentId);
     const row = await this.registry.get(id);
-    if (row?.externalId && row.state !== 'killed') await E2B.kill(row.externalId, this.conn);
+    const external = row?.externalId;
+    if (external && row.state !== 'killed') await tryAgain(() => E2B.kill(external, this.conn));
     if (row) await this.registry.killed(id);
   }
 
+  /** Each orphan on its own: one E2B will not kill now does not hold up the rest (it is named, and tried at the next sweep). */
   async sweep(liveness: TaskLiveness): Promise<number> {
     const rows = await this.registry.live(this.name);
     if (rows.length === 0) return 0;
     const known = await liveness([...new Set(rows.map((r) => r.taskId))]);
     let swept = 0;
+    const failed: string[] = [];
     for (const r of rows) {
       if (known.get(r.taskId) === 'live') continue;
-      await this.kill(r.taskId, r.agentId);
-      swept++;
+      try {
+        await this.kill(r.taskId, r.agentId);
+        swept++;
+      } catch (err) {
+        failed.push(`${r.externalId ?? sandboxIdOf(r.taskId, r.agentId)}: ${(err as Error).message}`);
+      }
     }
+    if (failed.length > 0) throw new Error(`${swept} orphaned sandboxes killed; ${failed.length} could not be (tried again at the next sweep): ${failed.join('; ')}`);
     return swept;
   }
+}
+
+/** `f`, tried again after 1 s and 3 s when it fails (E2B's API answering a 5xx or cut off once). */
+async function tryAgain<T>(f: () => Promise<T>, delaysMs: readonly number[] = [1000, 3000]): Promise<T> {
+  for (const delay of delaysMs) {
+    try {
+      return await f();
+    } catch {
+      await new Promise((r) => setTimeout(r, delay));
+    }
+  }
+  return f();
+}
+
+/**
+ * What a failure of E2B's API to resume or create a sandbox means for the agent: refused for good
+ * (`SandboxRefusedError`: the key, the template, a request E2B will not take — the agent fails
+ * saying which setting) or not now (`SandboxOutageError`: 5xx, 429, a timeout, a cut connection —
+ * the job is tried again).
+ */
+export function e2bOpenError(err: unknown, what: 'resume' | 'create', template: string): Error {
+  const message = (err as Error | null)?.message ?? String(err);
+  if (err instanceof AuthenticationError) return new SandboxRefusedError(`E2B refused the API key (E2B_API_KEY): ${message}`, { cause: err });
+  if (err instanceof InvalidArgumentError) return new SandboxRefusedError(`E2B refused to ${what} the sandbox: ${message}`, { cause: err });
+  const status = err instanceof SandboxError ? (err as SandboxError & { statusCode?: number }).statusCode : undefined;
+  if (status !== undefined && status >= 400 && status < 500 && status !== 408 && status !== 429) {
+    return new SandboxRefusedError(what === 'create' && status === 404 ? `E2B has no template '${template}' (E2B_TEMPLATE; infra/e2b builds it): ${message}` : `E2B refused to ${what} the sandbox (${status}): ${message}`, { cause: err });
+  }
+  return new SandboxOutageError(`E2B could not ${what} the sandbox, tried again later: ${message}`, { cause: err });
 }
 
 class E2BSandbox implements Sandbox {
@@ -103,12 +154,17 @@ class E2BSandbox implements Sandbox {
   readonly id: string;
   readonly sbx: E2B;
   private readonly spec: SandboxSpec;
-  constructor(id: string, sbx: E2B, spec: SandboxSpec) {
+  private readonly timeoutMs: number;
+  /** When E2B pauses the sandbox unless told otherwise (its create or resume set it). */
+  private aliveUntil: number;
+  constructor(id: string, sbx: E2B, spec: SandboxSpec, timeoutMs: number) {
     this.id = id;
     this.sbx = sbx;
     this.spec = spec;
+    this.timeoutMs = timeoutMs;
+    this.aliveUntil = Date.now() + timeoutMs;
     const abs = (rel: string): string => path.posix.join(E2B_WORKSPACE, ...resolveRelative(rel));
-    this.files = {
+    const files: SandboxFiles = {
       readBytes: async (p, maxBytes = 50_000_000) => {
         const [read, info] = await Promise.all([sbx.files.read(abs(p), { format: 'bytes' }), sbx.files.getInfo(abs(p))]);
         const bytes = Buffer.from(read);
@@ -158,6 +214,18 @@ class E2BSandbox implements Sandbox {
         return { files: files.slice(0, limit), truncated: files.length > limit, skipped };
       },
     };
+    // Each file operation keeps the sandbox alive for another `timeoutMs` (asked of E2B at most
+    // every half of it): a job of many model turns outlived the time its resume had given.
+    this.files = Object.fromEntries(Object.entries(files).map(([k, f]) => [k, async (...a: unknown[]) => (await this.keepAlive(timeoutMs), (f as (...x: unknown[]) => unknown)(...a))])) as unknown as SandboxFiles;
+  }
+
+  /** Ask E2B to keep the sandbox running `forMs` from now, unless it will for most of that already. A refusal is not the operation's failure: asked again next time. */
+  private async keepAlive(forMs: number): Promise<void> {
+    if (Date.now() + forMs <= this.aliveUntil + this.timeoutMs / 2) return;
+    await this.sbx.setTimeout(forMs).then(
+      () => void (this.aliveUntil = Date.now() + forMs),
+      () => undefined,
+    );
   }
 
   async run(command: string, opts: RunOptions): Promise<CommandResult> {
@@ -166,6 +234,8 @@ class E2BSandbox implements Sandbox {
     const done = (exitCode: number | null, stdout: string, stderr: string, timedOut: boolean): CommandResult => ({
       exitCode, stdout, stderr, timedOut, durationMs: Date.now() - started, stdoutBytes: Buffer.byteLength(stdout), stderrBytes: Buffer.byteLength(stderr),
     });
+    // The command's own time and the usual time to live after it: a 10-minute command had its sandbox paused under it.
+    await this.keepAlive(opts.timeoutMs + this.timeoutMs);
     try {
       const r = await this.sbx.commands.run(command, { cwd, timeoutMs: opts.timeoutMs, envs: this.spec.env, ...(opts.signal ? { signal: opts.signal } : {}) });
       return done(r.exitCode, r.stdout, r.stderr, false);

@@ -51,6 +51,12 @@ export class FakeE2B {
     this.sandboxes.delete(id);
   }
 
+  private readonly faults: { method: string; path: RegExp; status: number; left: number }[] = [];
+  /** Answer the next `times` requests of `method` to a path matching `path` with `status` instead (E2B failing: a 500, a 401, a 404). */
+  fail(method: string, path: RegExp, status: number, times = 1): void {
+    this.faults.push({ method, path, status, left: times });
+  }
+
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
@@ -58,6 +64,11 @@ export class FakeE2B {
     const url = new URL(req.url ?? '/', this.url);
     const json = (status: number, data: unknown): void => void res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(data));
     const info = (id: string) => ({ sandboxID: id, templateID: 'baton-agent', clientID: 'fake', envdVersion: '0.2.0', envdAccessToken: 'tok' });
+    const fault = this.faults.find((f) => f.left > 0 && f.method === req.method && f.path.test(url.pathname));
+    if (fault) {
+      fault.left--;
+      return json(fault.status, { code: fault.status, message: `injected fault ${fault.status}` });
+    }
     let m: RegExpExecArray | null;
 
     // Control plane.
@@ -86,6 +97,11 @@ export class FakeE2B {
       const s = this.sandboxes.get(m[1] as string);
       if (!s) return json(404, { code: 404, message: 'not found' });
       s.state = 'paused';
+      return void res.writeHead(204).end();
+    }
+    if (req.method === 'POST' && (m = /^\/sandboxes\/([^/]+)\/timeout$/.exec(url.pathname))) {
+      control();
+      if (!this.sandboxes.has(m[1] as string)) return json(404, { code: 404, message: 'not found' });
       return void res.writeHead(204).end();
     }
     if (req.method === 'DELETE' && (m = /^\/sandboxes\/([^/]+)$/.exec(url.pathname))) {

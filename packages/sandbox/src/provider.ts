@@ -121,6 +121,28 @@ export class WorkspaceTooLargeError extends Error {
   }
 }
 
+/**
+ * The sandbox service could not open the agent's sandbox for now — an outage (5xx), a rate limit,
+ * a timeout, a cut connection: the job is tried again later, and the attempt does not count as
+ * lost (an E2B outage of seconds had failed every agent as "lost to a dying runner").
+ */
+export class SandboxOutageError extends Error {
+  readonly code = 'sandbox_outage';
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** The sandbox service refused for good — a setting to mend (the key, the template): the agent fails with these words. */
+export class SandboxRefusedError extends Error {
+  readonly code = 'sandbox_refused';
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
 /** A sandbox opened by a newer attempt: this runner must stop. */
 export class SandboxFencedError extends Error {
   readonly code = 'sandbox_fenced';

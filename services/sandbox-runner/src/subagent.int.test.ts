@@ -6,10 +6,11 @@ import { allTools, builtinTeams, ModelRejectedError, OfflineModel, outboxRequest
 import { agentStreamId, loopOf, type ContentBlock } from '@baton/domain';
 import { handleCommand, loadTask, TaskWriter, type EventStore } from '@baton/event-store';
 import { readArtifact, searchCorpus, storeArtifact, storeWorkspace, taskChange, taskTree } from '@baton/storage';
-import { findBwrap, LocalSandboxProvider } from '@baton/sandbox';
+import { E2BSandboxProvider, findBwrap, LocalSandboxProvider, SandboxOutageError } from '@baton/sandbox';
+import { FakeE2B } from '@baton/sandbox/fake-e2b';
 import { silentLogger } from '@baton/runtime';
 import { dispatchedTask, pgTest as test, waitFor } from '@baton/testing';
-import { afterEach, beforeEach, describe, expect } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect } from 'vitest';
 import { CauseNotVisibleError, claimAttempt, runSubagentJob, type RunnerDeps } from './subagent.ts';
 import { artifactStore } from './wiring.ts';
 
@@ -516,5 +517,30 @@ describe('runSubagentJob', () => {
     expect(await job).toBe('completed');
     const own = (await loadTask(pg.store, id)).events.filter((e) => e.streamId === agentStreamId(id, 'engineer-1')).map((e) => e.type);
     expect(own).toEqual(['SubagentStarted', 'ModelTurnRecorded', 'ToolResultsRecorded', 'ModelTurnRecorded', 'ToolResultsRecorded', 'ModelTurnRecorded']);
+  });
+});
+
+describe('runSubagentJob on E2B (its fake) when E2B fails', () => {
+  const fake = new FakeE2B();
+  beforeAll(async () => {
+    await fake.start();
+  });
+  afterAll(async () => fake.stop());
+
+  test("E2B down for a moment (a 503) hands the attempt back — not lost, tried again, and run by the next job; E2B refusing the key fails the agent at once, naming E2B_API_KEY (a 12-second outage or a wrong key had failed every agent as 'lost to a dying runner')", async ({ pg }) => {
+    const d = { ...deps(pg.store), sandboxes: new E2BSandboxProvider({ pool: pg.store.pool, apiKey: 'e2b_test', apiUrl: fake.url, sandboxUrl: fake.url }) };
+    const id = await dispatchedTask(pg.store);
+    fake.fail('POST', /^\/v2\/sandboxes$/, 503);
+    await expect(runSubagentJob(d, id, 'researcher-1', () => {})).rejects.toBeInstanceOf(SandboxOutageError);
+    expect((await loadTask(pg.store, id)).state.agents['researcher-1']).toMatchObject({ status: 'running', attempt: 1, handedBack: true, stalledAttempts: 0 });
+    expect(await runSubagentJob(d, id, 'researcher-1', () => {})).toBe('completed');
+
+    const refused = await dispatchedTask(pg.store);
+    fake.fail('POST', /^\/v2\/sandboxes$/, 401);
+    expect(await runSubagentJob(d, refused, 'researcher-1', () => {})).toBe('failed');
+    expect((await loadTask(pg.store, refused)).state.agents['researcher-1']).toMatchObject({
+      status: 'failed',
+      error: { code: 'sandbox_refused', message: 'E2B refused the API key (E2B_API_KEY): Unauthorized, please check your credentials. - injected fault 401' },
+    });
   });
 });

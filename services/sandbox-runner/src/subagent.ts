@@ -6,7 +6,7 @@ import { handleCommand, isConcurrencyError, loadTask, retryOnConflict, TaskWrite
 import { acquireLease, ArtifactPathHeldError, releaseLease, renewLease, type CorpusHit, type StoredArtifact } from '@baton/storage';
 import type pg from 'pg';
 import type { Logger } from '@baton/runtime';
-import { DEFAULT_LIMITS, SandboxFencedError, WorkspaceTooLargeError, type Sandbox, type SandboxProvider, type SandboxSpec } from '@baton/sandbox';
+import { DEFAULT_LIMITS, SandboxFencedError, SandboxOutageError, SandboxRefusedError, WorkspaceTooLargeError, type Sandbox, type SandboxProvider, type SandboxSpec } from '@baton/sandbox';
 import { editFile, runTool, type ToolEnv } from './tools.ts';
 
 export interface RunnerDeps {
@@ -320,13 +320,17 @@ export async function runSubagentJob(
       return 'cancelled';
     }
     // Past its workspace's limit the agent fails now: a retry would run to the same place.
-    if (ours && err instanceof WorkspaceTooLargeError) return failOverLimit(d, load, taskId, agentId, attempt, err);
+    if (ours && err instanceof WorkspaceTooLargeError) return failForGood(d, load, taskId, agentId, attempt, err, 'its workspace is over its limit');
+    // The sandbox service refused for good (its key, its template): every attempt would fail the same way.
+    if (ours && err instanceof SandboxRefusedError) return failForGood(d, load, taskId, agentId, attempt, err, 'the sandbox service refused it');
     if (ours && signal?.reason instanceof ConsumerStoppingError) await handBack(d, load, taskId, agentId, attempt);
-    else if (ours && err instanceof ModelUnavailableError) {
-      // The model API could not answer (after its client's retries): the attempt was not lost to the
-      // agent's work, and its job is retried. The lease is kept a while, so that the watchdog
-      // does not start another attempt beside the job's own retry (seven attempts in 16 s had
-      // given the agent up as lost to a dying runner).
+    else if (ours && (err instanceof ModelUnavailableError || err instanceof SandboxOutageError)) {
+      // The model API could not answer (after its client's retries), or the sandbox service could
+      // not open the sandbox now: the attempt was not lost to the agent's work, and its job is
+      // retried. The lease is kept a while, so that the watchdog does not start another attempt
+      // beside the job's own retry (seven attempts in 16 s had given the agent up as lost to a
+      // dying runner).
+      if (err instanceof SandboxOutageError) d.log.error({ taskId, agentId, attempt, err: err.message }, 'the sandbox service could not open the agent\'s sandbox; its job is tried again');
       await handBack(d, load, taskId, agentId, attempt, err.message);
       lease?.failed(err, { holdMs: d.lease?.ttlMs ?? 0 });
       throw err;
@@ -339,12 +343,13 @@ export async function runSubagentJob(
 }
 
 /**
- * The agent's workspace grew past its limit (WorkspaceTooLargeError): the agent fails with the
- * error's words (`workspace_too_large`) while the attempt is still its current one, and its
- * sandbox goes (what grew stays out of Postgres and off the host). The lead is told as of any
- * failed agent, and can delegate again.
+ * The agent fails now, with the error's code and words, while the attempt is still its current
+ * one — a retry would end the same way: its workspace grew past its limit
+ * (WorkspaceTooLargeError: its sandbox goes, what grew stays out of Postgres and off the host),
+ * or the sandbox service refused it for good (SandboxRefusedError: a key, a template to mend).
+ * The lead is told as of any failed agent, and can delegate again.
  */
-async function failOverLimit(d: Pick<RunnerDeps, 'store' | 'sandboxes' | 'committed' | 'log'>, load: TaskLoader, taskId: string, agentId: string, attempt: number, err: WorkspaceTooLargeError): Promise<JobOutcome> {
+async function failForGood(d: Pick<RunnerDeps, 'store' | 'sandboxes' | 'committed' | 'log'>, load: TaskLoader, taskId: string, agentId: string, attempt: number, err: Error & { code: string }, why: string): Promise<JobOutcome> {
   const done = await handleCommand(
     d.store,
     taskId,
@@ -355,7 +360,7 @@ async function failOverLimit(d: Pick<RunnerDeps, 'store' | 'sandboxes' | 'commit
     { load },
   );
   d.committed?.(done.events);
-  d.log.warn({ taskId, agentId, attempt, error: err.message }, 'agent failed: its workspace is over its limit');
+  d.log.warn({ taskId, agentId, attempt, error: err.message }, `agent failed: ${why}`);
   await d.sandboxes.kill(taskId, agentId);
   return done.events.length > 0 ? 'failed' : 'superseded';
 }
