@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { pgTest as test } from '@baton/testing';
+import { pgTest as test, waitFor } from '@baton/testing';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect } from 'vitest';
 import { sandboxContract } from './contract.ts';
@@ -100,6 +100,19 @@ describe('E2B sandbox provider lifecycle', () => {
     expect(extensions()).toEqual([660]);
     await sbx.files.read('a.txt');
     expect(extensions()).toEqual([660]); // alive long enough already
+  });
+
+  test("an aborted command is killed (in envd a command outlives its stream: it had gone on beside the next attempt's) and is not reported as timed out; one past its time is killed too", async ({ pg }) => {
+    const sbx = await provider(pg.db.pool).open(spec());
+    const stop = new AbortController();
+    const running = sbx.run('echo started > started.txt; sleep 30', { timeoutMs: 60_000, signal: stop.signal });
+    await waitFor(async () => (await sbx.files.read('started.txt').catch(() => null)) === 'started\n', { what: 'the command to start' });
+    stop.abort();
+    expect(await running).toMatchObject({ exitCode: null, timedOut: false });
+    await waitFor(() => fake.processes.size === 0, { timeoutMs: 10_000, what: 'the aborted command killed' });
+    const slow = await sbx.run('sleep 30', { timeoutMs: 500 });
+    expect(slow).toMatchObject({ exitCode: null, timedOut: true });
+    await waitFor(() => fake.processes.size === 0, { timeoutMs: 10_000, what: 'the command past its time killed' });
   });
 
   test('a pause or kill E2B fails once is tried again (the sandbox had stayed running while its agent waited); one orphan E2B will not kill does not hold up the sweep of the rest', async ({ pg }) => {

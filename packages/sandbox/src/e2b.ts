@@ -236,13 +236,33 @@ class E2BSandbox implements Sandbox {
     });
     // The command's own time and the usual time to live after it: a 10-minute command had its sandbox paused under it.
     await this.keepAlive(opts.timeoutMs + this.timeoutMs);
+    opts.signal?.throwIfAborted();
+    // Started in the background and killed by its pid when aborted or past its time: in envd a
+    // command outlives the stream that started it, and an aborted one had gone on beside the
+    // next attempt's (and was reported as timed out).
+    const handle = await this.sbx.commands.run(command, { background: true, cwd, timeoutMs: opts.timeoutMs, envs: this.spec.env });
+    let stopped: 'aborted' | 'timed out' | null = null;
+    const kill = (why: 'aborted' | 'timed out'): void => {
+      stopped ??= why;
+      void handle.kill().catch(() => false);
+    };
+    const onAbort = (): void => kill('aborted');
+    opts.signal?.addEventListener('abort', onAbort, { once: true });
+    if (opts.signal?.aborted) onAbort();
+    const timer = setTimeout(() => kill('timed out'), opts.timeoutMs);
     try {
-      const r = await this.sbx.commands.run(command, { cwd, timeoutMs: opts.timeoutMs, envs: this.spec.env, ...(opts.signal ? { signal: opts.signal } : {}) });
-      return done(r.exitCode, r.stdout, r.stderr, false);
+      const r = await handle.wait();
+      return done(stopped ? null : r.exitCode, r.stdout, r.stderr, stopped === 'timed out');
     } catch (err) {
-      if (err instanceof CommandExitError) return done(err.exitCode, err.stdout, err.stderr, false);
-      if (err instanceof TimeoutError) return done(null, '', String(err.message), true);
+      if (err instanceof CommandExitError) return done(stopped ? null : err.exitCode, err.stdout, err.stderr, stopped === 'timed out');
+      if (err instanceof TimeoutError) {
+        kill('timed out');
+        return done(null, handle.stdout, handle.stderr, stopped === 'timed out');
+      }
       throw err;
+    } finally {
+      clearTimeout(timer);
+      opts.signal?.removeEventListener('abort', onAbort);
     }
   }
 

@@ -1,5 +1,5 @@
 import type { Stats } from 'node:fs';
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -18,6 +18,8 @@ import { resolveToolchain, toolchainPath, type SandboxToolchain, type ToolchainO
 export class FakeE2B {
   readonly calls: { method: string; path: string; body: unknown; apiKey: string | undefined }[] = [];
   readonly sandboxes = new Map<string, { state: 'running' | 'paused'; dir: string; envs: Record<string, string> }>();
+  /** Commands running, by pid: as in envd, a command outlives its stream (a client gone away does not stop it); SendSignal does. */
+  readonly processes = new Map<number, ChildProcess>();
   url = '';
   private server: Server | null = null;
   private root = '';
@@ -180,16 +182,26 @@ export class FakeE2B {
         cwd: body.process.cwd ? host(body.process.cwd) : sbx.dir,
         env: { PATH: [...toolchainPath(this.toolchain), process.env.PATH ?? '/usr/bin:/bin'].join(':'), HOME: sbx.dir, ...sbx.envs, ...body.process.envs },
       });
-      frame(0, { event: { start: { pid: child.pid ?? 1 } } });
+      const pid = child.pid ?? 1;
+      this.processes.set(pid, child);
+      frame(0, { event: { start: { pid } } });
       child.stdout.on('data', (d: Buffer) => frame(0, { event: { data: { stdout: d.toString('base64') } } }));
       child.stderr.on('data', (d: Buffer) => frame(0, { event: { data: { stderr: d.toString('base64') } } }));
-      req.socket.on('close', () => child.kill('SIGKILL'));
       child.on('close', (code) => {
+        this.processes.delete(pid);
+        if (res.destroyed) return;
         frame(0, { event: { end: { exitCode: code ?? -1, exited: code !== null, status: `exit status ${code}` } } });
         frame(2, {});
         res.end();
       });
       return;
+    }
+    if (url.pathname === '/process.Process/SendSignal') {
+      const body = JSON.parse(raw.toString()) as { process?: { pid?: number }; signal?: string };
+      const child = body.process?.pid !== undefined ? this.processes.get(body.process.pid) : undefined;
+      if (!child) return rpcError(404, 'not_found', `process ${body.process?.pid} not found`);
+      child.kill(body.signal === 'SIGNAL_SIGTERM' ? 'SIGTERM' : 'SIGKILL');
+      return json(200, {});
     }
     return json(404, { code: 404, message: `fake e2b: no route ${req.method} ${url.pathname}` });
   }
