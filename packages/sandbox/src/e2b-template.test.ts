@@ -17,10 +17,12 @@ describe('the E2B template', () => {
   });
 
   it('installs the toolchain local sandboxes lend, at the repository\'s versions — as does the runner\'s image', () => {
-    const { devDependencies: dev } = JSON.parse(readFileSync(path.join(repo, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> };
+    const { devDependencies: dev, packageManager } = JSON.parse(readFileSync(path.join(repo, 'package.json'), 'utf8')) as { devDependencies: Record<string, string>; packageManager: string };
     expect(TOOLCHAIN_PACKAGES).toEqual([`vitest@${dev.vitest}`, `typescript@${dev.typescript}`]);
-    expect(Template.toDockerfile(batonTemplate())).toContain(`RUN npm install -g pnpm@10 ${TOOLCHAIN_PACKAGES.join(' ')}`);
+    // pnpm too: the repository's (the template had a floating pnpm@10 beside the repository's 11).
+    expect(Template.toDockerfile(batonTemplate())).toContain(`RUN npm install -g ${packageManager} ${TOOLCHAIN_PACKAGES.join(' ')}`);
     const image = readFileSync(path.join(repo, 'infra/docker/Dockerfile'), 'utf8');
+    expect(image).toContain(`npm install --global ${packageManager}`);
     expect(image).toContain(`npm install --prefix /opt/baton/toolchain --no-fund --no-audit ${TOOLCHAIN_PACKAGES.join(' ')}`);
     expect(image).toContain('SANDBOX_TOOLCHAIN_NODE_MODULES=/opt/baton/toolchain/node_modules');
   });
