@@ -44,10 +44,17 @@ describe('the watchdog', () => {
     const id = await dispatchedTask(f.pg.store);
     const { names, orch } = await orchestrator(f);
     try {
-      // Re-dispatched: more than the one job the dispatch made — uncounted while they wait in the queue
-      // (no runner here): a queue drained later hands out jobs a runner has taken but not claimed yet.
-      await waitFor(async () => (await jobsFor(f, names, 'researcher-1')) >= 4, { timeoutMs: 15_000, what: 'the watchdog to re-dispatch the agent' });
-      expect((await leaseOf(f.pg.db.pool, id, 'researcher-1'))?.fires).toBe(0);
+      // No runner here: the dispatch's job waits in the queue, and look after look adds none beside it
+      // (each look had queued one more per stuck agent), nor counts a re-dispatch.
+      // (The first look may come before the relay published the dispatch's job, and add one.)
+      await waitFor(async () => (await jobsFor(f, names, 'researcher-1')) >= 1, { timeoutMs: 15_000, what: "the dispatch's job in the queue" });
+      const settled = orch.watchdog.visits + 1;
+      await waitFor(() => orch.watchdog.visits >= settled, { timeoutMs: 15_000, what: 'another look at the task' });
+      const queued = await jobsFor(f, names, 'researcher-1');
+      expect(queued).toBeLessThanOrEqual(2);
+      await waitFor(() => orch.watchdog.visits >= settled + 3, { timeoutMs: 15_000, what: 'three more looks at the task' });
+      expect(await jobsFor(f, names, 'researcher-1')).toBe(queued);
+      expect((await leaseOf(f.pg.db.pool, id, 'researcher-1'))?.fires ?? 0).toBe(0);
       // A "runner" that takes every job and dies before it claims anything (it acks: no job waits in the queue).
       const sink = await (await jetstream(f.nats.nc).consumers.get(names.jobsStream, names.consumers.runner)).consume();
       void (async () => {
@@ -79,7 +86,11 @@ describe('the watchdog', () => {
       // The dispatch's own job (the relay's, on its own schedule) is on the bus before we count.
       await waitFor(async () => (await jobsFor(f, names, 'researcher-1')) >= 1, { timeoutMs: 15_000, what: "the dispatch's job" });
       expect(orch.watchdog.redispatched).toBe(0);
-      const jobsBefore = await jobsFor(f, names, 'researcher-1');
+      // Runner x had taken the job (acknowledged: it leaves the queue).
+      const taken = await (await jetstream(f.nats.nc).consumers.get(names.jobsStream, names.consumers.runner)).fetch({ max_messages: 10, expires: 2000 });
+      for await (const m of taken) m.ack();
+      await waitFor(async () => (await jobsFor(f, names, 'researcher-1')) === 0, { what: 'the job taken' });
+      const jobsBefore = 0;
       // Runner x dies; its restart hands the agent back: the watchdog re-dispatches it now, not a grace period (two minutes) later.
       expect(await expireLeasesOf(f.pg.db.pool, ['runner-x'], 'runner runner-x stopped')).toHaveLength(1);
       await waitFor(() => orch.watchdog.redispatched >= 1, { timeoutMs: 15_000, what: 'the watchdog to re-dispatch the agent' });

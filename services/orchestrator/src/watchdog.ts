@@ -188,7 +188,8 @@ export class Watchdog {
       await this.heal(report, recorded.size === 0);
       return;
     }
-    const backlog = await this.jobsBacklog(await this.d.jsm());
+    const { backlog, deliveredSeq } = await this.jobsBacklog(await this.d.jsm());
+    this.deliveredSeq = deliveredSeq;
     const now = this.d.now();
     const cutoff = now.getTime() - this.d.options.graceMs;
     for (const [id, at] of this.looked) if (at < cutoff) this.looked.delete(id);
@@ -239,12 +240,31 @@ export class Watchdog {
     for (const [name, created] of Object.entries(report.streams)) if (created) await recordStream(this.d.pool, name, created);
   }
 
-  private async jobsBacklog(jsm: JetStreamManager): Promise<boolean> {
+  /** The last job a runner was handed at this look (the runners' consumer's delivered stream sequence). */
+  private deliveredSeq: number | null = null;
+
+  /**
+   * Is a job on `subject` waiting in the queue, handed to no runner yet? (One handed to a runner
+   * that died comes back only after its ack wait: the watchdog re-dispatches then, as before.)
+   * Cannot tell: no.
+   */
+  private async jobWaiting(subject: string): Promise<boolean> {
+    if (this.deliveredSeq === null) return false;
+    try {
+      const m = await (await this.d.jsm()).streams.getMessage(this.d.names.jobsStream, { last_by_subj: subject });
+      return m !== null && m.seq > this.deliveredSeq;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Whether jobs wait for a runner, and the last job a runner was handed (its stream sequence; null: cannot tell). */
+  private async jobsBacklog(jsm: JetStreamManager): Promise<{ backlog: boolean; deliveredSeq: number | null }> {
     try {
       const info = await jsm.consumers.info(this.d.names.jobsStream, this.d.names.consumers.runner);
-      return info.num_pending > 0;
+      return { backlog: info.num_pending > 0, deliveredSeq: info.delivered.stream_seq };
     } catch {
-      return true; // cannot tell: do not give up on anyone
+      return { backlog: true, deliveredSeq: null }; // cannot tell: do not give up on anyone
     }
   }
 
@@ -282,9 +302,14 @@ export class Watchdog {
       }
       for (const agentId of a.redispatch) {
         const agent = state.agents[agentId];
+        const subject = this.d.names.jobSubject('run', taskId, agentId);
+        // A job of the agent's still waiting in the queue, handed to no runner, runs it: another
+        // would only wait beside it — while no runner ran, every look had queued one more per
+        // stuck agent. (A heal re-sends: the bus lost them.)
+        if (!tag.startsWith('heal-') && (await this.jobWaiting(subject))) continue;
         redispatched.push({ taskId, agentId, attempt: agent?.attempt ?? 0 });
         const job: RunnerJob = { kind: 'run', taskId, agentId, causeEventId: last.id };
-        out.push({ subject: this.d.names.jobSubject('run', taskId, agentId), data: JSON.stringify(job), msgId: `${tag}-${taskId}-${agentId}-${agent?.attempt ?? 0}`, trace });
+        out.push({ subject, data: JSON.stringify(job), msgId: `${tag}-${taskId}-${agentId}-${agent?.attempt ?? 0}`, trace });
         this.redispatched++;
       }
       if (out.length > 0) this.d.log.warn({ taskId, lead: a.trigger, agents: a.redispatch, tag }, 'watchdog: waking a task that made no progress');
