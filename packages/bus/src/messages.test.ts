@@ -24,6 +24,8 @@ describe('what the relay publishes for an event', () => {
     expect(subjects({ type: 'ApprovalRequested', data: { requestId: 'a', agentId: 'writer-1', toolUseId: 't', toolName: 'write', input: {}, inputDigest: 'd', plan: 'p', deadline: '2026-01-01T00:00:00.000Z', onTimeout: 'reject' } })).toEqual(['baton.events', 'baton.triggers']);
     expect(subjects({ type: 'TaskCancelled', data: { reason: 'r', requestedBy: 'u' } })).toEqual(['baton.events', 'baton.jobs.release.all']);
     expect(subjects({ type: 'TaskFailed', data: { code: 'c', message: 'm' } })).toEqual(['baton.events', 'baton.jobs.release.all']);
+    // One agent failed while its task goes on: its sandbox goes now (it had waited for the task's end).
+    expect(subjects({ type: 'SubagentFailed', data: { agentId: 'researcher-1', code: 'agent_lost', message: 'm' } })).toEqual(['baton.events', 'baton.triggers', 'baton.jobs.release.researcher-1']);
     expect(subjects({ type: 'SubagentDispatched', data: { agentId: 'researcher-1', agentType: 'researcher', toolUseId: 't', prompt: 'p' } })).toEqual(['baton.events', 'baton.jobs.run.researcher-1']);
   });
   it('a raised budget wakes the lead and gives every subagent it paused a job of its own (distinct message ids)', () => {

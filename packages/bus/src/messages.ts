@@ -57,10 +57,13 @@ export const RunnerJob = z.discriminatedUnion('kind', [
   z.object({
     /**
      * The task was cancelled or failed: kill its agents' sandboxes that are left. (On completion
-     * every agent has killed its own already; the sweeper covers a crash in between.)
+     * every agent has killed its own already; the sweeper covers a crash in between.) With
+     * `agentId`: that agent failed while its task goes on — its sandbox goes now, not when the
+     * task ends (days later, when a person is slow).
      */
     kind: z.literal('release'),
     taskId: z.uuid(),
+    agentId: z.string().min(1).optional(),
     causeEventId: z.uuid(),
   }),
 ]);
@@ -92,6 +95,10 @@ export function encodeEvent(e: RecordedEvent): Uint8Array {
 export function jobsFor(e: RecordedEvent): { kind: JobKind; agentId: string; msgId: string; job: RunnerJob }[] {
   if (e.type === 'TaskCancelled' || e.type === 'TaskFailed') {
     return [{ kind: 'release', agentId: 'all', msgId: `job-${e.id}`, job: { kind: 'release', taskId: e.taskId, causeEventId: e.id } }];
+  }
+  if (e.type === 'SubagentFailed') {
+    const agentId = e.data.agentId;
+    return [{ kind: 'release', agentId, msgId: `job-${e.id}`, job: { kind: 'release', taskId: e.taskId, agentId, causeEventId: e.id } }];
   }
   // One job per woken subagent; a cause that wakes several (a raised budget) gives each its own message id.
   const agents = wakes(e).subagents;

@@ -6,7 +6,7 @@ import { builtinTeams, type ModelClient, type TeamDefinition } from '@baton/agen
 import { busNames, ensureTopology } from '@baton/bus';
 import { handleCommand, loadTask, servicesCachePolicy, TaskCache } from '@baton/event-store';
 import { silentLogger } from '@baton/runtime';
-import { LocalSandboxProvider } from '@baton/sandbox';
+import { DEFAULT_LIMITS, LocalSandboxProvider } from '@baton/sandbox';
 import { dispatchedTask, stackTest as test, waitFor } from '@baton/testing';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { afterEach, beforeEach, describe, expect } from 'vitest';
@@ -98,6 +98,31 @@ describe('a task that ends while its agent works', () => {
       expect(cache.size).toBe(1); // the task goes on (its lead is next): kept
       nats.nc.publish(names.eventSubject(id, 'TaskCompleted'), '{}'); // as the relay sends the task's end
       await waitFor(() => cache.size === 0, { what: 'the finished task dropped from the cache' });
+    } finally {
+      await runner.stop();
+    }
+  });
+
+  test("one agent failed while its task goes on (the watchdog gave it up): the relay's release job for it kills its sandbox only — it had waited for the task's end", async ({ pg, nats }) => {
+    const names = busNames(nats.namespace);
+    await ensureTopology(await jetstreamManager(nats.nc), names);
+    const js = jetstream(nats.nc);
+    const { pool } = pg.db;
+    const sandboxes = new LocalSandboxProvider({ root, pool });
+    const runner = await startRunner({
+      store: pg.store, pool, js, nc: nats.nc, names, log: silentLogger(), runnerId: 'runner-a', now: () => new Date(), model: { name: 'unused', complete: () => Promise.reject(new Error('no model here')) }, teams,
+      sandboxes, artifacts: artifactStore(pool), lease: { db: pool, ttlMs: 30_000 }, concurrency: 2, maxAttempts: 3, heartbeatMs: 200,
+    });
+    try {
+      const id = await dispatchedTask(pg.store);
+      const spec = (agentId: string) => ({ taskId: id, agentId, network: false, env: {}, limits: DEFAULT_LIMITS, attempt: 1 });
+      await sandboxes.open(spec('researcher-1'));
+      await sandboxes.open(spec('writer-1'));
+      const failed = (await handleCommand(pg.store, id, { type: 'FailSubagent', agentId: 'researcher-1', code: 'agent_lost', message: 'gone' })).events[0]!;
+      await js.publish(names.jobSubject('release', id, 'researcher-1'), JSON.stringify({ kind: 'release', taskId: id, agentId: 'researcher-1', causeEventId: failed.id }));
+      const state = async () => Object.fromEntries((await pool.query<{ agent_id: string; state: string }>('select agent_id, state from sandboxes where task_id = $1', [id])).rows.map((r) => [r.agent_id, r.state]));
+      await waitFor(async () => (await state())['researcher-1'] === 'killed', { what: "the failed agent's sandbox killed" });
+      expect((await state())['writer-1']).not.toBe('killed');
     } finally {
       await runner.stop();
     }

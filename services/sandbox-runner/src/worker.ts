@@ -102,10 +102,10 @@ export async function startRunner(d: RunnerWorkerDeps): Promise<RunningConsumer>
     },
     handle: async (job, ctx) => {
       if (job.kind === 'release') {
-        // The task has ended: whatever sandboxes it still has go (the log and the artifacts keep what they did).
-        const { state } = await load(job.taskId);
-        for (const agentId of Object.keys(state.agents)) await d.sandboxes.kill(job.taskId, agentId);
-        d.log.info({ taskId: job.taskId }, 'sandboxes released');
+        // The task has ended, or one agent failed: whatever sandboxes they still have go (the log and the artifacts keep what they did).
+        const agents = job.agentId !== undefined ? [job.agentId] : Object.keys((await load(job.taskId)).state.agents);
+        for (const agentId of agents) await d.sandboxes.kill(job.taskId, agentId);
+        d.log.info({ taskId: job.taskId, ...(job.agentId !== undefined ? { agentId: job.agentId } : {}) }, 'sandboxes released');
         return;
       }
       const started = performance.now();
