@@ -107,7 +107,7 @@ program
   .option('--budget-usd <n>', 'stop and ask a person once the task has spent this many US dollars', positiveNumber('--budget-usd'))
   .option('--budget-tokens <n>', 'stop and ask a person once the task has used this many tokens', wholeNumber('--budget-tokens'))
   .option('--example <name>', 'start from a configured example project (GET /v1/examples)')
-  .option('--workspace <path>', `start from this codebase: a directory (in a git work tree the files git would commit; ${WORKSPACE_EXCLUDES.join(' and ')} left out) or a .tar.gz`)
+  .option('--workspace <path>', `start from this codebase: a directory (in a git work tree the files git would commit; ${WORKSPACE_EXCLUDES.join(', ')} left out) or a .tar.gz`)
   .option('--webhook <url>', "the task's own webhook: its events POSTed there, signed (docs/webhooks.md)")
   .option('--webhook-events <types>', 'with --webhook: only these event types, comma-separated (e.g. task.completed,task.failed)', list)
   .option('--mail <addresses>', 'mail these people, comma-separated: when a request waits for them and when the task ends (docs/email.md)', list)

@@ -24,9 +24,9 @@ const entries = async (p: string): Promise<string[]> => {
 };
 
 describe('baton submit --workspace <dir>', () => {
-  test('a plain directory: every file but .git and node_modules, at any depth (before: only the top ones were left out)', async () => {
-    await put({ 'src/a.ts': 'a', 'node_modules/x/i.js': 'x', 'packages/p/node_modules/y/i.js': 'y', 'packages/p/src/b.ts': 'b', 'vendor/lib/.git/HEAD': 'h', '.env': 'SECRET=1' });
-    expect(await entries(dir)).toEqual(['.env', 'packages/p/src/b.ts', 'src/a.ts']);
+  test('a plain directory: every file but .git, node_modules and the caches tools make again, at any depth (before: only the top ones were left out; a .venv was sent and refused whole for its links)', async () => {
+    await put({ 'src/a.ts': 'a', 'node_modules/x/i.js': 'x', 'packages/p/node_modules/y/i.js': 'y', 'packages/p/src/b.ts': 'b', 'vendor/lib/.git/HEAD': 'h', '.env': 'SECRET=1', '.venv/bin/activate': 'v', 'pkg/__pycache__/m.cpython-311.pyc': 'c', '.pytest_cache/README.md': 'r', 'pkg/m.py': 'm' });
+    expect(await entries(dir)).toEqual(['.env', 'packages/p/src/b.ts', 'pkg/m.py', 'src/a.ts']);
   });
 
   test('a git work tree: what git would commit — .gitignore honoured (no .env, no build output), untracked files kept, a tracked file deleted from disk left out', async () => {

@@ -3,11 +3,12 @@ import { execFile, spawn } from 'node:child_process';
 import { lstat, readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { REGENERATED_DIRS } from '@baton/domain';
 
 const run = promisify(execFile);
 
-/** What a directory's archive leaves out, at any depth: version control and installed dependencies (the sandbox installs its own). */
-export const WORKSPACE_EXCLUDES = ['.git', 'node_modules'];
+/** What a directory's archive leaves out, at any depth: version control, installed dependencies and caches (the sandbox makes its own). */
+export const WORKSPACE_EXCLUDES = ['.git', ...REGENERATED_DIRS];
 
 /**
  * `baton submit --workspace <path>`: the input workspace as the API takes it in JSON. A `.tar.gz`

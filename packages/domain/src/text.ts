@@ -183,3 +183,12 @@ export function formatBytes(n: number): string {
 
 /** Binary by git's own test: a NUL byte in the first 8000 bytes (the diff, the media type, read_file and search_files all ask it). Pure. */
 export const looksBinary = (b: Uint8Array): boolean => b.subarray(0, 8000).includes(0);
+
+/**
+ * Directories tools make again from a workspace's sources — dependency installs and caches
+ * (`node_modules`, a Python virtualenv, bytecode and test/linter caches): not uploaded by the CLI,
+ * not copied to Postgres with a workspace, not reported or guarded as an agent's changes (a
+ * `pytest` run had every agent's result end with `.pytest_cache` reverted, and a venv thousands
+ * of reverted files long).
+ */
+export const REGENERATED_DIRS: readonly string[] = ['node_modules', '__pycache__', '.pytest_cache', '.mypy_cache', '.ruff_cache', '.venv'];

@@ -51,7 +51,7 @@ export function confinedArgv(command: string, o: ConfineOptions): string[] {
   const mounted = { node: t.node && TOOLCHAIN_MOUNTS.node, nodeModules: t.nodeModules && TOOLCHAIN_MOUNTS.nodeModules };
   const PATH = [...toolchainPath(mounted), '/usr/local/bin', '/usr/bin', '/bin'].join(':');
   // npm's cache and logs go to the private /tmp, not HOME (the workspace, which is synced).
-  const env = { PATH, HOME: '/workspace', LANG: 'C.UTF-8', TMPDIR: '/tmp', npm_config_cache: '/tmp/.npm', npm_config_update_notifier: 'false', ...o.env };
+  const env = { PATH, HOME: '/workspace', LANG: 'C.UTF-8', TMPDIR: '/tmp', npm_config_cache: '/tmp/.npm', npm_config_update_notifier: 'false', PIP_CACHE_DIR: '/tmp/.pip', ...o.env };
   const cwd = path.posix.join('/workspace', o.cwd);
   if (!cwd.startsWith('/workspace')) throw new Error(`cwd '${o.cwd}' is outside the workspace`);
   // Join the cgroups before anything else runs, so every descendant is counted.
@@ -108,7 +108,7 @@ const CAPTURE_BYTES = 1_000_000;
 /**
  * Run a command line with a wall-clock timeout. At the timeout (or on abort) the whole process
  * group is killed with SIGKILL; bubblewrap's pid namespace takes every descendant with it.
- * Output beyond 1 MB per stream is counted, not kept.
+ * Output beyond 1 MB per stream is counted, and kept only at its start and its end (`capture`).
  */
 export function runArgv(argv: string[], opts: { timeoutMs: number; signal?: AbortSignal }): Promise<CommandResult> {
   const started = Date.now();
@@ -146,20 +146,45 @@ export function runArgv(argv: string[], opts: { timeoutMs: number; signal?: Abor
   });
 }
 
-function capture() {
-  const chunks: Buffer[] = [];
-  let kept = 0;
+/**
+ * One stream's output, kept up to CAPTURE_BYTES: its first half and its last half (a ring), so a
+ * summary printed last — a test runner's counts — survives output of any size (the first 1 MB
+ * alone had lost pytest's summary, and the run read as no tests). What is left out between them
+ * is said there, in bytes.
+ */
+export function capture(limit = CAPTURE_BYTES) {
+  const headLimit = Math.floor(limit / 2);
+  const tailLimit = limit - headLimit;
+  const head: Buffer[] = [];
+  let headKept = 0;
+  let tail: Buffer[] = [];
+  let tailKept = 0;
   let total = 0;
   return {
     push: (b: Buffer): void => {
       total += b.length;
-      if (kept < CAPTURE_BYTES) {
-        const part = b.subarray(0, CAPTURE_BYTES - kept);
-        chunks.push(part);
-        kept += part.length;
+      if (headKept < headLimit) {
+        const part = b.subarray(0, headLimit - headKept);
+        head.push(part);
+        headKept += part.length;
+        b = b.subarray(part.length);
+        if (b.length === 0) return;
+      }
+      tail.push(b);
+      tailKept += b.length;
+      if (tailKept > tailLimit * 2) {
+        // Compact now and then: the last tailLimit bytes in one buffer.
+        const all = Buffer.concat(tail);
+        tail = [all.subarray(all.length - tailLimit)];
+        tailKept = tailLimit;
       }
     },
-    text: (): string => Buffer.concat(chunks).toString('utf8'),
+    text: (): string => {
+      const all = Buffer.concat(tail);
+      const last = all.subarray(Math.max(0, all.length - tailLimit));
+      const left = total - headKept - last.length;
+      return `${Buffer.concat(head).toString('utf8')}${left > 0 ? `\n[… ${left} bytes left out here …]\n` : ''}${last.toString('utf8')}`;
+    },
     total: (): number => total,
   };
 }

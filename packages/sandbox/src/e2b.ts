@@ -2,7 +2,7 @@ import path from 'node:path';
 import { AuthenticationError, CommandExitError, Sandbox as E2B, FileNotFoundError, InvalidArgumentError, NotFoundError, SandboxError, TimeoutError, type ConnectionOpts } from 'e2b';
 import type pg from 'pg';
 import { sandboxIdOf, SandboxOutageError, SandboxRefusedError, type CommandResult, type RunOptions, type Sandbox, type SandboxFiles, type SandboxProvider, type SandboxSpec, type TaskLiveness } from './provider.ts';
-import { shellQuote } from './confine.ts';
+import { capture, shellQuote } from './confine.ts';
 import { SandboxRegistry } from './registry.ts';
 import { pathCharacterProblem } from '@baton/domain';
 import { MAX_SKIPPED_REPORTED, resolveRelative, shownPath, textOf, unnameable, WorkspacePathError, type SkippedEntry, type WalkedFile } from './workspace.ts';
@@ -231,9 +231,16 @@ class E2BSandbox implements Sandbox {
   async run(command: string, opts: RunOptions): Promise<CommandResult> {
     const started = Date.now();
     const cwd = path.posix.join(E2B_WORKSPACE, ...resolveRelative(opts.cwd ?? '.'));
-    const done = (exitCode: number | null, stdout: string, stderr: string, timedOut: boolean): CommandResult => ({
-      exitCode, stdout, stderr, timedOut, durationMs: Date.now() - started, stdoutBytes: Buffer.byteLength(stdout), stderrBytes: Buffer.byteLength(stderr),
-    });
+    // Kept as the local provider keeps it: past 1 MB a stream's start and end (`capture`).
+    const kept = (text: string) => {
+      const c = capture();
+      c.push(Buffer.from(text));
+      return { text: c.text(), bytes: c.total() };
+    };
+    const done = (exitCode: number | null, stdout: string, stderr: string, timedOut: boolean): CommandResult => {
+      const [out, err] = [kept(stdout), kept(stderr)];
+      return { exitCode, stdout: out.text, stderr: err.text, timedOut, durationMs: Date.now() - started, stdoutBytes: out.bytes, stderrBytes: err.bytes };
+    };
     // The command's own time and the usual time to live after it: a 10-minute command had its sandbox paused under it.
     await this.keepAlive(opts.timeoutMs + this.timeoutMs);
     opts.signal?.throwIfAborted();

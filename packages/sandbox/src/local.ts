@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { chmod, mkdir, readdir, rm, rmdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { formatBytes } from '@baton/domain';
+import { formatBytes, REGENERATED_DIRS } from '@baton/domain';
 import type pg from 'pg';
 import { Cgroups } from './cgroups.ts';
 import { confinedArgv, findBwrap, runArgv } from './confine.ts';
@@ -250,8 +250,8 @@ export function workspaceSizeProblem(files: readonly { path: string; size: numbe
   return `the workspace holds ${formatBytes(total)} in ${files.length.toLocaleString('en-US')} files, over its limit of ${formatBytes(limit)} (SANDBOX_MAX_WORKSPACE_BYTES): nothing since its last save was kept; the largest: ${largest.map((f) => `${f.path} (${formatBytes(f.size)})`).join(', ')}`;
 }
 
-/** Directories a command can re-create (dependency installs) are not copied to Postgres. */
-const UNSYNCED_DIRS: ReadonlySet<string> = new Set(['node_modules']);
+/** Directories a command can re-create (dependency installs, caches) are not copied to Postgres. */
+const UNSYNCED_DIRS: ReadonlySet<string> = new Set([...REGENERATED_DIRS, '.cache']);
 const MAX_SYNCED_FILES = 100_000;
 
 /** The files of a workspace that are kept in Postgres. */

@@ -89,6 +89,18 @@ describe('file locks and file scope', () => {
     expect(await env.sandbox.files.read('api/stock.ts')).toBe('export const a = 1;\nmore\n');
   });
 
+  test.runIf(canRun)("what tools make again (a venv, bytecode, pytest's cache) is neither reverted nor reported; a long list of reverted files names the first 20 and counts the rest (a venv outside the locks had made a 68,000-character result)", async ({ pg }) => {
+    const env: ToolEnv = { sandbox: await sandbox(pg.db.pool), policy: locked };
+    const caches = await run(env, 'run_command', { command: 'mkdir -p .pytest_cache/v api/__pycache__ .venv/bin && echo x > .pytest_cache/v/nodeids && echo c > api/__pycache__/m.pyc && echo a > .venv/bin/activate && echo ok > api/ok.py' });
+    expect(caches).toMatchObject({ isError: false, files: { created: ['api/ok.py'], modified: [] } });
+    expect(caches.content).not.toMatch(/reverted/);
+    expect(await env.sandbox.files.read('.pytest_cache/v/nodeids')).toBe('x\n');
+    const many = await run(env, 'run_command', { command: 'mkdir -p build && for i in $(seq 1 45); do echo $i > build/f$i.txt; done' });
+    expect(many.content).toMatch(/\[reverted: the command changed files outside what this agent may change \(.*\): created build\/f1\.txt \(removed\); .*; and 25 more\]/);
+    expect((many.content.match(/\(removed\)/g) ?? []).length).toBe(20);
+    expect((await env.sandbox.files.walk()).files.some((f) => f.path.startsWith('build/'))).toBe(false);
+  });
+
   test.runIf(canRun)('a file moved from inside the locks to outside is put back where it was (the copy outside removed, the deletion inside kept: it was lost); a move within them stays', async ({ pg }) => {
     const env: ToolEnv = { sandbox: await sandbox(pg.db.pool), policy: locked };
     const r = await run(env, 'run_command', { command: 'mkdir -p web/api && mv api/stock.ts web/api/stock.ts' });

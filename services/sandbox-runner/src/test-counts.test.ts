@@ -8,6 +8,12 @@ describe('parseTestCounts', () => {
     ['tap', 'TAP version 13\n# tests 4\n# suites 0\n# pass 3\n# fail 1\n# cancelled 0\n# skipped 0\n# todo 0\n', { passed: 3, failed: 1, skipped: 0 }],
     ['node-spec', '✔ adds (0.5ms)\n✖ subtracts (0.7ms)\nℹ tests 4\nℹ suites 0\nℹ pass 3\nℹ fail 1\nℹ cancelled 0\nℹ skipped 0\nℹ todo 0\n', { passed: 3, failed: 1, skipped: 0 }],
     ['pytest', '============ 1 failed, 3 passed, 2 skipped in 0.12s ============\n', { passed: 3, failed: 1, skipped: 2 }],
+    // -q (a common addopts) prints the summary bare: it had read as no counts, and failed acceptance.
+    ['pytest', '.....                                                   [100%]\n5 passed in 0.02s\n', { passed: 5, failed: 0, skipped: 0 }],
+    ['pytest', 'F.\nFAILED tests/test_a.py::test_x - assert 1 == 2\n1 failed, 1 passed in 0.05s\n', { passed: 1, failed: 1, skipped: 0 }],
+    ['pytest', '=== 2 failed, 7 passed, 1 xfailed, 1 xpassed, 3 deselected, 2 warnings, 1 error in 12.34s (0:00:12) ===\n', { passed: 8, failed: 3, skipped: 4 }],
+    ['pytest', '============================ no tests ran in 0.01s =============================\n', { passed: 0, failed: 0, skipped: 0 }],
+    ['pytest', 'no tests ran in 0.01s\n', { passed: 0, failed: 0, skipped: 0 }],
     ['mocha', '  3 passing (12ms)\n  1 pending\n  2 failing\n', { passed: 3, failed: 2, skipped: 1 }],
     ['cargo', 'test result: FAILED. 3 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out\n', { passed: 3, failed: 1, skipped: 0 }],
     ['go', '=== RUN   TestA\n--- PASS: TestA (0.00s)\n=== RUN   TestB\n--- FAIL: TestB (0.00s)\nFAIL\n', { passed: 1, failed: 1, skipped: 0 }],

@@ -42,11 +42,18 @@ export function parseTestCounts(output: string): TestCounts | null {
   // node --test's spec reporter (the default since Node 23): "ℹ pass 3", "ℹ fail 1"
   const specPass = last(/^ℹ pass (\d+)$/m);
   if (specPass) return { passed: num(specPass), failed: num(last(/^ℹ fail (\d+)$/m)), skipped: num(last(/^ℹ skipped (\d+)$/m)) + num(last(/^ℹ todo (\d+)$/m)), format: 'node-spec' };
-  // pytest: "==== 1 failed, 3 passed, 2 skipped in 0.12s ===="
-  const pytest = last(/^=+ (.*\d+ (?:passed|failed|error|errors|skipped).*) in [\d.]+s.*=+$/m);
+  // pytest: "==== 1 failed, 3 passed, 2 skipped in 0.12s ====", and with -q the same bare
+  // ("5 passed in 0.02s", a common addopts: it read as no counts and failed acceptance); "no
+  // tests ran in 0.01s". xfailed and deselected tests are skipped ones, xpassed passed ones.
+  const pytest = last(/^(?:=+ )?((?:\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?|rerun)(?:, |(?= in )))+) in [\d.]+s(?: \([\d:.]+\))?(?: =+)?$/m) ?? last(/^(?:=+ )?()no tests ran in [\d.]+s(?: =+)?$/m);
   if (pytest) {
     const s = pytest[1] ?? '';
-    return { passed: num(/(\d+) passed/.exec(s)), failed: num(/(\d+) failed/.exec(s)) + num(/(\d+) errors?/.exec(s)), skipped: num(/(\d+) skipped/.exec(s)), format: 'pytest' };
+    return {
+      passed: num(/(\d+) passed/.exec(s)) + num(/(\d+) xpassed/.exec(s)),
+      failed: num(/(\d+) failed/.exec(s)) + num(/(\d+) errors?/.exec(s)),
+      skipped: num(/(\d+) skipped/.exec(s)) + num(/(\d+) xfailed/.exec(s)) + num(/(\d+) deselected/.exec(s)),
+      format: 'pytest',
+    };
   }
   // mocha: "  3 passing (12ms)", "  1 failing"
   const mocha = last(/^\s+(\d+) passing \(/m);

@@ -143,7 +143,12 @@ describe('runner tools', () => {
       const stealth = await runTool(call('run_command', { command: "touch -r math.test.mjs /tmp/when && sed -i 's/adds/sdda/' math.test.mjs && touch -r /tmp/when math.test.mjs" }), ALL, env);
       expect([stealth.content.slice(0, 11), stealth.files]).toEqual(['exit code 0', { created: [], modified: ['math.test.mjs'] }]);
       const loud = await runTool(call('run_command', { command: 'seq 1 100000' }), ALL, env);
-      expect(loud.content).toMatch(/\[output truncated: \d+ characters, showing the first 1000 and the last 3000\]\n[\s\S]*100000\n$/);
+      expect(loud.content).toMatch(/\[output truncated: \d+ characters, showing the first \d+ and the last \d+\]\n[\s\S]*100000\n$/);
+      // Over 1 MB a stream keeps its start and its end (a test summary printed last survives), and a
+      // long stderr no longer crowds out the end of stdout: each stream is cut to its own share.
+      const both = await runTool(call('run_command', { command: 'seq 1 300000; seq 1 50000 >&2' }), ALL, env);
+      expect(both.content).toMatch(/^exit code 0 \([\d.]+ s\)\n--- stdout ---\n1\n2\n[\s\S]*\n300000\n\n\[1988895 bytes in all\]\n--- stderr ---\n1\n[\s\S]*\n50000\n$/);
+      expect(both.content.length).toBeLessThanOrEqual(4200);
       // What a workspace cannot hold — a link, a fifo, a name with a line break (a directory so named with all in it) — is said, not dropped without a word.
       const odd = await runTool(call('run_command', { command: "ln -s /etc/hostname host-link && mkfifo pipe && printf x > \"$(printf 'two\\nlines.md')\" && mkdir \"$(printf 'dir\\tname')\" && touch \"$(printf 'dir\\tname')/in.md\" && echo kept > ok.md" }), ALL, env);
       expect(odd.files).toEqual({ created: ['ok.md'], modified: [] });

@@ -1,7 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import path from 'node:path';
 import { stripVTControlCharacters } from 'node:util';
-import { cutText, lastText, looksBinary, normalPath, NUL_REPLACEMENT, type ToolResult, type ToolUseBlock } from '@baton/domain';
+import { cutText, lastText, looksBinary, normalPath, NUL_REPLACEMENT, REGENERATED_DIRS, type ToolResult, type ToolUseBlock } from '@baton/domain';
 import { allTools, parseToolInput, restricts, writeRefusal, type SendEmailInput, type WritePolicy } from '@baton/agents';
 import type { CorpusHit } from '@baton/storage';
 import { MAX_SKIPPED_REPORTED, shellQuote, type CommandResult, type Sandbox } from '@baton/sandbox';
@@ -152,12 +152,14 @@ function nulNote(text: string): string {
   return `\n[baton: the text written holds ${NUL_REPLACEMENT} (U+2400): a NUL in a model's text is stored as ${NUL_REPLACEMENT}, since the log cannot hold NUL, so the file has ${NUL_REPLACEMENT} there; to write NUL bytes, use a command (printf '\\0')]`;
 }
 
-/** Directories a command's file changes are not reported for (dependency installs, VCS internals): not walked at all. */
-const UNREPORTED_DIRS: ReadonlySet<string> = new Set(['node_modules', '.git', '__pycache__', '.cache']);
-const UNREPORTED = /(^|\/)(node_modules|\.git|__pycache__|\.cache)\//;
+/** Directories a command's file changes are not reported for (dependency installs, caches, VCS internals): not walked at all. */
+const UNREPORTED_DIRS: ReadonlySet<string> = new Set([...REGENERATED_DIRS, '.git', '.cache']);
+const UNREPORTED = new RegExp(`(^|/)(${[...UNREPORTED_DIRS].map((d) => d.replace(/\./g, '\\.')).join('|')})/`);
 /** Files a command's changes are checked among; past that, what was not seen is said to be unchecked. */
 const MAX_GUARDED_FILES = 50_000;
 const MAX_REPORTED_FILES = 200;
+/** Changes a command made outside what the agent may change that its result names (the rest counted). */
+const MAX_REVERTED_NAMED = 20;
 
 /** Bytes of protected files kept before a command so its changes to them can be undone. */
 const MAX_GUARDED_BYTES = 64 * 1024 * 1024;
@@ -260,7 +262,9 @@ async function guardWrites(env: ToolEnv): Promise<{ settle(): Promise<{ files: N
         deleted.push(p);
       }
       const unchecked = partial ? `\n[the workspace has more than ${MAX_GUARDED_FILES} files besides dependencies: files created or deleted beyond those were not checked]` : '';
-      const reverted = `${reason ? `\n[reverted: the command changed files outside what this agent may change (${reason}): ${undone.join('; ')}]` : ''}${unchecked}`;
+      // The first of them by name, the rest counted: one `python3 -m venv` had made a 68,000-character result, sent again with every later turn.
+      const named = undone.slice(0, MAX_REVERTED_NAMED).join('; ') + (undone.length > MAX_REVERTED_NAMED ? `; and ${undone.length - MAX_REVERTED_NAMED} more` : '');
+      const reverted = `${reason ? `\n[reverted: the command changed files outside what this agent may change (${reason}): ${named}]` : ''}${unchecked}`;
       const reported = { created: created.slice(0, MAX_REPORTED_FILES), modified: modified.slice(0, MAX_REPORTED_FILES), ...(deleted.length > 0 ? { deleted: deleted.sort().slice(0, MAX_REPORTED_FILES) } : {}) };
       // Past the files one command may report, the rest are not kept as the task's files: said, so the agent can act (fewer files, or one archive).
       const over = Object.entries({ created: created.length, modified: modified.length, deleted: deleted.length }).filter(([, n]) => n > MAX_REPORTED_FILES);
@@ -301,10 +305,12 @@ export function applyEdit(text: string, oldString: string, newString: string, al
  */
 export function formatCommand(r: CommandResult, timeoutSeconds: number): string {
   const head = r.timedOut ? `timed out after ${timeoutSeconds} s: the command was killed` : `exit code ${r.exitCode ?? 'none (killed by a signal)'}`;
-  const parts = [`${head} (${(r.durationMs / 1000).toFixed(1)} s)`];
-  if (r.stdout) parts.push(`--- stdout ---\n${stripVTControlCharacters(r.stdout)}${r.stdoutBytes > Buffer.byteLength(r.stdout) ? `\n[${r.stdoutBytes} bytes in all]` : ''}`);
-  if (r.stderr) parts.push(`--- stderr ---\n${stripVTControlCharacters(r.stderr)}${r.stderrBytes > Buffer.byteLength(r.stderr) ? `\n[${r.stderrBytes} bytes in all]` : ''}`);
-  return truncate(parts.join('\n'));
+  const first = `${head} (${(r.durationMs / 1000).toFixed(1)} s)`;
+  const streams = ([['stdout', r.stdout, r.stdoutBytes], ['stderr', r.stderr, r.stderrBytes]] as const).filter(([, text]) => text !== '');
+  // Each stream cut to its own share, in its middle: cut as one, a long stderr had crowded out the
+  // end of stdout (a test summary) and its "bytes in all".
+  const share = Math.floor((MAX_RESULT_CHARS - first.length) / Math.max(1, streams.length)) - 60;
+  return [first, ...streams.map(([name, text, bytes]) => `--- ${name} ---\n${truncate(stripVTControlCharacters(text), share)}${bytes > Buffer.byteLength(text) ? `\n[${bytes} bytes in all]` : ''}`)].join('\n');
 }
 
 /**
@@ -363,10 +369,10 @@ const lineCountOf = (s: string): number => {
   return n;
 };
 
-/** At most 4,000 characters: the start and the end (where errors usually are), and the fact stated. */
-export function truncate(s: string): string {
-  if (s.length <= MAX_RESULT_CHARS) return s;
-  const keepHead = 1000;
-  const note = `\n[output truncated: ${s.length} characters, showing the first ${keepHead} and the last ${MAX_RESULT_CHARS - keepHead}]\n`;
-  return `${cutText(s, keepHead)}${note}${lastText(s, MAX_RESULT_CHARS - keepHead)}`;
+/** At most `max` characters (4,000): the start and the end (where errors usually are), and the fact stated. */
+export function truncate(s: string, max = MAX_RESULT_CHARS): string {
+  if (s.length <= max) return s;
+  const keepHead = Math.min(1000, Math.floor(max / 4));
+  const note = `\n[output truncated: ${s.length} characters, showing the first ${keepHead} and the last ${max - keepHead}]\n`;
+  return `${cutText(s, keepHead)}${note}${lastText(s, max - keepHead)}`;
 }
