@@ -139,6 +139,8 @@ describe('teams from config files', () => {
     const file = path.join(dir, 'engineering', 'reviewer.json');
     writeFileSync(file, JSON.stringify({ id: 'reviewer', name: 'R', model: 'm', prompt_file: 'reviewer.md', tools: ['submit_plan', 'read_file'] }));
     expect(problemsOf(dir)).toContain("engineering/reviewer.json: tools: only the lead delegates ('Task', 'submit_plan')");
+    // A reviewer that cannot record its review: every review would have ended review_missing.
+    expect(problemsOf(dir)).toContain("engineering/reviewer.json: tools: the review agent ('review_agent' of engineering-lead) needs 'submit_review' — its verdict is recorded only by it");
   });
 
   it('a review agent can be delegated to, and the lead is told the agents it can delegate to and to have the work reviewed', () => {

@@ -230,6 +230,9 @@ export function loadTeams(dir: string = DEFAULT_TEAMS_DIR): Record<string, TeamD
       if (!t.agents.includes(d)) problems.push(`${leadFile}: delegates_to.${i}: '${d}' is not an agent of team '${t.id}' (agents: ${t.agents.join(', ') || 'none'})`);
     }
     if (lead.reviewAgent && !t.agents.includes(lead.reviewAgent)) problems.push(`${leadFile}: review_agent: '${lead.reviewAgent}' is not an agent of team '${t.id}'`);
+    // Its review is recorded only by submit_review: without it every review would end review_missing.
+    const reviewer = lead.reviewAgent ? agents[lead.reviewAgent] : undefined;
+    if (reviewer && !reviewer.tools.includes('submit_review')) problems.push(`${rel(path.join(teamDir, `${lead.reviewAgent}.json`))}: tools: the review agent ('review_agent' of ${t.lead}) needs 'submit_review' — its verdict is recorded only by it`);
     if ((lead.delegatesTo?.length ?? 0) > 0 && !lead.tools.includes('Task') && !lead.tools.includes('submit_plan')) problems.push(`${leadFile}: tools: a lead that delegates needs the 'Task' or the 'submit_plan' tool`);
     if (lead.tools.includes('submit_plan') && (lead.delegatesTo?.length ?? 0) === 0) problems.push(`${leadFile}: delegates_to: a lead with 'submit_plan' needs agents to assign subtasks to`);
     if (lead.tools.includes('Task') && (lead.delegatesTo?.length ?? 0) === 0) problems.push(`${leadFile}: delegates_to: a lead with 'Task' needs agents to delegate to (every delegation would be refused)`);
