@@ -384,7 +384,7 @@ describe('the web console, in Chromium', () => {
     expect(await page.locator('.card.cancelled').textContent()).toMatch(/^Cancelled by key:\S+@acme at .+: cancelled from the console$/);
   });
 
-  it("an edit whose request is decided elsewhere is said — who decided, how — and the banner no longer speaks of an edit; on a slow network the banner's and the card's Approve send one decision between them", async () => {
+  it("an edit survives a reload; one whose request is decided elsewhere is said — who decided, how — and the banner no longer speaks of an edit; on a slow network the banner's and the card's Approve send one decision between them", async () => {
     const id = await submit({ prompt: REPORT });
     await awaitingInput(id);
     await open(id);
@@ -393,6 +393,11 @@ describe('the web console, in Chromium', () => {
     await card.getByRole('button', { name: 'Review & Edit' }).click();
     await card.getByLabel('edited input').fill('{"agent": "researcher", "prompt": "only the open-source ones"}');
     await banner.getByText('Editing below').waitFor();
+    // A reload keeps the edit (it was dropped without a word): the card is editing, with it.
+    await page.reload();
+    await page.locator('.task-head h2').waitFor();
+    await banner.getByText('Editing below').waitFor();
+    expect(await card.getByLabel('edited input').inputValue()).toBe('{"agent": "researcher", "prompt": "only the open-source ones"}');
     // Another tab (here: the API) rejects it; the lead re-plans, and its new request is not being edited.
     const first = (await task(id)).pendingRequests[0]!;
     await api.request('POST', `/v1/tasks/${id}/approvals/${first.requestId}`, { decision: 'reject', reason: 'too broad' });

@@ -84,13 +84,27 @@ export function useDecision({ onDone, onStale }: Decided, requestId: string) {
   return { ...action, busy: action.busy || elsewhere, run };
 }
 
+/**
+ * An edit being made to an approval's input, kept for this browser tab by request (a reload had
+ * dropped it without a word): back in the card's text box after a reload, gone once the request
+ * is decided or the edits discarded.
+ */
+const EDIT_DRAFT = (requestId: string): string => `baton.editDraft.${requestId}`;
+export const savedEditDraft = (requestId: string): string | null => sessionStorage.getItem(EDIT_DRAFT(requestId));
+const keepEditDraft = (requestId: string, draft: string | null): void => (draft === null ? sessionStorage.removeItem(EDIT_DRAFT(requestId)) : sessionStorage.setItem(EDIT_DRAFT(requestId), draft));
+export const dropEditDraft = (requestId: string): void => keepEditDraft(requestId, null);
+
 function ApprovalCard({ taskId, r, editing, setEditing, decided }: { taskId: string; r: Approval; editing: boolean; setEditing: (on: boolean) => void; decided: Decided }) {
   const { error, setError, busy, run } = useDecision(decided, r.requestId);
   const ids = useId();
   const errorId = `${ids}-error`;
   const titleId = `${ids}-title`;
   const asProposed = (): string => JSON.stringify(r.input, null, 2);
-  const [draft, setDraft] = useState(asProposed);
+  const [draft, setDraftState] = useState(() => savedEditDraft(r.requestId) ?? asProposed());
+  const setDraft = (d: string): void => {
+    setDraftState(d);
+    keepEditDraft(r.requestId, d === asProposed() ? null : d);
+  };
   const [rejecting, setRejecting] = useState(false);
   // Disabled for a moment after the card shows: it may have just taken the place of one decided with a double-click.
   const armed = useArmed(r.requestId);
@@ -118,8 +132,10 @@ function ApprovalCard({ taskId, r, editing, setEditing, decided }: { taskId: str
       editor.current?.focus(); // where it is mended
       return;
     }
-    if (await run('POST', url, { decision: 'approve', input }, `Approved with your edits: ${requestTitle(r)}.`)) setEditing(false);
-    else editor.current?.focus(); // refused: where it is mended (the card of a request no longer open goes)
+    if (await run('POST', url, { decision: 'approve', input }, `Approved with your edits: ${requestTitle(r)}.`)) {
+      keepEditDraft(r.requestId, null);
+      setEditing(false);
+    } else editor.current?.focus(); // refused: where it is mended (the card of a request no longer open goes)
   };
   const reject = (): void => void run('POST', url, { decision: 'reject', ...(reason.trim() ? { reason: reason.trim() } : {}) }, `Rejected: ${requestTitle(r)}. The agent is told${reason.trim() ? ', with your reason' : ''}.`);
   return (

@@ -6,7 +6,7 @@ import { Deliveries } from './Deliveries.tsx';
 import { ErrorLine } from './ErrorLine.tsx';
 import { announce, busyProps, ConfirmButton } from './a11y.tsx';
 import { closingOf, MAX_RENDERED_REPORT_CHARS, reportStart, requestTitle, statusText, taskNews } from './describe.ts';
-import { isSending, RequestCard, useDecision, type Decided } from './Requests.tsx';
+import { dropEditDraft, isSending, RequestCard, savedEditDraft, useDecision, type Decided } from './Requests.tsx';
 import { Timeline } from './Timeline.tsx';
 import { Toasts } from './Toasts.tsx';
 import { useAction, useArmed } from './hooks.ts';
@@ -124,12 +124,20 @@ export function TaskPage({ taskId }: { taskId: string }) {
       void refresh();
     },
   };
+  // An edit kept from before a reload is open again on its card (the text box has it back).
+  useEffect(() => {
+    if (editing !== null || !task) return;
+    const kept = task.pendingRequests.find((r) => r.kind === 'approval' && savedEditDraft(r.requestId) !== null);
+    if (kept) setEditing(kept.requestId);
+    // Only when the task is first shown (its id the only dependency): a person who discards later is not sent back into the edit.
+  }, [task?.id]);
   // An edit whose request closed before it was sent — decided in another tab, its deadline passed,
   // the task ended — is said, with what closed it (the card went and the edits with it, silently).
   useEffect(() => {
     if (editing === null || !task || isSending(editing) || task.pendingRequests.some((r) => r.requestId === editing)) return;
     const how = closingOf(events, editing) ?? (isFinalStatus(task.status) ? `the task ${statusText(task.status)}` : 'decided elsewhere');
     setStale(`The request you were editing closed before your edits were sent (${how}): they were not applied.`);
+    dropEditDraft(editing);
     setEditing(null);
   }, [task, editing, events]);
   // Its own error: a refusal stays shown (a refresh clears only the page's load errors).
