@@ -8,7 +8,8 @@ import type { BusNames } from './subjects.ts';
  * one BATON_NAMESPACE on one NATS server had shared streams and consumers — each one's runners
  * taking the other's jobs (a task not in its database: the job dropped), each one's orchestrator
  * the other's events — with every service ready. Now a service finding streams another deployment
- * made asks on `baton.deployment` whether any service of it answers: one does — it refuses
+ * made asks on `baton.deployment` whether any service of it answers (every service of a
+ * deployment answers, the gateway too; asked three times): one does — it refuses
  * (`ForeignBusError`, exit 78); none does (that deployment is gone: its database dropped or made
  * anew) — it takes the streams over, deleting and re-creating them (what they held was the other
  * database's work; a stream lost is re-fed from this one's log, as after a bus wipe).
@@ -27,7 +28,7 @@ export class ForeignBusError extends Error {
   readonly theirs: string;
   constructor(stream: string, namespace: string, theirs: string, ours: string) {
     super(
-      `NATS stream ${stream} (BATON_NAMESPACE ${namespace ? `'${namespace}'` : "'' (none set)"}) belongs to another deployment whose services are running: it was made for the database whose deployment id is ${theirs}, and DATABASE_URL's database is ${ours}. Two databases on one namespace take each other's jobs and events (a job for a task not in the database is dropped): give each deployment its own BATON_NAMESPACE (or NATS server), or point this service at the database the others use.`,
+      `NATS stream ${stream} (BATON_NAMESPACE ${namespace ? `'${namespace}'` : "'' (none set)"}) belongs to another deployment whose services are running: it was made for the database whose deployment id is ${theirs}, and DATABASE_URL's database has deployment id ${ours} (each database's is in its table deployment). Two databases on one namespace take each other's jobs and events (a job for a task not in the database is dropped): give each deployment its own BATON_NAMESPACE (or NATS server), or point this service at the database the others use.`,
     );
     this.name = new.target.name;
     this.stream = stream;
@@ -38,6 +39,19 @@ export class ForeignBusError extends Error {
 /** Answer `baton.deployment` with this process's deployment id, for as long as the connection lives. */
 export function serveDeployment(nc: NatsConnection, names: BusNames, deployment: string): Subscription {
   return nc.subscribe(names.deploymentSubject, { callback: (_err, msg) => void msg.respond(deployment) });
+}
+
+/**
+ * Is `deployment` alive: does a service of it answer on `baton.deployment`, asked three times
+ * over about three seconds? One unanswered ask is not enough to take its streams — its services
+ * may be restarting, or reconnecting after a NATS restart.
+ */
+export async function deploymentAlive(nc: NatsConnection, names: BusNames, deployment: string, asks = 3, waitMs = 1000): Promise<boolean> {
+  for (let i = 0; i < asks; i++) {
+    if (await deploymentAnswers(nc, names, deployment, waitMs)) return true;
+    if (i < asks - 1) await new Promise((r) => setTimeout(r, waitMs));
+  }
+  return false;
 }
 
 /** Does a service of `deployment` answer on `baton.deployment` within `waitMs`? */
@@ -71,7 +85,7 @@ export function deploymentGuard(service: string, nc: NatsConnection, names: BusN
   serveDeployment(nc, names, deployment);
   return {
     deployment,
-    ownerAnswers: (theirs) => deploymentAnswers(nc, names, theirs),
+    ownerAnswers: (theirs) => deploymentAlive(nc, names, theirs),
     onForeign: (err) => exitOnConfigError(new ConfigError(service, [err.message])),
   };
 }

@@ -10,4 +10,4 @@ export { countDeadLetters, deadLetterCounts, deadLetterGivesUp, deadLetterRecord
 export { BatchPublisher, isStoreFailure, PublishError, STREAM_STORE_FAILED, type BatchPublisherOptions, type OutMessage } from './publisher.ts';
 export { Diagnostics, diagnostics, requestDiagnostics, serveDiagnostics } from './diagnostics.ts';
 export { onTaskEnds, TaskEndedError } from './task-ends.ts';
-export { deploymentAnswers, deploymentGuard, deploymentMark, deploymentOf, ForeignBusError, serveDeployment, type DeploymentGuard } from './deployment.ts';
+export { deploymentAlive, deploymentAnswers, deploymentGuard, deploymentMark, deploymentOf, ForeignBusError, serveDeployment, type DeploymentGuard } from './deployment.ts';

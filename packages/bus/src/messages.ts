@@ -57,13 +57,21 @@ export const RunnerJob = z.discriminatedUnion('kind', [
   z.object({
     /**
      * The task was cancelled or failed: kill its agents' sandboxes that are left. (On completion
-     * every agent has killed its own already; the sweeper covers a crash in between.) With
-     * `agentId`: that agent failed while its task goes on — its sandbox goes now, not when the
-     * task ends (days later, when a person is slow).
+     * every agent has killed its own already; the sweeper covers a crash in between.)
      */
     kind: z.literal('release'),
     taskId: z.uuid(),
-    agentId: z.string().min(1).optional(),
+    causeEventId: z.uuid(),
+  }),
+  z.object({
+    /**
+     * One agent failed while its task goes on: its sandbox goes now, not when the task ends (days
+     * later, when a person is slow). A kind of its own: a runner from before it refuses the job
+     * (a dead letter) — read as `release` it would have killed every agent's sandbox.
+     */
+    kind: z.literal('release-agent'),
+    taskId: z.uuid(),
+    agentId: z.string().min(1),
     causeEventId: z.uuid(),
   }),
 ]);
@@ -98,7 +106,7 @@ export function jobsFor(e: RecordedEvent): { kind: JobKind; agentId: string; msg
   }
   if (e.type === 'SubagentFailed') {
     const agentId = e.data.agentId;
-    return [{ kind: 'release', agentId, msgId: `job-${e.id}`, job: { kind: 'release', taskId: e.taskId, agentId, causeEventId: e.id } }];
+    return [{ kind: 'release', agentId, msgId: `job-${e.id}`, job: { kind: 'release-agent', taskId: e.taskId, agentId, causeEventId: e.id } }];
   }
   // One job per woken subagent; a cause that wakes several (a raised budget) gives each its own message id.
   const agents = wakes(e).subagents;

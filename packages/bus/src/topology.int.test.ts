@@ -129,7 +129,7 @@ describe('one deployment per namespace', () => {
     const refused = await ensureTopology(jsm, names, as(second)).then(() => null, (err: unknown) => err as Error);
     expect(refused).toBeInstanceOf(ForeignBusError);
     expect(refused?.message).toBe(
-      `NATS stream ${names.eventsStream} (BATON_NAMESPACE '${nats.namespace}') belongs to another deployment whose services are running: it was made for the database whose deployment id is ${first}, and DATABASE_URL's database is ${second}. Two databases on one namespace take each other's jobs and events (a job for a task not in the database is dropped): give each deployment its own BATON_NAMESPACE (or NATS server), or point this service at the database the others use.`,
+      `NATS stream ${names.eventsStream} (BATON_NAMESPACE '${nats.namespace}') belongs to another deployment whose services are running: it was made for the database whose deployment id is ${first}, and DATABASE_URL's database has deployment id ${second} (each database's is in its table deployment). Two databases on one namespace take each other's jobs and events (a job for a task not in the database is dropped): give each deployment its own BATON_NAMESPACE (or NATS server), or point this service at the database the others use.`,
     );
     expect(topologyProblems(await inspectTopology(jsm, names, second))).toEqual([
       `stream ${names.eventsStream} was made for another deployment (database ${first})`,
@@ -145,6 +145,23 @@ describe('one deployment per namespace', () => {
     expect(topologyProblems(await inspectTopology(jsm, names, second))).toEqual([]);
     // Without a way to ask, another's streams are never taken.
     await expect(ensureTopology(jsm, names, { deployment: first })).rejects.toBeInstanceOf(ForeignBusError);
+  });
+
+  test("services of one new deployment taking the streams over together: one deletes the old stream, the other keeps what its sibling made anew (it had deleted it, with the jobs already in it)", async ({ nats }) => {
+    const names = busNames(nats.namespace);
+    const jsm = await jetstreamManager(nats.nc);
+    const [gone, ours] = [randomUUID(), randomUUID()];
+    await ensureTopology(jsm, names, { deployment: gone });
+    let siblingDone!: () => void;
+    const sibling = new Promise<void>((r) => (siblingDone = r));
+    // The second service saw the old streams, and is asked about their owner while the first takes them over.
+    const second = ensureTopology(jsm, names, { deployment: ours, ownerAnswers: async () => (await sibling, false) });
+    expect(await ensureTopology(jsm, names, { deployment: ours, ownerAnswers: async () => false })).toMatchObject({ takenOver: [{ stream: names.eventsStream, from: gone }, { stream: names.jobsStream, from: gone }] });
+    const made = (await jsm.streams.info(names.eventsStream)).created;
+    siblingDone();
+    expect(await second).toEqual({ takenOver: [] });
+    expect((await jsm.streams.info(names.eventsStream)).created).toBe(made); // not deleted under its sibling
+    expect(topologyProblems(await inspectTopology(jsm, names, ours))).toEqual([]);
   });
 
   test("a running worker whose streams another live deployment made anew (a bus wipe, the other first) hands the refusal on from its watch (a worker exits 78), its report unknown", async ({ nats }) => {

@@ -95,20 +95,31 @@ export async function ensureTopology(jsm: JetStreamManager, names: BusNames, o: 
     const name = cfg.name;
     let existing = await info(name);
     const theirs = existing && o.deployment ? deploymentOf(existing.config.description) : null;
-    if (theirs && theirs !== o.deployment) {
+    if (existing && theirs && theirs !== o.deployment) {
       if (!o.ownerAnswers || (await o.ownerAnswers(theirs))) throw new ForeignBusError(name, names.namespace, theirs, o.deployment as string);
-      await jsm.streams.delete(name).catch((err: unknown) => (isNotFound(err) ? false : Promise.reject(err)));
-      takenOver.push({ stream: name, from: theirs });
-      existing = null;
+      // Looked at again just before: a sibling (this deployment's other services, starting too)
+      // may have taken it over meanwhile — its new stream is deleted only if it is still the old one.
+      const now = await info(name);
+      if (now && now.created === existing.created && deploymentOf(now.config.description) === theirs) {
+        await jsm.streams.delete(name).catch((err: unknown) => (isNotFound(err) ? false : Promise.reject(err)));
+        takenOver.push({ stream: name, from: theirs });
+        existing = null;
+      } else existing = now;
     }
+    const ours = async (): Promise<void> => {
+      // Another deployment's service may have made or marked it between our look and our write.
+      const mark = o.deployment ? deploymentOf((await info(name))?.config.description) : null;
+      if (mark && mark !== o.deployment) throw new ForeignBusError(name, names.namespace, mark, o.deployment as string);
+    };
     if (!existing) {
       await addIfAbsent(() => jsm.streams.add(cfg));
-      // Another deployment's service may have made it between our look and our add.
-      const made = o.deployment ? deploymentOf((await info(name))?.config.description) : null;
-      if (made && made !== o.deployment) throw new ForeignBusError(name, names.namespace, made, o.deployment as string);
+      await ours();
     } else {
       kept.add(name);
-      if (differs(existing.config, cfg)) await jsm.streams.update(name, { ...existing.config, ...cfg });
+      if (differs(existing.config, cfg)) {
+        await jsm.streams.update(name, { ...existing.config, ...cfg });
+        await ours();
+      } else if (o.deployment && deploymentOf(existing.config.description) !== o.deployment) await ours();
     }
   }
   for (const { stream, config } of consumerConfigs(names, o)) {
@@ -350,7 +361,7 @@ export class TopologyWatch {
     const problems = topologyProblems(report);
     const recreated = problems.length > 0;
     if (recreated) {
-      this.o.log.warn({ problems }, 'bus topology incomplete; re-creating it');
+      this.o.log.warn({ problems }, Object.keys(report.foreign).length > 0 ? "bus streams of another deployment: taking them over if none of its services answers" : 'bus topology incomplete; re-creating it');
       logTakenOver(this.o.log, (await ensureTopology(jsm, this.o.names, this.o.topology)).takenOver);
       report = await inspectTopology(jsm, this.o.names, deployment);
     }

@@ -97,7 +97,7 @@ describe('start-up with a bad team config', () => {
         const refused = await run(process.execPath, [notifier], { env: env(second.url), timeout: 60_000 }).then(() => null, (e: { code: number; stderr: string }) => e);
         expect(refused?.code).toBe(78);
         expect(refused?.stderr).toContain(
-          `NATS stream BATON_EVENTS_${namespace.toUpperCase()} (BATON_NAMESPACE '${namespace}') belongs to another deployment whose services are running: it was made for the database whose deployment id is ${await deploymentOf(first)}, and DATABASE_URL's database is ${await deploymentOf(second)}.`,
+          `NATS stream BATON_EVENTS_${namespace.toUpperCase()} (BATON_NAMESPACE '${namespace}') belongs to another deployment whose services are running: it was made for the database whose deployment id is ${await deploymentOf(first)}, and DATABASE_URL's database has deployment id ${await deploymentOf(second)} (each database's is in its table deployment).`,
         );
       } finally {
         await running.stop();
@@ -132,7 +132,9 @@ describe('start-up with a bad team config', () => {
       expect(gateway?.code).toBe(78);
       expect(gateway?.stderr).toContain(`cannot listen on 127.0.0.1:${port}: the port is in use by another process (another Baton still running?). Stop what holds it, or choose another with PORT (baton up --port N).`);
       expect(gateway?.stderr).not.toMatch(/EADDRINUSE/);
-      const notifier = await start('notifier', { OPS_PORT: String(port), OPS_HOST: '127.0.0.1' });
+      // A worker claims its database before it sets up the bus (and listens): one of its own.
+      const own = await freshDatabase();
+      const notifier = await start('notifier', { OPS_PORT: String(port), OPS_HOST: '127.0.0.1', DATABASE_URL: own.url }).finally(() => own.drop());
       expect(notifier?.code).toBe(78);
       expect(notifier?.stderr).toContain(`cannot listen on 127.0.0.1:${port}: the port is in use by another process (another Baton still running?). Stop what holds it, or choose another with OPS_PORT (0: any free port).`);
 

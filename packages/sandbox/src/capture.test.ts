@@ -15,5 +15,14 @@ describe("a command's output, kept", () => {
     const many = capture(10);
     for (let i = 0; i < 1000; i++) many.push(Buffer.from(`${i % 10}`));
     expect(many.text()).toBe('01234\n[… 990 bytes left out here …]\n56789');
+    // UTF-8: whole when nothing is left out, however the halves cut it (it had become U+FFFD);
+    // cut at characters' edges when something is.
+    const whole = capture(12);
+    whole.push(Buffer.from('abcé€xy'));
+    expect(whole.text()).toBe('abcé€xy');
+    const cut = capture(8);
+    cut.push(Buffer.from('abcé€€€€xyé€'));
+    expect(cut.text()).toBe('abc\n[… 18 bytes left out here …]\n€');
+    expect(cut.text()).not.toContain('\uFFFD');
   });
 });

@@ -146,6 +146,16 @@ export function runArgv(argv: string[], opts: { timeoutMs: number; signal?: Abor
   });
 }
 
+/** Where the UTF-8 character that holds byte `end - 1` begins, when that character is cut at `end` (else `end`). */
+function charEdgeBefore(b: Buffer, end: number): number {
+  let i = end;
+  while (i > 0 && end - i < 4 && ((b[i - 1] as number) & 0xc0) === 0x80) i--;
+  if (i === 0) return end;
+  const lead = b[i - 1] as number;
+  const size = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
+  return end - (i - 1) < size ? i - 1 : end;
+}
+
 /**
  * One stream's output, kept up to CAPTURE_BYTES: its first half and its last half (a ring), so a
  * summary printed last — a test runner's counts — survives output of any size (the first 1 MB
@@ -183,7 +193,14 @@ export function capture(limit = CAPTURE_BYTES) {
       const all = Buffer.concat(tail);
       const last = all.subarray(Math.max(0, all.length - tailLimit));
       const left = total - headKept - last.length;
-      return `${Buffer.concat(head).toString('utf8')}${left > 0 ? `\n[… ${left} bytes left out here …]\n` : ''}${last.toString('utf8')}`;
+      // Nothing left out: decoded as one (a character across the halves stays whole). Else each
+      // cut at a character's edge: the head's end and the tail's start drop a character's split part.
+      if (left === 0) return Buffer.concat([...head, last]).toString('utf8');
+      const first = Buffer.concat(head);
+      const headEnd = charEdgeBefore(first, first.length);
+      let tailStart = 0;
+      while (tailStart < last.length && tailStart < 4 && ((last[tailStart] as number) & 0xc0) === 0x80) tailStart++;
+      return `${first.subarray(0, headEnd).toString('utf8')}\n[… ${left + (first.length - headEnd) + tailStart} bytes left out here …]\n${last.subarray(tailStart).toString('utf8')}`;
     },
     total: (): number => total,
   };

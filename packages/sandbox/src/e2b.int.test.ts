@@ -73,7 +73,7 @@ describe('E2B sandbox provider lifecycle', () => {
     fake.fail('POST', new RegExp(`^/v2/sandboxes/${e2bId}/connect$`), 500);
     const outage = await p.open({ ...s, attempt: 2 }).then(() => null, (err: unknown) => err as Error);
     expect(outage).toBeInstanceOf(SandboxOutageError);
-    expect(outage?.message).toMatch(/^E2B could not resume the sandbox, tried again later: 500: injected fault 500/);
+    expect(outage?.message).toBe('E2B could not resume the sandbox: 500: injected fault 500');
     expect(callsFor([s.taskId]).filter((c) => c.path === '/v2/sandboxes')).toHaveLength(1); // no second sandbox
     const resumed = await p.open({ ...s, attempt: 3 });
     expect(await resumed.files.read('notes.md')).toBe('what a command made\n');
@@ -86,6 +86,11 @@ describe('E2B sandbox provider lifecycle', () => {
     await expect(p.open(spec())).rejects.toThrow(/^E2B has no template 'baton-agent' \(E2B_TEMPLATE; infra\/e2b builds it\): 404: injected fault 404$/);
     fake.fail('POST', /^\/v2\/sandboxes$/, 503);
     await expect(p.open(spec())).rejects.toBeInstanceOf(SandboxOutageError);
+    // A 409 on a resume is not a refusal (it had failed the agent and deleted its sandbox): it may pass.
+    const again = await p.open({ ...s, attempt: 4 });
+    await p.pause(again);
+    fake.fail('POST', new RegExp(`^/v2/sandboxes/${e2bId}/connect$`), 409);
+    await expect(p.open({ ...s, attempt: 5 })).rejects.toThrow(new SandboxOutageError('E2B could not resume the sandbox: 409: injected fault 409'));
   });
 
   test("commands and file operations keep the sandbox alive (E2B's timeout is a time to live from the resume, not an idle time: a long command had its sandbox paused under it)", async ({ pg }) => {

@@ -142,10 +142,13 @@ export function e2bOpenError(err: unknown, what: 'resume' | 'create', template: 
   if (err instanceof AuthenticationError) return new SandboxRefusedError(`E2B refused the API key (E2B_API_KEY): ${message}`, { cause: err });
   if (err instanceof InvalidArgumentError) return new SandboxRefusedError(`E2B refused to ${what} the sandbox: ${message}`, { cause: err });
   const status = err instanceof SandboxError ? (err as SandboxError & { statusCode?: number }).statusCode : undefined;
-  if (status !== undefined && status >= 400 && status < 500 && status !== 408 && status !== 429) {
-    return new SandboxRefusedError(what === 'create' && status === 404 ? `E2B has no template '${template}' (E2B_TEMPLATE; infra/e2b builds it): ${message}` : `E2B refused to ${what} the sandbox (${status}): ${message}`, { cause: err });
+  // Only a create E2B will never take is a refusal for good (a template it does not have, a
+  // request it cannot read, a forbidden one); anything else on a resume — a 409 mid-pause — may
+  // pass, and a refusal would have deleted the agent's sandbox with its files.
+  if (what === 'create' && status !== undefined && [400, 403, 404, 422].includes(status)) {
+    return new SandboxRefusedError(status === 404 ? `E2B has no template '${template}' (E2B_TEMPLATE; infra/e2b builds it): ${message}` : `E2B refused to create the sandbox: ${message}`, { cause: err });
   }
-  return new SandboxOutageError(`E2B could not ${what} the sandbox, tried again later: ${message}`, { cause: err });
+  return new SandboxOutageError(`E2B could not ${what} the sandbox: ${message}`, { cause: err });
 }
 
 class E2BSandbox implements Sandbox {
@@ -216,16 +219,32 @@ class E2BSandbox implements Sandbox {
     };
     // Each file operation keeps the sandbox alive for another `timeoutMs` (asked of E2B at most
     // every half of it): a job of many model turns outlived the time its resume had given.
-    this.files = Object.fromEntries(Object.entries(files).map(([k, f]) => [k, async (...a: unknown[]) => (await this.keepAlive(timeoutMs), (f as (...x: unknown[]) => unknown)(...a))])) as unknown as SandboxFiles;
+    this.files = Object.fromEntries(Object.entries(files).map(([k, f]) => [k, (...a: unknown[]) => (void this.keepAlive(timeoutMs), (f as (...x: unknown[]) => unknown)(...a))])) as unknown as SandboxFiles;
   }
 
-  /** Ask E2B to keep the sandbox running `forMs` from now, unless it will for most of that already. A refusal is not the operation's failure: asked again next time. */
-  private async keepAlive(forMs: number): Promise<void> {
-    if (Date.now() + forMs <= this.aliveUntil + this.timeoutMs / 2) return;
-    await this.sbx.setTimeout(forMs).then(
-      () => void (this.aliveUntil = Date.now() + forMs),
-      () => undefined,
+  private extending: Promise<void> | null = null;
+  /** After a failed ask, none before this time (a slow or away control plane is not asked before every operation). */
+  private askAfter = 0;
+
+  /**
+   * Ask E2B to keep the sandbox running `forMs` from now, unless it will for most of that
+   * already: one ask at a time, of at most 5 s, waited for only by a command (a file operation
+   * goes on beside it). A refusal is not the operation's failure: asked again a minute later.
+   */
+  private keepAlive(forMs: number): Promise<void> {
+    const now = Date.now();
+    if (now + forMs <= this.aliveUntil + this.timeoutMs / 2 || now < this.askAfter) return Promise.resolve();
+    this.extending ??= this.sbx.setTimeout(forMs, { requestTimeoutMs: 5000 }).then(
+      () => {
+        this.aliveUntil = Date.now() + forMs;
+        this.extending = null;
+      },
+      () => {
+        this.askAfter = Date.now() + 60_000;
+        this.extending = null;
+      },
     );
+    return this.extending;
   }
 
   async run(command: string, opts: RunOptions): Promise<CommandResult> {
@@ -249,16 +268,25 @@ class E2BSandbox implements Sandbox {
     // next attempt's (and was reported as timed out).
     const handle = await this.sbx.commands.run(command, { background: true, cwd, timeoutMs: opts.timeoutMs, envs: this.spec.env });
     let stopped: 'aborted' | 'timed out' | null = null;
+    let given: () => void = () => {};
+    // Killed: its output stream may stay open (a child holding it) — waited for 2 s more, then left.
+    const givenUp = new Promise<'given up'>((resolve) => (given = () => void setTimeout(() => resolve('given up'), 2000)));
     const kill = (why: 'aborted' | 'timed out'): void => {
-      stopped ??= why;
+      if (stopped) return;
+      stopped = why;
       void handle.kill().catch(() => false);
+      given();
     };
     const onAbort = (): void => kill('aborted');
     opts.signal?.addEventListener('abort', onAbort, { once: true });
     if (opts.signal?.aborted) onAbort();
     const timer = setTimeout(() => kill('timed out'), opts.timeoutMs);
     try {
-      const r = await handle.wait();
+      const r = await Promise.race([handle.wait(), givenUp]);
+      if (r === 'given up') {
+        void handle.disconnect().catch(() => undefined);
+        return done(null, handle.stdout, handle.stderr, stopped === 'timed out');
+      }
       return done(stopped ? null : r.exitCode, r.stdout, r.stderr, stopped === 'timed out');
     } catch (err) {
       if (err instanceof CommandExitError) return done(stopped ? null : err.exitCode, err.stdout, err.stderr, stopped === 'timed out');
@@ -266,6 +294,8 @@ class E2BSandbox implements Sandbox {
         kill('timed out');
         return done(null, handle.stdout, handle.stderr, stopped === 'timed out');
       }
+      // Its stream broke (a cut connection): the command may run on in envd — killed, best effort, before the error goes up.
+      void handle.kill().catch(() => false);
       throw err;
     } finally {
       clearTimeout(timer);

@@ -59,6 +59,11 @@ export class FakeE2B {
     this.faults.push({ method, path, status, left: times });
   }
 
+  /** E2B well again: the faults not yet answered are dropped. */
+  clearFaults(): void {
+    this.faults.length = 0;
+  }
+
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);

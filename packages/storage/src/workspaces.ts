@@ -8,7 +8,7 @@ import { extract, pack, type Header } from 'tar-stream';
 import { readArtifacts } from './artifacts.ts';
 import { diffWorkspaces, type WorkspaceDiff } from './diff.ts';
 import { inTransaction } from '@baton/db';
-import { artifactMode, formatBytes, pathCharacterProblem } from '@baton/domain';
+import { artifactMode, formatBytes, pathCharacterProblem, REGENERATED_DIRS } from '@baton/domain';
 
 /**
  * Input workspaces: the files a task starts from. An upload (a .tar.gz) or a configured example
@@ -404,8 +404,8 @@ export async function workspaceManifest(pool: pg.Pool, digest: string): Promise<
   return rows.sort((a, b) => compare(a.path, b.path));
 }
 
-/** Directories an example never includes (installed or version-control state, not the project). */
-const SKIPPED = new Set(['node_modules', '.git']);
+/** Directories an example never includes (version control, installs and caches: not the project). */
+const SKIPPED = new Set(['.git', ...REGENERATED_DIRS]);
 
 interface WalkedFile {
   path: string;

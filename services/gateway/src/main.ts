@@ -1,7 +1,7 @@
 import { createGatewayMetrics } from '@baton/telemetry';
 import { randomUUID } from 'node:crypto';
 import { chatModelFromConfig, loadTeamsOrExit, TeamCatalog } from '@baton/agents';
-import { busNames, connectNats, drainNats, serveDiagnostics } from '@baton/bus';
+import { busNames, connectNats, drainNats, serveDeployment, serveDiagnostics } from '@baton/bus';
 import { claimNamespace, createDb, restoredLogProblem } from '@baton/db';
 import { EventStore, servicesCachePolicy, TaskCache } from '@baton/event-store';
 import { configOrExit, createLogger, holdNamespace, installCrashGuards, installShutdown, limiter, listenOrExit, retryForever, startTelemetry } from '@baton/runtime';
@@ -88,8 +88,12 @@ const teamsRecorded = (): Promise<void> =>
   }));
 void retryForever('recording team config versions', log, teamsRecorded);
 // One namespace per database (checked once Postgres answers: the gateway serves meanwhile).
-void holdNamespace('gateway', config.BATON_NAMESPACE, (ns) => claimNamespace(db.pool, ns), log, () => restoredLogProblem(db.pool)).then((d) => (deployment = d));
-void connectNats(config.NATS_URL, 'baton-gateway', log).then((c) => {
+const claimed = holdNamespace('gateway', config.BATON_NAMESPACE, (ns) => claimNamespace(db.pool, ns), log, () => restoredLogProblem(db.pool)).then((d) => (deployment = d));
+const connected = connectNats(config.NATS_URL, 'baton-gateway', log);
+// The gateway answers for its deployment too: with its workers restarting, another database's
+// worker on this namespace must not take the streams of a deployment still serving people.
+void Promise.all([claimed, connected]).then(([d, c]) => serveDeployment(c, names, d));
+void connected.then((c) => {
   nc = c;
   hub.attach(c);
   serveDiagnostics(c, names, 'gateway', () => ({ pgQueries: db.queriesIssued(), cachedTasks: cache.size, sseHub: { mode: hub.mode, watchedTasks: hub.watchedTasks, taskLists: hub.listeningToAll } }));

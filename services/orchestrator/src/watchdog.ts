@@ -312,7 +312,7 @@ export class Watchdog {
         out.push({ subject, data: JSON.stringify(job), msgId: `${tag}-${taskId}-${agentId}-${agent?.attempt ?? 0}`, trace });
         this.redispatched++;
       }
-      if (out.length > 0) this.d.log.warn({ taskId, lead: a.trigger, agents: a.redispatch, tag }, 'watchdog: waking a task that made no progress');
+      if (out.length > 0) this.d.log.warn({ taskId, lead: a.trigger, agents: redispatched.map((r) => r.agentId), tag }, 'watchdog: waking a task that made no progress');
       return { messages: out, redispatched };
     } catch (err) {
       this.d.log.warn({ err, taskId }, 'watchdog: could not look at the task');

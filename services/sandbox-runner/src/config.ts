@@ -41,6 +41,12 @@ const schema = z.object({
   JOB_MAX_MS: durationMs(3_600_000),
   /** How often sandboxes left by dead tasks are swept. */
   SANDBOX_SWEEP_INTERVAL_MS: durationMs(300_000),
+  /**
+   * How long a job waits out the sandbox service (E2B) failing to open its agent's sandbox — 5xx,
+   * 429, timeouts, cut connections, asked again with a growing pause — before the agent fails
+   * `sandbox_unavailable` (as the model's outage limit, ANTHROPIC_OUTAGE_LIMIT_MS).
+   */
+  SANDBOX_OUTAGE_LIMIT_MS: durationMs(900_000, 0),
   /** The offline web_search corpus: a directory of text/markdown/HTML files (default: the project's own docs). */
   BATON_CORPUS_DIR: existingDirectory().default(fileURLToPath(new URL('../../..', import.meta.url))),
   BATON_CORPUS: z.string().min(1).max(100).default('docs'),

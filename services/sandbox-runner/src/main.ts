@@ -69,6 +69,7 @@ const runner = await startRunner({
   concurrency: config.RUNNER_CONCURRENCY,
   heartbeatMs: Math.min(5000, Math.floor(config.JOBS_ACK_WAIT_MS / 3)),
   maxJobMs: config.JOB_MAX_MS,
+  sandboxOutageLimitMs: config.SANDBOX_OUTAGE_LIMIT_MS,
   maxAttempts: config.CONSUMER_MAX_ATTEMPTS,
   lease: { db: db.pool, ttlMs: config.LEASE_TTL_MS },
   busCheckMs: config.BUS_CHECK_INTERVAL_MS,

@@ -6,7 +6,7 @@ import { allTools, builtinTeams, ModelRejectedError, OfflineModel, outboxRequest
 import { agentStreamId, loopOf, type ContentBlock } from '@baton/domain';
 import { handleCommand, loadTask, TaskWriter, type EventStore } from '@baton/event-store';
 import { readArtifact, searchCorpus, storeArtifact, storeWorkspace, taskChange, taskTree } from '@baton/storage';
-import { E2BSandboxProvider, findBwrap, LocalSandboxProvider, SandboxOutageError } from '@baton/sandbox';
+import { E2BSandboxProvider, findBwrap, LocalSandboxProvider } from '@baton/sandbox';
 import { FakeE2B } from '@baton/sandbox/fake-e2b';
 import { silentLogger } from '@baton/runtime';
 import { dispatchedTask, pgTest as test, waitFor } from '@baton/testing';
@@ -527,13 +527,18 @@ describe('runSubagentJob on E2B (its fake) when E2B fails', () => {
   });
   afterAll(async () => fake.stop());
 
-  test("E2B down for a moment (a 503) hands the attempt back — not lost, tried again, and run by the next job; E2B refusing the key fails the agent at once, naming E2B_API_KEY (a 12-second outage or a wrong key had failed every agent as 'lost to a dying runner')", async ({ pg }) => {
+  test("E2B down for a while (503s) is waited out by the job — the agent runs once it is back; past SANDBOX_OUTAGE_LIMIT_MS the agent fails sandbox_unavailable; E2B refusing the key fails it at once, naming E2B_API_KEY (a 20-second outage or a wrong key had failed every agent)", async ({ pg }) => {
     const d = { ...deps(pg.store), sandboxes: new E2BSandboxProvider({ pool: pg.store.pool, apiKey: 'e2b_test', apiUrl: fake.url, sandboxUrl: fake.url }) };
     const id = await dispatchedTask(pg.store);
-    fake.fail('POST', /^\/v2\/sandboxes$/, 503);
-    await expect(runSubagentJob(d, id, 'researcher-1', () => {})).rejects.toBeInstanceOf(SandboxOutageError);
-    expect((await loadTask(pg.store, id)).state.agents['researcher-1']).toMatchObject({ status: 'running', attempt: 1, handedBack: true, stalledAttempts: 0 });
+    fake.fail('POST', /^\/v2\/sandboxes$/, 503, 2);
     expect(await runSubagentJob(d, id, 'researcher-1', () => {})).toBe('completed');
+    expect((await loadTask(pg.store, id)).state.agents['researcher-1']).toMatchObject({ status: 'completed', attempt: 1 });
+
+    const away = await dispatchedTask(pg.store);
+    fake.fail('POST', /^\/v2\/sandboxes$/, 503, 1000);
+    expect(await runSubagentJob({ ...d, sandboxOutageLimitMs: 1500 }, away, 'researcher-1', () => {})).toBe('failed');
+    fake.clearFaults();
+    expect((await loadTask(pg.store, away)).state.agents['researcher-1']?.error).toMatchObject({ code: 'sandbox_unavailable', message: expect.stringMatching(/^the sandbox service could not open the agent's sandbox for \d+ s \(\d+ tries; SANDBOX_OUTAGE_LIMIT_MS is 1500 ms\): given up\. Last error: E2B could not create the sandbox: Service temporarily unavailable/) });
 
     const refused = await dispatchedTask(pg.store);
     fake.fail('POST', /^\/v2\/sandboxes$/, 401);

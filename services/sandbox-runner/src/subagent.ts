@@ -36,6 +36,8 @@ export interface RunnerDeps {
   lease?: LeaseConfig;
   /** Called just before a tool runs, with the agent stream version the runner had seen (crash tests audit this). */
   audit?: (entry: { taskId: string; agentId: string; toolUseId: string; tool: string; seenVersion: number }) => void;
+  /** How long a job waits out the sandbox service failing to open the sandbox (SANDBOX_OUTAGE_LIMIT_MS; default 15 minutes). */
+  sandboxOutageLimitMs?: number;
 }
 
 export interface LeaseConfig {
@@ -143,7 +145,7 @@ export async function runSubagentJob(
     let sandbox: Sandbox;
     try {
       sandbox = await inSpan('baton.sandbox.open', { attributes: { 'baton.sandbox.provider': d.sandboxes.name, 'baton.task_id': taskId, 'gen_ai.agent.id': agentId, 'baton.attempt': attempt } }, () =>
-        d.sandboxes.open(sandboxSpec(d, def, taskId, agentId, attempt)),
+        openWaiting(d, sandboxSpec(d, def, taskId, agentId, attempt), [signal, opts.stopping]),
       );
     } catch (err) {
       if (err instanceof SandboxFencedError) return 'superseded';
@@ -322,15 +324,13 @@ export async function runSubagentJob(
     // Past its workspace's limit the agent fails now: a retry would run to the same place.
     if (ours && err instanceof WorkspaceTooLargeError) return failForGood(d, load, taskId, agentId, attempt, err, 'its workspace is over its limit');
     // The sandbox service refused for good (its key, its template): every attempt would fail the same way.
-    if (ours && err instanceof SandboxRefusedError) return failForGood(d, load, taskId, agentId, attempt, err, 'the sandbox service refused it');
+    if (ours && (err instanceof SandboxRefusedError || err instanceof SandboxOutageOverError)) return failForGood(d, load, taskId, agentId, attempt, err, err instanceof SandboxRefusedError ? 'the sandbox service refused it' : 'the sandbox service could not open its sandbox for too long');
     if (ours && signal?.reason instanceof ConsumerStoppingError) await handBack(d, load, taskId, agentId, attempt);
-    else if (ours && (err instanceof ModelUnavailableError || err instanceof SandboxOutageError)) {
-      // The model API could not answer (after its client's retries), or the sandbox service could
-      // not open the sandbox now: the attempt was not lost to the agent's work, and its job is
-      // retried. The lease is kept a while, so that the watchdog does not start another attempt
-      // beside the job's own retry (seven attempts in 16 s had given the agent up as lost to a
-      // dying runner).
-      if (err instanceof SandboxOutageError) d.log.error({ taskId, agentId, attempt, err: err.message }, 'the sandbox service could not open the agent\'s sandbox; its job is tried again');
+    else if (ours && err instanceof ModelUnavailableError) {
+      // The model API could not answer (after its client's retries): the attempt was not lost to
+      // the agent's work, and its job is retried. The lease is kept a while, so that the watchdog
+      // does not start another attempt beside the job's own retry (seven attempts in 16 s had
+      // given the agent up as lost to a dying runner).
       await handBack(d, load, taskId, agentId, attempt, err.message);
       lease?.failed(err, { holdMs: d.lease?.ttlMs ?? 0 });
       throw err;
@@ -340,6 +340,55 @@ export async function runSubagentJob(
   } finally {
     await lease?.release();
   }
+}
+
+/** The sandbox service failed to open the sandbox for SANDBOX_OUTAGE_LIMIT_MS: the agent fails with these words. */
+class SandboxOutageOverError extends Error {
+  readonly code = 'sandbox_unavailable';
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/**
+ * Open the agent's sandbox, waiting out the sandbox service's outage (`SandboxOutageError`: E2B
+ * answering 5xx or 429, timing out, cut off) — asked again after 1, 2, 4 … 30 s, the job held
+ * meanwhile (its heartbeat keeps it), for up to `sandboxOutageLimitMs` (then
+ * `SandboxOutageOverError`). Before, the outage was the job's failure: five of them in about 20 s
+ * failed the agent `job_failed`. Stopping (the task ended, the runner stopping) ends the wait.
+ */
+async function openWaiting(d: Pick<RunnerDeps, 'sandboxes' | 'log' | 'sandboxOutageLimitMs'>, spec: SandboxSpec, stops: (AbortSignal | undefined)[]): Promise<Sandbox> {
+  const limitMs = d.sandboxOutageLimitMs ?? 900_000;
+  const started = Date.now();
+  for (let tries = 1; ; tries++) {
+    try {
+      return await d.sandboxes.open(spec);
+    } catch (err) {
+      if (!(err instanceof SandboxOutageError)) throw err;
+      const waited = Date.now() - started;
+      if (waited >= limitMs) throw new SandboxOutageOverError(`the sandbox service could not open the agent's sandbox for ${Math.round(waited / 1000)} s (${tries} tries; SANDBOX_OUTAGE_LIMIT_MS is ${limitMs} ms): given up. Last error: ${err.message}`, { cause: err });
+      const pauseMs = Math.min(30_000, 1000 * 2 ** (tries - 1), Math.max(0, limitMs - waited));
+      d.log.error({ taskId: spec.taskId, agentId: spec.agentId, attempt: spec.attempt, tries, waitedMs: waited, err: err.message }, `the sandbox service could not open the agent's sandbox: asked again in ${pauseMs} ms`);
+      await sleepUnless(pauseMs, stops);
+    }
+  }
+}
+
+/** Wait `ms`, or less when one of `stops` aborts (then its reason is thrown). */
+async function sleepUnless(ms: number, stops: (AbortSignal | undefined)[]): Promise<void> {
+  const live = stops.filter((s): s is AbortSignal => s !== undefined);
+  for (const s of live) s.throwIfAborted();
+  await new Promise<void>((resolve) => {
+    const done = (): void => {
+      clearTimeout(t);
+      for (const s of live) s.removeEventListener('abort', done);
+      resolve();
+    };
+    const t = setTimeout(done, ms);
+    for (const s of live) s.addEventListener('abort', done, { once: true });
+  });
+  for (const s of live) s.throwIfAborted();
 }
 
 /**
@@ -361,7 +410,9 @@ async function failForGood(d: Pick<RunnerDeps, 'store' | 'sandboxes' | 'committe
   );
   d.committed?.(done.events);
   d.log.warn({ taskId, agentId, attempt, error: err.message }, `agent failed: ${why}`);
-  await d.sandboxes.kill(taskId, agentId);
+  // The sandbox goes — best effort: a service that refuses or is away now would fail the kill too
+  // (the sweeper and the agent's release job try again).
+  await d.sandboxes.kill(taskId, agentId).catch((e: unknown) => d.log.warn({ taskId, agentId, err: (e as Error).message }, "could not kill the failed agent's sandbox now"));
   return done.events.length > 0 ? 'failed' : 'superseded';
 }
 

@@ -119,7 +119,7 @@ describe('a task that ends while its agent works', () => {
       await sandboxes.open(spec('researcher-1'));
       await sandboxes.open(spec('writer-1'));
       const failed = (await handleCommand(pg.store, id, { type: 'FailSubagent', agentId: 'researcher-1', code: 'agent_lost', message: 'gone' })).events[0]!;
-      await js.publish(names.jobSubject('release', id, 'researcher-1'), JSON.stringify({ kind: 'release', taskId: id, agentId: 'researcher-1', causeEventId: failed.id }));
+      await js.publish(names.jobSubject('release', id, 'researcher-1'), JSON.stringify({ kind: 'release-agent', taskId: id, agentId: 'researcher-1', causeEventId: failed.id }));
       const state = async () => Object.fromEntries((await pool.query<{ agent_id: string; state: string }>('select agent_id, state from sandboxes where task_id = $1', [id])).rows.map((r) => [r.agent_id, r.state]));
       await waitFor(async () => (await state())['researcher-1'] === 'killed', { what: "the failed agent's sandbox killed" });
       expect((await state())['writer-1']).not.toBe('killed');

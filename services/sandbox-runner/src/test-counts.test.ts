@@ -14,6 +14,8 @@ describe('parseTestCounts', () => {
     ['pytest', '=== 2 failed, 7 passed, 1 xfailed, 1 xpassed, 3 deselected, 2 warnings, 1 error in 12.34s (0:00:12) ===\n', { passed: 8, failed: 3, skipped: 4 }],
     ['pytest', '============================ no tests ran in 0.01s =============================\n', { passed: 0, failed: 0, skipped: 0 }],
     ['pytest', 'no tests ran in 0.01s\n', { passed: 0, failed: 0, skipped: 0 }],
+    // A plugin's own items (pytest-subtests, pytest 9's subtests) do not hide the line.
+    ['pytest', '==== 3 passed, 2 subtests passed in 0.10s ====\n', { passed: 3, failed: 0, skipped: 0 }],
     ['mocha', '  3 passing (12ms)\n  1 pending\n  2 failing\n', { passed: 3, failed: 2, skipped: 1 }],
     ['cargo', 'test result: FAILED. 3 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out\n', { passed: 3, failed: 1, skipped: 0 }],
     ['go', '=== RUN   TestA\n--- PASS: TestA (0.00s)\n=== RUN   TestB\n--- FAIL: TestB (0.00s)\nFAIL\n', { passed: 1, failed: 1, skipped: 0 }],
@@ -23,6 +25,7 @@ describe('parseTestCounts', () => {
   it('takes the last summary and says null when there is none', () => {
     expect(parseTestCounts('# pass 1\n# fail 0\n...\n# pass 2\n# fail 3\n')).toMatchObject({ passed: 2, failed: 3 });
     expect(parseTestCounts('make: *** [test] Error 1')).toBeNull();
+    expect(parseTestCounts('progress: 12 passed in 3s\n')).toBeNull();
   });
 });
 

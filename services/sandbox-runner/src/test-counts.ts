@@ -45,13 +45,14 @@ export function parseTestCounts(output: string): TestCounts | null {
   // pytest: "==== 1 failed, 3 passed, 2 skipped in 0.12s ====", and with -q the same bare
   // ("5 passed in 0.02s", a common addopts: it read as no counts and failed acceptance); "no
   // tests ran in 0.01s". xfailed and deselected tests are skipped ones, xpassed passed ones.
-  const pytest = last(/^(?:=+ )?((?:\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?|rerun)(?:, |(?= in )))+) in [\d.]+s(?: \([\d:.]+\))?(?: =+)?$/m) ?? last(/^(?:=+ )?()no tests ran in [\d.]+s(?: =+)?$/m);
+  // Any "<n> <words>" items are taken (plugins add their own: "2 subtests passed"), the known ones counted.
+  const pytest = last(/^(?:=+ )?((?:\d+ [a-z][a-z ]*?(?:, |(?= in )))+) in [\d.]+s(?: \([\d:.]+\))?(?: =+)?$/m) ?? last(/^(?:=+ )?()no tests ran in [\d.]+s(?: =+)?$/m);
   if (pytest) {
     const s = pytest[1] ?? '';
     return {
-      passed: num(/(\d+) passed/.exec(s)) + num(/(\d+) xpassed/.exec(s)),
-      failed: num(/(\d+) failed/.exec(s)) + num(/(\d+) errors?/.exec(s)),
-      skipped: num(/(\d+) skipped/.exec(s)) + num(/(\d+) xfailed/.exec(s)) + num(/(\d+) deselected/.exec(s)),
+      passed: num(/(?:^|, )(\d+) passed/.exec(s)) + num(/(?:^|, )(\d+) xpassed/.exec(s)),
+      failed: num(/(?:^|, )(\d+) failed/.exec(s)) + num(/(?:^|, )(\d+) errors?(?:,|$)/.exec(s)),
+      skipped: num(/(?:^|, )(\d+) skipped/.exec(s)) + num(/(?:^|, )(\d+) xfailed/.exec(s)) + num(/(?:^|, )(\d+) deselected/.exec(s)),
       format: 'pytest',
     };
   }

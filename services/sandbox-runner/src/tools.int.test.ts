@@ -149,6 +149,10 @@ describe('runner tools', () => {
       const both = await runTool(call('run_command', { command: 'seq 1 300000; seq 1 50000 >&2' }), ALL, env);
       expect(both.content).toMatch(/^exit code 0 \([\d.]+ s\)\n--- stdout ---\n1\n2\n[\s\S]*\n300000\n\n\[1988895 bytes in all\]\n--- stderr ---\n1\n[\s\S]*\n50000\n$/);
       expect(both.content.length).toBeLessThanOrEqual(4200);
+      // A short stderr leaves its share to stdout (it took half, whatever it needed).
+      const mostly = await runTool(call('run_command', { command: 'seq 1 100000; echo oops >&2' }), ALL, env);
+      expect(mostly.content).toMatch(/\n100000\n\n--- stderr ---\noops\n$/);
+      expect(/showing the first \d+ and the last (\d+)\]/.exec(mostly.content)?.[1]).toSatisfy((n: string) => Number(n) > 2500);
       // What a workspace cannot hold — a link, a fifo, a name with a line break (a directory so named with all in it) — is said, not dropped without a word.
       const odd = await runTool(call('run_command', { command: "ln -s /etc/hostname host-link && mkfifo pipe && printf x > \"$(printf 'two\\nlines.md')\" && mkdir \"$(printf 'dir\\tname')\" && touch \"$(printf 'dir\\tname')/in.md\" && echo kept > ok.md" }), ALL, env);
       expect(odd.files).toEqual({ created: ['ok.md'], modified: [] });

@@ -309,8 +309,13 @@ export function formatCommand(r: CommandResult, timeoutSeconds: number): string 
   const streams = ([['stdout', r.stdout, r.stdoutBytes], ['stderr', r.stderr, r.stderrBytes]] as const).filter(([, text]) => text !== '');
   // Each stream cut to its own share, in its middle: cut as one, a long stderr had crowded out the
   // end of stdout (a test summary) and its "bytes in all".
-  const share = Math.floor((MAX_RESULT_CHARS - first.length) / Math.max(1, streams.length)) - 60;
-  return [first, ...streams.map(([name, text, bytes]) => `--- ${name} ---\n${truncate(stripVTControlCharacters(text), share)}${bytes > Buffer.byteLength(text) ? `\n[${bytes} bytes in all]` : ''}`)].join('\n');
+  // A stream that needs less than its share leaves the rest to the other.
+  const room = MAX_RESULT_CHARS - first.length - streams.length * 120; // headers, truncation and byte-count notes
+  const shares = streams.map(([, text]) => text.length);
+  const fair = Math.floor(room / Math.max(1, streams.length));
+  const small = shares.find((n) => n < fair);
+  const share = (n: number): number => (small !== undefined && n !== small ? room - small : fair);
+  return [first, ...streams.map(([name, text, bytes]) => `--- ${name} ---\n${truncate(stripVTControlCharacters(text), share(text.length))}${bytes > Buffer.byteLength(text) ? `\n[${bytes} bytes in all]` : ''}`)].join('\n');
 }
 
 /**

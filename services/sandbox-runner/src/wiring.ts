@@ -39,12 +39,17 @@ export function taskLiveness(pool: pg.Pool): TaskLiveness {
 
 /** Sweep now and then every interval; returns a stop function. Errors are logged, never thrown. */
 export function startSweeper(provider: SandboxProvider, pool: pg.Pool, intervalMs: number, log: Logger): () => void {
+  let sweeping = false;
   const sweep = async (): Promise<void> => {
+    if (sweeping) return; // the last one still at it (E2B slow or away): not two at once
+    sweeping = true;
     try {
       const n = await provider.sweep(taskLiveness(pool));
       if (n > 0) log.info({ swept: n }, 'orphaned sandboxes killed');
     } catch (err) {
       log.warn({ err }, 'sandbox sweep failed');
+    } finally {
+      sweeping = false;
     }
   };
   void sweep();

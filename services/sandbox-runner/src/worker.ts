@@ -101,11 +101,11 @@ export async function startRunner(d: RunnerWorkerDeps): Promise<RunningConsumer>
       await d.sandboxes.kill(taskId, agentId);
     },
     handle: async (job, ctx) => {
-      if (job.kind === 'release') {
+      if (job.kind === 'release' || job.kind === 'release-agent') {
         // The task has ended, or one agent failed: whatever sandboxes they still have go (the log and the artifacts keep what they did).
-        const agents = job.agentId !== undefined ? [job.agentId] : Object.keys((await load(job.taskId)).state.agents);
+        const agents = job.kind === 'release-agent' ? [job.agentId] : Object.keys((await load(job.taskId)).state.agents);
         for (const agentId of agents) await d.sandboxes.kill(job.taskId, agentId);
-        d.log.info({ taskId: job.taskId, ...(job.agentId !== undefined ? { agentId: job.agentId } : {}) }, 'sandboxes released');
+        d.log.info({ taskId: job.taskId, ...(job.kind === 'release-agent' ? { agentId: job.agentId } : {}) }, 'sandboxes released');
         return;
       }
       const started = performance.now();
