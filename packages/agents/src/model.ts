@@ -1,4 +1,4 @@
-import type { ContentBlock, StopReason, Usage } from '@baton/domain';
+import { NamedError, type ContentBlock, type StopReason, type Usage } from '@baton/domain';
 
 /** A tool as the model sees it (Anthropic Messages API shape). */
 export interface ToolSpec {
@@ -65,12 +65,8 @@ export interface StreamingModel {
  * 422), or answered what cannot be read: the agent fails at once with `model_error` and these
  * words, instead of the request being paid for again on every retry.
  */
-export class ModelRejectedError extends Error {
+export class ModelRejectedError extends NamedError {
   readonly code = 'model_error';
-  constructor(message: string, options?: ErrorOptions) {
-    super(message, options);
-    this.name = new.target.name;
-  }
 }
 
 /**

@@ -5,6 +5,17 @@ import { DEADLINE_ACTOR } from './state.ts';
  * status in exactly one place. They are user faults (the command does not fit the state);
  * system faults are plain errors.
  */
+/**
+ * An error that says which it is: `name` is its class's, and a `cause` may be given. A failure a
+ * service reports with a stable `code` extends it and declares only that code.
+ */
+export class NamedError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
 export type DomainErrorCode =
   | 'illegal_transition'
   | 'task_final'

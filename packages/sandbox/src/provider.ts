@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { NamedError } from '@baton/domain';
 import type { SkippedEntry, WalkedFile } from './workspace.ts';
 
 /** Resource limits of one sandbox's commands (agent config `sandbox.limits`). */
@@ -123,24 +124,16 @@ export class WorkspaceTooLargeError extends Error {
 
 /**
  * The sandbox service could not open the agent's sandbox for now — an outage (5xx), a rate limit,
- * a timeout, a cut connection: the job is tried again later, and the attempt does not count as
- * lost (an E2B outage of seconds had failed every agent as "lost to a dying runner").
+ * a timeout, a cut connection: the runner's job waits it out (an E2B outage of seconds had failed
+ * every agent).
  */
-export class SandboxOutageError extends Error {
+export class SandboxOutageError extends NamedError {
   readonly code = 'sandbox_outage';
-  constructor(message: string, options?: ErrorOptions) {
-    super(message, options);
-    this.name = new.target.name;
-  }
 }
 
 /** The sandbox service refused for good — a setting to mend (the key, the template): the agent fails with these words. */
-export class SandboxRefusedError extends Error {
+export class SandboxRefusedError extends NamedError {
   readonly code = 'sandbox_refused';
-  constructor(message: string, options?: ErrorOptions) {
-    super(message, options);
-    this.name = new.target.name;
-  }
 }
 
 /** A sandbox opened by a newer attempt: this runner must stop. */

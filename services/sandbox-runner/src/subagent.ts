@@ -1,4 +1,4 @@
-import { agentStreamId, artifactMode, fold, formatBytes, isFinal, isStepCommand, isToolUse, normalPath, own, type Command, type RecordedEvent, type TaskState } from '@baton/domain';
+import { agentStreamId, artifactMode, fold, formatBytes, isFinal, isStepCommand, isToolUse, NamedError, normalPath, own, type Command, type RecordedEvent, type TaskState } from '@baton/domain';
 import { inSpan, metrics } from '@baton/telemetry';
 import { ConsumerStoppingError, TaskEndedError } from '@baton/bus';
 import { builtinTeams, editFileTool, fileAccessViolation, findAgent, ModelUnavailableError, MUTATING_TOOLS, outboxRequest, REVIEW_REMINDER, runAgentLoop, submitReviewTool, writeFileTool, type AgentDefinition, type LoopHost, type ModelClient, type TeamCatalog, type TeamDefinition, type WritePolicy } from '@baton/agents';
@@ -343,12 +343,8 @@ export async function runSubagentJob(
 }
 
 /** The sandbox service failed to open the sandbox for SANDBOX_OUTAGE_LIMIT_MS: the agent fails with these words. */
-class SandboxOutageOverError extends Error {
+class SandboxOutageOverError extends NamedError {
   readonly code = 'sandbox_unavailable';
-  constructor(message: string, options?: ErrorOptions) {
-    super(message, options);
-    this.name = new.target.name;
-  }
 }
 
 /**
