@@ -29,6 +29,8 @@ export function TaskPage({ taskId }: { taskId: string }) {
   const [editing, setEditing] = useState<string | null>(null);
   /** What the gateway said of a decision on a request no longer open (a 409): shown until the next decision. */
   const [stale, setStale] = useState<string | null>(null);
+  /** The request being edited when it closed elsewhere (said until the person acts again). */
+  const [closedEdit, setClosedEdit] = useState<string | null>(null);
   const [wholePrompt, setWholePrompt] = useState(false);
   const refreshTimer = useRef<ReturnType<typeof setTimeout> | null>(null);
 
@@ -110,6 +112,7 @@ export function TaskPage({ taskId }: { taskId: string }) {
     setTask(t);
     setEditing(null);
     setStale(null);
+    setClosedEdit(null);
     void refresh();
   };
   const decided: Decided = {
@@ -119,6 +122,7 @@ export function TaskPage({ taskId }: { taskId: string }) {
       showAnswer(t);
     },
     onStale: (message) => {
+      setClosedEdit(null);
       setStale(`${message}. The page shows the task as it is now.`);
       setEditing(null);
       void refresh();
@@ -135,11 +139,14 @@ export function TaskPage({ taskId }: { taskId: string }) {
   // the task ended — is said, with what closed it (the card went and the edits with it, silently).
   useEffect(() => {
     if (editing === null || !task || isSending(editing) || task.pendingRequests.some((r) => r.requestId === editing)) return;
-    const how = closingOf(events, editing) ?? (isFinalStatus(task.status) ? `the task ${statusText(task.status)}` : 'decided elsewhere');
-    setStale(`The request you were editing closed before your edits were sent (${how}): they were not applied.`);
+    setStale(null);
+    setClosedEdit(editing);
     dropEditDraft(editing);
     setEditing(null);
-  }, [task, editing, events]);
+  }, [task, editing]);
+  // What closed it is read from the events as they come: the task can show the request gone
+  // before its event is in (it had said "decided elsewhere" for a rejection with a reason).
+  const closedEditText = closedEdit === null || !task ? null : `The request you were editing closed before your edits were sent (${closingOf(events, closedEdit) ?? (isFinalStatus(task.status) ? `the task ${statusText(task.status)}` : 'decided elsewhere')}): they were not applied.`;
   // Its own error: a refusal stays shown (a refresh clears only the page's load errors).
   const cancelling = useAction();
   const cancel = async (): Promise<void> => {
@@ -198,7 +205,7 @@ export function TaskPage({ taskId }: { taskId: string }) {
           {!isFinalStatus(task.status) && !waiting && cancelButton('small danger')}
         </div>
       </header>
-      <ErrorLine error={error ?? cancelling.error ?? stale} />
+      <ErrorLine error={error ?? cancelling.error ?? stale ?? closedEditText} />
       {task.pendingRequests.map((r) => (
         <RequestCard key={r.requestId} taskId={task.id} request={r} editing={editing === r.requestId} setEditing={(on) => setEditing(on ? r.requestId : null)} decided={decided} />
       ))}
