@@ -141,6 +141,9 @@ describe('teams from config files', () => {
     expect(problemsOf(dir)).toContain("engineering/reviewer.json: tools: only the lead delegates ('Task', 'submit_plan')");
     // A reviewer that cannot record its review: every review would have ended review_missing.
     expect(problemsOf(dir)).toContain("engineering/reviewer.json: tools: the review agent ('review_agent' of engineering-lead) needs 'submit_review' — its verdict is recorded only by it");
+    // An agent file team.json does not name (a typo in `agents`): it was never loaded, its mistakes unseen.
+    writeFileSync(path.join(dir, 'engineering', 'python-engineer.json'), JSON.stringify({ id: 'python-engineer', name: 'P', model: 'm', prompt_file: 'engineer.md', tools: ['read_file'], testCommand: 'pytest' }));
+    expect(problemsOf(dir)).toContain("engineering/python-engineer.json: not an agent of team 'engineering' (team.json's lead and agents do not name 'python-engineer'): list it there, or move the file out");
   });
 
   it('a review agent can be delegated to, and the lead is told the agents it can delegate to and to have the work reviewed', () => {

@@ -206,6 +206,11 @@ export function loadTeams(dir: string = DEFAULT_TEAMS_DIR): Record<string, TeamD
     }
     const t = parsed.data;
     if (t.id !== name) problems.push(`${rel(file)}: id: '${t.id}' does not match the directory name ('${name}')`);
+    // An agent file team.json does not name was never loaded (its mistakes unseen, the agent not in the team): a typo in `agents`, or a file left over.
+    for (const f of readdirSync(teamDir).filter((f) => f.endsWith('.json') && f !== 'team.json').sort()) {
+      const id = f.slice(0, -'.json'.length);
+      if (id !== t.lead && !t.agents.includes(id)) problems.push(`${rel(path.join(teamDir, f))}: not an agent of team '${t.id}' (team.json's lead and agents do not name '${id}'): list it there, or move the file out`);
+    }
     if (t.agents.includes(t.lead)) problems.push(`${rel(file)}: agents: the lead '${t.lead}' is listed among the agents`);
     t.agents.forEach((id, i) => {
       if (t.agents.indexOf(id) !== i) problems.push(`${rel(file)}: agents.${i}: '${id}' is listed twice`);
