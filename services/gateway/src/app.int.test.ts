@@ -1104,6 +1104,10 @@ describe('human in the loop over HTTP', () => {
     expect(file.body).toBe('# Report\n');
     expect((await app.inject({ method: 'GET', url: `/v1/tasks/${id}/artifacts/nope.md` })).statusCode).toBe(404);
     expect((await app.inject({ method: 'GET', url: `/v1/tasks/${id}/artifacts/unrecorded.txt` })).statusCode).toBe(404); // the log decides what exists
+    // A name stored decomposed (a Mac's `café`) is found when asked composed, and the other way round (it was a 404).
+    const nfd = await storeArtifact(pg.db.pool, { taskId: id, path: 'notes/cafe\u0301.md', agentId: null, content: Buffer.from('menu\n') });
+    await handleCommand(pg.store, id, { type: 'StoreArtifact', agentId: null, path: nfd.path, bytes: nfd.bytes, sha256: nfd.sha256, mediaType: nfd.mediaType });
+    for (const asked of ['notes/caf\u00e9.md', 'notes/cafe\u0301.md']) expect((await app.inject({ method: 'GET', url: `/v1/tasks/${id}/artifacts/${encodeURIComponent(asked).replace('%2F', '/')}` })).body, asked).toBe('menu\n');
     expect((await app.inject({ method: 'GET', url: `/v1/tasks/${randomUUID()}/artifacts` })).statusCode).toBe(404);
     const version = (await app.inject({ method: 'GET', url: `/v1/tasks/${id}` })).json().version as number;
     const fork = (await app.inject({ method: 'POST', url: `/v1/tasks/${id}/fork`, payload: { atVersion: version } })).json();

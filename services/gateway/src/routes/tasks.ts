@@ -228,7 +228,9 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
   r.get('/v1/tasks/:id/artifacts/*', { schema: { params: ArtifactParams, querystring: AtQuery, tags: ['artifacts'], summary: 'Download one artifact, with its media type (?at=N: its content after version N of the task stream)' } }, async (req, reply) => {
     const state = await visibleStateAt(d, req, req.params.id, req.query.at);
     const file = req.params['*'];
-    const listed = state.artifacts.find((a) => a.path === file);
+    // Typed in the other Unicode spelling (a Mac's decomposed `café` asked composed): the same name
+    // to a person, one file at most (a twin spelling is refused when written).
+    const listed = state.artifacts.find((a) => a.path === file) ?? state.artifacts.find((a) => a.path.normalize('NFC') === file.normalize('NFC'));
     if (!listed) {
       // A file of the codebase it started from is not an artifact (unless an agent wrote it): say where those are.
       const started = state.workspace ? ` (artifacts are the files its agents wrote; the files it started from are in GET /v1/tasks/${req.params.id}/archive${req.query.at !== undefined ? `?at=${req.query.at}` : ''})` : '';
