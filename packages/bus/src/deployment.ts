@@ -1,4 +1,5 @@
 import type { NatsConnection, Subscription } from '@nats-io/nats-core';
+import { NamedError } from '@baton/domain';
 import { ConfigError, exitOnConfigError } from '@baton/runtime';
 import type { BusNames } from './subjects.ts';
 
@@ -22,7 +23,7 @@ export const deploymentMark = (deployment: string): string => `${MARK}${deployme
 /** The deployment a stream's description names (null: none — made before migration 023, or not by a service). */
 export const deploymentOf = (description: string | undefined): string | null => (description?.startsWith(MARK) ? description.slice(MARK.length) : null);
 
-export class ForeignBusError extends Error {
+export class ForeignBusError extends NamedError {
   readonly stream: string;
   /** The deployment id the stream is marked with. */
   readonly theirs: string;
@@ -30,7 +31,6 @@ export class ForeignBusError extends Error {
     super(
       `NATS stream ${stream} (BATON_NAMESPACE ${namespace ? `'${namespace}'` : "'' (none set)"}) belongs to another deployment whose services are running: it was made for the database whose deployment id is ${theirs}, and DATABASE_URL's database has deployment id ${ours} (each database's is in its table deployment). Two databases on one namespace take each other's jobs and events (a job for a task not in the database is dropped): give each deployment its own BATON_NAMESPACE (or NATS server), or point this service at the database the others use.`,
     );
-    this.name = new.target.name;
     this.stream = stream;
     this.theirs = theirs;
   }

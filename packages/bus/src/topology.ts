@@ -90,7 +90,7 @@ export function consumerConfigs(names: BusNames, o: TopologyOptions = {}): { str
 export async function ensureTopology(jsm: JetStreamManager, names: BusNames, o: TopologyOptions = {}): Promise<{ takenOver: { stream: string; from: string }[] }> {
   const kept = new Set<string>();
   const takenOver: { stream: string; from: string }[] = [];
-  const info = (name: string) => jsm.streams.info(name).catch((err: unknown) => (isNotFound(err) ? null : Promise.reject(err)));
+  const info = (name: string) => streamInfo(jsm, name);
   for (const cfg of streamConfigs(names, o)) {
     const name = cfg.name;
     let existing = await info(name);
@@ -119,7 +119,7 @@ export async function ensureTopology(jsm: JetStreamManager, names: BusNames, o: 
       if (differs(existing.config, cfg)) {
         await jsm.streams.update(name, { ...existing.config, ...cfg });
         await ours();
-      } else if (o.deployment && deploymentOf(existing.config.description) !== o.deployment) await ours();
+      }
     }
   }
   for (const { stream, config } of consumerConfigs(names, o)) {
@@ -188,6 +188,9 @@ export function differs(actual: object, wanted: object): boolean {
   return Object.entries(wanted).some(([k, v]) => v !== undefined && JSON.stringify(a[k]) !== JSON.stringify(v));
 }
 
+/** A stream's info, null when there is no such stream. */
+const streamInfo = (jsm: JetStreamManager, name: string) => jsm.streams.info(name).catch((err: unknown) => (isNotFound(err) ? null : Promise.reject(err)));
+
 function isNotFound(err: unknown): boolean {
   const e = err as { code?: number | string; message?: string; api_error?: { err_code?: number } };
   return e?.api_error?.err_code === 10059 || e?.api_error?.err_code === 10014 || /not found/i.test(e?.message ?? '');
@@ -207,7 +210,7 @@ export async function inspectTopology(jsm: JetStreamManager, names: BusNames, de
   const streams: Record<string, string | null> = {};
   const foreign: Record<string, string> = {};
   for (const name of [names.eventsStream, names.jobsStream]) {
-    const info = await jsm.streams.info(name).catch((err: unknown) => (isNotFound(err) ? null : Promise.reject(err)));
+    const info = await streamInfo(jsm, name);
     streams[name] = info ? info.created : null;
     const theirs = info && deployment ? deploymentOf(info.config.description) : null;
     if (theirs && theirs !== deployment) foreign[name] = theirs;

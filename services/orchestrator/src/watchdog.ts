@@ -188,8 +188,9 @@ export class Watchdog {
       await this.heal(report, recorded.size === 0);
       return;
     }
-    const { backlog, deliveredSeq } = await this.jobsBacklog(await this.d.jsm());
-    this.deliveredSeq = deliveredSeq;
+    const jsm = await this.d.jsm();
+    const { backlog, deliveredSeq } = await this.jobsBacklog(jsm);
+    const waiting = (subject: string): Promise<boolean> => jobWaiting(jsm, this.d.names.jobsStream, subject, deliveredSeq);
     const now = this.d.now();
     const cutoff = now.getTime() - this.d.options.graceMs;
     for (const [id, at] of this.looked) if (at < cutoff) this.looked.delete(id);
@@ -204,7 +205,7 @@ export class Watchdog {
     for (const id of ids) {
       this.looked.set(id, now.getTime());
       this.visits++;
-      const v = await this.visit(id, backlog, now, `w${now.getTime()}`);
+      const v = await this.visit(id, backlog, now, `w${now.getTime()}`, waiting);
       messages.push(...v.messages);
       sent.push(...v.redispatched);
     }
@@ -240,24 +241,6 @@ export class Watchdog {
     for (const [name, created] of Object.entries(report.streams)) if (created) await recordStream(this.d.pool, name, created);
   }
 
-  /** The last job a runner was handed at this look (the runners' consumer's delivered stream sequence). */
-  private deliveredSeq: number | null = null;
-
-  /**
-   * Is a job on `subject` waiting in the queue, handed to no runner yet? (One handed to a runner
-   * that died comes back only after its ack wait: the watchdog re-dispatches then, as before.)
-   * Cannot tell: no.
-   */
-  private async jobWaiting(subject: string): Promise<boolean> {
-    if (this.deliveredSeq === null) return false;
-    try {
-      const m = await (await this.d.jsm()).streams.getMessage(this.d.names.jobsStream, { last_by_subj: subject });
-      return m !== null && m.seq > this.deliveredSeq;
-    } catch {
-      return false;
-    }
-  }
-
   /** Whether jobs wait for a runner, and the last job a runner was handed (its stream sequence; null: cannot tell). */
   private async jobsBacklog(jsm: JetStreamManager): Promise<{ backlog: boolean; deliveredSeq: number | null }> {
     try {
@@ -271,9 +254,10 @@ export class Watchdog {
   /**
    * Apply the policy to one task; returns the wake-ups to publish and the re-dispatches among
    * them (the regular look counts those against the attempt; a heal re-sends what the bus lost,
-   * which is no sign the agent is unrunnable, so it does not count them).
+   * which is no sign the agent is unrunnable, so it does not count them). `jobWaits`: whether a
+   * job on a subject still waits for a runner (an agent with one gets no other; a heal has none).
    */
-  private async visit(taskId: string, backlog: boolean, now: Date, tag: string): Promise<{ messages: OutMessage[]; redispatched: Redispatch[] }> {
+  private async visit(taskId: string, backlog: boolean, now: Date, tag: string, jobWaits?: (subject: string) => Promise<boolean>): Promise<{ messages: OutMessage[]; redispatched: Redispatch[] }> {
     try {
       const { state, events } = await this.d.load(taskId);
       if (state.status === 'none') return { messages: [], redispatched: [] };
@@ -305,8 +289,8 @@ export class Watchdog {
         const subject = this.d.names.jobSubject('run', taskId, agentId);
         // A job of the agent's still waiting in the queue, handed to no runner, runs it: another
         // would only wait beside it — while no runner ran, every look had queued one more per
-        // stuck agent. (A heal re-sends: the bus lost them.)
-        if (!tag.startsWith('heal-') && (await this.jobWaiting(subject))) continue;
+        // stuck agent. (A heal asks nothing: the bus lost them.)
+        if (await jobWaits?.(subject)) continue;
         redispatched.push({ taskId, agentId, attempt: agent?.attempt ?? 0 });
         const job: RunnerJob = { kind: 'run', taskId, agentId, causeEventId: last.id };
         out.push({ subject, data: JSON.stringify(job), msgId: `${tag}-${taskId}-${agentId}-${agent?.attempt ?? 0}`, trace });
@@ -327,4 +311,19 @@ export class Watchdog {
 
 function hashOf(s: string): string {
   return createHash('sha256').update(s).digest('hex').slice(0, 12);
+}
+
+/**
+ * Is a job on `subject` waiting in the jobs stream, handed to no runner yet (after `deliveredSeq`,
+ * the runners' consumer's last delivered stream sequence)? One handed to a runner that died comes
+ * back only after its ack wait: the watchdog re-dispatches then, as before. Cannot tell: no.
+ */
+async function jobWaiting(jsm: JetStreamManager, stream: string, subject: string, deliveredSeq: number | null): Promise<boolean> {
+  if (deliveredSeq === null) return false;
+  try {
+    const m = await jsm.streams.getMessage(stream, { last_by_subj: subject });
+    return m !== null && m.seq > deliveredSeq;
+  } catch {
+    return false;
+  }
 }
