@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { agentStreamId, artifactMode, fold, formatBytes, isFinal, isStepCommand, isToolUse, NamedError, normalPath, own, type Command, type RecordedEvent, type TaskState } from '@baton/domain';
 import { inSpan, metrics } from '@baton/telemetry';
 import { ConsumerStoppingError, TaskEndedError } from '@baton/bus';
@@ -374,25 +375,17 @@ async function openWaiting(d: Pick<RunnerDeps, 'sandboxes' | 'log' | 'sandboxOut
 /** Wait `ms`, or less when one of `stops` aborts (then its reason is thrown). */
 async function sleepUnless(ms: number, stops: (AbortSignal | undefined)[]): Promise<void> {
   const live = stops.filter((s): s is AbortSignal => s !== undefined);
-  for (const s of live) s.throwIfAborted();
-  await new Promise<void>((resolve) => {
-    const done = (): void => {
-      clearTimeout(t);
-      for (const s of live) s.removeEventListener('abort', done);
-      resolve();
-    };
-    const t = setTimeout(done, ms);
-    for (const s of live) s.addEventListener('abort', done, { once: true });
-  });
-  for (const s of live) s.throwIfAborted();
+  const any = AbortSignal.any(live);
+  await sleep(ms, undefined, { signal: any }).catch(() => any.throwIfAborted());
+  any.throwIfAborted();
 }
 
 /**
  * The agent fails now, with the error's code and words, while the attempt is still its current
  * one — a retry would end the same way: its workspace grew past its limit
  * (WorkspaceTooLargeError: its sandbox goes, what grew stays out of Postgres and off the host),
- * or the sandbox service refused it for good (SandboxRefusedError: a key, a template to mend).
- * The lead is told as of any failed agent, and can delegate again.
+ * or the sandbox service refused it for good (SandboxRefusedError: a key, a template to mend)
+ * or could not open it for SANDBOX_OUTAGE_LIMIT_MS (SandboxOutageOverError). The lead is told as of any failed agent, and can delegate again.
  */
 async function failForGood(d: Pick<RunnerDeps, 'store' | 'sandboxes' | 'committed' | 'log'>, load: TaskLoader, taskId: string, agentId: string, attempt: number, err: Error & { code: string }, why: string): Promise<JobOutcome> {
   const done = await handleCommand(

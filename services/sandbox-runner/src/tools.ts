@@ -307,15 +307,15 @@ export function formatCommand(r: CommandResult, timeoutSeconds: number): string 
   const head = r.timedOut ? `timed out after ${timeoutSeconds} s: the command was killed` : `exit code ${r.exitCode ?? 'none (killed by a signal)'}`;
   const first = `${head} (${(r.durationMs / 1000).toFixed(1)} s)`;
   const streams = ([['stdout', r.stdout, r.stdoutBytes], ['stderr', r.stderr, r.stderrBytes]] as const).filter(([, text]) => text !== '');
-  // Each stream cut to its own share, in its middle: cut as one, a long stderr had crowded out the
-  // end of stdout (a test summary) and its "bytes in all".
-  // A stream that needs less than its share leaves the rest to the other.
+  // Each stream cut to its own share, in its middle (cut as one, a long stderr had crowded out the
+  // end of stdout — a test summary — and its "bytes in all"); a stream gets what the other leaves.
   const room = MAX_RESULT_CHARS - first.length - streams.length * 120; // headers, truncation and byte-count notes
-  const shares = streams.map(([, text]) => text.length);
   const fair = Math.floor(room / Math.max(1, streams.length));
-  const small = shares.find((n) => n < fair);
-  const share = (n: number): number => (small !== undefined && n !== small ? room - small : fair);
-  return [first, ...streams.map(([name, text, bytes]) => `--- ${name} ---\n${truncate(stripVTControlCharacters(text), share(text.length))}${bytes > Buffer.byteLength(text) ? `\n[${bytes} bytes in all]` : ''}`)].join('\n');
+  const shareOf = (i: number): number => {
+    const other = streams[1 - i]?.[1].length;
+    return other !== undefined && other < fair ? room - other : fair;
+  };
+  return [first, ...streams.map(([name, text, bytes], i) => `--- ${name} ---\n${truncate(stripVTControlCharacters(text), shareOf(i))}${bytes > Buffer.byteLength(text) ? `\n[${bytes} bytes in all]` : ''}`)].join('\n');
 }
 
 /**
