@@ -118,24 +118,29 @@ describe('AnthropicModel through the real SDK against a fake Messages API', () =
     const started = performance.now();
     await expect(model.complete(request())).rejects.toThrow(ModelStalledError);
     expect(performance.now() - started).toBeLessThan(5000); // not undici's 5 minutes
-    // A body that keeps coming, slowly, is not cut: only silence counts.
+    // A body that keeps coming, slowly, is not cut: only silence counts. It takes longer than
+    // the timeout in all, and no gap comes near it (a chunk every 50 ms against 1 s: a loaded
+    // CI box once held a 100 ms interval past a 300 ms timeout).
+    const steadyText = 'slow but steady, '.repeat(40);
     const slow = createServer((_req, res) => {
       res.writeHead(200, { 'content-type': 'application/json' });
-      const text = JSON.stringify(message([{ type: 'text', text: 'slow but steady' }], 'end_turn'));
+      const text = JSON.stringify(message([{ type: 'text', text: steadyText }], 'end_turn'));
       let i = 0;
       const t = setInterval(() => {
-        res.write(text.slice(i, i + 40));
-        i += 40;
+        res.write(text.slice(i, i + 30));
+        i += 30;
         if (i >= text.length) {
           clearInterval(t);
           res.end();
         }
-      }, 100);
+      }, 50);
     });
     await new Promise<void>((r) => slow.listen(0, '127.0.0.1', r));
     try {
-      const steady = new AnthropicModel({ apiKey: 'k', baseURL: `http://127.0.0.1:${(slow.address() as { port: number }).port}`, maxRetries: 0, timeoutMs: 300 });
-      expect((await steady.complete(request())).content).toEqual([{ type: 'text', text: 'slow but steady' }]);
+      const steady = new AnthropicModel({ apiKey: 'k', baseURL: `http://127.0.0.1:${(slow.address() as { port: number }).port}`, maxRetries: 0, timeoutMs: 1000 });
+      const began = performance.now();
+      expect((await steady.complete(request())).content).toEqual([{ type: 'text', text: steadyText }]);
+      expect(performance.now() - began).toBeGreaterThan(1000);
     } finally {
       slow.closeAllConnections();
       await new Promise((r) => slow.close(r));
