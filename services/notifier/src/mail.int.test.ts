@@ -163,7 +163,7 @@ describe('mail notifications', () => {
 
   test('a server that takes the whole message and answers too late: outcome unknown, not sent again (it got it); one that never greets is tried again', async ({ pg, nats }) => {
     const release = smtp.hold(); // the final answer held past MAIL_TIMEOUT_MS
-    const stack = await startStack(pg, nats, { mailTimeoutMs: 300 });
+    const stack = await startStack(pg, nats, { mailTimeoutMs: 1000 });
     const id = await awaitingApproval(pg, { email: { to: ['ann@example.com'], on: ['awaiting_input'] } });
     await waitFor(async () => (await listDeliveries(pg.db.pool, id)).some((d) => d.givenUp), { what: 'the attempt recorded as given up' });
     release();
