@@ -1,3 +1,4 @@
+import type { TeamInfoView } from '@baton/api';
 import { digestJson, own } from '@baton/domain';
 import { loadTeams } from './config.ts';
 import type { ApprovalRule } from './policy.ts';
@@ -42,6 +43,17 @@ export interface TeamDefinition {
   agents: Record<string, AgentDefinition>;
   /** Which tool calls need a person (see policy.ts); default: delegation when the task asks for plan approval. */
   approvals?: ApprovalRule[];
+}
+
+/** A team as `GET /v1/teams` lists it (and `baton teams --check` describes a directory before it is deployed). */
+export function toTeamInfoView(t: TeamDefinition): TeamInfoView {
+  return {
+    id: t.id,
+    description: t.description,
+    lead: { id: t.lead.id, name: t.lead.name, model: t.lead.model, tools: t.lead.tools, maxTurns: t.lead.maxTurns, delegatesTo: t.lead.delegatesTo ?? [], ...(t.lead.reviewAgent ? { reviewAgent: t.lead.reviewAgent, reviewRounds: t.lead.reviewRounds ?? 1 } : {}) },
+    agents: Object.values(t.agents).map((a) => ({ id: a.id, name: a.name, model: a.model, tools: a.tools, maxTurns: a.maxTurns, ...(a.fileScope ? { fileScope: a.fileScope } : {}), ...(a.testCommand ? { testCommand: a.testCommand } : {}) })),
+    approvals: (t.approvals ?? []).map((r) => ({ ...(r.agent ? { agent: r.agent } : {}), ...(r.tool ? { tool: r.tool } : {}), require: r.require, onTimeout: r.onTimeout })),
+  };
 }
 
 export const DEFAULT_MODEL = 'claude-sonnet-4-6';

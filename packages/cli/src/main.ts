@@ -414,8 +414,18 @@ program
 program
   .command('teams')
   .description('the configured teams: each lead, whom it delegates to, and the agents with their models and tools')
-  .action(async () => {
-    for (const t of await client().teams()) console.log(describeTeam(t));
+  .option('--check [dir]', "check a teams directory here, with no Baton running, as the services would load it at start-up (default: BATON_TEAMS_DIR, else the shipped teams): its teams, or every problem (exit 1)")
+  .action(async (opts: { check?: string | true }) => {
+    if (opts.check === undefined) {
+      for (const t of await client().teams()) console.log(describeTeam(t));
+      return;
+    }
+    // Loaded here only: @baton/agents loads the shipped teams and the model SDK on import.
+    const { DEFAULT_TEAMS_DIR, loadTeams, toTeamInfoView } = await import('@baton/agents');
+    const dir = path.resolve(opts.check === true ? (process.env.BATON_TEAMS_DIR ?? DEFAULT_TEAMS_DIR) : opts.check);
+    const teams = Object.values(loadTeams(dir)); // a TeamConfigError lists every problem
+    for (const t of teams) console.log(describeTeam(toTeamInfoView(t)));
+    console.log(`ok: ${teams.length} team${teams.length === 1 ? '' : 's'} in ${dir}`);
   });
 
 program

@@ -1,4 +1,4 @@
-import type { TeamInfoView } from '@baton/api';
+import { toTeamInfoView } from '@baton/agents';
 import { deadLetterCounts, inspectTopology, natsAnswers, relayStatus, reportConsumerBacklogs, reportRelayLag, topologyProblems } from '@baton/bus';
 import { schemaReady, SchemaNotReadyError } from '@baton/db';
 import { REQUEST_KINDS, TASK_STATUSES } from '@baton/domain';
@@ -89,12 +89,6 @@ export const systemRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => 
   app.get('/metrics', { schema: { hide: true } }, async (_req, reply) => reply.type(d.metrics.registry.contentType).send(await d.metrics.render()));
 
   app.get('/v1/teams', { schema: { tags: ['teams'], summary: 'Configured teams and their agents' } }, async () => ({
-    items: Object.values(d.teams).map((t): TeamInfoView => ({
-      id: t.id,
-      description: t.description,
-      lead: { id: t.lead.id, name: t.lead.name, model: t.lead.model, tools: t.lead.tools, maxTurns: t.lead.maxTurns, delegatesTo: t.lead.delegatesTo ?? [], ...(t.lead.reviewAgent ? { reviewAgent: t.lead.reviewAgent, reviewRounds: t.lead.reviewRounds ?? 1 } : {}) },
-      agents: Object.values(t.agents).map((a) => ({ id: a.id, name: a.name, model: a.model, tools: a.tools, maxTurns: a.maxTurns, ...(a.fileScope ? { fileScope: a.fileScope } : {}), ...(a.testCommand ? { testCommand: a.testCommand } : {}) })),
-      approvals: (t.approvals ?? []).map((r) => ({ ...(r.agent ? { agent: r.agent } : {}), ...(r.tool ? { tool: r.tool } : {}), require: r.require, onTimeout: r.onTimeout })),
-    })),
+    items: Object.values(d.teams).map(toTeamInfoView),
   }));
 };
