@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
+import { claimNamespace } from '@baton/db';
 import { pgTest as test, waitFor } from '@baton/testing';
+import { Sandbox as E2B, type ConnectionOpts } from 'e2b';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect } from 'vitest';
 import { sandboxContract } from './contract.ts';
-import { E2BSandboxProvider } from './e2b.ts';
+import { E2BSandboxProvider, strayVerdict } from './e2b.ts';
 import { FakeE2B } from './fake-e2b.ts';
 import { DEFAULT_LIMITS, SandboxFencedError, SandboxOutageError, SandboxRefusedError, type SandboxSpec } from './provider.ts';
 
@@ -144,4 +146,53 @@ describe('E2B sandbox provider lifecycle', () => {
     expect(await p.sweep(async (ids) => new Map(ids.map((i) => [i, 'finished'] as const)))).toBe(1);
     expect(fake.sandboxes.has(stuckId)).toBe(false);
   }, 30_000);
+
+  test("a sandbox E2B made whose answer was lost (the registry never heard of it) is killed by the sweep once seen so for the grace; the agent's own, a finished task's, an unknown task's and another deployment's are judged apart", async ({ pg }) => {
+    const { deployment } = await claimNamespace(pg.db.pool, '');
+    const p = new E2BSandboxProvider({ pool: pg.db.pool, apiKey: 'e2b_test', apiUrl: fake.url, sandboxUrl: fake.url, template: 'baton-agent', strayGraceMs: 400 });
+    const s = spec();
+    const ours = () => [...fake.sandboxes].filter(([, x]) => x.metadata.taskId === s.taskId).map(([id]) => id);
+    fake.loseCreateAnswers(1);
+    await expect(p.open(s)).rejects.toThrow(SandboxOutageError); // the runner waits the outage out and opens again
+    const [lost] = ours();
+    expect(fake.sandboxes.get(lost as string)?.metadata).toEqual({ taskId: s.taskId, agentId: s.agentId, deployment });
+    await p.open(s);
+    const registered = (await pg.db.pool.query('select external_id from sandboxes where task_id = $1', [s.taskId])).rows[0]?.external_id as string;
+    expect(ours().sort()).toEqual([lost, registered].sort());
+    const finished = spec();
+    await p.open(finished);
+    await pg.db.pool.query(`update sandboxes set state = 'killed' where task_id = $1`, [finished.taskId]); // recorded killed, yet E2B still has it
+    // A task this log does not know, tagged as ours all the same (the registry's own sandboxes of unknown tasks are its to kill; this one is not in it).
+    const stranger = spec();
+    const conn = { apiKey: 'e2b_test', apiUrl: fake.url, sandboxUrl: fake.url } as ConnectionOpts;
+    const strangerId = (await E2B.create('baton-agent', { ...conn, metadata: { taskId: stranger.taskId, agentId: stranger.agentId, deployment } })).sandboxId;
+    // Another deployment's sandbox for the same task id (a copy of this database, say): never listed here.
+    const foreignId = (await E2B.create('baton-agent', { ...conn, metadata: { taskId: s.taskId, agentId: s.agentId, deployment: randomUUID() } })).sandboxId;
+    const liveness = async (ids: string[]) => new Map(ids.filter((i) => i !== stranger.taskId).map((i) => [i, i === finished.taskId ? 'finished' : 'live'] as const));
+
+    // First seen: the finished task's goes at once; the stray only once seen so past the grace (a create may be under way).
+    expect(await p.sweep(liveness)).toBe(1);
+    expect([...fake.sandboxes.values()].some((x) => x.metadata.taskId === finished.taskId)).toBe(false);
+    expect(ours().sort()).toEqual([lost, registered, foreignId].sort());
+    await new Promise((r) => setTimeout(r, 450));
+    expect(await p.sweep(liveness)).toBe(1);
+    expect(ours().sort()).toEqual([registered, foreignId].sort());
+    expect(fake.sandboxes.has(strangerId)).toBe(true);
+    // Listed by this deployment's tag only: another deployment's (or an older version's, untagged) are never listed.
+    const lists = fake.calls.filter((c) => c.method === 'GET' && c.path === '/v2/sandboxes');
+    expect(lists.length).toBeGreaterThanOrEqual(2);
+    await p.kill(s.taskId, s.agentId);
+    for (const id of [strangerId, foreignId]) await E2B.kill(id, conn);
+  }, 30_000);
+
+  test('strayVerdict: what the sweep makes of a listed sandbox', () => {
+    const s = { sandboxId: 'sbx1', taskId: 't', agentId: 'a' };
+    expect(strayVerdict(s, undefined, undefined)).toBe('keep'); // a task this log does not know
+    expect(strayVerdict(s, { externalId: 'sbx1', state: 'running' }, 'finished')).toBe('finished');
+    expect(strayVerdict(s, { externalId: 'sbx1', state: 'paused' }, 'live')).toBe('keep');
+    expect(strayVerdict(s, { externalId: 'sbx2', state: 'running' }, 'live')).toBe('stray');
+    expect(strayVerdict(s, { externalId: null, state: 'running' }, 'live')).toBe('stray');
+    expect(strayVerdict(s, { externalId: 'sbx1', state: 'killed' }, 'live')).toBe('stray');
+    expect(strayVerdict(s, undefined, 'live')).toBe('stray');
+  });
 });

@@ -3,7 +3,7 @@ import { AuthenticationError, CommandExitError, Sandbox as E2B, FileNotFoundErro
 import type pg from 'pg';
 import { sandboxIdOf, SandboxOutageError, SandboxRefusedError, type CommandResult, type RunOptions, type Sandbox, type SandboxFiles, type SandboxProvider, type SandboxSpec, type TaskLiveness } from './provider.ts';
 import { capture, shellQuote } from './confine.ts';
-import { SandboxRegistry } from './registry.ts';
+import { SandboxRegistry, type SandboxRow } from './registry.ts';
 import { pathCharacterProblem } from '@baton/domain';
 import { MAX_SKIPPED_REPORTED, resolveRelative, shownPath, textOf, unnameable, WorkspacePathError, type SkippedEntry, type WalkedFile } from './workspace.ts';
 
@@ -19,6 +19,12 @@ export interface E2BProviderOptions {
    * on (`setTimeout`): a command's own time and this again, so a long job is not paused under it.
    */
   timeoutMs?: number;
+  /**
+   * How long a sandbox of this deployment that is not its agent's registered one (a create whose
+   * answer was lost, a runner that died before recording it) is left before the sweep kills it
+   * (default 30 minutes: far past any create still under way).
+   */
+  strayGraceMs?: number;
   /** Tests: a fake control plane and envd. */
   apiUrl?: string;
   sandboxUrl?: string;
@@ -39,12 +45,16 @@ export class E2BSandboxProvider implements SandboxProvider {
   private readonly registry: SandboxRegistry;
   private readonly template: string;
   private readonly timeoutMs: number;
+  private readonly strayGraceMs: number;
   private readonly conn: ConnectionOpts;
+  /** Sandboxes of live tasks seen unregistered, since when (this process's clock): killed once seen so past strayGraceMs. */
+  private readonly strays = new Map<string, number>();
 
   constructor(opts: E2BProviderOptions) {
     this.registry = new SandboxRegistry(opts.pool);
     this.template = opts.template ?? 'baton-agent';
     this.timeoutMs = opts.timeoutMs ?? 600_000;
+    this.strayGraceMs = opts.strayGraceMs ?? 1_800_000;
     this.conn = {
       ...(opts.apiKey ? { apiKey: opts.apiKey } : {}),
       ...(opts.apiUrl ? { apiUrl: opts.apiUrl } : {}),
@@ -68,11 +78,14 @@ export class E2BSandboxProvider implements SandboxProvider {
       });
     }
     if (!sbx) {
+      const deployment = await this.registry.deploymentId();
       const made: E2B = await E2B.create(this.template, {
         ...this.conn,
         lifecycle: { onTimeout: 'pause' },
         timeoutMs: this.timeoutMs,
-        metadata: { taskId: spec.taskId, agentId: spec.agentId },
+        // The deployment too: the sweep lists this deployment's sandboxes by it, and finds one the
+        // registry never heard of (its create's answer lost, or the runner gone before recording it).
+        metadata: { taskId: spec.taskId, agentId: spec.agentId, ...(deployment ? { deployment } : {}) },
         envs: spec.env,
         allowInternetAccess: spec.network,
       }).catch((err: unknown) => Promise.reject(e2bOpenError(err, 'create', this.template)));
@@ -98,25 +111,83 @@ export class E2BSandboxProvider implements SandboxProvider {
     if (row) await this.registry.killed(id);
   }
 
-  /** Each orphan on its own: one E2B will not kill now does not hold up the rest (it is named, and tried at the next sweep). */
+  /**
+   * Two passes, each orphan on its own (one E2B will not kill now does not hold up the rest: it is
+   * named, and tried at the next sweep). The registry's sandboxes of tasks no longer live; then
+   * E2B's list of this deployment's sandboxes (tagged at create): one of a finished task, or one
+   * of a live task that is not its agent's registered sandbox — seen so for strayGraceMs — is
+   * killed. A task this deployment's log does not know is never touched.
+   */
   async sweep(liveness: TaskLiveness): Promise<number> {
-    const rows = await this.registry.live(this.name);
-    if (rows.length === 0) return 0;
-    const known = await liveness([...new Set(rows.map((r) => r.taskId))]);
     let swept = 0;
     const failed: string[] = [];
-    for (const r of rows) {
-      if (known.get(r.taskId) === 'live') continue;
+    const kill = async (label: string, f: () => Promise<unknown>): Promise<void> => {
       try {
-        await this.kill(r.taskId, r.agentId);
+        await f();
         swept++;
       } catch (err) {
-        failed.push(`${r.externalId ?? sandboxIdOf(r.taskId, r.agentId)}: ${(err as Error).message}`);
+        failed.push(`${label}: ${(err as Error).message}`);
       }
+    };
+    const rows = await this.registry.live(this.name);
+    if (rows.length > 0) {
+      const known = await liveness([...new Set(rows.map((r) => r.taskId))]);
+      for (const r of rows) if (known.get(r.taskId) !== 'live') await kill(r.externalId ?? sandboxIdOf(r.taskId, r.agentId), () => this.kill(r.taskId, r.agentId));
     }
+    for (const id of await this.strayVerdicts(liveness)) await kill(id, () => E2B.kill(id, this.conn));
     if (failed.length > 0) throw new Error(`${swept} orphaned sandboxes killed; ${failed.length} could not be (tried again at the next sweep): ${failed.join('; ')}`);
     return swept;
   }
+
+  /** The sandboxes E2B lists for this deployment that are to be killed now. */
+  private async strayVerdicts(liveness: TaskLiveness): Promise<string[]> {
+    const deployment = await this.registry.deploymentId();
+    if (!deployment) return [];
+    const listed: ListedSandbox[] = [];
+    const pages = E2B.list({ ...this.conn, query: { metadata: { deployment } } });
+    while (pages.hasNext) {
+      for (const s of await pages.nextItems()) {
+        const { taskId, agentId } = s.metadata;
+        if (taskId && agentId) listed.push({ sandboxId: s.sandboxId, taskId, agentId });
+      }
+    }
+    const registered = await this.registry.byIds(listed.map((s) => sandboxIdOf(s.taskId, s.agentId)));
+    const known = listed.length ? await liveness([...new Set(listed.map((s) => s.taskId))]) : new Map<string, 'live' | 'finished'>();
+    const now = Date.now();
+    const kill: string[] = [];
+    const strays = new Set<string>();
+    for (const s of listed) {
+      const verdict = strayVerdict(s, registered.get(sandboxIdOf(s.taskId, s.agentId)), known.get(s.taskId));
+      if (verdict === 'finished') kill.push(s.sandboxId);
+      if (verdict !== 'stray') continue;
+      strays.add(s.sandboxId);
+      const since = this.strays.get(s.sandboxId) ?? now;
+      this.strays.set(s.sandboxId, since);
+      if (now - since >= this.strayGraceMs) kill.push(s.sandboxId);
+    }
+    for (const id of this.strays.keys()) if (!strays.has(id)) this.strays.delete(id);
+    return kill;
+  }
+}
+
+/** A sandbox E2B lists with this deployment's tag, and the agent it was made for. */
+export interface ListedSandbox {
+  sandboxId: string;
+  taskId: string;
+  agentId: string;
+}
+
+/**
+ * What the sweep makes of a sandbox E2B lists for this deployment: `keep` — its agent's
+ * registered sandbox, the task live, or a task this log does not know (never touched);
+ * `finished` — its task is (kill it); `stray` — its task is live but its agent's registered
+ * sandbox is another, killed or none: a create whose answer was lost, or one still under way (so
+ * killed only once seen so for a while).
+ */
+export function strayVerdict(s: ListedSandbox, row: Pick<SandboxRow, 'externalId' | 'state'> | undefined, task: 'live' | 'finished' | undefined): 'keep' | 'finished' | 'stray' {
+  if (task === undefined) return 'keep';
+  if (task === 'finished') return 'finished';
+  return row && row.externalId === s.sandboxId && row.state !== 'killed' ? 'keep' : 'stray';
 }
 
 /** `f`, tried again after 1 s and 3 s when it fails (E2B's API answering a 5xx or cut off once). */

@@ -17,7 +17,7 @@ import { resolveToolchain, toolchainPath, type SandboxToolchain, type ToolchainO
  */
 export class FakeE2B {
   readonly calls: { method: string; path: string; body: unknown; apiKey: string | undefined }[] = [];
-  readonly sandboxes = new Map<string, { state: 'running' | 'paused'; dir: string; envs: Record<string, string> }>();
+  readonly sandboxes = new Map<string, { state: 'running' | 'paused'; dir: string; envs: Record<string, string>; metadata: Record<string, string>; startedAt: string }>();
   /** Commands running, by pid: as in envd, a command outlives its stream (a client gone away does not stop it); SendSignal does. */
   readonly processes = new Map<number, ChildProcess>();
   url = '';
@@ -59,6 +59,12 @@ export class FakeE2B {
     this.faults.push({ method, path, status, left: times });
   }
 
+  private lostCreates = 0;
+  /** The next `times` creates make their sandbox, then answer 502 (the answer lost on the way: E2B has a sandbox its caller never learnt of). */
+  loseCreateAnswers(times = 1): void {
+    this.lostCreates += times;
+  }
+
   /** E2B well again: the faults not yet answered are dropped. */
   clearFaults(): void {
     this.faults.length = 0;
@@ -85,12 +91,30 @@ export class FakeE2B {
     };
     if (req.method === 'POST' && url.pathname === '/v2/sandboxes') {
       control();
-      const body = JSON.parse(raw.toString()) as { envVars?: Record<string, string> };
+      const body = JSON.parse(raw.toString()) as { envVars?: Record<string, string>; metadata?: Record<string, string> };
       const id = `sbx${this.next++}`;
       const dir = path.join(this.root, id);
       await mkdir(dir, { recursive: true });
-      this.sandboxes.set(id, { state: 'running', dir, envs: body.envVars ?? {} });
+      this.sandboxes.set(id, { state: 'running', dir, envs: body.envVars ?? {}, metadata: body.metadata ?? {}, startedAt: new Date().toISOString() });
+      if (this.lostCreates > 0) {
+        this.lostCreates--;
+        return json(502, { code: 502, message: 'bad gateway (the answer lost)' });
+      }
       return json(201, info(id));
+    }
+    if (req.method === 'GET' && url.pathname === '/v2/sandboxes') {
+      // E2B's list: running and paused unless `state` says; `metadata` an encoded `k=v&…` (all must match); paged by `limit` and `x-next-token`.
+      control();
+      const wanted = [...new URLSearchParams(url.searchParams.get('metadata') ?? '')];
+      const states = url.searchParams.getAll('state');
+      const all = [...this.sandboxes]
+        .filter(([, s]) => (states.length ? states.includes(s.state) : true) && wanted.every(([k, v]) => s.metadata[k] === v))
+        .map(([id, s]) => ({ ...info(id), startedAt: s.startedAt, endAt: s.startedAt, cpuCount: 2, memoryMB: 512, metadata: s.metadata, state: s.state }));
+      const from = Number(url.searchParams.get('nextToken') ?? 0);
+      const limit = Number(url.searchParams.get('limit') ?? 100);
+      const page = all.slice(from, from + limit);
+      const next = from + limit < all.length ? { 'x-next-token': String(from + limit) } : {};
+      return void res.writeHead(200, { 'content-type': 'application/json', ...next }).end(JSON.stringify(page));
     }
     if (req.method === 'POST' && (m = /^\/v2\/sandboxes\/([^/]+)\/connect$/.exec(url.pathname))) {
       control();

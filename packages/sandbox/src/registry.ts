@@ -134,6 +134,22 @@ export class SandboxRegistry {
     await this.pool.query(`with f as (delete from sandbox_files where sandbox_id = $1) update sandboxes set state = 'killed', updated_at = now() where id = $1`, [id]);
   }
 
+  /** The rows of these sandboxes (any state), by id. */
+  async byIds(ids: readonly string[]): Promise<Map<string, SandboxRow>> {
+    if (ids.length === 0) return new Map();
+    const { rows } = await this.pool.query('select * from sandboxes where id = any($1::text[])', [ids]);
+    return new Map(rows.map((r) => [r.id as string, rowOf(r)]));
+  }
+
+  /**
+   * This database's deployment id (migration 023; every service claims it at start), or null
+   * before any has: what a provider tags its sandboxes with, to find its own among others'.
+   */
+  async deploymentId(): Promise<string | null> {
+    const { rows } = await this.pool.query<{ id: string }>('select deployment_id::text as id from deployment where id = 1');
+    return rows[0]?.id ?? null;
+  }
+
   /** Sandboxes not yet killed, of this provider. */
   async live(provider: string): Promise<SandboxRow[]> {
     const { rows } = await this.pool.query(`select * from sandboxes where provider = $1 and state <> 'killed'`, [provider]);
