@@ -101,7 +101,7 @@ const list = (v: string): string[] => v.split(',').map((x) => x.trim()).filter(B
 program
   .command('submit <prompt...>')
   .description('submit a task and print it')
-  .option('--team <team>', 'team', 'research')
+  .option('--team <team>', "the team (`baton teams`); default: the gateway's default team")
   .option('--no-approval', 'do not ask for plan approval')
   .option('--timeout <seconds>', 'approval timeout in seconds', wholeNumber('--timeout'), 600)
   .option('--budget-usd <n>', 'stop and ask a person once the task has spent this many US dollars', positiveNumber('--budget-usd'))
@@ -113,7 +113,7 @@ program
   .option('--mail <addresses>', 'mail these people, comma-separated: when a request waits for them and when the task ends (docs/email.md)', list)
   .option('--mail-on <moments>', `with --mail: only these moments, comma-separated (${MAIL_MOMENTS.join(', ')})`, list)
   .option('--watch', 'then follow it live')
-  .action(async (prompt: string[], opts: { team: string; approval: boolean; timeout: number; watch?: boolean; budgetUsd?: number; budgetTokens?: number; example?: string; workspace?: string; webhook?: string; webhookEvents?: string[]; mail?: string[]; mailOn?: string[] }) => {
+  .action(async (prompt: string[], opts: { team?: string; approval: boolean; timeout: number; watch?: boolean; budgetUsd?: number; budgetTokens?: number; example?: string; workspace?: string; webhook?: string; webhookEvents?: string[]; mail?: string[]; mailOn?: string[] }) => {
     if (opts.webhookEvents && !opts.webhook) throw new InvalidArgumentError('--webhook-events goes with --webhook <url>');
     if (opts.mailOn && !opts.mail) throw new InvalidArgumentError('--mail-on goes with --mail <addresses>');
     const budget = opts.budgetUsd !== undefined || opts.budgetTokens !== undefined ? { ...(opts.budgetUsd !== undefined ? { usd: opts.budgetUsd } : {}), ...(opts.budgetTokens !== undefined ? { tokens: opts.budgetTokens } : {}) } : undefined;
@@ -123,7 +123,7 @@ program
     // The gateway checks the URL, the event types, the addresses and the moments, and names what is wrong.
     const webhook = opts.webhook ? { url: opts.webhook, ...(opts.webhookEvents ? { events: opts.webhookEvents } : {}) } : undefined;
     const notify = opts.mail ? { email: { to: opts.mail, ...(opts.mailOn ? { on: opts.mailOn as MailMoment[] } : {}) } } : undefined;
-    const t = await client().submit({ prompt: prompt.join(' '), team: opts.team, requirePlanApproval: opts.approval, approvalTimeoutSeconds: opts.timeout, ...(budget ? { budget } : {}), ...(workspace ? { workspace } : {}), ...(webhook ? { webhook } : {}), ...(notify ? { notify } : {}) });
+    const t = await client().submit({ prompt: prompt.join(' '), ...(opts.team ? { team: opts.team } : {}), requirePlanApproval: opts.approval, approvalTimeoutSeconds: opts.timeout, ...(budget ? { budget } : {}), ...(workspace ? { workspace } : {}), ...(webhook ? { webhook } : {}), ...(notify ? { notify } : {}) });
     console.log(describeTask(t));
     if (opts.watch) await watch(t.id);
   });
@@ -417,7 +417,8 @@ program
   .option('--check [dir]', "check a teams directory here, with no Baton running, as the services would load it at start-up (default: BATON_TEAMS_DIR, else the shipped teams): its teams, or every problem (exit 1)")
   .action(async (opts: { check?: string | true }) => {
     if (opts.check === undefined) {
-      for (const t of await client().teams()) console.log(describeTeam(t));
+      const { items, default: fallback } = await client().teamList();
+      for (const t of items) console.log(describeTeam(t, fallback));
       return;
     }
     // Loaded here only: @baton/agents loads the shipped teams and the model SDK on import.

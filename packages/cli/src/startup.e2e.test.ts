@@ -52,6 +52,9 @@ describe('start-up with a bad team config', () => {
     const gateway = await start('gateway', { BATON_API_KEYS: '', PORT: '0' });
     expect(gateway?.code).toBe(78);
     expect(gateway?.stderr).toMatch(/BATON_API_KEYS: is set but empty; leave it out for its default, or give a value/);
+    const unknownDefault = await start('gateway', { BATON_DEFAULT_TEAM: 'reserch', PORT: '0' });
+    expect(unknownDefault?.code).toBe(78);
+    expect(unknownDefault?.stderr).toMatch(/BATON_DEFAULT_TEAM: 'reserch' is not a configured team \(configured: bench, engineering, research\)/);
     const notifier = await start('notifier', { WEBHOOK_SECRET: '', OPS_PORT: '0' });
     expect(notifier?.code).toBe(78);
     expect(notifier?.stderr).toMatch(/WEBHOOK_SECRET: is set but empty/);

@@ -58,8 +58,8 @@ export function describeDeliveries(taskId: string, items: readonly DeliveryView[
 }
 
 /** A team: its id and description, its lead (whom it delegates to) and its agents, with their models and tools. */
-export function describeTeam(t: TeamInfoView): string {
-  const lines = [`${t.id} — ${t.description}`];
+export function describeTeam(t: TeamInfoView, defaultTeam: string | null = null): string {
+  const lines = [`${t.id} — ${t.description}${t.id === defaultTeam ? ' (the default team: a task that names none)' : ''}`];
   const delegates = t.lead.delegatesTo.length ? `; delegates to ${t.lead.delegatesTo.join(', ')}` : '';
   const review = t.lead.reviewAgent ? `; reviewed by ${t.lead.reviewAgent}` : '';
   lines.push(`  lead ${t.lead.id} (${t.lead.model}, ${t.lead.maxTurns} turns): ${t.lead.tools.join(', ') || 'no tools'}${delegates}${review}`);

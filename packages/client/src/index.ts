@@ -252,7 +252,11 @@ export class BatonClient {
   }
   /** The configured teams and their agents. */
   teams(): Promise<TeamInfoView[]> {
-    return this.request<{ items: TeamInfoView[] }>('GET', '/v1/teams').then((r) => r.items);
+    return this.teamList().then((r) => r.items);
+  }
+  /** The configured teams, and the one a task or chat that names none gets (null: a team must be named). */
+  teamList(): Promise<{ items: TeamInfoView[]; default: string | null }> {
+    return this.request('GET', '/v1/teams');
   }
   /** The tenant's webhook endpoints (without their secrets). */
   webhooks(): Promise<WebhookEndpointView[]> {

@@ -4,6 +4,7 @@ import { createdWhen, mergeTask, reaches, settle, TASK_CHANGED } from './task-li
 import { Chat } from './Chat.tsx';
 import { ErrorLine } from './ErrorLine.tsx';
 import { ApprovePlan, TeamSelect } from './TeamSelect.tsx';
+import { startingTeam } from './teams.ts';
 import { announce, Announcer, busyProps, ConfirmButton, invalidProps } from './a11y.tsx';
 import { openTask, useAction, useRoute } from './hooks.ts';
 import { statusText } from './describe.ts';
@@ -35,11 +36,14 @@ export function App() {
     item?.scrollIntoView({ block: 'center' });
   }, [opened]);
   const [teams, setTeams] = useState<TeamInfo[]>([]);
+  /** The team a task or chat that names none gets (the gateway's BATON_DEFAULT_TEAM): the forms start on it. */
+  const [defaultTeam, setDefaultTeam] = useState<string | null>(null);
   const [authProblem, setAuthProblem] = useState<string | null>(null);
   useEffect(() => {
-    api<{ items: TeamInfo[] }>('GET', '/v1/teams').then(
+    api<{ items: TeamInfo[]; default: string | null }>('GET', '/v1/teams').then(
       (r) => {
         setTeams(r.items);
+        setDefaultTeam(r.default);
         setAuthProblem(null);
       },
       (err: unknown) => {
@@ -67,11 +71,11 @@ export function App() {
       </header>
       {authProblem && <div className="error banner-error" role="alert">{authProblem}</div>}
       {route.page === 'chat' ? (
-        <Chat chatId={route.chatId} badId={route.badId} teams={teams} />
+        <Chat chatId={route.chatId} badId={route.badId} teams={teams} defaultTeam={defaultTeam} />
       ) : (
         <main className={`split${route.taskId ? ' opened' : ''}`}>
           <aside className="side">
-            <NewTask teams={teams} />
+            <NewTask teams={teams} defaultTeam={defaultTeam} />
             <TaskList selected={route.taskId} teams={teams} />
           </aside>
           <section className="main" id="content" tabIndex={-1} aria-label="task">
@@ -144,9 +148,10 @@ async function base64Of(file: File): Promise<string> {
   return btoa(binary);
 }
 
-function NewTask({ teams }: { teams: TeamInfo[] }) {
+function NewTask({ teams, defaultTeam }: { teams: TeamInfo[]; defaultTeam: string | null }) {
   const [prompt, setPrompt] = useState('');
-  const [team, setTeam] = useState('research');
+  const [picked, setTeam] = useState<string | null>(null);
+  const team = startingTeam(picked, defaultTeam, teams);
   const [approve, setApprove] = useState(true);
   const [budget, setBudget] = useState('');
   const [examples, setExamples] = useState<Example[]>([]);
@@ -180,7 +185,7 @@ function NewTask({ teams }: { teams: TeamInfo[] }) {
     setBad(null);
     const t = await run(async () => {
       const ws = workspace.startsWith(EXAMPLE) ? { example: workspace.slice(EXAMPLE.length) } : workspace === UPLOAD && archive ? { archiveBase64: await base64Of(archive), name: archive.name } : undefined;
-      return submitTask({ prompt, team, requirePlanApproval: approve, ...(usd !== undefined ? { budget: { usd } } : {}), ...(ws ? { workspace: ws } : {}) }, sendKey.current);
+      return submitTask({ prompt, ...(team ? { team } : {}), requirePlanApproval: approve, ...(usd !== undefined ? { budget: { usd } } : {}), ...(ws ? { workspace: ws } : {}) }, sendKey.current);
     }, 'Task created.', (err) => {
       // An archive the gateway refused (not a .tar.gz, an entry it cannot take, too large): the file field is where it is mended.
       if (workspace === UPLOAD && err instanceof ApiError && ARCHIVE_REFUSALS.has(err.code)) {

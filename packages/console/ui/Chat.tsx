@@ -3,6 +3,7 @@ import { RenderedMarkdown } from './Markdown.tsx';
 import { api, sendChat, type ChatMessageView, type ChatSummaryView, type ChatView, type TaskView, type TeamInfo } from './api.ts';
 import { ErrorLine } from './ErrorLine.tsx';
 import { ApprovePlan, TeamSelect } from './TeamSelect.tsx';
+import { startingTeam } from './teams.ts';
 import { busyProps } from './a11y.tsx';
 import { go, openTask, useAction } from './hooks.ts';
 
@@ -11,7 +12,7 @@ import { go, openTask, useAction } from './hooks.ts';
  * the conversation is durable (a reload continues it). Action mode turns the conversation into a
  * task, carrying it as the task's context.
  */
-export function Chat({ chatId, badId, teams }: { chatId: string | null; badId?: string | undefined; teams: TeamInfo[] }) {
+export function Chat({ chatId, badId, teams, defaultTeam }: { chatId: string | null; badId?: string | undefined; teams: TeamInfo[]; defaultTeam: string | null }) {
   const [list, setList] = useState<ChatSummaryView[]>([]);
   const loadList = useCallback(async () => {
     try {
@@ -53,7 +54,7 @@ export function Chat({ chatId, badId, teams }: { chatId: string | null; badId?: 
             No conversation '{badId}': a conversation id is a UUID. Pick one from the list, or start a new one.
           </div>
         ) : (
-          <Conversation key={chatId ?? 'new'} chatId={chatId} teams={teams} onChanged={() => void loadList()} />
+          <Conversation key={chatId ?? 'new'} chatId={chatId} teams={teams} defaultTeam={defaultTeam} onChanged={() => void loadList()} />
         )}
       </section>
     </main>
@@ -63,7 +64,7 @@ export function Chat({ chatId, badId, teams }: { chatId: string | null; badId?: 
 /** What the person had typed when a new conversation became its own page (`#/chat/<id>`): that page starts with it. */
 let carriedDraft = '';
 
-function Conversation({ chatId, teams, onChanged }: { chatId: string | null; teams: TeamInfo[]; onChanged: () => void }) {
+function Conversation({ chatId, teams, defaultTeam, onChanged }: { chatId: string | null; teams: TeamInfo[]; defaultTeam: string | null; onChanged: () => void }) {
   const [chat, setChat] = useState<ChatView | null>(null);
   const [messages, setMessages] = useState<ChatMessageView[]>([]);
   const [streaming, setStreaming] = useState<string | null>(null);
@@ -74,7 +75,8 @@ function Conversation({ chatId, teams, onChanged }: { chatId: string | null; tea
   });
   const latestDraft = useRef(draft);
   latestDraft.current = draft;
-  const [team, setTeam] = useState('research');
+  const [picked, setTeam] = useState<string | null>(null);
+  const team = startingTeam(picked, defaultTeam, teams);
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   const [action, setAction] = useState(false);
@@ -132,7 +134,7 @@ function Conversation({ chatId, teams, onChanged }: { chatId: string | null; tea
     setBusy(true);
     setStreaming('');
     try {
-      await sendChat({ message, ...(currentId.current ? { chatId: currentId.current } : { team }) }, (e) => {
+      await sendChat({ message, ...(currentId.current ? { chatId: currentId.current } : team ? { team } : {}) }, (e) => {
         if (e.event === 'chat') {
           currentId.current = e.data.chatId;
           setDraft((d) => (d.trim() === message ? '' : d)); // what the person typed meanwhile stays

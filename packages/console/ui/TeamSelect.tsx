@@ -4,7 +4,7 @@ import type { TeamInfo } from './api.ts';
 export function TeamSelect({ label, value, onChange, teams }: { label: string; value: string; onChange: (team: string) => void; teams: TeamInfo[] }) {
   return (
     <select aria-label={label} value={value} onChange={(e) => onChange(e.target.value)}>
-      {(teams.length ? teams : [{ id: value }]).map((t) => (
+      {(teams.length ? teams : value ? [{ id: value }] : []).map((t) => (
         <option key={t.id} value={t.id}>
           {t.id}
         </option>

@@ -18,6 +18,7 @@ import { DEFAULT_LIMITS } from './deps.ts';
 import { createGatewayMetrics } from '@baton/telemetry';
 import { SseHub } from './sse-hub.ts';
 import { TaskTenants } from './task-tenants.ts';
+import { defaultTeamOf } from './routes/submit.ts';
 import { testGateway } from './test-gateway.ts';
 
 const log = silentLogger();
@@ -122,12 +123,33 @@ describe('POST /v1/tasks', () => {
     expect((await pg.db.pool.query('select count(*)::int as n from events')).rows[0].n).toBe(0);
   });
 
-  test('a deployment without the research team: a task or chat naming no team is told the default it got, and what is configured', async ({ pg, nats }) => {
-    const app = await gateway(pg, nats, { teams: { bench: builtinTeams.bench as TeamDefinition } });
-    const task = await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x' } });
-    expect(task.json().error).toMatchObject({ code: 'validation_error', message: "body.team: unknown team 'research' (the default when no team is given: name one); configured: bench" });
-    const chat = await app.inject({ method: 'POST', url: '/v1/chat', payload: { message: 'x' } });
-    expect(chat.json().error).toMatchObject({ code: 'validation_error', message: "body.team: unknown team 'research' (the default when no team is given: name one); configured: bench" });
+  test("the default team: BATON_DEFAULT_TEAM's, else research, else a single team's; none: a task or chat naming no team is told to name one, and what is configured", async ({ pg, nats }) => {
+    const { bench, engineering } = builtinTeams as Record<string, TeamDefinition>;
+    const submit = (app: FastifyInstance, payload: object) => app.inject({ method: 'POST', url: '/v1/tasks', payload });
+    // A default set: written into the task (the log, the list and the request hash name it).
+    const set = await gateway(pg, nats, { defaultTeam: 'engineering' });
+    expect((await set.inject({ method: 'GET', url: '/v1/teams' })).json().default).toBe('engineering');
+    const t = await submit(set, { prompt: 'x' });
+    expect(t.statusCode).toBe(201);
+    expect(t.json().team).toBe('engineering');
+    expect((await submit(set, { prompt: 'x', team: 'bench' })).json().team).toBe('bench');
+    // Unset: research, if configured (as before).
+    expect((await (await gateway(pg, nats)).inject({ method: 'GET', url: '/v1/teams' })).json().default).toBe('research');
+    // Unset, no research, one team: that one.
+    const single = await gateway(pg, nats, { teams: { bench: bench as TeamDefinition } });
+    expect((await submit(single, { prompt: 'x' })).json().team).toBe('bench');
+    // Unset, no research, several: none — named, with what is configured (it had said "unknown team 'research'").
+    const none = await gateway(pg, nats, { teams: { bench: bench as TeamDefinition, engineering: engineering as TeamDefinition } });
+    expect((await none.inject({ method: 'GET', url: '/v1/teams' })).json().default).toBeNull();
+    const refused = await submit(none, { prompt: 'x' });
+    expect(refused.statusCode).toBe(400);
+    expect(refused.json().error).toMatchObject({ code: 'validation_error', message: 'body.team: name a team: this gateway has no default team (BATON_DEFAULT_TEAM); configured: bench, engineering', details: [{ field: 'body.team', message: 'required' }] });
+    const chat = await none.inject({ method: 'POST', url: '/v1/chat', payload: { message: 'x' } });
+    expect(chat.json().error).toMatchObject({ code: 'validation_error', message: 'body.team: name a team: this gateway has no default team (BATON_DEFAULT_TEAM); configured: bench, engineering' });
+    expect((await submit(none, { prompt: 'x', team: 'research' })).json().error.message).toBe("body.team: unknown team 'research'; configured: bench, engineering");
+    // The setting itself: a team not configured stops the gateway at start (exit 78), naming what is.
+    expect(defaultTeamOf({ bench, engineering }, 'reserch')).toEqual({ problem: "BATON_DEFAULT_TEAM: 'reserch' is not a configured team (configured: bench, engineering)" });
+    expect(defaultTeamOf({ bench, engineering }, 'bench')).toEqual({ team: 'bench' });
   });
 
   test('budgets: the task\'s own, else its tenant\'s default, else "*"; shown with what was spent', async ({ pg, nats }) => {
@@ -1007,7 +1029,7 @@ describe('faults', () => {
     const names = busNames(nats.namespace);
     const app = await buildApp({
       pool: dead.pool, kysely: dead.kysely, store: new EventStore(dead.pool), load: new TaskCache(dead.pool).load, names, nats: () => nats.nc, hub: new SseHub(names, log), tenants: new TaskTenants(),
-      teams: builtinTeams, catalog: new TeamCatalog(builtinTeams), teamsRecorded: () => dead.pool.query('select 1').then(() => {}), apiKeys: new Map(), log, metrics: createGatewayMetrics(), now: () => new Date(), newId: randomUUID, sseHeartbeatMs: 15_000, bodyLimit: 65_536,
+      teams: builtinTeams, defaultTeam: 'research', catalog: new TeamCatalog(builtinTeams), teamsRecorded: () => dead.pool.query('select 1').then(() => {}), apiKeys: new Map(), log, metrics: createGatewayMetrics(), now: () => new Date(), newId: randomUUID, sseHeartbeatMs: 15_000, bodyLimit: 65_536,
       examplesDir: path.join(tmpdir(), 'baton-no-examples'), workspaceLimits: DEFAULT_WORKSPACE_LIMITS, limits: DEFAULT_LIMITS, allowPrivateWebhooks: false, bulk: limiter(1),
     });
     const post = await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x' } });

@@ -55,6 +55,8 @@ const schema = z.object({
     .pipe(z.array(z.string().regex(/^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/, 'host names (no scheme, port or path), comma-separated'))),
   SSE_HEARTBEAT_MS: durationMs(15_000),
   BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(50 * MiB).default(MiB),
+  /** The team of a task or chat that names none (must be configured); unset: `research` if configured, else the only team, else none (a team must be named). */
+  BATON_DEFAULT_TEAM: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, 'a team id: 1–63 lowercase letters, digits, "-" and "_"').optional(),
   /** Example projects (`<dir>/<name>/`) a task can start from: `workspace: { example: name }`. */
   BATON_EXAMPLES_DIR: existingDirectory().default(DEFAULT_EXAMPLES_DIR),
   /** An uploaded workspace: the .tar.gz itself, its files' bytes once unpacked, its number of files. */

@@ -27,6 +27,8 @@ export interface GatewayDeps {
   /** Tenants of tasks seen here (event streams check visibility against it first). */
   tenants: TaskTenants;
   teams: Readonly<Record<string, TeamDefinition>>;
+  /** The team of a task or chat that names none (`defaultTeamOf`: configured, or null: one must be named). */
+  defaultTeam: string | null;
   /** `teams` and every version the services recorded (team_configs): a task's pinned configuration, wherever it was loaded. */
   catalog: TeamCatalog;
   /**

@@ -4,12 +4,13 @@ import { chatModelFromConfig, loadTeamsOrExit, TeamCatalog } from '@baton/agents
 import { busNames, connectNats, drainNats, serveDeployment, serveDiagnostics } from '@baton/bus';
 import { claimNamespace, createDb, restoredLogProblem } from '@baton/db';
 import { EventStore, servicesCachePolicy, TaskCache } from '@baton/event-store';
-import { configOrExit, createLogger, holdNamespace, installCrashGuards, installShutdown, limiter, listenOrExit, retryForever, startTelemetry } from '@baton/runtime';
+import { ConfigError, configOrExit, createLogger, exitOnConfigError, holdNamespace, installCrashGuards, installShutdown, limiter, listenOrExit, retryForever, startTelemetry } from '@baton/runtime';
 import { listExamples, loadTeamConfig, saveTeamConfigs } from '@baton/storage';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { buildApp } from './app.ts';
 import { gatewayLimits, loadGatewayConfig, parseApiKeys, workspaceLimits } from './config.ts';
 import { bulkLimit } from './deps.ts';
+import { defaultTeamOf } from './routes/submit.ts';
 import { SseHub } from './sse-hub.ts';
 import { TaskTenants } from './task-tenants.ts';
 
@@ -22,6 +23,9 @@ installCrashGuards(log);
 const tracing = startTelemetry('gateway', process.env, log);
 // A bad team config stops start-up at once, naming every problem.
 const teams = loadTeamsOrExit(config.BATON_TEAMS_DIR, log);
+const defaults = defaultTeamOf(teams, config.BATON_DEFAULT_TEAM);
+if ('problem' in defaults) exitOnConfigError(new ConfigError('gateway', [defaults.problem]));
+if (defaults.team === null) log.warn({ teams: Object.keys(teams) }, 'no default team (BATON_DEFAULT_TEAM, or a team named research, or a single team): every task and chat must name its team');
 const db = createDb(config.DATABASE_URL, { max: config.PG_POOL_MAX, applicationName: 'baton-gateway', countQueries: true, log });
 const cache = new TaskCache(db.pool, servicesCachePolicy);
 const names = busNames(config.BATON_NAMESPACE);
@@ -44,6 +48,7 @@ const app = await buildApp({
   hub,
   tenants: new TaskTenants(),
   teams,
+  defaultTeam: defaults.team,
   catalog,
   teamsRecorded: () => teamsRecorded(),
   apiKeys,

@@ -7,8 +7,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { GatewayDeps } from '../deps.ts';
 import { HttpError, notFound, SECURITY_HEADERS } from '../errors.ts';
-import { DEFAULT_TEAM, queryInt, SubmitTaskBody, succeedsWith } from './schemas.ts';
-import { checkSubmission, submitTask, unknownTeam, type TaskSubmission } from './submit.ts';
+import { queryInt, SubmitTaskBody, succeedsWith } from './schemas.ts';
+import { checkSubmission, submitTask, teamNamed, type TaskSubmission } from './submit.ts';
 
 /**
  * Chat mode (docs/chat.md): `POST /v1/chat` streams a reply (SSE) for a conversation kept in
@@ -21,7 +21,7 @@ export const ChatIdParams = z.object({ id: z.uuid('must be a chat id (UUID)') })
 export const PostChatBody = z.strictObject({
   chatId: z.uuid('must be a chat id (UUID)').optional().describe('The conversation to continue; absent: a new one'),
   message: z.string().trim().min(1, 'must not be empty').max(CHAT_MESSAGE_MAX_CHARS, `must be at most ${CHAT_MESSAGE_MAX_CHARS} characters`),
-  team: TeamName.optional().describe("A new conversation's team (default research); a conversation keeps its team"),
+  team: TeamName.optional().describe("A new conversation's team (default: the gateway's default team, GET /v1/teams' `default`); a conversation keeps its team"),
 });
 export const ListChatsQuery = z.strictObject({ limit: queryInt(1, 200).default(50) });
 /** POST /v1/tasks' body minus the prompt (made from the conversation) and the workspace; the team defaults to the chat's. */
@@ -58,12 +58,6 @@ export const chatRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     return loaded;
   };
 
-  const teamOf = (name: string, field: string): TeamDefinition => {
-    const team = own(d.teams, name);
-    if (!team) throw unknownTeam(d, name, field);
-    return team;
-  };
-
   r.post('/v1/chat', { schema: { body: PostChatBody, tags: ['chat'], summary: 'Send a message and stream the reply (SSE: chat, delta…, then message or error); no chatId starts a conversation' } }, async (req, reply) => {
     const { chatId: given, message, team: askedTeam } = req.body;
     const loaded = given ? await loadVisibleChat(req, given) : null;
@@ -71,8 +65,8 @@ export const chatRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
       const msg = `this chat is with team '${loaded.state.team}' (a conversation keeps its team)`;
       throw new HttpError(400, 'validation_error', `body.team: ${msg}`, [{ field: 'body.team', message: msg }]);
     }
-    const teamName = loaded?.state.team ?? askedTeam ?? DEFAULT_TEAM;
-    const team = loaded ? own(d.teams, teamName) : teamOf(teamName, 'body.team');
+    const teamName = loaded?.state.team ?? teamNamed(d, askedTeam, 'body.team');
+    const team = own(d.teams, teamName);
     if (!team) throw new HttpError(409, 'team_unavailable', `this chat's team '${teamName}' is no longer configured`);
     const chatId = given ?? d.newId();
     // The person's message is recorded before the model is called.

@@ -87,12 +87,12 @@ export const BudgetInput = z
   .refine((b) => b.usd !== undefined || b.tokens !== undefined, 'name usd and/or tokens');
 export type BudgetInput = z.infer<typeof BudgetInput>;
 
-/** The team of a task or chat that names none. */
+/** The default team when BATON_DEFAULT_TEAM is not set, if it is configured (`defaultTeamOf`). */
 export const DEFAULT_TEAM = 'research';
 
 export const SubmitTaskBody = z.strictObject({
   prompt: z.string().trim().min(1, 'must not be empty').max(20_000, 'must be at most 20000 characters'),
-  team: z.string().min(1).max(100).default(DEFAULT_TEAM),
+  team: z.string().min(1).max(100).optional().describe("The team (GET /v1/teams); default: the gateway's default team (BATON_DEFAULT_TEAM; research if configured), GET /v1/teams' `default`"),
   requirePlanApproval: z.boolean().default(true),
   approvalTimeoutSeconds: z.number().int().min(1).max(30 * 24 * 3600).default(600),
   webhook: z

@@ -13,21 +13,36 @@ import { DEFAULT_TEAM, type SubmitTaskBody } from './schemas.ts';
  * both record their TaskSubmitted here.
  */
 
-/** What a new task is made of: POST /v1/tasks' body without its workspace (given apart, already stored). */
-export type TaskSubmission = Omit<SubmitTaskBody, 'workspace'>;
+/** What a new task is made of: POST /v1/tasks' body without its workspace (given apart, already stored), its team named (`withTeam`). */
+export type TaskSubmission = Omit<SubmitTaskBody, 'workspace' | 'team'> & { team: string };
 
 /** A budget as the log records it (a measure not named has no limit); none given: null. */
 const budgetFor = (b: { usd?: number | undefined; tokens?: number | undefined } | undefined): Budget | null => (b ? { usd: b.usd ?? null, tokens: b.tokens ?? null } : null);
 
-/** The team a task or chat names (or the default, `research`, when it names none) is not configured here: a 400 naming the field and what is. */
-export function unknownTeam(d: Pick<GatewayDeps, 'teams'>, name: string, field: string): HttpError {
-  const defaulted = name === DEFAULT_TEAM ? ` (the default when no team is given: name one)` : '';
-  return new HttpError(400, 'validation_error', `${field}: unknown team '${name}'${defaulted}; configured: ${Object.keys(d.teams).join(', ')}`, [{ field, message: 'unknown team' }]);
+/**
+ * The gateway's default team: BATON_DEFAULT_TEAM, which must be configured (else a problem to
+ * stop on); unset: `research` if configured, else the only team, else none (a task or chat must
+ * name one).
+ */
+export function defaultTeamOf(teams: Readonly<Record<string, unknown>>, configured: string | undefined): { team: string | null } | { problem: string } {
+  const ids = Object.keys(teams);
+  if (configured !== undefined) return own(teams, configured) ? { team: configured } : { problem: `BATON_DEFAULT_TEAM: '${configured}' is not a configured team (configured: ${ids.join(', ')})` };
+  if (own(teams, DEFAULT_TEAM)) return { team: DEFAULT_TEAM };
+  return { team: ids.length === 1 ? (ids[0] as string) : null };
+}
+
+/** The team a task or chat names, or the gateway's default; none, or one not configured here: a 400 naming the field and what is. */
+export function teamNamed(d: Pick<GatewayDeps, 'teams' | 'defaultTeam'>, name: string | undefined, field: string): string {
+  const configured = Object.keys(d.teams).join(', ');
+  if (name === undefined && d.defaultTeam === null) throw new HttpError(400, 'validation_error', `${field}: name a team: this gateway has no default team (BATON_DEFAULT_TEAM); configured: ${configured}`, [{ field, message: 'required' }]);
+  const team = name ?? (d.defaultTeam as string);
+  if (!own(d.teams, team)) throw new HttpError(400, 'validation_error', `${field}: unknown team '${team}'; configured: ${configured}`, [{ field, message: 'unknown team' }]);
+  return team;
 }
 
 /** The checks of a submission beyond its schema: a configured team, a webhook URL that can be delivered to (400 naming the field). */
 export function checkSubmission(d: GatewayDeps, body: Pick<TaskSubmission, 'team' | 'webhook'>): void {
-  if (!own(d.teams, body.team)) throw unknownTeam(d, body.team, 'body.team');
+  teamNamed(d, body.team, 'body.team');
   // What can never be delivered is refused now (the notifier checks resolved addresses again at delivery).
   const webhookProblem = body.webhook ? webhookUrlProblem(body.webhook.url, { allowPrivateNetworks: d.allowPrivateWebhooks }) : null;
   if (webhookProblem) throw new HttpError(400, 'validation_error', `body.webhook.url: ${webhookProblem}`, [{ field: 'body.webhook.url', message: webhookProblem }]);

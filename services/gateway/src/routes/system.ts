@@ -90,5 +90,7 @@ export const systemRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => 
 
   app.get('/v1/teams', { schema: { tags: ['teams'], summary: 'Configured teams and their agents' } }, async () => ({
     items: Object.values(d.teams).map(toTeamInfoView),
+    // A task or chat that names no team gets this one (null: a team must be named).
+    default: d.defaultTeam,
   }));
 };

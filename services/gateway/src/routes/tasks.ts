@@ -12,7 +12,7 @@ import type { GatewayDeps } from '../deps.ts';
 import { HttpError, notFound } from '../errors.ts';
 import { AgentParams, AnswerBody, ApprovalBody, ArtifactParams, CancelBody, DeliveryParams, ForkBody, GivenUpQuery, NoBody, RequestParams, AtQuery, SubmitTaskBody, succeedsWith, TaskIdParams } from './schemas.ts';
 import { runTaskCommand } from './commands.ts';
-import { checkSubmission, submitTask } from './submit.ts';
+import { checkSubmission, submitTask, teamNamed } from './submit.ts';
 import { readMultipartSubmission, resolveWorkspace, submitBodyLimit } from './workspace-input.ts';
 
 /** The request's Idempotency-Key (POST /v1/tasks, fork, a decision), if it sent one: 1..255 characters. */
@@ -61,7 +61,9 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
         schema: { body: SubmitTaskBody, response: succeedsWith(201, 'The task, created (with Idempotency-Key repeated: the same task, and idempotent-replayed: true)'), tags: ['tasks'], summary: 'Submit a task (JSON, or multipart/form-data: a task field with the JSON body and a workspace file part with a .tar.gz)' },
       },
       async (req, reply) => {
-        const { workspace: workspaceInput, ...body } = req.body;
+        const { workspace: workspaceInput, ...named } = req.body;
+        // The default team is written in: the request hash, the log and every view name the team.
+        const body = { ...named, team: teamNamed(d, named.team, 'body.team') };
         checkSubmission(d, body);
         const key = idempotencyKey(req);
         // Checked and digested now; stored only if this request creates the task.
