@@ -52,6 +52,9 @@ describe('start-up with a bad team config', () => {
     const gateway = await start('gateway', { BATON_API_KEYS: '', PORT: '0' });
     expect(gateway?.code).toBe(78);
     expect(gateway?.stderr).toMatch(/BATON_API_KEYS: is set but empty; leave it out for its default, or give a value/);
+    const noKeysFile = await start('gateway', { BATON_API_KEYS_FILE: '/nonexistent/baton-keys', PORT: '0' });
+    expect(noKeysFile?.code).toBe(78);
+    expect(noKeysFile?.stderr).toMatch(/BATON_API_KEYS_FILE: \/nonexistent\/baton-keys: cannot be read \(ENOENT\)/);
     const unknownDefault = await start('gateway', { BATON_DEFAULT_TEAM: 'reserch', PORT: '0' });
     expect(unknownDefault?.code).toBe(78);
     expect(unknownDefault?.stderr).toMatch(/BATON_DEFAULT_TEAM: 'reserch' is not a configured team \(configured: bench, engineering, research\)/);

@@ -13,7 +13,8 @@ import { stackTest, testClient, waitFor, type NatsFixture, type PgFixture } from
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { FastifyInstance } from 'fastify';
 import { describe, expect } from 'vitest';
-import { buildApp, keyFingerprint } from './app.ts';
+import { fixedApiKeys, keyFingerprint } from './api-keys.ts';
+import { buildApp } from './app.ts';
 import { DEFAULT_LIMITS } from './deps.ts';
 import { createGatewayMetrics } from '@baton/telemetry';
 import { SseHub } from './sse-hub.ts';
@@ -1029,7 +1030,7 @@ describe('faults', () => {
     const names = busNames(nats.namespace);
     const app = await buildApp({
       pool: dead.pool, kysely: dead.kysely, store: new EventStore(dead.pool), load: new TaskCache(dead.pool).load, names, nats: () => nats.nc, hub: new SseHub(names, log), tenants: new TaskTenants(),
-      teams: builtinTeams, defaultTeam: 'research', catalog: new TeamCatalog(builtinTeams), teamsRecorded: () => dead.pool.query('select 1').then(() => {}), apiKeys: new Map(), log, metrics: createGatewayMetrics(), now: () => new Date(), newId: randomUUID, sseHeartbeatMs: 15_000, bodyLimit: 65_536,
+      teams: builtinTeams, defaultTeam: 'research', catalog: new TeamCatalog(builtinTeams), teamsRecorded: () => dead.pool.query('select 1').then(() => {}), apiKeys: fixedApiKeys(new Map()), log, metrics: createGatewayMetrics(), now: () => new Date(), newId: randomUUID, sseHeartbeatMs: 15_000, bodyLimit: 65_536,
       examplesDir: path.join(tmpdir(), 'baton-no-examples'), workspaceLimits: DEFAULT_WORKSPACE_LIMITS, limits: DEFAULT_LIMITS, allowPrivateWebhooks: false, bulk: limiter(1),
     });
     const post = await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x' } });

@@ -1,5 +1,5 @@
 import { isUtf8 } from 'node:buffer';
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { timingSafeEqual } from 'node:crypto';
 import { isIP } from 'node:net';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
@@ -7,6 +7,7 @@ import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from '@fas
 import { textProblems } from '@baton/domain';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
 import { contextFromCarrier, failSpan, runInContext, SpanKind, tracer, tracingOn, withSpan, withTaskId } from '@baton/telemetry';
+import { keyFingerprint } from './api-keys.ts';
 import type { GatewayDeps } from './deps.ts';
 import { jsonDepthError } from './json-depth.ts';
 import { takeToken, type Bucket } from './rate-limit.ts';
@@ -137,7 +138,17 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   });
 
   // Who did it, as the log records it: the key's fingerprint (never any of the key itself), and its tenant.
-  const keys = [...deps.apiKeys.entries()].map(([k, tenant]) => ({ key: Buffer.from(k), tenant, actor: `key:${keyFingerprint(k)}@${tenant}` }));
+  // Made again when the keys change (a keys file read again).
+  let keysOf: ReadonlyMap<string, string> | null = null;
+  let keys: { key: Buffer; tenant: string; actor: string }[] = [];
+  const currentKeys = () => {
+    const now = deps.apiKeys.current();
+    if (now !== keysOf) {
+      keysOf = now;
+      keys = [...now.entries()].map(([k, tenant]) => ({ key: Buffer.from(k), tenant, actor: `key:${keyFingerprint(k)}@${tenant}` }));
+    }
+    return keys;
+  };
   // A key refused is logged by its fingerprint (a revoked key still tried shows), at most once a
   // minute per key and for at most REFUSED_KEYS_LOGGED keys at a time: a flood of made-up keys fills no log.
   const refusedLogged = new Map<string, number>();
@@ -161,7 +172,8 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     if (!isApiRoute(req)) return;
     // A browser says when another site's page sent a request: the API is not for such pages (without a key a form could start or cancel tasks).
     if (req.headers['sec-fetch-site'] === 'cross-site') throw new HttpError(403, 'cross_site_request', "a request from another site's page is refused (Sec-Fetch-Site: cross-site): call the API from your own code, the CLI or the console");
-    if (keys.length === 0) {
+    const keys = currentKeys();
+    if (keys.length === 0 && !deps.apiKeys.required) {
       // Open: only at names no page can rebind to this gateway (DNS rebinding), or the ones configured.
       const host = hostName(req.headers.host);
       if (!(host === null || isIP(host) !== 0 || host === 'localhost' || host.endsWith('.localhost') || openHosts.has(host))) {
@@ -240,10 +252,6 @@ const REFUSED_KEYS_LOGGED = 1000;
  * 8 hex digits of its SHA-256 — tells a tenant's keys apart and gives nothing of the key away.
  * The operator finds it with `printf %s "$KEY" | sha256sum | cut -c1-8`.
  */
-
-export function keyFingerprint(key: string): string {
-  return createHash('sha256').update(key).digest('hex').slice(0, 8);
-}
 
 /** The host name a Host header names (no port, brackets off an IPv6 address, lower case); null when there is none. */
 export function hostName(header: string | undefined): string | null {

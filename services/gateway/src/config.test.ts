@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { gatewayLimits, loadGatewayConfig } from './config.ts';
+import { apiKeyProblems, gatewayLimits, loadGatewayConfig, parseApiKeys } from './config.ts';
 import { DEFAULT_LIMITS } from './deps.ts';
 
 describe('gateway config: limits', () => {
@@ -47,5 +47,12 @@ describe('gateway config: API keys', () => {
     }
     expect(message).toMatch(/BATON_API_KEYS: pair 3 repeats the key of pair 1: a key belongs to one tenant/);
     expect(message).not.toMatch(/sharedkey/);
+  });
+
+  it('one line each, or comma-separated, with # comment lines; BATON_API_KEYS and BATON_API_KEYS_FILE not both', () => {
+    expect(parseApiKeys('# acme\nkey-of-acme-000001:acme\n\nkey-of-beta-000001:beta, key-of-beta-000002:beta\n')).toEqual(new Map([['key-of-acme-000001', 'acme'], ['key-of-beta-000001', 'beta'], ['key-of-beta-000002', 'beta']]));
+    expect(apiKeyProblems('short:acme')).toEqual(['must be comma-separated key:tenant pairs: a key of 16 or more characters without ":" or white space, a tenant of 1–64 letters, digits, "_" or "-"']);
+    expect(() => loadGatewayConfig({ BATON_API_KEYS: 'key-of-acme-000001:acme', BATON_API_KEYS_FILE: '/etc/baton/keys' })).toThrow(/BATON_API_KEYS_FILE: give BATON_API_KEYS or BATON_API_KEYS_FILE, not both/);
+    expect(loadGatewayConfig({ BATON_API_KEYS_FILE: '/etc/baton/keys' }).API_KEYS_RELOAD_MS).toBe(10_000);
   });
 });

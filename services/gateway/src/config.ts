@@ -35,15 +35,16 @@ const schema = z.object({
   BATON_API_KEYS: z
     .string()
     .default('')
-    .refine((s) => s === '' || s.split(',').every((p) => /^[^:\s]{16,}:[A-Za-z0-9_-]{1,64}$/.test(p.trim())), 'must be comma-separated key:tenant pairs: a key of 16 or more characters without ":" or white space, a tenant of 1–64 letters, digits, "_" or "-"')
-    // A key given twice would belong to whichever tenant came last: refused, naming the key's position (never the key).
     .superRefine((s, ctx) => {
-      const keys = s.split(',').map((p) => p.trim().slice(0, Math.max(0, p.trim().lastIndexOf(':'))));
-      keys.forEach((k, i) => {
-        const first = keys.indexOf(k);
-        if (k !== '' && first !== i) ctx.addIssue({ code: 'custom', message: `pair ${i + 1} repeats the key of pair ${first + 1}: a key belongs to one tenant` });
-      });
+      for (const message of apiKeyProblems(s)) ctx.addIssue({ code: 'custom', message });
     }),
+  /**
+   * A file of `key:tenant` pairs (one a line or comma-separated; `#` comment lines), read again
+   * when it changes (every API_KEYS_RELOAD_MS): keys added or revoked without a restart. With it
+   * the API is never open — an empty file refuses every request.
+   */
+  BATON_API_KEYS_FILE: z.string().min(1).optional(),
+  API_KEYS_RELOAD_MS: durationMs(10_000),
   /**
    * Without API keys, the API answers only at localhost or an IP address (a page whose DNS name is
    * rebound to this gateway cannot use it); these host names too, comma-separated.
@@ -95,8 +96,11 @@ const schema = z.object({
   /** The offline chat model's pause between streamed words (0: none), so a person sees it stream. */
   OFFLINE_CHAT_WORD_DELAY_MS: z.coerce.number().int().min(0).max(10_000).default(20),
 });
+const checked = schema.superRefine((c, ctx) => {
+  if (c.BATON_API_KEYS !== '' && c.BATON_API_KEYS_FILE !== undefined) ctx.addIssue({ code: 'custom', path: ['BATON_API_KEYS_FILE'], message: 'give BATON_API_KEYS or BATON_API_KEYS_FILE, not both' });
+});
 export type GatewayConfig = z.infer<typeof schema>;
-export const loadGatewayConfig = (env: Record<string, string | undefined>): GatewayConfig => loadConfig('gateway', schema, env);
+export const loadGatewayConfig = (env: Record<string, string | undefined>): GatewayConfig => loadConfig('gateway', checked, env);
 
 export const gatewayLimits = (c: GatewayConfig): GatewayLimits => ({
   writesPerS: c.RATE_LIMIT_WRITES_PER_S,
@@ -113,9 +117,31 @@ export const workspaceLimits = (c: GatewayConfig): WorkspaceLimits => ({
   maxFiles: c.WORKSPACE_MAX_FILES,
 });
 
+/** The pairs of a BATON_API_KEYS value or keys file: separated by commas or new lines, blank and `#` comment lines left out. */
+const pairsOf = (s: string): string[] =>
+  s
+    .split(/[,\n]/)
+    .map((p) => p.trim())
+    .filter((p) => p !== '' && !p.startsWith('#'));
+
+/** What is wrong with a list of `key:tenant` pairs, by position — never showing a key. */
+export function apiKeyProblems(s: string): string[] {
+  const pairs = pairsOf(s);
+  const problems: string[] = [];
+  if (pairs.some((p) => !/^[^:\s]{16,}:[A-Za-z0-9_-]{1,64}$/.test(p))) problems.push('must be comma-separated key:tenant pairs: a key of 16 or more characters without ":" or white space, a tenant of 1–64 letters, digits, "_" or "-"');
+  // A key given twice would belong to whichever tenant came last: refused, naming the key's position (never the key).
+  const keys = pairs.map((p) => p.slice(0, Math.max(0, p.lastIndexOf(':'))));
+  keys.forEach((k, i) => {
+    const first = keys.indexOf(k);
+    if (k !== '' && first !== i) problems.push(`pair ${i + 1} repeats the key of pair ${first + 1}: a key belongs to one tenant`);
+  });
+  return problems;
+}
+
+/** key → tenant, from pairs `apiKeyProblems` passed. */
 export function parseApiKeys(s: string): Map<string, string> {
   const m = new Map<string, string>();
-  for (const pair of s.split(',').map((p) => p.trim()).filter(Boolean)) {
+  for (const pair of pairsOf(s)) {
     const i = pair.lastIndexOf(':');
     m.set(pair.slice(0, i), pair.slice(i + 1));
   }

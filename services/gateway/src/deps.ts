@@ -7,6 +7,7 @@ import type { Logger } from '@baton/runtime';
 import type { WorkspaceLimits } from '@baton/storage';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Kysely } from 'kysely';
+import type { ApiKeys } from './api-keys.ts';
 import type pg from 'pg';
 import type { Context, GatewayMetrics, Span } from '@baton/telemetry';
 import type { SseHub } from './sse-hub.ts';
@@ -37,7 +38,8 @@ export interface GatewayDeps {
    * it reads from there).
    */
   teamsRecorded: () => Promise<void>;
-  apiKeys: Map<string, string>;
+  /** The keys requests are checked against (`fixedApiKeys`, or a keys file read again as it changes). */
+  apiKeys: ApiKeys;
   /** Without API keys, the host names (besides localhost and IP addresses) the API answers at (OPEN_API_HOSTS). */
   openApiHosts?: readonly string[];
   log: Logger;

@@ -7,6 +7,7 @@ import { EventStore, servicesCachePolicy, TaskCache } from '@baton/event-store';
 import { ConfigError, configOrExit, createLogger, exitOnConfigError, holdNamespace, installCrashGuards, installShutdown, limiter, listenOrExit, retryForever, startTelemetry } from '@baton/runtime';
 import { listExamples, loadTeamConfig, saveTeamConfigs } from '@baton/storage';
 import type { NatsConnection } from '@nats-io/transport-node';
+import { ApiKeysFileError, apiKeysFile, fixedApiKeys } from './api-keys.ts';
 import { buildApp } from './app.ts';
 import { gatewayLimits, loadGatewayConfig, parseApiKeys, workspaceLimits } from './config.ts';
 import { bulkLimit } from './deps.ts';
@@ -34,8 +35,13 @@ let nc: NatsConnection | null = null;
 // This database's deployment id (known once Postgres answers the namespace claim below).
 let deployment: string | null = null;
 const catalog = new TeamCatalog(teams, (v) => loadTeamConfig(db.pool, v));
-const apiKeys = parseApiKeys(config.BATON_API_KEYS);
-if (apiKeys.size === 0) log.warn('no BATON_API_KEYS configured: the API is OPEN (single tenant "default"); set keys before exposing it');
+const apiKeys = config.BATON_API_KEYS_FILE
+  ? await apiKeysFile(config.BATON_API_KEYS_FILE, log, config.API_KEYS_RELOAD_MS).catch((err: unknown) => {
+      if (err instanceof ApiKeysFileError) exitOnConfigError(new ConfigError('gateway', [err.message]));
+      throw err;
+    })
+  : fixedApiKeys(parseApiKeys(config.BATON_API_KEYS));
+if (!apiKeys.required) log.warn('no BATON_API_KEYS configured: the API is OPEN (single tenant "default"); set keys before exposing it');
 
 const app = await buildApp({
   pool: db.pool,

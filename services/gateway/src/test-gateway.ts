@@ -11,6 +11,7 @@ import { limiter, silentLogger, type Logger } from '@baton/runtime';
 import { DEFAULT_WORKSPACE_LIMITS, loadTeamConfig, saveTeamConfigs, type WorkspaceLimits } from '@baton/storage';
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { FastifyInstance } from 'fastify';
+import { fixedApiKeys, type ApiKeys } from './api-keys.ts';
 import { buildApp } from './app.ts';
 import { bulkLimit, DEFAULT_LIMITS, type GatewayLimits, type TenantBudgets } from './deps.ts';
 import { defaultTeamOf } from './routes/submit.ts';
@@ -25,7 +26,7 @@ import { TaskTenants } from './task-tenants.ts';
 export async function testGateway(
   pg: { db: Pick<Db, 'pool' | 'kysely'>; store: EventStore },
   nats: { nc: NatsConnection; namespace: string } | null,
-  opts: { teams?: Readonly<Record<string, TeamDefinition>>; defaultTeam?: string | null; apiKeys?: Map<string, string>; openApiHosts?: string[]; namespace?: string; sseHeartbeatMs?: number; examplesDir?: string; workspaceLimits?: WorkspaceLimits; limits?: Partial<GatewayLimits>; allowPrivateWebhooks?: boolean; budgets?: TenantBudgets; chatModel?: StreamingModel; notify?: Record<string, NotifyConfig>; mailLinkSecret?: string; log?: Logger; deployment?: string } = {},
+  opts: { teams?: Readonly<Record<string, TeamDefinition>>; defaultTeam?: string | null; apiKeys?: Map<string, string> | ApiKeys; openApiHosts?: string[]; namespace?: string; sseHeartbeatMs?: number; examplesDir?: string; workspaceLimits?: WorkspaceLimits; limits?: Partial<GatewayLimits>; allowPrivateWebhooks?: boolean; budgets?: TenantBudgets; chatModel?: StreamingModel; notify?: Record<string, NotifyConfig>; mailLinkSecret?: string; log?: Logger; deployment?: string } = {},
 ): Promise<FastifyInstance> {
   const log = opts.log ?? silentLogger();
   const names = busNames(opts.namespace ?? nats?.namespace ?? '');
@@ -45,7 +46,7 @@ export async function testGateway(
     defaultTeam: opts.defaultTeam !== undefined ? opts.defaultTeam : (defaultTeamOf(opts.teams ?? builtinTeams, undefined) as { team: string | null }).team,
     catalog: new TeamCatalog(opts.teams ?? builtinTeams, (v) => loadTeamConfig(pg.db.pool, v)),
     teamsRecorded: () => saveTeamConfigs(pg.db.pool, new TeamCatalog(opts.teams ?? builtinTeams).versions()),
-    apiKeys: opts.apiKeys ?? new Map(),
+    apiKeys: opts.apiKeys && 'current' in opts.apiKeys ? opts.apiKeys : fixedApiKeys(opts.apiKeys ?? new Map()),
     ...(opts.openApiHosts ? { openApiHosts: opts.openApiHosts } : {}),
     log,
     metrics: createGatewayMetrics(),

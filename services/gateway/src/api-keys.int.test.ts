@@ -1,0 +1,65 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { Logger } from '@baton/runtime';
+import { stackTest as test, waitFor } from '@baton/testing';
+import { afterEach, describe, expect } from 'vitest';
+import { apiKeysFile, ApiKeysFileError } from './api-keys.ts';
+import { testGateway } from './test-gateway.ts';
+
+const A = 'key-of-acme-aaaaaaaa01';
+const B = 'key-of-acme-bbbbbbbb02';
+
+describe('API keys from a file (BATON_API_KEYS_FILE), read again as it changes', () => {
+  const dirs: string[] = [];
+  afterEach(async () => {
+    for (const d of dirs.splice(0)) await rm(d, { recursive: true, force: true });
+  });
+  const keysFile = async (content: string): Promise<string> => {
+    const d = await mkdtemp(path.join(tmpdir(), 'baton-keys-'));
+    dirs.push(d);
+    const f = path.join(d, 'api-keys');
+    await writeFile(f, content);
+    return f;
+  };
+  const logged: { level: string; o: Record<string, unknown>; msg: string }[] = [];
+  const log = Object.fromEntries(['info', 'warn', 'error'].map((level) => [level, (o: Record<string, unknown>, msg: string) => logged.push({ level, o, msg })])) as unknown as Logger;
+
+  test('a key added works and a key revoked is refused without a restart; an invalid change keeps the keys in force; an empty file refuses everything (never open)', async ({ pg, nats }) => {
+    const file = await keysFile(`# acme's key\n${A}:acme\n`);
+    const keys = await apiKeysFile(file, log, 50);
+    try {
+      const app = await testGateway(pg, nats, { apiKeys: keys });
+      const status = async (key?: string) => (await app.inject({ method: 'GET', url: '/v1/tasks', headers: key ? { authorization: `Bearer ${key}` } : {} })).statusCode;
+      expect([await status(A), await status(B)]).toEqual([200, 401]);
+
+      // Rotated: B in, A out (as a Kubernetes secret volume is swapped).
+      await writeFile(file, `${B}:acme\n`);
+      await waitFor(async () => (await status(A)) === 401 && (await status(B)) === 200, { what: 'the new key in force, the old one refused' });
+      const reload = logged.find((l) => l.msg === 'API keys reloaded');
+      expect(reload?.o).toMatchObject({ keys: 1, added: [expect.stringMatching(/^key:[0-9a-f]{8}@acme$/)], revoked: [expect.stringMatching(/^key:[0-9a-f]{8}@acme$/)] });
+      expect(JSON.stringify(logged)).not.toContain(A.slice(0, 12)); // never a key in the log
+
+      // A broken edit: said, and B still works.
+      await writeFile(file, `${B}:acme\nnot a pair\n`);
+      await waitFor(() => logged.some((l) => l.level === 'error' && l.msg === 'BATON_API_KEYS_FILE changed but is invalid: the keys in force are kept'), { what: 'the invalid change logged' });
+      expect(await status(B)).toBe(200);
+
+      // Emptied: every request refused — a keys file never opens the API.
+      await writeFile(file, '# no keys for now\n');
+      await waitFor(async () => (await status(B)) === 401, { what: 'the emptied file in force' });
+      expect(await status()).toBe(401);
+    } finally {
+      keys.stop();
+    }
+  });
+
+  test('at start the file must be there and valid: ApiKeysFileError naming the file and the problem, never a key', async () => {
+    const missing = path.join(tmpdir(), 'baton-no-such-keys-file');
+    await expect(apiKeysFile(missing, log, 1000)).rejects.toThrow(new ApiKeysFileError(missing, 'cannot be read (ENOENT)'));
+    const twice = await keysFile(`${A}:acme,${A}:beta`);
+    const err = await apiKeysFile(twice, log, 1000).catch((e: unknown) => e as Error);
+    expect(err).toBeInstanceOf(ApiKeysFileError);
+    expect((err as Error).message).toBe(`BATON_API_KEYS_FILE: ${twice}: pair 2 repeats the key of pair 1: a key belongs to one tenant`);
+  });
+});
