@@ -1,4 +1,5 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Logger } from '@baton/runtime';
@@ -25,11 +26,12 @@ describe('API keys from a file (BATON_API_KEYS_FILE), read again as it changes',
   const logged: { level: string; o: Record<string, unknown>; msg: string }[] = [];
   const log = Object.fromEntries(['info', 'warn', 'error'].map((level) => [level, (o: Record<string, unknown>, msg: string) => logged.push({ level, o, msg })])) as unknown as Logger;
 
-  test('a key added works and a key revoked is refused without a restart; an invalid change keeps the keys in force; an empty file refuses everything (never open)', async ({ pg, nats }) => {
+  test('a key added works and a key revoked is refused without a restart, its open event streams cut; an invalid change keeps the keys in force; an empty file refuses everything (never open)', async ({ pg, nats }) => {
     const file = await keysFile(`# acme's key\n${A}:acme\n`);
     const keys = await apiKeysFile(file, log, 50);
+    const app = await testGateway(pg, nats, { apiKeys: keys });
+    const listening = await testGateway(pg, nats, { apiKeys: keys, sseHeartbeatMs: 50 });
     try {
-      const app = await testGateway(pg, nats, { apiKeys: keys });
       const status = async (key?: string) => (await app.inject({ method: 'GET', url: '/v1/tasks', headers: key ? { authorization: `Bearer ${key}` } : {} })).statusCode;
       expect([await status(A), await status(B)]).toEqual([200, 401]);
 
@@ -39,6 +41,25 @@ describe('API keys from a file (BATON_API_KEYS_FILE), read again as it changes',
       const reload = logged.find((l) => l.msg === 'API keys reloaded');
       expect(reload?.o).toMatchObject({ keys: 1, added: [expect.stringMatching(/^key:[0-9a-f]{8}@acme$/)], revoked: [expect.stringMatching(/^key:[0-9a-f]{8}@acme$/)] });
       expect(JSON.stringify(logged)).not.toContain(A.slice(0, 12)); // never a key in the log
+
+      // A stream opened with B is cut once B is revoked (at its next heartbeat); it had gone on showing the tenant's tasks.
+      await listening.listen({ port: 0, host: '127.0.0.1' });
+      const url = `http://127.0.0.1:${(listening.server.address() as AddressInfo).port}/v1/tasks`;
+      const follow = await fetch(url, { headers: { authorization: `Bearer ${B}`, accept: 'text/event-stream' } });
+      expect(follow.status).toBe(200);
+      const reader = (follow.body as ReadableStream<Uint8Array>).getReader();
+      const ended = (async () => {
+        for (;;) if ((await reader.read()).done) return true;
+      })();
+      const C = 'key-of-acme-cccccccc03';
+      await writeFile(file, `${C}:acme\n`);
+      expect(await ended).toBe(true);
+      expect((await fetch(url, { headers: { authorization: `Bearer ${B}`, accept: 'text/event-stream' } })).status).toBe(401);
+      const still = await fetch(url, { headers: { authorization: `Bearer ${C}`, accept: 'text/event-stream' } });
+      expect(still.status).toBe(200);
+      await still.body?.cancel();
+      await writeFile(file, `${B}:acme\n`);
+      await waitFor(async () => (await status(B)) === 200, { what: 'B back in force' });
 
       // A broken edit: said, and B still works.
       await writeFile(file, `${B}:acme\nnot a pair\n`);
@@ -51,6 +72,8 @@ describe('API keys from a file (BATON_API_KEYS_FILE), read again as it changes',
       expect(await status()).toBe(401);
     } finally {
       keys.stop();
+      await listening.close();
+      await app.close();
     }
   });
 

@@ -16,6 +16,9 @@ export function keyFingerprint(key: string): string {
   return createHash('sha256').update(key).digest('hex').slice(0, 8);
 }
 
+/** Who a request with this key is, in the log and in events: `key:<fingerprint>@<tenant>`. */
+export const keyActor = (key: string, tenant: string): string => `key:${keyFingerprint(key)}@${tenant}`;
+
 /** Keys fixed for the process's life (BATON_API_KEYS): none is an open API. */
 export const fixedApiKeys = (keys: ReadonlyMap<string, string>): ApiKeys => ({ current: () => keys, required: keys.size > 0 });
 
@@ -66,7 +69,7 @@ export async function apiKeysFile(file: string, log: Pick<Logger, 'info' | 'warn
       return;
     }
     const next = parseApiKeys(now);
-    const fingerprints = (m: ReadonlyMap<string, string>, other: ReadonlyMap<string, string>) => [...m].filter(([k, t]) => other.get(k) !== t).map(([k, t]) => `key:${keyFingerprint(k)}@${t}`);
+    const fingerprints = (m: ReadonlyMap<string, string>, other: ReadonlyMap<string, string>) => [...m].filter(([k, t]) => other.get(k) !== t).map(([k, t]) => keyActor(k, t));
     log.info({ file, keys: next.size, added: fingerprints(next, keys), revoked: fingerprints(keys, next) }, 'API keys reloaded');
     keys = next;
     text = now;

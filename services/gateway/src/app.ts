@@ -7,7 +7,7 @@ import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from '@fas
 import { textProblems } from '@baton/domain';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
 import { contextFromCarrier, failSpan, runInContext, SpanKind, tracer, tracingOn, withSpan, withTaskId } from '@baton/telemetry';
-import { keyFingerprint } from './api-keys.ts';
+import { keyActor, keyFingerprint } from './api-keys.ts';
 import type { GatewayDeps } from './deps.ts';
 import { jsonDepthError } from './json-depth.ts';
 import { takeToken, type Bucket } from './rate-limit.ts';
@@ -145,7 +145,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     const now = deps.apiKeys.current();
     if (now !== keysOf) {
       keysOf = now;
-      keys = [...now.entries()].map(([k, tenant]) => ({ key: Buffer.from(k), tenant, actor: `key:${keyFingerprint(k)}@${tenant}` }));
+      keys = [...now.entries()].map(([k, tenant]) => ({ key: Buffer.from(k), tenant, actor: keyActor(k, tenant) }));
     }
     return keys;
   };

@@ -7,6 +7,7 @@ import { comesBefore, listTasks, sameCursor, START, type LogCursor } from '@bato
 import { setBounded } from '@baton/runtime';
 import type { ZodTypeProvider } from '@fastify/type-provider-zod';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { keyActor } from '../api-keys.ts';
 import type { GatewayDeps } from '../deps.ts';
 import { HttpError, notFound, SECURITY_HEADERS } from '../errors.ts';
 import { EventsHeaders, EventsQuery, ListTasksQuery, NoBody, AtQuery, TaskIdParams, VerifyQuery } from './schemas.ts';
@@ -71,6 +72,19 @@ async function sleepUntilWoken(ready: () => boolean, ms: number, arm: (wake: (()
 export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
   const r = app.withTypeProvider<ZodTypeProvider>();
   const streams = new Set<{ tenant: string; end: (reason: 'shutdown') => void }>();
+  // The actors of the keys in force (made again when they change: a keys file read again).
+  let actorsOf: ReadonlyMap<string, string> | null = null;
+  let actors = new Set<string>();
+  /** A stream opened with a key that has since been revoked is cut (at its next heartbeat): a leaked key's open streams went on showing the tenant's tasks. */
+  const revoked = (actor: string): boolean => {
+    if (!actor.startsWith('key:')) return false; // the open API's anonymous
+    const now = d.apiKeys.current();
+    if (now !== actorsOf) {
+      actorsOf = now;
+      actors = new Set([...now].map(([k, t]) => keyActor(k, t)));
+    }
+    return !actors.has(actor);
+  };
   const { ssePerTenant, sseConnections, sseStallMs } = d.limits;
   d.metrics.onScrape(() => d.metrics.sseConnections.set(streams.size));
   const hiddenReads = (): void => d.metrics.sseHiddenReads.inc();
@@ -110,8 +124,13 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
   function openStream(req: FastifyRequest, reply: { raw: ServerResponse }, woken: () => void) {
     const res = reply.raw;
     res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'x-accel-buffering': 'no', ...SECURITY_HEADERS });
-    // A heartbeat only where the client keeps up: behind a full buffer it says nothing new.
-    const heartbeat = setInterval(() => void (res.writableNeedDrain || res.write(': heartbeat\n\n')), d.sseHeartbeatMs);
+    // A heartbeat only where the client keeps up: behind a full buffer it says nothing new. Its key revoked: the stream ends.
+    const heartbeat = setInterval(() => {
+      if (revoked(req.actor)) {
+        req.log.info({ actor: req.actor }, 'SSE stream of a revoked API key: cut');
+        stream.end('revoked');
+      } else if (!res.writableNeedDrain) res.write(': heartbeat\n\n');
+    }, d.sseHeartbeatMs);
     const stream = {
       res,
       tenant: req.tenant,
@@ -143,7 +162,7 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
           res.on('close', done);
         });
       },
-      end(reason: 'client' | 'shutdown' | 'final' | 'error' | 'stalled'): void {
+      end(reason: 'client' | 'shutdown' | 'final' | 'error' | 'stalled' | 'revoked'): void {
         if (stream.closed) return;
         stream.closed = true;
         clearInterval(heartbeat); // nothing written after the end
