@@ -120,6 +120,20 @@ describe('E2B sandbox provider lifecycle', () => {
     const slow = await sbx.run('sleep 30', { timeoutMs: 500 });
     expect(slow).toMatchObject({ exitCode: null, timedOut: true });
     await waitFor(() => fake.processes.size === 0, { timeoutMs: 10_000, what: 'the command past its time killed' });
+    // What it started goes too (envd signals one pid: a server or a runner's workers had gone on), the grandchildren of a loop that forks on included.
+    const gone = (pid: number): boolean => {
+      try {
+        process.kill(pid, 0);
+        return false;
+      } catch {
+        return true;
+      }
+    };
+    const tree = await sbx.run('sleep 300 & echo $! > kid.pid; (while true; do sleep 300 & echo $! >> grandkids.pid; wait; done) & echo $! > loop.pid; wait', { timeoutMs: 1000 });
+    expect(tree).toMatchObject({ exitCode: null, timedOut: true });
+    const pids = (await Promise.all(['kid.pid', 'loop.pid', 'grandkids.pid'].map((f) => sbx.files.read(f)))).join('').split('\n').filter(Boolean).map(Number);
+    expect(pids.length).toBeGreaterThanOrEqual(3);
+    await waitFor(() => pids.every(gone), { timeoutMs: 10_000, what: `the command's children (${pids.join(', ')}) killed` });
   });
 
   test('a pause or kill E2B fails once is tried again (the sandbox had stayed running while its agent waited); one orphan E2B will not kill does not hold up the sweep of the rest', async ({ pg }) => {

@@ -31,6 +31,9 @@ export interface E2BProviderOptions {
   domain?: string;
 }
 
+/** A bash function that kills a process and its descendants (KILL_TREE <pid>): stopped first, children found by their PPid, killed. */
+export const KILL_TREE = `k() { kill -STOP "$1" 2>/dev/null; local c; for c in $(grep -l "^PPid:[[:space:]]*$1$" /proc/[0-9]*/status 2>/dev/null | cut -d/ -f3); do k "$c"; done; kill -KILL "$1" 2>/dev/null; }; k`;
+
 /** Where the agent's files live inside an E2B sandbox (the template creates it). */
 export const E2B_WORKSPACE = '/home/user/workspace';
 
@@ -345,7 +348,7 @@ class E2BSandbox implements Sandbox {
     const kill = (why: 'aborted' | 'timed out'): void => {
       if (stopped) return;
       stopped = why;
-      void handle.kill().catch(() => false);
+      void this.killTree(handle.pid).finally(() => handle.kill().catch(() => false));
       given();
     };
     const onAbort = (): void => kill('aborted');
@@ -366,12 +369,23 @@ class E2BSandbox implements Sandbox {
         return done(null, handle.stdout, handle.stderr, stopped === 'timed out');
       }
       // Its stream broke (a cut connection): the command may run on in envd — killed, best effort, before the error goes up.
-      void handle.kill().catch(() => false);
+      void this.killTree(handle.pid).finally(() => handle.kill().catch(() => false));
       throw err;
     } finally {
       clearTimeout(timer);
       opts.signal?.removeEventListener('abort', onAbort);
     }
+  }
+
+  /**
+   * Kill a command and everything it started, best effort: envd signals the one pid, and a
+   * command's children (a test runner's workers, a server it started) went on — holding a port,
+   * writing files beside the next attempt's. Each process is stopped before its children are
+   * looked for (no new ones forked meanwhile), then killed; found from /proc, nothing but bash,
+   * grep and cut needed in the template.
+   */
+  private async killTree(pid: number): Promise<void> {
+    await this.sbx.commands.run(`${KILL_TREE} ${pid}`, { timeoutMs: 10_000 }).catch(() => undefined);
   }
 
   /** E2B keeps the VM's files itself; nothing to copy. */
