@@ -2,6 +2,7 @@ import { given } from '@baton/testing';
 import { excerpt, type DecidedEvent, type PendingRequest, type PlanState } from '@baton/domain';
 import { describe, expect, it } from 'vitest';
 import { endMail, MAX_INLINE_REPORT_CHARS, outboxMail, requestMail } from './compose.ts';
+import { humanTime } from './time.ts';
 
 const submitted: DecidedEvent = { type: 'TaskSubmitted', data: { prompt: 'Research <b>event sourcing</b>', team: 'research', requirePlanApproval: true, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 't', requestHash: null, forkedFrom: null, workspace: null, budget: null } };
 const started: DecidedEvent = { type: 'TaskStarted', data: { leadAgentId: 'lead', leadAgentType: 'research-lead', configVersion: 'v' } };
@@ -21,8 +22,11 @@ describe('mail contents', () => {
     expect(m.html).toMatch(/href="https:\/\/baton\.example\/mail\/decide\?token=A"[^>]*>Approve</);
   });
   it('a question: the questions, the options, an Answer link', () => {
-    const m = requestMail(task, { kind: 'clarification', requestId: 'clr-1', agentId: 'researcher-1', toolUseId: 't', questions: ['Which sources?'], context: 'need to know', options: ['papers', 'blogs'], openedAt: 'x' }, links);
-    expect(m.subject).toBe('[Baton] A question for you: Which sources?');
+    const m = requestMail(task, { kind: 'clarification', requestId: 'clr-1', agentId: 'researcher-1', toolUseId: 't', questions: ['Which sources?'], context: 'need to know', options: ['papers', 'blogs'], openedAt: 'x', deadline: '2026-11-28T11:52:26.988Z' }, links);
+    // The task and the agent in the subject: two tasks, or two agents of one, asking alike had mails of one subject.
+    expect(m.subject).toBe('[Baton] A question for you: Which sources? — Research <b>event sourcing</b> (researcher-1)');
+    // When it times out and what then, in both parts; times as a person reads them.
+    for (const part of [m.text, m.html]) expect(part).toContain('Nobody answering by Sat, 28 Nov 2026, 11:52 UTC: the agent goes on with its best judgement. The link works until');
     expect(m.text).toMatch(/Agent researcher-1 asks:\n\n1\. Which sources\?\n\nOptions: papers \| blogs[\s\S]*Answer: https:\/\/baton\.example\/mail\/answer\?token=Q/);
     expect(m.html).toMatch(/>Answer</);
   });
@@ -55,8 +59,8 @@ describe('mail contents', () => {
   it('a cancellation says who cancelled, when and why', () => {
     const cancelled = given([submitted, started, { type: 'TaskCancelled', data: { reason: 'changed my mind', requestedBy: 'key:1a2b3c4d@t' } }]).state;
     const m = endMail(cancelled, { report: null, artifacts: [], console: 'c' });
-    expect(m.text).toMatch(/Cancelled by key:1a2b3c4d@t at \S+: changed my mind/);
-    expect(m.html).toMatch(/Cancelled by key:1a2b3c4d@t at \S+: changed my mind/);
+    expect(m.text).toMatch(/Cancelled by key:1a2b3c4d@t at \w{3}, \d+ \w{3} \d{4}, \d\d:\d\d UTC: changed my mind/);
+    expect(m.html).toMatch(/Cancelled by key:1a2b3c4d@t at \w{3}, \d+ \w{3} \d{4}, \d\d:\d\d UTC: changed my mind/);
   });
   it('images are never loaded: a remote one becomes a link, any other its alt text', () => {
     const m = outboxMail(task, { subject: 's', body: '![pixel](https://tracker.example/p.gif?who=reader) ![local](images/a.png) ![](data:image/png;base64,AAAA)', agentId: 'writer-1' });
@@ -87,5 +91,13 @@ describe('mail contents', () => {
     expect(m).toMatchObject({ subject: 'The report', text: expect.stringMatching(/^# Hi\n\n\*\*bold\*\*\n\n-- \nSent by Baton's email-agent-1 for task /) });
     expect(m.html).toContain('<h1>Hi</h1>');
     expect(m.html).toContain('<strong>bold</strong>');
+  });
+  it('a phone reads them: the language and a viewport are set, long words wrap, buttons are thumb-sized', () => {
+    const m = requestMail(task, { kind: 'clarification', requestId: 'clr-1', agentId: 'researcher-1', toolUseId: 't', questions: ['Which sources?'], context: '', openedAt: 'x' }, links);
+    expect(m.html).toMatch(/^<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">/);
+    expect(m.html).toMatch(/<body style="[^"]*overflow-wrap:anywhere/);
+    expect(m.html).toMatch(/padding:12px 20px[^"]*line-height:20px/);
+    expect(humanTime('2026-01-01T00:00:00Z')).toBe('Thu, 1 Jan 2026, 00:00 UTC');
+    expect(humanTime('soon')).toBe('soon');
   });
 });

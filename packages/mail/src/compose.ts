@@ -1,5 +1,6 @@
 import { cutText, excerpt, oneLine, planAcceptance, type PendingRequest, type TaskState } from '@baton/domain';
 import { escapeHtml, renderMarkdown } from './markdown.ts';
+import { humanTime } from './time.ts';
 
 /**
  * What each mail says, as pure functions of the task (docs/email.md): a request waiting for a
@@ -30,11 +31,14 @@ const clip = (s: string, max: number): string => {
   return kept.length < s.length ? `${kept}\n… (${s.length - kept.length} more characters; see the console)` : s;
 };
 
+// Sized for a thumb (44 px high); long words and code wrap — a long token had made the mail pan sideways on a phone.
 const button = (href: string, label: string, colour: string): string =>
-  `<a href="${escapeHtml(href)}" style="display:inline-block;padding:10px 18px;margin:0 8px 8px 0;border-radius:6px;background:${colour};color:#fff;text-decoration:none;font-weight:600">${escapeHtml(label)}</a>`;
+  `<a href="${escapeHtml(href)}" style="display:inline-block;padding:12px 20px;margin:0 8px 8px 0;border-radius:6px;background:${colour};color:#fff;text-decoration:none;font-weight:600;line-height:20px">${escapeHtml(label)}</a>`;
+const BODY_STYLE = 'font-family:system-ui,-apple-system,Segoe UI,sans-serif;line-height:1.45;color:#1b1f24;max-width:720px;margin:0 auto;padding:16px;overflow-wrap:anywhere;word-break:break-word';
+const head = (title: string): string => `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>${escapeHtml(title)}</title></head>`;
 const layout = (title: string, inner: string): string =>
-  `<!doctype html><html><head><meta charset="utf-8"><title>${escapeHtml(title)}</title></head><body style="font-family:system-ui,-apple-system,Segoe UI,sans-serif;line-height:1.45;color:#1b1f24;max-width:720px;margin:0 auto;padding:16px">${inner}<hr style="border:none;border-top:1px solid #ddd;margin-top:24px"><p style="color:#666;font-size:12px">Sent by Baton.</p></body></html>`;
-const pre = (s: string): string => `<pre style="background:#f4f5f7;padding:12px;border-radius:6px;white-space:pre-wrap;word-break:break-word">${escapeHtml(s)}</pre>`;
+  `${head(title)}<body style="${BODY_STYLE}">${inner}<hr style="border:none;border-top:1px solid #ddd;margin-top:24px"><p style="color:#666;font-size:12px">Sent by Baton.</p></body></html>`;
+const pre = (s: string): string => `<pre style="background:#f4f5f7;padding:12px;border-radius:6px;white-space:pre-wrap;word-break:break-word;overflow-wrap:anywhere">${escapeHtml(s)}</pre>`;
 
 /** A request that waits for a person: what it is about, and the links that decide it. */
 export function requestMail(task: TaskState, req: PendingRequest, links: RequestLinks): MailContent {
@@ -52,21 +56,25 @@ export function requestMail(task: TaskState, req: PendingRequest, links: Request
     html.push(`<p>${escapeHtml(who)} waits for your approval to call <b>${escapeHtml(req.toolName)}</b>.</p>`, `<p style="color:#555">${escapeHtml(header)}</p>`, '<h3>The plan</h3>', renderMarkdown(req.plan), '<h3>The input</h3>', pre(input));
     lines.push('', `Approve: ${links.approve ?? ''}`, `Reject: ${links.reject ?? ''}`);
     html.push(`<p>${links.approve ? button(links.approve, 'Approve', '#1a7f37') : ''}${links.reject ? button(links.reject, 'Reject', '#cf222e') : ''}${button(links.console, 'Open in console', '#57606a')}</p>`);
-    lines.push(`Open in console: ${links.console}`, '', `Nobody deciding by ${req.deadline}: it is ${req.onTimeout === 'approve' ? 'approved' : 'rejected'}. The links work until ${links.expiresAt}; each asks you to confirm.`);
-    html.push(`<p style="color:#555;font-size:13px">Nobody deciding by ${escapeHtml(req.deadline)}: it is ${req.onTimeout === 'approve' ? 'approved' : 'rejected'}. The links work until ${escapeHtml(links.expiresAt)}; each asks you to confirm.</p>`);
+    const deadline = `Nobody deciding by ${humanTime(req.deadline)}: it is ${req.onTimeout === 'approve' ? 'approved' : 'rejected'}. The links work until ${humanTime(links.expiresAt)}; each asks you to confirm. The console needs your team's API key.`;
+    lines.push(`Open in console: ${links.console}`, '', deadline);
+    html.push(`<p style="color:#555;font-size:13px">${escapeHtml(deadline)}</p>`);
   } else if (req.kind === 'clarification') {
-    subject = `[Baton] A question for you: ${oneLine(req.questions[0] ?? '', 80)}`;
+    // The task too: two tasks (or two agents of one) asking alike made mails of one subject.
+    subject = `[Baton] A question for you: ${oneLine(req.questions[0] ?? '', 80)} — ${taskLine(task)}${req.agentId === task.lead?.agentId ? '' : ` (${req.agentId})`}`;
     lines.push(`${who} asks:`, '', ...req.questions.map((q, i) => `${i + 1}. ${q}`), ...(req.options?.length ? ['', `Options: ${req.options.join(' | ')}`] : []), ...(req.context ? ['', `Context: ${req.context}`] : []), '', header, '', `Answer: ${links.answer ?? ''}`, `Open in console: ${links.console}`);
     html.push(`<p>${escapeHtml(who)} asks:</p><ol>${req.questions.map((q) => `<li>${escapeHtml(q)}</li>`).join('')}</ol>`);
     if (req.options?.length) html.push(`<p>Options: ${req.options.map(escapeHtml).join(' · ')}</p>`);
     if (req.context) html.push(`<p style="color:#555">${escapeHtml(req.context)}</p>`);
     html.push(`<p style="color:#555">${escapeHtml(header)}</p>`, `<p>${links.answer ? button(links.answer, 'Answer', '#0969da') : ''}${button(links.console, 'Open in console', '#57606a')}</p>`);
-    lines.push('', `The link works until ${links.expiresAt}.`);
+    const until = `${req.deadline ? `Nobody answering by ${humanTime(req.deadline)}: the agent goes on with its best judgement. ` : ''}The link works until ${humanTime(links.expiresAt)}. The console needs your team's API key.`;
+    lines.push('', until);
+    html.push(`<p style="color:#555;font-size:13px">${escapeHtml(until)}</p>`);
   } else {
     subject = `[Baton] Budget reached — ${taskLine(task)}`;
     const spent = `spent $${req.spent.usd.toFixed(4)} and ${req.spent.tokens} tokens; limit ${req.limit.usd !== null ? `$${req.limit.usd}` : 'no $ limit'}, ${req.limit.tokens !== null ? `${req.limit.tokens} tokens` : 'no token limit'}`;
-    lines.push('The task reached its budget; every agent has stopped until you raise it or stop the run.', '', header, '', spent, '', `Decide in the console: ${links.console}`, `Nobody deciding by ${req.deadline}: the run stops.`);
-    html.push(`<p>The task reached its budget; every agent has stopped until you raise it or stop the run.</p><p style="color:#555">${escapeHtml(header)}</p><p>${escapeHtml(spent)}</p><p>${button(links.console, 'Open in console', '#57606a')}</p><p style="color:#555;font-size:13px">Nobody deciding by ${escapeHtml(req.deadline)}: the run stops.</p>`);
+    lines.push('The task reached its budget; every agent has stopped until you raise it or stop the run.', '', header, '', spent, '', `Decide in the console (it needs your team's API key): ${links.console}`, `Nobody deciding by ${humanTime(req.deadline)}: the run stops.`);
+    html.push(`<p>The task reached its budget; every agent has stopped until you raise it or stop the run.</p><p style="color:#555">${escapeHtml(header)}</p><p>${escapeHtml(spent)}</p><p>${button(links.console, 'Open in console', '#57606a')}</p><p style="color:#555;font-size:13px">Nobody deciding by ${escapeHtml(humanTime(req.deadline))}: the run stops. The console needs your team's API key.</p>`);
   }
   return { subject, text: lines.join('\n'), html: layout(subject, html.join('\n')) };
 }
@@ -97,8 +105,8 @@ export function endMail(task: TaskState, o: { report: string | null; artifacts: 
   }
   if (status === 'cancelled' && task.cancellation) {
     const c = task.cancellation;
-    lines.push('', `Cancelled by ${c.requestedBy} at ${c.at}: ${c.reason}`);
-    html.push(`<p>Cancelled by ${escapeHtml(c.requestedBy)} at ${escapeHtml(c.at)}: ${escapeHtml(c.reason)}</p>`);
+    lines.push('', `Cancelled by ${c.requestedBy} at ${humanTime(c.at)}: ${c.reason}`);
+    html.push(`<p>Cancelled by ${escapeHtml(c.requestedBy)} at ${escapeHtml(humanTime(c.at))}: ${escapeHtml(c.reason)}</p>`);
   }
   if (concerns.length > 0) {
     lines.push('', 'The change is not accepted:', ...concerns.map((c) => `- ${c.message}`));
@@ -134,6 +142,6 @@ export function outboxMail(task: Pick<TaskState, 'id'>, o: { subject: string; bo
   return {
     subject: o.subject,
     text: `${o.body}\n\n-- \n${footer}`,
-    html: `<!doctype html><html><head><meta charset="utf-8"><title>${escapeHtml(o.subject)}</title></head><body style="font-family:system-ui,-apple-system,Segoe UI,sans-serif;line-height:1.45;color:#1b1f24;max-width:720px;margin:0 auto;padding:16px">${renderMarkdown(o.body)}<hr style="border:none;border-top:1px solid #ddd;margin-top:24px"><p style="color:#666;font-size:12px">${escapeHtml(footer)}</p></body></html>`,
+    html: `${head(o.subject)}<body style="${BODY_STYLE}">${renderMarkdown(o.body)}<hr style="border:none;border-top:1px solid #ddd;margin-top:24px"><p style="color:#666;font-size:12px">${escapeHtml(footer)}</p></body></html>`,
   };
 }

@@ -6,9 +6,11 @@ import { z } from 'zod';
  * base64url JSON naming the tenant, the task, the request, the decision the link makes, the
  * recipient it was mailed to and when it expires; the signature is base64url HMAC-SHA256 of
  * `v1.<payload>` under MAIL_LINK_SECRET. Nothing is stored: a token is good for one decision of
- * one request, and a request is decided once, so a used link finds it decided.
+ * one request, and a request is decided once, so a used link finds it decided. A `file` link
+ * gives one version of one artifact of the task (a report mail's files, for people without an
+ * API key).
  */
-export const LinkAction = z.enum(['approve', 'reject', 'answer']);
+export const LinkAction = z.enum(['approve', 'reject', 'answer', 'file']);
 export type LinkAction = z.infer<typeof LinkAction>;
 
 export const LinkClaims = z.strictObject({
@@ -16,8 +18,10 @@ export const LinkClaims = z.strictObject({
   t: z.string().min(1).max(64),
   /** The task. */
   k: z.uuid(),
-  /** The request. */
-  r: z.string().min(1).max(100),
+  /** The request; for a `file` link, the artifact's path. */
+  r: z.string().min(1).max(1024),
+  /** A `file` link: the version of the artifact it gives (its SHA-256), as the mail listed it. */
+  h: z.string().regex(/^[0-9a-f]{64}$/).optional(),
   /** What following it decides. */
   d: LinkAction,
   /** The address it was mailed to (the decision is recorded as `mail:<address>`). */
@@ -27,7 +31,7 @@ export const LinkClaims = z.strictObject({
 });
 export type LinkClaims = z.infer<typeof LinkClaims>;
 
-export type TokenCheck = { ok: true; claims: LinkClaims } | { ok: false; reason: 'malformed' | 'bad_signature' | 'expired' };
+export type TokenCheck = { ok: true; claims: LinkClaims } | { ok: false; reason: 'malformed' | 'bad_signature' } | { ok: false; reason: 'expired'; claims: LinkClaims };
 
 /** The least a secret may be: 32 characters. */
 export const MIN_LINK_SECRET_LENGTH = 32;
@@ -56,6 +60,6 @@ export function verifyLinkToken(secret: string, token: string, now: Date): Token
   } catch {
     return { ok: false, reason: 'malformed' };
   }
-  if (claims.e * 1000 <= now.getTime()) return { ok: false, reason: 'expired' };
+  if (claims.e * 1000 <= now.getTime()) return { ok: false, reason: 'expired', claims };
   return { ok: true, claims };
 }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Command } from '@baton/domain';
 import { handleCommand, loadTask } from '@baton/event-store';
+import { storeArtifact } from '@baton/storage';
 import { signLinkToken, type LinkClaims } from '@baton/mail';
 import { pgTest as test, type PgFixture } from '@baton/testing';
 import { describe, expect } from 'vitest';
@@ -50,11 +51,22 @@ describe('mailed decision links', () => {
     const { events } = await loadTask(pg.store, id);
     expect(events.at(-1)).toMatchObject({ type: 'ApprovalGranted', data: { requestId: 'apr-lead-tu1', decidedBy: 'mail:ann@example.com', edited: false }, metadata: { actor: 'mail:ann@example.com' } });
 
+    // The same link again (a reload after a lost answer, a form sent twice): done, said plainly — it read like a failure.
     for (const again of [app.inject({ method: 'GET', url: `/mail/decide?token=${token}` }), app.inject({ method: 'POST', url: '/mail/decide', ...form([['token', token]]) })]) {
       const r = await again;
-      expect(r.statusCode).toBe(409);
-      expect(r.body).toMatch(/Already decided[\s\S]*was already decided: approved \(by mail:ann@example.com at \d{4}-[^)]*\)\. Nothing was changed\./);
+      expect(r.statusCode).toBe(200);
+      expect(r.body).toMatch(/<h1>Done: approved<\/h1><p>You approved this at \w{3}, \d+ \w{3} \d{4}, \d\d:\d\d UTC; it is recorded\. Nothing more to do\.<\/p>/);
     }
+    // Its reject link, followed after: decided by someone (here: this address) otherwise — who and when.
+    const reject = await app.inject({ method: 'GET', url: `/mail/decide?token=${signLinkToken(SECRET, claimsFor(id, { d: 'reject' }))}` });
+    expect([reject.statusCode, reject.body]).toEqual([409, expect.stringMatching(/Already decided[\s\S]*was already decided: approved \(by mail:ann@example.com at \w{3}, [^)]*UTC\)\. Nothing was changed\./)]);
+    // The page on a phone: the language set, a main landmark, the task in the title, the JSON input folded away, the other decision a tap away.
+    const second = await waiting(pg, 'approval');
+    const shown = await app.inject({ method: 'GET', url: `/mail/decide?token=${signLinkToken(SECRET, claimsFor(second))}` });
+    expect(shown.body).toMatch(/^<!doctype html><html lang="en">[\s\S]*<title>Approve this request\? · Research &lt;i&gt;event sourcing&lt;\/i&gt; — Baton<\/title>[\s\S]*<main>/);
+    expect(shown.body).toMatch(/<details><summary>The exact input \(JSON\)<\/summary><pre>/);
+    const instead = /<a href="(decide\?token=[^"]+)">Reject instead…<\/a>/.exec(shown.body)?.[1] as string;
+    expect((await app.inject({ method: 'GET', url: `/mail/${instead}` })).body).toContain('Reject this request?');
     expect((await loadTask(pg.store, id)).events).toHaveLength(events.length);
   });
 
@@ -92,7 +104,7 @@ describe('mailed decision links', () => {
     expect((await loadTask(pg.store, id)).events).toHaveLength(before);
 
     const page = await app.inject({ method: 'GET', url: `/mail/decide?token=${token}` });
-    expect(page.body).toMatch(/Reject this request\?[\s\S]*<textarea name="reason"/);
+    expect(page.body).toMatch(/Reject this request\?[\s\S]*<textarea id="reason" name="reason"/);
     const post = await app.inject({ method: 'POST', url: '/mail/decide', ...form([['token', token], ['reason', 'too broad']]) });
     expect([post.statusCode, post.body]).toEqual([200, expect.stringMatching(/Rejected as ann@example\.com/)]);
     expect((await loadTask(pg.store, id)).events.at(-1)).toMatchObject({ type: 'ApprovalRejected', data: { reason: 'too broad', decidedBy: 'mail:ann@example.com' } });
@@ -107,11 +119,14 @@ describe('mailed decision links', () => {
     const token = signLinkToken(SECRET, claimsFor(id, { r: 'clr-lead-tu1', d: 'answer' }));
     const page = await app.inject({ method: 'GET', url: `/mail/answer?token=${token}` });
     expect(page.statusCode).toBe(200);
-    expect(page.body).toMatch(/Who is it for\?<br><input name="answer" required[^>]*list="options">[\s\S]*How deep\?[\s\S]*<option value="CTO">/);
+    // Each question a fieldset; its choices shown to tick (they were hidden in a datalist), a field for one's own words.
+    expect(page.body).toMatch(/<fieldset><legend>Who is it for\?<\/legend><label class="choice"><input type="radio" name="pick-0" value="CTO"[^>]*> CTO<\/label>[\s\S]*<input type="text" id="answer-0" name="answer"[\s\S]*<legend>How deep\?<\/legend>/);
     expect((await app.inject({ method: 'GET', url: `/mail/decide?token=${token}` })).statusCode).toBe(400); // an answer link is no decide link
-    const empty = await app.inject({ method: 'POST', url: '/mail/answer', ...form([['token', token], ['answer', ' ']]) });
-    expect([empty.statusCode, empty.body]).toEqual([400, expect.stringMatching(/body\.answer\.0: must not be empty/)]);
-    const post = await app.inject({ method: 'POST', url: '/mail/answer', ...form([['token', token], ['answer', 'CTO'], ['answer', 'two pages']]) });
+    // One left blank: the form again, saying which, with what was given kept.
+    const empty = await app.inject({ method: 'POST', url: '/mail/answer', ...form([['token', token], ['pick-0', 'engineers'], ['answer', ' '], ['answer', ' ']]) });
+    expect([empty.statusCode, empty.body]).toEqual([400, expect.stringMatching(/<p class="problem">Question 2 has no answer: write one, or tick a choice\.<\/p>[\s\S]*value="engineers" checked/)]);
+    // A choice ticked for one, words for the other.
+    const post = await app.inject({ method: 'POST', url: '/mail/answer', ...form([['token', token], ['pick-0', 'CTO'], ['answer', ''], ['answer', 'two pages']]) });
     expect([post.statusCode, post.body]).toEqual([200, expect.stringMatching(/Answered/)]);
     expect((await loadTask(pg.store, id)).events.at(-1)).toMatchObject({ type: 'ClarificationAnswered', data: { answers: ['CTO', 'two pages'], answeredBy: 'mail:ann@example.com' } });
 
@@ -123,6 +138,41 @@ describe('mailed decision links', () => {
     const off = await testGateway(pg, null);
     const r = await off.inject({ method: 'GET', url: `/mail/decide?token=${signLinkToken(SECRET, claimsFor(other))}` });
     expect([r.statusCode, r.body]).toEqual([503, expect.stringMatching(/Mail links are off/)]);
+  });
+});
+
+describe('mailed file links', () => {
+  test("a report mail's file link gives the version it listed with no API key; another version stored since, a tampered, expired, foreign or decide link — each a clear page", async ({ pg }) => {
+    const keys = new Map([['key-of-default-00000001', 'default']]);
+    const app = await testGateway(pg, null, { mailLinkSecret: SECRET, apiKeys: keys });
+    const id = await waiting(pg, 'approval');
+    const store = async (content: string) => {
+      const stored = await storeArtifact(pg.db.pool, { taskId: id, path: 'out/report.md', agentId: null, content: Buffer.from(content) });
+      await handleCommand(pg.store, id, { type: 'StoreArtifact', agentId: null, path: stored.path, bytes: stored.bytes, sha256: stored.sha256, mediaType: stored.mediaType });
+      return stored.sha256;
+    };
+    const first = await store('# Report\n');
+    const link = (o: Partial<LinkClaims> = {}) => `/mail/file?token=${signLinkToken(SECRET, claimsFor(id, { r: 'out/report.md', d: 'file', h: first, ...o }))}`;
+    await store('# Report, revised\n');
+    const r = await app.inject({ method: 'GET', url: link() }); // no Authorization: a mail's reader has no key
+    expect(r.statusCode).toBe(200);
+    expect(r.body).toBe('# Report\n'); // the version the mail listed
+    expect([r.headers['content-type'], r.headers['content-security-policy'], r.headers['x-content-type-options']]).toEqual(['text/markdown; charset=utf-8', "default-src 'none'; sandbox", 'nosniff']);
+    expect(r.headers['content-disposition']).toContain('report.md');
+    expect((await app.inject({ method: 'GET', url: `/v1/tasks/${id}/artifacts/out/report.md` })).statusCode).toBe(401); // the API's own URL needs the key
+    const cases: [string, number, RegExp][] = [
+      [link({ e: Math.floor(Date.now() / 1000) - 1 }), 410, new RegExp(`This link has expired[\\s\\S]*href="\\.\\./#/tasks/${id}"`)],
+      [link({ t: 'other-tenant' }), 404, /No such task/],
+      [link({ r: 'out/other.md', h: undefined }), 404, /No such file/],
+      [`/mail/file?token=${signLinkToken(SECRET, claimsFor(id))}`, 400, /not valid here/], // a decide link
+      [`${link()}x`, 400, /This link is not valid/],
+    ];
+    for (const [url, status, body] of cases) {
+      const page = await app.inject({ method: 'GET', url });
+      expect([page.statusCode, page.body], url).toEqual([status, expect.stringMatching(body)]);
+    }
+    // A file link is no decide link.
+    expect((await app.inject({ method: 'GET', url: link().replace('/mail/file', '/mail/decide') })).statusCode).toBe(400);
   });
 });
 

@@ -121,8 +121,12 @@ describe('mail notifications', () => {
     expect(report.text).toMatch(/# Findings/);
     // report.md fits the 1 KiB limit and is attached; notes.md (2000 bytes) is only linked.
     expect(report.attachments.map((a) => a.filename)).toEqual(['report.md']);
-    expect(report.text).toContain(`- notes.md (2000 bytes): ${PUBLIC}/v1/tasks/${id}/artifacts/notes.md`);
-    expect(report.html).toMatch(/<a href="https:\/\/baton\.example\/v1\/tasks\/[^"]+\/artifacts\/report\.md">report\.md<\/a> \(\d+ bytes, attached\)/);
+    // Linked by a signed link a reader without an API key can follow (the API's URL answered them 401): that version of that file, for 30 days.
+    const notes = new RegExp(`- notes\\.md \\(2000 bytes\\): ${PUBLIC.replaceAll('.', '\\.')}/mail/file\\?token=(\\S+)`).exec(report.text)?.[1] as string;
+    const check = verifyLinkToken(SECRET, notes, new Date());
+    expect(check).toMatchObject({ ok: true, claims: { k: id, r: 'notes.md', d: 'file', a: 'bob@example.com', h: expect.stringMatching(/^[0-9a-f]{64}$/) } });
+    expect(check.ok && check.claims.e * 1000 - Date.now()).toBeGreaterThan(29 * 86_400_000);
+    expect(report.html).toMatch(/<a href="https:\/\/baton\.example\/mail\/file\?token=[^"]+">report\.md<\/a> \(\d+ bytes, attached\)/);
     await stack.stop();
     const deliveries = await listDeliveries(pg.db.pool, id);
     expect(deliveries.map((d) => `${d.channel} ${d.type} ${d.url} ${d.attempt} ${d.ok} ${d.statusCode}`).sort()).toEqual([

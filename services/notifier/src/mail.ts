@@ -45,7 +45,20 @@ class ComposeError extends Error {
 }
 
 const consoleUrl = (d: MailDeps, taskId: string): string => `${d.publicUrl}/#/tasks/${taskId}`;
-const artifactUrl = (d: MailDeps, taskId: string, path: string): string => `${d.publicUrl}/v1/tasks/${taskId}/artifacts/${path.split('/').map(encodeURIComponent).join('/')}`;
+/** How long a mailed file link works: a report is read later than a request is decided. */
+export const FILE_LINK_TTL_MS = 30 * 86_400_000;
+
+/**
+ * A mailed link to one version of an artifact that needs no API key (the API's artifact URL
+ * answered a mail's reader 401): signed for its recipient, for FILE_LINK_TTL_MS (or the request
+ * links' time, if longer).
+ */
+const fileUrl = (d: MailDeps, task: Pick<TaskState, 'id' | 'tenantId' | 'artifacts'>, path: string, recipient: string): string => {
+  const sha = task.artifacts.find((a) => a.path === path)?.sha256;
+  const expires = Math.floor((d.now().getTime() + Math.max(d.linkTtlMs, FILE_LINK_TTL_MS)) / 1000);
+  const token = signLinkToken(d.linkSecret, { t: task.tenantId, k: task.id, r: path, d: 'file', a: recipient.slice(0, 254), e: expires, ...(sha ? { h: sha } : {}) });
+  return `${d.publicUrl}/mail/file?token=${token}`;
+};
 
 /**
  * Send the mails an event makes (docs/email.md), each at most once: the ledger row of its
@@ -240,7 +253,7 @@ async function compose(d: MailDeps, state: TaskState, events: RecordedEvent[], p
   if (p.kind === 'outbox') {
     const requested = events.find((e): e is RecordedEventOf<'EmailRequested'> => e.type === 'EmailRequested' && e.data.emailId === p.emailId);
     if (!requested) throw new ComposeError('compose_failed', `email ${p.emailId} is not in the task's log`);
-    const files = await collectFiles(d, state.id, requested.data.attachments.map((a) => a.path), true);
+    const files = await collectFiles(d, state, requested.data.attachments.map((a) => a.path), true, p.to.join(', '));
     const content = outboxMail(state, { subject: requested.data.subject, body: requested.data.body + linkedSection(files.linked), agentId: requested.data.agentId });
     return { ...base, headers: { ...base.headers, 'X-Baton-Email': p.emailId }, to: p.to, ...content, attachments: files.attached };
   }
@@ -264,15 +277,16 @@ async function compose(d: MailDeps, state: TaskState, events: RecordedEvent[], p
   const reportPath = state.status === 'completed' ? state.result?.reportPath ?? null : null;
   const report = reportPath ? ((await readArtifact(d.pool, state.id, reportPath))?.content.toString('utf8') ?? null) : null;
   const paths = state.artifacts.map((a) => a.path).sort((a, b) => Number(b === reportPath) - Number(a === reportPath));
-  const files = await collectFiles(d, state.id, paths, false);
+  const files = await collectFiles(d, state, paths, false, p.recipient);
   const attachedNames = new Set(files.attached.map((a) => a.filename));
-  const artifacts: ListedArtifact[] = state.artifacts.map((a) => ({ path: a.path, bytes: a.bytes, url: artifactUrl(d, state.id, a.path), attached: attachedNames.has(a.path) }));
+  const artifacts: ListedArtifact[] = state.artifacts.map((a) => ({ path: a.path, bytes: a.bytes, url: fileUrl(d, state, a.path, p.recipient), attached: attachedNames.has(a.path) }));
   const content = endMail(state, { report, artifacts, console: consoleUrl(d, state.id) });
   return { ...base, headers, to: [p.recipient], ...content, attachments: files.attached };
 }
 
 /** Read the files to attach, up to the size limit in all (the rest linked). `required`: a file that is gone is an error. */
-async function collectFiles(d: MailDeps, taskId: string, paths: string[], required: boolean) {
+async function collectFiles(d: MailDeps, task: Pick<TaskState, 'id' | 'tenantId' | 'artifacts'>, paths: string[], required: boolean, recipient: string) {
+  const taskId = task.id;
   const attached: OutgoingMail['attachments'] = [];
   const linked: { path: string; url: string }[] = [];
   let total = 0;
@@ -283,7 +297,7 @@ async function collectFiles(d: MailDeps, taskId: string, paths: string[], requir
       continue;
     }
     if (total + stored.content.length > d.attachMaxBytes) {
-      linked.push({ path, url: artifactUrl(d, taskId, path) });
+      linked.push({ path, url: fileUrl(d, task, path, recipient) });
       continue;
     }
     total += stored.content.length;
