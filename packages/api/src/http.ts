@@ -9,3 +9,6 @@ export function retryAfterMs(header: string | null | undefined, now: number): nu
   const at = Date.parse(v);
   return Number.isFinite(at) && at > now ? at - now : null;
 }
+
+/** The header of an SSE answer saying how often the stream has a heartbeat (ms): a client that hears nothing for three takes the connection for dead. */
+export const HEARTBEAT_HEADER = 'baton-heartbeat-ms';

@@ -384,6 +384,24 @@ describe('the web console, in Chromium', () => {
     expect(await page.locator('.card.cancelled').textContent()).toMatch(/^Cancelled by key:\S+@acme at .+: cancelled from the console$/);
   });
 
+  it('offline, the page says so at once (not "● live" on a stale task) and a decision is not sent; back online it resumes and shows what was decided meanwhile', async () => {
+    const id = await submit({ prompt: REPORT });
+    await awaitingInput(id);
+    await open(id);
+    await page.locator('.live', { hasText: '● live' }).waitFor();
+    await context.setOffline(true);
+    await page.locator('.live', { hasText: '○ reconnecting' }).waitFor();
+    // A tap while offline sends nothing, and says so (it had said "it may have been recorded").
+    await page.locator('article.approval').getByRole('button', { name: 'Approve', exact: true }).click();
+    await page.getByText('this device is offline: nothing was sent to the Baton gateway — send it again once it is back online').first().waitFor();
+    const [request] = (await task(id)).pendingRequests;
+    await api.approve(id, request?.requestId as string); // decided on another device meanwhile
+    await context.setOffline(false);
+    await page.locator('.live', { hasText: '● live' }).waitFor();
+    await page.locator(`article.approval[data-request="${request?.requestId}"]`).waitFor({ state: 'detached', timeout: 30_000 });
+    await page.locator('.timeline li[data-type="ApprovalGranted"]').first().waitFor();
+  });
+
   it("an edit survives a reload; one whose request is decided elsewhere is said — who decided, how — and the banner no longer speaks of an edit; on a slow network the banner's and the card's Approve send one decision between them", async () => {
     const id = await submit({ prompt: REPORT });
     await awaitingInput(id);
@@ -451,7 +469,9 @@ describe('the web console, in Chromium', () => {
     await first.getByRole('textbox').fill('');
     await first.getByRole('button', { name: 'Answer' }).click();
     await first.locator('.error').getByText('Write an answer (or pick an option).').waitFor();
-    await first.getByRole('button', { name: 'both' }).click(); // an option is an answer
+    await first.getByRole('button', { name: 'both' }).click(); // an option fills the answer (not sent at once: a slipped tap on a phone had answered)
+    expect(await first.getByRole('textbox').inputValue()).toBe('both');
+    await first.getByRole('button', { name: 'Answer' }).click();
     await waitFor(async () => (await asking.count()) === 1, { timeoutMs: 30_000, what: 'one question left' });
     const second = asking.first();
     expect(await second.getAttribute('data-agent')).not.toBe(firstAgent);

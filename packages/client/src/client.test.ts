@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { ApiError, BatonClient, newIdempotencyKey, UnreachableError } from './index.ts';
+import { ApiError, BatonClient, newIdempotencyKey, reconnectStreams, UnreachableError } from './index.ts';
 
 describe('BatonClient errors keep the server\'s words', () => {
   let server: Server;
@@ -148,6 +148,41 @@ describe('follow', () => {
     }
   });
 
+  it('a stream silent past three of its heartbeats is taken for dead and reopened where it was (a phone whose connection died without a word showed "live" on a stale page); reconnectStreams() reopens at once', async () => {
+    const asked: (string | undefined)[] = [];
+    const held: ServerResponse[] = [];
+    const server = createServer((req, res) => {
+      asked.push(req.headers['last-event-id'] as string | undefined);
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'baton-heartbeat-ms': '40' });
+      if (asked.length === 1) res.write(ev(4, 'TaskStarted')); // then nothing: not even a heartbeat (the connection died on the way)
+      else if (asked.length === 2) res.write(`${ev(5, 'ModelTurnRecorded')}: heartbeat\n\n`); // alive; held until reopened
+      else res.end(ev(6, 'TaskCompleted'));
+      held.push(res);
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const seen: number[] = [];
+      const states: string[] = [];
+      const reasons: string[] = [];
+      const following = new BatonClient(`http://127.0.0.1:${(server.address() as { port: number }).port}`).follow('t', (e) => seen.push(e.position), {
+        onState: (s, r) => {
+          states.push(s);
+          if (r?.cause) reasons.push(r.cause.message);
+        },
+      });
+      await vi.waitFor(() => expect(seen).toEqual([4, 5]), { timeout: 5000 });
+      expect(reasons).toEqual(['nothing for 0 s, not even a heartbeat: the connection is taken for dead']);
+      reconnectStreams('this device is back online');
+      await following;
+      expect(seen).toEqual([4, 5, 6]);
+      expect(asked).toEqual([undefined, '4', '5']);
+      expect(reasons).toEqual(['nothing for 0 s, not even a heartbeat: the connection is taken for dead', 'this device is back online']);
+    } finally {
+      for (const r of held) r.destroy();
+      await new Promise<void>((r) => server.close(() => r()));
+    }
+  });
+
   it('`event: end` (a stream resumed past the final event ends so at once) stops it: no reconnecting', async () => {
     let connections = 0;
     const server = createServer((_req, res) => {
@@ -275,6 +310,22 @@ describe('archive: the name the gateway gives, as a name only', () => {
       expect(got).toEqual(['pwned.tgz', 'ok.tar.gz', 'ü.tar.gz', 'task-12345678.tar.gz', 'task-12345678.tar.gz', 'task-12345678.tar.gz']);
     } finally {
       await new Promise<void>((r) => server.close(() => r()));
+    }
+  });
+});
+
+describe('a browser that knows it is offline', () => {
+  it('sends nothing and says so (a phone had been told a write "may have been recorded")', async () => {
+    const fetched = vi.fn();
+    vi.stubGlobal('navigator', { onLine: false });
+    vi.stubGlobal('fetch', fetched);
+    try {
+      const err = await new BatonClient('http://127.0.0.1:9').approve('t', 'apr-1').catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(UnreachableError);
+      expect(err).toMatchObject({ maybeRecorded: false, message: 'this device is offline: nothing was sent to the Baton gateway — send it again once it is back online' });
+      expect(fetched).not.toHaveBeenCalled();
+    } finally {
+      vi.unstubAllGlobals();
     }
   });
 });

@@ -1,5 +1,5 @@
 import type { AgentView, ArtifactView, ChatStreamEvent, ChatSummaryView, ChatView, DeliveryView, EventView, GivenUpDeliveryView, PendingRequestView, TaskChangeView, TaskListItem, TaskView, TaskWebhookSecretView, TeamInfoView, WebhookEndpointView } from '@baton/api';
-import { retryAfterMs } from '@baton/api/http'; // this module alone: the client stays free of the domain's schemas
+import { HEARTBEAT_HEADER, retryAfterMs } from '@baton/api/http'; // this module alone: the client stays free of the domain's schemas
 import { readSse, type SseFrame } from './sse.ts';
 
 /**
@@ -50,6 +50,24 @@ export class ApiError extends Error {
   }
 }
 
+/** Without the gateway's HEARTBEAT_HEADER (an older gateway): its default heartbeat. */
+const DEFAULT_HEARTBEAT_MS = 15_000;
+/** The live streams' cuts: `reconnectStreams` opens each again. */
+const openStreams = new Set<(why: Error) => void>();
+
+/**
+ * Open every live stream of this process (or page) again now; each resumes where it was (no event
+ * missed or twice). For when the network came back or a page comes back into view: a connection
+ * may have died without a word (a stream silent past three heartbeats is reopened anyway).
+ */
+export function reconnectStreams(why = 'reopened'): void {
+  for (const cut of openStreams) cut(new Error(why));
+}
+
+/** A browser that knows it is offline: the request is not even tried (a phone's tap had been told "it may have been recorded"). */
+class OfflineError extends Error {}
+const knownOffline = (): boolean => typeof navigator !== 'undefined' && (navigator as { onLine?: boolean }).onLine === false;
+
 /** Connection failures that happen before a request can have reached the gateway. */
 const NEVER_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
 
@@ -64,11 +82,14 @@ export class UnreachableError extends Error {
   constructor(url: string, cause: unknown, write = false) {
     const inner = (cause as Error)?.cause instanceof Error ? ((cause as Error).cause as Error) : (cause as Error);
     const why = inner?.message ?? String(cause);
-    const maybeRecorded = write && !NEVER_SENT.has((inner as { code?: string })?.code ?? '');
+    const offline = cause instanceof OfflineError;
+    const maybeRecorded = write && !offline && !NEVER_SENT.has((inner as { code?: string })?.code ?? '');
     super(
-      maybeRecorded
-        ? `no answer from the Baton gateway at ${url} (${why}) after the request was sent: it may have been recorded — look before sending it again`
-        : `could not reach the Baton gateway at ${url} (${why})`,
+      offline
+        ? `this device is offline: nothing was sent to the Baton gateway${write ? ' — send it again once it is back online' : ''}`
+        : maybeRecorded
+          ? `no answer from the Baton gateway at ${url} (${why}) after the request was sent: it may have been recorded — look before sending it again`
+          : `could not reach the Baton gateway at ${url} (${why})`,
       { cause },
     );
     this.name = new.target.name;
@@ -183,6 +204,7 @@ export class BatonClient {
 
   private async fetch(p: string, init: RequestInit = {}): Promise<Response> {
     try {
+      if (knownOffline()) throw new OfflineError('offline');
       return await fetch(`${this.baseUrl}${p}`, { ...init, headers: { ...this.headers, ...(init.headers as Record<string, string> | undefined) } });
     } catch (err) {
       if ((err as Error).name === 'AbortError') throw err;
@@ -481,9 +503,15 @@ export class BatonClient {
     for (let attempt = 0; ; attempt++) {
       let cause: Error | null = null;
       let askedMs = 0;
+      // This connection's own cut: a stream silent past three heartbeats (a phone's connection that
+      // died without a word had shown "live" on a stale page), or `reconnectStreams()`.
+      const cutter = new AbortController();
+      const cut = (why: Error): void => cutter.abort(why);
+      openStreams.add(cut);
+      let idle: ReturnType<typeof setTimeout> | undefined;
       try {
         const { path: p, headers } = open();
-        const res = await this.fetch(p, { headers: { accept: 'text/event-stream', ...headers }, ...(o.signal ? { signal: o.signal } : {}) });
+        const res = await this.fetch(p, { headers: { accept: 'text/event-stream', ...headers }, signal: o.signal ? AbortSignal.any([o.signal, cutter.signal]) : cutter.signal });
         if (!res.ok || !res.body) {
           askedMs = Math.min(60_000, retryAfterMs(res.headers.get('retry-after'), Date.now()) ?? 0);
           throw new ApiError(res.status, parseBody(await res.text().catch(() => '')), res.headers);
@@ -491,15 +519,26 @@ export class BatonClient {
         o.connected?.();
         attempt = 0;
         live = true;
-        await readSse(res.body, onFrame);
+        const idleMs = 3 * (Number(res.headers.get(HEARTBEAT_HEADER)) || DEFAULT_HEARTBEAT_MS);
+        const bump = (): void => {
+          clearTimeout(idle);
+          idle = setTimeout(() => cut(new Error(`nothing for ${Math.round(idleMs / 1000)} s, not even a heartbeat: the connection is taken for dead`)), idleMs);
+        };
+        bump();
+        await readSse(res.body, onFrame, bump);
       } catch (err) {
         // The caller's handler failed: its error, not a reconnect (the event it failed on was not taken as handled).
         if (err instanceof HandlerFailed) throw err.error;
         if (o.signal?.aborted) return;
         // Refused (a revoked key, a task gone): no attempt will do better. Unreachable, 429 or 5xx: wait (as long as the gateway asks) and look again, however long it takes.
         if (err instanceof ApiError && err.status < 500 && err.status !== 429) throw err;
-        // A live stream cut (the gateway killed, the connection reset: undici's "terminated") is a drop, told as one (null).
-        cause = live && !(err instanceof ApiError) && !(err instanceof UnreachableError) ? null : err instanceof Error ? err : new Error(String(err));
+        // Cut here (silent too long, or reopened on purpose): why. A live stream cut otherwise (the
+        // gateway killed, the connection reset: undici's "terminated") is a drop, told as one (null).
+        if (cutter.signal.aborted) cause = cutter.signal.reason as Error;
+        else cause = live && !(err instanceof ApiError) && !(err instanceof UnreachableError) ? null : err instanceof Error ? err : new Error(String(err));
+      } finally {
+        clearTimeout(idle);
+        openStreams.delete(cut);
       }
       live = false;
       if (o.done?.() || o.signal?.aborted) return;

@@ -22,8 +22,12 @@ export function parseFrame(block: string): SseFrame {
   return { event, data: data.join('\n'), id };
 }
 
-/** Read a text/event-stream body frame by frame until it ends (works in browsers and Node); an async `onFrame` is awaited before the next frame. */
-export async function readSse(body: ReadableStream<Uint8Array>, onFrame: (f: SseFrame) => unknown): Promise<void> {
+/**
+ * Read a text/event-stream body frame by frame until it ends (works in browsers and Node); an
+ * async `onFrame` is awaited before the next frame. `onBytes`: called as anything arrives
+ * (a heartbeat too), for a reader that watches for silence.
+ */
+export async function readSse(body: ReadableStream<Uint8Array>, onFrame: (f: SseFrame) => unknown, onBytes?: () => void): Promise<void> {
   const reader = body.getReader();
   const decoder = new TextDecoder();
   let buf = '';
@@ -31,6 +35,7 @@ export async function readSse(body: ReadableStream<Uint8Array>, onFrame: (f: Sse
     for (;;) {
       const { value, done } = await reader.read();
       if (done) return;
+      onBytes?.();
       buf += decoder.decode(value, { stream: true }).replace(/\r\n?/g, '\n');
       let cut: number;
       while ((cut = buf.indexOf('\n\n')) >= 0) {

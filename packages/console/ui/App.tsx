@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
-import { api, apiKey, ApiError, isFinalStatus, listTasks, newIdempotencyKey, submitTask, watchTasks, type TaskListItem, type TeamInfo } from './api.ts';
+import { api, apiKey, ApiError, isFinalStatus, listTasks, newIdempotencyKey, reconnectStreams, submitTask, watchTasks, type TaskListItem, type TeamInfo } from './api.ts';
 import { createdWhen, mergeTask, reaches, settle, TASK_CHANGED } from './task-list.ts';
 import { Chat } from './Chat.tsx';
 import { ErrorLine } from './ErrorLine.tsx';
@@ -12,11 +12,38 @@ import { TaskPage } from './TaskPage.tsx';
 
 const STATUSES = ['', 'pending', 'running', 'awaiting_input', 'completed', 'failed', 'cancelled'] as const;
 
+/**
+ * The live views follow the device's network: offline, each stream is cut at once (the page says
+ * "reconnecting", not "● live" on a stale task); back online, or the page back in view after a
+ * while away (a phone's connection dies without a word while it sleeps), each is opened again and
+ * resumes where it was.
+ */
+function useStreamsFollowTheNetwork(): void {
+  useEffect(() => {
+    let hiddenAt = 0;
+    const offline = (): void => reconnectStreams('this device went offline');
+    const online = (): void => reconnectStreams('this device is back online');
+    const visibility = (): void => {
+      if (document.visibilityState === 'hidden') hiddenAt = Date.now();
+      else if (hiddenAt && Date.now() - hiddenAt > 10_000) reconnectStreams('the page is back in view');
+    };
+    window.addEventListener('offline', offline);
+    window.addEventListener('online', online);
+    document.addEventListener('visibilitychange', visibility);
+    return () => {
+      window.removeEventListener('offline', offline);
+      window.removeEventListener('online', online);
+      document.removeEventListener('visibilitychange', visibility);
+    };
+  }, []);
+}
+
 /** The width under which the page is one column (styles.css: a task opened is shown alone, with a link back to the list). */
 const ONE_COLUMN = '(max-width: 800px)';
 
 export function App() {
   const route = useRoute();
+  useStreamsFollowTheNetwork();
   const opened = route.page === 'tasks' ? route.taskId : route.chatId;
   // In one column, a task picked far down the list opens alone, at the top of the page: go there, with the keyboard's focus (the list, and the link pressed, are hidden).
   // Back to the list, the task (or conversation) just shown is where the person left the list: in view, with the focus.

@@ -1,6 +1,6 @@
 import { useId, useRef, useState, useSyncExternalStore } from 'react';
 import { RenderedMarkdown } from './Markdown.tsx';
-import { busyProps, invalidProps } from './a11y.tsx';
+import { busyProps, ConfirmButton, invalidProps } from './a11y.tsx';
 import { api, ApiError, type PendingRequest, type TaskView } from './api.ts';
 import { requestTitle } from './describe.ts';
 import { ErrorLine } from './ErrorLine.tsx';
@@ -128,7 +128,9 @@ function ApprovalCard({ taskId, r, editing, setEditing, decided }: { taskId: str
     try {
       input = JSON.parse(draft);
     } catch (err) {
-      setError(`The edited input is not JSON: ${(err as Error).message}`);
+      // A phone's smart punctuation turns " into “ ”: say so, not the parser's words.
+      const curly = /[\u201c\u201d\u2018\u2019]/.test(draft);
+      setError(curly ? 'The edited input has curly quotes (“ ” or ‘ ’), which JSON does not take — a keyboard’s smart punctuation makes them: use straight quotes (").' : `The edited input is not JSON: ${(err as Error).message}`);
       editor.current?.focus(); // where it is mended
       return;
     }
@@ -158,7 +160,7 @@ function ApprovalCard({ taskId, r, editing, setEditing, decided }: { taskId: str
         <div className="edit">
           <label>
             Tool input (JSON) — checked against the tool's schema and meaning when you approve
-            <textarea ref={editor} autoFocus aria-label="edited input" {...invalidProps(error !== null, errorId)} value={draft} onChange={(e) => setDraft(e.target.value)} onKeyDown={(e) => e.key === 'Escape' && discard()} rows={Math.min(20, draft.split('\n').length + 1)} spellCheck={false} />
+            <textarea ref={editor} autoFocus aria-label="edited input" {...invalidProps(error !== null, errorId)} value={draft} onChange={(e) => setDraft(e.target.value)} onKeyDown={(e) => e.key === 'Escape' && discard()} rows={Math.min(20, draft.split('\n').length + 1)} spellCheck={false} autoCapitalize="off" autoCorrect="off" autoComplete="off" />
           </label>
           <div className="row">
             <button className="primary" {...busyProps(busy)} onClick={() => void saveEdit()}>
@@ -326,11 +328,14 @@ export function ClarificationCard({ taskId, r, decided, compact = false }: { tas
                 type="button"
                 key={o}
                 {...busyProps(busy)}
-                // One question: the option is the answer. Several: it fills the first one still empty (not every one), for the person to go on.
+                aria-pressed={answers.includes(o)}
+                // It fills the answer (one question: its field; several: the first still empty), sent with Answer — not at once: on a
+                // phone the last option sat right above Answer, and a tap that slipped sent an answer with no way back.
                 onClick={() => {
-                  if (r.questions.length === 1) return void send([o]);
-                  const empty = answers.findIndex((a) => !a.trim());
-                  if (empty >= 0) setAnswers(answers.map((a, j) => (j === empty ? o : a)));
+                  const at = r.questions.length === 1 ? 0 : answers.findIndex((a) => !a.trim());
+                  if (at < 0) return;
+                  setAnswers(answers.map((a, j) => (j === at ? o : a)));
+                  form.current?.querySelector<HTMLButtonElement>('button[type="submit"]')?.focus();
                 }}
               >
                 {o}
@@ -398,9 +403,8 @@ function BudgetCard({ taskId, r, decided }: { taskId: string; r: Budget; decided
         <button className="primary" {...busyProps(busy)} onClick={() => void raise()}>
           Raise and continue
         </button>
-        <button {...busyProps(busy)} onClick={() => void run('POST', url, { decision: 'reject', reason: 'stopped at the budget from the console' }, 'The run stops at its budget.')}>
-          Stop the run
-        </button>
+        {/* Ends the task for good: asked twice, as Cancel is (one tap had failed the task). */}
+        <ConfirmButton label="Stop the run" confirmLabel="Stop it for good?" busy={busy} onConfirm={() => void run('POST', url, { decision: 'reject', reason: 'stopped at the budget from the console' }, 'The run stops at its budget.')} />
       </div>
       <ErrorLine error={error} id={errorId} />
     </article>

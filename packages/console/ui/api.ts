@@ -1,5 +1,5 @@
 import type { AgentView, ChatMessageView, ChatStreamEvent, ChatSummaryView, ChatView, DeliveryView, EventView, TaskChangeView, TaskListItem, TaskView } from '@baton/api';
-import { ApiError, BatonClient, newIdempotencyKey } from '@baton/client';
+import { ApiError, BatonClient, newIdempotencyKey, reconnectStreams } from '@baton/client';
 
 export { ApiError, newIdempotencyKey };
 export type { AgentView, ChatMessageView, ChatStreamEvent, ChatSummaryView, ChatView, DeliveryView, EventView, TaskChangeView, TaskListItem, TaskView };
@@ -98,5 +98,7 @@ export function watchTasks(onTask: (t: TaskListItem) => void, onState: (s: 'live
 
 /** Send a chat message and follow the reply as it streams (chat, delta…, then message or error). */
 export const sendChat = (body: { message: string; chatId?: string; team?: string }, on: (e: ChatStreamEvent) => void): Promise<void> => client().chat(body, on);
+
+export { reconnectStreams };
 
 export const isFinalStatus = (s: string): boolean => s === 'completed' || s === 'failed' || s === 'cancelled';

@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { configVersion, verifyRun } from '@baton/agents';
 import { EVENT_TYPES, isStepEvent, own, STEP_EVENT_TYPES, TERMINAL_EVENT_TYPES, type EventType, type RecordedEvent } from '@baton/domain';
-import { publicEventView, toEventView, toTaskView, type EventView } from '@baton/api';
+import { HEARTBEAT_HEADER, publicEventView, toEventView, toTaskView, type EventView } from '@baton/api';
 import type { RelayedEvent } from '@baton/bus';
 import { comesBefore, listTasks, sameCursor, START, type LogCursor } from '@baton/event-store';
 import { setBounded } from '@baton/runtime';
@@ -123,7 +123,8 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
    */
   function openStream(req: FastifyRequest, reply: { raw: ServerResponse }, woken: () => void) {
     const res = reply.raw;
-    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'x-accel-buffering': 'no', ...SECURITY_HEADERS });
+    // The heartbeat's interval said: a client that hears nothing for three of them takes the connection for dead and reopens it.
+    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'x-accel-buffering': 'no', [HEARTBEAT_HEADER]: String(d.sseHeartbeatMs), ...SECURITY_HEADERS });
     // A heartbeat only where the client keeps up: behind a full buffer it says nothing new. Its key revoked: the stream ends.
     const heartbeat = setInterval(() => {
       if (revoked(req.actor)) {
