@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import { createDb, describeRebase, ensureDatabase, migrateToLatest, rebaseRestoredLog } from '@baton/db';
+import { createDb, describeMigrations, describeRebase, ensureDatabase, migrateToLatest, migrationFailedForGood, rebaseRestoredLog } from '@baton/db';
 import { pollUntil } from './poll.ts';
 
 export const SERVICES = ['orchestrator', 'sandbox-runner', 'notifier', 'gateway'] as const;
@@ -93,8 +93,8 @@ export async function prepareDatabase(url: string, log: (m: string) => void): Pr
       if (await ensureDatabase(url)) log(`created database ${new URL(url).pathname.slice(1)}`);
       const db = createDb(url, { max: 1, applicationName: 'baton-migrate' });
       try {
-        const applied = await migrateToLatest(db.kysely);
-        log(applied.length ? `migrations applied: ${applied.join(', ')}` : 'migrations: up to date');
+        const { applied, newer } = await migrateToLatest(db.kysely);
+        log(describeMigrations(applied, newer));
         const rebased = await rebaseRestoredLog(db.pool);
         if (rebased) log(describeRebase(rebased));
       } finally {
@@ -105,6 +105,8 @@ export async function prepareDatabase(url: string, log: (m: string) => void): Pr
     {
       timeoutMs: 60_000,
       intervalMs: (attempt) => Math.min(5000, 250 * 2 ** attempt),
+      // A server that answers and refuses (a migration's error, migrations that do not fit) is said at once, not waited on as "Postgres starting".
+      retryErrors: (err) => !migrationFailedForGood(err),
       onRetry: (err, attempt) => log(`waiting for Postgres at ${redact(url)} (${(err as Error).message}); attempt ${attempt}`),
       onTimeout: (err) => new Error(`Postgres at ${redact(url)} is not usable: ${(err as Error).message}`),
     },

@@ -3,7 +3,7 @@ import { pgTest as test } from '@baton/testing';
 import { describe, expect } from 'vitest';
 import { Migrator } from 'kysely/migration';
 import { ensureDatabase } from './admin.ts';
-import { claimNamespace, createDb, migrateToLatest, schemaReady, SchemaNotReadyError } from './db.ts';
+import { claimNamespace, createDb, migrateToLatest, migrationFailedForGood, MigrationsMismatchError, schemaReady, SchemaNotReadyError } from './db.ts';
 import { migrationProvider } from './migrations/index.ts';
 import { withSessionLock } from './transaction.ts';
 
@@ -44,6 +44,28 @@ describe('createDb({ countQueries })', () => {
     }
   });
 
+  test("a database past this code (a later release's migrations applied, then the code rolled back) is left as it is — kysely had called it corrupted and the rollback was refused; one migrated by another line of releases is said so at once; a statement's error is for good, a server not reachable is not", async ({ pg: { url } }) => {
+    const db = createDb(url, { max: 2 });
+    try {
+      await migrateToLatest(db.kysely);
+      await db.pool.query(`insert into kysely_migration (name, timestamp) values ('999_from_a_later_release', now()::text)`);
+      expect(await migrateToLatest(db.kysely)).toEqual({ applied: [], newer: ['999_from_a_later_release'] });
+      await schemaReady(db.pool)(); // and the services run on it
+      // Missing one this code knows while having one it does not: another line of releases.
+      await db.pool.query(`delete from kysely_migration where name = '023_deployment_id'`);
+      const err = await migrateToLatest(db.kysely).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(MigrationsMismatchError);
+      expect((err as Error).message).toBe('this database has migrations this code does not know (999_from_a_later_release) and lacks ones it does (023_deployment_id): it was migrated by another line of releases; run the release that made it, or restore a backup from before');
+      expect(migrationFailedForGood(err)).toBe(true);
+      expect(migrationFailedForGood(await db.pool.query('select nonsense from nowhere').catch((e: unknown) => e))).toBe(true);
+      const away = createDb('postgres://postgres@127.0.0.1:1/nowhere', { max: 1 });
+      expect(migrationFailedForGood(await away.pool.query('select 1').catch((e: unknown) => e))).toBe(false);
+      await away.close();
+    } finally {
+      await db.close();
+    }
+  });
+
   test('014 keeps the dead letters recorded before (no stored time) and takes a new message of the same stream sequence beside one', async ({ pg: { url } }) => {
     const db = createDb(url, { max: 2 });
     try {
@@ -52,7 +74,7 @@ describe('createDb({ countQueries })', () => {
       const insert = `insert into dead_letters (consumer, subject, stream_sequence, deliveries, payload, error) values ('c', 's', 7, 5, '{}', 'e')`;
       await db.pool.query(insert);
       await expect(db.pool.query(insert)).rejects.toThrow(/dead_letters_uq/); // the sequence alone was the key
-      expect(await migrateToLatest(db.kysely)).toContain('014_dead_letter_identity');
+      expect((await migrateToLatest(db.kysely)).applied).toContain('014_dead_letter_identity');
       const again = `insert into dead_letters (consumer, subject, stream_sequence, stored_at, deliveries, payload, error) values ('c', 's', 7, '2026-11-27T04:00:00.000001Z', 5, '{}', 'e') on conflict (consumer, stream_sequence, stored_at) do nothing`;
       await db.pool.query(again);
       await db.pool.query(again); // the same message: once
@@ -73,7 +95,7 @@ describe('createDb({ countQueries })', () => {
         await db.pool.query(`insert into events (stream_id, stream_version, task_id, event_id, type, schema_version, data, metadata) values ($1, 1, $2, $3, 'TaskSubmitted', 1, $4, '{}')`, [`task-${id}`, id, randomUUID(), JSON.stringify({ prompt: 'p', forkedFrom })]);
         await db.pool.query(`insert into tasks (id, tenant_id, status, team, title, created_at, updated_at, version, forked_from) values ($1, 't', 'pending', 'bench', 'p', now(), now(), 1, $2)`, [id, forkedFrom?.taskId ?? null]);
       }
-      expect(await migrateToLatest(db.kysely)).toContain('020_task_forks');
+      expect((await migrateToLatest(db.kysely)).applied).toContain('020_task_forks');
       const { rows } = await db.pool.query<{ id: string; forked_at_version: number | null }>('select id, forked_at_version from tasks');
       expect(new Map(rows.map((r) => [r.id, r.forked_at_version]))).toEqual(new Map([[fork, 7], [plain, null]]));
     } finally {
@@ -88,7 +110,7 @@ describe('createDb({ countQueries })', () => {
       expect(down.error).toBeUndefined();
       expect(down.results?.map((r) => r.migrationName)).toContain('011_events_task_tx_idx');
       await db.pool.query('create index concurrently events_task_tx_idx on events (task_id, transaction_id, global_position)');
-      expect(await migrateToLatest(db.kysely)).toContain('011_events_task_tx_idx');
+      expect((await migrateToLatest(db.kysely)).applied).toContain('011_events_task_tx_idx');
       const idx = await db.pool.query(`select indexdef from pg_indexes where indexname = 'events_task_tx_idx'`);
       expect(idx.rows.map((r) => r.indexdef)).toEqual([expect.stringContaining('(task_id, transaction_id, global_position)')]);
     } finally {
@@ -144,6 +166,18 @@ describe('claimNamespace', () => {
     expect(owner.namespace).not.toBe('nsc');
     // The deployment id (migration 023) stays what it was claimed with.
     expect(await claimNamespace(pg.db.pool, owner.namespace)).toEqual(owner);
+  });
+
+  test('on a schema older than this code (a worker started before the migrations) it says to run them — it had said "column deployment_id does not exist", retried for ever', async ({ pg: { url } }) => {
+    const db = createDb(url, { max: 1 });
+    try {
+      expect((await new Migrator({ db: db.kysely, provider: migrationProvider }).migrateTo('022_given_up_deliveries')).error).toBeUndefined();
+      const err = await claimNamespace(db.pool, '').catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(SchemaNotReadyError);
+      expect((err as Error).message).toMatch(/^this database's schema is older than this code: run the migrations first \(infra\/baton up does;/);
+    } finally {
+      await db.close();
+    }
   });
 });
 

@@ -1,4 +1,4 @@
-import { Kysely, PostgresDialect } from 'kysely';
+import { Kysely, PostgresDialect, sql } from 'kysely';
 import { Migrator } from 'kysely/migration';
 import pg from 'pg';
 import { restoredLogProblem } from './restored-log.ts';
@@ -84,12 +84,63 @@ export function createDb(connectionString: string, opts: DbOptions = {}): Db {
   };
 }
 
-/** Apply every pending migration (idempotent; concurrent callers are serialised by kysely's lock). */
-export async function migrateToLatest(kysely: Kysely<Database>): Promise<string[]> {
+/** What `migrateToLatest` did: the migrations it applied, and those the database has that this code does not know (a newer release's). */
+export interface MigrationOutcome {
+  applied: string[];
+  /** The schema is newer than this code (a release rolled back): nothing to do — every migration adds, so this code runs on it. */
+  newer: string[];
+}
+
+/**
+ * The database's migrations and this code's do not fit: some this code knows are missing while
+ * the database has others it does not (migrated by another line of releases). No retry mends it.
+ */
+export class MigrationsMismatchError extends Error {
+  constructor(unknown: string[], missing: string[]) {
+    super(`this database has migrations this code does not know (${unknown.join(', ')}) and lacks ones it does (${missing.join(', ')}): it was migrated by another line of releases; run the release that made it, or restore a backup from before`);
+    this.name = new.target.name;
+  }
+}
+
+/**
+ * Apply every pending migration (idempotent; concurrent callers are serialised by kysely's lock).
+ * A database already past this code (every migration it knows applied, and later ones too: the
+ * code rolled back) is left as it is — kysely had called that "corrupted migrations", and a
+ * rollback the docs call fine was refused.
+ */
+export async function migrateToLatest(kysely: Kysely<Database>): Promise<MigrationOutcome> {
+  const known = Object.keys(migrations).sort();
+  const done = await sql<{ name: string }>`select name from kysely_migration`.execute(kysely).then(
+    (r) => new Set(r.rows.map((x) => x.name)),
+    (err: { code?: string }) => {
+      if (err.code === '42P01') return new Set<string>(); // none yet
+      throw err;
+    },
+  );
+  const unknown = [...done].filter((m) => !known.includes(m)).sort();
+  if (unknown.length > 0) {
+    const missing = known.filter((m) => !done.has(m));
+    const last = known.at(-1) ?? '';
+    if (missing.length === 0 && unknown.every((m) => m > last)) return { applied: [], newer: unknown };
+    throw new MigrationsMismatchError(unknown, missing);
+  }
   const migrator = new Migrator({ db: kysely, provider: migrationProvider });
   const { error, results } = await migrator.migrateToLatest();
   if (error) throw error instanceof Error ? error : new Error(String(error));
-  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+  return { applied: (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName), newer: [] };
+}
+
+/** SQLSTATEs of a server not (yet) reachable or accepting: a migration run waits them out. Others are no server's state but the statement's. */
+const TRANSIENT_SQLSTATE = /^(08|57P0|53300$|3D000$)/;
+
+/**
+ * Whether a failure of `migrateToLatest` is for good — the migrations do not fit, or a statement
+ * failed in a server that answers (a migration's own error) — not a server still starting: a
+ * migration run stops at once and says it, instead of "Postgres not ready" for a minute.
+ */
+export function migrationFailedForGood(err: unknown): boolean {
+  if (err instanceof MigrationsMismatchError) return true;
+  return err instanceof pg.DatabaseError && !TRANSIENT_SQLSTATE.test(err.code ?? '');
 }
 
 /** Postgres answers, but this database lacks migrations the code needs. */
@@ -147,7 +198,12 @@ export interface DeploymentClaim {
  * write on the NATS streams they make (`ensureTopology` in @baton/bus).
  */
 export async function claimNamespace(pool: Pick<pg.Pool, 'query'>, namespace: string): Promise<DeploymentClaim> {
-  const claimed = await pool.query<DeploymentClaim>(`insert into deployment (namespace) values ($1) on conflict (id) do nothing returning namespace, deployment_id as deployment`, [namespace]);
+  // A schema older than this code (a worker started before the migrations): said so, not "column deployment_id does not exist".
+  const behind = (err: { code?: string }): never => {
+    if (err.code === '42P01' || err.code === '42703') throw new SchemaNotReadyError(`this database's schema is older than this code: ${HOW_TO_MIGRATE}`);
+    throw err;
+  };
+  const claimed = await pool.query<DeploymentClaim>(`insert into deployment (namespace) values ($1) on conflict (id) do nothing returning namespace, deployment_id as deployment`, [namespace]).catch(behind);
   if (claimed.rows[0]) return claimed.rows[0];
   // Claimed already — perhaps by a claim that committed while this one waited on it: read in a
   // statement of its own, which sees that commit (the insert's snapshot did not).

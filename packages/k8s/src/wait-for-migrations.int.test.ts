@@ -58,7 +58,7 @@ describe('wait-for-migrations (the init container of every Baton pod)', () => {
       expect(w.p.exitCode).toBeNull(); // still waiting
 
       const db = createDb(url, { max: 1 });
-      const applied = await migrateToLatest(db.kysely);
+      const { applied } = await migrateToLatest(db.kysely);
       await db.close();
       expect(await w.exited).toBe(0);
       expect(w.output()).toContain(`the schema has the image's ${applied.length} migrations (last ${applied[applied.length - 1]})`);
