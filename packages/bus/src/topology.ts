@@ -162,7 +162,7 @@ export async function setUpTopology(jsm: () => Promise<JetStreamManager>, names:
 }
 
 function logTakenOver(log: Logger, takenOver: { stream: string; from: string }[]): void {
-  for (const { stream, from } of takenOver) log.warn({ stream, from }, "bus stream made for another deployment (another database on this BATON_NAMESPACE), none of whose services answers: taken over (deleted and re-created; what it held was that database's work)");
+  for (const { stream, from } of takenOver) log.warn({ stream, from }, "bus stream made for another deployment — another database on this BATON_NAMESPACE, or this one's before it was re-created — none of whose services answers: taken over (deleted and re-created from this database's log; what it held was that deployment's)");
 }
 
 /**
