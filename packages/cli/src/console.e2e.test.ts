@@ -528,7 +528,7 @@ describe('the web console, in Chromium', () => {
       if (new URL(r.url()).pathname === '/v1/tasks' && r.status() === 401) refusedLists.push(Date.now());
     });
     await anonymous.goto(`${url}/`);
-    await anonymous.getByRole('alert').getByText('This gateway needs an API key: enter yours above.').waitFor();
+    await anonymous.getByRole('alert').getByText("This gateway needs an API key: enter yours above (your team's admin has it).").waitFor();
     // Without a key the list is not polled (each poll would be refused every 4 s): over a poll period and more, nothing is asked again.
     // The first reads are three, each refused: the list, its stream, and the list again once the stream is refused.
     // (Waiting for the network to be idle instead raced on a loaded machine: a 500 ms stall before the third read.)

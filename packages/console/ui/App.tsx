@@ -76,7 +76,7 @@ export function App() {
       (err: unknown) => {
         const refused = err instanceof ApiError && (err.status === 401 || err.status === 403);
         // A key that was sent and refused is not a missing key: say which, with the gateway's words.
-        setAuthProblem(!refused ? (err as Error).message : apiKey.get() ? `The gateway refused this API key (${(err as Error).message}): enter another above.` : 'This gateway needs an API key: enter yours above.');
+        setAuthProblem(!refused ? (err as Error).message : apiKey.get() ? `The gateway refused this API key (${(err as Error).message}): enter another above.` : `This gateway needs an API key: enter yours above (your team's admin has it).${location.hash.startsWith('#/tasks/') ? ' Came from a mail? Its own Approve, Reject and Answer buttons work without a key.' : ''}`);
       },
     );
   }, []);
