@@ -108,6 +108,9 @@ describe('mailed decision links', () => {
     const post = await app.inject({ method: 'POST', url: '/mail/decide', ...form([['token', token], ['reason', 'too broad']]) });
     expect([post.statusCode, post.body]).toEqual([200, expect.stringMatching(/Rejected as ann@example\.com/)]);
     expect((await loadTask(pg.store, id)).events.at(-1)).toMatchObject({ type: 'ApprovalRejected', data: { reason: 'too broad', decidedBy: 'mail:ann@example.com' } });
+    // Sent again (its answer lost): done, not a refusal — a rejection's record carries its reason.
+    const again = await app.inject({ method: 'POST', url: '/mail/decide', ...form([['token', token], ['reason', 'too broad']]) });
+    expect([again.statusCode, again.body]).toEqual([200, expect.stringMatching(/<h1>Done: rejected<\/h1>/)]);
     // The approve link of the same request, followed after: already decided.
     const late = await app.inject({ method: 'POST', url: '/mail/decide', ...form([['token', signLinkToken(SECRET, claimsFor(id))]]) });
     expect([late.statusCode, late.body]).toEqual([409, expect.stringMatching(/rejected: too broad/)]);

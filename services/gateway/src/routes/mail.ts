@@ -134,7 +134,7 @@ export const mailRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
   const alreadyDecided = (claims: LinkClaims, state: TaskState, decided: DecidedRequest): Page => {
     const mine = decided.by === `mail:${claims.a}`;
     const what = claims.d === 'answer' ? 'answered' : claims.d === 'approve' ? 'approved' : 'rejected';
-    if (mine && (claims.d === 'answer' || decided.decision === what)) return new Page(200, `Done: ${what}`, `${para(`You ${what} this at ${humanTime(decided.at)}; it is recorded. Nothing more to do.`)}${consoleLink(state.id)}`, state.prompt);
+    if (mine && (claims.d === 'answer' || decided.decision.startsWith(what))) return new Page(200, `Done: ${what}`, `${para(`You ${what} this at ${humanTime(decided.at)}; it is recorded. Nothing more to do.`)}${consoleLink(state.id)}`, state.prompt);
     return new Page(409, 'Already decided', `${para(`${new RequestAlreadyDecidedError(claims.r, { ...decided, at: humanTime(decided.at) }).message}. Nothing was changed.`)}${consoleLink(state.id)}`, state.prompt);
   };
 
