@@ -155,7 +155,11 @@ describe('follow', () => {
       asked.push(req.headers['last-event-id'] as string | undefined);
       res.writeHead(200, { 'content-type': 'text/event-stream', 'baton-heartbeat-ms': '40' });
       if (asked.length === 1) res.write(ev(4, 'TaskStarted')); // then nothing: not even a heartbeat (the connection died on the way)
-      else if (asked.length === 2) res.write(`${ev(5, 'ModelTurnRecorded')}: heartbeat\n\n`); // alive; held until reopened
+      else if (asked.length === 2) {
+        res.write(ev(5, 'ModelTurnRecorded')); // alive: a heartbeat on time, until reopened
+        const beat = setInterval(() => res.write(': heartbeat\n\n'), 20);
+        res.on('close', () => clearInterval(beat));
+      }
       else res.end(ev(6, 'TaskCompleted'));
       held.push(res);
     });
@@ -171,14 +175,46 @@ describe('follow', () => {
         },
       });
       await vi.waitFor(() => expect(seen).toEqual([4, 5]), { timeout: 5000 });
-      expect(reasons).toEqual(['nothing for 0 s, not even a heartbeat: the connection is taken for dead']);
+      expect(reasons).toEqual(['nothing for 0.1 s, not even a heartbeat: the connection is taken for dead']);
       reconnectStreams('this device is back online');
       await following;
       expect(seen).toEqual([4, 5, 6]);
       expect(asked).toEqual([undefined, '4', '5']);
-      expect(reasons).toEqual(['nothing for 0 s, not even a heartbeat: the connection is taken for dead', 'this device is back online']);
+      expect(reasons).toEqual(['nothing for 0.1 s, not even a heartbeat: the connection is taken for dead', 'this device is back online']);
     } finally {
       for (const r of held) r.destroy();
+      await new Promise<void>((r) => server.close(() => r()));
+    }
+  });
+
+  it("a handler slower than three heartbeats does not cut a healthy stream (the watch is the connection's); a stream waiting to try again is woken by reconnectStreams()", async () => {
+    let connections = 0;
+    const server = createServer((_req, res) => {
+      connections++;
+      // The first: a 503 asking for 30 s — the stream waits that long unless woken.
+      res.writeHead(connections === 1 ? 503 : 200, { 'content-type': 'text/event-stream', 'baton-heartbeat-ms': '20', ...(connections === 1 ? { 'retry-after': '30' } : {}) });
+      if (connections === 1) return void res.end();
+      res.end(`${ev(4, 'ModelTurnRecorded')}${ev(5, 'TaskCompleted')}`);
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const seen: number[] = [];
+      const states: string[] = [];
+      const following = new BatonClient(`http://127.0.0.1:${(server.address() as { port: number }).port}`).follow(
+        't',
+        async (e) => {
+          await new Promise((r) => setTimeout(r, 200)); // 10 heartbeats' time
+          seen.push(e.position);
+        },
+        { onState: (s) => states.push(s) },
+      );
+      await vi.waitFor(() => expect(states).toEqual(['reconnecting']), { timeout: 5000 });
+      reconnectStreams('back online');
+      await following;
+      expect(seen).toEqual([4, 5]);
+      expect(connections).toBe(2);
+      expect(states).toEqual(['reconnecting', 'live']);
+    } finally {
       await new Promise<void>((r) => server.close(() => r()));
     }
   });

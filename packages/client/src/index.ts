@@ -508,10 +508,13 @@ export class BatonClient {
       const cutter = new AbortController();
       const cut = (why: Error): void => cutter.abort(why);
       openStreams.add(cut);
+      // The caller's signal aborts this connection too (by hand: AbortSignal.any is missing on the older phones this is for).
+      const follow = (): void => cutter.abort(o.signal?.reason);
+      o.signal?.addEventListener('abort', follow, { once: true });
       let idle: ReturnType<typeof setTimeout> | undefined;
       try {
         const { path: p, headers } = open();
-        const res = await this.fetch(p, { headers: { accept: 'text/event-stream', ...headers }, signal: o.signal ? AbortSignal.any([o.signal, cutter.signal]) : cutter.signal });
+        const res = await this.fetch(p, { headers: { accept: 'text/event-stream', ...headers }, signal: cutter.signal });
         if (!res.ok || !res.body) {
           askedMs = Math.min(60_000, retryAfterMs(res.headers.get('retry-after'), Date.now()) ?? 0);
           throw new ApiError(res.status, parseBody(await res.text().catch(() => '')), res.headers);
@@ -522,10 +525,22 @@ export class BatonClient {
         const idleMs = 3 * (Number(res.headers.get(HEARTBEAT_HEADER)) || DEFAULT_HEARTBEAT_MS);
         const bump = (): void => {
           clearTimeout(idle);
-          idle = setTimeout(() => cut(new Error(`nothing for ${Math.round(idleMs / 1000)} s, not even a heartbeat: the connection is taken for dead`)), idleMs);
+          idle = setTimeout(() => cut(new Error(`nothing for ${Math.round(idleMs / 100) / 10} s, not even a heartbeat: the connection is taken for dead`)), idleMs);
         };
         bump();
-        await readSse(res.body, onFrame, bump);
+        // The silence is the connection's, not the handler's: the watch stops while a frame is handled.
+        await readSse(
+          res.body,
+          async (f) => {
+            clearTimeout(idle);
+            try {
+              await onFrame(f);
+            } finally {
+              bump();
+            }
+          },
+          bump,
+        );
       } catch (err) {
         // The caller's handler failed: its error, not a reconnect (the event it failed on was not taken as handled).
         if (err instanceof HandlerFailed) throw err.error;
@@ -539,14 +554,22 @@ export class BatonClient {
       } finally {
         clearTimeout(idle);
         openStreams.delete(cut);
+        o.signal?.removeEventListener('abort', follow);
       }
       live = false;
       if (o.done?.() || o.signal?.aborted) return;
       const inMs = Math.max(Math.min(5000, 100 * 2 ** Math.min(attempt, 6)), askedMs);
       o.reconnecting({ cause, inMs });
+      // `reconnectStreams` ends the wait too: back online, a stream waiting to try again tries now.
       await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, inMs);
-        o.signal?.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
+        const done = (): void => {
+          clearTimeout(t);
+          openStreams.delete(done);
+          resolve();
+        };
+        const t = setTimeout(done, inMs);
+        openStreams.add(done);
+        o.signal?.addEventListener('abort', done, { once: true });
       });
     }
   }

@@ -14,12 +14,12 @@ export class ConfigError extends Error {
 }
 
 /**
- * Settings whose default is unsafe in production — an open API, webhooks signed with the public
+ * Settings whose default is unsafe in production — an open API (BATON_API_KEYS, or its file), webhooks signed with the public
  * development secret, a database or NATS on localhost, unsigned mail links —, so an empty value
  * (a Kubernetes Secret key left blank, `FOO=` in a file) is refused instead of meaning "unset".
  * Leave them out to get the default.
  */
-export const UNSAFE_WHEN_EMPTY: ReadonlySet<string> = new Set(['DATABASE_URL', 'NATS_URL', 'BATON_API_KEYS', 'WEBHOOK_SECRET', 'MAIL_LINK_SECRET']);
+export const UNSAFE_WHEN_EMPTY: ReadonlySet<string> = new Set(['DATABASE_URL', 'NATS_URL', 'BATON_API_KEYS', 'BATON_API_KEYS_FILE', 'WEBHOOK_SECRET', 'MAIL_LINK_SECRET']);
 
 /** Parse an environment with a zod schema; on failure every problem is listed, by variable name. */
 export function loadConfig<S extends z.ZodType>(service: string, schema: S, env: Record<string, string | undefined>): z.infer<S> {

@@ -169,7 +169,7 @@ describe('E2B sandbox provider lifecycle', () => {
     fake.loseCreateAnswers(1);
     await expect(p.open(s)).rejects.toThrow(SandboxOutageError); // the runner waits the outage out and opens again
     const [lost] = ours();
-    expect(fake.sandboxes.get(lost as string)?.metadata).toEqual({ taskId: s.taskId, agentId: s.agentId, deployment });
+    expect(fake.sandboxes.get(lost as string)?.metadata).toEqual({ taskId: s.taskId, agentId: s.agentId, deployment, namespace: '' });
     await p.open(s);
     const registered = (await pg.db.pool.query('select external_id from sandboxes where task_id = $1', [s.taskId])).rows[0]?.external_id as string;
     expect(ours().sort()).toEqual([lost, registered].sort());
@@ -179,24 +179,25 @@ describe('E2B sandbox provider lifecycle', () => {
     // A task this log does not know, tagged as ours all the same (the registry's own sandboxes of unknown tasks are its to kill; this one is not in it).
     const stranger = spec();
     const conn = { apiKey: 'e2b_test', apiUrl: fake.url, sandboxUrl: fake.url } as ConnectionOpts;
-    const strangerId = (await E2B.create('baton-agent', { ...conn, metadata: { taskId: stranger.taskId, agentId: stranger.agentId, deployment } })).sandboxId;
-    // Another deployment's sandbox for the same task id (a copy of this database, say): never listed here.
-    const foreignId = (await E2B.create('baton-agent', { ...conn, metadata: { taskId: s.taskId, agentId: s.agentId, deployment: randomUUID() } })).sandboxId;
+    const strangerId = (await E2B.create('baton-agent', { ...conn, metadata: { taskId: stranger.taskId, agentId: stranger.agentId, deployment, namespace: '' } })).sandboxId;
+    // Another deployment's sandbox for the same task id, and a copy's of this database (the same deployment id, its own namespace): never listed here.
+    const foreignId = (await E2B.create('baton-agent', { ...conn, metadata: { taskId: s.taskId, agentId: s.agentId, deployment: randomUUID(), namespace: '' } })).sandboxId;
+    const copyId = (await E2B.create('baton-agent', { ...conn, metadata: { taskId: s.taskId, agentId: s.agentId, deployment, namespace: 'copy' } })).sandboxId;
     const liveness = async (ids: string[]) => new Map(ids.filter((i) => i !== stranger.taskId).map((i) => [i, i === finished.taskId ? 'finished' : 'live'] as const));
 
     // First seen: the finished task's goes at once; the stray only once seen so past the grace (a create may be under way).
     expect(await p.sweep(liveness)).toBe(1);
     expect([...fake.sandboxes.values()].some((x) => x.metadata.taskId === finished.taskId)).toBe(false);
-    expect(ours().sort()).toEqual([lost, registered, foreignId].sort());
+    expect(ours().sort()).toEqual([lost, registered, foreignId, copyId].sort());
     await new Promise((r) => setTimeout(r, 450));
     expect(await p.sweep(liveness)).toBe(1);
-    expect(ours().sort()).toEqual([registered, foreignId].sort());
+    expect(ours().sort()).toEqual([registered, foreignId, copyId].sort());
     expect(fake.sandboxes.has(strangerId)).toBe(true);
     // Listed by this deployment's tag only: another deployment's (or an older version's, untagged) are never listed.
     const lists = fake.calls.filter((c) => c.method === 'GET' && c.path === '/v2/sandboxes');
     expect(lists.length).toBeGreaterThanOrEqual(2);
     await p.kill(s.taskId, s.agentId);
-    for (const id of [strangerId, foreignId]) await E2B.kill(id, conn);
+    for (const id of [strangerId, foreignId, copyId]) await E2B.kill(id, conn);
   }, 30_000);
 
   test('strayVerdict: what the sweep makes of a listed sandbox', () => {

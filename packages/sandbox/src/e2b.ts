@@ -81,14 +81,14 @@ export class E2BSandboxProvider implements SandboxProvider {
       });
     }
     if (!sbx) {
-      const deployment = await this.registry.deploymentId();
+      const owner = await this.registry.owner();
       const made: E2B = await E2B.create(this.template, {
         ...this.conn,
         lifecycle: { onTimeout: 'pause' },
         timeoutMs: this.timeoutMs,
-        // The deployment too: the sweep lists this deployment's sandboxes by it, and finds one the
-        // registry never heard of (its create's answer lost, or the runner gone before recording it).
-        metadata: { taskId: spec.taskId, agentId: spec.agentId, ...(deployment ? { deployment } : {}) },
+        // Whose it is too (deployment and namespace): the sweep lists its own sandboxes by them, and
+        // finds one the registry never heard of (its create's answer lost, or the runner gone before recording it).
+        metadata: { taskId: spec.taskId, agentId: spec.agentId, ...(owner ? { deployment: owner.deployment, namespace: owner.namespace } : {}) },
         envs: spec.env,
         allowInternetAccess: spec.network,
       }).catch((err: unknown) => Promise.reject(e2bOpenError(err, 'create', this.template)));
@@ -124,10 +124,10 @@ export class E2BSandboxProvider implements SandboxProvider {
   async sweep(liveness: TaskLiveness): Promise<number> {
     let swept = 0;
     const failed: string[] = [];
-    const kill = async (label: string, f: () => Promise<unknown>): Promise<void> => {
+    // Counted when something was there to kill (E2B's kill of a sandbox gone already says false).
+    const kill = async (label: string, f: () => Promise<boolean>): Promise<void> => {
       try {
-        await f();
-        swept++;
+        if (await f()) swept++;
       } catch (err) {
         failed.push(`${label}: ${(err as Error).message}`);
       }
@@ -135,19 +135,24 @@ export class E2BSandboxProvider implements SandboxProvider {
     const rows = await this.registry.live(this.name);
     if (rows.length > 0) {
       const known = await liveness([...new Set(rows.map((r) => r.taskId))]);
-      for (const r of rows) if (known.get(r.taskId) !== 'live') await kill(r.externalId ?? sandboxIdOf(r.taskId, r.agentId), () => this.kill(r.taskId, r.agentId));
+      for (const r of rows) if (known.get(r.taskId) !== 'live') await kill(r.externalId ?? sandboxIdOf(r.taskId, r.agentId), () => this.kill(r.taskId, r.agentId).then(() => true));
     }
-    for (const id of await this.strayVerdicts(liveness)) await kill(id, () => E2B.kill(id, this.conn));
+    // E2B's list failing is one more failure named, not one that hides the first pass's.
+    const strays = await this.strayVerdicts(liveness).catch((err: unknown) => {
+      failed.push(`listing this deployment's sandboxes: ${(err as Error).message}`);
+      return [];
+    });
+    for (const id of strays) await kill(id, () => E2B.kill(id, this.conn));
     if (failed.length > 0) throw new Error(`${swept} orphaned sandboxes killed; ${failed.length} could not be (tried again at the next sweep): ${failed.join('; ')}`);
     return swept;
   }
 
   /** The sandboxes E2B lists for this deployment that are to be killed now. */
   private async strayVerdicts(liveness: TaskLiveness): Promise<string[]> {
-    const deployment = await this.registry.deploymentId();
-    if (!deployment) return [];
+    const owner = await this.registry.owner();
+    if (!owner) return [];
     const listed: ListedSandbox[] = [];
-    const pages = E2B.list({ ...this.conn, query: { metadata: { deployment } } });
+    const pages = E2B.list({ ...this.conn, query: { metadata: { deployment: owner.deployment, namespace: owner.namespace } } });
     while (pages.hasNext) {
       for (const s of await pages.nextItems()) {
         const { taskId, agentId } = s.metadata;
@@ -342,13 +347,20 @@ class E2BSandbox implements Sandbox {
     // next attempt's (and was reported as timed out).
     const handle = await this.sbx.commands.run(command, { background: true, cwd, timeoutMs: opts.timeoutMs, envs: this.spec.env });
     let stopped: 'aborted' | 'timed out' | null = null;
+    /**
+     * The kill under way, awaited before the result goes back: the tree first (the command is
+     * stopped at once, then what it started: once the command is gone its children are no longer
+     * its, and cannot be found), then its pid through envd as well.
+     */
+    let killing: Promise<unknown> | null = null;
+    const killAll = (): Promise<unknown> => (killing ??= this.killTree(handle.pid).then(() => handle.kill().catch(() => false)));
     let given: () => void = () => {};
     // Killed: its output stream may stay open (a child holding it) — waited for 2 s more, then left.
     const givenUp = new Promise<'given up'>((resolve) => (given = () => void setTimeout(() => resolve('given up'), 2000)));
     const kill = (why: 'aborted' | 'timed out'): void => {
       if (stopped) return;
       stopped = why;
-      void this.killTree(handle.pid).finally(() => handle.kill().catch(() => false));
+      void killAll();
       given();
     };
     const onAbort = (): void => kill('aborted');
@@ -369,11 +381,13 @@ class E2BSandbox implements Sandbox {
         return done(null, handle.stdout, handle.stderr, stopped === 'timed out');
       }
       // Its stream broke (a cut connection): the command may run on in envd — killed, best effort, before the error goes up.
-      void this.killTree(handle.pid).finally(() => handle.kill().catch(() => false));
+      void killAll();
       throw err;
     } finally {
       clearTimeout(timer);
       opts.signal?.removeEventListener('abort', onAbort);
+      // Not back before the tree is down (the next attempt had run beside it): bounded by KILL_TREE's own time limit.
+      if (killing) await Promise.race([killing, new Promise((r) => setTimeout(r, 12_000).unref())]);
     }
   }
 

@@ -13,6 +13,12 @@ export interface SandboxRow {
   generation: number;
 }
 
+/** The deployment and namespace a provider's sandboxes are tagged with (E2B metadata). */
+export interface SandboxOwner {
+  deployment: string;
+  namespace: string;
+}
+
 export interface StoredFile {
   path: string;
   mode: number;
@@ -141,13 +147,18 @@ export class SandboxRegistry {
     return new Map(rows.map((r) => [r.id as string, rowOf(r)]));
   }
 
+  private claimed: SandboxOwner | null = null;
   /**
-   * This database's deployment id (migration 023; every service claims it at start), or null
-   * before any has: what a provider tags its sandboxes with, to find its own among others'.
+   * Whose sandboxes these are: this database's deployment id (migration 023) and namespace, as
+   * every service claims them at start (null before any has; read once). A provider tags its
+   * sandboxes with both, to find its own among others' — a copy of the database keeps the id,
+   * and runs beside the original on a namespace of its own.
    */
-  async deploymentId(): Promise<string | null> {
-    const { rows } = await this.pool.query<{ id: string }>('select deployment_id::text as id from deployment where id = 1');
-    return rows[0]?.id ?? null;
+  async owner(): Promise<SandboxOwner | null> {
+    if (this.claimed) return this.claimed;
+    const { rows } = await this.pool.query<SandboxOwner>('select deployment_id::text as deployment, namespace from deployment where id = 1');
+    this.claimed = rows[0] ?? null;
+    return this.claimed;
   }
 
   /** Sandboxes not yet killed, of this provider. */

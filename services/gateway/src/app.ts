@@ -7,7 +7,7 @@ import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from '@fas
 import { textProblems } from '@baton/domain';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
 import { contextFromCarrier, failSpan, runInContext, SpanKind, tracer, tracingOn, withSpan, withTaskId } from '@baton/telemetry';
-import { keyActor, keyFingerprint } from './api-keys.ts';
+import { keyFingerprint, keyIndex } from './api-keys.ts';
 import type { GatewayDeps } from './deps.ts';
 import { jsonDepthError } from './json-depth.ts';
 import { takeToken, type Bucket } from './rate-limit.ts';
@@ -139,16 +139,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
 
   // Who did it, as the log records it: the key's fingerprint (never any of the key itself), and its tenant.
   // Made again when the keys change (a keys file read again).
-  let keysOf: ReadonlyMap<string, string> | null = null;
-  let keys: { key: Buffer; tenant: string; actor: string }[] = [];
-  const currentKeys = () => {
-    const now = deps.apiKeys.current();
-    if (now !== keysOf) {
-      keysOf = now;
-      keys = [...now.entries()].map(([k, tenant]) => ({ key: Buffer.from(k), tenant, actor: keyActor(k, tenant) }));
-    }
-    return keys;
-  };
+  const currentKeys = keyIndex(deps.apiKeys);
   // A key refused is logged by its fingerprint (a revoked key still tried shows), at most once a
   // minute per key and for at most REFUSED_KEYS_LOGGED keys at a time: a flood of made-up keys fills no log.
   const refusedLogged = new Map<string, number>();
@@ -172,7 +163,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     if (!isApiRoute(req)) return;
     // A browser says when another site's page sent a request: the API is not for such pages (without a key a form could start or cancel tasks).
     if (req.headers['sec-fetch-site'] === 'cross-site') throw new HttpError(403, 'cross_site_request', "a request from another site's page is refused (Sec-Fetch-Site: cross-site): call the API from your own code, the CLI or the console");
-    const keys = currentKeys();
+    const { keys } = currentKeys();
     if (keys.length === 0 && !deps.apiKeys.required) {
       // Open: only at names no page can rebind to this gateway (DNS rebinding), or the ones configured.
       const host = hostName(req.headers.host);
@@ -246,12 +237,6 @@ function isApiRoute(req: FastifyRequest): boolean {
 
 /** At most this many refused keys are remembered for the once-a-minute log line. */
 const REFUSED_KEYS_LOGGED = 1000;
-
-/**
- * An API key's name in the log (`decidedBy`, `requestedBy`, the trace's `baton.actor`): the first
- * 8 hex digits of its SHA-256 — tells a tenant's keys apart and gives nothing of the key away.
- * The operator finds it with `printf %s "$KEY" | sha256sum | cut -c1-8`.
- */
 
 /** The host name a Host header names (no port, brackets off an IPv6 address, lower case); null when there is none. */
 export function hostName(header: string | undefined): string | null {

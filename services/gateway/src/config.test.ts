@@ -51,7 +51,12 @@ describe('gateway config: API keys', () => {
 
   it('one line each, or comma-separated, with # comment lines; BATON_API_KEYS and BATON_API_KEYS_FILE not both', () => {
     expect(parseApiKeys('# acme\nkey-of-acme-000001:acme\n\nkey-of-beta-000001:beta, key-of-beta-000002:beta\n')).toEqual(new Map([['key-of-acme-000001', 'acme'], ['key-of-beta-000001', 'beta'], ['key-of-beta-000002', 'beta']]));
-    expect(apiKeyProblems('short:acme')).toEqual(['must be comma-separated key:tenant pairs: a key of 16 or more characters without ":" or white space, a tenant of 1–64 letters, digits, "_" or "-"']);
+    expect(apiKeyProblems('key-of-acme-000001:acme,short:acme')).toEqual(['must be comma-separated key:tenant pairs: a key of 16 or more characters without ":" or white space, a tenant of 1–64 letters, digits, "_" or "-" (not so: pair 2)']);
+    // A comment may hold a comma; a BOM and CRLF line ends (a file written on Windows) are fine.
+    expect(apiKeyProblems('# acme, the old key\r\nkey-of-acme-000001:acme\r\n')).toEqual([]);
+    expect(parseApiKeys('\uFEFFkey-of-acme-000001:acme\r\n')).toEqual(new Map([['key-of-acme-000001', 'acme']]));
+    // Set but empty (a Secret's key left blank, compose's ${BATON_API_KEYS_FILE:-}) would be an open API: refused.
+    expect(() => loadGatewayConfig({ BATON_API_KEYS_FILE: '' })).toThrow(/BATON_API_KEYS_FILE: is set but empty/);
     expect(() => loadGatewayConfig({ BATON_API_KEYS: 'key-of-acme-000001:acme', BATON_API_KEYS_FILE: '/etc/baton/keys' })).toThrow(/BATON_API_KEYS_FILE: give BATON_API_KEYS or BATON_API_KEYS_FILE, not both/);
     expect(loadGatewayConfig({ BATON_API_KEYS_FILE: '/etc/baton/keys' }).API_KEYS_RELOAD_MS).toBe(10_000);
   });

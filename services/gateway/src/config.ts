@@ -117,18 +117,25 @@ export const workspaceLimits = (c: GatewayConfig): WorkspaceLimits => ({
   maxFiles: c.WORKSPACE_MAX_FILES,
 });
 
-/** The pairs of a BATON_API_KEYS value or keys file: separated by commas or new lines, blank and `#` comment lines left out. */
+/**
+ * The pairs of a BATON_API_KEYS value or keys file: lines (`#` comment lines and blank ones left
+ * out — a comment may hold a comma), each of pairs separated by commas.
+ */
 const pairsOf = (s: string): string[] =>
   s
-    .split(/[,\n]/)
+    .split(/\r?\n/)
+    .map((line) => line.trim())
+    .filter((line) => line !== '' && !line.startsWith('#'))
+    .flatMap((line) => line.split(','))
     .map((p) => p.trim())
-    .filter((p) => p !== '' && !p.startsWith('#'));
+    .filter((p) => p !== '');
 
 /** What is wrong with a list of `key:tenant` pairs, by position — never showing a key. */
 export function apiKeyProblems(s: string): string[] {
-  const pairs = pairsOf(s);
+  const pairs = pairsOf(s.replace(/^\uFEFF/, ''));
   const problems: string[] = [];
-  if (pairs.some((p) => !/^[^:\s]{16,}:[A-Za-z0-9_-]{1,64}$/.test(p))) problems.push('must be comma-separated key:tenant pairs: a key of 16 or more characters without ":" or white space, a tenant of 1–64 letters, digits, "_" or "-"');
+  const bad = pairs.flatMap((p, i) => (/^[^:\s]{16,}:[A-Za-z0-9_-]{1,64}$/.test(p) ? [] : [i + 1]));
+  if (bad.length > 0) problems.push(`must be comma-separated key:tenant pairs: a key of 16 or more characters without ":" or white space, a tenant of 1–64 letters, digits, "_" or "-" (not so: pair ${bad.join(', ')})`);
   // A key given twice would belong to whichever tenant came last: refused, naming the key's position (never the key).
   const keys = pairs.map((p) => p.slice(0, Math.max(0, p.lastIndexOf(':'))));
   keys.forEach((k, i) => {
@@ -141,7 +148,7 @@ export function apiKeyProblems(s: string): string[] {
 /** key → tenant, from pairs `apiKeyProblems` passed. */
 export function parseApiKeys(s: string): Map<string, string> {
   const m = new Map<string, string>();
-  for (const pair of pairsOf(s)) {
+  for (const pair of pairsOf(s.replace(/^\uFEFF/, ''))) {
     const i = pair.lastIndexOf(':');
     m.set(pair.slice(0, i), pair.slice(i + 1));
   }

@@ -7,7 +7,7 @@ import { comesBefore, listTasks, sameCursor, START, type LogCursor } from '@bato
 import { setBounded } from '@baton/runtime';
 import type { ZodTypeProvider } from '@fastify/type-provider-zod';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { keyActor } from '../api-keys.ts';
+import { keyIndex } from '../api-keys.ts';
 import type { GatewayDeps } from '../deps.ts';
 import { HttpError, notFound, SECURITY_HEADERS } from '../errors.ts';
 import { EventsHeaders, EventsQuery, ListTasksQuery, NoBody, AtQuery, TaskIdParams, VerifyQuery } from './schemas.ts';
@@ -72,19 +72,9 @@ async function sleepUntilWoken(ready: () => boolean, ms: number, arm: (wake: (()
 export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
   const r = app.withTypeProvider<ZodTypeProvider>();
   const streams = new Set<{ tenant: string; end: (reason: 'shutdown') => void }>();
-  // The actors of the keys in force (made again when they change: a keys file read again).
-  let actorsOf: ReadonlyMap<string, string> | null = null;
-  let actors = new Set<string>();
+  const keysNow = keyIndex(d.apiKeys);
   /** A stream opened with a key that has since been revoked is cut (at its next heartbeat): a leaked key's open streams went on showing the tenant's tasks. */
-  const revoked = (actor: string): boolean => {
-    if (!actor.startsWith('key:')) return false; // the open API's anonymous
-    const now = d.apiKeys.current();
-    if (now !== actorsOf) {
-      actorsOf = now;
-      actors = new Set([...now].map(([k, t]) => keyActor(k, t)));
-    }
-    return !actors.has(actor);
-  };
+  const revoked = (actor: string): boolean => actor.startsWith('key:') && !keysNow().actors.has(actor); // not the open API's anonymous
   const { ssePerTenant, sseConnections, sseStallMs } = d.limits;
   d.metrics.onScrape(() => d.metrics.sseConnections.set(streams.size));
   const hiddenReads = (): void => d.metrics.sseHiddenReads.inc();
