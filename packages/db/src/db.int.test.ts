@@ -51,6 +51,10 @@ describe('createDb({ countQueries })', () => {
       await db.pool.query(`insert into kysely_migration (name, timestamp) values ('999_from_a_later_release', now()::text)`);
       expect(await migrateToLatest(db.kysely)).toEqual({ applied: [], newer: ['999_from_a_later_release'] });
       await schemaReady(db.pool)(); // and the services run on it
+      // One this code does not know among those it knows (numbered before its last): not a later release's.
+      await db.pool.query(`insert into kysely_migration (name, timestamp) values ('015b_from_a_branch', now()::text)`);
+      await expect(migrateToLatest(db.kysely)).rejects.toThrow('this database has migrations this code does not know (015b_from_a_branch, 999_from_a_later_release), among those it knows (not after them): it was migrated by another line of releases');
+      await db.pool.query(`delete from kysely_migration where name = '015b_from_a_branch'`);
       // Missing one this code knows while having one it does not: another line of releases.
       await db.pool.query(`delete from kysely_migration where name = '023_deployment_id'`);
       const err = await migrateToLatest(db.kysely).catch((e: unknown) => e);

@@ -97,7 +97,8 @@ export interface MigrationOutcome {
  */
 export class MigrationsMismatchError extends Error {
   constructor(unknown: string[], missing: string[]) {
-    super(`this database has migrations this code does not know (${unknown.join(', ')}) and lacks ones it does (${missing.join(', ')}): it was migrated by another line of releases; run the release that made it, or restore a backup from before`);
+    const lacks = missing.length > 0 ? ` and lacks ones it does (${missing.join(', ')})` : ", among those it knows (not after them)";
+    super(`this database has migrations this code does not know (${unknown.join(', ')})${lacks}: it was migrated by another line of releases; run the release that made it, or restore a backup from before`);
     this.name = new.target.name;
   }
 }
@@ -120,8 +121,10 @@ export async function migrateToLatest(kysely: Kysely<Database>): Promise<Migrati
   const unknown = [...done].filter((m) => !known.includes(m)).sort();
   if (unknown.length > 0) {
     const missing = known.filter((m) => !done.has(m));
-    const last = known.at(-1) ?? '';
-    if (missing.length === 0 && unknown.every((m) => m > last)) return { applied: [], newer: unknown };
+    // Ordered by their number (a name's leading digits), not as text: 1000_ comes after 999_.
+    const number = (m: string): number => Number.parseInt(m, 10);
+    const last = number(known.at(-1) ?? '0');
+    if (missing.length === 0 && unknown.every((m) => number(m) > last)) return { applied: [], newer: unknown };
     throw new MigrationsMismatchError(unknown, missing);
   }
   const migrator = new Migrator({ db: kysely, provider: migrationProvider });
@@ -130,8 +133,13 @@ export async function migrateToLatest(kysely: Kysely<Database>): Promise<Migrati
   return { applied: (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName), newer: [] };
 }
 
-/** SQLSTATEs of a server not (yet) reachable or accepting: a migration run waits them out. Others are no server's state but the statement's. */
-const TRANSIENT_SQLSTATE = /^(08|57P0|53300$|3D000$)/;
+/**
+ * SQLSTATEs a migration run waits out: a server not (yet) reachable or accepting (08, 57P0x, too
+ * many connections, the database not there yet), or a statement that lost a race another run
+ * may win (40: serialization failure, deadlock; 55P03: a lock not available). Others are the
+ * statement's own.
+ */
+const TRANSIENT_SQLSTATE = /^(08|57P0|40|53300$|3D000$|55P03$)/;
 
 /**
  * Whether a failure of `migrateToLatest` is for good — the migrations do not fit, or a statement

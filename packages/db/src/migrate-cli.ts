@@ -1,5 +1,5 @@
 import { createDb, migrateToLatest, migrationFailedForGood } from './db.ts';
-import { describeMigrations } from './migrations/describe.ts';
+import { describeMigrations } from './describe-migrations.ts';
 import { describeRebase, rebaseRestoredLog } from './restored-log.ts';
 
 /** `pnpm migrate`: apply migrations to DATABASE_URL, retrying while Postgres is not yet up; renumber a log restored from another server (rebaseRestoredLog). */

@@ -128,6 +128,9 @@ describe('mailed decision links', () => {
     // One left blank: the form again, saying which, with what was given kept.
     const empty = await app.inject({ method: 'POST', url: '/mail/answer', ...form([['token', token], ['pick-0', 'engineers'], ['answer', ' '], ['answer', ' ']]) });
     expect([empty.statusCode, empty.body]).toEqual([400, expect.stringMatching(/<p class="problem">Question 2 has no answer: write one, or tick a choice\.<\/p>[\s\S]*value="engineers" checked/)]);
+    // A crafted choice (not one offered) is refused, naming the question; a field past the questions is not read.
+    const crafted = await app.inject({ method: 'POST', url: '/mail/answer', ...form([['token', token], ['pick-0', 'the board'], ['pick-7', 'x'], ['answer', ''], ['answer', 'two pages']]) });
+    expect([crafted.statusCode, crafted.body]).toEqual([400, expect.stringMatching(/<p class="problem">Question 1: that choice is not one of those offered\.<\/p>/)]);
     // A choice ticked for one, words for the other.
     const post = await app.inject({ method: 'POST', url: '/mail/answer', ...form([['token', token], ['pick-0', 'CTO'], ['answer', ''], ['answer', 'two pages']]) });
     expect([post.statusCode, post.body]).toEqual([200, expect.stringMatching(/Answered/)]);

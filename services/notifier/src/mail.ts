@@ -45,6 +45,9 @@ class ComposeError extends Error {
 }
 
 const consoleUrl = (d: MailDeps, taskId: string): string => `${d.publicUrl}/#/tasks/${taskId}`;
+/** The longest artifact path a file link names (a token's `r` claim). */
+const MAX_LINKED_PATH = 1024;
+
 /** How long a mailed file link works: a report is read later than a request is decided. */
 export const FILE_LINK_TTL_MS = 30 * 86_400_000;
 
@@ -54,6 +57,8 @@ export const FILE_LINK_TTL_MS = 30 * 86_400_000;
  * links' time, if longer).
  */
 const fileUrl = (d: MailDeps, task: Pick<TaskState, 'id' | 'tenantId' | 'artifacts'>, path: string, recipient: string): string => {
+  // A path too long for a link's claim (over 1,024 characters): the console, rather than no mail at all.
+  if (path.length > MAX_LINKED_PATH) return consoleUrl(d, task.id);
   const sha = task.artifacts.find((a) => a.path === path)?.sha256;
   const expires = Math.floor((d.now().getTime() + Math.max(d.linkTtlMs, FILE_LINK_TTL_MS)) / 1000);
   const token = signLinkToken(d.linkSecret, { t: task.tenantId, k: task.id, r: path, d: 'file', a: recipient.slice(0, 254), e: expires, ...(sha ? { h: sha } : {}) });

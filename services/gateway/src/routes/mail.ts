@@ -216,10 +216,19 @@ export const mailRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     const { claims, loaded, request } = await open(form.token, ['answer']);
     if (request.kind !== 'clarification') throw new Page(409, 'Decide in the console', `${para('This request is not a question.')}${consoleLink(claims.k)}`, loaded.state.prompt);
     // Each question's answer: the words written, else the choice ticked. One left blank: the form again, with what was given.
-    const picked = request.questions.map((_, i) => (typeof form[`pick-${i}`] === 'string' ? (form[`pick-${i}`] as string) : undefined));
+    // A choice is one of those offered (a crafted form's other value is refused, not taken as an answer); fields past the questions are not read.
+    const offered = new Set(request.options ?? []);
+    const pickOf = (i: number): string | undefined => (typeof form[`pick-${i}`] === 'string' ? (form[`pick-${i}`] as string) : undefined);
+    const picked = request.questions.map((_, i) => {
+      const p = pickOf(i);
+      return p !== undefined && offered.has(p) ? p : undefined;
+    });
     const text = request.questions.map((_, i) => form.answer[i] ?? '');
-    const answers = request.questions.map((_, i) => text[i]?.trim() || picked[i]?.trim() || '');
-    const problems = answers.flatMap((a, i) => (a === '' ? [request.questions.length === 1 ? 'Write an answer, or tick a choice.' : `Question ${i + 1} has no answer: write one${request.options?.length ? ', or tick a choice' : ''}.`] : []));
+    const answers = request.questions.map((_, i) => text[i]?.trim() || picked[i] || '');
+    const problems = [
+      ...request.questions.flatMap((_, i) => (pickOf(i) !== undefined && picked[i] === undefined ? [`Question ${i + 1}: that choice is not one of those offered.`] : [])),
+      ...answers.flatMap((a, i) => (a === '' ? [request.questions.length === 1 ? 'Write an answer, or tick a choice.' : `Question ${i + 1} has no answer: write one${request.options?.length ? ', or tick a choice' : ''}.`] : [])),
+    ];
     if (problems.length > 0) return sendPage(reply, { status: 400, title: 'Answer the question', task: loaded.state.prompt, html: `${summary(loaded.state, request)}${answerForm(form.token, request, { text, picked, problems })}${consoleLink(claims.k)}` });
     const state = await decide(claims, loaded, { type: 'AnswerClarification', requestId: claims.r, answers, answeredBy: `mail:${claims.a}` });
     return sendPage(reply, { status: 200, title: 'Answered', task: state.prompt, html: `${para(`Thank you: the answer was recorded as ${claims.a}; the agent goes on (task ${state.status}).`)}${consoleLink(claims.k)}` });
