@@ -333,7 +333,7 @@ export function ClarificationCard({ taskId, r, decided, compact = false }: { tas
                 // phone the last option sat right above Answer, and a tap that slipped sent an answer with no way back.
                 onClick={() => {
                   const at = r.questions.length === 1 ? 0 : answers.findIndex((a) => !a.trim());
-                  if (at < 0) return;
+                  if (at < 0) return void setError('Every question has an answer: clear one to put this choice there.');
                   setAnswers(answers.map((a, j) => (j === at ? o : a)));
                   form.current?.querySelector<HTMLButtonElement>('button[type="submit"]')?.focus();
                 }}
