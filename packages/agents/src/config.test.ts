@@ -57,6 +57,16 @@ describe('teams from config files', () => {
     ]);
   });
 
+  it("a prompt file outside the team's directory is refused (../../etc/passwd was sent to the model)", () => {
+    const dir = copyOfShipped();
+    writeFileSync(path.join(dir, 'research', 'researcher.json'), JSON.stringify({ id: 'researcher', name: 'R', model: 'm', prompt_file: '../../../../etc/passwd', tools: ['web_search'] }));
+    writeFileSync(path.join(dir, 'research', 'report-writer.json'), JSON.stringify({ id: 'report-writer', name: 'W', model: 'm', prompt_file: '/etc/hostname', tools: ['write_file'] }));
+    expect(problemsOf(dir).sort()).toEqual([
+      "research/report-writer.json: prompt_file: must be a file in the team's directory (no absolute path, no ..)",
+      "research/researcher.json: prompt_file: must be a file in the team's directory (no absolute path, no ..)",
+    ]);
+  });
+
   it('a pipe for a prompt is named, not read (reading it hung the start for good); a link to nothing is said to be one; a team.json that is not JSON has the JSON files beside it checked as agents', () => {
     const dir = copyOfShipped();
     execFileSync('mkfifo', [path.join(dir, 'research', 'pipe.md')]);

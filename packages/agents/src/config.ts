@@ -25,7 +25,8 @@ export const AgentFile = z.strictObject({
   id: Id,
   name: z.string().min(1).max(200),
   model: z.string().min(1).max(200),
-  prompt_file: z.string().min(1).max(300),
+  // In the team's directory: a path out of it (`../../etc/passwd`) is refused — the prompt is sent to the model with every call.
+  prompt_file: z.string().min(1).max(300).refine((f) => !path.isAbsolute(f) && !f.split(/[\\/]/).includes('..'), 'must be a file in the team\'s directory (no absolute path, no ..)'),
   // An unknown tool is named with the file's other problems, not only once they are mended.
   tools: z
     .array(
@@ -137,7 +138,10 @@ function loadAgent(dir: string, id: string, rel: (f: string) => string, problems
     if (size > MAX_PROMPT_BYTES) problems.push(`${rel(file)}: prompt_file: '${a.prompt_file}' is ${size} bytes; at most ${MAX_PROMPT_BYTES} (it is sent with every model call of the agent)`);
     else {
       prompt = (readText(promptPath, `${rel(file)}: prompt_file: '${a.prompt_file}'`, problems) ?? '').trim();
-      if (!prompt && problems.length === before) problems.push(`${rel(file)}: prompt_file: '${a.prompt_file}' is empty`);
+      // What was read counts, not what stat said (a /proc file says 0 bytes).
+      const read = Buffer.byteLength(prompt);
+      if (read > MAX_PROMPT_BYTES) problems.push(`${rel(file)}: prompt_file: '${a.prompt_file}' is ${read} bytes; at most ${MAX_PROMPT_BYTES} (it is sent with every model call of the agent)`);
+      else if (!prompt && problems.length === before) problems.push(`${rel(file)}: prompt_file: '${a.prompt_file}' is empty`);
     }
   }
   if (problems.length > before) return null;
@@ -169,9 +173,21 @@ export function loadTeams(dir: string = DEFAULT_TEAMS_DIR): Record<string, TeamD
   const root = path.resolve(dir);
   const rel = (f: string): string => path.relative(root, f);
   const problems: string[] = [];
-  if (!existsSync(root) || !statSync(root).isDirectory()) throw new TeamConfigError(root, [`${root}: not a directory`]);
+  if (!existsSync(root)) throw new TeamConfigError(root, [`${root}: no such directory`]);
+  if (!statSync(root).isDirectory()) throw new TeamConfigError(root, [`${root}: not a directory`]);
   const teams: Record<string, TeamDefinition> = {};
-  for (const name of readdirSync(root).sort()) {
+  // A directory this process may not list is a problem named, not a crash (a service would have died with a stack trace, not exit 78).
+  const list = (d: string, shown: string): string[] | null => {
+    try {
+      return readdirSync(d).sort();
+    } catch (err) {
+      problems.push(`${shown}: ${unreadable(err)}`);
+      return null;
+    }
+  };
+  const names = list(root, root);
+  if (names === null) throw new TeamConfigError(root, problems);
+  for (const name of names) {
     // A hidden directory (`.git`, when the teams are kept in git) is not a team.
     if (name.startsWith('.')) continue;
     const teamDir = path.join(root, name);
@@ -184,6 +200,8 @@ export function loadTeams(dir: string = DEFAULT_TEAMS_DIR): Record<string, TeamD
       continue;
     }
     if (!isDir) continue;
+    const entries = list(teamDir, name);
+    if (entries === null) continue;
     const file = path.join(teamDir, 'team.json');
     if (!existsSync(file)) {
       problems.push(`${rel(file)}: missing (every directory here is a team; move others out, or start their name with '.')`);
@@ -192,7 +210,7 @@ export function loadTeams(dir: string = DEFAULT_TEAMS_DIR): Record<string, TeamD
     const raw = readJson(file, rel(file), problems);
     if (raw === undefined) {
       // Unreadable: its agents are not known by name — every other JSON file here is checked as one, so one start-up shows every problem.
-      for (const f of readdirSync(teamDir).filter((f) => f.endsWith('.json') && f !== 'team.json').sort()) loadAgent(teamDir, f.slice(0, -'.json'.length), rel, problems);
+      for (const f of entries.filter((f) => f.endsWith('.json') && f !== 'team.json')) loadAgent(teamDir, f.slice(0, -'.json'.length), rel, problems);
       continue;
     }
     const parsed = TeamFile.safeParse(raw);
@@ -207,7 +225,7 @@ export function loadTeams(dir: string = DEFAULT_TEAMS_DIR): Record<string, TeamD
     const t = parsed.data;
     if (t.id !== name) problems.push(`${rel(file)}: id: '${t.id}' does not match the directory name ('${name}')`);
     // An agent file team.json does not name was never loaded (its mistakes unseen, the agent not in the team): a typo in `agents`, or a file left over.
-    for (const f of readdirSync(teamDir).filter((f) => f.endsWith('.json') && f !== 'team.json').sort()) {
+    for (const f of entries.filter((f) => f.endsWith('.json') && f !== 'team.json')) {
       const id = f.slice(0, -'.json'.length);
       if (id !== t.lead && !t.agents.includes(id)) problems.push(`${rel(path.join(teamDir, f))}: not an agent of team '${t.id}' (team.json's lead and agents do not name '${id}'): list it there, or move the file out`);
     }

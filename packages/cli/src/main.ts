@@ -423,7 +423,7 @@ program
     }
     // Loaded here only: @baton/agents loads the shipped teams and the model SDK on import.
     const { DEFAULT_TEAMS_DIR, loadTeams, toTeamInfoView } = await import('@baton/agents');
-    const dir = path.resolve(opts.check === true ? process.env.BATON_TEAMS_DIR || DEFAULT_TEAMS_DIR : opts.check); // set empty: unset, as for the services
+    const dir = path.resolve((opts.check === true ? process.env.BATON_TEAMS_DIR : opts.check) || DEFAULT_TEAMS_DIR); // empty: unset, as for the services
     const teams = Object.values(loadTeams(dir)); // a TeamConfigError lists every problem
     for (const t of teams) console.log(describeTeam(toTeamInfoView(t)));
     console.log(`ok: ${teams.length} team${teams.length === 1 ? '' : 's'} in ${dir}`);

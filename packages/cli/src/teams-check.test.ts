@@ -52,6 +52,6 @@ describe('baton teams --check (a teams directory checked before it is deployed, 
     expect(err.stderr).toMatch(/bench\/stray\.json: not an agent of team 'bench'/);
     const missing = (await baton(['teams', '--check', path.join(d, 'nowhere')]).catch((e: unknown) => e)) as { code: number; stderr: string };
     expect(missing.code).toBe(1);
-    expect(missing.stderr).toContain(`${path.join(d, 'nowhere')}: not a directory`);
+    expect(missing.stderr).toContain(`${path.join(d, 'nowhere')}: no such directory`);
   });
 });

@@ -178,7 +178,7 @@ async function base64Of(file: File): Promise<string> {
 function NewTask({ teams, defaultTeam }: { teams: TeamInfo[]; defaultTeam: string | null }) {
   const [prompt, setPrompt] = useState('');
   const [picked, setTeam] = useState<string | null>(null);
-  const team = startingTeam(picked, defaultTeam, teams);
+  const team = startingTeam(picked, defaultTeam);
   const [approve, setApprove] = useState(true);
   const [budget, setBudget] = useState('');
   const [examples, setExamples] = useState<Example[]>([]);

@@ -76,7 +76,7 @@ function Conversation({ chatId, teams, defaultTeam, onChanged }: { chatId: strin
   const latestDraft = useRef(draft);
   latestDraft.current = draft;
   const [picked, setTeam] = useState<string | null>(null);
-  const team = startingTeam(picked, defaultTeam, teams);
+  const team = startingTeam(picked, defaultTeam);
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   const [action, setAction] = useState(false);

@@ -4,6 +4,12 @@ import type { TeamInfo } from './api.ts';
 export function TeamSelect({ label, value, onChange, teams }: { label: string; value: string; onChange: (team: string) => void; teams: TeamInfo[] }) {
   return (
     <select aria-label={label} value={value} onChange={(e) => onChange(e.target.value)}>
+      {/* No team yet (no default on this gateway): the person picks one. */}
+      {value === '' && (
+        <option value="" disabled>
+          choose a team
+        </option>
+      )}
       {(teams.length ? teams : value ? [{ id: value }] : []).map((t) => (
         <option key={t.id} value={t.id}>
           {t.id}

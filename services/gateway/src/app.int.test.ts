@@ -135,7 +135,13 @@ describe('POST /v1/tasks', () => {
     expect(t.json().team).toBe('engineering');
     expect((await submit(set, { prompt: 'x', team: 'bench' })).json().team).toBe('bench');
     // Unset: research, if configured (as before).
-    expect((await (await gateway(pg, nats)).inject({ method: 'GET', url: '/v1/teams' })).json().default).toBe('research');
+    const unset = await gateway(pg, nats);
+    expect((await unset.inject({ method: 'GET', url: '/v1/teams' })).json().default).toBe('research');
+    // A request repeated under its key that named no team is the task it made, though the default changed since (it was a 422).
+    const keyed = { method: 'POST' as const, url: '/v1/tasks', headers: { 'idempotency-key': `k-${randomUUID()}` }, payload: { prompt: 'x' } };
+    const madeFirst = await unset.inject(keyed);
+    const again = await set.inject(keyed);
+    expect([again.statusCode, again.headers['idempotent-replayed'], again.json().id, again.json().team]).toEqual([201, 'true', madeFirst.json().id, 'research']);
     // Unset, no research, one team: that one.
     const single = await gateway(pg, nats, { teams: { bench: bench as TeamDefinition } });
     expect((await submit(single, { prompt: 'x' })).json().team).toBe('bench');

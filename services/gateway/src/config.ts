@@ -137,10 +137,13 @@ export function apiKeyProblems(s: string): string[] {
   const bad = pairs.flatMap((p, i) => (/^[^:\s]{16,}:[A-Za-z0-9_-]{1,64}$/.test(p) ? [] : [i + 1]));
   if (bad.length > 0) problems.push(`must be comma-separated key:tenant pairs: a key of 16 or more characters without ":" or white space, a tenant of 1–64 letters, digits, "_" or "-" (not so: pair ${bad.join(', ')})`);
   // A key given twice would belong to whichever tenant came last: refused, naming the key's position (never the key).
-  const keys = pairs.map((p) => p.slice(0, Math.max(0, p.lastIndexOf(':'))));
-  keys.forEach((k, i) => {
-    const first = keys.indexOf(k);
-    if (k !== '' && first !== i) problems.push(`pair ${i + 1} repeats the key of pair ${first + 1}: a key belongs to one tenant`);
+  // By a map of first positions: a file of 40,000 keys took 19 s by indexOf, the gateway frozen meanwhile.
+  const firstAt = new Map<string, number>();
+  pairs.forEach((p, i) => {
+    const k = p.slice(0, Math.max(0, p.lastIndexOf(':')));
+    const first = firstAt.get(k);
+    if (first === undefined) firstAt.set(k, i);
+    else if (k !== '') problems.push(`pair ${i + 1} repeats the key of pair ${first + 1}: a key belongs to one tenant`);
   });
   return problems;
 }

@@ -62,15 +62,18 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
       },
       async (req, reply) => {
         const { workspace: workspaceInput, ...named } = req.body;
-        // The default team is written in: the request hash, the log and every view name the team.
-        const body = { ...named, team: teamNamed(d, named.team, 'body.team') };
-        checkSubmission(d, body);
         const key = idempotencyKey(req);
+        const taskId = key ? uuidV5(`${req.tenant}\n${key}`) : d.newId();
+        // The default team is written in: the request hash, the log and every view name the team. A
+        // request repeated under its key that names no team is the task it made, whatever the
+        // default is now (a changed BATON_DEFAULT_TEAM had answered a client's retry 422 or 400).
+        const made = key && named.team === undefined ? (await d.load(taskId)).state : null;
+        const body = { ...named, team: made && exists(made) ? made.team : teamNamed(d, named.team, 'body.team') };
+        checkSubmission(d, body);
         // Checked and digested now; stored only if this request creates the task.
         const workspace = await resolveWorkspace(d, workspaceInput, req.workspaceUpload);
         // The request hash covers the workspace by its digest (the same files by JSON or multipart are the same request).
         const requestHash = key ? digestJson(workspace ? { ...body, workspace: { digest: workspace.digest, source: workspace.source, name: workspace.name } } : body) : null;
-        const taskId = key ? uuidV5(`${req.tenant}\n${key}`) : d.newId();
         const { state, replayed } = await submitTask(d, req, body, {
           taskId,
           repeatable: key !== undefined,
