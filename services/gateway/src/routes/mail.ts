@@ -242,7 +242,10 @@ export const mailRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     const { token } = parse(TokenQuery, req.query, 'query');
     const { claims, loaded } = await task(token, ['file']);
     const listed = loaded.state.artifacts.find((a) => a.path === claims.r);
-    const content = await d.bulk(() => readArtifactVersion(d.pool, claims.k, claims.h ?? listed?.sha256 ?? ''));
+    // The version named must be one the log stored under that path (versions are kept by hash alone).
+    const sha = claims.h ?? listed?.sha256;
+    const stored = sha !== undefined && loaded.events.some((e) => e.type === 'ArtifactStored' && e.data.path === claims.r && e.data.sha256 === sha);
+    const content = stored ? await d.bulk(() => readArtifactVersion(d.pool, claims.k, sha)) : null;
     if (!content) throw new Page(404, 'No such file', `${para(`The task has no file '${claims.r}' in the version this mail listed.`)}${consoleLink(claims.k)}`, loaded.state.prompt);
     return reply
       // The path's media type (a version of one path has the path's type).
