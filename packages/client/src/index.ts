@@ -511,6 +511,7 @@ export class BatonClient {
       // The caller's signal aborts this connection too (by hand: AbortSignal.any is missing on the older phones this is for).
       const follow = (): void => cutter.abort(o.signal?.reason);
       o.signal?.addEventListener('abort', follow, { once: true });
+      if (o.signal?.aborted) follow();
       let idle: ReturnType<typeof setTimeout> | undefined;
       try {
         const { path: p, headers } = open();
@@ -565,6 +566,7 @@ export class BatonClient {
         const done = (): void => {
           clearTimeout(t);
           openStreams.delete(done);
+          o.signal?.removeEventListener('abort', done); // a stream that reconnects for days gathers no listeners
           resolve();
         };
         const t = setTimeout(done, inMs);
