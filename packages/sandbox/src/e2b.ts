@@ -156,7 +156,8 @@ export class E2BSandboxProvider implements SandboxProvider {
     while (pages.hasNext) {
       for (const s of await pages.nextItems()) {
         const { taskId, agentId } = s.metadata;
-        if (taskId && agentId) listed.push({ sandboxId: s.sandboxId, taskId, agentId });
+        // Only what Baton's creates tag (a task id is a UUID): anything else under the tag is left alone.
+        if (taskId && agentId && /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(taskId)) listed.push({ sandboxId: s.sandboxId, taskId, agentId });
       }
     }
     const registered = await this.registry.byIds(listed.map((s) => sandboxIdOf(s.taskId, s.agentId)));
