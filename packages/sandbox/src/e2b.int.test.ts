@@ -131,9 +131,24 @@ describe('E2B sandbox provider lifecycle', () => {
     };
     const tree = await sbx.run('sleep 300 & echo $! > kid.pid; (while true; do sleep 300 & echo $! >> grandkids.pid; wait; done) & echo $! > loop.pid; wait', { timeoutMs: 1000 });
     expect(tree).toMatchObject({ exitCode: null, timedOut: true });
-    const pids = (await Promise.all(['kid.pid', 'loop.pid', 'grandkids.pid'].map((f) => sbx.files.read(f)))).join('').split('\n').filter(Boolean).map(Number);
+    const pidsIn = async (...files: string[]) => (await Promise.all(files.map((f) => sbx.files.read(f)))).join('').split('\n').filter(Boolean).map(Number);
+    const pids = await pidsIn('kid.pid', 'loop.pid', 'grandkids.pid');
     expect(pids.length).toBeGreaterThanOrEqual(3);
     await waitFor(() => pids.every(gone), { timeoutMs: 10_000, what: `the command's children (${pids.join(', ')}) killed` });
+    // What outlived its parent (the shell exited, its child holds the output), a daemon (setsid, a
+    // double fork) and three hundred children: each carries the command's mark, and goes.
+    const orphans = await sbx.run('sleep 300 & echo $! > orphan.pid; (setsid sleep 300 & echo $! > daemon.pid); (sleep 300 & echo $! > double.pid) & for i in $(seq 1 300); do sleep 300 & echo $! >> many.pid; done; echo started', { timeoutMs: 1500 });
+    expect(orphans.timedOut).toBe(true);
+    const left = await pidsIn('orphan.pid', 'daemon.pid', 'double.pid', 'many.pid');
+    expect(left.length).toBe(303);
+    await waitFor(() => left.every(gone), { timeoutMs: 10_000, what: `the orphan, the daemons and 300 children killed (${left.filter((p) => !gone(p)).length} left)` });
+    // envd not taking the kill at first (a 503): tried again.
+    const refused = sbx.run('sleep 300 & echo $! > retried.pid; wait', { timeoutMs: 1500 });
+    await waitFor(async () => (await sbx.files.read('retried.pid').catch(() => '')).trim() !== '', { what: 'the command started' });
+    fake.fail('POST', /^\/process\.Process\/Start$/, 503, 1); // the kill's own start
+    expect(await refused).toMatchObject({ timedOut: true });
+    const retried = await pidsIn('retried.pid');
+    await waitFor(() => retried.every(gone), { timeoutMs: 10_000, what: 'the child of a command whose first kill envd refused' });
   });
 
   test('a pause or kill E2B fails once is tried again (the sandbox had stayed running while its agent waited); one orphan E2B will not kill does not hold up the sweep of the rest', async ({ pg }) => {

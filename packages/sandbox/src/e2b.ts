@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { AuthenticationError, CommandExitError, Sandbox as E2B, FileNotFoundError, InvalidArgumentError, NotFoundError, SandboxError, TimeoutError, type ConnectionOpts } from 'e2b';
 import type pg from 'pg';
@@ -31,8 +32,21 @@ export interface E2BProviderOptions {
   domain?: string;
 }
 
-/** A bash function that kills a process and its descendants (KILL_TREE <pid>): stopped first, children found by their PPid, killed. */
-export const KILL_TREE = `k() { kill -STOP "$1" 2>/dev/null; local c; for c in $(grep -l "^PPid:[[:space:]]*$1$" /proc/[0-9]*/status 2>/dev/null | cut -d/ -f3); do k "$c"; done; kill -KILL "$1" 2>/dev/null; }; k`;
+/**
+ * The environment variable every command runs with, a fresh id each: whatever it starts inherits
+ * it — children, orphans whose parent has exited, daemons (`setsid`, a double fork) — and
+ * `killMarked` finds them all by it (a walk of parent pids lost whatever outlived its parent, and
+ * took seconds for a thousand processes).
+ */
+export const COMMAND_MARK = 'BATON_COMMAND_ID';
+
+/**
+ * A shell script that kills every process carrying `COMMAND_MARK=<mark>` (read from
+ * /proc/<pid>/environ): each round stops what it finds (a stopped process forks nothing more), until
+ * a round finds no more, then kills them all. bash, grep, cut and tr, nothing else.
+ */
+export const killMarked = (mark: string): string =>
+  `m='${COMMAND_MARK}=${mark}'; seen=''; for _ in 1 2 3 4 5 6 7 8; do p=$(grep -lzx "$m" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3 | tr '\\n' ' '); [ -z "$p" ] && break; kill -STOP $p 2>/dev/null; [ "$p" = "$seen" ] && break; seen=$p; done; [ -n "$seen" ] && kill -KILL $seen 2>/dev/null; true`;
 
 /** Where the agent's files live inside an E2B sandbox (the template creates it). */
 export const E2B_WORKSPACE = '/home/user/workspace';
@@ -336,7 +350,9 @@ class E2BSandbox implements Sandbox {
       c.push(Buffer.from(text));
       return { text: c.text(), bytes: c.total() };
     };
-    const done = (exitCode: number | null, stdout: string, stderr: string, timedOut: boolean): CommandResult => {
+    /** The result, once a kill under way is through (the next attempt had run beside what it left), bounded: its time counts. */
+    const done = async (exitCode: number | null, stdout: string, stderr: string, timedOut: boolean): Promise<CommandResult> => {
+      if (killing) await Promise.race([killing, new Promise((r) => setTimeout(r, 12_000).unref())]);
       const [out, err] = [kept(stdout), kept(stderr)];
       return { exitCode, stdout: out.text, stderr: err.text, timedOut, durationMs: Date.now() - started, stdoutBytes: out.bytes, stderrBytes: err.bytes };
     };
@@ -346,15 +362,12 @@ class E2BSandbox implements Sandbox {
     // Started in the background and killed by its pid when aborted or past its time: in envd a
     // command outlives the stream that started it, and an aborted one had gone on beside the
     // next attempt's (and was reported as timed out).
-    const handle = await this.sbx.commands.run(command, { background: true, cwd, timeoutMs: opts.timeoutMs, envs: this.spec.env });
+    const mark = randomUUID();
+    const handle = await this.sbx.commands.run(command, { background: true, cwd, timeoutMs: opts.timeoutMs, envs: { ...this.spec.env, [COMMAND_MARK]: mark } });
     let stopped: 'aborted' | 'timed out' | null = null;
-    /**
-     * The kill under way, awaited before the result goes back: the tree first (the command is
-     * stopped at once, then what it started: once the command is gone its children are no longer
-     * its, and cannot be found), then its pid through envd as well.
-     */
+    /** The kill under way (awaited before the result goes back): its pid through envd, and every process carrying its mark. */
     let killing: Promise<unknown> | null = null;
-    const killAll = (): Promise<unknown> => (killing ??= this.killTree(handle.pid).then(() => handle.kill().catch(() => false)));
+    const killAll = (): Promise<unknown> => (killing ??= Promise.allSettled([handle.kill(), this.killMarked(mark)]));
     let given: () => void = () => {};
     // Killed: its output stream may stay open (a child holding it) — waited for 2 s more, then left.
     const givenUp = new Promise<'given up'>((resolve) => (given = () => void setTimeout(() => resolve('given up'), 2000)));
@@ -383,24 +396,28 @@ class E2BSandbox implements Sandbox {
       }
       // Its stream broke (a cut connection): the command may run on in envd — killed, best effort, before the error goes up.
       void killAll();
+      await done(null, '', '', false);
       throw err;
     } finally {
       clearTimeout(timer);
       opts.signal?.removeEventListener('abort', onAbort);
-      // Not back before the tree is down (the next attempt had run beside it): bounded by KILL_TREE's own time limit.
-      if (killing) await Promise.race([killing, new Promise((r) => setTimeout(r, 12_000).unref())]);
     }
   }
 
   /**
-   * Kill a command and everything it started, best effort: envd signals the one pid, and a
-   * command's children (a test runner's workers, a server it started) went on — holding a port,
-   * writing files beside the next attempt's. Each process is stopped before its children are
-   * looked for (no new ones forked meanwhile), then killed; found from /proc, nothing but bash,
-   * grep and cut needed in the template.
+   * Kill every process of a command (by its mark), tried again when envd does not take the kill
+   * command (a 503, a timeout): a command's children (a test runner's workers, a server it
+   * started) had gone on, holding a port, writing files beside the next attempt's.
    */
-  private async killTree(pid: number): Promise<void> {
-    await this.sbx.commands.run(`${KILL_TREE} ${pid}`, { timeoutMs: 10_000 }).catch(() => undefined);
+  private async killMarked(mark: string): Promise<void> {
+    for (const wait of [0, 500, 1500]) {
+      if (wait) await new Promise((r) => setTimeout(r, wait));
+      const ok = await this.sbx.commands.run(killMarked(mark), { timeoutMs: 10_000 }).then(
+        () => true,
+        () => false,
+      );
+      if (ok) return;
+    }
   }
 
   /** E2B keeps the VM's files itself; nothing to copy. */

@@ -137,9 +137,11 @@ export class FakeE2B {
     }
     if (req.method === 'DELETE' && (m = /^\/sandboxes\/([^/]+)$/.exec(url.pathname))) {
       control();
+      // As E2B: a sandbox it does not have is a 404 (the SDK's kill says false).
       const s = this.sandboxes.get(m[1] as string);
+      if (!s) return json(404, { code: 404, message: `sandbox ${m[1]} not found` });
       this.sandboxes.delete(m[1] as string);
-      if (s) await rm(s.dir, { recursive: true, force: true });
+      await rm(s.dir, { recursive: true, force: true });
       return void res.writeHead(204).end();
     }
 
