@@ -184,7 +184,7 @@ describe('E2B sandbox provider lifecycle', () => {
     fake.loseCreateAnswers(1);
     await expect(p.open(s)).rejects.toThrow(SandboxOutageError); // the runner waits the outage out and opens again
     const [lost] = ours();
-    expect(fake.sandboxes.get(lost as string)?.metadata).toEqual({ taskId: s.taskId, agentId: s.agentId, deployment, namespace: '' });
+    expect(fake.sandboxes.get(lost as string)?.metadata).toEqual({ taskId: s.taskId, agentId: s.agentId, deployment });
     await p.open(s);
     const registered = (await pg.db.pool.query('select external_id from sandboxes where task_id = $1', [s.taskId])).rows[0]?.external_id as string;
     expect(ours().sort()).toEqual([lost, registered].sort());
@@ -194,9 +194,9 @@ describe('E2B sandbox provider lifecycle', () => {
     // A task this log does not know, tagged as ours all the same (the registry's own sandboxes of unknown tasks are its to kill; this one is not in it).
     const stranger = spec();
     const conn = { apiKey: 'e2b_test', apiUrl: fake.url, sandboxUrl: fake.url } as ConnectionOpts;
-    const strangerId = (await E2B.create('baton-agent', { ...conn, metadata: { taskId: stranger.taskId, agentId: stranger.agentId, deployment, namespace: '' } })).sandboxId;
+    const strangerId = (await E2B.create('baton-agent', { ...conn, metadata: { taskId: stranger.taskId, agentId: stranger.agentId, deployment } })).sandboxId;
     // Another deployment's sandbox for the same task id, and a copy's of this database (the same deployment id, its own namespace): never listed here.
-    const foreignId = (await E2B.create('baton-agent', { ...conn, metadata: { taskId: s.taskId, agentId: s.agentId, deployment: randomUUID(), namespace: '' } })).sandboxId;
+    const foreignId = (await E2B.create('baton-agent', { ...conn, metadata: { taskId: s.taskId, agentId: s.agentId, deployment: randomUUID() } })).sandboxId;
     const copyId = (await E2B.create('baton-agent', { ...conn, metadata: { taskId: s.taskId, agentId: s.agentId, deployment, namespace: 'copy' } })).sandboxId;
     const liveness = async (ids: string[]) => new Map(ids.filter((i) => i !== stranger.taskId).map((i) => [i, i === finished.taskId ? 'finished' : 'live'] as const));
 

@@ -102,7 +102,8 @@ export class E2BSandboxProvider implements SandboxProvider {
         timeoutMs: this.timeoutMs,
         // Whose it is too (deployment and namespace): the sweep lists its own sandboxes by them, and
         // finds one the registry never heard of (its create's answer lost, or the runner gone before recording it).
-        metadata: { taskId: spec.taskId, agentId: spec.agentId, ...(owner ? { deployment: owner.deployment, namespace: owner.namespace } : {}) },
+        // (The namespace only when it is not empty: how E2B keeps an empty value is not known.)
+        metadata: { taskId: spec.taskId, agentId: spec.agentId, ...(owner ? { deployment: owner.deployment } : {}), ...(owner?.namespace ? { namespace: owner.namespace } : {}) },
         envs: spec.env,
         allowInternetAccess: spec.network,
       }).catch((err: unknown) => Promise.reject(e2bOpenError(err, 'create', this.template)));
@@ -166,10 +167,12 @@ export class E2BSandboxProvider implements SandboxProvider {
     const owner = await this.registry.owner();
     if (!owner) return [];
     const listed: ListedSandbox[] = [];
-    const pages = E2B.list({ ...this.conn, query: { metadata: { deployment: owner.deployment, namespace: owner.namespace } } });
+    // Listed by the deployment; the namespace checked here (an empty one is not tagged).
+    const pages = E2B.list({ ...this.conn, query: { metadata: { deployment: owner.deployment } } });
     while (pages.hasNext) {
       for (const s of await pages.nextItems()) {
         const { taskId, agentId } = s.metadata;
+        if ((s.metadata.namespace ?? '') !== owner.namespace) continue;
         // Only what Baton's creates tag (a task id is a UUID): anything else under the tag is left alone.
         if (taskId && agentId && /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(taskId)) listed.push({ sandboxId: s.sandboxId, taskId, agentId });
       }
