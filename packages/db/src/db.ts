@@ -103,6 +103,20 @@ export class MigrationsMismatchError extends Error {
   }
 }
 
+/** The migrations this code knows, in order. */
+const KNOWN_MIGRATIONS: readonly string[] = Object.keys(migrations).sort();
+
+/** The migrations applied to a database (kysely's table), or null when none ever was (no table). */
+async function appliedMigrations(query: (text: string) => Promise<{ rows: { name: string }[] }>): Promise<Set<string> | null> {
+  return query('select name from kysely_migration').then(
+    (r) => new Set(r.rows.map((x) => x.name)),
+    (err: { code?: string }) => {
+      if (err.code === '42P01') return null;
+      throw err;
+    },
+  );
+}
+
 /**
  * Apply every pending migration (idempotent; concurrent callers are serialised by kysely's lock).
  * A database already past this code (every migration it knows applied, and later ones too: the
@@ -110,20 +124,13 @@ export class MigrationsMismatchError extends Error {
  * rollback the docs call fine was refused.
  */
 export async function migrateToLatest(kysely: Kysely<Database>): Promise<MigrationOutcome> {
-  const known = Object.keys(migrations).sort();
-  const done = await sql<{ name: string }>`select name from kysely_migration`.execute(kysely).then(
-    (r) => new Set(r.rows.map((x) => x.name)),
-    (err: { code?: string }) => {
-      if (err.code === '42P01') return new Set<string>(); // none yet
-      throw err;
-    },
-  );
-  const unknown = [...done].filter((m) => !known.includes(m)).sort();
+  const done = (await appliedMigrations((text) => sql.raw<{ name: string }>(text).execute(kysely))) ?? new Set<string>();
+  const unknown = [...done].filter((m) => !KNOWN_MIGRATIONS.includes(m)).sort();
   if (unknown.length > 0) {
-    const missing = known.filter((m) => !done.has(m));
+    const missing = KNOWN_MIGRATIONS.filter((m) => !done.has(m));
     // Ordered by their number (a name's leading digits), not as text: 1000_ comes after 999_.
     const number = (m: string): number => Number.parseInt(m, 10);
-    const last = number(known.at(-1) ?? '0');
+    const last = number(KNOWN_MIGRATIONS.at(-1) ?? '0');
     if (missing.length === 0 && unknown.every((m) => number(m) > last)) return { applied: [], newer: unknown };
     throw new MigrationsMismatchError(unknown, missing);
   }
@@ -176,16 +183,9 @@ export function schemaReady(pool: Pick<pg.Pool, 'query'>): () => Promise<void> {
       await pool.query('select 1');
       return;
     }
-    const known = Object.keys(migrations).sort();
-    const rows = await pool.query<{ name: string }>('select name from kysely_migration').then(
-      (r) => r.rows,
-      (err: { code?: string }) => {
-        if (err.code === '42P01') throw new SchemaNotReadyError(`no migration applied to this database: ${HOW_TO_MIGRATE}`);
-        throw err;
-      },
-    );
-    const done = new Set(rows.map((r) => r.name));
-    const missing = known.filter((m) => !done.has(m));
+    const done = await appliedMigrations((text) => pool.query<{ name: string }>(text));
+    if (done === null) throw new SchemaNotReadyError(`no migration applied to this database: ${HOW_TO_MIGRATE}`);
+    const missing = KNOWN_MIGRATIONS.filter((m) => !done.has(m));
     if (missing.length > 0) throw new SchemaNotReadyError(`${missing.length} migration${missing.length === 1 ? '' : 's'} not applied (${missing.join(', ')}): ${HOW_TO_MIGRATE}`);
     const restored = await restoredLogProblem(pool);
     if (restored) throw new SchemaNotReadyError(restored);

@@ -119,10 +119,11 @@ export const workspaceLimits = (c: GatewayConfig): WorkspaceLimits => ({
 
 /**
  * The pairs of a BATON_API_KEYS value or keys file: lines (`#` comment lines and blank ones left
- * out — a comment may hold a comma), each of pairs separated by commas.
+ * out — a comment may hold a comma), each of pairs separated by commas; a leading BOM dropped.
  */
 const pairsOf = (s: string): string[] =>
   s
+    .replace(/^\uFEFF/, '') // a byte order mark, as an editor on Windows writes one
     .split(/\r?\n/)
     .map((line) => line.trim())
     .filter((line) => line !== '' && !line.startsWith('#'))
@@ -132,7 +133,7 @@ const pairsOf = (s: string): string[] =>
 
 /** What is wrong with a list of `key:tenant` pairs, by position — never showing a key. */
 export function apiKeyProblems(s: string): string[] {
-  const pairs = pairsOf(s.replace(/^\uFEFF/, ''));
+  const pairs = pairsOf(s);
   const problems: string[] = [];
   const bad = pairs.flatMap((p, i) => (/^[^:\s]{16,}:[A-Za-z0-9_-]{1,64}$/.test(p) ? [] : [i + 1]));
   if (bad.length > 0) problems.push(`must be comma-separated key:tenant pairs: a key of 16 or more characters without ":" or white space, a tenant of 1–64 letters, digits, "_" or "-" (not so: pair ${bad.join(', ')})`);
@@ -151,7 +152,7 @@ export function apiKeyProblems(s: string): string[] {
 /** key → tenant, from pairs `apiKeyProblems` passed. */
 export function parseApiKeys(s: string): Map<string, string> {
   const m = new Map<string, string>();
-  for (const pair of pairsOf(s.replace(/^\uFEFF/, ''))) {
+  for (const pair of pairsOf(s)) {
     const i = pair.lastIndexOf(':');
     m.set(pair.slice(0, i), pair.slice(i + 1));
   }
