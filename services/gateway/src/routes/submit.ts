@@ -13,7 +13,7 @@ import { DEFAULT_TEAM, type SubmitTaskBody } from './schemas.ts';
  * both record their TaskSubmitted here.
  */
 
-/** What a new task is made of: POST /v1/tasks' body without its workspace (given apart, already stored), its team named (`withTeam`). */
+/** What a new task is made of: POST /v1/tasks' body without its workspace (given apart, already stored), its team resolved (`teamNamed`: the one named, or the gateway's default). */
 export type TaskSubmission = Omit<SubmitTaskBody, 'workspace' | 'team'> & { team: string };
 
 /** A budget as the log records it (a measure not named has no limit); none given: null. */
