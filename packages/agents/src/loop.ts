@@ -188,7 +188,7 @@ export function triageToolUses(o: TriageInput): Triage {
       out.dispatches.push({ type: 'DispatchSubagent', agentId: `${agent}-${n}`, agentType: agent, toolUseId: t.toolUseId, prompt });
       continue;
     }
-    const edited = t.approvedInput !== null && t.approvedInput !== undefined && canonicalJson(t.approvedInput) !== canonicalJson(t.input);
+    const edited = editedByPerson(t);
     out.runs.push({ call: { ...call, input: t.approvedInput ?? t.input }, input: parsed.value, ...(edited ? { edited } : {}) });
   }
   return out;
@@ -199,9 +199,16 @@ export function triageToolUses(o: TriageInput): Triage {
  * says so first, so the model reads it against what ran (an error about a path it never named).
  */
 function editedNoted(run: Triage['runs'][number], result: ToolResult): ToolResult {
-  if (!run.edited) return result;
-  return { ...result, content: `[a person edited this call before approving it; it ran with: ${cutText(JSON.stringify(run.input), 2000)}]\n${result.content}` };
+  return run.edited ? withEditNote(result, run.input) : result;
 }
+
+function withEditNote(result: ToolResult, ranWith: unknown): ToolResult {
+  return { ...result, content: `[a person edited this call before approving it; it ran with: ${cutText(JSON.stringify(ranWith), 2000)}]\n${result.content}` };
+}
+
+/** Whether a person approved the call with an input other than the model's. */
+const editedByPerson = (t: Pick<OpenToolUse, 'input' | 'approvedInput'>): boolean =>
+  t.approvedInput !== null && t.approvedInput !== undefined && canonicalJson(t.approvedInput) !== canonicalJson(t.input);
 
 /** What the loop needs from the place it runs in. */
 export interface LoopHost {
@@ -482,9 +489,13 @@ function mustCommitBeforeModel(h: LoopHost): boolean {
   return pending.some((e) => e.type === 'ModelTurnRecorded') || (pending.length > 0 && !h.def.model.startsWith('offline'));
 }
 
-/** Results of the open tool uses that are resolved in the state (by a decision or a subagent). */
+/**
+ * Results of the open tool uses that are resolved in the state (by a decision or a subagent). A
+ * delegation or a plan a person edited before approving it ran as they wrote it: its result
+ * (made when the work ended) says so first, as a call run on the spot does.
+ */
 function resolved(open: readonly OpenToolUse[]): ToolResult[] {
-  return open.flatMap((t) => (t.state === 'resolved' && t.result ? [t.result] : []));
+  return open.flatMap((t) => (t.state === 'resolved' && t.result ? [editedByPerson(t) ? withEditNote(t.result, t.approvedInput) : t.result] : []));
 }
 
 /** One RecordToolResults, its results in the order of the turn's tool uses (so the conversation pairs them exactly). */

@@ -98,6 +98,12 @@ describe('advanceTask (the lead loop)', () => {
     await advanceTask(deps(pg.store), id);
     ({ state } = await loadTask(pg.store, id));
     expect(state.agents['researcher-1']).toMatchObject({ status: 'dispatched', prompt: 'edited prompt' });
+    // The delegation's result, made when the work ends, tells the lead a person edited it (and what ran), as a call run on the spot does.
+    await handleCommand(pg.store, id, { type: 'StartSubagent', agentId: 'researcher-1', attempt: 1, runnerId: 'r' });
+    await handleCommand(pg.store, id, { type: 'CompleteSubagent', agentId: 'researcher-1', attempt: 1, summary: 'notes written', filesCreated: ['notes.md'], filesModified: [], success: true, iterationCapReached: false });
+    await advanceTask(deps(pg.store), id);
+    const delegated = (await loadTask(pg.store, id)).events.filter((e) => e.type === 'ToolResultsRecorded').flatMap((e) => (e.data as { results: { toolUseId: string; content: string }[] }).results).find((r) => r.toolUseId === (req as { toolUseId: string }).toolUseId);
+    expect(delegated?.content).toBe('[a person edited this call before approving it; it ran with: {"agent":"researcher","prompt":"edited prompt"}]\n{"summary":"notes written","filesCreated":["notes.md"],"filesModified":[],"success":true}');
 
     const id2 = await submit(pg.store);
     await advanceTask(deps(pg.store), id2);
