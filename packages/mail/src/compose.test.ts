@@ -1,7 +1,7 @@
 import { given } from '@baton/testing';
 import { excerpt, type DecidedEvent, type PendingRequest, type PlanState } from '@baton/domain';
 import { describe, expect, it } from 'vitest';
-import { endMail, MAX_INLINE_REPORT_CHARS, outboxMail, requestMail } from './compose.ts';
+import { earlierRejections, endMail, MAX_INLINE_REPORT_CHARS, outboxMail, requestMail } from './compose.ts';
 import { humanTime } from './time.ts';
 
 const submitted: DecidedEvent = { type: 'TaskSubmitted', data: { prompt: 'Research <b>event sourcing</b>', team: 'research', requirePlanApproval: true, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 't', requestHash: null, forkedFrom: null, workspace: null, budget: null } };
@@ -20,6 +20,31 @@ describe('mail contents', () => {
     expect(m.html).not.toContain('<script>');
     expect(m.html).toContain('Research &lt;b&gt;event sourcing&lt;/b&gt;');
     expect(m.html).toMatch(/href="https:\/\/baton\.example\/mail\/decide\?token=A"[^>]*>Approve</);
+  });
+  it('a revised request says so in its subject and first lines, with why the last was rejected; a sibling rejected after it was asked is not its history', () => {
+    const asked = (requestId: string, toolName = 'Task', agentId = 'lead') => ({ type: 'ApprovalRequested', data: { requestId, agentId, toolName } });
+    const events = [
+      asked('apr-lead-tu0'),
+      { type: 'ApprovalRejected', data: { requestId: 'apr-lead-tu0', reason: 'too broad', decidedBy: 'u' } },
+      asked('apr-lead-w', 'write_file'),
+      { type: 'ApprovalRejected', data: { requestId: 'apr-lead-w', reason: 'not that file', decidedBy: 'u' } },
+      asked('apr-r-t', 'Task', 'researcher-1'),
+      { type: 'ApprovalRejected', data: { requestId: 'apr-r-t', reason: 'another agent', decidedBy: 'u' } },
+      asked('apr-lead-tux'),
+      { type: 'ApprovalTimedOut', data: { requestId: 'apr-lead-tux', action: 'reject' } },
+      asked(approval.requestId),
+      asked('apr-lead-sibling'),
+      { type: 'ApprovalRejected', data: { requestId: 'apr-lead-sibling', reason: 'later', decidedBy: 'u' } },
+    ];
+    const rejected = earlierRejections(events, approval);
+    expect(rejected).toEqual([{ requestId: 'apr-lead-tu0', reason: 'too broad' }, { requestId: 'apr-lead-tux', reason: 'nobody decided before the deadline' }]);
+    const m = requestMail(task, approval, links, rejected);
+    expect(m.subject).toBe('[Baton] Revised, approval needed: Task → researcher — Research <b>event sourcing</b>');
+    expect(m.text).toMatch(/^The lead waits for your approval to call Task\.\nThis is a revised request: the previous 2 were rejected \(the last: nobody decided before the deadline\)\./);
+    expect(m.html).toContain('<p><b>This is a revised request: the previous 2 were rejected (the last: nobody decided before the deadline).</b></p>');
+    expect(requestMail(task, approval, links, rejected.slice(0, 1)).text).toContain('This is a revised request: the previous one was rejected (the last: too broad).');
+    expect(earlierRejections(events.slice(0, 2), approval)).toHaveLength(1);
+    expect(earlierRejections([asked(approval.requestId)], approval)).toEqual([]);
   });
   it('a question: the questions, the options, an Answer link', () => {
     const m = requestMail(task, { kind: 'clarification', requestId: 'clr-1', agentId: 'researcher-1', toolUseId: 't', questions: ['Which sources?'], context: 'need to know', options: ['papers', 'blogs'], openedAt: 'x', deadline: '2026-11-28T11:52:26.988Z' }, links);

@@ -40,8 +40,39 @@ const layout = (title: string, inner: string): string =>
   `${head(title)}<body style="${BODY_STYLE}">${inner}<hr style="border:none;border-top:1px solid #ddd;margin-top:24px"><p style="color:#666;font-size:12px">Sent by Baton.</p></body></html>`;
 const pre = (s: string): string => `<pre style="background:#f4f5f7;padding:12px;border-radius:6px;white-space:pre-wrap;word-break:break-word;overflow-wrap:anywhere">${escapeHtml(s)}</pre>`;
 
-/** A request that waits for a person: what it is about, and the links that decide it. */
-export function requestMail(task: TaskState, req: PendingRequest, links: RequestLinks): MailContent {
+/** A request the same agent made before for the same tool, and the rejection that closed it. */
+export interface EarlierRejection {
+  requestId: string;
+  /** The person's reason, or that nobody decided before the deadline. */
+  reason: string;
+}
+
+/**
+ * The approvals the request's agent asked before this one for the same tool that were rejected
+ * (by a person or the deadline) before it was asked, oldest first: a revised plan's history, for
+ * its mail to say.
+ */
+export function earlierRejections(events: readonly { type: string; data: unknown }[], req: PendingRequest): EarlierRejection[] {
+  if (req.kind !== 'approval') return [];
+  const asked = new Set<string>();
+  const out: EarlierRejection[] = [];
+  for (const e of events) {
+    const d = e.data as { requestId?: unknown; agentId?: unknown; toolName?: unknown; reason?: unknown; action?: unknown };
+    if (typeof d.requestId !== 'string') continue;
+    if (d.requestId === req.requestId) break; // what happened once it was asked is not its history (a sibling of its turn rejected later)
+    if (e.type === 'ApprovalRequested' && d.agentId === req.agentId && d.toolName === req.toolName) asked.add(d.requestId);
+    else if (asked.has(d.requestId) && e.type === 'ApprovalRejected') out.push({ requestId: d.requestId, reason: typeof d.reason === 'string' ? d.reason : '' });
+    else if (asked.has(d.requestId) && e.type === 'ApprovalTimedOut' && d.action !== 'approve') out.push({ requestId: d.requestId, reason: 'nobody decided before the deadline' });
+  }
+  return out;
+}
+
+/**
+ * A request that waits for a person: what it is about, and the links that decide it. `rejected`:
+ * the same agent's earlier requests for the tool that were rejected (`earlierRejections`) — the
+ * mail of a revised plan says it is one, and why the last was rejected.
+ */
+export function requestMail(task: TaskState, req: PendingRequest, links: RequestLinks, rejected: readonly EarlierRejection[] = []): MailContent {
   const who = `${req.agentId === task.lead?.agentId ? 'The lead' : `Agent ${req.agentId}`}`;
   const lines: string[] = [];
   const html: string[] = [];
@@ -50,10 +81,13 @@ export function requestMail(task: TaskState, req: PendingRequest, links: Request
   if (req.kind === 'approval') {
     // What is approved, as the console's banner names it: a delegation names the agent it goes to (mails of one run differ).
     const target = typeof (req.input as { agent?: unknown }).agent === 'string' ? ` → ${(req.input as { agent: string }).agent}` : '';
-    subject = `[Baton] Approval needed: ${req.toolName}${target} — ${taskLine(task)}`;
+    // A revised request (the last was rejected) says so first: its mail had read as the one already turned down.
+    const last = rejected.at(-1);
+    subject = `[Baton] ${last ? 'Revised, approval needed' : 'Approval needed'}: ${req.toolName}${target} — ${taskLine(task)}`;
     const input = clip(JSON.stringify(req.input, null, 2), MAX_INPUT_CHARS);
-    lines.push(`${who} waits for your approval to call ${req.toolName}.`, '', header, '', 'The plan:', req.plan, '', 'The input:', input);
-    html.push(`<p>${escapeHtml(who)} waits for your approval to call <b>${escapeHtml(req.toolName)}</b>.</p>`, `<p style="color:#555">${escapeHtml(header)}</p>`, '<h3>The plan</h3>', renderMarkdown(req.plan), '<h3>The input</h3>', pre(input));
+    const revised = last ? `This is a revised request: ${rejected.length === 1 ? 'the previous one was' : `the previous ${rejected.length} were`} rejected${last.reason ? ` (the last: ${oneLine(last.reason, 500)})` : ''}.` : null;
+    lines.push(`${who} waits for your approval to call ${req.toolName}.`, ...(revised ? [revised] : []), '', header, '', 'The plan:', req.plan, '', 'The input:', input);
+    html.push(`<p>${escapeHtml(who)} waits for your approval to call <b>${escapeHtml(req.toolName)}</b>.</p>`, ...(revised ? [`<p><b>${escapeHtml(revised)}</b></p>`] : []), `<p style="color:#555">${escapeHtml(header)}</p>`, '<h3>The plan</h3>', renderMarkdown(req.plan), '<h3>The input</h3>', pre(input));
     lines.push('', `Approve: ${links.approve ?? ''}`, `Reject: ${links.reject ?? ''}`);
     html.push(`<p>${links.approve ? button(links.approve, 'Approve', '#1a7f37') : ''}${links.reject ? button(links.reject, 'Reject', '#cf222e') : ''}${button(links.console, 'Open in console', '#57606a')}</p>`);
     const deadline = `Nobody deciding by ${humanTime(req.deadline)}: it is ${req.onTimeout === 'approve' ? 'approved' : 'rejected'}. The links work until ${humanTime(links.expiresAt)}; each asks you to confirm. The console needs your team's API key.`;

@@ -317,6 +317,21 @@ describe('the outbox', () => {
     expect((await listDeliveries(pg.db.pool, id)).map((d) => [d.attempt, d.ok, d.error])).toEqual([[1, false, expect.stringMatching(/^outcome unknown/)]]);
   });
 
+  test('a revised plan after a rejection: its mail says it is revised, and why the last was rejected', async ({ pg, nats }) => {
+    const stack = await startStack(pg, nats);
+    const id = await awaitingApproval(pg, { email: { to: ['ann@example.com'], on: ['awaiting_input'] } });
+    await waitFor(() => smtp.mails.length === 1, { what: 'the first approval mail' });
+    const run = (c: Command) => handleCommand(pg.store, id, c);
+    await run({ type: 'DecideApproval', requestId: 'apr-lead-tu1', decision: 'reject', reason: 'too broad', decidedBy: 'u' });
+    await run({ type: 'RecordToolResults', agentId: 'lead', results: [{ toolUseId: 'tu1', toolName: 'Task', content: 'The user rejected the plan: too broad', isError: false }] });
+    await run({ type: 'RecordModelTurn', agentId: 'lead', turn: 2, model: 'm', stopReason: 'tool_use', offline: true, durationMs: 0, usage, content: [{ type: 'tool_use', id: 'tu2', name: 'Task', input: { agent: 'researcher', prompt: 'narrower' } }] });
+    await run({ type: 'RequestApproval', requestId: 'apr-lead-tu2', agentId: 'lead', toolUseId: 'tu2', toolName: 'Task', input: { agent: 'researcher', prompt: 'narrower' }, inputDigest: 'd2', plan: 'Plan: narrower', deadline: new Date(Date.now() + 600_000).toISOString(), onTimeout: 'reject' });
+    await waitFor(() => smtp.mails.length === 2, { what: 'the revised approval mail' });
+    await stack.stop();
+    expect(smtp.mails.map((m) => m.subject)).toEqual(['[Baton] Approval needed: Task → researcher — Research event sourcing', '[Baton] Revised, approval needed: Task → researcher — Research event sourcing']);
+    expect(smtp.mails[1]!.text).toContain('This is a revised request: the previous one was rejected (the last: too broad).');
+  });
+
   test("a request's mail a notifier was sending when it stopped, the request closed since (it timed out while the deployment was down): settled and said in /deliveries, never sent", async ({ pg, nats }) => {
     const id = await awaitingApproval(pg, { email: { to: ['ann@example.com', 'bob@example.com'], on: ['awaiting_input'] } });
     const key = 'request:apr-lead-tu1';

@@ -2,7 +2,7 @@ import type { BusEvent } from '@baton/bus';
 import { inSpan, metrics, SpanKind } from '@baton/telemetry';
 import { fold, type RecordedEvent, type RecordedEventOf, type TaskState } from '@baton/domain';
 import { handleCommand, type EventStore } from '@baton/event-store';
-import { closedRequestMailKey, endMail, mailIds, MAIL_EVENT_TYPES, mailToResend, outboxMail, plannedMails, requestMail, signLinkToken, type LinkAction, type ListedArtifact, type PlannedMail } from '@baton/mail';
+import { closedRequestMailKey, earlierRejections, endMail, mailIds, MAIL_EVENT_TYPES, mailToResend, outboxMail, plannedMails, requestMail, signLinkToken, type LinkAction, type ListedArtifact, type PlannedMail } from '@baton/mail';
 import type { Logger } from '@baton/runtime';
 import { claimMail, MailClaimLostError, mailInFlight, mailSendState, markHandingOver, readArtifact, recordDelivery, recordMailResend, recordNextAttempt, settleAbandonedMail, settleMail, type ClaimedRedelivery } from '@baton/storage';
 import type pg from 'pg';
@@ -275,7 +275,7 @@ async function compose(d: MailDeps, state: TaskState, events: RecordedEvent[], p
         : p.request.kind === 'clarification'
           ? { answer: link('answer') }
           : {};
-    const content = requestMail(state, p.request, { ...links, console: consoleUrl(d, state.id), expiresAt: expiresAt.toISOString() });
+    const content = requestMail(state, p.request, { ...links, console: consoleUrl(d, state.id), expiresAt: expiresAt.toISOString() }, earlierRejections(events, p.request));
     return { ...base, headers, to: [p.recipient], ...content, attachments: [] };
   }
   // The end of the run: the report, every file listed and linked, the small ones attached.
