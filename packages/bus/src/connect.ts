@@ -1,4 +1,4 @@
-import { within } from '@baton/runtime';
+import { startupStep, startupStepFailed, within } from '@baton/runtime';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { sendSoon } from './coalesce.ts';
@@ -25,6 +25,7 @@ export interface ConnectNatsOptions {
  * ends. A connection closed for good is handed to `onClosed`.
  */
 export async function connectNats(url: string, name: string, log: Logger, opts: ConnectNatsOptions = {}): Promise<NatsConnection> {
+  startupStep("connecting to NATS (NATS_URL)");
   for (let attempt = 1; ; attempt++) {
     try {
       const nc = await connect({ servers: url.split(','), name, maxReconnectAttempts: -1, reconnectTimeWait: opts.reconnectTimeWaitMs ?? 1000, timeout: 5000 });
@@ -49,6 +50,7 @@ export async function connectNats(url: string, name: string, log: Logger, opts: 
       return nc;
     } catch (err) {
       if (opts.signal?.aborted) throw err;
+      startupStepFailed(err);
       const delay = Math.min(10_000, 250 * 2 ** Math.min(attempt, 6));
       log.error({ url, attempt, retryInMs: delay, err: (err as Error).message }, `NATS is unreachable at ${url}; retrying`);
       await new Promise((r) => setTimeout(r, delay));

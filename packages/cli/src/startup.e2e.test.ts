@@ -6,7 +6,7 @@ import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { claimNamespace } from '@baton/db';
+import { claimNamespace, createDb, ensureDatabase, migrateToLatest } from '@baton/db';
 import { deleteNamespace, freshDatabase, newNamespace, pgTest, waitFor, withDatabase } from '@baton/testing';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { dropDatabase } from './procs.ts';
@@ -122,6 +122,54 @@ describe('start-up with a bad team config', () => {
       await second.drop();
     }
   }, 180_000);
+
+  it('a worker started before the migrations opens its ops port at once: /healthz 200, /readyz 503 naming the step it waits on and why; ready once they are applied, without a restart', async () => {
+    const namespace = newNamespace();
+    const url = withDatabase(inject('databaseUrl'), `baton_t_${inject('runId')}_early`);
+    await ensureDatabase(url);
+    const child = spawn(process.execPath, [path.join(ROOT, 'services', 'notifier', 'src', 'main.ts')], {
+      env: { ...process.env, DATABASE_URL: url, NATS_URL: inject('natsUrl'), BATON_NAMESPACE: namespace, OPS_PORT: '0', LOG_LEVEL: 'info', LOG_PRETTY: 'false' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const out = { text: '' };
+    child.stdout.on('data', (b: Buffer) => (out.text += b.toString()));
+    child.stderr.on('data', (b: Buffer) => (out.text += b.toString()));
+    try {
+      const port = await waitFor(() => Number(/"port":(\d+)[^\n]*"msg":"ops port/.exec(out.text)?.[1]) || null, { timeoutMs: 30_000, what: 'the ops port' });
+      const get = async (p: string) => {
+        const res = await fetch(`http://127.0.0.1:${port}${p}`);
+        return { status: res.status, body: (await res.json()) as { status: string; checks?: Record<string, string> } };
+      };
+      expect(await get('/healthz')).toEqual({ status: 200, body: { status: 'ok' } });
+      const waiting = await waitFor(async () => {
+        const r = await get('/readyz');
+        return r.body.checks?.started?.includes('last try') ? r : null;
+      }, { timeoutMs: 30_000, what: 'readiness naming the failed step' });
+      expect(waiting.status).toBe(503);
+      expect(waiting.body.checks?.started).toMatch(/^starting: claiming the database for this service's BATON_NAMESPACE \(last try: this database's schema is older than this code: run the migrations first/);
+      expect(waiting.body.checks?.postgres).toMatch(/^no migration applied to this database: run the migrations first/);
+      expect(out.text).not.toContain('notifier started');
+      const db = createDb(url, { max: 1 });
+      try {
+        await migrateToLatest(db.kysely);
+      } finally {
+        await db.close();
+      }
+      const ready = await waitFor(async () => {
+        const r = await get('/readyz');
+        return r.status === 200 ? r : null;
+      }, { timeoutMs: 60_000, what: 'ready once migrated' });
+      expect(ready.body).toEqual({ status: 'ready', checks: { started: 'ok', postgres: 'ok', nats: 'ok' } });
+      expect(out.text).toContain('notifier started');
+    } finally {
+      if (child.exitCode === null) {
+        child.kill('SIGTERM');
+        await once(child, 'exit');
+      }
+      await deleteNamespace(inject('natsUrl'), namespace);
+      await dropDatabase(url);
+    }
+  }, 120_000);
 
   it('a port already taken: the gateway (PORT) and a worker (OPS_PORT) say which and how to choose another, and exit 78; baton up stops instead of restarting for ever', async () => {
     const taken = createServer();

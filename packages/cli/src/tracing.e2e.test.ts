@@ -160,7 +160,7 @@ describe('traces across the bus and metrics from every service', () => {
       expect((await fetch(`${base}/healthz`)).status).toBe(200);
       const ready = await fetch(`${base}/readyz`);
       expect(ready.status).toBe(200);
-      expect(await ready.json()).toEqual({ status: 'ready', checks: { postgres: 'ok', nats: 'ok' } });
+      expect(await ready.json()).toEqual({ status: 'ready', checks: { started: 'ok', postgres: 'ok', nats: 'ok' } });
     }
     const o = await text(`${orchestrator}/metrics`);
     expect(o).toMatch(/^baton_model_turns_total\{team="research",model="offline[^"]*"\} [1-9]/m);

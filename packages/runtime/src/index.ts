@@ -6,3 +6,4 @@ export { keyedCoalesced, keyedSerial, type Coalesced } from './keyed.ts';
 export { setBounded } from './bounded.ts';
 export { limiter } from './limiter.ts';
 export { startOps, startTelemetry, within } from './observability.ts';
+export { markStarted, startupCheck, startupStep, startupStepFailed } from './startup.ts';

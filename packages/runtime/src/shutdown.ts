@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { installCrashGuards } from './crash-guard.ts';
+import { startupStep, startupStepFailed } from './startup.ts';
 
 /**
  * Graceful shutdown: on SIGTERM/SIGINT run the steps in order (stop taking work, finish
@@ -45,11 +46,13 @@ export function installShutdown(log: Logger, steps: { name: string; run: () => P
 
 /** Retry an async step with exponential backoff, logging each failure clearly. */
 export async function retryForever<T>(what: string, log: Logger, fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+  startupStep(what);
   for (let attempt = 1; ; attempt++) {
     try {
       return await fn();
     } catch (err) {
       if (signal?.aborted) throw err;
+      startupStepFailed(err);
       const delay = Math.min(10_000, 250 * 2 ** Math.min(attempt, 6));
       log.error({ attempt, retryInMs: delay, err: (err as Error).message }, `${what} failed; retrying`);
       await new Promise((r) => setTimeout(r, delay));

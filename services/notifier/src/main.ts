@@ -1,7 +1,7 @@
 import { busNames, connectNats, drainNats, deploymentGuard, natsAnswers, serveDiagnostics, setUpTopology } from '@baton/bus';
 import { claimNamespace, createDb, restoredLogProblem, schemaReady } from '@baton/db';
 import { EventStore } from '@baton/event-store';
-import { configOrExit, createLogger, holdNamespace, installCrashGuards, installShutdown, retryForever, startOps, startTelemetry, topologyFromEnv } from '@baton/runtime';
+import { configOrExit, createLogger, holdNamespace, installCrashGuards, installShutdown, markStarted, retryForever, startOps, startupCheck, startTelemetry, topologyFromEnv } from '@baton/runtime';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
@@ -15,9 +15,14 @@ const log = createLogger('notifier', { level: config.LOG_LEVEL, pretty: config.L
 installCrashGuards(log);
 const tracing = startTelemetry('notifier', process.env, log);
 const db = createDb(config.DATABASE_URL, { max: config.PG_POOL_MAX, applicationName: 'baton-notifier', countQueries: true, log });
+// The ops port first: while this waits (for Postgres, the migrations, NATS, its streams) /healthz answers
+// and /readyz says on what (`started: …`); it had no port at all until started.
+const checks: Record<string, () => Promise<unknown>> = { started: startupCheck, postgres: schemaReady(db.pool) };
+const ops = await startOps(config, { log, checks });
 await retryForever('connecting to Postgres', log, () => db.pool.query('select 1'));
 const deployment = await holdNamespace('notifier', config.BATON_NAMESPACE, (ns) => claimNamespace(db.pool, ns), log, () => restoredLogProblem(db.pool));
 const nc = await connectNats(config.NATS_URL, 'baton-notifier', log);
+checks.nats = () => natsAnswers(nc);
 const names = busNames(config.BATON_NAMESPACE);
 // This database's streams: another deployment's (another database on this namespace) are refused while it runs.
 const topology = { ...topologyFromEnv(config), ...deploymentGuard('notifier', nc, names, deployment) };
@@ -57,8 +62,8 @@ const notifier = await startNotifier({
   },
 });
 if (config.WEBHOOK_ALLOW_PRIVATE_NETWORKS) log.warn('WEBHOOK_ALLOW_PRIVATE_NETWORKS=true: webhooks may reach loopback and private addresses (development only)');
+markStarted();
 log.info('notifier started');
-const ops = await startOps(config, { log, checks: { postgres: schemaReady(db.pool), nats: () => natsAnswers(nc) } });
 serveDiagnostics(nc, names, 'notifier', () => ({ pgQueries: db.queriesIssued(), opsPort: ops.port }));
 installShutdown(log, [
   { name: 'stop deliveries and finish in-flight ones', run: async () => { await notifier.stop(); mailer?.close(); } },

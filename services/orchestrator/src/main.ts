@@ -3,7 +3,7 @@ import { busNames, connectNats, drainNats, deploymentGuard, natsAnswers, reportR
 import { claimNamespace, createDb, restoredLogProblem, schemaReady } from '@baton/db';
 import { EventStore, servicesCachePolicy, TaskCache } from '@baton/event-store';
 import { loadTeamConfig, saveTeamConfigs, workspaceManifest } from '@baton/storage';
-import { configOrExit, createLogger, holdNamespace, installCrashGuards, installShutdown, retryForever, startOps, startTelemetry, topologyFromEnv } from '@baton/runtime';
+import { configOrExit, createLogger, holdNamespace, installCrashGuards, installShutdown, markStarted, retryForever, startOps, startupCheck, startTelemetry, topologyFromEnv } from '@baton/runtime';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { loadOrchestratorConfig } from './config.ts';
 import { startOrchestrator } from './worker.ts';
@@ -18,10 +18,15 @@ const tracing = startTelemetry('orchestrator', process.env, log);
 const teams = loadTeamsOrExit(config.BATON_TEAMS_DIR, log);
 const db = createDb(config.DATABASE_URL, { max: config.PG_POOL_MAX, applicationName: 'baton-orchestrator', countQueries: true, log });
 const cache = new TaskCache(db.pool, servicesCachePolicy);
+// The ops port first: while this waits (for Postgres, the migrations, NATS, its streams) /healthz answers
+// and /readyz says on what (`started: …`); it had no port at all until started.
+const checks: Record<string, () => Promise<unknown>> = { started: startupCheck, postgres: schemaReady(db.pool) };
+const ops = await startOps(config, { log, checks });
 await retryForever(`connecting to Postgres`, log, () => db.pool.query('select 1'));
 // One namespace per database: another's would take the relay's lock and publish this one's events where nobody listens.
 const deployment = await holdNamespace('orchestrator', config.BATON_NAMESPACE, (ns) => claimNamespace(db.pool, ns), log, () => restoredLogProblem(db.pool));
 const nc = await connectNats(config.NATS_URL, 'baton-orchestrator', log);
+checks.nats = () => natsAnswers(nc);
 const names = busNames(config.BATON_NAMESPACE);
 // This database's streams: another deployment's (another database on this namespace) are refused while it runs.
 const topology = { ...topologyFromEnv(config), ...deploymentGuard('orchestrator', nc, names, deployment) };
@@ -53,10 +58,10 @@ const orchestrator = await startOrchestrator({
   topology,
   relay: { enabled: config.RELAY_ENABLED, batchSize: config.RELAY_BATCH_SIZE, backstopMs: config.RELAY_BACKSTOP_MS },
 });
+markStarted();
 log.info({ namespace: names.namespace || '(default)', model: model.name, relay: config.RELAY_ENABLED }, 'orchestrator started');
 // The relay's lag, read when scraped: how far the log head is ahead of what was published.
 reportRelayLag(db.pool);
-const ops = await startOps(config, { log, checks: { postgres: schemaReady(db.pool), nats: () => natsAnswers(nc) } });
 serveDiagnostics(nc, names, 'orchestrator', () => ({ pgQueries: db.queriesIssued(), cachedTasks: cache.size, opsPort: ops.port }));
 installShutdown(log, [
   { name: 'stop consuming and finish in-flight work', run: () => orchestrator.stop() },

@@ -6,7 +6,7 @@ import { claimNamespace, createDb, restoredLogProblem, schemaReady } from '@bato
 import { EventStore, servicesCachePolicy, TaskCache } from '@baton/event-store';
 import { LocalSandboxProvider } from '@baton/sandbox';
 import { loadTeamConfig, saveTeamConfigs, readWorkspace } from '@baton/storage';
-import { ConfigError, configOrExit, createLogger, exitOnConfigError, holdNamespace, installCrashGuards, installShutdown, retryForever, startOps, startTelemetry, topologyFromEnv } from '@baton/runtime';
+import { ConfigError, configOrExit, createLogger, exitOnConfigError, holdNamespace, installCrashGuards, installShutdown, markStarted, retryForever, startOps, startupCheck, startTelemetry, topologyFromEnv } from '@baton/runtime';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { loadRunnerConfig } from './config.ts';
 import { defaultRunnerId, handBackPredecessors } from './predecessors.ts';
@@ -26,9 +26,14 @@ const sandboxes = sandboxProviderFromConfig(config, db.pool, log);
 // A root it cannot make workspaces under would fail every agent (and report ready): say so and stop.
 const rootProblem = sandboxes instanceof LocalSandboxProvider ? await sandboxes.rootProblem() : null;
 if (rootProblem) exitOnConfigError(new ConfigError('sandbox-runner', [`WORKSPACE_ROOT: ${rootProblem}`]));
+// The ops port first: while this waits (for Postgres, the migrations, NATS, its streams) /healthz answers
+// and /readyz says on what (`started: …`); it had no port at all until started.
+const checks: Record<string, () => Promise<unknown>> = { started: startupCheck, postgres: schemaReady(db.pool) };
+const ops = await startOps(config, { log, checks });
 await retryForever('connecting to Postgres', log, () => db.pool.query('select 1'));
 const deployment = await holdNamespace('sandbox-runner', config.BATON_NAMESPACE, (ns) => claimNamespace(db.pool, ns), log, () => restoredLogProblem(db.pool));
 const nc = await connectNats(config.NATS_URL, 'baton-sandbox-runner', log);
+checks.nats = () => natsAnswers(nc);
 const names = busNames(config.BATON_NAMESPACE);
 // This database's streams: another deployment's (another database on this namespace) are refused while it runs.
 const topology = { ...topologyFromEnv(config), ...deploymentGuard('sandbox-runner', nc, names, deployment) };
@@ -75,8 +80,8 @@ const runner = await startRunner({
   busCheckMs: config.BUS_CHECK_INTERVAL_MS,
   topology,
 });
+markStarted();
 log.info({ runnerId, sandboxes: sandboxes.name }, 'sandbox-runner started');
-const ops = await startOps(config, { log, checks: { postgres: schemaReady(db.pool), nats: () => natsAnswers(nc) } });
 serveDiagnostics(nc, names, 'sandbox-runner', () => ({ pgQueries: db.queriesIssued(), cachedTasks: cache.size, opsPort: ops.port }));
 installShutdown(log, [
   { name: 'stop taking jobs and finish in-flight ones', run: () => runner.stop() },
