@@ -14,7 +14,7 @@ export default defineConfig({
           // Services started by tests take a free ops port (the defaults would collide between test files).
           env: { OPS_PORT: '0' },
           sequence: { groupOrder: 0 },
-          include: ['packages/*/src/**/*.test.ts', 'services/*/src/**/*.test.ts'],
+          include: ['packages/*/src/**/*.test.ts', 'packages/console/src/**/*.test.tsx', 'services/*/src/**/*.test.ts'],
           exclude: ['**/*.int.test.ts', '**/*.e2e.test.ts', '**/node_modules/**'],
         },
       },

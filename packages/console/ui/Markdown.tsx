@@ -1,5 +1,6 @@
 import Markdown from 'react-markdown';
 import remarkGfm from 'remark-gfm';
+import { linkableUrl } from '@baton/api/text';
 
 /**
  * Markdown from agents and models (plans, reports, chat replies), rendered with GFM. An image is
@@ -11,12 +12,18 @@ export function RenderedMarkdown({ children }: { children: string }) {
   return (
     <Markdown
       remarkPlugins={[remarkGfm]}
+      // Only absolute http(s) and mailto are links (as in mails): smb:, search-ms:, //host and relative paths stay text.
+      urlTransform={(url) => (linkableUrl(url) ? url : '')}
       components={{
-        img: ({ src, alt }) => (
-          <a className="image-link" href={typeof src === 'string' ? src : undefined} target="_blank" rel="noopener noreferrer" title="an image the text names (not loaded)">
-            image: {alt || (typeof src === 'string' ? src : '')}
-          </a>
-        ),
+        a: ({ href, children }) => (href ? <a href={href} target="_blank" rel="noopener noreferrer">{children}</a> : <span>{children}</span>),
+        img: ({ src, alt }) =>
+          typeof src === 'string' && src ? (
+            <a className="image-link" href={src} target="_blank" rel="noopener noreferrer" title="an image the text names (not loaded)">
+              image: {alt || src}
+            </a>
+          ) : (
+            <span className="image-link">image: {alt || 'not linked'}</span>
+          ),
       }}
     >
       {children}

@@ -192,3 +192,11 @@ export const looksBinary = (b: Uint8Array): boolean => b.subarray(0, 8000).inclu
  * of reverted files long).
  */
 export const REGENERATED_DIRS: readonly string[] = ['node_modules', '__pycache__', '.pytest_cache', '.mypy_cache', '.ruff_cache', '.venv'];
+
+/**
+ * Whether a URL in text an agent or model wrote may be a link a person clicks (mails, mail pages,
+ * the console): absolute http(s) and mailto only. `smb:` hands a Windows reader's credentials to
+ * the server it names, `search-ms:` and `intent:` open local programs, `//host` and relative
+ * paths point wherever the page happens to be: those stay text.
+ */
+export const linkableUrl = (url: string): boolean => /^(https?:\/\/[^/\\\s]|mailto:)/i.test(url.trim());

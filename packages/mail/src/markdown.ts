@@ -1,3 +1,4 @@
+import { linkableUrl } from '@baton/domain/text';
 import MarkdownIt from 'markdown-it';
 
 /**
@@ -11,13 +12,12 @@ import MarkdownIt from 'markdown-it';
  * reading the web). Each becomes a link (http(s)) or its alt text, as the console shows them.
  */
 const md = new MarkdownIt({ html: false, linkify: true, typographer: false });
-const LINKABLE = /^(https?:\/\/[^/\\\s]|mailto:)/i;
 // A link to anything else keeps its text and loses its anchor (links do not nest: the next close is its own).
 md.core.ruler.push('only_safe_links', (state) => {
   for (const block of state.tokens) {
     let dropping = false;
     for (const t of block.children ?? []) {
-      if (t.type === 'link_open' && !LINKABLE.test(String(t.attrGet('href') ?? '').trim())) {
+      if (t.type === 'link_open' && !linkableUrl(String(t.attrGet('href') ?? ''))) {
         dropping = true;
         Object.assign(t, { type: 'text', tag: '', nesting: 0, content: '', attrs: null });
       } else if (t.type === 'link_close' && dropping) {
