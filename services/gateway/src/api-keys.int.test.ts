@@ -1,11 +1,13 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { chmod, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import type { Logger } from '@baton/runtime';
 import { stackTest as test, waitFor } from '@baton/testing';
 import { afterEach, describe, expect } from 'vitest';
-import { apiKeysFile, ApiKeysFileError } from './api-keys.ts';
+import { apiKeysFile, ApiKeysFileError, keyIndex, MAX_KEYS_FILE_BYTES } from './api-keys.ts';
 import { testGateway } from './test-gateway.ts';
 
 const A = 'key-of-acme-aaaaaaaa01';
@@ -74,6 +76,47 @@ describe('API keys from a file (BATON_API_KEYS_FILE), read again as it changes',
       keys.stop();
       await listening.close();
       await app.close();
+    }
+  });
+
+  test('only a regular file of at most 1 MiB is read: a FIFO (it had been waited on for ever — no reload after it, SIGTERM no longer stopped the gateway), a device or an oversize file is refused at start and, swapped in later, keeps the keys in force; a reload after it works; a world-writable file is warned of once; a reload of thousands names 50 each way', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'baton-keys-'));
+    dirs.push(dir);
+    const fifo = path.join(dir, 'fifo');
+    await promisify(execFile)('mkfifo', [fifo]);
+    await expect(apiKeysFile(fifo, log, 1000)).rejects.toThrow(new ApiKeysFileError(fifo, 'cannot be used: not a regular file (a FIFO, a device or a directory is not read)'));
+    await expect(apiKeysFile('/dev/zero', log, 1000)).rejects.toThrow(/not a regular file/);
+    const big = await keysFile(`${A}:acme\n# ${'x'.repeat(MAX_KEYS_FILE_BYTES)}\n`);
+    await expect(apiKeysFile(big, log, 1000)).rejects.toThrow(new ApiKeysFileError(big, `cannot be used: ${MAX_KEYS_FILE_BYTES + A.length + 9} bytes, over the ${MAX_KEYS_FILE_BYTES} a keys file may hold`));
+
+    const file = await keysFile(`${A}:acme\n`);
+    await chmod(file, 0o666);
+    const keys = await apiKeysFile(file, log, 20);
+    try {
+      expect(logged.filter((l) => l.msg.startsWith('BATON_API_KEYS_FILE may be written by anyone on this host'))).toEqual([{ level: 'warn', o: { file, mode: '666' }, msg: expect.stringContaining('chmod o-w') }]);
+      // A FIFO renamed over it: said, the keys kept; then a regular file again is read (the looks had stopped for good).
+      const swapped = path.join(dir, 'swapped');
+      await promisify(execFile)('mkfifo', [swapped]);
+      await rename(swapped, file);
+      await waitFor(() => logged.some((l) => l.msg === 'BATON_API_KEYS_FILE cannot be read: the keys in force are kept' && l.o.file === file), { what: 'the FIFO refused' });
+      expect(keys.current()).toEqual(new Map([[A, 'acme']]));
+      const many = Array.from({ length: 2000 }, (_, i) => `key-of-many-${String(i).padStart(10, '0')}:globex`).join('\n');
+      await writeFile(path.join(dir, 'next'), `${B}:acme\n${many}\n`);
+      await rename(path.join(dir, 'next'), file);
+      await waitFor(() => keys.current().get(B) === 'acme', { what: 'the regular file read again' });
+      expect(keys.current().size).toBe(2001);
+      const reload = logged.findLast((l) => l.msg === 'API keys reloaded')!;
+      expect(reload.o).toMatchObject({ keys: 2001, addedCount: 2001, revokedCount: 1, revoked: [expect.stringMatching(/@acme$/)] });
+      expect(reload.o.added).toHaveLength(50);
+      // Written by anyone still: warned once, not at every look.
+      expect(logged.filter((l) => l.msg.startsWith('BATON_API_KEYS_FILE may be written by anyone'))).toHaveLength(1);
+      // Found by one lookup among them, compared whole.
+      const index = keyIndex(keys)();
+      expect(index.find(Buffer.from('key-of-many-0000001999'))?.tenant).toBe('globex');
+      expect(index.find(Buffer.from('key-of-many-000000199'))).toBeUndefined();
+      expect(index.find(Buffer.from(A))).toBeUndefined();
+    } finally {
+      keys.stop();
     }
   });
 

@@ -1,6 +1,6 @@
-import { createHash } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
-import type { Logger } from '@baton/runtime';
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { readFile, stat } from 'node:fs/promises';
+import { within, type Logger } from '@baton/runtime';
 import { apiKeyProblems, parseApiKeys } from './config.ts';
 
 /** The API keys a gateway checks requests against. */
@@ -11,22 +11,37 @@ export interface ApiKeys {
   readonly required: boolean;
 }
 
-/** The keys in force as the auth hook and the streams use them: each key's bytes, tenant and actor; the actors of all. */
+/** A key in force: its bytes, tenant and actor. */
+export interface IndexedKey {
+  key: Buffer;
+  tenant: string;
+  actor: string;
+}
+
+/** The keys in force as the auth hook and the streams use them: how many, the one a request names, the actors of all. */
 export interface KeyIndex {
-  keys: { key: Buffer; tenant: string; actor: string }[];
+  size: number;
+  /** The key `given` is, compared in constant time; looked up by its digest (one lookup, however many keys: it had been a scan of all). */
+  find(given: Buffer): IndexedKey | undefined;
   actors: ReadonlySet<string>;
 }
+
+const digestOf = (key: Buffer | string): string => createHash('sha256').update(key).digest('base64');
 
 /** `source`'s keys indexed, made again only when they change (a keys file read again). */
 export function keyIndex(source: ApiKeys): () => KeyIndex {
   let of: ReadonlyMap<string, string> | null = null;
-  let index: KeyIndex = { keys: [], actors: new Set() };
+  let index: KeyIndex = { size: 0, find: () => undefined, actors: new Set() };
   return () => {
     const now = source.current();
     if (now !== of) {
       of = now;
-      const keys = [...now].map(([k, tenant]) => ({ key: Buffer.from(k), tenant, actor: keyActor(k, tenant) }));
-      index = { keys, actors: new Set(keys.map((k) => k.actor)) };
+      const byDigest = new Map([...now].map(([k, tenant]): [string, IndexedKey] => [digestOf(k), { key: Buffer.from(k), tenant, actor: keyActor(k, tenant) }]));
+      const find = (given: Buffer): IndexedKey | undefined => {
+        const hit = byDigest.get(digestOf(given));
+        return hit && hit.key.length === given.length && timingSafeEqual(hit.key, given) ? hit : undefined;
+      };
+      index = { size: byDigest.size, find, actors: new Set([...byDigest.values()].map((k) => k.actor)) };
     }
     return index;
   };
@@ -65,12 +80,18 @@ export class ApiKeysFileError extends Error {
  * be readable and valid (ApiKeysFileError).
  */
 export async function apiKeysFile(file: string, log: Pick<Logger, 'info' | 'warn' | 'error'>, intervalMs: number): Promise<ApiKeys & { stop(): void }> {
-  const read = async (): Promise<string> => readFile(file, 'utf8');
+  // Said once: a file anybody on the host may write lets them give themselves a key.
+  let warned = false;
+  const writable = (mode: number): void => {
+    if (warned) return;
+    warned = true;
+    log.warn({ file, mode: (mode & 0o777).toString(8) }, 'BATON_API_KEYS_FILE may be written by anyone on this host: they could give themselves a key (chmod o-w)');
+  };
   let text: string;
   try {
-    text = await read();
+    text = await readKeysFile(file, writable);
   } catch (err) {
-    throw new ApiKeysFileError(file, `cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+    throw new ApiKeysFileError(file, unreadable(err));
   }
   const problems = apiKeyProblems(text);
   if (problems.length > 0) throw new ApiKeysFileError(file, problems.join('; '));
@@ -82,9 +103,9 @@ export async function apiKeysFile(file: string, log: Pick<Logger, 'info' | 'warn
   const look = async (): Promise<void> => {
     let now: string;
     try {
-      now = await read();
+      now = await readKeysFile(file, writable);
     } catch (err) {
-      const why = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+      const why = unreadable(err);
       if (why !== reported) log.warn({ file, err: why }, 'BATON_API_KEYS_FILE cannot be read: the keys in force are kept');
       reported = why;
       return;
@@ -108,8 +129,11 @@ export async function apiKeysFile(file: string, log: Pick<Logger, 'info' | 'warn
       return;
     }
     const next = parseApiKeys(now);
-    const fingerprints = (m: ReadonlyMap<string, string>, other: ReadonlyMap<string, string>) => [...m].filter(([k, t]) => other.get(k) !== t).map(([k, t]) => keyActor(k, t));
-    log.info({ file, keys: next.size, added: fingerprints(next, keys), revoked: fingerprints(keys, next) }, 'API keys reloaded');
+    // Named by fingerprint, at most LOGGED_CHANGES each way (a file of thousands had made one line of megabytes), with how many in all.
+    const changed = (m: ReadonlyMap<string, string>, other: ReadonlyMap<string, string>) => [...m].filter(([k, t]) => other.get(k) !== t);
+    const [added, revoked] = [changed(next, keys), changed(keys, next)];
+    const named = (pairs: [string, string][]) => pairs.slice(0, LOGGED_CHANGES).map(([k, t]) => keyActor(k, t));
+    log.info({ file, keys: next.size, added: named(added), revoked: named(revoked), ...(added.length > LOGGED_CHANGES || revoked.length > LOGGED_CHANGES ? { addedCount: added.length, revokedCount: revoked.length } : {}) }, 'API keys reloaded');
     keys = next;
     text = now;
     reported = '';
@@ -122,6 +146,37 @@ export async function apiKeysFile(file: string, log: Pick<Logger, 'info' | 'warn
       looking = false;
     });
   }, intervalMs);
+  // (A read that never ends — a hung network mount — fails its look after READ_TIMEOUT_MS: readKeysFile; the next look tries again.)
   timer.unref();
   return { current: () => keys, required: true, stop: () => clearInterval(timer) };
 }
+
+/** The largest keys file read (1 MiB: some 15,000 keys); a larger one is refused, not read. */
+export const MAX_KEYS_FILE_BYTES = 1024 * 1024;
+/** How long one read of the keys file may take. */
+const READ_TIMEOUT_MS = 5000;
+/** Fingerprints named per reload, each way. */
+const LOGGED_CHANGES = 50;
+
+/**
+ * The keys file's text, if it is a regular file (after symlinks) of at most MAX_KEYS_FILE_BYTES,
+ * read within READ_TIMEOUT_MS. A FIFO had been opened and waited on for ever — no reload after
+ * it, and a gateway that SIGTERM no longer stopped —, /dev/zero read without end, and a file of
+ * 126 MB froze the gateway and took 3 GB. One anybody on the host may write is told to `writable`.
+ */
+async function readKeysFile(file: string, writable: (mode: number) => void): Promise<string> {
+  return within(READ_TIMEOUT_MS, async () => {
+    const st = await stat(file);
+    if (!st.isFile()) throw new Error('not a regular file (a FIFO, a device or a directory is not read)');
+    if (st.size > MAX_KEYS_FILE_BYTES) throw new Error(`${st.size} bytes, over the ${MAX_KEYS_FILE_BYTES} a keys file may hold`);
+    if ((st.mode & 0o002) !== 0) writable(st.mode);
+    const text = await readFile(file, 'utf8');
+    if (Buffer.byteLength(text) > MAX_KEYS_FILE_BYTES) throw new Error(`over the ${MAX_KEYS_FILE_BYTES} bytes a keys file may hold`);
+    return text;
+  }, `no answer within ${READ_TIMEOUT_MS} ms (a hung mount?)`);
+}
+
+const unreadable = (err: unknown): string => {
+  const code = (err as NodeJS.ErrnoException).code;
+  return code ? `cannot be read (${code})` : `cannot be used: ${(err as Error).message}`;
+};
