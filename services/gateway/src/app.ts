@@ -39,12 +39,17 @@ function wellFormedJson(text: string): boolean {
   }
 }
 
+/** A URL as logged: each `token` parameter's value (a mailed link's credential) replaced. */
+export const withoutTokens = (url: string): string => url.replace(/([?&]token=)[^&#]*/gi, '$1[redacted]');
+
 /** Build the gateway's Fastify app from its dependencies (tests call this directly). */
 export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   // Per-request access logs are off (they would dominate at load); /metrics counts requests.
   // Request logs at warn and above unless the service logs more (debug, trace) or less (error, fatal, silent).
   const level = ['debug', 'trace', 'error', 'fatal', 'silent'].includes(deps.log.level) ? deps.log.level : 'warn';
-  const httpLog = deps.log.child({ component: 'http' }, { level });
+  // A mailed link's token is its credential: never in a request log (debug logs the URL).
+  const req = (r: { method?: string; url?: string; ip?: string }) => ({ method: r.method, url: withoutTokens(r.url ?? ''), remoteAddress: r.ip });
+  const httpLog = deps.log.child({ component: 'http' }, { level, serializers: { req } });
   const app = Fastify({
     loggerInstance: httpLog as FastifyBaseLogger,
     bodyLimit: deps.bodyLimit,

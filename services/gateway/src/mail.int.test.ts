@@ -3,6 +3,7 @@ import type { Command } from '@baton/domain';
 import { handleCommand, loadTask } from '@baton/event-store';
 import { storeArtifact } from '@baton/storage';
 import { signLinkToken, type LinkClaims } from '@baton/mail';
+import { createLogger } from '@baton/runtime';
 import { pgTest as test, type PgFixture } from '@baton/testing';
 import { describe, expect } from 'vitest';
 import { testGateway } from './test-gateway.ts';
@@ -70,6 +71,18 @@ describe('mailed decision links', () => {
     expect((await loadTask(pg.store, id)).events).toHaveLength(events.length);
   });
 
+  test("a link's token never reaches the log, even at debug (which logs each request's URL)", async ({ pg }) => {
+    const lines: string[] = [];
+    const log = createLogger('gateway', { level: 'debug', destination: { write: (line: string) => void lines.push(line) } });
+    const app = await testGateway(pg, null, { mailLinkSecret: SECRET, log });
+    const id = await waiting(pg, 'approval');
+    const token = signLinkToken(SECRET, claimsFor(id));
+    expect((await app.inject({ method: 'GET', url: `/mail/decide?token=${token}&x=1` })).statusCode).toBe(200);
+    const logged = lines.join('');
+    expect(logged).toContain('"url":"/mail/decide?token=[redacted]&x=1"');
+    expect(logged).not.toContain(token.slice(3, 40));
+  });
+
   test('reject with a reason; tampered, expired, another tenant’s, a link for another page — each a clear page, nothing changed', async ({ pg }) => {
     const app = await testGateway(pg, null, { mailLinkSecret: SECRET });
     const id = await waiting(pg, 'approval');
@@ -101,6 +114,9 @@ describe('mailed decision links', () => {
     const other = `${sig.slice(0, -1)}${alphabet[alphabet.indexOf(sig.at(-1) ?? 'A') ^ 1]}`;
     expect(Buffer.from(other, 'base64url').equals(Buffer.from(sig, 'base64url'))).toBe(true); // the same bytes
     expect((await app.inject({ method: 'GET', url: `/mail/decide?token=${v}.${payload}.${other}` })).statusCode).toBe(400);
+    // A form another site's page sends, with a good token: refused as the API refuses such requests.
+    const crossSite = await app.inject({ method: 'POST', url: '/mail/decide', ...form([['token', token], ['reason', 'x']]), headers: { 'content-type': 'application/x-www-form-urlencoded', 'sec-fetch-site': 'cross-site' } });
+    expect([crossSite.statusCode, crossSite.body]).toEqual([403, expect.stringMatching(/Send this from the page the link opened/)]);
     expect((await loadTask(pg.store, id)).events).toHaveLength(before);
 
     const page = await app.inject({ method: 'GET', url: `/mail/decide?token=${token}` });
@@ -125,6 +141,9 @@ describe('mailed decision links', () => {
     // Each question a fieldset; its choices shown to tick (they were hidden in a datalist), a field for one's own words.
     expect(page.body).toMatch(/<fieldset><legend>Who is it for\?<\/legend><label class="choice"><input type="radio" name="pick-0" value="CTO"[^>]*> CTO<\/label>[\s\S]*<input type="text" id="answer-0" name="answer"[\s\S]*<legend>How deep\?<\/legend>/);
     expect((await app.inject({ method: 'GET', url: `/mail/decide?token=${token}` })).statusCode).toBe(400); // an answer link is no decide link
+    // A decide link naming a question (never mailed so): its POST is refused as its page is, not taken as a decision.
+    const decideQuestion = await app.inject({ method: 'POST', url: '/mail/decide', ...form([['token', signLinkToken(SECRET, claimsFor(id, { r: 'clr-lead-tu1' }))]]) });
+    expect([decideQuestion.statusCode, decideQuestion.body]).toEqual([409, expect.stringMatching(/This request is not an approval/)]);
     // One left blank: the form again, saying which, with what was given kept.
     const empty = await app.inject({ method: 'POST', url: '/mail/answer', ...form([['token', token], ['pick-0', 'engineers'], ['answer', ' '], ['answer', ' ']]) });
     expect([empty.statusCode, empty.body]).toEqual([400, expect.stringMatching(/<p class="problem">Question 2 has no answer: write one, or tick a choice\.<\/p>[\s\S]*value="engineers" checked/)]);
@@ -163,7 +182,7 @@ describe('mailed file links', () => {
     const r = await app.inject({ method: 'GET', url: link() }); // no Authorization: a mail's reader has no key
     expect(r.statusCode).toBe(200);
     expect(r.body).toBe('# Report\n'); // the version the mail listed
-    expect([r.headers['content-type'], r.headers['content-security-policy'], r.headers['x-content-type-options']]).toEqual(['text/markdown; charset=utf-8', "default-src 'none'; sandbox", 'nosniff']);
+    expect([r.headers['content-type'], r.headers['content-security-policy'], r.headers['x-content-type-options'], r.headers['cache-control']]).toEqual(['text/markdown; charset=utf-8', "default-src 'none'; sandbox", 'nosniff', 'no-store']);
     expect(r.headers['content-disposition']).toContain('report.md');
     expect((await app.inject({ method: 'GET', url: `/v1/tasks/${id}/artifacts/out/report.md` })).statusCode).toBe(401); // the API's own URL needs the key
     const cases: [string, number, RegExp][] = [

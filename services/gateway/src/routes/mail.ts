@@ -77,6 +77,10 @@ const button = (label: string, colour: string): string => `<button type="submit"
 const hidden = (token: string): string => `<input type="hidden" name="token" value="${escapeHtml(token)}">`;
 
 export const mailRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
+  // The pages' forms post from the pages themselves: a form another site's page sends is refused, as on the API (the token stays the credential).
+  app.addHook('onRequest', async (req) => {
+    if (req.method === 'POST' && req.headers['sec-fetch-site'] === 'cross-site') throw new Page(403, 'Send this from the page the link opened', para("A form sent from another site's page is refused. Open the link from the mail again. Nothing was decided."));
+  });
   // Forms post application/x-www-form-urlencoded (in this scope only: the API stays JSON).
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: FORM_LIMIT }, (_req, body, done) => {
     const params = new URLSearchParams(body as string);
@@ -174,7 +178,9 @@ export const mailRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
 
   app.post('/mail/decide', async (req, reply) => {
     const form = parse(DecideForm, req.body, 'body');
-    const { claims, loaded } = await open(form.token, ['approve', 'reject']);
+    const { claims, loaded, request } = await open(form.token, ['approve', 'reject']);
+    // As its page: only an approval is decided here (a budget needs an amount: the console).
+    if (request.kind !== 'approval') throw new Page(409, 'Decide in the console', `${para('This request is not an approval.')}${consoleLink(claims.k)}`, loaded.state.prompt);
     const reason = form.reason?.trim() ? form.reason.trim() : undefined;
     const command: Command = { type: 'DecideApproval', requestId: claims.r, decision: claims.d === 'approve' ? 'approve' : 'reject', reason: claims.d === 'reject' ? (reason ?? `rejected by mail (${claims.a})`) : undefined, decidedBy: `mail:${claims.a}` };
     const state = await decide(claims, loaded, command);
@@ -250,7 +256,8 @@ export const mailRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     return reply
       // The path's media type (a version of one path has the path's type).
       .header('content-type', listed?.mediaType ?? 'application/octet-stream')
-      .header('cache-control', 'private, max-age=3600')
+      // Not kept by the browser: the link stops working when it expires, a cached copy would not (a shared computer).
+      .header('cache-control', 'no-store')
       .header('referrer-policy', 'no-referrer')
       .header('content-disposition', contentDisposition('inline', claims.r.split('/').pop() ?? claims.r))
       .header('content-security-policy', "default-src 'none'; sandbox")
