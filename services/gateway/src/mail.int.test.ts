@@ -6,6 +6,7 @@ import { signLinkToken, type LinkClaims } from '@baton/mail';
 import { createLogger } from '@baton/runtime';
 import { pgTest as test, type PgFixture } from '@baton/testing';
 import { describe, expect } from 'vitest';
+import { fixedApiKeys } from './api-keys.ts';
 import { testGateway } from './test-gateway.ts';
 
 const SECRET = 'gateway-test-link-secret-0123456789abcdef';
@@ -81,6 +82,20 @@ describe('mailed decision links', () => {
     const logged = lines.join('');
     expect(logged).toContain('"url":"/mail/decide?token=[redacted]&x=1"');
     expect(logged).not.toContain(token.slice(3, 40));
+  });
+
+  test("a tenant's links stop working once it has no API key left (offboarded, or every key revoked after a leak); while it has one they work", async ({ pg }) => {
+    const keys = new Map([['key-of-acme-aaaaaaaa01', 'acme']]);
+    const app = await testGateway(pg, null, { mailLinkSecret: SECRET, apiKeys: fixedApiKeys(keys) });
+    const [acme, gone] = [await waiting(pg, 'approval', 'acme'), await waiting(pg, 'approval', 'globex')];
+    expect((await app.inject({ method: 'GET', url: `/mail/decide?token=${signLinkToken(SECRET, claimsFor(acme, { t: 'acme' }))}` })).statusCode).toBe(200);
+    for (const r of [
+      await app.inject({ method: 'GET', url: `/mail/decide?token=${signLinkToken(SECRET, claimsFor(gone, { t: 'globex' }))}` }),
+      await app.inject({ method: 'POST', url: '/mail/decide', ...form([['token', signLinkToken(SECRET, claimsFor(gone, { t: 'globex' }))]]) }),
+    ]) {
+      expect([r.statusCode, r.body]).toEqual([403, expect.stringMatching(/This link no longer works[\s\S]*no API key/)]);
+    }
+    expect(Object.keys((await loadTask(pg.store, gone)).state.pendingRequests)).toEqual(['apr-lead-tu1']);
   });
 
   test('reject with a reason; tampered, expired, another tenant’s, a link for another page — each a clear page, nothing changed', async ({ pg }) => {
@@ -168,7 +183,7 @@ describe('mailed decision links', () => {
 
 describe('mailed file links', () => {
   test("a report mail's file link gives the version it listed with no API key; another version stored since, a tampered, expired, foreign or decide link — each a clear page", async ({ pg }) => {
-    const keys = new Map([['key-of-default-00000001', 'default']]);
+    const keys = new Map([['key-of-default-00000001', 'default'], ['key-of-other-00000002', 'other-tenant']]);
     const app = await testGateway(pg, null, { mailLinkSecret: SECRET, apiKeys: keys });
     const id = await waiting(pg, 'approval');
     const store = async (content: string) => {

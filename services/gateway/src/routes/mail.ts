@@ -112,6 +112,8 @@ export const mailRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     }
     const { claims } = check;
     if (!actions.includes(claims.d)) throw new Page(400, 'This link is not valid here', para('It was made for another page. Nothing was decided.'));
+    // A tenant whose every API key was taken away (offboarded, a leak answered by revoking them all): its mailed links go with them.
+    if (d.apiKeys.required && ![...d.apiKeys.current().values()].includes(claims.t)) throw new Page(403, 'This link no longer works', para("Its team has no access to this server any more (it has no API key). Nothing was done."));
     const loaded = await d.load(claims.k);
     // A task of another tenant (or none) is never shown: the link's tenant must be the task's.
     if (!exists(loaded.state) || loaded.state.tenantId !== claims.t) throw new Page(404, 'No such task', para('This link names a task this server does not have for its tenant. Nothing was decided.'));
