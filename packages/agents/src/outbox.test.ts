@@ -24,6 +24,11 @@ describe('send_email → the outbox', () => {
     expect(outboxRequest(state, 'email-agent-1', 'tu1', input())).toMatchObject({ command: { emailId: emailIdFor(state.id, 'email-agent-1', 'tu1') } });
     expect(emailIdFor(state.id, 'email-agent-1', 'tu2')).not.toBe(emailIdFor(state.id, 'email-agent-1', 'tu1'));
   });
+  it("refuses recipients the deployment does not let the task's tenant mail (MAIL_ALLOWED_RECIPIENTS), naming them and what it may mail", () => {
+    const state = given([submitted, artifact]).state;
+    expect(outboxRequest(state, 'a', 'tu1', input({ to: ['ann@example.com', 'eve@evil.example'] }), { t: ['example.com'] })).toEqual({ ok: false, error: "to: not queued: eve@evil.example: this deployment does not mail that address for tenant 't' (MAIL_ALLOWED_RECIPIENTS allows example.com)" });
+    expect(outboxRequest(state, 'a', 'tu1', input({ to: ['ann@example.com'] }), { t: ['example.com'] }).ok).toBe(true);
+  });
   it('refuses an attachment that is not a file of the task, naming the ones there are', () => {
     expect(outboxRequest(given([submitted, artifact]).state, 'a', 'tu1', input({ attach: ['secret.txt'] }))).toEqual({ ok: false, error: "attach: 'secret.txt' is not a file of this task; its files are: report.md" });
   });

@@ -1,4 +1,4 @@
-import { emailIdFor, type Command, type TaskState } from '@baton/domain';
+import { emailIdFor, recipientsRefused, recipientsRefusedMessage, type Command, type MailRecipientRules, type TaskState } from '@baton/domain';
 import type { SendEmailInput } from './tools.ts';
 
 export type OutboxRequest = { ok: true; command: Extract<Command, { type: 'RequestEmail' }>; result: string } | { ok: false; error: string };
@@ -6,11 +6,14 @@ export type OutboxRequest = { ok: true; command: Extract<Command, { type: 'Reque
 /**
  * The outbox side of `send_email` (docs/email.md), pure: the RequestEmail of a call, and the tool
  * result the agent gets; or why it cannot be queued (an attachment that is not an artifact of the
- * task). The email id is derived from the task, the agent and the tool use (`emailIdFor`), so the
+ * task, a recipient the deployment does not let its tenant mail). The email id is derived from the task, the agent and the tool use (`emailIdFor`), so the
  * same call run again (a job resumed after a crash, a retry) decides the same RequestEmail, which
  * the log records once.
  */
-export function outboxRequest(state: TaskState, agentId: string, toolUseId: string, input: SendEmailInput): OutboxRequest {
+export function outboxRequest(state: TaskState, agentId: string, toolUseId: string, input: SendEmailInput, recipients?: MailRecipientRules): OutboxRequest {
+  // Only where the deployment lets the tenant's mail go (MAIL_ALLOWED_RECIPIENTS): the agent is told, and may write to others.
+  const refused = recipientsRefused(recipients, state.tenantId, input.to);
+  if (recipients && refused.length > 0) return { ok: false, error: `to: not queued: ${recipientsRefusedMessage(recipients, state.tenantId, refused)}` };
   const attachments = [];
   for (const path of input.attach) {
     const artifact = state.artifacts.find((a) => a.path === path);

@@ -1,7 +1,7 @@
 import { given } from '@baton/testing';
 import { describe, expect, it } from 'vitest';
 import type { Command, DecidedEvent } from './commands.ts';
-import { EmailNotify, NotifyConfig } from './email.ts';
+import { AllowedRecipients, EmailNotify, NotifyConfig, recipientsRefused, recipientsRefusedMessage } from './email.ts';
 import { IllegalTransitionError, InvalidCommandError, TaskFinalError } from './errors.ts';
 import { parseNewEvent } from './events.ts';
 
@@ -68,5 +68,22 @@ describe('RecordEmailSent / RecordEmailFailed', () => {
     const s = given(done).when(cmd('RecordEmailSent', sent)).then([{ type: 'EmailSent', data: sent }]);
     expect(s.status).toBe('failed');
     given(sending).when(cmd('RecordEmailSent', sent)).thenThrows(InvalidCommandError, /no email/);
+  });
+});
+
+describe('where a tenant may mail (MAIL_ALLOWED_RECIPIENTS)', () => {
+  const rules = { acme: AllowedRecipients.parse(['Acme.Example', '*.partner.example', 'ann@gmail.com']), '*': AllowedRecipients.parse(['example.com']) };
+  it('a domain, a domain with its subdomains, one address; case ignored; another tenant falls under "*"; none set: anywhere', () => {
+    expect(recipientsRefused(rules, 'acme', ['bob@acme.example', 'BOB@ACME.EXAMPLE', 'x@partner.example', 'x@eu.partner.example', 'ann@gmail.com', 'eve@gmail.com', 'x@sub.acme.example', 'x@evilpartner.example'])).toEqual(['eve@gmail.com', 'x@sub.acme.example', 'x@evilpartner.example']);
+    expect(recipientsRefused(rules, 'globex', ['g@example.com', 'g@acme.example'])).toEqual(['g@acme.example']);
+    expect(recipientsRefused({ acme: ['acme.example'] }, 'globex', ['g@example.com'])).toEqual(['g@example.com']); // no "*": others mail no one
+    expect(recipientsRefused(undefined, 'acme', ['anyone@anywhere.example'])).toEqual([]);
+    expect(recipientsRefusedMessage(rules, 'acme', ['eve@gmail.com'])).toBe("eve@gmail.com: this deployment does not mail that address for tenant 'acme' (MAIL_ALLOWED_RECIPIENTS allows acme.example, *.partner.example, ann@gmail.com)");
+  });
+  it('entries are domains or addresses, named when not', () => {
+    const r = AllowedRecipients.safeParse(['example.com', 'https://x.example', '*.', '']);
+    expect(r.success).toBe(false);
+    expect(r.error?.issues.map((i) => i.path.join('.'))).toEqual(['1', '2', '3']);
+    expect(AllowedRecipients.safeParse([]).error?.issues[0]?.message).toBe('name at least one domain or address');
   });
 });

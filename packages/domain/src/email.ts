@@ -64,3 +64,45 @@ export interface EmailState {
   refused: string[];
   error: { code: string; message: string } | null;
 }
+
+/**
+ * One entry of where a deployment lets a tenant's mail go (MAIL_ALLOWED_RECIPIENTS): a domain
+ * (`example.com`: its addresses), a domain and its subdomains (`*.example.com`), or one address.
+ */
+export const RecipientPattern = z
+  .string()
+  .trim()
+  .toLowerCase()
+  .refine((p) => /^(\*\.)?([a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z][a-z0-9-]*[a-z0-9]$/.test(p) || EmailAddress.safeParse(p).success, 'must be a domain (example.com), a domain with its subdomains (*.example.com) or an address');
+
+/** One tenant's entries in MAIL_ALLOWED_RECIPIENTS. */
+export const AllowedRecipients = z.array(RecipientPattern).min(1, 'name at least one domain or address');
+
+/** By tenant (`*`: every tenant not named), where its mail may go; a tenant under neither may mail no one. */
+export type MailRecipientRules = Readonly<Record<string, readonly string[]>>;
+
+/** The entries that apply to `tenant` (its own, else `*`'s; none: it may mail no one). */
+export const recipientPatternsOf = (rules: MailRecipientRules, tenant: string): readonly string[] => (Object.hasOwn(rules, tenant) ? rules[tenant] : Object.hasOwn(rules, '*') ? rules['*'] : undefined) ?? [];
+
+const allowedBy = (pattern: string, address: string): boolean => {
+  const a = address.trim().toLowerCase();
+  if (pattern.includes('@')) return a === pattern;
+  const domain = a.slice(a.lastIndexOf('@') + 1);
+  return pattern.startsWith('*.') ? domain === pattern.slice(2) || domain.endsWith(pattern.slice(1)) : domain === pattern;
+};
+
+/**
+ * The addresses of `to` that `rules` do not let `tenant` mail, in order (none: all may be; no
+ * rules — MAIL_ALLOWED_RECIPIENTS unset — lets any address be mailed).
+ */
+export function recipientsRefused(rules: MailRecipientRules | null | undefined, tenant: string, to: readonly string[]): string[] {
+  if (!rules) return [];
+  const patterns = recipientPatternsOf(rules, tenant);
+  return to.filter((address) => !patterns.some((p) => allowedBy(p, address)));
+}
+
+/** Why those addresses are not mailed, naming them and what the tenant may mail. */
+export function recipientsRefusedMessage(rules: MailRecipientRules, tenant: string, refused: readonly string[]): string {
+  const patterns = recipientPatternsOf(rules, tenant);
+  return `${refused.join(', ')}: this deployment does not mail ${refused.length === 1 ? 'that address' : 'those addresses'} for tenant '${tenant}' (MAIL_ALLOWED_RECIPIENTS allows ${patterns.length ? patterns.join(', ') : 'it no address'})`;
+}

@@ -89,6 +89,24 @@ export async function listenOrExit<T>(where: { host: string; port: number; setti
   }
 }
 
+const tenantJson = <T extends z.ZodType>(value: T) => (s: z.ZodString | z.ZodDefault<z.ZodString>) =>
+  s
+    .transform((text, ctx) => {
+      try {
+        return JSON.parse(text === '' ? '{}' : text) as unknown;
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: `must be JSON: ${(err as Error).message}` });
+        return z.NEVER;
+      }
+    })
+    .pipe(z.record(z.string().regex(/^(\*|[A-Za-z0-9_-]{1,64})$/, 'a tenant name or *'), value));
+
+/** A JSON object by tenant name ("*": every tenant not named), each value parsed with `value`; unset: `{}`. */
+export const byTenant = <T extends z.ZodType>(value: T) => tenantJson(value)(z.string().default('{}'));
+
+/** As `byTenant`, but unset is `undefined` (a rule nobody set, not a rule that allows nothing). */
+export const byTenantIfSet = <T extends z.ZodType>(value: T) => tenantJson(value)(z.string()).optional();
+
 /** Pieces every service's config shares. */
 export const commonEnv = {
   DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL').default('postgres://postgres@127.0.0.1:5432/baton'),

@@ -32,6 +32,11 @@ describe('gateway config: mail', () => {
     expect(loadGatewayConfig({}).TENANT_NOTIFY).toEqual({});
     expect(loadGatewayConfig({ TENANT_NOTIFY: '{"*":{"email":{"to":["ops@example.com"]}}}' }).TENANT_NOTIFY).toEqual({ '*': { email: { to: ['ops@example.com'], on: ['awaiting_input', 'completed', 'failed'] } } });
     expect(() => loadGatewayConfig({ TENANT_NOTIFY: '{"acme":{"email":{"to":["nope"]}}}' })).toThrow(/TENANT_NOTIFY\.acme\.email\.to\.0: must be an email address/);
+    // Where mail may go: unset, anywhere; set, JSON by tenant of domains and addresses; a tenant's default recipients must be among them.
+    expect(loadGatewayConfig({}).MAIL_ALLOWED_RECIPIENTS).toBeUndefined();
+    expect(loadGatewayConfig({ MAIL_ALLOWED_RECIPIENTS: '{"acme":["Acme.Example","*.partner.example"],"*":["ops@example.com"]}' }).MAIL_ALLOWED_RECIPIENTS).toEqual({ acme: ['acme.example', '*.partner.example'], '*': ['ops@example.com'] });
+    expect(() => loadGatewayConfig({ MAIL_ALLOWED_RECIPIENTS: '{"acme":["https://acme.example"],"beta":[]}' })).toThrow(/MAIL_ALLOWED_RECIPIENTS\.acme\.0: must be a domain[\s\S]*MAIL_ALLOWED_RECIPIENTS\.beta: name at least one domain or address/);
+    expect(() => loadGatewayConfig({ MAIL_ALLOWED_RECIPIENTS: '{"acme":["acme.example"]}', TENANT_NOTIFY: '{"acme":{"email":{"to":["ops@gmail.com"]}}}' })).toThrow(/TENANT_NOTIFY\.acme: ops@gmail\.com: this deployment does not mail that address for tenant 'acme'/);
     expect(() => loadGatewayConfig({ MAIL_LINK_SECRET: 'short' })).toThrow(/MAIL_LINK_SECRET: must be at least 32 characters/);
   });
 });

@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
-import { NotifyConfig } from '@baton/domain';
+import { AllowedRecipients, NotifyConfig, recipientsRefused, recipientsRefusedMessage } from '@baton/domain';
 import { MIN_LINK_SECRET_LENGTH } from '@baton/mail';
-import { commonEnv, durationMs, existingDirectory, loadConfig, modelEnv } from '@baton/runtime';
+import { byTenant, byTenantIfSet, commonEnv, durationMs, existingDirectory, loadConfig, modelEnv } from '@baton/runtime';
 import { DEFAULT_WORKSPACE_LIMITS, type WorkspaceLimits } from '@baton/storage';
 import { z } from 'zod';
 import { DEFAULT_LIMITS, type GatewayLimits } from './deps.ts';
@@ -11,21 +11,6 @@ import { BudgetInput } from './routes/schemas.ts';
 export const DEFAULT_EXAMPLES_DIR = fileURLToPath(new URL('../../../examples', import.meta.url));
 
 const MiB = 1024 * 1024;
-
-/** A JSON object by tenant name ("*": every tenant not named), each value parsed with `value`. */
-const byTenant = <T extends z.ZodType>(value: T) =>
-  z
-    .string()
-    .default('{}')
-    .transform((s, ctx) => {
-      try {
-        return JSON.parse(s === '' ? '{}' : s) as unknown;
-      } catch (err) {
-        ctx.addIssue({ code: 'custom', message: `must be JSON: ${(err as Error).message}` });
-        return z.NEVER;
-      }
-    })
-    .pipe(z.record(z.string().regex(/^(\*|[A-Za-z0-9_-]{1,64})$/, 'a tenant name or *'), value));
 
 const schema = z.object({
   ...commonEnv,
@@ -85,6 +70,11 @@ const schema = z.object({
    * ("*": every tenant not named). A task's own `notify` replaces its tenant's default (docs/email.md).
    */
   TENANT_NOTIFY: byTenant(NotifyConfig),
+  /**
+   * Where each tenant's mail may go, as JSON: `{"acme": ["acme.example", "*.partner.example", "ann@example.com"], "*": [...]}`;
+   * unset: anywhere. A task's `notify` naming another address is a 400 (the notifier and the runner check it too: docs/email.md).
+   */
+  MAIL_ALLOWED_RECIPIENTS: byTenantIfSet(AllowedRecipients),
   /** Checks the mailed decision links (the notifier signs them with the same value); absent: /mail pages say links are off. */
   MAIL_LINK_SECRET: z.string().min(MIN_LINK_SECRET_LENGTH, `must be at least ${MIN_LINK_SECRET_LENGTH} characters (e.g. openssl rand -hex 32)`).optional(),
   /** Webhook URLs naming loopback/private/link-local addresses are accepted (development); the notifier reads the same variable. */
@@ -98,6 +88,11 @@ const schema = z.object({
 });
 const checked = schema.superRefine((c, ctx) => {
   if (c.BATON_API_KEYS !== '' && c.BATON_API_KEYS_FILE !== undefined) ctx.addIssue({ code: 'custom', path: ['BATON_API_KEYS_FILE'], message: 'give BATON_API_KEYS or BATON_API_KEYS_FILE, not both' });
+  // A tenant's default recipients are ones it may mail (else every task of it would be refused).
+  for (const [tenant, notify] of Object.entries(c.TENANT_NOTIFY)) {
+    const refused = recipientsRefused(c.MAIL_ALLOWED_RECIPIENTS, tenant, notify.email.to);
+    if (refused.length > 0 && c.MAIL_ALLOWED_RECIPIENTS) ctx.addIssue({ code: 'custom', path: ['TENANT_NOTIFY', tenant], message: recipientsRefusedMessage(c.MAIL_ALLOWED_RECIPIENTS, tenant, refused) });
+  }
 });
 export type GatewayConfig = z.infer<typeof schema>;
 export const loadGatewayConfig = (env: Record<string, string | undefined>): GatewayConfig => loadConfig('gateway', checked, env);

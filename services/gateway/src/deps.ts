@@ -1,6 +1,6 @@
 import type { StreamingModel, TeamCatalog, TeamDefinition } from '@baton/agents';
 import type { BusNames } from '@baton/bus';
-import type { NotifyConfig } from '@baton/domain';
+import type { MailRecipientRules, NotifyConfig } from '@baton/domain';
 import type { Database } from '@baton/db';
 import type { EventStore, TaskLoader } from '@baton/event-store';
 import type { Logger } from '@baton/runtime';
@@ -59,6 +59,8 @@ export interface GatewayDeps {
   budgets?: TenantBudgets;
   /** Default mail recipients by tenant ("*": any other tenant); absent: none (docs/email.md). */
   notify?: Readonly<Record<string, NotifyConfig>>;
+  /** Where each tenant's mail may go (MAIL_ALLOWED_RECIPIENTS); absent: anywhere. */
+  mailRecipients?: MailRecipientRules | undefined;
   /** Checks mailed decision links (the notifier's MAIL_LINK_SECRET); absent: the /mail pages say links are off. */
   mailLinkSecret?: string;
   /** Chat mode's model (docs/chat.md); absent: the offline chat model. */

@@ -239,4 +239,16 @@ describe('notify on POST /v1/tasks', () => {
     const fromChat = await app.inject({ method: 'POST', url: `/v1/chats/${chatId}/task`, payload: { notify } });
     expect([fromChat.statusCode, fromChat.json().notify]).toEqual([201, notify]);
   });
+
+  test('only where MAIL_ALLOWED_RECIPIENTS lets the tenant mail: another address is a 400 naming the field and what it may mail (a task, a chat’s task); nothing recorded', async ({ pg }) => {
+    const app = await testGateway(pg, null, { mailRecipients: { default: ['example.com', '*.example.org'] } });
+    const ok = await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'Research X', notify: { email: { to: ['ann@example.com', 'bob@eu.example.org'] } } } });
+    expect(ok.statusCode).toBe(201);
+    const refused = await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'Research X', notify: { email: { to: ['ann@example.com', 'eve@attacker.example'] } } } });
+    expect([refused.statusCode, refused.json().error]).toEqual([400, { code: 'validation_error', message: "body.notify.email.to.1: eve@attacker.example: this deployment does not mail that address for tenant 'default' (MAIL_ALLOWED_RECIPIENTS allows example.com, *.example.org)", details: [{ field: 'body.notify.email.to.1', message: expect.any(String) }] }]);
+    const chat = await app.inject({ method: 'POST', url: '/v1/chat', payload: { message: 'Research event sourcing' } });
+    const fromChat = await app.inject({ method: 'POST', url: `/v1/chats/${chat.headers['x-chat-id'] as string}/task`, payload: { notify: { email: { to: ['eve@attacker.example'] } } } });
+    expect([fromChat.statusCode, fromChat.json().error.message]).toEqual([400, expect.stringMatching(/^body\.notify\.email\.to\.0: eve@attacker\.example: this deployment does not mail/)]);
+    expect((await pg.db.pool.query('select count(*)::int as n from tasks')).rows[0].n).toBe(1);
+  });
 });

@@ -72,6 +72,7 @@ const app = await buildApp({
   bulk: limiter(bulkLimit(config.PG_POOL_MAX)),
   budgets: config.TENANT_BUDGETS,
   notify: config.TENANT_NOTIFY,
+  mailRecipients: config.MAIL_ALLOWED_RECIPIENTS,
   ...(config.MAIL_LINK_SECRET ? { mailLinkSecret: config.MAIL_LINK_SECRET } : {}),
   chatModel: chatModelFromConfig(config),
   chatMaxTokens: config.CHAT_MAX_TOKENS,

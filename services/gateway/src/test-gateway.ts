@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { builtinTeams, TeamCatalog, type StreamingModel, type TeamDefinition } from '@baton/agents';
 import { busNames } from '@baton/bus';
-import type { NotifyConfig } from '@baton/domain';
+import type { MailRecipientRules, NotifyConfig } from '@baton/domain';
 import type { Db } from '@baton/db';
 import { TaskCache, type EventStore } from '@baton/event-store';
 import { limiter, silentLogger, type Logger } from '@baton/runtime';
@@ -26,7 +26,7 @@ import { TaskTenants } from './task-tenants.ts';
 export async function testGateway(
   pg: { db: Pick<Db, 'pool' | 'kysely'>; store: EventStore },
   nats: { nc: NatsConnection; namespace: string } | null,
-  opts: { teams?: Readonly<Record<string, TeamDefinition>>; defaultTeam?: string | null; apiKeys?: Map<string, string> | ApiKeys; openApiHosts?: string[]; namespace?: string; sseHeartbeatMs?: number; examplesDir?: string; workspaceLimits?: WorkspaceLimits; limits?: Partial<GatewayLimits>; allowPrivateWebhooks?: boolean; budgets?: TenantBudgets; chatModel?: StreamingModel; notify?: Record<string, NotifyConfig>; mailLinkSecret?: string; log?: Logger; deployment?: string } = {},
+  opts: { teams?: Readonly<Record<string, TeamDefinition>>; defaultTeam?: string | null; apiKeys?: Map<string, string> | ApiKeys; openApiHosts?: string[]; namespace?: string; sseHeartbeatMs?: number; examplesDir?: string; workspaceLimits?: WorkspaceLimits; limits?: Partial<GatewayLimits>; allowPrivateWebhooks?: boolean; budgets?: TenantBudgets; chatModel?: StreamingModel; notify?: Record<string, NotifyConfig>; mailRecipients?: MailRecipientRules; mailLinkSecret?: string; log?: Logger; deployment?: string } = {},
 ): Promise<FastifyInstance> {
   const log = opts.log ?? silentLogger();
   const names = busNames(opts.namespace ?? nats?.namespace ?? '');
@@ -62,6 +62,7 @@ export async function testGateway(
     ...(opts.budgets ? { budgets: opts.budgets } : {}),
     ...(opts.chatModel ? { chatModel: opts.chatModel } : {}),
     ...(opts.notify ? { notify: opts.notify } : {}),
+    ...(opts.mailRecipients ? { mailRecipients: opts.mailRecipients } : {}),
     ...(opts.mailLinkSecret ? { mailLinkSecret: opts.mailLinkSecret } : {}),
   });
 }

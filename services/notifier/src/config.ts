@@ -1,5 +1,6 @@
 import { MIN_LINK_SECRET_LENGTH } from '@baton/mail';
-import { commonEnv, opsEnv, durationMs, loadConfig } from '@baton/runtime';
+import { AllowedRecipients } from '@baton/domain';
+import { byTenantIfSet, commonEnv, opsEnv, durationMs, loadConfig } from '@baton/runtime';
 import { z } from 'zod';
 import { DEFAULT_RETRY_HORIZON_MS, retrySchedule } from './schedule.ts';
 
@@ -33,6 +34,8 @@ const schema = z.object({
   MAIL_LINK_TTL_MS: durationMs(3 * 86_400_000),
   /** Connecting, the greeting and each reply of the SMTP server; a claim's lease is three times this. */
   MAIL_TIMEOUT_MS: durationMs(30_000),
+  /** Where each tenant's mail may go (JSON by tenant; unset: anywhere): a mail to any other address is not sent (docs/email.md). */
+  MAIL_ALLOWED_RECIPIENTS: byTenantIfSet(AllowedRecipients),
   /** Files attached to one mail at most, in all (larger ones are linked instead). */
   MAIL_ATTACH_MAX_BYTES: z.coerce.number().int().min(0).max(100 * MiB).default(5 * MiB),
 }).superRefine((c, ctx) => {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { outboxRequest, sendEmailTool } from '@baton/agents';
 import { busNames, encodeEvent, ensureTopology, MAX_EVENT_MESSAGE_BYTES, Relay } from '@baton/bus';
-import type { Command, NotifyConfig } from '@baton/domain';
+import type { Command, MailRecipientRules, NotifyConfig } from '@baton/domain';
 import { handleCommand, loadTask } from '@baton/event-store';
 import { verifyLinkToken } from '@baton/mail';
 import { silentLogger, type Logger } from '@baton/runtime';
@@ -26,7 +26,7 @@ beforeEach(async () => {
 afterEach(async () => smtp.close());
 
 /** A relay and a notifier with mail on (against the test SMTP server unless `mailer: null`). */
-async function startStack(pg: PgFixture, nats: NatsFixture, o: { notifiers?: number; leaseMs?: number; mailOff?: boolean; maxAttempts?: number; log?: Logger; mailTimeoutMs?: number } = {}) {
+async function startStack(pg: PgFixture, nats: NatsFixture, o: { notifiers?: number; leaseMs?: number; mailOff?: boolean; maxAttempts?: number; log?: Logger; mailTimeoutMs?: number; recipients?: MailRecipientRules } = {}) {
   const names = busNames(nats.namespace);
   await ensureTopology(await jetstreamManager(nats.nc), names);
   const log = o.log ?? silentLogger();
@@ -39,7 +39,7 @@ async function startStack(pg: PgFixture, nats: NatsFixture, o: { notifiers?: num
       await startNotifier({
         store: pg.store, pool: pg.db.pool, js: jetstream(nats.nc), names, log, secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', timeoutMs: 2000, concurrency: 4, now: () => new Date(),
         maxAttempts: o.maxAttempts ?? 6, backoffMs: [50, 100, 200], allowPrivateNetworks: true,
-        mail: { mailer, from: 'Baton <baton@example.com>', publicUrl: PUBLIC, linkSecret: SECRET, linkTtlMs: 3_600_000, attachMaxBytes: 1024, leaseMs: o.leaseMs ?? 30_000, holder: `notifier-${i}` },
+        mail: { mailer, from: 'Baton <baton@example.com>', publicUrl: PUBLIC, linkSecret: SECRET, linkTtlMs: 3_600_000, attachMaxBytes: 1024, leaseMs: o.leaseMs ?? 30_000, holder: `notifier-${i}`, ...(o.recipients ? { recipients: o.recipients } : {}) },
       }),
     );
   }
@@ -330,6 +330,21 @@ describe('the outbox', () => {
     await stack.stop();
     expect(smtp.mails.map((m) => m.subject)).toEqual(['[Baton] Approval needed: Task → researcher — Research event sourcing', '[Baton] Revised, approval needed: Task → researcher — Research event sourcing']);
     expect(smtp.mails[1]!.text).toContain('This is a revised request: the previous one was rejected (the last: too broad).');
+  });
+
+  test('MAIL_ALLOWED_RECIPIENTS is the last word: a notification to an address the tenant may not mail is not sent (given up, said in /deliveries), the others are; an outbox mail naming one fails recipient_not_allowed', async ({ pg, nats }) => {
+    const stack = await startStack(pg, nats, { recipients: { acme: ['example.com'] } });
+    const id = await awaitingApproval(pg, { email: { to: ['ann@example.com', 'eve@attacker.example'], on: ['awaiting_input'] } });
+    await waitFor(async () => (await listDeliveries(pg.db.pool, id)).length === 2, { what: 'both attempts recorded' });
+    const { emailId, id: outboxId } = await outboxTask(pg, ['bob@example.com', 'eve@attacker.example']);
+    await waitFor(async () => (await loadTask(pg.store, outboxId)).state.emails[emailId]?.status === 'failed', { what: 'EmailFailed' });
+    await stack.stop();
+    expect(smtp.mails.map((m) => m.envelopeTo)).toEqual([['ann@example.com']]);
+    expect((await listDeliveries(pg.db.pool, id)).map((d) => [d.url, d.ok, d.givenUp, d.error]).sort()).toEqual([
+      ['mailto:ann@example.com', true, false, null],
+      ['mailto:eve@attacker.example', false, true, "not sent: eve@attacker.example: this deployment does not mail that address for tenant 'acme' (MAIL_ALLOWED_RECIPIENTS allows example.com)"],
+    ]);
+    expect((await loadTask(pg.store, outboxId)).state.emails[emailId]?.error).toEqual({ code: 'recipient_not_allowed', message: expect.stringMatching(/^not sent: eve@attacker\.example: this deployment does not mail that address for tenant 'acme'/) });
   });
 
   test("a request's mail a notifier was sending when it stopped, the request closed since (it timed out while the deployment was down): settled and said in /deliveries, never sent", async ({ pg, nats }) => {

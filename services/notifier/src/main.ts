@@ -59,6 +59,7 @@ const notifier = await startNotifier({
     attachMaxBytes: config.MAIL_ATTACH_MAX_BYTES,
     leaseMs: 3 * config.MAIL_TIMEOUT_MS,
     holder: `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`,
+    recipients: config.MAIL_ALLOWED_RECIPIENTS,
   },
 });
 if (config.WEBHOOK_ALLOW_PRIVATE_NETWORKS) log.warn('WEBHOOK_ALLOW_PRIVATE_NETWORKS=true: webhooks may reach loopback and private addresses (development only)');

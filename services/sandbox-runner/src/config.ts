@@ -1,7 +1,8 @@
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { commonEnv, opsEnv, durationMs, existingDirectory, loadConfig, modelEnv } from '@baton/runtime';
+import { AllowedRecipients } from '@baton/domain';
+import { byTenantIfSet, commonEnv, opsEnv, durationMs, existingDirectory, loadConfig, modelEnv } from '@baton/runtime';
 import { DEFAULT_MAX_WORKSPACE_BYTES } from '@baton/sandbox';
 import { z } from 'zod';
 
@@ -52,6 +53,8 @@ const schema = z.object({
   BATON_CORPUS: z.string().min(1).max(100).default('docs'),
   /** Test hook: append one JSON line per tool execution (crash tests check nothing ran twice). */
   BATON_TOOL_AUDIT_FILE: z.string().min(1).optional(),
+  /** Where each tenant's mail may go (JSON by tenant; unset: anywhere): send_email to another address is an error the agent reads (docs/email.md). */
+  MAIL_ALLOWED_RECIPIENTS: byTenantIfSet(AllowedRecipients),
 }).superRefine((c, ctx) => {
   if (c.SANDBOX_PROVIDER === 'e2b' && !c.E2B_API_KEY) ctx.addIssue({ code: 'custom', path: ['E2B_API_KEY'], message: 'required when SANDBOX_PROVIDER=e2b' });
 });

@@ -68,6 +68,7 @@ const runner = await startRunner({
   },
   search,
   hostEnv: process.env,
+  mailRecipients: config.MAIL_ALLOWED_RECIPIENTS,
   runnerId,
   now: () => new Date(),
   ...(config.BATON_TOOL_AUDIT_FILE ? { audit: auditTo(config.BATON_TOOL_AUDIT_FILE) } : {}),

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { agentStreamId, artifactMode, fold, formatBytes, isFinal, isStepCommand, isToolUse, NamedError, normalPath, own, type Command, type RecordedEvent, type TaskState } from '@baton/domain';
+import { agentStreamId, artifactMode, fold, formatBytes, isFinal, isStepCommand, isToolUse, NamedError, normalPath, own, type Command, type MailRecipientRules, type RecordedEvent, type TaskState } from '@baton/domain';
 import { inSpan, metrics } from '@baton/telemetry';
 import { ConsumerStoppingError, TaskEndedError } from '@baton/bus';
 import { builtinTeams, editFileTool, fileAccessViolation, findAgent, ModelUnavailableError, MUTATING_TOOLS, outboxRequest, REVIEW_REMINDER, runAgentLoop, submitReviewTool, writeFileTool, type AgentDefinition, type LoopHost, type ModelClient, type TeamCatalog, type TeamDefinition, type WritePolicy } from '@baton/agents';
@@ -39,6 +39,8 @@ export interface RunnerDeps {
   audit?: (entry: { taskId: string; agentId: string; toolUseId: string; tool: string; seenVersion: number }) => void;
   /** How long a job waits out the sandbox service failing to open the sandbox (SANDBOX_OUTAGE_LIMIT_MS; default 15 minutes). */
   sandboxOutageLimitMs?: number;
+  /** Where each tenant's mail may go (MAIL_ALLOWED_RECIPIENTS): send_email to another address is an error result; absent: anywhere. */
+  mailRecipients?: MailRecipientRules | undefined;
 }
 
 export interface LeaseConfig {
@@ -174,7 +176,7 @@ export async function runSubagentJob(
         // send_email: EmailRequested goes to the log now, before the tool result that says so (a
         // crash between the two runs the call again, which records nothing new: its id is stable).
         outbox: async (toolUseId, input) => {
-          const r = outboxRequest(writer.state, agentId, toolUseId, input);
+          const r = outboxRequest(writer.state, agentId, toolUseId, input, d.mailRecipients);
           if (!r.ok) return { content: r.error, isError: true };
           const done = await handleCommand(d.store, taskId, r.command, { load });
           d.committed?.(done.events);

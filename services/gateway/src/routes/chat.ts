@@ -155,7 +155,7 @@ export const chatRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     const built = chatTaskPrompt(chatId, state);
     if (!built) throw new HttpError(409, 'chat_empty', 'the conversation has no message to make a task of');
     const submission: TaskSubmission = { ...fields, team: fields.team ?? state.team, prompt: built.prompt, metadata: { ...fields.metadata, chatId } };
-    checkSubmission(d, submission);
+    checkSubmission(d, req.tenant, submission);
     // One task per conversation state: a repeated request (a double click, a retry) gets the same task.
     const taskId = uuidV5(`chat:${chatId}:task:${built.afterMessageId}`);
     let submitted;

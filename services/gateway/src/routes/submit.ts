@@ -1,4 +1,4 @@
-import { exists, initialState, own, uuidV5, type Budget, type Command, type InputWorkspace, type TaskState } from '@baton/domain';
+import { exists, initialState, own, recipientsRefused, recipientsRefusedMessage, uuidV5, type Budget, type Command, type InputWorkspace, type MailRecipientRules, type TaskState } from '@baton/domain';
 import { configVersion } from '@baton/agents';
 import { webhookUrlProblem } from '@baton/api';
 import { publishWakeUps } from '@baton/bus';
@@ -41,11 +41,18 @@ export function teamNamed(d: Pick<GatewayDeps, 'teams' | 'defaultTeam'>, name: s
 }
 
 /** The checks of a submission beyond its schema: a configured team, a webhook URL that can be delivered to (400 naming the field). */
-export function checkSubmission(d: GatewayDeps, body: Pick<TaskSubmission, 'team' | 'webhook'>): void {
+export function checkSubmission(d: GatewayDeps, tenant: string, body: Pick<TaskSubmission, 'team' | 'webhook' | 'notify'>): void {
   teamNamed(d, body.team, 'body.team');
   // What can never be delivered is refused now (the notifier checks resolved addresses again at delivery).
   const webhookProblem = body.webhook ? webhookUrlProblem(body.webhook.url, { allowPrivateNetworks: d.allowPrivateWebhooks }) : null;
   if (webhookProblem) throw new HttpError(400, 'validation_error', `body.webhook.url: ${webhookProblem}`, [{ field: 'body.webhook.url', message: webhookProblem }]);
+  // Mail only where this deployment lets the tenant's mail go (MAIL_ALLOWED_RECIPIENTS; the notifier checks again).
+  const to = body.notify?.email.to ?? [];
+  const refused = recipientsRefused(d.mailRecipients, tenant, to);
+  if (refused.length > 0 && d.mailRecipients) {
+    const fields = refused.map((a) => ({ field: `body.notify.email.to.${to.indexOf(a)}`, message: recipientsRefusedMessage(d.mailRecipients as MailRecipientRules, tenant, [a]) }));
+    throw new HttpError(400, 'validation_error', fields.map((f) => `${f.field}: ${f.message}`).join('; '), fields);
+  }
 }
 
 export interface SubmitOptions {

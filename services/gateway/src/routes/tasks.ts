@@ -69,7 +69,7 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
         // default is now (a changed BATON_DEFAULT_TEAM had answered a client's retry 422 or 400).
         const made = key && named.team === undefined ? (await d.load(taskId)).state : null;
         const body = { ...named, team: made && exists(made) ? made.team : teamNamed(d, named.team, 'body.team') };
-        checkSubmission(d, body);
+        checkSubmission(d, req.tenant, body);
         // Checked and digested now; stored only if this request creates the task.
         const workspace = await resolveWorkspace(d, workspaceInput, req.workspaceUpload);
         // The request hash covers the workspace by its digest (the same files by JSON or multipart are the same request).
