@@ -25,7 +25,7 @@ export interface ConnectNatsOptions {
  * ends. A connection closed for good is handed to `onClosed`.
  */
 export async function connectNats(url: string, name: string, log: Logger, opts: ConnectNatsOptions = {}): Promise<NatsConnection> {
-  startupStep("connecting to NATS (NATS_URL)");
+  startupStep('connecting to NATS (NATS_URL)');
   for (let attempt = 1; ; attempt++) {
     try {
       const nc = await connect({ servers: url.split(','), name, maxReconnectAttempts: -1, reconnectTimeWait: opts.reconnectTimeWaitMs ?? 1000, timeout: 5000 });
