@@ -12,7 +12,8 @@ import { inTransaction } from './transaction.ts';
  */
 export async function restoredLogProblem(pool: Pick<pg.Pool, 'query'>): Promise<string | null> {
   const { rows } = await pool.query<{ last: string | null; next: string }>(
-    `select (select transaction_id::text from events order by transaction_id desc limit 1) as last, pg_snapshot_xmax(pg_current_snapshot())::text as next`,
+    // Ordered by the column itself (`e.`): unqualified, the name bound to the text output column and sorted the ids as strings ('998' after '12645': a restore missed).
+    `select (select e.transaction_id::text from events e order by e.transaction_id desc limit 1) as last, pg_snapshot_xmax(pg_current_snapshot())::text as next`,
   );
   const r = rows[0];
   if (!r?.last || BigInt(r.last) < BigInt(r.next)) return null;

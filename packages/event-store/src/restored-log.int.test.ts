@@ -21,6 +21,19 @@ const submit = (store: EventStore, id: string) =>
 const ids = (events: { event: { id: string } }[]) => events.map((e) => e.event.id);
 
 describe('a database restored onto another Postgres server (pg_dump → pg_restore)', () => {
+  test("its ids are compared as numbers: a log whose ids cross a power of ten (99 and 10…0) ahead of the server's counter is found (it had sorted them as text: the restore was missed, and every start sorted the whole log)", async ({ pg }) => {
+    const [a, b] = [randomUUID(), randomUUID()];
+    await submit(pg.store, a);
+    await submit(pg.store, b);
+    expect(await restoredLogProblem(pg.db.pool)).toBeNull();
+    const next = (await pg.db.pool.query<{ next: string }>('select pg_snapshot_xmax(pg_current_snapshot())::text as next')).rows[0]!.next;
+    const ahead = `1${'0'.repeat(next.length + 1)}`; // sorts before '99' as text, far past the counter as a number
+    await pg.db.pool.query('alter table events disable trigger events_no_update_delete');
+    await pg.db.pool.query(`update events set transaction_id = (case when task_id = $1 then '99' else $2 end)::xid8`, [a, ahead]);
+    await pg.db.pool.query('alter table events enable trigger events_no_update_delete');
+    expect(await restoredLogProblem(pg.db.pool)).toMatch(new RegExp(`^the event log's transaction ids \\(up to ${ahead}\\) are ahead of this Postgres server's`));
+  });
+
   test("its log's transaction ids are ahead of the new server's: readiness says so; the migrations step renumbers them in order, checkpoints with them — the relay's tail goes on where it stood, new events after the old", async ({ pg }) => {
     // A log of several transactions on the shared server (whose transaction ids are far ahead of a fresh cluster's).
     const tasks = [randomUUID(), randomUUID(), randomUUID()];
