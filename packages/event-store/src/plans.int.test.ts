@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { taskStreamId, type NewEvent } from '@baton/domain';
-import { pgTest as test, testPool } from '@baton/testing';
+import { pgTest as test, testPool, waitFor } from '@baton/testing';
 import type { Database } from '@baton/db';
 import { Kysely, PostgresDialect } from 'kysely';
 import type pg from 'pg';
@@ -109,6 +109,32 @@ describe('statement plans on a growing log', () => {
     await hotPath(late.pool, taskId, 6); // new plans, made on the grown log
     expectTaskSized(late.plans);
     await late.pool.end();
+  });
+});
+
+describe('a long task read from its start (SSE)', () => {
+  test('each page costs what the page holds, not what the rest of the task holds (whether rows are still hidden is asked once, by one probe)', async ({ pg: { url, db } }) => {
+    const taskId = randomUUID();
+    await new EventStore(db.pool).append({ streamId: taskStreamId(taskId), taskId, expectedVersion: 0, events: [submitted(), started()] });
+    await db.pool.query(
+      `insert into events (stream_id, stream_version, task_id, event_id, type, schema_version, data, metadata)
+       select 'task-' || $1, v, $1::uuid, gen_random_uuid(), 'ModelTurnRecorded', 1, '{}', '{}' from generate_series(3, 20002) v`,
+      [taskId],
+    );
+    await db.pool.query('analyze events');
+    // (A tail shows a commit once no older transaction runs anywhere on the server: other tests' may.)
+    await waitFor(async () => (await new EventStore(db.pool).readTaskAfter(taskId, START, 500)).events.length === 500, { what: 'the task visible to a tail' });
+    const explained = await explainedPool(url);
+    const store = new EventStore(explained.pool);
+    for (const limit of [100, 500]) {
+      explained.plans.length = 0;
+      const page = await store.readTaskAfter(taskId, START, limit);
+      expect(page.events).toHaveLength(limit);
+      const [plan] = explained.plans;
+      // 500 rows of ~70 bytes are a few dozen pages; the per-row exists had walked the task's 20,000 index entries for each row returned.
+      expect(plan!.buffers, plan!.text).toBeLessThan(limit === 100 ? 60 : 150);
+    }
+    await explained.pool.end();
   });
 });
 
