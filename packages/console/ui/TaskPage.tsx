@@ -33,6 +33,7 @@ export function TaskPage({ taskId }: { taskId: string }) {
   const [closedEdit, setClosedEdit] = useState<string | null>(null);
   const [wholePrompt, setWholePrompt] = useState(false);
   const refreshTimer = useRef<ReturnType<typeof setTimeout> | null>(null);
+  const lastRefresh = useRef(0);
 
   // What changes on its own (the status, a new request) is said to a screen reader, as it is shown.
   const before = useRef<TaskView | null>(null);
@@ -87,8 +88,15 @@ export function TaskPage({ taskId }: { taskId: string }) {
         (e) => {
           batch.push(e);
           flush ??= setTimeout(show, 0);
-          if (refreshTimer.current) clearTimeout(refreshTimer.current);
-          refreshTimer.current = setTimeout(() => void refresh(), 120);
+          // The task and its agents read again soon after an event, and at most once a second while
+          // events flow (each read folds the task: a long history streamed in made a read per batch).
+          if (!refreshTimer.current) {
+            refreshTimer.current = setTimeout(() => {
+              refreshTimer.current = null;
+              lastRefresh.current = Date.now();
+              void refresh();
+            }, Math.max(120, lastRefresh.current + 1000 - Date.now()));
+          }
         },
         (s) => {
           setStreamState(s);
@@ -104,6 +112,7 @@ export function TaskPage({ taskId }: { taskId: string }) {
       stream?.stop();
       if (flush) clearTimeout(flush);
       if (refreshTimer.current) clearTimeout(refreshTimer.current);
+      refreshTimer.current = null;
     };
   }, [taskId, refresh]);
 

@@ -5,6 +5,9 @@ import { ErrorLine } from './ErrorLine.tsx';
 import { busyProps } from './a11y.tsx';
 import { go, useAction } from './hooks.ts';
 
+/** How many of the newest timeline entries are shown at first, and how many more each "show earlier" adds. */
+export const TIMELINE_PAGE = 500;
+
 /** The run as it happened: every agent's turns, tool calls, requests and decisions; fork from any task-stream entry. */
 export function Timeline({ task, events }: { task: TaskView; events: EventView[] }) {
   const [error, setError] = useState<string | null>(null);
@@ -40,7 +43,12 @@ export function Timeline({ task, events }: { task: TaskView; events: EventView[]
     stateCard.current?.scrollIntoView({ block: 'nearest' });
     stateCard.current?.focus({ preventScroll: true });
   }, [stateAt]);
-  const shown = filter ? events.filter((e) => agentOf(e) === filter) : events;
+  const matching = filter ? events.filter((e) => agentOf(e) === filter) : events;
+  // The newest entries only, more on request: a task of 20,000 events had made 140,000 nodes in the page.
+  const [limit, setLimit] = useState(TIMELINE_PAGE);
+  useEffect(() => setLimit(TIMELINE_PAGE), [task.id, filter]);
+  const earlier = Math.max(0, matching.length - limit);
+  const shown = earlier > 0 ? matching.slice(earlier) : matching;
   return (
     <section className="timeline" aria-labelledby="timeline-heading">
       <div className="row section-head">
@@ -88,6 +96,14 @@ export function Timeline({ task, events }: { task: TaskView; events: EventView[]
             <pre>{JSON.stringify(stateAt.task, null, 2)}</pre>
           </details>
         </div>
+      )}
+      {earlier > 0 && (
+        <p className="row">
+          <span className="meta">{earlier} earlier {earlier === 1 ? 'entry' : 'entries'} not shown</span>
+          <button className="small" onClick={() => setLimit((l) => l + TIMELINE_PAGE)}>
+            show {Math.min(TIMELINE_PAGE, earlier)} earlier
+          </button>
+        </p>
       )}
       <ol>
         {shown.map((e) => {
