@@ -4,7 +4,7 @@ import { toTaskView } from '@baton/api';
 import { pgTest as test, testClient, waitFor } from '@baton/testing';
 import type pg from 'pg';
 import { describe, expect } from 'vitest';
-import { keepUnfinished, servicesCachePolicy, TaskCache } from './task-cache.ts';
+import { gatewayCachePolicy, keepUnfinished, servicesCachePolicy, TaskCache } from './task-cache.ts';
 import { loadTask } from './tasks.ts';
 
 const submitted = (): NewEvent => ({
@@ -113,6 +113,30 @@ describe('TaskCache', () => {
     const hits = cache.hits;
     await cache.load(running);
     expect(cache.hits).toBe(hits + 1); // still cached: the waiting tasks went instead
+  });
+
+  test("the gateway's policy keeps finished tasks (read again and again: the report, the page), within the idle share — a task at work stays", async ({ pg: { db, store } }) => {
+    const cache = new TaskCache(db.pool, { ...gatewayCachePolicy, maxTasks: 4, maxWaitingTasks: 2 });
+    const started = (): NewEvent => ({ id: randomUUID(), type: 'TaskStarted', data: { leadAgentId: 'lead', leadAgentType: 'x', configVersion: 'v' } });
+    const cancelled = (): NewEvent => ({ id: randomUUID(), type: 'TaskCancelled', data: { reason: 'r', requestedBy: 'u' } });
+    const running = randomUUID();
+    await store.append({ streamId: taskStreamId(running), taskId: running, expectedVersion: 0, events: [submitted(), started()] });
+    await cache.load(running);
+    const done = randomUUID();
+    await store.append({ streamId: taskStreamId(done), taskId: done, expectedVersion: 0, events: [submitted(), started(), cancelled()] });
+    expect((await cache.load(done)).state.status).toBe('cancelled');
+    const hits = cache.hits;
+    expect((await cache.load(done)).events).toHaveLength(3);
+    expect(cache.hits).toBe(hits + 1); // kept: the services' policy drops it
+    for (let i = 0; i < 5; i++) {
+      const id = randomUUID();
+      await store.append({ streamId: taskStreamId(id), taskId: id, expectedVersion: 0, events: [submitted(), started(), cancelled()] });
+      await cache.load(id);
+      expect(cache.size).toBeLessThanOrEqual(1 + 2);
+    }
+    const before = cache.hits;
+    await cache.load(running);
+    expect(cache.hits).toBe(before + 1); // the finished ones went instead
   });
 
   test('waiting tasks also have a share of the task count: with many small ones, a task at work stays', async ({ pg: { db, store } }) => {

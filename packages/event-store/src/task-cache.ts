@@ -300,6 +300,15 @@ export const keepUnfinished = (s: TaskState): boolean => exists(s) && !isFinal(s
  */
 export const servicesCachePolicy = { keep: keepUnfinished, waiting: (s: TaskState): boolean => s.status === 'awaiting_input' } as const;
 
+/**
+ * The gateway's: finished tasks stay too — people read them again and again (the report, the
+ * files, the console's page; each read of one had read and folded its whole history again: a
+ * second and more for a task of 50,000 events) — sharing the idle budget with the waiting
+ * ones, so neither pushes out a task at work. A load still reads what came after (a mail's
+ * outcome may follow the end).
+ */
+export const gatewayCachePolicy = { keep: exists, waiting: (s: TaskState): boolean => s.status === 'awaiting_input' || isFinal(s) } as const;
+
 /** How many finished tasks a cache remembers having dropped (`advance` does not start them again from an old first event). */
 const MAX_FINISHED = 10_000;
 

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { chatModelFromConfig, loadTeamsOrExit, TeamCatalog } from '@baton/agents';
 import { busNames, connectNats, drainNats, serveDeployment, serveDiagnostics } from '@baton/bus';
 import { claimNamespace, createDb, restoredLogProblem } from '@baton/db';
-import { EventStore, servicesCachePolicy, TaskCache } from '@baton/event-store';
+import { EventStore, gatewayCachePolicy, TaskCache } from '@baton/event-store';
 import { ConfigError, configOrExit, createLogger, exitOnConfigError, holdNamespace, installCrashGuards, installShutdown, limiter, listenOrExit, retryForever, startTelemetry } from '@baton/runtime';
 import { listExamples, loadTeamConfig, saveTeamConfigs } from '@baton/storage';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -28,7 +28,8 @@ const defaults = defaultTeamOf(teams, config.BATON_DEFAULT_TEAM);
 if ('problem' in defaults) exitOnConfigError(new ConfigError('gateway', [defaults.problem]));
 if (defaults.team === null) log.warn({ teams: Object.keys(teams) }, 'no default team (BATON_DEFAULT_TEAM, or a team named research, or a single team): every task and chat must name its team');
 const db = createDb(config.DATABASE_URL, { max: config.PG_POOL_MAX, applicationName: 'baton-gateway', countQueries: true, log });
-const cache = new TaskCache(db.pool, servicesCachePolicy);
+// Finished tasks too: people read them again and again (gatewayCachePolicy).
+const cache = new TaskCache(db.pool, gatewayCachePolicy);
 const names = busNames(config.BATON_NAMESPACE);
 const hub = new SseHub(names, log);
 let nc: NatsConnection | null = null;
