@@ -1,5 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { readFile, stat } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { within, type Logger } from '@baton/runtime';
 import { apiKeyProblems, parseApiKeys } from './config.ts';
 
@@ -160,19 +161,34 @@ const LOGGED_CHANGES = 50;
 
 /**
  * The keys file's text, if it is a regular file (after symlinks) of at most MAX_KEYS_FILE_BYTES,
- * read within READ_TIMEOUT_MS. A FIFO had been opened and waited on for ever — no reload after
+ * read within READ_TIMEOUT_MS (a hung network mount can still hold the open: the look fails, the next tries again). A FIFO had been opened and waited on for ever — no reload after
  * it, and a gateway that SIGTERM no longer stopped —, /dev/zero read without end, and a file of
  * 126 MB froze the gateway and took 3 GB. One anybody on the host may write is told to `writable`.
  */
 async function readKeysFile(file: string, writable: (mode: number) => void): Promise<string> {
   return within(READ_TIMEOUT_MS, async () => {
-    const st = await stat(file);
-    if (!st.isFile()) throw new Error('not a regular file (a FIFO, a device or a directory is not read)');
-    if (st.size > MAX_KEYS_FILE_BYTES) throw new Error(`${st.size} bytes, over the ${MAX_KEYS_FILE_BYTES} a keys file may hold`);
-    if ((st.mode & 0o002) !== 0) writable(st.mode);
-    const text = await readFile(file, 'utf8');
-    if (Buffer.byteLength(text) > MAX_KEYS_FILE_BYTES) throw new Error(`over the ${MAX_KEYS_FILE_BYTES} bytes a keys file may hold`);
-    return text;
+    // Opened without blocking (a FIFO opens at once instead of waiting for a writer, holding a
+    // thread of the pool for good), then the file opened is the one checked (fstat: a symlink
+    // swapped between a check by path and the read had got a FIFO or /dev/zero through), and
+    // no more than the limit is read from it.
+    const fh = await open(file, constants.O_RDONLY | constants.O_NONBLOCK);
+    try {
+      const st = await fh.stat();
+      if (!st.isFile()) throw new Error('not a regular file (a FIFO, a device or a directory is not read)');
+      if (st.size > MAX_KEYS_FILE_BYTES) throw new Error(`${st.size} bytes, over the ${MAX_KEYS_FILE_BYTES} a keys file may hold`);
+      if ((st.mode & 0o002) !== 0) writable(st.mode);
+      const buffer = Buffer.alloc(MAX_KEYS_FILE_BYTES + 1);
+      let length = 0;
+      for (;;) {
+        const { bytesRead } = await fh.read(buffer, length, buffer.length - length, null);
+        if (bytesRead === 0) break;
+        length += bytesRead;
+        if (length > MAX_KEYS_FILE_BYTES) throw new Error(`over the ${MAX_KEYS_FILE_BYTES} bytes a keys file may hold (it grew while read)`);
+      }
+      return buffer.subarray(0, length).toString('utf8');
+    } finally {
+      await fh.close();
+    }
   }, `no answer within ${READ_TIMEOUT_MS} ms (a hung mount?)`);
 }
 
