@@ -78,6 +78,8 @@ describe('where a tenant may mail (MAIL_ALLOWED_RECIPIENTS)', () => {
     expect(recipientsRefused(rules, 'globex', ['g@example.com', 'g@acme.example'])).toEqual(['g@acme.example']);
     expect(recipientsRefused({ acme: ['acme.example'] }, 'globex', ['g@example.com'])).toEqual(['g@example.com']); // no "*": others mail no one
     expect(recipientsRefused(undefined, 'acme', ['anyone@anywhere.example'])).toEqual([]);
+    // Only plain addresses match, whatever a caller checked before: a quoted local part, two @, a comma, white space.
+    expect(recipientsRefused(rules, 'acme', ['"eve@evil.com"@acme.example', 'eve@evil.com@acme.example', 'eve@evil.com,bob@acme.example', 'bob@acme.example\n'])).toHaveLength(4);
     expect(recipientsRefusedMessage(rules, 'acme', ['eve@gmail.com'])).toBe("eve@gmail.com: this deployment does not mail that address for tenant 'acme' (MAIL_ALLOWED_RECIPIENTS allows acme.example, *.partner.example, ann@gmail.com)");
   });
   it('entries are domains or addresses, named when not', () => {

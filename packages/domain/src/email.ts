@@ -85,7 +85,9 @@ export type MailRecipientRules = Readonly<Record<string, readonly string[]>>;
 export const recipientPatternsOf = (rules: MailRecipientRules, tenant: string): readonly string[] => (Object.hasOwn(rules, tenant) ? rules[tenant] : Object.hasOwn(rules, '*') ? rules['*'] : undefined) ?? [];
 
 const allowedBy = (pattern: string, address: string): boolean => {
-  const a = address.trim().toLowerCase();
+  // Only a plain address is matched (a quoted local part, two @, white space: never allowed) — whatever a caller checked before.
+  if (!EmailAddress.safeParse(address).success) return false;
+  const a = address.toLowerCase();
   if (pattern.includes('@')) return a === pattern;
   const domain = a.slice(a.lastIndexOf('@') + 1);
   return pattern.startsWith('*.') ? domain === pattern.slice(2) || domain.endsWith(pattern.slice(1)) : domain === pattern;
@@ -101,8 +103,8 @@ export function recipientsRefused(rules: MailRecipientRules | null | undefined, 
   return to.filter((address) => !patterns.some((p) => allowedBy(p, address)));
 }
 
-/** Why those addresses are not mailed, naming them and what the tenant may mail. */
-export function recipientsRefusedMessage(rules: MailRecipientRules, tenant: string, refused: readonly string[]): string {
+/** Why those addresses are not mailed, naming them and what the tenant may mail (`who`: the tenant as named). */
+export function recipientsRefusedMessage(rules: MailRecipientRules, tenant: string, refused: readonly string[], who = `tenant '${tenant}'`): string {
   const patterns = recipientPatternsOf(rules, tenant);
-  return `${refused.join(', ')}: this deployment does not mail ${refused.length === 1 ? 'that address' : 'those addresses'} for tenant '${tenant}' (MAIL_ALLOWED_RECIPIENTS allows ${patterns.length ? patterns.join(', ') : 'it no address'})`;
+  return `${refused.join(', ')}: this deployment does not mail ${refused.length === 1 ? 'that address' : 'those addresses'} for ${who} (MAIL_ALLOWED_RECIPIENTS allows ${patterns.length ? patterns.join(', ') : 'it no address'})`;
 }

@@ -37,6 +37,10 @@ describe('gateway config: mail', () => {
     expect(loadGatewayConfig({ MAIL_ALLOWED_RECIPIENTS: '{"acme":["Acme.Example","*.partner.example"],"*":["ops@example.com"]}' }).MAIL_ALLOWED_RECIPIENTS).toEqual({ acme: ['acme.example', '*.partner.example'], '*': ['ops@example.com'] });
     expect(() => loadGatewayConfig({ MAIL_ALLOWED_RECIPIENTS: '{"acme":["https://acme.example"],"beta":[]}' })).toThrow(/MAIL_ALLOWED_RECIPIENTS\.acme\.0: must be a domain[\s\S]*MAIL_ALLOWED_RECIPIENTS\.beta: name at least one domain or address/);
     expect(() => loadGatewayConfig({ MAIL_ALLOWED_RECIPIENTS: '{"acme":["acme.example"]}', TENANT_NOTIFY: '{"acme":{"email":{"to":["ops@gmail.com"]}}}' })).toThrow(/TENANT_NOTIFY\.acme: ops@gmail\.com: this deployment does not mail that address for tenant 'acme'/);
+    // `*`'s default is applied less what each named tenant may not mail (at submit); it must suit the tenants the rules do not name.
+    expect(() => loadGatewayConfig({ MAIL_ALLOWED_RECIPIENTS: '{"acme":["acme.example"],"*":["example.org"]}', TENANT_NOTIFY: '{"*":{"email":{"to":["ops@example.org"]}}}' })).not.toThrow();
+    expect(() => loadGatewayConfig({ MAIL_ALLOWED_RECIPIENTS: '{"acme":["acme.example"]}', TENANT_NOTIFY: '{"*":{"email":{"to":["ops@example.org"]}}}' })).not.toThrow();
+    expect(() => loadGatewayConfig({ MAIL_ALLOWED_RECIPIENTS: '{"*":["example.org"]}', TENANT_NOTIFY: '{"*":{"email":{"to":["ops@gmail.com"]}}}' })).toThrow(/TENANT_NOTIFY\.\*: ops@gmail\.com: this deployment does not mail that address for the tenants MAIL_ALLOWED_RECIPIENTS does not name/);
     expect(() => loadGatewayConfig({ MAIL_LINK_SECRET: 'short' })).toThrow(/MAIL_LINK_SECRET: must be at least 32 characters/);
   });
 });

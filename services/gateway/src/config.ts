@@ -88,10 +88,15 @@ const schema = z.object({
 });
 const checked = schema.superRefine((c, ctx) => {
   if (c.BATON_API_KEYS !== '' && c.BATON_API_KEYS_FILE !== undefined) ctx.addIssue({ code: 'custom', path: ['BATON_API_KEYS_FILE'], message: 'give BATON_API_KEYS or BATON_API_KEYS_FILE, not both' });
-  // A tenant's default recipients are ones it may mail (else every task of it would be refused).
+  // A tenant's own default recipients are ones it may mail (a mistake said at start, not mail dropped
+  // later); `*`'s, which tenants named in the rules may not all mail, is applied less what each may not
+  // (defaultNotify), but must suit the tenants the rules do not name, under `*`'s rule.
+  const rules = c.MAIL_ALLOWED_RECIPIENTS;
   for (const [tenant, notify] of Object.entries(c.TENANT_NOTIFY)) {
-    const refused = recipientsRefused(c.MAIL_ALLOWED_RECIPIENTS, tenant, notify.email.to);
-    if (refused.length > 0 && c.MAIL_ALLOWED_RECIPIENTS) ctx.addIssue({ code: 'custom', path: ['TENANT_NOTIFY', tenant], message: recipientsRefusedMessage(c.MAIL_ALLOWED_RECIPIENTS, tenant, refused) });
+    if (!rules || (tenant === '*' && !Object.hasOwn(rules, '*'))) continue;
+    const refused = recipientsRefused(rules, tenant, notify.email.to);
+    if (refused.length === 0) continue;
+    ctx.addIssue({ code: 'custom', path: ['TENANT_NOTIFY', tenant], message: recipientsRefusedMessage(rules, tenant, refused, tenant === '*' ? 'the tenants MAIL_ALLOWED_RECIPIENTS does not name' : undefined) });
   }
 });
 export type GatewayConfig = z.infer<typeof schema>;

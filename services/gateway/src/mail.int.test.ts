@@ -246,9 +246,20 @@ describe('notify on POST /v1/tasks', () => {
     expect(ok.statusCode).toBe(201);
     const refused = await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'Research X', notify: { email: { to: ['ann@example.com', 'eve@attacker.example'] } } } });
     expect([refused.statusCode, refused.json().error]).toEqual([400, { code: 'validation_error', message: "body.notify.email.to.1: eve@attacker.example: this deployment does not mail that address for tenant 'default' (MAIL_ALLOWED_RECIPIENTS allows example.com, *.example.org)", details: [{ field: 'body.notify.email.to.1', message: expect.any(String) }] }]);
+    // Each refused one by its own place (the same address twice: two fields).
+    const twice = await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'Research X', notify: { email: { to: ['eve@attacker.example', 'ann@example.com', 'eve@attacker.example'] } } } });
+    expect(twice.json().error.details.map((f: { field: string }) => f.field)).toEqual(['body.notify.email.to.0', 'body.notify.email.to.2']);
     const chat = await app.inject({ method: 'POST', url: '/v1/chat', payload: { message: 'Research event sourcing' } });
     const fromChat = await app.inject({ method: 'POST', url: `/v1/chats/${chat.headers['x-chat-id'] as string}/task`, payload: { notify: { email: { to: ['eve@attacker.example'] } } } });
     expect([fromChat.statusCode, fromChat.json().error.message]).toEqual([400, expect.stringMatching(/^body\.notify\.email\.to\.0: eve@attacker\.example: this deployment does not mail/)]);
     expect((await pg.db.pool.query('select count(*)::int as n from tasks')).rows[0].n).toBe(1);
+  });
+
+  test("`*`'s default recipients (TENANT_NOTIFY) meet each tenant's own rule: a tenant gets those it may mail, none if none (they had been recorded, then dropped by the notifier)", async ({ pg }) => {
+    const keys = fixedApiKeys(new Map([['key-of-acme-aaaaaaaa01', 'acme'], ['key-of-beta-bbbbbbbb02', 'beta']]));
+    const app = await testGateway(pg, null, { apiKeys: keys, notify: { '*': { email: { to: ['ops@example.org', 'ops@acme.example'], on: ['failed'] } } }, mailRecipients: { acme: ['acme.example'], beta: ['beta.example'], '*': ['example.org'] } });
+    const submit = async (key: string) => (await app.inject({ method: 'POST', url: '/v1/tasks', headers: { authorization: `Bearer ${key}` }, payload: { prompt: 'Research X' } })).json();
+    expect((await submit('key-of-acme-aaaaaaaa01')).notify).toEqual({ email: { to: ['ops@acme.example'], on: ['failed'] } });
+    expect((await submit('key-of-beta-bbbbbbbb02')).notify).toBeNull();
   });
 });

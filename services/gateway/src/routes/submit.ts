@@ -1,4 +1,4 @@
-import { exists, initialState, own, recipientsRefused, recipientsRefusedMessage, uuidV5, type Budget, type Command, type InputWorkspace, type MailRecipientRules, type TaskState } from '@baton/domain';
+import { exists, initialState, own, recipientsRefused, recipientsRefusedMessage, uuidV5, type Budget, type Command, type InputWorkspace, type NotifyConfig, type TaskState } from '@baton/domain';
 import { configVersion } from '@baton/agents';
 import { webhookUrlProblem } from '@baton/api';
 import { publishWakeUps } from '@baton/bus';
@@ -47,12 +47,27 @@ export function checkSubmission(d: GatewayDeps, tenant: string, body: Pick<TaskS
   const webhookProblem = body.webhook ? webhookUrlProblem(body.webhook.url, { allowPrivateNetworks: d.allowPrivateWebhooks }) : null;
   if (webhookProblem) throw new HttpError(400, 'validation_error', `body.webhook.url: ${webhookProblem}`, [{ field: 'body.webhook.url', message: webhookProblem }]);
   // Mail only where this deployment lets the tenant's mail go (MAIL_ALLOWED_RECIPIENTS; the notifier checks again).
+  const rules = d.mailRecipients;
   const to = body.notify?.email.to ?? [];
-  const refused = recipientsRefused(d.mailRecipients, tenant, to);
-  if (refused.length > 0 && d.mailRecipients) {
-    const fields = refused.map((a) => ({ field: `body.notify.email.to.${to.indexOf(a)}`, message: recipientsRefusedMessage(d.mailRecipients as MailRecipientRules, tenant, [a]) }));
+  const refused = new Set(recipientsRefused(rules, tenant, to));
+  if (rules && refused.size > 0) {
+    const fields = to.flatMap((a, i) => (refused.has(a) ? [{ field: `body.notify.email.to.${i}`, message: recipientsRefusedMessage(rules, tenant, [a]) }] : []));
     throw new HttpError(400, 'validation_error', fields.map((f) => `${f.field}: ${f.message}`).join('; '), fields);
   }
+}
+
+/**
+ * The tenant's default recipients (TENANT_NOTIFY, its own or `*`'s) less those it may not mail
+ * (MAIL_ALLOWED_RECIPIENTS): `*`'s default meets each tenant's own rule here (none left: no
+ * notify). A tenant's own default was checked at start.
+ */
+function defaultNotify(d: GatewayDeps, tenant: string): NotifyConfig | null {
+  const notify = tenantDefault(d.notify, tenant);
+  if (!notify) return null;
+  const refused = new Set(recipientsRefused(d.mailRecipients, tenant, notify.email.to));
+  if (refused.size === 0) return notify;
+  const to = notify.email.to.filter((a) => !refused.has(a));
+  return to.length > 0 ? { email: { ...notify.email, to } } : null;
 }
 
 export interface SubmitOptions {
@@ -108,7 +123,7 @@ export async function submitTask(d: GatewayDeps, req: FastifyRequest, body: Task
     workspace,
     budget: budgetFor(body.budget ?? tenantDefault(d.budgets, req.tenant)),
     // Recorded with the task (a replay or a fork sees it); the request's replaces the tenant's default.
-    notify: body.notify ?? tenantDefault(d.notify, req.tenant) ?? null,
+    notify: body.notify ?? defaultNotify(d, req.tenant),
     // The configuration it was accepted with (checkSubmission: configured here): its run starts on it.
     ...(acceptedTeam ? { configVersion: configVersion(acceptedTeam) } : {}),
   };
