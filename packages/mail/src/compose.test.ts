@@ -45,6 +45,10 @@ describe('mail contents', () => {
     expect(requestMail(task, approval, links, rejected.slice(0, 1)).text).toContain('This is a revised request: the previous one was rejected (the last: too broad).');
     expect(earlierRejections(events.slice(0, 2), approval)).toHaveLength(1);
     expect(earlierRejections([asked(approval.requestId)], approval)).toEqual([]);
+    // One granted since (the revision approved): the next request is a new one, not a revision.
+    const granted = [...events.slice(0, 2), asked('apr-lead-tu5'), { type: 'ApprovalGranted', data: { requestId: 'apr-lead-tu5', input: {}, edited: true, decidedBy: 'u' } }, asked(approval.requestId)];
+    expect(earlierRejections(granted, approval)).toEqual([]);
+    expect(earlierRejections([...events.slice(0, 2), asked('apr-lead-tu6'), { type: 'ApprovalTimedOut', data: { requestId: 'apr-lead-tu6', action: 'approve' } }, asked(approval.requestId)], approval)).toEqual([]);
   });
   it('a question: the questions, the options, an Answer link', () => {
     const m = requestMail(task, { kind: 'clarification', requestId: 'clr-1', agentId: 'researcher-1', toolUseId: 't', questions: ['Which sources?'], context: 'need to know', options: ['papers', 'blogs'], openedAt: 'x', deadline: '2026-11-28T11:52:26.988Z' }, links);

@@ -49,13 +49,13 @@ export interface EarlierRejection {
 
 /**
  * The approvals the request's agent asked before this one for the same tool that were rejected
- * (by a person or the deadline) before it was asked, oldest first: a revised plan's history, for
- * its mail to say.
+ * (by a person or the deadline) before it was asked and since the last one granted, oldest
+ * first: a revised plan's history, for its mail to say.
  */
 export function earlierRejections(events: readonly { type: string; data: unknown }[], req: PendingRequest): EarlierRejection[] {
   if (req.kind !== 'approval') return [];
   const asked = new Set<string>();
-  const out: EarlierRejection[] = [];
+  let out: EarlierRejection[] = [];
   for (const e of events) {
     const d = e.data as { requestId?: unknown; agentId?: unknown; toolName?: unknown; reason?: unknown; action?: unknown };
     if (typeof d.requestId !== 'string') continue;
@@ -63,6 +63,8 @@ export function earlierRejections(events: readonly { type: string; data: unknown
     if (e.type === 'ApprovalRequested' && d.agentId === req.agentId && d.toolName === req.toolName) asked.add(d.requestId);
     else if (asked.has(d.requestId) && e.type === 'ApprovalRejected') out.push({ requestId: d.requestId, reason: typeof d.reason === 'string' ? d.reason : '' });
     else if (asked.has(d.requestId) && e.type === 'ApprovalTimedOut' && d.action !== 'approve') out.push({ requestId: d.requestId, reason: 'nobody decided before the deadline' });
+    // One granted since: what was rejected before it was revised and done with (the next request is a new one, not a revision).
+    else if (asked.has(d.requestId) && (e.type === 'ApprovalGranted' || e.type === 'ApprovalTimedOut')) out = [];
   }
   return out;
 }
