@@ -39,8 +39,25 @@ function wellFormedJson(text: string): boolean {
   }
 }
 
-/** A URL as logged: each `token` parameter's value (a mailed link's credential) replaced. */
-export const withoutTokens = (url: string): string => url.replace(/([?&]token=)[^&#]*/gi, '$1[redacted]');
+/**
+ * A URL as logged: the value of each parameter named `token` (a mailed link's credential)
+ * replaced — its name as the server reads it (`%74oken`, `TOKEN`), between `&` or `;`.
+ */
+export function withoutTokens(url: string): string {
+  const q = url.indexOf('?');
+  if (q < 0) return url;
+  const redact = (part: string): string => {
+    const name = part.split('=', 1)[0] ?? '';
+    let decoded = name;
+    try {
+      decoded = decodeURIComponent(name.replace(/\+/g, ' '));
+    } catch {
+      // not percent-encoding: the name as written
+    }
+    return decoded.trim().toLowerCase() === 'token' ? `${name}=[redacted]` : part;
+  };
+  return url.slice(0, q + 1) + url.slice(q + 1).split(/([&;])/).map((p) => (p === '&' || p === ';' ? p : redact(p))).join('');
+}
 
 /** Build the gateway's Fastify app from its dependencies (tests call this directly). */
 export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
