@@ -1,7 +1,7 @@
 import { given } from '@baton/testing';
 import { excerpt, type DecidedEvent, type PendingRequest, type PlanState } from '@baton/domain';
 import { describe, expect, it } from 'vitest';
-import { earlierRejections, endMail, MAX_INLINE_REPORT_CHARS, outboxMail, requestMail } from './compose.ts';
+import { defanged, earlierRejections, endMail, MAX_INLINE_REPORT_CHARS, outboxMail, requestMail } from './compose.ts';
 import { humanTime } from './time.ts';
 
 const submitted: DecidedEvent = { type: 'TaskSubmitted', data: { prompt: 'Research <b>event sourcing</b>', team: 'research', requirePlanApproval: true, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 't', requestHash: null, forkedFrom: null, workspace: null, budget: null } };
@@ -49,6 +49,17 @@ describe('mail contents', () => {
     const granted = [...events.slice(0, 2), asked('apr-lead-tu5'), { type: 'ApprovalGranted', data: { requestId: 'apr-lead-tu5', input: {}, edited: true, decidedBy: 'u' } }, asked(approval.requestId)];
     expect(earlierRejections(granted, approval)).toEqual([]);
     expect(earlierRejections([...events.slice(0, 2), asked('apr-lead-tu6'), { type: 'ApprovalTimedOut', data: { requestId: 'apr-lead-tu6', action: 'approve' } }, asked(approval.requestId)], approval)).toEqual([]);
+  });
+  it("plain text a mail client may link itself leaves only http(s) and mailto linkable: other schemes, programs' schemes and Windows shares are written so none links them; prose stays as it was", () => {
+    expect(defanged('see smb://evil/share, SMB://x, ftp://f, search-ms:query=x, ms-word:ofe|u|x, javascript:alert(1), file:/etc/passwd, data:text/html;base64,AA and \\\\evil\\share or (\\\\evil\\s)')).toBe(
+      'see smb[:]//evil/share, SMB[:]//x, ftp[:]//f, search-ms[:]query=x, ms-word[:]ofe|u|x, javascript[:]alert(1), file[:]/etc/passwd, data[:]text/html;base64,AA and [\\\\]evil\\share or ([\\\\]evil\\s)',
+    );
+    const prose = 'Web search: done. The file: notes.md. Data: 3 rows. Intent: ship it. https://example.com/a and mailto:ann@example.com; C:\\temp';
+    expect(defanged(prose)).toBe(prose);
+    const m = requestMail(task, { ...approval, plan: 'Read [the brief](smb://evil/share) first' }, links);
+    expect(m.text).toContain('Read [the brief](smb[:]//evil/share) first');
+    expect(m.text).toContain('Approve: https://baton.example/mail/decide?token=A');
+    expect(outboxMail(task, { subject: 's', body: 'at \\\\evil\\share', agentId: 'a' }).text).toMatch(/^at \[\\\\\]evil\\share/);
   });
   it('a question: the questions, the options, an Answer link', () => {
     const m = requestMail(task, { kind: 'clarification', requestId: 'clr-1', agentId: 'researcher-1', toolUseId: 't', questions: ['Which sources?'], context: 'need to know', options: ['papers', 'blogs'], openedAt: 'x', deadline: '2026-11-28T11:52:26.988Z' }, links);

@@ -38,7 +38,21 @@ const BODY_STYLE = 'font-family:system-ui,-apple-system,Segoe UI,sans-serif;line
 const head = (title: string): string => `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>${escapeHtml(title)}</title></head>`;
 const layout = (title: string, inner: string): string =>
   `${head(title)}<body style="${BODY_STYLE}">${inner}<hr style="border:none;border-top:1px solid #ddd;margin-top:24px"><p style="color:#666;font-size:12px">Sent by Baton.</p></body></html>`;
-const pre = (s: string): string => `<pre style="background:#f4f5f7;padding:12px;border-radius:6px;white-space:pre-wrap;word-break:break-word;overflow-wrap:anywhere">${escapeHtml(s)}</pre>`;
+const pre = (s: string): string => `<pre style="background:#f4f5f7;padding:12px;border-radius:6px;white-space:pre-wrap;word-break:break-word;overflow-wrap:anywhere">${escapeHtml(defanged(s))}</pre>`;
+
+/**
+ * Text a mail client may turn into links itself (a plain-text part, a block of JSON) with only
+ * http(s) and mailto left linkable, as in the HTML: another scheme's `://`, `search-ms:`-like
+ * schemes that open local programs, and a Windows share (`\\host\share`, which hands the
+ * reader's credentials to the host) are written so no client links them (`smb[:]//host`,
+ * `[\\]host\share`).
+ */
+export function defanged(text: string): string {
+  return text
+    .replace(/\b([a-z][a-z0-9+.-]{0,31}):(?=\/\/)/gi, (m, scheme: string) => (/^(https?|mailto)$/i.test(scheme) ? m : `${scheme}[:]`))
+    .replace(/\b(search-ms|ms-[a-z0-9-]+|javascript|vbscript):(?!\/\/)|\b(file):(?=\/)|\b(data):(?=[a-z]+\/[a-z0-9.+-]+[;,])/gi, (m) => `${m.slice(0, -1)}[:]`)
+    .replace(/(^|[\s(<"'])\\\\(?=[^\s\\])/g, '$1[\\\\]');
+}
 
 /** A request the same agent made before for the same tool, and the rejection that closed it. */
 export interface EarlierRejection {
@@ -112,7 +126,7 @@ export function requestMail(task: TaskState, req: PendingRequest, links: Request
     lines.push('The task reached its budget; every agent has stopped until you raise it or stop the run.', '', header, '', spent, '', `Decide in the console (it needs your team's API key): ${links.console}`, `Nobody deciding by ${humanTime(req.deadline)}: the run stops.`);
     html.push(`<p>The task reached its budget; every agent has stopped until you raise it or stop the run.</p><p style="color:#555">${escapeHtml(header)}</p><p>${escapeHtml(spent)}</p><p>${button(links.console, 'Open in console', '#57606a')}</p><p style="color:#555;font-size:13px">Nobody deciding by ${escapeHtml(humanTime(req.deadline))}: the run stops. The console needs your team's API key.</p>`);
   }
-  return { subject, text: lines.join('\n'), html: layout(subject, html.join('\n')) };
+  return { subject, text: defanged(lines.join('\n')), html: layout(subject, html.join('\n')) };
 }
 
 /** The most of a report a completion mail shows (its text and its HTML each): ~100 KB. */
@@ -169,7 +183,7 @@ export function endMail(task: TaskState, o: { report: string | null; artifacts: 
   }
   lines.push('', `Open in console: ${o.console}`);
   html.push(`<p>${button(o.console, 'Open in console', '#57606a')}</p>`);
-  return { subject, text: lines.join('\n'), html: layout(subject, html.join('\n')) };
+  return { subject, text: defanged(lines.join('\n')), html: layout(subject, html.join('\n')) };
 }
 
 /** An agent's outbox mail: its markdown body as text and as HTML, with where it came from. */
@@ -177,7 +191,7 @@ export function outboxMail(task: Pick<TaskState, 'id'>, o: { subject: string; bo
   const footer = `Sent by Baton's ${o.agentId} for task ${task.id}.`;
   return {
     subject: o.subject,
-    text: `${o.body}\n\n-- \n${footer}`,
+    text: defanged(`${o.body}\n\n-- \n${footer}`),
     html: `${head(o.subject)}<body style="${BODY_STYLE}">${renderMarkdown(o.body)}<hr style="border:none;border-top:1px solid #ddd;margin-top:24px"><p style="color:#666;font-size:12px">${escapeHtml(footer)}</p></body></html>`,
   };
 }
