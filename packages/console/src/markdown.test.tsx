@@ -11,5 +11,10 @@ describe('RenderedMarkdown', () => {
     expect(html).toContain('<span>brief</span> <span>s</span> <span>h</span> <span>r</span>');
     expect(html).toContain('<span class="image-link">image: local</span>');
     expect(html).not.toContain('<img');
+    // A footnote and its way back stay links within the page; a link's title is kept.
+    const notes = render('A claim.[^1] [t](https://example.com "the title")\n\n[^1]: The source.');
+    expect(notes).toMatch(/<a href="#user-content-fn-1"[^>]*>1<\/a>/);
+    expect(notes).toMatch(/<a href="#user-content-fnref-1"[^>]*>↩<\/a>/);
+    expect(notes).toContain('<a href="https://example.com" title="the title" target="_blank" rel="noopener noreferrer">t</a>');
   });
 });

@@ -12,10 +12,22 @@ export function RenderedMarkdown({ children }: { children: string }) {
   return (
     <Markdown
       remarkPlugins={[remarkGfm]}
-      // Only absolute http(s) and mailto are links (as in mails): smb:, search-ms:, //host and relative paths stay text.
-      urlTransform={(url) => (linkableUrl(url) ? url : '')}
+      // Only absolute http(s) and mailto are links (as in mails): smb:, search-ms:, //host and relative paths stay text;
+      // a place in the page (a footnote and its way back) stays one too.
+      urlTransform={(url) => (linkableUrl(url) || /^#[\w-]+$/.test(url) ? url : '')}
       components={{
-        a: ({ href, children }) => (href ? <a href={href} target="_blank" rel="noopener noreferrer">{children}</a> : <span>{children}</span>),
+        a: ({ href, title, children }) =>
+          !href ? (
+            <span>{children}</span>
+          ) : href.startsWith('#') ? (
+            <a href={href} title={title}>
+              {children}
+            </a>
+          ) : (
+            <a href={href} title={title} target="_blank" rel="noopener noreferrer">
+              {children}
+            </a>
+          ),
         img: ({ src, alt }) =>
           typeof src === 'string' && src ? (
             <a className="image-link" href={src} target="_blank" rel="noopener noreferrer" title="an image the text names (not loaded)">
