@@ -93,17 +93,26 @@ export async function settleMail(pool: Pick<pg.Pool, 'query'>, k: MailKey & { ho
 /**
  * Settle the claims of a mail that will not be sent any more (its request closed) left by a
  * notifier that stopped (lease over): one handed over to the SMTP server becomes `unknown` (it may
- * have gone out), one that was not `failed` (it never went). Returns what was settled, and how
+ * have gone out), one that was not `failed` (it never went); one waiting to be tried again
+ * (`retry`: its last attempt failed) `failed` too (`why`: retry). Returns what was settled, and how
  * long until the last claim still running ends (null: none) — its holder may be alive and finish,
  * or dead: look again then.
  */
-export async function settleAbandonedMail(pool: Pick<pg.Pool, 'query'>, k: { taskId: string; key: string; error: { unknown: string; failed: string } }): Promise<{ settled: { recipient: string; state: 'unknown' | 'failed'; attempts: number }[]; runningForMs: number | null }> {
-  const { rows } = await pool.query<{ recipient: string; state: 'unknown' | 'failed'; attempts: number }>(
-    `update mail_sends set state = case when handed_over_at is null then 'failed' else 'unknown' end,
-            last_error = case when handed_over_at is null then $3 else $4 end, lease_until = null, updated_at = now()
-      where task_id = $1 and mail_key = $2 and state = 'sending' and lease_until <= now()
-      returning recipient, state, attempts`,
-    [k.taskId, k.key, k.error.failed, k.error.unknown],
+export async function settleAbandonedMail(
+  pool: Pick<pg.Pool, 'query'>,
+  k: { taskId: string; key: string; error: { unknown: string; failed: string; retry: string } },
+): Promise<{ settled: { recipient: string; state: 'unknown' | 'failed'; why: 'unknown' | 'failed' | 'retry'; attempts: number }[]; runningForMs: number | null }> {
+  // A mail waiting to be tried again (its last attempt failed: a 4xx) is settled too: nothing tries it once the request is closed.
+  const { rows } = await pool.query<{ recipient: string; state: 'unknown' | 'failed'; why: 'unknown' | 'failed' | 'retry'; attempts: number }>(
+    `with old as (select recipient, state as was, handed_over_at from mail_sends
+                   where task_id = $1 and mail_key = $2 and ((state = 'sending' and lease_until <= now()) or state = 'retry') for update)
+     update mail_sends m set state = case when old.was = 'sending' and old.handed_over_at is not null then 'unknown' else 'failed' end,
+            last_error = case when old.was = 'retry' then $5 || coalesce(' (its last attempt: ' || m.last_error || ')', '')
+                              when old.handed_over_at is null then $3 else $4 end,
+            lease_until = null, updated_at = now()
+       from old where m.task_id = $1 and m.mail_key = $2 and m.recipient = old.recipient
+      returning m.recipient, m.state, case when old.was = 'retry' then 'retry' else m.state end as why, m.attempts`,
+    [k.taskId, k.key, k.error.failed, k.error.unknown, k.error.retry],
   );
   const running = await pool.query<{ left_ms: number | null }>(
     `select max(greatest(0, extract(epoch from lease_until - now()) * 1000))::int as left_ms from mail_sends where task_id = $1 and mail_key = $2 and state = 'sending'`,

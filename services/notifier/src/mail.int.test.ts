@@ -347,6 +347,22 @@ describe('the outbox', () => {
     expect((await loadTask(pg.store, outboxId)).state.emails[emailId]?.error).toEqual({ code: 'recipient_not_allowed', message: expect.stringMatching(/^not sent: eve@attacker\.example: this deployment does not mail that address for tenant 'acme'/) });
   });
 
+  test('a request mail waiting to be tried again (its attempt met a 451) when the request is decided: settled and said in /deliveries, not left "the notifiers try again" for ever', async ({ pg, nats }) => {
+    smtp.refuseNext(1, 451, 'try again later');
+    const stack = await startStack(pg, nats);
+    const id = await awaitingApproval(pg, { email: { to: ['ann@example.com'], on: ['awaiting_input'] } });
+    await waitFor(async () => (await mailSends(pg.db.pool, id)).some((m) => m.state === 'retry'), { what: 'the mail waiting to be tried again' });
+    await handleCommand(pg.store, id, { type: 'DecideApproval', requestId: 'apr-lead-tu1', decision: 'approve', decidedBy: 'u' });
+    await waitFor(async () => (await mailSends(pg.db.pool, id)).every((m) => m.state === 'failed'), { what: 'the mail settled' });
+    await stack.stop();
+    expect(smtp.mails).toHaveLength(0);
+    expect((await mailSends(pg.db.pool, id)).map((m) => m.lastError)).toEqual([expect.stringMatching(/^not sent: the request closed before it was tried again \(its last attempt: .*451 try again later/)]);
+    expect((await listDeliveries(pg.db.pool, id)).map((d) => [d.attempt, d.ok, d.givenUp, d.error])).toEqual([
+      [1, false, false, expect.stringMatching(/451 try again later/)],
+      [2, false, true, 'not sent: the request closed before it was tried again'],
+    ]);
+  });
+
   test("a request's mail a notifier was sending when it stopped, the request closed since (it timed out while the deployment was down): settled and said in /deliveries, never sent", async ({ pg, nats }) => {
     const id = await awaitingApproval(pg, { email: { to: ['ann@example.com', 'bob@example.com'], on: ['awaiting_input'] } });
     const key = 'request:apr-lead-tu1';

@@ -124,13 +124,15 @@ async function settleAbandoned(d: MailDeps, event: BusEvent, key: string): Promi
   const error = {
     unknown: 'outcome unknown: the notifier sending it stopped before recording what the SMTP server said, and the request has closed since; not sent again (it may have gone out)',
     failed: 'not sent: the notifier sending it stopped before handing it over, and the request has closed since',
+    retry: 'not sent: the request closed before it was tried again',
   };
   const { settled, runningForMs } = await settleAbandonedMail(d.pool, { taskId: event.taskId, key, error });
   for (const s of settled) {
     const { deliveryId } = mailIds(event.taskId, key, s.recipient, mailDomain(d.publicUrl));
-    await recordDelivery(d.pool, { channel: 'email', taskId: event.taskId, eventId: event.id, webhookId: deliveryId, type: 'email.awaiting_input', url: `mailto:${s.recipient}`, attempt: s.attempts, statusCode: null, ok: false, error: error[s.state], durationMs: 0, givenUp: true });
+    // A mail that was waiting to be tried again says so as its next attempt; a claim cut short, as the attempt it was.
+    await recordDelivery(d.pool, { channel: 'email', taskId: event.taskId, eventId: event.id, webhookId: deliveryId, type: 'email.awaiting_input', url: `mailto:${s.recipient}`, attempt: s.why === 'retry' ? s.attempts + 1 : s.attempts, statusCode: null, ok: false, error: error[s.why], durationMs: 0, givenUp: true });
     metrics.deliveries.inc({ channel: 'email', outcome: 'failed' });
-    d.log.warn({ taskId: event.taskId, key, recipient: s.recipient, state: s.state }, error[s.state]);
+    d.log.warn({ taskId: event.taskId, key, recipient: s.recipient, state: s.state }, error[s.why]);
   }
   // A claim still running: its holder may finish (and record its outcome), or have died — the message comes back when the lease ends, to settle it then.
   return runningForMs === null ? null : { reason: 'a notifier still holds the closed request\'s mail', delayMs: Math.max(100, runningForMs) };
