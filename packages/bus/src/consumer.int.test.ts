@@ -223,16 +223,27 @@ describe('startConsumer', () => {
     }
     const dead: DeadLetter[] = [];
     let handled = 0;
+    // What it owed is handed over first, to be recorded as given up (the notifier's webhooks and mails); failing once, it comes back for it.
+    const unsettled: { payload: unknown; why: string }[] = [];
+    let failOnce = true;
     const c = await startConsumer({
-      js, stream: names.jobsStream, consumer: names.consumers.runner, schema: Job, log, maxAttempts: 2,
+      js, stream: names.jobsStream, consumer: names.consumers.runner, schema: Job, log, maxAttempts: 2, backoffMs: [50],
       onDeadLetter: async (d) => { dead.push(d); },
+      onUnsettled: async (payload, why) => {
+        if (failOnce) {
+          failOnce = false;
+          throw new Error('Postgres said no');
+        }
+        unsettled.push({ payload, why });
+      },
       handle: async () => { handled++; },
     });
     await waitFor(() => dead.length === 1, { what: 'dead letter after crashes' });
     await c.stop();
     expect(handled).toBe(0);
-    expect(dead[0]?.error).toMatch(/delivered 3 times, past the 2 attempts allowed, without being settled/);
+    expect(dead[0]?.error).toMatch(/delivered 4 times, past the 2 attempts allowed, without being settled/);
     expect(dead[0]?.unsettled).toBe(true); // nothing said against the message: its processes died
+    expect(unsettled).toEqual([{ payload: { n: 9 }, why: dead[0]?.error }]);
   });
 
   test('a handler that hangs past maxHandlerMs is aborted and its message handed back for another delivery', async ({ nats }) => {

@@ -117,6 +117,13 @@ export interface ConsumerOptions<T> {
    */
   stopGraceMs?: number;
   onDeadLetter: (d: DeadLetter) => Promise<void>;
+  /**
+   * A message back past its attempts without having been settled (its handlers kept stopping or
+   * crashing mid-way) is handed here before it is dead-lettered, for what it owed to be recorded as
+   * given up (the notifier: each webhook and mail not delivered) instead of left as if a retry
+   * were coming. Failing, it is tried again at the next delivery.
+   */
+  onUnsettled?: (payload: T, why: string) => Promise<void>;
   /** The server said the stream or consumer is gone (a TopologyWatch re-creates it; pulls then resume). */
   onMissing?: (status: string) => void;
   log: Logger;
@@ -234,7 +241,21 @@ export async function startConsumer<T>(o: ConsumerOptions<T>): Promise<RunningCo
     const deliveryCount = m.info.deliveryCount;
     // Deliveries that count: this one and the earlier ones that did not fail on a lost connection.
     const attempt = attemptsOf(m);
-    if (attempt > maxAttempts) return deadLetter(m, `delivered ${deliveryCount} times, past the ${maxAttempts} attempts allowed, without being settled (a handler that crashed or ran out of time; or fewer attempts allowed since)${attempt < deliveryCount ? `; ${deliveryCount - attempt} failed on a lost connection and do not count` : ''}`, true);
+    if (attempt > maxAttempts) {
+      const why = `delivered ${deliveryCount} times, past the ${maxAttempts} attempts allowed, without being settled (a handler that crashed or ran out of time; or fewer attempts allowed since)${attempt < deliveryCount ? `; ${deliveryCount - attempt} failed on a lost connection and do not count` : ''}`;
+      const parsed = o.onUnsettled ? o.schema.safeParse(m.json()) : null;
+      if (o.onUnsettled && parsed?.success) {
+        try {
+          await o.onUnsettled(parsed.data, why);
+        } catch (err) {
+          o.log.warn({ err, subject: m.subject, deliveryCount }, 'could not record what the unsettled message owed; trying again at its next delivery');
+          m.nak(delayFor(attempt));
+          handled('retry');
+          return;
+        }
+      }
+      return deadLetter(m, why, true);
+    }
     let payload: T;
     try {
       payload = o.schema.parse(m.json());

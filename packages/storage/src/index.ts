@@ -45,7 +45,7 @@ export {
   type Lease,
   type WatchCandidate,
 } from './leases.ts';
-export { claimMail, MailClaimLostError, mailInFlight, mailSends, mailSendState, markHandingOver, recordMailResend, settleAbandonedMail, settleMail, type MailClaim, type MailKey } from './mail.ts';
+export { claimMail, giveUpMail, MailClaimLostError, mailInFlight, mailSends, mailSendState, markHandingOver, recordMailResend, settleAbandonedMail, settleMail, type MailClaim, type MailKey } from './mail.ts';
 export {
   createEndpoint,
   createEndpointUnderCap,

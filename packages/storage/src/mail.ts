@@ -121,6 +121,27 @@ export async function settleAbandonedMail(
   return { settled: rows, runningForMs: running.rows[0]?.left_ms ?? null };
 }
 
+/**
+ * Give a mail up without sending it (its event came back past its attempts unsettled): never
+ * claimed, or claimed by a notifier that stopped (lease over), or waiting to be tried again —
+ * `unknown` if it was being handed over, else `failed`. Null: nothing to settle (a live claim
+ * holds it, or it is settled already).
+ */
+export async function giveUpMail(pool: Pick<pg.Pool, 'query'>, k: MailKey & { messageId: string; error: { failed: string; unknown: string } }): Promise<{ state: 'failed' | 'unknown'; attempts: number } | null> {
+  const { rows } = await pool.query<{ state: 'failed' | 'unknown'; attempts: number }>(
+    `insert into mail_sends as m (task_id, mail_key, recipient, message_id, state, attempts, last_error)
+     values ($1, $2, $3, $4, 'failed', 0, $5)
+     on conflict (task_id, mail_key, recipient) do update
+       set state = case when m.state = 'sending' and m.handed_over_at is not null then 'unknown' else 'failed' end,
+           last_error = case when m.state = 'sending' and m.handed_over_at is not null then $6 else $5 end,
+           lease_until = null, updated_at = now()
+       where m.state = 'retry' or (m.state = 'sending' and m.lease_until <= now())
+     returning state, attempts`,
+    [k.taskId, k.key, k.recipient, k.messageId, k.error.failed, k.error.unknown],
+  );
+  return rows[0] ?? null;
+}
+
 /** Where each mail of a task stands (for tests and operators). */
 export async function mailSends(pool: Pick<pg.Pool, 'query'>, taskId: string): Promise<{ key: string; recipient: string; state: string; attempts: number; lastError: string | null }[]> {
   const { rows } = await pool.query(`select mail_key, recipient, state, attempts, last_error from mail_sends where task_id = $1 order by mail_key, recipient`, [taskId]);

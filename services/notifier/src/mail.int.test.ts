@@ -26,12 +26,13 @@ beforeEach(async () => {
 afterEach(async () => smtp.close());
 
 /** A relay and a notifier with mail on (against the test SMTP server unless `mailer: null`). */
-async function startStack(pg: PgFixture, nats: NatsFixture, o: { notifiers?: number; leaseMs?: number; mailOff?: boolean; maxAttempts?: number; log?: Logger; mailTimeoutMs?: number; recipients?: MailRecipientRules } = {}) {
+async function startStack(pg: PgFixture, nats: NatsFixture, o: { notifiers?: number; leaseMs?: number; mailOff?: boolean; maxAttempts?: number; log?: Logger; mailTimeoutMs?: number; recipients?: MailRecipientRules; ackWaitMs?: number; beforeNotifiers?: () => Promise<void> } = {}) {
   const names = busNames(nats.namespace);
-  await ensureTopology(await jetstreamManager(nats.nc), names);
+  await ensureTopology(await jetstreamManager(nats.nc), names, o.ackWaitMs ? { ackWaitMs: { notifier: o.ackWaitMs } } : {});
   const log = o.log ?? silentLogger();
   const relay = new Relay({ pool: pg.db.pool, store: pg.store, nc: nats.nc, names, log });
   relay.start();
+  await o.beforeNotifiers?.();
   const notifiers: Awaited<ReturnType<typeof startNotifier>>[] = [];
   for (let i = 0; i < (o.notifiers ?? 1); i++) {
     const mailer = o.mailOff ? null : smtpMailer(smtp.url, o.mailTimeoutMs ?? 5000);
@@ -361,6 +362,28 @@ describe('the outbox', () => {
       [1, false, false, expect.stringMatching(/451 try again later/)],
       [2, false, true, 'not sent: the request closed before it was tried again'],
     ]);
+  });
+
+  test('an event back past its attempts unsettled (notifiers kept stopping mid-way): its mails are given up and said — a request mail failed in /deliveries, an agent\'s mail EmailFailed — not left "sending"/"queued" for ever, and nothing is sent', async ({ pg, nats }) => {
+    const request = await awaitingApproval(pg, { email: { to: ['ann@example.com'], on: ['awaiting_input'] } });
+    const { id: outbox, emailId } = await outboxTask(pg, ['bob@example.com']);
+    // Notifiers that took each message and died before settling it (twice: past the one attempt allowed here).
+    const takeAndDie = async (): Promise<void> => {
+      const raw = await jetstream(nats.nc).consumers.get(busNames(nats.namespace).eventsStream, busNames(nats.namespace).consumers.notifier);
+      const taken = new Map<string, number>();
+      await waitFor(async () => {
+        const m = await raw.next({ expires: 1000 });
+        if (m) taken.set(m.subject, m.info.deliveryCount);
+        const counts = [...taken.entries()].filter(([s]) => s.endsWith('ApprovalRequested') || s.endsWith('EmailRequested')).map(([, n]) => n);
+        return counts.length === 2 && counts.every((n) => n >= 2);
+      }, { timeoutMs: 20_000, what: 'the two messages taken twice and never settled' });
+    };
+    const stack = await startStack(pg, nats, { maxAttempts: 1, ackWaitMs: 300, beforeNotifiers: takeAndDie });
+    await waitFor(async () => (await loadTask(pg.store, outbox)).state.emails[emailId]?.status === 'failed' && (await mailSends(pg.db.pool, request)).some((m) => m.state === 'failed'), { timeoutMs: 20_000, what: 'both mails given up' });
+    await stack.stop();
+    expect(smtp.received).toBe(0);
+    expect((await loadTask(pg.store, outbox)).state.emails[emailId]?.error).toEqual({ code: 'given_up', message: expect.stringMatching(/^not sent: given up: delivered \d+ times, past the 1 attempts allowed, without being settled/) });
+    expect((await listDeliveries(pg.db.pool, request)).map((d) => [d.attempt, d.ok, d.givenUp, d.error])).toEqual([[1, false, true, expect.stringMatching(/^not sent: given up: delivered/)]]);
   });
 
   test("a request's mail a notifier was sending when it stopped, the request closed since (it timed out while the deployment was down): settled and said in /deliveries, never sent", async ({ pg, nats }) => {

@@ -4,7 +4,7 @@ import { fold, recipientsRefused, recipientsRefusedMessage, type MailRecipientRu
 import { handleCommand, type EventStore } from '@baton/event-store';
 import { closedRequestMailKey, earlierRejections, endMail, mailIds, MAIL_EVENT_TYPES, mailToResend, outboxMail, plannedMails, requestMail, signLinkToken, type LinkAction, type ListedArtifact, type PlannedMail } from '@baton/mail';
 import type { Logger } from '@baton/runtime';
-import { claimMail, MailClaimLostError, mailInFlight, mailSendState, markHandingOver, readArtifact, recordDelivery, recordMailResend, recordNextAttempt, settleAbandonedMail, settleMail, type ClaimedRedelivery } from '@baton/storage';
+import { claimMail, giveUpMail, MailClaimLostError, mailInFlight, mailSendState, markHandingOver, readArtifact, recordDelivery, recordMailResend, recordNextAttempt, settleAbandonedMail, settleMail, type ClaimedRedelivery } from '@baton/storage';
 import type pg from 'pg';
 import { SendError, type Mailer, type OutgoingMail } from './mailer.ts';
 
@@ -97,7 +97,7 @@ export function loggedEvent(store: Pick<EventStore, 'readTask'>, event: Pick<Bus
 /** The domain of this deployment's Message-IDs: its public URL's host. */
 const mailDomain = (publicUrl: string): string => new URL(publicUrl).hostname || 'baton';
 
-export async function deliverMails(d: MailDeps, event: BusEvent, lastAttempt: boolean, logged: () => Promise<LoggedEvent | null>): Promise<MailRetry | null> {
+export async function deliverMails(d: MailDeps, event: BusEvent, lastAttempt: boolean, logged: () => Promise<LoggedEvent | null>, givenUp?: string): Promise<MailRetry | null> {
   if (!MAIL_EVENT_TYPES.has(event.type)) return null;
   const read = await logged();
   if (!read) return null;
@@ -107,6 +107,10 @@ export async function deliverMails(d: MailDeps, event: BusEvent, lastAttempt: bo
   const closed = closedRequestMailKey(recorded, state);
   let retry: MailRetry | null = closed ? await settleAbandoned(d, event, closed) : null;
   for (const p of planned) {
+    if (givenUp !== undefined) {
+      await giveUpOne(d, event, p, givenUp);
+      continue;
+    }
     const r = await deliverOne(d, event, state, events, p, lastAttempt);
     if (r && (!retry || (r.delayMs ?? Infinity) < (retry.delayMs ?? Infinity))) retry = r;
   }
@@ -136,6 +140,23 @@ async function settleAbandoned(d: MailDeps, event: BusEvent, key: string): Promi
   }
   // A claim still running: its holder may finish (and record its outcome), or have died — the message comes back when the lease ends, to settle it then.
   return runningForMs === null ? null : { reason: 'a notifier still holds the closed request\'s mail', delayMs: Math.max(100, runningForMs) };
+}
+
+/**
+ * A mail whose event came back past its attempts unsettled (notifiers kept stopping mid-way):
+ * not sent again, but settled — `unknown` if it was being handed over, else `failed` — with an
+ * attempt in /deliveries and, for an agent's mail, EmailFailed on the task; left alone while a
+ * live claim holds it (its holder records the outcome) and once it is settled.
+ */
+async function giveUpOne(d: MailDeps, event: BusEvent, p: PlannedMail, why: string): Promise<void> {
+  const { deliveryId, messageId } = mailIds(event.taskId, p.key, p.recipient, mailDomain(d.publicUrl));
+  const error = { failed: `not sent: given up: ${why}`, unknown: `outcome unknown: given up while it was being handed over: ${why}; not sent again (it may have gone out)` };
+  const settled = await giveUpMail(d.pool, { taskId: event.taskId, key: p.key, recipient: p.recipient, messageId, error });
+  if (!settled) return;
+  await recordDelivery(d.pool, { channel: 'email', taskId: event.taskId, eventId: event.id, webhookId: deliveryId, type: `email.${p.moment}`, url: `mailto:${p.recipient}`, attempt: settled.attempts + 1, statusCode: null, ok: false, error: error[settled.state], durationMs: 0, givenUp: true });
+  metrics.deliveries.inc({ channel: 'email', outcome: 'failed' });
+  d.log.warn({ taskId: event.taskId, key: p.key, recipient: p.recipient, state: settled.state }, error[settled.state]);
+  if (p.kind === 'outbox') await settleOutbox(d, event.taskId, p.emailId, { code: settled.state === 'unknown' ? 'outcome_unknown' : 'given_up', message: error[settled.state] });
 }
 
 async function deliverOne(d: MailDeps, event: BusEvent, state: TaskState, events: RecordedEvent[], p: PlannedMail, last: boolean): Promise<MailRetry | null> {

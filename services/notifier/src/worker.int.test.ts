@@ -16,11 +16,12 @@ const log = silentLogger();
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 
 /** A relay and a notifier on the test's database and NATS namespace. */
-async function startStack(pg: PgFixture, nats: NatsFixture, o: { maxAttempts: number; backoffMs: number[]; allowPrivateNetworks: boolean; redeliverEveryMs?: number; endpointsCacheMs?: number }, audience?: NotifierAudience) {
+async function startStack(pg: PgFixture, nats: NatsFixture, o: { maxAttempts: number; backoffMs: number[]; allowPrivateNetworks: boolean; redeliverEveryMs?: number; endpointsCacheMs?: number; ackWaitMs?: number; beforeNotifier?: () => Promise<void> }, audience?: NotifierAudience) {
   const names = busNames(nats.namespace);
-  await ensureTopology(await jetstreamManager(nats.nc), names);
+  await ensureTopology(await jetstreamManager(nats.nc), names, o.ackWaitMs ? { ackWaitMs: { notifier: o.ackWaitMs } } : {});
   const relay = new Relay({ pool: pg.db.pool, store: pg.store, nc: nats.nc, names, log, ...(audience ? { audience } : {}) });
   relay.start();
+  await o.beforeNotifier?.();
   const notifier = await startNotifier({
     store: pg.store, pool: pg.db.pool, js: jetstream(nats.nc), names, log, secret: SECRET, timeoutMs: 2000, concurrency: 4, now: () => new Date(), ...o,
   });
@@ -36,6 +37,34 @@ function submit(pg: PgFixture, webhook: { url: string; events: string[] } | null
 }
 
 describe('notifier', () => {
+  test('a message back past its attempts unsettled (notifiers kept stopping mid-way): each webhook it owed is given up, said as its next attempt — not left on a failure that reads like a retry to come; nothing sent', async ({ pg, nats }) => {
+    let posted = 0;
+    const server = createServer((_req, res) => {
+      posted++;
+      res.writeHead(500).end();
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/hook`;
+    const id = await submit(pg, { url, events: ['task.cancelled'] });
+    await handleCommand(pg.store, id, { type: 'CancelTask', reason: 'because', requestedBy: 'u' });
+    const takeAndDie = async (): Promise<void> => {
+      const names = busNames(nats.namespace);
+      const raw = await jetstream(nats.nc).consumers.get(names.eventsStream, names.consumers.notifier);
+      let count = 0;
+      await waitFor(async () => {
+        const m = await raw.next({ expires: 1000 });
+        if (m?.subject.endsWith('TaskCancelled')) count = m.info.deliveryCount;
+        return count >= 2;
+      }, { timeoutMs: 20_000, what: 'the message taken twice and never settled' });
+    };
+    const stack = await startStack(pg, nats, { maxAttempts: 1, backoffMs: [50], allowPrivateNetworks: true, ackWaitMs: 300, beforeNotifier: takeAndDie });
+    await waitFor(async () => (await listDeliveries(pg.db.pool, id)).length === 1, { timeoutMs: 20_000, what: 'the webhook given up' });
+    await stack.stop();
+    server.close();
+    expect(posted).toBe(0);
+    expect((await listDeliveries(pg.db.pool, id)).map((d) => [d.attempt, d.ok, d.givenUp, d.type, d.error])).toEqual([[1, false, true, 'task.cancelled', expect.stringMatching(/^given up: delivered \d+ times, past the 1 attempts allowed, without being settled/)]]);
+  });
+
   test('a failing endpoint is retried with backoff until it accepts; every attempt is recorded; a task without a webhook gets none', async ({ pg, nats }) => {
     const received: { status: number; id: string; body: string; ok: boolean }[] = [];
     const server = createServer((req, res) => {

@@ -4,7 +4,7 @@ import { fold, notifiesAnyone, NotifyConfig, taskStreamId, WebhookConfig } from 
 import type { EventStore } from '@baton/event-store';
 import { setBounded, type Logger } from '@baton/runtime';
 import { metrics } from '@baton/telemetry';
-import { findTaskWebhookSecret, listEndpoints, targetSettled, taskWebhookSecrets, validSecrets, type TaskWebhookSecret, type WebhookEndpoint } from '@baton/storage';
+import { findTaskWebhookSecret, listEndpoints, recordNextAttempt, targetSettled, taskWebhookSecrets, validSecrets, type TaskWebhookSecret, type WebhookEndpoint } from '@baton/storage';
 import { jetstreamManager, type JetStreamClient } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type pg from 'pg';
@@ -126,6 +126,15 @@ export async function startNotifier(d: NotifierDeps): Promise<RunningConsumer> {
     backoffMs: d.backoffMs,
     ...(d.heartbeatMs ? { heartbeatMs: d.heartbeatMs } : {}),
     onDeadLetter: deadLetterRecorder(d.pool),
+    // Back past its attempts unsettled (notifiers kept stopping mid-way): what it owed is given up and said, not left "to be tried again" for ever.
+    onUnsettled: async (event, why) => {
+      if (!notifiesAnyone(event)) return;
+      const subs = await subscriptionsOf(event.taskId);
+      const targets = await targetsOf(event, subs);
+      const logged = loggedEvent(d.store, event);
+      if (targets.length > 0) await deliverWebhooks(event, null, targets, logged, why);
+      if (mail && (subs.notify || event.type === 'EmailRequested')) await deliverMails(mail, event, true, logged, why);
+    },
     // No prefilter: the relay sends this stream only what the notifier serves (`mayNotify`: the task
     // has a webhook or mail recipients, its tenant has endpoints, or it is an outbox mail), and
     // the transitions of tasks it did not know (submitted before it led), which cost a lookup here.
@@ -140,11 +149,7 @@ export async function startNotifier(d: NotifierDeps): Promise<RunningConsumer> {
       // A fork's copied history notifies nobody but for the requests it reopened (webhookMessagesFor, plannedMails); known here without reading the task.
       if (!notifiesAnyone(event)) return;
       const subs = await subscriptionsOf(event.taskId);
-      const targets: Target[] = [
-        ...(subs.webhook ? [{ url: subs.webhook.url, events: subs.webhook.events, secrets: await ownWebhookSecrets(subs.tenantId), endpointId: null }] : []),
-        // An endpoint serves the transitions committed after it was made: a retry of an older event (another target failing) does not reach it.
-        ...(subs.tenantId ? await endpointsOf(subs.tenantId, { trustEmpty: hasOwnTargets(subs) }) : []).filter((e) => endpointServes(e, event)).map((e) => ({ url: e.url, events: e.events, secrets: validSecrets(e, d.now()), endpointId: e.id })),
-      ];
+      const targets = await targetsOf(event, subs);
       const logged = loggedEvent(d.store, event);
       const hookOutcome = targets.length > 0 ? await deliverWebhooks(event, ctx, targets, logged) : undefined;
       const mailRetry = mail && (subs.notify || event.type === 'EmailRequested') ? await deliverMails(mail, event, ctx.lastAttempt, logged) : null;
@@ -153,6 +158,15 @@ export async function startNotifier(d: NotifierDeps): Promise<RunningConsumer> {
     },
   });
 
+  /** Where the event's webhook messages go: the task's own webhook and its tenant's endpoints. */
+  async function targetsOf(event: BusEvent, subs: Subscriptions): Promise<Target[]> {
+    return [
+      ...(subs.webhook ? [{ url: subs.webhook.url, events: subs.webhook.events, secrets: await ownWebhookSecrets(subs.tenantId), endpointId: null }] : []),
+      // An endpoint serves the transitions committed after it was made: a retry of an older event (another target failing) does not reach it.
+      ...(subs.tenantId ? await endpointsOf(subs.tenantId, { trustEmpty: hasOwnTargets(subs) }) : []).filter((e) => endpointServes(e, event)).map((e) => ({ url: e.url, events: e.events, secrets: validSecrets(e, d.now()), endpointId: e.id })),
+    ];
+  }
+
   /**
    * The event's webhook messages each target subscribed to (webhookMessagesFor: its type, the task's
    * status change, a subagent's moment), each signed, delivered and the attempt recorded. A message
@@ -160,7 +174,7 @@ export async function startNotifier(d: NotifierDeps): Promise<RunningConsumer> {
    * the retry waits as long as the most patient failing receiver asked (`Retry-After`). On the
    * last attempt allowed, each failure is recorded as the one after which nobody tries again.
    */
-  async function deliverWebhooks(event: BusEvent, ctx: HandlerContext, targets: Target[], logged: () => Promise<LoggedEvent | null>): Promise<Outcome | undefined> {
+  async function deliverWebhooks(event: BusEvent, ctx: HandlerContext | null, targets: Target[], logged: () => Promise<LoggedEvent | null>, givenUp?: string): Promise<Outcome | undefined> {
     const wanted = targets.filter((t) => t.events.includes(`event.${event.type}`) || needsState(t.events));
     if (wanted.length === 0) return undefined;
     const read = await logged();
@@ -177,6 +191,12 @@ export async function startNotifier(d: NotifierDeps): Promise<RunningConsumer> {
         const webhookId = webhookIdOf(event.id, m.type);
         // Settled already: the bus was re-fed from the log, or the event came again for another target, message or its mail.
         if (await targetSettled(d.pool, event.taskId, webhookId, t.endpointId, redactCredentials(t.url))) continue;
+        if (givenUp !== undefined || !ctx) {
+          // Not sent: given up, as its next attempt (`/deliveries`, `--given-up`), nothing more to come.
+          await recordNextAttempt(d.pool, { taskId: event.taskId, eventId: event.id, webhookId, type: m.type, url: redactCredentials(t.url), statusCode: null, ok: false, error: `given up: ${givenUp ?? 'no more attempts'}`, durationMs: 0, redeliveryId: null, endpointId: t.endpointId, givenUp: true });
+          metrics.deliveries.inc({ channel: 'webhook', outcome: 'failed' });
+          continue;
+        }
         const r = await sendMessage({ taskId: event.taskId, eventId: event.id, webhookId, message: m, event: recorded, state: after, url: t.url, secrets: t.secrets, endpointId: t.endpointId, redeliveryId: null, lastAttempt: ctx.lastAttempt });
         if (r.ok || r.gone) continue;
         failed++;
