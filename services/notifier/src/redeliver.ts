@@ -32,8 +32,11 @@ export function startRedeliveries(d: RedeliveryDeps): { stop(): Promise<void> } 
   let failing = 0;
   const tick = async (): Promise<void> => {
     try {
-      for (const c of await claimRedeliveries(d.pool, 10, d.leaseMs)) {
-        if (stopped) return;
+      // One claimed at a time, each under its own lease: a batch's lease ran out under slow sends and
+      // another notifier took its tail while this one still sent it (each sent twice).
+      for (let n = 0; n < 10 && !stopped; n++) {
+        const [c] = await claimRedeliveries(d.pool, 1, d.leaseMs);
+        if (!c) break;
         await redeliver(d, c);
       }
       if (failing > 0) d.log.info({ failedLooks: failing }, 'redeliveries: looking works again');

@@ -11,6 +11,8 @@ import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { describe, expect } from 'vitest';
 import { verify } from './webhook.ts';
 import { startNotifier } from './worker.ts';
+import { startRedeliveries } from './redeliver.ts';
+import { webhookAgent } from './egress.ts';
 
 const log = silentLogger();
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
@@ -244,6 +246,37 @@ describe('notifier redelivery', () => {
       [first!.webhookId, 'task.cancelled', 'cancelled'],
     ]);
     expect((await pg.db.pool.query('select count(*)::int as n from webhook_redeliveries where done_at is null')).rows[0].n).toBe(0);
+  });
+
+  test('two notifiers and slow receivers: each redelivery request is sent once (a batch claimed under one lease had its tail taken by the other while still being sent)', async ({ pg, nats }) => {
+    const received: string[] = [];
+    const server = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => setTimeout(() => {
+        received.push(String(req.headers['webhook-id']));
+        res.writeHead(204).end();
+      }, 300));
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/hook`;
+    const stack = await startStack(pg, nats, { maxAttempts: 3, backoffMs: [50], allowPrivateNetworks: true, redeliverEveryMs: 3_600_000 });
+    const ids: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const id = await submit(pg, { url, events: ['task.cancelled'] });
+      await handleCommand(pg.store, id, { type: 'CancelTask', reason: 'r', requestedBy: 'u' });
+      ids.push(id);
+    }
+    await waitFor(async () => (await Promise.all(ids.map((id) => listDeliveries(pg.db.pool, id)))).every((l) => l.length === 1), { what: 'the first deliveries' });
+    await stack.stop();
+    for (const id of ids) await requestRedelivery(pg.db.pool, { taskId: id, deliveryId: (await listDeliveries(pg.db.pool, id))[0]!.id, requestedBy: 'u' });
+    // Each claim's lease covers one slow send, not four.
+    const deps = { store: pg.store, pool: pg.db.pool, log, timeoutMs: 2000, now: () => new Date(), agent: webhookAgent({ allowPrivateNetworks: true }), secret: SECRET, everyMs: 20, leaseMs: 700, mail: null };
+    const both = [startRedeliveries(deps), startRedeliveries(deps)];
+    await waitFor(async () => (await pg.db.pool.query('select count(*)::int as n from webhook_redeliveries where done_at is null')).rows[0].n === 0, { timeoutMs: 20_000, what: 'every request done' });
+    for (const r of both) await r.stop();
+    server.close();
+    expect(received).toHaveLength(4 + 4);
+    for (const id of ids) expect((await listDeliveries(pg.db.pool, id)).map((r) => r.attempt)).toEqual([1, 2]);
   });
 
   test('a redelivery to an endpoint deleted since is not sent, and says so where it was asked for: a failed attempt naming why', async ({ pg, nats }) => {
