@@ -246,6 +246,31 @@ describe('startConsumer', () => {
     expect(unsettled).toEqual([{ payload: { n: 9 }, why: dead[0]?.error }]);
   });
 
+  test('a message delivered again while a handler here still works on it is not handled twice at once: the delivery at work settles it', async ({ nats }) => {
+    const names = busNames(nats.namespace);
+    await ensureTopology(await jetstreamManager(nats.nc), names, { ackWaitMs: { runner: 1000 } });
+    const js = jetstream(nats.nc);
+    await js.publish(names.jobSubject('run', '00000000-0000-4000-8000-000000000001', 'slow'), JSON.stringify({ n: 1 }));
+    const starts: number[] = [];
+    let running = 0;
+    let most = 0;
+    const c = await startConsumer({
+      // No heartbeat within the ack wait: the server takes the message for lost and delivers it again mid-way.
+      js, stream: names.jobsStream, consumer: names.consumers.runner, schema: Job, log, heartbeatMs: 60_000,
+      onDeadLetter: async () => {},
+      handle: async (_p, ctx) => {
+        starts.push(ctx.deliveryCount);
+        most = Math.max(most, ++running);
+        await new Promise((r) => setTimeout(r, 2500));
+        running--;
+      },
+    });
+    await waitFor(async () => starts.length >= 1 && running === 0 && (await (await jetstreamManager(nats.nc)).streams.info(names.jobsStream)).state.messages === 0, { timeoutMs: 15_000, what: 'the message handled and gone' });
+    await c.stop();
+    expect(most).toBe(1);
+    expect(starts).toEqual([1]);
+  });
+
   test('a handler that hangs past maxHandlerMs is aborted and its message handed back for another delivery', async ({ nats }) => {
     const names = busNames(nats.namespace);
     await ensureTopology(await jetstreamManager(nats.nc), names);

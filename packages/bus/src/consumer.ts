@@ -190,6 +190,12 @@ export async function startConsumer<T>(o: ConsumerOptions<T>): Promise<RunningCo
   /** Aborted as `stop()` begins: messages not started yet go back, handlers start nothing new. */
   const stopping = new AbortController();
   const inFlight = new Set<Promise<void>>();
+  /** The messages handled now, by stream sequence (each its handling's own token). */
+  const handling = new Map<number, object>();
+  /** Forget a message's handling — its own only (a handler that ran past its limit, then a new delivery of it). */
+  const doneHandling = (seq: number, token: object): void => {
+    if (handling.get(seq) === token) handling.delete(seq);
+  };
   let slotFree: (() => void) | null = null;
 
   void (async () => {
@@ -237,7 +243,7 @@ export async function startConsumer<T>(o: ConsumerOptions<T>): Promise<RunningCo
     return runInContext(parent, () => (typeof taskId === 'string' ? withTaskId(taskId, run) : run()));
   };
 
-  const handleOne = async (m: JsMsg): Promise<void> => {
+  const handleOne = async (m: JsMsg, handedBack: () => void): Promise<void> => {
     const deliveryCount = m.info.deliveryCount;
     // Deliveries that count: this one and the earlier ones that did not fail on a lost connection.
     const attempt = attemptsOf(m);
@@ -274,6 +280,7 @@ export async function startConsumer<T>(o: ConsumerOptions<T>): Promise<RunningCo
           clearInterval(timer);
           o.log.error({ subject: m.subject, deliveryCount, maxHandlerMs: o.maxHandlerMs }, 'handler ran past its limit: aborted, message handed back');
           own.abort(new Error(`handler ran past ${o.maxHandlerMs} ms`));
+          handedBack(); // its next delivery is handled, though this handler may never return
           m.nak(0);
           handled('handed_back');
         }, o.maxHandlerMs)
@@ -351,9 +358,21 @@ export async function startConsumer<T>(o: ConsumerOptions<T>): Promise<RunningCo
         handled('handed_back');
         continue;
       }
-      const p: Promise<void> = handleOne(m)
+      // Delivered again while a handler here still works on it (the server took it for lost): not handled
+      // twice at once — that had sent a webhook twice within milliseconds and counted two attempts as
+      // one moment. The delivery at work settles the message (an ack or nak of either delivery is
+      // the message's); this one is left, and comes back only if that one does not settle it.
+      const seq = m.info.streamSequence;
+      if (handling.has(seq)) {
+        o.log.debug({ subject: m.subject, deliveryCount: m.info.deliveryCount }, 'delivered again while still being handled here: left to the delivery at work');
+        continue;
+      }
+      const token = {};
+      handling.set(seq, token);
+      const p: Promise<void> = handleOne(m, () => doneHandling(seq, token))
         .catch((err: unknown) => o.log.error({ err }, 'unexpected consumer error'))
         .finally(() => {
+          doneHandling(seq, token);
           inFlight.delete(p);
           const f = slotFree;
           slotFree = null;
