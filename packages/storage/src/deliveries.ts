@@ -44,10 +44,11 @@ export async function recordDelivery(pool: Pick<pg.Pool, 'query'>, a: DeliveryAt
  * Record an attempt as the message's next to its target, numbered when it is recorded: the
  * message's attempts take turns (a transaction-scoped advisory lock), so an automatic retry and
  * a person's redelivery that end at once get two numbers, not one twice. A person's redelivery
- * that fails after the notifiers gave the message up is given up too (nothing else will try it).
- * Returns the number.
+ * that fails after the notifiers gave the message up is given up too (nothing else will try it);
+ * a failure numbered `giveUpAt` or later is given up (the automatic attempts allowed, counted here,
+ * not by the bus: a notifier that died while sending is not an attempt). Returns the number.
  */
-export async function recordNextAttempt(pool: pg.Pool, a: Omit<DeliveryAttempt, 'attempt'>): Promise<number> {
+export async function recordNextAttempt(pool: pg.Pool, a: Omit<DeliveryAttempt, 'attempt'> & { giveUpAt?: number }): Promise<number> {
   return inTransaction(pool, async (client) => {
     await client.query(`select pg_advisory_xact_lock(hashtext('baton.webhook_deliveries'), hashtext($1 || ' ' || $2 || ' ' || coalesce($3, '')))`, [a.taskId, a.webhookId, a.endpointId ?? null]);
     const { rows } = await client.query<{ n: number; given_up: boolean }>(
@@ -56,21 +57,22 @@ export async function recordNextAttempt(pool: pg.Pool, a: Omit<DeliveryAttempt, 
       [a.taskId, a.webhookId, a.endpointId ?? null],
     );
     const attempt = rows[0]?.n ?? 1;
-    const givenUp = (a.givenUp ?? false) || (!a.ok && a.redeliveryId != null && rows[0]?.given_up === true);
-    await client.query(INSERT_DELIVERY, deliveryValues({ ...a, attempt, givenUp }));
+    const givenUp = (a.givenUp ?? false) || (!a.ok && a.redeliveryId != null && rows[0]?.given_up === true) || (!a.ok && a.giveUpAt !== undefined && attempt >= a.giveUpAt);
+    const { giveUpAt: _giveUpAt, ...attemptOf } = a;
+    await client.query(INSERT_DELIVERY, deliveryValues({ ...attemptOf, attempt, givenUp }));
     return attempt;
   });
 }
 
 /**
- * Has a message settled with one target: delivered, or its URL as it is now (`url`, as recorded:
- * without credentials) said 410 Gone? (A re-published event — the bus re-fed from the log — or a
- * retry for another target sends it no more; an endpoint moved to another URL since its 410 is
- * tried there.)
+ * Has a message settled with one target: delivered, its URL as it is now (`url`, as recorded:
+ * without credentials) said 410 Gone, or the notifiers gave it up? (A re-published event — the bus
+ * re-fed from the log — or a retry for another target sends it no more; an endpoint moved to
+ * another URL since its 410 is tried there; a person's redelivery is not automatic and is not asked.)
  */
 export async function targetSettled(pool: Pick<pg.Pool, 'query'>, taskId: string, webhookId: string, endpointId: string | null, url: string): Promise<boolean> {
   const { rows } = await pool.query(
-    `select coalesce(bool_or(ok or (status_code = 410 and url = $4)), false) as settled from webhook_deliveries where task_id = $1 and webhook_id = $2 and endpoint_id is not distinct from $3`,
+    `select coalesce(bool_or(ok or (status_code = 410 and url = $4) or (given_up and redelivery_id is null and status_code is distinct from 410)), false) as settled from webhook_deliveries where task_id = $1 and webhook_id = $2 and endpoint_id is not distinct from $3`,
     [taskId, webhookId, endpointId, url],
   );
   return rows[0].settled;

@@ -382,7 +382,7 @@ describe('the outbox', () => {
     await waitFor(async () => (await loadTask(pg.store, outbox)).state.emails[emailId]?.status === 'failed' && (await mailSends(pg.db.pool, request)).some((m) => m.state === 'failed'), { timeoutMs: 20_000, what: 'both mails given up' });
     await stack.stop();
     expect(smtp.received).toBe(0);
-    expect((await loadTask(pg.store, outbox)).state.emails[emailId]?.error).toEqual({ code: 'given_up', message: expect.stringMatching(/^not sent: given up: delivered \d+ times, past the 1 attempts allowed, without being settled/) });
+    expect((await loadTask(pg.store, outbox)).state.emails[emailId]?.error).toEqual({ code: 'given_up', message: expect.stringMatching(/^not sent: given up: delivered \d+ times, past the \d+ attempts allowed, without being settled/) });
     expect((await listDeliveries(pg.db.pool, request)).map((d) => [d.attempt, d.ok, d.givenUp, d.error])).toEqual([[1, false, true, expect.stringMatching(/^not sent: given up: delivered/)]]);
   });
 

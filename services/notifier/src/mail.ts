@@ -28,6 +28,8 @@ export interface MailDeps {
   holder: string;
   /** Where each tenant's mail may go (MAIL_ALLOWED_RECIPIENTS); absent: anywhere. */
   recipients?: MailRecipientRules | undefined;
+  /** Claims of one mail allowed (its ledger's attempts): a failure at the last is final. Absent: the bus's last delivery decides. */
+  maxAttempts?: number;
 }
 
 /** A mail that must be tried again later (the consumer naks the event with backoff). */
@@ -222,7 +224,7 @@ async function deliverOne(d: MailDeps, event: BusEvent, state: TaskState, events
       if (p.kind === 'outbox') await settleOutbox(d, taskId, p.emailId, { code: 'outcome_unknown', message });
       return null;
     }
-    const giveUp = e.permanent || last;
+    const giveUp = e.permanent || last || claim.attempt >= (d.maxAttempts ?? Infinity);
     metrics.deliveries.inc({ channel: 'email', outcome: giveUp ? 'failed' : 'retried' });
     metrics.deliverySeconds.observe({ channel: 'email' }, elapsed() / 1000);
     await recordDelivery(d.pool, { ...attempt, attempt: claim.attempt, statusCode: e.code, ok: false, error: e.message, durationMs: elapsed(), givenUp: giveUp });

@@ -34,6 +34,8 @@ export interface Message {
   redeliveryId: string | null;
   /** The last automatic attempt allowed: a failure is recorded as given up (a 410 Gone always is). */
   lastAttempt: boolean;
+  /** A failure numbered this or later (the message's attempts to the target, as recorded) is given up: the attempts allowed. */
+  giveUpAt?: number;
 }
 
 /** A message's webhook-id: one per (event, type), the same on every attempt and redelivery. */
@@ -60,7 +62,7 @@ export const deliveryOutcome = (r: Pick<DeliveryResult, 'ok' | 'gone'>, s: Pick<
   r.ok ? 'delivered' : r.gone ? 'gone' : s.lastAttempt || s.redeliveryId !== null ? 'failed' : 'retried';
 
 /** Sign, deliver and record one attempt (failed or not). */
-export async function sendMessage(d: SendDeps, s: Message): Promise<DeliveryResult> {
+export async function sendMessage(d: SendDeps, s: Message): Promise<DeliveryResult & { attempt: number; givenUp: boolean }> {
   const timestamp = Math.floor(d.now().getTime() / 1000);
   const body = payloadOf(s.message, s.state, s.event, timestamp);
   const headers = { 'webhook-id': s.webhookId, 'webhook-timestamp': String(timestamp), 'webhook-signature': signAll(s.secrets, s.webhookId, timestamp, body) };
@@ -73,11 +75,12 @@ export async function sendMessage(d: SendDeps, s: Message): Promise<DeliveryResu
     if (!res.ok) failSpan(span, new Error(redactCredentials(res.error ?? 'failed')));
     return res;
   });
-  metrics.deliveries.inc({ channel: 'webhook', outcome: deliveryOutcome(r, s) });
-  metrics.deliverySeconds.observe({ channel: 'webhook' }, r.durationMs / 1000);
   const error = r.error === null ? null : redactCredentials(r.error);
   // Numbered as it is recorded: an automatic retry and a person's redelivery ending at once get two numbers.
-  const attempt = await recordNextAttempt(d.pool, { taskId: s.taskId, eventId: s.eventId, webhookId: s.webhookId, type: s.message.type, url, statusCode: r.status, ok: r.ok, error, durationMs: r.durationMs, redeliveryId: s.redeliveryId, endpointId: s.endpointId, givenUp: !r.ok && (r.gone || s.lastAttempt) });
-  if (!r.ok) d.log.warn({ taskId: s.taskId, url, attempt, redelivery: s.redeliveryId !== null, error }, 'webhook delivery failed');
-  return r;
+  const attempt = await recordNextAttempt(d.pool, { taskId: s.taskId, eventId: s.eventId, webhookId: s.webhookId, type: s.message.type, url, statusCode: r.status, ok: r.ok, error, durationMs: r.durationMs, redeliveryId: s.redeliveryId, endpointId: s.endpointId, givenUp: !r.ok && (r.gone || s.lastAttempt), ...(s.giveUpAt !== undefined ? { giveUpAt: s.giveUpAt } : {}) });
+  const givenUp = !r.ok && (r.gone || s.lastAttempt || (s.giveUpAt !== undefined && attempt >= s.giveUpAt));
+  metrics.deliveries.inc({ channel: 'webhook', outcome: deliveryOutcome(r, { lastAttempt: givenUp, redeliveryId: s.redeliveryId }) });
+  metrics.deliverySeconds.observe({ channel: 'webhook' }, r.durationMs / 1000);
+  if (!r.ok) d.log.warn({ taskId: s.taskId, url, attempt, redelivery: s.redeliveryId !== null, error, givenUp }, 'webhook delivery failed');
+  return { ...r, attempt, givenUp };
 }

@@ -104,7 +104,7 @@ export async function startNotifier(d: NotifierDeps): Promise<RunningConsumer> {
     if (!fresh(known)) setBounded(keyCache, tenantId, (known = { at: Date.now(), key: await findTaskWebhookSecret(d.pool, tenantId) }), 10_000);
     return taskWebhookSecrets(known!.key, d.secret, d.now());
   };
-  const mail: MailDeps | null = d.mail ? { ...d.mail, store: d.store, pool: d.pool, log: d.log.child({ component: 'mail' }), now: d.now } : null;
+  const mail: MailDeps | null = d.mail ? { ...d.mail, store: d.store, pool: d.pool, log: d.log.child({ component: 'mail' }), now: d.now, maxAttempts: d.maxAttempts } : null;
   // One pool of connections for every webhook: the SSRF guard is in its connections (egress.ts).
   const agent = webhookAgent({ allowPrivateNetworks: d.allowPrivateNetworks });
   const sendMessage = (m: Message) => send({ ...d, agent }, m);
@@ -122,7 +122,9 @@ export async function startNotifier(d: NotifierDeps): Promise<RunningConsumer> {
     schema: BusEvent,
     log: d.log.child({ component: 'webhooks' }),
     concurrency: d.concurrency,
-    maxAttempts: d.maxAttempts,
+    // Deliveries of a message the bus allows: the attempts the notifier allows (counted in its ledger), and as many
+    // again for deliveries cut short by a notifier that died (the bus cannot tell them from failures).
+    maxAttempts: 2 * d.maxAttempts,
     backoffMs: d.backoffMs,
     ...(d.heartbeatMs ? { heartbeatMs: d.heartbeatMs } : {}),
     onDeadLetter: deadLetterRecorder(d.pool),
@@ -197,10 +199,11 @@ export async function startNotifier(d: NotifierDeps): Promise<RunningConsumer> {
           metrics.deliveries.inc({ channel: 'webhook', outcome: 'failed' });
           continue;
         }
-        const r = await sendMessage({ taskId: event.taskId, eventId: event.id, webhookId, message: m, event: recorded, state: after, url: t.url, secrets: t.secrets, endpointId: t.endpointId, redeliveryId: null, lastAttempt: ctx.lastAttempt });
-        if (r.ok || r.gone) continue;
+        // Given up at the attempts allowed as the ledger counts them (the bus counts a notifier that died mid-send too; it allows some more).
+        const r = await sendMessage({ taskId: event.taskId, eventId: event.id, webhookId, message: m, event: recorded, state: after, url: t.url, secrets: t.secrets, endpointId: t.endpointId, redeliveryId: null, lastAttempt: ctx.lastAttempt, giveUpAt: d.maxAttempts });
+        if (r.ok || r.gone || r.givenUp) continue;
         failed++;
-        const delayMs = nextRetryDelay(d.backoffMs, ctx.attempt, r.retryAfterMs);
+        const delayMs = nextRetryDelay(d.backoffMs, r.attempt, r.retryAfterMs);
         if (!wait || delayMs > wait.delayMs) wait = { reason: r.error ?? 'failed', delayMs };
       }
     }
