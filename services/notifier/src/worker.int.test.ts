@@ -39,15 +39,15 @@ function submit(pg: PgFixture, webhook: { url: string; events: string[] } | null
 }
 
 describe('notifier', () => {
-  test('a notifier that died mid-way is not an attempt: a message its notifiers twice took and never settled is still tried as often as allowed, the last given up', async ({ pg, nats }) => {
-    let posted = 0;
+  /** A task cancelled with a webhook to a receiver that always answers 500 (counting its POSTs), and notifiers that took its message twice and died before settling it. */
+  async function cancelledTwiceTaken(pg: PgFixture, nats: NatsFixture) {
+    const hook = { posted: 0 };
     const server = createServer((_req, res) => {
-      posted++;
+      hook.posted++;
       res.writeHead(500).end();
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/hook`;
-    const id = await submit(pg, { url, events: ['task.cancelled'] });
+    const id = await submit(pg, { url: `http://127.0.0.1:${(server.address() as { port: number }).port}/hook`, events: ['task.cancelled'] });
     await handleCommand(pg.store, id, { type: 'CancelTask', reason: 'because', requestedBy: 'u' });
     const takeAndDie = async (): Promise<void> => {
       const names = busNames(nats.namespace);
@@ -59,40 +59,27 @@ describe('notifier', () => {
         return count >= 2;
       }, { timeoutMs: 20_000, what: 'the message taken twice and never settled' });
     };
+    return { id, hook, takeAndDie, close: () => server.close() };
+  }
+
+  test('a notifier that died mid-way is not an attempt: a message its notifiers twice took and never settled is still tried as often as allowed, the last given up', async ({ pg, nats }) => {
+    const { id, hook, takeAndDie, close } = await cancelledTwiceTaken(pg, nats);
     const stack = await startStack(pg, nats, { maxAttempts: 3, backoffMs: [50], allowPrivateNetworks: true, ackWaitMs: 300, beforeNotifier: takeAndDie });
     await waitFor(async () => (await listDeliveries(pg.db.pool, id)).some((r) => r.givenUp), { timeoutMs: 20_000, what: 'the webhook given up' });
     await stack.stop();
-    server.close();
+    close();
     // Before, the bus's count (two deaths and one try) made the first attempt the last.
     expect((await listDeliveries(pg.db.pool, id)).map((d) => [d.attempt, d.statusCode, d.givenUp])).toEqual([[1, 500, false], [2, 500, false], [3, 500, true]]);
-    expect(posted).toBe(3);
+    expect(hook.posted).toBe(3);
   });
 
   test('a message back past its attempts unsettled (notifiers kept stopping mid-way): each webhook it owed is given up, said as its next attempt — not left on a failure that reads like a retry to come; nothing sent', async ({ pg, nats }) => {
-    let posted = 0;
-    const server = createServer((_req, res) => {
-      posted++;
-      res.writeHead(500).end();
-    });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/hook`;
-    const id = await submit(pg, { url, events: ['task.cancelled'] });
-    await handleCommand(pg.store, id, { type: 'CancelTask', reason: 'because', requestedBy: 'u' });
-    const takeAndDie = async (): Promise<void> => {
-      const names = busNames(nats.namespace);
-      const raw = await jetstream(nats.nc).consumers.get(names.eventsStream, names.consumers.notifier);
-      let count = 0;
-      await waitFor(async () => {
-        const m = await raw.next({ expires: 1000 });
-        if (m?.subject.endsWith('TaskCancelled')) count = m.info.deliveryCount;
-        return count >= 2;
-      }, { timeoutMs: 20_000, what: 'the message taken twice and never settled' });
-    };
+    const { id, hook, takeAndDie, close } = await cancelledTwiceTaken(pg, nats);
     const stack = await startStack(pg, nats, { maxAttempts: 1, backoffMs: [50], allowPrivateNetworks: true, ackWaitMs: 300, beforeNotifier: takeAndDie });
     await waitFor(async () => (await listDeliveries(pg.db.pool, id)).length === 1, { timeoutMs: 20_000, what: 'the webhook given up' });
     await stack.stop();
-    server.close();
-    expect(posted).toBe(0);
+    close();
+    expect(hook.posted).toBe(0);
     expect((await listDeliveries(pg.db.pool, id)).map((d) => [d.attempt, d.ok, d.givenUp, d.type, d.error])).toEqual([[1, false, true, 'task.cancelled', expect.stringMatching(/^given up: delivered \d+ times, past the \d+ attempts allowed, without being settled/)]]);
   });
 
