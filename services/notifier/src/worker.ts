@@ -134,7 +134,7 @@ export async function startNotifier(d: NotifierDeps): Promise<RunningConsumer> {
       const subs = await subscriptionsOf(event.taskId);
       const targets = await targetsOf(event, subs);
       const logged = loggedEvent(d.store, event);
-      if (targets.length > 0) await deliverWebhooks(event, null, targets, logged, why);
+      if (targets.length > 0) await deliverWebhooks(event, { givenUp: why }, targets, logged);
       if (mail && (subs.notify || event.type === 'EmailRequested')) await deliverMails(mail, event, true, logged, why);
     },
     // No prefilter: the relay sends this stream only what the notifier serves (`mayNotify`: the task
@@ -153,7 +153,7 @@ export async function startNotifier(d: NotifierDeps): Promise<RunningConsumer> {
       const subs = await subscriptionsOf(event.taskId);
       const targets = await targetsOf(event, subs);
       const logged = loggedEvent(d.store, event);
-      const hookOutcome = targets.length > 0 ? await deliverWebhooks(event, ctx, targets, logged) : undefined;
+      const hookOutcome = targets.length > 0 ? await deliverWebhooks(event, { ctx }, targets, logged) : undefined;
       const mailRetry = mail && (subs.notify || event.type === 'EmailRequested') ? await deliverMails(mail, event, ctx.lastAttempt, logged) : null;
       if (hookOutcome) return hookOutcome;
       if (mailRetry) return retry(mailRetry.reason, mailRetry.delayMs);
@@ -174,9 +174,10 @@ export async function startNotifier(d: NotifierDeps): Promise<RunningConsumer> {
    * status change, a subagent's moment), each signed, delivered and the attempt recorded. A message
    * a target has settled (delivered, or 410 Gone) is skipped, so a retry re-sends only what failed;
    * the retry waits as long as the most patient failing receiver asked (`Retry-After`). On the
-   * last attempt allowed, each failure is recorded as the one after which nobody tries again.
+   * last attempt allowed, each failure is recorded as the one after which nobody tries again;
+   * `givenUp` (a message back past its deliveries unsettled): nothing is sent, each is given up.
    */
-  async function deliverWebhooks(event: BusEvent, ctx: HandlerContext | null, targets: Target[], logged: () => Promise<LoggedEvent | null>, givenUp?: string): Promise<Outcome | undefined> {
+  async function deliverWebhooks(event: BusEvent, how: { ctx: HandlerContext } | { givenUp: string }, targets: Target[], logged: () => Promise<LoggedEvent | null>): Promise<Outcome | undefined> {
     const wanted = targets.filter((t) => t.events.includes(`event.${event.type}`) || needsState(t.events));
     if (wanted.length === 0) return undefined;
     const read = await logged();
@@ -193,12 +194,13 @@ export async function startNotifier(d: NotifierDeps): Promise<RunningConsumer> {
         const webhookId = webhookIdOf(event.id, m.type);
         // Settled already: the bus was re-fed from the log, or the event came again for another target, message or its mail.
         if (await targetSettled(d.pool, event.taskId, webhookId, t.endpointId, redactCredentials(t.url))) continue;
-        if (givenUp !== undefined || !ctx) {
+        if ('givenUp' in how) {
           // Not sent: given up, as its next attempt (`/deliveries`, `--given-up`), nothing more to come.
-          await recordNextAttempt(d.pool, { taskId: event.taskId, eventId: event.id, webhookId, type: m.type, url: redactCredentials(t.url), statusCode: null, ok: false, error: `given up: ${givenUp ?? 'no more attempts'}`, durationMs: 0, redeliveryId: null, endpointId: t.endpointId, givenUp: true });
+          await recordNextAttempt(d.pool, { taskId: event.taskId, eventId: event.id, webhookId, type: m.type, url: redactCredentials(t.url), statusCode: null, ok: false, error: `given up: ${how.givenUp}`, durationMs: 0, redeliveryId: null, endpointId: t.endpointId, givenUp: true });
           metrics.deliveries.inc({ channel: 'webhook', outcome: 'failed' });
           continue;
         }
+        const { ctx } = how;
         // Given up at the attempts allowed as the ledger counts them (the bus counts a notifier that died mid-send too; it allows some more).
         const r = await sendMessage({ taskId: event.taskId, eventId: event.id, webhookId, message: m, event: recorded, state: after, url: t.url, secrets: t.secrets, endpointId: t.endpointId, redeliveryId: null, lastAttempt: ctx.lastAttempt, giveUpAt: d.maxAttempts });
         if (r.ok || r.gone || r.givenUp) continue;
