@@ -45,10 +45,10 @@ describe('webhook deliveries', () => {
     const taskId = randomUUID();
     const eventId = randomUUID();
     const attempt = { taskId, eventId, webhookId: `msg_${eventId}`, type: 'task.completed', url: 'https://example.com/h', statusCode: 500, ok: false, error: 'HTTP 500', durationMs: 1 };
-    const numbers = await Promise.all(Array.from({ length: 8 }, () => recordNextAttempt(db.pool, attempt)));
+    const numbers = (await Promise.all(Array.from({ length: 8 }, () => recordNextAttempt(db.pool, attempt)))).map((r) => r.attempt);
     expect([...numbers].sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
     // Another target of the same message counts on its own.
-    expect(await recordNextAttempt(db.pool, { ...attempt, endpointId: randomUUID() })).toBe(1);
+    expect((await recordNextAttempt(db.pool, { ...attempt, endpointId: randomUUID() })).attempt).toBe(1);
     expect((await listDeliveries(db.pool, taskId)).map((d) => d.attempt)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 1]); // listed as recorded: numbered in that order
   });
 
@@ -77,6 +77,19 @@ describe('webhook deliveries', () => {
     expect((await db.pool.query('select count(*)::int as n from webhook_redeliveries where task_id = $1', [taskId])).rows[0].n).toBe(1);
     await finishRedelivery(db.pool, ids[0]!);
     expect(await ask()).not.toBe(ids[0]);
+  });
+
+  test('the automatic attempts allowed (giveUpAt) are counted among the automatic ones: a redelivery in between uses none up; the given-up target is settled', async ({ pg: { db } }) => {
+    const taskId = randomUUID();
+    const eventId = randomUUID();
+    const failed = { taskId, eventId, webhookId: `msg_${eventId}`, type: 'task.completed', url: 'https://example.com/h', statusCode: 500, ok: false, error: 'HTTP 500', durationMs: 1, giveUpAt: 3 };
+    expect(await recordNextAttempt(db.pool, failed)).toEqual({ attempt: 1, givenUp: false });
+    const [first] = await listDeliveries(db.pool, taskId);
+    expect(await recordNextAttempt(db.pool, { ...failed, redeliveryId: await requestRedelivery(db.pool, { taskId, deliveryId: first!.id, requestedBy: 'ops' }) })).toEqual({ attempt: 2, givenUp: false });
+    expect(await recordNextAttempt(db.pool, failed)).toEqual({ attempt: 3, givenUp: false });
+    expect(await targetSettled(db.pool, taskId, failed.webhookId, null, failed.url)).toBe(false);
+    expect(await recordNextAttempt(db.pool, failed)).toEqual({ attempt: 4, givenUp: true }); // the third automatic one
+    expect(await targetSettled(db.pool, taskId, failed.webhookId, null, failed.url)).toBe(true);
   });
 
   test("a person's redelivery that fails after the notifiers gave the message up is given up too; one before, or one that succeeds, is not", async ({ pg: { db } }) => {

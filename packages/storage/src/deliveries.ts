@@ -45,22 +45,25 @@ export async function recordDelivery(pool: Pick<pg.Pool, 'query'>, a: DeliveryAt
  * message's attempts take turns (a transaction-scoped advisory lock), so an automatic retry and
  * a person's redelivery that end at once get two numbers, not one twice. A person's redelivery
  * that fails after the notifiers gave the message up is given up too (nothing else will try it);
- * a failure numbered `giveUpAt` or later is given up (the automatic attempts allowed, counted here,
- * not by the bus: a notifier that died while sending is not an attempt). Returns the number.
+ * an automatic failure that is the `giveUpAt`-th automatic attempt or later is given up (the
+ * attempts allowed, counted here, not by the bus: a notifier that died while sending is not one; a
+ * person's redelivery is not one either). Returns its number, and whether it was given up.
  */
-export async function recordNextAttempt(pool: pg.Pool, a: Omit<DeliveryAttempt, 'attempt'> & { giveUpAt?: number }): Promise<number> {
+export async function recordNextAttempt(pool: pg.Pool, a: Omit<DeliveryAttempt, 'attempt'> & { giveUpAt?: number }): Promise<{ attempt: number; givenUp: boolean }> {
   return inTransaction(pool, async (client) => {
     await client.query(`select pg_advisory_xact_lock(hashtext('baton.webhook_deliveries'), hashtext($1 || ' ' || $2 || ' ' || coalesce($3, '')))`, [a.taskId, a.webhookId, a.endpointId ?? null]);
-    const { rows } = await client.query<{ n: number; given_up: boolean }>(
-      `select coalesce(max(attempt), 0)::int + 1 as n, coalesce(bool_or(given_up), false) as given_up
+    const { rows } = await client.query<{ n: number; given_up: boolean; automatic: number }>(
+      `select coalesce(max(attempt), 0)::int + 1 as n, coalesce(bool_or(given_up), false) as given_up, (count(*) filter (where redelivery_id is null))::int as automatic
          from webhook_deliveries where task_id = $1 and webhook_id = $2 and endpoint_id is not distinct from $3`,
       [a.taskId, a.webhookId, a.endpointId ?? null],
     );
     const attempt = rows[0]?.n ?? 1;
-    const givenUp = (a.givenUp ?? false) || (!a.ok && a.redeliveryId != null && rows[0]?.given_up === true) || (!a.ok && a.giveUpAt !== undefined && attempt >= a.giveUpAt);
+    // The automatic attempts allowed are counted among the automatic ones (a person's redelivery uses none up).
+    const automatic = (rows[0]?.automatic ?? 0) + (a.redeliveryId == null ? 1 : 0);
+    const givenUp = (a.givenUp ?? false) || (!a.ok && a.redeliveryId != null && rows[0]?.given_up === true) || (!a.ok && a.redeliveryId == null && a.giveUpAt !== undefined && automatic >= a.giveUpAt);
     const { giveUpAt: _giveUpAt, ...attemptOf } = a;
     await client.query(INSERT_DELIVERY, deliveryValues({ ...attemptOf, attempt, givenUp }));
-    return attempt;
+    return { attempt, givenUp };
   });
 }
 

@@ -14,7 +14,7 @@ describe('the mail ledger', () => {
     const winner = results[0]?.claimed ? 'a' : 'b';
     expect(await settleMail(db.pool, { ...k, holder: winner === 'a' ? 'b' : 'a', state: 'sent', error: null })).toBe(false); // only the holder settles
     expect(await settleMail(db.pool, { ...k, holder: winner, state: 'sent', error: null })).toBe(true);
-    expect(await claimMail(db.pool, { ...k, holder: 'c', leaseMs: 60_000 })).toEqual({ claimed: false, state: 'sent', marked: false });
+    expect(await claimMail(db.pool, { ...k, holder: 'c', leaseMs: 60_000 })).toEqual({ claimed: false, state: 'sent', marked: false, lastError: null });
   });
 
   test('a definite failure (retry) is claimed again, counting attempts; given up (failed) it is not', async ({ pg: { db } }) => {
@@ -23,7 +23,7 @@ describe('the mail ledger', () => {
     await settleMail(db.pool, { ...k, holder: 'a', state: 'retry', error: '451 try later' });
     expect(await claimMail(db.pool, { ...k, holder: 'b', leaseMs: 60_000 })).toEqual({ claimed: true, attempt: 2 });
     await settleMail(db.pool, { ...k, holder: 'b', state: 'failed', error: '550 no such user' });
-    expect(await claimMail(db.pool, { ...k, holder: 'c', leaseMs: 60_000 })).toEqual({ claimed: false, state: 'failed', marked: false });
+    expect(await claimMail(db.pool, { ...k, holder: 'c', leaseMs: 60_000 })).toEqual({ claimed: false, state: 'failed', marked: false, lastError: expect.any(String) });
     expect(await mailSends(db.pool, k.taskId)).toEqual([{ key: 'completed', recipient: 'ann@example.com', state: 'failed', attempts: 2, lastError: '550 no such user' }]);
   });
 
@@ -33,7 +33,7 @@ describe('the mail ledger', () => {
     await markHandingOver(db.pool, { ...k, holder: 'a' });
     await db.pool.query(`select pg_sleep(0.01)`); // the 1 ms lease is over (Postgres's clock)
     expect(await claimMail(db.pool, { ...k, holder: 'b', leaseMs: 60_000 })).toEqual({ claimed: false, state: 'unknown', marked: true, attempt: 1 });
-    expect(await claimMail(db.pool, { ...k, holder: 'c', leaseMs: 60_000 })).toEqual({ claimed: false, state: 'unknown', marked: false });
+    expect(await claimMail(db.pool, { ...k, holder: 'c', leaseMs: 60_000 })).toEqual({ claimed: false, state: 'unknown', marked: false, lastError: expect.any(String) });
     // The first holder was only slow: its outcome replaces unknown.
     expect(await settleMail(db.pool, { ...k, holder: 'a', state: 'sent', error: null })).toBe(true);
     expect((await mailSends(db.pool, k.taskId))[0]?.state).toBe('sent');

@@ -22,7 +22,7 @@ export type MailClaim =
   /** Send it now; `attempt` counts the claims of this mail. */
   | { claimed: true; attempt: number }
   /** Sent, given up, or of unknown outcome: nothing more to do. `marked`: this call found the holder gone and marked it unknown (the attempt it was: `attempt`). */
-  | { claimed: false; state: 'sent' | 'failed' | 'unknown'; marked: false }
+  | { claimed: false; state: 'sent' | 'failed' | 'unknown'; marked: false; lastError: string | null }
   | { claimed: false; state: 'unknown'; marked: true; attempt: number }
   /** Another holder's lease is live: look again once it ends (`retryInMs`). */
   | { claimed: false; state: 'busy'; retryInMs: number };
@@ -46,8 +46,8 @@ export async function claimMail(pool: Pick<pg.Pool, 'query'>, k: MailKey & { mes
     [k.taskId, k.key, k.recipient],
   );
   if (lost.rows[0]) return { claimed: false, state: 'unknown', marked: true, attempt: (lost.rows[0] as { attempts: number }).attempts };
-  const { rows } = await pool.query<{ state: string; left_ms: number | null }>(
-    `select state, greatest(0, extract(epoch from lease_until - now()) * 1000)::int as left_ms from mail_sends where task_id = $1 and mail_key = $2 and recipient = $3`,
+  const { rows } = await pool.query<{ state: string; left_ms: number | null; last_error: string | null }>(
+    `select state, greatest(0, extract(epoch from lease_until - now()) * 1000)::int as left_ms, last_error from mail_sends where task_id = $1 and mail_key = $2 and recipient = $3`,
     [k.taskId, k.key, k.recipient],
   );
   const row = rows[0];
@@ -55,7 +55,7 @@ export async function claimMail(pool: Pick<pg.Pool, 'query'>, k: MailKey & { mes
   if (row.state === 'sending') return { claimed: false, state: 'busy', retryInMs: Math.max(100, row.left_ms ?? 0) };
   // 'retry' cannot be seen here (the insert would have claimed it) except in a race with another claim: busy.
   if (row.state === 'retry') return { claimed: false, state: 'busy', retryInMs: 100 };
-  return { claimed: false, state: row.state as 'sent' | 'failed' | 'unknown', marked: false };
+  return { claimed: false, state: row.state as 'sent' | 'failed' | 'unknown', marked: false, lastError: row.last_error };
 }
 
 /** The claim was taken over (its lease ended first): this holder must not send. */
@@ -149,10 +149,10 @@ export async function mailSends(pool: Pick<pg.Pool, 'query'>, taskId: string): P
 }
 
 /** Where one mail stands in the ledger (null: never claimed). */
-export async function mailSendState(pool: Pick<pg.Pool, 'query'>, k: MailKey): Promise<{ state: 'sending' | 'retry' | 'sent' | 'failed' | 'unknown'; attempts: number } | null> {
-  const { rows } = await pool.query('select state, attempts from mail_sends where task_id = $1 and mail_key = $2 and recipient = $3', [k.taskId, k.key, k.recipient]);
+export async function mailSendState(pool: Pick<pg.Pool, 'query'>, k: MailKey): Promise<{ state: 'sending' | 'retry' | 'sent' | 'failed' | 'unknown'; attempts: number; lastError: string | null } | null> {
+  const { rows } = await pool.query('select state, attempts, last_error from mail_sends where task_id = $1 and mail_key = $2 and recipient = $3', [k.taskId, k.key, k.recipient]);
   const r = rows[0];
-  return r ? { state: r.state, attempts: r.attempts } : null;
+  return r ? { state: r.state, attempts: r.attempts, lastError: r.last_error } : null;
 }
 
 /** Still being tried by the notifiers (a claim is live or will be retried): a person's resend would make two. */

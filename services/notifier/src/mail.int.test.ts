@@ -4,7 +4,7 @@ import { outboxRequest, sendEmailTool } from '@baton/agents';
 import { busNames, encodeEvent, ensureTopology, MAX_EVENT_MESSAGE_BYTES, Relay } from '@baton/bus';
 import type { Command, MailRecipientRules, NotifyConfig } from '@baton/domain';
 import { handleCommand, loadTask } from '@baton/event-store';
-import { verifyLinkToken } from '@baton/mail';
+import { mailIds, verifyLinkToken } from '@baton/mail';
 import { silentLogger, type Logger } from '@baton/runtime';
 import { claimMail, listDeliveries, mailSends, markHandingOver, requestRedelivery, storeArtifact } from '@baton/storage';
 import { smtpCatcher, stackTest as test, waitFor, type NatsFixture, type PgFixture, type SmtpCatcher } from '@baton/testing';
@@ -384,6 +384,17 @@ describe('the outbox', () => {
     expect(smtp.received).toBe(0);
     expect((await loadTask(pg.store, outbox)).state.emails[emailId]?.error).toEqual({ code: 'given_up', message: expect.stringMatching(/^not sent: given up: delivered \d+ times, past the \d+ attempts allowed, without being settled/) });
     expect((await listDeliveries(pg.db.pool, request)).map((d) => [d.attempt, d.ok, d.givenUp, d.error])).toEqual([[1, false, true, expect.stringMatching(/^not sent: given up: delivered/)]]);
+  });
+
+  test("an agent's mail the ledger settled while the task still shows it queued (its notifier died between the two): the task is told from the ledger, nothing sent", async ({ pg, nats }) => {
+    const { id, emailId } = await outboxTask(pg, ['bob@example.com']);
+    const { messageId } = mailIds(id, `email:${emailId}`, 'bob@example.com', new URL(PUBLIC).hostname);
+    await pg.db.pool.query(`insert into mail_sends (task_id, mail_key, recipient, message_id, state, attempts, last_error) values ($1, $2, 'bob@example.com', $3, 'failed', 4, '451 try again later')`, [id, `email:${emailId}`, messageId]);
+    const stack = await startStack(pg, nats);
+    await waitFor(async () => (await loadTask(pg.store, id)).state.emails[emailId]?.status === 'failed', { what: 'EmailFailed from the ledger' });
+    await stack.stop();
+    expect(smtp.received).toBe(0);
+    expect((await loadTask(pg.store, id)).state.emails[emailId]?.error).toEqual({ code: 'not_sent', message: '451 try again later' });
   });
 
   test("a request's mail a notifier was sending when it stopped, the request closed since (it timed out while the deployment was down): settled and said in /deliveries, never sent", async ({ pg, nats }) => {

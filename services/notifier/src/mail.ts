@@ -3,6 +3,7 @@ import { inSpan, metrics, SpanKind } from '@baton/telemetry';
 import { fold, recipientsRefused, recipientsRefusedMessage, type MailRecipientRules, type RecordedEvent, type RecordedEventOf, type TaskState } from '@baton/domain';
 import { handleCommand, type EventStore } from '@baton/event-store';
 import { closedRequestMailKey, earlierRejections, endMail, mailIds, MAIL_EVENT_TYPES, mailToResend, outboxMail, plannedMails, requestMail, signLinkToken, type LinkAction, type ListedArtifact, type PlannedMail } from '@baton/mail';
+import { inTransaction } from '@baton/db';
 import type { Logger } from '@baton/runtime';
 import { claimMail, giveUpMail, MailClaimLostError, mailInFlight, mailSendState, markHandingOver, readArtifact, recordDelivery, recordMailResend, recordNextAttempt, settleAbandonedMail, settleMail, type ClaimedRedelivery } from '@baton/storage';
 import type pg from 'pg';
@@ -110,7 +111,7 @@ export async function deliverMails(d: MailDeps, event: BusEvent, lastAttempt: bo
   let retry: MailRetry | null = closed ? await settleAbandoned(d, event, closed) : null;
   for (const p of planned) {
     if (givenUp !== undefined) {
-      await giveUpOne(d, event, p, givenUp);
+      await giveUpOne(d, event, state, p, givenUp);
       continue;
     }
     const r = await deliverOne(d, event, state, events, p, lastAttempt);
@@ -132,11 +133,17 @@ async function settleAbandoned(d: MailDeps, event: BusEvent, key: string): Promi
     failed: 'not sent: the notifier sending it stopped before handing it over, and the request has closed since',
     retry: 'not sent: the request closed before it was tried again',
   };
-  const { settled, runningForMs } = await settleAbandonedMail(d.pool, { taskId: event.taskId, key, error });
+  // Settled and said together (one transaction): settled alone, a notifier dying next had left no attempt to say so.
+  const { settled, runningForMs } = await inTransaction(d.pool, async (c) => {
+    const r = await settleAbandonedMail(c, { taskId: event.taskId, key, error });
+    for (const s of r.settled) {
+      const { deliveryId } = mailIds(event.taskId, key, s.recipient, mailDomain(d.publicUrl));
+      // A mail that was waiting to be tried again says so as its next attempt; a claim cut short, as the attempt it was.
+      await recordDelivery(c, { channel: 'email', taskId: event.taskId, eventId: event.id, webhookId: deliveryId, type: 'email.awaiting_input', url: `mailto:${s.recipient}`, attempt: s.why === 'retry' ? s.attempts + 1 : s.attempts, statusCode: null, ok: false, error: error[s.why], durationMs: 0, givenUp: true });
+    }
+    return r;
+  });
   for (const s of settled) {
-    const { deliveryId } = mailIds(event.taskId, key, s.recipient, mailDomain(d.publicUrl));
-    // A mail that was waiting to be tried again says so as its next attempt; a claim cut short, as the attempt it was.
-    await recordDelivery(d.pool, { channel: 'email', taskId: event.taskId, eventId: event.id, webhookId: deliveryId, type: 'email.awaiting_input', url: `mailto:${s.recipient}`, attempt: s.why === 'retry' ? s.attempts + 1 : s.attempts, statusCode: null, ok: false, error: error[s.why], durationMs: 0, givenUp: true });
     metrics.deliveries.inc({ channel: 'email', outcome: 'failed' });
     d.log.warn({ taskId: event.taskId, key, recipient: s.recipient, state: s.state }, error[s.why]);
   }
@@ -150,15 +157,42 @@ async function settleAbandoned(d: MailDeps, event: BusEvent, key: string): Promi
  * attempt in /deliveries and, for an agent's mail, EmailFailed on the task; left alone while a
  * live claim holds it (its holder records the outcome) and once it is settled.
  */
-async function giveUpOne(d: MailDeps, event: BusEvent, p: PlannedMail, why: string): Promise<void> {
+async function giveUpOne(d: MailDeps, event: BusEvent, state: TaskState, p: PlannedMail, why: string): Promise<void> {
   const { deliveryId, messageId } = mailIds(event.taskId, p.key, p.recipient, mailDomain(d.publicUrl));
   const error = { failed: `not sent: given up: ${why}`, unknown: `outcome unknown: given up while it was being handed over: ${why}; not sent again (it may have gone out)` };
-  const settled = await giveUpMail(d.pool, { taskId: event.taskId, key: p.key, recipient: p.recipient, messageId, error });
-  if (!settled) return;
-  await recordDelivery(d.pool, { channel: 'email', taskId: event.taskId, eventId: event.id, webhookId: deliveryId, type: `email.${p.moment}`, url: `mailto:${p.recipient}`, attempt: settled.attempts + 1, statusCode: null, ok: false, error: error[settled.state], durationMs: 0, givenUp: true });
+  const settled = await inTransaction(d.pool, async (c) => {
+    const r = await giveUpMail(c, { taskId: event.taskId, key: p.key, recipient: p.recipient, messageId, error });
+    if (r) await recordDelivery(c, { channel: 'email', taskId: event.taskId, eventId: event.id, webhookId: deliveryId, type: `email.${p.moment}`, url: `mailto:${p.recipient}`, attempt: r.attempts + 1, statusCode: null, ok: false, error: error[r.state], durationMs: 0, givenUp: true });
+    return r;
+  });
+  if (!settled) {
+    // Settled before (by this or a notifier that died before telling the task): the task is told if it was not.
+    const ledger = await mailSendState(d.pool, { taskId: event.taskId, key: p.key, recipient: p.recipient });
+    if (p.kind === 'outbox' && ledger && (ledger.state === 'sent' || ledger.state === 'failed' || ledger.state === 'unknown')) await tellTaskFromLedger(d, event.taskId, state, p, { state: ledger.state, lastError: ledger.lastError }, messageId);
+    return;
+  }
   metrics.deliveries.inc({ channel: 'email', outcome: 'failed' });
   d.log.warn({ taskId: event.taskId, key: p.key, recipient: p.recipient, state: settled.state }, error[settled.state]);
   if (p.kind === 'outbox') await settleOutbox(d, event.taskId, p.emailId, { code: settled.state === 'unknown' ? 'outcome_unknown' : 'given_up', message: error[settled.state] });
+}
+
+/** An attempt recorded and the ledger settled in one transaction: a notifier that died between the two had left them disagreeing (a mail shown given up tried again; one delivered marked unknown). */
+async function settleWithAttempt(d: MailDeps, attempt: Parameters<typeof recordDelivery>[1], settle: Parameters<typeof settleMail>[1]): Promise<void> {
+  await inTransaction(d.pool, async (c) => {
+    await recordDelivery(c, attempt);
+    await settleMail(c, settle);
+  });
+}
+
+/**
+ * An agent's mail the ledger has settled while the task still shows it queued (its notifier died
+ * between the two): the task is told now, from the ledger — sent (its recipients as asked: the
+ * refusals, if any, are in its attempt in /deliveries), not sent, or of unknown outcome.
+ */
+async function tellTaskFromLedger(d: MailDeps, taskId: string, state: TaskState, p: Extract<PlannedMail, { kind: 'outbox' }>, ledger: { state: 'sent' | 'failed' | 'unknown'; lastError: string | null }, messageId: string): Promise<void> {
+  if (state.emails[p.emailId]?.status !== 'queued') return;
+  if (ledger.state === 'sent') await recordOutcome(d, taskId, { type: 'RecordEmailSent', emailId: p.emailId, messageId, accepted: p.to, rejected: [] });
+  else await settleOutbox(d, taskId, p.emailId, { code: ledger.state === 'unknown' ? 'outcome_unknown' : 'not_sent', message: ledger.lastError ?? (ledger.state === 'unknown' ? 'outcome unknown' : 'not sent') });
 }
 
 async function deliverOne(d: MailDeps, event: BusEvent, state: TaskState, events: RecordedEvent[], p: PlannedMail, last: boolean): Promise<MailRetry | null> {
@@ -180,7 +214,7 @@ async function deliverOne(d: MailDeps, event: BusEvent, state: TaskState, events
       await recordDelivery(d.pool, { ...attempt, attempt: claim.attempt, statusCode: null, ok: false, error: message, durationMs: 0, givenUp: true });
       if (p.kind === 'outbox') await settleOutbox(d, taskId, p.emailId, { code: 'outcome_unknown', message });
       d.log.warn({ taskId, key: p.key, recipient: p.recipient }, message);
-    }
+    } else if (p.kind === 'outbox' && !claim.marked) await tellTaskFromLedger(d, taskId, state, p, claim, messageId);
     return null; // sent, given up, or unknown: nothing more
   }
   const started = performance.now();
@@ -190,8 +224,7 @@ async function deliverOne(d: MailDeps, event: BusEvent, state: TaskState, events
     mail = await compose(d, state, events, p, messageId);
   } catch (err) {
     const e = err instanceof ComposeError ? err : new ComposeError('compose_failed', (err as Error).message);
-    await recordDelivery(d.pool, { ...attempt, attempt: claim.attempt, statusCode: null, ok: false, error: e.message, durationMs: elapsed(), givenUp: true });
-    await settleMail(d.pool, { taskId, key: p.key, recipient: p.recipient, holder: d.holder, state: 'failed', error: e.message });
+    await settleWithAttempt(d, { ...attempt, attempt: claim.attempt, statusCode: null, ok: false, error: e.message, durationMs: elapsed(), givenUp: true }, { taskId, key: p.key, recipient: p.recipient, holder: d.holder, state: 'failed', error: e.message });
     if (p.kind === 'outbox') await settleOutbox(d, taskId, p.emailId, { code: e.code, message: e.message });
     return null;
   }
@@ -201,8 +234,7 @@ async function deliverOne(d: MailDeps, event: BusEvent, state: TaskState, events
     metrics.deliveries.inc({ channel: 'email', outcome: 'delivered' });
     metrics.deliverySeconds.observe({ channel: 'email' }, elapsed() / 1000);
     const partly = r.refusals.length > 0 ? `; refused: ${r.refusals.join(', ')}` : '';
-    await recordDelivery(d.pool, { ...attempt, attempt: claim.attempt, statusCode: r.code, ok: true, error: partly ? partly.slice(2) : null, durationMs: elapsed() });
-    await settleMail(d.pool, { taskId, key: p.key, recipient: p.recipient, holder: d.holder, state: 'sent', error: null });
+    await settleWithAttempt(d, { ...attempt, attempt: claim.attempt, statusCode: r.code, ok: true, error: partly ? partly.slice(2) : null, durationMs: elapsed() }, { taskId, key: p.key, recipient: p.recipient, holder: d.holder, state: 'sent', error: null });
     if (p.kind === 'outbox') await recordOutcome(d, taskId, { type: 'RecordEmailSent', emailId: p.emailId, messageId, accepted: r.accepted, rejected: r.rejected });
     return null;
   } catch (err) {
@@ -218,8 +250,7 @@ async function deliverOne(d: MailDeps, event: BusEvent, state: TaskState, events
       const message = `outcome unknown: ${e.message}; not sent again (it may have gone out)`;
       metrics.deliveries.inc({ channel: 'email', outcome: 'failed' });
       metrics.deliverySeconds.observe({ channel: 'email' }, elapsed() / 1000);
-      await recordDelivery(d.pool, { ...attempt, attempt: claim.attempt, statusCode: null, ok: false, error: message, durationMs: elapsed(), givenUp: true });
-      await settleMail(d.pool, { taskId, key: p.key, recipient: p.recipient, holder: d.holder, state: 'unknown', error: message });
+      await settleWithAttempt(d, { ...attempt, attempt: claim.attempt, statusCode: null, ok: false, error: message, durationMs: elapsed(), givenUp: true }, { taskId, key: p.key, recipient: p.recipient, holder: d.holder, state: 'unknown', error: message });
       d.log.warn({ taskId, key: p.key, recipient: p.recipient, attempt: claim.attempt }, message);
       if (p.kind === 'outbox') await settleOutbox(d, taskId, p.emailId, { code: 'outcome_unknown', message });
       return null;
@@ -227,8 +258,7 @@ async function deliverOne(d: MailDeps, event: BusEvent, state: TaskState, events
     const giveUp = e.permanent || last || claim.attempt >= (d.maxAttempts ?? Infinity);
     metrics.deliveries.inc({ channel: 'email', outcome: giveUp ? 'failed' : 'retried' });
     metrics.deliverySeconds.observe({ channel: 'email' }, elapsed() / 1000);
-    await recordDelivery(d.pool, { ...attempt, attempt: claim.attempt, statusCode: e.code, ok: false, error: e.message, durationMs: elapsed(), givenUp: giveUp });
-    await settleMail(d.pool, { taskId, key: p.key, recipient: p.recipient, holder: d.holder, state: giveUp ? 'failed' : 'retry', error: e.message });
+    await settleWithAttempt(d, { ...attempt, attempt: claim.attempt, statusCode: e.code, ok: false, error: e.message, durationMs: elapsed(), givenUp: giveUp }, { taskId, key: p.key, recipient: p.recipient, holder: d.holder, state: giveUp ? 'failed' : 'retry', error: e.message });
     d.log.warn({ taskId, key: p.key, recipient: p.recipient, attempt: claim.attempt, code: e.code, error: e.message, giveUp }, 'mail not sent');
     if (giveUp && p.kind === 'outbox') await settleOutbox(d, taskId, p.emailId, { code: e.permanent ? 'smtp_rejected' : 'smtp_unavailable', message: e.message });
     return giveUp ? null : { reason: `mail not sent: ${e.message}` };

@@ -77,8 +77,7 @@ export async function sendMessage(d: SendDeps, s: Message): Promise<DeliveryResu
   });
   const error = r.error === null ? null : redactCredentials(r.error);
   // Numbered as it is recorded: an automatic retry and a person's redelivery ending at once get two numbers.
-  const attempt = await recordNextAttempt(d.pool, { taskId: s.taskId, eventId: s.eventId, webhookId: s.webhookId, type: s.message.type, url, statusCode: r.status, ok: r.ok, error, durationMs: r.durationMs, redeliveryId: s.redeliveryId, endpointId: s.endpointId, givenUp: !r.ok && (r.gone || s.lastAttempt), ...(s.giveUpAt !== undefined ? { giveUpAt: s.giveUpAt } : {}) });
-  const givenUp = !r.ok && (r.gone || s.lastAttempt || (s.giveUpAt !== undefined && attempt >= s.giveUpAt));
+  const { attempt, givenUp } = await recordNextAttempt(d.pool, { taskId: s.taskId, eventId: s.eventId, webhookId: s.webhookId, type: s.message.type, url, statusCode: r.status, ok: r.ok, error, durationMs: r.durationMs, redeliveryId: s.redeliveryId, endpointId: s.endpointId, givenUp: !r.ok && (r.gone || s.lastAttempt), ...(s.giveUpAt !== undefined ? { giveUpAt: s.giveUpAt } : {}) });
   metrics.deliveries.inc({ channel: 'webhook', outcome: deliveryOutcome(r, { lastAttempt: givenUp, redeliveryId: s.redeliveryId }) });
   metrics.deliverySeconds.observe({ channel: 'webhook' }, r.durationMs / 1000);
   if (!r.ok) d.log.warn({ taskId: s.taskId, url, attempt, redelivery: s.redeliveryId !== null, error, givenUp }, 'webhook delivery failed');
