@@ -1,4 +1,5 @@
 import { oneLine } from '@baton/api';
+import { refusedRecipientError } from '@baton/domain';
 import { ApiError, type ChatSummaryView, type DeliveryView, type Reconnect, type TaskSummary, type TaskWebhookSecretView, type TeamInfoView, type WebhookEndpointView } from '@baton/client';
 
 /** How the CLI prints what an operator lists: tasks, conversations, webhook endpoints, deliveries, teams (one line per item, or a short block). */
@@ -40,12 +41,19 @@ export function describeTaskWebhookSecret(k: TaskWebhookSecretView, now = Date.n
  */
 /** Why the notifiers stopped: refused for good (a mail's 5xx, a webhook's 410 Gone), else no attempt left. */
 const whyGivenUp = (d: DeliveryView): string =>
-  d.channel === 'email' && d.statusCode !== null && d.statusCode >= 500 ? 'refused for good: not tried again' : d.channel === 'webhook' && d.statusCode === 410 ? 'the receiver said 410 Gone: not tried again' : 'given up: no more attempts';
+  refusedRecipientError(d.error)
+    ? 'a recipient this deployment does not mail (MAIL_ALLOWED_RECIPIENTS): not sent again'
+    : d.channel === 'email' && d.statusCode !== null && d.statusCode >= 500
+      ? 'refused for good: not tried again'
+      : d.channel === 'webhook' && d.statusCode === 410
+        ? 'the receiver said 410 Gone: not tried again'
+        : 'given up: no more attempts';
 
 export function describeDelivery(taskId: string, d: DeliveryView, last = true): string {
   const how = d.ok ? `ok ${d.statusCode ?? ''}`.trimEnd() + (d.error ? ` (${d.error})` : '') : `failed${d.statusCode !== null ? ` ${d.statusCode}` : ''}: ${d.error ?? 'no answer'}`;
   const head = `${d.id}  ${d.attemptedAt}  ${d.channel === 'email' ? 'mail' : 'webhook'} ${d.type}  → ${d.url}  attempt ${d.attempt}${d.redelivery ? ' (redelivery)' : ''}  ${how} (${d.durationMs} ms)${d.givenUp ? `; ${whyGivenUp(d)}` : ''}`;
-  if (!last || d.ok || d.type === 'email.outbox') return head;
+  // (Not for a recipient the deployment does not mail: it would be refused again.)
+  if (!last || d.ok || d.type === 'email.outbox' || refusedRecipientError(d.error)) return head;
   return d.givenUp || d.redelivery ? `${head}\n   → baton redeliver ${taskId} ${d.id}` : `${head}\n   (the notifiers try again by themselves)`;
 }
 

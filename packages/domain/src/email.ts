@@ -103,8 +103,13 @@ export function recipientsRefused(rules: MailRecipientRules | null | undefined, 
   return to.filter((address) => !patterns.some((p) => allowedBy(p, address)));
 }
 
+const REFUSED_MARK = '(MAIL_ALLOWED_RECIPIENTS allows';
+
 /** Why those addresses are not mailed, naming them and what the tenant may mail (`who`: the tenant as named). */
 export function recipientsRefusedMessage(rules: MailRecipientRules, tenant: string, refused: readonly string[], who = `tenant '${tenant}'`): string {
   const patterns = recipientPatternsOf(rules, tenant);
-  return `${refused.join(', ')}: this deployment does not mail ${refused.length === 1 ? 'that address' : 'those addresses'} for ${who} (MAIL_ALLOWED_RECIPIENTS allows ${patterns.length ? patterns.join(', ') : 'it no address'})`;
+  return `${refused.join(', ')}: this deployment does not mail ${refused.length === 1 ? 'that address' : 'those addresses'} for ${who} ${REFUSED_MARK} ${patterns.length ? patterns.join(', ') : 'it no address'})`;
 }
+
+/** Whether an attempt's error says its recipients are not allowed (`recipientsRefusedMessage`): sending it again would be refused again. */
+export const refusedRecipientError = (error: string | null): boolean => error?.includes(REFUSED_MARK) === true;
