@@ -300,18 +300,25 @@ describe('Relay', () => {
   test('fast path: the wake-ups of commits that finish in separate callbacks of one event-loop turn go out in one socket write', async ({ nats }) => {
     const { names, jsm } = await setup(nats.nc, nats.namespace);
     const n = 10;
-    const commits = Array.from({ length: n }, (_, i) => {
-      const taskId = randomUUID();
-      const e = { id: randomUUID(), type: 'TaskSubmitted' as const, data: { prompt: 'p', team: 'research', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 'd', requestHash: null, forkedFrom: null, workspace: null, budget: null } };
-      return [recordAs(e, { taskId, streamId: taskStreamId(taskId), version: 1, position: BigInt(i + 1), recordedAt: new Date() })];
-    });
-    const before = writeSyscalls();
-    // Each commit's wake-ups are published from its own callback (as after its own Postgres reply).
-    await Promise.all(commits.map((recorded) => new Promise<void>((r) => setImmediate(() => (publishWakeUps(nats.nc, names, recorded), r())))));
-    for (let i = 0; i < 3; i++) await new Promise((r) => setImmediate(r)); // the turn that sends them
-    // Without coalescing, each commit's trigger is a write of its own (10).
-    expect(writeSyscalls() - before).toBeLessThanOrEqual(2);
-    await waitFor(async () => (await jsm.streams.info(names.eventsStream)).state.messages === n, { what: 'every trigger stored' });
+    const round = (r: number) =>
+      Array.from({ length: n }, (_, i) => {
+        const taskId = randomUUID();
+        const e = { id: randomUUID(), type: 'TaskSubmitted' as const, data: { prompt: 'p', team: 'research', requirePlanApproval: false, approvalTimeoutSeconds: 600, webhook: null, metadata: {}, tenantId: 'd', requestHash: null, forkedFrom: null, workspace: null, budget: null } };
+        return [recordAs(e, { taskId, streamId: taskStreamId(taskId), version: 1, position: BigInt(r * n + i + 1), recordedAt: new Date() })];
+      });
+    // The process's writes are counted, so another connection's (a ping, a pool's) may land in a round:
+    // the fewest of three rounds is the fast path's own. Without coalescing each round is 10 writes or more.
+    const writes: number[] = [];
+    for (let r = 0; r < 3; r++) {
+      const commits = round(r);
+      const before = writeSyscalls();
+      // Each commit's wake-ups are published from its own callback (as after its own Postgres reply).
+      await Promise.all(commits.map((recorded) => new Promise<void>((done) => setImmediate(() => (publishWakeUps(nats.nc, names, recorded), done())))));
+      for (let i = 0; i < 3; i++) await new Promise((done) => setImmediate(done)); // the turn that sends them
+      writes.push(writeSyscalls() - before);
+    }
+    expect(Math.min(...writes)).toBeLessThanOrEqual(2);
+    await waitFor(async () => (await jsm.streams.info(names.eventsStream)).state.messages === 3 * n, { what: 'every trigger stored' });
   });
 
   test('fast path: the steps of many tasks committed in one turn send one live tick naming each task once; the next burst one more', async ({ nats }) => {
