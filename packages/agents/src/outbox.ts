@@ -1,4 +1,4 @@
-import { emailIdFor, recipientsRefused, recipientsRefusedMessage, type Command, type MailRecipientRules, type TaskState } from '@baton/domain';
+import { emailIdFor, recipientsRefusal, type Command, type MailRecipientRules, type TaskState } from '@baton/domain';
 import type { SendEmailInput } from './tools.ts';
 
 export type OutboxRequest = { ok: true; command: Extract<Command, { type: 'RequestEmail' }>; result: string } | { ok: false; error: string };
@@ -12,8 +12,8 @@ export type OutboxRequest = { ok: true; command: Extract<Command, { type: 'Reque
  */
 export function outboxRequest(state: TaskState, agentId: string, toolUseId: string, input: SendEmailInput, recipients?: MailRecipientRules): OutboxRequest {
   // Only where the deployment lets the tenant's mail go (MAIL_ALLOWED_RECIPIENTS): the agent is told, and may write to others.
-  const refused = recipientsRefused(recipients, state.tenantId, input.to);
-  if (recipients && refused.length > 0) return { ok: false, error: `to: not queued: ${recipientsRefusedMessage(recipients, state.tenantId, refused)}` };
+  const refusal = recipientsRefusal(recipients, state.tenantId, input.to);
+  if (refusal) return { ok: false, error: `to: not queued: ${refusal}` };
   const attachments = [];
   for (const path of input.attach) {
     const artifact = state.artifacts.find((a) => a.path === path);

@@ -84,10 +84,8 @@ export type MailRecipientRules = Readonly<Record<string, readonly string[]>>;
 /** The entries that apply to `tenant` (its own, else `*`'s; none: it may mail no one). */
 export const recipientPatternsOf = (rules: MailRecipientRules, tenant: string): readonly string[] => (Object.hasOwn(rules, tenant) ? rules[tenant] : Object.hasOwn(rules, '*') ? rules['*'] : undefined) ?? [];
 
-const allowedBy = (pattern: string, address: string): boolean => {
-  // Only a plain address is matched (a quoted local part, two @, white space: never allowed) — whatever a caller checked before.
-  if (!EmailAddress.safeParse(address).success) return false;
-  const a = address.toLowerCase();
+/** Whether `pattern` lets an address (a plain one, in lower case) be mailed. */
+const allowedBy = (pattern: string, a: string): boolean => {
   if (pattern.includes('@')) return a === pattern;
   const domain = a.slice(a.lastIndexOf('@') + 1);
   return pattern.startsWith('*.') ? domain === pattern.slice(2) || domain.endsWith(pattern.slice(1)) : domain === pattern;
@@ -100,7 +98,14 @@ const allowedBy = (pattern: string, address: string): boolean => {
 export function recipientsRefused(rules: MailRecipientRules | null | undefined, tenant: string, to: readonly string[]): string[] {
   if (!rules) return [];
   const patterns = recipientPatternsOf(rules, tenant);
-  return to.filter((address) => !patterns.some((p) => allowedBy(p, address)));
+  // Only a plain address is matched (a quoted local part, two @, white space: never allowed) — whatever a caller checked before.
+  return to.filter((address) => !EmailAddress.safeParse(address).success || !patterns.some((p) => allowedBy(p, address.toLowerCase())));
+}
+
+/** Why `to` may not all be mailed for `tenant` (`recipientsRefusedMessage` of those refused), or null: all may be. */
+export function recipientsRefusal(rules: MailRecipientRules | null | undefined, tenant: string, to: readonly string[]): string | null {
+  const refused = recipientsRefused(rules, tenant, to);
+  return rules && refused.length > 0 ? recipientsRefusedMessage(rules, tenant, refused) : null;
 }
 
 const REFUSED_MARK = '(MAIL_ALLOWED_RECIPIENTS allows';

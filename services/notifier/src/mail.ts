@@ -1,6 +1,6 @@
 import type { BusEvent } from '@baton/bus';
 import { inSpan, metrics, SpanKind } from '@baton/telemetry';
-import { fold, recipientsRefused, recipientsRefusedMessage, type MailRecipientRules, type RecordedEvent, type RecordedEventOf, type TaskState } from '@baton/domain';
+import { fold, recipientsRefusal, type MailRecipientRules, type RecordedEvent, type RecordedEventOf, type TaskState } from '@baton/domain';
 import { handleCommand, type EventStore } from '@baton/event-store';
 import { closedRequestMailKey, earlierRejections, endMail, mailIds, MAIL_EVENT_TYPES, mailToResend, outboxMail, plannedMails, requestMail, signLinkToken, type LinkAction, type ListedArtifact, type PlannedMail } from '@baton/mail';
 import { inTransaction } from '@baton/db';
@@ -312,8 +312,8 @@ export async function resendMail(d: Pick<MailDeps, 'store' | 'pool' | 'log'>, ma
 /** The mail itself: its contents (@baton/mail), links, and files. */
 async function compose(d: MailDeps, state: TaskState, events: RecordedEvent[], p: PlannedMail, messageId: string): Promise<OutgoingMail> {
   // Only where the deployment lets the tenant's mail go: the gateway and the runner refuse others first; this is the last word (a task from before the rule, a rule changed since).
-  const refused = d.recipients ? recipientsRefused(d.recipients, state.tenantId, p.kind === 'outbox' ? p.to : [p.recipient]) : [];
-  if (d.recipients && refused.length > 0) throw new ComposeError('recipient_not_allowed', `not sent: ${recipientsRefusedMessage(d.recipients, state.tenantId, refused)}`);
+  const refusal = recipientsRefusal(d.recipients, state.tenantId, p.kind === 'outbox' ? p.to : [p.recipient]);
+  if (refusal) throw new ComposeError('recipient_not_allowed', `not sent: ${refusal}`);
   const base = { from: d.from, messageId, headers: { 'X-Baton-Task': state.id } as Record<string, string> };
   if (p.kind === 'outbox') {
     const requested = events.find((e): e is RecordedEventOf<'EmailRequested'> => e.type === 'EmailRequested' && e.data.emailId === p.emailId);
