@@ -307,7 +307,7 @@ export const servicesCachePolicy = { keep: keepUnfinished, waiting: (s: TaskStat
  * ones, so neither pushes out a task at work. A load still reads what came after (a mail's
  * outcome may follow the end).
  */
-export const gatewayCachePolicy = { keep: exists, waiting: (s: TaskState): boolean => s.status === 'awaiting_input' || isFinal(s) } as const;
+export const gatewayCachePolicy = { keep: exists, waiting: (s: TaskState): boolean => servicesCachePolicy.waiting(s) || isFinal(s) } as const;
 
 /** How many finished tasks a cache remembers having dropped (`advance` does not start them again from an old first event). */
 const MAX_FINISHED = 10_000;

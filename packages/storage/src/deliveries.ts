@@ -61,8 +61,7 @@ export async function recordNextAttempt(pool: pg.Pool, a: Omit<DeliveryAttempt, 
     // The automatic attempts allowed are counted among the automatic ones (a person's redelivery uses none up).
     const automatic = (rows[0]?.automatic ?? 0) + (a.redeliveryId == null ? 1 : 0);
     const givenUp = (a.givenUp ?? false) || (!a.ok && a.redeliveryId != null && rows[0]?.given_up === true) || (!a.ok && a.redeliveryId == null && a.giveUpAt !== undefined && automatic >= a.giveUpAt);
-    const { giveUpAt: _giveUpAt, ...attemptOf } = a;
-    await client.query(INSERT_DELIVERY, deliveryValues({ ...attemptOf, attempt, givenUp }));
+    await client.query(INSERT_DELIVERY, deliveryValues({ ...a, attempt, givenUp }));
     return { attempt, givenUp };
   });
 }
