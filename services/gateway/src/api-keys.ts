@@ -19,12 +19,14 @@ export interface IndexedKey {
   actor: string;
 }
 
-/** The keys in force as the auth hook and the streams use them: how many, the one a request names, the actors of all. */
+/** The keys in force as the auth hook, the streams and the mail pages use them: how many, the one a request names, the actors and tenants of all. */
 export interface KeyIndex {
   size: number;
   /** The key `given` is, compared in constant time; looked up by its digest (one lookup, however many keys: it had been a scan of all). */
   find(given: Buffer): IndexedKey | undefined;
   actors: ReadonlySet<string>;
+  /** The tenants that have a key. */
+  tenants: ReadonlySet<string>;
 }
 
 const digestOf = (key: Buffer | string): string => createHash('sha256').update(key).digest('base64');
@@ -32,7 +34,7 @@ const digestOf = (key: Buffer | string): string => createHash('sha256').update(k
 /** `source`'s keys indexed, made again only when they change (a keys file read again). */
 export function keyIndex(source: ApiKeys): () => KeyIndex {
   let of: ReadonlyMap<string, string> | null = null;
-  let index: KeyIndex = { size: 0, find: () => undefined, actors: new Set() };
+  let index: KeyIndex = { size: 0, find: () => undefined, actors: new Set(), tenants: new Set() };
   return () => {
     const now = source.current();
     if (now !== of) {
@@ -42,7 +44,7 @@ export function keyIndex(source: ApiKeys): () => KeyIndex {
         const hit = byDigest.get(digestOf(given));
         return hit && hit.key.length === given.length && timingSafeEqual(hit.key, given) ? hit : undefined;
       };
-      index = { size: byDigest.size, find, actors: new Set([...byDigest.values()].map((k) => k.actor)) };
+      index = { size: byDigest.size, find, actors: new Set([...byDigest.values()].map((k) => k.actor)), tenants: new Set(now.values()) };
     }
     return index;
   };

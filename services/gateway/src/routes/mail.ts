@@ -3,6 +3,7 @@ import { escapeHtml, humanTime, renderMarkdown, signLinkToken, verifyLinkToken, 
 import { readArtifactVersion } from '@baton/storage';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { z } from 'zod';
+import { keyIndex } from '../api-keys.ts';
 import type { GatewayDeps } from '../deps.ts';
 import { DOMAIN_STATUS, HttpError } from '../errors.ts';
 import { runTaskCommand } from './commands.ts';
@@ -77,6 +78,7 @@ const button = (label: string, colour: string): string => `<button type="submit"
 const hidden = (token: string): string => `<input type="hidden" name="token" value="${escapeHtml(token)}">`;
 
 export const mailRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
+  const keysNow = keyIndex(d.apiKeys);
   // The pages' forms post from the pages themselves: a form another site's page sends is refused, as on the API (the token stays the credential).
   app.addHook('onRequest', async (req) => {
     if (req.method === 'POST' && req.headers['sec-fetch-site'] === 'cross-site') throw new Page(403, 'Send this from the page the link opened', para("A form sent from another site's page is refused. Open the link from the mail again. Nothing was decided."));
@@ -113,23 +115,28 @@ export const mailRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     const { claims } = check;
     if (!actions.includes(claims.d)) throw new Page(400, 'This link is not valid here', para('It was made for another page. Nothing was decided.'));
     // A tenant whose every API key was taken away (offboarded, a leak answered by revoking them all): its mailed links go with them.
-    if (d.apiKeys.required && ![...d.apiKeys.current().values()].includes(claims.t)) throw new Page(403, 'This link no longer works', para("Its team has no access to this server any more (it has no API key). Nothing was done."));
+    if (d.apiKeys.required && !keysNow().tenants.has(claims.t)) throw new Page(403, 'This link no longer works', para("Its team has no access to this server any more (it has no API key). Nothing was done."));
     const loaded = await d.load(claims.k);
     // A task of another tenant (or none) is never shown: the link's tenant must be the task's.
     if (!exists(loaded.state) || loaded.state.tenantId !== claims.t) throw new Page(404, 'No such task', para('This link names a task this server does not have for its tenant. Nothing was decided.'));
     return { claims, loaded };
   };
 
-  /** The link's claims, the task it names (of its tenant) and the open request — or the page that says why not. */
-  const open = async (token: string, actions: readonly LinkAction[]): Promise<{ claims: LinkClaims; loaded: Awaited<ReturnType<GatewayDeps['load']>>; request: PendingRequest }> => {
-    const { claims, loaded } = await task(token, actions);
+  /** The links of each kind of request a mail page decides (a budget needs an amount: the console). */
+  const ACTIONS = { approval: ['approve', 'reject'], clarification: ['answer'] } as const satisfies Record<string, readonly LinkAction[]>;
+
+  /** The link's claims, the task it names (of its tenant) and the open request of that kind — or the page that says why not. */
+  const open = async <K extends keyof typeof ACTIONS>(token: string, kind: K): Promise<{ claims: LinkClaims; loaded: Awaited<ReturnType<GatewayDeps['load']>>; request: Extract<PendingRequest, { kind: K }> }> => {
+    const { claims, loaded } = await task(token, ACTIONS[kind]);
     const state = loaded.state;
     const decided = own(state.decidedRequests, claims.r);
     if (decided) throw alreadyDecided(claims, state, decided);
     if (isFinal(state)) throw new Page(409, `The task is ${state.status}`, `${para('Nothing is waiting for a decision any more. Nothing was changed.')}${consoleLink(state.id)}`, state.prompt);
     const request = own(state.pendingRequests, claims.r);
     if (!request) throw new Page(404, 'No such request', `${para('The task has no such request. Nothing was changed.')}${consoleLink(state.id)}`, state.prompt);
-    return { claims, loaded, request };
+    // A page decides only its own kind, the form as its page (a decide link naming a question, never mailed so, is refused).
+    if (request.kind !== kind) throw new Page(409, 'Decide in the console', `${para(`This request is not ${kind === 'approval' ? 'an approval' : 'a question'}.`)}${consoleLink(claims.k)}`, state.prompt);
+    return { claims, loaded, request: request as Extract<PendingRequest, { kind: K }> };
   };
 
   /**
@@ -167,8 +174,7 @@ export const mailRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
 
   app.get('/mail/decide', async (req, reply) => {
     const { token } = parse(TokenQuery, req.query, 'query');
-    const { claims, loaded, request } = await open(token, ['approve', 'reject']);
-    if (request.kind !== 'approval') throw new Page(409, 'Decide in the console', `${para('This request is not an approval.')}${consoleLink(claims.k)}`, loaded.state.prompt);
+    const { claims, loaded, request } = await open(token, 'approval');
     // The other decision is a tap away (the mail had both links; a person who read on changes their mind here).
     const other = `decide?token=${signLinkToken(d.mailLinkSecret as string, { ...claims, d: claims.d === 'approve' ? 'reject' : 'approve' })}`;
     const form =
@@ -180,9 +186,7 @@ export const mailRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
 
   app.post('/mail/decide', async (req, reply) => {
     const form = parse(DecideForm, req.body, 'body');
-    const { claims, loaded, request } = await open(form.token, ['approve', 'reject']);
-    // As its page: only an approval is decided here (a budget needs an amount: the console).
-    if (request.kind !== 'approval') throw new Page(409, 'Decide in the console', `${para('This request is not an approval.')}${consoleLink(claims.k)}`, loaded.state.prompt);
+    const { claims, loaded } = await open(form.token, 'approval');
     const reason = form.reason?.trim() ? form.reason.trim() : undefined;
     const command: Command = { type: 'DecideApproval', requestId: claims.r, decision: claims.d === 'approve' ? 'approve' : 'reject', reason: claims.d === 'reject' ? (reason ?? `rejected by mail (${claims.a})`) : undefined, decidedBy: `mail:${claims.a}` };
     const state = await decide(claims, loaded, command);
@@ -213,16 +217,14 @@ export const mailRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
 
   app.get('/mail/answer', async (req, reply) => {
     const { token } = parse(TokenQuery, req.query, 'query');
-    const { claims, loaded, request } = await open(token, ['answer']);
-    if (request.kind !== 'clarification') throw new Page(409, 'Decide in the console', `${para('This request is not a question.')}${consoleLink(claims.k)}`, loaded.state.prompt);
+    const { claims, loaded, request } = await open(token, 'clarification');
     const context = request.context ? para(request.context) : '';
     return sendPage(reply, { status: 200, title: 'Answer the question', task: loaded.state.prompt, html: `${summary(loaded.state, request)}${context}${answerForm(token, request)}${consoleLink(claims.k)}` });
   });
 
   app.post('/mail/answer', async (req, reply) => {
     const form = parse(AnswerForm, req.body, 'body');
-    const { claims, loaded, request } = await open(form.token, ['answer']);
-    if (request.kind !== 'clarification') throw new Page(409, 'Decide in the console', `${para('This request is not a question.')}${consoleLink(claims.k)}`, loaded.state.prompt);
+    const { claims, loaded, request } = await open(form.token, 'clarification');
     // Each question's answer: the words written, else the choice ticked. One left blank: the form again, with what was given.
     // A choice is one of those offered (a crafted form's other value is refused, not taken as an answer); fields past the questions are not read.
     const offered = new Set(request.options ?? []);
