@@ -16,17 +16,14 @@ export function RenderedMarkdown({ children }: { children: string }) {
       // a place in the page (a footnote and its way back) stays one too.
       urlTransform={(url) => (linkableUrl(url) || /^#[\w-]+$/.test(url) ? url : '')}
       components={{
+        // A place in the page opens there; anything else in a new tab, without a referrer.
         a: ({ href, title, children }) =>
-          !href ? (
-            <span>{children}</span>
-          ) : href.startsWith('#') ? (
-            <a href={href} title={title}>
+          href ? (
+            <a href={href} title={title} {...(href.startsWith('#') ? {} : { target: '_blank', rel: 'noopener noreferrer' })}>
               {children}
             </a>
           ) : (
-            <a href={href} title={title} target="_blank" rel="noopener noreferrer">
-              {children}
-            </a>
+            <span>{children}</span>
           ),
         img: ({ src, alt }) =>
           typeof src === 'string' && src ? (
