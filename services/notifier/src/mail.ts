@@ -166,9 +166,10 @@ async function giveUpOne(d: MailDeps, event: BusEvent, state: TaskState, p: Plan
     return r;
   });
   if (!settled) {
-    // Settled before (by this or a notifier that died before telling the task): the task is told if it was not.
+    // Settled before (by this or a notifier that died before telling the task): an agent's mail the task still shows queued is told now.
+    if (p.kind !== 'outbox' || state.emails[p.emailId]?.status !== 'queued') return;
     const ledger = await mailSendState(d.pool, { taskId: event.taskId, key: p.key, recipient: p.recipient });
-    if (p.kind === 'outbox' && ledger && (ledger.state === 'sent' || ledger.state === 'failed' || ledger.state === 'unknown')) await tellTaskFromLedger(d, event.taskId, state, p, { state: ledger.state, lastError: ledger.lastError }, messageId);
+    if (ledger && (ledger.state === 'sent' || ledger.state === 'failed' || ledger.state === 'unknown')) await tellTaskFromLedger(d, event.taskId, state, p, { state: ledger.state, lastError: ledger.lastError }, messageId);
     return;
   }
   metrics.deliveries.inc({ channel: 'email', outcome: 'failed' });
