@@ -3,7 +3,6 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { agentStreamId } from '@baton/domain';
-import type { TaskView } from '@baton/api';
 import pg from 'pg';
 import { ApiError, BatonClient, type TaskSummary } from '@baton/client';
 import { launch, prepareDatabase, type Launched, type ServiceName } from './launcher.ts';
@@ -13,10 +12,15 @@ import { pollUntil } from './poll.ts';
 /**
  * The crash test of the human-in-the-loop issue, as a script: N research tasks go through plan
  * approvals, clarifications (vague prompts; parallel researchers that each ask) while the
- * orchestrator and the runner are killed with SIGKILL at random moments and restarted. Then the
- * log is checked: every task completed, no stream has a version gap, no step was recorded
- * twice, every tool_use has exactly one tool_result, and no tool ran again after its result was
- * recorded (from the runner's audit file, written before each tool runs).
+ * orchestrator and the runner are killed with SIGKILL at random moments and restarted (and, as
+ * faults asked for, the notifier and the gateway). Each task has a webhook and mail, to a
+ * receiver and an SMTP server in this process; a few are followed over SSE. Then the log is
+ * checked: every task completed, recorded once however often its submit was sent again, no
+ * stream has a version gap, no step was recorded twice, every tool_use has exactly one
+ * tool_result, no tool ran again after its result was recorded (from the runner's audit file,
+ * written before each tool runs); every follower saw every event; every task's completion
+ * webhook arrived (at least once) and no webhook was given up; no mail was left unsettled, sent
+ * twice, or recorded sent without arriving.
  */
 export interface ChaosOptions {
   databaseUrl: string;
@@ -34,18 +38,63 @@ export interface ChaosOptions {
    * NATS restarts and Postgres crashes run against private servers this run starts (never the
    * ones given in natsUrl / databaseUrl).
    */
-  faults?: { busWipes: number; natsRestarts: number; postgresRestarts: number };
+  faults?: ChaosFaults;
 }
 
-export type Fault = 'kill-orchestrator' | 'kill-sandbox-runner' | 'bus-wipe' | 'nats-restart' | 'postgres-restart';
+/** Faults besides the orchestrator's and the runner's kills: how many of each. */
+export interface ChaosFaults {
+  busWipes: number;
+  natsRestarts: number;
+  postgresRestarts: number;
+  /** SIGKILLs of the notifier (restarted after a random pause), while it sends webhooks and mail. */
+  notifierKills: number;
+  /** SIGKILLs of the gateway (restarted after a random pause), while tasks are submitted, decided and followed. */
+  gatewayKills: number;
+}
+
+export const NO_FAULTS: ChaosFaults = { busWipes: 0, natsRestarts: 0, postgresRestarts: 0, notifierKills: 0, gatewayKills: 0 };
+
+const FAULT_NAMES: Record<string, keyof ChaosFaults> = {
+  'bus-wipes': 'busWipes',
+  'nats-restarts': 'natsRestarts',
+  'postgres-restarts': 'postgresRestarts',
+  'notifier-kills': 'notifierKills',
+  'gateway-kills': 'gatewayKills',
+};
+
+/** `--faults`: `bus-wipes=2,nats-restarts=1,notifier-kills=5` (each optional, each at most once). */
+export function parseFaults(spec: string): ChaosFaults {
+  const out = { ...NO_FAULTS };
+  const given = new Set<string>();
+  for (const part of spec.split(',').map((p) => p.trim()).filter(Boolean)) {
+    const [k = '', v, ...rest] = part.split('=');
+    const key = FAULT_NAMES[k];
+    const n = Number(v);
+    if (!key || v === undefined || v.trim() === '' || rest.length > 0 || !Number.isInteger(n) || n < 0) throw new Error(`--faults: '${part}' is not one of ${Object.keys(FAULT_NAMES).map((f) => `${f}=N`).join(', ')} (N a whole number)`);
+    if (given.has(k)) throw new Error(`--faults: ${k} is given twice`);
+    given.add(k);
+    out[key] = n;
+  }
+  return out;
+}
+
+export type Fault = 'kill-orchestrator' | 'kill-sandbox-runner' | 'kill-notifier' | 'kill-gateway' | 'bus-wipe' | 'nats-restart' | 'postgres-restart';
+
+/** The service a kill fault kills. */
+const KILLED: Partial<Record<Fault, ServiceName>> = { 'kill-orchestrator': 'orchestrator', 'kill-sandbox-runner': 'sandbox-runner', 'kill-notifier': 'notifier', 'kill-gateway': 'gateway' };
 
 export interface ChaosReport {
   seed: number;
   tasks: number;
   completed: number;
   kills: { orchestrator: number; 'sandbox-runner': number };
-  /** Other faults injected (bus wipes, NATS restarts, Postgres crash-restarts). */
-  faults: { busWipes: number; natsRestarts: number; postgresRestarts: number };
+  /** Other faults injected (bus wipes, NATS restarts, Postgres crash-restarts, notifier and gateway kills). */
+  faults: ChaosFaults;
+  /** Submits answered as a replay of an earlier one with the same Idempotency-Key (sent again after a gateway kill). */
+  submitsReplayed: number;
+  /** Tasks followed over SSE from their submit to their end (through gateway kills). */
+  followed: number;
+  deliveries: DeliveryFigures;
   /** Times the private NATS exited on its own (not a fault of this run): restarted at once, like an orchestrator restarting it. */
   natsDied: number;
   events: number;
@@ -77,12 +126,14 @@ export function rng(seed: number): () => number {
 }
 
 /** The run's faults in a random order (the kills pick their victim at random). */
-export function faultPlan(random: () => number, kills: number, f: { busWipes: number; natsRestarts: number; postgresRestarts: number }): Fault[] {
+export function faultPlan(random: () => number, kills: number, f: ChaosFaults): Fault[] {
   const plan: Fault[] = [
     ...Array.from({ length: kills }, (): Fault => (random() < 0.5 ? 'kill-orchestrator' : 'kill-sandbox-runner')),
     ...Array.from({ length: f.busWipes }, (): Fault => 'bus-wipe'),
     ...Array.from({ length: f.natsRestarts }, (): Fault => 'nats-restart'),
     ...Array.from({ length: f.postgresRestarts }, (): Fault => 'postgres-restart'),
+    ...Array.from({ length: f.notifierKills }, (): Fault => 'kill-notifier'),
+    ...Array.from({ length: f.gatewayKills }, (): Fault => 'kill-gateway'),
   ];
   for (let i = plan.length - 1; i > 0; i--) {
     const j = Math.floor(random() * (i + 1));
@@ -94,11 +145,13 @@ export function faultPlan(random: () => number, kills: number, f: { busWipes: nu
 export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   const random = rng(o.seed);
   const t0 = performance.now();
-  const wanted = o.faults ?? { busWipes: 0, natsRestarts: 0, postgresRestarts: 0 };
-  // Private servers come from the test kit, loaded only when such faults are asked for (the CLI itself does not need it).
+  const wanted = o.faults ?? NO_FAULTS;
+  // Private servers, the SMTP server and the webhook receiver come from the test kit, loaded when a run starts (the CLI itself does not need it).
   const servers = wanted.natsRestarts > 0 || wanted.postgresRestarts > 0 ? await import('@baton/testing/servers') : null;
   const ownNats = servers && wanted.natsRestarts > 0 ? await servers.privateNats() : null;
   const ownPg = servers && wanted.postgresRestarts > 0 ? await servers.privatePostgres() : null;
+  const smtp = await (await import('@baton/testing/smtp')).smtpCatcher();
+  const receiver = await (await import('@baton/testing/webhook-receiver')).webhookReceiver();
   const natsUrl = ownNats?.url ?? o.natsUrl;
   const dbUrl = await freshDatabase(ownPg?.url ?? o.databaseUrl, `baton_chaos_${randomBytes(3).toString('hex')}`);
   await prepareDatabase(dbUrl, () => {});
@@ -128,28 +181,32 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     LEASE_TTL_MS: '3000',
     WATCHDOG_INTERVAL_MS: '500',
     WATCHDOG_GRACE_MS: '5000',
+    // Mail to the SMTP server in this process (a claim's lease, three times the timeout, ends 15 s after a killed notifier took it).
+    SMTP_URL: smtp.url,
+    MAIL_FROM: 'Baton chaos <chaos@example.com>',
+    PUBLIC_URL: `http://127.0.0.1:${port}`,
+    MAIL_LINK_SECRET: randomBytes(32).toString('hex'),
+    MAIL_TIMEOUT_MS: '5000',
+    // Webhooks to the receiver in this process, on loopback.
+    WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
   };
   const write = o.serviceLog ?? ((l: string) => (/ERROR|FATAL/.test(l) ? o.log(l) : undefined));
-  const stable = launch({ env, services: ['gateway', 'notifier'], write, color: false });
-  const victims = new Map<ServiceName, Launched>();
-  const start = (name: ServiceName) => victims.set(name, launch({ env, services: [name], write, color: false }));
-  start('orchestrator');
-  start('sandbox-runner');
+  const running = new Map<ServiceName, Launched>();
+  const start = (name: ServiceName) => running.set(name, launch({ env, services: [name], write, color: false }));
+  for (const name of ['gateway', 'notifier', 'orchestrator', 'sandbox-runner'] as const) start(name);
   const api = new BatonClient(`http://127.0.0.1:${port}`);
   const kills = { orchestrator: 0, 'sandbox-runner': 0 };
-  const faults = { busWipes: 0, natsRestarts: 0, postgresRestarts: 0 };
+  const faults = { ...NO_FAULTS };
   const plan = faultPlan(random, o.kills, wanted);
+  const ids: string[] = [];
+  const followers: Follower[] = [];
+  const stopFollowing = new AbortController();
+  let submitsReplayed = 0;
   let decisions = 0;
   let done = false;
   let ok = false;
   try {
     await waitReady(api);
-    const ids: string[] = [];
-    for (let i = 0; i < o.tasks; i++) {
-      const prompt = (PROMPTS[i % PROMPTS.length] as (i: number) => string)(i);
-      ids.push((await api.request<TaskView>('POST', '/v1/tasks', { prompt, approvalTimeoutSeconds: 3600 })).id);
-    }
-    o.log(`chaos: ${o.tasks} tasks submitted; killing the orchestrator and the runner ${o.kills} times (seed ${o.seed})`);
 
     // The person: decides whatever is open, as soon as it is seen (a task with a request open
     // may still be running: another of its agents works meanwhile).
@@ -200,19 +257,20 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       }
     })();
 
-    // The killer: at random moments, SIGKILL the orchestrator or the runner (restarted after a
-    // random pause), delete the bus's streams, restart NATS, or crash-restart Postgres.
+    // The killer: at random moments, SIGKILL a service (restarted after a random pause), delete
+    // the bus's streams, restart NATS, or crash-restart Postgres — from the first submit on.
     let natsRestarts = 0;
     const killer = (async () => {
       for (const fault of plan) {
         if (done) break;
         await sleep(200 + random() * 900);
-        if (fault === 'kill-orchestrator' || fault === 'kill-sandbox-runner') {
-          const name: ServiceName = fault === 'kill-orchestrator' ? 'orchestrator' : 'sandbox-runner';
-          await (victims.get(name) as Launched).stop('SIGKILL', 0);
-          kills[name as keyof typeof kills]++;
+        const victim = KILLED[fault];
+        if (victim) {
+          await (running.get(victim) as Launched).stop('SIGKILL', 0);
+          if (victim === 'orchestrator' || victim === 'sandbox-runner') kills[victim]++;
+          else faults[victim === 'notifier' ? 'notifierKills' : 'gatewayKills']++;
           await sleep(random() * 400);
-          start(name);
+          start(victim);
         } else if (fault === 'bus-wipe') {
           // (NATS may be down for a moment — restarting, or restarted by the keeper: wipe once it answers.)
           for (let attempt = 0; ; attempt++) {
@@ -248,13 +306,26 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       }
     })();
 
+    // The submitter: each task under an Idempotency-Key of its own, sent again (the same key)
+    // until the gateway answers — a submit cut by a gateway kill must not become two tasks.
+    const submitBy = Date.now() + o.timeoutMs;
+    for (let i = 0; i < o.tasks; i++) {
+      const prompt = (PROMPTS[i % PROMPTS.length] as (i: number) => string)(i);
+      const task = { prompt, approvalTimeoutSeconds: 3600, webhook: { url: receiver.url() }, notify: { email: { to: [MAIL_TO] } } };
+      const submitted = await submitSurely(api, task, `chaos-${namespace}-${i}`, submitBy);
+      if (submitted.replayed) submitsReplayed++;
+      ids.push(submitted.id);
+      if (followers.length < FOLLOWED) followers.push(follow(api, submitted.id, stopFollowing.signal));
+    }
+    o.log(`chaos: ${o.tasks} tasks submitted; ${plan.length} faults (${o.kills} kills of the orchestrator and the runner), seed ${o.seed}`);
+
     let last: Awaited<ReturnType<typeof countByStatus>> | null = null;
     await pollUntil(
       async () => {
         last = await countByStatus(dbUrl, ids); // throws while Postgres is down for a moment: not yet
         return last.final === ids.length;
       },
-      { timeoutMs: o.timeoutMs, intervalMs: 250, onTimeout: async () => new Error(`chaos: ${ids.length - (last?.final ?? 0)} of ${ids.length} tasks not final after ${o.timeoutMs} ms (${JSON.stringify(last?.byStatus ?? {})})\n${await describeStuck(dbUrl, ids).catch((e: unknown) => `(could not describe the stuck tasks: ${(e as Error).message})`)}`) },
+      { timeoutMs: Math.max(0, submitBy - Date.now()), intervalMs: 250, onTimeout: async () => new Error(`chaos: ${ids.length - (last?.final ?? 0)} of ${ids.length} tasks not final after ${o.timeoutMs} ms (${JSON.stringify(last?.byStatus ?? {})})\n${await describeStuck(dbUrl, ids).catch((e: unknown) => `(could not describe the stuck tasks: ${(e as Error).message})`)}`) },
     );
     done = true;
     await killer;
@@ -262,12 +333,27 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     await person;
     const killed = kills.orchestrator + kills['sandbox-runner'];
     if (killed < o.kills) o.log(`chaos: the tasks finished after ${killed} of the ${o.kills} kills asked for (more tasks give the killer more time)`);
+    // Every service is up again now: what the notifiers owe is settled soon after the tasks end.
+    const settled = await settleDeliveries(dbUrl, ids, receiver, DELIVERIES_SETTLE_MS);
+    const followerViolations = await checkFollowers(dbUrl, followers, stopFollowing);
     const report = await verify(dbUrl, ids, auditFile);
-    ok = report.violations.length === 0;
-    return { seed: o.seed, tasks: ids.length, kills, faults, natsDied, decisions, seconds: (performance.now() - t0) / 1000, ...report };
+    const delivered = await verifyDeliveries(dbUrl, ids, receiver, smtp.mails);
+    const recorded = await withClient(dbUrl, async (c) => (await c.query<{ n: number }>('select count(*)::int as n from tasks')).rows[0]?.n ?? 0);
+    const violations = [
+      ...report.violations,
+      ...(recorded !== ids.length || new Set(ids).size !== ids.length ? [`${recorded} tasks recorded for ${ids.length} submits (${new Set(ids).size} distinct ids answered)`] : []),
+      ...followerViolations,
+      ...(settled ? [] : [`deliveries not settled ${DELIVERIES_SETTLE_MS / 1000} s after the last task ended`]),
+      ...delivered.violations,
+    ];
+    ok = violations.length === 0;
+    return { seed: o.seed, tasks: ids.length, kills, faults, natsDied, decisions, submitsReplayed, followed: followers.length, seconds: (performance.now() - t0) / 1000, ...report, deliveries: delivered.figures, violations };
   } finally {
     done = true;
-    await Promise.all([stable.stop('SIGTERM'), ...[...victims.values()].map((v) => v.stop('SIGTERM'))]);
+    stopFollowing.abort();
+    await Promise.all([...running.values()].map((v) => v.stop('SIGTERM')));
+    await Promise.all(followers.map((f) => f.ended));
+    await Promise.all([smtp.close(), receiver.close()]);
     await rm(dir, { recursive: true, force: true });
     if (!ownNats) await deleteNamespaceStreams(natsUrl, namespace).catch(() => {});
     await ownNats?.destroy();
@@ -276,6 +362,151 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     else o.log(`chaos: the database is kept for inspection: ${dbUrl}`);
   }
 }
+
+/** Where the tasks' mail goes (the SMTP server in this process takes any address). */
+const MAIL_TO = 'person@chaos.example';
+/** How many tasks are followed over SSE, the first submitted. */
+const FOLLOWED = 10;
+/** How long, after the last task ended, the notifiers have to settle every webhook and mail. */
+const DELIVERIES_SETTLE_MS = 120_000;
+
+/** Submit under `key` until the gateway answers (unreachable, 429 or 5xx: the same request again a moment later). */
+async function submitSurely(api: BatonClient, task: Parameters<BatonClient['submit']>[0], key: string, by: number): Promise<{ id: string; replayed: boolean }> {
+  for (;;) {
+    try {
+      const t = await api.submit(task, { idempotencyKey: key });
+      return { id: t.id, replayed: t.replayed };
+    } catch (err) {
+      if (err instanceof ApiError && err.status < 500 && err.status !== 429) throw err;
+      if (Date.now() > by) throw new Error(`chaos: the submit ${key} was not answered in time`, { cause: err });
+      await sleep(100);
+    }
+  }
+}
+
+interface Follower {
+  taskId: string;
+  /** Event ids in the order the follower received them. */
+  seen: string[];
+  /** Settles when the follow ends: at the task's final event, or stopped; `error` if it ended refused. */
+  ended: Promise<void>;
+  error: Error | null;
+}
+
+/** Follow a task over SSE (the client reconnects with Last-Event-ID across gateway kills) and keep what it saw. */
+function follow(api: BatonClient, taskId: string, signal: AbortSignal): Follower {
+  const f: Follower = { taskId, seen: [], ended: Promise.resolve(), error: null };
+  f.ended = api.follow(taskId, (e) => void f.seen.push(e.id), { signal }).catch((err: unknown) => {
+    if (!signal.aborted) f.error = err instanceof Error ? err : new Error(String(err));
+  });
+  return f;
+}
+
+/** Each follower, given a little time to reach its task's end, saw every event of its task up to the final one. */
+async function checkFollowers(dbUrl: string, followers: Follower[], stop: AbortController): Promise<string[]> {
+  await Promise.race([Promise.all(followers.map((f) => f.ended)), sleep(30_000)]);
+  stop.abort();
+  await Promise.all(followers.map((f) => f.ended));
+  const violations: string[] = [];
+  await withClient(dbUrl, async (c) => {
+    for (const f of followers) {
+      if (f.error) violations.push(`the SSE follower of task ${f.taskId} ended refused: ${f.error.message}`);
+      // Every event recorded up to the task's final one (events after it, if any, are not followed).
+      const { rows } = await c.query<{ id: string }>(
+        `select event_id as id from events where task_id = $1 and global_position <= (select max(global_position) from events where task_id = $1 and type in ('TaskCompleted', 'TaskFailed', 'TaskCancelled')) order by global_position`,
+        [f.taskId],
+      );
+      const seen = new Set(f.seen);
+      const missed = rows.filter((r) => !seen.has(r.id)).length;
+      if (missed > 0) violations.push(`the SSE follower of task ${f.taskId} missed ${missed} of its ${rows.length} events`);
+    }
+  });
+  return violations;
+}
+
+export interface DeliveryFigures {
+  /** Webhook requests the receiver took, and how many messages (webhook-ids) came more than once (webhooks are at least once). */
+  webhooks: number;
+  webhooksRepeated: number;
+  /** Mails the SMTP server took, and mails whose outcome the ledger could not know (a notifier killed while handing it over). */
+  mails: number;
+  mailsUnknown: number;
+}
+
+/** Wait (up to `ms`) until no mail is claimed or due again and every task's completion webhook and mail came. */
+async function settleDeliveries(dbUrl: string, ids: string[], receiver: { bodies: unknown[] }, ms: number): Promise<boolean> {
+  const by = Date.now() + ms;
+  for (;;) {
+    const arrived = completedHooks(receiver.bodies);
+    const open = await withClient(dbUrl, async (c) => {
+      const r = await c.query<{ pending: number; completed: number }>(
+        `select count(*) filter (where state in ('sending', 'retry'))::int as pending, count(*) filter (where mail_key = 'completed' and state in ('sent', 'failed', 'unknown'))::int as completed
+           from mail_sends where task_id = any($1::uuid[])`,
+        [ids],
+      );
+      return r.rows[0] ?? { pending: 0, completed: 0 };
+    }).catch(() => null);
+    if (open && open.pending === 0 && open.completed === ids.length && ids.every((id) => arrived.has(id))) return true;
+    if (Date.now() > by) return false;
+    await sleep(250);
+  }
+}
+
+/**
+ * The notifiers' promises, from what arrived and what the ledger says: every task's completion
+ * webhook arrived, no webhook message was left failing or given up (the receiver took every
+ * request), each one the ledger calls delivered arrived; no mail was left claimed or due again,
+ * none arrived twice, each one recorded sent arrived, and every task's completion mail went.
+ */
+export async function verifyDeliveries(dbUrl: string, ids: string[], receiver: { bodies: unknown[]; ids: string[] }, mails: { messageId: string }[]): Promise<{ figures: DeliveryFigures; violations: string[] }> {
+  const violations: string[] = [];
+  const received = new Map<string, number>();
+  for (const id of receiver.ids) received.set(id, (received.get(id) ?? 0) + 1);
+  const arrived = completedHooks(receiver.bodies);
+  for (const id of ids) if (!arrived.has(id)) violations.push(`task ${id}: its task.completed webhook never arrived`);
+  const mailed = new Map<string, number>();
+  for (const m of mails) mailed.set(bare(m.messageId), (mailed.get(bare(m.messageId)) ?? 0) + 1);
+  for (const [id, n] of mailed) if (n > 1) violations.push(`mail ${id} arrived ${n} times`);
+  let mailsUnknown = 0;
+  await withClient(dbUrl, async (c) => {
+    const hooks = await c.query<{ task_id: string; webhook_id: string; type: string; ok: boolean; given_up: boolean; error: string | null }>(
+      `select task_id, webhook_id, min(type) as type, bool_or(ok) as ok, bool_or(given_up) as given_up, (array_agg(error order by id desc))[1] as error
+         from webhook_deliveries where channel = 'webhook' and task_id = any($1::uuid[]) group by task_id, webhook_id`,
+      [ids],
+    );
+    for (const h of hooks.rows) {
+      const what = `task ${h.task_id}: webhook ${h.webhook_id} (${h.type})`;
+      if (h.ok && !received.has(h.webhook_id)) violations.push(`${what} is recorded delivered but never arrived`);
+      else if (!h.ok && h.given_up) violations.push(`${what} was given up though the receiver took every request (last error: ${h.error ?? 'none'})`);
+      else if (!h.ok) violations.push(`${what} was left failed, never delivered nor given up (last error: ${h.error ?? 'none'})`);
+    }
+    const sends = await c.query<{ task_id: string; mail_key: string; message_id: string; state: string; last_error: string | null }>(
+      'select task_id, mail_key, message_id, state, last_error from mail_sends where task_id = any($1::uuid[])',
+      [ids],
+    );
+    const completionMails = new Set<string>();
+    for (const m of sends.rows) {
+      const what = `task ${m.task_id}: mail ${m.mail_key}`;
+      if (m.state === 'sending' || m.state === 'retry') violations.push(`${what} was left ${m.state}`);
+      if (m.state === 'sent' && !mailed.has(bare(m.message_id))) violations.push(`${what} is recorded sent but never arrived`);
+      if (m.state === 'unknown') mailsUnknown++;
+      if (m.mail_key === 'completed') {
+        if (m.state === 'failed') violations.push(`${what} failed: ${m.last_error ?? 'no reason recorded'}`);
+        completionMails.add(m.task_id);
+      }
+    }
+    for (const id of ids) if (!completionMails.has(id)) violations.push(`task ${id}: no completion mail`);
+  });
+  const figures = { webhooks: receiver.ids.length, webhooksRepeated: [...received.values()].filter((n) => n > 1).length, mails: mails.length, mailsUnknown };
+  return { figures, violations };
+}
+
+/** The tasks whose task.completed webhook arrived (its data is the task, as GET /v1/tasks/:id shows it). */
+const completedHooks = (bodies: unknown[]): Set<string | undefined> =>
+  new Set(bodies.map((b) => b as { type?: string; data?: { task?: { id?: string } } }).filter((b) => b.type === 'task.completed').map((b) => b.data?.task?.id));
+
+/** A Message-ID without its angle brackets. */
+const bare = (id: string): string => id.replace(/^<|>$/g, '');
 
 /** Delete the run's streams (a bus wipe; and the clean-up at the end): the test kit's one way, loaded when needed. */
 async function deleteNamespaceStreams(url: string, namespace: string): Promise<void> {
@@ -330,7 +561,7 @@ interface Row {
 }
 
 /** Check the log against the crash-safety promises; every broken promise is one line. */
-export async function verify(dbUrl: string, ids: string[], auditFile: string): Promise<Omit<ChaosReport, 'seed' | 'tasks' | 'kills' | 'faults' | 'natsDied' | 'decisions' | 'seconds'>> {
+export async function verify(dbUrl: string, ids: string[], auditFile: string): Promise<Omit<ChaosReport, 'seed' | 'tasks' | 'kills' | 'faults' | 'natsDied' | 'decisions' | 'seconds' | 'submitsReplayed' | 'followed' | 'deliveries'>> {
   const c = new pg.Client({ connectionString: dbUrl });
   await c.connect();
   const violations: string[] = [];

@@ -117,6 +117,16 @@ export async function prepareDatabase(url: string, log: (m: string) => void): Pr
  * Start each service as its own process, with pino's JSON turned into readable prefixed lines;
  * with `restart`, supervise them (see LaunchOptions.restart).
  */
+/**
+ * Every service process this CLI started and that has not exited. Should the CLI itself end
+ * without stopping them (an uncaught error), they end with it: left running, they would hold
+ * their ports and go on working a database nobody watches.
+ */
+const spawned = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const c of spawned) c.kill('SIGKILL');
+});
+
 export function launch(o: LaunchOptions): Launched {
   const write = o.write ?? ((l: string) => process.stdout.write(`${l}\n`));
   const color = o.color ?? process.stdout.isTTY;
@@ -143,6 +153,7 @@ export function launch(o: LaunchOptions): Launched {
     });
     const startedAt = Date.now();
     children.set(name, child);
+    spawned.add(child);
     live.add(name);
     if (policy) say('INFO', `[supervisor] started (pid ${child.pid})`);
     for (const stream of [child.stdout, child.stderr]) {
@@ -150,6 +161,7 @@ export function launch(o: LaunchOptions): Launched {
     }
     child.once('error', (err) => say('ERROR', `[supervisor] could not start: ${err.message}`));
     child.once('exit', (code, signal) => {
+      spawned.delete(child);
       const uptimeMs = Date.now() - startedAt;
       const how = signal ?? `code ${code}`;
       let restartInMs: number | null = null;

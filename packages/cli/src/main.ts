@@ -535,15 +535,15 @@ program
 
 program
   .command('chaos')
-  .description('crash test: tasks through approvals and clarifications while the orchestrator and runner are SIGKILLed and restarted; then check the log')
+  .description('crash test: tasks through approvals and clarifications while the orchestrator and runner are SIGKILLed and restarted; then check the log, the webhooks and the mail')
   .option('--tasks <n>', 'tasks to run', '50')
   .option('--kills <n>', 'SIGKILLs (orchestrator or runner, at random)', '10')
   .option('--seed <n>', 'random seed (printed; repeat a run with it)', String(Date.now() % 1_000_000))
   .option('--timeout <seconds>', 'give up after', '600')
   .option('--verbose', 'print service logs')
-  .option('--faults <list>', 'more faults among the kills: bus-wipes=N,nats-restarts=N,postgres-restarts=N (NATS and Postgres faults run on private servers this run starts)', '')
+  .option('--faults <list>', 'more faults among the kills: bus-wipes=N,nats-restarts=N,postgres-restarts=N,notifier-kills=N,gateway-kills=N (NATS and Postgres faults run on private servers this run starts)', '')
   .action(async (opts: { tasks: string; kills: string; seed: string; timeout: string; verbose?: boolean; faults: string }) => {
-    const { runChaos } = await import('./chaos.ts');
+    const { parseFaults, runChaos } = await import('./chaos.ts');
     const report = await runChaos({
       databaseUrl: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',
       natsUrl: process.env.NATS_URL ?? 'nats://127.0.0.1:4222',
@@ -558,20 +558,6 @@ program
     console.log(JSON.stringify(report, null, 2));
     process.exit(report.violations.length === 0 && report.completed === report.tasks ? 0 : 1);
   });
-
-/** `bus-wipes=2,nats-restarts=1,postgres-restarts=3` (each optional). */
-export function parseFaults(spec: string): { busWipes: number; natsRestarts: number; postgresRestarts: number } {
-  const out = { busWipes: 0, natsRestarts: 0, postgresRestarts: 0 };
-  const keys: Record<string, keyof typeof out> = { 'bus-wipes': 'busWipes', 'nats-restarts': 'natsRestarts', 'postgres-restarts': 'postgresRestarts' };
-  for (const part of spec.split(',').map((p) => p.trim()).filter(Boolean)) {
-    const [k, v] = part.split('=');
-    const key = keys[k ?? ''];
-    const n = Number(v);
-    if (!key || !Number.isInteger(n) || n < 0) throw new Error(`--faults: '${part}' is not one of bus-wipes=N, nats-restarts=N, postgres-restarts=N`);
-    out[key] = n;
-  }
-  return out;
-}
 
 /** A value on one line, cut at 120 characters (absent: ∅). */
 function short(v: unknown): string {

@@ -37,14 +37,6 @@ describe('baton up supervises the services', () => {
     const text = (): string => output.join('');
     /** The pids the supervisor reported for a service, in order. */
     const pids = (service: string): number[] => [...text().matchAll(new RegExp(`^${service}\\s+\\S+ INFO\\s+\\[supervisor\\] started \\(pid (\\d+)\\)`, 'gm'))].map((m) => Number(m[1]));
-    const alive = (pid: number): boolean => {
-      try {
-        process.kill(pid, 0);
-        return true;
-      } catch {
-        return false;
-      }
-    };
     const api = new BatonClient(`http://127.0.0.1:${port}`);
     try {
       await waitReady(api);
@@ -72,4 +64,35 @@ describe('baton up supervises the services', () => {
     expect(text()).toMatch(/all services stopped/);
     for (const service of ['gateway', 'orchestrator', 'sandbox-runner', 'notifier']) for (const pid of pids(service)) expect(alive(pid), `${service} pid ${pid}`).toBe(false);
   }, 150_000);
+
+  it('a CLI that dies of an uncaught error takes the services it started with it (none is left running, orphaned)', async () => {
+    // The launcher as the chaos script and `baton up` use it, in a process that then throws.
+    const script = `
+      import { launch } from './packages/cli/src/launcher.ts';
+      const l = launch({ env: { ...process.env, DATABASE_URL: 'postgres://postgres@127.0.0.1:1/nothing_here', OPS_PORT: '0' }, services: ['notifier'], write: () => {} });
+      const child = l.children.get('notifier');
+      child.once('spawn', () => {
+        console.log('pid ' + child.pid);
+        setTimeout(() => { throw new Error('the CLI fails'); }, 200);
+      });`;
+    const cli = spawn(process.execPath, ['--input-type=module', '-e', script], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    cli.stdout.on('data', (d) => (out += String(d)));
+    cli.stderr.on('data', (d) => (out += String(d)));
+    const code = await new Promise<number | null>((r) => cli.once('exit', (c) => r(c)));
+    expect(out).toContain('the CLI fails');
+    expect(code).not.toBe(0);
+    const pid = Number(/pid (\d+)/.exec(out)?.[1]);
+    expect(pid, out).toBeGreaterThan(0);
+    await waitFor(() => !alive(pid), { timeoutMs: 10_000, what: `the notifier (pid ${pid}) to be gone with the CLI that started it` });
+  }, 30_000);
 });
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -115,6 +115,9 @@ export async function smtpCatcher(o: { auth?: { user: string; pass: string } } =
       });
     },
   });
+  // A client that goes away mid-conversation (a notifier killed) resets its connection: that
+  // connection's error, not the server's — unheard, smtp-server would throw it and end the process.
+  server.on('error', () => {});
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   catcher.url = `smtp://127.0.0.1:${(server.server.address() as { port: number }).port}`;
   return catcher;

@@ -6,6 +6,8 @@ export interface WebhookReceiver {
   url(path?: string): string;
   /** Each request's JSON body, in the order they came. */
   readonly bodies: unknown[];
+  /** Each request's `webhook-id` header ('' when it had none), in the same order. */
+  readonly ids: string[];
   /** The `type` of each body received. */
   types(): string[];
   close(): Promise<void>;
@@ -14,11 +16,13 @@ export interface WebhookReceiver {
 /** Start a local endpoint that takes webhooks: it answers 204 to each request and keeps its JSON body. */
 export async function webhookReceiver(): Promise<WebhookReceiver> {
   const bodies: unknown[] = [];
+  const ids: string[] = [];
   const server = createServer((req, res) => {
     let body = '';
     req.on('data', (c) => (body += c));
     req.on('end', () => {
       bodies.push(JSON.parse(body) as unknown);
+      ids.push(String(req.headers['webhook-id'] ?? ''));
       res.writeHead(204).end();
     });
   });
@@ -27,6 +31,7 @@ export async function webhookReceiver(): Promise<WebhookReceiver> {
   return {
     url: (path = '/hook') => `http://127.0.0.1:${port}${path}`,
     bodies,
+    ids,
     types: () => bodies.map((b) => (b as { type: string }).type),
     close: () => new Promise<void>((r) => server.close(() => r())),
   };
