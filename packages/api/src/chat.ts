@@ -137,6 +137,32 @@ export function toChatView(s: ChatState): ChatView {
   };
 }
 
+/** What a conversation shows, in order: its messages, each task right after the message its prompt ends with. */
+export type ChatTimelineItem = { kind: 'message'; message: ChatMessageView } | { kind: 'task'; task: ChatTaskView };
+
+export function chatTimeline(c: Pick<ChatView, 'messages' | 'tasks'>): ChatTimelineItem[] {
+  const ids = new Set(c.messages.map((m) => m.id));
+  const after = new Map<string, ChatTaskView[]>();
+  for (const t of c.tasks) if (ids.has(t.afterMessageId)) after.set(t.afterMessageId, [...(after.get(t.afterMessageId) ?? []), t]);
+  return [
+    ...c.messages.flatMap((m): ChatTimelineItem[] => [{ kind: 'message', message: m }, ...(after.get(m.id) ?? []).map((task): ChatTimelineItem => ({ kind: 'task', task }))]),
+    ...c.tasks.filter((t) => !ids.has(t.afterMessageId)).map((task): ChatTimelineItem => ({ kind: 'task', task })),
+  ];
+}
+
+/**
+ * The person's newest message when no reply to it is recorded yet (being written, or lost with a
+ * gateway that died mid-reply): a reader shows that a reply is awaited and looks again. Null when
+ * the last message was answered (or its reply failed).
+ */
+export function unansweredMessage(c: Pick<ChatView, 'messages'>): ChatMessageView | null {
+  const last = c.messages[c.messages.length - 1];
+  return last && last.role === 'user' ? last : null;
+}
+
+/** "1 message", "3 messages". */
+export const messageCount = (n: number): string => `${n} message${n === 1 ? '' : 's'}`;
+
 /** A conversation's title: its first message on one line, cut at 80 characters. */
 export function chatTitle(firstMessage: string): string {
   return oneLine(firstMessage, 80);

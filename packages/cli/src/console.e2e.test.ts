@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -676,6 +676,36 @@ describe('the web console, in Chromium', () => {
     const t = await task(taskId);
     expect(t.metadata).toMatchObject({ chatId });
     await shot('7-chat-task');
+  });
+
+  it("chat: a reply whose stream the page lost (a reload mid-reply) is awaited and shown once recorded; action mode waits for it; a task's mark sits after the message it ends with; a conversation that does not exist says so", async () => {
+    // A conversation with one exchange, turned into a task there (by the API).
+    let chatId = '';
+    await api.chat({ message: 'Tell me about write-ahead logs' }, (e) => {
+      if (e.event === 'chat') chatId = e.data.chatId;
+    });
+    const started = await api.chatToTask(chatId, { requirePlanApproval: true });
+    await page.goto(`${url}/#/chat/${chatId}`);
+    await page.locator('.messages .msg[data-role]').nth(1).waitFor();
+    const message = page.getByLabel('message', { exact: true });
+    // A long message: the offline model restates it word by word (30 ms apart), so the reply takes seconds.
+    await message.fill(`Now compare them with ${Array.from({ length: 120 }, (_, i) => `journal${i}`).join(' ')}`);
+    await message.press('Enter');
+    await page.locator('.msg.streaming').waitFor();
+    expect(await page.getByRole('button', { name: 'Action mode' }).isDisabled()).toBe(true);
+    await page.reload();
+    // The page after the reload: the message, no reply yet, and a note that it is coming — then the reply, with no reload.
+    await page.getByRole('status').getByText(/A reply to your last message is on its way/).waitFor();
+    expect(await page.getByRole('button', { name: 'Action mode' }).isDisabled()).toBe(true);
+    await waitFor(async () => (await page.locator('.messages .msg.assistant:not(.streaming)').count()) === 2, { timeoutMs: 30_000, what: 'the reply recorded after the reload to be shown' });
+    await page.getByRole('status').getByText(/on its way/).waitFor({ state: 'detached' });
+    expect(await page.getByRole('button', { name: 'Action mode' }).isDisabled()).toBe(false);
+    // The task's mark is after the first reply (where its prompt ends), not below the later messages.
+    const order = await page.locator('.messages > .msg').evaluateAll((els) => els.map((e) => (e.classList.contains('system') ? 'task' : (e.getAttribute('data-role') ?? '?'))));
+    expect(order).toEqual(['user', 'assistant', 'task', 'user', 'assistant']);
+    expect(await page.locator('.msg.system a').getAttribute('href')).toBe(`#/tasks/${started.id}`);
+    await page.goto(`${url}/#/chat/${randomUUID()}`);
+    await page.getByRole('alert').getByText(/No such conversation: it does not exist, or it is not one of yours/).waitFor();
   });
 
   it('the task list pages: older tasks load on "Show older tasks" and stay shown, live, as new tasks come and a reload happens', async () => {

@@ -4,14 +4,14 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import { MAIL_MOMENTS, recordAs, replay, stateAt, type MailMoment, type RecordedEvent } from '@baton/domain';
-import { toTaskView, viewDiff, type TaskView } from '@baton/api';
+import { toTaskView, viewDiff, type ChatSummaryView, type TaskView } from '@baton/api';
 import type { VerifyResult } from '@baton/agents';
 import { answer, decide, describeEvent, describeTask } from './people.ts';
 import { listTasks, type ListOptions } from './list.ts';
 import { WORKSPACE_EXCLUDES, workspaceFromPath } from './workspace.ts';
 import { safeConsole, terminalSafe } from './terminal.ts';
-import { describeChat, describeDeliveries, describeDelivery, describeReconnect, describeTaskWebhookSecret, describeTeam, describeWebhook, entryProblems, listing } from './views.ts';
-import { ApiError, BatonClient, type ApiEvent } from '@baton/client';
+import { describeChat, describeConversation, describeDeliveries, describeDelivery, describeReconnect, describeTaskWebhookSecret, describeTeam, describeWebhook, entryProblems, listing } from './views.ts';
+import { ApiError, BatonClient, ReplyStreamLost, type ApiEvent } from '@baton/client';
 // `up`, `bench`, `chaos` and `cpuprofile` load what they need (the services' packages, the
 // database, the sandboxes) when they run: every other command is an API call and starts fast.
 
@@ -382,21 +382,43 @@ program
   .action(async (message: string[], opts: { chat?: string; team?: string }) => {
     let chatId = opts.chat;
     let failed: string | null = null;
-    await client().chat({ message: message.join(' '), ...(opts.chat ? { chatId: opts.chat } : {}), ...(opts.team ? { team: opts.team } : {}) }, (e) => {
-      if (e.event === 'chat') chatId = e.data.chatId;
-      else if (e.event === 'delta') process.stdout.write(terminalSafe(e.data.text));
-      else if (e.event === 'message') process.stdout.write('\n');
-      else failed = `${e.data.error.code}: ${e.data.error.message}`;
-    });
+    let written = false;
+    try {
+      await client().chat({ message: message.join(' '), ...(opts.chat ? { chatId: opts.chat } : {}), ...(opts.team ? { team: opts.team } : {}) }, (e) => {
+        if (e.event === 'chat') chatId = e.data.chatId;
+        else if (e.event === 'delta') {
+          written = true;
+          process.stdout.write(terminalSafe(e.data.text));
+        } else if (e.event === 'message') process.stdout.write('\n');
+        else failed = `${e.data.error.code}: ${e.data.error.message}`;
+      });
+    } catch (err) {
+      // Cut before the reply's end: what came is not the reply (the recorded one may differ, or come later).
+      if (written) process.stdout.write('\n');
+      if (err instanceof ReplyStreamLost && err.chatId) throw new Error(`${err.message} (\`baton chats ${err.chatId}\`)`, { cause: err });
+      throw err;
+    }
     if (failed) throw new Error(`the reply failed (recorded as such in chat ${chatId}): ${failed}`);
     console.error(`(chat ${chatId}: continue with --chat ${chatId}; turn it into a task with \`baton chat-task ${chatId}\`)`);
   });
 
 program
-  .command('chats')
-  .description('your conversations, the most recently active first')
-  .action(async () => {
-    console.log(listing(await client().chats(), describeChat, 'no conversations'));
+  .command('chats [chatId]')
+  .description('your conversations, the most recently active first; with a chat id, that conversation: its messages and the tasks started from it')
+  .option('--limit <n>', 'list at most this many (the newest)', wholeNumber('--limit'), 50)
+  .action(async (chatId: string | undefined, opts: { limit: number }) => {
+    if (chatId) return console.log(describeConversation(await client().chatView(chatId)));
+    const listed: ChatSummaryView[] = [];
+    let more = false;
+    for await (const c of client().chats({ pageSize: Math.min(opts.limit + 1, 200) })) {
+      if (listed.length === opts.limit) {
+        more = true;
+        break;
+      }
+      listed.push(c);
+    }
+    console.log(listing(listed, describeChat, 'no conversations'));
+    if (more) console.error(`(the ${opts.limit} most recently active; --limit N for more)`);
   });
 
 program

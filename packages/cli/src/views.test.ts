@@ -1,6 +1,7 @@
+import type { ChatMessageView, ChatView } from '@baton/api';
 import type { ChatSummaryView, DeliveryView, TaskSummary, TeamInfoView, WebhookEndpointView } from '@baton/client';
 import { describe, expect, it } from 'vitest';
-import { describeChat, describeDeliveries, describeDelivery, describeListItem, describeTaskWebhookSecret, describeTeam, describeWebhook, listing } from './views.ts';
+import { describeChat, describeConversation, describeDeliveries, describeDelivery, describeListItem, describeTaskWebhookSecret, describeTeam, describeWebhook, listing } from './views.ts';
 
 describe('describeListItem', () => {
   const item: TaskSummary = { id: 't-1', status: 'awaiting_input', prompt: 'Compare\n  PostgreSQL and SQLite', team: 'research', createdAt: '2026-11-26T20:00:00.000Z', updatedAt: '2026-11-26T20:01:00.000Z', version: 9, pendingRequests: [], forkedFrom: null };
@@ -94,6 +95,29 @@ describe('describeChat', () => {
     expect(describeChat(c)).toBe('c-1  research  2026-11-26T10:05:00.000Z  4 messages  Compare PostgreSQL and SQLite');
     expect(describeChat({ ...c, tasks: 1 })).toMatch(/ {2}4 messages, 1 task {2}/);
     expect(describeChat({ ...c, tasks: 2 })).toMatch(/ {2}4 messages, 2 tasks {2}/);
+    expect(describeChat({ ...c, messages: 1 })).toMatch(/ {2}1 message {2}/);
+  });
+});
+
+describe('describeConversation (baton chats <id>)', () => {
+  const usage = { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0.0012 };
+  const msg = (id: string, role: 'user' | 'assistant', text: string, more: Partial<ChatMessageView> = {}): ChatMessageView => ({ id, role, text, createdAt: `2026-11-26T10:0${id}:00.000Z`, author: role === 'user' ? 'ana' : null, inReplyTo: null, model: role === 'user' ? null : 'claude-sonnet-4-6', offline: false, usage: null, stopReason: role === 'user' ? null : 'end_turn', durationMs: null, error: null, ...more });
+  const chat: ChatView = {
+    id: 'c-1', team: 'research', createdAt: '', updatedAt: '', version: 9, usage,
+    messages: [msg('1', 'user', 'Research NATS'), msg('2', 'assistant', 'Sure.'), msg('3', 'user', 'And Kafka?'), msg('4', 'assistant', '', { error: { code: 'model_error', message: '529 overloaded' }, model: null }), msg('5', 'user', 'Kafka, please'), msg('6', 'assistant', 'Kafka is', { stopReason: 'max_tokens' })],
+    tasks: [{ taskId: 't-1', team: 'research', afterMessageId: '2', leftOut: 1, createdAt: '' }],
+  };
+  it('each message under who and when, a failed reply as such, a cut reply said, each task right after the message its prompt ends with', () => {
+    const text = describeConversation(chat);
+    expect(text.split('\n')[0]).toBe('chat c-1  team research  5 messages  cost $0.0012');
+    expect(text).toContain('ana, 2026-11-26T10:01:00.000Z:\nResearch NATS');
+    expect(text).toContain('assistant (claude-sonnet-4-6), 2026-11-26T10:02:00.000Z:\nSure.\n\n-- started task t-1 (team research; 1 message left out of its prompt): baton status t-1\n\nana, 2026-11-26T10:03:00.000Z:');
+    expect(text).toContain('the reply failed (model_error): 529 overloaded');
+    expect(text).toContain('assistant (claude-sonnet-4-6), 2026-11-26T10:06:00.000Z — cut at its length limit (CHAT_MAX_TOKENS):\nKafka is');
+    expect(text).not.toMatch(/no reply recorded yet/);
+  });
+  it('a last message with no reply yet says so', () => {
+    expect(describeConversation({ ...chat, messages: chat.messages.slice(0, 5) })).toMatch(/\(no reply recorded yet: being written, or lost if the gateway stopped mid-reply — send another message to go on\)$/);
   });
 });
 

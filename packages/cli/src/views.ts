@@ -1,4 +1,4 @@
-import { oneLine } from '@baton/api';
+import { chatTimeline, messageCount, oneLine, unansweredMessage, type ChatView } from '@baton/api';
 import { refusedRecipientError } from '@baton/domain';
 import { ApiError, type ChatSummaryView, type DeliveryView, type Reconnect, type TaskSummary, type TaskWebhookSecretView, type TeamInfoView, type WebhookEndpointView } from '@baton/client';
 
@@ -82,7 +82,24 @@ export function describeTeam(t: TeamInfoView, defaultTeam: string | null = null)
 
 /** One line per conversation for `baton chats`: id, team, last activity, messages (and tasks made of it), title. */
 export function describeChat(c: ChatSummaryView): string {
-  return `${c.id}  ${c.team}  ${c.updatedAt}  ${c.messages} messages${c.tasks ? `, ${c.tasks} task${c.tasks === 1 ? '' : 's'}` : ''}  ${c.title}`;
+  return `${c.id}  ${c.team}  ${c.updatedAt}  ${messageCount(c.messages)}${c.tasks ? `, ${c.tasks} task${c.tasks === 1 ? '' : 's'}` : ''}  ${c.title}`;
+}
+
+/** `baton chats <id>`: the conversation, each message under a line saying who and when, the tasks where they were started. */
+export function describeConversation(c: ChatView): string {
+  const lines = [`chat ${c.id}  team ${c.team}  ${messageCount(c.messages.filter((m) => m.error === null).length)}  cost $${c.usage.costUsd.toFixed(4)}`];
+  for (const item of chatTimeline(c)) {
+    if (item.kind === 'task') {
+      lines.push('', `-- started task ${item.task.taskId} (team ${item.task.team}${item.task.leftOut > 0 ? `; ${messageCount(item.task.leftOut)} left out of its prompt` : ''}): baton status ${item.task.taskId}`);
+      continue;
+    }
+    const m = item.message;
+    const who = m.role === 'user' ? (m.author ?? 'you') : `assistant (${m.offline ? 'offline model' : (m.model ?? '?')})`;
+    const cut = m.stopReason === 'max_tokens' ? ' — cut at its length limit (CHAT_MAX_TOKENS)' : '';
+    lines.push('', `${who}, ${m.createdAt}${cut}:`, m.error ? `the reply failed (${m.error.code}): ${m.error.message}` : m.text);
+  }
+  if (unansweredMessage(c)) lines.push('', '(no reply recorded yet: being written, or lost if the gateway stopped mid-reply — send another message to go on)');
+  return lines.join('\n');
 }
 
 /** What the CLI says when a live stream is opened again: why (the gateway's own words for a refusal), and when. */

@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { ApiError, BatonClient, newIdempotencyKey, reconnectStreams, UnreachableError } from './index.ts';
+import { ApiError, BatonClient, newIdempotencyKey, reconnectStreams, ReplyStreamLost, UnreachableError } from './index.ts';
 
 describe('BatonClient errors keep the server\'s words', () => {
   let server: Server;
@@ -107,6 +107,38 @@ describe('a write whose connection is cut after it was sent', () => {
 });
 
 const ev = (position: number, type: string) => `id: ${position}\nevent: ${type}\ndata: ${JSON.stringify({ id: `e${position}`, position, type, taskId: 't', data: {}, metadata: {} })}\n\n`;
+
+describe('chat', () => {
+  it('a reply stream that ends (cleanly, as a proxy may) or breaks before the reply is a ReplyStreamLost naming the chat; a whole one is not', async () => {
+    let mode: 'ended' | 'broken' | 'whole' = 'ended';
+    const server = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'x-chat-id': 'c-1' });
+      res.write(`event: chat\ndata: ${JSON.stringify({ chatId: 'c-1', team: 'research', created: true, message: {} })}\n\nevent: delta\ndata: {"text":"I "}\n\n`);
+      if (mode === 'ended') res.end();
+      else if (mode === 'broken') setTimeout(() => res.socket?.destroy(), 20);
+      else res.end(`event: message\ndata: ${JSON.stringify({ id: 'm', role: 'assistant', text: 'I know.' })}\n\n`);
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const client = new BatonClient(`http://127.0.0.1:${(server.address() as { port: number }).port}`);
+    try {
+      for (const m of ['ended', 'broken'] as const) {
+        mode = m;
+        const events: string[] = [];
+        const err = await client.chat({ message: 'hi' }, (e) => events.push(e.event)).catch((e: unknown) => e);
+        expect(err, m).toBeInstanceOf(ReplyStreamLost);
+        expect((err as ReplyStreamLost).chatId).toBe('c-1');
+        expect((err as Error).message).toMatch(/^the reply's stream ended before the reply did.*: the message was recorded in chat c-1, and the reply is recorded there once it is written/);
+        expect(events).toEqual(['chat', 'delta']);
+      }
+      mode = 'whole';
+      const events: string[] = [];
+      await client.chat({ message: 'hi' }, (e) => events.push(e.event));
+      expect(events).toEqual(['chat', 'delta', 'message']);
+    } finally {
+      await new Promise<void>((r) => server.close(() => r()));
+    }
+  });
+});
 
 describe('follow', () => {
   it('the stream is in commit order: an event whose position is lower than one shown already (its transaction began first, committed later) is shown, not dropped; a repeat is not; a reconnect resumes after the last one received', async () => {

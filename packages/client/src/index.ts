@@ -71,6 +71,23 @@ const knownOffline = (): boolean => typeof navigator !== 'undefined' && (navigat
 /** Connection failures that happen before a request can have reached the gateway. */
 const NEVER_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
 
+/**
+ * A chat reply's stream that ended or broke before the reply did (no `message`, no `error`): the
+ * person's message was recorded (when `chatId` is known) and the gateway goes on writing the
+ * reply, which is recorded whole — unless the gateway itself went away. Look at the chat again.
+ */
+export class ReplyStreamLost extends Error {
+  readonly chatId: string | null;
+  constructor(chatId: string | null, cause: unknown) {
+    super(
+      `the reply's stream ended before the reply did${cause instanceof Error ? ` (${cause.message})` : ''}: ${chatId ? `the message was recorded in chat ${chatId}, and the reply is recorded there once it is written — look at the conversation again before sending it again` : 'the message may have been recorded — look at your conversations before sending it again'}`,
+      { cause },
+    );
+    this.name = new.target.name;
+    this.chatId = chatId;
+  }
+}
+
 export class UnreachableError extends Error {
   readonly url: string;
   /**
@@ -576,16 +593,38 @@ export class BatonClient {
     }
   }
 
-  /** Send a chat message and follow its reply (chat, delta…, message or error). */
+  /**
+   * Send a chat message and follow its reply (chat, delta…, message or error). A stream that
+   * ends or breaks before the reply's `message` or `error` (a proxy's cut, the gateway gone) is
+   * a ReplyStreamLost, naming the chat when it was recorded: the reply may still be recorded.
+   */
   async chat(body: { message: string; chatId?: string; team?: string }, on: (e: ChatStreamEvent) => void): Promise<void> {
     const res = await this.fetch('/v1/chat', { method: 'POST', headers: { 'content-type': 'application/json', accept: 'text/event-stream' }, body: JSON.stringify(body) });
     if (!res.ok || !res.body) throw new ApiError(res.status, await res.json().catch(() => null), res.headers);
-    await readSse(res.body, (f) => {
-      if (f.event === 'chat' || f.event === 'delta' || f.event === 'message' || f.event === 'error') on({ event: f.event, data: JSON.parse(f.data) } as ChatStreamEvent);
-    });
+    let chatId = res.headers.get('x-chat-id');
+    let ended = false;
+    try {
+      await readSse(res.body, (f) => {
+        if (f.event !== 'chat' && f.event !== 'delta' && f.event !== 'message' && f.event !== 'error') return;
+        const e = { event: f.event, data: JSON.parse(f.data) } as ChatStreamEvent;
+        if (e.event === 'chat') chatId = e.data.chatId;
+        if (e.event === 'message' || e.event === 'error') ended = true;
+        on(e);
+      });
+    } catch (err) {
+      if (ended) return;
+      throw new ReplyStreamLost(chatId, err);
+    }
+    if (!ended) throw new ReplyStreamLost(chatId, null);
   }
-  chats(limit = 50): Promise<ChatSummaryView[]> {
-    return this.request<{ items: ChatSummaryView[] }>('GET', `/v1/chats?limit=${limit}`).then((r) => r.items);
+  /** Your conversations, the most recently active first: every one, a page at a time (`pageSize` each). */
+  async *chats(o: { pageSize?: number } = {}): AsyncGenerator<ChatSummaryView> {
+    let cursor: string | null = null;
+    do {
+      const page: { items: ChatSummaryView[]; nextCursor: string | null } = await this.request('GET', `/v1/chats?limit=${o.pageSize ?? 200}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+      yield* page.items;
+      cursor = page.nextCursor;
+    } while (cursor);
   }
   async chatView(id: string): Promise<ChatView> {
     return this.request('GET', `/v1/chats/${seg(id)}`);

@@ -1,11 +1,20 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
+import { chatTimeline, messageCount, unansweredMessage } from '@baton/api/chat';
 import { RenderedMarkdown } from './Markdown.tsx';
-import { api, sendChat, type ChatMessageView, type ChatSummaryView, type ChatView, type TaskView, type TeamInfo } from './api.ts';
+import { api, ApiError, sendChat, type ChatMessageView, type ChatSummaryView, type ChatView, type TaskView, type TeamInfo } from './api.ts';
 import { ErrorLine } from './ErrorLine.tsx';
 import { ApprovePlan, TeamSelect } from './TeamSelect.tsx';
 import { startingTeam } from './teams.ts';
-import { busyProps } from './a11y.tsx';
+import { busyProps, invalidProps } from './a11y.tsx';
 import { go, openTask, useAction } from './hooks.ts';
+
+/** Conversations listed per page ("Show older conversations" asks for the next). */
+const CHATS_PAGE = 50;
+/** The longest message the gateway takes (characters as it counts them: an emoji is one). */
+const MESSAGE_MAX_CHARS = 10_000;
+/** How long a reply is awaited (the conversation read again every few seconds) before the page says none was recorded. */
+const AWAIT_REPLY_MS = 5 * 60_000;
+const AWAIT_POLL_MS = 2000;
 
 /**
  * Chat mode: talk with the model (no sandbox, no lead loop); the reply streams word by word and
@@ -14,18 +23,33 @@ import { go, openTask, useAction } from './hooks.ts';
  */
 export function Chat({ chatId, badId, teams, defaultTeam }: { chatId: string | null; badId?: string | undefined; teams: TeamInfo[]; defaultTeam: string | null }) {
   const [list, setList] = useState<ChatSummaryView[]>([]);
+  const [older, setOlder] = useState<string | null>(null);
+  const [listError, setListError] = useState<string | null>(null);
   const loadList = useCallback(async () => {
     try {
-      setList((await api<{ items: ChatSummaryView[] }>('GET', '/v1/chats?limit=50')).items);
+      const page = await api<{ items: ChatSummaryView[]; nextCursor: string | null }>('GET', `/v1/chats?limit=${CHATS_PAGE}`);
+      setList(page.items);
+      setOlder(page.nextCursor);
     } catch {
       // the conversation view shows errors where the person acts; the list retries on the next change
     }
   }, []);
+  const showOlder = async (): Promise<void> => {
+    if (!older) return;
+    try {
+      const page = await api<{ items: ChatSummaryView[]; nextCursor: string | null }>('GET', `/v1/chats?limit=${CHATS_PAGE}&cursor=${encodeURIComponent(older)}`);
+      setList((l) => [...l, ...page.items.filter((c) => !l.some((x) => x.id === c.id))]);
+      setOlder(page.nextCursor);
+      setListError(null);
+    } catch (err) {
+      setListError((err as Error).message);
+    }
+  };
   useEffect(() => {
     void loadList();
   }, [loadList, chatId]);
   return (
-    <main className={`split${chatId ? ' opened' : ''}`}>
+    <main className={`split chats${chatId ? ' opened' : ''}`}>
       <aside className="side">
         <button className="primary" onClick={() => go('#/chat')}>
           New conversation
@@ -34,14 +58,23 @@ export function Chat({ chatId, badId, teams, defaultTeam }: { chatId: string | n
           {list.map((c) => (
             <li key={c.id} className={c.id === chatId ? 'selected' : ''} data-chat={c.id}>
               <a href={`#/chat/${c.id}`}>
-                <span className="prompt">{c.title}</span>
+                <span className="prompt" dir="auto">
+                  {c.title}
+                </span>
                 <span className="meta">
-                  {c.team} · {c.messages} messages{c.tasks > 0 ? ` · ${c.tasks} task${c.tasks > 1 ? 's' : ''}` : ''}
+                  {c.team} · {messageCount(c.messages)}
+                  {c.tasks > 0 ? ` · ${c.tasks} task${c.tasks > 1 ? 's' : ''}` : ''}
                 </span>
               </a>
             </li>
           ))}
         </ul>
+        {older && (
+          <button className="small" onClick={() => void showOlder()}>
+            Show older conversations
+          </button>
+        )}
+        <ErrorLine error={listError} />
       </aside>
       <section className="main" id="content" tabIndex={-1} aria-label="conversation">
         {chatId && (
@@ -61,26 +94,34 @@ export function Chat({ chatId, badId, teams, defaultTeam }: { chatId: string | n
   );
 }
 
-/** What the person had typed when a new conversation became its own page (`#/chat/<id>`): that page starts with it. */
-let carriedDraft = '';
+/** What the person had typed when a new conversation became its own page (`#/chat/<id>`): that page starts with it, the cursor in the message box. */
+let carried: { draft: string } | null = null;
+
+/** Characters as the gateway counts them (an emoji is one). */
+const chars = (text: string): number => [...text].length;
 
 function Conversation({ chatId, teams, defaultTeam, onChanged }: { chatId: string | null; teams: TeamInfo[]; defaultTeam: string | null; onChanged: () => void }) {
   const [chat, setChat] = useState<ChatView | null>(null);
   const [messages, setMessages] = useState<ChatMessageView[]>([]);
   const [streaming, setStreaming] = useState<string | null>(null);
-  const [draft, setDraft] = useState(() => {
-    const d = carriedDraft;
-    carriedDraft = '';
-    return d;
+  const [handedOver] = useState(() => {
+    const c = carried;
+    carried = null;
+    return c;
   });
+  const [draft, setDraft] = useState(handedOver?.draft ?? '');
   const latestDraft = useRef(draft);
   latestDraft.current = draft;
   const [picked, setTeam] = useState<string | null>(null);
   const team = startingTeam(picked, defaultTeam);
   const [error, setError] = useState<string | null>(null);
+  const [tooLong, setTooLong] = useState(false);
+  /** No such conversation (or another tenant's): nothing to read again. */
+  const [missing, setMissing] = useState(false);
   const [busy, setBusy] = useState(false);
   const [action, setAction] = useState(false);
   const bottom = useRef<HTMLDivElement | null>(null);
+  const box = useRef<HTMLTextAreaElement | null>(null);
   const currentId = useRef<string | null>(chatId);
   /** A message on its way (set at once: a second Enter in the same moment sees it, unlike `busy`). */
   const sending = useRef(false);
@@ -92,6 +133,10 @@ function Conversation({ chatId, teams, defaultTeam, onChanged }: { chatId: strin
     },
     [],
   );
+  // A new conversation that just became its own page: the person goes on typing where they were.
+  useEffect(() => {
+    if (handedOver) box.current?.focus();
+  }, [handedOver]);
 
   const load = useCallback(async (id: string): Promise<boolean> => {
     try {
@@ -103,7 +148,12 @@ function Conversation({ chatId, teams, defaultTeam, onChanged }: { chatId: strin
       setError(null);
       return true;
     } catch (err) {
-      if (mounted.current) setError((err as Error).message);
+      if (!mounted.current) return true;
+      if (err instanceof ApiError && err.status === 404) {
+        setMissing(true);
+        return true;
+      }
+      setError((err as Error).message);
       return false;
     }
   }, []);
@@ -119,8 +169,20 @@ function Conversation({ chatId, teams, defaultTeam, onChanged }: { chatId: strin
     void attempt();
     return () => clearTimeout(timer);
   }, [chatId, load]);
+
+  // The person's last message with no reply recorded (its stream lost: a reload, a cut, the
+  // gateway gone): the reply is being written elsewhere, or was lost with the gateway. Read the
+  // conversation again until it lands, for a while.
+  const unanswered = chat && streaming === null && !sending.current ? unansweredMessage({ messages }) : null;
+  const awaiting = unanswered !== null && Date.now() - Date.parse(unanswered.createdAt) < AWAIT_REPLY_MS;
   useEffect(() => {
-    // (Newer browsers return a promise from scrollIntoView: an effect must return nothing.)
+    if (!awaiting || !chatId) return;
+    const t = setTimeout(() => void load(chatId), AWAIT_POLL_MS);
+    return () => clearTimeout(t);
+  }, [awaiting, chatId, load, messages]);
+
+  useEffect(() => {
+    // The newest message and the box to answer it, in view. (Newer browsers return a promise from scrollIntoView: an effect must return nothing.)
     void bottom.current?.scrollIntoView?.({ block: 'end' });
   }, [messages, streaming]);
 
@@ -129,7 +191,12 @@ function Conversation({ chatId, teams, defaultTeam, onChanged }: { chatId: strin
     if (sending.current) return;
     const message = draft.trim();
     setError(null);
+    setTooLong(false);
     if (!message) return setError('Write a message first.');
+    if (chars(message) > MESSAGE_MAX_CHARS) {
+      setTooLong(true);
+      return setError(`A message is at most ${MESSAGE_MAX_CHARS.toLocaleString('en')} characters; this one has ${chars(message).toLocaleString('en')}. Shorten it, or send it in parts.`);
+    }
     sending.current = true;
     setBusy(true);
     setStreaming('');
@@ -154,17 +221,23 @@ function Conversation({ chatId, teams, defaultTeam, onChanged }: { chatId: strin
       onChanged();
       if (!mounted.current) return; // the person went elsewhere meanwhile: stay there
       if (id && id !== chatId) {
-        carriedDraft = latestDraft.current;
+        carried = { draft: latestDraft.current };
         go(`#/chat/${id}`);
         return;
       }
       if (id) await load(id);
     } catch (err) {
       if (!mounted.current) return;
-      setError((err as Error).message);
       // A new conversation whose first message was recorded before the stream broke: open it (its reply, or the failure, is read there).
       const id = currentId.current;
-      if (id && id !== chatId) go(`#/chat/${id}`);
+      if (id && id !== chatId) {
+        carried = { draft: latestDraft.current };
+        go(`#/chat/${id}`);
+        return;
+      }
+      // The stream was lost after the message was recorded: the page reads the conversation again until the reply lands.
+      if (id) await load(id);
+      setError((err as Error).message);
     } finally {
       sending.current = false;
       if (mounted.current) {
@@ -174,45 +247,58 @@ function Conversation({ chatId, teams, defaultTeam, onChanged }: { chatId: strin
     }
   };
 
+  if (missing) {
+    return (
+      <div className="error" role="alert">
+        No such conversation: it does not exist, or it is not one of yours. Pick one from the list, or start a new one.
+      </div>
+    );
+  }
+  const timeline = chatTimeline({ messages, tasks: chat?.tasks ?? [] });
+  const replyPending = streaming !== null || awaiting;
   return (
     <div className="chat">
       <div className="row chat-head">
         <h2>{chat ? `Conversation · ${chat.team}` : chatId ? 'Conversation' : 'New conversation'}</h2>
-        {!chat && !chatId && (
-          <TeamSelect label="chat team" value={team} onChange={setTeam} teams={teams} />
-        )}
+        {!chat && !chatId && <TeamSelect label="chat team" value={team} onChange={setTeam} teams={teams} />}
         <div className="mode-toggle" role="group" aria-label="chat or action mode">
           <button className={!action ? 'on' : ''} aria-pressed={!action} onClick={() => setAction(false)}>
             Chat
           </button>
-          <button className={action ? 'on' : ''} aria-pressed={action} onClick={() => setAction(true)} disabled={!chat}>
+          <button className={action ? 'on' : ''} aria-pressed={action} onClick={() => setAction(true)} disabled={!chat || replyPending} title={replyPending ? 'once the reply is here' : undefined}>
             Action mode
           </button>
         </div>
       </div>
       {/* A log: each new message is read out once it is whole (busy while a reply streams, not word by word). */}
-      <div className="messages" role="log" aria-label="messages" aria-busy={streaming !== null}>
-        {messages.map((m) => (
-          <div key={m.id} className={`msg ${m.role}${m.error ? ' failed' : ''}`} data-role={m.role}>
-            {/* What the person wrote, as written (their line breaks kept); the model's reply rendered as markdown. */}
-            {m.error ? <em>Reply failed ({m.error.code}): {m.error.message}</em> : m.role === 'user' ? <div className="as-written">{m.text}</div> : <RenderedMarkdown>{m.text}</RenderedMarkdown>}
-            {m.role === 'assistant' && <span className="meta">{m.offline ? 'offline model' : m.model}</span>}
-          </div>
-        ))}
+      <div className="messages" role="log" aria-label="messages" aria-busy={replyPending}>
+        {timeline.map((item) =>
+          item.kind === 'task' ? (
+            <div key={`task-${item.task.taskId}`} className="msg system">
+              Started a task from the conversation up to here: <a href={`#/tasks/${item.task.taskId}`}>{item.task.taskId.slice(0, 8)}</a>
+              {item.task.leftOut > 0 ? ` (${messageCount(item.task.leftOut)} left out of its prompt)` : ''}
+            </div>
+          ) : (
+            <MessageBubble key={item.message.id} m={item.message} />
+          ),
+        )}
         {streaming !== null && (
-          <div className="msg assistant streaming" aria-label="reply in progress">
+          <div className="msg assistant streaming" aria-label="reply in progress" dir="auto">
             {streaming || '…'}
           </div>
         )}
-        {chat?.tasks.map((t) => (
-          <div key={t.taskId} className="msg system">
-            Started a task from this conversation: <a href={`#/tasks/${t.taskId}`}>{t.taskId.slice(0, 8)}</a>
-            {t.leftOut > 0 ? ` (${t.leftOut} oldest messages left out of its prompt)` : ''}
+        {awaiting && streaming === null && (
+          <div className="msg system" role="status">
+            A reply to your last message is on its way (its stream here was lost): this page shows it once it is recorded.
           </div>
-        ))}
-        <div ref={bottom} />
+        )}
+        {unanswered && !awaiting && (
+          <div className="msg system" role="status">
+            No reply was recorded for your last message (the gateway may have stopped while writing it). Send another message to go on: the model reads both.
+          </div>
+        )}
       </div>
-      <ErrorLine error={error} />
+      <ErrorLine error={error} id="chat-error" />
       {action && chat ? (
         <ActionPanel chat={chat} teams={teams} />
       ) : (
@@ -224,11 +310,20 @@ function Conversation({ chatId, teams, defaultTeam, onChanged }: { chatId: strin
           }}
         >
           <textarea
+            ref={box}
             aria-label="message"
             rows={2}
+            dir="auto"
             value={draft}
             placeholder="Ask anything (Enter sends, Shift+Enter for a new line); switch to action mode to hand it to the agents"
-            onChange={(e) => setDraft(e.target.value)}
+            {...invalidProps(tooLong, 'chat-error')}
+            onChange={(e) => {
+              setDraft(e.target.value);
+              if (tooLong && chars(e.target.value.trim()) <= MESSAGE_MAX_CHARS) {
+                setTooLong(false);
+                setError(null);
+              }
+            }}
             onKeyDown={(e) => {
               if (e.key !== 'Enter' || e.shiftKey || e.nativeEvent.isComposing) return;
               e.preventDefault();
@@ -240,6 +335,30 @@ function Conversation({ chatId, teams, defaultTeam, onChanged }: { chatId: strin
           </button>
         </form>
       )}
+      <div ref={bottom} />
+    </div>
+  );
+}
+
+/** One message: the person's as written (their line breaks kept), the model's rendered as markdown, a failed reply's error. */
+function MessageBubble({ m }: { m: ChatMessageView }) {
+  return (
+    <div className={`msg ${m.role}${m.error ? ' failed' : ''}`} data-role={m.role} dir="auto">
+      {m.error ? (
+        <em>
+          Reply failed ({m.error.code}): {m.error.message}
+        </em>
+      ) : m.role === 'user' ? (
+        <div className="as-written">{m.text}</div>
+      ) : (
+        <RenderedMarkdown>{m.text}</RenderedMarkdown>
+      )}
+      {m.role === 'assistant' && (
+        <span className="meta">
+          {m.offline ? 'offline model' : m.model}
+          {m.stopReason === 'max_tokens' ? ' · cut at the reply length limit' : ''}
+        </span>
+      )}
     </div>
   );
 }
@@ -248,9 +367,18 @@ function Conversation({ chatId, teams, defaultTeam, onChanged }: { chatId: strin
 function ActionPanel({ chat, teams }: { chat: ChatView; teams: TeamInfo[] }) {
   const [team, setTeam] = useState(chat.team);
   const [approve, setApprove] = useState(true);
+  const [existing, setExisting] = useState<string | null>(null);
   const { error, busy, run } = useAction();
   const start = async (): Promise<void> => {
-    const t = await run(() => api<TaskView>('POST', `/v1/chats/${chat.id}/task`, { team, requirePlanApproval: approve }), 'Task started from this conversation.');
+    setExisting(null);
+    const t = await run(
+      () => api<TaskView>('POST', `/v1/chats/${chat.id}/task`, { team, requirePlanApproval: approve }),
+      'Task started from this conversation.',
+      (err) => {
+        const taskId = err instanceof ApiError && err.code === 'chat_task_exists' ? (err.body as { error?: { details?: { taskId?: unknown } } }).error?.details?.taskId : undefined;
+        if (typeof taskId === 'string') setExisting(taskId);
+      },
+    );
     if (t) openTask(t.id);
   };
   return (
@@ -264,6 +392,11 @@ function ActionPanel({ chat, teams }: { chat: ChatView; teams: TeamInfo[] }) {
         </button>
       </div>
       <ErrorLine error={error} />
+      {existing && (
+        <p>
+          <a href={`#/tasks/${existing}`}>Open the task already started from this request</a>
+        </p>
+      )}
     </div>
   );
 }

@@ -206,6 +206,7 @@ export function TaskPage({ taskId }: { taskId: string }) {
               ⑂ fork of {task.forkedFrom.taskId.slice(0, 8)} at v{task.forkedFrom.atVersion}
             </a>
           )}
+          {typeof task.metadata.chatId === 'string' && <a href={`#/chat/${task.metadata.chatId}`}>from a conversation</a>}
           {task.lead && <span>lead: {task.lead.phase}</span>}
           <span>
             {task.usage.inputTokens + task.usage.outputTokens} tokens{task.usage.costUsd > 0 ? `, $${task.usage.costUsd.toFixed(4)}` : ''}

@@ -35,6 +35,13 @@ describe('chatTurns (what the model reads)', () => {
     ]);
   });
 
+  it('a message the model refused for good (model_refused) is left out of the turns that follow; one whose reply failed otherwise is joined to the next', () => {
+    const s = chat(started, user('too long for the model'), { type: 'AssistantReplyFailed', data: { inReplyTo: CHAT, error: { code: 'model_refused', message: '400 prompt is too long' }, durationMs: 1 } }, user('hello'));
+    // (The refusal answers the message it names: here the test's replies all name CHAT, so the message is given that id.)
+    s.messages[0] = { ...s.messages[0]!, id: CHAT };
+    expect(chatTurns(s, 1000)).toEqual([{ role: 'user', text: 'hello' }]);
+  });
+
   it('over the limit: the oldest turns go first, the newest stays (even alone over it), and it starts with the person', () => {
     const s = chat(started, user('1'.repeat(50)), reply('2'.repeat(50)), user('3'.repeat(50)), reply('4'.repeat(50)), user('5'.repeat(50)));
     expect(chatTurns(s, 160).map((t) => t.text[0])).toEqual(['3', '4', '5']);
@@ -58,25 +65,46 @@ describe('chatTaskPrompt (action mode)', () => {
     expect(p).toMatchObject({ requestMessageId: s.messages[2]!.id, afterMessageId: s.messages[4]!.id, leftOut: 0 });
   });
 
-  it('within the limit: the oldest messages are left out (and counted), a newest message too long alone is cut (saying so)', () => {
+  it('within the limit: the newest messages whole, the next older one cut at its end (saying how much), the older ones left out (and counted); a newest message too long alone is cut too', () => {
     const s = chat(started, user('a'.repeat(300)), reply('b'.repeat(300)), user('c'.repeat(300)), reply('d'.repeat(300)), user('request'));
-    const p = chatTaskPrompt(CHAT, s, 1000)!;
-    expect(p.prompt.length).toBeLessThanOrEqual(1000);
-    expect(p.leftOut).toBe(2);
-    expect(p.prompt).toContain('The 2 oldest messages are left out to keep this prompt within 1000 characters.');
-    expect(p.prompt).toContain(`\n\nUser: ${'c'.repeat(300)}\n\nAssistant: ${'d'.repeat(300)}\n\nUser: [the request above]`);
-    expect(p.prompt).not.toContain('a'.repeat(300));
+    const p = chatTaskPrompt(CHAT, s, 1200)!;
+    expect(p.prompt.length).toBeLessThanOrEqual(1200);
+    expect(p.leftOut).toBe(1);
+    expect(p.prompt).toContain('The 1 oldest message is left out to keep this prompt within 1200 characters.');
+    expect(p.prompt).toMatch(/\n\nAssistant: b+ … \[\d+ characters cut to fit the prompt limit\]\n\nUser: c{300}\n\nAssistant: d{300}\n\nUser: \[the request above\]$/);
+    expect(p.prompt).not.toContain('a'.repeat(10));
+    // Too little room left for a useful part of the next older message: it is left out whole.
+    const tight = chatTaskPrompt(CHAT, chat(started, user('a'.repeat(300)), reply('b'.repeat(300)), user('c'.repeat(300)), reply('d'.repeat(300)), user('request')), 1000)!;
+    expect(tight.leftOut).toBe(2);
+    expect(tight.prompt).not.toMatch(/characters cut/);
     const long = chat(started, user('q'), reply('r'.repeat(5000)), user('request'));
     const cut = chatTaskPrompt(CHAT, long, 1000)!;
     expect(cut.prompt.length).toBeLessThanOrEqual(1000);
-    expect(cut.prompt).toMatch(/User: \[the request above\]$/);
-    // The request's line is the newest and fits; the long reply before it does not and is left out.
-    expect(cut.leftOut).toBe(2);
+    expect(cut.prompt).toMatch(/Assistant: r+ … \[\d+ characters cut to fit the prompt limit\]\n\nUser: \[the request above\]$/);
+    expect(cut.leftOut).toBe(1);
     const last = chat(started, user('request'), reply('r'.repeat(5000)));
     const cutLast = chatTaskPrompt(CHAT, last, 1000)!;
     expect(cutLast.prompt.length).toBeLessThanOrEqual(1000);
     expect(cutLast.prompt).toMatch(/Assistant: r+ … \[\d+ characters cut to fit the prompt limit\]$/);
     expect(cutLast.leftOut).toBe(1);
+  });
+
+  it('counts characters as the prompt limit does (code points): a request of 10,000 emoji leaves room for about 10,000 characters of context', () => {
+    const emoji = '\u{1F600}'.repeat(10_000); // 20,000 UTF-16 units, 10,000 characters
+    const s = chat(started, user('x'.repeat(9800)), reply('An answer of some length. '.repeat(14)), user(emoji));
+    const p = chatTaskPrompt(CHAT, s)!;
+    const chars = [...p.prompt].length;
+    expect(chars).toBeLessThanOrEqual(20_000);
+    expect(chars).toBeGreaterThan(19_500); // the room is used, not thrown away
+    expect(p.prompt.startsWith(emoji)).toBe(true);
+    expect(p.prompt).toContain(`Assistant: ${'An answer of some length. '.repeat(14).trim()}`);
+    expect(p.prompt).toMatch(/User: x+ … \[\d+ characters cut to fit the prompt limit\]/);
+    expect(p.leftOut).toBe(0);
+    // A cut never splits an emoji.
+    const older = chatTaskPrompt(CHAT, chat(started, user('\u{1F600}'.repeat(9900)), reply('ok'), user(emoji)))!;
+    expect(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(older.prompt)).toBe(false);
+    expect(older.prompt).toMatch(/User: \u{1F600}+ … \[\d+ characters cut to fit the prompt limit\]/u);
+    expect([...older.prompt].length).toBeLessThanOrEqual(20_000);
   });
 
   it('nothing said: null', () => {

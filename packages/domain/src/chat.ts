@@ -1,6 +1,5 @@
 import { z } from 'zod';
 import { StopReason, Usage } from './content.ts';
-import { cutText } from './text.ts';
 
 /**
  * Chat mode (docs/chat.md): a conversation with a team's model, beside tasks — no lead loop, no
@@ -163,14 +162,23 @@ export interface ChatTurn {
 }
 
 /**
+ * A failed reply's code when the model API refused the request in a way asking again cannot
+ * mend (a 4xx such as "prompt is too long"): the message it answered is left out of what the
+ * model reads next, or every later message would be refused with it.
+ */
+export const REPLY_REFUSED = 'model_refused';
+
+/**
  * The conversation as a model reads it: user and assistant turns alternating, starting with a
  * user turn (consecutive messages of one role — a reply that failed, two messages sent at once —
- * are joined), the oldest turns left out beyond `maxChars` (the newest turn is always kept).
+ * are joined; a message the model refused is left out), the oldest turns left out beyond
+ * `maxChars` (the newest turn is always kept).
  */
 export function chatTurns(s: ChatState, maxChars: number): ChatTurn[] {
+  const refused = new Set(s.messages.filter((m) => m.error?.code === REPLY_REFUSED && m.inReplyTo !== null).map((m) => m.inReplyTo));
   const turns: ChatTurn[] = [];
   for (const m of spokenMessages(s)) {
-    if (m.text === '') continue;
+    if (m.text === '' || refused.has(m.id)) continue;
     const last = turns[turns.length - 1];
     if (last && last.role === m.role) last.text = `${last.text}\n\n${m.text}`;
     else turns.push({ role: m.role, text: m.text });
@@ -199,13 +207,44 @@ export interface ChatTaskPrompt {
 const REQUEST_MARK = '[the request above]';
 const SEPARATOR = '\n\n---\n';
 const cutMark = (n: number) => ` … [${n} characters cut to fit the prompt limit]`;
+/** Below this much room, an older message is left out rather than cut to a stub. */
+const MIN_CUT_CHARS = 200;
+
+/** Characters as the API's limits count them (zod's `max`: code points — an emoji is one, not two UTF-16 units). */
+function chars(text: string): number {
+  let n = 0;
+  for (const _ of text) n++;
+  return n;
+}
+
+/** The first `max` characters (code points) of `text`. */
+function firstChars(text: string, max: number): string {
+  if (text.length <= max) return text;
+  let units = 0;
+  let n = 0;
+  for (const ch of text) {
+    if (n === max) break;
+    units += ch.length;
+    n++;
+  }
+  return text.slice(0, units);
+}
+
+/** `line` cut to `room` characters, its end replaced by a mark saying how much was cut. */
+function cutLine(line: string, room: number): string {
+  const total = chars(line);
+  const keep = Math.max(0, room - chars(cutMark(total)));
+  return `${firstChars(line, keep)}${cutMark(total - keep)}`;
+}
 
 /**
  * A task's prompt from a conversation (action mode): the last user message is the request; the
  * conversation so far (every user message and complete reply, oldest first, the request shown
- * as `[the request above]`) follows as its context. Within `maxChars`: the oldest messages are
- * left out first (the context says how many), and a single message still too long is cut at its
- * end (saying so). Null when nobody has said anything.
+ * as `[the request above]`) follows as its context. Within `maxChars` characters (code points,
+ * as the task prompt's limit counts them): the newest messages are kept whole as far as they
+ * fit, the next older one cut at its end if a useful part of it fits (saying how much was cut),
+ * the older ones left out (the context says how many); a newest message too long alone is cut
+ * too. Null when nobody has said anything.
  */
 export function chatTaskPrompt(chatId: string, s: ChatState, maxChars: number = TASK_PROMPT_MAX_CHARS): ChatTaskPrompt | null {
   const spoken = spokenMessages(s);
@@ -213,24 +252,22 @@ export function chatTaskPrompt(chatId: string, s: ChatState, maxChars: number = 
   const request = spoken[requestIndex];
   if (!request) return null;
   const afterMessageId = (spoken[spoken.length - 1] as ChatMessage).id;
-  const requestText = cutText(request.text, maxChars);
+  const requestText = firstChars(request.text, maxChars);
   if (spoken.length === 1) return { prompt: requestText, requestMessageId: request.id, afterMessageId, leftOut: 0 };
   const lines = spoken.map((m, i) => `${m.role === 'user' ? 'User' : 'Assistant'}: ${i === requestIndex ? REQUEST_MARK : m.text}`);
   const header = (leftOut: number) =>
     `This task was started from a chat (${chatId}). The conversation so far, oldest first; ${REQUEST_MARK} marks where the request was said.` +
     (leftOut > 0 ? ` The ${leftOut} oldest message${leftOut === 1 ? ' is' : 's are'} left out to keep this prompt within ${maxChars} characters.` : '');
   // Room for the turns once the request and a header (with the largest count it could name) are in.
-  const room = maxChars - requestText.length - SEPARATOR.length - header(lines.length).length - 2;
+  const room = maxChars - chars(requestText) - chars(SEPARATOR) - chars(header(lines.length)) - 2;
   let used = 0;
   let from = lines.length;
-  while (from > 0 && used + (lines[from - 1] as string).length + 2 <= room) used += (lines[--from] as string).length + 2;
-  if (from === lines.length) {
-    // Not even the newest message fits whole: the part of it that does.
-    const newest = lines[lines.length - 1] as string;
-    const keep = Math.max(0, room - 2 - cutMark(newest.length).length);
-    const kept = cutText(newest, keep);
-    lines[lines.length - 1] = `${kept}${cutMark(newest.length - kept.length)}`;
-    from = lines.length - 1;
+  while (from > 0 && used + chars(lines[from - 1] as string) + 2 <= room) used += chars(lines[--from] as string) + 2;
+  // The next older message, or the newest when not even it fits whole: the part of it that does.
+  const left = room - used - 2;
+  if (from > 0 && (from === lines.length || left >= MIN_CUT_CHARS)) {
+    from--;
+    lines[from] = cutLine(lines[from] as string, left);
   }
   const prompt = `${requestText}${SEPARATOR}${header(from)}\n\n${lines.slice(from).join('\n\n')}`;
   return { prompt, requestMessageId: request.id, afterMessageId, leftOut: from };

@@ -48,8 +48,38 @@ describe('chat_events', () => {
     await appendChatEvents(pg.db.pool, other, 't2', 0, [started('t2'), said('not yours')]);
     await appendChatEvents(pg.db.pool, b, 't1', 0, [started('t1'), said('second chat')]);
     await appendChatEvents(pg.db.pool, a, 't1', 2, [said('back to the first')]);
-    const rows = await listChats(pg.db.pool, 't1', 10);
+    const { items: rows, nextCursor } = await listChats(pg.db.pool, 't1', 10);
     expect(rows.map((r) => [r.id, r.firstMessage, r.messages, r.version])).toEqual([[a, 'first chat', 2, 3], [b, 'second chat', 1, 2]]);
-    expect(await listChats(pg.db.pool, 't1', 1)).toHaveLength(1);
+    expect(nextCursor).toBeNull();
+    const first = await listChats(pg.db.pool, 't1', 1);
+    expect(first.items.map((r) => r.id)).toEqual([a]);
+    const second = await listChats(pg.db.pool, 't1', 1, first.nextCursor!);
+    expect(second).toMatchObject({ items: [expect.objectContaining({ id: b })], nextCursor: null });
+  });
+
+  test('listChats pages through every chat once, also chats whose last activity falls in the same millisecond (the cursor keeps microseconds)', async ({ pg }) => {
+    const tenant = `t-${randomUUID()}`;
+    const ids: string[] = [];
+    for (let i = 0; i < 7; i++) {
+      const id = randomUUID();
+      ids.push(id);
+      await appendChatEvents(pg.db.pool, id, tenant, 0, [started(tenant), said(`chat ${i}`)]);
+    }
+    // Their times a few microseconds apart, all within one millisecond.
+    await pg.db.pool.query(`alter table chat_events disable trigger user`);
+    try {
+      await pg.db.pool.query(`update chat_events set recorded_at = '2026-11-28T10:00:00.123Z'::timestamptz + make_interval(secs => (array_position($2::uuid[], chat_id) * 7) / 1e6) where tenant_id = $1`, [tenant, ids]);
+    } finally {
+      await pg.db.pool.query(`alter table chat_events enable trigger user`);
+    }
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    for (let pages = 0; pages < 10; pages++) {
+      const page = await listChats(pg.db.pool, tenant, 2, cursor);
+      seen.push(...page.items.map((r) => r.id));
+      if (!page.nextCursor) break;
+      cursor = page.nextCursor;
+    }
+    expect(seen).toEqual([...ids].reverse());
   });
 });

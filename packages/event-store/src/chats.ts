@@ -10,6 +10,7 @@ import {
   type RecordedChatEvent,
 } from '@baton/domain';
 import type pg from 'pg';
+import { cursorTime, decodeCursor, encodeCursor } from './cursor.ts';
 import { storableJson } from './append.ts';
 import { ConcurrencyError } from './errors.ts';
 import { retryOnConflict } from './tasks.ts';
@@ -130,18 +131,33 @@ export interface ChatSummaryRow {
 }
 
 /** A tenant's chats, the most recently active first. */
-export async function listChats(pool: Pick<pg.Pool, 'query'>, tenantId: string, limit: number): Promise<ChatSummaryRow[]> {
-  const res = await pool.query<{ id: string; team: string; first_message: string; created_at: Date; updated_at: Date; version: number; messages: number; tasks: number }>({
+export interface ChatPage {
+  items: ChatSummaryRow[];
+  /** The next page's cursor (older conversations), or null on the last page. */
+  nextCursor: string | null;
+}
+
+/** The tenant's conversations, the most recently active first, a page at a time (keyset: last activity, id). */
+export async function listChats(pool: Pick<pg.Pool, 'query'>, tenantId: string, limit: number, cursor?: string): Promise<ChatPage> {
+  const after = cursor === undefined ? null : decodeCursor(cursor);
+  const res = await pool.query<{ id: string; team: string; first_message: string; created_at: Date; updated_at: Date; cursor_at: string; version: number; messages: number; tasks: number }>({
     name: 'baton_list_chats',
     text: `select chat_id as id,
                   (array_agg(data->>'team') filter (where type = 'ChatStarted'))[1] as team,
                   (array_agg(data->>'text' order by version) filter (where type = 'UserMessageRecorded'))[1] as first_message,
-                  min(recorded_at) as created_at, max(recorded_at) as updated_at, max(version) as version,
+                  min(recorded_at) as created_at, max(recorded_at) as updated_at, ${cursorTime('max(recorded_at)')} as cursor_at, max(version) as version,
                   (count(*) filter (where type in ('UserMessageRecorded', 'AssistantReplyRecorded')))::int as messages,
                   (count(*) filter (where type = 'ChatTaskStarted'))::int as tasks
            from chat_events where tenant_id = $1
-           group by chat_id order by max(recorded_at) desc, chat_id desc limit $2`,
-    values: [tenantId, limit],
+           group by chat_id
+           having $3::timestamptz is null or (max(recorded_at), chat_id) < ($3::timestamptz, $4::uuid)
+           order by max(recorded_at) desc, chat_id desc limit $2`,
+    values: [tenantId, limit + 1, after?.at ?? null, after?.id ?? null],
   });
-  return res.rows.map((r) => ({ id: r.id, team: r.team ?? '', firstMessage: r.first_message ?? '', createdAt: r.created_at, updatedAt: r.updated_at, version: r.version, messages: r.messages, tasks: r.tasks }));
+  const rows = res.rows.slice(0, limit);
+  const last = rows[rows.length - 1];
+  return {
+    items: rows.map((r) => ({ id: r.id, team: r.team ?? '', firstMessage: r.first_message ?? '', createdAt: r.created_at, updatedAt: r.updated_at, version: r.version, messages: r.messages, tasks: r.tasks })),
+    nextCursor: res.rows.length > limit && last ? encodeCursor(last.cursor_at, last.id) : null,
+  };
 }

@@ -6,6 +6,7 @@ import type { EventStore } from './store.ts';
 import { toTaskRow } from './task-row.ts';
 import type { PendingRequestView, TaskListItem } from '@baton/api';
 import type pg from 'pg';
+import { cursorTime, decodeCursor, encodeCursor } from './cursor.ts';
 
 
 export interface TaskPage {
@@ -15,7 +16,7 @@ export interface TaskPage {
 
 /** Keyset pagination over the tasks read model, newest first. */
 export async function listTasks(db: Kysely<Database>, q: { tenantId: string; status?: string | undefined; team?: string | undefined; /** Text the listed prompt contains, ignoring case. */ search?: string | undefined; limit: number; cursor?: string | undefined; stuckAfterMs?: number | undefined; /** ISO 8601: only tasks whose last change is later. */ updatedAfter?: string | undefined; /** Only these tasks. */ ids?: readonly string[] | undefined; /** Only the forks of this task. */ forkedFrom?: string | undefined }): Promise<TaskPage> {
-  let query = db.selectFrom('tasks').selectAll().where('tenant_id', '=', q.tenantId);
+  let query = db.selectFrom('tasks').selectAll().select(sql.raw<string>(cursorTime('created_at')).as('cursor_at')).where('tenant_id', '=', q.tenantId);
   if (q.forkedFrom) query = query.where('forked_from', '=', q.forkedFrom);
   if (q.ids) query = q.ids.length > 0 ? query.where('id', 'in', [...q.ids]) : query.where(sql<boolean>`false`);
   if (q.status) query = query.where('status', '=', q.status);
@@ -25,8 +26,8 @@ export async function listTasks(db: Kysely<Database>, q: { tenantId: string; sta
   if (q.updatedAfter) query = query.where('updated_at', '>', new Date(q.updatedAfter));
   if (q.stuckAfterMs !== undefined) query = query.where(stuck(q.stuckAfterMs));
   if (q.cursor) {
-    const { createdAt, id } = decodeCursor(q.cursor);
-    query = query.where(sql<boolean>`(created_at, id) < (${createdAt}::timestamptz, ${id}::uuid)`);
+    const { at, id } = decodeCursor(q.cursor);
+    query = query.where(sql<boolean>`(created_at, id) < (${at}::timestamptz, ${id}::uuid)`);
   }
   const rows = await query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(q.limit + 1).execute();
   const page = rows.slice(0, q.limit);
@@ -44,7 +45,7 @@ export async function listTasks(db: Kysely<Database>, q: { tenantId: string; sta
       pendingRequests: r.pending_requests as PendingRequestView[],
       forkedFrom: r.forked_from ? { taskId: r.forked_from, atVersion: r.forked_at_version ?? forkedAt.get(r.id) ?? 0 } : null,
     })),
-    nextCursor: rows.length > q.limit && last ? encodeCursor(last.created_at.toISOString(), last.id) : null,
+    nextCursor: rows.length > q.limit && last ? encodeCursor(last.cursor_at, last.id) : null,
   };
 }
 
@@ -74,27 +75,6 @@ async function forkVersions(db: Kysely<Database>, rows: readonly { id: string; f
 const stuck = (afterMs: number) =>
   sql<boolean>`watch_since < now() - make_interval(secs => ${afterMs / 1000 + WATCH_SINCE_LAG_S}) and not exists (select 1 from agent_leases l where l.task_id = tasks.id and l.expires_at > now())`;
 
-
-export class InvalidCursorError extends Error {
-  constructor() {
-    super('cursor is not one this API returned');
-    this.name = new.target.name;
-  }
-}
-
-function encodeCursor(createdAt: string, id: string): string {
-  return Buffer.from(JSON.stringify([createdAt, id])).toString('base64url');
-}
-
-function decodeCursor(cursor: string): { createdAt: string; id: string } {
-  try {
-    const [createdAt, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString()) as [string, string];
-    if (typeof createdAt !== 'string' || typeof id !== 'string' || Number.isNaN(Date.parse(createdAt)) || !/^[0-9a-f-]{36}$/i.test(id)) throw new Error();
-    return { createdAt, id };
-  } catch {
-    throw new InvalidCursorError();
-  }
-}
 
 /** Rebuild the `tasks` read model from the log (e.g. after changing its shape). Returns the number of tasks. */
 export async function rebuildTasksReadModel(db: Kysely<Database>, store: EventStore): Promise<number> {

@@ -196,6 +196,35 @@ describe('POST /v1/chat', () => {
     }
   });
 
+  test('a message the model API refuses for good (a 400) fails as model_refused and is left out of what the model reads next; a failure worth asking again is joined to the next message', async ({ pg, nats }) => {
+    const api = await fakeMessagesApi();
+    const app = await testGateway(pg, nats, { chatModel: new AnthropicModel({ apiKey: 'sk-test', baseURL: api.baseURL, maxRetries: 0 }) });
+    try {
+      api.queue({ deltas: [], status: 400 });
+      const first = events((await chat(app, { message: 'a message the model cannot take' })).body);
+      const chatId = (first[0]!.data as { chatId: string }).chatId;
+      expect(first[first.length - 1]).toMatchObject({ event: 'error', data: { error: { code: 'model_refused', message: expect.stringMatching(/refused the request: 400/) } } });
+      api.queue({ deltas: ['Hello.'] });
+      const second = events((await chat(app, { chatId, message: 'hello' })).body);
+      expect(second[second.length - 1]?.event).toBe('message');
+      expect(api.served[1]?.body.messages).toEqual([{ role: 'user', content: 'hello' }]);
+      // A 500 (worth asking again): the unanswered message goes with the next one.
+      api.queue({ deltas: [], status: 500 });
+      const third = events((await chat(app, { chatId, message: 'are you there?' })).body);
+      expect(third[third.length - 1]).toMatchObject({ event: 'error', data: { error: { code: 'model_error' } } });
+      api.queue({ deltas: ['Yes.'] });
+      events((await chat(app, { chatId, message: 'hello again' })).body);
+      expect(api.served[3]?.body.messages).toEqual([
+        { role: 'user', content: 'hello' },
+        { role: 'assistant', content: [{ type: 'text', text: 'Hello.' }] },
+        { role: 'user', content: 'are you there?\n\nhello again' },
+      ]);
+    } finally {
+      await app.close();
+      await api.close();
+    }
+  });
+
   test('at shutdown a reply still being written is abandoned and recorded as failed (closing waits for no model)', async ({ pg, nats }) => {
     let started = false;
     const endless: StreamingModel = {
@@ -263,6 +292,46 @@ describe('POST /v1/chats/:id/task (action mode)', () => {
     expect(next.json().id).not.toBe(task.id);
     expect(next.json().prompt).toMatch(/^Now compare it with Kafka\n/);
     expect((await getChat(app, chatId)).tasks.map((t) => t.taskId)).toEqual([task.id, next.json().id]);
+  });
+
+  test('one task per request: started before the reply to it landed, asked again after, it is the same task (replayed), not a second one', async ({ pg, nats }) => {
+    const app = await testGateway(pg, nats);
+    const chatId = randomUUID();
+    await recordChat(pg.db.pool, chatId, (_s, newId) => [
+      { id: newId(), type: 'ChatStarted', data: { tenantId: 'default', team: 'research', startedBy: 'test' } },
+      { id: newId(), type: 'UserMessageRecorded', data: { text: 'Research how JetStream stores messages', author: 'test' } },
+    ]);
+    // The reply is still being written when the person starts the task.
+    const before = await app.inject({ method: 'POST', url: `/v1/chats/${chatId}/task`, payload: { requirePlanApproval: false } });
+    expect(before.statusCode).toBe(201);
+    const { state } = await recordChat(pg.db.pool, chatId, (s, newId) => [
+      { id: newId(), type: 'AssistantReplyRecorded', data: { inReplyTo: s.messages[0]!.id, text: 'Sure, I can help.', model: 'offline', offline: true, usage: { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 }, stopReason: 'end_turn', durationMs: 1 } },
+    ]);
+    expect(state.messages).toHaveLength(2);
+    const after = await app.inject({ method: 'POST', url: `/v1/chats/${chatId}/task`, payload: { requirePlanApproval: false } });
+    expect(after.statusCode).toBe(201);
+    expect(after.json().id).toBe(before.json().id);
+    expect(after.headers['idempotent-replayed']).toBe('true');
+    const other = await app.inject({ method: 'POST', url: `/v1/chats/${chatId}/task`, payload: { requirePlanApproval: true } });
+    expect(other.statusCode).toBe(409);
+    expect(other.json().error).toMatchObject({ code: 'chat_task_exists', details: { taskId: before.json().id } });
+    expect((await getChat(app, chatId)).tasks.map((t) => t.taskId)).toEqual([before.json().id]);
+    expect((await app.inject({ method: 'GET', url: '/v1/tasks' })).json().items).toHaveLength(1);
+  });
+
+  test("a chat whose team is no longer configured: its task without a team is a 409 team_unavailable saying to name one (not a 400 on a field never sent); with a team, it starts", async ({ pg, nats }) => {
+    const app = await testGateway(pg, nats);
+    const chatId = randomUUID();
+    await recordChat(pg.db.pool, chatId, (_s, newId) => [
+      { id: newId(), type: 'ChatStarted', data: { tenantId: 'default', team: 'retired-team', startedBy: 'test' } },
+      { id: newId(), type: 'UserMessageRecorded', data: { text: 'Research NATS', author: 'test' } },
+    ]);
+    const res = await app.inject({ method: 'POST', url: `/v1/chats/${chatId}/task`, payload: {} });
+    expect(res.statusCode).toBe(409);
+    expect(res.json().error).toMatchObject({ code: 'team_unavailable', message: expect.stringMatching(/'retired-team' is no longer configured: name the task's team \(body\.team/) });
+    const named = await app.inject({ method: 'POST', url: `/v1/chats/${chatId}/task`, payload: { team: 'research', requirePlanApproval: false } });
+    expect(named.statusCode).toBe(201);
+    expect(named.json().team).toBe('research');
   });
 
   test('a long conversation: the oldest messages are left out to keep the prompt within 20000 characters, and the prompt says so', async ({ pg, nats }) => {

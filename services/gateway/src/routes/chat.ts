@@ -1,6 +1,6 @@
-import { chatRequest, OfflineChatModel, type StreamingModel, type TeamDefinition } from '@baton/agents';
+import { chatRequest, ModelRejectedError, OfflineChatModel, type StreamingModel, type TeamDefinition } from '@baton/agents';
 import { chatTitle, toChatMessageView, toChatView, toTaskView, type ChatMessageView, type ChatStreamEvent } from '@baton/api';
-import { CHAT_MESSAGE_MAX_CHARS, chatExists, cutText, chatTaskPrompt, chatTurns, cleanText, digestJson, own, textOf, uuidV5, type ChatMessage, type ChatState, type NewChatEvent } from '@baton/domain';
+import { CHAT_MESSAGE_MAX_CHARS, REPLY_REFUSED, chatExists, cutText, chatTaskPrompt, chatTurns, cleanText, digestJson, own, textOf, uuidV5, type ChatMessage, type ChatState, type NewChatEvent } from '@baton/domain';
 import { listChats, loadChat, recordChat, type LoadedChat } from '@baton/event-store';
 import type { ZodTypeProvider } from '@fastify/type-provider-zod';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -23,7 +23,7 @@ export const PostChatBody = z.strictObject({
   message: z.string().trim().min(1, 'must not be empty').max(CHAT_MESSAGE_MAX_CHARS, `must be at most ${CHAT_MESSAGE_MAX_CHARS} characters`),
   team: TeamName.optional().describe("A new conversation's team (default: the gateway's default team, GET /v1/teams' `default`); a conversation keeps its team"),
 });
-export const ListChatsQuery = z.strictObject({ limit: queryInt(1, 200).default(50) });
+export const ListChatsQuery = z.strictObject({ limit: queryInt(1, 200).default(50), cursor: z.string().max(200).optional().describe("the previous page's nextCursor: older conversations") });
 /** POST /v1/tasks' body minus the prompt (made from the conversation) and the workspace; the team defaults to the chat's. */
 export const ChatTaskFields = SubmitTaskBody.omit({ prompt: true, workspace: true, team: true }).extend({ team: TeamName.optional() });
 export const ChatTaskBody = ChatTaskFields.nullish();
@@ -34,8 +34,8 @@ export const DEFAULT_CHAT_MAX_TOKENS = 2048;
 
 const sseFrame = (e: ChatStreamEvent): string => `event: ${e.event}\ndata: ${JSON.stringify(e.data)}\n\n`;
 const lastMessage = (s: ChatState): ChatMessageView => toChatMessageView(s.messages[s.messages.length - 1] as ChatMessage);
-/** A model failure as the stream and the log say it (the provider's message, bounded). */
-const failureOf = (err: unknown): { code: string; message: string } => ({ code: 'model_error', message: cutText(err instanceof Error ? err.message : String(err), 500) });
+/** A model failure as the stream and the log say it (the provider's message, bounded); a refusal asking again cannot mend is told apart (its message is left out of the next turns). */
+const failureOf = (err: unknown): { code: string; message: string } => ({ code: err instanceof ModelRejectedError ? REPLY_REFUSED : 'model_error', message: cutText(err instanceof Error ? err.message : String(err), 500) });
 
 export const chatRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
   const r = app.withTypeProvider<ZodTypeProvider>();
@@ -140,8 +140,8 @@ export const chatRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
   }
 
   r.get('/v1/chats', { schema: { querystring: ListChatsQuery, tags: ['chat'], summary: "The tenant's conversations, the most recently active first" } }, async (req) => {
-    const rows = await listChats(d.pool, req.tenant, req.query.limit);
-    return { items: rows.map((c) => ({ id: c.id, team: c.team, title: chatTitle(c.firstMessage), createdAt: c.createdAt.toISOString(), updatedAt: c.updatedAt.toISOString(), version: c.version, messages: c.messages, tasks: c.tasks })) };
+    const page = await listChats(d.pool, req.tenant, req.query.limit, req.query.cursor);
+    return { items: page.items.map((c) => ({ id: c.id, team: c.team, title: chatTitle(c.firstMessage), createdAt: c.createdAt.toISOString(), updatedAt: c.updatedAt.toISOString(), version: c.version, messages: c.messages, tasks: c.tasks })), nextCursor: page.nextCursor };
   });
 
   r.get('/v1/chats/:id', { schema: { params: ChatIdParams, tags: ['chat'], summary: 'A conversation: its messages (role, text, model, offline, usage, times) and the tasks started from it' } }, async (req) => {
@@ -154,16 +154,23 @@ export const chatRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     const fields = req.body ?? ChatTaskFields.parse({});
     const built = chatTaskPrompt(chatId, state);
     if (!built) throw new HttpError(409, 'chat_empty', 'the conversation has no message to make a task of');
+    if (fields.team === undefined && !own(d.teams, state.team)) {
+      throw new HttpError(409, 'team_unavailable', `this chat's team '${state.team}' is no longer configured: name the task's team (body.team; GET /v1/teams lists them)`);
+    }
     const submission: TaskSubmission = { ...fields, team: fields.team ?? state.team, prompt: built.prompt, metadata: { ...fields.metadata, chatId } };
     checkSubmission(d, req.tenant, submission);
-    // One task per conversation state: a repeated request (a double click, a retry) gets the same task.
-    const taskId = uuidV5(`chat:${chatId}:task:${built.afterMessageId}`);
+    // One task per request (the last message the person wrote): asked again — a double click, a
+    // retry, or once the reply to it has landed (which changes the prompt, not the request) — it is
+    // the same task. A task started from this request already is found on the chat.
+    const requestAt = state.messages.findIndex((m) => m.id === built.requestMessageId);
+    const taskId = state.tasks.find((t) => state.messages.findIndex((m) => m.id === t.afterMessageId) >= requestAt)?.taskId ?? uuidV5(`chat:${chatId}:task:${built.requestMessageId}`);
+    const { prompt: _prompt, ...settings } = submission;
     let submitted;
     try {
-      submitted = await submitTask(d, req, submission, { taskId, repeatable: true, requestHash: digestJson(submission), eventMetadata: { chatId } });
+      submitted = await submitTask(d, req, submission, { taskId, repeatable: true, requestHash: digestJson(settings), eventMetadata: { chatId } });
     } catch (err) {
       if (err instanceof HttpError && err.code === 'idempotency_key_reused') {
-        throw new HttpError(409, 'chat_task_exists', `a task was already started from this conversation at its last message, with other settings (task ${taskId}); send another message to start another`, { taskId });
+        throw new HttpError(409, 'chat_task_exists', `a task was already started from this request (the conversation's last message from a person), with other settings (task ${taskId}); send another message to start another`, { taskId });
       }
       throw err;
     }
