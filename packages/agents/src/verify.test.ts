@@ -80,4 +80,57 @@ describe('verify: a changed decision is caught at the first event it changes', (
     if (res.identical) throw new Error('identical');
     expect(res.recorded).toMatch(/at most 2 rounds of changes$/);
   });
+
+  it("a lower turn limit: the model turn past it is the divergence (the lead's, a researcher's)", () => {
+    const events = load('research-approved');
+    const leadTurns = events.filter((e) => e.type === 'ModelTurnRecorded' && e.data.agentId === 'lead').length;
+    expect(leadTurns).toBeGreaterThan(2);
+    const capped = verifyRun(events, { ...research, lead: { ...research.lead, maxTurns: 2 } });
+    expect(capped).toMatchObject({ identical: false, at: { type: 'ModelTurnRecorded', streamId: expect.stringMatching(/^task-/) }, decided: ['asks no model turn 3: lead is at its limit of 2 turns (it ends here)'] });
+    const researcher = research.agents.researcher as TeamDefinition['agents'][string];
+    const short = verifyRun(events, { ...research, agents: { ...research.agents, researcher: { ...researcher, maxTurns: 1 } } });
+    expect(short).toMatchObject({ identical: false, at: { type: 'ModelTurnRecorded' }, decided: ['asks no model turn 2: researcher-1 is at its limit of 1 turns (it ends here)'] });
+  });
+
+  it('a task that failed at the lead\'s turn limit, checked with a higher one: the failure is the divergence; with the same one, identical', () => {
+    const events = load('research-approved');
+    // The run cut after the lead's second turn's results (its next turn due), then failed at a limit of 2.
+    const lead = events.filter((e) => e.type === 'ToolResultsRecorded' && e.data.agentId === 'lead');
+    const cut = events.slice(0, events.indexOf(lead[1] as RecordedEvent) + 1);
+    const last = cut.filter((e) => e.streamId === cut[0]!.streamId).at(-1) as RecordedEvent;
+    const failed = recordAs({ id: '00000000-0000-4000-8000-00000000f00d', type: 'TaskFailed', data: { code: 'max_turns', message: 'the lead reached its limit of 2 turns' } } as Parameters<typeof recordAs>[0], { taskId: last.taskId, streamId: last.streamId, version: last.version + 1, position: BigInt(Number(events.at(-1)!.position) + 1), recordedAt: last.recordedAt });
+    const run = [...cut, failed];
+    expect(verifyRun(run, { ...research, lead: { ...research.lead, maxTurns: 2 } })).toMatchObject({ identical: true, ended: true });
+    expect(verifyRun(run, research)).toMatchObject({ identical: false, at: { type: 'TaskFailed' }, decided: [`does not fail the task here: the lead has used 2 of its ${research.lead.maxTurns} turns`] });
+    // The run cut before its end: identical so far, and said to be unfinished.
+    expect(verifyRun(cut, research)).toMatchObject({ identical: true, ended: false });
+  });
+
+  it("a narrower file scope: the write it now refuses is the divergence; a wider one: a refusal the run's own configuration recorded, which the code would now run", () => {
+    const events = load('engineering-reviewed');
+    const engineering = teamOf(events);
+    const backend = engineering.agents['backend-engineer'] as TeamDefinition['agents'][string];
+    const narrow: TeamDefinition = { ...engineering, agents: { ...engineering.agents, 'backend-engineer': { ...backend, fileScope: { allowed: ['api/src/**'], blocked: [] } } } };
+    const refusal = "'api/inventory.backend.test.ts' is outside this agent's file scope (writes allowed: api/src/**)";
+    expect(verifyRun(events, narrow)).toMatchObject({ identical: false, at: { type: 'ToolResultsRecorded' }, decided: [`refuses write_file (toolu_offline_backendengineer_2_0): ${refusal}`] });
+    // The run as the narrow configuration made it (the write refused), checked with the wider one it has now.
+    const write = events.find((e) => e.type === 'ToolResultsRecorded' && e.data.results.some((r) => r.toolUseId === 'toolu_offline_backendengineer_2_0'));
+    if (write?.type !== 'ToolResultsRecorded') throw new Error('the run writes the test');
+    const refused = { ...write, data: { ...write.data, results: write.data.results.map((r) => (r.toolUseId === 'toolu_offline_backendengineer_2_0' ? { ...r, content: refusal, isError: true } : r)) } };
+    const asMade = events.map((e) => (e === write ? refused : e));
+    expect(verifyRun(asMade, engineering, narrow)).toMatchObject({ identical: false, at: { type: 'ToolResultsRecorded', position: Number(write.position) }, decided: ['runs write_file (toolu_offline_backendengineer_2_0) instead of refusing it as recorded'] });
+    // Without the run's own configuration, the tool's error is an input like any other.
+    expect(verifyRun(asMade, engineering, null)).toMatchObject({ identical: true });
+  });
+
+  it('a delegation the team can no longer make: the code now refuses the call (not "nothing here")', () => {
+    const events = load('research-approved');
+    const { 'report-writer': _gone, ...agents } = research.agents;
+    const lead = { ...research.lead, delegatesTo: (research.lead.delegatesTo ?? []).filter((a) => a !== 'report-writer') };
+    const res = verifyRun(events, { ...research, agents, lead });
+    expect(res.identical).toBe(false);
+    if (res.identical) return;
+    expect(res.decided.join('\n')).toMatch(/^refuses Task \(\S+\): .*report-writer/);
+  });
 });
+

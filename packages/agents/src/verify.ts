@@ -1,23 +1,26 @@
-import { activeAgents, canonicalJson, digestJson, evolve, initialState, schedulePlan, type Command, type RecordedEvent, type TaskState } from '@baton/domain';
-import { triageToolUses } from './loop.ts';
-import { findAgent, type TeamDefinition } from './teams.ts';
+import { activeAgents, canonicalJson, digestJson, evolve, initialState, isFinal, loopOf, schedulePlan, type Command, type RecordedEvent, type TaskState } from '@baton/domain';
+import { triageToolUses, type Triage } from './loop.ts';
+import { findAgent, type AgentDefinition, type TeamDefinition } from './teams.ts';
 
 /**
  * The determinism check (`baton verify`): walk a run's log and, at every event that records a
  * decision of the code — a request opened, a subagent dispatched, a plan recorded, a tool call
- * refused, the task completed — ask the current code what it decides from the state folded so
- * far, with the run's recorded model outputs and tool results as its inputs. Side-effect free:
- * no model is called, no tool runs, nothing is written. The first event where the code would
- * decide otherwise is reported; a run the code would make again event for event is identical.
- * Model turns and tool results are inputs (what the model said, what the tool returned), not
- * decisions, and are not compared; neither are clocks (deadlines) nor the plan text shown.
+ * refused (a tool the agent may not use, input that does not parse, a path outside its file
+ * scope or locks), another model turn asked for (not past the agent's turn limit), an agent
+ * stopped at its turn limit, the task completed or failed at the lead's — ask the current code
+ * what it decides from the state folded so far, with the run's recorded model outputs and tool
+ * results as its inputs. Side-effect free: no model is called, no tool runs, nothing is written.
+ * The first event where the code would decide otherwise is reported; a run the code would make
+ * again event for event is identical. What the model said and what a tool returned are inputs,
+ * not decisions, and are not compared; neither are clocks (deadlines) nor the plan text shown.
  */
 export type VerifyResult =
-  | { identical: true; checked: number; events: number }
+  | { identical: true; checked: number; events: number; /** The log holds the task's end (false: identical so far, the run goes on). */ ended: boolean }
   | {
       identical: false;
       checked: number;
       events: number;
+      ended: boolean;
       /** The first event the current code would not record. */
       at: { position: number; streamId: string; version: number; type: string };
       /** What the log says happened there. */
@@ -35,40 +38,49 @@ export type VerifyResult =
 
 type Decision = Extract<Command, { type: 'RequestApproval' | 'RequestClarification' | 'DispatchSubagent' | 'RecordPlan' }>;
 
-export function verifyRun(events: readonly RecordedEvent[], team: TeamDefinition): VerifyResult {
+/**
+ * `team`: the configuration checked with; `recordedTeam`: the one the run was made with, when
+ * known (a refusal it recorded that `team` would not make is then a divergence too).
+ */
+export function verifyRun(events: readonly RecordedEvent[], team: TeamDefinition, recordedTeam: TeamDefinition | null = team): VerifyResult {
   let s: TaskState = initialState();
   let checked = 0;
+  const ended = events.some((e) => e.type === 'TaskCompleted' || e.type === 'TaskFailed' || e.type === 'TaskCancelled');
   for (const e of events) {
-    const problem = check(s, e, team);
+    const problem = check(s, e, team, recordedTeam);
     if (problem !== undefined) {
       checked++;
       if (problem !== null) {
         const difference = problem.decisions ? firstDifference(e, problem.decisions) : null;
-        return { identical: false, checked, events: events.length, at: { position: Number(e.position), streamId: e.streamId, version: e.version, type: e.type }, recorded: describeEvent(e), decided: problem.decided, ...(difference ? { difference } : {}) };
+        return { identical: false, checked, events: events.length, ended, at: { position: Number(e.position), streamId: e.streamId, version: e.version, type: e.type }, recorded: describeEvent(e), decided: problem.decided, ...(difference ? { difference } : {}) };
       }
     }
     s = evolve(s, e);
   }
-  return { identical: true, checked, events: events.length };
+  return { identical: true, checked, events: events.length, ended: ended || isFinal(s) };
 }
 
 /** undefined: not a decision; null: the code decides the same; otherwise what it decides instead (and the decisions, to say where they differ). */
-function check(s: TaskState, e: RecordedEvent, team: TeamDefinition): { decided: string[]; decisions?: Decision[] } | null | undefined {
-  const compared = (decisions: Decision[], none: string) => (decisions.some((d) => sameDecision(d, e)) ? null : { decided: decisions.map(describeDecision).concat(decisions.length === 0 ? [none] : []), decisions });
+function check(s: TaskState, e: RecordedEvent, team: TeamDefinition, recordedTeam: TeamDefinition | null): { decided: string[]; decisions?: Decision[] } | null | undefined {
+  // No decision of the kind recorded: what the code does with that call instead (refuses it, runs it without asking), or `none`.
+  const compared = (decisions: Decision[], none: string, agentId: string, toolUseId: string) =>
+    decisions.some((d) => sameDecision(d, e)) ? null : { decided: decisions.length > 0 ? decisions.map(describeDecision) : [fateOf(triageOf(s, agentId, e.recordedAt, team), toolUseId) ?? none], decisions };
   switch (e.type) {
     case 'ApprovalRequested':
     case 'ClarificationRequested':
     case 'PlanRecorded':
-      return compared(decisionsOf(s, e.data.agentId, e.recordedAt, team), 'nothing here');
+      return compared(decisionsOf(s, e.data.agentId, e.recordedAt, team), 'nothing here', e.data.agentId, e.data.toolUseId);
     case 'SubagentDispatched': {
       const leadId = s.lead?.agentId;
-      return compared([...(leadId ? decisionsOf(s, leadId, e.recordedAt, team) : []), ...schedulePlan(s)], 'no dispatch here');
+      return compared([...(leadId ? decisionsOf(s, leadId, e.recordedAt, team) : []), ...schedulePlan(s)], 'no dispatch here', leadId ?? '', e.data.toolUseId);
     }
     case 'ToolResultsRecorded': {
       // A result the code decides without running anything (a refusal) must be the one recorded;
-      // a call it would now send to a person or a subagent must not have a result.
+      // a call it would now send to a person or a subagent must not have a result; a refusal the
+      // run's own configuration made that this one would not make is a call it would now run.
       const t = triageOf(s, e.data.agentId, e.recordedAt, team);
       if (!t) return undefined;
+      const then = recordedTeam && recordedTeam !== team ? triageOf(s, e.data.agentId, e.recordedAt, recordedTeam) : t;
       const out: string[] = [];
       for (const r of e.data.results) {
         const refused = t.results.find((x) => x.toolUseId === r.toolUseId);
@@ -80,8 +92,30 @@ function check(s: TaskState, e: RecordedEvent, team: TeamDefinition): { decided:
         if (held) out.push(`asks a person first: ${describeDecision(held)}`);
         const sent = t.dispatches.find((d) => d.toolUseId === r.toolUseId);
         if (sent) out.push(`hands it on: ${describeDecision(sent)}`);
+        const wasRefused = then?.results.find((x) => x.toolUseId === r.toolUseId);
+        if (!held && !sent && wasRefused && wasRefused.content === r.content && r.isError) out.push(`runs ${r.toolName} (${r.toolUseId}) instead of refusing it as recorded`);
       }
       return out.length > 0 ? { decided: out } : null;
+    }
+    case 'ModelTurnRecorded': {
+      // Another model turn: asked only below the agent's turn limit.
+      const loop = loopOf(s, e.data.agentId);
+      const def = defOf(s, e.data.agentId, team);
+      if (!loop || !def) return undefined;
+      return loop.turns < def.maxTurns ? null : { decided: [`asks no model turn ${loop.turns + 1}: ${e.data.agentId} is at its limit of ${def.maxTurns} turns (it ends here)`] };
+    }
+    case 'SubagentCompleted': {
+      // Stopped at the turn limit: only there.
+      if (!e.data.iterationCapReached) return undefined;
+      const loop = loopOf(s, e.data.agentId);
+      const def = defOf(s, e.data.agentId, team);
+      if (!loop || !def) return undefined;
+      return loop.turns >= def.maxTurns ? null : { decided: [`does not stop ${e.data.agentId} here: it has used ${loop.turns} of its ${def.maxTurns} turns`] };
+    }
+    case 'TaskFailed': {
+      // The lead at its turn limit (other failures are not the code's decision from the log: a model error, a budget a person stopped).
+      if (e.data.code !== 'max_turns' || !s.lead) return undefined;
+      return s.lead.turns >= team.lead.maxTurns ? null : { decided: [`does not fail the task here: the lead has used ${s.lead.turns} of its ${team.lead.maxTurns} turns`] };
     }
     case 'TaskCompleted': {
       const lead = s.lead;
@@ -95,12 +129,28 @@ function check(s: TaskState, e: RecordedEvent, team: TeamDefinition): { decided:
   }
 }
 
-function triageOf(s: TaskState, agentId: string, at: Date, team: TeamDefinition) {
-  const isLead = s.lead?.agentId === agentId;
-  const type = isLead ? s.lead?.type : s.agents[agentId]?.type;
-  const def = isLead ? team.lead : type ? findAgent(team, type) : undefined;
+/** The agent's definition in `team`: the lead's, or its type's. */
+function defOf(s: TaskState, agentId: string, team: TeamDefinition): AgentDefinition | undefined {
+  if (s.lead?.agentId === agentId) return team.lead;
+  const type = s.agents[agentId]?.type;
+  return type ? findAgent(team, type) : undefined;
+}
+
+function triageOf(s: TaskState, agentId: string, at: Date, team: TeamDefinition): Triage | null {
+  const def = defOf(s, agentId, team);
   if (!def) return null;
-  return triageToolUses({ state: s, agentId, team, def, runsIn: isLead ? 'orchestrator' : 'runner', now: at, plan: () => '' });
+  return triageToolUses({ state: s, agentId, team, def, runsIn: s.lead?.agentId === agentId ? 'orchestrator' : 'runner', now: at, plan: () => '' });
+}
+
+/** What the code does with one call in a triage: refuses it (saying what), runs it, asks, hands it on; null: none of these. */
+function fateOf(t: Triage | null, toolUseId: string): string | null {
+  if (!t) return null;
+  const refused = t.results.find((r) => r.toolUseId === toolUseId);
+  if (refused) return `refuses ${refused.toolName} (${toolUseId}): ${refused.content}`;
+  const run = t.runs.find((r) => r.call.id === toolUseId);
+  if (run) return `runs ${run.call.name} (${toolUseId}) without asking a person`;
+  const decided = [...t.asks, ...t.dispatches].find((d) => d.toolUseId === toolUseId);
+  return decided ? describeDecision(decided) : null;
 }
 
 function decisionsOf(s: TaskState, agentId: string, at: Date, team: TeamDefinition): Decision[] {

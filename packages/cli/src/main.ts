@@ -463,7 +463,7 @@ program
     const own = r.config.version === r.config.pinnedVersion;
     const config = opts.config === 'current' ? `with the current team configuration (${r.config.version}${own ? ", the run's own too" : `; the run's: ${r.config.pinnedVersion ?? 'none'}`})` : own ? `with the run's own team configuration (${r.config.version})` : `with the current team configuration (${r.config.version}; the run's: ${r.config.pinnedVersion ?? 'none'})`;
     if (r.identical) {
-      console.log(`identical: ${r.checked} decision${r.checked === 1 ? '' : 's'} checked over ${r.events} event${r.events === 1 ? '' : 's'}, ${config}`);
+      console.log(`identical${r.ended ? '' : ' so far (the run has not ended)'}: ${r.checked} decision${r.checked === 1 ? '' : 's'} checked over ${r.events} event${r.events === 1 ? '' : 's'}, ${config}`);
       if (r.config.note) console.log(`  note: ${r.config.note}`);
       return;
     }

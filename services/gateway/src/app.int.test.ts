@@ -1166,9 +1166,9 @@ describe('human in the loop over HTTP', () => {
     expect(same.statusCode).toBe(200);
     // Its pinned configuration ('v') was never recorded: checked with the current one, and said so.
     const current = configVersion(builtinTeams.research!);
-    expect(same.json()).toEqual({ identical: true, checked: 1, events: 4, config: { version: current, pinnedVersion: 'v', note: "the run's configuration (v) is not recorded here: checked with the current one" } });
+    expect(same.json()).toEqual({ identical: true, checked: 2, events: 4, ended: false, config: { version: current, pinnedVersion: 'v', note: "the run's configuration (v) is not recorded here: checked with the current one" } });
     const other = (await app.inject({ method: 'POST', url: `/v1/tasks/${await run('apr-1')}/verify` })).json();
-    expect(other).toMatchObject({ identical: false, checked: 1, at: { type: 'ApprovalRequested', version: 4 }, recorded: expect.stringMatching(/^ApprovalRequested apr-1:/), decided: [expect.stringMatching(/^ApprovalRequested apr-lead-tu1: lead asks to call Task/)] });
+    expect(other).toMatchObject({ identical: false, checked: 2, at: { type: 'ApprovalRequested', version: 4 }, recorded: expect.stringMatching(/^ApprovalRequested apr-1:/), decided: [expect.stringMatching(/^ApprovalRequested apr-lead-tu1: lead asks to call Task/)] });
     expect((await app.inject({ method: 'POST', url: `/v1/tasks/00000000-0000-4000-8000-000000000000/verify` })).statusCode).toBe(404);
 
     // A run made under a configuration since changed (its delegations needed no approval then), recorded

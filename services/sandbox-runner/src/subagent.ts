@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { agentStreamId, artifactMode, fold, formatBytes, isFinal, isStepCommand, isToolUse, NamedError, normalPath, own, type Command, type MailRecipientRules, type RecordedEvent, type TaskState } from '@baton/domain';
 import { inSpan, metrics } from '@baton/telemetry';
 import { ConsumerStoppingError, TaskEndedError } from '@baton/bus';
-import { builtinTeams, editFileTool, fileAccessViolation, findAgent, ModelUnavailableError, MUTATING_TOOLS, outboxRequest, REVIEW_REMINDER, runAgentLoop, submitReviewTool, writeFileTool, type AgentDefinition, type LoopHost, type ModelClient, type TeamCatalog, type TeamDefinition, type WritePolicy } from '@baton/agents';
+import { builtinTeams, editFileTool, findAgent, ModelUnavailableError, MUTATING_TOOLS, outboxRequest, REVIEW_REMINDER, runAgentLoop, submitReviewTool, writeFileTool, type AgentDefinition, type LoopHost, type ModelClient, type TeamCatalog, type TeamDefinition, type WritePolicy } from '@baton/agents';
 import { handleCommand, isConcurrencyError, loadTask, retryOnConflict, TaskWriter, type EventStore, type LoadedTask, type TaskLoader } from '@baton/event-store';
 import { acquireLease, ArtifactPathHeldError, releaseLease, renewLease, type CorpusHit, type StoredArtifact } from '@baton/storage';
 import type pg from 'pg';
@@ -260,8 +260,7 @@ export async function runSubagentJob(
         },
         latest: () => latest ?? writer.state,
         execute: async (call) => {
-          const violation = fileAccessViolation(policy, call.name, call.input);
-          if (violation) return { toolUseId: call.id, toolName: call.name, content: violation, isError: true };
+          // (A path outside the agent's scope or locks never reaches here: the loop's triage refuses it.)
           d.audit?.({ taskId, agentId, toolUseId: call.id, tool: call.name, seenVersion: writer.committed.agents[agentId]?.streamVersion ?? 0 });
           if (MUTATING_TOOLS.has(call.name)) changed = true;
           return runTool({ type: 'tool_use', ...call }, def.tools, env);

@@ -407,7 +407,10 @@ export const eventRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     const version = configVersion(team);
     // Asked for the run's own but it is not recorded here (older data, another deployment): said, not hidden.
     const note = req.query.config === 'pinned' && version !== pinned ? { note: pinned ? `the run's configuration (${pinned}) is not recorded here: checked with the current one` : 'the run never started: checked with the current configuration' } : {};
+    // The run's own configuration, when recorded here: a refusal it made that `team` would not make shows too.
+    const runs = version === pinned ? team : pinned ? await d.catalog.resolve(state.team, pinned) : undefined;
+    const recorded = runs && configVersion(runs) === pinned ? runs : null;
     // `version`: the configuration checked with; `pinnedVersion`: the run's own (the same: the run was checked with its own).
-    return { ...verifyRun(events, team), config: { version, pinnedVersion: pinned, ...note } };
+    return { ...verifyRun(events, team, recorded), config: { version, pinnedVersion: pinned, ...note } };
   });
 };
