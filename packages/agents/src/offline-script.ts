@@ -42,7 +42,7 @@ export const call = (req: ModelRequest, turn: number, name: string, input: Recor
 
 /** How many rejected plans an offline lead revises before it stops. */
 const MAX_REPLANS = 3;
-const REJECTED = /^The user rejected the plan:?/;
+const REJECTED = /^(?:The user rejected the plan:?|Nobody decided on the plan)/;
 type Call = ReturnType<typeof calls>[number];
 
 /**
@@ -54,6 +54,6 @@ export function rejectedPlans(history: readonly Call[], tool: string): { calls: 
   const rejected = history.filter((c) => c.name === tool && c.result !== null && REJECTED.test(c.result));
   const reasons = rejected.map((c) => (c.result ?? '').replace(REJECTED, '').trim());
   const last = rejected.at(-1);
-  const stop = last && (/no decision before the deadline/.test(last.result ?? '') || rejected.length > MAX_REPLANS) ? (last.result ?? '') : null;
+  const stop = last && (/^Nobody decided on/.test(last.result ?? '') || rejected.length > MAX_REPLANS) ? (last.result ?? '') : null;
   return { calls: rejected, reasons, stop };
 }

@@ -1,4 +1,4 @@
-import type { ContentBlock } from '@baton/domain';
+import { rejectionText, type ContentBlock } from '@baton/domain';
 import { describe, expect, it } from 'vitest';
 import type { ModelMessage } from './model.ts';
 import { isVague, mailRecipientsOf, OfflineModel, searchQueryOf, subjectsOf, withoutMailClause } from './offline.ts';
@@ -52,7 +52,7 @@ describe('offline research lead', () => {
     expect(t2.stopReason).toBe('tool_use');
     expect(JSON.stringify(t2.content)).toMatch(/Revised plan, taking your feedback into account \(too broad\)/);
     expect(t2.content.find((b) => b.type === 'tool_use')).toMatchObject({ name: 'Task', input: { agent: 'researcher', prompt: expect.stringMatching(/revised after feedback: too broad/) } });
-    const timedOut = await lead(answered(start, t1.content, 'The user rejected the plan: no decision before the deadline'));
+    const timedOut = await lead(answered(start, t1.content, rejectionText('the plan', null)));
     expect(timedOut.stopReason).toBe('end_turn');
     let h = h2;
     let t = t2;
@@ -139,7 +139,7 @@ describe('offline engineering lead', () => {
     const plan = toolUses(t2.content)[0];
     expect(plan).toMatchObject({ name: 'submit_plan', input: { summary: expect.stringMatching(/Revised after your feedback: keep the API unchanged/) } });
     expect(JSON.stringify(plan?.input)).toMatch(/the api\/ side.*Revised after your feedback: keep the API unchanged/);
-    const t3 = await engLead(answered(start, t1.content, 'The user rejected the plan: no decision before the deadline'));
+    const t3 = await engLead(answered(start, t1.content, rejectionText('the plan', null)));
     expect(t3.stopReason).toBe('end_turn');
   });
 });

@@ -1,4 +1,4 @@
-import { cutText } from '@baton/domain';
+import { cutText, REJECTION } from '@baton/domain';
 import { ModelRejectedError, type ModelClient, type ModelRequest, type ModelResponse } from './model.ts';
 import { engineeringRoles } from './offline-engineering.ts';
 import { call, calls, firstPrompt, has, OFFLINE_LABEL, oneLine, rejectedPlans, text, toolUseId, type Play } from './offline-script.ts';
@@ -185,7 +185,7 @@ const emailAgent: Play = (req, turn) => {
     return { content: [text(`Mailing ${file} to ${to.join(', ')}.`), call(req, turn, 'send_email', { to, subject, body, attach })], stopReason: 'tool_use' };
   }
   const last = sends.at(-1);
-  const outcome = !last?.result ? 'nothing was sent' : last.isError || /^The user rejected (the plan|this call)/.test(last.result) ? `not sent: ${last.result}` : last.result;
+  const outcome = !last?.result ? 'nothing was sent' : last.isError || REJECTION.test(last.result) ? `not sent: ${last.result}` : last.result;
   return { content: [text(`Mail ${outcome}`)], stopReason: 'end_turn' };
 };
 

@@ -60,7 +60,7 @@ describe('describeTask', () => {
     const agent = { id: 'researcher-1', type: 'researcher', role: 'delegation', status: 'failed', turns: 0, subtaskId: null, fileLocks: null, filesCreated: [], filesModified: [], filesDeleted: [], tests: null, usage: { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 }, error: { code: 'agent_lost', message: 'agent researcher-1 was started 5 times in a row' } };
     const engineer = { ...agent, id: 'backend', type: 'backend-engineer', status: 'completed', turns: 6, error: undefined, filesCreated: ['api/a.test.ts'], filesModified: ['api/a.ts'] };
     const fixer = { ...engineer, id: 'backend-fix1', filesCreated: [] };
-    const task = { id: 't-1', status: 'running', version: 9, team: 'research', forkedFrom: null, prompt: 'p', agents: [agent, { ...agent, id: 'researcher-2', status: 'completed', turns: 1, error: undefined }, engineer, fixer], budget: null, pendingRequests: [], result: null, error: null } as unknown as TaskView;
+    const task = { id: 't-1', status: 'running', version: 9, team: 'research', forkedFrom: null, prompt: 'p', agents: [agent, { ...agent, id: 'researcher-2', status: 'completed', turns: 1, error: undefined }, engineer, fixer], budget: null, pendingRequests: [], emails: [], result: null, error: null } as unknown as TaskView;
     expect(describeTask(task).split('\n').slice(2)).toEqual([
       '  agent researcher-1 (researcher): failed, 0 turns',
       '    error: agent_lost: agent researcher-1 was started 5 times in a row',
@@ -74,8 +74,19 @@ describe('describeTask', () => {
     expect(describeTask({ ...task, agents: [sweeper] } as unknown as TaskView).split('\n')[2]).toBe(`  agent sweeper (backend-engineer): completed, 6 turns; deleted ${Array.from({ length: 10 }, (_, i) => `old/f${i}.ts`).join(', ')} and 90 more (100 in all)`);
   });
   it('says who cancelled it, when and why', () => {
-    const task = { id: 't-1', status: 'cancelled', version: 4, team: 'research', forkedFrom: null, prompt: 'p', agents: [], budget: null, pendingRequests: [], result: null, error: null, cancellation: { reason: 'no longer needed', requestedBy: 'key:abc…@acme', at: '2026-11-27T07:00:00.000Z' } } as unknown as TaskView;
+    const task = { id: 't-1', status: 'cancelled', version: 4, team: 'research', forkedFrom: null, prompt: 'p', agents: [], budget: null, pendingRequests: [], emails: [], result: null, error: null, cancellation: { reason: 'no longer needed', requestedBy: 'key:abc…@acme', at: '2026-11-27T07:00:00.000Z' } } as unknown as TaskView;
     expect(describeTask(task).split('\n').slice(2)).toEqual(['  cancelled by key:abc…@acme at 2026-11-27T07:00:00.000Z: no longer needed']);
+  });
+  it("the agents' mail: sent (and to whom the server refused it), queued, or not sent and why — a completed task whose mail failed says so", () => {
+    const mail = { emailId: '9dd771ab-0000-4000-8000-000000000001', agentId: 'email-agent-1', toolUseId: 'tu', to: ['reader@example.com'], subject: 'The report', attachments: [], status: 'sent', requestedAt: '', settledAt: '', messageId: '<m>', refused: [], error: null };
+    const emails = [mail, { ...mail, emailId: 'aaaaaaaa-1', to: ['a@example.com', 'b@example.com'], refused: ['b@example.com'] }, { ...mail, emailId: 'bbbbbbbb-2', status: 'queued' }, { ...mail, emailId: 'cccccccc-3', status: 'failed', error: { code: 'mail_off', message: 'mail is off on this deployment (no SMTP_URL)' } }];
+    const task = { id: 't-1', status: 'completed', version: 9, team: 'research', forkedFrom: null, prompt: 'p', agents: [], budget: null, pendingRequests: [], emails, result: { summary: 'Mail queued' }, error: null } as unknown as TaskView;
+    expect(describeTask(task).split('\n').slice(2, 6)).toEqual([
+      '  mail 9dd771ab from email-agent-1 to reader@example.com: "The report" — sent',
+      '  mail aaaaaaaa from email-agent-1 to a@example.com, b@example.com: "The report" — sent, refused by the server for b@example.com',
+      '  mail bbbbbbbb from email-agent-1 to reader@example.com: "The report" — queued',
+      '  mail cccccccc from email-agent-1 to reader@example.com: "The report" — ! not sent (mail_off: mail is off on this deployment (no SMTP_URL))',
+    ]);
   });
 });
 

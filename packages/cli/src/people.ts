@@ -66,6 +66,11 @@ export function describeTask(t: TaskView): string {
   if (t.budget) lines.push(`  budget: ${describeSpend(t.budget.spent, t.budget.limit)}`);
   if (t.plan) lines.push(...describePlan(t.plan));
   for (const r of t.pendingRequests) lines.push(describeRequest(t.id, r).replace(/^(?=.)/gm, '  ')); // blank lines stay blank
+  // The agents' mail (send_email): where each went, and what did not go.
+  for (const m of t.emails) {
+    const how = m.status === 'sent' ? `sent${m.refused.length > 0 ? `, refused by the server for ${m.refused.join(', ')}` : ''}` : m.status === 'failed' ? `! not sent${m.error ? ` (${m.error.code}: ${m.error.message})` : ''}` : 'queued';
+    lines.push(`  mail ${m.emailId.slice(0, 8)} from ${m.agentId} to ${m.to.join(', ')}: "${oneLine(m.subject, 80)}" — ${how}`);
+  }
   if (t.result) lines.push(`  result: ${t.result.summary}`);
   if (t.error) lines.push(`  error: ${t.error.code}: ${t.error.message}`);
   if (t.cancellation) lines.push(`  cancelled by ${t.cancellation.requestedBy} at ${t.cancellation.at}: ${t.cancellation.reason}`);

@@ -23,4 +23,17 @@ describe('Timeline', () => {
     expect(short.match(/<li /g)).toHaveLength(10);
     expect(short).not.toContain('not shown');
   });
+
+  it("offers no fork from a task's final event or after it, and shows a fork's copied history at its source's times, marked as copied", () => {
+    const events: EventView[] = [turn(1), turn(2), { ...turn(3), id: 'end', type: 'TaskCompleted', data: { summary: 'done' } }, { ...turn(4), id: 'mail', type: 'EmailSent', data: { emailId: 'm', accepted: ['a@example.com'] } }];
+    const task = { id: taskId, version: 4, status: 'completed', agents: [], pendingRequests: [], artifacts: [] } as unknown as TaskView;
+    const html = renderToStaticMarkup(<Timeline task={task} events={events} />);
+    expect([...html.matchAll(/fork from here, version (\d+)/g)].map((m) => Number(m[1]))).toEqual([1, 2]);
+    const copied = { ...turn(1), recordedAt: '2026-11-28T12:00:00.000Z', metadata: { copiedFrom: 'e0', copiedRecordedAt: '2026-11-28T09:30:00.000Z' } };
+    const fork = renderToStaticMarkup(<Timeline task={{ ...task, version: 2, status: 'running' } as unknown as TaskView} events={[copied, turn(2)]} />);
+    expect(fork).toContain('<time dateTime="2026-11-28T09:30:00.000Z">');
+    expect(fork).toMatch(/<span class="badge">copied<\/span>/);
+    expect(fork.match(/copied<\/span>/g)).toHaveLength(1);
+  });
 });
+

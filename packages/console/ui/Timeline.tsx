@@ -49,6 +49,8 @@ export function Timeline({ task, events }: { task: TaskView; events: EventView[]
   useEffect(() => setLimit(TIMELINE_PAGE), [task.id, filter]);
   const earlier = Math.max(0, matching.length - limit);
   const shown = earlier > 0 ? matching.slice(earlier) : matching;
+  // A fork continues a task: none from its end (its final event) or after it.
+  const end = events.find((e) => onTaskStream(e) && FINAL_TYPES.has(e.type))?.version ?? task.version;
   return (
     <section className="timeline" aria-labelledby="timeline-heading">
       <div className="row section-head">
@@ -110,7 +112,7 @@ export function Timeline({ task, events }: { task: TaskView; events: EventView[]
           const onTask = onTaskStream(e);
           return (
             <li key={e.id} className={`ev ev-${e.type}`} data-type={e.type}>
-              <time>{new Date(e.recordedAt).toLocaleTimeString()}</time>
+              <EventTime e={e} />
               <span className="badge agent">{agentOf(e)}</span>
               <span className="what">{describe(e, events)}</span>
               <span className="row">
@@ -119,7 +121,7 @@ export function Timeline({ task, events }: { task: TaskView; events: EventView[]
                     state
                   </button>
                 )}
-                {onTask && e.version < task.version && (
+                {onTask && e.version < end && (
                   <button className="small fork-here" title={`a new task from version ${e.version}`} aria-label={`fork from here, version ${e.version}`} {...busyProps(forking.busy)} onClick={() => void fork(e.version)}>
                     fork from here
                   </button>
@@ -130,5 +132,19 @@ export function Timeline({ task, events }: { task: TaskView; events: EventView[]
         })}
       </ol>
     </section>
+  );
+}
+
+const FINAL_TYPES: ReadonlySet<string> = new Set(['TaskCompleted', 'TaskFailed', 'TaskCancelled']);
+
+/** When it happened: a fork's copy of its source's history shows the source's time, marked as a copy. */
+function EventTime({ e }: { e: EventView }) {
+  const m = (e.metadata ?? {}) as { copiedFrom?: unknown; copiedRecordedAt?: unknown };
+  if (typeof m.copiedFrom !== 'string') return <time dateTime={e.recordedAt}>{new Date(e.recordedAt).toLocaleTimeString()}</time>;
+  const at = typeof m.copiedRecordedAt === 'string' ? m.copiedRecordedAt : null;
+  return (
+    <span className="copied" title={`copied into this fork at ${new Date(e.recordedAt).toLocaleString()}${at ? `; recorded in the source task at ${new Date(at).toLocaleString()}` : ''}`}>
+      <time dateTime={at ?? e.recordedAt}>{new Date(at ?? e.recordedAt).toLocaleTimeString()}</time> <span className="badge">copied</span>
+    </span>
   );
 }

@@ -354,7 +354,7 @@ describe('approvals', () => {
   });
   it('a timeout rejects (default) and is a no-op once decided', () => {
     const s = given(waiting).when({ type: 'TimeOutApproval', requestId: 'apr-1' }).then([{ type: 'ApprovalTimedOut', data: { requestId: 'apr-1', action: 'reject', agentId: 'lead' } }]);
-    expect(s.lead?.openToolUses[0]?.result?.content).toMatch(/rejected the plan: no decision before the deadline/);
+    expect(s.lead?.openToolUses[0]?.result?.content).toBe("Nobody decided on the plan before its deadline, so it was not approved (an undecided request is rejected then); no person is waiting to answer now.");
     given([...waiting, { type: 'ApprovalTimedOut', data: { requestId: 'apr-1', action: 'reject' } }]).when({ type: 'TimeOutApproval', requestId: 'apr-1' }).then([]);
     given([...waiting, { type: 'TaskCancelled', data: { reason: 'r', requestedBy: 'u' } }]).when({ type: 'TimeOutApproval', requestId: 'apr-1' }).then([]);
   });

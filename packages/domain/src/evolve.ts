@@ -205,10 +205,9 @@ export function evolve(state: TaskState, event: RecordedEvent): TaskState {
         s = resumeWith(s, req.agentId, req.toolUseId, { approvedInput: req.input });
         break;
       }
-      const reason = event.type === 'ApprovalRejected' ? event.data.reason : 'no decision before the deadline';
       // A delegation or a plan is "the plan" (the lead's words for it); any other call is named.
       const what = req?.kind !== 'approval' || req.toolName === 'Task' || req.toolName === 'submit_plan' ? 'the plan' : `this call (${req.toolName})`;
-      const result = { content: `The user rejected ${what}: ${reason}`, isError: false };
+      const result = { content: rejectionText(what, event.type === 'ApprovalRejected' ? event.data.reason : null), isError: false };
       const decision = event.type === 'ApprovalRejected' ? `rejected: ${event.data.reason}` : 'timed out (rejected)';
       s = closeRequest(s, event.data.requestId, event.type === 'ApprovalRejected' ? { decision, at, by: event.data.decidedBy, key: event.data.idempotencyKey, result } : { decision, at, by: DEADLINE_ACTOR, result });
       if (req && req.kind !== 'budget') s = resumeWith(s, req.agentId, req.toolUseId, { result });
@@ -514,3 +513,16 @@ function stopEverything(s: TaskState, at: string): TaskState {
     : s.plan;
   return { ...s, pendingRequests: {}, decidedRequests: decided, agents, plan };
 }
+
+/**
+ * What an agent reads when its call was not approved: a person's rejection with their reason, or
+ * the deadline passing with nobody deciding (not told as a person's rejection: nobody is there
+ * to answer a revised plan).
+ */
+export function rejectionText(what: string, reason: string | null): string {
+  return reason === null ? `Nobody decided on ${what} before its deadline, so it was not approved (an undecided request is rejected then); no person is waiting to answer now.` : `The user rejected ${what}: ${reason}`;
+}
+
+/** A tool result that is a rejection (`rejectionText`): by a person (its reason after the colon), or by the deadline. */
+export const REJECTION = /^(?:The user rejected|Nobody decided on) (?:the plan|this call)/;
+

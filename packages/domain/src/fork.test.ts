@@ -52,6 +52,21 @@ describe('forkEvents', () => {
     const s = stateOf(out.map((e, i) => recordAs({ ...e.event, metadata: {} }, { taskId: NEW, streamId: e.streamId, version: e.version, position: BigInt(i + 1), recordedAt: now })));
     expect(s).toMatchObject({ status: 'awaiting_input', id: NEW, agents: { 'researcher-1': { status: 'paused', turns: 1, streamVersion: 2 } } });
   });
+  it("the copies carry the fork request's trace, not the source's (a fork's work is traced from its own request), when the source recorded each event, and no Idempotency-Key of the source's submission", () => {
+    const now = new Date('2026-06-01T00:00:00.000Z');
+    const sourceTrace = { traceparent: '00-11111111111111111111111111111111-2222222222222222-01', tracestate: 'k=source' };
+    const src = history().map((e) => ({ ...e, metadata: { ...e.metadata, ...sourceTrace, ...(e.type === 'TaskSubmitted' ? { idempotencyKey: 'source-key', actor: 'u1' } : {}) } }) as RecordedEvent);
+    const forkTrace = { traceparent: '00-33333333333333333333333333333333-4444444444444444-01' };
+    const out = forkEvents(src, 6, NEW, { now, requestedBy: 'u2', trace: forkTrace });
+    for (const [i, e] of out.entries()) {
+      expect(e.event.metadata).toMatchObject({ traceparent: forkTrace.traceparent, copiedRecordedAt: src.find((x) => e.event.metadata?.copiedFrom === x.id)?.recordedAt.toISOString() });
+      expect(e.event.metadata?.tracestate, `copy ${i}`).toBeUndefined();
+    }
+    expect(out[0]?.event.metadata).toMatchObject({ actor: 'u2' });
+    expect(out[0]?.event.metadata).not.toHaveProperty('idempotencyKey');
+    // Untraced (tracing off): no trace at all, not the source's.
+    expect(forkEvents(src, 6, NEW, { now, requestedBy: 'u2' }).some((e) => e.event.metadata?.traceparent !== undefined)).toBe(false);
+  });
   it('a budget stop open at the fork point gets a fresh deadline too (else the fork would be stopped at once)', () => {
     const now = new Date('2026-06-01T00:00:00.000Z');
     const src = recorded([

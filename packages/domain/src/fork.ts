@@ -71,7 +71,7 @@ export function forkRefusal(forkable: readonly number[], atVersion: number, vers
  * not settled at the fork point is settled in the fork as not sent by it (`not_sent_by_fork`:
  * the source sends it — a fork never mails an outside recipient a second time). Pure.
  */
-export function forkEvents(source: readonly RecordedEvent[], atVersion: number, newTaskId: string, opts: { now: Date; requestedBy: string; commits?: TaskCommits }): ForkedEvent[] {
+export function forkEvents(source: readonly RecordedEvent[], atVersion: number, newTaskId: string, opts: { now: Date; requestedBy: string; commits?: TaskCommits; /** The fork request's trace context: the fork's trace starts there (the source's is not carried over). */ trace?: { traceparent?: string; tracestate?: string } }): ForkedEvent[] {
   const at = stateAt(source, atVersion);
   if (!at) throw new InvalidCommandError(`the task has no version ${atVersion}`, { atVersion });
   const commits = opts.commits ?? new Map<number, string>();
@@ -97,10 +97,20 @@ export function forkEvents(source: readonly RecordedEvent[], atVersion: number, 
     const reopened = REQUEST_EVENT_TYPES.has(e.type) && at.pendingRequests[(e.data as { requestId: string }).requestId] !== undefined;
     if (reopened) data = { ...(e.data as object), deadline };
     const copiedCommit = onTask ? { copiedCommit: commits.get(e.version) ?? `${sourceId}:v${e.version}` } : {};
+    // Not carried over: the source's trace (the fork's work is traced from the fork request) and,
+    // on the submission, the source's Idempotency-Key and submitter (the fork has its own).
+    const { traceparent: _tp, tracestate: _ts, ...kept } = e.metadata;
+    const metadata = e.type === 'TaskSubmitted' ? withoutKey(kept, 'idempotencyKey') : kept;
     out.push({
       streamId,
       version: e.version,
-      event: { id: uuidV5(`${newTaskId}:${e.id}`), type: e.type, data, metadata: { ...e.metadata, copiedFrom: e.id, ...copiedCommit, ...(reopened ? { reopened: true } : {}), ...(e.type === 'TaskSubmitted' ? { actor: opts.requestedBy } : {}) } } as NewEvent,
+      event: {
+        id: uuidV5(`${newTaskId}:${e.id}`),
+        type: e.type,
+        data,
+        // `copiedRecordedAt`: when the source recorded it (the copy is recorded at the fork's time).
+        metadata: { ...metadata, ...opts.trace, copiedFrom: e.id, copiedRecordedAt: e.recordedAt.toISOString(), ...copiedCommit, ...(reopened ? { reopened: true } : {}), ...(e.type === 'TaskSubmitted' ? { actor: opts.requestedBy } : {}) },
+      } as NewEvent,
     });
     if (onTask && e.version === atVersion) break;
   }
@@ -118,6 +128,8 @@ export function forkEvents(source: readonly RecordedEvent[], atVersion: number, 
   }
   return out;
 }
+
+const withoutKey = (m: Record<string, unknown>, key: string): Record<string, unknown> => Object.fromEntries(Object.entries(m).filter(([k]) => k !== key));
 
 /** What a fork takes from its source's storage (forkFiles). */
 export interface ForkFiles {

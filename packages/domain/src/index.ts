@@ -4,7 +4,7 @@ export * from './events.ts';
 export * from './state.ts';
 export * from './errors.ts';
 export * from './commands.ts';
-export { evolve, fold } from './evolve.ts';
+export { evolve, fold, rejectionText, REJECTION } from './evolve.ts';
 export { decide } from './decide.ts';
 export { upcast, UnknownSchemaVersionError } from './upcast.ts';
 export * from './replay.ts';

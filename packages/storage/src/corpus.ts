@@ -8,6 +8,12 @@ import type pg from 'pg';
 const INDEXED = /\.(md|markdown|txt|html?)$/i;
 const SKIPPED_DIRS = new Set(['node_modules', '.git', '.tools', 'dist', 'coverage', '.pnpm-store']);
 const MAX_DOC_BYTES = 2_000_000;
+/**
+ * How much of a document is indexed (its start): Postgres refuses a tsvector over 1 MiB, and a
+ * text of about a megabyte of distinct words makes one — a single such file (a log, a dump) had
+ * the runner retry indexing for ever, never ready.
+ */
+export const MAX_INDEXED_CHARS = 300_000;
 
 export interface CorpusHit {
   /** The document's path in the corpus (its "URL" offline). */
@@ -66,7 +72,7 @@ export async function indexCorpus(pool: pg.Pool, corpus: string, dir: string): P
     seen.add(rel);
     const digest = createHash('sha256').update(raw).digest('hex');
     if (known.get(rel) === digest) continue;
-    docs.push({ path: rel, title: titleOf(rel, raw), body: plainText(rel, raw), digest });
+    docs.push({ path: rel, title: titleOf(rel, raw), body: cutText(plainText(rel, raw), MAX_INDEXED_CHARS), digest });
   }
   const removed = [...known.keys()].filter((p) => !seen.has(p));
   if (docs.length > 0) {

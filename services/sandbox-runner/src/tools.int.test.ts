@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { indexCorpus, searchCorpus } from '@baton/storage';
@@ -90,6 +90,17 @@ describe('runner tools', () => {
     expect(r.isError).toBe(false);
     expect(r.content).toMatch(/^Results for "bubblewrap sandbox escape" \(offline corpus\):\n\n1\. .+\n {3}source: \S+\.md\n/);
     expect((await runTool(call('web_search', { query: 'zzyzx qqxq' }), ALL, env)).content).toMatch(/no results/);
+  });
+
+  test('a document too large for a full-text index (a megabyte of distinct words) is indexed by its start: indexing does not fail', async ({ pg }) => {
+    const dir = path.join(root, 'corpus');
+    await mkdir(dir);
+    await writeFile(path.join(dir, 'huge.txt'), Array.from({ length: 150_000 }, (_, i) => `lexeme${i.toString(36)}x`).join(' '));
+    await writeFile(path.join(dir, 'small.md'), '# Small\nconsensus protocols');
+    expect((await stat(path.join(dir, 'huge.txt'))).size).toBeGreaterThan(1_500_000);
+    expect(await indexCorpus(pg.db.pool, 'big', dir)).toMatchObject({ indexed: 2 });
+    expect((await searchCorpus(pg.db.pool, 'big', 'lexeme0x')).map((h) => h.source)).toEqual(['huge.txt']);
+    expect((await searchCorpus(pg.db.pool, 'big', 'consensus')).map((h) => h.source)).toEqual(['small.md']);
   });
 
   test('seeding lays files as the task\'s tree does: where a file and a directory of one name meet, the later wins (a file turned into a directory seeded nothing before)', async ({ pg }) => {

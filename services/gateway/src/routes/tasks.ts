@@ -4,6 +4,7 @@ import { redactCredentials, toAgentViews, toTaskView, type DeliveryView, type Gi
 import { withSessionLock } from '@baton/db';
 import { importTask, taskCommits, type LoadedTask } from '@baton/event-store';
 import { mailToResend } from '@baton/mail';
+import { currentTraceCarrier } from '@baton/telemetry';
 import { ArtifactVersionNotKeptError, copyTaskFiles, findDelivery, findEndpoint, listDeliveries, listGivenUpDeliveries, mailInFlight, mailSendState, readArtifactVersion, requestRedelivery, storeWorkspace, type RecordedDelivery } from '@baton/storage';
 import multipart from '@fastify/multipart';
 import type { ZodTypeProvider } from '@fastify/type-provider-zod';
@@ -156,7 +157,8 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     const refusal = forkRefusal(forkableVersions(source.events, commits), atVersion, source.state.version);
     if (refusal) throw new HttpError(422, 'invalid_version', `body.atVersion: ${refusal}`, [{ field: 'body.atVersion', message: refusal }]);
     const copy = async (newId: string) => {
-      const copied = forkEvents(source.events, atVersion, newId, { now: d.now(), requestedBy: req.actor, commits });
+      req.trace.span?.setAttribute('baton.fork_task_id', newId);
+      const copied = forkEvents(source.events, atVersion, newId, { now: d.now(), requestedBy: req.actor, commits, trace: currentTraceCarrier() });
       // Files first (artifacts the copied history names, workspaces of live sandboxes): the fork's agents resume with them.
       return d.bulk(async () => {
         await copyTaskFiles(d.pool, source.state.id, newId, forkFiles(source.events, copied));
