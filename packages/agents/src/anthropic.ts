@@ -130,7 +130,7 @@ function asModelError(err: unknown): never {
   if (err instanceof Anthropic.APIError && typeof err.status === 'number' && FINAL_STATUSES.has(err.status)) {
     const body = (err.error as { error?: { type?: string; message?: string } } | undefined)?.error;
     const said = body?.message ?? err.message.replace(/^\d{3}\s+/, '');
-    throw new ModelRejectedError(`the Messages API refused the request: ${err.status}${body?.type ? ` ${body.type}` : ''}: ${said}`, { cause: err });
+    throw new ModelRejectedError(`the Messages API refused the request: ${err.status}${body?.type ? ` ${body.type}` : ''}: ${said}`, { cause: err, status: err.status });
   }
   // Anything else the API or the connection did (429, 5xx, 529, a reset) after the SDK's retries; not an abort of ours.
   if (err instanceof Anthropic.APIError && !(err instanceof Anthropic.APIUserAbortError)) throw new ModelUnavailableError(`the Messages API could not answer: ${err.message}`, { cause: err });

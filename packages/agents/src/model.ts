@@ -67,6 +67,12 @@ export interface StreamingModel {
  */
 export class ModelRejectedError extends NamedError {
   readonly code = 'model_error';
+  /** The API's status when it refused the request (null: its answer could not be read). */
+  readonly status: number | null;
+  constructor(message: string, options?: ErrorOptions & { status?: number }) {
+    super(message, options);
+    this.status = options?.status ?? null;
+  }
 }
 
 /**

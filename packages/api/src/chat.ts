@@ -160,6 +160,12 @@ export function unansweredMessage(c: Pick<ChatView, 'messages'>): ChatMessageVie
   return last && last.role === 'user' ? last : null;
 }
 
+/** The person's messages no reply (nor failure) names: replies being written, or lost with a gateway that died mid-reply. */
+export function unansweredMessages(c: Pick<ChatView, 'messages'>): ChatMessageView[] {
+  const named = new Set(c.messages.map((m) => m.inReplyTo));
+  return c.messages.filter((m) => m.role === 'user' && !named.has(m.id));
+}
+
 /** "1 message", "3 messages". */
 export const messageCount = (n: number): string => `${n} message${n === 1 ? '' : 's'}`;
 

@@ -695,10 +695,21 @@ describe('the web console, in Chromium', () => {
     expect(await page.getByRole('button', { name: 'Action mode' }).isDisabled()).toBe(true);
     await page.reload();
     // The page after the reload: the message, no reply yet, and a note that it is coming — then the reply, with no reload.
-    await page.getByRole('status').getByText(/A reply to your last message is on its way/).waitFor();
+    await page.getByRole('status').getByText(/A reply is on its way/).waitFor();
+    // While the page waits, its reads fail for a while (the gateway restarting): it goes on reading.
+    let refused = 0;
+    await page.route(`**/v1/chats/${chatId}`, async (route) => {
+      if (refused < 3) {
+        refused++;
+        return route.abort('connectionrefused');
+      }
+      return route.continue();
+    });
     expect(await page.getByRole('button', { name: 'Action mode' }).isDisabled()).toBe(true);
     await waitFor(async () => (await page.locator('.messages .msg.assistant:not(.streaming)').count()) === 2, { timeoutMs: 30_000, what: 'the reply recorded after the reload to be shown' });
     await page.getByRole('status').getByText(/on its way/).waitFor({ state: 'detached' });
+    expect(refused).toBe(3);
+    await page.unroute(`**/v1/chats/${chatId}`);
     expect(await page.getByRole('button', { name: 'Action mode' }).isDisabled()).toBe(false);
     // The task's mark is after the first reply (where its prompt ends), not below the later messages.
     const order = await page.locator('.messages > .msg').evaluateAll((els) => els.map((e) => (e.classList.contains('system') ? 'task' : (e.getAttribute('data-role') ?? '?'))));

@@ -389,8 +389,13 @@ program
         else if (e.event === 'delta') {
           written = true;
           process.stdout.write(terminalSafe(e.data.text));
-        } else if (e.event === 'message') process.stdout.write('\n');
-        else failed = `${e.data.error.code}: ${e.data.error.message}`;
+        } else if (e.event === 'message') {
+          process.stdout.write('\n');
+          if (e.data.stopReason === 'max_tokens') console.error('(the reply was cut at its length limit: CHAT_MAX_TOKENS)');
+        } else {
+          if (written) process.stdout.write('\n'); // the text so far is not the reply: the error on a line of its own
+          failed = `${e.data.error.code}: ${e.data.error.message}`;
+        }
       });
     } catch (err) {
       // Cut before the reply's end: what came is not the reply (the recorded one may differ, or come later).

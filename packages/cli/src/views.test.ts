@@ -112,7 +112,7 @@ describe('describeConversation (baton chats <id>)', () => {
     expect(text.split('\n')[0]).toBe('chat c-1  team research  5 messages  cost $0.0012');
     expect(text).toContain('ana, 2026-11-26T10:01:00.000Z:\nResearch NATS');
     expect(text).toContain('assistant (claude-sonnet-4-6), 2026-11-26T10:02:00.000Z:\nSure.\n\n-- started task t-1 (team research; 1 message left out of its prompt): baton status t-1\n\nana, 2026-11-26T10:03:00.000Z:');
-    expect(text).toContain('the reply failed (model_error): 529 overloaded');
+    expect(text).toContain('assistant, 2026-11-26T10:04:00.000Z:\nthe reply failed (model_error): 529 overloaded');
     expect(text).toContain('assistant (claude-sonnet-4-6), 2026-11-26T10:06:00.000Z — cut at its length limit (CHAT_MAX_TOKENS):\nKafka is');
     expect(text).not.toMatch(/no reply recorded yet/);
   });

@@ -94,7 +94,7 @@ export function describeConversation(c: ChatView): string {
       continue;
     }
     const m = item.message;
-    const who = m.role === 'user' ? (m.author ?? 'you') : `assistant (${m.offline ? 'offline model' : (m.model ?? '?')})`;
+    const who = m.role === 'user' ? (m.author ?? 'you') : m.error || m.model === null ? 'assistant' : `assistant (${m.offline ? 'offline model' : m.model})`;
     const cut = m.stopReason === 'max_tokens' ? ' — cut at its length limit (CHAT_MAX_TOKENS)' : '';
     lines.push('', `${who}, ${m.createdAt}${cut}:`, m.error ? `the reply failed (${m.error.code}): ${m.error.message}` : m.text);
   }

@@ -1,7 +1,7 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
-import { chatTimeline, messageCount, unansweredMessage } from '@baton/api/chat';
+import { chatTimeline, messageCount, unansweredMessage, unansweredMessages } from '@baton/api/chat';
 import { RenderedMarkdown } from './Markdown.tsx';
-import { api, ApiError, sendChat, type ChatMessageView, type ChatSummaryView, type ChatView, type TaskView, type TeamInfo } from './api.ts';
+import { api, ApiError, ReplyStreamLost, sendChat, type ChatMessageView, type ChatSummaryView, type ChatView, type TaskView, type TeamInfo } from './api.ts';
 import { ErrorLine } from './ErrorLine.tsx';
 import { ApprovePlan, TeamSelect } from './TeamSelect.tsx';
 import { startingTeam } from './teams.ts';
@@ -12,9 +12,11 @@ import { go, openTask, useAction } from './hooks.ts';
 const CHATS_PAGE = 50;
 /** The longest message the gateway takes (characters as it counts them: an emoji is one). */
 const MESSAGE_MAX_CHARS = 10_000;
-/** How long a reply is awaited (the conversation read again every few seconds) before the page says none was recorded. */
+/** How long a reply is awaited after this page first saw its message unanswered (the conversation read again every few seconds). */
 const AWAIT_REPLY_MS = 5 * 60_000;
 const AWAIT_POLL_MS = 2000;
+/** A message older than this (by the server's time, as this browser's clock reads it) is not awaited at all: its reply was lost long ago. */
+const STALE_MS = 30 * 60_000;
 
 /**
  * Chat mode: talk with the model (no sandbox, no lead loop); the reply streams word by word and
@@ -25,11 +27,15 @@ export function Chat({ chatId, badId, teams, defaultTeam }: { chatId: string | n
   const [list, setList] = useState<ChatSummaryView[]>([]);
   const [older, setOlder] = useState<string | null>(null);
   const [listError, setListError] = useState<string | null>(null);
+  /** Older pages were asked for: a refresh of the newest page keeps them (and where they end). */
+  const pagedOn = useRef(false);
   const loadList = useCallback(async () => {
     try {
       const page = await api<{ items: ChatSummaryView[]; nextCursor: string | null }>('GET', `/v1/chats?limit=${CHATS_PAGE}`);
-      setList(page.items);
-      setOlder(page.nextCursor);
+      if (!pagedOn.current) {
+        setList(page.items);
+        setOlder(page.nextCursor);
+      } else setList((l) => [...page.items, ...l.filter((c) => !page.items.some((x) => x.id === c.id))]);
     } catch {
       // the conversation view shows errors where the person acts; the list retries on the next change
     }
@@ -38,6 +44,7 @@ export function Chat({ chatId, badId, teams, defaultTeam }: { chatId: string | n
     if (!older) return;
     try {
       const page = await api<{ items: ChatSummaryView[]; nextCursor: string | null }>('GET', `/v1/chats?limit=${CHATS_PAGE}&cursor=${encodeURIComponent(older)}`);
+      pagedOn.current = true;
       setList((l) => [...l, ...page.items.filter((c) => !l.some((x) => x.id === c.id))]);
       setOlder(page.nextCursor);
       setListError(null);
@@ -170,16 +177,41 @@ function Conversation({ chatId, teams, defaultTeam, onChanged }: { chatId: strin
     return () => clearTimeout(timer);
   }, [chatId, load]);
 
-  // The person's last message with no reply recorded (its stream lost: a reload, a cut, the
-  // gateway gone): the reply is being written elsewhere, or was lost with the gateway. Read the
-  // conversation again until it lands, for a while.
-  const unanswered = chat && streaming === null && !sending.current ? unansweredMessage({ messages }) : null;
-  const awaiting = unanswered !== null && Date.now() - Date.parse(unanswered.createdAt) < AWAIT_REPLY_MS;
+  // The person's messages with no reply recorded (a stream lost: a reload, a cut, the gateway
+  // gone): the reply is being written elsewhere, or was lost with the gateway. The conversation
+  // is read again every few seconds — whatever each read gives (a gateway restarting) — for five
+  // minutes from when this page first saw each unanswered (this browser's clock against itself:
+  // a clock set wrong neither stops nor stretches the wait), unless the server's time says it is
+  // long gone.
+  const firstSeen = useRef(new Map<string, number>());
+  const [, setTicks] = useState(0);
+  const now = Date.now();
+  const idle = chat !== null && streaming === null && !sending.current;
+  const awaited = idle
+    ? unansweredMessages({ messages }).filter((m) => {
+        if (!firstSeen.current.has(m.id)) firstSeen.current.set(m.id, now);
+        return now - (firstSeen.current.get(m.id) ?? now) < AWAIT_REPLY_MS && now - Date.parse(m.createdAt) < STALE_MS;
+      })
+    : [];
+  const awaiting = awaited.length > 0;
+  const awaitKey = awaited.map((m) => m.id).join(',');
   useEffect(() => {
-    if (!awaiting || !chatId) return;
-    const t = setTimeout(() => void load(chatId), AWAIT_POLL_MS);
-    return () => clearTimeout(t);
-  }, [awaiting, chatId, load, messages]);
+    if (!awaitKey || !chatId) return;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let stopped = false;
+    const tick = async (): Promise<void> => {
+      await load(chatId);
+      if (stopped) return;
+      setTicks((n) => n + 1); // the wait's bound is looked at again, even when nothing new came
+      timer = setTimeout(() => void tick(), AWAIT_POLL_MS);
+    };
+    timer = setTimeout(() => void tick(), AWAIT_POLL_MS);
+    return () => {
+      stopped = true;
+      clearTimeout(timer);
+    };
+  }, [awaitKey, chatId, load]);
+  const unanswered = idle ? unansweredMessage({ messages }) : null;
 
   useEffect(() => {
     // The newest message and the box to answer it, in view. (Newer browsers return a promise from scrollIntoView: an effect must return nothing.)
@@ -228,10 +260,12 @@ function Conversation({ chatId, teams, defaultTeam, onChanged }: { chatId: strin
       if (id) await load(id);
     } catch (err) {
       if (!mounted.current) return;
+      // A stream lost before its first frame still names the conversation (its header).
+      if (err instanceof ReplyStreamLost && err.chatId && !currentId.current) currentId.current = err.chatId;
       // A new conversation whose first message was recorded before the stream broke: open it (its reply, or the failure, is read there).
       const id = currentId.current;
       if (id && id !== chatId) {
-        carried = { draft: latestDraft.current };
+        carried = { draft: latestDraft.current.trim() === message ? '' : latestDraft.current }; // the message went: not offered again
         go(`#/chat/${id}`);
         return;
       }
@@ -289,7 +323,7 @@ function Conversation({ chatId, teams, defaultTeam, onChanged }: { chatId: strin
         )}
         {awaiting && streaming === null && (
           <div className="msg system" role="status">
-            A reply to your last message is on its way (its stream here was lost): this page shows it once it is recorded.
+            A reply is on its way (its stream here was lost): this page shows it once it is recorded.
           </div>
         )}
         {unanswered && !awaiting && (

@@ -1,7 +1,7 @@
 import type { AgentView, ChatMessageView, ChatStreamEvent, ChatSummaryView, ChatView, DeliveryView, EventView, TaskChangeView, TaskListItem, TaskView } from '@baton/api';
-import { ApiError, BatonClient, newIdempotencyKey, reconnectStreams } from '@baton/client';
+import { ApiError, BatonClient, newIdempotencyKey, reconnectStreams, ReplyStreamLost } from '@baton/client';
 
-export { ApiError, newIdempotencyKey };
+export { ApiError, newIdempotencyKey, ReplyStreamLost };
 export type { AgentView, ChatMessageView, ChatStreamEvent, ChatSummaryView, ChatView, DeliveryView, EventView, TaskChangeView, TaskListItem, TaskView };
 export type PendingRequest = TaskView['pendingRequests'][number];
 export interface TeamInfo {

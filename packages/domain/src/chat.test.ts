@@ -35,11 +35,20 @@ describe('chatTurns (what the model reads)', () => {
     ]);
   });
 
-  it('a message the model refused for good (model_refused) is left out of the turns that follow; one whose reply failed otherwise is joined to the next', () => {
-    const s = chat(started, user('too long for the model'), { type: 'AssistantReplyFailed', data: { inReplyTo: CHAT, error: { code: 'model_refused', message: '400 prompt is too long' }, durationMs: 1 } }, user('hello'));
-    // (The refusal answers the message it names: here the test's replies all name CHAT, so the message is given that id.)
-    s.messages[0] = { ...s.messages[0]!, id: CHAT };
-    expect(chatTurns(s, 1000)).toEqual([{ role: 'user', text: 'hello' }]);
+  it('the messages a refused request carried (model_refused) are left out of the turns that follow — the one it answered and the unanswered ones joined to it; one whose reply failed otherwise is joined to the next', () => {
+    const refusedReply = (inReplyTo: string) => ({ type: 'AssistantReplyFailed', data: { inReplyTo, error: { code: 'model_refused', message: '400 prompt is too long' }, durationMs: 1 } }) as const;
+    const answer = (inReplyTo: string, text: string) => ({ ...reply(text), data: { ...reply(text).data, inReplyTo } }) as const;
+    const failedFor = (inReplyTo: string) => ({ ...failed, data: { ...failed.data, inReplyTo } }) as const;
+    // Ids are given in order by `chat`: the n-th event gets the n-th id after the ones used so far.
+    const ids = (k: number) => `00000000-0000-4000-8000-${String(n + k).padStart(12, '0')}`;
+    const a = chat(started, user('hi'), answer(ids(2), 'hello'), user('too long for the model'), refusedReply(ids(4)), user('and now?'));
+    expect(chatTurns(a, 1000)).toEqual([{ role: 'user', text: 'hi' }, { role: 'assistant', text: 'hello' }, { role: 'user', text: 'and now?' }]);
+    // The message the model cannot take failed first for another reason (a 500): it was joined to the next, whose request was refused — both are left out.
+    const b = chat(started, user('hi'), answer(ids(2), 'hello'), user('POISON'), failedFor(ids(4)), user('what about this'), refusedReply(ids(6)), user('and now?'));
+    expect(chatTurns(b, 1000)).toEqual([{ role: 'user', text: 'hi' }, { role: 'assistant', text: 'hello' }, { role: 'user', text: 'and now?' }]);
+    // A 500 alone: the message stays, read with the next.
+    const c = chat(started, user('are you there?'), failedFor(ids(2)), user('hello again'));
+    expect(chatTurns(c, 1000)).toEqual([{ role: 'user', text: 'are you there?\n\nhello again' }]);
   });
 
   it('over the limit: the oldest turns go first, the newest stays (even alone over it), and it starts with the person', () => {

@@ -162,20 +162,41 @@ export interface ChatTurn {
 }
 
 /**
- * A failed reply's code when the model API refused the request in a way asking again cannot
- * mend (a 4xx such as "prompt is too long"): the message it answered is left out of what the
- * model reads next, or every later message would be refused with it.
+ * A failed reply's code when the model API refused the request for what it held (a 400, 413 or
+ * 422, such as "prompt is too long"): the messages that request carried are left out of what the
+ * model reads next, or every later message would be refused with them.
  */
 export const REPLY_REFUSED = 'model_refused';
 
 /**
+ * The person's messages a refused request carried: the one the refusal answers and those before
+ * it still unanswered then (they were joined into its turn). A reply answers its message and the
+ * unanswered ones before it; a failure of another kind leaves them to be read with the next.
+ */
+function refusedMessages(s: ChatState): Set<string> {
+  const refused = new Set<string>();
+  let unanswered: string[] = [];
+  for (const m of s.messages) {
+    if (m.role === 'user') {
+      unanswered.push(m.id);
+      continue;
+    }
+    if (m.error !== null && m.error.code !== REPLY_REFUSED) continue;
+    const at = m.inReplyTo === null ? -1 : unanswered.indexOf(m.inReplyTo);
+    if (m.error !== null) for (const id of at === -1 ? [m.inReplyTo] : unanswered.slice(0, at + 1)) if (id !== null) refused.add(id);
+    if (at !== -1) unanswered = unanswered.slice(at + 1);
+  }
+  return refused;
+}
+
+/**
  * The conversation as a model reads it: user and assistant turns alternating, starting with a
  * user turn (consecutive messages of one role — a reply that failed, two messages sent at once —
- * are joined; a message the model refused is left out), the oldest turns left out beyond
- * `maxChars` (the newest turn is always kept).
+ * are joined; the messages a refused request carried are left out), the oldest turns left out
+ * beyond `maxChars` (the newest turn is always kept).
  */
 export function chatTurns(s: ChatState, maxChars: number): ChatTurn[] {
-  const refused = new Set(s.messages.filter((m) => m.error?.code === REPLY_REFUSED && m.inReplyTo !== null).map((m) => m.inReplyTo));
+  const refused = refusedMessages(s);
   const turns: ChatTurn[] = [];
   for (const m of spokenMessages(s)) {
     if (m.text === '' || refused.has(m.id)) continue;

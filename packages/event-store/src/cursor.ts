@@ -10,6 +10,16 @@ export class InvalidCursorError extends Error {
   }
 }
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** A UTC time as cursors write it, naming a real instant Postgres takes (not February 30th, not year 0). */
+function realTime(at: string): boolean {
+  const m = /^(\d{4})-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,6})?Z$/.exec(at);
+  if (!m || Number(m[1]) < 1) return false;
+  const d = new Date(at);
+  return !Number.isNaN(d.getTime()) && d.toISOString().slice(0, 19) === at.slice(0, 19);
+}
+
 export function encodeCursor(at: string, id: string): string {
   return Buffer.from(JSON.stringify([at, id])).toString('base64url');
 }
@@ -18,7 +28,7 @@ export function encodeCursor(at: string, id: string): string {
 export function decodeCursor(cursor: string): { at: string; id: string } {
   try {
     const [at, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString()) as [string, string];
-    if (typeof at !== 'string' || typeof id !== 'string' || !/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?Z$/.test(at) || Number.isNaN(Date.parse(at)) || !/^[0-9a-f-]{36}$/i.test(id)) throw new Error();
+    if (typeof at !== 'string' || typeof id !== 'string' || !realTime(at) || !UUID.test(id)) throw new Error();
     return { at, id };
   } catch {
     throw new InvalidCursorError();

@@ -219,6 +219,13 @@ describe('POST /v1/chat', () => {
         { role: 'assistant', content: [{ type: 'text', text: 'Hello.' }] },
         { role: 'user', content: 'are you there?\n\nhello again' },
       ]);
+      // A 401 (the deployment's key, not the message) is not the message's fault: model_error, and it stays.
+      api.queue({ deltas: [], status: 401 });
+      const denied = events((await chat(app, { chatId, message: 'keep this' })).body);
+      expect(denied[denied.length - 1]).toMatchObject({ event: 'error', data: { error: { code: 'model_error', message: expect.stringMatching(/refused the request: 401/) } } });
+      api.queue({ deltas: ['Kept.'] });
+      events((await chat(app, { chatId, message: 'and this' })).body);
+      expect(api.served[5]?.body.messages).toEqual(expect.arrayContaining([{ role: 'user', content: 'keep this\n\nand this' }]));
     } finally {
       await app.close();
       await api.close();

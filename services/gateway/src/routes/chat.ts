@@ -35,7 +35,13 @@ export const DEFAULT_CHAT_MAX_TOKENS = 2048;
 const sseFrame = (e: ChatStreamEvent): string => `event: ${e.event}\ndata: ${JSON.stringify(e.data)}\n\n`;
 const lastMessage = (s: ChatState): ChatMessageView => toChatMessageView(s.messages[s.messages.length - 1] as ChatMessage);
 /** A model failure as the stream and the log say it (the provider's message, bounded); a refusal asking again cannot mend is told apart (its message is left out of the next turns). */
-const failureOf = (err: unknown): { code: string; message: string } => ({ code: err instanceof ModelRejectedError ? REPLY_REFUSED : 'model_error', message: cutText(err instanceof Error ? err.message : String(err), 500) });
+const failureOf = (err: unknown): { code: string; message: string } => ({ code: refusedForItsContent(err) ? REPLY_REFUSED : 'model_error', message: cutText(err instanceof Error ? err.message : String(err), 500) });
+/**
+ * The model API refused the request for what it holds (400, 413, 422: too long, malformed): not
+ * for the deployment's own doing (a 401 or 403 — a bad key — or an answer it could not read),
+ * after which the person's message must stay in the conversation.
+ */
+const refusedForItsContent = (err: unknown): boolean => err instanceof ModelRejectedError && err.status !== null && [400, 413, 422].includes(err.status);
 
 export const chatRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
   const r = app.withTypeProvider<ZodTypeProvider>();
@@ -163,11 +169,19 @@ export const chatRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
     // retry, or once the reply to it has landed (which changes the prompt, not the request) — it is
     // the same task. A task started from this request already is found on the chat.
     const requestAt = state.messages.findIndex((m) => m.id === built.requestMessageId);
-    const taskId = state.tasks.find((t) => state.messages.findIndex((m) => m.id === t.afterMessageId) >= requestAt)?.taskId ?? uuidV5(`chat:${chatId}:task:${built.requestMessageId}`);
+    const earlier = state.tasks.find((t) => state.messages.findIndex((m) => m.id === t.afterMessageId) >= requestAt);
+    const taskId = earlier?.taskId ?? uuidV5(`chat:${chatId}:task:${built.requestMessageId}`);
     const { prompt: _prompt, ...settings } = submission;
+    let requestHash = digestJson(settings);
+    // A task started before one task per request was keyed with its prompt in its hash: the same
+    // settings with the prompt it was given are still the same request.
+    if (earlier) {
+      const first = (await d.load(taskId)).events[0];
+      if (first?.type === 'TaskSubmitted' && first.data.requestHash !== null && first.data.requestHash === digestJson({ ...settings, prompt: first.data.prompt })) requestHash = first.data.requestHash;
+    }
     let submitted;
     try {
-      submitted = await submitTask(d, req, submission, { taskId, repeatable: true, requestHash: digestJson(settings), eventMetadata: { chatId } });
+      submitted = await submitTask(d, req, submission, { taskId, repeatable: true, requestHash, eventMetadata: { chatId } });
     } catch (err) {
       if (err instanceof HttpError && err.code === 'idempotency_key_reused') {
         throw new HttpError(409, 'chat_task_exists', `a task was already started from this request (the conversation's last message from a person), with other settings (task ${taskId}); send another message to start another`, { taskId });
