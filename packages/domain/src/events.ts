@@ -22,9 +22,17 @@ const TimeoutAction = z.enum(['reject', 'approve']);
 /** The lead's agent id on every task (subagents are `<type>-<n>`). */
 export const LEAD_AGENT_ID = 'lead';
 
+/**
+ * The webhook messages besides `event.<EventType>` (docs/webhooks.md): the task's status changes,
+ * each request a person is asked (once), a subagent's moments.
+ */
+export const WEBHOOK_MESSAGE_TYPES = ['task.running', 'task.awaiting_input', 'task.completed', 'task.failed', 'task.cancelled', 'request.opened', 'agent.started', 'agent.awaiting_input', 'agent.completed', 'agent.failed'] as const;
+/** The types subscribed to when a webhook names none. */
+export const DEFAULT_WEBHOOK_TYPES = ['task.completed', 'task.failed', 'task.cancelled', 'task.awaiting_input'];
+
 export const WebhookConfig = z.object({
   url: z.url({ protocol: /^https?$/ }),
-  events: z.array(z.string().min(1)).min(1).default(['task.completed', 'task.failed', 'task.cancelled', 'task.awaiting_input']),
+  events: z.array(z.string().min(1)).min(1).default(DEFAULT_WEBHOOK_TYPES),
 });
 export type WebhookConfig = z.infer<typeof WebhookConfig>;
 

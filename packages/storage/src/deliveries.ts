@@ -80,6 +80,23 @@ export async function targetSettled(pool: Pick<pg.Pool, 'query'>, taskId: string
   return rows[0].settled;
 }
 
+/**
+ * An event's webhook messages to tenant endpoints that failed and were neither delivered since,
+ * answered 410, nor given up: what the notifiers still owe those endpoints (a retry of the
+ * event sends them again — unless the endpoint is gone or no longer takes the type).
+ */
+export async function owedToEndpoints(pool: Pick<pg.Pool, 'query'>, taskId: string, eventId: string): Promise<{ webhookId: string; endpointId: string; type: string; url: string }[]> {
+  const { rows } = await pool.query<{ webhook_id: string; endpoint_id: string; type: string; url: string }>(
+    `select webhook_id, endpoint_id::text as endpoint_id, min(type) as type, (array_agg(url order by id desc))[1] as url
+       from webhook_deliveries
+      where task_id = $1 and event_id = $2 and channel = 'webhook' and endpoint_id is not null
+      group by webhook_id, endpoint_id
+     having not bool_or(ok or status_code = 410 or (given_up and redelivery_id is null))`,
+    [taskId, eventId],
+  );
+  return rows.map((r) => ({ webhookId: r.webhook_id, endpointId: r.endpoint_id, type: r.type, url: r.url }));
+}
+
 const DELIVERY_COLUMNS = `d.id::text as id, d.task_id, channel, redelivery_id, endpoint_id, webhook_id, event_id, type, url, attempt, status_code, ok, error, duration_ms, given_up, attempted_at`;
 
 /** A row of DELIVERY_COLUMNS (webhook_deliveries; its columns: @baton/db's schema) as the API's record. */

@@ -1,7 +1,7 @@
 export { ArtifactPathHeldError, ArtifactVersionNotKeptError, copyTaskFiles, storeArtifact, readArtifact, readArtifactVersion, mediaTypeOf, type StoredArtifact } from './artifacts.ts';
 export { indexCorpus, searchCorpus, plainText, titleOf, type CorpusHit } from './corpus.ts';
 export { loadTeamConfig, saveTeamConfigs } from './team-configs.ts';
-export { claimRedeliveries, findDelivery, finishRedelivery, listDeliveries, listGivenUpDeliveries, recordDelivery, recordNextAttempt, requestRedelivery, targetSettled, type ClaimedRedelivery, type DeliveryAttempt, type RecordedDelivery } from './deliveries.ts';
+export { claimRedeliveries, findDelivery, finishRedelivery, listDeliveries, listGivenUpDeliveries, owedToEndpoints, recordDelivery, recordNextAttempt, requestRedelivery, targetSettled, type ClaimedRedelivery, type DeliveryAttempt, type RecordedDelivery } from './deliveries.ts';
 export {
   DEFAULT_WORKSPACE_LIMITS,
   EXAMPLE_NAME,

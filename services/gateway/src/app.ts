@@ -94,6 +94,9 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     // Bytes that are not UTF-8 would be stored as U+FFFD, the text silently changed: refused.
     if (!isUtf8(raw as Buffer)) return done(new HttpError(400, 'invalid_json', 'body: not valid UTF-8'), undefined);
     const body = (raw as Buffer).toString('utf8');
+    // No body at all, only the header (many clients set it on every request): no body — a route
+    // that takes none goes on, one that needs one says which field is missing.
+    if (body.trim() === '') return done(null, undefined);
     parseJson(req, body, (err, value) => {
       if (!err) return done(jsonDepthError(value, 'body'), value);
       // Valid JSON refused all the same: a key that could rewrite how every object behaves.

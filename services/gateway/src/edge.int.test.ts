@@ -128,7 +128,11 @@ describe('every refusal has the API error shape, the framework\'s own too', () =
     // A submit says its limit counts the workspace's archive (before: "Request body is too large", no limit, no cause).
     expectError(await app.inject({ method: 'POST', url: '/v1/tasks', headers: json, payload: JSON.stringify({ prompt: 'x', workspace: { archiveBase64: 'A'.repeat(400_000) } }) }), 413, 'payload_too_large', /^the request body is too large: a task with its workspace archive \(base64\) may be at most [\d.]+ [KM]iB \(the archive itself: WORKSPACE_MAX_ARCHIVE_BYTES, the rest: BODY_LIMIT_BYTES\)$/);
     expectError(await app.inject({ method: 'POST', url: '/v1/tasks', headers: json, payload: '{"prompt": ' }), 400, 'invalid_json');
-    expectError(await app.inject({ method: 'POST', url: '/v1/tasks', headers: json, payload: '' }), 400, 'invalid_json');
+    // The header and no body (clients set it on every request): no body — a 400 naming the body where one is needed, nothing where none is.
+    expectError(await app.inject({ method: 'POST', url: '/v1/tasks', headers: json, payload: '' }), 400, 'validation_error', /^body/);
+    expectError(await app.inject({ method: 'POST', url: '/v1/tasks/00000000-0000-4000-8000-000000000000/cancel', headers: json, payload: '' }), 404, 'not_found');
+    expectError(await app.inject({ method: 'DELETE', url: '/v1/webhooks/00000000-0000-4000-8000-000000000000', headers: json, payload: '' }), 404, 'not_found');
+    expectError(await app.inject({ method: 'POST', url: '/v1/tasks/00000000-0000-4000-8000-000000000000/deliveries/1/redeliver', headers: json, payload: '' }), 404, 'not_found');
     expectError(await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 7 } }), 400, 'validation_error', /body\.prompt/);
   });
 

@@ -42,15 +42,17 @@ export interface Message {
 export const webhookIdOf = (eventId: string, type: string): string => `msg_${eventId}_${type.replace(/\./g, '_')}`;
 
 /**
- * The body (docs/webhooks.md): `{type, timestamp, data: {task, agent?, event?}}`; agent.* messages
- * carry the agent too, event.* messages the event as `GET /v1/tasks/:id/events` lists it
+ * The body (docs/webhooks.md): `{type, timestamp, data: {task, request?, agent?, event?}}`;
+ * request.opened messages carry the request (as the task's pendingRequests show it), agent.*
+ * messages the agent, event.* messages the event as `GET /v1/tasks/:id/events` lists it
  * (publicEventView).
  */
 export function payloadOf(m: WebhookMessage, state: TaskState, event: RecordedEvent, timestamp: number): string {
   const task = toTaskView(state);
   const agent = m.agentId ? toAgentViews(state).find((a) => a.id === m.agentId) : undefined;
   const shown = m.type.startsWith('event.') ? { event: publicEventView(toEventView(event)) } : {};
-  return JSON.stringify({ type: m.type, timestamp: new Date(timestamp * 1000).toISOString(), data: { task, ...(agent ? { agent } : {}), ...shown } });
+  const request = m.requestId ? { request: task.pendingRequests.find((r) => r.requestId === m.requestId) ?? null } : {};
+  return JSON.stringify({ type: m.type, timestamp: new Date(timestamp * 1000).toISOString(), data: { task, ...request, ...(agent ? { agent } : {}), ...shown } });
 }
 
 /**

@@ -32,7 +32,7 @@ function messagesAlong(history: DecidedEvent[]): string[][] {
   const events = recorded(history);
   return events.map((e, i) => {
     const before = stateOf(events.slice(0, i));
-    return webhookMessagesFor(e, before, evolve(before, e)).filter((m) => !m.type.startsWith('event.')).map((m) => (m.agentId ? `${m.type}:${m.agentId}` : m.type));
+    return webhookMessagesFor(e, before, evolve(before, e)).filter((m) => !m.type.startsWith('event.')).map((m) => (m.agentId ? `${m.type}:${m.agentId}` : m.requestId ? `${m.type}:${m.requestId}` : m.type));
   });
 }
 
@@ -78,7 +78,7 @@ describe('webhook messages', () => {
       [],
       [],
       [],
-      ['task.awaiting_input', 'agent.awaiting_input:researcher-1'],
+      ['task.awaiting_input', 'request.opened:clr-1', 'agent.awaiting_input:researcher-1'],
       ['task.running'],
       ['agent.completed:researcher-1'],
       [],
@@ -95,7 +95,26 @@ describe('webhook messages', () => {
       clarify('clr-2', 'lead', 'tu2'),
       { type: 'TaskCancelled', data: { reason: 'r', requestedBy: 'u' } },
     ];
-    expect(messagesAlong(history)).toEqual([[], ['task.running'], [], ['task.awaiting_input'], ['task.awaiting_input'], ['task.cancelled']]);
+    expect(messagesAlong(history)).toEqual([[], ['task.running'], [], ['task.awaiting_input', 'request.opened:clr-1'], ['task.awaiting_input', 'request.opened:clr-2'], ['task.cancelled']]);
+  });
+
+  it('request.opened once per request, whether or not the status changed with it; task.awaiting_input follows the status (two researchers ask; one is answered and finishes: the task waits on the other again)', () => {
+    const history: DecidedEvent[] = [
+      submitted,
+      started,
+      turn('lead', 1, [{ id: 'tu1', name: 'Task', input: { agent: 'researcher', prompt: 'p' } }, { id: 'tu2', name: 'Task', input: { agent: 'researcher', prompt: 'q' } }]),
+      { type: 'SubagentDispatched', data: { agentId: 'researcher-1', agentType: 'researcher', toolUseId: 'tu1', prompt: 'p' } },
+      { type: 'SubagentDispatched', data: { agentId: 'researcher-2', agentType: 'researcher', toolUseId: 'tu2', prompt: 'q' } },
+      { type: 'SubagentStarted', data: { agentId: 'researcher-1', attempt: 1, runnerId: 'r1' } },
+      { type: 'SubagentStarted', data: { agentId: 'researcher-2', attempt: 1, runnerId: 'r1' } },
+      turn('researcher-1', 1, [{ id: 'a1', name: 'AskUserQuestion', input: { questions: ['What?'] } }]),
+      turn('researcher-2', 1, [{ id: 'a2', name: 'AskUserQuestion', input: { questions: ['What?'] } }]),
+      clarify('clr-1', 'researcher-1', 'a1'),
+      clarify('clr-2', 'researcher-2', 'a2'),
+      { type: 'ClarificationAnswered', data: { requestId: 'clr-1', answers: ['that'], answeredBy: 'u' } }, // researcher-1 works again: running, clr-2 still open
+      { type: 'SubagentCompleted', data: { agentId: 'researcher-1', attempt: 1, summary: 's', filesCreated: [], filesModified: [], success: true, iterationCapReached: false } }, // back to waiting on clr-2
+    ];
+    expect(messagesAlong(history).slice(9)).toEqual([['request.opened:clr-1', 'agent.awaiting_input:researcher-1'], ['task.awaiting_input', 'request.opened:clr-2', 'agent.awaiting_input:researcher-2'], ['task.running'], ['task.awaiting_input', 'agent.completed:researcher-1']]);
   });
 
   it('an event a fork copied makes no message, not even event.*: the fork notifies what happens after it', () => {

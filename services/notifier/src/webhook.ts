@@ -26,15 +26,12 @@ export function verify(secret: string, headers: { id: string; timestamp: string;
   });
 }
 
-/** The task's status changes a webhook can announce (`task.<status>`). */
-export const TASK_WEBHOOK_TYPES = ['task.running', 'task.awaiting_input', 'task.completed', 'task.failed', 'task.cancelled'] as const;
-/** A subagent's moments (`agent.<moment>`); the lead's are the task's. */
-export const AGENT_WEBHOOK_TYPES = ['agent.started', 'agent.awaiting_input', 'agent.completed', 'agent.failed'] as const;
-
 /** One webhook message an event makes: its type, and the subagent it is about (agent.* only). */
 export interface WebhookMessage {
   type: string;
   agentId: string | null;
+  /** request.opened: the request. */
+  requestId?: string;
 }
 
 /**
@@ -44,6 +41,8 @@ export interface WebhookMessage {
  * - `task.<status>` when the task's status changed to it (pending or awaiting_input → running,
  *   → awaiting_input, → completed/failed/cancelled); `task.awaiting_input` also when a further
  *   request opened while the task already waited;
+ * - `request.opened` for each request the event opened (a person asked: an approval, a question,
+ *   a budget stop), once per request — whether or not the task's status changed with it;
  * - `agent.started` when a subagent's first attempt starts: the SubagentStarted that moves it to
  *   attempt 1. A runner records each attempt's start twice — its claim on the task stream, then
  *   on the agent's own stream (the fence) — and only the first of the two is the start; a runner
@@ -59,8 +58,9 @@ export function webhookMessagesFor(event: { type: string; data: unknown; metadat
   const was = before.status;
   const now = after.status;
   if (now !== 'none' && now !== 'pending') {
-    const newRequest = Object.keys(after.pendingRequests).some((id) => !(id in before.pendingRequests));
-    if (now !== was || (now === 'awaiting_input' && newRequest)) out.push({ type: `task.${now}`, agentId: null });
+    const opened = Object.keys(after.pendingRequests).filter((id) => !(id in before.pendingRequests));
+    if (now !== was || (now === 'awaiting_input' && opened.length > 0)) out.push({ type: `task.${now}`, agentId: null });
+    for (const requestId of opened) out.push({ type: 'request.opened', agentId: null, requestId });
   }
   const data = (event.data ?? {}) as { agentId?: unknown; attempt?: unknown };
   const agentId = typeof data.agentId === 'string' && after.agents[data.agentId] ? data.agentId : null;

@@ -5,7 +5,7 @@ import { WEBHOOK_ENDPOINTS_CHANNEL } from '@baton/db';
 import { forkEvents, type Command } from '@baton/domain';
 import { handleCommand, importTask } from '@baton/event-store';
 import { silentLogger } from '@baton/runtime';
-import { createEndpoint, createTaskWebhookSecret, deleteEndpoint, listDeliveries, requestRedelivery, rotateEndpointSecret, rotateTaskWebhookSecret, tenantsWithEndpoints } from '@baton/storage';
+import { createEndpoint, createTaskWebhookSecret, deleteEndpoint, updateEndpoint, listDeliveries, requestRedelivery, rotateEndpointSecret, rotateTaskWebhookSecret, tenantsWithEndpoints } from '@baton/storage';
 import { stackTest as test, waitFor, type NatsFixture, type PgFixture } from '@baton/testing';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { describe, expect } from 'vitest';
@@ -214,7 +214,7 @@ describe('notifier and a fork at an open request', () => {
   test("a request still open at the fork point is the fork's own (a fresh deadline): its person is told, once; one decided before the fork point is not told again", async ({ pg, nats }) => {
     const hooks = await receiver();
     const stack = await startStack(pg, nats, { maxAttempts: 3, backoffMs: [50], allowPrivateNetworks: true });
-    const source = await submit(pg, { url: hooks.url, events: ['task.awaiting_input'] });
+    const source = await submit(pg, { url: hooks.url, events: ['task.awaiting_input', 'request.opened'] });
     const run = (c: Command) => handleCommand(pg.store, source, c);
     await run({ type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'research-lead', configVersion: 'v1' });
     await run({
@@ -229,14 +229,15 @@ describe('notifier and a fork at an open request', () => {
     const fork = randomUUID();
     const source0 = await pg.store.readTask(source);
     await importTask(pg.store, fork, forkEvents(source0, source0.findLast((e) => e.streamId.startsWith('task-'))!.version, fork, { now: new Date(), requestedBy: 'u' }));
-    await settled(pg, nats, stack.names, 3);
+    await settled(pg, nats, stack.names, 6);
     await stack.stop();
     hooks.close();
     const got = hooks.received.map((r) => {
-      const t = r.body.data.task as unknown as { id: string; pendingRequests: { requestId: string }[] };
-      return `${t.id === fork ? 'fork' : 'source'} ${r.body.type} ${t.pendingRequests.map((p) => p.requestId).join(',')}`;
+      const { task: t, request } = r.body.data as unknown as { task: { id: string; pendingRequests: { requestId: string }[] }; request?: { requestId: string; kind: string } };
+      return `${t.id === fork ? 'fork' : 'source'} ${r.body.type} ${request ? `${request.kind} ${request.requestId}` : t.pendingRequests.map((p) => p.requestId).join(',')}`;
     });
-    expect(got.sort()).toEqual(['fork task.awaiting_input clr-1', 'source task.awaiting_input apr-1', 'source task.awaiting_input clr-1']);
+    // Each request announced once as request.opened (with the request), the fork's reopened one too.
+    expect(got.sort()).toEqual(['fork request.opened clarification clr-1', 'fork task.awaiting_input clr-1', 'source request.opened approval apr-1', 'source request.opened clarification clr-1', 'source task.awaiting_input apr-1', 'source task.awaiting_input clr-1']);
   });
 });
 
@@ -313,6 +314,29 @@ describe('notifier redelivery', () => {
       [first!.webhookId, endpoint.id, 2, false, true, null, 'not sent: the endpoint was deleted', `${hooks.url}?tenant`],
     ]);
     expect(hooks.received).toHaveLength(1);
+  });
+  test('a message owed to an endpoint deleted, or changed to no longer take its type, while it was being retried is given up on the next try, saying why (not left reading like a retry to come)', async ({ pg, nats }) => {
+    // Two endpoints that refuse everything (500) until the end.
+    const server = createServer((_req, res) => void res.writeHead(500).end());
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+    const changed = await createEndpoint(pg.db.pool, { id: randomUUID(), tenantId: 'd', url: `${base}/changed`, events: ['task.cancelled'], secret: SECRET });
+    const deleted = await createEndpoint(pg.db.pool, { id: randomUUID(), tenantId: 'd', url: `${base}/deleted`, events: ['task.cancelled'], secret: SECRET });
+    const stack = await startStack(pg, nats, { maxAttempts: 8, backoffMs: [300], allowPrivateNetworks: true, endpointsCacheMs: 0 });
+    const id = await submit(pg, null);
+    await handleCommand(pg.store, id, { type: 'CancelTask', reason: 'r', requestedBy: 'u' });
+    await waitFor(async () => (await listDeliveries(pg.db.pool, id)).length >= 2, { what: 'both endpoints tried once' });
+    await updateEndpoint(pg.db.pool, { tenantId: 'd', id: changed.id, events: ['task.failed'] });
+    await deleteEndpoint(pg.db.pool, 'd', deleted.id);
+    const last = (endpointId: string) => async () => (await listDeliveries(pg.db.pool, id)).filter((r) => r.endpointId === endpointId).at(-1);
+    await waitFor(async () => (await last(changed.id)())?.givenUp && (await last(deleted.id)())?.givenUp, { timeoutMs: 20_000, what: 'both given up' });
+    await stack.stop();
+    server.close();
+    expect(await last(changed.id)()).toMatchObject({ ok: false, givenUp: true, error: 'given up: the endpoint no longer subscribes to task.cancelled', type: 'task.cancelled' });
+    expect(await last(deleted.id)()).toMatchObject({ ok: false, givenUp: true, error: 'given up: the endpoint was deleted', type: 'task.cancelled' });
+    // Nothing after the give-up.
+    const rows = await listDeliveries(pg.db.pool, id);
+    expect(rows.filter((r) => r.endpointId === changed.id).at(-1)?.attempt).toBe(rows.filter((r) => r.endpointId === changed.id).length);
   });
 });
 

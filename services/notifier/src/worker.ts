@@ -4,7 +4,7 @@ import { fold, notifiesAnyone, NotifyConfig, taskStreamId, WebhookConfig } from 
 import type { EventStore } from '@baton/event-store';
 import { setBounded, type Logger } from '@baton/runtime';
 import { metrics } from '@baton/telemetry';
-import { findTaskWebhookSecret, listEndpoints, recordNextAttempt, targetSettled, taskWebhookSecrets, validSecrets, type TaskWebhookSecret, type WebhookEndpoint } from '@baton/storage';
+import { findTaskWebhookSecret, listEndpoints, owedToEndpoints, recordNextAttempt, targetSettled, taskWebhookSecrets, validSecrets, type TaskWebhookSecret, type WebhookEndpoint } from '@baton/storage';
 import { jetstreamManager, type JetStreamClient } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type pg from 'pg';
@@ -133,6 +133,8 @@ export async function startNotifier(d: NotifierDeps): Promise<RunningConsumer> {
       if (!notifiesAnyone(event)) return;
       const subs = await subscriptionsOf(event.taskId);
       const targets = await targetsOf(event, subs);
+      // What an endpoint deleted, or changed to no longer take the type, was still owed: given up for that reason.
+      await giveUpDroppedTargets(event, targets);
       const logged = loggedEvent(d.store, event);
       if (targets.length > 0) await deliverWebhooks(event, { givenUp: why }, targets, logged);
       if (mail && (subs.notify || event.type === 'EmailRequested')) await deliverMails(mail, event, true, logged, why);
@@ -152,6 +154,9 @@ export async function startNotifier(d: NotifierDeps): Promise<RunningConsumer> {
       if (!notifiesAnyone(event)) return;
       const subs = await subscriptionsOf(event.taskId);
       const targets = await targetsOf(event, subs);
+      // Sent again (a retry): what an endpoint deleted, or changed to no longer take the type, was
+      // still owed is given up, said — not left reading like a retry to come.
+      if (ctx.deliveryCount > 1) await giveUpDroppedTargets(event, targets);
       const logged = loggedEvent(d.store, event);
       const hookOutcome = targets.length > 0 ? await deliverWebhooks(event, { ctx }, targets, logged) : undefined;
       const mailRetry = mail && (subs.notify || event.type === 'EmailRequested') ? await deliverMails(mail, event, ctx.lastAttempt, logged) : null;
@@ -159,6 +164,18 @@ export async function startNotifier(d: NotifierDeps): Promise<RunningConsumer> {
       if (mailRetry) return retry(mailRetry.reason, mailRetry.delayMs);
     },
   });
+
+  /** Messages owed to endpoints that no longer take them (deleted, or their types changed): each given up, as its next attempt, saying why. */
+  async function giveUpDroppedTargets(event: BusEvent, targets: Target[]): Promise<void> {
+    for (const owed of await owedToEndpoints(d.pool, event.taskId, event.id)) {
+      const endpoint = targets.find((t) => t.endpointId === owed.endpointId);
+      if (endpoint?.events.includes(owed.type)) continue;
+      const why = endpoint ? `the endpoint no longer subscribes to ${owed.type}` : 'the endpoint was deleted';
+      await recordNextAttempt(d.pool, { taskId: event.taskId, eventId: event.id, webhookId: owed.webhookId, type: owed.type, url: owed.url, statusCode: null, ok: false, error: `given up: ${why}`, durationMs: 0, redeliveryId: null, endpointId: owed.endpointId, givenUp: true });
+      metrics.deliveries.inc({ channel: 'webhook', outcome: 'failed' });
+      d.log.warn({ taskId: event.taskId, endpointId: owed.endpointId, type: owed.type }, `webhook given up: ${why}`);
+    }
+  }
 
   /** Where the event's webhook messages go: the task's own webhook and its tenant's endpoints. */
   async function targetsOf(event: BusEvent, subs: Subscriptions): Promise<Target[]> {

@@ -1,4 +1,4 @@
-import { EVENT_TYPES, isEventType, isStepEvent, NotifyConfig, STEP_EVENT_TYPES, type EventType } from '@baton/domain';
+import { DEFAULT_WEBHOOK_TYPES, EVENT_TYPES, isEventType, isStepEvent, NotifyConfig, STEP_EVENT_TYPES, WEBHOOK_MESSAGE_TYPES, type EventType } from '@baton/domain';
 import { EXAMPLE_NAME } from '@baton/storage';
 import { z } from 'zod';
 
@@ -38,10 +38,7 @@ export const DeliveryParams = TaskIdParams.extend({ deliveryId: z.string().regex
  */
 export const webhookType = z
   .string()
-  .regex(
-    /^(task\.(running|awaiting_input|completed|failed|cancelled)|agent\.(started|awaiting_input|completed|failed)|event\.[A-Za-z]+)$/,
-    'one of task.running, task.awaiting_input, task.completed, task.failed, task.cancelled, agent.started, agent.awaiting_input, agent.completed, agent.failed or event.<EventType>',
-  )
+  .refine((t) => (WEBHOOK_MESSAGE_TYPES as readonly string[]).includes(t) || /^event\.[A-Za-z]+$/.test(t), `one of ${WEBHOOK_MESSAGE_TYPES.join(', ')} or event.<EventType>`)
   .superRefine((t, ctx) => {
     if (!t.startsWith('event.')) return;
     const type = t.slice('event.'.length);
@@ -49,8 +46,6 @@ export const webhookType = z
     else if (!isEventType(type)) ctx.addIssue({ code: 'custom', message: `unknown event type '${type}'; known: ${EVENT_TYPES.filter((e) => !isStepEvent(e)).join(', ')}` });
   });
 
-/** The types subscribed to when a webhook names none. */
-export const DEFAULT_WEBHOOK_TYPES = ['task.completed', 'task.failed', 'task.cancelled', 'task.awaiting_input'];
 /** A webhook's address: http(s), and no longer than URLs are taken by servers and proxies at large. */
 export const WebhookUrl = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).max(2048, 'must be at most 2048 characters');
 /** The types a webhook is sent for, each once (none named: DEFAULT_WEBHOOK_TYPES). */
