@@ -346,9 +346,9 @@ export class BatonClient {
     const out: GivenUpDeliveryView[] = [];
     let before: string | undefined;
     do {
-      const page = await this.request<{ items: GivenUpDeliveryView[]; nextBefore?: string }>('GET', `/v1/deliveries?givenUp=true&limit=${Math.min(500, max - out.length)}${before ? `&before=${before}` : ''}`);
+      const page = await this.request<{ items: GivenUpDeliveryView[]; nextBefore?: string | null }>('GET', `/v1/deliveries?givenUp=true&limit=${Math.min(500, max - out.length)}${before ? `&before=${before}` : ''}`);
       out.push(...page.items);
-      before = page.nextBefore;
+      before = page.nextBefore ?? undefined;
     } while (before && out.length < max);
     return out;
   }

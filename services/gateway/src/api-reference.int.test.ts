@@ -30,6 +30,9 @@ describe('docs/api.md', () => {
     const id = (await app.inject({ method: 'POST', url: '/v1/tasks', payload: { prompt: 'x', team: 'bench' } })).json().id as string;
     const fork = (await app.inject({ method: 'POST', url: `/v1/tasks/${id}/fork`, payload: { atVersion: 1 } })).json() as unknown;
     await recordDelivery(pg.db.pool, { taskId: id, eventId: randomUUID(), webhookId: `msg_${randomUUID()}`, type: 'task.running', url: 'https://hooks.example.com/x', attempt: 1, statusCode: 500, ok: false, error: 'HTTP 500', durationMs: 12 });
+    // One that never got an answer (no status), and one delivered (no error).
+    await recordDelivery(pg.db.pool, { taskId: id, eventId: randomUUID(), webhookId: `msg_${randomUUID()}`, type: 'task.running', url: 'https://hooks.example.com/x', attempt: 1, statusCode: null, ok: false, error: 'fetch failed: connect ECONNREFUSED', durationMs: 3 });
+    await recordDelivery(pg.db.pool, { taskId: id, eventId: randomUUID(), webhookId: `msg_${randomUUID()}`, type: 'task.completed', url: 'https://hooks.example.com/x', attempt: 1, statusCode: 204, ok: true, error: null, durationMs: 9 });
     const get = async (url: string) => (await app.inject({ method: 'GET', url })).json() as unknown;
     const shapes: ResponseShape[] = [
       { title: 'A task — `GET /v1/tasks/:id`, `/state?at=N`, and the answer of a submit, fork, decision or cancel', samples: [...states.map(toTaskView), fork] },
@@ -46,6 +49,7 @@ describe('docs/api.md', () => {
     // What a client needs that the routes' tables do not say: the key's header, the pages' cursors, the answers' fields.
     expect(rendered).toMatch(/`Authorization: Bearer <api key>`/);
     expect(rendered).toMatch(/\| `nextCursor` \| string \\\| null \|/);
+    expect(rendered).toMatch(/\| `statusCode` \| number \\\| null \|/);
     expect(rendered).toMatch(/\| `pendingRequests\[\]\.requestId` \| string \|/);
     expect(rendered).toMatch(/\| `plan\.subtasks\[\]\.fileLocks` \| array \|/);
     expect(rendered).toMatch(/\| `streamId` \| string \|/);

@@ -58,7 +58,7 @@ describe('GET /v1/deliveries?givenUp=true', () => {
     await attempt(theirs, 'msg_e', 1, { givenUp: true }); // another tenant's
     const listed = await app.inject({ method: 'GET', url: '/v1/deliveries?givenUp=true', headers: a });
     expect(listed.json().items.map((d: { taskId: string; webhookId: string; attempt: number; givenUp: boolean }) => [d.taskId, d.webhookId, d.attempt, d.givenUp])).toEqual([[two, 'msg_c', 1, true], [one, 'msg_a', 2, true]]);
-    expect(listed.json().nextBefore).toBeUndefined();
+    expect(listed.json().nextBefore).toBeNull();
     const first = (await app.inject({ method: 'GET', url: '/v1/deliveries?givenUp=true&limit=1', headers: a })).json();
     expect(first.items.map((d: { webhookId: string }) => d.webhookId)).toEqual(['msg_c']);
     const next = (await app.inject({ method: 'GET', url: `/v1/deliveries?givenUp=true&limit=1&before=${first.nextBefore}`, headers: a })).json();

@@ -110,7 +110,8 @@ export function transportError(e: Error): string {
   if (!(cause instanceof Error)) return e.message;
   if (cause instanceof EgressDeniedError) return cause.message;
   const code = cause.code && !cause.message.includes(cause.code) ? ` (${cause.code})` : '';
-  return `${e.message}: ${cause.message}${code}`;
+  // Node's advice to whoever runs the process (a flag of its own) is not the receiver's problem: left out of what the tenant reads.
+  return `${e.message}: ${cause.message.replace(/; if the root CA is installed locally, try running Node\.js with --use-system-ca/, '')}${code}`;
 }
 
 /**

@@ -205,7 +205,7 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
   r.get('/v1/deliveries', { schema: { querystring: GivenUpQuery, tags: ['webhooks'], summary: "What the notifiers gave up on across the tenant's tasks, newest first: each webhook message or mail whose last attempt is given up (a redelivery since that went through, none)" } }, async (req) => {
     const limit = req.query.limit ?? 100;
     const items = await listGivenUpDeliveries(d.pool, { tenantId: req.tenant, limit, ...(req.query.before !== undefined ? { before: String(req.query.before) } : {}) });
-    return { items: items.map((r): GivenUpDeliveryView => ({ ...deliveryView(r), taskId: r.taskId })), ...(items.length === limit ? { nextBefore: items.at(-1)?.id } : {}) };
+    return { items: items.map((r): GivenUpDeliveryView => ({ ...deliveryView(r), taskId: r.taskId })), nextBefore: items.length === limit ? (items.at(-1)?.id ?? null) : null };
   });
 
   // Redelivery (docs/webhooks.md, docs/email.md): recorded here, sent by a notifier (it holds the signing secret, the egress guard and the SMTP server).
