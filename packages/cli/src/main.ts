@@ -258,10 +258,14 @@ program
   .option('--after <position>', 'only events after this position (the # a previous listing printed)', logPosition)
   .option('--limit <n>', 'at most this many events (the first)', wholeNumber('--limit'))
   .action(async (taskId: string, opts: { json?: boolean; type?: string; steps: boolean; after?: number; limit?: number }) => {
-    const query = { ...(opts.type === undefined ? {} : { types: opts.type.split(',') }), ...(opts.steps ? {} : { steps: false }), ...(opts.after === undefined ? {} : { after: opts.after }), ...(opts.limit === undefined ? {} : { limit: opts.limit }) };
-    for (const e of await client().allEvents(taskId, query)) {
+    // One more than asked for: whether there are more, and where the next page starts.
+    const query = { ...(opts.type === undefined ? {} : { types: opts.type.split(',') }), ...(opts.steps ? {} : { steps: false }), ...(opts.after === undefined ? {} : { after: opts.after }), ...(opts.limit === undefined ? {} : { limit: opts.limit + 1 }) };
+    const events = await client().allEvents(taskId, query);
+    const shown = opts.limit === undefined ? events : events.slice(0, opts.limit);
+    for (const e of shown) {
       console.log(opts.json ? JSON.stringify(e) : `#${e.position}  ${e.streamId}@${e.version}  ${e.recordedAt}  ${e.type}  ${JSON.stringify(e.data)}`);
     }
+    if (shown.length < events.length) console.error(`(more: --after ${shown.at(-1)?.position ?? opts.after ?? 0} for the next page)`);
   });
 
 program
