@@ -100,7 +100,7 @@ const researchLead: Play = (req, turn) => {
   const baseTopic = clarified.length > 0 ? `${prompt} (clarified: ${clarified.join('; ')})` : prompt;
   // A rejected plan is re-planned with the person's reason (see rejectedPlans).
   const rejections = rejectedPlans(history, 'Task');
-  if (rejections.stop !== null) return { content: [text(`The plan was rejected (${rejections.stop}). I will stop here rather than guess.`)], stopReason: 'end_turn' };
+  if (rejections.stop !== null) return { content: [text(`${/^Nobody decided/.test(rejections.stop) ? 'Nobody decided on the plan before its deadline' : `The plan was rejected (${rejections.stop})`}. I will stop here rather than guess.`)], stopReason: 'end_turn' };
   const reasons = rejections.reasons;
   const topic = `${baseTopic}${reasons.length > 0 ? ` (revised after feedback: ${reasons.join('; ')})` : ''}`;
   const delegations = history.filter((c) => c.name === 'Task' && !rejections.calls.includes(c));

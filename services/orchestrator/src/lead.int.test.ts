@@ -236,7 +236,7 @@ describe('advanceTask (the lead loop)', () => {
     expect(timedOut[0]?.metadata.actor).toBe('baton:deadline');
     expect((await pg.db.pool.query('select next_deadline from tasks where id = $1', [id])).rows[0].next_deadline).toBeNull();
     await advanceTask(deps(pg.store), id);
-    expect((await loadTask(pg.store, id)).state).toMatchObject({ status: 'completed', result: { summary: expect.stringMatching(/no decision before the deadline/) } });
+    expect((await loadTask(pg.store, id)).state).toMatchObject({ status: 'completed', result: { summary: expect.stringMatching(/^\[offline model\] Nobody decided on the plan before its deadline\. I will stop here/) } });
     expect((await loadTask(pg.store, other)).state.status).toBe('awaiting_input');
   });
 
