@@ -52,6 +52,9 @@ describe('describeDelivery', () => {
     expect(describeDelivery('t-1', { ...d, ok: false, statusCode: 410, error: 'HTTP 410', givenUp: true })).toBe('17  2026-11-26T12:00:00.000Z  webhook task.completed  → https://hooks.example.com/baton  attempt 1  failed 410: HTTP 410 (12 ms); the receiver said 410 Gone: not tried again\n   → baton redeliver t-1 17');
     expect(describeDelivery('t-1', { ...d, channel: 'email', type: 'email.completed', url: 'mailto:ops@example.com', ok: false, statusCode: 550, error: 'mailbox full', givenUp: true })).toBe('17  2026-11-26T12:00:00.000Z  mail email.completed  → mailto:ops@example.com  attempt 1  failed 550: mailbox full (12 ms); refused for good: not tried again\n   → baton redeliver t-1 17');
     expect(describeDelivery('t-1', { ...d, channel: 'email', type: 'email.outbox', url: 'mailto:ops@example.com', ok: false, statusCode: null, error: 'connection refused' })).not.toMatch(/redeliver/);
+    // An endpoint deleted since: nothing to send it to, and no redeliver offered (it would be a 409).
+    for (const error of ['given up: the endpoint was deleted', 'not sent: the endpoint was deleted'])
+      expect(describeDelivery('t-1', { ...d, endpointId: 'ep-1', ok: false, statusCode: null, error, givenUp: true })).toBe(`17  2026-11-26T12:00:00.000Z  webhook task.completed  → https://hooks.example.com/baton  attempt 1  failed: ${error} (12 ms); its endpoint was deleted: nothing to send it to`);
   });
   it('in a list, only the latest attempt of each message offers the command: not a failure a later attempt mended', () => {
     const fail = { ...d, ok: false, statusCode: 500, error: 'HTTP 500', givenUp: true };

@@ -47,13 +47,18 @@ const whyGivenUp = (d: DeliveryView): string =>
       ? 'refused for good: not tried again'
       : d.channel === 'webhook' && d.statusCode === 410
         ? 'the receiver said 410 Gone: not tried again'
-        : 'given up: no more attempts';
+        : endpointGone(d)
+          ? 'its endpoint was deleted: nothing to send it to'
+          : 'given up: no more attempts';
+
+/** A tenant endpoint's message given up (or not sent) because the endpoint was deleted: a redelivery would be refused (409). */
+const endpointGone = (d: DeliveryView): boolean => d.endpointId !== null && /\bthe endpoint was deleted$/.test(d.error ?? '');
 
 export function describeDelivery(taskId: string, d: DeliveryView, last = true): string {
   const how = d.ok ? `ok ${d.statusCode ?? ''}`.trimEnd() + (d.error ? ` (${d.error})` : '') : `failed${d.statusCode !== null ? ` ${d.statusCode}` : ''}: ${d.error ?? 'no answer'}`;
   const head = `${d.id}  ${d.attemptedAt}  ${d.channel === 'email' ? 'mail' : 'webhook'} ${d.type}  → ${d.url}  attempt ${d.attempt}${d.redelivery ? ' (redelivery)' : ''}  ${how} (${d.durationMs} ms)${d.givenUp ? `; ${whyGivenUp(d)}` : ''}`;
   // (Not for a recipient the deployment does not mail: it would be refused again.)
-  if (!last || d.ok || d.type === 'email.outbox' || refusedRecipientError(d.error)) return head;
+  if (!last || d.ok || d.type === 'email.outbox' || refusedRecipientError(d.error) || endpointGone(d)) return head;
   return d.givenUp || d.redelivery ? `${head}\n   → baton redeliver ${taskId} ${d.id}` : `${head}\n   (the notifiers try again by themselves)`;
 }
 

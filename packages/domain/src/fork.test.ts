@@ -67,6 +67,20 @@ describe('forkEvents', () => {
     // Untraced (tracing off): no trace at all, not the source's.
     expect(forkEvents(src, 6, NEW, { now, requestedBy: 'u2' }).some((e) => e.event.metadata?.traceparent !== undefined)).toBe(false);
   });
+  it("a fork of a fork reopens only what is open at its own fork point (not what the first fork reopened and decided since), and keeps when each event first happened", () => {
+    const now = new Date('2026-06-01T00:00:00.000Z');
+    // The first fork, at the open question (v6): its copy of the question is reopened.
+    const first = forkEvents(history(), 6, NEW, { now, requestedBy: 'u2' });
+    expect(first.at(-1)?.event.metadata).toMatchObject({ reopened: true });
+    // That fork's history as recorded, then the question answered in it (v7).
+    const firstRecorded = first.map((e, i) => recordAs(e.event, { taskId: NEW, streamId: e.streamId, version: e.version, position: BigInt(100 + i), recordedAt: now }));
+    const answered = recordAs({ id: '00000000-0000-4000-8000-0000000a0a0a', type: 'ClarificationAnswered', data: { requestId: 'clr-a', answers: ['x'], answeredBy: 'u', agentId: 'researcher-1' } }, { taskId: NEW, streamId: `task-${NEW}`, version: 7, position: 200n, recordedAt: now });
+    const second = forkEvents([...firstRecorded, answered], 7, '00000000-0000-4000-8000-00000000f1f1', { now: new Date('2026-07-01T00:00:00.000Z'), requestedBy: 'u3' });
+    expect(second.filter((e) => e.event.metadata?.reopened === true)).toEqual([]);
+    expect(second.filter((e) => notifiesAnyone(e.event))).toEqual([]);
+    // When each first happened: the source's time, through both forks.
+    expect(second[0]?.event.metadata?.copiedRecordedAt).toBe(history()[0]!.recordedAt.toISOString());
+  });
   it('a budget stop open at the fork point gets a fresh deadline too (else the fork would be stopped at once)', () => {
     const now = new Date('2026-06-01T00:00:00.000Z');
     const src = recorded([
@@ -128,11 +142,11 @@ describe('where a task can be forked (forkableVersions, forkRefusal)', () => {
     const source = recorded(budgetStop);
     expect(forkableVersions(source, commits)).toEqual([1, 2, 3]);
     expect(forkRefusal([1, 2, 3], 3, 5)).toBeNull();
-    expect(forkRefusal([1, 2, 3], 4, 5)).toBe('version 4 is at or after the end of the task; fork at a version up to 3');
+    expect(forkRefusal([1, 2, 3], 4, 5)).toBe('version 4 ends the task, comes after its end, or was recorded in one commit with its end; fork at a version up to 3');
     expect(forkRefusal([1, 2, 3], 5, 5)).toBe('version 5 is the end of the task; fork at a version up to 3');
     expect(forkRefusal([1, 2, 3], 9, 5)).toBe('the task is at version 5; fork at a version up to 3');
     expect(forkRefusal([1, 3, 7], 5, 8)).toBe('version 5 was recorded in one commit with the version after it: a fork starts between commits; fork at 3 or 7');
-    expect(() => forkEvents(source, 4, NEW, { now: new Date(), requestedBy: 'u', commits })).toThrow(/version 4 is at or after the end of the task/);
+    expect(() => forkEvents(source, 4, NEW, { now: new Date(), requestedBy: 'u', commits })).toThrow(/version 4 ends the task, comes after its end, or was recorded in one commit with its end/);
     expect(() => forkEvents(source, 5, NEW, { now: new Date(), requestedBy: 'u', commits })).toThrow(IllegalTransitionError);
     // Without a map each event is its own commit (logs recorded before commits were read).
     expect(forkableVersions(source, new Map())).toEqual([1, 2, 3, 4]);

@@ -52,7 +52,7 @@ export function forkRefusal(forkable: readonly number[], atVersion: number, vers
   const last = forkable.at(-1);
   if (last === undefined) return `the task has no version it can be forked at yet`;
   if (atVersion > version) return `the task is at version ${version}; fork at a version up to ${last}`;
-  if (atVersion > last) return `version ${atVersion} is ${atVersion === version ? 'the end of the task' : 'at or after the end of the task'}; fork at a version up to ${last}`;
+  if (atVersion > last) return `version ${atVersion} ${atVersion === version ? 'is the end of the task' : 'ends the task, comes after its end, or was recorded in one commit with its end'}; fork at a version up to ${last}`;
   const before = forkable.filter((v) => v < atVersion).at(-1);
   const after = forkable.find((v) => v > atVersion);
   const near = [before, after].filter((v) => v !== undefined).join(' or ');
@@ -97,9 +97,11 @@ export function forkEvents(source: readonly RecordedEvent[], atVersion: number, 
     const reopened = REQUEST_EVENT_TYPES.has(e.type) && at.pendingRequests[(e.data as { requestId: string }).requestId] !== undefined;
     if (reopened) data = { ...(e.data as object), deadline };
     const copiedCommit = onTask ? { copiedCommit: commits.get(e.version) ?? `${sourceId}:v${e.version}` } : {};
-    // Not carried over: the source's trace (the fork's work is traced from the fork request) and,
-    // on the submission, the source's Idempotency-Key and submitter (the fork has its own).
-    const { traceparent: _tp, tracestate: _ts, ...kept } = e.metadata;
+    // Not carried over: the source's trace (the fork's work is traced from the fork request), a
+    // reopening the source was itself forked with (a request reopened there may be decided by
+    // this fork point: this fork reopens only what is open at its own), and, on the submission,
+    // the source's Idempotency-Key and submitter (the fork has its own).
+    const { traceparent: _tp, tracestate: _ts, reopened: _ro, ...kept } = e.metadata as Record<string, unknown>;
     const metadata = e.type === 'TaskSubmitted' ? withoutKey(kept, 'idempotencyKey') : kept;
     out.push({
       streamId,
@@ -109,7 +111,7 @@ export function forkEvents(source: readonly RecordedEvent[], atVersion: number, 
         type: e.type,
         data,
         // `copiedRecordedAt`: when the source recorded it (the copy is recorded at the fork's time).
-        metadata: { ...metadata, ...opts.trace, copiedFrom: e.id, copiedRecordedAt: e.recordedAt.toISOString(), ...copiedCommit, ...(reopened ? { reopened: true } : {}), ...(e.type === 'TaskSubmitted' ? { actor: opts.requestedBy } : {}) },
+        metadata: { ...metadata, ...opts.trace, copiedFrom: e.id, copiedRecordedAt: typeof kept.copiedRecordedAt === 'string' ? kept.copiedRecordedAt : e.recordedAt.toISOString(), ...copiedCommit, ...(reopened ? { reopened: true } : {}), ...(e.type === 'TaskSubmitted' ? { actor: opts.requestedBy } : {}) },
       } as NewEvent,
     });
     if (onTask && e.version === atVersion) break;

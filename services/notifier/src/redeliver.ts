@@ -4,6 +4,7 @@ import type { EventStore } from '@baton/event-store';
 import { claimRedeliveries, findEndpoint, findTaskWebhookSecret, finishRedelivery, recordNextAttempt, taskWebhookSecrets, validSecrets, type ClaimedRedelivery } from '@baton/storage';
 import { resendMail, type MailDeps } from './mail.ts';
 import { sendMessage, type SendDeps } from './send.ts';
+import { webhookMessageOf } from './webhook.ts';
 
 export interface RedeliveryDeps extends SendDeps {
   store: EventStore;
@@ -82,9 +83,7 @@ async function redeliver(d: RedeliveryDeps, c: ClaimedRedelivery): Promise<void>
     : own ? { url: own.url, secrets: taskWebhookSecrets(task.tenantId ? await findTaskWebhookSecret(d.pool, task.tenantId) : null, d.secret, d.now()) } : null;
   const event = events[i];
   if (event && target) {
-    const data = (event.data ?? {}) as { agentId?: unknown };
-    const agentId = c.type.startsWith('agent.') && typeof data.agentId === 'string' ? data.agentId : null;
-    await sendMessage(d, { taskId: c.taskId, eventId: c.eventId, webhookId: c.webhookId, message: { type: c.type, agentId }, event, state: fold(events.slice(0, i + 1)), ...target, endpointId: c.endpointId, redeliveryId: c.id, lastAttempt: false });
+    await sendMessage(d, { taskId: c.taskId, eventId: c.eventId, webhookId: c.webhookId, message: webhookMessageOf(c.type, event), event, state: fold(events.slice(0, i + 1)), ...target, endpointId: c.endpointId, redeliveryId: c.id, lastAttempt: false });
   } else {
     // Not sent, and said where the person who asked will look: an attempt of the message, failed, naming why.
     const why = i < 0 ? 'the event is not in the task' : c.endpointId ? 'the endpoint was deleted' : 'the task has no webhook';

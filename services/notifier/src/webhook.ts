@@ -76,6 +76,19 @@ export function webhookMessagesFor(event: { type: string; data: unknown; metadat
   return out;
 }
 
+/**
+ * A message of `type` about `event` made again (a person's redelivery): what webhookMessagesFor
+ * made of it — the subagent an agent.* message is about, the request a request.opened announces.
+ */
+export function webhookMessageOf(type: string, event: { data: unknown }): WebhookMessage {
+  const data = (event.data ?? {}) as { agentId?: unknown; requestId?: unknown };
+  return {
+    type,
+    agentId: type.startsWith('agent.') && typeof data.agentId === 'string' ? data.agentId : null,
+    ...(type === 'request.opened' && typeof data.requestId === 'string' ? { requestId: data.requestId } : {}),
+  };
+}
+
 /** Does a subscription need the task's state to know an event's messages (any task.* or agent.* type)? */
 export const needsState = (subscribed: readonly string[]): boolean => subscribed.some((t) => !t.startsWith('event.'));
 

@@ -296,6 +296,29 @@ describe('notifier redelivery', () => {
     for (const id of ids) expect((await listDeliveries(pg.db.pool, id)).map((r) => r.attempt)).toEqual([1, 2]);
   });
 
+  test('a redelivered request.opened carries its request, as the first did', async ({ pg, nats }) => {
+    const hooks = await receiver();
+    const stack = await startStack(pg, nats, { maxAttempts: 3, backoffMs: [50], allowPrivateNetworks: true, redeliverEveryMs: 50 });
+    const id = await submit(pg, { url: hooks.url, events: ['request.opened'] });
+    const run = (c: Command) => handleCommand(pg.store, id, c);
+    await run({ type: 'StartTask', leadAgentId: 'lead', leadAgentType: 'research-lead', configVersion: 'v1' });
+    await run({
+      type: 'RecordModelTurn', agentId: 'lead', turn: 1, model: 'm', stopReason: 'tool_use', offline: true, durationMs: 0,
+      content: [{ type: 'tool_use', id: 'tu1', name: 'ask_user', input: { questions: ['Which sources?'] } }],
+      usage: { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 },
+    });
+    await run({ type: 'RequestClarification', requestId: 'clr-1', agentId: 'lead', toolUseId: 'tu1', questions: ['Which sources?'], context: 'c', deadline: new Date(Date.now() + 600_000).toISOString() });
+    await waitFor(async () => (await listDeliveries(pg.db.pool, id)).length === 1, { what: 'the first delivery' });
+    const [first] = await listDeliveries(pg.db.pool, id);
+    await requestRedelivery(pg.db.pool, { taskId: id, deliveryId: first!.id, requestedBy: 'u' });
+    await waitFor(async () => (await listDeliveries(pg.db.pool, id)).length === 2, { what: 'the redelivery' });
+    await stack.stop();
+    hooks.close();
+    const requests = hooks.received.map((r) => (r.body.data as unknown as { request?: { requestId: string; kind: string } }).request);
+    expect(requests).toEqual([expect.objectContaining({ requestId: 'clr-1', kind: 'clarification' }), expect.objectContaining({ requestId: 'clr-1', kind: 'clarification' })]);
+    expect(hooks.received[1]?.id).toBe(hooks.received[0]?.id);
+  });
+
   test('a redelivery to an endpoint deleted since is not sent, and says so where it was asked for: a failed attempt naming why', async ({ pg, nats }) => {
     const hooks = await receiver();
     const endpoint = await createEndpoint(pg.db.pool, { id: randomUUID(), tenantId: 'd', url: `${hooks.url}?tenant`, events: ['task.cancelled'], secret: SECRET });
