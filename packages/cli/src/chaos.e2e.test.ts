@@ -52,6 +52,9 @@ describe('crash safety (the chaos script, small): SIGKILLs of the orchestrator a
       timeoutMs: 240_000,
       log: (l) => lines.push(l),
       faults: { busWipes: 2, natsRestarts: 2, postgresRestarts: 0, notifierKills: 3, gatewayKills: 3 },
+    }).catch((err: unknown) => {
+      // What the run and the services said (errors), with why it stopped.
+      throw new Error(`${(err as Error).message}\n--- the run's log:\n${lines.join('\n')}`, { cause: err });
     });
     expect(report.violations, lines.join('\n')).toEqual([]);
     expect(report.completed).toBe(30);

@@ -192,7 +192,23 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   };
   const write = o.serviceLog ?? ((l: string) => (/ERROR|FATAL/.test(l) ? o.log(l) : undefined));
   const running = new Map<ServiceName, Launched>();
-  const start = (name: ServiceName) => running.set(name, launch({ env, services: [name], write, color: false }));
+  // A service that exits on its own (not killed by this run) is a finding, not a fault: said, and
+  // started again at once as a supervisor would (else the run would wait for it until it times out).
+  const killing = new Set<ServiceName>();
+  const crashed: string[] = [];
+  let done = false;
+  const start = (name: ServiceName): void => {
+    const launched = launch({
+      env, services: [name], write, color: false,
+      onExit: (e) => {
+        if (done || killing.has(name) || running.get(name) !== launched) return;
+        crashed.push(`${name} exited on its own (${e.signal ?? `code ${String(e.code)}`}) after ${Math.round(e.uptimeMs / 1000)} s`);
+        o.log(`chaos: ${crashed.at(-1) ?? ''}; starting it again`);
+        start(name);
+      },
+    });
+    running.set(name, launched);
+  };
   for (const name of ['gateway', 'notifier', 'orchestrator', 'sandbox-runner'] as const) start(name);
   const api = new BatonClient(`http://127.0.0.1:${port}`);
   const kills = { orchestrator: 0, 'sandbox-runner': 0 };
@@ -203,7 +219,6 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   const stopFollowing = new AbortController();
   let submitsReplayed = 0;
   let decisions = 0;
-  let done = false;
   let ok = false;
   try {
     await waitReady(api);
@@ -266,7 +281,9 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
         await sleep(200 + random() * 900);
         const victim = KILLED[fault];
         if (victim) {
+          killing.add(victim);
           await (running.get(victim) as Launched).stop('SIGKILL', 0);
+          killing.delete(victim);
           if (victim === 'orchestrator' || victim === 'sandbox-runner') kills[victim]++;
           else faults[victim === 'notifier' ? 'notifierKills' : 'gatewayKills']++;
           await sleep(random() * 400);
@@ -340,6 +357,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     const delivered = await verifyDeliveries(dbUrl, ids, receiver, smtp.mails);
     const recorded = await withClient(dbUrl, async (c) => (await c.query<{ n: number }>('select count(*)::int as n from tasks')).rows[0]?.n ?? 0);
     const violations = [
+      ...crashed,
       ...report.violations,
       ...(recorded !== ids.length || new Set(ids).size !== ids.length ? [`${recorded} tasks recorded for ${ids.length} submits (${new Set(ids).size} distinct ids answered)`] : []),
       ...followerViolations,
