@@ -190,7 +190,20 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     // Webhooks to the receiver in this process, on loopback.
     WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
   };
-  const write = o.serviceLog ?? ((l: string) => (/ERROR|FATAL/.test(l) ? o.log(l) : undefined));
+  // Each service's last lines, whatever their level (a crash's stack trace is not a log line): said with a service that exits on its own.
+  const tails = new Map<string, string[]>();
+  const keep = (l: string): void => {
+    const name = l.slice(0, 14).trim();
+    const tail = tails.get(name) ?? [];
+    tail.push(l);
+    if (tail.length > 15) tail.shift();
+    tails.set(name, tail);
+  };
+  const shown = o.serviceLog ?? ((l: string) => (/ERROR|FATAL/.test(l) ? o.log(l) : undefined));
+  const write = (l: string): void => {
+    keep(l);
+    shown(l);
+  };
   const running = new Map<ServiceName, Launched>();
   // A service that exits on its own (not killed by this run) is a finding, not a fault: said, and
   // started again at once as a supervisor would (else the run would wait for it until it times out).
@@ -203,7 +216,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       onExit: (e) => {
         if (done || killing.has(name) || running.get(name) !== launched) return;
         crashed.push(`${name} exited on its own (${e.signal ?? `code ${String(e.code)}`}) after ${Math.round(e.uptimeMs / 1000)} s`);
-        o.log(`chaos: ${crashed.at(-1) ?? ''}; starting it again`);
+        o.log(`chaos: ${crashed.at(-1) ?? ''}; starting it again. Its last lines:\n${(tails.get(name) ?? []).join('\n')}`);
         start(name);
       },
     });
@@ -222,6 +235,20 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   let ok = false;
   try {
     await waitReady(api);
+
+    // The submitter, before the faults begin (faults while the services still start up are not
+    // what this run measures): each task under an Idempotency-Key of its own, sent again (the
+    // same key) until the gateway answers.
+    const submitBy = Date.now() + o.timeoutMs;
+    for (let i = 0; i < o.tasks; i++) {
+      const prompt = (PROMPTS[i % PROMPTS.length] as (i: number) => string)(i);
+      const task = { prompt, approvalTimeoutSeconds: 3600, webhook: { url: receiver.url() }, notify: { email: { to: [MAIL_TO] } } };
+      const submitted = await submitSurely(api, task, `chaos-${namespace}-${i}`, submitBy);
+      if (submitted.replayed) submitsReplayed++;
+      ids.push(submitted.id);
+      if (followers.length < FOLLOWED) followers.push(follow(api, submitted.id, stopFollowing.signal));
+    }
+    o.log(`chaos: ${o.tasks} tasks submitted; ${plan.length} faults (${o.kills} kills of the orchestrator and the runner), seed ${o.seed}`);
 
     // The person: decides whatever is open, as soon as it is seen (a task with a request open
     // may still be running: another of its agents works meanwhile).
@@ -273,7 +300,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     })();
 
     // The killer: at random moments, SIGKILL a service (restarted after a random pause), delete
-    // the bus's streams, restart NATS, or crash-restart Postgres — from the first submit on.
+    // the bus's streams, restart NATS, or crash-restart Postgres.
     let natsRestarts = 0;
     const killer = (async () => {
       for (const fault of plan) {
@@ -323,18 +350,6 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       }
     })();
 
-    // The submitter: each task under an Idempotency-Key of its own, sent again (the same key)
-    // until the gateway answers — a submit cut by a gateway kill must not become two tasks.
-    const submitBy = Date.now() + o.timeoutMs;
-    for (let i = 0; i < o.tasks; i++) {
-      const prompt = (PROMPTS[i % PROMPTS.length] as (i: number) => string)(i);
-      const task = { prompt, approvalTimeoutSeconds: 3600, webhook: { url: receiver.url() }, notify: { email: { to: [MAIL_TO] } } };
-      const submitted = await submitSurely(api, task, `chaos-${namespace}-${i}`, submitBy);
-      if (submitted.replayed) submitsReplayed++;
-      ids.push(submitted.id);
-      if (followers.length < FOLLOWED) followers.push(follow(api, submitted.id, stopFollowing.signal));
-    }
-    o.log(`chaos: ${o.tasks} tasks submitted; ${plan.length} faults (${o.kills} kills of the orchestrator and the runner), seed ${o.seed}`);
 
     let last: Awaited<ReturnType<typeof countByStatus>> | null = null;
     await pollUntil(
