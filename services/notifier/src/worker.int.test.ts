@@ -134,6 +134,15 @@ async function settled(pg: PgFixture, nats: NatsFixture, names: BusNames, delive
   }, { what: 'the notifier to handle every event' });
 }
 
+/** Once the task's first delivery is recorded, ask for it to be sent again, and wait for that attempt: the first. */
+async function redeliverFirst(pg: PgFixture, id: string) {
+  await waitFor(async () => (await listDeliveries(pg.db.pool, id)).length === 1, { what: 'the first delivery' });
+  const [first] = await listDeliveries(pg.db.pool, id);
+  await requestRedelivery(pg.db.pool, { taskId: id, deliveryId: first!.id, requestedBy: 'u' });
+  await waitFor(async () => (await listDeliveries(pg.db.pool, id)).length === 2, { what: 'the redelivery' });
+  return first;
+}
+
 /** A receiver that accepts every webhook (204) and keeps what it got. */
 async function receiver() {
   const received: { id: string; body: { type: string; data: { task: { id: string; status: string } } }; raw: string; headers: { id: string; timestamp: string; signature: string } }[] = [];
@@ -247,10 +256,7 @@ describe('notifier redelivery', () => {
     const stack = await startStack(pg, nats, { maxAttempts: 3, backoffMs: [50], allowPrivateNetworks: true, redeliverEveryMs: 50 });
     const id = await submit(pg, { url: hooks.url, events: ['task.cancelled'] });
     await handleCommand(pg.store, id, { type: 'CancelTask', reason: 'r', requestedBy: 'u' });
-    await waitFor(async () => (await listDeliveries(pg.db.pool, id)).length === 1, { what: 'the first delivery' });
-    const [first] = await listDeliveries(pg.db.pool, id);
-    await requestRedelivery(pg.db.pool, { taskId: id, deliveryId: first!.id, requestedBy: 'u' });
-    await waitFor(async () => (await listDeliveries(pg.db.pool, id)).length === 2, { what: 'the redelivery' });
+    const first = await redeliverFirst(pg, id);
     await stack.stop();
     hooks.close();
     const rows = await listDeliveries(pg.db.pool, id);
@@ -308,10 +314,7 @@ describe('notifier redelivery', () => {
       usage: { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 },
     });
     await run({ type: 'RequestClarification', requestId: 'clr-1', agentId: 'lead', toolUseId: 'tu1', questions: ['Which sources?'], context: 'c', deadline: new Date(Date.now() + 600_000).toISOString() });
-    await waitFor(async () => (await listDeliveries(pg.db.pool, id)).length === 1, { what: 'the first delivery' });
-    const [first] = await listDeliveries(pg.db.pool, id);
-    await requestRedelivery(pg.db.pool, { taskId: id, deliveryId: first!.id, requestedBy: 'u' });
-    await waitFor(async () => (await listDeliveries(pg.db.pool, id)).length === 2, { what: 'the redelivery' });
+    await redeliverFirst(pg, id);
     await stack.stop();
     hooks.close();
     const requests = hooks.received.map((r) => (r.body.data as unknown as { request?: { requestId: string; kind: string } }).request);
