@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { insideGit, normalPath, withinLocks } from '@baton/domain';
+import { insideGit, normalPath, withinLocks, type TaskState } from '@baton/domain';
 
 /** Tools that may change the workspace: after them it is synced before their results are recorded. */
 export const MUTATING_TOOLS: ReadonlySet<string> = new Set(['write_file', 'edit_file', 'run_command', 'run_tests']);
@@ -17,6 +17,11 @@ export interface WritePolicy {
   scope?: { allowed: string[]; blocked: string[] } | undefined;
   /** null: no locks (the scope alone decides). */
   locks: readonly string[] | null;
+}
+
+/** What an agent may change, from its definition and the task's state: its file scope, and its subtask's locks (the lead has none). */
+export function writePolicyOf(def: { fileScope?: { allowed: string[]; blocked: string[] } | undefined }, state: TaskState, agentId: string): WritePolicy {
+  return { scope: def.fileScope, locks: state.lead?.agentId === agentId ? null : (state.agents[agentId]?.fileLocks ?? null) };
 }
 
 /** Why the agent may not create, change or delete `p` (a normalised workspace path), or null. */

@@ -12,4 +12,4 @@ export { OfflineChatModel, offlineChatReply, streamedWords } from './offline-cha
 export { CHAT_AGENT_TYPE, chatModelFromConfig, chatRequest, chatSystemPrompt, RoutingChatModel } from './chat.ts';
 export { verifyRun, type VerifyResult } from './verify.ts';
 export { outboxRequest, type OutboxRequest } from './outbox.ts';
-export { editRefusal, fileAccessViolation, MUTATING_TOOLS, restricts, writeRefusal, type WritePolicy } from './files.ts';
+export { editRefusal, fileAccessViolation, MUTATING_TOOLS, restricts, writePolicyOf, writeRefusal, type WritePolicy } from './files.ts';

@@ -26,7 +26,7 @@ import { ModelRejectedError, ModelUnavailableError, type ModelClient, type Model
 import { approvalFor, askPerson } from './policy.ts';
 import type { AgentDefinition, TeamDefinition } from './teams.ts';
 import { allTools, parseToolInput, planSubtasksOf, submitPlanTool, submitReviewTool, toolSpec } from './tools.ts';
-import { fileAccessViolation } from './files.ts';
+import { fileAccessViolation, writePolicyOf } from './files.ts';
 
 /**
  * The agent loop — one, for the lead and every subagent. It reads where the agent stands from
@@ -192,7 +192,7 @@ export function triageToolUses(o: TriageInput): Triage {
     // A path outside the agent's file scope (or its subtask's locks) is refused, not run: at the
     // point it would run (after any approval), as a decision of the code that verify can check.
     const input = t.approvedInput ?? t.input;
-    const violation = fileAccessViolation({ scope: o.def.fileScope, locks: lead ? null : (o.state.agents[o.agentId]?.fileLocks ?? null) }, t.name, input);
+    const violation = fileAccessViolation(writePolicyOf(o.def, o.state, o.agentId), t.name, input);
     if (violation) {
       error(violation);
       continue;

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { agentStreamId, artifactMode, fold, formatBytes, isFinal, isStepCommand, isToolUse, NamedError, normalPath, own, type Command, type MailRecipientRules, type RecordedEvent, type TaskState } from '@baton/domain';
 import { inSpan, metrics } from '@baton/telemetry';
 import { ConsumerStoppingError, TaskEndedError } from '@baton/bus';
-import { builtinTeams, editFileTool, findAgent, ModelUnavailableError, MUTATING_TOOLS, outboxRequest, REVIEW_REMINDER, runAgentLoop, submitReviewTool, writeFileTool, type AgentDefinition, type LoopHost, type ModelClient, type TeamCatalog, type TeamDefinition, type WritePolicy } from '@baton/agents';
+import { builtinTeams, editFileTool, findAgent, writePolicyOf, ModelUnavailableError, MUTATING_TOOLS, outboxRequest, REVIEW_REMINDER, runAgentLoop, submitReviewTool, writeFileTool, type AgentDefinition, type LoopHost, type ModelClient, type TeamCatalog, type TeamDefinition } from '@baton/agents';
 import { handleCommand, isConcurrencyError, loadTask, retryOnConflict, TaskWriter, type EventStore, type LoadedTask, type TaskLoader } from '@baton/event-store';
 import { acquireLease, ArtifactPathHeldError, releaseLease, renewLease, type CorpusHit, type StoredArtifact } from '@baton/storage';
 import type pg from 'pg';
@@ -166,7 +166,7 @@ export async function runSubagentJob(
       const { writer } = claimed;
       const events = claimed.events;
       // What it may change: its config's file scope and, for a subtask of a plan, its locks.
-      const policy: WritePolicy = { scope: def.fileScope, locks: agent0.fileLocks };
+      const policy = writePolicyOf(def, initial.state, agentId);
       const env: ToolEnv = {
         sandbox,
         testCommand: def.testCommand,

@@ -1,4 +1,4 @@
-import { allTools, editRefusal, parseToolInput } from '@baton/agents';
+import { allTools, editRefusal, parseToolInput, writePolicyOf } from '@baton/agents';
 import { digestJson, exists, forkableVersions, forkEvents, forkFiles, forkRefusal, own, stateAt, uuidV5, type Command, type RecordedEvent, type TaskState } from '@baton/domain';
 import { redactCredentials, toAgentViews, toTaskView, type DeliveryView, type GivenUpDeliveryView } from '@baton/api';
 import { withSessionLock } from '@baton/db';
@@ -131,7 +131,7 @@ export const taskRoutes = (d: GatewayDeps) => async (app: FastifyInstance) => {
           if (open?.kind === 'approval') {
             const agent = own(s.agents, open.agentId);
             const def = agent ? team?.agents[agent.type] : team?.lead;
-            const refusal = editRefusal({ scope: def?.fileScope, locks: agent?.fileLocks ?? null }, asked, input);
+            const refusal = editRefusal(writePolicyOf(def ?? {}, s, open.agentId), asked, input);
             if (refusal) throw new HttpError(400, 'validation_error', `body.input.path: ${refusal}`, [{ field: 'body.input.path', message: refusal }]);
           }
         }
